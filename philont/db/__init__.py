@@ -1,0 +1,1 @@
+"""Storage: SQLAlchemy models, column types, FTS5 DDL and engine set-up."""

@@ -1,0 +1,167 @@
+"""Opening a memory database: path rules, file modes, PRAGMAs, transactional BEGIN, FTS5 check."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import structlog
+from sqlalchemy import Engine, event
+from sqlalchemy import create_engine as sa_create_engine
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.pool import StaticPool
+
+from philont import settings
+from philont.errors import (
+    DatabasePathError,
+    DatabaseReadOnlyError,
+    Fts5UnavailableError,
+    NotADatabaseError,
+)
+
+log = structlog.get_logger(__name__)
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def resolve_url(target: str | Path | URL | None = None) -> URL:
+    """A SQLAlchemy URL from an explicit URL or path, else ``$MEMORY_DB_PATH``, else the
+    default ``~/.philont/memory/memory.sqlite``."""
+    if isinstance(target, URL):
+        return target
+    if target is None:
+        target = settings.default_db_path()
+    text = str(target)
+    if "://" in text:
+        return make_url(text)
+    if text == ":memory:":
+        return URL.create("sqlite+pysqlite", database=":memory:")
+    return URL.create("sqlite+pysqlite", database=str(Path(text).expanduser().resolve()))
+
+
+def sqlite_path(url: URL) -> Path | None:
+    """The file behind an SQLite URL, or None for in-memory and non-SQLite URLs."""
+    if url.get_backend_name() != "sqlite":
+        return None
+    db = url.database
+    if not db or db == ":memory:" or db.startswith("file::memory:"):
+        return None
+    return Path(db)
+
+
+def _mkdir_private(path: Path) -> None:
+    """Create a directory (and missing parents) with mode 0700; existing ones keep theirs."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        d.mkdir(mode=DIR_MODE)
+        os.chmod(d, DIR_MODE)  # mkdir's mode is masked by the umask
+
+
+def check_file(path: Path, *, create: bool) -> None:
+    """Refuse, with a typed error and before SQLite touches anything, a path that cannot hold
+    a memory database. With ``create`` the parent and ``backups/`` directories are made
+    (0700) and a missing file is created empty with mode 0600."""
+    if path.is_dir():
+        raise DatabasePathError(str(path), "it is a directory")
+    if path.exists():
+        if not os.stat(path).st_mode & 0o222:
+            raise DatabaseReadOnlyError(str(path))
+        with path.open("rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+        if head and head != SQLITE_HEADER:
+            raise NotADatabaseError(str(path))
+        return
+    if not create:
+        raise DatabasePathError(str(path), "no such file")
+    try:
+        _mkdir_private(path.parent)
+        _mkdir_private(settings.backup_dir_for(path))
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+        os.close(fd)
+        os.chmod(path, FILE_MODE)
+    except FileExistsError:
+        return
+    except NotADirectoryError as exc:
+        raise DatabasePathError(str(path), "a parent is not a directory") from exc
+    except PermissionError as exc:
+        raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
+
+
+@functools.cache
+def ensure_fts5() -> None:
+    """Fail clearly when this Python's SQLite lacks FTS5 or its trigram tokenizer."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        options = {r[0] for r in conn.execute("PRAGMA compile_options")}
+        if "ENABLE_FTS5" not in options:
+            raise Fts5UnavailableError(sqlite3.sqlite_version)
+        conn.execute("CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='trigram')")
+    except sqlite3.OperationalError as exc:
+        raise Fts5UnavailableError(sqlite3.sqlite_version) from exc
+    finally:
+        conn.close()
+
+
+def _install_sqlite_hooks(engine: Engine, *, foreign_keys: bool) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+        # pysqlite's own transaction handling would make DDL and SAVEPOINT non-transactional;
+        # take BEGIN into our hands (SQLAlchemy's documented recipe).
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        # busy_timeout first, so a locked file is waited on instead of failing the WAL switch
+        # (the original's order could treat a busy database as corrupt, spec Q-D1).
+        cur.execute(f"PRAGMA busy_timeout = {settings.BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA journal_mode = WAL")
+        cur.execute("PRAGMA synchronous = NORMAL")
+        cur.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+
+def create_engine(
+    target: str | Path | URL | None = None,
+    *,
+    foreign_keys: bool = True,
+    create: bool = True,
+    echo: bool = False,
+) -> Engine:
+    """An Engine on a memory database (default: ``$MEMORY_DB_PATH`` or the default path).
+
+    SQLite files get mode 0600 in a 0700 directory with a 0700 ``backups/`` beside them, WAL,
+    ``synchronous=NORMAL``, ``busy_timeout``, foreign keys (unless ``foreign_keys=False``, as
+    migrations need) and transactional DDL.
+    """
+    url = resolve_url(target)
+    if url.get_backend_name() != "sqlite":
+        return sa_create_engine(url, echo=echo)
+    ensure_fts5()
+    path = sqlite_path(url)
+    if path is None:
+        engine = sa_create_engine(
+            url, echo=echo, poolclass=StaticPool, connect_args={"check_same_thread": False}
+        )
+    else:
+        check_file(path, create=create)
+        engine = sa_create_engine(url, echo=echo)
+    _install_sqlite_hooks(engine, foreign_keys=foreign_keys)
+    return engine
+
+
+def tighten_permissions(path: Path) -> None:
+    """chmod 0600 the database and its -wal/-shm companions (as Philont does after opening)."""
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if p.exists():
+            os.chmod(p, FILE_MODE)

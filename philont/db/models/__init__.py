@@ -1,0 +1,43 @@
+"""Every table of Philont's schema v31, one module per layer; importing this registers them."""
+
+from philont.db.models.calendar import CalendarEvent, Schedule, ScheduleOutcome
+from philont.db.models.knowledge import AccessLogEntry, Fact, Note
+from philont.db.models.pursuits import DriveConfig, DriveOutcome, Pursuit
+from philont.db.models.skills import Skill
+from philont.db.models.system import (
+    AutonomousBudget,
+    ConfigRule,
+    Initiative,
+    Meta,
+    Plan,
+    PushSubscription,
+    ReasoningNode,
+    ReasoningSession,
+    RoutingRule,
+)
+from philont.db.models.timeline import Action, RawMessage, RawSession
+
+__all__ = [
+    "AccessLogEntry",
+    "Action",
+    "AutonomousBudget",
+    "CalendarEvent",
+    "ConfigRule",
+    "DriveConfig",
+    "DriveOutcome",
+    "Fact",
+    "Initiative",
+    "Meta",
+    "Note",
+    "Plan",
+    "Pursuit",
+    "PushSubscription",
+    "RawMessage",
+    "RawSession",
+    "ReasoningNode",
+    "ReasoningSession",
+    "RoutingRule",
+    "Schedule",
+    "ScheduleOutcome",
+    "Skill",
+]

@@ -1,0 +1,1 @@
+"""Pure domain rules of philont: plain values in, plain values out, no database."""

@@ -1,0 +1,153 @@
+"""Relevance decay of facts over time: namespace time constants, pinning and forget candidates."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from philont.errors import InvalidInputError
+
+__all__ = [
+    "DEFAULT_FORGET_THRESHOLD",
+    "DEFAULT_TAU_DAYS",
+    "PIN_SENTINEL",
+    "effective_tau_days",
+    "is_forget_candidate",
+    "is_pinned",
+    "namespace_tau_days",
+    "score",
+    "score_fact",
+    "validate_tau_override",
+]
+
+PIN_SENTINEL = -1.0
+"""The ``decay_tau_days`` value stored for a pinned fact (any negative value means pinned)."""
+
+DEFAULT_TAU_DAYS = 365.0
+"""Time constant, in days, of namespaces without a more specific rule."""
+
+DEFAULT_FORGET_THRESHOLD = 0.05
+"""Scores strictly below this make a fact a candidate for (human-confirmed) forgetting."""
+
+_NAMESPACE_TAU_DAYS: dict[str, float] = {
+    "user": math.inf,
+    "project": 60.0,
+    "context": 1.0,
+    "session": 1.0,
+}
+
+_SECONDS_PER_DAY = 86_400.0
+
+
+def namespace_tau_days(namespace: str) -> float:
+    """Return the default time constant (days) of a namespace, from its root before the first '.'.
+
+    ``user`` never decays (infinity), ``project`` uses 60, ``context`` and ``session`` use 1, and
+    every other root uses :data:`DEFAULT_TAU_DAYS`. Matching is case-sensitive.
+    """
+    root = namespace.split(".", 1)[0]
+    return _NAMESPACE_TAU_DAYS.get(root, DEFAULT_TAU_DAYS)
+
+
+def is_pinned(decay_tau_days: float | None) -> bool:
+    """Return whether a stored ``decay_tau_days`` marks the fact as pinned (not None and < 0)."""
+    return decay_tau_days is not None and decay_tau_days < 0
+
+
+def validate_tau_override(value: float) -> float:
+    """Return ``value`` if it is acceptable as a new ``decay_tau_days`` override, else raise.
+
+    Accepted: a finite number of days > 0, or exactly :data:`PIN_SENTINEL` (returned as a float).
+    Refused with :class:`~philont.errors.InvalidInputError`: 0 (the original computes ``0/0`` =
+    NaN for it), other negative numbers (only the sentinel pins), infinity (pin instead), NaN,
+    booleans and non-numbers. ``None`` ("use the namespace default") is the caller's business.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(
+            f"decay_tau_days must be a number of days, got {value!r}", value=value
+        )
+    tau = float(value)
+    if tau == PIN_SENTINEL:
+        return PIN_SENTINEL
+    if not math.isfinite(tau) or tau <= 0:
+        raise InvalidInputError(
+            f"decay_tau_days must be a finite number of days > 0, or {PIN_SENTINEL} to pin; "
+            f"got {value!r}",
+            value=value,
+        )
+    return tau
+
+
+def effective_tau_days(namespace: str, decay_tau_days: float | None) -> float:
+    """Return the time constant (days) that applies to a fact.
+
+    Pinned (negative) -> infinity; an explicit value >= 0 is used as is (a stored 0 means "decays
+    instantly", see :func:`score`); ``None`` -> :func:`namespace_tau_days`. A NaN cannot come out
+    of SQLite, so it is refused as invalid input rather than guessed at.
+    """
+    if decay_tau_days is None:
+        return namespace_tau_days(namespace)
+    if math.isnan(decay_tau_days):
+        raise InvalidInputError("decay_tau_days is NaN", value=decay_tau_days)
+    if decay_tau_days < 0:
+        return math.inf
+    return float(decay_tau_days)
+
+
+def score(*, confidence: float, age: timedelta, tau_days: float) -> float:
+    """Return ``confidence * exp(-max(0, age_days) / tau_days)``.
+
+    An infinite ``tau_days`` returns ``confidence`` unchanged. ``tau_days == 0`` decays
+    instantly: ``confidence`` at age <= 0, 0.0 at any positive age (the original yields NaN at
+    age 0, and a NaN score is never forgettable). A negative or NaN ``tau_days`` raises
+    :class:`~philont.errors.InvalidInputError`: callers resolve pins with
+    :func:`effective_tau_days` first.
+    """
+    if math.isnan(tau_days) or tau_days < 0:
+        raise InvalidInputError(
+            f"tau_days must be >= 0 (resolve pins first), got {tau_days!r}", tau_days=tau_days
+        )
+    if math.isinf(tau_days):
+        return confidence
+    age_days = max(0.0, age.total_seconds() / _SECONDS_PER_DAY)
+    if tau_days == 0:
+        return confidence if age_days == 0 else 0.0
+    return confidence * math.exp(-age_days / tau_days)
+
+
+def _require_aware(value: datetime, name: str) -> None:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+
+
+def score_fact(
+    *,
+    namespace: str,
+    confidence: float,
+    created_at: datetime,
+    last_accessed_at: datetime | None,
+    decay_tau_days: float | None,
+    now: datetime,
+) -> float:
+    """Return the decayed relevance of a fact at ``now``.
+
+    The age is measured from ``last_accessed_at``, or from ``created_at`` when the fact was
+    never accessed; a future anchor counts as age 0. All datetimes must be timezone-aware
+    (:class:`~philont.errors.InvalidInputError` otherwise).
+    """
+    _require_aware(created_at, "created_at")
+    _require_aware(now, "now")
+    if last_accessed_at is not None:
+        _require_aware(last_accessed_at, "last_accessed_at")
+    anchor = last_accessed_at if last_accessed_at is not None else created_at
+    tau = effective_tau_days(namespace, decay_tau_days)
+    return score(confidence=confidence, age=now - anchor, tau_days=tau)
+
+
+def is_forget_candidate(score: float, threshold: float = DEFAULT_FORGET_THRESHOLD) -> bool:
+    """Return whether ``score`` is strictly below ``threshold`` (NaN never is).
+
+    This looks at the score only: pinned facts keep their confidence as score, so a pinned fact
+    with a tiny confidence would qualify. Callers must exclude pinned facts (:func:`is_pinned`).
+    """
+    return score < threshold

@@ -1,0 +1,206 @@
+"""The one exception hierarchy of philont; no SQLAlchemy imports here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PhilontError(Exception):
+    """Base class of every error philont raises on purpose.
+
+    ``code`` is a stable machine-readable identifier (tools report it to the model).
+    """
+
+    code: str = "philont_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# --- storage -------------------------------------------------------------------------------
+
+
+class StorageError(PhilontError):
+    """The database file cannot be used as asked."""
+
+    code = "storage_error"
+
+
+class DatabasePathError(StorageError):
+    """The path cannot hold a database (it is a directory, or its parent cannot be created)."""
+
+    code = "database_path"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot use {path!r} as a memory database: {reason}", path=path)
+        self.path = path
+        self.reason = reason
+
+
+class NotADatabaseError(StorageError):
+    """The file exists but is not an SQLite database."""
+
+    code = "not_a_database"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path!r} is not an SQLite database", path=path)
+        self.path = path
+
+
+class DatabaseReadOnlyError(StorageError):
+    """The database (or its directory) cannot be written."""
+
+    code = "database_read_only"
+
+    def __init__(self, path: str, reason: str = "the file is read-only") -> None:
+        super().__init__(f"cannot write to {path!r}: {reason}", path=path)
+        self.path = path
+
+
+class DatabaseBusyError(StorageError):
+    """The database stayed locked by another connection past the busy timeout and retries."""
+
+    code = "database_busy"
+
+
+class DatabaseFullError(StorageError):
+    """The disk (or the configured page limit) is full; nothing of this write was kept."""
+
+    code = "database_full"
+
+
+class Fts5UnavailableError(StorageError):
+    """The SQLite library in use was built without FTS5 (or without the trigram tokenizer)."""
+
+    code = "fts5_unavailable"
+
+    def __init__(self, sqlite_version: str) -> None:
+        super().__init__(
+            f"SQLite {sqlite_version} lacks FTS5 with the trigram tokenizer (needs ENABLE_FTS5 and"
+            " SQLite >= 3.34); install a Python whose sqlite3 module has it",
+            sqlite_version=sqlite_version,
+        )
+
+
+# --- schema / migrations ---------------------------------------------------------------------
+
+
+class SchemaError(PhilontError):
+    """The database schema is not one philont can adopt or use."""
+
+    code = "schema_error"
+
+
+class UnknownSchemaVersionError(SchemaError):
+    """``memory_meta.schema_version`` holds a value this release does not know."""
+
+    code = "unknown_schema_version"
+
+    def __init__(self, found: str | None) -> None:
+        super().__init__(
+            f"memory_meta.schema_version is {found!r}; this release knows versions 1..31 and "
+            "refuses to touch the database",
+            found=found,
+        )
+        self.found = found
+
+
+class UnrecognizedSchemaError(SchemaError):
+    """Memory tables exist but their shape matches no known schema version."""
+
+    code = "unrecognized_schema"
+
+
+class SchemaOutOfDateError(SchemaError):
+    """The database is not at the head revision."""
+
+    code = "schema_out_of_date"
+
+
+class MigrationError(SchemaError):
+    """A migration step failed; the database was left as it was before the upgrade."""
+
+    code = "migration_failed"
+
+
+# --- input -----------------------------------------------------------------------------------
+
+
+class InvalidInputError(PhilontError):
+    """A caller passed a value philont refuses; nothing was written."""
+
+    code = "invalid_input"
+
+
+class InvalidTimeRangeError(InvalidInputError):
+    """A time window whose end lies before its start."""
+
+    code = "invalid_time_range"
+
+    def __init__(self, start: object, end: object, what: str = "time window") -> None:
+        super().__init__(f"{what}: end ({end}) is earlier than start ({start})")
+        self.start = start
+        self.end = end
+
+
+class ReservedNamespaceError(InvalidInputError):
+    """The ``self`` namespace is written only by the self-reflector."""
+
+    code = "reserved_namespace"
+
+    def __init__(self, namespace: str) -> None:
+        super().__init__(
+            f"namespace {namespace!r} is reserved for the self-reflector; store facts elsewhere"
+        )
+        self.namespace = namespace
+
+
+# --- lookups ---------------------------------------------------------------------------------
+
+
+class NotFoundError(PhilontError):
+    """The thing asked for does not exist."""
+
+    code = "not_found"
+
+
+class FactNotFoundError(NotFoundError):
+    code = "fact_not_found"
+
+    def __init__(self, namespace: str, key: str) -> None:
+        super().__init__(f"no active fact {namespace}.{key}")
+        self.namespace = namespace
+        self.key = key
+
+
+class ConflictError(PhilontError):
+    """The write conflicts with existing data (a duplicate name, an occupied id)."""
+
+    code = "conflict"
+
+
+class SkillNotUsableError(PhilontError):
+    """The skill exists but its grade forbids using it."""
+
+    code = "skill_not_usable"
+
+
+class NoteNotFoundError(NotFoundError):
+    code = "note_not_found"
+
+
+class SkillNotFoundError(NotFoundError):
+    code = "skill_not_found"
+
+
+class SessionNotFoundError(NotFoundError):
+    code = "session_not_found"
+
+
+class ScheduleNotFoundError(NotFoundError):
+    code = "schedule_not_found"

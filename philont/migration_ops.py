@@ -1,0 +1,49 @@
+"""Small, stable helpers the Alembic revisions share (they never import philont.db)."""
+
+from __future__ import annotations
+
+import time
+
+import sqlalchemy as sa
+
+from alembic import op
+
+
+def now_ms() -> int:
+    """Epoch milliseconds, as Philont stores every timestamp."""
+    return int(time.time() * 1000)
+
+
+def is_sqlite() -> bool:
+    return op.get_bind().dialect.name == "sqlite"
+
+
+def has_table(name: str) -> bool:
+    return sa.inspect(op.get_bind()).has_table(name)
+
+
+def has_column(table: str, column: str) -> bool:
+    cols = sa.inspect(op.get_bind()).get_columns(table)
+    return any(c["name"] == column for c in cols)
+
+
+def add_column_if_missing(table: str, column: sa.Column[object]) -> None:
+    """Philont's migrations are 'add if missing'; doing the same lets us adopt a database that a
+    crash left half-migrated (spec Q-M3)."""
+    if has_table(table) and not has_column(table, column.name):
+        op.add_column(table, column)
+
+
+def create_index_if_missing(sql: str) -> None:
+    """Run a literal ``CREATE INDEX IF NOT EXISTS ...`` statement."""
+    op.execute(sa.text(sql))
+
+
+def set_schema_version(version: int) -> None:
+    """Record Philont's ``memory_meta.schema_version`` (a decimal string)."""
+    op.execute(sa.text("DELETE FROM memory_meta WHERE key = 'schema_version'"))
+    op.execute(
+        sa.text("INSERT INTO memory_meta (key, value) VALUES ('schema_version', :v)").bindparams(
+            v=str(version)
+        )
+    )

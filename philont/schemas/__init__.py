@@ -1,0 +1,1 @@
+"""Pydantic v2 read models (what services return) and input models."""

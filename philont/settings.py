@@ -1,0 +1,27 @@
+"""Where the memory lives and the tunables read from the environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_DB_PATH = "MEMORY_DB_PATH"
+DEFAULT_RELATIVE_PATH = Path(".philont") / "memory" / "memory.sqlite"
+BACKUP_DIR_NAME = "backups"
+BUSY_TIMEOUT_MS = 5000
+SCHEMA_VERSION = 31  # Philont's schema version; our additive revisions keep recording this
+VERSION_TABLE = "philont_alembic_version"
+
+
+def default_db_path() -> Path:
+    """``$MEMORY_DB_PATH`` when set and non-empty, else ``~/.philont/memory/memory.sqlite``."""
+    env = os.environ.get(ENV_DB_PATH, "").strip()
+    if env:
+        return Path(env).expanduser()
+    home = os.environ.get("HOME") or str(Path.home())
+    return Path(home) / DEFAULT_RELATIVE_PATH
+
+
+def backup_dir_for(db_path: Path) -> Path:
+    """The sibling ``backups/`` directory of a database file."""
+    return db_path.parent / BACKUP_DIR_NAME

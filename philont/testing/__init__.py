@@ -1,0 +1,1 @@
+"""Helpers for testing code that uses philont: factories and schema comparison."""

@@ -1,0 +1,113 @@
+"""Shared fixtures: real SQLite files in tmp_path (WAL on), copied from one template."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from philont.db.bootstrap import ensure_bootstrap_rows
+from philont.db.engine import create_engine
+from philont.db.schema import metadata
+from philont.db.session import session_factory
+
+FIXTURE_NAMES = ("v2", "v27", "v31", "empty-v31")
+
+
+def fixtures_dir() -> Path | None:
+    env = os.environ.get("PHILONT_FIXTURES")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "philont")
+    for c in candidates:
+        if (c / "v31.sqlite").exists():
+            return c
+    return None
+
+
+@pytest.fixture(scope="session")
+def philont_fixtures() -> Path:
+    """Directory of the original program's databases; skips (or fails in CI) when absent."""
+    found = fixtures_dir()
+    if found is None:
+        if os.environ.get("PHILONT_REQUIRE_FIXTURES") == "1":
+            pytest.fail("PHILONT_REQUIRE_FIXTURES=1 but ../shared/fixtures/philont is missing")
+        pytest.skip("Philont fixtures not found (set PHILONT_FIXTURES)")
+    return found
+
+
+@pytest.fixture
+def copy_fixture(philont_fixtures: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Copy a named fixture database into tmp_path (never open the shared one read-write)."""
+
+    def _copy(name: str) -> Path:
+        target = tmp_path / f"{name}.sqlite"
+        shutil.copyfile(philont_fixtures / f"{name}.sqlite", target)
+        target.chmod(0o600)
+        return target
+
+    return _copy
+
+
+@pytest.fixture(scope="session")
+def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A v31 database built once by create_all (+ FTS DDL events + bootstrap rows)."""
+    path = tmp_path_factory.mktemp("template") / "memory.sqlite"
+    engine = create_engine(path)
+    metadata.create_all(engine)
+    with engine.begin() as conn:
+        ensure_bootstrap_rows(conn)
+    engine.dispose()
+    return path
+
+
+@pytest.fixture
+def db_path(template_db: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "memory" / "memory.sqlite"
+    target.parent.mkdir(mode=0o700)
+    shutil.copyfile(template_db, target)
+    target.chmod(0o600)
+    return target
+
+
+@pytest.fixture
+def engine(db_path: Path) -> Iterator[Engine]:
+    eng = create_engine(db_path)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def session(engine: Engine) -> Iterator[Session]:
+    """One Session in one transaction, rolled back after the test (services never commit)."""
+    s = session_factory(engine)()
+    s.begin()
+    try:
+        yield s
+    finally:
+        s.rollback()
+        s.close()
+
+
+class FakeClock:
+    """A controllable clock: ``clock()`` returns the current time, ``advance`` moves it."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 6, 14, 4, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **kwargs: float) -> datetime:
+        self.now += timedelta(**kwargs)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()

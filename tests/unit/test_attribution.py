@@ -1,0 +1,252 @@
+"""Outcome attribution: which actions after a skill retrieval decide its success or failure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from philont.domain.attribution import (
+    ActionEvent,
+    AttributionWindow,
+    Credit,
+    UserTurn,
+    attribute,
+)
+from philont.domain.maturity import Outcome
+from philont.errors import InvalidInputError
+
+T0 = datetime(2026, 6, 13, 12, 0, tzinfo=UTC)
+SESSION = "s1"
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def fetch(
+    id: int,
+    seconds: float,
+    name: object = "pdf-to-word",
+    *,
+    success: bool = True,
+    session: str = SESSION,
+) -> ActionEvent:
+    return ActionEvent(
+        id=id,
+        session_id=session,
+        tool_name="use_skill",
+        success=success,
+        timestamp=at(seconds),
+        params={"name": name},
+    )
+
+
+def act(
+    id: int, seconds: float, *, success: bool = True, tool: str = "bash", session: str = SESSION
+) -> ActionEvent:
+    return ActionEvent(
+        id=id,
+        session_id=session,
+        tool_name=tool,
+        success=success,
+        timestamp=at(seconds),
+        params={"cmd": "pandoc in.md -o out.docx"},
+    )
+
+
+def turn(seconds: float, session: str = SESSION) -> UserTurn:
+    return UserTurn(session_id=session, timestamp=at(seconds))
+
+
+def only(credits: Sequence[Credit]) -> Credit:
+    assert len(credits) == 1, credits
+    return credits[0]
+
+
+def test_a_retrieval_followed_by_successful_actions_is_a_success() -> None:
+    credit = only(attribute([fetch(1, 0), act(2, 10), act(3, 20)], []))
+    assert (credit.retrieval_action_id, credit.skill_name) == (1, "pdf-to-word")
+    assert credit.outcome is Outcome.SUCCESS
+    assert credit.attributed_action_ids == (2, 3)
+
+
+def test_the_reason_explains_the_verdict() -> None:
+    credit = only(attribute([fetch(1, 0), act(2, 10), act(3, 20)], []))
+    assert credit.reason.startswith("2 actions after retrieval, all succeeded")
+
+
+def test_any_failed_action_in_the_window_makes_it_a_failure() -> None:
+    credit = only(attribute([fetch(1, 0), act(2, 10), act(3, 20, success=False), act(4, 30)], []))
+    assert credit.outcome is Outcome.FAILURE
+    assert credit.attributed_action_ids == (2, 3, 4)
+    assert "1 failed (first: action 3)" in credit.reason
+
+
+def test_a_retrieval_with_nothing_after_it_credits_nothing() -> None:
+    credit = only(attribute([fetch(1, 0)], []))
+    assert credit.outcome is None
+    assert credit.attributed_action_ids == ()
+    assert credit.reason.startswith("no action ran after retrieval")
+
+
+def test_fetching_a_skill_twice_in_a_row_credits_nothing() -> None:
+    credits = attribute([fetch(1, 0), fetch(2, 5)], [])
+    assert [(c.retrieval_action_id, c.outcome) for c in credits] == [(1, None), (2, None)]
+
+
+def test_the_next_retrieval_ends_the_window() -> None:
+    credits = attribute(
+        [fetch(1, 0), act(2, 10), fetch(3, 20, "other-skill"), act(4, 30, success=False)], []
+    )
+    assert [(c.skill_name, c.outcome, c.attributed_action_ids) for c in credits] == [
+        ("pdf-to-word", Outcome.SUCCESS, (2,)),
+        ("other-skill", Outcome.FAILURE, (4,)),
+    ]
+    assert credits[0].reason.endswith("window ended by the next retrieval")
+
+
+def test_the_next_user_turn_ends_the_window() -> None:
+    credit = only(attribute([fetch(1, 0), act(2, 10), act(3, 30, success=False)], [turn(20)]))
+    assert credit.outcome is Outcome.SUCCESS
+    assert credit.attributed_action_ids == (2,)
+    assert credit.reason.endswith("window ended by the next user turn")
+
+
+def test_an_action_at_the_same_instant_as_the_next_user_turn_is_outside_the_window() -> None:
+    credit = only(attribute([fetch(1, 0), act(2, 10), act(3, 20, success=False)], [turn(20)]))
+    assert credit.attributed_action_ids == (2,)
+
+
+def test_a_user_turn_at_the_retrieval_instant_does_not_close_the_window() -> None:
+    credit = only(attribute([fetch(1, 0), act(2, 10)], [turn(0)]))
+    assert credit.attributed_action_ids == (2,)
+
+
+def test_user_turns_before_the_retrieval_are_ignored() -> None:
+    credit = only(attribute([fetch(1, 100), act(2, 110)], [turn(0), turn(50)]))
+    assert credit.attributed_action_ids == (2,)
+
+
+def test_actions_of_another_session_are_ignored() -> None:
+    actions = [fetch(1, 0), act(2, 10, success=False, session="s2"), act(3, 20)]
+    credit = only(attribute(actions, []))
+    assert credit.outcome is Outcome.SUCCESS
+    assert credit.attributed_action_ids == (3,)
+
+
+def test_a_user_turn_in_another_session_does_not_end_the_window() -> None:
+    credit = only(attribute([fetch(1, 0), act(2, 10), act(3, 30)], [turn(20, session="s2")]))
+    assert credit.attributed_action_ids == (2, 3)
+
+
+def test_a_retrieval_in_another_session_does_not_end_the_window() -> None:
+    actions = [fetch(1, 0), fetch(2, 5, "other", session="s2"), act(3, 10)]
+    credits = attribute(actions, [])
+    assert [(c.retrieval_action_id, c.attributed_action_ids) for c in credits] == [
+        (1, (3,)),
+        (2, ()),
+    ]
+
+
+@pytest.mark.parametrize(("max_actions", "expected"), [(1, (2,)), (2, (2, 3)), (3, (2, 3, 4))])
+def test_the_window_keeps_at_most_max_actions_actions(
+    max_actions: int, expected: tuple[int, ...]
+) -> None:
+    actions = [fetch(1, 0), act(2, 1), act(3, 2), act(4, 3, success=False)]
+    credit = only(attribute(actions, [], AttributionWindow(max_actions=max_actions)))
+    assert credit.attributed_action_ids == expected
+
+
+def test_a_failure_beyond_max_actions_is_not_blamed_on_the_skill() -> None:
+    actions = [fetch(1, 0), act(2, 1), act(3, 2, success=False)]
+    credit = only(attribute(actions, [], AttributionWindow(max_actions=1)))
+    assert credit.outcome is Outcome.SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("action_at_seconds", "inside"),
+    [(60, True), (30 * 60 - 1, True), (30 * 60, True), (30 * 60 + 0.001, False), (3600, False)],
+)
+def test_only_actions_within_max_duration_of_the_retrieval_count(
+    action_at_seconds: float, inside: bool
+) -> None:
+    credit = only(attribute([fetch(1, 0), act(2, action_at_seconds)], []))
+    assert credit.attributed_action_ids == ((2,) if inside else ())
+
+
+def test_a_custom_max_duration_is_honoured() -> None:
+    window = AttributionWindow(max_duration=timedelta(seconds=15))
+    credit = only(attribute([fetch(1, 0), act(2, 10), act(3, 20, success=False)], [], window))
+    assert (credit.outcome, credit.attributed_action_ids) == (Outcome.SUCCESS, (2,))
+
+
+def test_a_failed_use_skill_is_not_a_retrieval() -> None:
+    assert attribute([fetch(1, 0, success=False), act(2, 10)], []) == []
+
+
+def test_a_failed_use_skill_neither_ends_the_window_nor_counts_against_the_skill() -> None:
+    actions = [fetch(1, 0), act(2, 10), fetch(3, 15, "deprecated-one", success=False), act(4, 20)]
+    credit = only(attribute(actions, []))
+    assert (credit.outcome, credit.attributed_action_ids) == (Outcome.SUCCESS, (2, 4))
+
+
+@pytest.mark.parametrize("name", [None, 42, "", "   "])
+def test_a_retrieval_without_a_usable_skill_name_is_skipped(name: object) -> None:
+    assert attribute([fetch(1, 0, name), act(2, 10)], []) == []
+
+
+def test_a_retrieval_without_params_is_skipped() -> None:
+    retrieval = ActionEvent(1, SESSION, "use_skill", True, at(0), None)
+    assert attribute([retrieval, act(2, 10)], []) == []
+
+
+def test_the_retrieval_tool_name_is_configurable() -> None:
+    retrieval = ActionEvent(1, SESSION, "load_recipe", True, at(0), {"name": "x"})
+    window = AttributionWindow(retrieval_tool="load_recipe")
+    credits = attribute([retrieval, act(2, 10)], [], window)
+    assert only(credits).attributed_action_ids == (2,)
+
+
+def test_unsorted_input_is_ordered_by_timestamp_then_id() -> None:
+    actions = [act(4, 10), act(3, 10, success=False), fetch(1, 0), act(2, 0)]
+    credit = only(attribute(actions, [], AttributionWindow(max_actions=2)))
+    # act 2 shares the retrieval's timestamp but has a larger id, so it comes after it
+    assert credit.attributed_action_ids == (2, 3)
+    assert credit.outcome is Outcome.FAILURE
+
+
+def test_an_action_at_the_retrieval_instant_with_a_smaller_id_is_before_it() -> None:
+    credit = only(attribute([act(1, 0, success=False), fetch(2, 0), act(3, 5)], []))
+    assert credit.attributed_action_ids == (3,)
+
+
+def test_credits_come_in_retrieval_order_across_sessions() -> None:
+    actions = [fetch(5, 30, "b", session="s2"), fetch(1, 0, "a"), fetch(9, 60, "c", session="s3")]
+    assert [c.skill_name for c in attribute(actions, [])] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"max_actions": 0},
+        {"max_actions": -3},
+        {"max_duration": timedelta(0)},
+        {"max_duration": timedelta(minutes=-1)},
+        {"retrieval_tool": " "},
+    ],
+)
+def test_an_empty_or_negative_window_is_refused(kwargs: dict[str, object]) -> None:
+    with pytest.raises(InvalidInputError):
+        AttributionWindow(**kwargs)  # type: ignore[arg-type]
+
+
+def test_naive_timestamps_are_refused() -> None:
+    naive = ActionEvent(1, SESSION, "use_skill", True, datetime(2026, 1, 1), {"name": "x"})
+    with pytest.raises(InvalidInputError):
+        attribute([naive], [])
+
+
+def test_no_actions_means_no_credits() -> None:
+    assert attribute([], [turn(0)]) == []
