@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import structlog
+from philont.log import get_logger
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
@@ -36,7 +36,7 @@ from philont.errors import (
     UnrecognizedSchemaError,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 HEAD_PHILONT_VERSION = settings.SCHEMA_VERSION
 

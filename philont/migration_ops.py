@@ -40,7 +40,13 @@ def create_index_if_missing(sql: str) -> None:
 
 
 def set_schema_version(version: int) -> None:
-    """Record Philont's ``memory_meta.schema_version`` (a decimal string)."""
+    """Record Philont's ``memory_meta.schema_version`` (a decimal string).
+
+    The table is created when missing: an adopted version-2 database may predate it.
+    """
+    op.execute(
+        sa.text("CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    )
     op.execute(sa.text("DELETE FROM memory_meta WHERE key = 'schema_version'"))
     op.execute(
         sa.text("INSERT INTO memory_meta (key, value) VALUES ('schema_version', :v)").bindparams(

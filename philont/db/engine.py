@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import structlog
+from philont.log import get_logger
 from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import URL, make_url
@@ -22,7 +22,7 @@ from philont.errors import (
     NotADatabaseError,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 DIR_MODE = 0o700

@@ -22,10 +22,15 @@ def logical_dump(path: Path) -> list[str]:
         return list(conn.iterdump())
 
 
-def table_digest(conn: sqlite3.Connection, table: str, columns: list[str]) -> str:
-    """The manifest recipe: rows ordered by id, compact JSON, sha256."""
+def table_digest(
+    conn: sqlite3.Connection, table: str, columns: list[str], exclude_ids: tuple[str, ...] = ()
+) -> str:
+    """The manifest recipe: rows ordered by id, compact JSON, sha256 (``exclude_ids``: rows the
+    upgrade added on purpose)."""
     cols = ", ".join(f'"{c}"' for c in columns)
-    rows = conn.execute(f"SELECT {cols} FROM {table} ORDER BY id").fetchall()
+    marks = ", ".join("?" for _ in exclude_ids)
+    where = f" WHERE id NOT IN ({marks})" if exclude_ids else ""
+    rows = conn.execute(f"SELECT {cols} FROM {table}{where} ORDER BY id", exclude_ids).fetchall()
     payload = json.dumps([list(r) for r in rows], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

@@ -1,0 +1,5 @@
+"""``python -m philont`` runs the command line."""
+
+from philont.cli import main
+
+main()

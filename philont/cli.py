@@ -1,0 +1,169 @@
+"""`philont` command line: the main job (`demo`) and database operations (`db ...`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from philont import migrate
+from philont.db.engine import resolve_url, sqlite_path
+from philont.errors import PhilontError, SchemaOutOfDateError
+from philont.logsetup import configure
+
+app = typer.Typer(help="Long-term memory for AI agents, in one SQLite file.", no_args_is_help=True)
+db_app = typer.Typer(help="Create, upgrade and inspect the database schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+out = Console()
+err = Console(stderr=True)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/...)"),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+EXIT_ERROR = 1
+EXIT_OUT_OF_DATE = 3
+
+LAYERS = (
+    ("timeline", "memory_raw_messages"),
+    ("sessions", "memory_raw_sessions"),
+    ("actions", "memory_actions"),
+    ("notes", "memory_notes"),
+    ("facts", "memory_facts"),
+    ("skills", "memory_skills"),
+    ("calendar", "memory_calendar"),
+    ("schedules", "memory_schedules"),
+    ("access log", "memory_access_log"),
+    ("pursuits", "memory_pursuits"),
+)
+
+
+@app.callback()
+def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    configure(logging.INFO if verbose else logging.WARNING)
+
+
+def _fail(exc: PhilontError, code: int = EXIT_ERROR) -> typer.Exit:
+    err.print(f"[red]error[/red] ({exc.code}): {exc}")
+    return typer.Exit(code)
+
+
+def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    total = len(migrate.history())
+    with Progress(
+        TextColumn("upgrading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rev]}"),
+        console=err, transient=True,
+    ) as progress:
+        task = progress.add_task("upgrade", total=total, rev="")
+        return migrate.upgrade(db, on_step=lambda rev: progress.update(task, advance=1, rev=rev))
+
+
+def _counts(path: Path) -> dict[str, int]:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        return {
+            label: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for label, table in LAYERS
+        }
+
+
+@app.command()
+def demo(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Main job: create or upgrade the memory database and show what it holds."""
+    try:
+        report = _upgrade_with_progress(db)
+        st = migrate.status(db)
+    except PhilontError as exc:
+        raise _fail(exc) from exc
+    path = sqlite_path(resolve_url(db))
+    assert path is not None
+    counts = _counts(path)
+    if as_json:
+        out.print_json(json.dumps({
+            "database": str(path), "revision": st.revision, "schema_version": st.schema_version,
+            "applied": report.applied, "stamped": report.stamped,
+            "backup": str(report.backup) if report.backup else None, "rows": counts,
+        }))
+        return
+    out.print(f"[bold]memory database[/bold] {path}")
+    if report.stamped:
+        out.print(f"adopted an existing Philont database at {report.stamped}")
+    if report.backup:
+        out.print(f"backup taken first: {report.backup}")
+    out.print(
+        f"revision {st.revision} (Philont schema_version {st.schema_version}); "
+        f"applied {len(report.applied)} revision(s) now"
+    )
+    table = Table("layer", "rows")
+    for label, n in counts.items():
+        table.add_row(label, str(n))
+    out.print(table)
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Create or upgrade the database to the head revision (backs up a non-empty file first)."""
+    try:
+        report = _upgrade_with_progress(db)
+    except PhilontError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(json.dumps({
+            "applied": report.applied, "stamped": report.stamped, "to": report.to_revision,
+            "backup": str(report.backup) if report.backup else None,
+        }))
+    else:
+        out.print(f"at {report.to_revision}; applied {len(report.applied)} revision(s)")
+
+
+@db_app.command("current")
+def db_current(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Show the revision and memory_meta.schema_version."""
+    try:
+        st = migrate.status(db)
+    except PhilontError as exc:
+        raise _fail(exc) from exc
+    data = {"revision": st.revision, "head": st.head, "schema_version": st.schema_version,
+            "at_head": st.at_head}
+    if as_json:
+        out.print_json(json.dumps(data))
+    else:
+        out.print(f"revision {st.revision or '(none)'} (head {st.head}); "
+                  f"schema_version {st.schema_version or '(none)'}")
+
+
+@db_app.command("check")
+def db_check(db: DbOption = None) -> None:
+    """Exit 0 at head, 3 (with the command that fixes it) when not."""
+    try:
+        st = migrate.check(db)
+    except SchemaOutOfDateError as exc:
+        raise _fail(exc, EXIT_OUT_OF_DATE) from exc
+    except PhilontError as exc:
+        raise _fail(exc) from exc
+    out.print(f"ok: at head {st.head}")
+
+
+@db_app.command("history")
+def db_history(as_json: JsonOption = False) -> None:
+    """List the revisions, oldest first."""
+    rows = migrate.history()
+    if as_json:
+        out.print_json(json.dumps([{"revision": r, "doc": d} for r, d in rows]))
+        return
+    for rev, doc in rows:
+        out.print(f"{rev}  {doc.splitlines()[0] if doc else ''}")
+
+
+def main() -> None:
+    app()
