@@ -62,8 +62,12 @@ def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:
 
     total = len(migrate.history())
     with Progress(
-        TextColumn("upgrading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rev]}"),
-        console=err, transient=True,
+        TextColumn("upgrading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rev]}"),
+        console=err,
+        transient=True,
     ) as progress:
         task = progress.add_task("upgrade", total=total, rev="")
         return migrate.upgrade(db, on_step=lambda rev: progress.update(task, advance=1, rev=rev))
@@ -89,11 +93,19 @@ def demo(db: DbOption = None, as_json: JsonOption = False) -> None:
     assert path is not None
     counts = _counts(path)
     if as_json:
-        out.print_json(json.dumps({
-            "database": str(path), "revision": st.revision, "schema_version": st.schema_version,
-            "applied": report.applied, "stamped": report.stamped,
-            "backup": str(report.backup) if report.backup else None, "rows": counts,
-        }))
+        out.print_json(
+            json.dumps(
+                {
+                    "database": str(path),
+                    "revision": st.revision,
+                    "schema_version": st.schema_version,
+                    "applied": report.applied,
+                    "stamped": report.stamped,
+                    "backup": str(report.backup) if report.backup else None,
+                    "rows": counts,
+                }
+            )
+        )
         return
     out.print(f"[bold]memory database[/bold] {path}")
     if report.stamped:
@@ -118,10 +130,16 @@ def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
     except PhilontError as exc:
         raise _fail(exc) from exc
     if as_json:
-        out.print_json(json.dumps({
-            "applied": report.applied, "stamped": report.stamped, "to": report.to_revision,
-            "backup": str(report.backup) if report.backup else None,
-        }))
+        out.print_json(
+            json.dumps(
+                {
+                    "applied": report.applied,
+                    "stamped": report.stamped,
+                    "to": report.to_revision,
+                    "backup": str(report.backup) if report.backup else None,
+                }
+            )
+        )
     else:
         out.print(f"at {report.to_revision}; applied {len(report.applied)} revision(s)")
 
@@ -133,13 +151,19 @@ def db_current(db: DbOption = None, as_json: JsonOption = False) -> None:
         st = migrate.status(db)
     except PhilontError as exc:
         raise _fail(exc) from exc
-    data = {"revision": st.revision, "head": st.head, "schema_version": st.schema_version,
-            "at_head": st.at_head}
+    data = {
+        "revision": st.revision,
+        "head": st.head,
+        "schema_version": st.schema_version,
+        "at_head": st.at_head,
+    }
     if as_json:
         out.print_json(json.dumps(data))
     else:
-        out.print(f"revision {st.revision or '(none)'} (head {st.head}); "
-                  f"schema_version {st.schema_version or '(none)'}")
+        out.print(
+            f"revision {st.revision or '(none)'} (head {st.head}); "
+            f"schema_version {st.schema_version or '(none)'}"
+        )
 
 
 @db_app.command("check")

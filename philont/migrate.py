@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from philont.log import get_logger
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
@@ -26,7 +25,13 @@ from sqlalchemy.engine import URL
 
 from alembic import command
 from philont import settings
-from philont.db.engine import check_file, create_engine, resolve_url, sqlite_path
+from philont.db.engine import (
+    check_file,
+    create_engine,
+    resolve_url,
+    sqlite_path,
+    tighten_permissions,
+)
 from philont.errors import (
     MigrationError,
     PhilontError,
@@ -35,6 +40,7 @@ from philont.errors import (
     UnknownSchemaVersionError,
     UnrecognizedSchemaError,
 )
+from philont.log import get_logger
 
 log = get_logger(__name__)
 
@@ -252,9 +258,13 @@ def backup_file(path: Path, *, at: datetime | None = None, label: str = "") -> P
 # --- the env.py body -------------------------------------------------------------------------
 
 
-def _cli_command(config: Config) -> str | None:
-    cmd = getattr(config.cmd_opts, "cmd", None)
-    return getattr(cmd[0], "__name__", None) if cmd else None
+def _is_upgrade(context: Any) -> bool:
+    """True for ``upgrade`` whether it came from the alembic CLI or ``command.upgrade``."""
+    # env.py receives alembic's module-level proxy; the EnvironmentContext behind it carries
+    # the command's function (``fn``), which is how we know the command that is running.
+    env = getattr(context, "_proxy", context)
+    fn = env.context_opts.get("fn")
+    return getattr(fn, "__name__", None) == "upgrade"
 
 
 def _url_from_context(config: Config, x_args: dict[str, str]) -> URL:
@@ -272,7 +282,7 @@ def run_env(context: Any) -> None:
     config: Config = context.config
     report: UpgradeReport | None = config.attributes.get("philont_report")
     on_step: StepCallback | None = config.attributes.get("philont_on_step")
-    is_upgrade = report is not None or _cli_command(config) == "upgrade"
+    is_upgrade = _is_upgrade(context)
     url = _url_from_context(config, context.get_x_argument(as_dictionary=True))
     path = sqlite_path(url)
 
@@ -314,14 +324,14 @@ def run_env(context: Any) -> None:
                 log.info("migrate.adopted", stamped=plan.stamp)
             with context.begin_transaction():
                 context.run_migrations()
-            if is_upgrade:
+            if is_upgrade and context.get_context().get_current_heads() == (head,):
+                # Bootstrap rows use the head-shaped models: only at head (not `upgrade v002`).
                 bootstrap = ensure_bootstrap_rows(conn)
-                _check_foreign_keys(conn)
                 if report is not None:
                     report.bootstrap_rows = bootstrap
+            if is_upgrade:
+                _check_foreign_keys(conn)
         if path is not None and is_upgrade:
-            from philont.db.engine import tighten_permissions
-
             tighten_permissions(path)
     finally:
         engine.dispose()
