@@ -102,14 +102,10 @@ def _attach(index: FtsIndex) -> None:
     # Listeners go on each model's own Table object (never the Table class), and only for SQLite:
     # FTS5 is SQLite's; other backends get their own search objects.
     for statement in (index.create, *index.triggers):
-        event.listen(
-            index.content_table, "after_create", DDL(statement).execute_if(dialect="sqlite")
-        )
-    event.listen(
-        index.content_table,
-        "before_drop",
-        DDL(f"DROP TABLE IF EXISTS {index.name}").execute_if(dialect="sqlite"),
-    )
+        ddl = DDL(statement)  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it untyped
+        event.listen(index.content_table, "after_create", ddl.execute_if(dialect="sqlite"))
+    drop = DDL(f"DROP TABLE IF EXISTS {index.name}")  # type: ignore[no-untyped-call]
+    event.listen(index.content_table, "before_drop", drop.execute_if(dialect="sqlite"))
 
 
 for _index in FTS_INDEXES:

@@ -31,7 +31,7 @@ def _at(n: int) -> datetime:
     return BASE_TIME + timedelta(minutes=n)
 
 
-class _Base(SQLAlchemyModelFactory):  # type: ignore[misc]  # factory-boy is untyped
+class _Base(SQLAlchemyModelFactory):
     class Meta:
         abstract = True
         sqlalchemy_session = None
@@ -340,7 +340,7 @@ ALL_FACTORIES: tuple[type[_Base], ...] = (
 def bind(session: Session | None) -> None:
     """Point every factory at ``session`` (None unbinds)."""
     for f in ALL_FACTORIES:
-        f._meta.sqlalchemy_session = session
+        f._meta.sqlalchemy_session = session  # type: ignore[attr-defined]  # SQLAlchemyOptions
 
 
 @contextmanager
