@@ -1,0 +1,194 @@
+"""ActionLog: one row per tool call (layer 0.5), the evidence skill attribution works from."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from philont.clock import Clock, utc_now
+from philont.db.models import Action
+from philont.db.types import dumps_compact, from_epoch_ms, to_epoch_ms
+from philont.errors import InvalidInputError, InvalidTimeRangeError
+from philont.log import get_logger
+from philont.schemas.actions import ActionRecord
+
+__all__ = ["MAX_QUERY_LIMIT", "RESULT_MAX_CHARS", "ActionLog"]
+
+log = get_logger(__name__)
+
+RESULT_MAX_CHARS = 2000
+"""Stored results are cut to this many characters (the server kept 500)."""
+
+MAX_QUERY_LIMIT = 10_000
+
+Order = Literal["asc", "desc"]
+
+
+def _aware(value: object, name: str) -> datetime:
+    """An aware datetime normalised to UTC at storage precision (milliseconds)."""
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(f"{name} must be timezone-aware, got naive {value.isoformat()}")
+    return from_epoch_ms(to_epoch_ms(value))
+
+
+def _window(since: object, until: object) -> tuple[datetime | None, datetime | None]:
+    start = None if since is None else _aware(since, "since")
+    end = None if until is None else _aware(until, "until")
+    if start is not None and end is not None and end < start:
+        raise InvalidTimeRangeError(start, end, what="until before since")
+    return start, end
+
+
+def _check_limit(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_QUERY_LIMIT:
+        raise InvalidInputError(f"limit must be an integer in 1..{MAX_QUERY_LIMIT}, got {value!r}")
+    return value
+
+
+def _check_name(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{name} must be non-blank text, got {value!r}")
+    return value
+
+
+def _check_optional_text(value: object, name: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be text or None, got {value!r}")
+    return value
+
+
+def _check_params(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise InvalidInputError(f"params must be a dict with string keys, got {value!r}")
+    # Round trip: validates now (nothing written on failure) and returns what a read gives.
+    parsed: dict[str, Any] = json.loads(dumps_compact(value))
+    return parsed
+
+
+class ActionLog:
+    """The log of executed tool calls, with success and an optional linked skill."""
+
+    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
+        self.session = session
+        self.clock = clock
+
+    def record(
+        self,
+        tool_name: str,
+        *,
+        params: dict[str, Any],
+        success: bool,
+        result: str | None = None,
+        session_id: str = "global",
+        trigger: str | None = None,
+        linked_skill: str | None = None,
+        at: datetime | None = None,
+    ) -> ActionRecord:
+        """Log one tool call (``at`` defaults to now); ``result`` is cut to
+        :data:`RESULT_MAX_CHARS` characters. Everything is checked before the insert."""
+        tool = _check_name(tool_name, "tool_name")
+        args = _check_params(params)
+        if not isinstance(success, bool):
+            raise InvalidInputError(f"success must be True or False, got {success!r}")
+        text = _check_optional_text(result, "result")
+        sid = _check_name(session_id, "session_id")
+        trig = _check_optional_text(trigger, "trigger")
+        skill = None if linked_skill is None else _check_name(linked_skill, "linked_skill")
+        stamp = _aware(self.clock() if at is None else at, "at")
+        row = Action(
+            session_id=sid,
+            trigger=trig,
+            tool_name=tool,
+            params=args,
+            result=None if text is None else text[:RESULT_MAX_CHARS],
+            success=success,
+            timestamp=stamp,
+            linked_skill=skill,
+        )
+        self.session.add(row)
+        self.session.flush()
+        log.info("action.recorded", id=row.id, tool_name=tool, success=success, session_id=sid)
+        return ActionRecord.model_validate(row)
+
+    def query(
+        self,
+        *,
+        session_id: str | None = None,
+        tool_name: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        linked_skill: str | None = None,
+        success: bool | None = None,
+        limit: int = 500,
+        order: Order = "asc",
+    ) -> list[ActionRecord]:
+        """Actions matching every given filter (time bounds inclusive), ordered by timestamp
+        then id in ``order``, at most ``limit`` (1..10000)."""
+        start, end = _window(since, until)
+        lim = _check_limit(limit)
+        if order not in ("asc", "desc"):
+            raise InvalidInputError(f"order must be 'asc' or 'desc', got {order!r}")
+        if success is not None and not isinstance(success, bool):
+            raise InvalidInputError(f"success must be True, False or None, got {success!r}")
+        stmt = select(Action)
+        if session_id is not None:
+            stmt = stmt.where(Action.session_id == session_id)
+        if tool_name is not None:
+            stmt = stmt.where(Action.tool_name == tool_name)
+        if linked_skill is not None:
+            stmt = stmt.where(Action.linked_skill == linked_skill)
+        if success is not None:
+            stmt = stmt.where(Action.success == success)
+        if start is not None:
+            stmt = stmt.where(Action.timestamp >= start)
+        if end is not None:
+            stmt = stmt.where(Action.timestamp <= end)
+        if order == "desc":
+            stmt = stmt.order_by(Action.timestamp.desc(), Action.id.desc())
+        else:
+            stmt = stmt.order_by(Action.timestamp, Action.id)
+        return [ActionRecord.model_validate(r) for r in self.session.scalars(stmt.limit(lim))]
+
+    def link_skill(self, action_ids: Iterable[int], skill_name: str) -> int:
+        """Attribute actions to a skill (overwriting an earlier link); returns how many of the
+        ids exist. This is what outcome attribution needs and the original never did (Q-K2)."""
+        skill = _check_name(skill_name, "skill_name")
+        ids = list(action_ids)
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise InvalidInputError(f"action ids must be integers, got {ids!r}")
+        if not ids:
+            return 0
+        matched = self.session.scalar(
+            select(func.count()).select_from(Action).where(Action.id.in_(ids))
+        )
+        self.session.execute(
+            update(Action)
+            .where(Action.id.in_(ids))
+            .values(linked_skill=skill)
+            .execution_options(synchronize_session="fetch")
+        )
+        count = int(matched or 0)
+        log.info("action.skill_linked", skill=skill, count=count)
+        return count
+
+    def recent_failures(
+        self, since: datetime | None = None, limit: int = 30, session_id: str | None = None
+    ) -> list[ActionRecord]:
+        """Failed actions, newest first (since ``since`` inclusive)."""
+        return self.query(
+            session_id=session_id, since=since, success=False, limit=limit, order="desc"
+        )
+
+    def count(self, tool_name: str | None = None) -> int:
+        """How many actions are logged (of one tool when given)."""
+        stmt = select(func.count()).select_from(Action)
+        if tool_name is not None:
+            stmt = stmt.where(Action.tool_name == tool_name)
+        return int(self.session.scalar(stmt) or 0)

@@ -1,0 +1,244 @@
+"""NoteService: free-text notes with an importance, soft forgetting and a safe substring search."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import uuid
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy.orm import Session
+
+from philont.clock import Clock, utc_now
+from philont.db.models import Note
+from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.domain.kinds import AccessTarget
+from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
+from philont.log import get_logger
+from philont.schemas.notes import NoteRecord
+from philont.services.access import AccessLog
+
+__all__ = ["SESSION_SUMMARY_PREFIX", "NoteService"]
+
+log = get_logger(__name__)
+
+SESSION_SUMMARY_PREFIX = "session-summary-"
+"""Id prefix of the per-session summary notes (``session-summary-<session id>``)."""
+
+_ID_MAX_LENGTH = 200
+
+
+def _check_content(content: object) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInputError(f"note content must be non-blank text, got {content!r}")
+    return content
+
+
+def _check_importance(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"importance must be a number in [0, 1], got {value!r}")
+    imp = float(value)
+    if math.isnan(imp) or not 0.0 <= imp <= 1.0:
+        raise InvalidInputError(f"importance must be a number in [0, 1], got {value!r}")
+    return imp
+
+
+def _check_id(value: object, name: str = "id") -> str:
+    if (
+        not isinstance(value, str)
+        or not value
+        or value != value.strip()
+        or len(value) > _ID_MAX_LENGTH
+    ):
+        raise InvalidInputError(
+            f"{name} must be 1-{_ID_MAX_LENGTH} characters without surrounding whitespace, "
+            f"got {value!r}"
+        )
+    return value
+
+
+def _check_optional_session(value: object) -> str | None:
+    return None if value is None else _check_id(value, "session_id")
+
+
+def _check_limit(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"limit must be a positive integer, got {value!r}")
+    return value
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _contains(token: str) -> ColumnElement[bool]:
+    # '%' and '_' typed by the user are literal characters, not wildcards (the original let
+    # them through, Q-F4: searching '%' returned every note).
+    return Note.content.like(f"%{_like_escape(token)}%", escape="\\")
+
+
+def _record(row: Note) -> NoteRecord:
+    return NoteRecord.model_validate(row)
+
+
+_ACTIVE = Note.forgotten_at.is_(None)
+_RANKING = (Note.importance.desc(), Note.created_at.desc(), Note.id)
+
+
+class NoteService:
+    """Notes: free text with an importance in [0, 1], optionally tied to a session."""
+
+    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
+        self.session = session
+        self.clock = clock
+        self.access_log = AccessLog(session, clock=clock)
+
+    def _now(self) -> datetime:
+        return from_epoch_ms(to_epoch_ms(self.clock()))
+
+    def add(
+        self,
+        content: str,
+        *,
+        importance: float = 0.5,
+        session_id: str | None = None,
+        id: str | None = None,
+    ) -> NoteRecord:
+        """Insert a new note (a new UUID unless ``id`` is given; an existing id is a
+        :class:`~philont.errors.ConflictError` — use :meth:`upsert` to overwrite)."""
+        content = _check_content(content)
+        imp = _check_importance(importance)
+        sid = _check_optional_session(session_id)
+        note_id = str(uuid.uuid4()) if id is None else _check_id(id)
+        if id is not None and self.session.get(Note, note_id) is not None:
+            raise ConflictError(f"a note with id {note_id!r} already exists", id=note_id)
+        row = Note(
+            id=note_id, content=content, importance=imp, session_id=sid, created_at=self._now()
+        )
+        self.session.add(row)
+        self.session.flush()
+        log.info("note.added", id=note_id, importance=imp, session_id=sid)
+        return _record(row)
+
+    def upsert(
+        self,
+        id: str,
+        content: str,
+        *,
+        importance: float = 0.5,
+        session_id: str | None = None,
+    ) -> NoteRecord:
+        """Create the note ``id`` or overwrite its content, importance and session.
+
+        ``created_at``, ``last_accessed_at`` and ``forgotten_at`` of an existing note are kept:
+        a forgotten note stays forgotten when an automated writer (the compactor) rewrites it,
+        because forgetting is a deliberate decision a rewrite should not undo.
+        """
+        note_id = _check_id(id)
+        content = _check_content(content)
+        imp = _check_importance(importance)
+        sid = _check_optional_session(session_id)
+        row = self.session.get(Note, note_id)
+        if row is None:
+            row = Note(
+                id=note_id, content=content, importance=imp, session_id=sid, created_at=self._now()
+            )
+            self.session.add(row)
+            event = "note.added"
+        else:
+            row.content, row.importance, row.session_id = content, imp, sid
+            event = "note.updated"
+        self.session.flush()
+        log.info(event, id=note_id, importance=imp, session_id=sid)
+        return _record(row)
+
+    def get(self, id: str) -> NoteRecord | None:
+        """The note, or ``None`` if it is missing or forgotten. A hit refreshes
+        ``last_accessed_at`` and writes one access-log row; a miss writes nothing."""
+        row = self.session.get(Note, id) if isinstance(id, str) else None
+        if row is None or row.forgotten_at is not None:
+            return None
+        row.last_accessed_at = self._now()
+        self.session.flush()
+        self.access_log.record(AccessTarget.NOTE, row.id, context="get")
+        return _record(row)
+
+    def list(self, limit: int = 10, include_forgotten: bool = False) -> builtins.list[NoteRecord]:
+        """The most important notes: importance desc, then newest first.
+
+        Forgotten notes are left out unless asked for (the original listed them, Q-F6).
+        No access refresh.
+        """
+        stmt = select(Note).order_by(*_RANKING).limit(_check_limit(limit))
+        if not include_forgotten:
+            stmt = stmt.where(_ACTIVE)
+        return [_record(r) for r in self.session.scalars(stmt)]
+
+    def _row(self, id: str) -> Note:
+        row = self.session.get(Note, id) if isinstance(id, str) else None
+        if row is None:
+            raise NoteNotFoundError(f"no note with id {id!r}", id=id)
+        return row
+
+    def forget(self, id: str) -> bool:
+        """Soft-forget a note; True if it was not forgotten before (the first
+        ``forgotten_at`` is kept). Unknown id: :class:`~philont.errors.NoteNotFoundError`."""
+        row = self._row(id)
+        if row.forgotten_at is not None:
+            return False
+        row.forgotten_at = self._now()
+        self.session.flush()
+        log.info("note.forgotten", id=row.id)
+        return True
+
+    def unforget(self, id: str) -> bool:
+        """Bring a forgotten note back; True if it was forgotten."""
+        row = self._row(id)
+        if row.forgotten_at is None:
+            return False
+        row.forgotten_at = None
+        self.session.flush()
+        log.info("note.unforgotten", id=row.id)
+        return True
+
+    def latest_session_summary(self, exclude_session_id: str | None = None) -> NoteRecord | None:
+        """The newest non-forgotten ``session-summary-*`` note, skipping the one of
+        ``exclude_session_id`` (normally the session in progress). No access refresh."""
+        stmt = (
+            select(Note)
+            .where(
+                _ACTIVE,
+                Note.id.like(_like_escape(SESSION_SUMMARY_PREFIX) + "%", escape="\\"),
+            )
+            .order_by(Note.created_at.desc(), Note.id)
+            .limit(1)
+        )
+        if exclude_session_id is not None:
+            stmt = stmt.where(or_(Note.session_id.is_(None), Note.session_id != exclude_session_id))
+        row = self.session.scalars(stmt).first()
+        return None if row is None else _record(row)
+
+    def search(self, query: str, limit: int = 5) -> builtins.list[NoteRecord]:
+        """Active notes containing every whitespace-separated token of ``query``.
+
+        A deliberately simple, safe stand-in: each token is an escaped ``LIKE`` substring
+        (``%`` and ``_`` are literal; case-insensitive for ASCII only), ordered by importance
+        then newest. A blank query finds nothing. No access refresh. The recall issue replaces
+        this with ranked FTS5 search.
+        """
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be text, got {query!r}")
+        lim = _check_limit(limit)
+        tokens = query.split()
+        if not tokens:
+            return []
+        stmt = select(Note).where(_ACTIVE, *map(_contains, tokens)).order_by(*_RANKING).limit(lim)
+        return [_record(r) for r in self.session.scalars(stmt)]
+
+    def count(self, include_forgotten: bool = False) -> int:
+        """How many notes there are (forgotten ones only when asked)."""
+        stmt = select(func.count()).select_from(Note)
+        if not include_forgotten:
+            stmt = stmt.where(_ACTIVE)
+        return int(self.session.scalar(stmt) or 0)

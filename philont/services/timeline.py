@@ -1,0 +1,303 @@
+"""TimelineService: the append-only raw timeline (layer 0) of sessions and their messages."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.orm import Session
+
+from philont.clock import Clock, utc_now
+from philont.db.models import RawMessage, RawSession
+from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.domain.kinds import Role
+from philont.errors import (
+    ConflictError,
+    InvalidInputError,
+    InvalidTimeRangeError,
+    SessionNotFoundError,
+)
+from philont.log import get_logger
+from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord
+
+__all__ = ["GLOBAL_SESSION", "MAX_QUERY_LIMIT", "TimelineService"]
+
+log = get_logger(__name__)
+
+GLOBAL_SESSION = "global"
+"""The pseudo-session every database carries; the server appends all chat turns to it."""
+
+MAX_QUERY_LIMIT = 10_000
+
+_SESSION_ID_MAX_LENGTH = 200
+
+Order = Literal["asc", "desc"]
+
+
+def _aware(value: object, name: str) -> datetime:
+    """An aware datetime normalised to UTC at storage precision (milliseconds)."""
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(f"{name} must be timezone-aware, got naive {value.isoformat()}")
+    return from_epoch_ms(to_epoch_ms(value))
+
+
+def _window(since: object, until: object) -> tuple[datetime | None, datetime | None]:
+    start = None if since is None else _aware(since, "since")
+    end = None if until is None else _aware(until, "until")
+    if start is not None and end is not None and end < start:
+        raise InvalidTimeRangeError(start, end, what="until before since")
+    return start, end
+
+
+def _check_limit(value: object, name: str = "limit") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_QUERY_LIMIT:
+        raise InvalidInputError(f"{name} must be an integer in 1..{MAX_QUERY_LIMIT}, got {value!r}")
+    return value
+
+
+def _check_order(value: object) -> Order:
+    if value == "asc":
+        return "asc"
+    if value == "desc":
+        return "desc"
+    raise InvalidInputError(f"order must be 'asc' or 'desc', got {value!r}")
+
+
+def _check_role(value: object) -> Role:
+    allowed = ", ".join(r.value for r in Role)
+    if not isinstance(value, str):
+        raise InvalidInputError(f"role {value!r} is not one of: {allowed}")
+    try:
+        return Role(value)
+    except ValueError as exc:
+        raise InvalidInputError(f"role {value!r} is not one of: {allowed}") from exc
+
+
+def _check_content(value: object) -> str:
+    # Stored exactly as given (NUL bytes included): this layer is the verbatim record.
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"message content must be non-blank text, got {value!r}")
+    return value
+
+
+def _check_session_id(value: object) -> str:
+    if (
+        not isinstance(value, str)
+        or not value
+        or value != value.strip()
+        or len(value) > _SESSION_ID_MAX_LENGTH
+    ):
+        raise InvalidInputError(
+            f"session id must be 1-{_SESSION_ID_MAX_LENGTH} characters without surrounding "
+            f"whitespace, got {value!r}"
+        )
+    return value
+
+
+class TimelineService:
+    """Layer 0: sessions and the verbatim messages appended to them.
+
+    Append-only by design: there is no API to edit or delete a message.
+    """
+
+    GLOBAL_SESSION = GLOBAL_SESSION
+
+    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
+        self.session = session
+        self.clock = clock
+
+    def _now(self) -> datetime:
+        return _aware(self.clock(), "clock()")
+
+    # --- sessions -----------------------------------------------------------------------
+
+    def start_session(self, id: str | None = None) -> SessionRecord:
+        """Open a session (a new UUID unless ``id`` is given; an existing id is a
+        :class:`~philont.errors.ConflictError`)."""
+        sid = str(uuid.uuid4()) if id is None else _check_session_id(id)
+        if self.session.get(RawSession, sid) is not None:
+            raise ConflictError(f"session {sid!r} already exists", session_id=sid)
+        row = RawSession(id=sid, started_at=self._now())
+        self.session.add(row)
+        self.session.flush()
+        log.info("timeline.session_started", session_id=sid)
+        return SessionRecord.model_validate(row)
+
+    def end_session(self, id: str) -> SessionRecord:
+        """Mark a session ended. Idempotent: the first ``ended_at`` is kept (the original
+        overwrote it on every call). Unknown id:
+        :class:`~philont.errors.SessionNotFoundError` (the original silently did nothing)."""
+        row = self._session_row(id)
+        if row.ended_at is None:
+            row.ended_at = self._now()
+            self.session.flush()
+            log.info("timeline.session_ended", session_id=row.id)
+        return SessionRecord.model_validate(row)
+
+    def _session_row(self, id: str) -> RawSession:
+        row = self.session.get(RawSession, id) if isinstance(id, str) else None
+        if row is None:
+            raise SessionNotFoundError(f"no timeline session {id!r}", session_id=id)
+        return row
+
+    def get_session(self, id: str) -> SessionRecord | None:
+        row = self.session.get(RawSession, id) if isinstance(id, str) else None
+        return None if row is None else SessionRecord.model_validate(row)
+
+    def list_sessions(
+        self,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> list[SessionRecord]:
+        """Sessions started within ``[since, until]`` (inclusive), newest first."""
+        start, end = _window(since, until)
+        lim = _check_limit(limit)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInputError(f"offset must be a non-negative integer, got {offset!r}")
+        stmt = (
+            select(RawSession)
+            .order_by(RawSession.started_at.desc(), RawSession.id.desc())
+            .limit(lim)
+            .offset(offset)
+        )
+        if start is not None:
+            stmt = stmt.where(RawSession.started_at >= start)
+        if end is not None:
+            stmt = stmt.where(RawSession.started_at <= end)
+        return [SessionRecord.model_validate(r) for r in self.session.scalars(stmt)]
+
+    # --- appending ----------------------------------------------------------------------
+
+    def append(
+        self,
+        content: str,
+        *,
+        role: Role | str = Role.USER,
+        session_id: str = GLOBAL_SESSION,
+        at: datetime | None = None,
+    ) -> MessageRecord:
+        """Append one message (``at`` defaults to now) and return it with its id."""
+        # model_construct skips pydantic's checks so that every bad argument (a non-string
+        # content too) is reported by append_many as a typed InvalidInputError.
+        msg = MessageIn.model_construct(content=content, role=role, session_id=session_id, at=at)
+        return self.append_many([msg])[0]
+
+    def append_many(self, messages: Sequence[MessageIn]) -> list[MessageRecord]:
+        """Append a batch in order, with one multi-row INSERT.
+
+        Every message is checked first (role, non-blank content, aware time, known session);
+        one bad message refuses the whole batch with nothing written. Messages without ``at``
+        share one timestamp; their ids keep the batch order.
+        """
+        now = self._now()
+        rows: list[dict[str, Any]] = []
+        for index, msg in enumerate(messages):
+            if not isinstance(msg, MessageIn):
+                raise InvalidInputError(f"message {index} is not a MessageIn: {msg!r}")
+            try:
+                rows.append(
+                    {
+                        "session_id": _check_session_id(msg.session_id),
+                        "role": _check_role(msg.role),
+                        "content": _check_content(msg.content),
+                        "timestamp": now if msg.at is None else _aware(msg.at, "at"),
+                    }
+                )
+            except InvalidInputError as exc:
+                where = f"message {index}: " if len(messages) > 1 else ""
+                raise InvalidInputError(where + exc.message, index=index) from exc
+        if not rows:
+            return []
+        self._require_sessions(r["session_id"] for r in rows)
+        # One executemany (SQLAlchemy batches it into multi-row INSERT ... RETURNING). The id
+        # column cannot serve as a sort sentinel (it is declared nullable, as in Philont's DDL),
+        # but AUTOINCREMENT hands out strictly increasing ids in insertion order, so the sorted
+        # ids line up with the batch.
+        ids = sorted(self.session.scalars(insert(RawMessage).returning(RawMessage.id), rows))
+        log.info("timeline.appended", count=len(rows))
+        return [MessageRecord(id=i, **r) for i, r in zip(ids, rows, strict=True)]
+
+    def _require_sessions(self, ids: Iterable[str]) -> None:
+        wanted = set(ids)
+        found = set(self.session.scalars(select(RawSession.id).where(RawSession.id.in_(wanted))))
+        missing = sorted(wanted - found)
+        if missing:
+            raise SessionNotFoundError(
+                f"no timeline session {missing[0]!r} (start it first)", session_ids=missing
+            )
+
+    # --- reading ------------------------------------------------------------------------
+
+    def messages(self, session_id: str, limit: int | None = None) -> list[MessageRecord]:
+        """Messages of a session, oldest first (then by id). Unknown session:
+        :class:`~philont.errors.SessionNotFoundError`."""
+        self._session_row(session_id)
+        stmt = (
+            select(RawMessage)
+            .where(RawMessage.session_id == session_id)
+            .order_by(RawMessage.timestamp, RawMessage.id)
+        )
+        if limit is not None:
+            stmt = stmt.limit(_check_limit(limit))
+        return [MessageRecord.model_validate(r) for r in self.session.scalars(stmt)]
+
+    def query(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 200,
+        order: Order = "desc",
+        session_ids: Sequence[str] | None = None,
+        roles: Sequence[Role | str] | None = None,
+    ) -> list[MessageRecord]:
+        """Messages with ``since <= timestamp <= until`` (a missing bound is open), ordered by
+        timestamp then id in ``order``, at most ``limit`` (1..10000).
+
+        ``session_ids`` / ``roles`` filter when non-empty; an empty sequence means no filter,
+        as in the original. ``until < since`` raises
+        :class:`~philont.errors.InvalidTimeRangeError`.
+        """
+        start, end = _window(since, until)
+        lim = _check_limit(limit)
+        direction = _check_order(order)
+        role_filter = [_check_role(r) for r in roles or ()]
+        stmt = select(RawMessage)
+        if start is not None:
+            stmt = stmt.where(RawMessage.timestamp >= start)
+        if end is not None:
+            stmt = stmt.where(RawMessage.timestamp <= end)
+        if session_ids:
+            stmt = stmt.where(RawMessage.session_id.in_(list(session_ids)))
+        if role_filter:
+            stmt = stmt.where(RawMessage.role.in_(role_filter))
+        if direction == "desc":
+            stmt = stmt.order_by(RawMessage.timestamp.desc(), RawMessage.id.desc())
+        else:
+            stmt = stmt.order_by(RawMessage.timestamp, RawMessage.id)
+        return [MessageRecord.model_validate(r) for r in self.session.scalars(stmt.limit(lim))]
+
+    def last_message(self, role: Role | str) -> MessageRecord | None:
+        """The newest message with ``role``, or ``None``."""
+        stmt = (
+            select(RawMessage)
+            .where(RawMessage.role == _check_role(role))
+            .order_by(RawMessage.timestamp.desc(), RawMessage.id.desc())
+            .limit(1)
+        )
+        row = self.session.scalars(stmt).first()
+        return None if row is None else MessageRecord.model_validate(row)
+
+    def count(self, session_id: str | None = None) -> int:
+        """How many messages there are (in one session when given)."""
+        stmt = select(func.count()).select_from(RawMessage)
+        if session_id is not None:
+            stmt = stmt.where(RawMessage.session_id == session_id)
+        return int(self.session.scalar(stmt) or 0)
