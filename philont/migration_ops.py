@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import sqlalchemy as sa
-
 from alembic import op
 
 
@@ -45,7 +44,9 @@ def set_schema_version(version: int) -> None:
     The table is created when missing: an adopted version-2 database may predate it.
     """
     op.execute(
-        sa.text("CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        sa.text(
+            "CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        )
     )
     op.execute(sa.text("DELETE FROM memory_meta WHERE key = 'schema_version'"))
     op.execute(

@@ -8,7 +8,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from philont.log import get_logger
 from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import URL, make_url
@@ -21,6 +20,7 @@ from philont.errors import (
     Fts5UnavailableError,
     NotADatabaseError,
 )
+from philont.log import get_logger
 
 log = get_logger(__name__)
 

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from philont.domain.kinds import FactKind
+from philont.domain.timeparse import iso
 from philont.schemas.base import ReadModel
 
 
@@ -35,3 +36,12 @@ class FactRecord(ReadModel):
     forgotten_at: datetime | None
     active: bool
     score: float | None = None
+
+    def time_tag(self) -> str:
+        """``[event@… | recorded …]`` or ``[state from → until | recorded …]`` (UTC ISO)."""
+        if self.fact_kind == FactKind.EVENT:
+            when = iso(self.occurred_at) if self.occurred_at else "?"
+            return f"[event@{when} | recorded {iso(self.created_at)}]"
+        start = iso(self.valid_from) if self.valid_from else "?"
+        end = iso(self.valid_until) if self.valid_until else "∞"
+        return f"[state {start} → {end} | recorded {iso(self.created_at)}]"
