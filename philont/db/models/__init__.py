@@ -3,6 +3,7 @@
 from philont.db.models.calendar import CalendarEvent, Schedule, ScheduleOutcome
 from philont.db.models.knowledge import AccessLogEntry, Fact, Note
 from philont.db.models.pursuits import DriveConfig, DriveOutcome, Pursuit
+from philont.db.models.recipes import SkillRecipe, SkillRevision
 from philont.db.models.skills import Skill
 from philont.db.models.system import (
     AutonomousBudget,
@@ -40,4 +41,6 @@ __all__ = [
     "Schedule",
     "ScheduleOutcome",
     "Skill",
+    "SkillRecipe",
+    "SkillRevision",
 ]

@@ -1,0 +1,83 @@
+"""Skill ranking score: use volume x Laplace-smoothed success rate x recency (Philont's scoreSkill).
+
+``score = ln(2 + use_count) * (successes + 1) / (successes + failures + 2) * recency`` where
+
+* ``recency = 0.1`` for a never-used skill (``last_used_at`` is None);
+* otherwise ``recency = exp(-max(0, days since last use) / tau)`` with ``tau = 30`` days for
+  positive skills and ``90`` for negative ones.
+
+Philont calls ``tau`` a "half-life" (spec Q-K6), but it is an e-folding time: the factor is
+``1/e ~ 0.37`` after ``tau`` days, not 0.5. We keep Philont's formula, so skills rank as they did
+there, and name the constants for what they are.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from philont.domain.kinds import SkillKind
+from philont.errors import InvalidInputError
+
+__all__ = [
+    "NEGATIVE_RECENCY_TAU_DAYS",
+    "NEVER_USED_RECENCY",
+    "POSITIVE_RECENCY_TAU_DAYS",
+    "recency_factor",
+    "score_skill",
+]
+
+POSITIVE_RECENCY_TAU_DAYS = 30.0
+"""E-folding time of the recency factor of a positive skill (Philont's "half-life" of 30)."""
+
+NEGATIVE_RECENCY_TAU_DAYS = 90.0
+"""E-folding time for negative skills: lessons about what to avoid stay relevant longer."""
+
+NEVER_USED_RECENCY = 0.1
+"""Recency factor of a skill that was never used."""
+
+_DAY = timedelta(days=1)
+
+
+def _require_aware(value: datetime, name: str) -> None:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+
+
+def _require_count(value: int, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}")
+
+
+def recency_factor(*, last_used_at: datetime | None, now: datetime, kind: SkillKind) -> float:
+    """Return ``exp(-days_since_last_use / tau)`` (0.1 if never used; future uses count as now)."""
+    _require_aware(now, "now")
+    if last_used_at is None:
+        return NEVER_USED_RECENCY
+    _require_aware(last_used_at, "last_used_at")
+    tau = NEGATIVE_RECENCY_TAU_DAYS if kind == SkillKind.NEGATIVE else POSITIVE_RECENCY_TAU_DAYS
+    days = max(0.0, (now - last_used_at) / _DAY)
+    return math.exp(-days / tau)
+
+
+def score_skill(
+    *,
+    use_count: int,
+    success_count: int,
+    failure_count: int,
+    last_used_at: datetime | None,
+    now: datetime,
+    kind: SkillKind = SkillKind.POSITIVE,
+) -> float:
+    """Return the ranking score of a skill (higher ranks first); see the module docstring.
+
+    Counters must be integers >= 0 and datetimes timezone-aware
+    (:class:`~philont.errors.InvalidInputError` otherwise). A never-used new skill scores
+    ``ln 2 * 0.5 * 0.1 ~ 0.0347``.
+    """
+    _require_count(use_count, "use_count")
+    _require_count(success_count, "success_count")
+    _require_count(failure_count, "failure_count")
+    volume = math.log(2 + use_count)
+    success_rate = (success_count + 1) / (success_count + failure_count + 2)
+    return volume * success_rate * recency_factor(last_used_at=last_used_at, now=now, kind=kind)

@@ -1,0 +1,138 @@
+"""The skill ranking score: volume x smoothed success rate x recency (Philont's scoreSkill)."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from philont.domain.kinds import SkillKind
+from philont.domain.skill_score import (
+    NEGATIVE_RECENCY_TAU_DAYS,
+    NEVER_USED_RECENCY,
+    POSITIVE_RECENCY_TAU_DAYS,
+    recency_factor,
+    score_skill,
+)
+from philont.errors import InvalidInputError
+
+NOW = datetime(2026, 6, 13, 12, 0, tzinfo=UTC)
+
+
+def days_ago(days: float) -> datetime:
+    return NOW - timedelta(days=days)
+
+
+def test_the_constants_match_the_original() -> None:
+    assert (POSITIVE_RECENCY_TAU_DAYS, NEGATIVE_RECENCY_TAU_DAYS, NEVER_USED_RECENCY) == (
+        30.0,
+        90.0,
+        0.1,
+    )
+
+
+def test_a_never_used_new_skill_scores_ln2_times_a_half_times_a_tenth() -> None:
+    score = score_skill(use_count=0, success_count=0, failure_count=0, last_used_at=None, now=NOW)
+    assert score == pytest.approx(math.log(2) * 0.5 * 0.1)
+    assert score == pytest.approx(0.0347, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("use_count", "successes", "failures", "days", "expected"),
+    [
+        (0, 0, 0, 0.0, math.log(2) * 0.5),
+        (3, 3, 0, 0.0, math.log(5) * 4 / 5),
+        (10, 2, 6, 0.0, math.log(12) * 3 / 10),
+        (4, 4, 0, 30.0, math.log(6) * 5 / 6 * math.exp(-1)),
+        (4, 4, 0, 60.0, math.log(6) * 5 / 6 * math.exp(-2)),
+    ],
+)
+def test_the_score_is_volume_times_laplace_rate_times_recency(
+    use_count: int, successes: int, failures: int, days: float, expected: float
+) -> None:
+    score = score_skill(
+        use_count=use_count,
+        success_count=successes,
+        failure_count=failures,
+        last_used_at=days_ago(days),
+        now=NOW,
+    )
+    assert score == pytest.approx(expected)
+
+
+def test_tau_is_an_e_folding_time_not_a_half_life() -> None:
+    # Q-K6: Philont calls 30 days a "half-life", but the factor after 30 days is 1/e, not 0.5.
+    # We keep the formula (same ranking as Philont) and name the constant for what it is.
+    factor = recency_factor(last_used_at=days_ago(30), now=NOW, kind=SkillKind.POSITIVE)
+    assert factor == pytest.approx(math.exp(-1))
+    assert factor == pytest.approx(0.368, abs=1e-3)
+    sixty = recency_factor(last_used_at=days_ago(60), now=NOW, kind=SkillKind.POSITIVE)
+    assert sixty == pytest.approx(0.135, abs=1e-3)
+
+
+def test_negative_skills_fade_three_times_slower() -> None:
+    positive = recency_factor(last_used_at=days_ago(90), now=NOW, kind=SkillKind.POSITIVE)
+    negative = recency_factor(last_used_at=days_ago(90), now=NOW, kind=SkillKind.NEGATIVE)
+    assert positive == pytest.approx(math.exp(-3))
+    assert negative == pytest.approx(math.exp(-1))
+
+
+def test_a_never_used_skill_gets_the_fixed_recency_of_a_tenth() -> None:
+    for kind in SkillKind:
+        assert recency_factor(last_used_at=None, now=NOW, kind=kind) == NEVER_USED_RECENCY
+
+
+def test_a_use_in_the_future_counts_as_now() -> None:
+    assert recency_factor(
+        last_used_at=NOW + timedelta(days=3), now=NOW, kind=SkillKind.POSITIVE
+    ) == pytest.approx(1.0)
+
+
+def test_a_used_skill_outranks_a_never_used_one_until_it_is_about_two_months_old() -> None:
+    fresh = score_skill(use_count=0, success_count=0, failure_count=0, last_used_at=None, now=NOW)
+    used_recently = score_skill(
+        use_count=1, success_count=0, failure_count=0, last_used_at=days_ago(60), now=NOW
+    )
+    used_long_ago = score_skill(
+        use_count=1, success_count=0, failure_count=0, last_used_at=days_ago(120), now=NOW
+    )
+    assert used_recently > fresh > used_long_ago
+
+
+def test_failures_lower_the_score_and_successes_raise_it() -> None:
+    def score(successes: int, failures: int) -> float:
+        return score_skill(
+            use_count=5,
+            success_count=successes,
+            failure_count=failures,
+            last_used_at=days_ago(1),
+            now=NOW,
+        )
+
+    assert score(5, 0) > score(3, 0) > score(3, 2) > score(0, 5)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"use_count": -1},
+        {"success_count": -1},
+        {"failure_count": -2},
+        {"use_count": True},
+        {"use_count": 1.5},
+        {"last_used_at": datetime(2026, 6, 1)},
+        {"now": datetime(2026, 6, 13)},
+    ],
+)
+def test_bad_inputs_are_refused(bad: dict[str, object]) -> None:
+    args: dict[str, object] = {
+        "use_count": 1,
+        "success_count": 0,
+        "failure_count": 0,
+        "last_used_at": days_ago(1),
+        "now": NOW,
+    }
+    args.update(bad)
+    with pytest.raises(InvalidInputError):
+        score_skill(**args)  # type: ignore[arg-type]
