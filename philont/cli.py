@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from philont import migrate
+from philont import cli_inspect, migrate
+from philont.cli_common import EXIT_OUT_OF_DATE, DbOption, JsonOption, err, fail, out
 from philont.db.engine import resolve_url, sqlite_path
 from philont.errors import PhilontError, SchemaOutOfDateError
 from philont.logsetup import configure
@@ -21,17 +21,12 @@ from philont.logsetup import configure
 app = typer.Typer(help="Long-term memory for AI agents, in one SQLite file.", no_args_is_help=True)
 db_app = typer.Typer(help="Create, upgrade and inspect the database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
-out = Console()
-err = Console(stderr=True)
-
-DbOption = Annotated[
-    str | None,
-    typer.Option("--db", help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/...)"),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
-
-EXIT_ERROR = 1
-EXIT_OUT_OF_DATE = 3
+app.add_typer(cli_inspect.facts_app, name="facts")
+app.add_typer(cli_inspect.notes_app, name="notes")
+app.add_typer(cli_inspect.skills_app, name="skills")
+app.command()(cli_inspect.stats)
+app.command()(cli_inspect.timeline)
+app.command()(cli_inspect.prefix)
 
 LAYERS = (
     ("timeline", "memory_raw_messages"),
@@ -50,11 +45,6 @@ LAYERS = (
 @app.callback()
 def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     configure(logging.INFO if verbose else logging.WARNING)
-
-
-def _fail(exc: PhilontError, code: int = EXIT_ERROR) -> typer.Exit:
-    err.print(f"[red]error[/red] ({exc.code}): {exc}")
-    return typer.Exit(code)
 
 
 def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:
@@ -88,7 +78,7 @@ def demo(db: DbOption = None, as_json: JsonOption = False) -> None:
         report = _upgrade_with_progress(db)
         st = migrate.status(db)
     except PhilontError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     path = sqlite_path(resolve_url(db))
     assert path is not None
     counts = _counts(path)
@@ -128,7 +118,7 @@ def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
     try:
         report = _upgrade_with_progress(db)
     except PhilontError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     if as_json:
         out.print_json(
             json.dumps(
@@ -150,7 +140,7 @@ def db_current(db: DbOption = None, as_json: JsonOption = False) -> None:
     try:
         st = migrate.status(db)
     except PhilontError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     data = {
         "revision": st.revision,
         "head": st.head,
@@ -172,9 +162,9 @@ def db_check(db: DbOption = None) -> None:
     try:
         st = migrate.check(db)
     except SchemaOutOfDateError as exc:
-        raise _fail(exc, EXIT_OUT_OF_DATE) from exc
+        raise fail(exc, code=EXIT_OUT_OF_DATE) from exc
     except PhilontError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     out.print(f"ok: at head {st.head}")
 
 

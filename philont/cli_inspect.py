@@ -1,0 +1,320 @@
+"""`philont stats | facts | notes | skills | timeline | prefix`: read-only inspection commands."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from philont import migrate
+from philont.cli_common import DbOption, JsonOption, emit, fail, out, resolve_existing
+from philont.domain.timeparse import iso, parse_time
+from philont.errors import NotFoundError, PhilontError
+from philont.memory import Memory
+
+facts_app = typer.Typer(help="Facts (layer 2) with their decay scores.", no_args_is_help=True)
+notes_app = typer.Typer(help="Notes (layer 1).", no_args_is_help=True)
+skills_app = typer.Typer(help="Skills (layer 3): grades, counts, revisions.", no_args_is_help=True)
+
+FTS_TABLES = ("memory_raw_messages_fts", "memory_notes_fts", "memory_skills_fts")
+LAYER_TABLES = {
+    "timeline": "memory_raw_messages",
+    "sessions": "memory_raw_sessions",
+    "actions": "memory_actions",
+    "notes": "memory_notes",
+    "facts": "memory_facts",
+    "skills": "memory_skills",
+    "skill revisions": "philont_skill_revisions",
+    "calendar": "memory_calendar",
+    "schedules": "memory_schedules",
+    "access log": "memory_access_log",
+    "pursuits": "memory_pursuits",
+}
+
+
+def _add(table: Table, *cells: str) -> None:
+    """Add a row of plain text (no rich markup: values like '[state …]' must show as they are)."""
+    table.add_row(*(Text(c) for c in cells))
+
+
+@contextmanager
+def _memory(db: str | None) -> Iterator[Memory]:
+    url = resolve_existing(db)
+    try:
+        migrate.check(url)
+        with Memory.open(url, upgrade=False) as mem:
+            yield mem
+    except NotFoundError as exc:
+        raise fail(exc, code=4) from exc
+    except PhilontError as exc:
+        raise fail(exc) from exc
+
+
+def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Rows per layer, file size and FTS index health."""
+    url = resolve_existing(db)
+    try:
+        st = migrate.status(url)
+    except PhilontError as exc:
+        raise fail(exc) from exc
+    path = url.database or ""
+    with closing(sqlite3.connect(path)) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        rows = {
+            label: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for label, t in LAYER_TABLES.items()
+            if t in tables
+        }
+        fts: dict[str, str] = {}
+        for name in sorted(t for t in tables if t.endswith("_fts")):
+            try:
+                conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
+                fts[name] = "ok"
+            except sqlite3.DatabaseError as exc:
+                fts[name] = f"BROKEN: {exc}"
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        size = pages * conn.execute("PRAGMA page_size").fetchone()[0]
+    data = {
+        "database": path,
+        "revision": st.revision,
+        "schema_version": st.schema_version,
+        "size_bytes": size,
+        "rows": rows,
+        "fts": fts,
+    }
+    if as_json:
+        emit(data)
+        return
+    out.print(
+        f"[bold]{path}[/bold]  {size / 1024:.0f} KiB  revision {st.revision} "
+        f"(schema_version {st.schema_version})"
+    )
+    table = Table("layer", "rows")
+    for label, n in rows.items():
+        _add(table, label, str(n))
+    out.print(table)
+    for name, state in fts.items():
+        out.print(f"FTS {name}: {'[green]ok[/green]' if state == 'ok' else '[red]' + state}")
+    if any(v != "ok" for v in fts.values()):
+        raise typer.Exit(1)
+
+
+def _fact_row(f: Any, score: float) -> dict[str, Any]:
+    return {
+        "namespace": f.namespace,
+        "key": f.key,
+        "value": f.value,
+        "score": round(score, 4),
+        "pinned": f.pinned,
+        "time": f.time_tag(),
+        "id": f.id,
+        "active": f.active,
+    }
+
+
+@facts_app.command("list")
+def facts_list(
+    namespace: Annotated[
+        str, typer.Argument(help="Namespace; 'user.*' includes children; '*' all")
+    ] = "*",
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Current facts, highest decay score first."""
+    with _memory(db) as mem:
+        prefix = namespace.endswith(".*")
+        records = mem.facts.list(namespace.removesuffix(".*"), prefix=prefix, ranked=True)
+        rows = [_fact_row(f, f.score or 0.0) for f in records]
+    if as_json:
+        emit(rows)
+        return
+    table = Table("fact", "value", "score", "time")
+    for r in rows:
+        name = f"{r['namespace']}.{r['key']}" + (" 📌" if r["pinned"] else "")
+        _add(
+            table,
+            name,
+            json.dumps(r["value"], ensure_ascii=False)[:60],
+            f"{r['score']:.3f}",
+            r["time"],
+        )
+    out.print(table)
+
+
+@facts_app.command("get")
+def facts_get(namespace: str, key: str, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """One fact's current value (refreshes its access time, as a read by the agent would)."""
+    with _memory(db) as mem:
+        f = mem.facts.get(namespace, key)
+        if f is None:
+            raise fail(NotFoundError(f"no active fact {namespace}.{key}"), code=4)
+        row = _fact_row(f, mem.facts.score(f))
+    if as_json:
+        emit(row)
+    else:
+        out.print(
+            escape(f"{namespace}.{key} = {json.dumps(row['value'], ensure_ascii=False)}  ")
+            + escape(row["time"])
+            + f"  score {row['score']:.3f}"
+        )
+
+
+@facts_app.command("history")
+def facts_history(
+    namespace: str, key: str, db: DbOption = None, as_json: JsonOption = False
+) -> None:
+    """Every version of a fact, current first, with its decay score."""
+    with _memory(db) as mem:
+        rows = [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)]
+    if not rows:
+        raise fail(NotFoundError(f"no fact {namespace}.{key}"), code=4)
+    if as_json:
+        emit(rows)
+        return
+    table = Table("state", "value", "score", "time")
+    for r in rows:
+        _add(
+            table,
+            "current" if r["active"] else "old",
+            json.dumps(r["value"], ensure_ascii=False)[:60],
+            f"{r['score']:.3f}",
+            r["time"],
+        )
+    out.print(table)
+
+
+@notes_app.command("list")
+def notes_list(
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The most important notes."""
+    with _memory(db) as mem:
+        notes = [n.model_dump(mode="json") for n in mem.notes.list(limit=limit)]
+    if as_json:
+        emit(notes)
+        return
+    for n in notes:
+        out.print(f"({n['importance']:.1f}) {escape(n['content'])}")
+
+
+@skills_app.command("list")
+def skills_list(
+    all_: Annotated[bool, typer.Option("--all", help="Include deprecated skills.")] = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Skills ranked by score, with grade and counts."""
+    with _memory(db) as mem:
+        skills = [s.model_dump(mode="json") for s in mem.skills.list(200, include_deprecated=all_)]
+    if as_json:
+        emit(skills)
+        return
+    table = Table("skill", "grade", "kind", "used", "ok", "failed", "callable")
+    for s in skills:
+        _add(
+            table,
+            s["name"],
+            s["grade"],
+            s["kind"],
+            str(s["use_count"]),
+            str(s["success_count"]),
+            str(s["failure_count"]),
+            "yes" if s["callable"] else "no",
+        )
+    out.print(table)
+
+
+@skills_app.command("show")
+def skills_show(name: str, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """One skill: grade, counts, template, recipe and its revisions."""
+    with _memory(db) as mem:
+        skill = mem.skills.get(name)
+        if skill is None:
+            raise fail(NotFoundError(f"no skill named {name!r}"), code=4)
+        revisions = [r.model_dump(mode="json") for r in mem.skills.revisions(name)]
+        data = {**skill.model_dump(mode="json"), "revisions": revisions}
+    if as_json:
+        emit(data)
+        return
+    out.print(
+        f"[bold]{name}[/bold] — {data['grade']} ({data['kind']}), used {data['use_count']}"
+        f"×, {data['success_count']} ok / {data['failure_count']} failed"
+    )
+    out.print(escape(data["description"]))
+    out.print(escape(data["action_template"]))
+    for r in revisions:
+        out.print(
+            f"  revision {r['revision']}: {r['success_count']} ok / {r['failure_count']} "
+            f"failed{' (current)' if r['current'] else ''}"
+        )
+
+
+def timeline(
+    since: Annotated[str | None, typer.Option(help="ISO-8601 time or epoch ms")] = None,
+    until: Annotated[str | None, typer.Option(help="ISO-8601 time or epoch ms")] = None,
+    session: Annotated[str | None, typer.Option(help="Only this session id")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10000)] = 50,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Messages of the raw timeline, oldest first."""
+    try:
+        start = parse_time(since, field="--since")
+        end = parse_time(until, field="--until")
+    except PhilontError as exc:
+        raise fail(exc, code=2) from exc
+    with _memory(db) as mem:
+        msgs = mem.timeline.query(
+            since=start,
+            until=end,
+            limit=limit,
+            order="desc",
+            session_ids=[session] if session else None,
+        )
+        rows = [m.model_dump(mode="json") for m in reversed(msgs)]
+    if as_json:
+        emit(rows)
+        return
+    for m in rows:
+        out.print(
+            f"{m['timestamp'][:19]} {escape('[' + m['session_id'][:12] + ']')} {m['role']}: "
+            f"{escape(m['content'])}"
+        )
+
+
+def prefix(
+    environment: Annotated[str | None, typer.Option(help="Host environment line")] = None,
+    budget: Annotated[int, typer.Option(min=100, max=100000, help="Token cap")] = 2000,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The memory prefix the agent would get in its system prompt."""
+    from philont.services.prefix import MemoryPrefix, PrefixLimits
+
+    with _memory(db) as mem:
+        result = MemoryPrefix(mem.session, clock=mem.clock).build(
+            environment=environment, limits=PrefixLimits(budget_tokens=budget)
+        )
+    if as_json:
+        emit(
+            {
+                "text": result.text,
+                "tokens": result.tokens,
+                "sections": [s.model_dump() for s in result.sections],
+            }
+        )
+        return
+    out.print(result.text, markup=False, highlight=False)
+    out.print(f"[dim]{result.tokens} tokens; omitted {result.omitted} item(s)[/dim]")
+
+
+__all__ = ["facts_app", "iso", "notes_app", "prefix", "skills_app", "stats", "timeline"]
