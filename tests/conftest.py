@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from philont import migrate
 from philont.db.bootstrap import ensure_bootstrap_rows
 from philont.db.engine import create_engine
 from philont.db.schema import metadata
@@ -111,3 +114,21 @@ class FakeClock:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture(scope="session")
+def tool_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("tools") / "memory.sqlite"
+    migrate.upgrade(path)
+    return path
+
+
+@pytest.fixture
+def tool_db(tool_template: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "memory.sqlite"
+    with (
+        closing(sqlite3.connect(str(tool_template))) as src,
+        closing(sqlite3.connect(str(target))) as dst,
+    ):
+        src.backup(dst)
+    return target

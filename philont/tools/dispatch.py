@@ -143,7 +143,7 @@ def call(
                 code, message = "internal_error", f"{type(exc).__name__}: {exc}"
             text = output.text if ok else f"error ({code}): {message}"
             ActionLog(session, clock=mem.clock).record(
-                tool_name[:100],
+                tool_name[:100] if tool_name.strip() else "(no name)",
                 params=_loggable(raw),
                 success=ok,
                 result=text[:RESULT_LOG_CHARS],

@@ -17,8 +17,26 @@ from philont.testing.schema import normalized_schema, schema_diff
 OUR_ADDITIONS = {
     "tables": {"philont_skill_recipes", "philont_skill_revisions"},
     "indexes": {"idx_philont_skill_revisions_skill"},
-    "triggers": set(),
-    "virtual_tables": set(),
+    "triggers": {
+        "philont_raw_messages_words_ai",
+        "philont_raw_messages_words_ad",
+        "philont_raw_messages_words_au",
+        "philont_notes_words_ai",
+        "philont_notes_words_ad",
+        "philont_notes_words_au",
+        "philont_skills_words_ai",
+        "philont_skills_words_ad",
+        "philont_skills_words_au",
+    },
+    "virtual_tables": {
+        "philont_raw_messages_words_fts",
+        "philont_notes_words_fts",
+        "philont_skills_words_fts",
+        "philont_raw_messages_words_fts_vocab",
+        "philont_raw_messages_fts_trigrams",
+        "philont_notes_words_fts_vocab",
+        "philont_skills_words_fts_vocab",
+    },
 }
 IGNORE = {settings.VERSION_TABLE}
 

@@ -11,10 +11,10 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from alembic import command
 from philont import charter
 from philont.migrate import alembic_config, script_location
 from philont.testing.schema import normalized_schema, schema_diff

@@ -1,0 +1,311 @@
+"""Online backups, rotation and restore on real files, including under a concurrent writer."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import closing
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from philont import migrate
+from philont.backup import (
+    BackupVerificationError,
+    backup,
+    list_backups,
+    restore,
+)
+from philont.errors import InvalidInputError, NotADatabaseError, UnknownSchemaVersionError
+
+CopyFixture = Callable[[str], Path]
+AT = datetime(2026, 6, 14, 4, 0, 0, tzinfo=UTC)
+
+WRITER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA busy_timeout = 5000")
+conn.execute("PRAGMA journal_mode = WAL")
+end = time.monotonic() + float(sys.argv[2])
+i = 0
+while time.monotonic() < end:
+    conn.execute("BEGIN IMMEDIATE")
+    for _ in range(5):
+        i += 1
+        conn.execute(
+            "INSERT INTO memory_raw_messages (session_id, role, content, timestamp)"
+            " VALUES ('global', 'user', ?, ?)",
+            (f"concurrent message number {i} about zebras", 1781409600000 + i),
+        )
+    conn.execute("COMMIT")
+conn.close()
+"""
+
+
+def _mode(p: Path) -> int:
+    return stat.S_IMODE(p.stat().st_mode)
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Path:
+    """A new memory database at head (no pre-upgrade backup: it starts empty)."""
+    path = tmp_path / "memory" / "memory.sqlite"
+    migrate.upgrade(path)
+    return path
+
+
+@pytest.fixture
+def populated(copy_fixture: CopyFixture, tmp_path: Path) -> Path:
+    """The v31 fixture at head, alone in its own directory."""
+    path = tmp_path / "home" / "memory.sqlite"
+    path.parent.mkdir()
+    path.write_bytes(copy_fixture("v31").read_bytes())
+    path.chmod(0o600)
+    migrate.upgrade(path)
+    for p in (path.parent / "backups").glob("*"):
+        p.unlink()
+    return path
+
+
+def _assert_sound(path: Path) -> None:
+    with closing(sqlite3.connect(str(path))) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%USING fts5(%'"
+            )
+        ]
+        assert "memory_raw_messages_fts" in names
+        for name in names:
+            conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
+
+
+def _message_ids(path: Path) -> list[int]:
+    with closing(sqlite3.connect(str(path))) as conn:
+        return [r[0] for r in conn.execute("SELECT id FROM memory_raw_messages ORDER BY id")]
+
+
+def _add_message(path: Path, content: str) -> None:
+    with closing(sqlite3.connect(str(path))) as conn, conn:
+        conn.execute(
+            "INSERT INTO memory_raw_messages (session_id, role, content, timestamp) "
+            "VALUES ('global', 'user', ?, 1)",
+            (content,),
+        )
+
+
+# --- taking backups --------------------------------------------------------------------------
+
+
+def test_a_backup_is_named_by_its_utc_second_and_is_private(live: Path) -> None:
+    taken = backup(live, at=AT)
+
+    assert taken == live.parent / "backups" / "memory-20260614T040000.sqlite"
+    assert _mode(taken) == 0o600
+    assert _mode(taken.parent) == 0o700
+    _assert_sound(taken)
+
+
+def test_a_second_backup_in_the_same_second_gets_a_numbered_name(live: Path) -> None:
+    first = backup(live, at=AT)
+    second = backup(live, at=AT)
+    third = backup(live, at=AT, keep=1)
+
+    assert first.name == "memory-20260614T040000.sqlite"
+    assert second.name == "memory-20260614T040000-2.sqlite"
+    assert third.name == "memory-20260614T040000-3.sqlite"
+    assert third.exists() and not first.exists() and not second.exists()
+
+
+def test_a_local_time_is_named_in_utc(live: Path) -> None:
+    plus_two = datetime(2026, 6, 14, 6, 0, 0, tzinfo=timezone(timedelta(hours=2)))
+    assert backup(live, at=plus_two).name == "memory-20260614T040000.sqlite"
+
+
+def test_rotation_keeps_the_newest_backups(live: Path) -> None:
+    paths = [backup(live, at=AT + timedelta(hours=i), keep=3) for i in range(5)]
+
+    assert sorted((live.parent / "backups").glob("memory-*.sqlite")) == paths[2:]
+    listed = list_backups(live)
+    assert [b.path for b in listed] == paths[:1:-1]
+    assert [b.taken_at for b in listed] == [AT + timedelta(hours=i) for i in (4, 3, 2)]
+    assert all(b.size == b.path.stat().st_size > 0 for b in listed)
+
+
+def test_rotation_counts_every_memory_backup_like_philont(live: Path) -> None:
+    backups = live.parent / "backups"
+    backups.mkdir(exist_ok=True)
+    stray = backups / "memory-20200101T000000.sqlite"
+    stray.write_bytes(b"")
+    other = backups / "notes.txt"
+    other.write_text("kept")
+
+    backup(live, at=AT, keep=1)
+
+    assert not stray.exists()
+    assert other.exists()
+
+
+@pytest.mark.parametrize("keep", [0, -1])
+def test_keeping_fewer_than_one_backup_is_refused(live: Path, keep: int) -> None:
+    with pytest.raises(InvalidInputError):
+        backup(live, keep=keep)
+    assert list_backups(live) == []
+
+
+def test_a_backup_taken_while_another_process_writes_restores_to_a_consistent_database(
+    live: Path,
+) -> None:
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(live), "2.0"])
+    try:
+        deadline = time.monotonic() + 10
+        while not _message_ids(live):
+            assert time.monotonic() < deadline, "the writer never wrote"
+            time.sleep(0.02)
+        taken = []
+        for _ in range(3):
+            taken.append(backup(live))
+            time.sleep(0.4)
+        assert writer.wait(timeout=30) == 0
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+
+    for path in taken:
+        _assert_sound(path)
+    final = _message_ids(live)
+    assert len(_message_ids(taken[0])) < len(final)  # taken while the writer was writing
+    report = restore(taken[-1], live)
+
+    ids = _message_ids(live)
+    assert ids == list(range(1, len(ids) + 1))
+    assert 0 < len(ids) <= len(final)
+    assert len(ids) % 5 == 0  # whole transactions only
+    _assert_sound(live)
+    with closing(sqlite3.connect(str(live))) as conn:
+        hits = conn.execute(
+            "SELECT rowid FROM memory_raw_messages_fts WHERE memory_raw_messages_fts MATCH ?",
+            (f'"number {ids[-1]} about"',),
+        ).fetchall()
+    assert (ids[-1],) in hits
+    assert report.safety_backup is not None
+    assert _message_ids(report.safety_backup) == final
+
+
+# --- restoring -------------------------------------------------------------------------------
+
+
+def test_restore_brings_back_the_backup_and_keeps_the_current_file_first(
+    populated: Path,
+) -> None:
+    taken = backup(populated, at=AT)
+    before = _message_ids(populated)
+    _add_message(populated, "written after the backup")
+
+    report = restore(taken, populated)
+
+    assert _message_ids(populated) == before
+    assert report.restored_from == taken
+    assert report.revision == migrate.head_revision()
+    assert report.schema_version == "31"
+    assert report.safety_backup is not None and not report.previous_was_corrupt
+    assert report.safety_backup.name.endswith("-pre-restore.sqlite")
+    assert _message_ids(report.safety_backup) == [*before, before[-1] + 1]
+    assert _mode(populated) == 0o600
+    assert not Path(f"{populated}-wal").exists()
+    _assert_sound(populated)
+
+
+def test_restoring_onto_a_missing_file_takes_no_safety_backup(
+    populated: Path, tmp_path: Path
+) -> None:
+    taken = backup(populated, at=AT)
+    target = tmp_path / "elsewhere" / "memory.sqlite"
+
+    report = restore(taken, target)
+
+    assert report.safety_backup is None
+    assert _message_ids(target) == _message_ids(populated)
+
+
+def test_restore_over_a_corrupt_live_file_quarantines_it(populated: Path) -> None:
+    taken = backup(populated, at=AT)
+    populated.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))
+
+    report = restore(taken, populated)
+
+    assert report.previous_was_corrupt
+    assert report.safety_backup is not None
+    assert report.safety_backup.name.startswith("memory.sqlite.corrupt-")
+    _assert_sound(populated)
+
+
+def _corrupt_copy(src: Path, dst: Path) -> Path:
+    data = bytearray(src.read_bytes())
+    for offset in range(4096 * 2, len(data) - 4096, 4096 * 5):
+        data[offset + 100 : offset + 1100] = os.urandom(1000)
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+def test_restore_refuses_a_corrupt_backup_and_leaves_the_live_file_alone(
+    populated: Path, tmp_path: Path
+) -> None:
+    taken = backup(populated, at=AT)
+    bad = _corrupt_copy(taken, tmp_path / "corrupt.sqlite")
+    before = _sha(populated)
+    listing = sorted(populated.parent.iterdir())
+
+    with pytest.raises(BackupVerificationError):
+        restore(bad, populated)
+
+    assert _sha(populated) == before
+    assert sorted(populated.parent.iterdir()) == listing
+
+
+def test_restore_refuses_a_file_that_is_not_a_database(populated: Path, tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("this is not a database\n" * 100)
+    before = _sha(populated)
+
+    with pytest.raises(NotADatabaseError):
+        restore(junk, populated)
+
+    assert _sha(populated) == before
+
+
+def test_restore_refuses_a_backup_from_an_unknown_schema(populated: Path, tmp_path: Path) -> None:
+    taken = backup(populated, at=AT)
+    future = tmp_path / "future.sqlite"
+    future.write_bytes(taken.read_bytes())
+    with closing(sqlite3.connect(str(future))) as conn, conn:
+        conn.execute("UPDATE philont_alembic_version SET version_num = 'v999'")
+    before = _sha(populated)
+
+    with pytest.raises(UnknownSchemaVersionError):
+        restore(future, populated)
+
+    assert _sha(populated) == before
+
+
+def test_a_philont_backup_of_an_older_schema_can_be_restored(
+    copy_fixture: CopyFixture, live: Path
+) -> None:
+    report = restore(copy_fixture("v27"), live)
+
+    assert report.revision == "v027"
+    assert report.schema_version == "27"
+    assert len(_message_ids(live)) == 201

@@ -1,0 +1,427 @@
+"""Export and import as JSON lines on real Philont databases: round trips, refusals, bad files."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from philont import migrate
+from philont.db.schema import metadata
+from philont.errors import ConflictError, SchemaOutOfDateError
+from philont.transfer import (
+    ROWID_TABLES,
+    ImportForeignKeyError,
+    ImportFormatError,
+    export,
+    export_tables,
+    import_,
+)
+
+CopyFixture = Callable[[str], Path]
+FIXTURES = ("v2", "v27", "v31", "empty-v31")
+BOOTSTRAP = {"memory_raw_sessions": "global", "memory_pursuits": "default"}
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _upgraded(copy_fixture: CopyFixture, name: str) -> Path:
+    path = copy_fixture(name)
+    migrate.upgrade(path)
+    return path
+
+
+def _fresh(tmp_path: Path, name: str = "target") -> Path:
+    path = tmp_path / name / "memory.sqlite"
+    migrate.upgrade(path)
+    return path
+
+
+def _rows(
+    path: Path, table: str, *, order: str = "rowid", skip_bootstrap: bool = False
+) -> list[tuple[Any, ...]]:
+    """Every row by column name (column order differs between fresh and upgraded files), plus
+    the rowid where FTS keys on it."""
+    cols = [f'"{c.name}"' for c in metadata.tables[table].c]
+    if table in ROWID_TABLES:
+        cols.insert(0, "rowid")
+    where = ""
+    if skip_bootstrap and table in BOOTSTRAP:
+        where = f" WHERE id != '{BOOTSTRAP[table]}'"
+    with closing(sqlite3.connect(str(path))) as conn:
+        sql = f"SELECT {', '.join(cols)} FROM {table}{where} ORDER BY {order}"
+        return conn.execute(sql).fetchall()
+
+
+def _pk_order(table: str) -> str:
+    return ", ".join(f'"{c.name}"' for c in metadata.tables[table].primary_key.columns)
+
+
+def _fts_tables(conn: sqlite3.Connection) -> list[str]:
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%USING fts5(%'"
+        )
+    ]
+
+
+def _assert_fts_sound(path: Path) -> None:
+    with closing(sqlite3.connect(str(path))) as conn:
+        names = _fts_tables(conn)
+        assert "memory_raw_messages_fts" in names
+        for name in names:
+            conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
+
+
+def _dump(path: Path) -> list[str]:
+    with closing(sqlite3.connect(str(path))) as conn:
+        return list(conn.iterdump())
+
+
+def _export_lines(path: Path) -> list[str]:
+    buf = io.StringIO()
+    export(path, buf)
+    return buf.getvalue().splitlines(keepends=True)
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    out = tmp_path / "edited.jsonl"
+    out.write_text("".join(lines), encoding="utf-8")
+    return out
+
+
+# --- round trips -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_export_then_merge_into_a_new_database_reproduces_every_row(
+    fixture: str, copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    source = _upgraded(copy_fixture, fixture)
+    out = tmp_path / "export.jsonl"
+    exported = export(source, out)
+    target = _fresh(tmp_path)
+
+    report = import_(target, out, mode="merge")
+
+    assert sum(exported.rows.values()) == sum(report.inserted.values()) + sum(
+        report.skipped.values()
+    )
+    for table in export_tables():
+        assert _rows(target, table.name, skip_bootstrap=True) == _rows(
+            source, table.name, skip_bootstrap=True
+        ), table.name
+    _assert_fts_sound(target)
+
+
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_import_into_an_empty_database_is_an_exact_copy_including_bootstrap_rows(
+    fixture: str, copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    source = _upgraded(copy_fixture, fixture)
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    target = _fresh(tmp_path)
+
+    report = import_(target, out)
+
+    assert set(report.replaced) == {"memory_raw_sessions:global", "memory_pursuits:default"}
+    for table in export_tables():
+        order = _pk_order(table.name)
+        assert _rows(target, table.name, order=order) == _rows(source, table.name, order=order), (
+            table.name
+        )
+    _assert_fts_sound(target)
+
+
+@pytest.mark.parametrize("fixture", ("v2", "v27", "v31"))
+def test_full_text_search_finds_an_imported_message_in_the_new_database(
+    fixture: str, copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    source = _upgraded(copy_fixture, fixture)
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    target = _fresh(tmp_path)
+    import_(target, out, mode="merge")
+    with closing(sqlite3.connect(str(source))) as conn:
+        msg_id, content = conn.execute(
+            "SELECT id, content FROM memory_raw_messages ORDER BY id LIMIT 1"
+        ).fetchone()
+    word = max(content.split(), key=len).strip(".,!?;:'\"—")
+
+    with closing(sqlite3.connect(str(target))) as conn:
+        hits = conn.execute(
+            "SELECT rowid FROM memory_raw_messages_fts WHERE memory_raw_messages_fts MATCH ?",
+            (f'"{word}"',),
+        ).fetchall()
+
+    assert (msg_id,) in hits
+
+
+def test_notes_keep_their_rowids_so_note_search_matches_the_source(
+    copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    source = _upgraded(copy_fixture, "v31")
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    target = _fresh(tmp_path)
+    import_(target, out)
+    query = (
+        "SELECT n.id FROM memory_notes_fts f JOIN memory_notes n ON n.rowid = f.rowid "
+        "WHERE memory_notes_fts MATCH '\"Kaution\"' ORDER BY n.id"
+    )
+
+    with closing(sqlite3.connect(str(source))) as a, closing(sqlite3.connect(str(target))) as b:
+        found = b.execute(query).fetchall()
+        assert found == a.execute(query).fetchall()
+        assert found
+        seq = "SELECT name, seq FROM sqlite_sequence ORDER BY name"
+        assert b.execute(seq).fetchall() == a.execute(seq).fetchall()
+
+
+def test_exporting_the_same_database_twice_gives_the_same_bytes_but_the_timestamp(
+    copy_fixture: CopyFixture,
+) -> None:
+    source = _upgraded(copy_fixture, "v31")
+
+    first, second = _export_lines(source), _export_lines(source)
+
+    head1, head2 = json.loads(first[0]), json.loads(second[0])
+    assert head1.pop("exported_at") and head2.pop("exported_at")
+    assert head1 == head2
+    assert first[1:] == second[1:]
+
+
+def test_an_export_stores_raw_values_and_ends_with_a_trailer(copy_fixture: CopyFixture) -> None:
+    source = _upgraded(copy_fixture, "v31")
+
+    lines = [json.loads(line) for line in _export_lines(source)]
+
+    header, trailer = lines[0], lines[-1]
+    assert header["format"] == "philont-export"
+    assert header["format_version"] == 1
+    assert header["schema_revision"] == migrate.head_revision()
+    assert header["schema_version"] == "31"
+    assert "philont_alembic_version" not in header["tables"]
+    assert not [t for t in header["tables"] if "_fts" in t]
+    assert trailer["end"] is True
+    assert trailer["rows"]["memory_raw_messages"] == 201
+    facts = [r["row"] for r in lines[1:-1] if r["table"] == "memory_facts"]
+    assert isinstance(facts[0]["created_at"], int)
+    assert isinstance(facts[0]["value_json"], str)
+    notes = [r["row"] for r in lines[1:-1] if r["table"] == "memory_notes"]
+    assert all(isinstance(n["_rowid"], int) for n in notes)
+
+
+def test_an_export_to_a_path_is_private(copy_fixture: CopyFixture, tmp_path: Path) -> None:
+    out = tmp_path / "export.jsonl"
+    export(_upgraded(copy_fixture, "v31"), out)
+    assert out.stat().st_mode & 0o777 == 0o600
+
+
+def test_exporting_a_database_below_head_is_refused(copy_fixture: CopyFixture) -> None:
+    with pytest.raises(SchemaOutOfDateError):
+        export(copy_fixture("v31"), io.StringIO())
+
+
+def test_progress_reports_every_table_up_to_its_total(
+    copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    source = _upgraded(copy_fixture, "v31")
+    out = tmp_path / "export.jsonl"
+    seen_out: list[tuple[str, int, int]] = []
+    seen_in: list[tuple[str, int, int]] = []
+
+    export(source, out, progress=lambda *a: seen_out.append(a))
+    import_(_fresh(tmp_path), out, progress=lambda *a: seen_in.append(a))
+
+    assert ("memory_raw_messages", 201, 201) in seen_out
+    assert ("memory_raw_messages", 201, 201) in seen_in
+    assert {t for t, _, _ in seen_out} == {t.name for t in export_tables()}
+    assert {t for t, _, _ in seen_in} == {t.name for t in export_tables()}
+
+
+def test_import_reads_from_a_text_stream(copy_fixture: CopyFixture, tmp_path: Path) -> None:
+    lines = _export_lines(_upgraded(copy_fixture, "v31"))
+    report = import_(_fresh(tmp_path), io.StringIO("".join(lines)))
+    assert report.inserted["memory_raw_messages"] == 201
+
+
+# --- refusing and merging --------------------------------------------------------------------
+
+
+def test_import_refuses_a_database_that_already_holds_memory_and_writes_nothing(
+    copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    source = _upgraded(copy_fixture, "v31")
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    target = _upgraded(copy_fixture, "v27")
+    before = _dump(target)
+
+    with pytest.raises(ConflictError):
+        import_(target, out)
+
+    assert _dump(target) == before
+
+
+def test_merge_skips_rows_whose_id_exists_and_adds_the_missing_ones(
+    copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    source = _upgraded(copy_fixture, "v31")
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    target = tmp_path / "target.sqlite"
+    target.write_bytes(source.read_bytes())
+    with closing(sqlite3.connect(str(target))) as conn, conn:
+        conn.execute("DELETE FROM memory_raw_messages WHERE id IN (3, 50, 201)")
+        conn.execute(
+            "DELETE FROM memory_notes WHERE rowid IN (SELECT rowid FROM memory_notes "
+            "ORDER BY rowid LIMIT 2)"
+        )
+
+    report = import_(target, out, mode="merge")
+
+    assert report.inserted == {"memory_raw_messages": 3, "memory_notes": 2}
+    assert report.skipped["memory_raw_messages"] == 198
+    assert report.skipped["memory_raw_sessions"] == 4
+    assert report.skipped["memory_meta"] == 1
+    for table in ("memory_raw_messages", "memory_notes", "memory_raw_sessions"):
+        assert _rows(target, table) == _rows(source, table)
+    _assert_fts_sound(target)
+
+
+def test_merging_a_file_into_its_own_source_changes_nothing(
+    copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    source = _upgraded(copy_fixture, "v31")
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    before = {t.name: _rows(source, t.name) for t in export_tables()}
+
+    report = import_(source, out, mode="merge")
+
+    assert report.inserted == {}
+    assert {t.name: _rows(source, t.name) for t in export_tables()} == before
+
+
+def test_rows_pointing_at_missing_parents_are_refused_as_a_whole(
+    copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    lines = _export_lines(_upgraded(copy_fixture, "v31"))
+    kept = [
+        line
+        for line in lines
+        if not (line.startswith('{"table":"memory_raw_sessions"') and '"id":"global"' not in line)
+    ]
+    trailer = json.loads(kept[-1])
+    trailer["rows"]["memory_raw_sessions"] = 1
+    kept[-1] = json.dumps(trailer) + "\n"
+    target = _fresh(tmp_path)
+    before = _dump(target)
+
+    with pytest.raises(ImportForeignKeyError):
+        import_(target, _write(tmp_path, kept))
+
+    assert _dump(target) == before
+
+
+# --- malformed files -------------------------------------------------------------------------
+
+
+def _bad_json_on_line_7(lines: list[str]) -> int:
+    lines[6] = lines[6][: len(lines[6]) // 2] + "\n"
+    return 7
+
+
+def _unknown_table(lines: list[str]) -> int:
+    lines[4] = '{"table":"memory_secrets","row":{"id":"x"}}\n'
+    return 5
+
+
+def _unknown_column(lines: list[str]) -> int:
+    obj = json.loads(lines[9])
+    obj["row"]["bogus"] = 1
+    lines[9] = json.dumps(obj) + "\n"
+    return 10
+
+
+def _missing_trailer(lines: list[str]) -> int:
+    del lines[-1]
+    return len(lines) + 1
+
+
+def _count_mismatch(lines: list[str]) -> int:
+    trailer = json.loads(lines[-1])
+    trailer["rows"]["memory_facts"] += 1
+    lines[-1] = json.dumps(trailer) + "\n"
+    return len(lines)
+
+
+def _wrong_format_version(lines: list[str]) -> int:
+    header = json.loads(lines[0])
+    header["format_version"] = 2
+    lines[0] = json.dumps(header) + "\n"
+    return 1
+
+
+def _data_after_trailer(lines: list[str]) -> int:
+    lines.append(lines[3])
+    return len(lines)
+
+
+def _missing_primary_key(lines: list[str]) -> int:
+    obj = json.loads(lines[12])
+    obj["row"].pop(next(iter(obj["row"])) if "_rowid" not in obj["row"] else "id")
+    lines[12] = json.dumps(obj) + "\n"
+    return 13
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _bad_json_on_line_7,
+        _unknown_table,
+        _unknown_column,
+        _missing_trailer,
+        _count_mismatch,
+        _wrong_format_version,
+        _data_after_trailer,
+        _missing_primary_key,
+    ],
+)
+def test_a_malformed_file_names_the_line_and_imports_nothing(
+    damage: Callable[[list[str]], int], copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    lines = _export_lines(_upgraded(copy_fixture, "v31"))
+    line_number = damage(lines)
+    target = _fresh(tmp_path)
+    before = _dump(target)
+
+    with pytest.raises(ImportFormatError) as err:
+        import_(target, _write(tmp_path, lines))
+
+    assert err.value.line_number == line_number
+    assert f"line {line_number}" in str(err.value)
+    assert _dump(target) == before
+
+
+def test_a_malformed_file_does_not_even_create_a_missing_target(
+    copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    lines = _export_lines(_upgraded(copy_fixture, "v31"))
+    del lines[-1]
+    target = tmp_path / "nowhere" / "memory.sqlite"
+
+    with pytest.raises(ImportFormatError):
+        import_(target, _write(tmp_path, lines))
+
+    assert not target.exists()

@@ -1,0 +1,85 @@
+"""Fuzzing the dispatcher: no input makes it raise, and a failed call writes no memory row."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from philont import Memory, tools
+from tests.tools.helpers import MEMORY_TABLES_EXCEPT_ACTIONS
+
+HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
+EXAMPLES = 10_000 if HEAVY else 150
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+names = st.sampled_from(sorted(tools.TOOL_NAMES)) | st.text(max_size=30)
+field_names = st.sampled_from(
+    [
+        "namespace",
+        "key",
+        "value",
+        "query",
+        "name",
+        "limit",
+        "at",
+        "interval_ms",
+        "cron",
+        "title",
+        "starts_at",
+        "timezone",
+        "rrule",
+        "since",
+        "until",
+        "window_days",
+        "id",
+        "confidence",
+        "fact_kind",
+        "occurred_at",
+        "message",
+        "action_type",
+        "project",
+    ]
+) | st.text(max_size=10)
+arguments = st.dictionaries(field_names, json_values, max_size=6) | st.text(max_size=60)
+
+
+def _counts(conn: sqlite3.Connection) -> tuple[int, ...]:
+    return tuple(
+        conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in MEMORY_TABLES_EXCEPT_ACTIONS
+    )
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(name=names, args=arguments)
+def test_call_never_raises_and_failures_write_nothing(
+    name: str, args: object, tool_db: Path
+) -> None:
+    with Memory.open(tool_db) as mem, closing(sqlite3.connect(str(tool_db))) as _:
+        conn = mem.session.connection().connection.driver_connection
+        assert isinstance(conn, sqlite3.Connection)
+        before = _counts(conn)
+        actions_before = conn.execute("SELECT count(*) FROM memory_actions").fetchone()[0]
+        result = tools.call(name, args, db=mem)  # type: ignore[arg-type]
+        assert isinstance(result, tools.ToolResult)
+        if not result.ok:
+            assert result.error_code and result.error
+            assert _counts(conn) == before
+        assert conn.execute("SELECT count(*) FROM memory_actions").fetchone()[0] == (
+            actions_before + 1
+        )

@@ -1,0 +1,139 @@
+"""The dispatcher: validates, runs one unit of work, logs every call, never raises."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from philont import Memory, tools
+from tests.tools.helpers import actions, snapshot
+
+ELEVEN = {
+    "store_fact",
+    "get_fact",
+    "list_facts",
+    "search_notes",
+    "search_skills",
+    "use_skill",
+    "recall_sessions",
+    "create_calendar_event",
+    "list_upcoming",
+    "schedule_reminder",
+    "cancel_schedule",
+}
+
+
+def test_the_eleven_tools_are_registered_with_their_exact_names() -> None:
+    assert set(tools.TOOL_NAMES) == ELEVEN
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "code"),
+    [
+        ("no_such_tool", {}, "unknown_tool"),
+        ("store_fact", "{not json", "invalid_json"),
+        ("store_fact", "[1, 2]", "invalid_arguments"),
+        ("store_fact", {"namespace": "user", "key": "k"}, "invalid_arguments"),
+        (
+            "store_fact",
+            {"namespace": "user", "key": "k", "value": 1, "extra": 2},
+            "invalid_arguments",
+        ),
+        ("store_fact", {"namespace": 5, "key": "k", "value": 1}, "invalid_arguments"),
+        (
+            "store_fact",
+            {"namespace": "user", "key": "k", "value": 1, "confidence": 2},
+            "invalid_arguments",
+        ),
+        (
+            "store_fact",
+            {"namespace": "user", "key": "k", "value": 1, "confidence": "high"},
+            "invalid_arguments",
+        ),
+        ("store_fact", {"namespace": "self", "key": "k", "value": 1}, "reserved_namespace"),
+        ("store_fact", {"namespace": "user", "key": "a b", "value": 1}, "invalid_input"),
+        (
+            "store_fact",
+            {
+                "namespace": "user",
+                "key": "k",
+                "value": 1,
+                "valid_from": "2026-02-01",
+                "valid_until": "2026-01-01",
+            },
+            "invalid_time_range",
+        ),
+        (
+            "store_fact",
+            {
+                "namespace": "user",
+                "key": "k",
+                "value": 1,
+                "occurred_at": "tomorrow",
+                "fact_kind": "event",
+            },
+            "invalid_input",
+        ),
+        ("get_fact", {"namespace": "user", "key": "missing"}, "fact_not_found"),
+        ("use_skill", {"name": "missing"}, "skill_not_found"),
+    ],
+)
+def test_a_failing_call_reports_a_code_and_leaves_memory_unchanged(
+    name: str, arguments: object, code: str, tool_db: Path
+) -> None:
+    before = snapshot(tool_db)
+    result = tools.call(name, arguments, db=tool_db)  # type: ignore[arg-type]
+    assert not result.ok and result.error_code == code
+    assert result.text.startswith(f"error ({code})")
+    assert snapshot(tool_db) == before
+    logged = actions(tool_db)
+    assert logged[-1][0] == name and logged[-1][1] == 0
+
+
+def test_every_successful_call_is_recorded_with_its_params_and_result(tool_db: Path) -> None:
+    args = {"namespace": "user", "key": "name", "value": "Lena"}
+    result = tools.call("store_fact", json.dumps(args), db=tool_db)
+    assert result.ok
+    tool_name, success, params, logged = actions(tool_db)[-1]
+    assert (tool_name, success) == ("store_fact", 1)
+    assert json.loads(str(params)) == args
+    assert str(logged).startswith("Stored user.name")
+
+
+def test_a_call_inside_the_callers_unit_of_work_joins_it(tool_db: Path) -> None:
+    with pytest.raises(RuntimeError), Memory.open(tool_db) as mem:
+        assert tools.call("store_fact", {"namespace": "user", "key": "a", "value": 1}, db=mem).ok
+        raise RuntimeError("the host's turn failed")
+    assert tools.call("get_fact", {"namespace": "user", "key": "a"}, db=tool_db).ok is False
+
+
+def test_the_default_database_is_read_from_memory_db_path_at_call_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORY_DB_PATH", str(tmp_path / "a.sqlite"))
+    assert tools.call("store_fact", {"namespace": "user", "key": "x", "value": 1}).ok
+    monkeypatch.setenv("MEMORY_DB_PATH", str(tmp_path / "b.sqlite"))
+    assert not tools.call("get_fact", {"namespace": "user", "key": "x"}).ok
+
+
+def test_an_unusable_database_is_a_failure_not_an_exception(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("not a database")
+    result = tools.call("get_fact", {"namespace": "user", "key": "x"}, db=junk)
+    assert not result.ok and result.error_code == "not_a_database"
+
+
+def test_schemas_for_openai_and_anthropic_are_closed_and_described() -> None:
+    openai = {t["function"]["name"]: t["function"] for t in tools.openai_tools()}
+    anthropic = {t["name"]: t for t in tools.anthropic_tools()}
+    assert set(openai) == set(anthropic) == ELEVEN
+    for name, fn in openai.items():
+        schema = fn["parameters"]
+        assert fn["description"] and anthropic[name]["description"] == fn["description"]
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert "$ref" not in json.dumps(schema) and "$defs" not in schema
+        for prop, spec in schema["properties"].items():
+            assert spec.get("description"), f"{name}.{prop} has no description"
+        assert anthropic[name]["input_schema"] == schema

@@ -1,0 +1,126 @@
+"""store_fact, get_fact, list_facts and use_skill through the dispatcher."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from philont import Memory, tools
+
+
+def call(db: Path, tool: str, **arguments: object) -> tools.ToolResult:
+    return tools.call(tool, arguments, db=db)
+
+
+def test_storing_a_key_again_supersedes_and_says_so(tool_db: Path) -> None:
+    assert call(tool_db, "store_fact", namespace="user.home", key="city", value="Paris").ok
+    second = call(tool_db, "store_fact", namespace="user.home", key="city", value="Berlin")
+    assert "replaced the previous value" in second.text
+    got = call(tool_db, "get_fact", namespace="user.home", key="city")
+    assert got.text.startswith('"Berlin" [state ? → ∞ | recorded ')
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("Authorization: Bearer abc.def.ghi", False),
+        ("x-api-key: 123456789", False),
+        ("Bearer eyJhbGciOiJIUzI1NiJ9.abc", False),
+        ("token ghp_0123456789abcdef", False),
+        ("Basic plan costs $10 a month", True),  # refused by the original (Q-S9)
+        ("Token limit is 4k", True),
+        ("bearer of good news", True),
+    ],
+)
+def test_the_auth_guard_refuses_credentials_but_not_ordinary_sentences(
+    value: str, ok: bool, tool_db: Path
+) -> None:
+    assert call(tool_db, "store_fact", namespace="user", key="k", value=value).ok is ok
+
+
+@pytest.mark.parametrize(
+    ("given", "tz", "expected"),
+    [
+        ("2026-04-22T09:00:00+02:00", "UTC", "2026-04-22T07:00:00.000Z"),
+        ("2026-04-22T09:00:00Z", "UTC", "2026-04-22T09:00:00.000Z"),
+        ("2026-04-22T09:00:00", "Asia/Shanghai", "2026-04-22T01:00:00.000Z"),
+        ("2026-04-22", "Europe/Berlin", "2026-04-21T22:00:00.000Z"),
+        (1776848400000, "UTC", "2026-04-22T09:00:00.000Z"),
+    ],
+)
+def test_times_accept_offsets_epoch_ms_and_naive_text_in_a_stated_zone(
+    given: object, tz: str, expected: str, tool_db: Path
+) -> None:
+    result = call(
+        tool_db,
+        "store_fact",
+        namespace="user",
+        key="trip",
+        value="Rome",
+        fact_kind="event",
+        occurred_at=given,
+        timezone=tz,
+    )
+    assert result.ok, result.text
+    assert f"[event@{expected} |" in result.text
+
+
+@pytest.mark.parametrize("bad", ["tomorrow", "2026-13-01", "next friday", 10**20])
+def test_an_unparseable_time_is_reported_not_dropped(bad: object, tool_db: Path) -> None:
+    result = call(
+        tool_db,
+        "store_fact",
+        namespace="user",
+        key="trip",
+        value="Rome",
+        fact_kind="event",
+        occurred_at=bad,
+    )
+    assert not result.ok and "occurred_at" in (result.error or "")
+
+
+def test_an_unknown_time_zone_is_reported(tool_db: Path) -> None:
+    result = call(
+        tool_db,
+        "store_fact",
+        namespace="user",
+        key="k",
+        value=1,
+        valid_from="2026-01-01T00:00:00",
+        timezone="Mars/Olympus",
+    )
+    assert not result.ok and "Mars/Olympus" in (result.error or "")
+
+
+def test_list_facts_with_a_prefix_includes_sub_namespaces(tool_db: Path) -> None:
+    call(tool_db, "store_fact", namespace="user", key="name", value="Lena")
+    call(tool_db, "store_fact", namespace="user.preferences", key="tea", value="green")
+    call(tool_db, "store_fact", namespace="username", key="x", value=1)
+    text = call(tool_db, "list_facts", namespace="user.*").text
+    assert "user.name" in text and "user.preferences.tea" in text and "username" not in text
+    exact = call(tool_db, "list_facts", namespace="user").text
+    assert "user.preferences" not in exact
+
+
+def test_use_skill_returns_the_template_with_its_caveat_and_never_counts_success(
+    tool_db: Path,
+) -> None:
+    with Memory.open(tool_db) as mem:
+        mem.skills.create("unzip-archive", "Unpack zip files", "zip", "1. unzip -d out f.zip")
+    for _ in range(3):
+        result = call(tool_db, "use_skill", name="unzip-archive")
+        assert result.ok and "[draft" in result.text and "unzip -d out" in result.text
+    with Memory.open(tool_db) as mem:
+        skill = mem.skills.get("unzip-archive")
+        assert skill is not None
+        assert (skill.use_count, skill.success_count, skill.grade) == (3, 0, "draft")
+
+
+@pytest.mark.parametrize("grade", ["playbook", "deprecated"])
+def test_use_skill_refuses_playbooks_and_deprecated_skills(grade: str, tool_db: Path) -> None:
+    with Memory.open(tool_db) as mem:
+        mem.skills.create("s", "d", "k", "t")
+        mem.skills.set_grade("s", grade, reason="test")
+    result = call(tool_db, "use_skill", name="s")
+    assert not result.ok and result.error_code == "skill_not_usable"
