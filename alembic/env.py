@@ -2,6 +2,7 @@
 Philont databases, backups, one transaction for the whole chain) lives in philont.migrate."""
 
 from alembic import context
+
 from philont.migrate import run_env
 
 run_env(context)

@@ -12,6 +12,7 @@ Forward-only: ``downgrade()`` raises NotImplementedError (philont schema history
 from __future__ import annotations
 
 from alembic import op
+
 from philont import migration_ops as mo
 
 revision = "v006"

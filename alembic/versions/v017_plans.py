@@ -12,8 +12,8 @@ Forward-only: ``downgrade()`` raises NotImplementedError (philont schema history
 from __future__ import annotations
 
 import sqlalchemy as sa
-
 from alembic import op
+
 from philont import migration_ops as mo
 
 revision = "v017"
