@@ -9,6 +9,7 @@ the file as it was); re-ensure the bootstrap rows; check foreign keys.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Callable
@@ -200,6 +201,8 @@ def _plan_sqlite(path: Path) -> _Plan:
 
 
 def _plan_from(conn: sqlite3.Connection) -> _Plan:
+    """What upgrading this (read-only) connection's database would do; raises before any
+    write when the schema is unknown."""
     tables = _tables(conn)
     has_data = bool(tables)
     known = {s.revision for s in script_directory().walk_revisions()}
@@ -249,6 +252,8 @@ def backup_file(path: Path, *, at: datetime | None = None, label: str = "") -> P
     while target.exists():
         n += 1
         target = directory / f"{stem}-{n}.sqlite"
+    # Create the file 0600 before SQLite writes a byte into it (no window with wider modes).
+    os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     with closing(sqlite3.connect(str(path))) as src, closing(sqlite3.connect(str(target))) as dst:
         src.backup(dst)
     target.chmod(0o600)

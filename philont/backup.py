@@ -1,0 +1,371 @@
+"""Online backups into ``backups/`` (Philont's naming and rotation), verification and restore."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import uuid
+from contextlib import closing, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy.engine import URL
+
+from philont import migrate, settings
+from philont.db.engine import (
+    DIR_MODE,
+    FILE_MODE,
+    SQLITE_HEADER,
+    resolve_url,
+    sqlite_path,
+)
+from philont.errors import (
+    DatabaseBusyError,
+    DatabasePathError,
+    InvalidInputError,
+    NotADatabaseError,
+    StorageError,
+    UnrecognizedSchemaError,
+)
+from philont.log import get_logger
+
+log = get_logger(__name__)
+
+BACKUP_PREFIX = "memory-"
+BACKUP_SUFFIX = ".sqlite"
+PRE_RESTORE_LABEL = "-pre-restore"
+_TAG = re.compile(r"(\d{8}T\d{6})")
+_SEQ = re.compile(r"(.*)-(\d+)")
+
+DbTarget = str | Path | URL | None
+
+
+class BackupVerificationError(StorageError):
+    """A database copy failed ``integrity_check`` or an FTS5 ``integrity-check``."""
+
+    code = "backup_corrupt"
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{str(path)!r} is not a sound database: {reason}", path=str(path))
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class BackupInfo:
+    """One file in ``backups/``; ``taken_at`` (UTC) comes from its name (None if it has none)."""
+
+    path: Path
+    taken_at: datetime | None
+    size: int
+
+
+@dataclass(frozen=True)
+class Verification:
+    """A database file that passed every check, and the schema it carries."""
+
+    path: Path
+    revision: str | None  # the recorded Alembic revision, or the one it would be adopted as
+    schema_version: str | None  # memory_meta.schema_version
+    fts_tables: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    """What ``restore`` did: the live file now holds ``restored_from``'s content."""
+
+    database: Path
+    restored_from: Path
+    safety_backup: Path | None  # the previous live file (None when it was missing or empty)
+    previous_was_corrupt: bool  # then ``safety_backup`` is a byte copy ``<db>.corrupt-<TAG>``
+    revision: str | None
+    schema_version: str | None
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _db_file(db: DbTarget) -> Path:
+    path = sqlite_path(resolve_url(db))
+    if path is None:
+        raise StorageError("backups need an SQLite database file (not in-memory, not a server)")
+    return path
+
+
+def _tag(at: datetime) -> str:
+    return f"{at.astimezone(UTC):%Y%m%dT%H%M%S}"
+
+
+def _ensure_private_dir(directory: Path) -> None:
+    if not directory.is_dir():
+        directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        os.chmod(directory, DIR_MODE)
+
+
+def _fsync(path: Path, *, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_with_companions(path: Path) -> None:
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        p.unlink(missing_ok=True)
+
+
+def _order_key(path: Path) -> tuple[str, int, str]:
+    """Newest-last sort key: the name's stem (Philont sorts by name), then the ``-N`` that
+    ``backup`` appends when a name is taken, so a second backup in the same UTC second ranks
+    after the first (plain name order would put ``X.sqlite`` after ``X-2.sqlite``)."""
+    stem = path.name[len(BACKUP_PREFIX) : -len(BACKUP_SUFFIX)]
+    m = _SEQ.fullmatch(stem)
+    if m:
+        return (m.group(1), int(m.group(2)), path.name)
+    return (stem, 1, path.name)
+
+
+def _taken_at(path: Path) -> datetime | None:
+    m = _TAG.match(path.name[len(BACKUP_PREFIX) :])
+    if m is None:
+        return None
+    try:
+        return datetime.strptime(m.group(1), "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _backup_files(db_path: Path) -> list[Path]:
+    """``memory-*.sqlite`` in the backup directory, newest first."""
+    directory = settings.backup_dir_for(db_path)
+    if not directory.is_dir():
+        return []
+    files = [p for p in directory.glob(f"{BACKUP_PREFIX}*{BACKUP_SUFFIX}") if p.is_file()]
+    return sorted(files, key=_order_key, reverse=True)
+
+
+def fts5_tables(conn: sqlite3.Connection) -> list[str]:
+    """Every FTS5 virtual table (their shadow tables are ordinary tables and not listed)."""
+    rows = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL%'"
+    ).fetchall()
+    return sorted(name for name, sql in rows if re.search(r"\busing\s+fts5\b", sql, re.I))
+
+
+def verify(path: Path, *, schema: bool = True) -> Verification:
+    """Check a database file (meant for copies we own: the FTS check opens it read-write).
+
+    Raises ``NotADatabaseError`` when it is not SQLite and ``BackupVerificationError`` when
+    ``integrity_check`` or an FTS5 ``integrity-check`` fails. With ``schema``, also a
+    ``SchemaError`` when its schema is none this release can adopt (unknown or newer versions,
+    unrecognised shapes, no memory tables at all).
+    """
+    with path.open("rb") as fh:
+        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            raise NotADatabaseError(str(path))
+    try:
+        with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
+            rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+            if rows != ["ok"]:
+                raise BackupVerificationError(path, "integrity_check: " + "; ".join(rows[:5]))
+            fts = fts5_tables(conn)
+            conn.execute("BEGIN")
+            try:
+                for name in fts:
+                    try:
+                        conn.execute(
+                            f'INSERT INTO "{name}"("{name}", rank) VALUES (\'integrity-check\', 1)'
+                        )
+                    except sqlite3.DatabaseError as exc:
+                        raise BackupVerificationError(path, f"{name}: {exc}") from exc
+            finally:
+                conn.execute("ROLLBACK")
+            version = None
+            if "memory_meta" in migrate._tables(conn):
+                row = conn.execute(
+                    "SELECT value FROM memory_meta WHERE key = 'schema_version'"
+                ).fetchone()
+                version = None if row is None else str(row[0])
+            revision = None
+            if schema:
+                # migrate's own read-only inspection: the rules ``upgrade`` adopts a file by
+                plan = migrate._plan_from(conn)
+                revision = plan.revision or plan.stamp
+                if revision is None:
+                    raise UnrecognizedSchemaError(f"{str(path)!r} holds no memory database")
+    except sqlite3.DatabaseError as exc:
+        raise BackupVerificationError(path, str(exc)) from exc
+    return Verification(path=path, revision=revision, schema_version=version, fts_tables=tuple(fts))
+
+
+def _rotate(db_path: Path, keep: int, newest: Path) -> list[Path]:
+    """Delete all but the newest ``keep`` backups; the one just taken always stays."""
+    others = [p for p in _backup_files(db_path) if p != newest]
+    doomed = others[keep - 1 :]
+    for p in doomed:
+        try:
+            p.unlink()
+        except OSError as exc:  # like Philont: a failed delete is only a warning
+            log.warning("backup.rotate_failed", path=str(p), error=str(exc))
+    return doomed
+
+
+# --- public API ------------------------------------------------------------------------------
+
+
+def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None = None) -> Path:
+    """Take an online backup (SQLite backup API: consistent while others write) of the database
+    into its sibling ``backups/`` as ``memory-YYYYMMDDTHHMMSS.sqlite`` (UTC of ``at``, default
+    now; ``-2``, ``-3``… when taken), mode 0600 in a 0700 directory, verify it, then keep only
+    the newest ``keep`` ``memory-*.sqlite`` files (``None``: delete nothing). Returns the path.
+    """
+    if keep is not None and keep < 1:
+        raise InvalidInputError(f"keep must be at least 1, got {keep}", keep=keep)
+    path = _db_file(db)
+    if not path.is_file():
+        raise DatabasePathError(str(path), "no such file")
+    if path.stat().st_size == 0:
+        raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
+    with path.open("rb") as fh:
+        head = fh.read(len(SQLITE_HEADER))
+    if head != SQLITE_HEADER:
+        raise NotADatabaseError(str(path))
+    _ensure_private_dir(settings.backup_dir_for(path))
+    try:
+        target = migrate.backup_file(path, at=at)
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"backup of {str(path)!r} failed: {exc}", path=str(path)) from exc
+    try:
+        verify(target, schema=False)
+    except Exception:
+        _remove_with_companions(target)
+        raise
+    os.chmod(target, FILE_MODE)
+    log.info("backup.taken", path=str(target), size=target.stat().st_size)
+    if keep is not None:
+        removed = _rotate(path, keep, target)
+        if removed:
+            log.info("backup.rotated", removed=[str(p) for p in removed])
+    return target
+
+
+def list_backups(db: DbTarget = None) -> list[BackupInfo]:
+    """The ``memory-*.sqlite`` files in the database's ``backups/``, newest first."""
+    path = _db_file(db)
+    return [
+        BackupInfo(path=p, taken_at=_taken_at(p), size=p.stat().st_size)
+        for p in _backup_files(path)
+    ]
+
+
+def _healthy(path: Path) -> bool:
+    """Philont's open-time test: the file opens and ``PRAGMA quick_check`` says ok."""
+    try:
+        with path.open("rb") as fh:
+            if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                return False
+        with closing(sqlite3.connect(str(path))) as conn:
+            return [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()] == ["ok"]
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _checkpoint(path: Path) -> None:
+    """Fold the WAL into the file and truncate it; refuse when another connection holds it."""
+    with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
+        conn.execute(f"PRAGMA busy_timeout = {settings.BUSY_TIMEOUT_MS}")
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    if busy:
+        raise DatabaseBusyError(
+            f"{str(path)!r} is in use by another connection; close it before restoring",
+            path=str(path),
+        )
+
+
+def _quarantine_copy(path: Path) -> Path:
+    """Byte copies of a damaged live file (and its WAL) as ``<db>.corrupt-<TAG>``, Philont's
+    quarantine name; not ``memory-*.sqlite``, so no recovery ever picks them."""
+    stem = f"{path}.corrupt-{_tag(datetime.now(UTC))}"
+    target = Path(stem)
+    n = 1
+    while target.exists():
+        n += 1
+        target = Path(f"{stem}-{n}")
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(f"{path}{suffix}")
+        if src.exists():
+            dst = Path(f"{target}{suffix}")
+            shutil.copyfile(src, dst)
+            os.chmod(dst, FILE_MODE)
+    return target
+
+
+def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
+    """Replace the live database with a verified copy of ``backup_file``, atomically.
+
+    The backup is copied beside the database and verified there first (SQLite header,
+    ``integrity_check``, FTS5 ``integrity-check``, a schema we can adopt); any failure raises
+    a typed error and leaves the live file untouched. The live file is then kept: a verified
+    online backup ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy
+    ``<db>.corrupt-<TAG>`` when not. Its WAL is checkpointed (another connection holding it
+    raises ``DatabaseBusyError``), stale ``-wal``/``-shm`` files go, and ``os.replace`` puts
+    the copy in place with mode 0600. Other processes must have closed the database.
+    """
+    source = Path(backup_file)
+    if not source.is_file():
+        raise DatabasePathError(str(source), "no such backup file")
+    path = _db_file(db)
+    if path.is_dir():
+        raise DatabasePathError(str(path), "it is a directory")
+    with source.open("rb") as fh:
+        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            raise NotADatabaseError(str(source))
+    _ensure_private_dir(path.parent)
+    tmp = path.parent / f".{path.name}.restore-{uuid.uuid4().hex}.tmp"
+    try:
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+        os.close(fd)
+        shutil.copyfile(source, tmp)
+        checked = verify(tmp)
+        _fsync(tmp)
+
+        safety: Path | None = None
+        corrupt = False
+        if path.exists() and path.stat().st_size > 0:
+            if _healthy(path):
+                _checkpoint(path)
+                _ensure_private_dir(settings.backup_dir_for(path))
+                # not verified: it keeps whatever the live file was, sound or not
+                safety = migrate.backup_file(path, label=PRE_RESTORE_LABEL)
+                os.chmod(safety, FILE_MODE)
+            else:
+                corrupt = True
+                safety = _quarantine_copy(path)
+        for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+            stale.unlink(missing_ok=True)
+        os.replace(tmp, path)
+    except BaseException:
+        _remove_with_companions(tmp)
+        raise
+    os.chmod(path, FILE_MODE)
+    with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands
+        _fsync(path.parent, directory=True)
+    log.info(
+        "backup.restored",
+        path=str(path),
+        source=str(source),
+        safety=str(safety) if safety else None,
+        revision=checked.revision,
+    )
+    return RestoreReport(
+        database=path,
+        restored_from=source,
+        safety_backup=safety,
+        previous_was_corrupt=corrupt,
+        revision=checked.revision,
+        schema_version=checked.schema_version,
+    )
