@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from philont import cli_inspect, migrate
+from philont import cli_inspect, cli_ops, migrate
 from philont.cli_common import EXIT_OUT_OF_DATE, DbOption, JsonOption, err, fail, out
 from philont.db.engine import resolve_url, sqlite_path
 from philont.errors import PhilontError, SchemaOutOfDateError
@@ -27,6 +27,10 @@ app.add_typer(cli_inspect.skills_app, name="skills")
 app.command()(cli_inspect.stats)
 app.command()(cli_inspect.timeline)
 app.command()(cli_inspect.prefix)
+app.command()(cli_ops.backup)
+app.command()(cli_ops.restore)
+app.command()(cli_ops.export)
+app.command("import")(cli_ops.import_)
 
 LAYERS = (
     ("timeline", "memory_raw_messages"),
