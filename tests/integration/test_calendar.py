@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
-def _utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def _utc(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -264,11 +266,19 @@ def test_rows_the_original_wrote_with_rules_it_could_not_parse_list_as_one_shots
     calendar: CalendarService, session: Session
 ) -> None:
     with factories.bound(session):
-        CalendarEventFactory(
-            title="Legacy", starts_at=_utc(2026, 6, 1, 9), rrule="FREQ=FORTNIGHTLY", timezone="UTC"
+        factories.create(
+            CalendarEventFactory,
+            title="Legacy",
+            starts_at=_utc(2026, 6, 1, 9),
+            rrule="FREQ=FORTNIGHTLY",
+            timezone="UTC",
         )
-        CalendarEventFactory(title="Empty rule", starts_at=_utc(2026, 6, 1, 10), rrule="")
-        CalendarEventFactory(title="Odd zone", starts_at=_utc(2026, 6, 1, 11), timezone="Mars")
+        factories.create(
+            CalendarEventFactory, title="Empty rule", starts_at=_utc(2026, 6, 1, 10), rrule=""
+        )
+        factories.create(
+            CalendarEventFactory, title="Odd zone", starts_at=_utc(2026, 6, 1, 11), timezone="Mars"
+        )
 
     got = calendar.between(_utc(2026, 6, 1), _utc(2026, 6, 30))
 
@@ -283,8 +293,12 @@ def test_rows_the_original_wrote_with_a_lowercase_daily_rule_now_recur(
     calendar: CalendarService, session: Session
 ) -> None:
     with factories.bound(session):
-        CalendarEventFactory(
-            title="Walk", starts_at=_utc(2026, 6, 1, 9), rrule="freq=daily", timezone="UTC"
+        factories.create(
+            CalendarEventFactory,
+            title="Walk",
+            starts_at=_utc(2026, 6, 1, 9),
+            rrule="freq=daily",
+            timezone="UTC",
         )
 
     got = calendar.between(_utc(2026, 6, 1), _utc(2026, 6, 3, 12))

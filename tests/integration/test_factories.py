@@ -11,9 +11,7 @@ from philont.testing import factories as f
 
 
 @pytest.mark.parametrize("factory_cls", f.ALL_FACTORIES, ids=lambda c: c.__name__)
-def test_each_factory_flushes_a_row_into_its_table(
-    factory_cls: type, session: Session
-) -> None:
+def test_each_factory_flushes_a_row_into_its_table(factory_cls: type, session: Session) -> None:
     model = factory_cls._meta.model
     before = session.scalar(select(func.count()).select_from(model))
     with f.bound(session):

@@ -23,8 +23,9 @@ def _seed(session: Session, clock: FakeClock) -> None:
     skills = SkillService(session, clock=clock)
     skills.create("unzip-archive", "Unpack zip files", "zip unzip", "1. unzip -d out file.zip")
     skills.create("old-way", "A broken method", "broken", "do it", grade=Grade.PLAYBOOK)
-    skills.create("avoid-sudo-pip", "Never sudo pip install", "pip sudo", "## Trigger\n...",
-                  kind="negative")
+    skills.create(
+        "avoid-sudo-pip", "Never sudo pip install", "pip sudo", "## Trigger\n...", kind="negative"
+    )
     NoteService(session, clock=clock).add("User is vegetarian", importance=0.9)
 
 

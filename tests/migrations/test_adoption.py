@@ -301,9 +301,7 @@ def test_another_applications_tables_are_left_untouched(tmp_path: Path) -> None:
     assert report.stamped is None and report.applied[0] == "v001"
     with closing(connect_ro(db)) as conn:
         assert conn.execute("SELECT name FROM app_users").fetchall() == [("ada",)]
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [
-            ("host123",)
-        ]
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("host123",)]
         assert conn.execute(
             "SELECT value FROM memory_meta WHERE key = 'schema_version'"
         ).fetchone() == ("31",)

@@ -13,9 +13,20 @@ REPO = Path(__file__).resolve().parents[2]
 def test_upgrade_runs_from_a_built_wheel_without_the_checkout(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(wheels), str(REPO)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
     )
     wheel = next(wheels.glob("philont-*.whl"))
     site = tmp_path / "site"
@@ -34,7 +45,10 @@ def test_upgrade_runs_from_a_built_wheel_without_the_checkout(tmp_path: Path) ->
     )
     proc = subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
-        cwd=tmp_path, capture_output=True, text=True, check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().startswith("v0")

@@ -34,8 +34,10 @@ from philont.errors import InvalidInputError, InvalidTimeRangeError
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
-def _utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def _utc(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 def _starts(*args: object, **kwargs: object) -> list[datetime]:

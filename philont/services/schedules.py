@@ -1,0 +1,711 @@
+"""ScheduleService: reminders and recurring jobs, claimed once each, with a circuit breaker."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from sqlalchemy import ColumnElement, and_, case, literal, or_, select, text, update
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.orm import Session
+
+from philont.clock import Clock, utc_now
+from philont.db.models import Schedule, ScheduleOutcome
+from philont.db.types import EpochMillis, dumps_compact, from_epoch_ms, to_epoch_ms
+from philont.domain import recurrence
+from philont.domain.recurrence import MissedRunPolicy, Recurrence
+from philont.errors import InvalidInputError, InvalidTimeRangeError, ScheduleNotFoundError
+from philont.log import get_logger
+from philont.schemas.schedules import (
+    ActionType,
+    Claim,
+    OutcomeStatus,
+    ScheduleOutcomeRecord,
+    ScheduleRecord,
+    UpcomingRun,
+)
+
+__all__ = [
+    "DEFAULT_CREATED_BY",
+    "FAILURE_THRESHOLD",
+    "PAST_AT_TOLERANCE",
+    "PAUSE",
+    "PROJECT_PATTERN",
+    "ScheduleService",
+]
+
+log = get_logger(__name__)
+
+FAILURE_THRESHOLD: Final = 3
+"""Consecutive failures that pause a schedule (Philont's ``SCHEDULE_FAILURE_THRESHOLD``)."""
+
+PAUSE: Final = timedelta(hours=1)
+"""How long the circuit breaker pauses a failing schedule (Philont's ``SCHEDULE_PAUSE_MS``)."""
+
+PAST_AT_TOLERANCE: Final = timedelta(minutes=1)
+"""How far in the past a one-shot's ``at`` may lie (clock skew, a slow caller); it then fires at
+the next poll. Older times are refused: they are almost always a wrong date or zone, and the
+original fired them immediately and silently."""
+
+PROJECT_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,58}[a-z0-9]")
+"""kebab-case, 2-60 characters, no leading or trailing hyphen (the message and the rule agree;
+the original's regex also let one character through)."""
+
+DEFAULT_CREATED_BY: Final = "llm_external"
+
+_NAME_MAX_LENGTH: Final = 200
+_CREATED_BY_MAX_LENGTH: Final = 100
+_ID_MAX_LENGTH: Final = 200
+_REPLY_CHANNELS: Final = ("silent", "summary")
+_ENABLED_NAMES_SHOWN: Final = 20
+
+# IntBool binds True as 1, which keeps the partial index idx_schedules_next_run usable.
+_ENABLED: ColumnElement[bool] = Schedule.enabled == True  # noqa: E712
+
+
+# --- validation (pure; everything is checked before anything is written) ----------------------
+
+
+def _aware(value: object, name: str) -> datetime:
+    """An aware datetime in UTC at storage precision (milliseconds); naive ones are refused."""
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(
+            f"{name} must be timezone-aware, got naive {value.isoformat()} (which zone is it in?)"
+        )
+    return from_epoch_ms(to_epoch_ms(value))
+
+
+def _text(value: object, name: str, max_length: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{name} must be non-blank text, got {value!r}")
+    value = value.strip()
+    if len(value) > max_length:
+        raise InvalidInputError(f"{name} is {len(value)} characters long; at most {max_length}")
+    return value
+
+
+def _check_id(value: object) -> str:
+    if not isinstance(value, str) or not value or len(value) > _ID_MAX_LENGTH:
+        raise InvalidInputError(f"id must be a schedule id (text), got {value!r}")
+    return value
+
+
+def _check_action_type(value: object) -> ActionType:
+    allowed = ", ".join(a.value for a in ActionType)
+    if not isinstance(value, str):
+        raise InvalidInputError(f"action_type {value!r} is not one of: {allowed}")
+    try:
+        return ActionType(value)
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"action_type {value!r} is not one of: {allowed}", action_type=value
+        ) from exc
+
+
+def _check_project(value: object) -> str | None:
+    """None, or a kebab-case project name. Blank text counts as no project (the original
+    ignored it too); anything else that is not kebab-case 2-60 characters is refused."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str) or PROJECT_PATTERN.fullmatch(value.strip()) is None:
+        raise InvalidInputError(
+            f"project must be kebab-case: 2-60 characters of a-z, 0-9 and '-', without a "
+            f"leading or trailing hyphen (e.g. 'berlin-flat'), got {value!r}",
+            project=value,
+        )
+    return value.strip()
+
+
+def _check_limit(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"limit must be a positive integer, got {value!r}")
+    return value
+
+
+def _check_count(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _compose_payload(action: ActionType, message: object, payload: object) -> dict[str, Any]:
+    """The stored payload, as Philont's dispatcher reads it: ``prompt`` -> ``{message}``,
+    ``autonomous_turn`` -> ``{prompt, replyChannel}``, ``reflect`` -> ``{sessionId}``.
+
+    What the original only discovered at fire time (and then silently skipped) is refused now:
+    an autonomous turn without a prompt, a reflection without a session id.
+    """
+    if payload is None:
+        data: dict[str, Any] = {}
+    elif isinstance(payload, Mapping):
+        data = json.loads(dumps_compact(dict(payload)))  # validates and copies
+    else:
+        raise InvalidInputError(f"payload must be a JSON object (a dict), got {payload!r}")
+    if message is not None:
+        text_message = _text(message, "message", 100_000)
+        key = "prompt" if action is ActionType.AUTONOMOUS_TURN else "message"
+        if key in data and data[key] != text_message:
+            raise InvalidInputError(f"message and payload[{key!r}] disagree; give one of them")
+        data[key] = text_message
+    if action is ActionType.AUTONOMOUS_TURN:
+        prompt = data.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise InvalidInputError(
+                "an autonomous_turn schedule needs the prompt to run: pass message='...'"
+            )
+        data.setdefault("replyChannel", "silent")
+        if data["replyChannel"] not in _REPLY_CHANNELS:
+            raise InvalidInputError(
+                f"payload replyChannel must be 'silent' or 'summary', got {data['replyChannel']!r}"
+            )
+    elif action is ActionType.REFLECT:
+        session_id = data.get("sessionId")
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise InvalidInputError(
+                "a reflect schedule needs the session to reflect on: payload={'sessionId': ...}"
+            )
+    return data
+
+
+def _recurrence_of(row: Schedule) -> Recurrence:
+    try:
+        return recurrence.parse_schedule_expr(row.cron_expr)
+    except InvalidInputError:
+        # Philont treats an expression it cannot read as a one-shot: fire once, then disable.
+        return recurrence.ONE_SHOT
+
+
+def _record(row: Schedule) -> ScheduleRecord:
+    rec = _recurrence_of(row)
+    return ScheduleRecord(
+        id=row.id,
+        name=row.name,
+        kind=rec.kind,
+        cron_expr=row.cron_expr,
+        interval_ms=rec.interval_ms,
+        cron=rec.cron,
+        cron_timezone=rec.timezone,
+        next_run_at=row.next_run_at,
+        last_run_at=row.last_run_at,
+        action_type=row.action_type,
+        payload=row.payload,
+        enabled=bool(row.enabled),
+        created_by=row.created_by or DEFAULT_CREATED_BY,
+        consecutive_failures=row.consecutive_failures or 0,
+        paused_until=row.paused_until,
+        project=row.project,
+        created_at=row.created_at,
+    )
+
+
+def _outcome_record(row: ScheduleOutcome) -> ScheduleOutcomeRecord:
+    return ScheduleOutcomeRecord.model_validate(row)
+
+
+class ScheduleService:
+    """Schedules in Philont's ``memory_schedules`` table.
+
+    ``cron_expr`` keeps Philont's format: NULL for a one-shot, ``interval:<ms>`` for an interval
+    (the original can still run these), and ours for cron, ``cron:<5 fields>@<IANA zone>`` (e.g.
+    ``cron:0 9 * * 1-5@Europe/Berlin``). Philont's reader treats an expression it does not know
+    as a one-shot: it cannot run a cron schedule repeatedly, but it does not crash on one.
+    """
+
+    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
+        self.session = session
+        self._clock = clock
+
+    def _now(self) -> datetime:
+        return _aware(self._clock(), "clock()")
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def _build(
+        self,
+        name: object,
+        *,
+        message: object,
+        payload: object,
+        at: object,
+        interval_ms: object,
+        cron: object,
+        timezone: object,
+        action_type: object,
+        project: object,
+        created_by: object,
+    ) -> Schedule:
+        """A validated, not yet added row. Raises before anything is written."""
+        clean_name = _text(name, "name", _NAME_MAX_LENGTH)
+        action = _check_action_type(action_type)
+        data = _compose_payload(action, message, payload)
+        clean_project = _check_project(project)
+        author = _text(created_by, "created_by", _CREATED_BY_MAX_LENGTH)
+        zone = recurrence.validate_timezone(timezone)
+        given = [
+            n
+            for n, v in (("at", at), ("interval_ms", interval_ms), ("cron", cron))
+            if v is not None
+        ]
+        if len(given) != 1:
+            raise InvalidInputError(
+                "give exactly one of at (one-time), interval_ms (every N ms) or cron "
+                f"(5-field cron in `timezone`); got {', '.join(given) or 'none'}"
+            )
+        now = self._now()
+        rec: Recurrence
+        if at is not None:
+            first = _aware(at, "at")
+            if first < now - PAST_AT_TOLERANCE:
+                raise InvalidInputError(
+                    f"at {first.isoformat()} is in the past (now is {now.isoformat()}); "
+                    "check the date and time zone",
+                    at=first,
+                )
+            rec = recurrence.ONE_SHOT
+        else:
+            if interval_ms is not None:
+                rec = recurrence.every(interval_ms)
+            else:
+                rec = recurrence.cron_schedule(cron, zone)
+            first = recurrence.first_run(rec, now)
+        return Schedule(
+            id=str(uuid.uuid4()),
+            name=clean_name,
+            cron_expr=rec.expr,
+            next_run_at=first,
+            last_run_at=None,
+            action_type=action.value,
+            payload=data,
+            enabled=True,
+            created_at=now,
+            created_by=author,
+            consecutive_failures=0,
+            paused_until=None,
+            project=clean_project,
+        )
+
+    def create(
+        self,
+        name: str,
+        *,
+        message: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        at: datetime | None = None,
+        interval_ms: int | None = None,
+        cron: str | None = None,
+        timezone: str = "UTC",
+        action_type: str = ActionType.PROMPT,
+        project: str | None = None,
+        created_by: str = DEFAULT_CREATED_BY,
+    ) -> ScheduleRecord:
+        """Add a schedule (same-named ones are left alone; see :meth:`replace`).
+
+        Exactly one of ``at`` (one-shot; aware; at most ``PAST_AT_TOLERANCE`` in the past),
+        ``interval_ms`` (an int, 1 s to ~10 years; first run ``now + interval``, which anchors
+        the grid) or ``cron`` (5 fields, evaluated in ``timezone``; first run the next cron time).
+        Passing two is an error, not a silent choice. ``timezone`` only matters for ``cron``
+        (it is validated either way). ``message`` goes into the payload where Philont's
+        dispatcher looks for it (``message``, or ``prompt`` for ``autonomous_turn``).
+        """
+        row = self._build(
+            name,
+            message=message,
+            payload=payload,
+            at=at,
+            interval_ms=interval_ms,
+            cron=cron,
+            timezone=timezone,
+            action_type=action_type,
+            project=project,
+            created_by=created_by,
+        )
+        self.session.add(row)
+        self.session.flush()
+        log.info("schedule.created", id=row.id, name=row.name, cron_expr=row.cron_expr)
+        return _record(row)
+
+    def replace(
+        self,
+        name: str,
+        *,
+        message: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        at: datetime | None = None,
+        interval_ms: int | None = None,
+        cron: str | None = None,
+        timezone: str = "UTC",
+        action_type: str = ActionType.PROMPT,
+        project: str | None = None,
+        created_by: str = DEFAULT_CREATED_BY,
+    ) -> tuple[ScheduleRecord, int]:
+        """``schedule_reminder``: the new schedule replaces every enabled one with this name.
+
+        The new schedule is built and validated first; only then, in the caller's transaction,
+        are the old ones disabled (kept as history) and the new one inserted. A bad new schedule
+        therefore leaves the old one running (the original disabled it first). Returns the new
+        schedule and how many were replaced.
+        """
+        row = self._build(
+            name,
+            message=message,
+            payload=payload,
+            at=at,
+            interval_ms=interval_ms,
+            cron=cron,
+            timezone=timezone,
+            action_type=action_type,
+            project=project,
+            created_by=created_by,
+        )
+        result = self.session.execute(
+            update(Schedule)
+            .where(Schedule.name == row.name, _ENABLED)
+            .values(enabled=False)
+            .execution_options(synchronize_session="fetch")
+        )
+        replaced = _rowcount(result)
+        self.session.add(row)
+        self.session.flush()
+        log.info("schedule.replaced", id=row.id, name=row.name, replaced=replaced)
+        return _record(row), replaced
+
+    def cancel(
+        self, *, name: str | None = None, id: str | None = None
+    ) -> builtins.list[ScheduleRecord]:
+        """Disable (soft-cancel, history kept) the enabled schedules with exactly this ``name``,
+        or the one with this ``id``.
+
+        Exact name, not a substring; enabled schedules only. Neither given:
+        ``InvalidInputError``. Both given: they must name the same schedule. Nothing matched:
+        :class:`~philont.errors.ScheduleNotFoundError`, whose message lists what is enabled.
+        """
+        if name is None and id is None:
+            raise InvalidInputError("give name (exact) or id to cancel a schedule")
+        conditions: builtins.list[ColumnElement[bool]] = [_ENABLED]
+        clean_name = None if name is None else _text(name, "name", _NAME_MAX_LENGTH)
+        if id is not None:
+            conditions.append(Schedule.id == _check_id(id))
+            if clean_name is not None:
+                owner = self.session.get(Schedule, id)
+                if owner is not None and owner.name != clean_name:
+                    raise InvalidInputError(
+                        f"id {id!r} is the schedule {owner.name!r}, not {clean_name!r}; "
+                        "give one of them"
+                    )
+        if clean_name is not None:
+            conditions.append(Schedule.name == clean_name)
+        rows = self.session.scalars(
+            select(Schedule).where(*conditions).order_by(Schedule.created_at, Schedule.id)
+        ).all()
+        if not rows:
+            enabled = self.session.scalars(
+                select(Schedule.name).where(_ENABLED).order_by(Schedule.next_run_at).distinct()
+            ).all()
+            shown = ", ".join(enabled[:_ENABLED_NAMES_SHOWN]) or "none"
+            if len(enabled) > _ENABLED_NAMES_SHOWN:
+                shown += f", … ({len(enabled) - _ENABLED_NAMES_SHOWN} more)"
+            raise ScheduleNotFoundError(
+                f"no enabled schedule matches name={name!r} id={id!r}. Currently enabled: {shown}",
+                name=name,
+                id=id,
+                enabled=builtins.list(enabled),
+            )
+        for row in rows:
+            row.enabled = False
+        self.session.flush()
+        log.info("schedule.cancelled", ids=[r.id for r in rows], name=clean_name)
+        return [_record(r) for r in rows]
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def get(self, id: str) -> ScheduleRecord | None:
+        """The schedule (enabled or not), or None."""
+        row = self.session.get(Schedule, id) if isinstance(id, str) else None
+        return None if row is None else _record(row)
+
+    def find_by_name(self, name: str) -> ScheduleRecord | None:
+        """The newest enabled schedule with exactly this name, or None."""
+        clean = _text(name, "name", _NAME_MAX_LENGTH)
+        row = self.session.scalars(
+            select(Schedule)
+            .where(Schedule.name == clean, _ENABLED)
+            .order_by(Schedule.created_at.desc(), Schedule.id.desc())
+            .limit(1)
+        ).first()
+        return None if row is None else _record(row)
+
+    def list(self, enabled_only: bool = False) -> builtins.list[ScheduleRecord]:
+        """Schedules by next run (soonest first); disabled ones too unless ``enabled_only``."""
+        stmt = select(Schedule).order_by(Schedule.next_run_at, Schedule.id)
+        if enabled_only:
+            stmt = stmt.where(_ENABLED)
+        return [_record(r) for r in self.session.scalars(stmt)]
+
+    def due_between(self, start: datetime, end: datetime) -> builtins.list[UpcomingRun]:
+        """What will fire in ``[start, end]`` (for ``list_upcoming``), soonest first.
+
+        Enabled schedules whose actual run time falls in the window: ``next_run_at``, or the end
+        of a circuit-breaker pause that holds it back (so a schedule paused past ``end`` is not
+        listed, and one paused into the window is listed at its resume time). Runs that were due
+        before ``start`` and are not held by a pause have not fired yet; they are included with
+        ``overdue=True`` because they fire at the next poll. ``end < start``:
+        :class:`~philont.errors.InvalidTimeRangeError`.
+        """
+        lo = _aware(start, "start")
+        hi = _aware(end, "end")
+        if hi < lo:
+            raise InvalidTimeRangeError(lo, hi, "schedule window")
+        stmt = select(Schedule).where(
+            _ENABLED,
+            Schedule.next_run_at <= hi,
+            or_(Schedule.paused_until.is_(None), Schedule.paused_until <= hi),
+        )
+        runs: builtins.list[UpcomingRun] = []
+        for row in self.session.scalars(stmt):
+            run_at = row.next_run_at
+            if row.paused_until is not None and row.paused_until > run_at:
+                run_at = row.paused_until
+            runs.append(UpcomingRun(schedule=_record(row), run_at=run_at, overdue=run_at < lo))
+        runs.sort(key=lambda r: (r.run_at, r.schedule.created_at, r.schedule.id))
+        return runs
+
+    # --- running ------------------------------------------------------------------------------
+
+    def _take_write_lock(self) -> None:
+        # A deferred SQLite transaction that reads and then writes fails at once ("database is
+        # locked", without waiting for busy_timeout) when another connection committed in
+        # between. Writing first takes the write lock up front, so concurrent pollers queue on
+        # busy_timeout instead. Correctness does not depend on this: the compare-and-set does.
+        if self.session.get_bind().dialect.name == "sqlite":
+            self.session.execute(text("UPDATE memory_schedules SET enabled = enabled WHERE 0"))
+
+    def claim_due(
+        self,
+        now: datetime | None = None,
+        *,
+        limit: int = 50,
+        policy: MissedRunPolicy = MissedRunPolicy.SKIP,
+    ) -> builtins.list[Claim]:
+        """Claim the schedules due at ``now`` (enabled, ``next_run_at <= now``, not paused),
+        oldest first, and return one :class:`Claim` per occurrence this caller must run.
+
+        Each claim is a compare-and-set, ``UPDATE ... SET next_run_at = <next>, last_run_at =
+        <now> [, enabled = 0 for a one-shot] WHERE id = ? AND next_run_at = <seen> AND
+        enabled = 1``; the occurrence is ours only when exactly one row changed. Two processes
+        polling at once therefore never both fire an occurrence. The next run follows
+        ``policy`` (default: skip missed occurrences, stay on the schedule's grid; see
+        :class:`~philont.domain.recurrence.MissedRunPolicy`). A row whose expression cannot be
+        read is treated as a one-shot, as Philont does. Claiming before running means a crash
+        mid-run loses that run rather than repeating it (at most once).
+        """
+        at = self._now() if now is None else _aware(now, "now")
+        lim = _check_limit(limit)
+        policy = MissedRunPolicy(policy)
+        self._take_write_lock()
+        due = self.session.execute(
+            select(Schedule.id, Schedule.next_run_at, Schedule.cron_expr)
+            .where(
+                _ENABLED,
+                Schedule.next_run_at <= at,
+                or_(Schedule.paused_until.is_(None), Schedule.paused_until <= at),
+            )
+            .order_by(Schedule.next_run_at, Schedule.id)
+            .limit(lim)
+        ).all()
+        claims: builtins.list[Claim] = []
+        for schedule_id, seen, expr in due:
+            try:
+                rec = recurrence.parse_schedule_expr(expr)
+            except InvalidInputError:
+                log.warning("schedule.unreadable_expression", id=schedule_id, cron_expr=expr)
+                rec = recurrence.ONE_SHOT
+            following = recurrence.next_after(rec, due=seen, now=at, policy=policy)
+            values: dict[str, Any] = {"last_run_at": at}
+            if following is None:
+                values["enabled"] = False
+            else:
+                values["next_run_at"] = following
+            result = self.session.execute(
+                update(Schedule)
+                .where(Schedule.id == schedule_id, Schedule.next_run_at == seen, _ENABLED)
+                .values(**values)
+                .execution_options(synchronize_session=False)
+            )
+            if _rowcount(result) != 1:
+                log.info("schedule.claim_lost", id=schedule_id, occurrence=seen)
+                continue
+            row = self.session.get(Schedule, schedule_id, populate_existing=True)
+            assert row is not None
+            claims.append(Claim(schedule=_record(row), occurrence=seen, claimed_at=at))
+            log.info("schedule.claimed", id=schedule_id, occurrence=seen, next_run_at=following)
+        return claims
+
+    def _row(self, schedule_id: object) -> Schedule:
+        row = self.session.get(Schedule, _check_id(schedule_id))
+        if row is None:
+            raise ScheduleNotFoundError(f"no schedule with id {schedule_id!r}", id=schedule_id)
+        return row
+
+    def record_outcome(
+        self,
+        schedule_id: str,
+        *,
+        ok: bool,
+        fired_at: datetime,
+        duration_ms: int,
+        summary: str,
+        http_ok: int = 0,
+        http_fail: int = 0,
+        http_status: Mapping[str, int] | None = None,
+        failure_signatures: Sequence[str] | None = None,
+        threshold: int = FAILURE_THRESHOLD,
+        pause: timedelta = PAUSE,
+    ) -> ScheduleRecord:
+        """Record what a run produced and feed the circuit breaker; returns the schedule.
+
+        Writes a ``schedule_outcomes`` row keyed, as Philont keys it, by the schedule's *name*
+        (its prefix builder reads ``schedule_id = <name>``; the history also survives a
+        same-name :meth:`replace`). The label follows Philont: ``failed`` when the run failed
+        (``ok`` false) or every HTTP call failed, ``partial`` when some did, else ``ok``.
+
+        Breaker (``ok`` decides): a success resets ``consecutive_failures`` and lifts any pause;
+        a failure increments the counter atomically in SQL and, once it reaches ``threshold``,
+        pauses the schedule until ``fired_at + pause``, unless a pause is already in force at
+        ``fired_at``: further failures while paused do not extend it (the original pushed it
+        forward on every failure). After the pause the schedule fires once; if that fails too,
+        it is paused again.
+        """
+        if not isinstance(ok, bool):
+            raise InvalidInputError(f"ok must be True or False, got {ok!r}")
+        fired = _aware(fired_at, "fired_at")
+        duration = _check_count(duration_ms, "duration_ms")
+        text_summary = summary if isinstance(summary, str) else None
+        if text_summary is None:
+            raise InvalidInputError(f"summary must be text, got {summary!r}")
+        n_ok = _check_count(http_ok, "http_ok")
+        n_fail = _check_count(http_fail, "http_fail")
+        status_counts = _status_counts(http_status)
+        signatures = _signatures(failure_signatures)
+        limit = _check_limit(threshold)
+        if not isinstance(pause, timedelta) or pause <= timedelta(0):
+            raise InvalidInputError(f"pause must be a positive timedelta, got {pause!r}")
+        try:
+            pause_end = fired + pause
+        except OverflowError as exc:
+            raise InvalidInputError(f"pause {pause!r} reaches past the calendar") from exc
+        row = self._row(schedule_id)
+
+        if not ok or (n_fail > 0 and n_ok == 0):
+            status = OutcomeStatus.FAILED
+        elif n_fail > 0:
+            status = OutcomeStatus.PARTIAL
+        else:
+            status = OutcomeStatus.OK
+        self.session.add(
+            ScheduleOutcome(
+                id=str(uuid.uuid4()),
+                schedule_id=row.name,
+                fired_at=fired,
+                duration_ms=duration,
+                outcome=status.value,
+                http_ok_count=n_ok,
+                http_fail_count=n_fail,
+                http_status=status_counts,
+                failure_signatures=signatures,
+                text_summary=text_summary,
+                created_at=self._now(),
+            )
+        )
+        was_paused = row.paused_until is not None and row.paused_until > fired
+        if ok:
+            values: dict[str, Any] = {"consecutive_failures": 0, "paused_until": None}
+        else:
+            failures = Schedule.consecutive_failures + 1
+            not_paused = or_(Schedule.paused_until.is_(None), Schedule.paused_until <= fired)
+            values = {
+                "consecutive_failures": failures,
+                "paused_until": case(
+                    (
+                        and_(failures >= limit, not_paused),
+                        literal(pause_end, EpochMillis()),
+                    ),
+                    else_=Schedule.paused_until,
+                ),
+            }
+        self.session.execute(
+            update(Schedule)
+            .where(Schedule.id == row.id)
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
+        self.session.flush()
+        fresh = self.session.get(Schedule, row.id, populate_existing=True)
+        assert fresh is not None
+        log.info(
+            "schedule.outcome",
+            id=fresh.id,
+            outcome=status.value,
+            consecutive_failures=fresh.consecutive_failures,
+        )
+        if not ok and not was_paused and fresh.paused_until is not None:
+            log.warning(
+                "schedule.auto_paused",
+                id=fresh.id,
+                name=fresh.name,
+                paused_until=fresh.paused_until,
+                consecutive_failures=fresh.consecutive_failures,
+            )
+        return _record(fresh)
+
+    def outcomes(self, schedule_id: str, limit: int = 5) -> builtins.list[ScheduleOutcomeRecord]:
+        """The newest ``limit`` outcomes of a schedule, newest first.
+
+        ``schedule_id`` is a schedule's id (its name's history is returned, including runs of
+        schedules it replaced); a value that is no schedule's id is read as the key itself, so
+        rows Philont wrote under a name, or of a deleted schedule, stay reachable.
+        """
+        key = _check_id(schedule_id)
+        lim = _check_limit(limit)
+        row = self.session.get(Schedule, key)
+        name = key if row is None else row.name
+        stmt = (
+            select(ScheduleOutcome)
+            .where(ScheduleOutcome.schedule_id == name)
+            .order_by(ScheduleOutcome.fired_at.desc(), ScheduleOutcome.created_at.desc())
+            .limit(lim)
+        )
+        return [_outcome_record(r) for r in self.session.scalars(stmt)]
+
+
+def _rowcount(result: object) -> int:
+    return result.rowcount if isinstance(result, CursorResult) else 0
+
+
+def _status_counts(value: object) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        for k, v in value.items()
+    ):
+        raise InvalidInputError(
+            f"http_status must map status text to counts, like {{'200': 3}}, got {value!r}"
+        )
+    return dict(value)
+
+
+def _signatures(value: object) -> builtins.list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInputError(f"failure_signatures must be a list of text, got {value!r}")
+    if not all(isinstance(s, str) for s in value):
+        raise InvalidInputError(f"failure_signatures must be a list of text, got {value!r}")
+    return builtins.list(value)
