@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from philont import backup as backups
 from philont import transfer
@@ -36,7 +36,7 @@ def _table_progress(verb: str) -> Iterator[Callable[[str, int, int], None]]:
         console=err,
         transient=True,
     ) as progress:
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def update(table: str, done: int, total: int) -> None:
             if table not in tasks:

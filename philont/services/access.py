@@ -40,9 +40,7 @@ class AccessLog:
     ) -> list[AccessRecord]:
         stmt = (
             select(AccessLogEntry)
-            .where(
-                AccessLogEntry.target_type == target_type, AccessLogEntry.target_id == target_id
-            )
+            .where(AccessLogEntry.target_type == target_type, AccessLogEntry.target_id == target_id)
             .order_by(AccessLogEntry.accessed_at.desc(), AccessLogEntry.id.desc())
             .limit(limit)
         )

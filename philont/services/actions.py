@@ -12,10 +12,12 @@ from sqlalchemy.orm import Session
 
 from philont.clock import Clock, utc_now
 from philont.db.models import Action
-from philont.db.types import dumps_compact, from_epoch_ms, to_epoch_ms
-from philont.errors import InvalidInputError, InvalidTimeRangeError
+from philont.db.types import dumps_compact
+from philont.errors import InvalidInputError
 from philont.log import get_logger
 from philont.schemas.actions import ActionRecord
+from philont.services._checks import aware as _aware
+from philont.services._checks import window as _window
 
 __all__ = ["MAX_QUERY_LIMIT", "RESULT_MAX_CHARS", "ActionLog"]
 
@@ -27,23 +29,6 @@ RESULT_MAX_CHARS = 2000
 MAX_QUERY_LIMIT = 10_000
 
 Order = Literal["asc", "desc"]
-
-
-def _aware(value: object, name: str) -> datetime:
-    """An aware datetime normalised to UTC at storage precision (milliseconds)."""
-    if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{name} must be timezone-aware, got naive {value.isoformat()}")
-    return from_epoch_ms(to_epoch_ms(value))
-
-
-def _window(since: object, until: object) -> tuple[datetime | None, datetime | None]:
-    start = None if since is None else _aware(since, "since")
-    end = None if until is None else _aware(until, "until")
-    if start is not None and end is not None and end < start:
-        raise InvalidTimeRangeError(start, end, what="until before since")
-    return start, end
 
 
 def _check_limit(value: object) -> int:

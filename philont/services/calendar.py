@@ -11,11 +11,12 @@ from sqlalchemy.orm import Session
 
 from philont.clock import Clock, utc_now
 from philont.db.models import CalendarEvent
-from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain import recurrence
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.log import get_logger
 from philont.schemas.calendar import CalendarEventRecord, Occurrence
+from philont.services._checks import aware as _aware
+from philont.services._checks import text as _text
 
 __all__ = ["DEFAULT_UPCOMING_WINDOW", "CalendarService"]
 
@@ -29,26 +30,6 @@ _REF_MAX_LENGTH = 500
 # as a one-shot.
 _ONE_SHOT: ColumnElement[bool] = or_(CalendarEvent.rrule.is_(None), CalendarEvent.rrule == "")
 _RECURRING: ColumnElement[bool] = and_(CalendarEvent.rrule.is_not(None), CalendarEvent.rrule != "")
-
-
-def _aware(value: object, name: str) -> datetime:
-    """An aware datetime in UTC at storage precision (milliseconds); naive ones are refused."""
-    if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(
-            f"{name} must be timezone-aware, got naive {value.isoformat()} (which zone is it in?)"
-        )
-    return from_epoch_ms(to_epoch_ms(value))
-
-
-def _text(value: object, name: str, max_length: int) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{name} must be non-blank text, got {value!r}")
-    value = value.strip()
-    if len(value) > max_length:
-        raise InvalidInputError(f"{name} is {len(value)} characters long; at most {max_length}")
-    return value
 
 
 def _optional_text(value: object, name: str, max_length: int) -> str | None:

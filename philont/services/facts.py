@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, aliased
 
 from philont.clock import Clock, utc_now
 from philont.db.models import Fact
-from philont.db.types import dumps_compact, from_epoch_ms, to_epoch_ms
+from philont.db.types import dumps_compact
 from philont.domain import decay
 from philont.domain.kinds import AccessTarget, FactKind
 from philont.errors import (
@@ -27,6 +27,8 @@ from philont.errors import (
 )
 from philont.log import get_logger
 from philont.schemas.facts import FactRecord
+from philont.services._checks import aware as _aware
+from philont.services._checks import like_escape as _like_escape
 from philont.services.access import AccessLog
 
 __all__ = [
@@ -127,15 +129,6 @@ def _check_kind(value: object) -> FactKind:
         raise InvalidInputError(f"fact_kind {value!r} is not one of: {allowed}") from exc
 
 
-def _aware(value: object, name: str) -> datetime:
-    """An aware datetime normalised to UTC at storage precision (milliseconds)."""
-    if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{name} must be timezone-aware, got naive {value.isoformat()}")
-    return from_epoch_ms(to_epoch_ms(value))
-
-
 def _optional_aware(value: object, name: str) -> datetime | None:
     return None if value is None else _aware(value, name)
 
@@ -150,10 +143,6 @@ def _check_threshold(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InvalidInputError(f"threshold must be a finite number, got {value!r}")
     return float(value)
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _exact_namespace(namespace: object) -> ColumnElement[bool]:

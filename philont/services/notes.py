@@ -17,6 +17,7 @@ from philont.domain.kinds import AccessTarget
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from philont.log import get_logger
 from philont.schemas.notes import NoteRecord
+from philont.services._checks import like_escape as _like_escape
 from philont.services.access import AccessLog
 
 __all__ = ["SESSION_SUMMARY_PREFIX", "NoteService"]
@@ -66,10 +67,6 @@ def _check_limit(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInputError(f"limit must be a positive integer, got {value!r}")
     return value
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _contains(token: str) -> ColumnElement[bool]:

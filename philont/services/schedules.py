@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from philont.clock import Clock, utc_now
 from philont.db.models import Schedule, ScheduleOutcome
-from philont.db.types import EpochMillis, dumps_compact, from_epoch_ms, to_epoch_ms
+from philont.db.types import EpochMillis, dumps_compact
 from philont.domain import recurrence
 from philont.domain.recurrence import MissedRunPolicy, Recurrence
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ScheduleNotFoundError
@@ -29,6 +29,8 @@ from philont.schemas.schedules import (
     ScheduleRecord,
     UpcomingRun,
 )
+from philont.services._checks import aware as _aware
+from philont.services._checks import text as _text
 
 __all__ = [
     "DEFAULT_CREATED_BY",
@@ -69,26 +71,6 @@ _ENABLED: ColumnElement[bool] = Schedule.enabled == True  # noqa: E712
 
 
 # --- validation (pure; everything is checked before anything is written) ----------------------
-
-
-def _aware(value: object, name: str) -> datetime:
-    """An aware datetime in UTC at storage precision (milliseconds); naive ones are refused."""
-    if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(
-            f"{name} must be timezone-aware, got naive {value.isoformat()} (which zone is it in?)"
-        )
-    return from_epoch_ms(to_epoch_ms(value))
-
-
-def _text(value: object, name: str, max_length: int) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{name} must be non-blank text, got {value!r}")
-    value = value.strip()
-    if len(value) > max_length:
-        raise InvalidInputError(f"{name} is {len(value)} characters long; at most {max_length}")
-    return value
 
 
 def _check_id(value: object) -> str:

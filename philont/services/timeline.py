@@ -12,16 +12,18 @@ from sqlalchemy.orm import Session
 
 from philont.clock import Clock, utc_now
 from philont.db.models import RawMessage, RawSession
-from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role
 from philont.errors import (
     ConflictError,
     InvalidInputError,
-    InvalidTimeRangeError,
     SessionNotFoundError,
 )
 from philont.log import get_logger
 from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord
+from philont.services._checks import MAX_QUERY_LIMIT
+from philont.services._checks import aware as _aware
+from philont.services._checks import check_limit as _check_limit
+from philont.services._checks import window as _window
 
 __all__ = ["GLOBAL_SESSION", "MAX_QUERY_LIMIT", "TimelineService"]
 
@@ -30,34 +32,9 @@ log = get_logger(__name__)
 GLOBAL_SESSION = "global"
 """The pseudo-session every database carries; the server appends all chat turns to it."""
 
-MAX_QUERY_LIMIT = 10_000
-
 _SESSION_ID_MAX_LENGTH = 200
 
 Order = Literal["asc", "desc"]
-
-
-def _aware(value: object, name: str) -> datetime:
-    """An aware datetime normalised to UTC at storage precision (milliseconds)."""
-    if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{name} must be timezone-aware, got naive {value.isoformat()}")
-    return from_epoch_ms(to_epoch_ms(value))
-
-
-def _window(since: object, until: object) -> tuple[datetime | None, datetime | None]:
-    start = None if since is None else _aware(since, "since")
-    end = None if until is None else _aware(until, "until")
-    if start is not None and end is not None and end < start:
-        raise InvalidTimeRangeError(start, end, what="until before since")
-    return start, end
-
-
-def _check_limit(value: object, name: str = "limit") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_QUERY_LIMIT:
-        raise InvalidInputError(f"{name} must be an integer in 1..{MAX_QUERY_LIMIT}, got {value!r}")
-    return value
 
 
 def _check_order(value: object) -> Order:

@@ -1,0 +1,55 @@
+"""Input checks the services share: aware datetimes at storage precision, time windows, limits,
+non-blank text and LIKE escaping. Each raises ``InvalidInputError`` (or
+``InvalidTimeRangeError``) before anything is written."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.errors import InvalidInputError, InvalidTimeRangeError
+
+MAX_QUERY_LIMIT = 10_000
+
+
+def aware(value: object, name: str) -> datetime:
+    """An aware datetime normalised to UTC at storage precision (milliseconds); naive ones are
+    refused rather than guessed."""
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(
+            f"{name} must be timezone-aware, got naive {value.isoformat()} (which zone is it in?)"
+        )
+    return from_epoch_ms(to_epoch_ms(value))
+
+
+def window(since: object, until: object) -> tuple[datetime | None, datetime | None]:
+    """Inclusive time bounds (either may be None); an end before the start is refused."""
+    start = None if since is None else aware(since, "since")
+    end = None if until is None else aware(until, "until")
+    if start is not None and end is not None and end < start:
+        raise InvalidTimeRangeError(start, end, what="until before since")
+    return start, end
+
+
+def check_limit(value: object, name: str = "limit", maximum: int = MAX_QUERY_LIMIT) -> int:
+    """An int in 1..maximum (booleans are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInputError(f"{name} must be an integer in 1..{maximum}, got {value!r}")
+    return value
+
+
+def text(value: object, name: str, max_length: int) -> str:
+    """Non-blank text, stripped, at most ``max_length`` characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{name} must be non-blank text, got {value!r}")
+    value = value.strip()
+    if len(value) > max_length:
+        raise InvalidInputError(f"{name} is {len(value)} characters long; at most {max_length}")
+    return value
+
+
+def like_escape(value: str) -> str:
+    """Escape ``\\``, ``%`` and ``_`` for ``LIKE ... ESCAPE '\\'``."""
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
