@@ -5,13 +5,36 @@ no output on stdout (stdout belongs to MCP stdio and CLI output) and one that co
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import structlog
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "exception": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "fatal": logging.CRITICAL,
+}
+
+
+class _LevelFilteredLogger(structlog.stdlib.BoundLogger):
+    """Skips the processor chain when stdlib would drop the record anyway: logging on hot paths
+    (one event per append) must cost next to nothing when nobody listens."""
+
+    def _proxy_to_logger(self, method_name: str, event: str | None = None, **kw: Any) -> Any:
+        level = _LEVELS.get(method_name)
+        if level is not None and not self._logger.isEnabledFor(level):
+            return None
+        return super()._proxy_to_logger(method_name, event, **kw)
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:
     """``log = get_logger(__name__)``; events are dotted names with key-values."""
     logger: structlog.stdlib.BoundLogger = structlog.wrap_logger(
-        logging.getLogger(name), wrapper_class=structlog.stdlib.BoundLogger
+        logging.getLogger(name), wrapper_class=_LevelFilteredLogger
     )
     return logger

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import func, insert, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from philont.clock import Clock, utc_now
@@ -35,6 +36,9 @@ GLOBAL_SESSION = "global"
 _SESSION_ID_MAX_LENGTH = 200
 
 Order = Literal["asc", "desc"]
+
+# Built once: the Core statement (not the ORM bulk path) keeps a single append cheap.
+_INSERT_MESSAGE = insert(RawMessage.__table__)  # type: ignore[arg-type]  # a Table at runtime
 
 
 def _check_order(value: object) -> Order:
@@ -160,11 +164,42 @@ class TimelineService:
         session_id: str = GLOBAL_SESSION,
         at: datetime | None = None,
     ) -> MessageRecord:
-        """Append one message (``at`` defaults to now) and return it with its id."""
-        # model_construct skips pydantic's checks so that every bad argument (a non-string
-        # content too) is reported by append_many as a typed InvalidInputError.
-        msg = MessageIn.model_construct(content=content, role=role, session_id=session_id, at=at)
-        return self.append_many([msg])[0]
+        """Append one message (``at`` defaults to now) and return it with its id.
+
+        The hot path of every turn: one Core INSERT, no ORM unit of work, and no separate
+        session lookup — the foreign key refuses an unknown session, which is reported as
+        :class:`SessionNotFoundError` (the failed statement writes nothing).
+        """
+        row = self._row(
+            0,
+            MessageIn.model_construct(content=content, role=role, session_id=session_id, at=at),
+            self._now(),
+            single=True,
+        )
+        try:
+            result = self.session.execute(_INSERT_MESSAGE, row)
+        except IntegrityError:
+            self._require_sessions([row["session_id"]])
+            raise  # pragma: no cover - an integrity failure other than the session FK
+        (new_id,) = result.inserted_primary_key or (None,)
+        log.debug("timeline.appended", count=1)
+        return MessageRecord(id=int(new_id), **row)
+
+    def _row(
+        self, index: int, msg: MessageIn, now: datetime, *, single: bool = False
+    ) -> dict[str, Any]:
+        if not isinstance(msg, MessageIn):
+            raise InvalidInputError(f"message {index} is not a MessageIn: {msg!r}")
+        try:
+            return {
+                "session_id": _check_session_id(msg.session_id),
+                "role": _check_role(msg.role),
+                "content": _check_content(msg.content),
+                "timestamp": now if msg.at is None else _aware(msg.at, "at"),
+            }
+        except InvalidInputError as exc:
+            where = "" if single else f"message {index}: "
+            raise InvalidInputError(where + exc.message, index=index) from exc
 
     def append_many(self, messages: Sequence[MessageIn]) -> list[MessageRecord]:
         """Append a batch in order, with one multi-row INSERT.
@@ -174,22 +209,8 @@ class TimelineService:
         share one timestamp; their ids keep the batch order.
         """
         now = self._now()
-        rows: list[dict[str, Any]] = []
-        for index, msg in enumerate(messages):
-            if not isinstance(msg, MessageIn):
-                raise InvalidInputError(f"message {index} is not a MessageIn: {msg!r}")
-            try:
-                rows.append(
-                    {
-                        "session_id": _check_session_id(msg.session_id),
-                        "role": _check_role(msg.role),
-                        "content": _check_content(msg.content),
-                        "timestamp": now if msg.at is None else _aware(msg.at, "at"),
-                    }
-                )
-            except InvalidInputError as exc:
-                where = f"message {index}: " if len(messages) > 1 else ""
-                raise InvalidInputError(where + exc.message, index=index) from exc
+        single = len(messages) == 1
+        rows = [self._row(i, msg, now, single=single) for i, msg in enumerate(messages)]
         if not rows:
             return []
         self._require_sessions(r["session_id"] for r in rows)
