@@ -1,10 +1,11 @@
 # Two entry points for a newcomer: `make demo` (main job) and `make test` (whole suite).
+# `make reliability` runs the heavy reliability variants (crashes, concurrency, long fuzzing).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint reliability clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +22,9 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+reliability: $(STAMP)
+	PHILONT_HEAVY=1 $(BIN)/pytest -m reliability $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

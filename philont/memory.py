@@ -3,6 +3,7 @@ work, for callers who do not bring their own Session."""
 
 from __future__ import annotations
 
+import sqlite3
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
@@ -10,11 +11,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from philont import migrate
 from philont.clock import Clock, utc_now
-from philont.db.engine import create_engine, resolve_url, sqlite_path
+from philont.db.engine import BEGIN_OPTION, create_engine, resolve_url, sqlite_path
+from philont.db.retry import translate
 from philont.db.session import session_factory
 
 if TYPE_CHECKING:
@@ -32,11 +35,29 @@ class Memory:
 
     ``with Memory.open(path) as mem:`` upgrades the database if needed, begins a transaction,
     commits it when the block ends normally and rolls it back on any exception.
+
+    With ``write`` (default) the transaction begins ``IMMEDIATE``: it takes the write lock when
+    it first touches the database (waiting up to the busy timeout for another writer), so a
+    read-then-write can never fail half-way on a lock upgrade. ``write=False`` begins a
+    deferred transaction for readers, which never wait for writers (WAL).
+
+    SQLite failures leave the block as typed errors (the original kept as ``__cause__``):
+    :class:`~philont.errors.DatabaseBusyError`, :class:`~philont.errors.DatabaseFullError`,
+    :class:`~philont.errors.DatabaseReadOnlyError` or :class:`~philont.errors.StorageError`.
+    Wrap the whole block in :func:`philont.db.retry.run_with_retry` to retry a busy one.
     """
 
-    def __init__(self, engine: Engine, *, clock: Clock = utc_now, owns_engine: bool = False):
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        clock: Clock = utc_now,
+        owns_engine: bool = False,
+        write: bool = True,
+    ):
         self.engine = engine
         self.clock = clock
+        self.write = write
         self._owns_engine = owns_engine
         self._session: Session | None = None
 
@@ -47,18 +68,26 @@ class Memory:
         *,
         upgrade: bool = True,
         clock: Clock = utc_now,
+        write: bool = True,
+        busy_timeout_ms: int | None = None,
     ) -> Memory:
         """Open the default database (``$MEMORY_DB_PATH`` or ``~/.philont/memory/...``) or the
-        given path/URL; with ``upgrade`` (default) it is created or brought to head first."""
+        given path/URL; with ``upgrade`` (default) it is created or brought to head first.
+        ``write=False`` begins read transactions (see the class); ``busy_timeout_ms``
+        overrides how long to wait for another connection's lock."""
         url = resolve_url(target)
         if upgrade and not _at_head(url):
             migrate.upgrade(url)
-        return cls(create_engine(url), clock=clock, owns_engine=True)
+        engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
+        return cls(engine, clock=clock, owns_engine=True, write=write)
 
     # -- unit of work -------------------------------------------------------------------------
 
     def __enter__(self) -> Memory:
-        self._session = session_factory(self.engine)()
+        bind = self.engine
+        if self.write:
+            bind = bind.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+        self._session = session_factory(bind)()
         self._session.begin()
         return self
 
@@ -71,14 +100,29 @@ class Memory:
         session, self._session = self._session, None
         try:
             if session is not None:
-                if exc_type is None:
-                    session.commit()
-                else:
-                    session.rollback()
-                session.close()
+                try:
+                    if exc_type is None:
+                        session.commit()
+                    else:
+                        session.rollback()
+                except (SQLAlchemyError, sqlite3.Error) as err:
+                    typed = translate(err, path=self._path)
+                    if typed is None:
+                        raise
+                    raise typed from err
+                finally:
+                    session.close()
+            if isinstance(exc, SQLAlchemyError | sqlite3.Error):
+                typed = translate(exc, path=self._path)
+                if typed is not None:
+                    raise typed from exc
         finally:
             if self._owns_engine:
                 self.engine.dispose()
+
+    @property
+    def _path(self) -> str | None:
+        return self.engine.url.database
 
     @property
     def session(self) -> Session:

@@ -111,7 +111,14 @@ def ensure_fts5() -> None:
         conn.close()
 
 
-def _install_sqlite_hooks(engine: Engine, *, foreign_keys: bool) -> None:
+BEGIN_OPTION = "philont_begin"
+"""Execution option naming how a transaction begins: "DEFERRED" (default) or "IMMEDIATE"."""
+BEGIN_MODES = ("DEFERRED", "IMMEDIATE")
+
+
+def _install_sqlite_hooks(
+    engine: Engine, *, foreign_keys: bool, busy_timeout_ms: int | None = None
+) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
         # pysqlite's own transaction handling would make DDL and SAVEPOINT non-transactional;
@@ -120,7 +127,8 @@ def _install_sqlite_hooks(engine: Engine, *, foreign_keys: bool) -> None:
         cur = dbapi_conn.cursor()
         # busy_timeout first, so a locked file is waited on instead of failing the WAL switch
         # (the original's order could treat a busy database as corrupt, spec Q-D1).
-        cur.execute(f"PRAGMA busy_timeout = {settings.BUSY_TIMEOUT_MS}")
+        timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
+        cur.execute(f"PRAGMA busy_timeout = {timeout}")
         cur.execute("PRAGMA journal_mode = WAL")
         cur.execute("PRAGMA synchronous = NORMAL")
         cur.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
@@ -128,7 +136,13 @@ def _install_sqlite_hooks(engine: Engine, *, foreign_keys: bool) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN")
+        # BEGIN IMMEDIATE (execution option ``philont_begin``) takes the write lock up front,
+        # waiting up to busy_timeout; a DEFERRED transaction that reads and then writes can
+        # instead fail at once with SQLITE_BUSY_SNAPSHOT when another writer committed between.
+        mode = conn.get_execution_options().get(BEGIN_OPTION, "DEFERRED")
+        if mode not in BEGIN_MODES:
+            raise ValueError(f"{BEGIN_OPTION} must be one of {BEGIN_MODES}, got {mode!r}")
+        conn.exec_driver_sql("BEGIN" if mode == "DEFERRED" else f"BEGIN {mode}")
 
 
 def create_engine(
@@ -137,12 +151,15 @@ def create_engine(
     foreign_keys: bool = True,
     create: bool = True,
     echo: bool = False,
+    busy_timeout_ms: int | None = None,
 ) -> Engine:
     """An Engine on a memory database (default: ``$MEMORY_DB_PATH`` or the default path).
 
     SQLite files get mode 0600 in a 0700 directory with a 0700 ``backups/`` beside them, WAL,
     ``synchronous=NORMAL``, ``busy_timeout``, foreign keys (unless ``foreign_keys=False``, as
-    migrations need) and transactional DDL.
+    migrations need) and transactional DDL. ``busy_timeout_ms`` overrides how long a connection
+    waits for another one's lock (default ``settings.BUSY_TIMEOUT_MS``). Transactions begin
+    DEFERRED unless the execution option ``philont_begin="IMMEDIATE"`` is set.
     """
     url = resolve_url(target)
     if url.get_backend_name() != "sqlite":
@@ -156,7 +173,7 @@ def create_engine(
     else:
         check_file(path, create=create)
         engine = sa_create_engine(url, echo=echo)
-    _install_sqlite_hooks(engine, foreign_keys=foreign_keys)
+    _install_sqlite_hooks(engine, foreign_keys=foreign_keys, busy_timeout_ms=busy_timeout_ms)
     return engine
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
+from philont.db.retry import run_with_retry, translate
 from philont.errors import PhilontError
 from philont.log import get_logger
 from philont.memory import Memory
@@ -76,11 +77,22 @@ def _loggable(raw: Any) -> dict[str, Any]:
     """Params as they can be stored in the action log (compact JSON object)."""
     if isinstance(raw, Mapping):
         try:
-            json.dumps(raw, allow_nan=False)
+            # SQLite text must be valid UTF-8: a lone surrogate raises UnicodeEncodeError here
+            json.dumps(raw, allow_nan=False, ensure_ascii=False).encode("utf-8")
             return dict(raw)
         except (TypeError, ValueError, RecursionError):
             pass
-    return {"_raw": repr(raw)[:1000]}
+    return {"_raw": repr(raw)[:1000]}  # repr escapes lone surrogates
+
+
+def _storable(text: str) -> str:
+    """``text`` with any lone surrogate escaped, so that SQLite can store it."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _joins(db: str | Path | URL | Memory | None) -> bool:
+    """Whether the call runs inside the caller's open unit of work (and so cannot retry it)."""
+    return isinstance(db, Memory) and db._session is not None
 
 
 @contextmanager
@@ -96,6 +108,14 @@ def _memory(db: str | Path | URL | Memory | None) -> Iterator[Memory]:
         yield mem
 
 
+def _storage_failure(exc: SQLAlchemyError) -> tuple[str, str]:
+    """The (code, message) a tool reports for a database failure."""
+    typed = translate(exc)
+    if typed is not None:
+        return typed.code, typed.message
+    return "storage_error", f"the memory database failed: {type(exc).__name__}"
+
+
 def call(
     name: str,
     arguments: Mapping[str, Any] | str | bytes | None = None,
@@ -107,57 +127,18 @@ def call(
 
     The tool runs inside a savepoint: when it fails, nothing it did is kept. Every call,
     successful or not, is recorded in the action log (layer 0.5) with its params, the start of
-    its result text and its success — that record is the only row a failed call leaves.
+    its result text and its success — that record is the only row a failed call leaves (a
+    call the storage refuses — busy, full, read-only — leaves none, and reports that code).
+
+    When the call owns its unit of work (``db`` is not a Memory inside ``with``), a database
+    locked by another connection is waited for (busy timeout) and the whole call retried a few
+    times; when that is exhausted the call fails with code ``database_busy`` and writes nothing.
     """
     tool_name = name if isinstance(name, str) else repr(name)
-    raw: Any = arguments
     try:
-        with _memory(db) as mem:
-            session = mem.session
-            ok, output, code, message = False, ToolOutput(""), None, None
-            try:
-                tool = REGISTRY.get(tool_name)
-                if tool is None:
-                    raise _Failure(
-                        "unknown_tool",
-                        f"no tool named {tool_name[:80]!r}; tools: {', '.join(sorted(REGISTRY))}",
-                    )
-                raw = _parse_arguments(arguments)
-                try:
-                    args = tool.args_model.model_validate(raw)
-                except ValidationError as exc:
-                    raise _Failure("invalid_arguments", _validation_message(exc)) from exc
-                ctx = ToolContext(session_id=session_id, now=mem.clock())
-                with session.begin_nested():
-                    output = tool.handler(args, mem, ctx)
-                ok = True
-            except _Failure as exc:
-                code, message = exc.code, exc.message
-            except PhilontError as exc:
-                code, message = exc.code, exc.message
-            except SQLAlchemyError as exc:
-                log.exception("tool.storage_error", tool=tool_name)
-                code, message = "storage_error", f"the memory database failed: {type(exc).__name__}"
-            except Exception as exc:  # the model must get a result, whatever went wrong
-                log.exception("tool.internal_error", tool=tool_name)
-                code, message = "internal_error", f"{type(exc).__name__}: {exc}"
-            text = output.text if ok else f"error ({code}): {message}"
-            ActionLog(session, clock=mem.clock).record(
-                tool_name[:100] if tool_name.strip() else "(no name)",
-                params=_loggable(raw),
-                success=ok,
-                result=text[:RESULT_LOG_CHARS],
-                session_id=session_id,
-            )
-            log.info("tool.called", tool=tool_name, ok=ok, code=code)
-            return ToolResult(
-                name=tool_name,
-                ok=ok,
-                text=text,
-                data=output.data if ok else None,
-                error_code=code,
-                error=message,
-            )
+        if _joins(db):
+            return _call_once(tool_name, arguments, db, session_id)
+        return run_with_retry(lambda: _call_once(tool_name, arguments, db, session_id))
     except PhilontError as exc:  # the database itself could not be opened or written
         return ToolResult(
             name=tool_name,
@@ -167,10 +148,80 @@ def call(
             error=exc.message,
         )
     except SQLAlchemyError as exc:
+        code, message = _storage_failure(exc)
         return ToolResult(
             name=tool_name,
             ok=False,
-            text=f"error (storage_error): {type(exc).__name__}",
-            error_code="storage_error",
-            error=str(exc)[:500],
+            text=f"error ({code}): {message}",
+            error_code=code,
+            error=message if code != "storage_error" else str(exc)[:500],
+        )
+
+
+def _call_once(
+    tool_name: str,
+    arguments: Mapping[str, Any] | str | bytes | None,
+    db: str | Path | URL | Memory | None,
+    session_id: str,
+) -> ToolResult:
+    """One attempt of :func:`call`; database failures outside the tool's savepoint raise."""
+    raw: Any = arguments
+    with _memory(db) as mem:
+        session = mem.session
+        # Begin now (IMMEDIATE for our own unit of work): a busy database fails here,
+        # before the tool ran, and the whole attempt can be retried.
+        session.connection()
+        ok, output, code, message = False, ToolOutput(""), None, None
+        try:
+            tool = REGISTRY.get(tool_name)
+            if tool is None:
+                raise _Failure(
+                    "unknown_tool",
+                    f"no tool named {tool_name[:80]!r}; tools: {', '.join(sorted(REGISTRY))}",
+                )
+            raw = _parse_arguments(arguments)
+            try:
+                args = tool.args_model.model_validate(raw)
+            except ValidationError as exc:
+                raise _Failure("invalid_arguments", _validation_message(exc)) from exc
+            ctx = ToolContext(session_id=session_id, now=mem.clock())
+            with session.begin_nested():
+                output = tool.handler(args, mem, ctx)
+            ok = True
+        except _Failure as exc:
+            code, message = exc.code, exc.message
+        except PhilontError as exc:
+            code, message = exc.code, exc.message
+        except SQLAlchemyError as exc:
+            typed = translate(exc)
+            if typed is not None:
+                # busy, full, read-only, I/O error: SQLite may already have rolled the whole
+                # transaction back, so not even the action log row can be written. Leave the
+                # unit of work (rolled back, retried when busy and ours) and report the code.
+                log.warning("tool.storage_failed", tool=tool_name, code=typed.code)
+                raise typed from exc
+            log.exception("tool.storage_error", tool=tool_name)
+            code, message = "storage_error", f"the memory database failed: {type(exc).__name__}"
+        except UnicodeEncodeError:  # a lone surrogate in the arguments reached SQLite
+            code = "invalid_arguments"
+            message = "text arguments must be valid Unicode (a lone surrogate cannot be stored)"
+        except Exception as exc:  # the model must get a result, whatever went wrong
+            log.exception("tool.internal_error", tool=tool_name)
+            code, message = "internal_error", f"{type(exc).__name__}: {exc}"
+        text = output.text if ok else f"error ({code}): {message}"
+        ActionLog(session, clock=mem.clock).record(
+            _storable(tool_name[:100]) if tool_name.strip() else "(no name)",
+            params=_loggable(raw),
+            success=ok,
+            result=_storable(text[:RESULT_LOG_CHARS]),
+            session_id=session_id,
+        )
+        log.info("tool.called", tool=tool_name, ok=ok, code=code)
+        return ToolResult(
+            name=tool_name,
+            ok=ok,
+            text=text,
+            data=output.data if ok else None,
+            error_code=code,
+            error=message,
         )

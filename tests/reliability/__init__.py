@@ -1,0 +1,1 @@
+"""Reliability tests: crashes, concurrent processes, hostile input, disk faults, busy retries."""
