@@ -32,9 +32,11 @@ def from_epoch_ms(value: int) -> datetime:
 def dumps_compact(value: Any) -> str:
     """JSON exactly as JavaScript's ``JSON.stringify`` writes it: compact, non-ASCII kept."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text.encode("utf-8")  # lone surrogates cannot be stored
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(f"value is not JSON-serialisable: {exc}") from exc
+    return text
 
 
 class EpochMillis(TypeDecorator[datetime]):

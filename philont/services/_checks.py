@@ -40,11 +40,23 @@ def check_limit(value: object, name: str = "limit", maximum: int = MAX_QUERY_LIM
     return value
 
 
+def storable(value: str, name: str) -> str:
+    """Text SQLite can store: valid Unicode (no lone surrogates, which arrive from invalid
+    UTF-8 decoded with ``surrogateescape``)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{name} is not valid Unicode text (a lone surrogate at position {exc.start})"
+        ) from exc
+    return value
+
+
 def text(value: object, name: str, max_length: int) -> str:
-    """Non-blank text, stripped, at most ``max_length`` characters."""
+    """Non-blank, storable text, stripped, at most ``max_length`` characters."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"{name} must be non-blank text, got {value!r}")
-    value = value.strip()
+    value = storable(value.strip(), name)
     if len(value) > max_length:
         raise InvalidInputError(f"{name} is {len(value)} characters long; at most {max_length}")
     return value

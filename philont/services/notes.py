@@ -18,6 +18,7 @@ from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from philont.log import get_logger
 from philont.schemas.notes import NoteRecord
 from philont.services._checks import like_escape as _like_escape
+from philont.services._checks import storable as _storable
 from philont.services.access import AccessLog
 
 __all__ = ["SESSION_SUMMARY_PREFIX", "NoteService"]
@@ -33,7 +34,7 @@ _ID_MAX_LENGTH = 200
 def _check_content(content: object) -> str:
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError(f"note content must be non-blank text, got {content!r}")
-    return content
+    return _storable(content, "note content")
 
 
 def _check_importance(value: object) -> float:

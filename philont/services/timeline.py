@@ -24,6 +24,7 @@ from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord
 from philont.services._checks import MAX_QUERY_LIMIT
 from philont.services._checks import aware as _aware
 from philont.services._checks import check_limit as _check_limit
+from philont.services._checks import storable as _storable
 from philont.services._checks import window as _window
 
 __all__ = ["GLOBAL_SESSION", "MAX_QUERY_LIMIT", "TimelineService"]
@@ -63,7 +64,7 @@ def _check_content(value: object) -> str:
     # Stored exactly as given (NUL bytes included): this layer is the verbatim record.
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"message content must be non-blank text, got {value!r}")
-    return value
+    return _storable(value, "message content")
 
 
 def _check_session_id(value: object) -> str:

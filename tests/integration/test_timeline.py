@@ -334,3 +334,16 @@ def test_the_last_message_of_a_role_is_the_newest(day: TimelineService) -> None:
 
 def test_count_counts_all_messages_or_one_session(day: TimelineService) -> None:
     assert (day.count(), day.count("s1"), day.count(GLOBAL_SESSION)) == (5, 1, 4)
+
+
+def test_text_that_is_not_valid_unicode_is_refused_with_a_typed_error(session: Session) -> None:
+    from philont.services.facts import FactService
+    from philont.services.notes import NoteService
+
+    bad = "broken \udcff bytes"
+    with pytest.raises(InvalidInputError, match="lone surrogate"):
+        TimelineService(session).append(bad)
+    with pytest.raises(InvalidInputError, match="lone surrogate"):
+        NoteService(session).add(bad)
+    with pytest.raises(InvalidInputError):
+        FactService(session).store("user", "k", bad)
