@@ -25,11 +25,13 @@ class _LevelFilteredLogger(structlog.stdlib.BoundLogger):
     """Skips the processor chain when stdlib would drop the record anyway: logging on hot paths
     (one event per append) must cost next to nothing when nobody listens."""
 
-    def _proxy_to_logger(self, method_name: str, event: str | None = None, **kw: Any) -> Any:
+    def _proxy_to_logger(
+        self, method_name: str, event: str | None = None, *event_args: str, **event_kw: Any
+    ) -> Any:
         level = _LEVELS.get(method_name)
         if level is not None and not self._logger.isEnabledFor(level):
             return None
-        return super()._proxy_to_logger(method_name, event, **kw)
+        return super()._proxy_to_logger(method_name, event, *event_args, **event_kw)
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:

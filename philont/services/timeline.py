@@ -5,9 +5,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from sqlalchemy import func, insert, select
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -178,13 +179,13 @@ class TimelineService:
             single=True,
         )
         try:
-            result = self.session.execute(_INSERT_MESSAGE, row)
+            result = cast(CursorResult[Any], self.session.execute(_INSERT_MESSAGE, row))
         except IntegrityError:
             self._require_sessions([row["session_id"]])
             raise  # pragma: no cover - an integrity failure other than the session FK
-        (new_id,) = result.inserted_primary_key or (None,)
+        new_id = int(result.inserted_primary_key[0])
         log.debug("timeline.appended", count=1)
-        return MessageRecord(id=int(new_id), **row)
+        return MessageRecord(id=new_id, **row)
 
     def _row(
         self, index: int, msg: MessageIn, now: datetime, *, single: bool = False
