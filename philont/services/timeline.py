@@ -183,7 +183,9 @@ class TimelineService:
         except IntegrityError:
             self._require_sessions([row["session_id"]])
             raise  # pragma: no cover - an integrity failure other than the session FK
-        new_id = int(result.inserted_primary_key[0])
+        key = result.inserted_primary_key
+        assert key is not None  # an INSERT into a rowid table always has one
+        new_id = int(key[0])
         log.debug("timeline.appended", count=1)
         return MessageRecord(id=new_id, **row)
 
