@@ -10,11 +10,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from philont import cli_inspect, cli_ops, migrate
 from philont.cli_common import EXIT_OUT_OF_DATE, DbOption, JsonOption, err, fail, out
-from philont.db.engine import resolve_url, sqlite_path
 from philont.errors import PhilontError, SchemaOutOfDateError
 from philont.logsetup import configure
 
@@ -27,6 +25,7 @@ app.add_typer(cli_inspect.skills_app, name="skills")
 app.command()(cli_inspect.stats)
 app.command()(cli_inspect.timeline)
 app.command()(cli_inspect.prefix)
+app.command()(cli_inspect.recall)
 app.command()(cli_ops.backup)
 app.command()(cli_ops.restore)
 app.command()(cli_ops.export)
@@ -76,44 +75,22 @@ def _counts(path: Path) -> dict[str, int]:
 
 
 @app.command()
-def demo(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Main job: create or upgrade the memory database and show what it holds."""
+def demo(
+    db: DbOption = None,
+    seed: Annotated[int, typer.Option(help="Varies the small talk; same seed, same story.")] = 7,
+) -> None:
+    """Main job: play a scripted multi-session conversation on a fresh SQLite file (or --db)
+    and show what the memory does — decay, history, honest skill grades, recall, reminders."""
+    from philont.demo import run
+
     try:
-        report = _upgrade_with_progress(db)
-        st = migrate.status(db)
+        path = run(Path(db) if db else None, seed=seed, console=out)
     except PhilontError as exc:
         raise fail(exc) from exc
-    path = sqlite_path(resolve_url(db))
-    assert path is not None
     counts = _counts(path)
-    if as_json:
-        out.print_json(
-            json.dumps(
-                {
-                    "database": str(path),
-                    "revision": st.revision,
-                    "schema_version": st.schema_version,
-                    "applied": report.applied,
-                    "stamped": report.stamped,
-                    "backup": str(report.backup) if report.backup else None,
-                    "rows": counts,
-                }
-            )
-        )
-        return
-    out.print(f"[bold]memory database[/bold] {path}")
-    if report.stamped:
-        out.print(f"adopted an existing Philont database at {report.stamped}")
-    if report.backup:
-        out.print(f"backup taken first: {report.backup}")
-    out.print(
-        f"revision {st.revision} (Philont schema_version {st.schema_version}); "
-        f"applied {len(report.applied)} revision(s) now"
-    )
-    table = Table("layer", "rows")
-    for label, n in counts.items():
-        table.add_row(label, str(n))
-    out.print(table)
+    out.print(f"\n[bold]memory database[/bold] {path}")
+    out.print("  " + ", ".join(f"{label}: {n}" for label, n in counts.items()))
+    out.print(f"  inspect it: philont stats --db {path}")
 
 
 @db_app.command("upgrade")
@@ -181,6 +158,17 @@ def db_history(as_json: JsonOption = False) -> None:
         return
     for rev, doc in rows:
         out.print(f"{rev}  {doc.splitlines()[0] if doc else ''}")
+
+
+@app.command()
+def mcp(db: DbOption = None) -> None:
+    """Serve the eleven memory tools over MCP (stdio). Needs the extra: pip install philont[mcp]."""
+    try:
+        from philont.mcp.server import run
+    except ImportError as exc:
+        err.print(f"[red]error[/red]: the MCP server needs `pip install 'philont[mcp]'` ({exc})")
+        raise typer.Exit(1) from exc
+    run(db)
 
 
 def main() -> None:

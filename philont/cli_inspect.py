@@ -15,7 +15,7 @@ from rich.text import Text
 
 from philont import migrate
 from philont.cli_common import DbOption, JsonOption, emit, fail, out, resolve_existing
-from philont.domain.timeparse import iso, parse_time
+from philont.domain.timeparse import parse_time
 from philont.errors import NotFoundError, PhilontError
 from philont.memory import Memory
 
@@ -317,4 +317,63 @@ def prefix(
     out.print(f"[dim]{result.tokens} tokens; omitted {result.omitted} item(s)[/dim]")
 
 
-__all__ = ["facts_app", "iso", "notes_app", "prefix", "skills_app", "stats", "timeline"]
+@notes_app.command("search")
+def notes_search(
+    query: str,
+    limit: Annotated[int, typer.Option(min=1, max=100)] = 10,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Notes matching a question or keywords, best first."""
+    from philont.services.search import SearchService
+
+    with _memory(db) as mem:
+        hits = [
+            h.model_dump(mode="json") for h in SearchService(mem.session).notes(query, limit=limit)
+        ]
+    if as_json:
+        emit(hits)
+        return
+    if not hits:
+        out.print("no matching notes")
+    for h in hits:
+        out.print(f"({h['score']:.2f}) {escape(h['content'])}")
+
+
+def recall(
+    query: Annotated[str, typer.Argument(help="The user's message for this turn.")],
+    recent: Annotated[int, typer.Option(min=1, max=500, help="Recent messages cap")] = 30,
+    recent_budget: Annotated[int, typer.Option(min=0)] = 8000,
+    recall_budget: Annotated[int, typer.Option(min=0)] = 4000,
+    session: Annotated[str | None, typer.Option(help="Restrict to one session id")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """What the timeline retriever would put in context for this message."""
+    from philont.domain.recall_trigger import detect
+    from philont.services.retriever import TimelineRetriever
+
+    with _memory(db) as mem:
+        result = TimelineRetriever(mem.session).retrieve(
+            query,
+            recent_limit=recent,
+            recent_budget_tokens=recent_budget,
+            recall_budget_tokens=recall_budget,
+            session_ids=[session] if session else None,
+        )
+    hit = detect(query)
+    data = result.model_dump(mode="json")
+    data["recall_trigger"] = hit.snippet if hit else None
+    if as_json:
+        emit(data)
+        return
+    if hit:
+        out.print(f"[yellow]recall trigger:[/yellow] {escape(hit.snippet)}")
+    for m in result.messages:
+        style = {"recall": "magenta", "separator": "dim", "recent": "white"}[m.section]
+        out.print(f"[{style}]{m.section:9}[/{style}] {m.role}: {escape(m.content[:200])}")
+    out.print(
+        f"[dim]recent {result.recency_count} msgs / {result.recent_tokens} tokens · recalled "
+        f"{result.recall_count} msgs / {result.recall_tokens} tokens · total "
+        f"{result.total_tokens}[/dim]"
+    )

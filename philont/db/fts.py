@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import DDL, Table, event
+from sqlalchemy import DDL, Index, Table, event
 
 from philont.db.models import Note, RawMessage, Skill
 
@@ -110,3 +110,142 @@ def _attach(index: FtsIndex) -> None:
 
 for _index in FTS_INDEXES:
     _attach(_index)
+
+
+# --- our own search support (revision v033; additive, Philont schema-31 software ignores it) ----
+#
+# Philont's trigram tables cannot find terms shorter than three characters and stem nothing, so
+# keyword recall uses word-level indexes of our own (porter over unicode61, diacritics folded).
+# The raw-message index is contentless and has a second column, ``tail``, holding the last two
+# characters of each message: with an fts5vocab view of Philont's trigram index (every trigram
+# that starts with a two-character CJK word) it finds short CJK words anywhere in a message,
+# index-backed.
+
+WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+RAW_MESSAGES_WORDS_FTS = FtsIndex(
+    name="philont_raw_messages_words_fts",
+    content_table=RawMessage.__table__,  # type: ignore[arg-type]
+    create="""CREATE VIRTUAL TABLE philont_raw_messages_words_fts USING fts5(
+  content,
+  tail,
+  content='',
+  tokenize='porter unicode61 remove_diacritics 2'
+)""",
+    triggers=(
+        """CREATE TRIGGER philont_raw_messages_words_ai AFTER INSERT ON memory_raw_messages BEGIN
+  INSERT INTO philont_raw_messages_words_fts(rowid, content, tail)
+  VALUES (new.rowid, new.content, substr(new.content, -2));
+END""",
+        """CREATE TRIGGER philont_raw_messages_words_ad AFTER DELETE ON memory_raw_messages BEGIN
+  INSERT INTO philont_raw_messages_words_fts(philont_raw_messages_words_fts, rowid, content, tail)
+  VALUES ('delete', old.rowid, old.content, substr(old.content, -2));
+END""",
+        """CREATE TRIGGER philont_raw_messages_words_au
+AFTER UPDATE OF content ON memory_raw_messages BEGIN
+  INSERT INTO philont_raw_messages_words_fts(philont_raw_messages_words_fts, rowid, content, tail)
+  VALUES ('delete', old.rowid, old.content, substr(old.content, -2));
+  INSERT INTO philont_raw_messages_words_fts(rowid, content, tail)
+  VALUES (new.rowid, new.content, substr(new.content, -2));
+END""",
+    ),
+)
+
+NOTES_WORDS_FTS = FtsIndex(
+    name="philont_notes_words_fts",
+    content_table=Note.__table__,  # type: ignore[arg-type]
+    create="""CREATE VIRTUAL TABLE philont_notes_words_fts USING fts5(
+  content,
+  content='memory_notes',
+  content_rowid='rowid',
+  tokenize='porter unicode61 remove_diacritics 2'
+)""",
+    triggers=(
+        """CREATE TRIGGER philont_notes_words_ai AFTER INSERT ON memory_notes BEGIN
+  INSERT INTO philont_notes_words_fts(rowid, content) VALUES (new.rowid, new.content);
+END""",
+        """CREATE TRIGGER philont_notes_words_ad AFTER DELETE ON memory_notes BEGIN
+  INSERT INTO philont_notes_words_fts(philont_notes_words_fts, rowid, content)
+  VALUES ('delete', old.rowid, old.content);
+END""",
+        """CREATE TRIGGER philont_notes_words_au AFTER UPDATE OF content ON memory_notes BEGIN
+  INSERT INTO philont_notes_words_fts(philont_notes_words_fts, rowid, content)
+  VALUES ('delete', old.rowid, old.content);
+  INSERT INTO philont_notes_words_fts(rowid, content) VALUES (new.rowid, new.content);
+END""",
+    ),
+)
+
+SKILLS_WORDS_FTS = FtsIndex(
+    name="philont_skills_words_fts",
+    content_table=Skill.__table__,  # type: ignore[arg-type]
+    create="""CREATE VIRTUAL TABLE philont_skills_words_fts USING fts5(
+  name,
+  description,
+  trigger_keywords,
+  when_to_use,
+  content='memory_skills',
+  content_rowid='rowid',
+  tokenize='porter unicode61 remove_diacritics 2'
+)""",
+    triggers=(
+        """CREATE TRIGGER philont_skills_words_ai AFTER INSERT ON memory_skills BEGIN
+  INSERT INTO philont_skills_words_fts(rowid, name, description, trigger_keywords, when_to_use)
+  VALUES (new.rowid, new.name, new.description, new.trigger_keywords, new.when_to_use);
+END""",
+        """CREATE TRIGGER philont_skills_words_ad AFTER DELETE ON memory_skills BEGIN
+  INSERT INTO philont_skills_words_fts(
+    philont_skills_words_fts, rowid, name, description, trigger_keywords, when_to_use
+  )
+  VALUES ('delete', old.rowid, old.name, old.description, old.trigger_keywords, old.when_to_use);
+END""",
+        """CREATE TRIGGER philont_skills_words_au
+AFTER UPDATE OF name, description, trigger_keywords, when_to_use ON memory_skills BEGIN
+  INSERT INTO philont_skills_words_fts(
+    philont_skills_words_fts, rowid, name, description, trigger_keywords, when_to_use
+  )
+  VALUES ('delete', old.rowid, old.name, old.description, old.trigger_keywords, old.when_to_use);
+  INSERT INTO philont_skills_words_fts(rowid, name, description, trigger_keywords, when_to_use)
+  VALUES (new.rowid, new.name, new.description, new.trigger_keywords, new.when_to_use);
+END""",
+    ),
+)
+
+WORD_INDEXES: tuple[FtsIndex, ...] = (RAW_MESSAGES_WORDS_FTS, NOTES_WORDS_FTS, SKILLS_WORDS_FTS)
+
+
+@dataclass(frozen=True)
+class VocabTable:
+    """An fts5vocab table (the terms of an FTS5 index and where they occur), made after it."""
+
+    name: str
+    content_table: Table
+    create: str
+
+
+RAW_MESSAGES_TRIGRAMS = VocabTable(
+    name="philont_raw_messages_fts_trigrams",
+    content_table=RawMessage.__table__,  # type: ignore[arg-type]
+    create="CREATE VIRTUAL TABLE philont_raw_messages_fts_trigrams"
+    " USING fts5vocab(memory_raw_messages_fts, instance)",
+)
+VOCAB_TABLES: tuple[VocabTable, ...] = (RAW_MESSAGES_TRIGRAMS,)
+
+
+for _index in WORD_INDEXES:
+    _attach(_index)
+
+# The timeline of one session, newest first, without sorting it: the retriever's recency window
+# restricted to a session (Philont's own index covers session_id alone, so a large session was
+# read whole and sorted).
+RAW_MESSAGES_SESSION_TIME = Index(
+    "idx_philont_raw_messages_session_time",
+    RawMessage.__table__.c.session_id,
+    RawMessage.__table__.c.timestamp,
+)
+
+for _vocab in VOCAB_TABLES:
+    _create = DDL(_vocab.create)  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it untyped
+    event.listen(_vocab.content_table, "after_create", _create.execute_if(dialect="sqlite"))
+    _drop = DDL(f"DROP TABLE IF EXISTS {_vocab.name}")  # type: ignore[no-untyped-call]
+    event.listen(_vocab.content_table, "before_drop", _drop.execute_if(dialect="sqlite"))

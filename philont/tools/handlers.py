@@ -4,12 +4,17 @@ text the model reads."""
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 from typing import Any
 
-from philont.domain.kinds import FactKind
-from philont.domain.timeparse import parse_time
-from philont.errors import FactNotFoundError, InvalidInputError
+from philont.domain.kinds import AccessTarget, FactKind, SkillKind
+from philont.domain.maturity import caveat
+from philont.domain.timeparse import iso, parse_time
+from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRangeError
 from philont.memory import Memory
+from philont.services.calendar import CalendarService
+from philont.services.schedules import ScheduleService
+from philont.services.search import SearchService
 from philont.tools import args as a
 from philont.tools.registry import ToolContext, ToolOutput, tool
 
@@ -23,6 +28,9 @@ AUTH_HEADER = re.compile(
 AUTH_SCHEME = re.compile(
     r"^\s*(bearer|token|basic|digest|api[\s_-]?key)\s+[A-Za-z0-9._~+/=:-]{8,}\s*$", re.IGNORECASE
 )
+
+
+RECURRING_WORDS = re.compile(r"每|每隔|\b(every|each|daily|weekly)\b", re.IGNORECASE)
 
 
 def _json(value: Any) -> str:
@@ -113,3 +121,139 @@ def use_skill(args: a.UseSkillArgs, mem: Memory, ctx: ToolContext) -> ToolOutput
             parts += ["", "## Allowed tools", ", ".join(s.recipe.tool_policy)]
     parts += ["", "(Using a skill is not proof it works: check the result before relying on it.)"]
     return ToolOutput("\n".join(parts), _dump(s))
+
+
+@tool("search_notes", a.SearchNotesArgs, writes=False)
+def search_notes(args: a.SearchNotesArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
+    hits = SearchService(mem.session).notes(args.query, limit=args.limit)
+    if not hits:
+        return ToolOutput(f"No notes match {args.query!r}.", [])
+    for h in hits:
+        mem.access.record(AccessTarget.NOTE, h.id, context="search_notes")
+    return ToolOutput("\n".join(f"- {h.content}" for h in hits), [_dump(h) for h in hits])
+
+
+@tool("search_skills", a.SearchSkillsArgs, writes=False)
+def search_skills(args: a.SearchSkillsArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
+    # The kind filter runs inside the search, before the limit (the original filtered after
+    # it and could return fewer skills than exist, Q-K7).
+    kind = None if args.include_negative else SkillKind.POSITIVE
+    hits = SearchService(mem.session).skills(args.query, limit=args.limit, kind=kind)
+    if not hits:
+        return ToolOutput(f"No skills match {args.query!r}.", [])
+    lines = []
+    for h in hits:
+        tag = "⚠️ [avoid] " if h.kind == SkillKind.NEGATIVE else ""
+        lines.append(
+            f"- {tag}**{h.name}** {caveat(h.maturity)} (used {h.use_count} times): "
+            f"{h.description}\n  trigger keywords: {', '.join(h.trigger_keywords)}"
+        )
+    return ToolOutput("\n".join(lines), [_dump(h) for h in hits])
+
+
+@tool("recall_sessions", a.RecallSessionsArgs, writes=False)
+def recall_sessions(args: a.RecallSessionsArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
+    since = parse_time(args.since, field="since", tz=args.timezone)
+    until = parse_time(args.until, field="until", tz=args.timezone)
+    if since is not None and until is not None and until < since:
+        raise InvalidTimeRangeError(since, until, "recall_sessions")
+    hits = SearchService(mem.session).messages(
+        args.query, limit=args.limit, since=since, until=until
+    )
+    if not hits:
+        return ToolOutput(
+            f"No past messages match {args.query!r}. Try search_notes or list_facts.", []
+        )
+    lines = [
+        f"- {iso(h.timestamp)} [{h.role}] (session {h.session_id}): {h.content[:300]}"
+        for h in sorted(hits, key=lambda h: (h.timestamp, h.id))
+    ]
+    return ToolOutput("\n".join(lines), [_dump(h) for h in hits])
+
+
+@tool("create_calendar_event", a.CreateCalendarEventArgs, writes=True)
+def create_calendar_event(
+    args: a.CreateCalendarEventArgs, mem: Memory, ctx: ToolContext
+) -> ToolOutput:
+    starts = parse_time(args.starts_at, field="starts_at", tz=args.timezone)
+    if starts is None:
+        raise InvalidInputError("starts_at: required")
+    event = CalendarService(mem.session, clock=mem.clock).create(
+        args.title,
+        starts,
+        ends_at=parse_time(args.ends_at, field="ends_at", tz=args.timezone),
+        timezone=args.timezone,
+        rrule=args.rrule,
+        external_ref=args.external_ref,
+    )
+    repeat = f", repeating {event.rrule}" if event.rrule else ""
+    return ToolOutput(
+        f"Created calendar event '{event.title}' @ {iso(event.starts_at)} "
+        f"({event.timezone}{repeat})",
+        _dump(event),
+    )
+
+
+@tool("list_upcoming", a.ListUpcomingArgs, writes=False)
+def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
+    end = ctx.now + timedelta(days=args.window_days)
+    events = CalendarService(mem.session, clock=mem.clock).between(ctx.now, end)
+    runs = ScheduleService(mem.session, clock=mem.clock).due_between(ctx.now, end)
+    items: list[tuple[datetime, str]] = []
+    for o in events:
+        repeat = f", {o.event.rrule}" if o.event.rrule else ""
+        items.append(
+            (
+                o.starts_at,
+                f"- [event] {o.event.title} @ {iso(o.starts_at)} ({o.event.timezone}{repeat})",
+            )
+        )
+    for r in runs:
+        late = " (overdue)" if r.overdue else ""
+        items.append(
+            (
+                r.run_at,
+                f"- [task] {r.schedule.name} @ {iso(r.run_at)} ({r.schedule.action_type}){late}",
+            )
+        )
+    items.sort(key=lambda item: item[0])
+    data = {"events": [_dump(o) for o in events], "schedules": [_dump(r) for r in runs]}
+    if not items:
+        return ToolOutput(f"Nothing in the next {args.window_days} days.", data)
+    return ToolOutput("\n".join(text for _, text in items), data)
+
+
+@tool("schedule_reminder", a.ScheduleReminderArgs, writes=True)
+def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
+    at = parse_time(args.at, field="at", tz=args.timezone)
+    record, replaced = ScheduleService(mem.session, clock=mem.clock).replace(
+        args.name,
+        message=args.message,
+        at=at,
+        interval_ms=args.interval_ms,
+        cron=args.cron,
+        timezone=args.timezone,
+        action_type=args.action_type,
+        project=args.project,
+    )
+    how = {"once": "one-time"}.get(record.kind, f"recurring ({record.cron_expr})")
+    kind = "🤖 autonomous" if args.action_type == "autonomous_turn" else "🔔 prompt"
+    text = f"Scheduled task '{record.name}' [{how}, {kind}], first run @ {iso(record.next_run_at)}"
+    if replaced:
+        text += f" (replaced {replaced} older task(s) with the same name)"
+    if at is not None and RECURRING_WORDS.search(args.message):
+        text += (
+            ". Note: this fires once; for a repeating reminder call schedule_reminder again "
+            "with interval_ms or cron."
+        )
+    return ToolOutput(text, _dump(record))
+
+
+@tool("cancel_schedule", a.CancelScheduleArgs, writes=True)
+def cancel_schedule(args: a.CancelScheduleArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
+    cancelled = ScheduleService(mem.session, clock=mem.clock).cancel(name=args.name, id=args.id)
+    names = ", ".join(s.name for s in cancelled)
+    return ToolOutput(
+        f"Cancelled {len(cancelled)} task(s): {names} (kept in history)",
+        {"cancelled_ids": [s.id for s in cancelled]},
+    )

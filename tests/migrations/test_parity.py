@@ -16,7 +16,7 @@ from philont.testing.schema import normalized_schema, schema_diff
 # Objects we add after v031 (additive; Philont schema-31 software ignores them).
 OUR_ADDITIONS = {
     "tables": {"philont_skill_recipes", "philont_skill_revisions"},
-    "indexes": {"idx_philont_skill_revisions_skill"},
+    "indexes": {"idx_philont_skill_revisions_skill", "idx_philont_raw_messages_session_time"},
     "triggers": {
         "philont_raw_messages_words_ai",
         "philont_raw_messages_words_ad",
@@ -32,10 +32,7 @@ OUR_ADDITIONS = {
         "philont_raw_messages_words_fts",
         "philont_notes_words_fts",
         "philont_skills_words_fts",
-        "philont_raw_messages_words_fts_vocab",
         "philont_raw_messages_fts_trigrams",
-        "philont_notes_words_fts_vocab",
-        "philont_skills_words_fts_vocab",
     },
 }
 IGNORE = {settings.VERSION_TABLE}
