@@ -1,0 +1,1 @@
+"""Optional MCP server exposing the eleven tools (install ``philont[mcp]``)."""

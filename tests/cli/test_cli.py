@@ -1,0 +1,164 @@
+"""The `philont` command line through typer's runner: success and failure paths."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from philont import Memory, migrate, tools
+from philont.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def filled(tool_db: Path) -> Path:
+    with Memory.open(tool_db) as mem:
+        mem.facts.store("user.home", "city", "Paris")
+        mem.facts.store("user.home", "city", "Berlin")
+        mem.notes.add("The deposit is three months of rent", importance=0.8)
+        mem.skills.create("unzip-archive", "Unpack zip archives", "zip", "1. unzip f.zip")
+        mem.timeline.append("What about the Kastanienallee flat?")
+    return tool_db
+
+
+def test_demo_runs_to_completion_on_a_fresh_file(tmp_path: Path) -> None:
+    db = tmp_path / "demo.sqlite"
+    code, output = run("demo", "--db", str(db), "--seed", "1")
+    assert code == 0, output
+    for phrase in (
+        "never decay",
+        "superseded",
+        "grade=draft (not confirmed)",
+        "grade=confirmed",
+        "grade=deprecated",
+        "recall trigger fired",
+        "the old turn is back in context",
+        "reminder due",
+    ):
+        assert phrase in output, phrase
+    assert migrate.status(db).at_head
+
+
+def test_demo_is_deterministic_for_a_seed(tmp_path: Path) -> None:
+    _, first = run("demo", "--db", str(tmp_path / "a.sqlite"), "--seed", "5")
+    _, second = run("demo", "--db", str(tmp_path / "b.sqlite"), "--seed", "5")
+    strip = lambda text: "\n".join(  # noqa: E731
+        line for line in text.splitlines() if ".sqlite" not in line
+    )
+    assert strip(first) == strip(second)
+
+
+def test_db_upgrade_current_check_and_history(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.sqlite")
+    assert run("db", "upgrade", "--db", db)[0] == 0
+    code, output = run("db", "current", "--db", db, "--json")
+    assert code == 0 and json.loads(output)["at_head"] is True
+    assert run("db", "check", "--db", db)[0] == 0
+    code, output = run("db", "history", "--json")
+    assert code == 0 and json.loads(output)[0]["revision"] == "v001"
+
+
+def test_db_check_exits_3_with_the_fixing_command_on_an_old_database(copy_fixture) -> None:  # type: ignore[no-untyped-def]
+    db = copy_fixture("v27")
+    code, output = run("db", "check", "--db", str(db))
+    assert code == 3 and "upgrade" in output
+
+
+def test_an_unknown_schema_version_fails_upgrade_with_exit_1(copy_fixture) -> None:  # type: ignore[no-untyped-def]
+    db = copy_fixture("v27")
+    with closing(sqlite3.connect(str(db))) as conn:
+        conn.execute("UPDATE memory_meta SET value='99' WHERE key='schema_version'")
+        conn.commit()
+    code, output = run("db", "upgrade", "--db", str(db))
+    assert code == 1 and "unknown_schema_version" in output
+
+
+def test_stats_reports_rows_and_fts_health(filled: Path) -> None:
+    code, output = run("stats", "--db", str(filled), "--json")
+    data = json.loads(output)
+    assert code == 0 and data["rows"]["facts"] == 2
+    assert set(data["fts"].values()) == {"ok"}
+
+
+def test_inspection_of_a_missing_database_fails_clearly(tmp_path: Path) -> None:
+    code, output = run("stats", "--db", str(tmp_path / "nope.sqlite"))
+    assert code == 1 and "philont db upgrade" in output
+
+
+def test_facts_list_get_and_history_show_scores(filled: Path) -> None:
+    code, output = run("facts", "list", "user.*", "--db", str(filled), "--json")
+    assert code == 0 and json.loads(output)[0]["score"] == 1.0
+    code, output = run("facts", "history", "user.home", "city", "--db", str(filled), "--json")
+    assert [r["value"] for r in json.loads(output)] == ["Berlin", "Paris"]
+    assert run("facts", "get", "user.home", "city", "--db", str(filled))[0] == 0
+    assert run("facts", "get", "user.home", "nope", "--db", str(filled))[0] == 4
+
+
+def test_notes_search_and_list(filled: Path) -> None:
+    code, output = run("notes", "search", "how much deposit?", "--db", str(filled), "--json")
+    assert code == 0 and "three months" in output
+    assert run("notes", "list", "--db", str(filled))[0] == 0
+
+
+def test_skills_list_and_show(filled: Path) -> None:
+    code, output = run("skills", "list", "--db", str(filled), "--json")
+    assert code == 0 and json.loads(output)[0]["name"] == "unzip-archive"
+    code, output = run("skills", "show", "unzip-archive", "--db", str(filled), "--json")
+    assert code == 0 and json.loads(output)["grade"] == "draft"
+    assert run("skills", "show", "missing", "--db", str(filled))[0] == 4
+
+
+def test_timeline_and_bad_since(filled: Path) -> None:
+    code, output = run("timeline", "--db", str(filled), "--json")
+    assert code == 0 and "Kastanienallee" in output
+    code, _ = run("timeline", "--db", str(filled), "--since", "yesterday")
+    assert code == 2
+
+
+def test_recall_shows_the_split_and_token_counts(filled: Path) -> None:
+    code, output = run("recall", "the Kastanienallee flat", "--db", str(filled), "--json")
+    data = json.loads(output)
+    assert code == 0 and data["recency_count"] >= 1 and "total_tokens" in data
+
+
+def test_prefix_prints_the_memory_index(filled: Path) -> None:
+    code, output = run("prefix", "--db", str(filled))
+    assert code == 0 and "user.home.city" in output and "unzip-archive" in output
+
+
+def test_backup_export_import_and_restore_round_trip(filled: Path, tmp_path: Path) -> None:
+    code, output = run("backup", "--db", str(filled), "--keep", "2", "--json")
+    backup = Path(json.loads(output)["backup"])
+    assert code == 0 and backup.exists()
+    dump = tmp_path / "dump.jsonl"
+    assert run("export", str(dump), "--db", str(filled))[0] == 0
+    target = tmp_path / "copy.sqlite"
+    assert run("import", str(dump), "--db", str(target))[0] == 0
+    assert run("import", str(dump), "--db", str(target))[0] == 5  # refuses a non-empty db
+    assert run("import", str(dump), "--db", str(target), "--merge")[0] == 0
+    tools.call("store_fact", {"namespace": "user", "key": "later", "value": 1}, db=filled)
+    code, output = run("restore", str(backup), "--db", str(filled), "--json")
+    assert code == 0 and json.loads(output)["previous_kept_as"]
+    assert not tools.call("get_fact", {"namespace": "user", "key": "later"}, db=filled).ok
+
+
+def test_import_of_a_malformed_file_names_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"format":"philont-export","format_version":1}\nnot json\n')
+    code, output = run("import", str(bad), "--db", str(tmp_path / "t.sqlite"))
+    assert code == 1 and "line" in output
+
+
+def test_restore_of_a_missing_file_is_not_found(tmp_path: Path) -> None:
+    assert run("restore", str(tmp_path / "none.sqlite"), "--db", str(tmp_path / "x"))[0] == 4
