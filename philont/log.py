@@ -22,14 +22,20 @@ _LEVELS = {
 
 
 class _LevelFilteredLogger(structlog.stdlib.BoundLogger):
-    """Skips the processor chain when stdlib would drop the record anyway: logging on hot paths
-    (one event per append) must cost next to nothing when nobody listens."""
+    """When nobody configured structlog, skips its (default, console-rendering) processor chain
+    for records stdlib would drop anyway: logging on hot paths (one event per append) must cost
+    next to nothing when nobody listens. A configured structlog (an entrypoint, a host, a test
+    capturing logs) sees every event and filters it with its own processors."""
 
     def _proxy_to_logger(
         self, method_name: str, event: str | None = None, *event_args: str, **event_kw: Any
     ) -> Any:
         level = _LEVELS.get(method_name)
-        if level is not None and not self._logger.isEnabledFor(level):
+        if (
+            level is not None
+            and not structlog.is_configured()
+            and not self._logger.isEnabledFor(level)
+        ):
             return None
         return super()._proxy_to_logger(method_name, event, *event_args, **event_kw)
 
