@@ -46,10 +46,12 @@ as substrings in the trigram index (compounds: ``Kaution`` in ``Mietkaution``), 
 fraction of a word match's score."""
 
 CONTEXT_WEIGHTS: tuple[tuple[int, float], ...] = ((1, 0.5), (-1, 0.2), (2, 0.2), (-2, 0.1))
-"""Conversation context: a message also earns this share of the keyword score of the message
-``offset`` places before it in the same session (offset 1 = the message it answers). Answers
-rarely repeat the words of the question they answer; this lets them be found. Every hit is a
-real message that is scored, never a neighbour appended to a hit."""
+"""Conversation context, as (offset, share): the message ``offset`` places after a keyword
+match (negative: before it), in the same session, earns ``share`` of the match's score; so the
+reply to a matching question earns half of it. Replies rarely repeat the words of the question
+they answer; this lets them be found. Every hit is one real message ranked on its own score
+plus these shares (a neighbour takes a result slot only by outscoring other messages); nothing
+is appended to a hit. ``SearchService(context_weights=())`` turns it off."""
 
 CONTEXT_SOURCES = 30
 """Only the best this-many keyword matches pass a share of their score to their neighbours."""
