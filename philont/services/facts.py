@@ -8,15 +8,15 @@ import math
 import re
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, Integer, Text, and_, func, or_, select, type_coerce
 from sqlalchemy.orm import Session, aliased
 
 from philont.clock import Clock, utc_now
 from philont.db.models import Fact
-from philont.db.types import dumps_compact
+from philont.db.types import dumps_compact, to_epoch_ms
 from philont.domain import decay
 from philont.domain.kinds import AccessTarget, FactKind
 from philont.errors import (
@@ -180,7 +180,7 @@ def _newest_first(rows: Iterable[Fact]) -> builtins.list[Fact]:
     return sorted(rows, key=lambda r: (r.created_at, r.id), reverse=True)
 
 
-def _is_expired(row: Fact, now: datetime) -> bool:
+def _is_expired(row: Fact | Any, now: datetime) -> bool:
     """A state whose validity window has closed. Events never expire."""
     return (
         row.fact_kind is not FactKind.EVENT
@@ -189,7 +189,8 @@ def _is_expired(row: Fact, now: datetime) -> bool:
     )
 
 
-def _record(row: Fact, *, score: float | None = None) -> FactRecord:
+def _record(row: Fact | Any, *, score: float | None = None) -> FactRecord:
+    """A read model from an ORM row or a column row with the same attribute names."""
     return FactRecord(
         id=row.id,
         namespace=row.namespace,
@@ -213,6 +214,29 @@ def _record(row: Fact, *, score: float | None = None) -> FactRecord:
 
 
 _CURRENT = and_(Fact.superseded_by.is_(None), Fact.forgotten_at.is_(None))
+_FACT_COLUMNS = tuple(getattr(Fact, attr.key) for attr in Fact.__mapper__.column_attrs)
+# Raw stored values (epoch-ms ints, plain text): ranking every current fact on each turn must
+# not pay for a datetime and an enum per column per row.
+_SCORE_COLUMNS = (
+    Fact.id,
+    Fact.namespace,
+    Fact.confidence,
+    type_coerce(Fact.created_at, Integer).label("created_at"),
+    type_coerce(Fact.last_accessed_at, Integer).label("last_accessed_at"),
+    Fact.decay_tau_days,
+    type_coerce(Fact.fact_kind, Text).label("fact_kind"),
+    type_coerce(Fact.valid_until, Integer).label("valid_until"),
+)
+
+
+def _score_raw(row: Any, now_ms: int) -> float:
+    """``decay.score`` from raw stored values (see ``_SCORE_COLUMNS``)."""
+    anchor = row.last_accessed_at if row.last_accessed_at is not None else row.created_at
+    return decay.score(
+        confidence=row.confidence,
+        age=timedelta(milliseconds=now_ms - anchor),
+        tau_days=decay.effective_tau_days(row.namespace, row.decay_tau_days),
+    )
 
 
 class FactService:
@@ -374,6 +398,7 @@ class FactService:
         ranked: bool = False,
         now: datetime | None = None,
         include_expired: bool = True,
+        limit: int | None = None,
     ) -> builtins.list[FactRecord]:
         """Current facts of a namespace, without refreshing access.
 
@@ -382,18 +407,58 @@ class FactService:
         ``'*'`` lists every namespace. Ordered by namespace and key, or with ``ranked=True`` by
         decay score at ``now`` (default: the clock), highest first, with ``score`` filled in.
         ``include_expired=False`` drops states whose ``valid_until`` lies before ``now``.
+        ``limit`` keeps the first N after ordering.
         """
         cond = _namespace_filter(namespace, prefix=prefix)
         at = self._now() if now is None else _aware(now, "now")
-        stmt = select(Fact).where(_CURRENT).order_by(Fact.namespace, Fact.key, Fact.created_at)
+        # Plain column rows, not ORM objects: every turn's prefix ranks all current facts.
+        stmt = (
+            select(*_FACT_COLUMNS)
+            .where(_CURRENT)
+            .order_by(Fact.namespace, Fact.key, Fact.created_at)
+        )
         if cond is not None:
             stmt = stmt.where(cond)
-        rows = [r for r in self.session.scalars(stmt) if include_expired or not _is_expired(r, at)]
         if not ranked:
-            return [_record(r) for r in rows]
-        scored = [_record(r, score=self._score_row(r, at)) for r in rows]
+            rows: builtins.list[Any] = [
+                r for r in self.session.execute(stmt) if include_expired or not _is_expired(r, at)
+            ]
+            return [_record(r) for r in rows[:limit]]
+        # Rank on the few columns the score needs, then load only the winners in full.
+        light = stmt.with_only_columns(*_SCORE_COLUMNS)
+        at_ms = to_epoch_ms(at)
+        scored = [
+            (_score_raw(r, at_ms), r.id)
+            for r in self.session.execute(light)
+            if include_expired
+            or r.fact_kind == "event"
+            or r.valid_until is None
+            or r.valid_until >= at_ms
+        ]
         # sorted() is stable: equal scores keep the (namespace, key) order
-        return sorted(scored, key=lambda r: -(r.score or 0.0))
+        scored.sort(key=lambda pair: -pair[0])
+        top = scored[:limit]
+        full = {
+            r.id: r
+            for r in self.session.execute(
+                select(*_FACT_COLUMNS).where(Fact.id.in_([i for _, i in top]))
+            )
+        }
+        return [_record(full[i], score=score) for score, i in top]
+
+    def count(self, *, now: datetime | None = None, include_expired: bool = True) -> int:
+        """How many current (active, not forgotten) facts there are, in every namespace."""
+        stmt = select(func.count()).select_from(Fact).where(_CURRENT)
+        if not include_expired:
+            at = self._now() if now is None else _aware(now, "now")
+            stmt = stmt.where(
+                or_(
+                    Fact.fact_kind == FactKind.EVENT,
+                    Fact.valid_until.is_(None),
+                    Fact.valid_until >= at,
+                )
+            )
+        return int(self.session.scalar(stmt) or 0)
 
     def history(self, namespace: str, key: str) -> builtins.list[FactRecord]:
         """Every version of ``namespace.key``, superseded and forgotten ones included: the

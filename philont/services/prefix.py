@@ -31,7 +31,7 @@ class PrefixLimits:
     """Caps: total tokens, and how many candidates each section considers."""
 
     budget_tokens: int = 2000
-    facts: int = 200
+    facts: int = 60
     skills: int = 15
     lessons: int = 5
     notes: int = 10
@@ -72,9 +72,11 @@ class MemoryPrefix:
             sections.append(("environment", "## Runtime environment", [_cut(environment, 400)]))
         if plan:
             sections.append(("plan", "## Active plan", [_cut(plan, 1200)]))
-        facts = FactService(self.session, clock=self.clock).list(
-            None, ranked=True, now=now, include_expired=False
-        )[: limits.facts]
+        fact_service = FactService(self.session, clock=self.clock)
+        facts = fact_service.list(
+            None, ranked=True, now=now, include_expired=False, limit=limits.facts
+        )
+        totals = {"facts": fact_service.count(now=now, include_expired=False)}
         sections.append(
             (
                 "facts",
@@ -119,11 +121,16 @@ class MemoryPrefix:
                 [f"- ({n.importance:.1f}) {_cut(n.content, TEXT_CHARS)}" for n in notes],
             )
         )
-        return self._assemble(sections, limits.budget_tokens)
+        return self._assemble(sections, limits.budget_tokens, totals)
 
     def _assemble(
-        self, sections: list[tuple[str, str, Sequence[str]]], budget: int
+        self,
+        sections: list[tuple[str, str, Sequence[str]]],
+        budget: int,
+        totals: dict[str, int],
     ) -> MemoryPrefixResult:
+        """Fill sections in order under the token budget; ``totals`` gives a section's full
+        size when only its best candidates were passed in."""
         lines = [HEADER]
         used = self.estimator(HEADER) + self.estimator(FOOTER)
         report: list[PrefixSection] = []
@@ -141,7 +148,7 @@ class MemoryPrefix:
                 lines.append(item)
                 used += cost
                 shown += 1
-            omitted = len(items) - shown
+            omitted = max(totals.get(name, 0), len(items)) - shown
             if omitted and shown:
                 note = f"  ({omitted} more {name} not shown)"
                 lines.append(note)
