@@ -15,10 +15,11 @@ in English and some Chinese over sessions and a year, ~300 facts, ~50 skills, ~2
 cached under the temp dir, keyed by size and schema. Each size is measured in a fresh spawned
 process (its peak RSS is reported). A warm-up turn per query captures every statement the turn
 issues, with its parameters: ``before_cursor_execute`` sees the ones that go through SQLAlchemy,
-a sqlite3 cursor subclass sees them all (the search hot path uses the DB-API cursor directly).
-The raw baseline replays exactly those statements (and the commit) on a plain sqlite3
-connection with the same PRAGMAs; philont and raw alternate turn by turn, so the ratio isolates
-Python/ORM overhead.
+a sqlite3 connection/cursor subclass sees them all (the search hot path talks to the DB-API
+connection directly), and SQLite's trace callback checks that none was missed. The raw
+baseline replays exactly those statements (fetching every row, and the commit) on a plain
+sqlite3 connection with the same PRAGMAs; philont and raw alternate turn by turn, so the ratio
+isolates Python/ORM overhead.
 
 Targets: p95 <= 10 ms at 100k messages; <= 2x raw; peak RSS flat in history size.
 """
@@ -46,6 +47,7 @@ FULL_SIZE = 1_000_000
 COMMIT = "<commit>"
 ROLLBACK = "<rollback>"
 PREFIX_MARK = "<prefix>"
+_ENDS = ("COMMIT", "ROLLBACK")
 
 
 # --- seeding ---------------------------------------------------------------------------------
@@ -99,8 +101,9 @@ class _Recorder:
     traced: int = 0  # what SQLite itself reports running (a check on the capture)
 
     def trace(self, sql: str) -> None:
-        # Statements FTS5 runs inside ours come prefixed with "--"; COMMIT is counted apart.
-        if self.active and not sql.startswith("--") and sql.strip().upper() != "COMMIT":
+        # Statements FTS5 runs inside ours come prefixed with "--"; COMMIT and ROLLBACK are
+        # recorded as connection calls.
+        if self.active and not sql.startswith("--") and sql.strip().upper() not in _ENDS:
             self.traced += 1
 
     def add(self, sql: str, params: Any) -> None:
@@ -317,10 +320,6 @@ def measure_child(db_text: str, n_queries: int, rounds: int, profile_turns: int)
 
 
 # --- driver ----------------------------------------------------------------------------------
-
-
-def _fmt(values: Sequence[float], pct: float) -> str:
-    return f"{bc.percentile(values, pct):.2f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
