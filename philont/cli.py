@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
-from contextlib import closing
 from pathlib import Path
 from typing import Annotated
 
@@ -31,19 +29,6 @@ app.command()(cli_ops.restore)
 app.command()(cli_ops.export)
 app.command("import")(cli_ops.import_)
 
-LAYERS = (
-    ("timeline", "memory_raw_messages"),
-    ("sessions", "memory_raw_sessions"),
-    ("actions", "memory_actions"),
-    ("notes", "memory_notes"),
-    ("facts", "memory_facts"),
-    ("skills", "memory_skills"),
-    ("calendar", "memory_calendar"),
-    ("schedules", "memory_schedules"),
-    ("access log", "memory_access_log"),
-    ("pursuits", "memory_pursuits"),
-)
-
 
 @app.callback()
 def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
@@ -66,14 +51,6 @@ def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:
         return migrate.upgrade(db, on_step=lambda rev: progress.update(task, advance=1, rev=rev))
 
 
-def _counts(path: Path) -> dict[str, int]:
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
-        return {
-            label: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            for label, table in LAYERS
-        }
-
-
 @app.command()
 def demo(
     db: DbOption = None,
@@ -87,7 +64,7 @@ def demo(
         path = run(Path(db) if db else None, seed=seed, console=out)
     except PhilontError as exc:
         raise fail(exc) from exc
-    counts = _counts(path)
+    counts = cli_inspect.layer_counts(path)
     out.print(f"\n[bold]memory database[/bold] {path}")
     out.print("  " + ", ".join(f"{label}: {n}" for label, n in counts.items()))
     out.print(f"  inspect it: philont stats --db {path}")

@@ -6,6 +6,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -57,6 +58,17 @@ def _memory(db: str | None) -> Iterator[Memory]:
         raise fail(exc) from exc
 
 
+def layer_counts(path: str | Path) -> dict[str, int]:
+    """Rows per layer, read-only (tables a database lacks are left out)."""
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return {
+            label: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for label, t in LAYER_TABLES.items()
+            if t in tables
+        }
+
+
 def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Rows per layer, file size and FTS index health."""
     url = resolve_existing(db)
@@ -67,11 +79,6 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
     path = url.database or ""
     with closing(sqlite3.connect(path)) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        rows = {
-            label: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for label, t in LAYER_TABLES.items()
-            if t in tables
-        }
         fts: dict[str, str] = {}
         for name in sorted(t for t in tables if t.endswith("_fts")):
             try:
@@ -81,6 +88,7 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
                 fts[name] = f"BROKEN: {exc}"
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         size = pages * conn.execute("PRAGMA page_size").fetchone()[0]
+    rows = layer_counts(path)
     data = {
         "database": path,
         "revision": st.revision,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -258,6 +258,3 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
         db = Path(tempfile.mkdtemp(prefix="philont-demo-")) / "memory.sqlite"
     Demo(db, console, seed).run()
     return db
-
-
-ReportFn = Callable[[Path], None]

@@ -7,6 +7,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from philont.db.types import dumps_compact
 from philont.domain.kinds import AccessTarget, FactKind, SkillKind
 from philont.domain.maturity import caveat
 from philont.domain.timeparse import iso, parse_time
@@ -34,8 +35,6 @@ RECURRING_WORDS = re.compile(r"每|每隔|\b(every|each|daily|weekly)\b", re.IGN
 
 
 def _json(value: Any) -> str:
-    from philont.db.types import dumps_compact
-
     return dumps_compact(value)
 
 
