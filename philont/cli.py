@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from philont import cli_inspect, cli_ops, migrate
+from philont import cli_inspect, cli_ops, migrate, settings
 from philont.cli_common import EXIT_OUT_OF_DATE, DbOption, JsonOption, err, fail, out
 from philont.errors import PhilontError, SchemaOutOfDateError
 from philont.logsetup import configure
 
-app = typer.Typer(help="Long-term memory for AI agents, in one SQLite file.", no_args_is_help=True)
+app = typer.Typer(
+    help="Long-term memory for AI agents, in one SQLite file (or PostgreSQL: a schema per agent).",
+    no_args_is_help=True,
+)
 db_app = typer.Typer(help="Create, upgrade and inspect the database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(cli_inspect.facts_app, name="facts")
@@ -31,8 +35,19 @@ app.command("import")(cli_ops.import_)
 
 
 @app.callback()
-def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def _main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="With a PostgreSQL --db URL: the agent (its own schema). Default $PHILONT_AGENT.",
+        ),
+    ] = None,
+) -> None:
     configure(logging.INFO if verbose else logging.WARNING)
+    if agent is not None:
+        os.environ[settings.AGENT_ENV] = agent  # read by resolve_url() for PostgreSQL URLs
 
 
 def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:

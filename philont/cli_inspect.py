@@ -13,9 +13,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+from sqlalchemy import text
+from sqlalchemy.engine import URL
 
 from philont import migrate
 from philont.cli_common import DbOption, JsonOption, emit, fail, out, resolve_existing
+from philont.db.engine import create_engine, is_postgres, pg_schema
 from philont.domain.timeparse import parse_time
 from philont.errors import NotFoundError, PhilontError
 from philont.memory import Memory
@@ -76,19 +79,10 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
         st = migrate.status(url)
     except PhilontError as exc:
         raise fail(exc) from exc
-    path = url.database or ""
-    with closing(sqlite3.connect(path)) as conn:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        fts: dict[str, str] = {}
-        for name in sorted(t for t in tables if t.endswith("_fts")):
-            try:
-                conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
-                fts[name] = "ok"
-            except sqlite3.DatabaseError as exc:
-                fts[name] = f"BROKEN: {exc}"
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        size = pages * conn.execute("PRAGMA page_size").fetchone()[0]
-    rows = layer_counts(path)
+    if is_postgres(url):
+        path, size, rows, fts = _pg_stats(url)
+    else:
+        path, size, rows, fts = _sqlite_stats(url.database or "")
     data = {
         "database": path,
         "revision": st.revision,
@@ -112,6 +106,54 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
         out.print(f"FTS {name}: {'[green]ok[/green]' if state == 'ok' else '[red]' + state}")
     if any(v != "ok" for v in fts.values()):
         raise typer.Exit(1)
+
+
+def _pg_stats(url: URL) -> tuple[str, int, dict[str, int], dict[str, str]]:
+    """Where, bytes, rows per layer and (no) FTS health of a PostgreSQL agent schema; its GIN
+    search indexes are kept by PostgreSQL itself and have no integrity check to run."""
+    schema = pg_schema(url)
+    engine = create_engine(url, create=False)
+    try:
+        with engine.connect() as conn:
+            tables = set(
+                conn.execute(
+                    text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": schema}
+                ).scalars()
+            )
+            rows = {
+                label: int(conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one())
+                for label, t in LAYER_TABLES.items()
+                if t in tables
+            }
+            size = int(
+                conn.execute(
+                    text(
+                        "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                        " WHERE n.nspname = :s AND c.relkind = 'r'"
+                    ),
+                    {"s": schema},
+                ).scalar_one()
+            )
+    finally:
+        engine.dispose()
+    where = url.set(query={}).render_as_string(hide_password=True)
+    return f"{where} (agent {schema})", size, rows, {}
+
+
+def _sqlite_stats(path: str) -> tuple[str, int, dict[str, int], dict[str, str]]:
+    with closing(sqlite3.connect(path)) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        fts: dict[str, str] = {}
+        for name in sorted(t for t in tables if t.endswith("_fts")):
+            try:
+                conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
+                fts[name] = "ok"
+            except sqlite3.DatabaseError as exc:
+                fts[name] = f"BROKEN: {exc}"
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        size = pages * conn.execute("PRAGMA page_size").fetchone()[0]
+    return path, int(size), layer_counts(path), fts
 
 
 def _fact_row(f: Any, score: float) -> dict[str, Any]:

@@ -74,6 +74,12 @@ class DatabaseFullError(StorageError):
     code = "database_full"
 
 
+class BackendError(StorageError):
+    """The database backend is missing something philont needs (driver, extension)."""
+
+    code = "backend_unavailable"
+
+
 class Fts5UnavailableError(StorageError):
     """The SQLite library in use was built without FTS5 (or without the trigram tokenizer)."""
 

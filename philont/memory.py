@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from philont import migrate
 from philont.clock import Clock, utc_now
-from philont.db.engine import BEGIN_OPTION, create_engine, resolve_url, sqlite_path
+from philont.db.engine import BEGIN_OPTION, create_engine, is_postgres, resolve_url, sqlite_path
 from philont.db.retry import translate
 from philont.db.session import session_factory
 
@@ -70,12 +70,15 @@ class Memory:
         clock: Clock = utc_now,
         write: bool = True,
         busy_timeout_ms: int | None = None,
+        agent: str | None = None,
     ) -> Memory:
         """Open the default database (``$MEMORY_DB_PATH`` or ``~/.philont/memory/...``) or the
         given path/URL; with ``upgrade`` (default) it is created or brought to head first.
         ``write=False`` begins read transactions (see the class); ``busy_timeout_ms``
-        overrides how long to wait for another connection's lock."""
-        url = resolve_url(target)
+        overrides how long to wait for another connection's lock. A PostgreSQL URL
+        (``postgresql+psycopg://...``) needs ``agent``: each agent has its own schema there,
+        created on first use."""
+        url = resolve_url(target, agent=agent)
         if upgrade and not _at_head(url):
             migrate.upgrade(url)
         engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
@@ -177,7 +180,7 @@ class Memory:
 
 def _at_head(url: URL) -> bool:
     path = sqlite_path(url)
-    if path is None or not path.exists() or path.stat().st_size == 0:
+    if not is_postgres(url) and (path is None or not path.exists() or path.stat().st_size == 0):
         return False
     try:
         return migrate.status(url).at_head

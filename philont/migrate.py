@@ -29,6 +29,8 @@ from philont import settings
 from philont.db.engine import (
     check_file,
     create_engine,
+    is_postgres,
+    pg_schema,
     resolve_url,
     sqlite_path,
     tighten_permissions,
@@ -237,6 +239,30 @@ def _plan_from(conn: sqlite3.Connection) -> _Plan:
     return _Plan(revision=None, stamp="v002", has_data=has_data)
 
 
+def _plan_pg(conn: Connection, schema: str | None) -> _Plan:
+    """The same inspection on PostgreSQL, in the connection's agent schema. Philont itself
+    never wrote PostgreSQL, so only schemas philont created are adopted: memory tables without
+    our version table are refused."""
+    tables = set(
+        conn.execute(
+            text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": schema}
+        ).scalars()
+    )
+    known = {s.revision for s in script_directory().walk_revisions()}
+    if settings.VERSION_TABLE in tables:
+        row = conn.execute(text(f"SELECT version_num FROM {settings.VERSION_TABLE}")).first()
+        revision = None if row is None else str(row[0])
+        if revision is not None and revision not in known:
+            raise UnknownSchemaVersionError(revision)
+        return _Plan(revision=revision, stamp=None, has_data=bool(tables))
+    memory = sorted(t for t in tables if MEMORY_TABLE.match(t))
+    if memory:
+        raise UnrecognizedSchemaError(
+            f"memory tables {memory[:5]} without {settings.VERSION_TABLE}: not made by philont"
+        )
+    return _Plan(revision=None, stamp=None, has_data=bool(tables))
+
+
 # --- backup ----------------------------------------------------------------------------------
 
 
@@ -273,10 +299,11 @@ def _is_upgrade(context: Any) -> bool:
 
 
 def _url_from_context(config: Config, x_args: dict[str, str]) -> URL:
+    agent = x_args.get("schema")
     if "url" in x_args:
-        return resolve_url(x_args["url"])
+        return resolve_url(x_args["url"], agent=agent)
     url = config.get_main_option("sqlalchemy.url")
-    return resolve_url(url or None)
+    return resolve_url(url or None, agent=agent)
 
 
 def run_env(context: Any) -> None:
@@ -290,11 +317,16 @@ def run_env(context: Any) -> None:
     is_upgrade = _is_upgrade(context)
     url = _url_from_context(config, context.get_x_argument(as_dictionary=True))
     path = sqlite_path(url)
+    postgres = is_postgres(url)
 
     plan = _Plan(revision=None, stamp=None, has_data=False)
     if path is not None:
         check_file(path, create=is_upgrade)
         plan = _plan_sqlite(path)
+    engine = create_engine(url, foreign_keys=False, create=is_upgrade)
+    if postgres:
+        with engine.connect() as conn:
+            plan = _plan_pg(conn, pg_schema(url))
     head = context.script.get_current_head()
     needs_work = is_upgrade and (plan.revision != head)
     backup = None
@@ -310,7 +342,6 @@ def run_env(context: Any) -> None:
         if on_step is not None:
             on_step(rev)
 
-    engine = create_engine(url, foreign_keys=False)
     try:
         with engine.connect() as conn, conn.begin():
             context.configure(
@@ -334,7 +365,7 @@ def run_env(context: Any) -> None:
                 bootstrap = ensure_bootstrap_rows(conn)
                 if report is not None:
                     report.bootstrap_rows = bootstrap
-            if is_upgrade:
+            if is_upgrade and not postgres:  # PostgreSQL checks foreign keys as it goes
                 _check_foreign_keys(conn)
         if path is not None and is_upgrade:
             tighten_permissions(path)
@@ -347,9 +378,12 @@ def run_env(context: Any) -> None:
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
-    """Autogenerate filter: FTS5 virtual tables and their shadow tables are not models."""
+    """Autogenerate filter: FTS5 virtual tables and their shadow tables, and PostgreSQL's GIN
+    search indexes (DDL events, not Index objects), are not models."""
     if type_ == "table" and name is not None:
         return "_fts" not in name and name != settings.VERSION_TABLE
+    if type_ == "index" and name is not None:
+        return not name.startswith("philont_pg_")
     return True
 
 
@@ -396,8 +430,10 @@ def status(target: str | Path | URL | None = None) -> Status:
     url = resolve_url(target)
     path = sqlite_path(url)
     head = head_revision()
+    if is_postgres(url):
+        return _status_pg(url, head)
     if path is None:
-        raise SchemaError("status() supports SQLite files only for now")
+        raise SchemaError("status() needs an SQLite file or a PostgreSQL URL")
     check_file(path, create=False)
     with closing(_ro_connect(path)) as conn:
         tables = _tables(conn)
@@ -411,6 +447,30 @@ def status(target: str | Path | URL | None = None) -> Status:
                 "SELECT value FROM memory_meta WHERE key = 'schema_version'"
             ).fetchone()
             version = None if row is None else str(row[0])
+    return Status(revision=revision, head=head, schema_version=version)
+
+
+def _status_pg(url: URL, head: str) -> Status:
+    engine = create_engine(url, create=False)
+    try:
+        with engine.connect() as conn:
+            tables = set(
+                conn.execute(
+                    text("SELECT tablename FROM pg_tables WHERE schemaname = :s"),
+                    {"s": pg_schema(url)},
+                ).scalars()
+            )
+            revision = version = None
+            if settings.VERSION_TABLE in tables:
+                revision = conn.execute(
+                    text(f"SELECT version_num FROM {settings.VERSION_TABLE}")
+                ).scalar()
+            if "memory_meta" in tables:
+                version = conn.execute(
+                    text("SELECT value FROM memory_meta WHERE key = 'schema_version'")
+                ).scalar()
+    finally:
+        engine.dispose()
     return Status(revision=revision, head=head, schema_version=version)
 
 

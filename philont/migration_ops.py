@@ -13,6 +13,16 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def INTEGER() -> sa.types.TypeEngine[int]:
+    """Philont's INTEGER (64-bit in SQLite): BIGINT on PostgreSQL."""
+    return sa.Integer().with_variant(sa.BigInteger(), "postgresql")
+
+
+def REAL() -> sa.types.TypeEngine[float]:
+    """Philont's REAL (an 8-byte double in SQLite): DOUBLE PRECISION on PostgreSQL."""
+    return sa.REAL().with_variant(sa.Double(), "postgresql")
+
+
 def is_sqlite() -> bool:
     return op.get_bind().dialect.name == "sqlite"
 

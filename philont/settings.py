@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 ENV_DB_PATH = "MEMORY_DB_PATH"
+AGENT_ENV = "PHILONT_AGENT"
+"""With a PostgreSQL URL and no explicit agent: the agent (schema) to use."""
 DEFAULT_RELATIVE_PATH = Path(".philont") / "memory" / "memory.sqlite"
 BACKUP_DIR_NAME = "backups"
 BUSY_TIMEOUT_MS = 5000

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
 from philont import migrate
 from philont.db.bootstrap import ensure_bootstrap_rows
-from philont.db.engine import create_engine
+from philont.db.engine import create_engine, resolve_url
 from philont.db.schema import metadata
 from philont.db.session import session_factory
 
@@ -78,9 +81,76 @@ def db_path(template_db: Path, tmp_path: Path) -> Path:
     return target
 
 
+# --- PostgreSQL ------------------------------------------------------------------------------
+# Tests marked `postgres` need a server: PHILONT_TEST_PG_URL (e.g. from scripts/pg_local.sh).
+# Without it they skip, unless PHILONT_REQUIRE_PG=1 (set by .ci/run), which fails them instead.
+# A module with `BOTH_BACKENDS = True` runs every test that uses `engine`/`session` on SQLite and
+# on PostgreSQL (the latter in a fresh agent schema, marked `postgres`).
+
+
+def pg_url() -> str:
+    url = os.environ.get("PHILONT_TEST_PG_URL")
+    if not url:
+        if os.environ.get("PHILONT_REQUIRE_PG") == "1":
+            pytest.fail("PHILONT_REQUIRE_PG=1 but PHILONT_TEST_PG_URL is not set")
+        pytest.skip("PostgreSQL tests need PHILONT_TEST_PG_URL (see scripts/pg_local.sh)")
+    return url
+
+
+_AGENTS = itertools.count()
+
+
 @pytest.fixture
-def engine(db_path: Path) -> Iterator[Engine]:
-    eng = create_engine(db_path)
+def pg_agent(worker_tag: str) -> Iterator[Callable[[], URL]]:
+    """Factory of fresh agent schemas on the test server (dropped after the test): each call
+    returns a URL whose connections work in a new, empty agent schema."""
+    base = pg_url()
+    made: list[str] = []
+
+    def _new() -> URL:
+        name = f"t_{worker_tag}_{next(_AGENTS)}"
+        made.append(name)
+        return resolve_url(base, agent=name)
+
+    yield _new
+    if made:
+        admin = create_engine(resolve_url(base, agent="philont_test_admin"))
+        with admin.begin() as conn:
+            for name in made:
+                conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
+            conn.execute(text('DROP SCHEMA IF EXISTS "philont_test_admin" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def worker_tag() -> str:
+    return f"{os.getpid()}_{uuid.uuid4().hex[:6]}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if getattr(metafunc.module, "BOTH_BACKENDS", False) and "backend" in metafunc.fixturenames:
+        metafunc.parametrize(
+            "backend",
+            ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+            indirect=True,
+        )
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def engine(backend: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
+    if backend == "postgres":
+        url = request.getfixturevalue("pg_agent")()
+        eng = create_engine(url)
+        metadata.create_all(eng)
+        with eng.begin() as conn:
+            ensure_bootstrap_rows(conn)
+    else:
+        eng = create_engine(request.getfixturevalue("db_path"))
     yield eng
     eng.dispose()
 

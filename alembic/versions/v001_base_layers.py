@@ -34,13 +34,13 @@ def upgrade() -> None:
         op.create_table(
             "memory_raw_sessions",
             sa.Column("id", sa.Text(), primary_key=True, nullable=True),
-            sa.Column("started_at", sa.Integer(), nullable=False),
-            sa.Column("ended_at", sa.Integer()),
+            sa.Column("started_at", mo.INTEGER(), nullable=False),
+            sa.Column("ended_at", mo.INTEGER()),
         )
     if not mo.has_table("memory_raw_messages"):
         op.create_table(
             "memory_raw_messages",
-            sa.Column("id", sa.Integer(), primary_key=True, nullable=True),
+            sa.Column("id", mo.INTEGER(), primary_key=True, nullable=True),
             sa.Column(
                 "session_id",
                 sa.Text(),
@@ -49,7 +49,7 @@ def upgrade() -> None:
             ),
             sa.Column("role", sa.Text(), nullable=False),
             sa.Column("content", sa.Text(), nullable=False),
-            sa.Column("timestamp", sa.Integer(), nullable=False),
+            sa.Column("timestamp", mo.INTEGER(), nullable=False),
             sqlite_autoincrement=True,
         )
     op.execute(
@@ -64,9 +64,9 @@ def upgrade() -> None:
             "memory_notes",
             sa.Column("id", sa.Text(), primary_key=True, nullable=True),
             sa.Column("content", sa.Text(), nullable=False),
-            sa.Column("importance", sa.REAL(), nullable=False, server_default=sa.text("0.5")),
+            sa.Column("importance", mo.REAL(), nullable=False, server_default=sa.text("0.5")),
             sa.Column("session_id", sa.Text()),
-            sa.Column("created_at", sa.Integer(), nullable=False),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
         )
     op.execute("CREATE INDEX IF NOT EXISTS idx_notes_importance ON memory_notes(importance DESC)")
     op.execute("CREATE INDEX IF NOT EXISTS idx_notes_session ON memory_notes(session_id)")
@@ -78,10 +78,10 @@ def upgrade() -> None:
             sa.Column("namespace", sa.Text(), nullable=False),
             sa.Column("key", sa.Text(), nullable=False),
             sa.Column("value_json", sa.Text(), nullable=False),
-            sa.Column("confidence", sa.REAL(), nullable=False, server_default=sa.text("1.0")),
+            sa.Column("confidence", mo.REAL(), nullable=False, server_default=sa.text("1.0")),
             sa.Column("superseded_by", sa.Text()),
             sa.Column("supersedes", sa.Text()),
-            sa.Column("created_at", sa.Integer(), nullable=False),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
         )
     op.execute("CREATE INDEX IF NOT EXISTS idx_facts_namespace ON memory_facts(namespace)")
     op.execute("CREATE INDEX IF NOT EXISTS idx_facts_ns_key ON memory_facts(namespace, key)")
@@ -89,14 +89,14 @@ def upgrade() -> None:
     if not mo.has_table("memory_actions"):
         op.create_table(
             "memory_actions",
-            sa.Column("id", sa.Integer(), primary_key=True, nullable=True),
+            sa.Column("id", mo.INTEGER(), primary_key=True, nullable=True),
             sa.Column("session_id", sa.Text(), nullable=False),
             sa.Column("trigger", sa.Text()),
             sa.Column("tool_name", sa.Text(), nullable=False),
             sa.Column("params_json", sa.Text(), nullable=False),
             sa.Column("result", sa.Text()),
-            sa.Column("success", sa.Integer(), nullable=False),
-            sa.Column("timestamp", sa.Integer(), nullable=False),
+            sa.Column("success", mo.INTEGER(), nullable=False),
+            sa.Column("timestamp", mo.INTEGER(), nullable=False),
             sqlite_autoincrement=True,
         )
     op.execute("CREATE INDEX IF NOT EXISTS idx_actions_session ON memory_actions(session_id)")
@@ -111,9 +111,9 @@ def upgrade() -> None:
             sa.Column("description", sa.Text(), nullable=False),
             sa.Column("trigger_keywords", sa.Text(), nullable=False),
             sa.Column("action_template", sa.Text(), nullable=False),
-            sa.Column("use_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
-            sa.Column("last_used_at", sa.Integer()),
-            sa.Column("created_at", sa.Integer(), nullable=False),
+            sa.Column("use_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
+            sa.Column("last_used_at", mo.INTEGER()),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
         )
     op.execute("CREATE INDEX IF NOT EXISTS idx_skills_use_count ON memory_skills(use_count DESC)")
     op.execute("CREATE INDEX IF NOT EXISTS idx_skills_name ON memory_skills(name)")

@@ -89,27 +89,27 @@ def _if_not_exists(ddl: str) -> str:
 
 
 def upgrade() -> None:
-    mo.add_column_if_missing("memory_facts", sa.Column("occurred_at", sa.Integer()))
-    mo.add_column_if_missing("memory_facts", sa.Column("valid_from", sa.Integer()))
-    mo.add_column_if_missing("memory_facts", sa.Column("valid_until", sa.Integer()))
-    mo.add_column_if_missing("memory_facts", sa.Column("last_accessed_at", sa.Integer()))
-    mo.add_column_if_missing("memory_facts", sa.Column("decay_tau_days", sa.REAL()))
-    mo.add_column_if_missing("memory_facts", sa.Column("forgotten_at", sa.Integer()))
+    mo.add_column_if_missing("memory_facts", sa.Column("occurred_at", mo.INTEGER()))
+    mo.add_column_if_missing("memory_facts", sa.Column("valid_from", mo.INTEGER()))
+    mo.add_column_if_missing("memory_facts", sa.Column("valid_until", mo.INTEGER()))
+    mo.add_column_if_missing("memory_facts", sa.Column("last_accessed_at", mo.INTEGER()))
+    mo.add_column_if_missing("memory_facts", sa.Column("decay_tau_days", mo.REAL()))
+    mo.add_column_if_missing("memory_facts", sa.Column("forgotten_at", mo.INTEGER()))
     mo.add_column_if_missing(
         "memory_facts",
         sa.Column("fact_kind", sa.Text(), nullable=False, server_default=sa.text("'state'")),
     )
-    mo.add_column_if_missing("memory_notes", sa.Column("last_accessed_at", sa.Integer()))
-    mo.add_column_if_missing("memory_notes", sa.Column("forgotten_at", sa.Integer()))
+    mo.add_column_if_missing("memory_notes", sa.Column("last_accessed_at", mo.INTEGER()))
+    mo.add_column_if_missing("memory_notes", sa.Column("forgotten_at", mo.INTEGER()))
     mo.add_column_if_missing(
         "memory_skills",
-        sa.Column("success_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("success_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
     )
     mo.add_column_if_missing(
         "memory_skills",
-        sa.Column("failure_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("failure_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
     )
-    mo.add_column_if_missing("memory_skills", sa.Column("last_failure_at", sa.Integer()))
+    mo.add_column_if_missing("memory_skills", sa.Column("last_failure_at", mo.INTEGER()))
     mo.add_column_if_missing("memory_actions", sa.Column("linked_skill", sa.Text()))
 
     if not mo.has_table("memory_calendar"):
@@ -117,14 +117,14 @@ def upgrade() -> None:
             "memory_calendar",
             sa.Column("id", sa.Text(), primary_key=True, nullable=True),
             sa.Column("title", sa.Text(), nullable=False),
-            sa.Column("starts_at", sa.Integer(), nullable=False),
-            sa.Column("ends_at", sa.Integer()),
+            sa.Column("starts_at", mo.INTEGER(), nullable=False),
+            sa.Column("ends_at", mo.INTEGER()),
             sa.Column("rrule", sa.Text()),
             sa.Column("timezone", sa.Text(), nullable=False),
             # deliberately no FK: a soft-deleted fact must not block the event
             sa.Column("related_fact_id", sa.Text()),
             sa.Column("external_ref", sa.Text()),
-            sa.Column("created_at", sa.Integer(), nullable=False),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
         )
     op.execute("CREATE INDEX IF NOT EXISTS idx_calendar_starts ON memory_calendar(starts_at)")
     op.execute(
@@ -142,12 +142,12 @@ def upgrade() -> None:
             sa.Column("id", sa.Text(), primary_key=True, nullable=True),
             sa.Column("name", sa.Text(), nullable=False),
             sa.Column("cron_expr", sa.Text()),
-            sa.Column("next_run_at", sa.Integer(), nullable=False),
-            sa.Column("last_run_at", sa.Integer()),
+            sa.Column("next_run_at", mo.INTEGER(), nullable=False),
+            sa.Column("last_run_at", mo.INTEGER()),
             sa.Column("action_type", sa.Text(), nullable=False),
             sa.Column("payload_json", sa.Text(), nullable=False),
-            sa.Column("enabled", sa.Integer(), nullable=False, server_default=sa.text("1")),
-            sa.Column("created_at", sa.Integer(), nullable=False),
+            sa.Column("enabled", mo.INTEGER(), nullable=False, server_default=sa.text("1")),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
         )
     op.execute(
         "CREATE INDEX IF NOT EXISTS idx_schedules_next_run ON memory_schedules(next_run_at)"
@@ -157,10 +157,10 @@ def upgrade() -> None:
     if not mo.has_table("memory_access_log"):
         op.create_table(
             "memory_access_log",
-            sa.Column("id", sa.Integer(), primary_key=True, nullable=True),
+            sa.Column("id", mo.INTEGER(), primary_key=True, nullable=True),
             sa.Column("target_type", sa.Text(), nullable=False),
             sa.Column("target_id", sa.Text(), nullable=False),
-            sa.Column("accessed_at", sa.Integer(), nullable=False),
+            sa.Column("accessed_at", mo.INTEGER(), nullable=False),
             sa.Column("context", sa.Text()),
             sqlite_autoincrement=True,
         )
@@ -187,8 +187,8 @@ def upgrade() -> None:
         " WHERE linked_skill IS NOT NULL"
     )
 
-    # FTS5 is SQLite's: other backends get their search objects in a later revision of ours,
-    # so on them this block is a documented no-op for now.
+    # FTS5 is SQLite's: on PostgreSQL this block is a documented no-op; its counterpart (GIN
+    # word and trigram indexes) is our revision v034.
     if mo.is_sqlite():
         for ddl in (NOTES_FTS_CREATE, *NOTES_FTS_TRIGGERS, SKILLS_FTS_CREATE, *SKILLS_FTS_TRIGGERS):
             op.execute(_if_not_exists(ddl))

@@ -49,8 +49,8 @@ def _if_not_exists(ddl: str) -> str:
 
 
 def upgrade() -> None:
-    # FTS5 is SQLite's: other backends get their search objects in a later revision of ours,
-    # so on them this revision only records the version (a documented no-op for now).
+    # FTS5 is SQLite's: on PostgreSQL this revision only records the version (a documented
+    # no-op); its counterpart (GIN word and trigram indexes) is our revision v034.
     if mo.is_sqlite():
         for ddl in (RAW_MESSAGES_FTS_CREATE, *RAW_MESSAGES_FTS_TRIGGERS):
             op.execute(_if_not_exists(ddl))

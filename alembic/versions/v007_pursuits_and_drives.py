@@ -52,9 +52,9 @@ def _create_tables() -> None:
             sa.Column("title", sa.Text(), nullable=False),
             sa.Column("intent", sa.Text(), nullable=False),
             sa.Column("status", sa.Text(), nullable=False, server_default=sa.text("'active'")),
-            sa.Column("is_evergreen", sa.Integer(), nullable=False, server_default=sa.text("0")),
+            sa.Column("is_evergreen", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
             sa.Column("stake", sa.Text(), nullable=False, server_default=sa.text("'medium'")),
-            sa.Column("deadline", sa.Integer()),
+            sa.Column("deadline", mo.INTEGER()),
             sa.Column("origin", sa.Text(), nullable=False),
             sa.Column(
                 "open_questions_json", sa.Text(), nullable=False, server_default=sa.text("'[]'")
@@ -67,15 +67,15 @@ def _create_tables() -> None:
                 "progress_markers_json", sa.Text(), nullable=False, server_default=sa.text("'[]'")
             ),
             sa.Column(
-                "last_progress_turn", sa.Integer(), nullable=False, server_default=sa.text("0")
+                "last_progress_turn", mo.INTEGER(), nullable=False, server_default=sa.text("0")
             ),
             # constitution fields: set on the root only
             sa.Column("constitution_values", sa.Text()),
             sa.Column("constitution_red_lines", sa.Text()),
             sa.Column("constitution_drive_bounds", sa.Text()),
             sa.Column("constitution_governance", sa.Text()),
-            sa.Column("created_at", sa.Integer(), nullable=False),
-            sa.Column("updated_at", sa.Integer(), nullable=False),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
+            sa.Column("updated_at", mo.INTEGER(), nullable=False),
         )
     op.execute(
         "CREATE INDEX IF NOT EXISTS idx_pursuits_parent ON memory_pursuits(parent_pursuit_id)"
@@ -100,8 +100,8 @@ def _create_tables() -> None:
                 server_default=sa.text("""'{"samples"\\:0,"ewma"\\:0,"lastFired"\\:null}'"""),
             ),
             sa.Column("root_pursuit_id", sa.Text(), nullable=False),
-            sa.Column("created_at", sa.Integer(), nullable=False),
-            sa.Column("updated_at", sa.Integer(), nullable=False),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
+            sa.Column("updated_at", mo.INTEGER(), nullable=False),
         )
     op.execute(
         "CREATE INDEX IF NOT EXISTS idx_drive_configs_root ON memory_drive_configs(root_pursuit_id)"
@@ -116,7 +116,7 @@ def _create_tables() -> None:
             "memory_drive_outcomes",
             sa.Column("id", sa.Text(), primary_key=True, nullable=True),
             sa.Column("drive_id", sa.Text(), nullable=False),
-            sa.Column("fired_at", sa.Integer(), nullable=False),
+            sa.Column("fired_at", mo.INTEGER(), nullable=False),
             sa.Column("trigger_snapshot_json", sa.Text(), nullable=False),
             sa.Column("injected_action_json", sa.Text(), nullable=False),
             sa.Column(
@@ -130,7 +130,7 @@ def _create_tables() -> None:
             ),
             sa.Column("served_pursuit_id", sa.Text()),
             # NULL when the drive fires; the reflector fills it in later
-            sa.Column("effectiveness_score", sa.REAL()),
+            sa.Column("effectiveness_score", mo.REAL()),
             sa.Column("root_pursuit_id", sa.Text(), nullable=False),
         )
     op.execute(
@@ -183,8 +183,8 @@ def upgrade() -> None:
     for table in ROOT_SCOPED_TABLES:
         mo.add_column_if_missing(table, sa.Column("root_pursuit_id", sa.Text()))
 
-    # FTS5 is SQLite's: other backends get their search objects in a later revision of ours
-    # (a documented no-op for now). The rebuild must precede the UPDATEs below.
+    # FTS5 is SQLite's: on PostgreSQL the rebuild is a documented no-op (its GIN indexes, from
+    # v034, stay in step by themselves). The rebuild must precede the UPDATEs below.
     if mo.is_sqlite():
         if mo.has_table("memory_notes_fts"):
             op.execute("INSERT INTO memory_notes_fts(memory_notes_fts) VALUES('rebuild')")

@@ -28,10 +28,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    mo.add_column_if_missing("memory_pursuits", sa.Column("last_touched_ts", sa.Integer()))
+    mo.add_column_if_missing("memory_pursuits", sa.Column("last_touched_ts", mo.INTEGER()))
     mo.add_column_if_missing(
         "memory_pursuits",
-        sa.Column("stake_weight", sa.Integer(), nullable=False, server_default=sa.text("5")),
+        sa.Column("stake_weight", mo.INTEGER(), nullable=False, server_default=sa.text("5")),
     )
     if mo.has_table("memory_pursuits"):
         op.execute(

@@ -33,11 +33,11 @@ def upgrade() -> None:
         "memory_skills",
         sa.Column("maturity", sa.Text(), nullable=False, server_default=sa.text("'draft'")),
     )
-    mo.add_column_if_missing("memory_skills", sa.Column("last_success_at", sa.Integer()))
+    mo.add_column_if_missing("memory_skills", sa.Column("last_success_at", mo.INTEGER()))
     mo.add_column_if_missing(
         "memory_skills",
         sa.Column(
-            "consecutive_failures", sa.Integer(), nullable=False, server_default=sa.text("0")
+            "consecutive_failures", mo.INTEGER(), nullable=False, server_default=sa.text("0")
         ),
     )
     # Q-K8, reproduced for compatibility: every pre-v11 non-self skill becomes stable.

@@ -24,7 +24,7 @@ def upgrade() -> None:
     if not mo.has_table("routing_rules"):
         op.create_table(
             "routing_rules",
-            sa.Column("id", sa.Integer(), primary_key=True, nullable=True),
+            sa.Column("id", mo.INTEGER(), primary_key=True, nullable=True),
             sa.Column("task_signature", sa.Text(), nullable=False),
             sa.Column("trigger_condition", sa.Text(), nullable=False),
             sa.Column("prefer_skill", sa.Text()),
@@ -34,18 +34,18 @@ def upgrade() -> None:
             sa.Column(
                 "confidence", sa.Text(), nullable=False, server_default=sa.text("'provisional'")
             ),
-            sa.Column("success_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
-            sa.Column("failure_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
+            sa.Column("success_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
+            sa.Column("failure_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
             sa.Column(
-                "consecutive_successes", sa.Integer(), nullable=False, server_default=sa.text("0")
+                "consecutive_successes", mo.INTEGER(), nullable=False, server_default=sa.text("0")
             ),
             sa.Column(
-                "consecutive_failures", sa.Integer(), nullable=False, server_default=sa.text("0")
+                "consecutive_failures", mo.INTEGER(), nullable=False, server_default=sa.text("0")
             ),
             sa.Column("context_keywords", sa.Text()),
             sa.Column("reflection_id", sa.Text()),
-            sa.Column("created_at", sa.Integer(), nullable=False),
-            sa.Column("updated_at", sa.Integer(), nullable=False),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
+            sa.Column("updated_at", mo.INTEGER(), nullable=False),
             sqlite_autoincrement=True,
         )
     op.execute("CREATE INDEX IF NOT EXISTS idx_rr_signature ON routing_rules(task_signature)")

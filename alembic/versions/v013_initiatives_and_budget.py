@@ -32,16 +32,16 @@ def upgrade() -> None:
             sa.Column("driver", sa.Text(), nullable=False),
             sa.Column("target_ref", sa.Text(), nullable=False),
             sa.Column("rationale", sa.Text(), nullable=False),
-            sa.Column("utility", sa.REAL(), nullable=False),
+            sa.Column("utility", mo.REAL(), nullable=False),
             sa.Column("status", sa.Text(), nullable=False, server_default=sa.text("'pending'")),
-            sa.Column("budget_estimate", sa.Integer(), nullable=False),
-            sa.Column("budget_actual", sa.Integer()),
+            sa.Column("budget_estimate", mo.INTEGER(), nullable=False),
+            sa.Column("budget_actual", mo.INTEGER()),
             sa.Column("outcome_summary", sa.Text()),
             sa.Column("outcome_refs", sa.Text()),
             sa.Column("error", sa.Text()),
-            sa.Column("created_at", sa.Integer(), nullable=False),
-            sa.Column("started_at", sa.Integer()),
-            sa.Column("completed_at", sa.Integer()),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
+            sa.Column("started_at", mo.INTEGER()),
+            sa.Column("completed_at", mo.INTEGER()),
         )
     op.execute(
         "CREATE INDEX IF NOT EXISTS idx_initiatives_status"
@@ -61,9 +61,9 @@ def upgrade() -> None:
             "autonomous_budget",
             sa.Column("user_id", sa.Text(), nullable=False),
             sa.Column("date", sa.Text(), nullable=False),
-            sa.Column("llm_tokens_used", sa.Integer(), nullable=False, server_default=sa.text("0")),
-            sa.Column("tool_calls_used", sa.Integer(), nullable=False, server_default=sa.text("0")),
-            sa.Column("initiatives_run", sa.Integer(), nullable=False, server_default=sa.text("0")),
+            sa.Column("llm_tokens_used", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
+            sa.Column("tool_calls_used", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
+            sa.Column("initiatives_run", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
             sa.PrimaryKeyConstraint("user_id", "date"),
         )
     mo.set_schema_version(13)

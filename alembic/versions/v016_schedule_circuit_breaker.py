@@ -23,10 +23,10 @@ def upgrade() -> None:
     mo.add_column_if_missing(
         "memory_schedules",
         sa.Column(
-            "consecutive_failures", sa.Integer(), nullable=False, server_default=sa.text("0")
+            "consecutive_failures", mo.INTEGER(), nullable=False, server_default=sa.text("0")
         ),
     )
-    mo.add_column_if_missing("memory_schedules", sa.Column("paused_until", sa.Integer()))
+    mo.add_column_if_missing("memory_schedules", sa.Column("paused_until", mo.INTEGER()))
     mo.set_schema_version(16)
 
 

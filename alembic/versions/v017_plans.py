@@ -36,9 +36,9 @@ def upgrade() -> None:
             ),
             sa.Column("guide_ref", sa.Text()),
             sa.Column("outcome_summary", sa.Text()),
-            sa.Column("created_at", sa.Integer(), nullable=False),
-            sa.Column("updated_at", sa.Integer(), nullable=False),
-            sa.Column("completed_at", sa.Integer()),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
+            sa.Column("updated_at", mo.INTEGER(), nullable=False),
+            sa.Column("completed_at", mo.INTEGER()),
         )
     op.execute(
         "CREATE INDEX IF NOT EXISTS idx_plans_session ON memory_plans(session_id, created_at)"

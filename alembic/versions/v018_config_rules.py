@@ -25,7 +25,7 @@ def upgrade() -> None:
     if not mo.has_table("config_rules"):
         op.create_table(
             "config_rules",
-            sa.Column("id", sa.Integer(), primary_key=True, nullable=True),
+            sa.Column("id", mo.INTEGER(), primary_key=True, nullable=True),
             sa.Column("scope", sa.Text(), nullable=False),
             sa.Column("key", sa.Text()),
             sa.Column("value_json", sa.Text(), nullable=False),
@@ -35,16 +35,16 @@ def upgrade() -> None:
             ),
             sa.Column("evidence", sa.Text()),
             sa.Column("audit_ref", sa.Text()),
-            sa.Column("success_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
-            sa.Column("failure_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
+            sa.Column("success_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
+            sa.Column("failure_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
             sa.Column(
-                "consecutive_successes", sa.Integer(), nullable=False, server_default=sa.text("0")
+                "consecutive_successes", mo.INTEGER(), nullable=False, server_default=sa.text("0")
             ),
             sa.Column(
-                "consecutive_failures", sa.Integer(), nullable=False, server_default=sa.text("0")
+                "consecutive_failures", mo.INTEGER(), nullable=False, server_default=sa.text("0")
             ),
-            sa.Column("created_at", sa.Integer(), nullable=False),
-            sa.Column("updated_at", sa.Integer(), nullable=False),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
+            sa.Column("updated_at", mo.INTEGER(), nullable=False),
             sqlite_autoincrement=True,
         )
     op.execute(

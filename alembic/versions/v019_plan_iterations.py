@@ -21,11 +21,11 @@ depends_on = None
 def upgrade() -> None:
     mo.add_column_if_missing(
         "memory_plans",
-        sa.Column("inner_iter", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("inner_iter", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
     )
     mo.add_column_if_missing(
         "memory_plans",
-        sa.Column("outer_iter", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("outer_iter", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
     )
     mo.set_schema_version(19)
 

@@ -32,7 +32,7 @@ def upgrade() -> None:
     mo.add_column_if_missing("memory_plans", sa.Column("deliverable_status_json", sa.Text()))
     mo.add_column_if_missing(
         "memory_plans",
-        sa.Column("is_placeholder", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("is_placeholder", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
     )
     if mo.has_table("memory_plans"):
         op.execute("UPDATE memory_plans SET status='executing' WHERE status='reviewed'")

@@ -30,11 +30,11 @@ def upgrade() -> None:
             "schedule_outcomes",
             sa.Column("id", sa.Text(), primary_key=True, nullable=True),
             sa.Column("schedule_id", sa.Text(), nullable=False),
-            sa.Column("fired_at", sa.Integer(), nullable=False),
-            sa.Column("duration_ms", sa.Integer(), nullable=False),
+            sa.Column("fired_at", mo.INTEGER(), nullable=False),
+            sa.Column("duration_ms", mo.INTEGER(), nullable=False),
             sa.Column("outcome", sa.Text(), nullable=False),
-            sa.Column("http_ok_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
-            sa.Column("http_fail_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
+            sa.Column("http_ok_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
+            sa.Column("http_fail_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
             sa.Column(
                 "http_status_json", sa.Text(), nullable=False, server_default=sa.text("'{}'")
             ),
@@ -42,7 +42,7 @@ def upgrade() -> None:
                 "failure_signatures", sa.Text(), nullable=False, server_default=sa.text("'[]'")
             ),
             sa.Column("text_summary", sa.Text(), nullable=False),
-            sa.Column("created_at", sa.Integer(), nullable=False),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
         )
     op.execute(
         "CREATE INDEX IF NOT EXISTS idx_schedule_outcomes_sid_time"

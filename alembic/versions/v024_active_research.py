@@ -21,11 +21,11 @@ depends_on = None
 def upgrade() -> None:
     mo.add_column_if_missing(
         "memory_pursuits",
-        sa.Column("is_active_research", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("is_active_research", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
     )
     mo.add_column_if_missing(
         "memory_pursuits",
-        sa.Column("research_iterations", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("research_iterations", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
     )
     mo.set_schema_version(24)
 

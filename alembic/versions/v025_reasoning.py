@@ -36,9 +36,9 @@ def upgrade() -> None:
             sa.Column("assumptions_json", sa.Text()),
             sa.Column("status", sa.Text(), nullable=False, server_default=sa.text("'active'")),
             sa.Column("root_node_id", sa.Text()),
-            sa.Column("budget_spent", sa.Integer(), nullable=False, server_default=sa.text("0")),
-            sa.Column("created_at", sa.Integer(), nullable=False),
-            sa.Column("updated_at", sa.Integer(), nullable=False),
+            sa.Column("budget_spent", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
+            sa.Column("updated_at", mo.INTEGER(), nullable=False),
         )
     op.execute(
         "CREATE INDEX IF NOT EXISTS idx_reasoning_sessions_status"
@@ -57,9 +57,9 @@ def upgrade() -> None:
             sa.Column("result", sa.Text()),
             sa.Column("approaches_tried_json", sa.Text()),
             sa.Column("evidence_refs_json", sa.Text()),
-            sa.Column("depth", sa.Integer(), nullable=False, server_default=sa.text("0")),
-            sa.Column("created_at", sa.Integer(), nullable=False),
-            sa.Column("updated_at", sa.Integer(), nullable=False),
+            sa.Column("depth", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
+            sa.Column("updated_at", mo.INTEGER(), nullable=False),
         )
     op.execute(
         "CREATE INDEX IF NOT EXISTS idx_reasoning_nodes_session"

@@ -19,10 +19,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    mo.add_column_if_missing("reasoning_nodes", sa.Column("value", sa.REAL()))
+    mo.add_column_if_missing("reasoning_nodes", sa.Column("value", mo.REAL()))
     mo.add_column_if_missing(
         "reasoning_nodes",
-        sa.Column("visits", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("visits", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
     )
     mo.set_schema_version(26)
 

@@ -21,7 +21,7 @@ depends_on = None
 def upgrade() -> None:
     mo.add_column_if_missing(
         "reasoning_sessions",
-        sa.Column("no_progress_rounds", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("no_progress_rounds", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
     )
     mo.set_schema_version(29)
 

@@ -21,7 +21,7 @@ depends_on = None
 def upgrade() -> None:
     mo.add_column_if_missing(
         "reasoning_sessions",
-        sa.Column("auto_advance", sa.Integer(), nullable=False, server_default=sa.text("0")),
+        sa.Column("auto_advance", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
     )
     mo.set_schema_version(30)
 

@@ -45,31 +45,31 @@ def upgrade() -> None:
             sa.Column(
                 "tool_policy_json", sa.Text(), nullable=False, server_default=sa.text("'[]'")
             ),
-            sa.Column("revision", sa.Integer(), nullable=False, server_default=sa.text("1")),
-            sa.Column("grade_anchor_at", sa.Integer()),
-            sa.Column("updated_at", sa.Integer(), nullable=False),
+            sa.Column("revision", mo.INTEGER(), nullable=False, server_default=sa.text("1")),
+            sa.Column("grade_anchor_at", mo.INTEGER()),
+            sa.Column("updated_at", mo.INTEGER(), nullable=False),
         )
     if not mo.has_table("philont_skill_revisions"):
         op.create_table(
             "philont_skill_revisions",
-            sa.Column("id", sa.Integer(), primary_key=True, nullable=True),
+            sa.Column("id", mo.INTEGER(), primary_key=True, nullable=True),
             sa.Column(
                 "skill_id",
                 sa.Text(),
                 sa.ForeignKey("memory_skills.id", ondelete="CASCADE"),
                 nullable=False,
             ),
-            sa.Column("revision", sa.Integer(), nullable=False),
+            sa.Column("revision", mo.INTEGER(), nullable=False),
             sa.Column("description", sa.Text(), nullable=False),
             sa.Column("action_template", sa.Text(), nullable=False),
             sa.Column("trigger_keywords", sa.Text(), nullable=False),
             sa.Column("steps_json", sa.Text(), nullable=False),
             sa.Column("verification", sa.Text()),
             sa.Column("tool_policy_json", sa.Text(), nullable=False),
-            sa.Column("success_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
-            sa.Column("failure_count", sa.Integer(), nullable=False, server_default=sa.text("0")),
-            sa.Column("created_at", sa.Integer(), nullable=False),
-            sa.Column("replaced_at", sa.Integer(), nullable=False),
+            sa.Column("success_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
+            sa.Column("failure_count", mo.INTEGER(), nullable=False, server_default=sa.text("0")),
+            sa.Column("created_at", mo.INTEGER(), nullable=False),
+            sa.Column("replaced_at", mo.INTEGER(), nullable=False),
             sa.UniqueConstraint("skill_id", "revision"),
             sqlite_autoincrement=True,
         )

@@ -17,7 +17,8 @@ so the file stays openable by it and ``memory_meta.schema_version`` is left at 3
   timestamp)``: a session's newest messages without sorting the session (all backends).
 
 The SQL is a frozen copy of the statements in ``philont/db/fts.py``. The FTS objects are SQLite
-only: other backends get their own search objects.
+only: on PostgreSQL only the session/time index is made here (the rest is a documented no-op;
+our revision v034 is its PostgreSQL counterpart).
 
 Forward-only: ``downgrade()`` raises NotImplementedError (philont schema history is forward-only).
 """

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, text
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
 from philont import settings
 from philont.errors import (
+    BackendError,
     DatabasePathError,
     DatabaseReadOnlyError,
     Fts5UnavailableError,
+    InvalidInputError,
     NotADatabaseError,
 )
 from philont.log import get_logger
@@ -29,19 +32,84 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-def resolve_url(target: str | Path | URL | None = None) -> URL:
+def resolve_url(target: str | Path | URL | None = None, *, agent: str | None = None) -> URL:
     """A SQLAlchemy URL from an explicit URL or path, else ``$MEMORY_DB_PATH``, else the
-    default ``~/.philont/memory/memory.sqlite``."""
+    default ``~/.philont/memory/memory.sqlite``.
+
+    A PostgreSQL URL needs ``agent`` (else ``$PHILONT_AGENT``, or an URL this function already
+    gave): the agent's data lives in its own schema, which every connection of the returned URL
+    puts first on its ``search_path`` (see :func:`agent_schema`). SQLite ignores ``agent``: one
+    file, one agent.
+    """
     if isinstance(target, URL):
-        return target
-    if target is None:
-        target = settings.default_db_path()
-    text = str(target)
-    if "://" in text:
-        return make_url(text)
-    if text == ":memory:":
-        return URL.create("sqlite+pysqlite", database=":memory:")
-    return URL.create("sqlite+pysqlite", database=str(Path(text).expanduser().resolve()))
+        url = target
+    else:
+        if target is None:
+            target = settings.default_db_path()
+        text_ = str(target)
+        if "://" in text_:
+            url = make_url(text_)
+        elif text_ == ":memory:":
+            return URL.create("sqlite+pysqlite", database=":memory:")
+        else:
+            return URL.create("sqlite+pysqlite", database=str(Path(text_).expanduser().resolve()))
+    if url.get_backend_name() != "postgresql":
+        return url
+    if url.get_driver_name() != "psycopg":
+        raise InvalidInputError(
+            f"PostgreSQL is supported through psycopg 3: use postgresql+psycopg://, "
+            f"not {url.drivername}://"
+        )
+    current = pg_schema(url)
+    if agent is None and current is None:
+        agent = os.environ.get(settings.AGENT_ENV) or None
+    if agent is None:
+        if current is None:
+            raise InvalidInputError(
+                "a PostgreSQL database holds many agents: name one (agent=..., --agent, "
+                "-x schema=...)"
+            )
+        return url
+    schema = agent_schema(agent)
+    if current is not None and current != schema:
+        raise InvalidInputError(f"URL is for agent {current!r}, not {agent!r}")
+    query = dict(url.query)
+    query["options"] = f"-csearch_path={schema},public"
+    return url.set(query=query)
+
+
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_RESERVED_SCHEMAS = frozenset({"public", "information_schema"})
+_SEARCH_PATH = re.compile(r"^-csearch_path=([a-z0-9_]+),public$")
+
+
+def agent_schema(agent: str) -> str:
+    """The PostgreSQL schema that holds ``agent``'s memory: its name, which must be a plain
+    lower-case identifier (letters, digits, ``_``; at most 63) and not a system schema."""
+    if (
+        not isinstance(agent, str)
+        or not _SCHEMA_NAME.match(agent)
+        or agent in _RESERVED_SCHEMAS
+        or agent.startswith("pg_")
+    ):
+        raise InvalidInputError(
+            f"agent name {agent!r} must be a lower-case identifier of at most 63 characters "
+            "(a-z, 0-9, _; not starting with a digit or pg_, not public)"
+        )
+    return agent
+
+
+def pg_schema(url: URL) -> str | None:
+    """The agent schema a PostgreSQL URL made by :func:`resolve_url` points at."""
+    options = url.query.get("options")
+    if url.get_backend_name() != "postgresql" or not isinstance(options, str):
+        return None
+    match = _SEARCH_PATH.match(options)
+    return match.group(1) if match else None
+
+
+def is_postgres(url: URL) -> bool:
+    return url.get_backend_name() == "postgresql"
 
 
 def sqlite_path(url: URL) -> Path | None:
@@ -162,8 +230,10 @@ def create_engine(
     DEFERRED unless the execution option ``philont_begin="IMMEDIATE"`` is set.
     """
     url = resolve_url(target)
+    if is_postgres(url):
+        return _create_pg_engine(url, create=create, echo=echo)
     if url.get_backend_name() != "sqlite":
-        return sa_create_engine(url, echo=echo)
+        raise InvalidInputError(f"unsupported database {url.drivername}: use SQLite or PostgreSQL")
     ensure_fts5()
     path = sqlite_path(url)
     if path is None:
@@ -175,6 +245,57 @@ def create_engine(
         engine = sa_create_engine(url, echo=echo)
     _install_sqlite_hooks(engine, foreign_keys=foreign_keys, busy_timeout_ms=busy_timeout_ms)
     return engine
+
+
+def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
+    """An Engine whose connections work in the URL's agent schema; with ``create`` the schema
+    and the ``pg_trgm`` extension (used by search) are made when missing."""
+    schema = pg_schema(url)
+    assert schema is not None, "resolve_url() guarantees the agent schema"
+    try:
+        engine = sa_create_engine(url, echo=echo, pool_pre_ping=True)
+    except ModuleNotFoundError as exc:
+        raise BackendError("PostgreSQL needs psycopg: pip install 'philont[postgres]'") from exc
+    event.listen(engine, "before_cursor_execute", _refuse_nul)
+    if create:
+        ensure_pg_schema(engine, schema)
+    return engine
+
+
+def _refuse_nul(
+    _conn: Any, _cursor: Any, _statement: str, parameters: Any, _context: Any, executemany: bool
+) -> None:
+    """PostgreSQL text cannot hold U+0000 (SQLite can): refuse it with a typed error before the
+    statement runs, instead of a driver error halfway through a transaction."""
+    batches = parameters if executemany else [parameters]
+    for params in batches:
+        values = params.values() if isinstance(params, dict) else params or ()
+        for value in values:
+            if isinstance(value, str) and "\x00" in value:
+                raise InvalidInputError(
+                    "text with a NUL character (U+0000) cannot be stored in PostgreSQL"
+                )
+
+
+def ensure_pg_schema(engine: Engine, schema: str) -> None:
+    """Create the agent's schema and the pg_trgm extension if missing (idempotent; two
+    processes racing here both succeed)."""
+    with engine.connect() as conn:
+        exists = conn.execute(
+            text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}
+        ).scalar()
+        has_trgm = conn.execute(
+            text("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
+        ).scalar()
+        conn.rollback()
+        if exists and has_trgm:
+            return
+        # A lock serialises concurrent first uses (CREATE ... IF NOT EXISTS can still race).
+        with conn.begin():
+            conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('philont.ensure_schema'))"))
+            conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{agent_schema(schema)}"'))
+            conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public"))
+    log.info("pg.schema_ready", schema=schema)
 
 
 def tighten_permissions(path: Path) -> None:

@@ -5,6 +5,7 @@ statements as frozen literals; a parity test keeps the two equal."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import DDL, Index, Table, event
 
@@ -249,3 +250,58 @@ for _vocab in VOCAB_TABLES:
     event.listen(_vocab.content_table, "after_create", _create.execute_if(dialect="sqlite"))
     _drop = DDL(f"DROP TABLE IF EXISTS {_vocab.name}")  # type: ignore[no-untyped-call]
     event.listen(_vocab.content_table, "before_drop", _drop.execute_if(dialect="sqlite"))
+
+
+# --- PostgreSQL: the same searches through GIN expression indexes (revision v034) ---------------
+# No table changes: word search uses to_tsvector('english', ...) (snowball stemming, as porter
+# here), substrings and short CJK words use pg_trgm. Queries must repeat these expressions
+# exactly for PostgreSQL to use the indexes.
+
+PG_MESSAGES_TEXT = "content"
+PG_NOTES_TEXT = "content"
+PG_SKILLS_TEXT = (
+    "(name || ' ' || description || ' ' || trigger_keywords || ' ' || coalesce(when_to_use, ''))"
+)
+
+
+def pg_words(expression: str) -> str:
+    """The tsvector a PostgreSQL word index holds for ``expression``."""
+    return f"to_tsvector('english'::regconfig, {expression})"
+
+
+PG_SEARCH_INDEXES: tuple[tuple[Any, str], ...] = (
+    (
+        RawMessage.__table__,
+        "CREATE INDEX IF NOT EXISTS philont_pg_raw_messages_words ON memory_raw_messages"
+        f" USING gin ({pg_words(PG_MESSAGES_TEXT)})",
+    ),
+    (
+        RawMessage.__table__,
+        "CREATE INDEX IF NOT EXISTS philont_pg_raw_messages_trgm ON memory_raw_messages"
+        f" USING gin ({PG_MESSAGES_TEXT} gin_trgm_ops)",
+    ),
+    (
+        Note.__table__,
+        "CREATE INDEX IF NOT EXISTS philont_pg_notes_words ON memory_notes"
+        f" USING gin ({pg_words(PG_NOTES_TEXT)})",
+    ),
+    (
+        Note.__table__,
+        "CREATE INDEX IF NOT EXISTS philont_pg_notes_trgm ON memory_notes"
+        f" USING gin ({PG_NOTES_TEXT} gin_trgm_ops)",
+    ),
+    (
+        Skill.__table__,
+        "CREATE INDEX IF NOT EXISTS philont_pg_skills_words ON memory_skills"
+        f" USING gin ({pg_words(PG_SKILLS_TEXT)})",
+    ),
+    (
+        Skill.__table__,
+        "CREATE INDEX IF NOT EXISTS philont_pg_skills_trgm ON memory_skills"
+        f" USING gin ({PG_SKILLS_TEXT} gin_trgm_ops)",
+    ),
+)
+
+for _table, _statement in PG_SEARCH_INDEXES:
+    _pg_ddl = DDL(_statement)  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it untyped
+    event.listen(_table, "after_create", _pg_ddl.execute_if(dialect="postgresql"))

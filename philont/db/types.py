@@ -8,12 +8,26 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import Dialect, Integer, Text
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy import REAL, BigInteger, Dialect, Integer, Text
+from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from philont.errors import InvalidInputError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+Int: TypeEngine[int] = Integer().with_variant(BigInteger(), "postgresql")
+"""Philont's INTEGER: SQLite integers are 64-bit, so PostgreSQL gets BIGINT (epoch-ms fits)."""
+
+Real: TypeEngine[float] = REAL().with_variant(DOUBLE_PRECISION(), "postgresql")
+"""Philont's REAL: SQLite reals are 8-byte doubles, so PostgreSQL gets DOUBLE PRECISION."""
+
+
+class _Int64Decorator:
+    """Mixin: the decorated INTEGER is BIGINT on PostgreSQL (see :data:`Int`)."""
+
+    def load_dialect_impl(self, dialect: Dialect) -> Any:
+        return dialect.type_descriptor(BigInteger() if dialect.name == "postgresql" else Integer())
 
 
 def to_epoch_ms(value: datetime) -> int:
@@ -39,7 +53,7 @@ def dumps_compact(value: Any) -> str:
     return text
 
 
-class EpochMillis(TypeDecorator[datetime]):
+class EpochMillis(_Int64Decorator, TypeDecorator[datetime]):
     """INTEGER epoch milliseconds on disk, timezone-aware ``datetime`` in Python."""
 
     impl = Integer
@@ -71,7 +85,7 @@ class JsonText(TypeDecorator[Any]):
         return None if value is None else json.loads(value)
 
 
-class IntBool(TypeDecorator[bool]):
+class IntBool(_Int64Decorator, TypeDecorator[bool]):
     """INTEGER 0/1 on disk, ``bool`` in Python."""
 
     impl = Integer

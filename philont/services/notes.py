@@ -73,7 +73,7 @@ def _check_limit(value: object) -> int:
 def _contains(token: str) -> ColumnElement[bool]:
     # '%' and '_' typed by the user are literal characters, not wildcards (the original let
     # them through, Q-F4: searching '%' returned every note).
-    return Note.content.like(f"%{_like_escape(token)}%", escape="\\")
+    return Note.content.ilike(f"%{_like_escape(token)}%", escape="\\")
 
 
 def _record(row: Note) -> NoteRecord:

@@ -247,7 +247,7 @@ class ReflectorService:
         """When the earliest unprocessed retrieval in scope happened (None: nothing to do)."""
         stmt = select(func.min(Action.timestamp)).where(
             Action.tool_name == window.retrieval_tool,
-            Action.success.is_(True),
+            Action.success == True,  # noqa: E712 - SQL comparison (IS 1 is SQLite-only)
             Action.linked_skill.is_(None),
             *_scope(Action.session_id, Action.timestamp, session_id, since, until),
         )

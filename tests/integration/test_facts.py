@@ -23,6 +23,8 @@ from philont.errors import (
 )
 from philont.services.facts import FactIdNotFoundError, FactService
 
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+
 if TYPE_CHECKING:
     from conftest import FakeClock
 

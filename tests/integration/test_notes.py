@@ -14,6 +14,8 @@ from philont.db.models import AccessLogEntry, Note
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from philont.services.notes import NoteService
 
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+
 if TYPE_CHECKING:
     from conftest import FakeClock
 

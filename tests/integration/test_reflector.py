@@ -19,6 +19,8 @@ from philont.services.reflector import ReflectorService
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
 
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+
 
 class Log:
     """Writes actions and user turns straight through the ORM, at controlled times."""

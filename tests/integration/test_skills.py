@@ -24,6 +24,8 @@ from philont.schemas.skills import GradeChange
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
 
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+
 
 @pytest.fixture
 def skills(session: Session, clock: FakeClock) -> SkillService:

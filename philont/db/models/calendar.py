@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Index, Integer, Text, text
+from sqlalchemy import Index, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from philont.db.base import Base
-from philont.db.types import EpochMillis, IntBool, JsonText
+from philont.db.types import EpochMillis, Int, IntBool, JsonText
 
 
 class CalendarEvent(Base):
@@ -66,9 +66,7 @@ class Schedule(Base):
     created_by: Mapped[str] = mapped_column(
         Text, nullable=False, server_default=text("'llm_external'")
     )
-    consecutive_failures: Mapped[int] = mapped_column(
-        Integer, nullable=False, server_default=text("0")
-    )
+    consecutive_failures: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
     paused_until: Mapped[datetime | None] = mapped_column(EpochMillis)
     project: Mapped[str | None] = mapped_column(Text)
     root_pursuit_id: Mapped[str | None] = mapped_column(Text)
@@ -80,10 +78,10 @@ class ScheduleOutcome(Base):
     id: Mapped[str] = mapped_column(Text, primary_key=True, nullable=True)
     schedule_id: Mapped[str] = mapped_column(Text, nullable=False)
     fired_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
-    duration_ms: Mapped[int] = mapped_column(Integer, nullable=False)
+    duration_ms: Mapped[int] = mapped_column(Int, nullable=False)
     outcome: Mapped[str] = mapped_column(Text, nullable=False)
-    http_ok_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
-    http_fail_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    http_ok_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
+    http_fail_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
     http_status: Mapped[Any] = mapped_column(
         "http_status_json", JsonText, nullable=False, server_default=text("'{}'")
     )

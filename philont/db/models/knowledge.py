@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import REAL, Index, Integer, Text, text
+from sqlalchemy import Index, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from philont.db.base import Base
-from philont.db.types import EpochMillis, JsonText, StrEnumText
+from philont.db.types import EpochMillis, Int, JsonText, Real, StrEnumText
 from philont.domain.kinds import AccessTarget, FactKind
 
 
@@ -19,7 +19,7 @@ class Note(Base):
 
     id: Mapped[str] = mapped_column(Text, primary_key=True, nullable=True)
     content: Mapped[str] = mapped_column(Text, nullable=False)
-    importance: Mapped[float] = mapped_column(REAL, nullable=False, server_default=text("0.5"))
+    importance: Mapped[float] = mapped_column(Real, nullable=False, server_default=text("0.5"))
     session_id: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
     last_accessed_at: Mapped[datetime | None] = mapped_column(EpochMillis)
@@ -60,7 +60,7 @@ class Fact(Base):
     namespace: Mapped[str] = mapped_column(Text, nullable=False)
     key: Mapped[str] = mapped_column(Text, nullable=False)
     value: Mapped[Any] = mapped_column("value_json", JsonText, nullable=False)
-    confidence: Mapped[float] = mapped_column(REAL, nullable=False, server_default=text("1.0"))
+    confidence: Mapped[float] = mapped_column(Real, nullable=False, server_default=text("1.0"))
     superseded_by: Mapped[str | None] = mapped_column(Text)
     supersedes: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
@@ -68,7 +68,7 @@ class Fact(Base):
     valid_from: Mapped[datetime | None] = mapped_column(EpochMillis)
     valid_until: Mapped[datetime | None] = mapped_column(EpochMillis)
     last_accessed_at: Mapped[datetime | None] = mapped_column(EpochMillis)
-    decay_tau_days: Mapped[float | None] = mapped_column(REAL)
+    decay_tau_days: Mapped[float | None] = mapped_column(Real)
     forgotten_at: Mapped[datetime | None] = mapped_column(EpochMillis)
     fact_kind: Mapped[FactKind] = mapped_column(
         StrEnumText(FactKind, fallback=FactKind.STATE),
@@ -86,7 +86,7 @@ class AccessLogEntry(Base):
         {"sqlite_autoincrement": True},
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True, nullable=True)
+    id: Mapped[int] = mapped_column(Int, primary_key=True, autoincrement=True, nullable=True)
     target_type: Mapped[AccessTarget] = mapped_column(StrEnumText(AccessTarget), nullable=False)
     target_id: Mapped[str] = mapped_column(Text, nullable=False)
     accessed_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import REAL, Index, Integer, Text, text
+from sqlalchemy import Index, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from philont.db.base import Base
-from philont.db.types import EpochMillis, IntBool, JsonText
+from philont.db.types import EpochMillis, Int, IntBool, JsonText, Real
 
 
 class Pursuit(Base):
@@ -40,21 +40,17 @@ class Pursuit(Base):
     progress_markers: Mapped[Any] = mapped_column(
         "progress_markers_json", JsonText, nullable=False, server_default=text("'[]'")
     )
-    last_progress_turn: Mapped[int] = mapped_column(
-        Integer, nullable=False, server_default=text("0")
-    )
+    last_progress_turn: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
     constitution_values: Mapped[str | None] = mapped_column(Text)
     constitution_red_lines: Mapped[str | None] = mapped_column(Text)
     constitution_drive_bounds: Mapped[str | None] = mapped_column(Text)
     constitution_governance: Mapped[str | None] = mapped_column(Text)
     last_touched_ts: Mapped[datetime | None] = mapped_column(EpochMillis)
-    stake_weight: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("5"))
+    stake_weight: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("5"))
     is_active_research: Mapped[bool] = mapped_column(
         IntBool, nullable=False, server_default=text("0")
     )
-    research_iterations: Mapped[int] = mapped_column(
-        Integer, nullable=False, server_default=text("0")
-    )
+    research_iterations: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
 
@@ -112,5 +108,5 @@ class DriveOutcome(Base):
         "memory_delta_json", JsonText, nullable=False, server_default=text("'{}'")
     )
     served_pursuit_id: Mapped[str | None] = mapped_column(Text)
-    effectiveness_score: Mapped[float | None] = mapped_column(REAL)
+    effectiveness_score: Mapped[float | None] = mapped_column(Real)
     root_pursuit_id: Mapped[str] = mapped_column(Text, nullable=False)

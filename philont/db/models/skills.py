@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Index, Integer, Text, text
+from sqlalchemy import Index, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from philont.db.base import Base
-from philont.db.types import EpochMillis, JsonText, StrEnumText
+from philont.db.types import EpochMillis, Int, JsonText, StrEnumText
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import Grade
 
@@ -23,11 +23,11 @@ class Skill(Base):
     description: Mapped[str] = mapped_column(Text, nullable=False)
     trigger_keywords: Mapped[Any] = mapped_column(JsonText, nullable=False)
     action_template: Mapped[str] = mapped_column(Text, nullable=False)
-    use_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    use_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
     last_used_at: Mapped[datetime | None] = mapped_column(EpochMillis)
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
-    success_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
-    failure_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    success_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
+    failure_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
     last_failure_at: Mapped[datetime | None] = mapped_column(EpochMillis)
     kind: Mapped[SkillKind] = mapped_column(
         StrEnumText(SkillKind, fallback=SkillKind.POSITIVE),
@@ -40,9 +40,7 @@ class Skill(Base):
         StrEnumText(Grade, fallback=Grade.DRAFT), nullable=False, server_default=text("'draft'")
     )
     last_success_at: Mapped[datetime | None] = mapped_column(EpochMillis)
-    consecutive_failures: Mapped[int] = mapped_column(
-        Integer, nullable=False, server_default=text("0")
-    )
+    consecutive_failures: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
     when_to_use: Mapped[str | None] = mapped_column(Text)
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import REAL, Index, Integer, PrimaryKeyConstraint, Text, text
+from sqlalchemy import Index, PrimaryKeyConstraint, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from philont.db.base import Base
-from philont.db.types import EpochMillis, IntBool, JsonText
+from philont.db.types import EpochMillis, Int, IntBool, JsonText, Real
 
 _ZERO = text("0")
 
@@ -31,7 +31,7 @@ class RoutingRule(Base):
         {"sqlite_autoincrement": True},
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True, nullable=True)
+    id: Mapped[int] = mapped_column(Int, primary_key=True, autoincrement=True, nullable=True)
     task_signature: Mapped[str] = mapped_column(Text, nullable=False)
     trigger_condition: Mapped[str] = mapped_column(Text, nullable=False)
     prefer_skill: Mapped[str | None] = mapped_column(Text)
@@ -41,12 +41,10 @@ class RoutingRule(Base):
     confidence: Mapped[str] = mapped_column(
         Text, nullable=False, server_default=text("'provisional'")
     )
-    success_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
-    failure_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
-    consecutive_successes: Mapped[int] = mapped_column(
-        Integer, nullable=False, server_default=_ZERO
-    )
-    consecutive_failures: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
+    success_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
+    failure_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
+    consecutive_successes: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
+    consecutive_failures: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
     context_keywords: Mapped[str | None] = mapped_column(Text)
     reflection_id: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
@@ -72,10 +70,10 @@ class Initiative(Base):
     driver: Mapped[str] = mapped_column(Text, nullable=False)
     target_ref: Mapped[str] = mapped_column(Text, nullable=False)
     rationale: Mapped[str] = mapped_column(Text, nullable=False)
-    utility: Mapped[float] = mapped_column(REAL, nullable=False)
+    utility: Mapped[float] = mapped_column(Real, nullable=False)
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("'pending'"))
-    budget_estimate: Mapped[int] = mapped_column(Integer, nullable=False)
-    budget_actual: Mapped[int | None] = mapped_column(Integer)
+    budget_estimate: Mapped[int] = mapped_column(Int, nullable=False)
+    budget_actual: Mapped[int | None] = mapped_column(Int)
     outcome_summary: Mapped[str | None] = mapped_column(Text)
     outcome_refs: Mapped[str | None] = mapped_column(Text)
     error: Mapped[str | None] = mapped_column(Text)
@@ -90,9 +88,9 @@ class AutonomousBudget(Base):
 
     user_id: Mapped[str] = mapped_column(Text, nullable=False)
     date: Mapped[str] = mapped_column(Text, nullable=False)
-    llm_tokens_used: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
-    tool_calls_used: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
-    initiatives_run: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
+    llm_tokens_used: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
+    tool_calls_used: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
+    initiatives_run: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
 
 
 class PushSubscription(Base):
@@ -111,14 +109,14 @@ class PushSubscription(Base):
     channel: Mapped[str] = mapped_column(Text, nullable=False)
     peer: Mapped[str] = mapped_column(Text, nullable=False)
     enabled: Mapped[bool] = mapped_column(IntBool, nullable=False, server_default=text("1"))
-    quiet_start_hour: Mapped[int | None] = mapped_column(Integer)
-    quiet_end_hour: Mapped[int | None] = mapped_column(Integer)
+    quiet_start_hour: Mapped[int | None] = mapped_column(Int)
+    quiet_end_hour: Mapped[int | None] = mapped_column(Int)
     timezone: Mapped[str | None] = mapped_column(Text)
     digest_min_interval_ms: Mapped[int] = mapped_column(
-        Integer, nullable=False, server_default=text("14400000")
+        Int, nullable=False, server_default=text("14400000")
     )
     urgent_min_interval_ms: Mapped[int] = mapped_column(
-        Integer, nullable=False, server_default=text("3600000")
+        Int, nullable=False, server_default=text("3600000")
     )
     last_digest_at: Mapped[datetime | None] = mapped_column(EpochMillis)
     last_urgent_at: Mapped[datetime | None] = mapped_column(EpochMillis)
@@ -155,8 +153,8 @@ class Plan(Base):
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
     completed_at: Mapped[datetime | None] = mapped_column(EpochMillis)
-    inner_iter: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
-    outer_iter: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
+    inner_iter: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
+    outer_iter: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
     deliverables: Mapped[Any] = mapped_column(
         "deliverables_json", JsonText, nullable=False, server_default=text("'[]'")
     )
@@ -187,7 +185,7 @@ class ConfigRule(Base):
         {"sqlite_autoincrement": True},
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True, nullable=True)
+    id: Mapped[int] = mapped_column(Int, primary_key=True, autoincrement=True, nullable=True)
     scope: Mapped[str] = mapped_column(Text, nullable=False)
     key: Mapped[str | None] = mapped_column(Text)
     value: Mapped[Any] = mapped_column("value_json", JsonText, nullable=False)
@@ -197,12 +195,10 @@ class ConfigRule(Base):
     )
     evidence: Mapped[str | None] = mapped_column(Text)
     audit_ref: Mapped[str | None] = mapped_column(Text)
-    success_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
-    failure_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
-    consecutive_successes: Mapped[int] = mapped_column(
-        Integer, nullable=False, server_default=_ZERO
-    )
-    consecutive_failures: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
+    success_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
+    failure_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
+    consecutive_successes: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
+    consecutive_failures: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
 
@@ -217,8 +213,8 @@ class ReasoningSession(Base):
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("'active'"))
     owner_session_id: Mapped[str | None] = mapped_column(Text)
     root_node_id: Mapped[str | None] = mapped_column(Text)
-    budget_spent: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
-    no_progress_rounds: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
+    budget_spent: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
+    no_progress_rounds: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
     auto_advance: Mapped[bool] = mapped_column(IntBool, nullable=False, server_default=_ZERO)
     mode: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("'formal'"))
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
@@ -238,9 +234,9 @@ class ReasoningNode(Base):
     result: Mapped[str | None] = mapped_column(Text)
     approaches_tried: Mapped[Any] = mapped_column("approaches_tried_json", JsonText, nullable=True)
     evidence_refs: Mapped[Any] = mapped_column("evidence_refs_json", JsonText, nullable=True)
-    depth: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
+    depth: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
-    value: Mapped[float | None] = mapped_column(REAL)
-    visits: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_ZERO)
+    value: Mapped[float | None] = mapped_column(Real)
+    visits: Mapped[int] = mapped_column(Int, nullable=False, server_default=_ZERO)
     technique: Mapped[str | None] = mapped_column(Text)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, Text, text
+from sqlalchemy import ForeignKey, Index, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from philont.db.base import Base
-from philont.db.types import EpochMillis, IntBool, JsonText, StrEnumText
+from philont.db.types import EpochMillis, Int, IntBool, JsonText, StrEnumText
 from philont.domain.kinds import Role
 
 
@@ -29,7 +29,7 @@ class RawMessage(Base):
         {"sqlite_autoincrement": True},
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True, nullable=True)
+    id: Mapped[int] = mapped_column(Int, primary_key=True, autoincrement=True, nullable=True)
     session_id: Mapped[str] = mapped_column(
         Text, ForeignKey("memory_raw_sessions.id"), nullable=False
     )
@@ -49,7 +49,7 @@ class Action(Base):
         {"sqlite_autoincrement": True},
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True, nullable=True)
+    id: Mapped[int] = mapped_column(Int, primary_key=True, autoincrement=True, nullable=True)
     session_id: Mapped[str] = mapped_column(Text, nullable=False)
     trigger: Mapped[str | None] = mapped_column(Text)
     tool_name: Mapped[str] = mapped_column(Text, nullable=False)
