@@ -9,6 +9,9 @@ Usage (from the repository root)::
     .venv/bin/python scripts/bench_recall.py --no-context     # also ours without context scores
     .venv/bin/python scripts/bench_recall.py --zh [--baseline]  # the Chinese set
     .venv/bin/python scripts/bench_recall.py --scale 100000   # retrieve() latency vs raw sqlite3
+    .venv/bin/python scripts/bench_recall.py --url postgresql+psycopg://u:p@host/db [--agent A]
+        # SQLite and PostgreSQL side by side (LoCoMo and the Chinese set; the agent schema,
+        # default bench_recall, is dropped and recreated)
 
 LoCoMo (Maharana et al., ACL 2024): every turn becomes a raw message (content = the turn text,
 timestamp = its session's date plus the turn index in seconds, one session per LoCoMo session,
@@ -30,18 +33,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, text
 from sqlalchemy.orm import Session
 
+from philont import migrate
 from philont.db.bootstrap import ensure_bootstrap_rows
-from philont.db.engine import create_engine
+from philont.db.engine import create_engine, pg_schema, resolve_url
 from philont.db.models import RawMessage, RawSession
 from philont.db.schema import metadata
 from philont.db.session import session_factory
@@ -54,6 +58,7 @@ HERE = Path(__file__).resolve()
 DEFAULT_DATA = HERE.parents[2] / "shared/data/locomo-dev/conv-26.json"
 ZH_DATA = HERE.parent / "data" / "zh_recall.json"
 KS = (5, 10, 20)
+DEFAULT_AGENT = "bench_recall"
 CATEGORIES = (1, 2, 3, 4)
 
 
@@ -141,23 +146,28 @@ def load_zh(path: Path) -> Conversation:
     return c
 
 
+def _insert(engine: Engine, conv: Conversation) -> None:
+    with engine.begin() as conn:
+        conn.execute(
+            insert(RawSession), [{"id": sid, "started_at": at} for sid, at in conv.sessions]
+        )
+        conn.execute(
+            insert(RawMessage),
+            [
+                {"id": i, "session_id": s, "role": r, "content": content, "timestamp": at}
+                for i, s, r, content, at in conv.messages
+            ],
+        )
+
+
 def _create(path: Path, conv: Conversation | None) -> Engine:
     """A memory database at ``path`` built through our models (create_all + DDL events)."""
     engine = create_engine(path)
     metadata.create_all(engine)
     with engine.begin() as conn:
         ensure_bootstrap_rows(conn)
-        if conv is not None:
-            conn.execute(
-                insert(RawSession), [{"id": sid, "started_at": at} for sid, at in conv.sessions]
-            )
-            conn.execute(
-                insert(RawMessage),
-                [
-                    {"id": i, "session_id": s, "role": r, "content": text, "timestamp": at}
-                    for i, s, r, text, at in conv.messages
-                ],
-            )
+    if conv is not None:
+        _insert(engine, conv)
     return engine
 
 
@@ -171,6 +181,46 @@ def database(conv: Conversation | None = None) -> Iterator[tuple[Engine, Path]]:
             yield engine, path
         finally:
             engine.dispose()
+
+
+@contextmanager
+def sqlite_database(conv: Conversation) -> Iterator[Engine]:
+    with database(conv) as (engine, _path):
+        yield engine
+
+
+def pg_database(url: str, agent: str) -> Callable[[Conversation], AbstractContextManager[Engine]]:
+    """Opens ``conv`` in the PostgreSQL agent schema ``agent`` at ``url``: the schema is dropped,
+    recreated and migrated to head (``philont.migrate.upgrade``, as ``Memory.open`` does), then
+    filled and analysed. It is left in place afterwards (for inspection; the next run drops it)."""
+    target = resolve_url(url, agent=agent)
+    schema = pg_schema(target)
+
+    @contextmanager
+    def _open(conv: Conversation) -> Iterator[Engine]:
+        engine = create_engine(target)  # creates the schema (and pg_trgm) when missing
+        with engine.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        engine.dispose()
+        migrate.upgrade(target)
+        engine = create_engine(target)
+        try:
+            _insert(engine, conv)
+            with engine.begin() as conn:
+                # Ids were given explicitly: move the sequence past them, as appends would.
+                conn.execute(
+                    text(
+                        "SELECT setval(pg_get_serial_sequence('memory_raw_messages', 'id'),"
+                        " (SELECT coalesce(max(id), 0) + 1 FROM memory_raw_messages), false)"
+                    )
+                )
+            with engine.connect() as conn:
+                conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE"))
+            yield engine
+        finally:
+            engine.dispose()
+
+    return _open
 
 
 # --- the two algorithms ----------------------------------------------------------------------
@@ -253,9 +303,11 @@ class Score:
     zero: int = 0
     latencies: list[float] = field(default_factory=list)
     per_category: dict[Any, list[float]] = field(default_factory=dict)
+    ranked: list[list[int]] = field(default_factory=list)  # each question's hits, in order
 
     def add(self, q: Question, ids: list[int], seconds: float) -> None:
         self.questions += 1
+        self.ranked.append(list(ids))
         self.latencies.append(seconds)
         if not ids:
             self.zero += 1
@@ -283,10 +335,14 @@ def _pct(sorted_values: Sequence[float], pct: float) -> float:
     return sorted_values[index]
 
 
-def run(conversations: list[Conversation], searchers: dict[str, Searcher]) -> dict[str, Score]:
+def run(
+    conversations: list[Conversation],
+    searchers: dict[str, Searcher],
+    opener: Callable[[Conversation], AbstractContextManager[Engine]] = sqlite_database,
+) -> dict[str, Score]:
     scores = {name: Score() for name in searchers}
     for conv in conversations:
-        with database(conv) as (engine, _path):
+        with opener(conv) as engine:
             factory = session_factory(engine)
             with factory() as session, session.begin():
                 for q in conv.questions:
@@ -321,6 +377,95 @@ def print_scores(title: str, scores: dict[str, Score]) -> None:
         )
         if name == "ours" and len(s.per_category) <= 8:
             print(f"  ours recall@10 by category: {cats}")
+
+
+# --- SQLite vs PostgreSQL ---------------------------------------------------------------------
+
+_SIDE = ("R@5", "R@10", "R@20", "zero")
+
+
+def print_side_by_side(title: str, sqlite: Score, pg: Score, *, found: bool = False) -> None:
+    """One table: SQLite, PostgreSQL and their difference (PostgreSQL minus SQLite)."""
+    print(f"\n{title}")
+    cols = ("R@5", "R@10", "R@20", "zero%", "p50 ms", "p95 ms")
+    if found:
+        cols += ("found@10",)
+    print(f"{'':<14}" + "".join(f"{c:>9}" for c in cols))
+    a, b = sqlite.row(), pg.row()
+
+    def line(name: str, r: dict[str, float], s: Score | None) -> str:
+        out = f"{name:<14}" + "".join(f"{r[k]:>9.3f}" for k in _SIDE[:3])
+        out += f"{100 * r['zero']:>9.1f}{r['p50_ms']:>9.2f}{r['p95_ms']:>9.2f}"
+        if found and s is not None:
+            out += f"{f'{_found(s)}/{s.questions}':>9}"
+        return out
+
+    print(line("sqlite", a, sqlite))
+    print(line("postgresql", b, pg))
+    diff = {k: b[k] - a[k] for k in a}
+    text_ = f"{'pg - sqlite':<14}" + "".join(f"{diff[k]:>+9.3f}" for k in _SIDE[:3])
+    text_ += f"{100 * diff['zero']:>+9.1f}{diff['p50_ms']:>+9.2f}{diff['p95_ms']:>+9.2f}"
+    if found:
+        text_ += f"{_found(pg) - _found(sqlite):>+9d}"
+    print(text_)
+    same = sum(1 for x, y in zip(sqlite.ranked, pg.ranked, strict=True) if x[:10] == y[:10])
+    top = sum(1 for x, y in zip(sqlite.ranked, pg.ranked, strict=True) if x[:1] == y[:1])
+    print(
+        f"  same top hit on {top}/{sqlite.questions} questions, same top 10 (in order) on"
+        f" {same}/{sqlite.questions}"
+    )
+
+
+def _found(score: Score) -> int:
+    """Questions with at least one evidence message in the top 10."""
+    return sum(1 for v in score.per_category.values() for x in v if x > 0)
+
+
+def print_differences(
+    conversations: list[Conversation], sqlite: Score, pg: Score, limit: int
+) -> None:
+    """The questions whose recall@10 differs most between the backends (for diagnosis)."""
+    questions = [q for c in conversations for q in c.questions]
+    rows = []
+    for q, x, y in zip(questions, sqlite.ranked, pg.ranked, strict=True):
+        a = len(q.evidence & set(x[:10])) / len(q.evidence)
+        b = len(q.evidence & set(y[:10])) / len(q.evidence)
+        if a != b:
+            rows.append((b - a, q, x, y))
+    rows.sort(key=lambda r: r[0])
+    print(f"  recall@10 differs on {len(rows)} question(s); the {min(limit, len(rows))} largest:")
+    for delta, q, x, y in sorted(rows, key=lambda r: -abs(r[0]))[:limit]:
+        print(f"  {delta:+.2f} {q.text!r} evidence {sorted(q.evidence)}")
+        print(f"        sqlite {x[:10]}")
+        print(f"        pg     {y[:10]}")
+
+
+def compare_backends(
+    conversations: list[Conversation], data_name: str, url: str, agent: str, show: int
+) -> None:
+    """``ours`` on SQLite and on PostgreSQL, LoCoMo then the Chinese set, side by side."""
+    pg = pg_database(url, agent)
+    print(f"postgresql: {resolve_url(url, agent=agent).render_as_string()} (schema {agent})")
+    searchers: dict[str, Searcher] = {"ours": ours}
+    n_q = sum(len(c.questions) for c in conversations)
+    n_m = sum(len(c.messages) for c in conversations)
+    a = run(conversations, searchers)["ours"]
+    b = run(conversations, searchers, pg)["ours"]
+    print_side_by_side(f"LoCoMo {data_name}: {n_m} messages, {n_q} questions (ours)", a, b)
+    if show:
+        print_differences(conversations, a, b, show)
+    zh = load_zh(ZH_DATA)
+    a = run([zh], searchers)["ours"]
+    b = run([zh], searchers, pg)["ours"]
+    print_side_by_side(
+        f"Chinese set {ZH_DATA.name}: {len(zh.messages)} messages, {len(zh.questions)} questions"
+        " (found@10: questions with their message in the top 10)",
+        a,
+        b,
+        found=True,
+    )
+    if show:
+        print_differences([zh], a, b, show)
 
 
 # --- latency at scale ------------------------------------------------------------------------
@@ -520,8 +665,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--scale-db", type=Path, metavar="PATH", help="keep the --scale database here (reused)"
     )
+    parser.add_argument(
+        "--url",
+        metavar="URL",
+        help="also on this PostgreSQL server (postgresql+psycopg://...): both backends side by"
+        " side, LoCoMo and the Chinese set",
+    )
+    parser.add_argument(
+        "--agent",
+        default=DEFAULT_AGENT,
+        help=f"the agent schema used with --url, dropped and recreated (default {DEFAULT_AGENT})",
+    )
+    parser.add_argument(
+        "--show-diff",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --url: list the N questions whose recall@10 differs most",
+    )
     args = parser.parse_args(argv)
     print(machine())
+    if args.url:
+        if not args.data.exists():
+            print(f"no data at {args.data}", file=sys.stderr)
+            return 2
+        compare_backends(
+            load_locomo(args.data), args.data.name, args.url, args.agent, args.show_diff
+        )
+        return 0
     if args.scale:
         scale(args.scale, args.scale_db)
         return 0

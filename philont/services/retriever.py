@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -15,7 +14,7 @@ from philont.domain.kinds import Role
 from philont.domain.tokens import TokenEstimator, default_estimator, utf16_len
 from philont.errors import InvalidInputError
 from philont.schemas.search import ContextMessage, RetrievalResult
-from philont.services.search import SearchService, driver_connection, fetch_all
+from philont.services.search import DbConn, SearchService, driver_connection, fetch_all
 
 __all__ = [
     "DEFAULT_RECALL_BUDGET_TOKENS",
@@ -166,7 +165,7 @@ class TimelineRetriever:
 
     def _newest(
         self,
-        conn: sqlite3.Connection,
+        conn: DbConn,
         role_sql: str,
         sessions: tuple[str, ...],
         now_ms: int | None,
@@ -200,7 +199,7 @@ class TimelineRetriever:
 
     def _recent(
         self,
-        conn: sqlite3.Connection,
+        conn: DbConn,
         limit: int,
         budget: int,
         sessions: tuple[str, ...],
@@ -221,7 +220,7 @@ class TimelineRetriever:
 
     def _dropped_system(
         self,
-        conn: sqlite3.Connection,
+        conn: DbConn,
         recent: list[tuple[int, str, str, int]],
         limit: int,
         sessions: tuple[str, ...],

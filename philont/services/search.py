@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from sqlalchemy.orm import Session
 
@@ -21,7 +21,7 @@ from philont.domain.query import LIKE_ESCAPE, SearchPlan, build_plan, like_patte
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.schemas.search import MessageHit, NoteHit, SkillHit
 
-__all__ = ["SearchService", "driver_connection", "fetch_all"]
+__all__ = ["DbConn", "SearchService", "driver_connection", "fetch_all"]
 
 # --- tunables --------------------------------------------------------------------------------
 # Chosen on general grounds and checked on the LoCoMo development conversation with
@@ -56,8 +56,17 @@ is appended to a hit. ``SearchService(context_weights=())`` turns it off."""
 CONTEXT_SOURCES = 30
 """Only the best this-many keyword matches pass a share of their score to their neighbours."""
 
+CJK_OCCURRENCE_CAP = 1_000
+CJK_RECENT_ROWS = 2_000
+"""Messages: a short CJK term's occurrences in the trigram index are counted up to
+CJK_OCCURRENCE_CAP (inside SQLite, about 0.5 us each). A rarer term's messages are all read
+and scored; a more common one counts as present in its newest PRESENCE_WINDOW matches among
+the newest CJK_RECENT_ROWS messages that pass the filters, weighted by idf squared like a
+common word. So a term's cost is bounded whatever the history size."""
+
 CJK_INSTANCE_CAP = 20_000
-"""At most this many trigram occurrences are read per CJK term; more marks the term common."""
+"""Notes and skills (small tables): at most this many records matching a CJK term are read by
+LIKE; more marks the term common."""
 
 MAX_LIMIT = 1_000
 
@@ -65,7 +74,29 @@ MAX_LIMIT = 1_000
 # --- the connection --------------------------------------------------------------------------
 
 
-def driver_connection(session: Session) -> sqlite3.Connection:
+class Cursor(Protocol):
+    def fetchall(self) -> list[tuple[Any, ...]]: ...
+
+
+class DbConn(Protocol):
+    """What the hot paths need of a DB-API connection: ``execute(sql, params)`` with ``?``
+    placeholders, returning something with ``fetchall()`` (sqlite3's own connection does)."""
+
+    def execute(self, sql: str, params: tuple[Any, ...], /) -> Cursor: ...
+
+
+class _PgConn:
+    """psycopg's connection behind the :class:`DbConn` interface (``?`` -> ``%s``; our SQL holds
+    no other ``?`` or ``%``: every value is bound)."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    def execute(self, sql: str, params: tuple[Any, ...], /) -> Cursor:
+        return cast(Cursor, self._raw.execute(sql.replace("?", "%s"), params))
+
+
+def driver_connection(session: Session) -> DbConn:
     """The DB-API connection under the session's transaction, pending ORM changes flushed
     first (as an ORM query would, with autoflush on).
 
@@ -74,12 +105,13 @@ def driver_connection(session: Session) -> sqlite3.Connection:
     """
     if session.autoflush:
         session.flush()
-    return cast(sqlite3.Connection, session.connection().connection.driver_connection)
+    raw = session.connection().connection.driver_connection
+    if isinstance(raw, sqlite3.Connection):
+        return raw
+    return _PgConn(raw)
 
 
-def fetch_all(
-    conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()
-) -> list[tuple[Any, ...]]:
+def fetch_all(conn: DbConn, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     """All rows of one read statement."""
     return conn.execute(sql, tuple(params)).fetchall()
 
@@ -215,6 +247,19 @@ class SearchService:
     them in the same session (see ``CONTEXT_WEIGHTS``). The caller owns the transaction.
     """
 
+    def __new__(
+        cls,
+        session: Session,
+        *,
+        context_weights: Sequence[tuple[int, float]] = CONTEXT_WEIGHTS,
+    ) -> SearchService:
+        """On PostgreSQL, the same service over its own indexes (``search_pg``)."""
+        if cls is SearchService and session.get_bind().dialect.name == "postgresql":
+            from philont.services.search_pg import PgSearchService
+
+            return super().__new__(PgSearchService)
+        return super().__new__(cls)
+
     def __init__(
         self,
         session: Session,
@@ -223,7 +268,7 @@ class SearchService:
     ) -> None:
         """``context_weights``: (offset, share) pairs for messages (``()`` turns it off)."""
         self._session = session
-        self._conn: sqlite3.Connection | None = None
+        self._conn: DbConn | None = None
         self._context = tuple((int(off), float(w)) for off, w in context_weights if off and w)
 
     # --- public API ------------------------------------------------------------------------
@@ -593,31 +638,63 @@ class SearchService:
                 term.scores[d] = max(term.scores.get(d, 0.0), score * weight)
 
     def _cjk_terms_indexed(self, plan: SearchPlan, flt: _Filter, n_docs: int) -> list[_Term]:
-        """Short CJK terms through indexes: every trigram that starts with the term (Philont's
-        trigram index, via fts5vocab) plus messages whose last two characters are the term."""
-        arms: list[str] = []
-        params: list[Any] = []
+        """Short CJK terms through indexes. A term occurs wherever a trigram starts with it
+        (Philont's trigram index, read through fts5vocab) or a message ends with it (the
+        ``tail`` column of our word index). Occurrences are counted up to CJK_OCCURRENCE_CAP: a
+        rarer term's messages are all read, a more common one's newest (see the constant)."""
         vocab = "philont_raw_messages_fts_trigrams"
         words = _MESSAGES.words
-        join = f" CROSS JOIN {_MESSAGES.base} AS b ON b.rowid = v.doc" if flt.sql else ""
-        tail_source = self._from(words, _MESSAGES, flt)
+
+        def occurrences(term: str, flt: _Filter) -> tuple[str, list[Any]]:
+            """SQL for the term's occurrences, one row (``id``: the message) each."""
+            join = f" CROSS JOIN {_MESSAGES.base} AS b ON b.rowid = v.doc" if flt.sql else ""
+            sql = (
+                f"SELECT v.doc AS id FROM {vocab} AS v{join} WHERE v.term >= ? AND v.term < ?"
+                f" AND v.col = 'content'{flt.where()} UNION ALL SELECT {words}.rowid AS id"
+                f"{self._from(words, _MESSAGES, flt)} WHERE {words} MATCH ?{flt.where()}"
+            )
+            return sql, [term, term + "\U0010ffff", *flt.params, "tail : " + quote(term)]
+
+        # 1. How common each term is in the whole history (counted inside SQLite).
+        arms: list[str] = []
+        params: list[Any] = []
         for i, term in enumerate(plan.like_terms):
-            arms.append(
-                f"SELECT * FROM (SELECT {i} AS t, v.doc AS id FROM {vocab} AS v{join}"
-                f" WHERE v.term >= ? AND v.term < ? AND v.col = 'content'{flt.where()} LIMIT ?)"
+            sql, values = occurrences(term, _Filter())
+            arms.append(f"SELECT {i}, count(*) FROM ({sql} LIMIT ?)")
+            params += [*values, CJK_OCCURRENCE_CAP]
+        counts = {int(t): int(n) for t, n in self._fetch(" UNION ALL ".join(arms), params)}
+
+        # 2. A rare term: every message, with its number of occurrences there. A common one:
+        #    present (tf 1) in its newest matches among the newest messages.
+        arms, params = [], []
+        where = f" WHERE {flt.sql}" if flt.sql else ""
+        for i, term in enumerate(plan.like_terms):
+            if counts.get(i, 0) >= CJK_OCCURRENCE_CAP:
+                arms.append(
+                    f"SELECT * FROM (SELECT {i} AS t, id, 1 AS tf FROM (SELECT b.rowid AS id,"
+                    f" b.content AS c FROM {_MESSAGES.base} AS b{where} ORDER BY b.rowid DESC"
+                    " LIMIT ?) WHERE instr(c, ?) > 0 LIMIT ?)"
+                )
+                params += [*flt.params, CJK_RECENT_ROWS, term, PRESENCE_WINDOW]
+            elif counts.get(i, 0) > 0:
+                sql, values = occurrences(term, flt)
+                arms.append(f"SELECT {i}, id, count(*) FROM ({sql} LIMIT ?) GROUP BY id")
+                params += [*values, CJK_OCCURRENCE_CAP]
+        found: dict[int, dict[int, int]] = defaultdict(dict)
+        if arms:
+            for t, doc, tf in self._fetch(" UNION ALL ".join(arms), params):
+                found[int(t)][int(doc)] = int(tf)
+
+        terms: list[_Term] = []
+        for i, term in enumerate(plan.like_terms):
+            docs = found.get(i, {})
+            common = counts.get(i, 0) >= CJK_OCCURRENCE_CAP
+            df = _estimate_cjk_df(list(docs), n_docs) if common else len(docs)
+            idf = _idf(max(df, 1), n_docs)
+            terms.append(
+                _Term(term, df, {d: idf * idf * _saturate(float(tf)) for d, tf in docs.items()})
             )
-            params += [term, term + "\U0010ffff", *flt.params, CJK_INSTANCE_CAP]
-            arms.append(
-                f"SELECT * FROM (SELECT {i} AS t, {words}.rowid AS id{tail_source}"
-                f" WHERE {words} MATCH ?{flt.where()} LIMIT ?)"
-            )
-            params += ["tail : " + quote(term), *flt.params, CJK_INSTANCE_CAP]
-        counts: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-        instances: dict[int, int] = defaultdict(int)
-        for t, doc in self._fetch(" UNION ALL ".join(arms), params):
-            counts[int(t)][int(doc)] += 1
-            instances[int(t)] += 1
-        return self._cjk_terms(plan, {i: dict(c) for i, c in counts.items()}, instances, n_docs)
+        return terms
 
     def _cjk_terms_like(
         self, corpus: _Corpus, plan: SearchPlan, flt: _Filter, n_docs: int
@@ -679,8 +756,8 @@ class SearchService:
         wanted.discard(0)
         ids = sorted(i for i in wanted if i > 0)
         rows = self._rows(
-            f"SELECT rowid, session_id, timestamp, role FROM {_MESSAGES.base}"
-            f" WHERE rowid IN ({_marks(len(ids))})",
+            f"SELECT id, session_id, timestamp, role FROM {_MESSAGES.base}"
+            f" WHERE id IN ({_marks(len(ids))})",
             ids,
         )
         check = not flt.is_empty()
@@ -775,6 +852,17 @@ def _estimate_df(newest: dict[int, float], n_docs: int) -> int:
         return max(floor, len(newest))
     span = max(n_docs - min(newest) + 1, len(newest))
     return min(n_docs, max(floor, round(len(newest) * n_docs / span)))
+
+
+def _estimate_cjk_df(newest: list[int], n_docs: int) -> int:
+    """Document frequency of a common CJK term from its newest matches: their share of the
+    rowids they span (of all CJK_RECENT_ROWS read, when fewer than PRESENCE_WINDOW matched),
+    scaled to the collection."""
+    if len(newest) >= PRESENCE_WINDOW:
+        span = n_docs - min(newest) + 1
+    else:
+        span = min(CJK_RECENT_ROWS, n_docs)
+    return min(n_docs, max(len(newest), 1, round(len(newest) * n_docs / max(span, 1))))
 
 
 def _role(value: str) -> Role:

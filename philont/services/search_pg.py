@@ -1,0 +1,594 @@
+"""Keyword search on PostgreSQL: the same query plan and ranking as on SQLite, over GIN indexes.
+
+The plan comes from :func:`philont.domain.query.build_plan` as on SQLite; every word is bound as
+``phraseto_tsquery('english', ?)`` (so no tsquery operator can come from user text) and every
+CJK term as an escaped LIKE pattern. Ranking mirrors :class:`SearchService`: per-word bm25 (term
+frequencies read from the document's tsvector, ``english`` snowball stemming as porter on
+SQLite) weighted by the word's idf once more, common words counted as present in their newest
+documents, long words also as substrings (pg_trgm), short CJK terms by LIKE, and messages earn a
+share of their neighbours' scores. The indexes are revision v034's (``philont/db/fts.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
+from philont.db.models import Note, RawMessage, Skill
+from philont.db.types import from_epoch_ms
+from philont.domain.kinds import Role, SkillKind
+from philont.domain.maturity import Grade, parse_grade
+from philont.domain.query import LIKE_ESCAPE, SearchPlan, like_pattern
+from philont.errors import InvalidInputError
+from philont.schemas.search import NoteHit, SkillHit
+from philont.services import search as base
+from philont.services.search import (
+    BM25_MAX_DF,
+    CANDIDATES_PER_TERM,
+    CJK_INSTANCE_CAP,
+    PRESENCE_WINDOW,
+    SUBSTRING_MIN_CHARS,
+    SUBSTRING_WEIGHT,
+    SearchService,
+    _best,
+    _check_limit,
+    _check_query,
+    _contenders,
+    _distinct_at_most,
+    _estimate_df,
+    _Filter,
+    _idf,
+    _keywords,
+    _marks,
+    _saturate,
+    driver_connection,
+)
+
+__all__ = ["PgSearchService"]
+
+BM25_B = 0.75
+"""bm25's length normalisation, as in FTS5."""
+
+CJK_NEWEST = 2_000
+"""A short CJK term is looked up in at most its newest this-many documents."""
+
+LENGTH_SAMPLE = 2_000
+"""The average document length (bm25's avgdl) is measured on at most this many documents
+(messages: the newest), and kept per table until the table grows or shrinks by LENGTH_DRIFT."""
+
+LENGTH_DRIFT = 0.05
+
+SUBSTRING_SCAN = 2_000
+"""A substring look-up reads at most this many matching documents (newest first) to rank."""
+
+_TOKEN = re.compile(r"[^\W_]+")
+"""A token as FTS5's unicode61 tokenizer cuts them: a run of letters and digits."""
+
+
+@dataclass(frozen=True)
+class _PgCorpus:
+    """One searchable table: its text expression(s), and weighted columns for term frequency."""
+
+    base: str
+    text: str  # the expression the word and trigram indexes cover
+    columns: tuple[tuple[str, float], ...]  # the word index's (expression, weight), as on SQLite
+    trigram_columns: tuple[tuple[str, float], ...]  # the trigram index's, as on SQLite
+    count: str  # SQL for the number of documents
+    newest: str  # ORDER BY for "newest first"
+    tail: bool = False  # messages: the word index's second column, the last two characters
+
+
+_MESSAGES = _PgCorpus(
+    RawMessage.__tablename__,
+    PG_MESSAGES_TEXT,
+    (("content", 1.0),),
+    (("content", 1.0), ("role", 0.0)),
+    "coalesce(max(id), 0)",  # as max(rowid) on SQLite: O(log n), append-only
+    "b.id DESC",
+    tail=True,
+)
+_NOTES = _PgCorpus(
+    Note.__tablename__,
+    PG_NOTES_TEXT,
+    (("content", 1.0),),
+    (("content", 1.0),),
+    "count(*)",
+    "b.created_at DESC, b.id DESC",
+)
+# name > trigger keywords > description (when_to_use reads like a description), as on SQLite.
+_SKILLS = _PgCorpus(
+    Skill.__tablename__,
+    PG_SKILLS_TEXT,
+    (
+        ("name", 4.0),
+        ("description", 1.0),
+        ("trigger_keywords", 2.0),
+        ("coalesce(when_to_use, '')", 1.0),
+    ),
+    (("name", 4.0), ("description", 1.0), ("trigger_keywords", 2.0)),
+    "count(*)",
+    "b.created_at DESC, b.id DESC",
+)
+
+
+def _tokens(text: Any) -> int:
+    """Tokens FTS5's unicode61 tokenizer makes of ``text`` (bm25's document length)."""
+    return sum(1 for _ in _TOKEN.finditer(str(text or "")))
+
+
+def _trigrams(text: Any) -> int:
+    """Tokens FTS5's trigram tokenizer makes of ``text``."""
+    return max(len(str(text or "")) - 2, 0)
+
+
+def _occurrences(text: Any, needle: str) -> int:
+    """Overlapping, case-insensitive occurrences (a trigram phrase match's frequency)."""
+    hay = str(text or "").lower()
+    n, at = 0, hay.find(needle)
+    while at >= 0:
+        n += 1
+        at = hay.find(needle, at + 1)
+    return n
+
+
+def _word_length(corpus: _PgCorpus, texts: Sequence[Any]) -> int:
+    """bm25's length of one document of the word index (all its columns, as FTS5 counts)."""
+    length = sum(_tokens(t) for t in texts)
+    if corpus.tail:
+        length += _tokens(str(texts[0] or "")[-2:])
+    return length
+
+
+def _phrase_count(tokens: list[str], phrase: list[str], stems: dict[str, str]) -> int:
+    """How often the stemmed ``phrase`` occurs in ``tokens`` (FTS5's phrase frequency)."""
+    if not phrase:
+        return 0
+    n = len(phrase)
+    if n == 1:
+        return sum(1 for t in tokens if stems.get(t, t) == phrase[0])
+    return sum(
+        1
+        for k in range(len(tokens) - n + 1)
+        if all(stems.get(tokens[k + j], tokens[k + j]) == phrase[j] for j in range(n))
+    )
+
+
+def _bm25(tf: float, length: float, avg_length: float) -> float:
+    norm = 1 - BM25_B + BM25_B * (length / avg_length if avg_length > 0 else 1.0)
+    return tf * (base.BM25_K1 + 1) / (tf + base.BM25_K1 * norm) if tf > 0 else 0.0
+
+
+def _cut(scored: dict[Any, float]) -> list[Any]:
+    """A term's best CANDIDATES_PER_TERM documents. Equal scores (same frequency, same length)
+    keep the older document, as SQLite's ``ORDER BY score LIMIT`` over FTS5's rowid order does."""
+    return sorted(scored, key=lambda d: (-scored[d], d))[:CANDIDATES_PER_TERM]
+
+
+_LENGTHS: dict[tuple[str, int], tuple[int, float, float]] = {}
+"""(database, table oid) -> (documents when measured, average word and trigram lengths)."""
+
+_LENGTHS_LOCK = threading.Lock()
+
+STEM_CACHE = 50_000
+_STEMS: dict[str, str] = {}
+"""Token -> PostgreSQL's ``english_stem`` of it (the dictionary is fixed; at most STEM_CACHE)."""
+
+_ID_LIST = re.compile(r" IN \(\?(?:, \?)*\)$")
+
+
+class PgSearchService(SearchService):
+    """:class:`SearchService` on PostgreSQL (``SearchService(session)`` returns one there)."""
+
+    # --- public API (same contracts as SearchService) ---------------------------------------
+
+    def message_rows(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        session_ids: Sequence[str] | None = None,
+        roles: Iterable[Role | str] | None = None,
+        exclude_ids: Collection[int] = (),
+    ) -> list[tuple[int, str, str, str, int, float]]:
+        limit = _check_limit(limit)
+        flt = self._message_filter(since, until, session_ids, roles)
+        plan = _check_query(query)
+        self._conn = driver_connection(self._session)
+        if plan is None:
+            return []
+        excluded = set(exclude_ids)
+        own = self._pg_score(_MESSAGES, plan, flt.as_sql(), limit + len(excluded))
+        if not own:
+            return []
+        combined = self._add_context(own, flt)
+        for i in excluded:
+            combined.pop(i, None)
+        ranked = _best(combined, limit)
+        if not ranked:
+            return []
+        fetched = self._rows(
+            f"SELECT id, session_id, role, content, timestamp FROM {_MESSAGES.base}"
+            f" WHERE id IN ({_marks(len(ranked))})",
+            ranked,
+        )
+        return [
+            (i, str(r[1]), str(r[2]), str(r[3]), int(r[4]), combined[i])
+            for i in ranked
+            if (r := fetched.get(i)) is not None
+        ]
+
+    def notes(
+        self, query: str, *, limit: int = 5, include_forgotten: bool = False
+    ) -> list[NoteHit]:
+        limit = _check_limit(limit)
+        flt = _Filter("" if include_forgotten else "b.forgotten_at IS NULL")
+        plan = _check_query(query)
+        if plan is None:
+            return []
+        self._conn = driver_connection(self._session)
+        own = self._pg_score(_NOTES, plan, flt, limit)
+        if not own:
+            return []
+        own = _contenders(own, limit, 0.75 / 1.25)
+        rows = {
+            r[0]: r
+            for r in self._fetch(
+                "SELECT id, content, importance, session_id, created_at, forgotten_at"
+                f" FROM {_NOTES.base} WHERE id = ANY(?)",
+                [list(own)],
+            )
+        }
+        scored = []
+        for key, score in own.items():
+            r = rows.get(key)
+            if r is None:  # pragma: no cover - deleted concurrently
+                continue
+            importance = float(r[2]) if r[2] is not None else 0.5
+            scored.append((score * (0.75 + 0.5 * min(max(importance, 0.0), 1.0)), r))
+        scored.sort(key=lambda x: (-x[0], -x[1][4]))
+        return [
+            NoteHit(
+                id=r[0],
+                content=r[1],
+                importance=float(r[2]),
+                session_id=r[3],
+                created_at=from_epoch_ms(r[4]),
+                forgotten_at=None if r[5] is None else from_epoch_ms(r[5]),
+                score=s,
+            )
+            for s, r in scored[:limit]
+        ]
+
+    def skills(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        kind: SkillKind | str | None = None,
+        callable_only: bool = False,
+        include_deprecated: bool = False,
+    ) -> list[SkillHit]:
+        limit = _check_limit(limit)
+        parts: list[str] = []
+        if kind is not None:
+            try:
+                wanted = SkillKind(kind)
+            except ValueError as exc:
+                raise InvalidInputError(f"unknown skill kind {kind!r}") from exc
+            parts.append(
+                "b.kind = 'negative'" if wanted is SkillKind.NEGATIVE else "b.kind != 'negative'"
+            )
+        if callable_only:
+            parts.append("b.maturity NOT IN ('playbook', 'deprecated')")
+        elif not include_deprecated:
+            parts.append("b.maturity != 'deprecated'")
+        plan = _check_query(query)
+        if plan is None:
+            return []
+        self._conn = driver_connection(self._session)
+        own = self._pg_score(_SKILLS, plan, _Filter(" AND ".join(parts)), limit)
+        if not own:
+            return []
+        own = _contenders(own, limit, 1.0)
+        rows = {
+            r[0]: r
+            for r in self._fetch(
+                "SELECT id, name, description, when_to_use, trigger_keywords, kind, maturity,"
+                f" use_count, created_at FROM {_SKILLS.base} WHERE id = ANY(?)",
+                [list(own)],
+            )
+        }
+        ranked = sorted(
+            (key for key in own if key in rows),
+            key=lambda key: (-own[key], -int(rows[key][7] or 0), -rows[key][8]),
+        )[:limit]
+        return [
+            SkillHit(
+                id=r[0],
+                name=r[1],
+                description=r[2],
+                when_to_use=r[3] or "",
+                trigger_keywords=_keywords(r[4]),
+                kind=SkillKind.NEGATIVE if r[5] == "negative" else SkillKind.POSITIVE,
+                maturity=parse_grade(r[6], Grade.DRAFT),
+                use_count=int(r[7] or 0),
+                created_at=from_epoch_ms(r[8]),
+                score=own[key],
+            )
+            for key in ranked
+            if (r := rows[key]) is not None
+        ]
+
+    # --- the mechanism -----------------------------------------------------------------------
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> dict[int, tuple[Any, ...]]:
+        """As on SQLite, but an ``id IN (?, ...)`` list is bound as one array: psycopg prepares
+        each distinct statement text, and a list's length would make every text new."""
+        found = _ID_LIST.search(sql)
+        if found is not None and found.group(0).count("?") == len(params):
+            sql, params = sql[: found.start()] + " = ANY(?)", [list(params)]
+        return super()._rows(sql, params)
+
+    def _pg_score(
+        self, corpus: _PgCorpus, plan: SearchPlan, flt: _Filter, wanted: int
+    ) -> dict[Any, float]:
+        """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
+        n_docs, oid, stats = self._pg_statistics(corpus, plan)
+        if n_docs == 0:
+            return {}
+        lengths = self._avg_lengths(corpus, n_docs, oid)
+        terms = self._pg_word_terms(corpus, plan, flt, n_docs, stats, lengths[0])
+        terms += [self._cjk_term(corpus, term, flt, n_docs) for term in plan.like_terms]
+        if _distinct_at_most(terms, wanted) < wanted:
+            # Few whole-word matches: long words may sit inside compounds, as on SQLite.
+            long_words = [t for t in terms if t.word and len(t.label) >= SUBSTRING_MIN_CHARS]
+            self._pg_substrings(corpus, long_words, flt, n_docs, lengths[1], SUBSTRING_WEIGHT)
+        if not any(t.scores for t in terms):
+            words = [t for t in terms if t.word and len(t.label) >= 3]
+            self._pg_substrings(corpus, words, flt, n_docs, lengths[1], 1.0)
+        total: dict[Any, float] = {}
+        for term in terms:
+            for doc, score in term.scores.items():
+                total[doc] = total.get(doc, 0.0) + score
+        return {d: s for d, s in total.items() if s > 0}
+
+    def _match(self, corpus: _PgCorpus) -> str:
+        """SQL: the document holds the bound word (one ``?``), through the GIN word index."""
+        return f"{pg_words(corpus.text)} @@ phraseto_tsquery('english'::regconfig, ?)"
+
+    def _pg_statistics(
+        self, corpus: _PgCorpus, plan: SearchPlan
+    ) -> tuple[int, int, list[tuple[int, list[str]]]]:
+        """In one statement: the number of documents, the table's oid, and per word its
+        document frequency (counted up to a cap, as on SQLite) and its lexemes."""
+        arms = [
+            f"SELECT -2, ('{corpus.base}'::regclass)::oid::bigint, NULL::text[]",
+            f"SELECT -1, (SELECT {corpus.count} FROM {corpus.base}), NULL::text[]",
+        ]
+        params: list[Any] = []
+        for i, word in enumerate(plan.words):
+            arms.append(
+                f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
+                f" WHERE {self._match(corpus)} LIMIT {BM25_MAX_DF + 1}) AS m),"
+                " tsvector_to_array(to_tsvector('english'::regconfig, ?))"
+            )
+            params += [word, word]
+        rows = {int(r[0]): r for r in self._fetch(" UNION ALL ".join(arms), params)}
+        stats = [
+            (int(rows[i][1]), list(rows[i][2] or [])) if i in rows else (0, [])
+            for i in range(len(plan.words))
+        ]
+        return int(rows[-1][1] or 0), int(rows[-2][1]), stats
+
+    def _avg_lengths(self, corpus: _PgCorpus, n_docs: int, oid: int) -> tuple[float, float]:
+        """bm25's average document length for the word and the trigram index (FTS5 keeps both
+        totals; here they are measured on a sample and kept while the table stays near that
+        size)."""
+        key = (self._session.get_bind().engine.url.render_as_string(), oid)
+        with _LENGTHS_LOCK:
+            cached = _LENGTHS.get(key)
+        if cached is not None and abs(n_docs - cached[0]) <= LENGTH_DRIFT * cached[0]:
+            return cached[1], cached[2]
+        words = [c for c, _w in corpus.columns]
+        trigrams = [c for c, _w in corpus.trigram_columns]
+        order = f" ORDER BY {corpus.newest}" if corpus.tail else ""
+        rows = self._fetch(
+            f"SELECT {', '.join(words + trigrams)} FROM {corpus.base} AS b{order}"
+            f" LIMIT {LENGTH_SAMPLE}",
+            [],
+        )
+        n = max(len(rows), 1)
+        avg_words = sum(_word_length(corpus, r[: len(words)]) for r in rows) / n
+        avg_trigrams = sum(sum(_trigrams(t) for t in r[len(words) :]) for r in rows) / n
+        with _LENGTHS_LOCK:
+            _LENGTHS[key] = (n_docs, avg_words, avg_trigrams)
+        return avg_words, avg_trigrams
+
+    def _pg_word_terms(
+        self,
+        corpus: _PgCorpus,
+        plan: SearchPlan,
+        flt: _Filter,
+        n_docs: int,
+        stats: list[tuple[int, list[str]]],
+        avg_length: float,
+    ) -> list[base._Term]:
+        """Every word's scores, in one statement: a rare word's matches with their text (for
+        bm25's term frequency and length), a common word's newest matches (presence), as on
+        SQLite."""
+        terms = [base._Term(w, 0, {}, word=True) for w in plan.words]
+        words = [(i, df, lex) for i, (df, lex) in enumerate(stats) if df > 0 and lex]
+        if not words:
+            return terms
+        texts = ", ".join(f"b.{c}" if c.isidentifier() else c for c, _w in corpus.columns)
+        nulls = ", ".join("NULL" for _ in corpus.columns)
+        arms: list[str] = []
+        params: list[Any] = []
+        for i, df, _lex in words:
+            if df <= BM25_MAX_DF:
+                arms.append(
+                    f"SELECT {i}, b.id, {texts} FROM {corpus.base} AS b"
+                    f" WHERE {self._match(corpus)}{flt.where()}"
+                )
+            else:
+                arms.append(
+                    f"SELECT * FROM (SELECT {i}, b.id, {nulls} FROM {corpus.base} AS b"
+                    f" WHERE {self._match(corpus)}{flt.where()}"
+                    f" ORDER BY {corpus.newest} LIMIT {PRESENCE_WINDOW}) AS p{i}"
+                )
+            params += [plan.words[i], *flt.params]
+        found: dict[int, list[tuple[Any, ...]]] = {}
+        for row in self._fetch(" UNION ALL ".join(arms), params):
+            found.setdefault(int(row[0]), []).append(row)
+        rare = [(i, df, lex) for i, df, lex in words if df <= BM25_MAX_DF]
+        tokens = {
+            r[1]: [_TOKEN.findall(str(t or "").lower()) for t in r[2:]]
+            for i, _df, _l in rare
+            for r in found.get(i, [])
+        }
+        stems = self._stems(
+            [
+                (stats[i][1], plan.words[i], [tokens[r[1]] for r in found.get(i, [])])
+                for i, _df, _l in rare
+            ]
+        )
+        for i, df, _lexemes in words:
+            rows = found.get(i, [])
+            if df <= BM25_MAX_DF:
+                phrase = [stems.get(t, t) for t in _TOKEN.findall(plan.words[i])]
+                idf = _idf(df, n_docs)
+                scored: dict[Any, float] = {}
+                for r in rows:
+                    columns = tokens[r[1]]
+                    tf = sum(
+                        w * _phrase_count(toks, phrase, stems)
+                        for toks, (_c, w) in zip(columns, corpus.columns, strict=True)
+                    )
+                    # The index matched it: at least once (PostgreSQL's parser may cut it
+                    # where unicode61 does not, as in a host name).
+                    length = _word_length(corpus, r[2:])
+                    scored[r[1]] = idf * _bm25(tf or 1.0, length, avg_length)
+                # bm25 carries one idf factor; weighted by idf once more, as on SQLite.
+                terms[i].df = df
+                terms[i].scores = {d: scored[d] * idf for d in _cut(scored)}
+            else:
+                presence = {r[1]: 1.0 for r in rows}
+                if corpus is _MESSAGES:
+                    df = _estimate_df(presence, n_docs)
+                weight = _idf(df, n_docs) ** 2  # presence carries none
+                terms[i].df = df
+                terms[i].scores = {d: weight for d in presence}
+        return terms
+
+    def _stems(self, words: list[tuple[list[str], str, list[list[list[str]]]]]) -> dict[str, str]:
+        """PostgreSQL's ``english`` stem of every token that may count towards a query word's
+        frequency (a stem keeps all but the last letters of its word; a stop word stands for
+        itself). ``words``: (lexemes, word, the tokens of each document it matched, by column).
+        A document the index matched with one such token only holds the word's stem there; the
+        rest are asked for in one statement, and kept."""
+        stems: dict[str, str] = {}
+        unknown: set[str] = set()
+        for lexs, word, docs in words:
+            phrase = _TOKEN.findall(word)
+            prefixes = tuple({lex[: max(1, len(lex) - 2)] for lex in lexs})
+            single = lexs[0] if len(lexs) == 1 and len(phrase) == 1 else None
+            if single is not None:
+                stems[phrase[0]] = single
+            else:
+                unknown.update(phrase)
+            for columns in docs:
+                seen = {t for toks in columns for t in toks if t.startswith(prefixes)}
+                if single is not None and len(seen) == 1:
+                    stems.setdefault(seen.pop(), single)
+                else:
+                    unknown.update(seen)
+        with _LENGTHS_LOCK:
+            for t in list(unknown):
+                if t in _STEMS:
+                    stems[t] = _STEMS[t]
+                    unknown.discard(t)
+        unknown -= stems.keys()
+        if unknown:
+            rows = self._fetch(
+                "SELECT t, ts_lexize('english_stem'::regdictionary, t) FROM unnest(?::text[]) AS t",
+                [sorted(unknown)],
+            )
+            asked = {str(t): str(lex[0]) if lex else str(t) for t, lex in rows}
+            stems.update(asked)
+            with _LENGTHS_LOCK:
+                if len(_STEMS) > STEM_CACHE:
+                    _STEMS.clear()
+                _STEMS.update(asked)
+        return stems
+
+    def _pg_substrings(
+        self,
+        corpus: _PgCorpus,
+        terms: list[base._Term],
+        flt: _Filter,
+        n_docs: int,
+        avg_length: float,
+        discount: float,
+    ) -> None:
+        """Merge substring matches (pg_trgm) into word terms, ranked as SQLite's trigram index
+        ranks them (bm25 over trigrams), per document the better of the two scores."""
+        columns = ", ".join(c for c, _w in corpus.trigram_columns)
+        for term in terms:
+            label = term.label.lower()
+            rows = self._fetch(
+                f"SELECT b.id, {columns} FROM {corpus.base} AS b"
+                f" WHERE {corpus.text} ILIKE ? ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
+                f" ORDER BY {corpus.newest} LIMIT {SUBSTRING_SCAN}",
+                [like_pattern(term.label), *flt.params],
+            )
+            hits = len(rows)
+            if flt.sql:  # bm25's idf counts the whole table, as FTS5 does
+                hits = int(
+                    self._fetch(
+                        f"SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
+                        f" WHERE {corpus.text} ILIKE ? ESCAPE '{LIKE_ESCAPE}'"
+                        f" LIMIT {SUBSTRING_SCAN}) AS m",
+                        [like_pattern(term.label)],
+                    )[0][0]
+                )
+            idf = _idf(hits, n_docs)
+            scored: dict[Any, float] = {}
+            for r in rows:
+                texts = r[1:]
+                tf = sum(
+                    w * _occurrences(t, label)
+                    for t, (_c, w) in zip(texts, corpus.trigram_columns, strict=True)
+                )
+                length = sum(_trigrams(t) for t in texts)
+                if tf > 0:
+                    scored[r[0]] = idf * _bm25(tf, length, avg_length)
+            weight = discount * _idf(max(term.df, len(scored), 1), n_docs)
+            for d in _cut(scored):
+                term.scores[d] = max(term.scores.get(d, 0.0), scored[d] * weight)
+
+    def _cjk_term(self, corpus: _PgCorpus, term: str, flt: _Filter, n_docs: int) -> base._Term:
+        """A short CJK term by escaped LIKE over its newest documents; tf counted in Python."""
+        columns = ", ".join(c for c, _w in corpus.columns)
+        rows = self._fetch(
+            f"SELECT b.id, {columns} FROM {corpus.base} AS b"
+            f" WHERE {corpus.text} LIKE ? ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
+            f" ORDER BY {corpus.newest} LIMIT {min(CJK_NEWEST, CJK_INSTANCE_CAP)}",
+            [like_pattern(term), *flt.params],
+        )
+        tfs = {
+            r[0]: sum(
+                w * str(text or "").count(term)
+                for text, (_c, w) in zip(r[1:], corpus.columns, strict=True)
+            )
+            for r in rows
+        }
+        df = len(tfs) if len(tfs) < CJK_NEWEST else max(len(tfs), n_docs)
+        idf = _idf(max(df, 1), n_docs)
+        return base._Term(term, df, {d: idf * idf * _saturate(float(tf)) for d, tf in tfs.items()})
