@@ -10,24 +10,29 @@ import re
 import sqlite3
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
-from typing import IO, Any, Literal, TextIO, cast
+from typing import IO, TYPE_CHECKING, Any, Literal, Protocol, TextIO, cast
 
 from sqlalchemy import Integer, Table
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL
 
 from philont import charter, migrate
 from philont.backup import fts5_tables
 from philont.db.bootstrap import GLOBAL_SESSION_ID
-from philont.db.engine import FILE_MODE, create_engine, resolve_url, sqlite_path
+from philont.db.engine import FILE_MODE, create_engine, is_postgres, resolve_url, sqlite_path
 from philont.db.fts import FTS_INDEXES
 from philont.db.schema import metadata
 from philont.errors import ConflictError, InvalidInputError, SchemaError, StorageError
 from philont.log import get_logger
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = get_logger(__name__)
 
@@ -157,6 +162,23 @@ def _raw_connection(url: URL, *, create: bool) -> Iterator[sqlite3.Connection]:
         engine.dispose()
 
 
+@contextmanager
+def _pg_connection(url: URL, *, create: bool) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    """A plain psycopg connection in the URL's agent schema, outside any transaction; values
+    come back exactly as stored (int, float, str), no SQLAlchemy types in between."""
+    engine = create_engine(url, create=create)
+    try:
+        raw = engine.raw_connection()
+        try:
+            conn = cast("psycopg.Connection[tuple[Any, ...]]", raw.driver_connection)
+            conn.rollback()  # whatever the pool's ping left open
+            yield conn
+        finally:
+            raw.close()
+    finally:
+        engine.dispose()
+
+
 def _without_rowid(conn: sqlite3.Connection, table: str) -> bool:
     row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
     sql = row.fetchone()
@@ -199,7 +221,15 @@ def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None
     read snapshot, table by table and within a table by rowid (primary key for WITHOUT ROWID
     tables), streamed; ``progress(table, done, total)`` reports as it goes. A path is written
     with mode 0600 through a temp file renamed at the end.
+
+    A PostgreSQL URL (made by ``resolve_url(url, agent=...)``) exports that agent's schema in
+    the same format from one REPEATABLE READ READ ONLY snapshot, rows by primary key (text in
+    code point order), raw driver values, no ``_rowid`` (PostgreSQL has none), and
+    ``sequences`` from the id sequences (or the largest id, if higher).
     """
+    target = resolve_url(db)
+    if is_postgres(target):
+        return _export_pg(target, out, progress)
     url, path = _sqlite_file(db)
     status = migrate.check(url)
     tables = export_tables()
@@ -220,15 +250,7 @@ def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None
                 "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'"
             ).fetchone():
                 sequences = dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
-            header = {
-                "format": FORMAT,
-                "format_version": FORMAT_VERSION,
-                "schema_revision": status.head,
-                "schema_version": None if version_row is None else str(version_row[0]),
-                "exported_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
-                "tables": [t.name for t in tables],
-                "sequences": {t.name: sequences[t.name] for t in tables if t.name in sequences},
-            }
+            header = _header(status.head, version_row, sequences)
             with _writer(out) as fh:
                 fh.write(_dumps(header) + "\n")
                 for table in tables:
@@ -245,8 +267,26 @@ def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None
     )
 
 
+def _header(
+    revision: str, version_row: Sequence[Any] | None, sequences: dict[str, int]
+) -> dict[str, Any]:
+    tables = export_tables()
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "schema_revision": revision,
+        "schema_version": None if version_row is None else str(version_row[0]),
+        "exported_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "tables": [t.name for t in tables],
+        "sequences": {t.name: sequences[t.name] for t in tables if t.name in sequences},
+    }
+
+
 def _check_columns(conn: sqlite3.Connection, table: Table) -> None:
-    found = [r[1] for r in conn.execute(f"PRAGMA table_info({_q(table.name)})")]
+    _same_columns(table, [r[1] for r in conn.execute(f"PRAGMA table_info({_q(table.name)})")])
+
+
+def _same_columns(table: Table, found: list[str]) -> None:
     expected = {c.name for c in table.c}
     if set(found) != expected:
         raise SchemaError(
@@ -271,18 +311,110 @@ def _export_table(
     else:
         order = "rowid"
     cursor = conn.execute(f"SELECT {select} FROM {_q(table.name)} ORDER BY {order}")
+    _write_rows(fh, table.name, names, cursor, total, progress)
+
+
+def _write_rows(
+    fh: TextIO,
+    name: str,
+    names: list[str],
+    records: Iterable[Sequence[Any]],
+    total: int,
+    progress: Progress | None,
+) -> None:
     done = 0
-    prefix = '{"table":' + _dumps(table.name) + ',"row":'
-    for record in cursor:
+    prefix = '{"table":' + _dumps(name) + ',"row":'
+    for record in records:
         row = {n: _encode(v) for n, v in zip(names, record, strict=True)}
         fh.write(prefix + _dumps(row) + "}\n")
         done += 1
         if progress is not None and done % PROGRESS_EVERY == 0 and done != total:
-            progress(table.name, done, total)
+            progress(name, done, total)
     if done != total:  # cannot happen inside one snapshot; a guard against silent loss
-        raise StorageError(f"{table.name}: counted {total} rows but read {done}")
+        raise StorageError(f"{name}: counted {total} rows but read {done}")
     if progress is not None:
-        progress(table.name, done, total)
+        progress(name, done, total)
+
+
+# --- PostgreSQL export -----------------------------------------------------------------------
+
+
+def _autoincrement_tables() -> list[Table]:
+    """Tables whose integer id AUTOINCREMENTs on SQLite (a BIGSERIAL sequence on PostgreSQL)."""
+    return [t for t in export_tables() if t.dialect_options["sqlite"].get("autoincrement")]
+
+
+def _pg_high_water(conn: psycopg.Connection[tuple[Any, ...]], table: Table) -> tuple[str, int]:
+    """The table's id sequence and the largest id it has handed out or the table holds."""
+    (pk,) = table.primary_key.columns
+    row = conn.execute(
+        f"SELECT pg_get_serial_sequence(%s, %s), (SELECT max({_q(pk.name)}) FROM {_q(table.name)})",
+        (_q(table.name), pk.name),
+    ).fetchone()
+    if row is None or row[0] is None:
+        raise SchemaError(f"{table.name}.{pk.name} has no sequence (not a philont schema?)")
+    last = conn.execute("SELECT pg_sequence_last_value(%s::regclass)", (row[0],)).fetchone()
+    return row[0], max(row[1] or 0, (last and last[0]) or 0)
+
+
+def _pg_order(table: Table) -> str:
+    """Primary key order; text in code point order ("C"), as SQLite's BINARY collation."""
+    return ", ".join(
+        _q(c.name) + ("" if isinstance(c.type, Integer) else ' COLLATE "C"')
+        for c in table.primary_key.columns
+    )
+
+
+def _export_pg(url: URL, out: Path | TextIO, progress: Progress | None) -> ExportReport:
+    import psycopg
+
+    status = migrate.check(url)
+    tables = export_tables()
+    counts: dict[str, int] = {}
+    with _pg_connection(url, create=False) as conn:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+        with conn.transaction():  # one snapshot: the counts and the rows agree
+            for table in tables:
+                found = conn.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() AND table_name = %s",
+                    (table.name,),
+                ).fetchall()
+                _same_columns(table, [r[0] for r in found])
+                count = conn.execute(f"SELECT count(*) FROM {_q(table.name)}").fetchone()
+                counts[table.name] = count[0] if count else 0
+            version_row = conn.execute(
+                "SELECT value FROM memory_meta WHERE key = 'schema_version'"
+            ).fetchone()
+            sequences = {}
+            for table in _autoincrement_tables():
+                _seq, high = _pg_high_water(conn, table)
+                if high:
+                    sequences[table.name] = high
+            header = _header(status.head, version_row, sequences)
+            with _writer(out) as fh:
+                fh.write(_dumps(header) + "\n")
+                for table in tables:
+                    columns = [c.name for c in table.c]
+                    select = ", ".join(_q(c) for c in columns)
+                    with conn.cursor(name=f"philont_export_{table.name}") as cursor:
+                        cursor.itersize = PROGRESS_EVERY
+                        cursor.execute(
+                            f"SELECT {select} FROM {_q(table.name)} ORDER BY {_pg_order(table)}"
+                        )
+                        _write_rows(fh, table.name, columns, cursor, counts[table.name], progress)
+                fh.write(_dumps({"end": True, "rows": counts}) + "\n")
+    log.info("transfer.exported", db=_shown(url), rows=sum(counts.values()))
+    return ExportReport(
+        rows=counts,
+        schema_revision=status.head,
+        path=out if isinstance(out, Path) else None,
+    )
+
+
+def _shown(url: URL) -> str:
+    return url.render_as_string(hide_password=True)
 
 
 # --- reading and validating an import file ---------------------------------------------------
@@ -491,42 +623,37 @@ def import_(
     AUTOINCREMENT ids (and the file's ``sqlite_sequence`` high-water marks); ``_rowid`` keeps
     the rowids external-content FTS keys on (renumbered only when taken, in merge). Every FTS5
     index is rebuilt and ``foreign_key_check`` must pass before the commit.
+
+    Into a PostgreSQL agent schema the same happens in one transaction that locks the tables
+    against other writers: values the schema would change (NUL in text, a non-integer in a
+    BIGINT column) are refused while validating, with the line number; ``_rowid`` is ignored;
+    an existing primary key is skipped (``ON CONFLICT DO NOTHING``); every id sequence is set
+    past the file's ``sequences`` and the largest id; a foreign key violation (checked row by
+    row, parents come first in the file) rolls everything back.
     """
     if mode not in ("refuse", "merge"):
         raise InvalidInputError(f"mode must be 'refuse' or 'merge', got {mode!r}", mode=mode)
-    url, path = _sqlite_file(db)
+    url = resolve_url(db)
+    postgres = is_postgres(url)
+    if not postgres:
+        url, path = _sqlite_file(db)
     known = {t.name: t for t in export_tables()}
     report = ImportReport()
     with _reopenable(src) as reopen:
         totals: dict[str, int] = {}
         with reopen() as fh:
-            for _number, name, _row in _Reader(fh, known):
+            for number, name, row in _Reader(fh, known):
+                if postgres:
+                    _check_pg_row(number, name, row)
                 totals[name] = totals.get(name, 0) + 1
         report.upgrade = migrate.upgrade(url)
-        with _raw_connection(url, create=True) as conn, reopen() as fh:
-            conn.execute("BEGIN IMMEDIATE")  # take the write lock before checking emptiness
-            try:
-                if mode == "refuse":
-                    _refuse_unless_empty(conn)
-                reader = _Reader(fh, known)
-                _insert_all(conn, reader, mode, totals, report, progress)
-                assert reader.header is not None  # validated above
-                _raise_sequences(conn, reader.header.sequences)
-                for name in reader.header.tables:
-                    if progress is not None and not totals.get(name):
-                        progress(name, 0, 0)
-                report.fts_rebuilt = _rebuild_fts(conn)
-                violations = conn.execute("PRAGMA foreign_key_check").fetchall()
-                if violations:
-                    raise ImportForeignKeyError([tuple(v) for v in violations])
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:  # SQLite may already have rolled back (e.g. disk full)
-                    conn.execute("ROLLBACK")
-                raise
+        if postgres:
+            _load_pg(url, reopen, known, mode, totals, report, progress)
+        else:
+            _load_sqlite(url, reopen, known, mode, totals, report, progress)
     log.info(
         "transfer.imported",
-        db=str(path),
+        db=_shown(url) if postgres else str(path),
         mode=mode,
         inserted=sum(report.inserted.values()),
         skipped=sum(report.skipped.values()),
@@ -534,7 +661,52 @@ def import_(
     return report
 
 
-def _refuse_unless_empty(conn: sqlite3.Connection) -> None:
+Reopen = Callable[[], AbstractContextManager[IO[str]]]
+
+
+class _Cursor(Protocol):
+    def fetchone(self) -> Any: ...
+
+
+class _Connection(Protocol):
+    """What the SQLite and the PostgreSQL loaders share: ``execute`` (marks ``?`` or ``%s``)."""
+
+    def execute(self, sql: Any, params: Any = ..., /) -> _Cursor: ...
+
+
+def _load_sqlite(
+    url: URL,
+    reopen: Reopen,
+    known: dict[str, Table],
+    mode: Mode,
+    totals: dict[str, int],
+    report: ImportReport,
+    progress: Progress | None,
+) -> None:
+    with _raw_connection(url, create=True) as conn, reopen() as fh:
+        conn.execute("BEGIN IMMEDIATE")  # take the write lock before checking emptiness
+        try:
+            if mode == "refuse":
+                _refuse_unless_empty(conn)
+            reader = _Reader(fh, known)
+            _insert_all(conn, reader, mode, totals, report, progress)
+            assert reader.header is not None  # validated above
+            _raise_sequences(conn, reader.header.sequences)
+            for name in reader.header.tables:
+                if progress is not None and not totals.get(name):
+                    progress(name, 0, 0)
+            report.fts_rebuilt = _rebuild_fts(conn)
+            violations = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if violations:
+                raise ImportForeignKeyError([tuple(v) for v in violations])
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:  # SQLite may already have rolled back (e.g. disk full)
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _refuse_unless_empty(conn: _Connection, mark: str = "?") -> None:
     for table in export_tables():
         if table.name == "memory_meta":
             continue
@@ -543,10 +715,11 @@ def _refuse_unless_empty(conn: sqlite3.Connection) -> None:
         where = ""
         params: list[Any] = []
         for key in exempt:
-            clause = " AND ".join(f"{_q(c)} = ?" for c in pk)
+            clause = " AND ".join(f"{_q(c)} = {mark}" for c in pk)
             where += (" AND " if where else " WHERE ") + f"NOT ({clause})"
             params.extend(key)
-        n = conn.execute(f"SELECT count(*) FROM {_q(table.name)}{where}", params).fetchone()[0]
+        row = conn.execute(f"SELECT count(*) FROM {_q(table.name)}{where}", params).fetchone()
+        n = row[0] if row else 0
         if n:
             raise ConflictError(
                 f"the target already holds memory ({table.name}: {n} row(s)); import with "
@@ -630,6 +803,125 @@ def _raise_sequences(conn: sqlite3.Connection, sequences: dict[str, int]) -> Non
             conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (name, seq))
         elif row[0] < seq:
             conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", (seq, name))
+
+
+# --- PostgreSQL import -----------------------------------------------------------------------
+
+
+@cache
+def _pg_types(name: str) -> dict[str, str]:
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+    return {c.name: c.type.compile(dialect=dialect) for c in metadata.tables[name].c}
+
+
+_PG_ACCEPTS: dict[str, Callable[[Any], bool]] = {
+    "BIGINT": _is_int,
+    "DOUBLE PRECISION": lambda v: _is_int(v) or isinstance(v, float),
+    "TEXT": lambda v: isinstance(v, str),
+}
+
+
+def _check_pg_row(number: int, name: str, row: dict[str, Any]) -> None:
+    """Refuse what PostgreSQL would change or reject: NUL in text (its text cannot hold
+    U+0000), and values of another type than the column's (SQLite's dynamic typing lets a
+    REAL sit in an INTEGER column; PostgreSQL would round it)."""
+    types = _pg_types(name)
+    for column, value in row.items():
+        if column == ROWID_KEY or value is None:
+            continue
+        if isinstance(value, str) and "\x00" in value:
+            raise ImportFormatError(
+                number,
+                f"{name}.{column}: text with a NUL character (U+0000) cannot be stored "
+                "in PostgreSQL",
+            )
+        accepts = _PG_ACCEPTS.get(types[column])
+        if accepts is not None and not accepts(value):
+            raise ImportFormatError(
+                number,
+                f"{name}.{column}: a {type(value).__name__} cannot be stored unchanged in a "
+                f"PostgreSQL {types[column]} column",
+            )
+
+
+def _load_pg(
+    url: URL,
+    reopen: Reopen,
+    known: dict[str, Table],
+    mode: Mode,
+    totals: dict[str, int],
+    report: ImportReport,
+    progress: Progress | None,
+) -> None:
+    """Insert in one transaction; PostgreSQL checks foreign keys row by row (the file lists
+    parents first), so a failure anywhere rolls back everything."""
+    with _pg_connection(url, create=True) as conn, reopen() as fh, conn.transaction():
+        # Block other writers (not readers) until the commit, as SQLite's BEGIN IMMEDIATE does.
+        names = ", ".join(_q(t.name) for t in export_tables())
+        conn.execute(f"LOCK TABLE {names} IN EXCLUSIVE MODE")
+        if mode == "refuse":
+            _refuse_unless_empty(conn, "%s")
+        reader = _Reader(fh, known)
+        done: dict[str, int] = {}
+        for number, name, row in reader:
+            _insert_row_pg(conn, number, name, row, mode, report)
+            done[name] = done.get(name, 0) + 1
+            n, total = done[name], totals.get(name, 0)
+            if progress is not None and (n % PROGRESS_EVERY == 0 or n == total):
+                progress(name, n, total)
+        assert reader.header is not None  # validated above
+        for table in _autoincrement_tables():
+            seq, high = _pg_high_water(conn, table)
+            high = max(high, reader.header.sequences.get(table.name, 0))
+            if high:  # the next id drawn is above every id the file held or had handed out
+                conn.execute("SELECT setval(%s::regclass, %s)", (seq, high))
+        for name in reader.header.tables:
+            if progress is not None and not totals.get(name):
+                progress(name, 0, 0)
+
+
+def _insert_row_pg(
+    conn: psycopg.Connection[tuple[Any, ...]],
+    number: int,
+    name: str,
+    row: dict[str, Any],
+    mode: Mode,
+    report: ImportReport,
+) -> None:
+    import psycopg
+
+    table = metadata.tables[name]
+    pk = [c.name for c in table.primary_key.columns]
+    key = tuple(row[c] for c in pk)
+    values = {k: v for k, v in row.items() if k != ROWID_KEY}  # PostgreSQL has no rowid
+    columns = ", ".join(_q(c) for c in values)
+    marks = ", ".join("%s" for _ in values)
+    try:
+        cursor = conn.execute(
+            f"INSERT INTO {_q(name)} ({columns}) VALUES ({marks}) "
+            f"ON CONFLICT ({', '.join(_q(c) for c in pk)}) DO NOTHING",
+            tuple(values.values()),
+        )
+    except psycopg.errors.UniqueViolation as exc:
+        raise ConflictError(
+            f"line {number}: {name} row conflicts with an existing one ({exc})",
+            line_number=number,
+            table=name,
+        ) from exc
+    except psycopg.errors.ForeignKeyViolation as exc:
+        parent = exc.diag.message_detail or str(exc)
+        raise ImportForeignKeyError([(name, key[0] if len(key) == 1 else key, parent)]) from exc
+    except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
+        raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
+    if cursor.rowcount == 1:
+        report.inserted[name] = report.inserted.get(name, 0) + 1
+    elif mode == "refuse" and (name, key) in BOOTSTRAP_ROWS:
+        sets = ", ".join(f"{_q(c)} = %s" for c in values)
+        where = " AND ".join(f"{_q(c)} = %s" for c in pk)
+        conn.execute(f"UPDATE {_q(name)} SET {sets} WHERE {where}", (*values.values(), *key))
+        report.replaced.append(f"{name}:{':'.join(map(str, key))}")
+    else:
+        report.skipped[name] = report.skipped.get(name, 0) + 1
 
 
 _CONTENTLESS = re.compile(r"\bcontent\s*=\s*(''|\"\")", re.I)

@@ -1,0 +1,368 @@
+"""Export and import through PostgreSQL: SQLite -> PostgreSQL -> SQLite keeps every row, and
+merge, refuse and bad files behave on PostgreSQL as they do on SQLite."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import URL
+
+from philont import migrate
+from philont.db.engine import create_engine, pg_schema
+from philont.errors import ConflictError
+from philont.transfer import ImportForeignKeyError, ImportFormatError, export, import_
+
+pytestmark = pytest.mark.postgres
+
+CopyFixture = Callable[[str], Path]
+NewAgent = Callable[[], URL]
+FIXTURES = ("v2", "v27", "v31", "empty-v31")
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Dump:
+    """An export file taken apart: each table's rows as a multiset, the header, the trailer."""
+
+    header: dict[str, Any]
+    rows: dict[str, Counter[str]]
+    trailer: dict[str, Any]
+    has_rowid: bool
+
+
+def _dump(db: Path | URL) -> Dump:
+    """Export ``db`` and read it back. A row is compared as its canonical JSON text without
+    ``_rowid`` (PostgreSQL has none; SQLite numbers the rows it gets without one), so the
+    comparison keeps types: ``1`` and ``1.0`` differ, and floats compare by their exact repr
+    (no rounding or other normalisation is needed)."""
+    buf = io.StringIO()
+    export(db, buf)
+    lines = [json.loads(line) for line in buf.getvalue().splitlines()]
+    rows: dict[str, Counter[str]] = {name: Counter() for name in lines[0]["tables"]}
+    has_rowid = False
+    for line in lines[1:-1]:
+        row = dict(line["row"])
+        has_rowid |= row.pop("_rowid", None) is not None
+        rows[line["table"]][json.dumps(row, sort_keys=True, ensure_ascii=False)] += 1
+    return Dump(header=lines[0], rows=rows, trailer=lines[-1], has_rowid=has_rowid)
+
+
+def _state(db: Path | URL) -> tuple[dict[str, Counter[str]], dict[str, int]]:
+    """Everything an import could change: every row and every id high-water mark."""
+    dump = _dump(db)
+    return dump.rows, dump.header["sequences"]
+
+
+def _upgraded(copy_fixture: CopyFixture, name: str) -> Path:
+    path = copy_fixture(name)
+    migrate.upgrade(path)
+    return path
+
+
+def _export_file(copy_fixture: CopyFixture, tmp_path: Path, name: str) -> Path:
+    out = tmp_path / f"{name}.jsonl"
+    export(_upgraded(copy_fixture, name), out)
+    return out
+
+
+def _edit(path: Path, edit: Callable[[list[str]], object]) -> Path:
+    """A copy of the file with ``edit`` applied to its lines (a rewritten line ends with "\n")."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    edit(lines)
+    out = path.with_name(f"edited-{path.name}")
+    out.write_text("".join(lines), encoding="utf-8")
+    return out
+
+
+def _scalar(url: URL, sql: str) -> Any:
+    engine = create_engine(url, create=False)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text(sql)).scalar()
+    finally:
+        engine.dispose()
+
+
+def _schema_exists(url: URL) -> bool:
+    return bool(
+        _scalar(url, f"SELECT count(*) FROM pg_namespace WHERE nspname = '{pg_schema(url)}'")
+    )
+
+
+def _assert_fts_sound(path: Path) -> None:
+    """Every SQLite FTS index agrees with its content table (rowids included)."""
+    with closing(sqlite3.connect(str(path))) as conn:
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%USING fts5(%'"
+            )
+        ]
+        assert "memory_notes_fts" in names
+        for name in names:
+            conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
+
+
+# --- round trip ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_sqlite_to_postgres_to_sqlite_reproduces_every_row(
+    fixture: str, copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    source = _upgraded(copy_fixture, fixture)
+    first = tmp_path / "from-sqlite.jsonl"
+    export(source, first)
+    pg = pg_agent()
+
+    into_pg = import_(pg, first)
+    from_pg = tmp_path / "from-pg.jsonl"
+    export(pg, from_pg)
+    target = tmp_path / "back" / "memory.sqlite"
+    into_sqlite = import_(target, from_pg)
+
+    a, b, c = _dump(source), _dump(pg), _dump(target)
+    assert a.has_rowid == (sum(a.rows["memory_notes"].values()) > 0)
+    assert not b.has_rowid
+    for table in a.rows:
+        assert b.rows[table] == a.rows[table], table
+        assert c.rows[table] == a.rows[table], table
+    assert a.trailer == b.trailer == c.trailer
+    assert a.header["sequences"] == b.header["sequences"] == c.header["sequences"]
+    for h in (b.header, c.header):
+        for key in ("format", "format_version", "schema_revision", "schema_version", "tables"):
+            assert h[key] == a.header[key], key
+    assert (
+        set(into_pg.replaced)
+        == set(into_sqlite.replaced)
+        == {
+            "memory_raw_sessions:global",
+            "memory_pursuits:default",
+        }
+    )
+    total = sum(a.trailer["rows"].values())
+    assert sum(into_pg.inserted.values()) + len(into_pg.replaced) + 1 == total  # + memory_meta
+    assert from_pg.read_text(encoding="utf-8").count("\n") == total + 2
+    _assert_fts_sound(target)
+
+
+def test_exporting_postgres_twice_gives_the_same_bytes_but_the_timestamp(
+    copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    pg = pg_agent()
+    import_(pg, _export_file(copy_fixture, tmp_path, "v31"))
+    first, second = io.StringIO(), io.StringIO()
+
+    export(pg, first)
+    export(pg, second)
+
+    one, two = first.getvalue().splitlines(), second.getvalue().splitlines()
+    assert json.loads(one[0])["exported_at"]
+    assert one[1:] == two[1:]
+    assert len(one) > 300
+
+
+def test_new_ids_on_postgres_continue_above_the_imported_high_water_marks(
+    copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    def raise_actions_sequence(lines: list[str]) -> None:
+        header = json.loads(lines[0])
+        header["sequences"]["memory_actions"] = 100  # ids 41..100 were used and deleted
+        lines[0] = json.dumps(header) + "\n"
+
+    pg = pg_agent()
+    import_(pg, _edit(_export_file(copy_fixture, tmp_path, "v31"), raise_actions_sequence))
+
+    nextval = "SELECT nextval(pg_get_serial_sequence('{}', 'id'))"
+    assert _scalar(pg, nextval.format("memory_raw_messages")) == 202
+    assert _scalar(pg, nextval.format("memory_access_log")) == 9
+    assert _scalar(pg, nextval.format("memory_actions")) == 101
+
+
+# --- merge and refuse ------------------------------------------------------------------------
+
+
+def test_merge_into_postgres_skips_existing_rows_and_adds_the_missing_ones(
+    copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    out = _export_file(copy_fixture, tmp_path, "v31")
+    pg = pg_agent()
+    import_(pg, out)
+    complete = _state(pg)
+    engine = create_engine(pg)
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM memory_raw_messages WHERE id IN (3, 50, 201)"))
+        conn.execute(
+            text(
+                "DELETE FROM memory_notes WHERE id IN "
+                "(SELECT id FROM memory_notes ORDER BY id LIMIT 2)"
+            )
+        )
+    engine.dispose()
+
+    report = import_(pg, out, mode="merge")
+
+    assert report.inserted == {"memory_raw_messages": 3, "memory_notes": 2}
+    assert report.skipped["memory_raw_messages"] == 198
+    assert report.skipped["memory_raw_sessions"] == 4
+    assert report.skipped["memory_meta"] == 1
+    assert report.replaced == []
+    assert _state(pg) == complete
+
+
+def test_merging_into_a_postgres_agent_adds_another_agents_rows_without_touching_its_own(
+    copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    pg = pg_agent()
+    import_(pg, _export_file(copy_fixture, tmp_path, "v2"))
+    before = _state(pg)[0]
+
+    report = import_(pg, _export_file(copy_fixture, tmp_path, "v31"), mode="merge")
+
+    after = _state(pg)[0]
+    assert report.inserted
+    for table, rows in before.items():
+        assert not rows - after[table], table  # nothing of the target's own was lost or changed
+
+
+def test_refuse_mode_on_a_non_empty_postgres_agent_raises_and_changes_nothing(
+    copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    pg = pg_agent()
+    import_(pg, _export_file(copy_fixture, tmp_path, "v27"))
+    before = _state(pg)
+    assert sum(before[0]["memory_raw_messages"].values()) == 201
+
+    with pytest.raises(ConflictError):
+        import_(pg, _export_file(copy_fixture, tmp_path, "v31"))
+
+    assert _state(pg) == before
+
+
+def test_rows_pointing_at_missing_parents_roll_back_the_whole_postgres_import(
+    copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    def drop_sessions(lines: list[str]) -> None:
+        kept = [
+            line
+            for line in lines
+            if not (
+                line.startswith('{"table":"memory_raw_sessions"') and '"id":"global"' not in line
+            )
+        ]
+        trailer = json.loads(kept[-1])
+        trailer["rows"]["memory_raw_sessions"] = 1
+        kept[-1] = json.dumps(trailer) + "\n"
+        lines[:] = kept
+
+    pg = pg_agent()
+    migrate.upgrade(pg)
+    before = _state(pg)
+
+    with pytest.raises(ImportForeignKeyError):
+        import_(pg, _edit(_export_file(copy_fixture, tmp_path, "v31"), drop_sessions))
+
+    assert _state(pg) == before  # the facts, notes, ... inserted before the failure are gone
+
+
+# --- bad files -------------------------------------------------------------------------------
+
+
+def _line_of(lines: list[str], table: str) -> int:
+    return next(i for i, line in enumerate(lines) if line.startswith(f'{{"table":"{table}"'))
+
+
+def _nul_in_text(lines: list[str]) -> int:
+    i = _line_of(lines, "memory_raw_messages")
+    obj = json.loads(lines[i])
+    obj["row"]["content"] = "before\x00after"
+    lines[i] = json.dumps(obj) + "\n"
+    return i + 1
+
+
+def _float_in_integer_column(lines: list[str]) -> int:
+    i = _line_of(lines, "memory_facts")
+    obj = json.loads(lines[i])
+    obj["row"]["created_at"] += 0.5  # PostgreSQL would round it into the BIGINT
+    lines[i] = json.dumps(obj) + "\n"
+    return i + 1
+
+
+def _text_in_integer_column(lines: list[str]) -> int:
+    i = _line_of(lines, "memory_raw_messages")
+    obj = json.loads(lines[i])
+    obj["row"]["timestamp"] = str(obj["row"]["timestamp"])  # PostgreSQL would cast it
+    lines[i] = json.dumps(obj) + "\n"
+    return i + 1
+
+
+def _missing_trailer(lines: list[str]) -> int:
+    del lines[-1]
+    return len(lines) + 1
+
+
+def _count_mismatch(lines: list[str]) -> int:
+    trailer = json.loads(lines[-1])
+    trailer["rows"]["memory_notes"] += 1
+    lines[-1] = json.dumps(trailer) + "\n"
+    return len(lines)
+
+
+DAMAGES = [
+    _nul_in_text,
+    _float_in_integer_column,
+    _text_in_integer_column,
+    _missing_trailer,
+    _count_mismatch,
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_an_invalid_file_names_the_line_and_leaves_the_postgres_agent_unchanged(
+    damage: Callable[[list[str]], int],
+    copy_fixture: CopyFixture,
+    pg_agent: NewAgent,
+    tmp_path: Path,
+) -> None:
+    pg = pg_agent()
+    import_(pg, _export_file(copy_fixture, tmp_path, "v2"))
+    before = _state(pg)
+    line_numbers: list[int] = []
+    bad = _edit(
+        _export_file(copy_fixture, tmp_path, "v31"),
+        lambda lines: line_numbers.append(damage(lines)),
+    )
+
+    with pytest.raises(ImportFormatError) as err:
+        import_(pg, bad, mode="merge")
+
+    assert err.value.line_number == line_numbers[0]
+    assert _state(pg) == before
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_an_invalid_file_does_not_even_create_the_agent_schema(
+    damage: Callable[[list[str]], int],
+    copy_fixture: CopyFixture,
+    pg_agent: NewAgent,
+    tmp_path: Path,
+) -> None:
+    pg = pg_agent()
+    bad = _edit(_export_file(copy_fixture, tmp_path, "v31"), damage)
+
+    with pytest.raises(ImportFormatError):
+        import_(pg, bad)
+
+    assert not _schema_exists(pg)
