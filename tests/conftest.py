@@ -202,3 +202,16 @@ def tool_db(tool_template: Path, tmp_path: Path) -> Path:
     ):
         src.backup(dst)
     return target
+
+
+@pytest.fixture
+def tool_target(backend: str, request: pytest.FixtureRequest) -> Path | URL:
+    """The database a tool test calls (``tools.call(..., db=...)``, ``Memory.open``): the
+    ``tool_db`` SQLite file, or on PostgreSQL (a ``BOTH_BACKENDS`` module's second run) the URL
+    of a fresh agent schema brought to head by the migrations."""
+    if backend == "postgres":
+        url: URL = request.getfixturevalue("pg_agent")()
+        migrate.upgrade(url)
+        return url
+    path: Path = request.getfixturevalue("tool_db")
+    return path

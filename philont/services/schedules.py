@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, and_, case, literal, or_, select, text, update
+from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select, text, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
@@ -387,8 +387,13 @@ class ScheduleService:
             select(Schedule).where(*conditions).order_by(Schedule.created_at, Schedule.id)
         ).all()
         if not rows:
+            # Each enabled name once, soonest first (PostgreSQL refuses DISTINCT ordered by a
+            # column it does not select: group and order by each name's earliest run).
             enabled = self.session.scalars(
-                select(Schedule.name).where(_ENABLED).order_by(Schedule.next_run_at).distinct()
+                select(Schedule.name)
+                .where(_ENABLED)
+                .group_by(Schedule.name)
+                .order_by(func.min(Schedule.next_run_at), Schedule.name)
             ).all()
             shown = ", ".join(enabled[:_ENABLED_NAMES_SHOWN]) or "none"
             if len(enabled) > _ENABLED_NAMES_SHOWN:

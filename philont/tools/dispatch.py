@@ -85,9 +85,11 @@ def _loggable(raw: Any) -> dict[str, Any]:
     return {"_raw": repr(raw)[:1000]}  # repr escapes lone surrogates
 
 
-def _storable(text: str) -> str:
-    """``text`` with any lone surrogate escaped, so that SQLite can store it."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+def _storable(text: str, *, keep_nul: bool = True) -> str:
+    """``text`` with any lone surrogate escaped, so that SQLite can store it; without
+    ``keep_nul`` (PostgreSQL text cannot hold U+0000) each NUL character is escaped too."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if keep_nul else text.replace("\x00", "\\x00")
 
 
 def _joins(db: str | Path | URL | Memory | None) -> bool:
@@ -209,11 +211,14 @@ def _call_once(
             log.exception("tool.internal_error", tool=tool_name)
             code, message = "internal_error", f"{type(exc).__name__}: {exc}"
         text = output.text if ok else f"error ({code}): {message}"
+        # The record must be writable whatever the call was given: on PostgreSQL a NUL in the
+        # name or the result would be refused and take the caller's unit of work down with it.
+        keep_nul = session.get_bind().dialect.name != "postgresql"
         ActionLog(session, clock=mem.clock).record(
-            _storable(tool_name[:100]) if tool_name.strip() else "(no name)",
+            _storable(tool_name[:100], keep_nul=keep_nul) if tool_name.strip() else "(no name)",
             params=_loggable(raw),
             success=ok,
-            result=_storable(text[:RESULT_LOG_CHARS]),
+            result=_storable(text[:RESULT_LOG_CHARS], keep_nul=keep_nul),
             session_id=session_id,
         )
         log.info("tool.called", tool=tool_name, ok=ok, code=code)

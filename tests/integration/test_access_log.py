@@ -15,6 +15,8 @@ from philont.services.access import AccessLog
 from philont.services.facts import FactService
 from philont.services.notes import NoteService
 
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+
 if TYPE_CHECKING:
     from conftest import FakeClock
 

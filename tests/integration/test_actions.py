@@ -13,6 +13,8 @@ from philont.db.models import Action
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.services.actions import RESULT_MAX_CHARS, ActionLog
 
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+
 if TYPE_CHECKING:
     from conftest import FakeClock
 

@@ -17,6 +17,8 @@ from philont.services.calendar import CalendarService
 from philont.testing import factories
 from philont.testing.factories import CalendarEventFactory
 
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+
 if TYPE_CHECKING:
     from conftest import FakeClock
 

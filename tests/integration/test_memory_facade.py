@@ -5,13 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import URL
 
 from philont import Memory, migrate
 from philont.domain.maturity import Grade
 
+# Tests taking `target` run on a new SQLite file and on a new PostgreSQL agent schema; the
+# default-path and adoption tests are about SQLite files and run once (tests/conftest.py).
+BOTH_BACKENDS = True
 
-def test_the_readme_example_works_on_a_new_file(tmp_path: Path) -> None:
-    path = tmp_path / "memory.sqlite"
+
+@pytest.fixture
+def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | URL:
+    """Where a new memory is opened: a file not yet created, or an agent schema not yet made."""
+    if backend == "postgres":
+        url: URL = request.getfixturevalue("pg_agent")()
+        return url
+    return tmp_path / "memory.sqlite"
+
+
+def test_the_readme_example_works_on_a_new_database(target: Path | URL) -> None:
+    path = target
     with Memory.open(path) as mem:
         mem.facts.store(namespace="user.home", key="city", value="Berlin")
         got = mem.facts.get("user.home", "city")
@@ -33,8 +47,8 @@ def test_the_readme_example_works_on_a_new_file(tmp_path: Path) -> None:
         assert mem.facts.get("user.home", "city") is not None
 
 
-def test_an_exception_rolls_the_whole_unit_of_work_back(tmp_path: Path) -> None:
-    path = tmp_path / "memory.sqlite"
+def test_an_exception_rolls_the_whole_unit_of_work_back(target: Path | URL) -> None:
+    path = target
     with pytest.raises(RuntimeError), Memory.open(path) as mem:
         mem.facts.store("user", "name", "Lena")
         raise RuntimeError("host code failed")
@@ -51,8 +65,8 @@ def test_the_default_database_follows_memory_db_path(
     assert (tmp_path / "env" / "m.sqlite").exists()
 
 
-def test_services_outside_a_unit_of_work_are_refused(tmp_path: Path) -> None:
-    mem = Memory.open(tmp_path / "m.sqlite")
+def test_services_outside_a_unit_of_work_are_refused(target: Path | URL) -> None:
+    mem = Memory.open(target)
     with pytest.raises(RuntimeError, match="unit of work"):
         _ = mem.facts
     mem.engine.dispose()

@@ -20,6 +20,8 @@ from philont.errors import (
 from philont.services.skills import RecipeNotFoundError, SkillService
 from tests.conftest import FakeClock
 
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+
 STEPS = ["open the listings", "compute rent per m²"]
 VERIFY = "the table has one row per listing"
 POLICY = ["web_fetch: read-only", "no purchases"]

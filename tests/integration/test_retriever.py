@@ -13,6 +13,8 @@ from philont.errors import InvalidInputError
 from philont.services.retriever import SEPARATOR, TimelineRetriever
 from philont.testing import factories as f
 
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
 

@@ -8,7 +8,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -23,6 +22,8 @@ from philont.schemas.schedules import OutcomeStatus
 from philont.services.schedules import ScheduleService
 from philont.testing import factories
 from philont.testing.factories import ScheduleFactory
+
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
 if TYPE_CHECKING:
     from conftest import FakeClock
@@ -509,7 +510,7 @@ def test_a_row_with_an_unreadable_expression_fires_once_like_the_original(
 
 
 def test_a_claim_is_lost_when_the_row_changed_between_read_and_update(
-    schedules: ScheduleService, engine: Engine, clock: FakeClock
+    schedules: ScheduleService, engine: Engine, clock: FakeClock, backend: str
 ) -> None:
     rec = schedules.create("water", message="m", interval_ms=60_000)
     clock.advance(minutes=1)
@@ -521,8 +522,9 @@ def test_a_claim_is_lost_when_the_row_changed_between_read_and_update(
         # Another process claims the same occurrence right before our compare-and-set runs.
         if statement.startswith("UPDATE memory_schedules SET next_run_at") and not interfered:
             interfered.append(True)
+            mark = "%s" if backend == "postgres" else "?"  # the driver's parameter style
             cursor.execute(
-                "UPDATE memory_schedules SET next_run_at = next_run_at + 60000 WHERE id = ?",
+                f"UPDATE memory_schedules SET next_run_at = next_run_at + 60000 WHERE id = {mark}",
                 (rec.id,),
             )
 
@@ -731,11 +733,11 @@ def _fixed(at: datetime) -> Callable[[], datetime]:
     return lambda: at
 
 
-def _race_worker(db_path: str, worker: int, nows: list[datetime], barrier: Any, out: Any) -> None:
+def _race_worker(db: str, worker: int, nows: list[datetime], barrier: Any, out: Any) -> None:
     """Poll claim_due at each `now` in lockstep with the other workers; report what we won."""
     from philont.db.engine import create_engine
 
-    engine = create_engine(db_path)
+    engine = create_engine(db)
     won: list[tuple[str, str]] = []
     retries = 0
     began = time.perf_counter()
@@ -791,8 +793,12 @@ def _seed_race(engine: Engine) -> dict[str, list[str]]:
 
 
 def test_processes_polling_at_once_fire_every_due_occurrence_exactly_once(
-    db_path: Path, engine: Engine
+    engine: Engine, backend: str, request: pytest.FixtureRequest
 ) -> None:
+    if backend == "postgres":  # the workers open the same agent schema by its URL
+        target = engine.url.render_as_string(hide_password=False)
+    else:
+        target = str(request.getfixturevalue("db_path"))
     expected = _seed_race(engine)
     engine.dispose()
     nows = [RACE_T0 + RACE_STEP * i for i in range(RACE_STEPS)]
@@ -800,7 +806,7 @@ def test_processes_polling_at_once_fire_every_due_occurrence_exactly_once(
     barrier = ctx.Barrier(RACE_WORKERS)
     out = ctx.Queue()
     workers = [
-        ctx.Process(target=_race_worker, args=(str(db_path), i, nows, barrier, out))
+        ctx.Process(target=_race_worker, args=(target, i, nows, barrier, out))
         for i in range(RACE_WORKERS)
     ]
     for p in workers:

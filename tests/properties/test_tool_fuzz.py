@@ -7,14 +7,19 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import text
+from sqlalchemy.engine import URL
+from sqlalchemy.orm import Session
 
-from philont import Memory, tools
+from philont import Memory, migrate, tools
 from tests.tools.helpers import MEMORY_TABLES_EXCEPT_ACTIONS
 
 HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
 EXAMPLES = 10_000 if HEAVY else 150
+PG_EXAMPLES = 1_000 if HEAVY else 60  # each example is a few round trips to the server
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
@@ -83,3 +88,40 @@ def test_call_never_raises_and_failures_write_nothing(
         assert conn.execute("SELECT count(*) FROM memory_actions").fetchone()[0] == (
             actions_before + 1
         )
+
+
+@pytest.fixture
+def pg_tool_db(pg_agent) -> URL:  # type: ignore[no-untyped-def]
+    """A fresh agent schema brought to head by the migrations."""
+    url: URL = pg_agent()
+    migrate.upgrade(url)
+    return url
+
+
+def _pg_counts(session: Session) -> tuple[int, ...]:
+    return tuple(
+        session.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
+        for t in MEMORY_TABLES_EXCEPT_ACTIONS
+    )
+
+
+@pytest.mark.postgres
+@settings(
+    max_examples=PG_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(name=names, args=arguments)
+def test_on_postgres_call_never_raises_and_failures_write_nothing(
+    name: str, args: object, pg_tool_db: URL
+) -> None:
+    actions_sql = text("SELECT count(*) FROM memory_actions")
+    with Memory.open(pg_tool_db) as mem:
+        before = _pg_counts(mem.session)
+        actions_before = mem.session.execute(actions_sql).scalar_one()
+        result = tools.call(name, args, db=mem)  # type: ignore[arg-type]
+        assert isinstance(result, tools.ToolResult)
+        if not result.ok:
+            assert result.error_code and result.error
+            assert _pg_counts(mem.session) == before
+        assert mem.session.execute(actions_sql).scalar_one() == actions_before + 1

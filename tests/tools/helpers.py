@@ -5,6 +5,12 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import URL
+
+from philont.db.engine import create_engine
 
 MEMORY_TABLES_EXCEPT_ACTIONS = (
     "memory_facts",
@@ -20,18 +26,37 @@ MEMORY_TABLES_EXCEPT_ACTIONS = (
     "philont_skill_revisions",
 )
 
+ACTIONS_SQL = "SELECT tool_name, success, params_json, result FROM memory_actions ORDER BY id"
 
-def snapshot(path: Path) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of the memory tables except the action log."""
-    with closing(sqlite3.connect(str(path))) as conn:
+
+def _pg_rows(url: URL, sql: str) -> list[tuple[Any, ...]]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(text(sql))]
+    finally:
+        engine.dispose()
+
+
+def snapshot(db: Path | URL) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of the memory tables except the action log (a SQLite file or a PG URL)."""
+    if isinstance(db, URL):  # no rowid on PostgreSQL: rows in a stable (sorted) order
+        return {
+            t: sorted(_pg_rows(db, f"SELECT * FROM {t}"), key=repr)
+            for t in MEMORY_TABLES_EXCEPT_ACTIONS
+        }
+    with closing(sqlite3.connect(str(db))) as conn:
         return {
             t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
             for t in MEMORY_TABLES_EXCEPT_ACTIONS
         }
 
 
-def actions(path: Path) -> list[tuple[object, ...]]:
-    with closing(sqlite3.connect(str(path))) as conn:
-        return conn.execute(
-            "SELECT tool_name, success, params_json, result FROM memory_actions ORDER BY id"
-        ).fetchall()
+def actions(db: Path | URL) -> list[tuple[object, ...]]:
+    if isinstance(db, URL):
+        return _pg_rows(db, ACTIONS_SQL)
+    with closing(sqlite3.connect(str(db))) as conn:
+        return conn.execute(ACTIONS_SQL).fetchall()
+
+
+DbTarget = Path | URL  # what the `tool_target` fixture gives: a SQLite file or a PG agent URL

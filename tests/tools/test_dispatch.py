@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from philont import Memory, tools
-from tests.tools.helpers import actions, snapshot
+from tests.tools.helpers import DbTarget, actions, snapshot
+
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
 
 ELEVEN = {
     "store_fact",
@@ -81,32 +83,58 @@ def test_the_eleven_tools_are_registered_with_their_exact_names() -> None:
     ],
 )
 def test_a_failing_call_reports_a_code_and_leaves_memory_unchanged(
-    name: str, arguments: object, code: str, tool_db: Path
+    name: str, arguments: object, code: str, tool_target: DbTarget
 ) -> None:
-    before = snapshot(tool_db)
-    result = tools.call(name, arguments, db=tool_db)  # type: ignore[arg-type]
+    before = snapshot(tool_target)
+    result = tools.call(name, arguments, db=tool_target)  # type: ignore[arg-type]
     assert not result.ok and result.error_code == code
     assert result.text.startswith(f"error ({code})")
-    assert snapshot(tool_db) == before
-    logged = actions(tool_db)
+    assert snapshot(tool_target) == before
+    logged = actions(tool_target)
     assert logged[-1][0] == name and logged[-1][1] == 0
 
 
-def test_every_successful_call_is_recorded_with_its_params_and_result(tool_db: Path) -> None:
+def test_every_successful_call_is_recorded_with_its_params_and_result(
+    tool_target: DbTarget,
+) -> None:
     args = {"namespace": "user", "key": "name", "value": "Lena"}
-    result = tools.call("store_fact", json.dumps(args), db=tool_db)
+    result = tools.call("store_fact", json.dumps(args), db=tool_target)
     assert result.ok
-    tool_name, success, params, logged = actions(tool_db)[-1]
+    tool_name, success, params, logged = actions(tool_target)[-1]
     assert (tool_name, success) == ("store_fact", 1)
     assert json.loads(str(params)) == args
     assert str(logged).startswith("Stored user.name")
 
 
-def test_a_call_inside_the_callers_unit_of_work_joins_it(tool_db: Path) -> None:
-    with pytest.raises(RuntimeError), Memory.open(tool_db) as mem:
+def test_a_call_inside_the_callers_unit_of_work_joins_it(tool_target: DbTarget) -> None:
+    with pytest.raises(RuntimeError), Memory.open(tool_target) as mem:
         assert tools.call("store_fact", {"namespace": "user", "key": "a", "value": 1}, db=mem).ok
         raise RuntimeError("the host's turn failed")
-    assert tools.call("get_fact", {"namespace": "user", "key": "a"}, db=tool_db).ok is False
+    assert tools.call("get_fact", {"namespace": "user", "key": "a"}, db=tool_target).ok is False
+
+
+def test_a_nul_character_is_kept_on_sqlite_and_refused_on_postgres_without_harm(
+    tool_target: DbTarget, backend: str
+) -> None:
+    event = {"title": "before\x00after", "starts_at": "2099-01-01T10:00:00Z", "timezone": "UTC"}
+    with Memory.open(tool_target) as mem:
+        assert tools.call("store_fact", {"namespace": "user", "key": "a", "value": 1}, db=mem).ok
+        created = tools.call("create_calendar_event", event, db=mem)
+        unknown = tools.call("\x00", {}, db=mem)
+    assert unknown.error_code == "unknown_tool"
+    if backend == "postgres":  # PostgreSQL text cannot hold U+0000: a typed refusal
+        assert created.error_code == "invalid_input" and "NUL" in (created.error or "")
+        nul_name = "\\x00"  # the action log escapes it
+    else:
+        assert created.ok and created.data["title"] == "before\x00after"
+        nul_name = "\x00"
+    # Every call was logged, and the caller's unit of work survived the refusal.
+    assert [(n, ok) for n, ok, *_ in actions(tool_target)] == [
+        ("store_fact", 1),
+        ("create_calendar_event", 0 if backend == "postgres" else 1),
+        (nul_name, 0),
+    ]
+    assert tools.call("get_fact", {"namespace": "user", "key": "a"}, db=tool_target).ok
 
 
 def test_the_default_database_is_read_from_memory_db_path_at_call_time(

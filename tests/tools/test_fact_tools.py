@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from philont import Memory, tools
+from tests.tools.helpers import DbTarget
+
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
 
 
-def call(db: Path, tool: str, **arguments: object) -> tools.ToolResult:
+def call(db: DbTarget, tool: str, **arguments: object) -> tools.ToolResult:
     return tools.call(tool, arguments, db=db)
 
 
-def test_storing_a_key_again_supersedes_and_says_so(tool_db: Path) -> None:
-    assert call(tool_db, "store_fact", namespace="user.home", key="city", value="Paris").ok
-    second = call(tool_db, "store_fact", namespace="user.home", key="city", value="Berlin")
+def test_storing_a_key_again_supersedes_and_says_so(tool_target: DbTarget) -> None:
+    assert call(tool_target, "store_fact", namespace="user.home", key="city", value="Paris").ok
+    second = call(tool_target, "store_fact", namespace="user.home", key="city", value="Berlin")
     assert "replaced the previous value" in second.text
-    got = call(tool_db, "get_fact", namespace="user.home", key="city")
+    got = call(tool_target, "get_fact", namespace="user.home", key="city")
     assert got.text.startswith('"Berlin" [state ? → ∞ | recorded ')
 
 
@@ -34,9 +35,9 @@ def test_storing_a_key_again_supersedes_and_says_so(tool_db: Path) -> None:
     ],
 )
 def test_the_auth_guard_refuses_credentials_but_not_ordinary_sentences(
-    value: str, ok: bool, tool_db: Path
+    value: str, ok: bool, tool_target: DbTarget
 ) -> None:
-    assert call(tool_db, "store_fact", namespace="user", key="k", value=value).ok is ok
+    assert call(tool_target, "store_fact", namespace="user", key="k", value=value).ok is ok
 
 
 @pytest.mark.parametrize(
@@ -50,10 +51,10 @@ def test_the_auth_guard_refuses_credentials_but_not_ordinary_sentences(
     ],
 )
 def test_times_accept_offsets_epoch_ms_and_naive_text_in_a_stated_zone(
-    given: object, tz: str, expected: str, tool_db: Path
+    given: object, tz: str, expected: str, tool_target: DbTarget
 ) -> None:
     result = call(
-        tool_db,
+        tool_target,
         "store_fact",
         namespace="user",
         key="trip",
@@ -67,9 +68,9 @@ def test_times_accept_offsets_epoch_ms_and_naive_text_in_a_stated_zone(
 
 
 @pytest.mark.parametrize("bad", ["tomorrow", "2026-13-01", "next friday", 10**20])
-def test_an_unparseable_time_is_reported_not_dropped(bad: object, tool_db: Path) -> None:
+def test_an_unparseable_time_is_reported_not_dropped(bad: object, tool_target: DbTarget) -> None:
     result = call(
-        tool_db,
+        tool_target,
         "store_fact",
         namespace="user",
         key="trip",
@@ -80,9 +81,9 @@ def test_an_unparseable_time_is_reported_not_dropped(bad: object, tool_db: Path)
     assert not result.ok and "occurred_at" in (result.error or "")
 
 
-def test_an_unknown_time_zone_is_reported(tool_db: Path) -> None:
+def test_an_unknown_time_zone_is_reported(tool_target: DbTarget) -> None:
     result = call(
-        tool_db,
+        tool_target,
         "store_fact",
         namespace="user",
         key="k",
@@ -93,34 +94,36 @@ def test_an_unknown_time_zone_is_reported(tool_db: Path) -> None:
     assert not result.ok and "Mars/Olympus" in (result.error or "")
 
 
-def test_list_facts_with_a_prefix_includes_sub_namespaces(tool_db: Path) -> None:
-    call(tool_db, "store_fact", namespace="user", key="name", value="Lena")
-    call(tool_db, "store_fact", namespace="user.preferences", key="tea", value="green")
-    call(tool_db, "store_fact", namespace="username", key="x", value=1)
-    text = call(tool_db, "list_facts", namespace="user.*").text
+def test_list_facts_with_a_prefix_includes_sub_namespaces(tool_target: DbTarget) -> None:
+    call(tool_target, "store_fact", namespace="user", key="name", value="Lena")
+    call(tool_target, "store_fact", namespace="user.preferences", key="tea", value="green")
+    call(tool_target, "store_fact", namespace="username", key="x", value=1)
+    text = call(tool_target, "list_facts", namespace="user.*").text
     assert "user.name" in text and "user.preferences.tea" in text and "username" not in text
-    exact = call(tool_db, "list_facts", namespace="user").text
+    exact = call(tool_target, "list_facts", namespace="user").text
     assert "user.preferences" not in exact
 
 
 def test_use_skill_returns_the_template_with_its_caveat_and_never_counts_success(
-    tool_db: Path,
+    tool_target: DbTarget,
 ) -> None:
-    with Memory.open(tool_db) as mem:
+    with Memory.open(tool_target) as mem:
         mem.skills.create("unzip-archive", "Unpack zip files", "zip", "1. unzip -d out f.zip")
     for _ in range(3):
-        result = call(tool_db, "use_skill", name="unzip-archive")
+        result = call(tool_target, "use_skill", name="unzip-archive")
         assert result.ok and "[draft" in result.text and "unzip -d out" in result.text
-    with Memory.open(tool_db) as mem:
+    with Memory.open(tool_target) as mem:
         skill = mem.skills.get("unzip-archive")
         assert skill is not None
         assert (skill.use_count, skill.success_count, skill.grade) == (3, 0, "draft")
 
 
 @pytest.mark.parametrize("grade", ["playbook", "deprecated"])
-def test_use_skill_refuses_playbooks_and_deprecated_skills(grade: str, tool_db: Path) -> None:
-    with Memory.open(tool_db) as mem:
+def test_use_skill_refuses_playbooks_and_deprecated_skills(
+    grade: str, tool_target: DbTarget
+) -> None:
+    with Memory.open(tool_target) as mem:
         mem.skills.create("s", "d", "k", "t")
         mem.skills.set_grade("s", grade, reason="test")
-    result = call(tool_db, "use_skill", name="s")
+    result = call(tool_target, "use_skill", name="s")
     assert not result.ok and result.error_code == "skill_not_usable"

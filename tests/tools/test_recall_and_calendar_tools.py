@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from philont import Memory, tools
-from tests.tools.helpers import snapshot
+from tests.tools.helpers import DbTarget, snapshot
+
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
 
 
-def call(db: Path, tool: str, **arguments: object) -> tools.ToolResult:
+def call(db: DbTarget, tool: str, **arguments: object) -> tools.ToolResult:
     return tools.call(tool, arguments, db=db)
 
 
@@ -20,43 +21,49 @@ def _iso(dt: datetime) -> str:
 
 
 @pytest.fixture
-def seeded(tool_db: Path) -> Path:
-    with Memory.open(tool_db) as mem:
+def seeded(tool_target: DbTarget) -> DbTarget:
+    with Memory.open(tool_target) as mem:
         mem.notes.add("The user is vegetarian and loves 寿司 without fish", importance=0.9)
         mem.notes.add("Deposit for the Berlin flat is three months' rent", importance=0.6)
         mem.skills.create("unzip-archive", "Unpack zip archives", "zip unzip", "1. unzip f.zip")
-        mem.skills.create("avoid-sudo-pip", "Never run pip with sudo", "pip sudo install",
-                          "## Trigger\npip\n## Avoid\nsudo\n## Instead\nvenv", kind="negative")
+        mem.skills.create(
+            "avoid-sudo-pip",
+            "Never run pip with sudo",
+            "pip sudo install",
+            "## Trigger\npip\n## Avoid\nsudo\n## Instead\nvenv",
+            kind="negative",
+        )
         mem.timeline.append("What did we decide about the Berlin apartment?", role="user")
         mem.timeline.append("We chose the flat on Kastanienallee.", role="assistant")
-    return tool_db
+    return tool_target
 
 
-def test_search_notes_finds_a_note_from_a_natural_question(seeded: Path) -> None:
+def test_search_notes_finds_a_note_from_a_natural_question(seeded: DbTarget) -> None:
     result = call(seeded, "search_notes", query="How much is the deposit for the flat?")
     assert result.ok and "three months" in result.text
 
 
-def test_search_notes_finds_a_two_character_chinese_word(seeded: Path) -> None:
+def test_search_notes_finds_a_two_character_chinese_word(seeded: DbTarget) -> None:
     result = call(seeded, "search_notes", query="寿司")
     assert result.ok and "vegetarian" in result.text
 
 
-@pytest.mark.parametrize("query", ["rust-lang", "v1.2.3", "C++", "AND", "NEAR(", "role:user",
-                                   '"', "*", "%", "_"])
-def test_search_tools_take_hostile_text_without_error(query: str, seeded: Path) -> None:
+@pytest.mark.parametrize(
+    "query", ["rust-lang", "v1.2.3", "C++", "AND", "NEAR(", "role:user", '"', "*", "%", "_"]
+)
+def test_search_tools_take_hostile_text_without_error(query: str, seeded: DbTarget) -> None:
     for tool in ("search_notes", "search_skills", "recall_sessions"):
         assert call(seeded, tool, query=query).ok
 
 
-def test_search_skills_marks_lessons_and_can_leave_them_out(seeded: Path) -> None:
+def test_search_skills_marks_lessons_and_can_leave_them_out(seeded: DbTarget) -> None:
     both = call(seeded, "search_skills", query="pip install sudo zip")
     assert "⚠️ [avoid] **avoid-sudo-pip**" in both.text
     only_positive = call(seeded, "search_skills", query="pip sudo", include_negative=False)
     assert "avoid-sudo-pip" not in only_positive.text
 
 
-def test_recall_sessions_shows_each_hit_with_its_time(seeded: Path) -> None:
+def test_recall_sessions_shows_each_hit_with_its_time(seeded: DbTarget) -> None:
     result = call(seeded, "recall_sessions", query="Berlin apartment decision", limit=3)
     assert result.ok
     assert "Z [user] (session global): What did we decide about the Berlin apartment?" in (
@@ -64,18 +71,29 @@ def test_recall_sessions_shows_each_hit_with_its_time(seeded: Path) -> None:
     )
 
 
-def test_recall_sessions_refuses_a_reversed_window(seeded: Path) -> None:
-    result = call(seeded, "recall_sessions", query="Berlin", since="2026-02-01T00:00:00Z",
-                  until="2026-01-01T00:00:00Z")
+def test_recall_sessions_refuses_a_reversed_window(seeded: DbTarget) -> None:
+    result = call(
+        seeded,
+        "recall_sessions",
+        query="Berlin",
+        since="2026-02-01T00:00:00Z",
+        until="2026-01-01T00:00:00Z",
+    )
     assert result.error_code == "invalid_time_range"
 
 
-def test_a_recurring_calendar_event_shows_up_in_list_upcoming(tool_db: Path) -> None:
+def test_a_recurring_calendar_event_shows_up_in_list_upcoming(tool_target: DbTarget) -> None:
     start = datetime.now(UTC) + timedelta(days=1)
-    created = call(tool_db, "create_calendar_event", title="Yoga", starts_at=_iso(start),
-                   timezone="Europe/Berlin", rrule="FREQ=DAILY;COUNT=3")
+    created = call(
+        tool_target,
+        "create_calendar_event",
+        title="Yoga",
+        starts_at=_iso(start),
+        timezone="Europe/Berlin",
+        rrule="FREQ=DAILY;COUNT=3",
+    )
     assert created.ok, created.text
-    upcoming = call(tool_db, "list_upcoming", window_days=7)
+    upcoming = call(tool_target, "list_upcoming", window_days=7)
     assert upcoming.text.count("[event] Yoga") == 3
 
 
@@ -83,29 +101,53 @@ def test_a_recurring_calendar_event_shows_up_in_list_upcoming(tool_db: Path) -> 
     ("arguments", "code"),
     [
         ({"title": "x", "starts_at": "soon", "timezone": "UTC"}, "invalid_input"),
-        ({"title": "x", "starts_at": "2026-05-01T10:00:00Z", "timezone": "Mars/Base"},
-         "invalid_input"),
-        ({"title": "x", "starts_at": "2026-05-01T10:00:00Z", "ends_at": "2026-05-01T09:00:00Z",
-          "timezone": "UTC"}, "invalid_time_range"),
-        ({"title": "x", "starts_at": "2026-05-01T10:00:00Z", "timezone": "UTC",
-          "rrule": "FREQ=SOMETIMES"}, "invalid_input"),
+        (
+            {"title": "x", "starts_at": "2026-05-01T10:00:00Z", "timezone": "Mars/Base"},
+            "invalid_input",
+        ),
+        (
+            {
+                "title": "x",
+                "starts_at": "2026-05-01T10:00:00Z",
+                "ends_at": "2026-05-01T09:00:00Z",
+                "timezone": "UTC",
+            },
+            "invalid_time_range",
+        ),
+        (
+            {
+                "title": "x",
+                "starts_at": "2026-05-01T10:00:00Z",
+                "timezone": "UTC",
+                "rrule": "FREQ=SOMETIMES",
+            },
+            "invalid_input",
+        ),
     ],
 )
-def test_bad_calendar_events_are_refused(arguments: dict[str, object], code: str,
-                                         tool_db: Path) -> None:
-    before = snapshot(tool_db)
-    result = tools.call("create_calendar_event", arguments, db=tool_db)
+def test_bad_calendar_events_are_refused(
+    arguments: dict[str, object], code: str, tool_target: DbTarget
+) -> None:
+    before = snapshot(tool_target)
+    result = tools.call("create_calendar_event", arguments, db=tool_target)
     assert result.error_code == code
-    assert snapshot(tool_db) == before
+    assert snapshot(tool_target) == before
 
 
-def test_schedule_reminder_replaces_a_same_named_task_and_lists_it(tool_db: Path) -> None:
-    assert call(tool_db, "schedule_reminder", name="water", message="drink water",
-                interval_ms=3_600_000).ok
-    second = call(tool_db, "schedule_reminder", name="water", message="drink more water",
-                  cron="0 9 * * *", timezone="Europe/Berlin")
+def test_schedule_reminder_replaces_a_same_named_task_and_lists_it(tool_target: DbTarget) -> None:
+    assert call(
+        tool_target, "schedule_reminder", name="water", message="drink water", interval_ms=3_600_000
+    ).ok
+    second = call(
+        tool_target,
+        "schedule_reminder",
+        name="water",
+        message="drink more water",
+        cron="0 9 * * *",
+        timezone="Europe/Berlin",
+    )
     assert second.ok and "replaced 1 older task" in second.text
-    upcoming = call(tool_db, "list_upcoming", window_days=2)
+    upcoming = call(tool_target, "list_upcoming", window_days=2)
     assert upcoming.text.count("[task] water") == 1
 
 
@@ -120,22 +162,23 @@ def test_schedule_reminder_replaces_a_same_named_task_and_lists_it(tool_db: Path
         {"name": "t", "message": "m", "interval_ms": 60000, "project": "Not Kebab"},
     ],
 )
-def test_a_bad_new_schedule_leaves_the_old_one_in_place(arguments: dict[str, object],
-                                                       tool_db: Path) -> None:
-    assert call(tool_db, "schedule_reminder", name="t", message="old", interval_ms=60000).ok
-    before = snapshot(tool_db)
-    assert not tools.call("schedule_reminder", arguments, db=tool_db).ok
-    assert snapshot(tool_db) == before
+def test_a_bad_new_schedule_leaves_the_old_one_in_place(
+    arguments: dict[str, object], tool_target: DbTarget
+) -> None:
+    assert call(tool_target, "schedule_reminder", name="t", message="old", interval_ms=60000).ok
+    before = snapshot(tool_target)
+    assert not tools.call("schedule_reminder", arguments, db=tool_target).ok
+    assert snapshot(tool_target) == before
 
 
-def test_cancel_schedule_is_exact_and_keeps_history(tool_db: Path) -> None:
-    call(tool_db, "schedule_reminder", name="water", message="drink", interval_ms=60000)
-    call(tool_db, "schedule_reminder", name="water-plants", message="plants", interval_ms=60000)
-    result = call(tool_db, "cancel_schedule", name="water")
+def test_cancel_schedule_is_exact_and_keeps_history(tool_target: DbTarget) -> None:
+    call(tool_target, "schedule_reminder", name="water", message="drink", interval_ms=60000)
+    call(tool_target, "schedule_reminder", name="water-plants", message="plants", interval_ms=60000)
+    result = call(tool_target, "cancel_schedule", name="water")
     assert result.ok and "Cancelled 1 task(s): water" in result.text
-    assert call(tool_db, "cancel_schedule", name="water").error_code == "schedule_not_found"
-    assert call(tool_db, "cancel_schedule").error_code == "invalid_input"
-    with Memory.open(tool_db) as mem:
+    assert call(tool_target, "cancel_schedule", name="water").error_code == "schedule_not_found"
+    assert call(tool_target, "cancel_schedule").error_code == "invalid_input"
+    with Memory.open(tool_target) as mem:
         from philont.services.schedules import ScheduleService
 
         names = sorted((s.name, s.enabled) for s in ScheduleService(mem.session).list())

@@ -1,0 +1,131 @@
+"""Eight concurrent workers on one PostgreSQL agent: counters and claims stay exact.
+
+Every counter philont keeps is an atomic ``UPDATE ... SET n = n + 1`` and every schedule claim a
+compare-and-set ``UPDATE ... WHERE next_run_at = <seen>``; under PostgreSQL's READ COMMITTED a
+concurrent update waits and re-evaluates its WHERE, so nothing is lost or claimed twice. The
+workers are threads, each with its own connection from one pool (the contention is the
+server's, not Python's).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.engine import URL
+
+from philont import migrate
+from philont.db.engine import create_engine
+from philont.memory import Memory
+from philont.services.schedules import ScheduleService
+
+pytestmark = pytest.mark.postgres
+
+WORKERS = 8
+OPS_PER_WORKER = 40
+SKILLS = ("deploy", "backup", "triage")
+SCHEDULES = 60
+
+
+def _run_workers(work: Callable[[int], None]) -> None:
+    errors: list[BaseException] = []
+    start = threading.Barrier(WORKERS)
+
+    def _thread(worker: int) -> None:
+        try:
+            start.wait()
+            work(worker)
+        except BaseException as exc:  # reported below, the test fails on it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=_thread, args=(w,)) for w in range(WORKERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a worker hung"
+    assert errors == []
+
+
+@pytest.fixture
+def agent(pg_agent: Callable[[], URL]) -> Iterator[Engine]:
+    url = pg_agent()
+    migrate.upgrade(url)
+    engine = create_engine(url)
+    yield engine
+    engine.dispose()
+
+
+def test_eight_workers_keep_skill_counters_exact(agent: Engine) -> None:
+    with Memory(agent) as mem:
+        for name in SKILLS:
+            mem.skills.create(name, f"{name} things", [name], f"do {name}")
+    done: list[Counter[tuple[str, str]]] = [Counter() for _ in range(WORKERS)]
+
+    def work(worker: int) -> None:
+        rng = random.Random(worker)
+        for _ in range(OPS_PER_WORKER):
+            name = rng.choice(SKILLS)
+            op = rng.choice(("use", "success", "failure"))
+            with Memory(agent) as mem:
+                if op == "use":
+                    mem.skills.record_usage(name)
+                else:
+                    mem.skills.record_outcome(name, success=op == "success")
+            done[worker][(name, op)] += 1
+
+    _run_workers(work)
+    total: Counter[tuple[str, str]] = sum(done, Counter())
+    assert sum(total.values()) == WORKERS * OPS_PER_WORKER
+    with Memory(agent) as mem:
+        for name in SKILLS:
+            skill = mem.skills.get(name)
+            assert skill is not None
+            assert skill.use_count == total[(name, "use")]
+            assert skill.success_count == total[(name, "success")]
+            assert skill.failure_count == total[(name, "failure")]
+
+
+def test_eight_workers_claim_every_due_schedule_exactly_once(agent: Engine) -> None:
+    due = datetime.now(UTC) + timedelta(seconds=5)
+    with Memory(agent) as mem:
+        schedules = ScheduleService(mem.session)
+        ids = {schedules.create(f"job{i}", message=f"run {i}", at=due).id for i in range(SCHEDULES)}
+    claimed: list[list[str]] = [[] for _ in range(WORKERS)]
+
+    def work(worker: int) -> None:
+        later = due + timedelta(minutes=1)
+        while True:
+            with Memory(agent) as mem:
+                service = ScheduleService(mem.session)
+                got = service.claim_due(later, limit=3)
+                # Losing every race also returns nothing: stop only when nothing is left.
+                left = any(s.enabled for s in service.list())
+            claimed[worker].extend(c.schedule.id for c in got)
+            if not got and not left:
+                return
+
+    _run_workers(work)
+    every = [i for per_worker in claimed for i in per_worker]
+    assert sorted(every) == sorted(ids)  # each one claimed, none twice
+    assert sum(1 for per_worker in claimed if per_worker) > 1  # the workers really competed
+
+
+def test_eight_workers_appending_lose_no_message(agent: Engine) -> None:
+    acked: list[list[int]] = [[] for _ in range(WORKERS)]
+
+    def work(worker: int) -> None:
+        for n in range(OPS_PER_WORKER):
+            with Memory(agent) as mem:
+                acked[worker].append(mem.timeline.append(f"worker {worker} message {n}").id)
+
+    _run_workers(work)
+    every = [i for per_worker in acked for i in per_worker]
+    assert len(set(every)) == WORKERS * OPS_PER_WORKER
+    with Memory(agent) as mem:
+        assert mem.timeline.count() == WORKERS * OPS_PER_WORKER
