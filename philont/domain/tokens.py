@@ -13,7 +13,6 @@ TokenEstimator = Callable[[str], int]
 TOKENS_PER_UTF16_UNIT = 0.6
 """The original's rough ratio of tokens to JS string-length units."""
 
-_FIRST_NON_BMP = 0x10000
 
 
 def utf16_len(text: str) -> int:
@@ -24,7 +23,8 @@ def utf16_len(text: str) -> int:
     """
     if text.isascii():
         return len(text)
-    return len(text) + sum(1 for char in text if ord(char) >= _FIRST_NON_BMP)
+    # The codec counts in C what a loop over the characters would count in Python.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def default_estimator(text: str) -> int:

@@ -202,11 +202,12 @@ def _str_list(value: Any) -> list[str]:
     return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
-def _has_recipe(recipe: SkillRecipe | None) -> bool:
+def _has_recipe(recipe: SkillRecipe | Any | None) -> bool:
     return recipe is not None and recipe.revision > NO_RECIPE_REVISION
 
 
-def _to_record(skill: Skill, recipe_row: SkillRecipe | None) -> SkillRecord:
+def _to_record(skill: Skill | Any, recipe_row: SkillRecipe | Any | None) -> SkillRecord:
+    """A read model from ORM objects, or from one column row holding both (``_LIST``)."""
     recipe: RecipeRecord | None = None
     callable_ = is_callable(skill.maturity)
     if recipe_row is not None and _has_recipe(recipe_row):
@@ -250,6 +251,35 @@ def _not_usable_reason(record: SkillRecord) -> str | None:
     if not record.callable:
         return "its recipe is incomplete (it needs steps, a verification and a tool policy)"
     return None
+
+
+_LIST_COLUMNS = (
+    *(getattr(Skill, attr.key) for attr in Skill.__mapper__.column_attrs),
+    SkillRecipe.steps,
+    SkillRecipe.verification,
+    SkillRecipe.tool_policy,
+    SkillRecipe.revision,
+)
+# A skill and its recipe in one column row (no name is shared); ``revision`` is NULL when the
+# skill has no recipe row. Ties keep ``use_count DESC, created_at DESC``.
+_LIST = (
+    select(*_LIST_COLUMNS)
+    .outerjoin(SkillRecipe, SkillRecipe.skill_id == Skill.id)
+    .order_by(Skill.use_count.desc(), Skill.created_at.desc(), Skill.id)
+)
+
+
+def _row_callable(row: Any) -> bool:
+    """``_to_record(row, ...).callable`` without building the record."""
+    if not is_callable(row.maturity):
+        return False
+    if row.revision is None or row.revision <= NO_RECIPE_REVISION:
+        return True
+    return recipe_is_callable(
+        steps=_str_list(row.steps),
+        verification=row.verification,
+        tool_policy=_str_list(row.tool_policy),
+    )
 
 
 class SkillService:
@@ -317,35 +347,33 @@ class SkillService:
         ``use_count DESC, created_at DESC``. Every matching skill is scored (no candidate cut).
         """
         limit = _limit(limit)
-        stmt = (
-            select(Skill, SkillRecipe)
-            .outerjoin(SkillRecipe, SkillRecipe.skill_id == Skill.id)
-            .execution_options(populate_existing=True)
-        )
+        # Plain column rows, not ORM objects: the memory prefix lists skills on every turn.
+        # Every matching row is scored; records are built only for the ones returned.
+        stmt = _LIST
         if not include_deprecated:
             stmt = stmt.where(Skill.maturity != Grade.DEPRECATED)
         if kind is not None:
             stmt = stmt.where(Skill.kind == _kind(kind))
         if callable_only:
             stmt = stmt.where(Skill.maturity.in_([g for g in Grade if is_callable(g)]))
-        stmt = stmt.order_by(Skill.use_count.desc(), Skill.created_at.desc(), Skill.id)
-        records = [_to_record(skill, recipe) for skill, recipe in self.session.execute(stmt)]
+        rows: builtins.list[Any] = builtins.list(self.session.execute(stmt))
         if callable_only:
-            records = [r for r in records if r.callable]
+            rows = [r for r in rows if _row_callable(r)]
         now = self.clock()
 
-        def score(record: SkillRecord) -> float:
+        def score(row: Any) -> float:
             return score_skill(
-                use_count=record.use_count,
-                success_count=record.success_count,
-                failure_count=record.failure_count,
-                last_used_at=record.last_used_at,
+                use_count=row.use_count,
+                success_count=row.success_count,
+                failure_count=row.failure_count,
+                last_used_at=row.last_used_at,
                 now=now,
-                kind=record.kind,
+                kind=row.kind,
             )
 
         # sorted() is stable also with reverse=True, so ties keep the SQL order.
-        return sorted(records, key=score, reverse=True)[:limit]
+        best = sorted(rows, key=score, reverse=True)[:limit]
+        return [_to_record(r, r if r.revision is not None else None) for r in best]
 
     def is_callable(self, name: str) -> bool:
         """Return whether :meth:`use` would hand the skill out (grade callable, recipe complete)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -9,11 +10,12 @@ from typing import Any, Literal, cast
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.engine import CursorResult
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from philont.clock import Clock, utc_now
 from philont.db.models import RawMessage, RawSession
+from philont.db.types import to_epoch_ms
 from philont.domain.kinds import Role
 from philont.errors import (
     ConflictError,
@@ -27,6 +29,7 @@ from philont.services._checks import aware as _aware
 from philont.services._checks import check_limit as _check_limit
 from philont.services._checks import storable as _storable
 from philont.services._checks import window as _window
+from philont.services.search import driver_connection
 
 __all__ = ["GLOBAL_SESSION", "MAX_QUERY_LIMIT", "TimelineService"]
 
@@ -41,6 +44,18 @@ Order = Literal["asc", "desc"]
 
 # Built once: the Core statement (not the ORM bulk path) keeps a single append cheap.
 _INSERT_MESSAGE = insert(RawMessage.__table__)  # type: ignore[arg-type]  # a Table at runtime
+_INSERT_SQL = (
+    "INSERT INTO memory_raw_messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)"
+)
+
+
+def _insert_sqlite(conn: sqlite3.Connection, params: tuple[Any, ...]) -> int | None:
+    """Run ``_INSERT_SQL``; a failure is raised as SQLAlchemy would have raised it (e.g.
+    ``OperationalError``), so callers translate storage errors whichever path ran."""
+    try:
+        return conn.execute(_INSERT_SQL, params).lastrowid
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(_INSERT_SQL, params, exc, sqlite3.Error) from exc
 
 
 def _check_order(value: object) -> Order:
@@ -51,14 +66,14 @@ def _check_order(value: object) -> Order:
     raise InvalidInputError(f"order must be 'asc' or 'desc', got {value!r}")
 
 
+_ROLES = {r.value: r for r in Role}
+
+
 def _check_role(value: object) -> Role:
-    allowed = ", ".join(r.value for r in Role)
-    if not isinstance(value, str):
-        raise InvalidInputError(f"role {value!r} is not one of: {allowed}")
-    try:
-        return Role(value)
-    except ValueError as exc:
-        raise InvalidInputError(f"role {value!r} is not one of: {allowed}") from exc
+    role = _ROLES.get(value) if isinstance(value, str) else None
+    if role is None:
+        raise InvalidInputError(f"role {value!r} is not one of: {', '.join(_ROLES)}")
+    return role
 
 
 def _check_content(value: object) -> str:
@@ -168,7 +183,7 @@ class TimelineService:
     ) -> MessageRecord:
         """Append one message (``at`` defaults to now) and return it with its id.
 
-        The hot path of every turn: one Core INSERT, no ORM unit of work, and no separate
+        The hot path of every turn: one INSERT, no ORM unit of work, and no separate
         session lookup — the foreign key refuses an unknown session, which is reported as
         :class:`SessionNotFoundError` (the failed statement writes nothing).
         """
@@ -178,16 +193,27 @@ class TimelineService:
             self._now(),
             single=True,
         )
+        conn = driver_connection(self.session)
         try:
-            result = cast(CursorResult[Any], self.session.execute(_INSERT_MESSAGE, row))
+            if isinstance(conn, sqlite3.Connection):
+                # Straight on the DB-API connection, inside the session's transaction (as
+                # search reads): SQLAlchemy's per-statement work would cost more than the
+                # INSERT with its FTS triggers.
+                values = (row["session_id"], row["role"].value, row["content"])
+                new_id = _insert_sqlite(conn, (*values, to_epoch_ms(row["timestamp"])))
+            else:
+                # A failed statement aborts a PostgreSQL transaction: contain it, as SQLite
+                # does by itself, so the caller's unit of work goes on.
+                with self.session.begin_nested():
+                    result = cast(CursorResult[Any], self.session.execute(_INSERT_MESSAGE, row))
+                key = result.inserted_primary_key
+                new_id = None if key is None else key[0]
         except IntegrityError:
             self._require_sessions([row["session_id"]])
             raise  # pragma: no cover - an integrity failure other than the session FK
-        key = result.inserted_primary_key
-        assert key is not None  # an INSERT into a rowid table always has one
-        new_id = int(key[0])
+        assert new_id is not None  # an INSERT into a rowid table always has one
         log.debug("timeline.appended", count=1)
-        return MessageRecord(id=new_id, **row)
+        return MessageRecord(id=int(new_id), **row)
 
     def _row(
         self, index: int, msg: MessageIn, now: datetime, *, single: bool = False

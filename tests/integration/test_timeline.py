@@ -20,6 +20,8 @@ from philont.errors import (
 from philont.schemas.timeline import MessageIn
 from philont.services.timeline import GLOBAL_SESSION, TimelineService
 
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+
 if TYPE_CHECKING:
     from conftest import FakeClock
 
@@ -145,8 +147,13 @@ def test_appending_defaults_to_a_user_message_in_the_global_session_now(
     assert timeline.count() == 1
 
 
-def test_content_with_nul_bytes_is_stored_as_is(timeline: TimelineService) -> None:
+def test_content_with_nul_bytes_is_stored_as_is(timeline: TimelineService, backend: str) -> None:
     text = "before\x00after"
+    if backend == "postgres":  # PostgreSQL text cannot hold U+0000: a typed refusal
+        with pytest.raises(InvalidInputError, match="NUL"):
+            timeline.append(text, role="assistant")
+        assert timeline.messages(GLOBAL_SESSION) == []
+        return
     timeline.append(text, role="assistant")
 
     assert [m.content for m in timeline.messages(GLOBAL_SESSION)] == [text]

@@ -23,8 +23,10 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_skills", {"query": "zip"}),
     ("use_skill", {"name": "missing-skill"}),
     ("recall_sessions", {"query": "Berlin"}),
-    ("create_calendar_event", {"title": "Dentist", "starts_at": "2030-01-02T09:00:00+01:00",
-                               "timezone": "Europe/Berlin"}),
+    (
+        "create_calendar_event",
+        {"title": "Dentist", "starts_at": "2030-01-02T09:00:00+01:00", "timezone": "Europe/Berlin"},
+    ),
     ("list_upcoming", {"window_days": 30}),
     ("schedule_reminder", {"name": "water", "message": "drink water", "interval_ms": 3600000}),
     ("cancel_schedule", {"name": "water"}),
@@ -43,8 +45,9 @@ async def _session_run(db: Path) -> dict[str, Any]:
         out["results"] = {}
         for name, arguments in CALLS:
             out["results"][name] = await session.call_tool(name, arguments)
-        out["bad"] = await session.call_tool("store_fact", {"namespace": "self", "key": "k",
-                                                            "value": 1})
+        out["bad"] = await session.call_tool(
+            "store_fact", {"namespace": "self", "key": "k", "value": 1}
+        )
     return out
 
 
@@ -62,8 +65,15 @@ def test_the_sdk_client_lists_calls_and_sees_failures_as_tool_errors(tmp_path: P
     assert results["use_skill"].isError is True
     assert "skill_not_found" in results["use_skill"].content[0].text
     assert results["cancel_schedule"].isError is False
-    for name in ("list_facts", "search_notes", "search_skills", "recall_sessions",
-                 "create_calendar_event", "list_upcoming", "schedule_reminder"):
+    for name in (
+        "list_facts",
+        "search_notes",
+        "search_skills",
+        "recall_sessions",
+        "create_calendar_event",
+        "list_upcoming",
+        "schedule_reminder",
+    ):
         assert results[name].isError is False, (name, results[name].content[0].text)
     assert got["bad"].isError is True
     assert "reserved_namespace" in got["bad"].content[0].text

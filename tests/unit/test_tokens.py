@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from philont.domain.tokens import TokenEstimator, default_estimator, utf16_len
 
@@ -22,6 +24,12 @@ from philont.domain.tokens import TokenEstimator, default_estimator, utf16_len
 )
 def test_utf16_length_counts_characters_outside_the_bmp_twice(text: str, expected: int) -> None:
     assert utf16_len(text) == expected
+
+
+@given(st.text(st.characters(codec=None, exclude_categories=())))
+def test_utf16_length_is_one_unit_per_bmp_character_and_two_beyond(text: str) -> None:
+    # Any text, lone surrogates included: the definition, character by character.
+    assert utf16_len(text) == sum(2 if ord(c) > 0xFFFF else 1 for c in text)
 
 
 @pytest.mark.parametrize(

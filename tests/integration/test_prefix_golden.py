@@ -1,0 +1,162 @@
+"""The memory prefix, byte for byte, on a varied seeded memory (a golden file).
+
+The expected texts in ``prefix_golden.txt`` were produced by the original implementation (every
+section read through the services' ORM paths). A faster implementation must give the same
+bytes. Regenerate only on a deliberate change of the output: ``PHILONT_REGEN_GOLDEN=1 pytest``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from philont.db.models import Note
+from philont.domain.maturity import Grade
+from philont.services.facts import FactService
+from philont.services.notes import NoteService
+from philont.services.prefix import MemoryPrefix, PrefixLimits
+from philont.services.skills import SkillService
+from tests.conftest import FakeClock
+
+GOLDEN = Path(__file__).with_name("prefix_golden.txt")
+
+_WORDS = ["zip", "tar", "berlin", "café", "咖啡", "flat", "budget", "🙂", "deploy"]
+_WORDS += ["docker", "pip", "sudo", "rust", "tea"]
+
+
+def _phrase(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(n))
+
+
+def seed_varied(session: Session, clock: FakeClock, seed: int = 7) -> None:
+    """Facts of every kind and namespace tau, skills over every grade, kind and recipe state
+    (one with a stored maturity the enum does not know), notes with ties and forgotten ones."""
+    rng = random.Random(seed)
+    facts = FactService(session, clock=clock)
+    namespaces = ["user", "user.home", "context", "project.flat", "world", "agent.tools"]
+    for i in range(90):
+        ns = rng.choice(namespaces)
+        kind = "event" if i % 7 == 0 else "state"
+        start = clock.now - timedelta(days=rng.randint(0, 40)) if i % 3 == 0 else None
+        until = clock.now + timedelta(days=rng.randint(-5, 1500)) if i % 4 == 0 else None
+        value: object = (
+            _phrase(rng, rng.randint(1, 60))
+            if i % 2
+            else {"n": i, "tags": [_phrase(rng, 2)], "ok": i % 5 == 0}
+        )
+        facts.store(
+            ns,
+            f"k{i % 70}",
+            value,
+            confidence=rng.choice([1.0, 0.9, 0.5, 0.25]),
+            fact_kind=kind,
+            occurred_at=clock.now - timedelta(hours=rng.randint(1, 500)) if i % 14 == 0 else None,
+            valid_from=start,
+            valid_until=until,
+            decay_tau_days=rng.choice([None, None, None, -1.0, 2.0, 0.5]),
+        )
+        clock.advance(hours=rng.randint(1, 30))
+        if i % 11 == 0:
+            facts.forget(facts.list(ns)[0].id)
+    skills = SkillService(session, clock=clock)
+    grades = [Grade.DRAFT, Grade.CONFIRMED, Grade.STABLE, Grade.PLAYBOOK]
+    for i in range(45):
+        name = f"skill-{i:02d}"
+        skills.create(
+            name,
+            f"Does {_phrase(rng, rng.randint(1, 40))}",
+            _phrase(rng, 3),
+            "1. step",
+            kind="negative" if i % 5 == 0 else "positive",
+            grade=grades[i % 4],
+            when_to_use=_phrase(rng, rng.randint(1, 30)) if i % 3 else None,
+        )
+        clock.advance(seconds=1)  # ids are random: no ties on created_at
+        if i % 4 != 1:
+            skills.set_recipe(
+                name,
+                steps=["do it"] if i % 6 else ["  "],
+                verification="check" if i % 9 else None,
+                tool_policy=["shell"],
+            )
+        for _ in range(rng.randint(0, 4)):
+            skills.record_usage(name)
+            clock.advance(days=rng.randint(0, 20))
+        for _ in range(rng.randint(0, 3)):
+            skills.record_outcome(name, success=rng.random() < 0.7)
+        if i % 13 == 0:
+            skills.set_grade(name, Grade.DEPRECATED, reason="test")
+    # Values written by other software: an unknown maturity reads as draft, an unknown kind as
+    # positive (but SQL filters on the stored text).
+    session.execute(
+        text("UPDATE memory_skills SET maturity = 'legacy' WHERE name IN ('skill-03', 'skill-10')")
+    )
+    session.execute(text("UPDATE memory_skills SET kind = 'weird' WHERE name = 'skill-02'"))
+    notes = NoteService(session, clock=clock)
+    for i in range(30):
+        note = notes.add(
+            f"Note {i}: {_phrase(rng, rng.randint(1, 50))}",
+            importance=rng.choice([0.1, 0.5, 0.5, 0.8, 1.0]),
+            id=f"note-{i:02d}",
+        )
+        if i % 8 == 0:
+            notes.forget(note.id)
+        clock.advance(minutes=rng.randint(0, 2))
+
+
+def _render(session: Session, clock: FakeClock) -> str:
+    builder = MemoryPrefix(session, clock=clock)
+    out = []
+    cases = [
+        ("default", {}),
+        ("env-plan", {"environment": "Linux, 2 cores", "plan": "1. read\n2. write"}),
+        ("tight", {"limits": PrefixLimits(budget_tokens=300)}),
+        ("small-limits", {"limits": PrefixLimits(facts=5, skills=3, lessons=1, notes=2)}),
+        ("later", {"now": clock.now + timedelta(days=45)}),
+        ("roomy", {"limits": PrefixLimits(budget_tokens=100_000)}),
+        (
+            "everything",
+            {"limits": PrefixLimits(budget_tokens=100_000, facts=500, skills=99, lessons=99)},
+        ),
+        (
+            "everything-later",
+            {
+                "limits": PrefixLimits(
+                    budget_tokens=100_000, facts=500, skills=99, lessons=99, notes=99
+                ),
+                "now": clock.now + timedelta(days=400),
+            },
+        ),
+    ]
+    for name, kwargs in cases:
+        result = builder.build(**kwargs)  # type: ignore[arg-type]
+        sections = " ".join(f"{s.name}={s.shown}/{s.omitted}" for s in result.sections)
+        out.append(f"=== {name} tokens={result.tokens} {sections}\n{result.text}\n")
+    return "\n".join(out)
+
+
+def test_prefix_matches_the_golden_file(session: Session, clock: FakeClock) -> None:
+    seed_varied(session, clock)
+    got = _render(session, clock)
+    if os.environ.get("PHILONT_REGEN_GOLDEN") == "1":
+        GOLDEN.write_text(got, encoding="utf-8")
+    assert got == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_pending_changes_of_the_session_are_seen(session: Session, clock: FakeClock) -> None:
+    # The prefix reads on the DB-API connection: what the session holds unflushed must be
+    # flushed first, as an ORM query would (autoflush).
+    session.add(Note(id="n1", content="Unflushed note", importance=0.7, created_at=clock.now))
+    text_ = MemoryPrefix(session, clock=clock).build().text
+    assert "- (0.7) Unflushed note" in text_
+
+
+def test_an_empty_memory_gives_only_the_frame(session: Session, clock: FakeClock) -> None:
+    result = MemoryPrefix(session, clock=clock).build()
+    assert result.text == "[Memory — what I already know; no need to ask again]\n[End of memory]"
+    assert result.sections == []
