@@ -325,8 +325,12 @@ def run_env(context: Any) -> None:
         plan = _plan_sqlite(path)
     engine = create_engine(url, foreign_keys=False, create=is_upgrade)
     if postgres:
-        with engine.connect() as conn:
-            plan = _plan_pg(conn, pg_schema(url))
+        try:
+            with engine.connect() as conn:
+                plan = _plan_pg(conn, pg_schema(url))
+        except BaseException:
+            engine.dispose()
+            raise
     head = context.script.get_current_head()
     needs_work = is_upgrade and (plan.revision != head)
     backup = None
@@ -344,6 +348,14 @@ def run_env(context: Any) -> None:
 
     try:
         with engine.connect() as conn, conn.begin():
+            if postgres:
+                # One upgrade per agent at a time (SQLite's write lock does this for a file);
+                # a second one waits, then finds the schema at head and does nothing.
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                    {"key": f"philont.migrate.{pg_schema(url)}"},
+                )
+                plan = _plan_pg(conn, pg_schema(url))
             context.configure(
                 connection=conn,
                 target_metadata=metadata,

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Engine, event, text
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from philont import settings
@@ -61,6 +62,11 @@ def resolve_url(target: str | Path | URL | None = None, *, agent: str | None = N
             f"not {url.drivername}://"
         )
     current = pg_schema(url)
+    if current is None and "options" in url.query:
+        raise InvalidInputError(
+            "philont sets the PostgreSQL connection's options (its search_path) itself: "
+            "remove options= from the URL"
+        )
     if agent is None and current is None:
         agent = os.environ.get(settings.AGENT_ENV) or None
     if agent is None:
@@ -291,10 +297,20 @@ def ensure_pg_schema(engine: Engine, schema: str) -> None:
         if exists and has_trgm:
             return
         # A lock serialises concurrent first uses (CREATE ... IF NOT EXISTS can still race).
-        with conn.begin():
-            conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('philont.ensure_schema'))"))
-            conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{agent_schema(schema)}"'))
-            conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public"))
+        try:
+            with conn.begin():
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(hashtext('philont.ensure_schema'))")
+                )
+                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{agent_schema(schema)}"'))
+                if not has_trgm:
+                    conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public"))
+        except DBAPIError as exc:
+            raise BackendError(
+                f"cannot create schema {schema!r} or the pg_trgm extension ({exc.orig}); a "
+                "database owner or superuser can run: CREATE EXTENSION pg_trgm; CREATE SCHEMA "
+                f"{schema}"
+            ) from exc
     log.info("pg.schema_ready", schema=schema)
 
 

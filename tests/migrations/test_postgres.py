@@ -20,7 +20,7 @@ from philont import migrate, settings
 from philont.db.bootstrap import ensure_bootstrap_rows
 from philont.db.engine import create_engine, pg_schema, resolve_url
 from philont.db.schema import metadata
-from philont.errors import InvalidInputError, UnrecognizedSchemaError
+from philont.errors import InvalidInputError, MigrationError, UnrecognizedSchemaError
 from philont.memory import Memory
 
 pytestmark = pytest.mark.postgres
@@ -253,3 +253,50 @@ def test_create_all_schema_gets_bootstrap_rows_once(pg_agent: Callable[[], URL])
         assert len(first) == 2 and second == []
     finally:
         engine.dispose()
+
+
+def test_a_failure_mid_chain_leaves_the_agent_schema_empty(pg_agent: Callable[[], URL]) -> None:
+    url = pg_agent()
+
+    def fail_at_v015(revision: str) -> None:
+        if revision == "v015":
+            raise RuntimeError("injected failure")
+
+    with pytest.raises(MigrationError):
+        migrate.upgrade(url, on_step=fail_at_v015)
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            tables = conn.execute(
+                text("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+            ).scalars()
+            assert list(tables) == []  # PostgreSQL's DDL is transactional: all or nothing
+    finally:
+        engine.dispose()
+    assert migrate.upgrade(url).applied[-1] == migrate.head_revision()
+
+
+def test_concurrent_first_upgrades_of_one_agent_all_succeed(pg_agent: Callable[[], URL]) -> None:
+    url = pg_agent()
+    # Processes, as in real life (Alembic's context is process-global, not thread-safe).
+    code = (
+        "import json, sys; from philont import migrate; from philont.db.engine import resolve_url;"
+        " print(json.dumps(migrate.upgrade(resolve_url(sys.argv[1], agent=sys.argv[2])).applied))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-c", code, os.environ["PHILONT_TEST_PG_URL"], str(pg_schema(url))]
+    procs = [
+        subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err for _out, err in outputs]
+    applied = sorted((json.loads(out) for out, _err in outputs), key=len)
+    assert applied[0] == [] and applied[1] == [] and len(applied[2]) == len(migrate.history())
+
+
+def test_a_url_with_its_own_connection_options_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="options"):
+        resolve_url(
+            "postgresql+psycopg://u:p@127.0.0.1:1/db?options=-cstatement_timeout=5", agent="a"
+        )
