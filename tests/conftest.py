@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from philont import migrate
 from philont.db.bootstrap import ensure_bootstrap_rows
-from philont.db.engine import create_engine, resolve_url
+from philont.db.engine import create_engine, pg_schema, resolve_url
 from philont.db.schema import metadata
 from philont.db.session import session_factory
 
@@ -141,14 +141,51 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
+@pytest.fixture(scope="session")
+def pg_shared(worker_tag: str) -> Iterator[Callable[[str], URL]]:
+    """Two agent schemas shared by the PostgreSQL runs of BOTH_BACKENDS tests, built once:
+    ``"models"`` by create_all, ``"migrated"`` by the migrations. Each test empties the one it
+    uses first (TRUNCATE, identities restarted, bootstrap rows back): much cheaper than a
+    schema per test. Tests that need their own schemas use ``pg_agent``."""
+    made: dict[str, URL] = {}
+
+    def get(kind: str) -> URL:
+        if kind not in made:
+            url = resolve_url(pg_url(), agent=f"t_{worker_tag}_{kind}")
+            if kind == "migrated":
+                migrate.upgrade(url)
+            else:
+                eng = create_engine(url)
+                metadata.create_all(eng)
+                eng.dispose()
+            made[kind] = url
+        _empty_pg(made[kind])
+        return made[kind]
+
+    yield get
+    if made:
+        admin = create_engine(resolve_url(pg_url(), agent="philont_test_admin"))
+        with admin.begin() as conn:
+            for url in made.values():
+                conn.execute(text(f'DROP SCHEMA IF EXISTS "{pg_schema(url)}" CASCADE'))
+            conn.execute(text('DROP SCHEMA IF EXISTS "philont_test_admin" CASCADE'))
+        admin.dispose()
+
+
+def _empty_pg(url: URL) -> None:
+    """Every table as a new database has it: empty but for memory_meta and the bootstrap rows."""
+    tables = ", ".join(t.name for t in metadata.sorted_tables if t.name != "memory_meta")
+    eng = create_engine(url, create=False)
+    with eng.begin() as conn:
+        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        ensure_bootstrap_rows(conn)
+    eng.dispose()
+
+
 @pytest.fixture
 def engine(backend: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
     if backend == "postgres":
-        url = request.getfixturevalue("pg_agent")()
-        eng = create_engine(url)
-        metadata.create_all(eng)
-        with eng.begin() as conn:
-            ensure_bootstrap_rows(conn)
+        eng = create_engine(request.getfixturevalue("pg_shared")("models"))
     else:
         eng = create_engine(request.getfixturevalue("db_path"))
     yield eng
@@ -208,10 +245,9 @@ def tool_db(tool_template: Path, tmp_path: Path) -> Path:
 def tool_target(backend: str, request: pytest.FixtureRequest) -> Path | URL:
     """The database a tool test calls (``tools.call(..., db=...)``, ``Memory.open``): the
     ``tool_db`` SQLite file, or on PostgreSQL (a ``BOTH_BACKENDS`` module's second run) the URL
-    of a fresh agent schema brought to head by the migrations."""
+    of an emptied agent schema brought to head by the migrations (see ``pg_shared``)."""
     if backend == "postgres":
-        url: URL = request.getfixturevalue("pg_agent")()
-        migrate.upgrade(url)
+        url: URL = request.getfixturevalue("pg_shared")("migrated")
         return url
     path: Path = request.getfixturevalue("tool_db")
     return path
