@@ -247,6 +247,9 @@ class SearchService:
     them in the same session (see ``CONTEXT_WEIGHTS``). The caller owns the transaction.
     """
 
+    _KEY = "rowid"
+    """The column notes and skills are scored by (the FTS5 indexes key on the rowid)."""
+
     def __new__(
         cls,
         session: Session,
@@ -342,8 +345,8 @@ class SearchService:
         if not ranked:
             return []
         fetched = self._rows(
-            f"SELECT rowid, session_id, role, content, timestamp FROM {_MESSAGES.base}"
-            f" WHERE rowid IN ({_marks(len(ranked))})",
+            f"SELECT id, session_id, role, content, timestamp FROM {_MESSAGES.base}"
+            f" WHERE id IN ({_marks(len(ranked))})",
             ranked,
         )
         return [
@@ -373,13 +376,13 @@ class SearchService:
         # limit-th best score can still make the cut.
         own = _contenders(own, limit, 0.75 / 1.25)
         rows = self._rows(
-            f"SELECT rowid, id, content, importance, session_id, created_at, forgotten_at"
-            f" FROM {_NOTES.base} WHERE rowid IN ({_marks(len(own))})",
+            f"SELECT {self._KEY}, id, content, importance, session_id, created_at, forgotten_at"
+            f" FROM {_NOTES.base} WHERE {self._KEY} IN ({_marks(len(own))})",
             list(own),
         )
         scored = []
-        for rowid, score in own.items():
-            r = rows.get(rowid)
+        for key, score in own.items():
+            r = rows.get(key)
             if r is None:  # pragma: no cover - deleted concurrently
                 continue
             importance = float(r[3]) if r[3] is not None else 0.5
@@ -439,17 +442,18 @@ class SearchService:
             return []
         own = _contenders(own, limit, 1.0)  # ties are broken by use count, then age
         rows = self._rows(
-            "SELECT rowid, id, name, description, when_to_use, trigger_keywords, kind, maturity,"
-            f" use_count, created_at FROM {_SKILLS.base} WHERE rowid IN ({_marks(len(own))})",
+            f"SELECT {self._KEY}, id, name, description, when_to_use, trigger_keywords, kind,"
+            f" maturity, use_count, created_at FROM {_SKILLS.base}"
+            f" WHERE {self._KEY} IN ({_marks(len(own))})",
             list(own),
         )
         ranked = sorted(
-            (rowid for rowid in own if rowid in rows),
-            key=lambda rowid: (-own[rowid], -int(rows[rowid][8] or 0), -rows[rowid][9]),
+            (key for key in own if key in rows),
+            key=lambda key: (-own[key], -int(rows[key][8] or 0), -rows[key][9]),
         )[:limit]
         out = []
-        for rowid in ranked:
-            r = rows[rowid]
+        for key in ranked:
+            r = rows[key]
             out.append(
                 SkillHit(
                     id=r[1],
@@ -461,7 +465,7 @@ class SearchService:
                     maturity=parse_grade(r[7], Grade.DRAFT),
                     use_count=int(r[8] or 0),
                     created_at=from_epoch_ms(r[9]),
-                    score=own[rowid],
+                    score=own[key],
                 )
             )
         return out
@@ -496,8 +500,9 @@ class SearchService:
 
     # --- the mechanism ---------------------------------------------------------------------
 
-    def _rows(self, sql: str, params: Sequence[Any]) -> dict[int, tuple[Any, ...]]:
-        return {int(r[0]): r for r in self._fetch(sql, params)}
+    def _rows(self, sql: str, params: Sequence[Any]) -> dict[Any, tuple[Any, ...]]:
+        """Rows by their first column (the key the scores use)."""
+        return {r[0]: r for r in self._fetch(sql, params)}
 
     def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         assert self._conn is not None, "set by each public method"
@@ -505,8 +510,8 @@ class SearchService:
 
     def _score(
         self, corpus: _Corpus, plan: SearchPlan, flt: _Filter | _MessageFilter, wanted: int
-    ) -> dict[int, float]:
-        """Relevance of every candidate (rowid -> score > 0) that passes ``flt``."""
+    ) -> dict[Any, float]:
+        """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
         sql_filter = flt if isinstance(flt, _Filter) else flt.as_sql()
         n_docs, counts = self._statistics(corpus, plan)
         if n_docs == 0:
@@ -810,7 +815,7 @@ class _MessageFilter:
         return not (self.roles and row[3] not in self.roles)
 
 
-def _best(scores: dict[int, float], n: int) -> list[int]:
+def _best(scores: dict[Any, float], n: int) -> list[Any]:
     """The ``n`` best ids, best first; equal scores: the larger (newer) id first."""
     if len(scores) > n:
         # Sorting bare floats is several times faster than sorting pairs: find the cut first.
@@ -825,7 +830,7 @@ def _best(scores: dict[int, float], n: int) -> list[int]:
 MAX_CONTENDERS = 2_000
 
 
-def _contenders(scores: dict[int, float], limit: int, ratio: float) -> dict[int, float]:
+def _contenders(scores: dict[Any, float], limit: int, ratio: float) -> dict[Any, float]:
     """The candidates scoring at least ``ratio`` times the ``limit``-th best score (at most
     MAX_CONTENDERS of them), the only ones a later tie-break or prior can still promote."""
     if len(scores) <= limit:

@@ -13,19 +13,13 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
 from philont.db.models import Note, RawMessage, Skill
-from philont.db.types import from_epoch_ms
-from philont.domain.kinds import Role, SkillKind
-from philont.domain.maturity import Grade, parse_grade
 from philont.domain.query import LIKE_ESCAPE, SearchPlan, like_pattern
-from philont.errors import InvalidInputError
-from philont.schemas.search import NoteHit, SkillHit
 from philont.services import search as base
 from philont.services.search import (
     BM25_MAX_DF,
@@ -35,18 +29,13 @@ from philont.services.search import (
     SUBSTRING_MIN_CHARS,
     SUBSTRING_WEIGHT,
     SearchService,
-    _best,
-    _check_limit,
-    _check_query,
-    _contenders,
+    _Corpus,
     _distinct_at_most,
     _estimate_df,
     _Filter,
     _idf,
-    _keywords,
-    _marks,
+    _MessageFilter,
     _saturate,
-    driver_connection,
 )
 
 __all__ = ["PgSearchService"]
@@ -114,6 +103,8 @@ _SKILLS = _PgCorpus(
     "count(*)",
     "b.created_at DESC, b.id DESC",
 )
+_PG_CORPORA = {c.base: c for c in (_MESSAGES, _NOTES, _SKILLS)}
+"""SearchService's corpora (by table) -> their PostgreSQL counterparts."""
 
 
 def _tokens(text: Any) -> int:
@@ -184,147 +175,14 @@ _ID_LIST = re.compile(r" IN \(\?(?:, \?)*\)$")
 class PgSearchService(SearchService):
     """:class:`SearchService` on PostgreSQL (``SearchService(session)`` returns one there)."""
 
-    # --- public API (same contracts as SearchService) ---------------------------------------
+    _KEY = "id"  # notes and skills have no rowid here: their text ids key the scores
 
-    def message_rows(
-        self,
-        query: str,
-        *,
-        limit: int = 10,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        session_ids: Sequence[str] | None = None,
-        roles: Iterable[Role | str] | None = None,
-        exclude_ids: Collection[int] = (),
-    ) -> list[tuple[int, str, str, str, int, float]]:
-        limit = _check_limit(limit)
-        flt = self._message_filter(since, until, session_ids, roles)
-        plan = _check_query(query)
-        self._conn = driver_connection(self._session)
-        if plan is None:
-            return []
-        excluded = set(exclude_ids)
-        own = self._pg_score(_MESSAGES, plan, flt.as_sql(), limit + len(excluded))
-        if not own:
-            return []
-        combined = self._add_context(own, flt)
-        for i in excluded:
-            combined.pop(i, None)
-        ranked = _best(combined, limit)
-        if not ranked:
-            return []
-        fetched = self._rows(
-            f"SELECT id, session_id, role, content, timestamp FROM {_MESSAGES.base}"
-            f" WHERE id IN ({_marks(len(ranked))})",
-            ranked,
-        )
-        return [
-            (i, str(r[1]), str(r[2]), str(r[3]), int(r[4]), combined[i])
-            for i in ranked
-            if (r := fetched.get(i)) is not None
-        ]
-
-    def notes(
-        self, query: str, *, limit: int = 5, include_forgotten: bool = False
-    ) -> list[NoteHit]:
-        limit = _check_limit(limit)
-        flt = _Filter("" if include_forgotten else "b.forgotten_at IS NULL")
-        plan = _check_query(query)
-        if plan is None:
-            return []
-        self._conn = driver_connection(self._session)
-        own = self._pg_score(_NOTES, plan, flt, limit)
-        if not own:
-            return []
-        own = _contenders(own, limit, 0.75 / 1.25)
-        rows = {
-            r[0]: r
-            for r in self._fetch(
-                "SELECT id, content, importance, session_id, created_at, forgotten_at"
-                f" FROM {_NOTES.base} WHERE id = ANY(?)",
-                [list(own)],
-            )
-        }
-        scored = []
-        for key, score in own.items():
-            r = rows.get(key)
-            if r is None:  # pragma: no cover - deleted concurrently
-                continue
-            importance = float(r[2]) if r[2] is not None else 0.5
-            scored.append((score * (0.75 + 0.5 * min(max(importance, 0.0), 1.0)), r))
-        scored.sort(key=lambda x: (-x[0], -x[1][4]))
-        return [
-            NoteHit(
-                id=r[0],
-                content=r[1],
-                importance=float(r[2]),
-                session_id=r[3],
-                created_at=from_epoch_ms(r[4]),
-                forgotten_at=None if r[5] is None else from_epoch_ms(r[5]),
-                score=s,
-            )
-            for s, r in scored[:limit]
-        ]
-
-    def skills(
-        self,
-        query: str,
-        *,
-        limit: int = 5,
-        kind: SkillKind | str | None = None,
-        callable_only: bool = False,
-        include_deprecated: bool = False,
-    ) -> list[SkillHit]:
-        limit = _check_limit(limit)
-        parts: list[str] = []
-        if kind is not None:
-            try:
-                wanted = SkillKind(kind)
-            except ValueError as exc:
-                raise InvalidInputError(f"unknown skill kind {kind!r}") from exc
-            parts.append(
-                "b.kind = 'negative'" if wanted is SkillKind.NEGATIVE else "b.kind != 'negative'"
-            )
-        if callable_only:
-            parts.append("b.maturity NOT IN ('playbook', 'deprecated')")
-        elif not include_deprecated:
-            parts.append("b.maturity != 'deprecated'")
-        plan = _check_query(query)
-        if plan is None:
-            return []
-        self._conn = driver_connection(self._session)
-        own = self._pg_score(_SKILLS, plan, _Filter(" AND ".join(parts)), limit)
-        if not own:
-            return []
-        own = _contenders(own, limit, 1.0)
-        rows = {
-            r[0]: r
-            for r in self._fetch(
-                "SELECT id, name, description, when_to_use, trigger_keywords, kind, maturity,"
-                f" use_count, created_at FROM {_SKILLS.base} WHERE id = ANY(?)",
-                [list(own)],
-            )
-        }
-        ranked = sorted(
-            (key for key in own if key in rows),
-            key=lambda key: (-own[key], -int(rows[key][7] or 0), -rows[key][8]),
-        )[:limit]
-        return [
-            SkillHit(
-                id=r[0],
-                name=r[1],
-                description=r[2],
-                when_to_use=r[3] or "",
-                trigger_keywords=_keywords(r[4]),
-                kind=SkillKind.NEGATIVE if r[5] == "negative" else SkillKind.POSITIVE,
-                maturity=parse_grade(r[6], Grade.DRAFT),
-                use_count=int(r[7] or 0),
-                created_at=from_epoch_ms(r[8]),
-                score=own[key],
-            )
-            for key in ranked
-            if (r := rows[key]) is not None
-        ]
+    def _score(
+        self, corpus: _Corpus, plan: SearchPlan, flt: _Filter | _MessageFilter, wanted: int
+    ) -> dict[Any, float]:
+        """The public methods are SearchService's; only scoring runs on other indexes."""
+        sql_filter = flt if isinstance(flt, _Filter) else flt.as_sql()
+        return self._pg_score(_PG_CORPORA[corpus.base], plan, sql_filter, wanted)
 
     # --- the mechanism -----------------------------------------------------------------------
 
