@@ -14,7 +14,6 @@ TOKENS_PER_UTF16_UNIT = 0.6
 """The original's rough ratio of tokens to JS string-length units."""
 
 
-
 def utf16_len(text: str) -> int:
     """Return the length of ``text`` in UTF-16 code units (JS ``String.prototype.length``).
 
