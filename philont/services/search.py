@@ -658,7 +658,14 @@ class SearchService:
                 f" AND v.col = 'content'{flt.where()} UNION ALL SELECT {words}.rowid AS id"
                 f"{self._from(words, _MESSAGES, flt)} WHERE {words} MATCH ?{flt.where()}"
             )
-            return sql, [term, term + "\U0010ffff", *flt.params, "tail : " + quote(term)]
+            # The filter stands in both arms: its values are bound twice.
+            return sql, [
+                term,
+                term + "\U0010ffff",
+                *flt.params,
+                "tail : " + quote(term),
+                *flt.params,
+            ]
 
         # 1. How common each term is in the whole history (counted inside SQLite).
         arms: list[str] = []

@@ -89,3 +89,13 @@ def test_the_document_frequency_of_a_common_term_is_estimated_from_its_newest_ma
     # Fewer matches than the window: their share of all the recent rows read.
     few = list(range(100_000, 100_000 - RECENT // 2, -1))[:3]
     assert search_module._estimate_cjk_df(few, 100_000) == round(3 * 100_000 / RECENT)
+
+
+def test_a_rare_term_keeps_the_filters(session: Session) -> None:
+    # Rarer than the cap: every occurrence is read through both index arms, each filtered.
+    (in_a,) = add(session, ["柏林的公寓"], session_id="a")
+    (in_b,) = add(session, ["我也去过柏林"], session_id="b")
+    ends_in_a = add(session, ["我们说到了柏林"], session_id="a")[0]  # found through the tail
+    assert sorted(found(session, "柏林", session_ids=["a"])) == [in_a, ends_in_a]
+    assert found(session, "柏林", session_ids=["b"], roles=["user"]) == [in_b]
+    assert found(session, "柏林", session_ids=["a"], until=T0) == [in_a]
