@@ -115,11 +115,7 @@ def _pg_stats(url: URL) -> tuple[str, int, dict[str, int], dict[str, str]]:
     engine = create_engine(url, create=False)
     try:
         with engine.connect() as conn:
-            tables = set(
-                conn.execute(
-                    text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": schema}
-                ).scalars()
-            )
+            tables = migrate.pg_tables(conn, schema)
             rows = {
                 label: int(conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one())
                 for label, t in LAYER_TABLES.items()

@@ -239,15 +239,19 @@ def _plan_from(conn: sqlite3.Connection) -> _Plan:
     return _Plan(revision=None, stamp="v002", has_data=has_data)
 
 
+def pg_tables(conn: Connection, schema: str | None) -> set[str]:
+    """The tables of one PostgreSQL schema."""
+    rows = conn.execute(
+        text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": schema}
+    ).scalars()
+    return set(rows)
+
+
 def _plan_pg(conn: Connection, schema: str | None) -> _Plan:
     """The same inspection on PostgreSQL, in the connection's agent schema. Philont itself
     never wrote PostgreSQL, so only schemas philont created are adopted: memory tables without
     our version table are refused."""
-    tables = set(
-        conn.execute(
-            text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": schema}
-        ).scalars()
-    )
+    tables = pg_tables(conn, schema)
     known = {s.revision for s in script_directory().walk_revisions()}
     if settings.VERSION_TABLE in tables:
         row = conn.execute(text(f"SELECT version_num FROM {settings.VERSION_TABLE}")).first()
@@ -466,12 +470,7 @@ def _status_pg(url: URL, head: str) -> Status:
     engine = create_engine(url, create=False)
     try:
         with engine.connect() as conn:
-            tables = set(
-                conn.execute(
-                    text("SELECT tablename FROM pg_tables WHERE schemaname = :s"),
-                    {"s": pg_schema(url)},
-                ).scalars()
-            )
+            tables = pg_tables(conn, pg_schema(url))
             revision = version = None
             if settings.VERSION_TABLE in tables:
                 revision = conn.execute(

@@ -88,6 +88,15 @@ def db_path(template_db: Path, tmp_path: Path) -> Path:
 # on PostgreSQL (the latter in a fresh agent schema, marked `postgres`).
 
 
+def _drop_schemas(names: list[str]) -> None:
+    """Drop test agent schemas (and the admin schema this connection itself creates)."""
+    admin = create_engine(resolve_url(pg_url(), agent="philont_test_admin"))
+    with admin.begin() as conn:
+        for name in [*names, "philont_test_admin"]:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
+    admin.dispose()
+
+
 def pg_url() -> str:
     url = os.environ.get("PHILONT_TEST_PG_URL")
     if not url:
@@ -114,12 +123,7 @@ def pg_agent(worker_tag: str) -> Iterator[Callable[[], URL]]:
 
     yield _new
     if made:
-        admin = create_engine(resolve_url(base, agent="philont_test_admin"))
-        with admin.begin() as conn:
-            for name in made:
-                conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
-            conn.execute(text('DROP SCHEMA IF EXISTS "philont_test_admin" CASCADE'))
-        admin.dispose()
+        _drop_schemas(made)
 
 
 @pytest.fixture(scope="session")
@@ -164,12 +168,7 @@ def pg_shared(worker_tag: str) -> Iterator[Callable[[str], URL]]:
 
     yield get
     if made:
-        admin = create_engine(resolve_url(pg_url(), agent="philont_test_admin"))
-        with admin.begin() as conn:
-            for url in made.values():
-                conn.execute(text(f'DROP SCHEMA IF EXISTS "{pg_schema(url)}" CASCADE'))
-            conn.execute(text('DROP SCHEMA IF EXISTS "philont_test_admin" CASCADE'))
-        admin.dispose()
+        _drop_schemas([str(pg_schema(url)) for url in made.values()])
 
 
 def _empty_pg(url: URL) -> None:
