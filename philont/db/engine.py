@@ -216,7 +216,14 @@ def _install_sqlite_hooks(
         mode = conn.get_execution_options().get(BEGIN_OPTION, "DEFERRED")
         if mode not in BEGIN_MODES:
             raise ValueError(f"{BEGIN_OPTION} must be one of {BEGIN_MODES}, got {mode!r}")
-        conn.exec_driver_sql("BEGIN" if mode == "DEFERRED" else f"BEGIN {mode}")
+        statement = "BEGIN" if mode == "DEFERRED" else f"BEGIN {mode}"
+        # Straight on the DB-API connection: a statement through SQLAlchemy's execution
+        # machinery costs more than the BEGIN itself, on every transaction. A failure (BEGIN
+        # IMMEDIATE on a locked file) is raised as SQLAlchemy would have wrapped it.
+        try:
+            conn.connection.driver_connection.execute(statement)
+        except sqlite3.Error as exc:
+            raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
 
 
 def create_engine(

@@ -44,10 +44,14 @@ def from_epoch_ms(value: int) -> datetime:
     return EPOCH + timedelta(0, 0, 0, int(value))
 
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps_compact(value: Any) -> str:
     """JSON exactly as JavaScript's ``JSON.stringify`` writes it: compact, non-ASCII kept."""
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _COMPACT.encode(value)
         text.encode("utf-8")  # lone surrogates cannot be stored
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(f"value is not JSON-serialisable: {exc}") from exc

@@ -10,12 +10,14 @@ from philont.errors import InvalidInputError
 __all__ = [
     "DEFAULT_FORGET_THRESHOLD",
     "DEFAULT_TAU_DAYS",
+    "MS_PER_DAY",
     "PIN_SENTINEL",
     "effective_tau_days",
     "is_forget_candidate",
     "is_pinned",
     "namespace_tau_days",
     "score",
+    "score_days",
     "score_fact",
     "validate_tau_override",
 ]
@@ -36,7 +38,11 @@ _NAMESPACE_TAU_DAYS: dict[str, float] = {
     "session": 1.0,
 }
 
-_SECONDS_PER_DAY = 86_400.0
+MS_PER_DAY = 86_400_000
+"""Milliseconds per day: ``age_ms / MS_PER_DAY`` is the exact quotient rounded once, the same
+float as ``timedelta(milliseconds=age_ms) / timedelta(days=1)``."""
+
+_DAY = timedelta(days=1)
 
 
 def namespace_tau_days(namespace: str) -> float:
@@ -95,7 +101,13 @@ def effective_tau_days(namespace: str, decay_tau_days: float | None) -> float:
 
 
 def score(*, confidence: float, age: timedelta, tau_days: float) -> float:
-    """Return ``confidence * exp(-max(0, age_days) / tau_days)``.
+    """Return ``confidence * exp(-max(0, age_days) / tau_days)``; see :func:`score_days`."""
+    return score_days(confidence=confidence, age_days=age / _DAY, tau_days=tau_days)
+
+
+def score_days(*, confidence: float, age_days: float, tau_days: float) -> float:
+    """Return ``confidence * exp(-max(0, age_days) / tau_days)``, the age given in days (ranking
+    code holding stored epoch milliseconds passes ``age_ms / MS_PER_DAY``).
 
     An infinite ``tau_days`` returns ``confidence`` unchanged. ``tau_days == 0`` decays
     instantly: ``confidence`` at age <= 0, 0.0 at any positive age (the original yields NaN at
@@ -109,7 +121,8 @@ def score(*, confidence: float, age: timedelta, tau_days: float) -> float:
         )
     if math.isinf(tau_days):
         return confidence
-    age_days = max(0.0, age.total_seconds() / _SECONDS_PER_DAY)
+    if age_days < 0:
+        age_days = 0.0
     if tau_days == 0:
         return confidence if age_days == 0 else 0.0
     return confidence * math.exp(-age_days / tau_days)

@@ -23,7 +23,9 @@ __all__ = [
     "NEGATIVE_RECENCY_TAU_DAYS",
     "NEVER_USED_RECENCY",
     "POSITIVE_RECENCY_TAU_DAYS",
+    "recency",
     "recency_factor",
+    "score_idle",
     "score_skill",
 ]
 
@@ -49,15 +51,26 @@ def _require_count(value: int, name: str) -> None:
         raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}")
 
 
-def recency_factor(*, last_used_at: datetime | None, now: datetime, kind: SkillKind) -> float:
-    """Return ``exp(-days_since_last_use / tau)`` (0.1 if never used; future uses count as now)."""
+def recency(idle_days: float | None, kind: SkillKind) -> float:
+    """Return ``exp(-max(0, idle_days) / tau)``, the days since the last use given (0.1 if
+    never used, ``None``)."""
+    if idle_days is None:
+        return NEVER_USED_RECENCY
+    tau = NEGATIVE_RECENCY_TAU_DAYS if kind == SkillKind.NEGATIVE else POSITIVE_RECENCY_TAU_DAYS
+    return math.exp(-max(0.0, idle_days) / tau)
+
+
+def _idle_days(last_used_at: datetime | None, now: datetime) -> float | None:
     _require_aware(now, "now")
     if last_used_at is None:
-        return NEVER_USED_RECENCY
+        return None
     _require_aware(last_used_at, "last_used_at")
-    tau = NEGATIVE_RECENCY_TAU_DAYS if kind == SkillKind.NEGATIVE else POSITIVE_RECENCY_TAU_DAYS
-    days = max(0.0, (now - last_used_at) / _DAY)
-    return math.exp(-days / tau)
+    return (now - last_used_at) / _DAY
+
+
+def recency_factor(*, last_used_at: datetime | None, now: datetime, kind: SkillKind) -> float:
+    """Return ``exp(-days_since_last_use / tau)`` (0.1 if never used; future uses count as now)."""
+    return recency(_idle_days(last_used_at, now), kind)
 
 
 def score_skill(
@@ -75,9 +88,29 @@ def score_skill(
     (:class:`~philont.errors.InvalidInputError` otherwise). A never-used new skill scores
     ``ln 2 * 0.5 * 0.1 ~ 0.0347``.
     """
+    idle_days = _idle_days(last_used_at, now)
+    return score_idle(
+        use_count=use_count,
+        success_count=success_count,
+        failure_count=failure_count,
+        idle_days=idle_days,
+        kind=kind,
+    )
+
+
+def score_idle(
+    *,
+    use_count: int,
+    success_count: int,
+    failure_count: int,
+    idle_days: float | None,
+    kind: SkillKind = SkillKind.POSITIVE,
+) -> float:
+    """:func:`score_skill` with the time since the last use given in days (``None``: never
+    used), for ranking code holding stored epoch milliseconds (``idle_ms / MS_PER_DAY``)."""
     _require_count(use_count, "use_count")
     _require_count(success_count, "success_count")
     _require_count(failure_count, "failure_count")
     volume = math.log(2 + use_count)
     success_rate = (success_count + 1) / (success_count + failure_count + 2)
-    return volume * success_rate * recency_factor(last_used_at=last_used_at, now=now, kind=kind)
+    return volume * success_rate * recency(idle_days, kind)

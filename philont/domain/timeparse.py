@@ -63,5 +63,15 @@ def parse_time(value: str | int | float | None, *, field: str, tz: str = "UTC") 
 
 def iso(value: datetime) -> str:
     """UTC ISO-8601 with milliseconds and ``Z``, as the original prints times."""
-    utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    utc = value if value.tzinfo is UTC else value.astimezone(UTC)
+    # %-formatting the fields takes half the time of strftime or an f-string with format
+    # specs (the prefix prints a few hundred of these per turn).
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031 - measured fastest
+        utc.year,
+        utc.month,
+        utc.day,
+        utc.hour,
+        utc.minute,
+        utc.second,
+        utc.microsecond // 1000,
+    )

@@ -8,7 +8,7 @@ import math
 import re
 import uuid
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, Text, and_, func, or_, select, type_coerce
@@ -232,9 +232,9 @@ _SCORE_COLUMNS = (
 def _score_raw(row: Any, now_ms: int) -> float:
     """``decay.score`` from raw stored values (see ``_SCORE_COLUMNS``)."""
     anchor = row.last_accessed_at if row.last_accessed_at is not None else row.created_at
-    return decay.score(
+    return decay.score_days(
         confidence=row.confidence,
-        age=timedelta(milliseconds=now_ms - anchor),
+        age_days=(now_ms - anchor) / decay.MS_PER_DAY,
         tau_days=decay.effective_tau_days(row.namespace, row.decay_tau_days),
     )
 

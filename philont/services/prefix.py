@@ -8,7 +8,7 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -19,7 +19,7 @@ from philont.db.types import dumps_compact, from_epoch_ms, to_epoch_ms
 from philont.domain import decay
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import Grade, caveat, is_callable, parse_grade, recipe_is_callable
-from philont.domain.skill_score import score_skill
+from philont.domain.skill_score import score_idle
 from philont.domain.timeparse import iso
 from philont.domain.tokens import TokenEstimator, default_estimator
 from philont.errors import InvalidInputError
@@ -56,6 +56,7 @@ _NOTES_SQL = (
 )
 _CALLABLE_STORED = frozenset(g.value for g in Grade if is_callable(g))
 _KINDS = {k.value: k for k in SkillKind}
+_US_PER_DAY = decay.MS_PER_DAY * 1000
 
 _Section = tuple[str, str, int, Iterable[str]]
 
@@ -94,6 +95,24 @@ def _time_tag(
     if kind == "event":
         return f"[event@{_iso_ms(occurred, '?')} | recorded {_iso_ms(created, '')}]"
     return f"[state {_iso_ms(start, '?')} → {_iso_ms(end, '∞')} | recorded {_iso_ms(created, '')}]"
+
+
+def _compact_json(stored: str) -> str:
+    """``dumps_compact(json.loads(stored))``: a stored value as the model sees it. A plain JSON
+    string (the usual value) comes back unchanged, so it skips the round trip: without quotes,
+    backslashes, control or other non-printable characters inside, nothing in it is escaped
+    either way."""
+    inner = stored[1:-1]
+    if (
+        len(stored) >= 2
+        and stored[0] == '"'
+        and stored[-1] == '"'
+        and '"' not in inner
+        and "\\" not in inner
+        and inner.isprintable()
+    ):
+        return stored
+    return dumps_compact(json.loads(stored))
 
 
 def _str_list(value: str | None) -> list[str]:
@@ -152,7 +171,8 @@ class MemoryPrefix:
             sections.append(("environment", "## Runtime environment", 1, [_cut(environment, 400)]))
         if plan:
             sections.append(("plan", "## Active plan", 1, [_cut(plan, 1200)]))
-        facts, total = self._facts(conn, now, limits.facts)
+        now_ms = to_epoch_ms(now)
+        facts, total = self._facts(conn, now_ms, limits.facts)
         sections.append(("facts", "## Known facts (most relevant first)", total, facts))
         skills, lessons = self._skills(conn, limits)
         sections.append(
@@ -166,11 +186,10 @@ class MemoryPrefix:
         sections.append(("notes", "## Notes", len(notes), notes))
         return self._assemble(sections, limits.budget_tokens)
 
-    def _facts(self, conn: DbConn, now: datetime, limit: int) -> tuple[Iterator[str], int]:
-        """The best ``limit`` current, unexpired facts by decay score at ``now`` (ties keep
+    def _facts(self, conn: DbConn, now_ms: int, limit: int) -> tuple[Iterator[str], int]:
+        """The best ``limit`` current, unexpired facts by decay score at ``now_ms`` (ties keep
         namespace, key order), as lines formatted on demand; and how many such facts exist."""
-        now_ms = to_epoch_ms(now)
-        score, tau_of = decay.score, decay.effective_tau_days
+        score, tau_of = decay.score_days, decay.effective_tau_days
         taus: dict[tuple[str, float | None], float] = {}
         scored = []
         for row in fetch_all(conn, _FACTS_SQL):
@@ -181,11 +200,11 @@ class MemoryPrefix:
             if tau_days is None:
                 tau_days = taus[ns, tau] = tau_of(ns, tau)
             anchor = row[5] if row[9] is None else row[9]
-            age = timedelta(milliseconds=now_ms - anchor)
-            scored.append((-score(confidence=row[3], age=age, tau_days=tau_days), row))
+            age_days = (now_ms - anchor) / decay.MS_PER_DAY
+            scored.append((-score(confidence=row[3], age_days=age_days, tau_days=tau_days), row))
         scored.sort(key=lambda pair: pair[0])  # stable: equal scores keep the SQL order
         lines = (
-            f"- {ns}.{key} = {_cut(dumps_compact(json.loads(value)), VALUE_CHARS)} "
+            f"- {ns}.{key} = {_cut(_compact_json(value), VALUE_CHARS)} "
             + _time_tag(kind, created, occurred, start, until)
             for _s, (ns, key, value, _c, kind, created, occurred, start, until, _a, _t) in scored[
                 :limit
@@ -195,17 +214,18 @@ class MemoryPrefix:
 
     def _skills(self, conn: DbConn, limits: PrefixLimits) -> tuple[list[str], list[str]]:
         """Callable positive skills and lessons (negative skills), each ranked by
-        ``score_skill`` at the clock's now (ties keep use_count, created_at order)."""
+        ``score_skill`` at the clock's now, as ``SkillService.list`` ranks them (ties keep
+        use_count, created_at order)."""
         now = self.clock()
+        now_us = to_epoch_ms(now) * 1000 + now.microsecond % 1000  # exact, as datetimes subtract
 
         def score(row: tuple[Any, ...]) -> float:
             last = row[8]
-            return score_skill(
+            return score_idle(
                 use_count=row[5],
                 success_count=row[6],
                 failure_count=row[7],
-                last_used_at=None if last is None else from_epoch_ms(last),
-                now=now,
+                idle_days=None if last is None else (now_us - last * 1000) / _US_PER_DAY,
                 kind=_stored_kind(row[3]),
             )
 

@@ -214,7 +214,7 @@ class TimelineRetriever:
             cost = self._estimate(row[2])
             if taken and total + cost > budget:
                 break
-            taken.append((int(row[0]), str(row[1]), str(row[2]), int(row[3])))
+            taken.append((row[0], row[1], row[2], row[3]))
             total += cost
         return taken, total
 
@@ -253,7 +253,8 @@ class TimelineRetriever:
 def _context(
     row: tuple[int, str, str, int], section: Literal["recall", "recent"]
 ) -> ContextMessage:
-    return ContextMessage(
+    # Built on every turn from stored rows of known types: construct without re-validating.
+    return ContextMessage.model_construct(
         role=_LLM_ROLE.get(row[1], "user"),
         content=row[2],
         timestamp=from_epoch_ms(row[3]),

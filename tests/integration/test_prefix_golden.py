@@ -7,19 +7,24 @@ bytes. Regenerate only on a deliberate change of the output: ``PHILONT_REGEN_GOL
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from datetime import timedelta
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from philont.db.models import Note
+from philont.db.types import dumps_compact
 from philont.domain.maturity import Grade
+from philont.errors import InvalidInputError
 from philont.services.facts import FactService
 from philont.services.notes import NoteService
-from philont.services.prefix import MemoryPrefix, PrefixLimits
+from philont.services.prefix import MemoryPrefix, PrefixLimits, _compact_json
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
 
@@ -160,3 +165,28 @@ def test_an_empty_memory_gives_only_the_frame(session: Session, clock: FakeClock
     result = MemoryPrefix(session, clock=clock).build()
     assert result.text == "[Memory — what I already know; no need to ask again]\n[End of memory]"
     assert result.sections == []
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    value=_JSON_VALUES,
+    ensure_ascii=st.booleans(),
+    separators=st.sampled_from([(",", ":"), (", ", ": "), (" , ", " : ")]),
+)
+def test_stored_values_print_as_their_compact_json(
+    value: object, ensure_ascii: bool, separators: tuple[str, str]
+) -> None:
+    # Whatever layout another writer stored, the prefix prints the compact form; plain strings
+    # skip the round trip, and must come out the same.
+    stored = json.dumps(value, ensure_ascii=ensure_ascii, separators=separators)
+    try:
+        expected = dumps_compact(json.loads(stored))
+    except InvalidInputError:  # a lone surrogate: not storable compactly
+        return
+    assert _compact_json(stored) == expected

@@ -6,6 +6,8 @@ import math
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from philont.domain import decay
 from philont.domain.decay import (
@@ -279,3 +281,19 @@ def test_a_fact_is_a_forget_candidate_only_strictly_below_the_threshold(
 
 def test_the_default_forget_threshold_applies_when_none_is_given() -> None:
     assert decay.is_forget_candidate(0.04) is True
+
+
+@given(
+    age_ms=st.integers(min_value=-(10**13), max_value=10**13),
+    confidence=st.floats(min_value=0, max_value=1),
+    tau=st.sampled_from([0.0, 0.5, 1.0, 60.0, 365.0, math.inf]),
+)
+def test_score_days_on_stored_milliseconds_equals_score_on_a_timedelta(
+    age_ms: int, confidence: float, tau: float
+) -> None:
+    # Ranking code scores stored epoch ms without building datetimes; it must rank exactly as
+    # the datetime form (the same float, not merely a close one).
+    by_days = decay.score_days(
+        confidence=confidence, age_days=age_ms / decay.MS_PER_DAY, tau_days=tau
+    )
+    assert by_days == score(confidence=confidence, age=timedelta(milliseconds=age_ms), tau_days=tau)

@@ -6,6 +6,8 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from philont.domain.kinds import SkillKind
 from philont.domain.skill_score import (
@@ -13,6 +15,7 @@ from philont.domain.skill_score import (
     NEVER_USED_RECENCY,
     POSITIVE_RECENCY_TAU_DAYS,
     recency_factor,
+    score_idle,
     score_skill,
 )
 from philont.errors import InvalidInputError
@@ -136,3 +139,32 @@ def test_bad_inputs_are_refused(bad: dict[str, object]) -> None:
     args.update(bad)
     with pytest.raises(InvalidInputError):
         score_skill(**args)  # type: ignore[arg-type]
+
+
+@given(
+    idle_us=st.one_of(st.none(), st.integers(min_value=-(10**16), max_value=10**16)),
+    counts=st.tuples(*[st.integers(min_value=0, max_value=10**6)] * 3),
+    kind=st.sampled_from(list(SkillKind)),
+)
+def test_score_idle_on_stored_times_equals_score_skill_on_datetimes(
+    idle_us: int | None, counts: tuple[int, int, int], kind: SkillKind
+) -> None:
+    # The prefix ranks stored epoch values without building datetimes: the same float.
+    uses, successes, failures = counts
+    last = None if idle_us is None else NOW - timedelta(microseconds=idle_us)
+    expected = score_skill(
+        use_count=uses,
+        success_count=successes,
+        failure_count=failures,
+        last_used_at=last,
+        now=NOW,
+        kind=kind,
+    )
+    got = score_idle(
+        use_count=uses,
+        success_count=successes,
+        failure_count=failures,
+        idle_days=None if idle_us is None else idle_us / 86_400_000_000,
+        kind=kind,
+    )
+    assert got == expected
