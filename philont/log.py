@@ -9,40 +9,46 @@ from typing import Any
 
 import structlog
 
-_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "warning": logging.WARNING,
-    "warn": logging.WARNING,
-    "error": logging.ERROR,
-    "exception": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "fatal": logging.CRITICAL,
-}
+
+class Logger:
+    """``log.info("fact.stored", namespace=ns)``: a structlog logger behind a level check.
+
+    When nobody configured structlog, an event stdlib would drop anyway is dropped before
+    structlog is touched: its lazy proxy builds a bound logger on every call, which would make
+    logging on hot paths (one event per append) cost more than the work it reports. A
+    configured structlog (an entrypoint, a host, a test capturing logs) sees every event and
+    filters it with its own processors.
+    """
+
+    __slots__ = ("_std", "_structlog")
+
+    def __init__(self, name: str) -> None:
+        self._std = logging.getLogger(name)
+        self._structlog: structlog.stdlib.BoundLogger = structlog.wrap_logger(
+            self._std, wrapper_class=structlog.stdlib.BoundLogger
+        )
+
+    def _wanted(self, level: int) -> bool:
+        return structlog.is_configured() or self._std.isEnabledFor(level)
+
+    def debug(self, event: str, **kw: Any) -> None:
+        if self._wanted(logging.DEBUG):
+            self._structlog.debug(event, **kw)
+
+    def info(self, event: str, **kw: Any) -> None:
+        if self._wanted(logging.INFO):
+            self._structlog.info(event, **kw)
+
+    def warning(self, event: str, **kw: Any) -> None:
+        if self._wanted(logging.WARNING):
+            self._structlog.warning(event, **kw)
+
+    def exception(self, event: str, **kw: Any) -> None:
+        """An error with the exception being handled attached."""
+        if self._wanted(logging.ERROR):
+            self._structlog.exception(event, **kw)
 
 
-class _LevelFilteredLogger(structlog.stdlib.BoundLogger):
-    """When nobody configured structlog, skips its (default, console-rendering) processor chain
-    for records stdlib would drop anyway: logging on hot paths (one event per append) must cost
-    next to nothing when nobody listens. A configured structlog (an entrypoint, a host, a test
-    capturing logs) sees every event and filters it with its own processors."""
-
-    def _proxy_to_logger(
-        self, method_name: str, event: str | None = None, *event_args: str, **event_kw: Any
-    ) -> Any:
-        level = _LEVELS.get(method_name)
-        if (
-            level is not None
-            and not structlog.is_configured()
-            and not self._logger.isEnabledFor(level)
-        ):
-            return None
-        return super()._proxy_to_logger(method_name, event, *event_args, **event_kw)
-
-
-def get_logger(name: str) -> structlog.stdlib.BoundLogger:
+def get_logger(name: str) -> Logger:
     """``log = get_logger(__name__)``; events are dotted names with key-values."""
-    logger: structlog.stdlib.BoundLogger = structlog.wrap_logger(
-        logging.getLogger(name), wrapper_class=_LevelFilteredLogger
-    )
-    return logger
+    return Logger(name)

@@ -15,7 +15,9 @@ with the PRAGMAs of ``philont.db.engine`` on both sides:
   spawned process (its peak RSS is reported); philont and raw alternate.
 * single appends onto the N-message databases: ``--singles`` messages, each in its own
   transaction (``with Session() as s, s.begin(): TimelineService(s).append(...)`` vs
-  ``BEGIN; INSERT; COMMIT``), philont and raw interleaved message by message.
+  ``BEGIN; INSERT; COMMIT``), interleaved message by message; a third side, the *floor*, runs
+  the raw INSERT inside the same Session unit of work (what SQLAlchemy costs before any
+  service code runs).
 
 Targets: single append <= 1.5x raw per message (median); bulk >= 0.7x raw throughput.
 """
@@ -145,45 +147,57 @@ def bulk_child(kind: str, n: int, batch: int, path_text: str) -> dict[str, Any]:
     }
 
 
-def singles_child(orm_path: str, raw_path: str, count: int, warmup: int) -> dict[str, Any]:
-    """``count`` single appends on each database, interleaved; per-append times in us."""
+def singles_child(
+    orm_path: str, raw_path: str, floor_path: str, count: int, warmup: int
+) -> dict[str, Any]:
+    """``count`` single appends on each of three databases, in rotating order; times in us.
+
+    Besides philont and raw sqlite3, the *floor*: the same unit of work as philont's (``with
+    Session() as s, s.begin():``) running the raw INSERT on the session's DB-API connection,
+    i.e. what any service under the caller-owns-the-transaction rule costs at the least.
+    """
     from philont.db.engine import create_engine
     from philont.db.session import session_factory
     from philont.services.timeline import TimelineService
 
     engine = create_engine(orm_path)
     factory = session_factory(engine)
+    floor_engine = create_engine(floor_path)
+    floor_factory = session_factory(floor_engine)
     raw = bc.connect_raw(raw_path)
     gen = bc.TextGen(99)
 
-    def orm(role: str, content: str) -> int:
-        t0 = bc.now_ns()
+    def orm(role: str, content: str) -> None:
         with factory() as session, session.begin():
             TimelineService(session).append(content, role=role, session_id="global")
-        return bc.now_ns() - t0
 
-    def plain(role: str, content: str) -> int:
-        t0 = bc.now_ns()
+    def plain(role: str, content: str) -> None:
         raw.execute("BEGIN")
         raw.execute(bc.INSERT_MESSAGE, ("global", role, content, int(time.time() * 1000)))
         raw.execute("COMMIT")
-        return bc.now_ns() - t0
 
-    ours: list[float] = []
-    theirs: list[float] = []
+    def floor(role: str, content: str) -> None:
+        with floor_factory() as session, session.begin():
+            conn = session.connection().connection.driver_connection
+            conn.execute(bc.INSERT_MESSAGE, ("global", role, content, int(time.time() * 1000)))
+
+    sides = [(orm, "ours_us"), (plain, "raw_us"), (floor, "floor_us")]
+    out: dict[str, Any] = {key: [] for _fn, key in sides}
     for i in range(warmup + count):
         role = "user" if i % 2 == 0 else "assistant"
         content = gen.message(role)
-        if i % 2 == 0:
-            a, b = orm(role, content), plain(role, content)
-        else:
-            b, a = plain(role, content), orm(role, content)
-        if i >= warmup:
-            ours.append(a / 1e3)
-            theirs.append(b / 1e3)
+        k = i % len(sides)
+        for fn, key in sides[k:] + sides[:k]:
+            t0 = bc.now_ns()
+            fn(role, content)
+            elapsed = bc.now_ns() - t0
+            if i >= warmup:
+                out[key].append(elapsed / 1e3)
     raw.close()
     engine.dispose()
-    return {"ours_us": ours, "raw_us": theirs, "rss_peak": bc.peak_rss_mib()}
+    floor_engine.dispose()
+    out["rss_peak"] = bc.peak_rss_mib()
+    return out
 
 
 def profile_child(path_text: str, singles: int, batch: int) -> dict[str, Any]:
@@ -246,17 +260,23 @@ def run_size(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 f"({res['rate']:>9,.0f} msg/s, peak RSS {res['rss_peak']:.0f} MiB)",
                 flush=True,
             )
-    # Single appends go onto two identical copies of one N-message database.
+    # Single appends go onto three identical copies of one N-message database.
     for kind in ("philont", "raw-values"):
         bc.remove_db(paths[kind])
-    bc.copy_db(paths["raw"], paths["philont"])
+        bc.copy_db(paths["raw"], paths[kind])
     singles = bc.run_isolated(
-        singles_child, str(paths["philont"]), str(paths["raw"]), args.singles, args.warmup
+        singles_child,
+        str(paths["philont"]),
+        str(paths["raw"]),
+        str(paths["raw-values"]),
+        args.singles,
+        args.warmup,
     )
     s = singles
     print(
         f"  single appends: philont median {bc.median(s['ours_us']):.0f} us,"
-        f" raw median {bc.median(s['raw_us']):.0f} us",
+        f" raw median {bc.median(s['raw_us']):.0f} us,"
+        f" floor median {bc.median(s['floor_us']):.0f} us",
         flush=True,
     )
     result = {"n": n, "bulk": bulk, "singles": singles, "db_mb": bulk["raw"][-1]["db_mb"]}
@@ -296,7 +316,7 @@ def summarise(results: Sequence[dict[str, Any]]) -> tuple[list[list[str]], list[
         rows.append(
             [
                 label,
-                f"single append (us/msg, n={len(s['ours_us'])})",
+                f"single append vs raw (us/msg, n={len(s['ours_us'])})",
                 f"{o_med:.0f}",
                 f"{o_p95:.0f}",
                 f"{w_med:.0f}",
@@ -304,6 +324,33 @@ def summarise(results: Sequence[dict[str, Any]]) -> tuple[list[list[str]], list[
                 f"{ratio:.2f}x time",
                 f"<= {SINGLE_TARGET}x",
                 bc.yes_no(ratio <= SINGLE_TARGET),
+            ]
+        )
+        f_med, f_p95 = bc.median(s["floor_us"]), bc.percentile(s["floor_us"], 95)
+        rows.append(
+            [
+                label,
+                "floor (Session unit of work + raw INSERT) vs raw",
+                f"{f_med:.0f}",
+                f"{f_p95:.0f}",
+                f"{w_med:.0f}",
+                f"{w_p95:.0f}",
+                f"{f_med / w_med:.2f}x time",
+                "(information)",
+                "-",
+            ]
+        )
+        rows.append(
+            [
+                label,
+                "single append vs the floor (TimelineService's own cost)",
+                f"{o_med:.0f}",
+                f"{o_p95:.0f}",
+                f"{f_med:.0f}",
+                f"{f_p95:.0f}",
+                f"{o_med / f_med:.2f}x time",
+                "(information)",
+                "-",
             ]
         )
         b = r["bulk"]
@@ -324,11 +371,11 @@ def summarise(results: Sequence[dict[str, Any]]) -> tuple[list[list[str]], list[
 
 HEADERS = [
     "N",
-    "operation",
-    "philont median",
-    "philont p95",
-    "raw median",
-    "raw p95",
+    "operation (A vs B)",
+    "A median",
+    "A p95",
+    "B median",
+    "B p95",
     "ratio",
     "target",
     "met",
@@ -337,7 +384,7 @@ RSS_HEADERS = [
     "N",
     "bulk msg/s: philont / executemany / VALUES",
     "bulk peak RSS MiB: philont / executemany / VALUES",
-    "singles peak RSS MiB (both sides)",
+    "singles peak RSS MiB (all three sides)",
     "db size MB",
 ]
 
@@ -402,7 +449,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Single append: one message per transaction (`with Session() as s, s.begin():"
             " TimelineService(s).append(...)` vs `BEGIN; INSERT; COMMIT` on a plain sqlite3"
             f" connection), {args.singles} per side after {args.warmup} warm-up, interleaved"
-            " message by message, onto two identical copies of an N-message database."
+            " message by message in rotating order, onto identical copies of an N-message"
+            " database. A third side measures the floor of the transaction-per-message pattern:"
+            " the same `with Session() as s, s.begin():` unit of work running the raw INSERT on"
+            " the session's DB-API connection, with no service code at all. The floor's ratio to"
+            " raw is what SQLAlchemy's Session costs before any service runs; philont's ratio to"
+            " the floor is TimelineService's own share."
             " Bulk import: N messages in one transaction"
             f" (`append_many` in batches of {args.batch:,} vs `executemany` of the same"
             " batches; building the inputs is not timed), each repetition in a fresh process."

@@ -187,12 +187,7 @@ class TimelineService:
         session lookup — the foreign key refuses an unknown session, which is reported as
         :class:`SessionNotFoundError` (the failed statement writes nothing).
         """
-        row = self._row(
-            0,
-            MessageIn.model_construct(content=content, role=role, session_id=session_id, at=at),
-            self._now(),
-            single=True,
-        )
+        row = self._fields(content, role, session_id, at, None)
         conn = driver_connection(self.session)
         try:
             if isinstance(conn, sqlite3.Connection):
@@ -213,20 +208,24 @@ class TimelineService:
             raise  # pragma: no cover - an integrity failure other than the session FK
         assert new_id is not None  # an INSERT into a rowid table always has one
         log.debug("timeline.appended", count=1)
-        return MessageRecord(id=int(new_id), **row)
+        return MessageRecord.model_construct(id=int(new_id), **row)  # every field checked
 
-    def _row(
-        self, index: int, msg: MessageIn, now: datetime, *, single: bool = False
+    def _fields(
+        self, content: object, role: object, session_id: object, at: object, now: datetime | None
     ) -> dict[str, Any]:
+        """A message's checked column values; ``at`` defaults to ``now``, else the clock."""
+        return {
+            "session_id": _check_session_id(session_id),
+            "role": _check_role(role),
+            "content": _check_content(content),
+            "timestamp": _aware(at, "at") if at is not None else now or self._now(),
+        }
+
+    def _row(self, index: int, msg: MessageIn, now: datetime, *, single: bool) -> dict[str, Any]:
         if not isinstance(msg, MessageIn):
             raise InvalidInputError(f"message {index} is not a MessageIn: {msg!r}")
         try:
-            return {
-                "session_id": _check_session_id(msg.session_id),
-                "role": _check_role(msg.role),
-                "content": _check_content(msg.content),
-                "timestamp": now if msg.at is None else _aware(msg.at, "at"),
-            }
+            return self._fields(msg.content, msg.role, msg.session_id, msg.at, now)
         except InvalidInputError as exc:
             where = "" if single else f"message {index}: "
             raise InvalidInputError(where + exc.message, index=index) from exc
@@ -250,7 +249,7 @@ class TimelineService:
         # ids line up with the batch.
         ids = sorted(self.session.scalars(insert(RawMessage).returning(RawMessage.id), rows))
         log.info("timeline.appended", count=len(rows))
-        return [MessageRecord(id=i, **r) for i, r in zip(ids, rows, strict=True)]
+        return [MessageRecord.model_construct(id=i, **r) for i, r in zip(ids, rows, strict=True)]
 
     def _require_sessions(self, ids: Iterable[str]) -> None:
         wanted = set(ids)
