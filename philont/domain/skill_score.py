@@ -39,6 +39,7 @@ NEVER_USED_RECENCY = 0.1
 """Recency factor of a skill that was never used."""
 
 _DAY = timedelta(days=1)
+_NEGATIVE = SkillKind.NEGATIVE  # an enum member looked up once: every score reads it
 
 
 def _require_aware(value: datetime, name: str) -> None:
@@ -56,7 +57,7 @@ def recency(idle_days: float | None, kind: SkillKind) -> float:
     never used, ``None``)."""
     if idle_days is None:
         return NEVER_USED_RECENCY
-    tau = NEGATIVE_RECENCY_TAU_DAYS if kind == SkillKind.NEGATIVE else POSITIVE_RECENCY_TAU_DAYS
+    tau = NEGATIVE_RECENCY_TAU_DAYS if kind == _NEGATIVE else POSITIVE_RECENCY_TAU_DAYS
     return math.exp(-max(0.0, idle_days) / tau)
 
 
@@ -108,9 +109,15 @@ def score_idle(
 ) -> float:
     """:func:`score_skill` with the time since the last use given in days (``None``: never
     used), for ranking code holding stored epoch milliseconds (``idle_ms / MS_PER_DAY``)."""
-    _require_count(use_count, "use_count")
-    _require_count(success_count, "success_count")
-    _require_count(failure_count, "failure_count")
+    if not (  # the usual case in one test; anything else gets the precise checks
+        type(use_count) is int
+        and type(success_count) is int
+        and type(failure_count) is int
+        and min(use_count, success_count, failure_count) >= 0
+    ):
+        _require_count(use_count, "use_count")
+        _require_count(success_count, "success_count")
+        _require_count(failure_count, "failure_count")
     volume = math.log(2 + use_count)
     success_rate = (success_count + 1) / (success_count + failure_count + 2)
     return volume * success_rate * recency(idle_days, kind)

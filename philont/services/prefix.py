@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -56,6 +57,7 @@ _NOTES_SQL = (
 )
 _CALLABLE_STORED = frozenset(g.value for g in Grade if is_callable(g))
 _KINDS = {k.value: k for k in SkillKind}
+_POSITIVE = SkillKind.POSITIVE  # enum members are slow to look up, and every skill needs it
 _US_PER_DAY = decay.MS_PER_DAY * 1000
 
 _Section = tuple[str, str, int, Iterable[str]]
@@ -136,7 +138,7 @@ def _callable(row: Sequence[Any]) -> bool:
 
 
 def _stored_kind(value: str) -> SkillKind:
-    return _KINDS.get(value, SkillKind.POSITIVE)  # the model reads an unknown kind as positive
+    return _KINDS.get(value, _POSITIVE)  # the model reads an unknown kind as positive
 
 
 class MemoryPrefix:
@@ -189,20 +191,20 @@ class MemoryPrefix:
     def _facts(self, conn: DbConn, now_ms: int, limit: int) -> tuple[Iterator[str], int]:
         """The best ``limit`` current, unexpired facts by decay score at ``now_ms`` (ties keep
         namespace, key order), as lines formatted on demand; and how many such facts exist."""
-        score, tau_of = decay.score_days, decay.effective_tau_days
+        score, tau_of, ms_per_day = decay.score_days, decay.effective_tau_days, decay.MS_PER_DAY
         taus: dict[tuple[str, float | None], float] = {}
         scored = []
         for row in fetch_all(conn, _FACTS_SQL):
-            ns, kind, until, tau = row[0], row[4], row[8], row[10]
-            if kind != "event" and until is not None and until < now_ms:
+            ns, _k, _v, confidence, kind, created, _o, _s, until, accessed, tau = row
+            if until is not None and until < now_ms and kind != "event":
                 continue
             tau_days = taus.get((ns, tau))
             if tau_days is None:
                 tau_days = taus[ns, tau] = tau_of(ns, tau)
-            anchor = row[5] if row[9] is None else row[9]
-            age_days = (now_ms - anchor) / decay.MS_PER_DAY
-            scored.append((-score(confidence=row[3], age_days=age_days, tau_days=tau_days), row))
-        scored.sort(key=lambda pair: pair[0])  # stable: equal scores keep the SQL order
+            age_days = (now_ms - (created if accessed is None else accessed)) / ms_per_day
+            relevance = score(confidence=confidence, age_days=age_days, tau_days=tau_days)
+            scored.append((-relevance, row))
+        scored.sort(key=itemgetter(0))  # stable: equal scores keep the SQL order
         lines = (
             f"- {ns}.{key} = {_cut(_compact_json(value), VALUE_CHARS)} "
             + _time_tag(kind, created, occurred, start, until)
@@ -235,7 +237,7 @@ class MemoryPrefix:
         usable = [
             row
             for row in itertools.islice(filter(_callable, ranked), limits.skills)
-            if _stored_kind(row[3]) == SkillKind.POSITIVE
+            if _stored_kind(row[3]) == _POSITIVE
         ]
         negative = [row for row in ranked if row[3] == SkillKind.NEGATIVE.value][: limits.lessons]
         skills = [

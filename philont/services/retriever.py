@@ -253,8 +253,7 @@ class TimelineRetriever:
 def _context(
     row: tuple[int, str, str, int], section: Literal["recall", "recent"]
 ) -> ContextMessage:
-    # Built on every turn from stored rows of known types: construct without re-validating.
-    return ContextMessage.model_construct(
+    return ContextMessage(
         role=_LLM_ROLE.get(row[1], "user"),
         content=row[2],
         timestamp=from_epoch_ms(row[3]),

@@ -217,7 +217,7 @@ def _and(parts: Iterable[tuple[str, Sequence[Any]]]) -> _Filter:
 
 
 def _marks(n: int) -> str:
-    return ", ".join("?" for _ in range(n))
+    return ", ".join("?" * n)  # "?, ?, ?": joins the characters of "???"
 
 
 def _check_limit(limit: int) -> int:

@@ -208,7 +208,7 @@ class TimelineService:
             raise  # pragma: no cover - an integrity failure other than the session FK
         assert new_id is not None  # an INSERT into a rowid table always has one
         log.debug("timeline.appended", count=1)
-        return MessageRecord.model_construct(id=int(new_id), **row)  # every field checked
+        return MessageRecord(id=int(new_id), **row)
 
     def _fields(
         self, content: object, role: object, session_id: object, at: object, now: datetime | None
@@ -249,7 +249,7 @@ class TimelineService:
         # ids line up with the batch.
         ids = sorted(self.session.scalars(insert(RawMessage).returning(RawMessage.id), rows))
         log.info("timeline.appended", count=len(rows))
-        return [MessageRecord.model_construct(id=i, **r) for i, r in zip(ids, rows, strict=True)]
+        return [MessageRecord(id=i, **r) for i, r in zip(ids, rows, strict=True)]
 
     def _require_sessions(self, ids: Iterable[str]) -> None:
         wanted = set(ids)
