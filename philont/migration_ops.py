@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import sqlalchemy as sa
 from alembic import op
+
+FTS5_DEFAULT_HASHSIZE = 1024 * 1024
+FTS5_BULK_HASHSIZE = 32 * 1024 * 1024
 
 
 def now_ms() -> int:
@@ -64,3 +69,20 @@ def set_schema_version(version: int) -> None:
             v=str(version)
         )
     )
+
+
+@contextmanager
+def fts5_bulk_load(table: str) -> Iterator[None]:
+    """Index many rows into the FTS5 table ``table`` with a 32 MiB buffer of pending terms.
+
+    FTS5 writes its buffered terms out as a new segment each time they pass ``hashsize`` (1 MiB
+    by default) and merges the segments as it goes: building the trigram index of 1M messages
+    spent half its time merging (50 s, 25 s with this buffer). The setting is stored in the
+    table's ``_config`` shadow table, so afterwards it is set back through FTS5 (every
+    connection reloads it) and its row removed, leaving the table as a fresh one would be. On
+    an error the migration's transaction rolls the setting back with everything else.
+    """
+    op.execute(f"INSERT INTO {table}({table}, rank) VALUES('hashsize', {FTS5_BULK_HASHSIZE})")
+    yield
+    op.execute(f"INSERT INTO {table}({table}, rank) VALUES('hashsize', {FTS5_DEFAULT_HASHSIZE})")
+    op.execute(f"DELETE FROM {table}_config WHERE k = 'hashsize'")

@@ -54,7 +54,10 @@ def upgrade() -> None:
     if mo.is_sqlite():
         for ddl in (RAW_MESSAGES_FTS_CREATE, *RAW_MESSAGES_FTS_TRIGGERS):
             op.execute(_if_not_exists(ddl))
-        op.execute("INSERT INTO memory_raw_messages_fts(memory_raw_messages_fts) VALUES('rebuild')")
+        with mo.fts5_bulk_load("memory_raw_messages_fts"):
+            op.execute(
+                "INSERT INTO memory_raw_messages_fts(memory_raw_messages_fts) VALUES('rebuild')"
+            )
     mo.set_schema_version(6)
 
 

@@ -150,10 +150,11 @@ def upgrade() -> None:
         "INSERT INTO philont_raw_messages_words_fts(philont_raw_messages_words_fts)"
         " VALUES('delete-all')"
     )
-    op.execute(
-        "INSERT INTO philont_raw_messages_words_fts(rowid, content, tail)"
-        " SELECT rowid, content, substr(content, -2) FROM memory_raw_messages"
-    )
+    with mo.fts5_bulk_load("philont_raw_messages_words_fts"):
+        op.execute(
+            "INSERT INTO philont_raw_messages_words_fts(rowid, content, tail)"
+            " SELECT rowid, content, substr(content, -2) FROM memory_raw_messages"
+        )
     op.execute("INSERT INTO philont_notes_words_fts(philont_notes_words_fts) VALUES('rebuild')")
     op.execute("INSERT INTO philont_skills_words_fts(philont_skills_words_fts) VALUES('rebuild')")
 

@@ -130,6 +130,18 @@ def test_integrity_and_fts_checks_pass_after_the_upgrade(
             fts_integrity(conn, table)
 
 
+def test_the_bulk_index_build_leaves_no_setting_behind(copy_fixture: CopyFixture) -> None:
+    # v006 and v033 fill their FTS5 tables with a large pending-terms buffer (hashsize), a
+    # setting FTS5 stores in the table: the upgraded tables must hold the configuration of a
+    # freshly created one, so the original program sees the index it would have built.
+    db = copy_fixture("v2")
+    migrate.upgrade(db)
+    with closing(connect_ro(db)) as conn:
+        for table in ("memory_raw_messages_fts", "philont_raw_messages_words_fts"):
+            config = conn.execute(f"SELECT k, v FROM {table}_config ORDER BY k").fetchall()
+            assert config == [("version", 4)], (table, config)
+
+
 @pytest.mark.parametrize("name", ["v2", "v27", "v31"])
 def test_fts_match_finds_the_seeded_messages_after_the_upgrade(
     name: str, copy_fixture: CopyFixture
