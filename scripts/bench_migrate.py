@@ -143,17 +143,10 @@ RAW_WORDS_FILL = (
 
 def _bulk_load(table: str, statement: str) -> list[str]:
     """``statement`` inside the statements of ``migration_ops.fts5_bulk_load(table)``."""
-    from philont import migration_ops as mo
+    from philont.migration_ops import fts5_bulk_statements
 
-    def hashsize(n: int) -> str:
-        return f"INSERT INTO {table}({table}, rank) VALUES('hashsize', {n})"
-
-    return [
-        hashsize(mo.FTS5_BULK_HASHSIZE),
-        statement,
-        hashsize(mo.FTS5_DEFAULT_HASHSIZE),
-        f"DELETE FROM {table}_config WHERE k = 'hashsize'",
-    ]
+    before, after = fts5_bulk_statements(table)
+    return [*before, statement, *after]
 
 
 def raw_child(path_text: str) -> dict[str, Any]:

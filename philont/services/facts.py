@@ -230,7 +230,7 @@ _SCORE_COLUMNS = (
 
 
 def _score_raw(row: Any, now_ms: int) -> float:
-    """``decay.score`` from raw stored values (see ``_SCORE_COLUMNS``)."""
+    """``decay.score_days`` from raw stored values (see ``_SCORE_COLUMNS``)."""
     anchor = row.last_accessed_at if row.last_accessed_at is not None else row.created_at
     return decay.score_days(
         confidence=row.confidence,

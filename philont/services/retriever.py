@@ -214,7 +214,7 @@ class TimelineRetriever:
             cost = self._estimate(row[2])
             if taken and total + cost > budget:
                 break
-            taken.append((row[0], row[1], row[2], row[3]))
+            taken.append(row)  # (id, role, content, timestamp) as selected
             total += cost
         return taken, total
 
