@@ -31,6 +31,7 @@ from philont.errors import (
     UnrecognizedSchemaError,
 )
 from philont.log import get_logger
+from philont.migrate.plan import plan_from, table_names
 
 log = get_logger(__name__)
 
@@ -185,7 +186,7 @@ def verify(path: Path, *, schema: bool = True) -> Verification:
             finally:
                 conn.execute("ROLLBACK")
             version = None
-            if "memory_meta" in migrate._tables(conn):
+            if "memory_meta" in table_names(conn):
                 row = conn.execute(
                     "SELECT value FROM memory_meta WHERE key = 'schema_version'"
                 ).fetchone()
@@ -193,7 +194,7 @@ def verify(path: Path, *, schema: bool = True) -> Verification:
             revision = None
             if schema:
                 # migrate's own read-only inspection: the rules ``upgrade`` adopts a file by
-                plan = migrate._plan_from(conn)
+                plan = plan_from(conn)
                 revision = plan.revision or plan.stamp
                 if revision is None:
                     raise UnrecognizedSchemaError(f"{str(path)!r} holds no memory database")

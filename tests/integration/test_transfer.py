@@ -16,13 +16,13 @@ from philont import migrate
 from philont.db.schema import metadata
 from philont.errors import ConflictError, SchemaOutOfDateError
 from philont.transfer import (
-    ROWID_TABLES,
     ImportForeignKeyError,
     ImportFormatError,
     export,
     export_tables,
     import_,
 )
+from philont.transfer.format import ROWID_TABLES
 
 CopyFixture = Callable[[str], Path]
 FIXTURES = ("v2", "v27", "v31", "empty-v31")

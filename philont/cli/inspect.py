@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from philont import migrate
-from philont.cli_common import DbOption, JsonOption, emit, fail, out, resolve_existing
+from philont.cli.common import DbOption, JsonOption, emit, fail, out, resolve_existing
 from philont.db.engine import create_engine, is_postgres, pg_schema
 from philont.domain.timeparse import parse_time
 from philont.errors import NotFoundError, PhilontError

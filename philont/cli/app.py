@@ -10,8 +10,10 @@ from typing import Annotated
 
 import typer
 
-from philont import cli_inspect, cli_ops, migrate, settings
-from philont.cli_common import EXIT_OUT_OF_DATE, DbOption, JsonOption, err, fail, out
+from philont import migrate, settings
+from philont.cli import inspect as cli_inspect
+from philont.cli import ops as cli_ops
+from philont.cli.common import EXIT_OUT_OF_DATE, DbOption, JsonOption, err, fail, out
 from philont.errors import PhilontError, SchemaOutOfDateError
 from philont.logsetup import configure
 

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from philont import backup as backups
 from philont import transfer
-from philont.cli_common import (
+from philont.cli.common import (
     EXIT_NOT_FOUND,
     DbOption,
     JsonOption,

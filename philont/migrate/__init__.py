@@ -1,0 +1,153 @@
+"""Schema migrations from code: upgrade / current / check / history (works from a wheel).
+
+``upgrade`` and ``alembic upgrade head`` share one path (``run_env``): inspect the database
+read-only and refuse what we do not know before writing anything; back up a non-empty file into
+``backups/``; stamp the revision of an unversioned Philont database from
+``memory_meta.schema_version``; run the whole chain in ONE transaction (a failure anywhere leaves
+the file as it was); re-ensure the bootstrap rows; check foreign keys.
+"""
+
+from __future__ import annotations
+
+from contextlib import closing
+from pathlib import Path
+
+from alembic import command
+from sqlalchemy import text
+from sqlalchemy.engine import URL
+
+from philont import settings
+from philont.db.engine import (
+    check_file,
+    create_engine,
+    is_postgres,
+    pg_schema,
+    resolve_url,
+    sqlite_path,
+)
+from philont.errors import MigrationError, PhilontError, SchemaError, SchemaOutOfDateError
+from philont.log import get_logger
+from philont.migrate.env import backup_file, include_name, run_env
+from philont.migrate.plan import (
+    HEAD_PHILONT_VERSION,
+    parse_schema_version,
+    pg_tables,
+    ro_connect,
+    table_names,
+)
+from philont.migrate.report import Status, StepCallback, UpgradeReport
+from philont.migrate.scripts import (
+    alembic_config,
+    head_revision,
+    history,
+    script_directory,
+    script_location,
+)
+
+__all__ = [
+    "HEAD_PHILONT_VERSION",
+    "Status",
+    "StepCallback",
+    "UpgradeReport",
+    "alembic_config",
+    "backup_file",
+    "check",
+    "head_revision",
+    "history",
+    "include_name",
+    "parse_schema_version",
+    "pg_tables",
+    "run_env",
+    "script_directory",
+    "script_location",
+    "status",
+    "upgrade",
+]
+
+log = get_logger(__name__)
+
+# --- public API ------------------------------------------------------------------------------
+
+
+def upgrade(
+    target: str | Path | URL | None = None,
+    *,
+    on_step: StepCallback | None = None,
+) -> UpgradeReport:
+    """Create or upgrade a memory database to head (see the module docstring).
+
+    ``on_step(revision)`` is called after each applied revision (for progress displays); an
+    exception it raises aborts the upgrade, which is rolled back as a whole.
+    """
+    url = resolve_url(target)
+    cfg = alembic_config(url)
+    report = UpgradeReport(url=url.render_as_string(), from_revision=None, to_revision=None)
+    cfg.attributes["philont_report"] = report
+    cfg.attributes["philont_on_step"] = on_step
+    try:
+        command.upgrade(cfg, "head")
+    except PhilontError:
+        raise
+    except Exception as exc:
+        raise MigrationError(
+            f"upgrade of {report.url} failed ({type(exc).__name__}: {exc}); "
+            "the database was left as it was"
+        ) from exc
+    report.to_revision = head_revision()
+    log.info("migrate.done", url=report.url, applied=len(report.applied), stamped=report.stamped)
+    return report
+
+
+def status(target: str | Path | URL | None = None) -> Status:
+    """Current revision and ``memory_meta.schema_version``, read without writing."""
+    url = resolve_url(target)
+    path = sqlite_path(url)
+    head = head_revision()
+    if is_postgres(url):
+        return _status_pg(url, head)
+    if path is None:
+        raise SchemaError("status() needs an SQLite file or a PostgreSQL URL")
+    check_file(path, create=False)
+    with closing(ro_connect(path)) as conn:
+        tables = table_names(conn)
+        revision = None
+        if settings.VERSION_TABLE in tables:
+            row = conn.execute(f"SELECT version_num FROM {settings.VERSION_TABLE}").fetchone()
+            revision = row[0] if row else None
+        version = None
+        if "memory_meta" in tables:
+            row = conn.execute(
+                "SELECT value FROM memory_meta WHERE key = 'schema_version'"
+            ).fetchone()
+            version = None if row is None else str(row[0])
+    return Status(revision=revision, head=head, schema_version=version)
+
+
+def _status_pg(url: URL, head: str) -> Status:
+    engine = create_engine(url, create=False)
+    try:
+        with engine.connect() as conn:
+            tables = pg_tables(conn, pg_schema(url))
+            revision = version = None
+            if settings.VERSION_TABLE in tables:
+                revision = conn.execute(
+                    text(f"SELECT version_num FROM {settings.VERSION_TABLE}")
+                ).scalar()
+            if "memory_meta" in tables:
+                version = conn.execute(
+                    text("SELECT value FROM memory_meta WHERE key = 'schema_version'")
+                ).scalar()
+    finally:
+        engine.dispose()
+    return Status(revision=revision, head=head, schema_version=version)
+
+
+def check(target: str | Path | URL | None = None) -> Status:
+    """Raise ``SchemaOutOfDateError`` (with the command that fixes it) unless at head."""
+    st = status(target)
+    if not st.at_head:
+        raise SchemaOutOfDateError(
+            f"database is at revision {st.revision or '(none)'}, head is {st.head}; run "
+            "`alembic upgrade head` or `philont db upgrade`"
+        )
+    return st

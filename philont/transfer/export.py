@@ -1,0 +1,251 @@
+"""Export every memory layer of a database (SQLite or PostgreSQL) as JSON lines."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from sqlalchemy import Integer, Table
+from sqlalchemy.engine import URL
+
+from philont import migrate
+from philont.db.engine import FILE_MODE, is_postgres, resolve_url
+from philont.errors import SchemaError, StorageError
+from philont.log import get_logger
+
+if TYPE_CHECKING:
+    pass
+
+from philont.transfer.format import (
+    FORMAT,
+    FORMAT_VERSION,
+    PROGRESS_EVERY,
+    ROWID_KEY,
+    ROWID_TABLES,
+    DbTarget,
+    ExportReport,
+    Progress,
+    autoincrement_tables,
+    dumps_line,
+    encode_value,
+    export_tables,
+    ident,
+    pg_connection,
+    pg_high_water,
+    shown_url,
+    sqlite_connection,
+    sqlite_file,
+    without_rowid,
+)
+
+log = get_logger(__name__)
+
+
+@contextmanager
+def _writer(out: Path | TextIO) -> Iterator[TextIO]:
+    """A text stream for ``out``; a path is written to a private temp file renamed on success,
+    so a failed export never leaves a plausible-looking partial file behind."""
+    if not isinstance(out, Path):
+        yield out
+        return
+    tmp = out.parent / f".{out.name}.{uuid.uuid4().hex}.tmp"
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+    try:
+        with open(fd, "w", encoding="utf-8", newline="\n") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None) -> ExportReport:
+    """Write every row of every model table to ``out`` as JSON lines.
+
+    Line 1 is a header (``format``, ``format_version``, ``schema_revision``, ``schema_version``,
+    ``exported_at``, ``tables`` in dependency order, AUTOINCREMENT ``sequences``); then one
+    ``{"table": ..., "row": {column: stored value}}`` per row, values exactly as stored (epoch-ms
+    integers, JSON text as its stored string, BLOBs as ``{"$b64": ...}``; notes and skills also
+    carry ``_rowid``); last a trailer ``{"end": true, "rows": {table: count}}``.
+
+    The database must be at head (``SchemaOutOfDateError`` otherwise). All rows come from one
+    read snapshot, table by table and within a table by rowid (primary key for WITHOUT ROWID
+    tables), streamed; ``progress(table, done, total)`` reports as it goes. A path is written
+    with mode 0600 through a temp file renamed at the end.
+
+    A PostgreSQL URL (made by ``resolve_url(url, agent=...)``) exports that agent's schema in
+    the same format from one REPEATABLE READ READ ONLY snapshot, rows by primary key (text in
+    code point order), raw driver values, no ``_rowid`` (PostgreSQL has none), and
+    ``sequences`` from the id sequences (or the largest id, if higher).
+    """
+    target = resolve_url(db)
+    if is_postgres(target):
+        return _export_pg(target, out, progress)
+    url, path = sqlite_file(db)
+    status = migrate.check(url)
+    tables = export_tables()
+    counts: dict[str, int] = {}
+    with sqlite_connection(url, create=False) as conn:
+        conn.execute("BEGIN")  # one snapshot: the counts and the rows agree
+        try:
+            for table in tables:
+                _check_columns(conn, table)
+                counts[table.name] = conn.execute(
+                    f"SELECT count(*) FROM {ident(table.name)}"
+                ).fetchone()[0]
+            version_row = conn.execute(
+                "SELECT value FROM memory_meta WHERE key = 'schema_version'"
+            ).fetchone()
+            sequences: dict[str, int] = {}
+            if conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'"
+            ).fetchone():
+                sequences = dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
+            header = _header(status.head, version_row, sequences)
+            with _writer(out) as fh:
+                fh.write(dumps_line(header) + "\n")
+                for table in tables:
+                    _export_table(conn, fh, table, counts[table.name], progress)
+                fh.write(dumps_line({"end": True, "rows": counts}) + "\n")
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+    log.info("transfer.exported", db=str(path), rows=sum(counts.values()))
+    return ExportReport(
+        rows=counts,
+        schema_revision=status.head,
+        path=out if isinstance(out, Path) else None,
+    )
+
+
+def _header(
+    revision: str, version_row: Sequence[Any] | None, sequences: dict[str, int]
+) -> dict[str, Any]:
+    tables = export_tables()
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "schema_revision": revision,
+        "schema_version": None if version_row is None else str(version_row[0]),
+        "exported_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "tables": [t.name for t in tables],
+        "sequences": {t.name: sequences[t.name] for t in tables if t.name in sequences},
+    }
+
+
+def _check_columns(conn: sqlite3.Connection, table: Table) -> None:
+    _same_columns(table, [r[1] for r in conn.execute(f"PRAGMA table_info({ident(table.name)})")])
+
+
+def _same_columns(table: Table, found: list[str]) -> None:
+    expected = {c.name for c in table.c}
+    if set(found) != expected:
+        raise SchemaError(
+            f"{table.name} has columns {sorted(found)}, the models {sorted(expected)}; "
+            "refusing to export a table whose columns the format cannot carry"
+        )
+
+
+def _export_table(
+    conn: sqlite3.Connection,
+    fh: TextIO,
+    table: Table,
+    total: int,
+    progress: Progress | None,
+) -> None:
+    columns = [c.name for c in table.c]
+    with_rowid = table.name in ROWID_TABLES
+    names = ([ROWID_KEY] if with_rowid else []) + columns
+    select = ", ".join((["rowid"] if with_rowid else []) + [ident(c) for c in columns])
+    if without_rowid(conn, table.name):
+        order = ", ".join(ident(c.name) for c in table.primary_key.columns)
+    else:
+        order = "rowid"
+    cursor = conn.execute(f"SELECT {select} FROM {ident(table.name)} ORDER BY {order}")
+    _write_rows(fh, table.name, names, cursor, total, progress)
+
+
+def _write_rows(
+    fh: TextIO,
+    name: str,
+    names: list[str],
+    records: Iterable[Sequence[Any]],
+    total: int,
+    progress: Progress | None,
+) -> None:
+    done = 0
+    prefix = '{"table":' + dumps_line(name) + ',"row":'
+    for record in records:
+        row = {n: encode_value(v) for n, v in zip(names, record, strict=True)}
+        fh.write(prefix + dumps_line(row) + "}\n")
+        done += 1
+        if progress is not None and done % PROGRESS_EVERY == 0 and done != total:
+            progress(name, done, total)
+    if done != total:  # cannot happen inside one snapshot; a guard against silent loss
+        raise StorageError(f"{name}: counted {total} rows but read {done}")
+    if progress is not None:
+        progress(name, done, total)
+
+
+def _pg_order(table: Table) -> str:
+    """Primary key order; text in code point order ("C"), as SQLite's BINARY collation."""
+    return ", ".join(
+        ident(c.name) + ("" if isinstance(c.type, Integer) else ' COLLATE "C"')
+        for c in table.primary_key.columns
+    )
+
+
+def _export_pg(url: URL, out: Path | TextIO, progress: Progress | None) -> ExportReport:
+    import psycopg
+
+    status = migrate.check(url)
+    tables = export_tables()
+    counts: dict[str, int] = {}
+    with pg_connection(url, create=False) as conn:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+        with conn.transaction():  # one snapshot: the counts and the rows agree
+            for table in tables:
+                found = conn.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() AND table_name = %s",
+                    (table.name,),
+                ).fetchall()
+                _same_columns(table, [r[0] for r in found])
+                count = conn.execute(f"SELECT count(*) FROM {ident(table.name)}").fetchone()
+                counts[table.name] = count[0] if count else 0
+            version_row = conn.execute(
+                "SELECT value FROM memory_meta WHERE key = 'schema_version'"
+            ).fetchone()
+            sequences = {}
+            for table in autoincrement_tables():
+                _seq, high = pg_high_water(conn, table)
+                if high:
+                    sequences[table.name] = high
+            header = _header(status.head, version_row, sequences)
+            with _writer(out) as fh:
+                fh.write(dumps_line(header) + "\n")
+                for table in tables:
+                    columns = [c.name for c in table.c]
+                    select = ", ".join(ident(c) for c in columns)
+                    with conn.cursor(name=f"philont_export_{table.name}") as cursor:
+                        cursor.itersize = PROGRESS_EVERY
+                        cursor.execute(
+                            f"SELECT {select} FROM {ident(table.name)} ORDER BY {_pg_order(table)}"
+                        )
+                        _write_rows(fh, table.name, columns, cursor, counts[table.name], progress)
+                fh.write(dumps_line({"end": True, "rows": counts}) + "\n")
+    log.info("transfer.exported", db=shown_url(url), rows=sum(counts.values()))
+    return ExportReport(
+        rows=counts,
+        schema_revision=status.head,
+        path=out if isinstance(out, Path) else None,
+    )

@@ -1,0 +1,217 @@
+"""The export format: versioned JSON lines of raw stored values, what is exported, reports."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from sqlalchemy import Integer, Table
+from sqlalchemy.engine import URL
+
+from philont import charter, migrate
+from philont.db.bootstrap import GLOBAL_SESSION_ID
+from philont.db.engine import create_engine, resolve_url, sqlite_path
+from philont.db.fts import FTS_INDEXES
+from philont.db.schema import metadata
+from philont.errors import InvalidInputError, SchemaError, StorageError
+from philont.log import get_logger
+
+if TYPE_CHECKING:
+    import psycopg
+
+
+log = get_logger(__name__)
+
+
+FORMAT = "philont-export"
+
+
+FORMAT_VERSION = 1
+
+
+ROWID_KEY = "_rowid"  # the implicit rowid, kept where an external-content FTS index keys on it
+
+
+B64_KEY = "$b64"
+
+
+PROGRESS_EVERY = 1000
+
+
+DbTarget = str | Path | URL | None
+
+
+Progress = Callable[[str, int, int], None]
+
+
+Mode = Literal["refuse", "merge"]
+
+
+class ImportFormatError(InvalidInputError):
+    """A line of an import file is malformed; nothing was imported."""
+
+    code = "import_format"
+
+    def __init__(self, line_number: int, reason: str) -> None:
+        super().__init__(f"line {line_number}: {reason}", line_number=line_number, reason=reason)
+        self.line_number = line_number
+        self.reason = reason
+
+
+class ImportForeignKeyError(InvalidInputError):
+    """The imported rows reference rows that exist neither in the file nor in the target."""
+
+    code = "import_foreign_key"
+
+    def __init__(self, violations: list[tuple[Any, ...]]) -> None:
+        shown = ", ".join(f"{t} rowid {r} -> {p}" for t, r, p, *_ in violations[:5])
+        super().__init__(
+            f"{len(violations)} foreign key violation(s) after import ({shown}); nothing imported",
+            violations=violations,
+        )
+        self.violations = violations
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """Rows written per table (in file order) and the schema they came from."""
+
+    rows: dict[str, int]
+    schema_revision: str
+    path: Path | None = None
+
+
+@dataclass
+class ImportReport:
+    """What an import did, per table."""
+
+    inserted: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)  # primary key already present
+    replaced: list[str] = field(default_factory=list)  # "table:id" bootstrap rows taken over
+    rowids_renumbered: dict[str, int] = field(default_factory=dict)  # ``_rowid`` was taken
+    fts_rebuilt: list[str] = field(default_factory=list)
+    upgrade: migrate.UpgradeReport | None = None
+
+
+def export_tables() -> list[Table]:
+    """Every model table in dependency order (FTS tables and the version table are not models:
+    triggers rebuild the one, the target's own migrations own the other)."""
+    return [t for t in metadata.sorted_tables if "_fts" not in t.name]
+
+
+def _rowid_tables() -> frozenset[str]:
+    """Content tables of external-content FTS indexes whose rowid is not their primary key."""
+    names = set()
+    for index in FTS_INDEXES:
+        pk = list(index.content_table.primary_key.columns)
+        if not (len(pk) == 1 and isinstance(pk[0].type, Integer)):
+            names.add(index.content_table.name)
+    return frozenset(names)
+
+
+ROWID_TABLES = _rowid_tables()
+
+
+# Rows every database carries (spec §2.6). An import into a database that holds only these
+# takes the file's versions over (mode "refuse"); memory_meta describes the target's own schema
+# and always keeps the target's values.
+BOOTSTRAP_ROWS: frozenset[tuple[str, tuple[Any, ...]]] = frozenset(
+    {
+        ("memory_raw_sessions", (GLOBAL_SESSION_ID,)),
+        ("memory_pursuits", (charter.ROOT_PURSUIT_ID,)),
+    }
+)
+
+
+def ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def dumps_line(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def encode_value(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {B64_KEY: base64.b64encode(bytes(value)).decode("ascii")}
+    return value
+
+
+def sqlite_file(db: DbTarget) -> tuple[URL, Path]:
+    url = resolve_url(db)
+    path = sqlite_path(url)
+    if path is None:
+        raise StorageError("export and import need an SQLite database file")
+    return url, path
+
+
+@contextmanager
+def sqlite_connection(url: URL, *, create: bool) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection with our PRAGMAs (foreign keys off: import order is free and
+    ``foreign_key_check`` runs before commit); values come back exactly as stored."""
+    engine = create_engine(url, foreign_keys=False, create=create)
+    try:
+        raw = engine.raw_connection()
+        try:
+            yield cast(sqlite3.Connection, raw.driver_connection)
+        finally:
+            raw.close()
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def pg_connection(url: URL, *, create: bool) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    """A plain psycopg connection in the URL's agent schema, outside any transaction; values
+    come back exactly as stored (int, float, str), no SQLAlchemy types in between."""
+    engine = create_engine(url, create=create)
+    try:
+        raw = engine.raw_connection()
+        try:
+            conn = cast("psycopg.Connection[tuple[Any, ...]]", raw.driver_connection)
+            conn.rollback()  # whatever the pool's ping left open
+            yield conn
+        finally:
+            raw.close()
+    finally:
+        engine.dispose()
+
+
+def without_rowid(conn: sqlite3.Connection, table: str) -> bool:
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+    sql = row.fetchone()
+    return bool(sql and re.search(r"\bwithout\s+rowid\b", sql[0], re.I))
+
+
+def autoincrement_tables() -> list[Table]:
+    """Tables whose integer id AUTOINCREMENTs on SQLite (a BIGSERIAL sequence on PostgreSQL)."""
+    return [t for t in export_tables() if t.dialect_options["sqlite"].get("autoincrement")]
+
+
+def pg_high_water(conn: psycopg.Connection[tuple[Any, ...]], table: Table) -> tuple[str, int]:
+    """The table's id sequence and the largest id it has handed out or the table holds."""
+    (pk,) = table.primary_key.columns
+    row = conn.execute(
+        f"SELECT pg_get_serial_sequence(%s, %s),"
+        f" (SELECT max({ident(pk.name)}) FROM {ident(table.name)})",
+        (ident(table.name), pk.name),
+    ).fetchone()
+    if row is None or row[0] is None:
+        raise SchemaError(f"{table.name}.{pk.name} has no sequence (not a philont schema?)")
+    last = conn.execute("SELECT pg_sequence_last_value(%s::regclass)", (row[0],)).fetchone()
+    return row[0], max(row[1] or 0, (last and last[0]) or 0)
+
+
+def shown_url(url: URL) -> str:
+    return url.render_as_string(hide_password=True)
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,276 @@
+"""Loading checked rows into SQLite or PostgreSQL in one transaction; FTS rebuilds."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy import Table
+from sqlalchemy.engine import URL
+
+from philont.backup import fts5_tables
+from philont.db.schema import metadata
+from philont.errors import ConflictError
+from philont.log import get_logger
+
+if TYPE_CHECKING:
+    import psycopg
+
+from philont.transfer.format import (
+    BOOTSTRAP_ROWS,
+    PROGRESS_EVERY,
+    ROWID_KEY,
+    ImportForeignKeyError,
+    ImportFormatError,
+    ImportReport,
+    Mode,
+    Progress,
+    autoincrement_tables,
+    export_tables,
+    ident,
+    pg_connection,
+    pg_high_water,
+    sqlite_connection,
+)
+from philont.transfer.reader import Reader, Reopen
+
+log = get_logger(__name__)
+
+
+class _Cursor(Protocol):
+    def fetchone(self) -> Any: ...
+
+
+class _Connection(Protocol):
+    """What the SQLite and the PostgreSQL loaders share: ``execute`` (marks ``?`` or ``%s``)."""
+
+    def execute(self, sql: Any, params: Any = ..., /) -> _Cursor: ...
+
+
+def load_sqlite(
+    url: URL,
+    reopen: Reopen,
+    known: dict[str, Table],
+    mode: Mode,
+    totals: dict[str, int],
+    report: ImportReport,
+    progress: Progress | None,
+) -> None:
+    with sqlite_connection(url, create=True) as conn, reopen() as fh:
+        conn.execute("BEGIN IMMEDIATE")  # take the write lock before checking emptiness
+        try:
+            if mode == "refuse":
+                _refuse_unless_empty(conn)
+            reader = Reader(fh, known)
+            _insert_all(conn, reader, mode, totals, report, progress)
+            assert reader.header is not None  # validated above
+            _raise_sequences(conn, reader.header.sequences)
+            for name in reader.header.tables:
+                if progress is not None and not totals.get(name):
+                    progress(name, 0, 0)
+            report.fts_rebuilt = rebuild_fts(conn)
+            violations = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if violations:
+                raise ImportForeignKeyError([tuple(v) for v in violations])
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:  # SQLite may already have rolled back (e.g. disk full)
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _refuse_unless_empty(conn: _Connection, mark: str = "?") -> None:
+    for table in export_tables():
+        if table.name == "memory_meta":
+            continue
+        pk = [c.name for c in table.primary_key.columns]
+        exempt = [key for name, key in BOOTSTRAP_ROWS if name == table.name]
+        where = ""
+        params: list[Any] = []
+        for key in exempt:
+            clause = " AND ".join(f"{ident(c)} = {mark}" for c in pk)
+            where += (" AND " if where else " WHERE ") + f"NOT ({clause})"
+            params.extend(key)
+        row = conn.execute(f"SELECT count(*) FROM {ident(table.name)}{where}", params).fetchone()
+        n = row[0] if row else 0
+        if n:
+            raise ConflictError(
+                f"the target already holds memory ({table.name}: {n} row(s)); import with "
+                "mode='merge' to add to it, or into a new database",
+                table=table.name,
+            )
+
+
+def _insert_all(
+    conn: sqlite3.Connection,
+    reader: Reader,
+    mode: Mode,
+    totals: dict[str, int],
+    report: ImportReport,
+    progress: Progress | None,
+) -> None:
+    done: dict[str, int] = {}
+    for number, name, row in reader:
+        _insert_row(conn, number, name, row, mode, report)
+        done[name] = done.get(name, 0) + 1
+        n, total = done[name], totals.get(name, 0)
+        if progress is not None and (n % PROGRESS_EVERY == 0 or n == total):
+            progress(name, n, total)
+
+
+def _insert_row(
+    conn: sqlite3.Connection,
+    number: int,
+    name: str,
+    row: dict[str, Any],
+    mode: Mode,
+    report: ImportReport,
+) -> None:
+    table = metadata.tables[name]
+    pk = [c.name for c in table.primary_key.columns]
+    key = tuple(row[c] for c in pk)
+    where = " AND ".join(f"{ident(c)} = ?" for c in pk)
+    values = {k: v for k, v in row.items() if k != ROWID_KEY}
+    if conn.execute(f"SELECT 1 FROM {ident(name)} WHERE {where}", key).fetchone():
+        if mode == "refuse" and (name, key) in BOOTSTRAP_ROWS:
+            sets = ", ".join(f"{ident(c)} = ?" for c in values)
+            conn.execute(f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key))
+            report.replaced.append(f"{name}:{':'.join(map(str, key))}")
+        else:
+            report.skipped[name] = report.skipped.get(name, 0) + 1
+        return
+    rowid = row.get(ROWID_KEY)
+    if rowid is not None:
+        if conn.execute(f"SELECT 1 FROM {ident(name)} WHERE rowid = ?", (rowid,)).fetchone():
+            report.rowids_renumbered[name] = report.rowids_renumbered.get(name, 0) + 1
+        else:
+            values = {"rowid": rowid, **values}
+    columns = ", ".join(c if c == "rowid" else ident(c) for c in values)
+    marks = ", ".join("?" for _ in values)
+    try:
+        conn.execute(
+            f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})", tuple(values.values())
+        )
+    except sqlite3.IntegrityError as exc:
+        if "UNIQUE" in str(exc):
+            raise ConflictError(
+                f"line {number}: {name} row conflicts with an existing one ({exc})",
+                line_number=number,
+                table=name,
+            ) from exc
+        raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
+    report.inserted[name] = report.inserted.get(name, 0) + 1
+
+
+def _raise_sequences(conn: sqlite3.Connection, sequences: dict[str, int]) -> None:
+    """Carry AUTOINCREMENT high-water marks over, so ids deleted in the source are never
+    reused by the target (inserting explicit ids already raised them to the largest id)."""
+    if (
+        sequences
+        and not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'"
+        ).fetchone()
+    ):
+        return  # no AUTOINCREMENT table in the target: nothing to carry over
+    for name, seq in sequences.items():
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (name, seq))
+        elif row[0] < seq:
+            conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", (seq, name))
+
+
+def load_pg(
+    url: URL,
+    reopen: Reopen,
+    known: dict[str, Table],
+    mode: Mode,
+    totals: dict[str, int],
+    report: ImportReport,
+    progress: Progress | None,
+) -> None:
+    """Insert in one transaction; PostgreSQL checks foreign keys row by row (the file lists
+    parents first), so a failure anywhere rolls back everything."""
+    with pg_connection(url, create=True) as conn, reopen() as fh, conn.transaction():
+        # Block other writers (not readers) until the commit, as SQLite's BEGIN IMMEDIATE does.
+        names = ", ".join(ident(t.name) for t in export_tables())
+        conn.execute(f"LOCK TABLE {names} IN EXCLUSIVE MODE")
+        if mode == "refuse":
+            _refuse_unless_empty(conn, "%s")
+        reader = Reader(fh, known)
+        done: dict[str, int] = {}
+        for number, name, row in reader:
+            _insert_row_pg(conn, number, name, row, mode, report)
+            done[name] = done.get(name, 0) + 1
+            n, total = done[name], totals.get(name, 0)
+            if progress is not None and (n % PROGRESS_EVERY == 0 or n == total):
+                progress(name, n, total)
+        assert reader.header is not None  # validated above
+        for table in autoincrement_tables():
+            seq, high = pg_high_water(conn, table)
+            high = max(high, reader.header.sequences.get(table.name, 0))
+            if high:  # the next id drawn is above every id the file held or had handed out
+                conn.execute("SELECT setval(%s::regclass, %s)", (seq, high))
+        for name in reader.header.tables:
+            if progress is not None and not totals.get(name):
+                progress(name, 0, 0)
+
+
+def _insert_row_pg(
+    conn: psycopg.Connection[tuple[Any, ...]],
+    number: int,
+    name: str,
+    row: dict[str, Any],
+    mode: Mode,
+    report: ImportReport,
+) -> None:
+    import psycopg
+
+    table = metadata.tables[name]
+    pk = [c.name for c in table.primary_key.columns]
+    key = tuple(row[c] for c in pk)
+    values = {k: v for k, v in row.items() if k != ROWID_KEY}  # PostgreSQL has no rowid
+    columns = ", ".join(ident(c) for c in values)
+    marks = ", ".join("%s" for _ in values)
+    try:
+        cursor = conn.execute(
+            f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks}) "
+            f"ON CONFLICT ({', '.join(ident(c) for c in pk)}) DO NOTHING",
+            tuple(values.values()),
+        )
+    except psycopg.errors.UniqueViolation as exc:
+        raise ConflictError(
+            f"line {number}: {name} row conflicts with an existing one ({exc})",
+            line_number=number,
+            table=name,
+        ) from exc
+    except psycopg.errors.ForeignKeyViolation as exc:
+        parent = exc.diag.message_detail or str(exc)
+        raise ImportForeignKeyError([(name, key[0] if len(key) == 1 else key, parent)]) from exc
+    except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
+        raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
+    if cursor.rowcount == 1:
+        report.inserted[name] = report.inserted.get(name, 0) + 1
+    elif mode == "refuse" and (name, key) in BOOTSTRAP_ROWS:
+        sets = ", ".join(f"{ident(c)} = %s" for c in values)
+        where = " AND ".join(f"{ident(c)} = %s" for c in pk)
+        conn.execute(f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key))
+        report.replaced.append(f"{name}:{':'.join(map(str, key))}")
+    else:
+        report.skipped[name] = report.skipped.get(name, 0) + 1
+
+
+_CONTENTLESS = re.compile(r"\bcontent\s*=\s*(''|\"\")", re.I)
+
+
+def rebuild_fts(conn: sqlite3.Connection) -> list[str]:
+    """``'rebuild'`` every FTS5 virtual table that has content to rebuild from."""
+    rebuilt = []
+    for name in fts5_tables(conn):
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]
+        if _CONTENTLESS.search(sql):
+            continue
+        conn.execute(f"INSERT INTO {ident(name)}({ident(name)}) VALUES ('rebuild')")
+        rebuilt.append(name)
+    return rebuilt

@@ -1,0 +1,255 @@
+"""Reading an export file: each line parsed and checked, with its line number."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TextIO
+
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql
+
+from philont import migrate
+from philont.db.schema import metadata
+from philont.log import get_logger
+
+if TYPE_CHECKING:
+    pass
+
+from philont.transfer.format import (
+    B64_KEY,
+    FORMAT,
+    FORMAT_VERSION,
+    ROWID_KEY,
+    ROWID_TABLES,
+    ImportFormatError,
+    is_int,
+)
+
+log = get_logger(__name__)
+
+
+@dataclass
+class _Header:
+    tables: list[str]
+    sequences: dict[str, int]
+
+
+def _known_revisions() -> set[str]:
+    return {s.revision for s in migrate.script_directory().walk_revisions()}
+
+
+def _parse(number: int, line: str) -> dict[str, Any]:
+    text = line.rstrip("\r\n")
+    if not text.strip():
+        raise ImportFormatError(number, "empty line")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportFormatError(number, f"invalid JSON ({exc.msg} at column {exc.colno})") from exc
+    if not isinstance(obj, dict):
+        raise ImportFormatError(number, f"expected a JSON object, found {type(obj).__name__}")
+    return obj
+
+
+def _read_header(number: int, obj: dict[str, Any], known: dict[str, Table]) -> _Header:
+    if obj.get("format") != FORMAT:
+        raise ImportFormatError(number, f"not a {FORMAT} file (format={obj.get('format')!r})")
+    version = obj.get("format_version")
+    if not is_int(version) or version != FORMAT_VERSION:
+        raise ImportFormatError(
+            number, f"unsupported format_version {version!r} (this release reads {FORMAT_VERSION})"
+        )
+    revision = obj.get("schema_revision")
+    if not isinstance(revision, str) or revision not in _known_revisions():
+        raise ImportFormatError(
+            number, f"schema_revision {revision!r} is unknown to this release (newer?)"
+        )
+    tables = obj.get("tables")
+    if not isinstance(tables, list) or not all(isinstance(t, str) for t in tables):
+        raise ImportFormatError(number, "header 'tables' must be a list of table names")
+    for name in tables:
+        if name not in known:
+            raise ImportFormatError(number, f"unknown table {name!r} in the header")
+    if len(set(tables)) != len(tables):
+        raise ImportFormatError(number, "header 'tables' lists a table twice")
+    sequences = obj.get("sequences", {})
+    if not isinstance(sequences, dict) or not all(
+        name in tables and is_int(seq) for name, seq in sequences.items()
+    ):
+        raise ImportFormatError(number, "header 'sequences' must map listed tables to integers")
+    return _Header(tables=list(tables), sequences=dict(sequences))
+
+
+def _decode_value(number: int, table: str, column: str, value: Any) -> Any:
+    if value is None or isinstance(value, str | float) or is_int(value):
+        return value
+    if isinstance(value, dict) and set(value) == {B64_KEY} and isinstance(value[B64_KEY], str):
+        try:
+            return base64.b64decode(value[B64_KEY], validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ImportFormatError(number, f"{table}.{column}: bad base64") from exc
+    raise ImportFormatError(
+        number, f"{table}.{column}: {type(value).__name__} is not a stored SQLite value"
+    )
+
+
+def _read_row(
+    number: int, obj: dict[str, Any], header: _Header, known: dict[str, Table]
+) -> tuple[str, dict[str, Any]]:
+    if set(obj) != {"table", "row"}:
+        raise ImportFormatError(number, 'expected {"table": ..., "row": {...}}')
+    name, row = obj["table"], obj["row"]
+    if not isinstance(name, str) or name not in known:
+        raise ImportFormatError(number, f"unknown table {name!r}")
+    if name not in header.tables:
+        raise ImportFormatError(number, f"table {name!r} is not listed in the header")
+    if not isinstance(row, dict):
+        raise ImportFormatError(number, "'row' must be a JSON object")
+    table = known[name]
+    allowed = {c.name for c in table.c}
+    if name in ROWID_TABLES:
+        allowed.add(ROWID_KEY)
+    unknown = sorted(set(row) - allowed)
+    if unknown:
+        raise ImportFormatError(number, f"unknown column(s) {unknown} for table {name!r}")
+    for pk in table.primary_key.columns:
+        if row.get(pk.name) is None:
+            raise ImportFormatError(number, f"{name}: primary key column {pk.name!r} is missing")
+    if ROWID_KEY in row and not is_int(row[ROWID_KEY]):
+        raise ImportFormatError(number, f"{name}: {ROWID_KEY} must be an integer")
+    values = {k: _decode_value(number, name, k, v) for k, v in row.items()}
+    return name, values
+
+
+class Reader:
+    """Validates an import file line by line while yielding its rows; the header is known after
+    the first row (or the end), and the trailer is checked when the file is exhausted."""
+
+    def __init__(self, lines: IO[str], known: dict[str, Table]) -> None:
+        self.lines = lines
+        self.known = known
+        self.header: _Header | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        counts: dict[str, int] = {}
+        trailer_seen = False
+        number = 0
+        while True:
+            try:
+                line = self.lines.readline()
+            except UnicodeDecodeError as exc:
+                raise ImportFormatError(number + 1, f"not UTF-8 text ({exc.reason})") from exc
+            if not line:
+                break
+            number += 1
+            obj = _parse(number, line)
+            if trailer_seen:
+                raise ImportFormatError(number, "data after the trailer")
+            if self.header is None:
+                self.header = _read_header(number, obj, self.known)
+                counts = dict.fromkeys(self.header.tables, 0)
+                continue
+            if "end" in obj:
+                check_trailer(number, obj, counts)
+                trailer_seen = True
+                continue
+            name, row = _read_row(number, obj, self.header, self.known)
+            counts[name] += 1
+            yield number, name, row
+        if self.header is None:
+            raise ImportFormatError(1, "empty file: no header")
+        if not trailer_seen:
+            raise ImportFormatError(number + 1, "no trailer: the file is truncated")
+
+
+def check_trailer(number: int, obj: dict[str, Any], counts: dict[str, int]) -> None:
+    rows = obj.get("rows")
+    if set(obj) != {"end", "rows"} or obj["end"] is not True or not isinstance(rows, dict):
+        raise ImportFormatError(number, 'malformed trailer (expected {"end":true,"rows":{...}})')
+    if set(rows) != set(counts):
+        raise ImportFormatError(number, "the trailer's tables differ from the header's")
+    for name, n in counts.items():
+        if rows[name] != n or not is_int(rows[name]):
+            raise ImportFormatError(
+                number, f"trailer says {rows[name]!r} rows for {name!r}, the file holds {n}"
+            )
+
+
+@contextmanager
+def reopenable(src: Path | TextIO) -> Iterator[Callable[[], AbstractContextManager[IO[str]]]]:
+    """Something to read the source twice from (validate, then insert): a path is reopened, a
+    seekable stream rewound, anything else spooled to a private temp file first."""
+    if isinstance(src, Path):
+
+        @contextmanager
+        def _open_path() -> Iterator[IO[str]]:
+            with src.open("r", encoding="utf-8", newline="\n") as fh:
+                yield fh
+
+        yield _open_path
+        return
+    with ExitStack() as stack:
+        stream: IO[str] = src
+        if not src.seekable():
+            spool = stack.enter_context(
+                tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")
+            )
+            for chunk in iter(lambda: src.read(1 << 16), ""):
+                spool.write(chunk)
+            spool.seek(0)
+            stream = spool
+        start = stream.tell()
+
+        @contextmanager
+        def _rewound() -> Iterator[IO[str]]:
+            stream.seek(start)
+            yield stream
+
+        yield _rewound
+
+
+Reopen = Callable[[], AbstractContextManager[IO[str]]]
+
+
+@cache
+def _pg_types(name: str) -> dict[str, str]:
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+    return {c.name: c.type.compile(dialect=dialect) for c in metadata.tables[name].c}
+
+
+_PG_ACCEPTS: dict[str, Callable[[Any], bool]] = {
+    "BIGINT": is_int,
+    "DOUBLE PRECISION": lambda v: is_int(v) or isinstance(v, float),
+    "TEXT": lambda v: isinstance(v, str),
+}
+
+
+def check_pg_row(number: int, name: str, row: dict[str, Any]) -> None:
+    """Refuse what PostgreSQL would change or reject: NUL in text (its text cannot hold
+    U+0000), and values of another type than the column's (SQLite's dynamic typing lets a
+    REAL sit in an INTEGER column; PostgreSQL would round it)."""
+    types = _pg_types(name)
+    for column, value in row.items():
+        if column == ROWID_KEY or value is None:
+            continue
+        if isinstance(value, str) and "\x00" in value:
+            raise ImportFormatError(
+                number,
+                f"{name}.{column}: text with a NUL character (U+0000) cannot be stored "
+                "in PostgreSQL",
+            )
+        accepts = _PG_ACCEPTS.get(types[column])
+        if accepts is not None and not accepts(value):
+            raise ImportFormatError(
+                number,
+                f"{name}.{column}: a {type(value).__name__} cannot be stored unchanged in a "
+                f"PostgreSQL {types[column]} column",
+            )
