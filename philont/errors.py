@@ -93,6 +93,13 @@ class Fts5UnavailableError(StorageError):
         )
 
 
+class UnreadableRowError(StorageError):
+    """A stored row holds values no layer can read (written by another program or by hand).
+    Listings skip and count such rows; asking for the row itself raises this."""
+
+    code = "unreadable_row"
+
+
 # --- schema / migrations ---------------------------------------------------------------------
 
 
@@ -152,6 +159,13 @@ class InvalidTimeRangeError(InvalidInputError):
         super().__init__(f"{what}: end ({end}) is earlier than start ({start})")
         self.start = start
         self.end = end
+
+
+class TimeOutOfRangeError(InvalidInputError):
+    """A time outside what philont stores and shows in every zone (see
+    :mod:`philont.domain.timepolicy`), or one whose conversion to UTC overflows."""
+
+    code = "time_out_of_range"
 
 
 class ReservedNamespaceError(InvalidInputError):

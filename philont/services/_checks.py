@@ -6,22 +6,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.domain.timepolicy import instant
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 
 MAX_QUERY_LIMIT = 10_000
 
 
 def aware(value: object, name: str) -> datetime:
-    """An aware datetime normalised to UTC at storage precision (milliseconds); naive ones are
-    refused rather than guessed."""
-    if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(
-            f"{name} must be timezone-aware, got naive {value.isoformat()} (which zone is it in?)"
-        )
-    return from_epoch_ms(to_epoch_ms(value))
+    """An aware datetime as UTC at storage precision (milliseconds), inside the supported
+    range (:func:`philont.domain.timepolicy.instant`); naive ones are refused, not guessed."""
+    utc = instant(value, name)
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
 
 
 def window(since: object, until: object) -> tuple[datetime | None, datetime | None]:
