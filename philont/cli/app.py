@@ -13,6 +13,7 @@ import typer
 from philont import migrate, settings
 from philont.cli import inspect as cli_inspect
 from philont.cli import ops as cli_ops
+from philont.cli.calendar import calendar_app
 from philont.cli.common import EXIT_OUT_OF_DATE, DbOption, JsonOption, err, fail, out
 from philont.errors import PhilontError, SchemaOutOfDateError
 from philont.logsetup import configure
@@ -26,6 +27,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(cli_inspect.facts_app, name="facts")
 app.add_typer(cli_inspect.notes_app, name="notes")
 app.add_typer(cli_inspect.skills_app, name="skills")
+app.add_typer(calendar_app, name="calendar")
 app.command()(cli_inspect.stats)
 app.command()(cli_inspect.timeline)
 app.command()(cli_inspect.prefix)

@@ -75,14 +75,16 @@ def _week_number(ordinal: int, wkst: int) -> tuple[int, int]:
 
 
 def _ranges(lo: int, hi: int, months: frozenset[int] | None) -> list[tuple[int, int, int, int]]:
-    """(year, month, first ordinal, last ordinal) of each month overlapping ``[lo, hi]``."""
+    """(year, month, first ordinal, last ordinal) of each month overlapping ``[lo, hi]``
+    (``lo`` and ``hi`` inside the calendar)."""
     out = []
-    for year in range(year_of(lo), year_of(hi) + 1):
-        starts = month_starts(year)
-        for month in range(1, 13):
-            first, last = starts[month - 1], starts[month] - 1
-            if last >= lo and first <= hi and (months is None or month in months):
-                out.append((year, month, first, last))
+    first, last = date.fromordinal(lo), date.fromordinal(hi)
+    year, month = first.year, first.month
+    while (year, month) <= (last.year, last.month):
+        if months is None or month in months:
+            starts = month_starts(year)
+            out.append((year, month, starts[month - 1], starts[month] - 1))
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
     return out
 
 

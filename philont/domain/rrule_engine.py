@@ -196,6 +196,10 @@ class _Grid:
 _Key = tuple[int, int]
 """A point in wall-clock time: (day ordinal, second of the day)."""
 
+_PERIOD_STEPS: Final = 4
+"""What setting up a week, month or year costs, in steps (choosing how to generate its days
+takes a few times the work of testing one day)."""
+
 _MAX_PERIOD: Final = 400
 """Longest repeating pattern (in blocks) that COUNT arithmetic uses; longer ones are walked."""
 
@@ -277,12 +281,14 @@ class Series:
 
     def _days_of(self, k: int) -> list[int]:
         block = self._block(k)
-        self.work.spend(1)
         if block is None:
+            self.work.spend(1)
             return []
         if block[0] == block[1]:  # DAILY: one day, no generation needed
+            self.work.spend(1)
             day = block[0]
             return [day] if not self.days.restricts or self.days.allows(day) else []
+        self.work.spend(_PERIOD_STEPS)
         return self.days.candidates(*block, work=self.work)
 
     def _units_of(self, k: int) -> tuple[int, Sequence[int]]:

@@ -45,7 +45,7 @@ log = get_logger(__name__)
 DEFAULT_UPCOMING_WINDOW: Final = timedelta(days=7)
 DEFAULT_LISTING_LIMIT: Final = 200
 MAX_LISTING_LIMIT: Final = 1000
-LISTING_WORK_LIMIT: Final = 500_000
+LISTING_WORK_LIMIT: Final = 200_000
 """Steps one listing may spend expanding series (each event at most ``EVENT_WORK_LIMIT``)."""
 LISTING_COUNT_LIMIT: Final = 10_000
 """Occurrences one listing counts beyond those it returns; past that, totals are lower bounds."""
