@@ -105,7 +105,7 @@ class DayFilter:
     nth_in_month: bool
     wkst: int
 
-    @property
+    @functools.cached_property
     def restricts(self) -> bool:
         """Whether any day part is present (otherwise every day passes)."""
         return any(

@@ -242,6 +242,20 @@ class Series:
             self.origin = self.start.year
         else:
             self.origin = day
+        self.last_block = self._last_block()
+
+    def _last_block(self) -> int:
+        """The index of the last block that starts inside the calendar."""
+        step, freq = self.rule.interval, self.rule.freq
+        if self.grid is not None:
+            return MAX_ORDINAL - self.origin
+        if freq is Freq.DAILY:
+            return (MAX_ORDINAL - self.origin) // step
+        if freq is Freq.WEEKLY:
+            return (MAX_ORDINAL - self.origin) // (7 * step)
+        if freq is Freq.MONTHLY:
+            return (9999 * 12 + 11 - self.origin) // step
+        return (9999 - self.origin) // step
 
     # --- blocks ---------------------------------------------------------------------------------
 
@@ -311,8 +325,10 @@ class Series:
         if self.grid is not None:
             day, units = self._units_of(k)
             offsets, unit = self.grid.offsets, self.grid.unit
+            if not offsets:
+                return
             floor = lower[1] if day == lower[0] else 0
-            first = bisect.bisect_left(units, (floor - offsets[-1]) // unit) if offsets else 0
+            first = bisect.bisect_left(units, (floor - offsets[-1]) // unit)
             for u in units[first:]:
                 for offset in offsets:
                     second = u * unit + offset
@@ -406,7 +422,7 @@ class Series:
             per_period = sum(self._count_in(j, self.start_key, None) for j in range(1, 1 + period))
             cycles = (end - first) // period
             total, k = cycles * per_period, first + cycles * period
-        while k < end and total < cap and self._block(k) is not None:
+        while k < end and total < cap and k <= self.last_block:
             total += self._count_in(k, self.start_key, None)
             k += 1
         return min(total, cap)
@@ -421,17 +437,22 @@ class Series:
         total = self._count_in(0, self.start_key, None)
         if total < cap:
             total += self._count_blocks(1, end, cap - total)
-        if total < cap and self._block(end) is not None:
+        if total < cap and end <= self.last_block:
             total += self._count_in(end, self.start_key, lower)
         return min(total, cap)
 
-    def occurrences_from(self, lower: datetime) -> Iterator[datetime]:
-        """The occurrences at or after ``lower`` (naive wall-clock time), ascending, until COUNT
-        is used up or the calendar ends."""
+    def occurrences_from(
+        self, lower: datetime, upper: datetime | None = None
+    ) -> Iterator[datetime]:
+        """The occurrences at or after ``lower`` (naive wall-clock time), ascending, until
+        ``upper`` (inclusive), COUNT is used up, or the calendar ends. With ``upper`` the walk
+        stops at the last block that can hold an occurrence before it, even when the series
+        yields nothing there (a rule that never matches costs one step per block, no more)."""
         key = max(self.start_key, _key(lower))
         if lower.microsecond and key == _key(lower):
             key = (key[0], key[1] + 1) if key[1] < _DAY - 1 else (key[0] + 1, 0)
-        if key[0] > MAX_ORDINAL:
+        last_day = MAX_ORDINAL if upper is None else min(upper.toordinal(), MAX_ORDINAL)
+        if key[0] > last_day:
             return
         remaining = None
         if self.rule.count is not None:
@@ -439,9 +460,12 @@ class Series:
             if remaining <= 0:
                 return
         k = self._block_at(key[0])
-        while self._block(k) is not None:
+        while (block := self._block(k)) is not None and block[0] <= last_day:
             for day, second in self._items(k, key):
-                yield datetime.fromordinal(day) + timedelta(seconds=second)
+                at = datetime.fromordinal(day) + timedelta(seconds=second)
+                if upper is not None and at > upper:
+                    return
+                yield at
                 if remaining is not None:
                     remaining -= 1
                     if remaining == 0:
@@ -464,7 +488,7 @@ class Series:
         per_period = 0
         if period is not None:
             per_period = sum(self._count_in(j, self.start_key, None) for j in range(1, 1 + period))
-        while self._block(k) is not None:
+        while k <= self.last_block:
             in_block = self._count_in(k, self.start_key, None)
             if left <= in_block:
                 for index, (day, second) in enumerate(self._items(k, self.start_key), 1):

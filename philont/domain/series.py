@@ -46,9 +46,9 @@ CHECK_WORK_LIMIT: Final = EVENT_WORK_LIMIT // 2
 costs what entering any later window costs, so half the read limit leaves the other half for
 the window itself."""
 
-GAP_MARGIN: Final = timedelta(days=2)
-"""More than any UTC-offset jump (Samoa skipped a whole day in 2011): occurrences shifted out of a
-DST gap can land this far from their wall-clock order, so scans keep going this much longer."""
+_PROBE: Final = timedelta(days=2)
+"""More than any UTC-offset jump (Samoa skipped a whole day in 2011): how far around a point the
+zone is probed for a change of offset."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,23 @@ def _instant(naive: datetime, zone: zoneinfo.ZoneInfo) -> datetime | None:
     except (OverflowError, ValueError):
         return None
     return at if timepolicy.MIN_INSTANT <= at <= timepolicy.MAX_INSTANT else None
+
+
+def _local_bound(at: datetime, zone: zoneinfo.ZoneInfo, side: int) -> datetime:
+    """The wall-clock time of ``zone`` that bounds a scan for instants up to (``side`` +1) or
+    from (-1) ``at``. Wall-clock order is instant order except next to a change of UTC offset,
+    where times shift by at most the size of the change; so the bound is ``at`` in local time
+    widened by the changes found around it (nothing at all in a zone without one nearby)."""
+    offsets = set()
+    for probe in (-_PROBE, timedelta(0), _PROBE):
+        offset = timepolicy.clamp(at, probe).astimezone(zone).utcoffset()
+        offsets.add(offset or timedelta(0))
+    widen = max(offsets) - min(offsets) + timedelta(seconds=1)
+    local, _ = _naive_local(at, zone)
+    try:
+        return local + side * widen
+    except OverflowError:
+        return datetime.max if side > 0 else datetime.min
 
 
 def _until_instant(rule: Rule, zone: zoneinfo.ZoneInfo) -> datetime | None:
@@ -244,7 +261,7 @@ class _Collector:
             self.kept.pop()
 
     def horizon(self) -> datetime | None:
-        """Past this start nothing more would be kept (DST can reorder within ``GAP_MARGIN``)."""
+        """Past this start nothing more would be kept."""
         if len(self.kept) >= self.limit:
             return self.kept[-1]
         return self.keep_until
@@ -314,14 +331,14 @@ def _scan(
     """Feed the overlapping occurrences to ``collect``; False when counting stopped early."""
     naive, sub_second = _naive_local(start, zone)
     series = Series(rule, naive, work)
-    scan_from, _ = _naive_local(timepolicy.clamp(lo, -(duration + GAP_MARGIN)), zone)
-    scan_to, _ = _naive_local(timepolicy.clamp(hi, GAP_MARGIN), zone)
+    scan_from = _local_bound(timepolicy.clamp(lo, -duration), zone, -1)
+    scan_to = _local_bound(hi, zone, +1)
     until = _until_instant(rule, zone)
     if until is not None:
-        scan_to = min(scan_to, _naive_local(timepolicy.clamp(until, GAP_MARGIN), zone)[0])
+        scan_to = min(scan_to, _local_bound(until, zone, +1))
     exact = True
     stop = scan_to
-    for occurrence in series.occurrences_from(scan_from):
+    for occurrence in series.occurrences_from(scan_from, scan_to):
         if occurrence > stop:
             break
         at = _instant(occurrence, zone)
@@ -332,7 +349,7 @@ def _scan(
         at += sub_second
         if until is not None and at > until:
             continue
-        if duration and at + duration > timepolicy.MAX_INSTANT:
+        if duration > timepolicy.MAX_INSTANT - at:
             break  # its end would not be representable: the series ends here
         if not _overlaps(at, duration, lo, hi):
             continue
@@ -344,7 +361,7 @@ def _scan(
             horizon = collect.horizon()
             if horizon is None:
                 break
-            stop = min(stop, _naive_local(timepolicy.clamp(horizon, GAP_MARGIN), zone)[0])
+            stop = min(stop, _local_bound(horizon, zone, +1))
             if at <= horizon:
                 collect.add(at)
     return exact

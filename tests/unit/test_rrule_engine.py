@@ -32,7 +32,10 @@ def _first(rule: str, start: datetime, lower: datetime, n: int) -> list[datetime
 
 
 def _compare_with_dateutil(rule: str, start: datetime, skip: timedelta) -> None:
-    parsed = parse_rule(rule)
+    try:
+        parsed = parse_rule(rule)
+    except InvalidInputError:
+        assume(False)  # e.g. a numbered BYDAY next to BYWEEKNO, which RFC 5545 forbids
     lower = start + skip
     series = Series(parsed, start, Work(100_000))
     try:
@@ -197,7 +200,10 @@ def test_counting_in_bulk_agrees_with_walking_the_series(
     case: tuple[str, datetime, timedelta], count: int, pick: int
 ) -> None:
     text, start, _ = case
-    rule = parse_rule(f"{text};COUNT={count}")
+    try:
+        rule = parse_rule(f"{text};COUNT={count}")
+    except InvalidInputError:
+        assume(False)
     try:
         assume(Series(rule, start, Work(20_000)).never_reason() is None)
         walked = list(Series(rule, start, Work(20_000)).occurrences_from(start))
