@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import date, datetime, timedelta
 from typing import Final
 
@@ -25,14 +25,12 @@ from philont.domain.rrule_days import (
     year_of,
     year_start,
 )
+from philont.domain.rrule_grid import DAY, UNIT, Grid, ceil_div, select, time_set
 
 __all__ = ["DEFAULT_WORK_LIMIT", "Series", "Work", "WorkLimitExceeded"]
 
 DEFAULT_WORK_LIMIT: Final = 200_000
 """Steps one expansion may take: about a tenth of a second of Python."""
-
-_DAY: Final = 86_400
-_UNIT: Final = {Freq.HOURLY: 3_600, Freq.MINUTELY: 60, Freq.SECONDLY: 1}
 
 
 class WorkLimitExceeded(Exception):
@@ -59,46 +57,6 @@ class Work:
             raise WorkLimitExceeded(self.limit)
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _select(size: int, setpos: tuple[int, ...]) -> list[int]:
-    """Indexes BYSETPOS picks from a set of ``size`` (all of them without BYSETPOS)."""
-    if not setpos:
-        return list(range(size))
-    picked = {p - 1 if p > 0 else size + p for p in setpos}
-    return sorted(i for i in picked if 0 <= i < size)
-
-
-_TIME_SETS: dict[tuple[object, ...], tuple[tuple[int, ...], frozenset[int]]] = {}
-_BUCKETS: dict[tuple[object, ...], Sequence[int]] = {}
-_CACHE_SIZE: Final = 256
-
-
-def _time_set(
-    hours: tuple[int, ...],
-    minutes: tuple[int, ...],
-    seconds: tuple[int, ...],
-    work: Work,
-    unit: int = 1,
-) -> tuple[tuple[int, ...], frozenset[int]]:
-    """``(h*3600 + m*60 + s) // unit`` for every combination, ascending, and as a set. Built
-    once per distinct combination (up to 86,400 values; building is counted as work)."""
-    key = (hours, minutes, seconds, unit)
-    found = _TIME_SETS.get(key)
-    if found is None:
-        work.spend(len(hours) * len(minutes) * len(seconds))
-        values = tuple(
-            (h * 3600 + m * 60 + s) // unit for h in hours for m in minutes for s in seconds
-        )
-        found = (values, frozenset(values))
-        if len(_TIME_SETS) >= _CACHE_SIZE:
-            _TIME_SETS.clear()
-        _TIME_SETS[key] = found
-    return found
-
-
 def _day_filter(rule: Rule, start: datetime) -> DayFilter:
     months = frozenset(rule.bymonth) or None
     monthdays = frozenset(rule.bymonthday) or None
@@ -123,74 +81,6 @@ def _day_filter(rule: Rule, start: datetime) -> DayFilter:
         nth_in_month=rule.freq is Freq.MONTHLY or bool(rule.bymonth),
         wkst=rule.wkst,
     )
-
-
-class _Grid:
-    """HOURLY/MINUTELY/SECONDLY inside one day: the units (hours, minutes or seconds of the
-    day) on the ``interval`` grid that pass the limiting BYxxx parts, and the offsets (seconds)
-    each unit expands to: BYMINUTE/BYSECOND, then BYSETPOS, which picks within one unit."""
-
-    def __init__(self, rule: Rule, start: datetime, work: Work) -> None:
-        self.unit = _UNIT[rule.freq]
-        self.per_day = _DAY // self.unit
-        self.interval = rule.interval
-        every_minute, every_second = tuple(range(60)), tuple(range(60))
-        hours = rule.byhour or tuple(range(24))
-        self.spec: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
-        if rule.freq is Freq.HOURLY:
-            self.spec = (hours, (0,), (0,))
-            minutes = rule.byminute or (start.minute,)
-            seconds = rule.bysecond or (start.second,)
-            offsets = tuple(sorted(m * 60 + s for m in minutes for s in seconds))
-        elif rule.freq is Freq.MINUTELY:
-            self.spec = (hours, rule.byminute or every_minute, (0,))
-            offsets = rule.bysecond or (start.second,)
-        else:
-            self.spec = (hours, rule.byminute or every_minute, rule.bysecond or every_second)
-            offsets = (0,)
-        limited = (rule.byhour, rule.byminute, rule.bysecond)[: int(rule.freq) - int(Freq.DAILY)]
-        self.full = not any(limited)
-        self.units: Sequence[int]
-        self.unit_set: Container[int]
-        if self.full:  # every unit of the day: no set to build, the grid alone decides
-            self.units = self.unit_set = range(self.per_day)
-        else:
-            self.units, self.unit_set = _time_set(*self.spec, work, self.unit)
-        self.offsets = tuple(offsets[i] for i in _select(len(offsets), rule.bysetpos))
-        absolute = start.toordinal() * _DAY + start.hour * 3600 + start.minute * 60 + start.second
-        self.anchor = absolute // self.unit  # the start's unit; the grid is anchor + k * interval
-
-    def units_on(self, ordinal: int, work: Work) -> Sequence[int]:
-        """The grid units of one day that pass the limits, ascending."""
-        r = (self.anchor - ordinal * self.per_day) % self.interval
-        if self.interval >= self.per_day:
-            return (r,) if r < self.per_day and r in self.unit_set else ()
-        if self.full:
-            return range(r, self.per_day, self.interval)
-        key = (self.unit, self.interval, *self.spec, r)
-        found = _BUCKETS.get(key)
-        if found is None:
-            on_grid = _ceil_div(self.per_day - r, self.interval)
-            work.spend(min(len(self.units), on_grid))
-            if len(self.units) <= on_grid:
-                found = tuple(u for u in self.units if u % self.interval == r)
-            else:
-                found = tuple(
-                    u for u in range(r, self.per_day, self.interval) if u in self.unit_set
-                )
-            if len(_BUCKETS) >= _CACHE_SIZE:
-                _BUCKETS.clear()
-            _BUCKETS[key] = found
-        return found
-
-    def reachable(self) -> bool:
-        """Whether any allowed unit is ever on the grid (each day shifts it by ``per_day``)."""
-        g = math.gcd(self.per_day, self.interval)
-        return self.full or any(u % g == self.anchor % g for u in self.units)
-
-    def constant(self) -> bool:
-        """Whether every day has the same grid units (the interval divides a day)."""
-        return self.per_day % self.interval == 0
 
 
 _Key = tuple[int, int]
@@ -224,10 +114,10 @@ class Series:
         self.start = start.replace(microsecond=0, tzinfo=None)
         self.start_key = _key(self.start)
         self.days = _day_filter(rule, self.start)
-        self.grid = _Grid(rule, self.start, self.work) if rule.freq in _UNIT else None
+        self.grid = Grid(rule, self.start, self.work) if rule.freq in UNIT else None
         self.times: tuple[int, ...] = ()
         if self.grid is None:
-            self.times, _ = _time_set(
+            self.times, _ = time_set(
                 rule.byhour or (self.start.hour,),
                 rule.byminute or (self.start.minute,),
                 rule.bysecond or (self.start.second,),
@@ -283,14 +173,14 @@ class Series:
         if self.grid is not None:
             k = day - self.origin
         elif freq is Freq.DAILY:
-            k = _ceil_div(day - self.origin, step)
+            k = ceil_div(day - self.origin, step)
         elif freq is Freq.WEEKLY:
-            k = _ceil_div(day - self.origin - 6, 7 * step)
+            k = ceil_div(day - self.origin - 6, 7 * step)
         elif freq is Freq.MONTHLY:
             when = date.fromordinal(min(max(day, 1), MAX_ORDINAL))
-            k = _ceil_div(when.year * 12 + when.month - 1 - self.origin, step)
+            k = ceil_div(when.year * 12 + when.month - 1 - self.origin, step)
         else:
-            k = _ceil_div(year_of(day) - self.origin, step)
+            k = ceil_div(year_of(day) - self.origin, step)
         return max(k, 0)
 
     def _days_of(self, k: int) -> list[int]:
@@ -317,7 +207,7 @@ class Series:
         """BYSETPOS over one period: positions in days x times (never materialised whole)."""
         n = len(self.times)
         return [
-            (days[i // n], self.times[i % n]) for i in _select(len(days) * n, self.rule.bysetpos)
+            (days[i // n], self.times[i % n]) for i in select(len(days) * n, self.rule.bysetpos)
         ]
 
     def _items(self, k: int, lower: _Key) -> Iterator[_Key]:
@@ -358,13 +248,13 @@ class Series:
             if not units:
                 return 0
             lo = lower[1] if day == lower[0] else 0
-            hi = upper[1] if upper is not None and day == upper[0] else _DAY
+            hi = upper[1] if upper is not None and day == upper[0] else DAY
             if day < lower[0] or (upper is not None and day > upper[0]):
                 return 0
             unit = self.grid.unit
             return sum(
-                bisect.bisect_left(units, _ceil_div(hi - e, unit))
-                - bisect.bisect_left(units, _ceil_div(lo - e, unit))
+                bisect.bisect_left(units, ceil_div(hi - e, unit))
+                - bisect.bisect_left(units, ceil_div(lo - e, unit))
                 for e in self.grid.offsets
             )
         days = self._days_of(k)
@@ -450,7 +340,7 @@ class Series:
         yields nothing there (a rule that never matches costs one step per block, no more)."""
         key = max(self.start_key, _key(lower))
         if lower.microsecond and key == _key(lower):
-            key = (key[0], key[1] + 1) if key[1] < _DAY - 1 else (key[0] + 1, 0)
+            key = (key[0], key[1] + 1) if key[1] < DAY - 1 else (key[0] + 1, 0)
         last_day = MAX_ORDINAL if upper is None else min(upper.toordinal(), MAX_ORDINAL)
         if key[0] > last_day:
             return

@@ -194,34 +194,43 @@ class CalendarService:
             "rrule": checked.rrule,
             "related_fact_id": fact_id,
         }
+        event_id, created, pursuit, event = self._store(values, ref)
+        log.info(event, id=event_id, external_ref=ref, recurring=checked.rrule is not None)
+        return CalendarEventRecord(
+            id=event_id, external_ref=ref, created_at=created, root_pursuit_id=pursuit, **values
+        )
+
+    def _store(
+        self, values: dict[str, Any], ref: str | None
+    ) -> tuple[str, datetime, str | None, str]:
+        """Insert, or update the event with this external reference (even one whose stored
+        values cannot be read: it is overwritten). Returns (id, created_at, root_pursuit_id,
+        log event)."""
         existing = None if ref is None else self._by_external_ref(ref)
         if existing is None:
-            event_id, created, pursuit = str(uuid.uuid4()), self._now(), None
+            event_id, created = str(uuid.uuid4()), self._now()
             self.session.execute(
                 insert(CalendarEvent).values(
                     id=event_id, external_ref=ref, created_at=created, **values
                 )
             )
-            event = "calendar.created"
-        else:
-            event_id, pursuit = str(existing["id"]), _optional_pursuit(existing)
-            try:
-                created = timepolicy.stored_instant(existing["created_at"], "created_at")
-            except InvalidInputError:
-                created = self._now()  # repair an unreadable stored creation time
-                values["created_at"] = created
-            self.session.execute(
-                update(CalendarEvent)
-                .where(CalendarEvent.id == event_id)
-                .values(**values)
-                .execution_options(synchronize_session=False)
-            )
-            event = "calendar.updated"
-        self.session.flush()
-        log.info(event, id=event_id, external_ref=ref, recurring=checked.rrule is not None)
-        return CalendarEventRecord(
-            id=event_id, external_ref=ref, created_at=created, root_pursuit_id=pursuit, **values
+            self.session.flush()
+            return event_id, created, None, "calendar.created"
+        event_id = str(existing["id"])
+        try:
+            created = timepolicy.stored_instant(existing["created_at"], "created_at")
+        except InvalidInputError:
+            created = self._now()  # repair an unreadable stored creation time
+            values["created_at"] = created
+        self.session.execute(
+            update(CalendarEvent)
+            .where(CalendarEvent.id == event_id)
+            .values(**values)
+            .execution_options(synchronize_session=False)
         )
+        self.session.flush()
+        values.pop("created_at", None)
+        return event_id, created, _optional_pursuit(existing), "calendar.updated"
 
     def delete(self, id: str) -> bool:
         """Delete an event (a whole series), readable or not; True if it existed."""

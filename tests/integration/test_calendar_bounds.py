@@ -90,6 +90,18 @@ def test_rows_with_impossible_times_are_skipped_counted_named_and_removable(
     assert calendar.upcoming().skipped_bad_rows == 0
 
 
+def test_importing_an_event_again_by_reference_repairs_its_unreadable_row(
+    calendar: CalendarService, session: Session, clock: FakeClock
+) -> None:
+    _insert_event(session, "imported", starts_at=-(2**62), created_at=2**62)
+    session.execute(text("UPDATE memory_calendar SET external_ref = 'ics:1' WHERE id = 'imported'"))
+
+    event = calendar.create("Flight", NOW + timedelta(days=2), timezone="UTC", external_ref="ics:1")
+
+    assert (event.id, event.created_at) == ("imported", clock.now)
+    assert calendar.get("imported") == event
+
+
 def test_the_issues_poison_rows_are_listed_degraded_or_skipped_and_never_fatal(
     calendar: CalendarService, session: Session
 ) -> None:
