@@ -339,6 +339,7 @@ def _scan(
     exact = True
     stop = scan_to
     for occurrence in series.occurrences_from(scan_from, scan_to):
+        work.spend(1)  # placing it in the zone and in the window: a step of its own
         if occurrence > stop:
             break
         at = _instant(occurrence, zone)

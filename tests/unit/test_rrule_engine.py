@@ -218,3 +218,11 @@ def test_counting_in_bulk_agrees_with_walking_the_series(
             (point.toordinal(), point.hour * 3600 + point.minute * 60 + point.second), 10**9
         )
         assert counted == walked.index(point)
+
+
+@pytest.mark.parametrize("count", [1, 86_000, 86_400 * 3 + 17, 999_999_999])
+def test_the_last_occurrence_of_a_count_is_found_by_arithmetic_not_by_walking(count: int) -> None:
+    start = datetime(2026, 1, 1, 12)
+    series = _series(f"FREQ=SECONDLY;COUNT={count}", start)
+    assert series.last() == start + timedelta(seconds=count - 1)
+    assert series.work.steps <= 20
