@@ -58,7 +58,7 @@ def test_any_rule_is_an_event_or_a_refusal_and_listing_stays_ok_and_bounded(
 
 @pytest.mark.reliability
 @settings(
-    max_examples=2000 if HEAVY else 150,
+    max_examples=500 if HEAVY else 100,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -147,7 +147,7 @@ def test_any_time_and_zone_through_any_tool_is_a_result_or_a_refusal(
 
 @pytest.mark.reliability
 @settings(
-    max_examples=3000 if HEAVY else 200,
+    max_examples=1000 if HEAVY else 150,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

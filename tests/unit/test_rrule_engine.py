@@ -61,7 +61,7 @@ def test_the_engine_yields_what_dateutil_yields_from_any_point_of_a_series(
 
 @pytest.mark.reliability
 @settings(
-    max_examples=3000 if HEAVY else 300, deadline=None, suppress_health_check=list(HealthCheck)
+    max_examples=1500 if HEAVY else 300, deadline=None, suppress_health_check=list(HealthCheck)
 )
 @given(case=dense_rules())
 def test_heavy_the_engine_yields_what_dateutil_yields(
