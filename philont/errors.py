@@ -93,6 +93,25 @@ class Fts5UnavailableError(StorageError):
         )
 
 
+class StoreClosedError(StorageError):
+    """The Store was closed; open a new one."""
+
+    code = "store_closed"
+
+
+class UnitOfWorkError(PhilontError):
+    """A unit of work was used outside its ``with`` block: before it began, after it ended, or
+    entered twice. Begin a new one (``with store.begin() as mem:``)."""
+
+    code = "unit_of_work_ended"
+
+
+class InvalidDatabaseError(PhilontError):
+    """What was passed as the database is none of the accepted kinds."""
+
+    code = "invalid_database"
+
+
 # --- schema / migrations ---------------------------------------------------------------------
 
 

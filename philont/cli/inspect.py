@@ -22,6 +22,7 @@ from philont.db.engine import create_engine, is_postgres, pg_schema
 from philont.domain.timeparse import parse_time
 from philont.errors import NotFoundError, PhilontError
 from philont.memory import Memory
+from philont.store import Store
 
 facts_app = typer.Typer(help="Facts (layer 2) with their decay scores.", no_args_is_help=True)
 notes_app = typer.Typer(help="Notes (layer 1).", no_args_is_help=True)
@@ -50,10 +51,11 @@ def _add(table: Table, *cells: str) -> None:
 
 @contextmanager
 def _memory(db: str | None) -> Iterator[Memory]:
+    """One unit of work on this command's Store (a database not at head is refused)."""
     url = resolve_existing(db)
     try:
         migrate.check(url)
-        with Memory.open(url, upgrade=False) as mem:
+        with Store.open(url, upgrade=False) as store, store.begin() as mem:
             yield mem
     except NotFoundError as exc:
         raise fail(exc, code=4) from exc
@@ -344,10 +346,10 @@ def prefix(
     as_json: JsonOption = False,
 ) -> None:
     """The memory prefix the agent would get in its system prompt."""
-    from philont.services.prefix import MemoryPrefix, PrefixLimits
+    from philont.services.prefix import PrefixLimits
 
     with _memory(db) as mem:
-        result = MemoryPrefix(mem.session, clock=mem.clock).build(
+        result = mem.prefix.build(
             environment=environment, limits=PrefixLimits(budget_tokens=budget)
         )
     if as_json:
@@ -371,12 +373,8 @@ def notes_search(
     as_json: JsonOption = False,
 ) -> None:
     """Notes matching a question or keywords, best first."""
-    from philont.services.search import SearchService
-
     with _memory(db) as mem:
-        hits = [
-            h.model_dump(mode="json") for h in SearchService(mem.session).notes(query, limit=limit)
-        ]
+        hits = [h.model_dump(mode="json") for h in mem.search.notes(query, limit=limit)]
     if as_json:
         emit(hits)
         return
@@ -396,18 +394,15 @@ def recall(
     as_json: JsonOption = False,
 ) -> None:
     """What the timeline retriever would put in context for this message."""
-    from philont.domain.recall_trigger import detect
-    from philont.services.retriever import TimelineRetriever
-
     with _memory(db) as mem:
-        result = TimelineRetriever(mem.session).retrieve(
+        hit = mem.recall_trigger.detect(query)
+        result = mem.retriever.retrieve(
             query,
             recent_limit=recent,
             recent_budget_tokens=recent_budget,
             recall_budget_tokens=recall_budget,
             session_ids=[session] if session else None,
         )
-    hit = detect(query)
     data = result.model_dump(mode="json")
     data["recall_trigger"] = hit.snippet if hit else None
     if as_json:

@@ -13,6 +13,7 @@ __all__ = [
     "MAX_TERM_CHARS",
     "SearchPlan",
     "build_plan",
+    "like_escape",
     "like_pattern",
     "quote",
 ]
@@ -60,13 +61,18 @@ def quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def like_pattern(term: str) -> str:
-    """``%term%`` with ``\\``, ``%`` and ``_`` escaped (pair with ``ESCAPE '\\'``)."""
-    escaped = (
-        term.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
+def like_escape(text: str) -> str:
+    """``text`` with ``\\``, ``%`` and ``_`` escaped (pair with ``ESCAPE '\\'``)."""
+    return (
+        text.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
         .replace("%", LIKE_ESCAPE + "%")
         .replace("_", LIKE_ESCAPE + "_")
     )
+
+
+def like_pattern(term: str) -> str:
+    """``%term%`` with ``\\``, ``%`` and ``_`` escaped (pair with ``ESCAPE '\\'``)."""
+    escaped = like_escape(term)
     return f"%{escaped}%"
 
 

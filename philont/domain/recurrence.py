@@ -19,6 +19,7 @@ from croniter import (  # type: ignore[import-untyped]  # no py.typed, no stubs 
 from dateutil.rrule import rrule as DateutilRule
 from dateutil.rrule import rrulestr
 
+from philont.domain.kinds import ScheduleKind
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 
 __all__ = [
@@ -515,12 +516,6 @@ MAX_INTERVAL_MS: Final = 10 * 366 * 86_400_000
 
 _INTERVAL_EXPR_RE: Final = re.compile(r"interval:(\d{1,15})")
 _CRON_MAX_STEPS: Final = 16
-
-
-class ScheduleKind(enum.StrEnum):
-    ONCE = "once"
-    INTERVAL = "interval"
-    CRON = "cron"
 
 
 class MissedRunPolicy(enum.StrEnum):

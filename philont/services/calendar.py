@@ -7,24 +7,20 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.engine import CursorResult
-from sqlalchemy.orm import Session
 
-from philont.clock import Clock, utc_now
 from philont.db.models import CalendarEvent
 from philont.domain import recurrence
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.calendar import CalendarEventRecord, Occurrence
-from philont.services._checks import aware as _aware
-from philont.services._checks import text as _text
+from philont.services.base import Service
 
 __all__ = ["DEFAULT_UPCOMING_WINDOW", "CalendarService"]
 
 log = get_logger(__name__)
 
 DEFAULT_UPCOMING_WINDOW = timedelta(days=7)
-_TITLE_MAX_LENGTH = 1000
-_REF_MAX_LENGTH = 500
 
 # Rows Philont wrote may hold '' for "no rule"; it treated that (and any rule it could not parse)
 # as a one-shot.
@@ -32,24 +28,17 @@ _ONE_SHOT: ColumnElement[bool] = or_(CalendarEvent.rrule.is_(None), CalendarEven
 _RECURRING: ColumnElement[bool] = and_(CalendarEvent.rrule.is_not(None), CalendarEvent.rrule != "")
 
 
-def _optional_text(value: object, name: str, max_length: int) -> str | None:
-    return None if value is None else _text(value, name, max_length)
+def _aware(value: object, name: str) -> datetime:
+    return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
 
 
 def _record(row: CalendarEvent) -> CalendarEventRecord:
     return CalendarEventRecord.model_validate(row)
 
 
-class CalendarService:
+class CalendarService(Service):
     """Calendar events: one-shots and recurring series (any RFC 5545 RRULE dateutil supports),
     expanded in their own IANA zone."""
-
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self._clock = clock
-
-    def _now(self) -> datetime:
-        return _aware(self._clock(), "clock()")
 
     def create(
         self,
@@ -75,15 +64,15 @@ class CalendarService:
         call says, so ``None`` clears) instead of a duplicate being added. Re-importing the same
         external calendar therefore converges instead of multiplying events.
         """
-        clean_title = _text(title, "title", _TITLE_MAX_LENGTH)
+        clean_title = inputs.check(inputs.Title, title, "title").strip()
         start = _aware(starts_at, "starts_at")
         end = None if ends_at is None else _aware(ends_at, "ends_at")
         if end is not None and end < start:
             raise InvalidTimeRangeError(start, end, "calendar event")
         zone = recurrence.validate_timezone(timezone)
         rule = None if rrule is None else recurrence.validate_rrule(rrule, start, zone)
-        fact_id = _optional_text(related_fact_id, "related_fact_id", _REF_MAX_LENGTH)
-        ref = _optional_text(external_ref, "external_ref", _REF_MAX_LENGTH)
+        fact_id = inputs.optional(inputs.RecordId, related_fact_id, "related_fact_id")
+        ref = inputs.optional(inputs.ExternalRef, external_ref, "external_ref")
 
         row = None if ref is None else self._by_external_ref(ref)
         if row is None:

@@ -3,58 +3,35 @@
 from __future__ import annotations
 
 import builtins
-import json
-import math
-import re
 import uuid
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, Text, and_, func, or_, select, type_coerce
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import aliased
 
-from philont.clock import Clock, utc_now
 from philont.db.models import Fact
-from philont.db.types import dumps_compact, to_epoch_ms
+from philont.db.types import to_epoch_ms
 from philont.domain import decay
+from philont.domain.facts import is_expired, rank_score
 from philont.domain.kinds import AccessTarget, FactKind
+from philont.domain.query import like_escape as _like_escape
 from philont.errors import (
-    InvalidInputError,
     InvalidTimeRangeError,
     NotFoundError,
-    ReservedNamespaceError,
 )
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.facts import FactRecord
-from philont.services._checks import aware as _aware
-from philont.services._checks import like_escape as _like_escape
-from philont.services.access import AccessLog
+from philont.services.base import Service
 
 __all__ = [
-    "KEY_PATTERN",
-    "NAMESPACE_MAX_LENGTH",
-    "NAMESPACE_PATTERN",
-    "RESERVED_NAMESPACE_ROOT",
     "FactIdNotFoundError",
     "FactService",
 ]
 
 log = get_logger(__name__)
-
-NAMESPACE_PATTERN = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
-"""Dot-separated lowercase segments, e.g. ``user.preferences.food``."""
-
-NAMESPACE_MAX_LENGTH = 100
-
-KEY_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
-"""A short slug: 1-64 characters, starting with a letter or digit."""
-
-RESERVED_NAMESPACE_ROOT = "self"
-"""``self`` and every ``self.*`` namespace are written only by the self-reflector's kernel path.
-
-The original protected only the exact ``self``; ``self.x`` slipped through, which let a tool
-call forge self-description under a child namespace. We refuse the whole root."""
 
 _ALL_NAMESPACES = "*"
 _PREFIX_SUFFIX = ".*"
@@ -70,87 +47,21 @@ class FactIdNotFoundError(NotFoundError):
         self.fact_id = fact_id
 
 
-# --- validation helpers (pure; raise before anything is written) -----------------------------
-
-
-def _check_namespace(namespace: object) -> str:
-    if not isinstance(namespace, str):
-        raise InvalidInputError(f"namespace must be a string, got {namespace!r}")
-    if len(namespace) > NAMESPACE_MAX_LENGTH:
-        raise InvalidInputError(
-            f"namespace is {len(namespace)} characters long; at most {NAMESPACE_MAX_LENGTH}"
-        )
-    if NAMESPACE_PATTERN.fullmatch(namespace) is None:
-        raise InvalidInputError(
-            f"namespace {namespace!r} is not dot-separated lowercase segments of a-z, 0-9, '_' "
-            "or '-' (e.g. 'user.preferences')",
-            namespace=namespace,
-        )
-    if namespace.split(".", 1)[0] == RESERVED_NAMESPACE_ROOT:
-        raise ReservedNamespaceError(namespace)
-    return namespace
-
-
-def _check_key(key: object) -> str:
-    if not isinstance(key, str) or KEY_PATTERN.fullmatch(key) is None:
-        raise InvalidInputError(
-            f"key {key!r} must be a short slug: 1-64 letters, digits, '_', '.' or '-', starting "
-            "with a letter or digit, without spaces or colons (e.g. 'home_city')",
-            key=key,
-        )
-    return key
-
-
-def _check_confidence(value: object) -> float:
-    # bool is an int subclass; True would silently mean 1.0.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(f"confidence must be a number in [0, 1], got {value!r}")
-    conf = float(value)
-    if math.isnan(conf) or not 0.0 <= conf <= 1.0:
-        raise InvalidInputError(f"confidence must be a number in [0, 1], got {value!r}")
-    return conf
-
-
-def _check_value(value: object) -> Any:
-    if value is None:
-        raise InvalidInputError("value must not be None (forget the fact instead)")
-    # The round trip both validates (raises InvalidInputError) and gives the caller the value
-    # exactly as a later read returns it (tuples become lists, and so on).
-    return json.loads(dumps_compact(value))
-
-
-def _check_kind(value: object) -> FactKind:
-    allowed = ", ".join(k.value for k in FactKind)
-    if not isinstance(value, str):
-        raise InvalidInputError(f"fact_kind {value!r} is not one of: {allowed}")
-    try:
-        return FactKind(value)
-    except ValueError as exc:
-        raise InvalidInputError(f"fact_kind {value!r} is not one of: {allowed}") from exc
+# --- validation (the shared input types; raise before anything is written) ------------------
 
 
 def _optional_aware(value: object, name: str) -> datetime | None:
-    return None if value is None else _aware(value, name)
+    return inputs.optional(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
 
 
-def _check_limit(value: object, name: str = "limit") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
-def _check_threshold(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInputError(f"threshold must be a finite number, got {value!r}")
-    return float(value)
+def _aware(value: object, name: str) -> datetime:
+    return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
 
 
 def _exact_namespace(namespace: object) -> ColumnElement[bool]:
-    """SQL condition for one namespace on reads. Reads are lenient (legacy namespaces need not
-    follow today's write rules, and ``self`` is readable); the value is a bound parameter."""
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")
-    return Fact.namespace == namespace
+    """SQL condition for one namespace on reads (lenient: see ``inputs.NamespaceLookup``)."""
+    name: str = inputs.check(inputs.NamespaceLookup, namespace, "namespace")
+    return Fact.namespace == name
 
 
 def _namespace_filter(namespace: str | None, *, prefix: bool) -> ColumnElement[bool] | None:
@@ -158,12 +69,9 @@ def _namespace_filter(namespace: str | None, *, prefix: bool) -> ColumnElement[b
     condition); ``'user.*'`` means the prefix form of ``'user'``."""
     if namespace is None or namespace == _ALL_NAMESPACES:
         return None
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")
+    namespace = inputs.check(inputs.NamespaceSelector, namespace, "namespace")
     if namespace.endswith(_PREFIX_SUFFIX):
         namespace, prefix = namespace[: -len(_PREFIX_SUFFIX)], True
-        if not namespace:
-            raise InvalidInputError("namespace pattern '.*' has no root; use '*' for all")
     if not prefix:
         return Fact.namespace == namespace
     # 'user' matches 'user' and 'user.<anything>', never 'username'; '_' in a namespace is a
@@ -180,12 +88,13 @@ def _newest_first(rows: Iterable[Fact]) -> builtins.list[Fact]:
     return sorted(rows, key=lambda r: (r.created_at, r.id), reverse=True)
 
 
-def _is_expired(row: Fact | Any, now: datetime) -> bool:
-    """A state whose validity window has closed. Events never expire."""
-    return (
-        row.fact_kind is not FactKind.EVENT
-        and row.valid_until is not None
-        and row.valid_until < now
+def _is_expired(row: Fact | Any, now_ms: int) -> bool:
+    """:func:`philont.domain.facts.is_expired` of an ORM or column row (datetimes, enums)."""
+    until = row.valid_until
+    return is_expired(
+        fact_kind=row.fact_kind.value,
+        valid_until_ms=None if until is None else to_epoch_ms(until),
+        now_ms=now_ms,
     )
 
 
@@ -230,30 +139,37 @@ _SCORE_COLUMNS = (
 
 
 def _score_raw(row: Any, now_ms: int) -> float:
-    """``decay.score_days`` from raw stored values (see ``_SCORE_COLUMNS``)."""
-    anchor = row.last_accessed_at if row.last_accessed_at is not None else row.created_at
-    return decay.score_days(
+    """:func:`philont.domain.facts.rank_score` of raw stored values (``_SCORE_COLUMNS``)."""
+    return rank_score(
+        namespace=row.namespace,
         confidence=row.confidence,
-        age_days=(now_ms - anchor) / decay.MS_PER_DAY,
-        tau_days=decay.effective_tau_days(row.namespace, row.decay_tau_days),
+        created_ms=row.created_at,
+        accessed_ms=row.last_accessed_at,
+        tau_override=row.decay_tau_days,
+        now_ms=now_ms,
     )
 
 
-class FactService:
+def _score_record(row: Fact | FactRecord, now_ms: int) -> float:
+    """:func:`philont.domain.facts.rank_score` of an ORM row or a read model."""
+    accessed = row.last_accessed_at
+    return rank_score(
+        namespace=row.namespace,
+        confidence=row.confidence,
+        created_ms=to_epoch_ms(row.created_at),
+        accessed_ms=None if accessed is None else to_epoch_ms(accessed),
+        tau_override=row.decay_tau_days,
+        now_ms=now_ms,
+    )
+
+
+class FactService(Service):
     """Facts: (namespace, key) -> JSON value, one row per version.
 
     Invariant kept by every write here: at most one *current* version (not superseded, not
     forgotten) per (namespace, key). Legacy databases may break it (Q-S1); reads then pick the
     newest deterministically and the next ``store`` repairs it.
     """
-
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self.clock = clock
-        self.access_log = AccessLog(session, clock=clock)
-
-    def _now(self) -> datetime:
-        return _aware(self.clock(), "clock()")
 
     # --- writing ------------------------------------------------------------------------
 
@@ -286,11 +202,11 @@ class FactService:
         Forgotten versions are left alone: they stay forgotten and unlinked, so a forgotten
         fact is never resurrected into the chain by a later write.
         """
-        namespace = _check_namespace(namespace)
-        key = _check_key(key)
-        value = _check_value(value)
-        confidence = _check_confidence(confidence)
-        kind = _check_kind(fact_kind)
+        namespace = inputs.check(inputs.Namespace, namespace, "namespace")
+        key = inputs.check(inputs.FactKey, key, "key")
+        value = inputs.check(inputs.FactValue, value, "value")
+        confidence = inputs.check(inputs.Confidence, confidence, "confidence")
+        kind = inputs.check(inputs.FactKindName, fact_kind, "fact_kind")
         occurred = _optional_aware(occurred_at, "occurred_at")
         start = _optional_aware(valid_from, "valid_from")
         end = _optional_aware(valid_until, "valid_until")
@@ -375,11 +291,11 @@ class FactService:
             return None
         row = rows[0]
         now = self._now()
-        if not include_expired and _is_expired(row, now):
+        if not include_expired and _is_expired(row, to_epoch_ms(now)):
             return None
         row.last_accessed_at = now
         self.session.flush()
-        self.access_log.record(AccessTarget.FACT, row.id, context=f"get {namespace}.{key}")
+        self.mem.access.record(AccessTarget.FACT, row.id, context=f"get {namespace}.{key}")
         return _record(row)
 
     def get_by_id(self, fact_id: str, include_forgotten: bool = False) -> FactRecord | None:
@@ -420,8 +336,11 @@ class FactService:
         if cond is not None:
             stmt = stmt.where(cond)
         if not ranked:
+            at_ms = to_epoch_ms(at)
             rows: builtins.list[Any] = [
-                r for r in self.session.execute(stmt) if include_expired or not _is_expired(r, at)
+                r
+                for r in self.session.execute(stmt)
+                if include_expired or not _is_expired(r, at_ms)
             ]
             return [_record(r) for r in rows[:limit]]
         # Rank on the few columns the score needs, then load only the winners in full.
@@ -431,9 +350,7 @@ class FactService:
             (_score_raw(r, at_ms), r.id)
             for r in self.session.execute(light)
             if include_expired
-            or r.fact_kind == "event"
-            or r.valid_until is None
-            or r.valid_until >= at_ms
+            or not is_expired(fact_kind=r.fact_kind, valid_until_ms=r.valid_until, now_ms=at_ms)
         ]
         # sorted() is stable: equal scores keep the (namespace, key) order
         scored.sort(key=lambda pair: -pair[0])
@@ -562,28 +479,10 @@ class FactService:
 
     # --- decay --------------------------------------------------------------------------
 
-    @staticmethod
-    def _score_row(row: Fact, now: datetime) -> float:
-        return decay.score_fact(
-            namespace=row.namespace,
-            confidence=row.confidence,
-            created_at=row.created_at,
-            last_accessed_at=row.last_accessed_at,
-            decay_tau_days=row.decay_tau_days,
-            now=now,
-        )
-
     def score(self, record: FactRecord, now: datetime | None = None) -> float:
         """The decayed relevance of ``record`` at ``now`` (default: the clock)."""
-        at = self._now() if now is None else _aware(now, "now")
-        return decay.score_fact(
-            namespace=record.namespace,
-            confidence=record.confidence,
-            created_at=record.created_at,
-            last_accessed_at=record.last_accessed_at,
-            decay_tau_days=record.decay_tau_days,
-            now=at,
-        )
+        at = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
+        return _score_record(record, to_epoch_ms(at))
 
     def forget_candidates(
         self,
@@ -594,7 +493,12 @@ class FactService:
     ) -> builtins.list[tuple[FactRecord, float]]:
         """Current, unpinned facts scoring strictly below ``threshold`` at ``now``, lowest
         first, at most ``limit``. ``namespace`` is exact (``'x.*'`` for a subtree)."""
-        return self._candidates(_check_threshold(threshold), _check_limit(limit), namespace, now)
+        return self._candidates(
+            inputs.check(inputs.Threshold, threshold, "threshold"),
+            inputs.check(inputs.Limit, limit, "limit"),
+            namespace,
+            now,
+        )
 
     def _candidates(
         self, threshold: float, limit: int | None, namespace: str | None, now: datetime | None
@@ -607,8 +511,9 @@ class FactService:
         if cond is not None:
             stmt = stmt.where(cond)
         found: builtins.list[tuple[Fact, float]] = []
+        at_ms = to_epoch_ms(at)
         for row in self.session.scalars(stmt):
-            s = self._score_row(row, at)
+            s = _score_record(row, at_ms)
             if decay.is_forget_candidate(s, threshold):
                 found.append((row, s))
         found.sort(key=lambda pair: (pair[1], pair[0].namespace, pair[0].key))
@@ -620,7 +525,9 @@ class FactService:
     ) -> int:
         """Soft-forget every forget candidate (no limit) and return how many. Scores are taken
         at ``now``; ``forgotten_at`` is the clock's time of the sweep."""
-        candidates = self._candidates(_check_threshold(threshold), None, None, now)
+        candidates = self._candidates(
+            inputs.check(inputs.Threshold, threshold, "threshold"), None, None, now
+        )
         if not candidates:
             return 0
         stamp = self._now()

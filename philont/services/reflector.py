@@ -46,9 +46,8 @@ from datetime import datetime
 from typing import Final
 
 from sqlalchemy import ColumnElement, func, select, update
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import InstrumentedAttribute
 
-from philont.clock import Clock, utc_now
 from philont.db.models import Action, RawMessage
 from philont.domain.attribution import (
     ActionEvent,
@@ -67,7 +66,7 @@ from philont.schemas.reflector import (
     SkippedRetrieval,
     SkipReason,
 )
-from philont.services.skills import SkillService
+from philont.services.base import Service
 
 __all__ = ["DEFAULT_WINDOW", "ReflectorService"]
 
@@ -167,13 +166,8 @@ class _Timeline:
         return stamps[index] if index < len(stamps) else None
 
 
-class ReflectorService:
+class ReflectorService(Service):
     """Turns the action log into skill outcomes (flushes, never commits)."""
-
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self.clock = clock
-        self.skills = SkillService(session, clock=clock)
 
     def run(
         self,
@@ -310,7 +304,7 @@ class ReflectorService:
                 reason=SkipReason.NO_ACTIONS,
                 detail=credit.reason,
             )
-        before = self.skills.get(name, record_access=False)
+        before = self.mem.skills.get(name, record_access=False)
         if before is None:
             return SkippedRetrieval(
                 skill=name,
@@ -320,7 +314,9 @@ class ReflectorService:
             )
         self._link(credit.attributed_action_ids, name)
         at = max(timeline.by_id[i].timestamp for i in credit.attributed_action_ids)
-        after = self.skills.record_outcome(name, success=credit.outcome == Outcome.SUCCESS, at=at)
+        after = self.mem.skills.record_outcome(
+            name, success=credit.outcome == Outcome.SUCCESS, at=at
+        )
         log.info(
             "reflector.credited",
             skill=name,

@@ -27,9 +27,8 @@ from uuid import uuid4
 
 from sqlalchemy import ColumnElement, case, delete, func, literal, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import InstrumentedAttribute
 
-from philont.clock import Clock, utc_now
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.types import EpochMillis
@@ -38,11 +37,12 @@ from philont.domain.maturity import (
     DEFAULT_DISUSE_AFTER,
     Grade,
     Outcome,
+    callable_skill,
     caveat,
     disuse_grade,
     is_callable,
     next_grade,
-    recipe_is_callable,
+    string_list,
 )
 from philont.domain.skill_score import score_skill
 from philont.errors import (
@@ -53,6 +53,7 @@ from philont.errors import (
     SkillNotUsableError,
 )
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.skills import (
     GradeChange,
     RecipeRecord,
@@ -60,17 +61,16 @@ from philont.schemas.skills import (
     SkillRecord,
     SkillUse,
 )
-from philont.services.access import AccessLog
+from philont.services.base import Service
 
 __all__ = ["NAME_PATTERN", "UNSET", "RecipeNotFoundError", "SkillService"]
 
 log = get_logger(__name__)
 
-NAME_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
+NAME_PATTERN: Final = inputs.SKILL_NAME_PATTERN
 """A new skill's name: a kebab-case slug of 1..80 characters (matched in full)."""
 
 _KEYWORD_SEPARATORS: Final = re.compile(r"[\s,]+")
-_MAX_LIMIT: Final = 10_000
 
 
 class RecipeNotFoundError(NotFoundError):
@@ -92,22 +92,6 @@ UNSET: Final = _Unset.UNSET
 
 
 # --- input validation (before anything is written) ---------------------------------------------
-
-
-def _lookup_name(name: object) -> str:
-    if not isinstance(name, str):
-        raise InvalidInputError(f"a skill name must be a string, got {type(name).__name__}")
-    return name
-
-
-def _new_name(name: object) -> str:
-    if not isinstance(name, str) or NAME_PATTERN.fullmatch(name) is None:
-        raise InvalidInputError(
-            f"invalid skill name {name!r}: use a kebab-case slug of 1..80 characters "
-            "(a-z, 0-9 and '-', not starting with '-')",
-            name=name,
-        )
-    return name
 
 
 def _required_text(value: object, field: str) -> str:
@@ -178,16 +162,8 @@ def _grade(value: object) -> Grade:
         raise InvalidInputError(f"grade must be one of {allowed}, got {value!r}") from exc
 
 
-def _aware(value: object, field: str) -> datetime:
-    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{field} must be a timezone-aware datetime, got {value!r}")
-    return value
-
-
-def _limit(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_LIMIT:
-        raise InvalidInputError(f"limit must be an integer in 1..{_MAX_LIMIT}, got {value!r}")
-    return value
+def _aware(value: object, name: str) -> datetime:
+    return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
 
 
 def _later(column: InstrumentedAttribute[datetime | None], at: datetime) -> ColumnElement[Any]:
@@ -197,11 +173,6 @@ def _later(column: InstrumentedAttribute[datetime | None], at: datetime) -> Colu
     return case((or_(column.is_(None), column < value), value), else_=column)
 
 
-def _str_list(value: Any) -> list[str]:
-    # Defensive read of JSON written by other software: keep only the strings of a list.
-    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
-
-
 def _has_recipe(recipe: SkillRecipe | Any | None) -> bool:
     return recipe is not None and recipe.revision > NO_RECIPE_REVISION
 
@@ -209,23 +180,26 @@ def _has_recipe(recipe: SkillRecipe | Any | None) -> bool:
 def _to_record(skill: Skill | Any, recipe_row: SkillRecipe | Any | None) -> SkillRecord:
     """A read model from ORM objects, or from one column row holding both (``_LIST``)."""
     recipe: RecipeRecord | None = None
-    callable_ = is_callable(skill.maturity)
     if recipe_row is not None and _has_recipe(recipe_row):
         recipe = RecipeRecord(
-            steps=_str_list(recipe_row.steps),
+            steps=string_list(recipe_row.steps),
             verification=recipe_row.verification,
-            tool_policy=_str_list(recipe_row.tool_policy),
+            tool_policy=string_list(recipe_row.tool_policy),
             revision=recipe_row.revision,
         )
-        callable_ = callable_ and recipe_is_callable(
-            steps=recipe.steps, verification=recipe.verification, tool_policy=recipe.tool_policy
-        )
+    callable_ = callable_skill(
+        maturity=skill.maturity,
+        recipe_revision=None if recipe is None else recipe.revision,
+        steps=None if recipe is None else recipe.steps,
+        verification=None if recipe is None else recipe.verification,
+        tool_policy=None if recipe is None else recipe.tool_policy,
+    )
     return SkillRecord(
         id=skill.id,
         name=skill.name,
         description=skill.description,
         when_to_use=skill.when_to_use or None,
-        trigger_keywords=_str_list(skill.trigger_keywords),
+        trigger_keywords=string_list(skill.trigger_keywords),
         action_template=skill.action_template,
         kind=skill.kind,
         source=skill.source,
@@ -271,23 +245,17 @@ _LIST = (
 
 def _row_callable(row: Any) -> bool:
     """``_to_record(row, ...).callable`` without building the record."""
-    if not is_callable(row.maturity):
-        return False
-    if row.revision is None or row.revision <= NO_RECIPE_REVISION:
-        return True
-    return recipe_is_callable(
-        steps=_str_list(row.steps),
+    return callable_skill(
+        maturity=row.maturity,
+        recipe_revision=row.revision,
+        steps=row.steps,
         verification=row.verification,
-        tool_policy=_str_list(row.tool_policy),
+        tool_policy=row.tool_policy,
     )
 
 
-class SkillService:
+class SkillService(Service):
     """Skills and their recipes in one database session (flushes, never commits)."""
-
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self.clock = clock
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -302,7 +270,7 @@ class SkillService:
         return None if row is None else (row[0], row[1])
 
     def _require(self, name: str) -> tuple[Skill, SkillRecipe | None]:
-        found = self._fetch(Skill.name == _lookup_name(name))
+        found = self._fetch(Skill.name == inputs.check(inputs.SkillNameLookup, name, "name"))
         if found is None:
             raise SkillNotFoundError(f"no skill named {name!r}", name=name)
         return found
@@ -318,11 +286,11 @@ class SkillService:
         A found skill gets an access-log row (target ``skill``) unless ``record_access`` is
         False. Reading never changes counters or the grade.
         """
-        found = self._fetch(Skill.name == _lookup_name(name))
+        found = self._fetch(Skill.name == inputs.check(inputs.SkillNameLookup, name, "name"))
         if found is None:
             return None
         if record_access:
-            AccessLog(self.session, clock=self.clock).record(AccessTarget.SKILL, found[0].id)
+            self.mem.access.record(AccessTarget.SKILL, found[0].id)
         return _to_record(*found)
 
     def get_by_id(self, skill_id: str) -> SkillRecord | None:
@@ -346,7 +314,7 @@ class SkillService:
         polarity; ``callable_only`` keeps skills :meth:`use` would accept. Ties keep the order
         ``use_count DESC, created_at DESC``. Every matching skill is scored (no candidate cut).
         """
-        limit = _limit(limit)
+        limit = inputs.check(inputs.Limit, limit, "limit")
         # Plain column rows, not ORM objects: the memory prefix lists skills on every turn.
         # Every matching row is scored; records are built only for the ones returned.
         stmt = _LIST
@@ -401,7 +369,7 @@ class SkillService:
         cannot start deprecated. Raises :class:`InvalidInputError` for bad input and
         :class:`ConflictError` when the name is taken; nothing is written then.
         """
-        name = _new_name(name)
+        name = inputs.check(inputs.SkillName, name, "name")
         description = _required_text(description, "description")
         keywords = _keywords(trigger_keywords)
         action_template = _required_text(action_template, "action_template")
@@ -488,7 +456,7 @@ class SkillService:
 
         Returns whether a skill was deleted.
         """
-        found = self._fetch(Skill.name == _lookup_name(name))
+        found = self._fetch(Skill.name == inputs.check(inputs.SkillNameLookup, name, "name"))
         if found is None:
             return False
         skill = found[0]
@@ -519,7 +487,7 @@ class SkillService:
         A use is not a success (Philont's ``incrementUseCount`` recorded one, Q-K1): success
         counts and the grade change only through :meth:`record_outcome`.
         """
-        skill_id = self._touch(Skill.name == _lookup_name(name))
+        skill_id = self._touch(Skill.name == inputs.check(inputs.SkillNameLookup, name, "name"))
         if skill_id is None:
             raise SkillNotFoundError(f"no skill named {name!r}", name=name)
         return self._reload(skill_id)
@@ -554,7 +522,7 @@ class SkillService:
         if not isinstance(success, bool):
             raise InvalidInputError(f"success must be a bool, got {type(success).__name__}")
         at = self.clock() if at is None else _aware(at, "at")
-        name = _lookup_name(name)
+        name = inputs.check(inputs.SkillNameLookup, name, "name")
         values: dict[str, Any]
         if success:
             values = {
@@ -882,10 +850,10 @@ class SkillService:
                 revision=row.revision,
                 description=row.description,
                 action_template=row.action_template,
-                trigger_keywords=_str_list(row.trigger_keywords),
-                steps=_str_list(row.steps),
+                trigger_keywords=string_list(row.trigger_keywords),
+                steps=string_list(row.steps),
                 verification=row.verification,
-                tool_policy=_str_list(row.tool_policy),
+                tool_policy=string_list(row.tool_policy),
                 success_count=row.success_count,
                 failure_count=row.failure_count,
                 created_at=row.created_at,
@@ -900,10 +868,10 @@ class SkillService:
                 revision=recipe.revision,
                 description=skill.description,
                 action_template=skill.action_template,
-                trigger_keywords=_str_list(skill.trigger_keywords),
-                steps=_str_list(recipe.steps),
+                trigger_keywords=string_list(skill.trigger_keywords),
+                steps=string_list(recipe.steps),
                 verification=recipe.verification,
-                tool_policy=_str_list(recipe.tool_policy),
+                tool_policy=string_list(recipe.tool_policy),
                 success_count=successes,
                 failure_count=failures,
                 created_at=recipe.updated_at,

@@ -13,9 +13,6 @@ from philont.domain.maturity import caveat
 from philont.domain.timeparse import iso, parse_time
 from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRangeError
 from philont.memory import Memory
-from philont.services.calendar import CalendarService
-from philont.services.schedules import ScheduleService
-from philont.services.search import SearchService
 from philont.tools import args as a
 from philont.tools.registry import ToolContext, ToolOutput, tool
 
@@ -78,13 +75,7 @@ def get_fact(args: a.GetFactArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     record = mem.facts.get(args.namespace, args.key)
     if record is None:
         raise FactNotFoundError(args.namespace, args.key)
-    expired = (
-        " (expired)"
-        if record.valid_until is not None
-        and record.valid_until < ctx.now
-        and record.fact_kind == FactKind.STATE
-        else ""
-    )
+    expired = " (expired)" if record.is_expired_at(ctx.now) else ""
     return ToolOutput(f"{_json(record.value)} {record.time_tag()}{expired}", _dump(record))
 
 
@@ -124,7 +115,7 @@ def use_skill(args: a.UseSkillArgs, mem: Memory, ctx: ToolContext) -> ToolOutput
 
 @tool("search_notes", a.SearchNotesArgs, writes=False)
 def search_notes(args: a.SearchNotesArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
-    hits = SearchService(mem.session).notes(args.query, limit=args.limit)
+    hits = mem.search.notes(args.query, limit=args.limit)
     if not hits:
         return ToolOutput(f"No notes match {args.query!r}.", [])
     for h in hits:
@@ -137,7 +128,7 @@ def search_skills(args: a.SearchSkillsArgs, mem: Memory, ctx: ToolContext) -> To
     # The kind filter runs inside the search, before the limit (the original filtered after
     # it and could return fewer skills than exist, Q-K7).
     kind = None if args.include_negative else SkillKind.POSITIVE
-    hits = SearchService(mem.session).skills(args.query, limit=args.limit, kind=kind)
+    hits = mem.search.skills(args.query, limit=args.limit, kind=kind)
     if not hits:
         return ToolOutput(f"No skills match {args.query!r}.", [])
     lines = []
@@ -156,9 +147,7 @@ def recall_sessions(args: a.RecallSessionsArgs, mem: Memory, ctx: ToolContext) -
     until = parse_time(args.until, field="until", tz=args.timezone)
     if since is not None and until is not None and until < since:
         raise InvalidTimeRangeError(since, until, "recall_sessions")
-    hits = SearchService(mem.session).messages(
-        args.query, limit=args.limit, since=since, until=until
-    )
+    hits = mem.search.messages(args.query, limit=args.limit, since=since, until=until)
     if not hits:
         return ToolOutput(
             f"No past messages match {args.query!r}. Try search_notes or list_facts.", []
@@ -177,7 +166,7 @@ def create_calendar_event(
     starts = parse_time(args.starts_at, field="starts_at", tz=args.timezone)
     if starts is None:
         raise InvalidInputError("starts_at: required")
-    event = CalendarService(mem.session, clock=mem.clock).create(
+    event = mem.calendar.create(
         args.title,
         starts,
         ends_at=parse_time(args.ends_at, field="ends_at", tz=args.timezone),
@@ -196,8 +185,8 @@ def create_calendar_event(
 @tool("list_upcoming", a.ListUpcomingArgs, writes=False)
 def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     end = ctx.now + timedelta(days=args.window_days)
-    events = CalendarService(mem.session, clock=mem.clock).between(ctx.now, end)
-    runs = ScheduleService(mem.session, clock=mem.clock).due_between(ctx.now, end)
+    events = mem.calendar.between(ctx.now, end)
+    runs = mem.schedules.due_between(ctx.now, end)
     items: list[tuple[datetime, str]] = []
     for o in events:
         repeat = f", {o.event.rrule}" if o.event.rrule else ""
@@ -225,7 +214,7 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
 @tool("schedule_reminder", a.ScheduleReminderArgs, writes=True)
 def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     at = parse_time(args.at, field="at", tz=args.timezone)
-    record, replaced = ScheduleService(mem.session, clock=mem.clock).replace(
+    record, replaced = mem.schedules.replace(
         args.name,
         message=args.message,
         at=at,
@@ -250,7 +239,7 @@ def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContex
 
 @tool("cancel_schedule", a.CancelScheduleArgs, writes=True)
 def cancel_schedule(args: a.CancelScheduleArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
-    cancelled = ScheduleService(mem.session, clock=mem.clock).cancel(name=args.name, id=args.id)
+    cancelled = mem.schedules.cancel(name=args.name, id=args.id)
     names = ", ".join(s.name for s in cancelled)
     return ToolOutput(
         f"Cancelled {len(cancelled)} task(s): {names} (kept in history)",

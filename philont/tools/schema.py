@@ -22,10 +22,25 @@ def _clean(node: Any, defs: dict[str, Any]) -> Any:
             target = defs[node["$ref"].rsplit("/", 1)[-1]]
             merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
             return _clean(merged, defs)
+        node = _hoist_description(node)
         return {k: _clean(v, defs) for k, v in node.items() if k != "title"}
     if isinstance(node, list):
         return [_clean(v, defs) for v in node]
     return node
+
+
+def _hoist_description(node: dict[str, Any]) -> dict[str, Any]:
+    """An optional argument (``anyOf: [T, null]``) carries its input type's description on
+    the ``T`` branch; the model reads it on the property itself."""
+    branches = node.get("anyOf")
+    if "description" in node or not isinstance(branches, list):
+        return node
+    described = [b for b in branches if isinstance(b, dict) and "description" in b]
+    if len(described) != 1:
+        return node
+    description = described[0]["description"]
+    branches = [{k: v for k, v in b.items() if k != "description"} for b in branches]
+    return {**node, "anyOf": branches, "description": description}
 
 
 def openai_tools() -> list[dict[str, Any]]:

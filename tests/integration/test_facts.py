@@ -22,6 +22,7 @@ from philont.errors import (
     ReservedNamespaceError,
 )
 from philont.services.facts import FactIdNotFoundError, FactService
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def facts(session: Session, clock: FakeClock) -> FactService:
-    return FactService(session, clock=clock)
+    return FactService(joined(session, clock))
 
 
 def _rows(session: Session) -> tuple[int, int]:
