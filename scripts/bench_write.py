@@ -212,22 +212,22 @@ def profile_child(path_text: str, singles: int, batch: int) -> dict[str, Any]:
     bc.insert_sessions(raw, sessions)
     raw.close()
     engine = create_engine(path)
-    factory = session_factory(engine)
+    store = Store(engine)
     gen = bc.TextGen(5)
     contents = [gen.message("user") for _ in range(singles)]
 
     def single() -> None:
         for c in contents:
-            with factory() as session, session.begin():
-                TimelineService(session).append(c, role="user", session_id="global")
+            with store.begin() as mem:
+                mem.timeline.append(c, role="user", session_id="global")
 
     messages = [
         MessageIn(content=c, role=r, session_id=s, at=from_epoch_ms(ts)) for s, r, c, ts in rows
     ]
 
     def bulk() -> None:
-        with factory() as session, session.begin():
-            TimelineService(session).append_many(messages)
+        with store.begin() as mem:
+            mem.timeline.append_many(messages)
 
     single()  # warm-up (statement caches, pages)
     out = {"single": bc.profile_summary(single), "bulk": bc.profile_summary(bulk)}
