@@ -97,7 +97,7 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
         emit(data)
         return
     out.print(
-        f"[bold]{path}[/bold]  {size / 1024:.0f} KiB  revision {st.revision} "
+        f"[bold]{escape(path)}[/bold]  {size / 1024:.0f} KiB  revision {st.revision} "
         f"(schema_version {st.schema_version})"
     )
     table = Table("layer", "rows")
@@ -105,7 +105,8 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
         _add(table, label, str(n))
     out.print(table)
     for name, state in fts.items():
-        out.print(f"FTS {name}: {'[green]ok[/green]' if state == 'ok' else '[red]' + state}")
+        shown = "[green]ok[/green]" if state == "ok" else f"[red]{escape(state)}[/red]"
+        out.print(f"FTS {name}: {shown}")
     if any(v != "ok" for v in fts.values()):
         raise typer.Exit(1)
 
@@ -294,7 +295,7 @@ def skills_show(name: str, db: DbOption = None, as_json: JsonOption = False) -> 
         emit(data)
         return
     out.print(
-        f"[bold]{name}[/bold] — {data['grade']} ({data['kind']}), used {data['use_count']}"
+        f"[bold]{escape(name)}[/bold] — {data['grade']} ({data['kind']}), used {data['use_count']}"
         f"×, {data['success_count']} ok / {data['failure_count']} failed"
     )
     out.print(escape(data["description"]))
