@@ -123,7 +123,6 @@ class Memory:
         self._state = _State.ENDED
         if session is None:
             return
-        path = None if self.store.path is None else str(self.store.path)
         try:
             if isinstance(self._bind, Session):
                 if exc_type is None:
@@ -139,14 +138,18 @@ class Memory:
                 finally:
                     session.close()
         except (SQLAlchemyError, sqlite3.Error) as err:
-            typed = translate(err, path=path)
+            typed = translate(err, path=self._path())
             if typed is None:
                 raise
             raise typed from err
         if isinstance(exc, SQLAlchemyError | sqlite3.Error):
-            typed = translate(exc, path=path)
+            typed = translate(exc, path=self._path())
             if typed is not None:
                 raise typed from exc
+
+    def _path(self) -> str | None:
+        path = self.store.path
+        return None if path is None else str(path)
 
     def rollback(self) -> None:
         """Undo everything this unit of work did so far and go on in a new transaction (for
