@@ -280,8 +280,19 @@ FactKindName = Annotated[
 ]
 FactValue = Annotated[
     Any,
-    Field(description="The value: text, number, boolean, list or object."),
     AfterValidator(_json_value),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "number"},
+                {"type": "boolean"},
+                {"type": "array"},
+                {"type": "object"},
+            ],
+            "description": "The value: text, number, boolean, list or object.",
+        }
+    ),
 ]
 Confidence = Annotated[
     StrictFloat,

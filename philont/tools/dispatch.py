@@ -192,11 +192,22 @@ def _prepare(
     except _Failure as exc:
         return tool, arguments, None, exc
     try:
-        return tool, raw, tool.args_model.model_validate(raw), None
+        return tool, raw, tool.args_model.model_validate(_nulls_not_given(tool, raw)), None
     except ValidationError as exc:
         return tool, raw, None, _Failure("invalid_arguments", describe(exc))
     except PhilontError as exc:  # a typed refusal raised by a rule (reserved namespace, ...)
         return tool, raw, None, _Failure(exc.code, exc.message)
+
+
+def _nulls_not_given(tool: Tool[Any], raw: dict[str, Any]) -> dict[str, Any]:
+    """``null`` for an optional argument means "not given" (what a strict schema, where every
+    argument is required and optional ones are nullable, makes a model send)."""
+    fields = tool.args_model.model_fields
+    return {
+        k: v
+        for k, v in raw.items()
+        if not (v is None and k in fields and not fields[k].is_required())
+    }
 
 
 def _run(
