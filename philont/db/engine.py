@@ -6,6 +6,7 @@ import functools
 import os
 import re
 import sqlite3
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -190,9 +191,20 @@ BEGIN_OPTION = "philont_begin"
 BEGIN_MODES = ("DEFERRED", "IMMEDIATE")
 
 
+_WITH_HOOKS: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def has_sqlite_hooks(engine: Engine) -> bool:
+    """Whether ``engine`` runs philont's SQLite set-up: transactional BEGIN (so SAVEPOINTs and
+    DDL are transactional), WAL, busy timeout, foreign keys."""
+    return engine in _WITH_HOOKS
+
+
 def install_sqlite_hooks(
     engine: Engine, *, foreign_keys: bool, busy_timeout_ms: int | None = None
 ) -> None:
+    _WITH_HOOKS.add(engine)
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
         # pysqlite's own transaction handling would make DDL and SAVEPOINT non-transactional;
