@@ -24,7 +24,6 @@ from philont.domain import facts as fact_rules
 from philont.domain.facts import is_expired, time_tag
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
-    callable_skill,
     caveat,
     parse_grade,
 )
@@ -102,16 +101,6 @@ def rank_score(row: CurrentFact, now_ms: int) -> float:
         accessed_ms=row.last_accessed_at,
         tau_override=row.decay_tau_days,
         now_ms=now_ms,
-    )
-
-
-def _callable(row: RankedSkill) -> bool:
-    return callable_skill(
-        maturity=row.maturity,
-        recipe_revision=row.recipe_revision,
-        steps=row.steps_json,
-        verification=row.verification,
-        tool_policy=row.tool_policy_json,
     )
 
 
@@ -205,7 +194,7 @@ class MemoryPrefix(Service):
         ranked = sorted(skill_rows.not_deprecated(raw), key=score, reverse=True)
         usable = [
             row
-            for row in itertools.islice(filter(_callable, ranked), limits.skills)
+            for row in itertools.islice(filter(skill_rows.is_callable, ranked), limits.skills)
             if _stored_kind(row.kind) == _POSITIVE
         ]
         negative = [row for row in ranked if row.kind == SkillKind.NEGATIVE.value][: limits.lessons]

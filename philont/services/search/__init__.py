@@ -17,7 +17,7 @@ from philont.db.queries import notes as note_rows
 from philont.db.queries import skills as skill_rows
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role, SkillKind
-from philont.domain.maturity import Grade, callable_skill, is_callable, parse_grade
+from philont.domain.maturity import Grade, is_callable, parse_grade
 from philont.domain.query import SearchPlan, build_plan
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
@@ -255,7 +255,7 @@ class SearchService(Service):
         own = contenders(own, limit, 1.0)  # ties are broken by use count, then age
         rows = skill_rows.by_keys(self.mem.raw(), self._scorer.key(Kind.SKILLS), list(own))
         if callable_only:
-            rows = {k: r for k, r in rows.items() if _callable(r)}
+            rows = {k: r for k, r in rows.items() if skill_rows.is_callable(r)}
         ranked = sorted(
             (key for key in own if key in rows),
             key=lambda key: (-own[key], -int(rows[key].use_count or 0), -rows[key].created_at),
@@ -317,16 +317,6 @@ def _skill_hit(r: skill_rows.SkillHitRow, score: float) -> SkillHit:
         use_count=int(r.use_count or 0),
         created_at=from_epoch_ms(r.created_at),
         score=score,
-    )
-
-
-def _callable(r: skill_rows.SkillHitRow) -> bool:
-    return callable_skill(
-        maturity=r.maturity,
-        recipe_revision=r.recipe_revision,
-        steps=r.steps_json,
-        verification=r.verification,
-        tool_policy=r.tool_policy_json,
     )
 
 
