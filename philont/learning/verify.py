@@ -163,6 +163,7 @@ class CaseBook:
                     created_at=now,
                 )
             )
+            self.mem.session.flush()  # the case first: the verdict refers to it
         row = JudgeVerdict(
             case_id=case_id,
             session_id=run.session_id,
