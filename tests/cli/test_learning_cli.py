@@ -127,3 +127,25 @@ def test_judge_report_prints_the_agreement_per_skill(tool_db: Path) -> None:
     ]
     code, output = run("skills", "judge-report", "--db", str(tool_db))
     assert code == 0 and "(all)" in output and "100%" in output
+
+
+def test_the_demo_shows_the_learning_loop(tmp_path: Path) -> None:
+    code, output = run("demo", "--db", str(tmp_path / "demo.sqlite"))
+    assert code == 0, output
+    text = " ".join(output.split())  # rich wraps long lines
+    for phrase in (
+        "consolidator: anchored",
+        "2 facts stored through the store_fact tool's own checks; "
+        "skill convert-pdf-invoice-to-csv created as a draft",
+        "skill avoid-acting-now-on-later-requests: created",
+        "skill send-invoice-email: refused",
+        "judge: verified — Back up the lease folder",
+        "nas-backup: refused (needs_verified_case)",
+        "condensed back-up-folder-to-nas: grade=confirmed, justified by 1 verified case(s)",
+    ):
+        assert phrase in text, phrase
+    with Memory.open(tmp_path / "demo.sqlite") as mem:
+        avoid = mem.skills.get("avoid-acting-now-on-later-requests")
+        assert avoid is not None and avoid.kind == "negative"
+        diet = mem.facts.get("user.preferences", "diet")
+        assert diet is not None and diet.value == "vegetarian"
