@@ -7,6 +7,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select
 
 from philont.db.models import Fact, Note
@@ -210,3 +212,48 @@ def test_a_window_is_its_session_or_its_time_range(mem: Memory, clock: FakeClock
     start = clock.now - timedelta(minutes=1)  # inclusive: the turn a minute ago is in
     window = learner.window(since=start, until=clock.now)
     assert [t.content for t in window.turns] == ["Noted.", "Unrelated"]
+
+
+# --- fuzz: whatever the answer, only what the report calls stored is written --------------------
+
+fact_fields = st.fixed_dictionaries(
+    {"action": st.sampled_from(["store_fact", "store_note", "forget", 7])},
+    optional={
+        "namespace": st.sampled_from(["user", "self", "Bad NS", "project.x", ""]),
+        "key": st.sampled_from(["city", "a b", "k", ""]),
+        "value": st.one_of(st.none(), st.text(max_size=10), st.integers(), st.booleans()),
+        "content": st.one_of(st.text(max_size=12), st.integers()),
+        "importance": st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.text()),
+        "fact_kind": st.sampled_from(["state", "event", "other"]),
+        "occurred_at": st.sampled_from(["2026-06-01T10:00:00Z", "soon", 1_780_000_000_000]),
+        "confidence": st.floats(allow_nan=False, allow_infinity=False),
+    },
+)
+
+
+class _Rollback(Exception):
+    pass
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(fact_fields, max_size=6))
+def test_any_extraction_answer_writes_exactly_what_it_reports(
+    engine: Engine, clock: FakeClock, actions: list[dict[str, Any]]
+) -> None:
+    try:
+        with unit_factory(engine, clock)() as mem:
+            chat(mem, clock)
+            before = counts(mem)
+            report, _ = extract(mem, *actions)
+            stored_facts = sum(
+                1 for w in report.writes if w.action == "store_fact" and w.outcome == "stored"
+            )
+            stored_notes = sum(
+                1 for w in report.writes if w.action == "store_note" and w.outcome == "stored"
+            )
+            assert counts(mem) == (before[0] + stored_facts, before[1] + stored_notes)
+            assert len(report.writes) == len(actions)
+            assert all(w.code for w in report.writes if w.outcome == "rejected")
+            raise _Rollback
+    except _Rollback:
+        pass
