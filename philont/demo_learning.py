@@ -71,8 +71,8 @@ class ToolResultsJudge:
 
 
 def _consolidator(demo: Demo, answers: dict[str, Any], **options: Any) -> Consolidator:
-    return Consolidator.for_engine(
-        demo.engine,
+    return Consolidator.for_store(
+        demo.store,
         ScriptedModel.by_task(answers),
         clock=demo.clock,
         config=LearningConfig(summary_min_messages=10_000, **options),

@@ -35,12 +35,11 @@ from typing import Any
 
 import _bench_common as bc
 
-from philont.db.engine import create_engine
 from philont.db.types import from_epoch_ms
 from philont.learning import Consolidator, ConsolidatorConfig, Learner, LearningConfig
 from philont.learning.window import load_after
 from philont.llm import Completion, ScriptedModel, task_of
-from philont.memory import Memory
+from philont.store import Store
 
 TABLES = (
     "memory_facts",
@@ -159,9 +158,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     before = table_state(db)
     now = from_epoch_ms(bc.HISTORY_END_MS) + timedelta(days=1)
     model = TimedModel()
-    engine = create_engine(db)
+    store = Store.open(db, upgrade=False)
     schedule = ConsolidatorConfig(backlog=True, batch_size=args.batch, max_batches_per_tick=1)
-    worker = Consolidator.for_engine(engine, model, clock=lambda: now, schedule=schedule)
+    worker = Consolidator.for_store(store, model, clock=lambda: now, schedule=schedule)
     batches = []
     first_until = 0
     while True:
@@ -178,13 +177,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         batches.append((report.messages, wall - (model.seconds - model_before), floor))
         first_until = first_until or report.until_ts or 0
     after = table_state(db)
-    again = [r.status.value for r in Consolidator.for_engine(
-        engine, TimedModel(), clock=lambda: now, schedule=schedule).tick()]  # fmt: skip
-    with Memory(engine, clock=lambda: now) as mem:  # the first batch again, same answers
+    again = [r.status.value for r in Consolidator.for_store(
+        store, TimedModel(), clock=lambda: now, schedule=schedule).tick()]  # fmt: skip
+    with store.begin(clock=lambda: now) as mem:  # the first batch again, same answers
         window = load_after(mem.session, -1, first_until)
         Learner(mem, TimedModel(), config=LearningConfig()).learn(window)
     relearned = table_state(db)
-    engine.dispose()
+    store.close()
     return {
         "batches": batches,
         "before": before,

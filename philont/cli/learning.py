@@ -24,7 +24,6 @@ from philont.cli.common import (
     out,
     resolve_existing,
 )
-from philont.db.engine import create_engine
 from philont.errors import PhilontError, SchemaOutOfDateError
 from philont.learning import (
     CaseBook,
@@ -34,8 +33,8 @@ from philont.learning import (
     ModelJudge,
 )
 from philont.llm import model_from_spec
-from philont.memory import Memory
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
+from philont.store import Store
 
 __all__ = ["consolidate", "judge_report", "register"]
 
@@ -120,13 +119,13 @@ def consolidate(
             backlog=backlog,
             interval=timedelta(seconds=interval),
         )
+        store = Store.open(url, upgrade=False)
     except SchemaOutOfDateError as exc:
         raise fail(exc, code=EXIT_OUT_OF_DATE) from exc
     except PhilontError as exc:
         raise fail(exc) from exc
-    engine = create_engine(url)
-    worker = Consolidator.for_engine(
-        engine,
+    worker = Consolidator.for_store(
+        store,
         client,
         config=config,
         schedule=schedule,
@@ -142,7 +141,7 @@ def consolidate(
             return
         _loop(worker, as_json)
     finally:
-        engine.dispose()
+        store.close()
 
 
 def _loop(worker: Consolidator, as_json: bool) -> None:
@@ -169,7 +168,7 @@ def judge_report(db: DbOption = None, as_json: JsonOption = False) -> None:
     url = resolve_existing(db)
     try:
         migrate.check(url)
-        with Memory.open(url, upgrade=False) as mem:
+        with Store.open(url, upgrade=False) as store, store.begin() as mem:
             book = CaseBook(mem)
             book.observe()
             rows = book.agreement()

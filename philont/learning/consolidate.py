@@ -48,9 +48,8 @@ from philont.log import get_logger
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
     from philont.memory import Memory
+    from philont.store import Store
 
 __all__ = ["CURSOR_KEY", "CURSOR_NAMESPACE", "Consolidator", "read_cursor"]
 
@@ -126,8 +125,8 @@ def _write_cursor(mem: Memory, value: int) -> None:
 class Consolidator:
     """Runs the loop over the timeline in batches (see the module docstring).
 
-    ``units`` begins units of work on the memory database (:meth:`for_engine` builds it from an
-    engine). Call :meth:`tick` from a scheduler of your own, or :meth:`run_forever` with a
+    ``units`` begins units of work on the memory database (:meth:`for_store` builds it from a
+    Store). Call :meth:`tick` from a scheduler of your own, or :meth:`run_forever` with a
     stop event; ``philont consolidate`` does the latter.
     """
 
@@ -151,14 +150,12 @@ class Consolidator:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     @classmethod
-    def for_engine(cls, engine: Engine, model: ModelClient, **kwargs: Any) -> Consolidator:
-        """A consolidator whose units of work are ``Memory(engine)`` (same clock)."""
-        from philont.memory import Memory
-
-        clock: Clock = kwargs.get("clock", utc_now)
+    def for_store(cls, store: Store, model: ModelClient, **kwargs: Any) -> Consolidator:
+        """A consolidator whose units of work are ``store.begin()`` (with the same clock)."""
+        clock: Clock = kwargs.setdefault("clock", store.clock)
 
         def units(*, write: bool = True) -> Memory:
-            return Memory(engine, clock=clock, write=write)
+            return store.begin(write=write, clock=clock)
 
         return cls(units, model, **kwargs)
 

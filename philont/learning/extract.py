@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import select
 
 from philont.db.models import Fact, Note
@@ -25,6 +25,7 @@ from philont.learning.prompts import extract_prompt
 from philont.learning.window import Window
 from philont.llm.base import ModelClient
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.learning import ExtractionReport, MemoryWrite
 from philont.tools import REGISTRY
 from philont.tools.registry import ToolContext
@@ -40,12 +41,12 @@ log = get_logger(__name__)
 
 
 class StoreNoteArgs(BaseModel):
-    """A note the extractor may write: non-blank text and an importance in [0, 1]."""
+    """A note the extractor may write: the input types ``NoteService.add`` checks with."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    content: StrictStr = Field(min_length=1, max_length=10_000)
-    importance: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
+    content: inputs.Content
+    importance: inputs.Importance = 0.5
 
 
 def ask_for_memories(
@@ -80,14 +81,6 @@ def _unstorable(value: Any) -> bool:
     if isinstance(value, list):
         return any(_unstorable(v) for v in value)
     return False
-
-
-def _invalid(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        where = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
-        parts.append(f"{where}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts)
 
 
 class MemoryWriter:
@@ -139,7 +132,7 @@ class MemoryWriter:
                 return self._note(base, proposal.arguments, window)
         except ValidationError as exc:
             return MemoryWrite(
-                **base, outcome="rejected", code="invalid_arguments", detail=_invalid(exc)
+                **base, outcome="rejected", code="invalid_arguments", detail=inputs.describe(exc)
             )
         except PhilontError as exc:
             return MemoryWrite(**base, outcome="rejected", code=exc.code, detail=exc.message)

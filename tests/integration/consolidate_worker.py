@@ -18,6 +18,7 @@ from philont.db.engine import create_engine
 from philont.db.types import from_epoch_ms
 from philont.learning import Consolidator, ConsolidatorConfig, LearningConfig
 from philont.llm import ScriptedModel
+from philont.store import Store
 
 
 def main(url: str, go_file: str, now_ms: str) -> None:
@@ -30,9 +31,9 @@ def main(url: str, go_file: str, now_ms: str) -> None:
         return json.dumps([fact])
 
     model = ScriptedModel.by_task({"extract": extract, "reflect": "[]", "summarize": "sum"})
-    engine = create_engine(url)
-    consolidator = Consolidator.for_engine(
-        engine,
+    store = Store(create_engine(url))  # a test schema made by create_all: no version check
+    consolidator = Consolidator.for_store(
+        store,
         model,
         clock=lambda: now,
         config=LearningConfig(summary_min_messages=10_000),
@@ -45,7 +46,7 @@ def main(url: str, go_file: str, now_ms: str) -> None:
         time.sleep(0.005)
     report = consolidator.run_once()
     print(json.dumps({"pid": pid, "status": report.status.value, "batch": report.batch_id}))
-    engine.dispose()
+    store.engine.dispose()
 
 
 if __name__ == "__main__":

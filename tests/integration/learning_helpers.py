@@ -13,6 +13,7 @@ from sqlalchemy import Engine, select
 
 from philont.db.models import Skill
 from philont.memory import Memory
+from philont.store import Store
 from tests.conftest import FakeClock
 
 UnitFactory = Callable[..., AbstractContextManager[Memory]]
@@ -25,10 +26,12 @@ NEGATIVE_TEMPLATE = (
 
 
 def unit_factory(engine: Engine, clock: FakeClock) -> UnitFactory:
-    """``units()`` begins a unit of work on the test database (the one place tests build one)."""
+    """``units()`` begins a unit of work on the test database (the one place tests build one).
+    The test schemas are made by create_all, so the Store is built without a version check."""
+    store = Store(engine, clock=clock)
 
     def units(*, write: bool = True) -> Memory:
-        return Memory(engine, clock=clock, write=write)
+        return store.begin(write=write)
 
     return units
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select
 
+from philont import tools
 from philont.db.models import Fact, Note
 from philont.domain.kinds import FactKind
 from philont.domain.timeparse import iso
@@ -67,34 +68,50 @@ def test_a_session_gives_two_facts_and_a_note(mem: Memory, clock: FakeClock) -> 
     assert model.prompts[0].startswith("TASK: extract")
 
 
-@pytest.mark.parametrize(
-    ("action", "code"),
-    [
-        ({"namespace": "self", "key": "name", "value": "x"}, "reserved_namespace"),
-        ({"namespace": "self.notes", "key": "name", "value": "x"}, "reserved_namespace"),
-        ({"namespace": "User Prefs", "key": "k", "value": "x"}, "invalid_input"),
-        ({"namespace": "user", "key": "has space", "value": "x"}, "invalid_input"),
-        ({"namespace": "user", "key": "t", "value": "Bearer abcdefgh12345678"}, "invalid_input"),
-        ({"namespace": "user", "key": "k", "value": "x", "why": "extra"}, "invalid_arguments"),
-        ({"namespace": "user", "key": "k", "value": "x", "confidence": 2}, "invalid_arguments"),
-        ({"namespace": "user", "key": "k"}, "invalid_arguments"),
-        ({"namespace": "user", "key": "k", "value": None}, "invalid_input"),
-        ({"namespace": "user", "key": "k", "value": "a\x00b"}, "invalid_arguments"),
-        ({"namespace": "user", "key": "k", "value": "x", "occurred_at": "tomorrow",
-          "fact_kind": "event"}, "invalid_input"),
-        ({"namespace": "user", "key": "k", "value": "x", "valid_from": "2026-06-10T00:00:00Z",
-          "valid_until": "2026-06-01T00:00:00Z"}, "invalid_time_range"),
-    ],
-)  # fmt: skip
-def test_a_fact_the_store_fact_tool_would_refuse_is_refused_with_the_tools_code(
-    mem: Memory, clock: FakeClock, action: dict[str, Any], code: str
+REFUSED_FACTS = [
+    {"namespace": "self", "key": "name", "value": "x"},
+    {"namespace": "self.notes", "key": "name", "value": "x"},
+    {"namespace": "User Prefs", "key": "k", "value": "x"},
+    {"namespace": "user", "key": "has space", "value": "x"},
+    {"namespace": "user", "key": "t", "value": "Bearer abcdefgh12345678"},
+    {"namespace": "user", "key": "k", "value": "Authorization: Basic abc"},
+    {"namespace": "user", "key": "k", "value": "x", "why": "extra"},
+    {"namespace": "user", "key": "k", "value": "x", "confidence": 2},
+    {"namespace": "user", "key": "k"},
+    {"namespace": "user", "key": "k", "value": None},
+    {"namespace": "user", "key": "k", "value": "x", "occurred_at": "tomorrow",
+     "fact_kind": "event"},
+    {"namespace": "user", "key": "k", "value": "x", "valid_from": "2026-06-10T00:00:00Z",
+     "valid_until": "2026-06-01T00:00:00Z"},
+    {"namespace": "user", "key": "k", "value": "x", "timezone": "Mars/Olympus"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("action", REFUSED_FACTS)
+def test_a_fact_the_store_fact_tool_refuses_is_refused_with_the_tools_code(
+    mem: Memory, clock: FakeClock, action: dict[str, Any]
 ) -> None:
     chat(mem, clock)
     before = counts(mem)
     report, _ = extract(mem, {"action": "store_fact", **action})
     [write] = report.writes
-    assert (write.outcome, write.code) == ("rejected", code)
+    assert counts(mem) == before
+    tool = tools.call("store_fact", action, db=mem, session_id="s1")
+    assert not tool.ok
+    assert (write.outcome, write.code) == ("rejected", tool.error_code)
     assert write.detail
+    assert counts(mem) == before
+
+
+def test_a_nul_in_a_fact_value_is_refused_before_it_reaches_any_backend(
+    mem: Memory, clock: FakeClock
+) -> None:
+    chat(mem, clock)
+    before = counts(mem)
+    report, _ = extract(
+        mem, {"action": "store_fact", "namespace": "u", "key": "k", "value": "a\x00"}
+    )
+    assert [(w.outcome, w.code) for w in report.writes] == [("rejected", "invalid_arguments")]
     assert counts(mem) == before
 
 
