@@ -27,6 +27,7 @@ from philont.llm.base import ModelClient
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.learning import ExtractionReport, MemoryWrite
+from philont.services.base import Service
 from philont.tools import REGISTRY
 from philont.tools.registry import ToolContext
 
@@ -83,11 +84,11 @@ def _unstorable(value: Any) -> bool:
     return False
 
 
-class MemoryWriter:
+class MemoryWriter(Service):
     """Writes extraction proposals into one unit of work (flushes, never commits)."""
 
     def __init__(self, mem: Memory, config: LearningConfig) -> None:
-        self.mem = mem
+        super().__init__(mem)
         self.config = config
 
     def write(

@@ -27,6 +27,7 @@ from philont.schemas.learning import (
     SummaryReport,
     VerdictRecord,
 )
+from philont.services.base import Service
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -40,7 +41,7 @@ def _aware(value: object, name: str) -> datetime:
     return value
 
 
-class Learner:
+class Learner(Service):
     """The self-learning loop over one unit of work (flushes, never commits)."""
 
     def __init__(
@@ -51,7 +52,7 @@ class Learner:
         config: LearningConfig | None = None,
         judge: Judge | None = None,
     ) -> None:
-        self.mem = mem
+        super().__init__(mem)
         self.model = model
         self.config = config or LearningConfig()
         self.judge = judge

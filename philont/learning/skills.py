@@ -30,6 +30,7 @@ from philont.learning.window import Window
 from philont.llm.base import ModelClient
 from philont.log import get_logger
 from philont.schemas.learning import SkillReflectionReport, SkillWrite
+from philont.services.base import Service
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -66,11 +67,11 @@ def _content(skill: Skill) -> SkillContent:
     )
 
 
-class SkillWriter:
+class SkillWriter(Service):
     """Writes skill proposals into one unit of work (flushes, never commits)."""
 
     def __init__(self, mem: Memory, config: LearningConfig) -> None:
-        self.mem = mem
+        super().__init__(mem)
         self.config = config
 
     def _known(self) -> dict[str, KnownSkill]:

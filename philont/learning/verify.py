@@ -22,9 +22,10 @@ from philont.learning.window import Run, ToolCall
 from philont.llm.base import ModelClient
 from philont.log import get_logger
 from philont.schemas.learning import CaseRecord, JudgeAgreement, Verdict, VerdictRecord
+from philont.services.base import Service
 
 if TYPE_CHECKING:
-    from philont.memory import Memory
+    pass
 
 __all__ = ["CaseBook", "Judge", "JudgeResult", "ModelJudge", "ask_to_condense"]
 
@@ -137,11 +138,8 @@ def _clean(text: str) -> str:
     return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
-class CaseBook:
+class CaseBook(Service):
     """Cases and verdicts in one unit of work (flushes, never commits)."""
-
-    def __init__(self, mem: Memory) -> None:
-        self.mem = mem
 
     def record(self, run: Run, result: JudgeResult, *, judge: str) -> VerdictRecord:
         """Keep a verdict; a verified run also becomes a case."""
