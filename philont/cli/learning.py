@@ -107,11 +107,7 @@ def consolidate(
     if not model:
         out.print("[red]error[/red]: give --model (or set $PHILONT_MODEL)")
         raise typer.Exit(EXIT_ERROR)
-    url = resolve_existing(db)
     try:
-        migrate.check(url)
-        client = model_from_spec(model, base_url=base_url)
-        config = LearningConfig(timezone=timezone, verify_then_condense=verify)
         schedule = ConsolidatorConfig(
             idle_after=timedelta(seconds=idle_after),
             batch_size=batch_size,
@@ -119,18 +115,10 @@ def consolidate(
             backlog=backlog,
             interval=timedelta(seconds=interval),
         )
-        store = Store.open(url, upgrade=False)
-    except SchemaOutOfDateError as exc:
-        raise fail(exc, code=EXIT_OUT_OF_DATE) from exc
+        config = LearningConfig(timezone=timezone, verify_then_condense=verify)
     except PhilontError as exc:
         raise fail(exc) from exc
-    worker = Consolidator.for_store(
-        store,
-        client,
-        config=config,
-        schedule=schedule,
-        judge=ModelJudge(client) if (judge or verify) else None,
-    )
+    store, worker = _worker(db, model, base_url, schedule, config, judge=judge or verify)
     try:
         if once:
             reports = worker.tick()
@@ -142,6 +130,32 @@ def consolidate(
         _loop(worker, as_json)
     finally:
         store.close()
+
+
+def _worker(
+    db: str | None,
+    model: str,
+    base_url: str | None,
+    schedule: ConsolidatorConfig,
+    config: LearningConfig,
+    *,
+    judge: bool,
+) -> tuple[Store, Consolidator]:
+    """The Store (a database not at head is refused) and the consolidator on it."""
+    url = resolve_existing(db)
+    try:
+        migrate.check(url)
+        client = model_from_spec(model, base_url=base_url)
+        store = Store.open(url, upgrade=False)
+    except SchemaOutOfDateError as exc:
+        raise fail(exc, code=EXIT_OUT_OF_DATE) from exc
+    except PhilontError as exc:
+        raise fail(exc) from exc
+    worker = Consolidator.for_store(
+        store, client, config=config, schedule=schedule,
+        judge=ModelJudge(client) if judge else None,
+    )  # fmt: skip
+    return store, worker
 
 
 def _loop(worker: Consolidator, as_json: bool) -> None:

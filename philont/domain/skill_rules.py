@@ -153,6 +153,34 @@ def _refuse(
     return WriteDecision(WriteAction.REFUSE, target, why[1], refusal=why[0], similarity=similarity)
 
 
+def _onto_same_name(
+    name: str, kind: SkillKind, content: SkillContent, same: KnownSkill
+) -> WriteDecision:
+    why = protection(same.grade, same.source, has_recipe=same.has_recipe)
+    if why is not None:
+        return _refuse(name, (why[0], f"the name belongs to a skill that {why[1]}"))
+    if same.kind != kind:
+        detail = f"{name!r} is a {same.kind.value} skill; a {kind.value} proposal never flips it"
+        return _refuse(name, (Refusal.KIND_CONFLICT, detail))
+    merged = _combined(same.content, content)
+    if merged == same.content:
+        return WriteDecision(WriteAction.UNCHANGED, name, "same content as stored")
+    return WriteDecision(WriteAction.UPDATE, name, "rewrote the skill of that name", merged)
+
+
+def _onto_duplicate(content: SkillContent, target: KnownSkill, score: float) -> WriteDecision:
+    why = protection(target.grade, target.source, has_recipe=target.has_recipe)
+    if why is not None:
+        detail = f"near-duplicate ({score:.2f}) of {target.name!r}, which {why[1]}"
+        return _refuse(target.name, (why[0], detail), score)
+    merged = _combined(target.content, content)
+    if merged == target.content:
+        detail = f"same content as {target.name!r}"
+        return WriteDecision(WriteAction.UNCHANGED, target.name, detail, similarity=score)
+    detail = f"near-duplicate ({score:.2f}) of {target.name!r}: merged into it"
+    return WriteDecision(WriteAction.MERGE, target.name, detail, merged, similarity=score)
+
+
 def decide_write(
     name: str,
     kind: SkillKind,
@@ -165,59 +193,19 @@ def decide_write(
     """Decide what a proposed skill ``name`` (of ``kind``, with ``content``) does, given the
     skill that has that name (if any) and the ``others`` (see the module docstring)."""
     if same_name is not None:
-        why = protection(same_name.grade, same_name.source, has_recipe=same_name.has_recipe)
-        if why is not None:
-            return _refuse(name, (why[0], f"the name belongs to a skill that {why[1]}"))
-        if same_name.kind != kind:
-            return _refuse(
-                name,
-                (
-                    Refusal.KIND_CONFLICT,
-                    f"{name!r} is a {same_name.kind.value} skill; a {kind.value} proposal "
-                    "never flips it",
-                ),
-            )
-        merged = _combined(same_name.content, content)
-        if merged == same_name.content:
-            return WriteDecision(WriteAction.UNCHANGED, name, "same content as stored")
-        return WriteDecision(WriteAction.UPDATE, name, "rewrote the skill of that name", merged)
-
+        return _onto_same_name(name, kind, content, same_name)
     pool = [
         other.text()
         for other in others
         if other.kind == kind and other.grade != Grade.DEPRECATED and other.name != name
     ]
-    by_name = {other.name: other for other in others}
     probe = SkillText(name, content.when_to_use, content.description)
     hits = near_duplicates(probe, pool, threshold=threshold, limit=1)
     if not hits:
         return WriteDecision(WriteAction.CREATE, name, "new skill", content)
     best, score = hits[0]
-    target = by_name[best.name]
-    why = protection(target.grade, target.source, has_recipe=target.has_recipe)
-    if why is not None:
-        return _refuse(
-            target.name,
-            (why[0], f"near-duplicate ({score:.2f}) of {target.name!r}, which {why[1]}"),
-            score,
-        )
-    merged = _combined(target.content, content)
-    if merged == target.content:
-        return WriteDecision(
-            WriteAction.UNCHANGED,
-            target.name,
-            f"same content as {target.name!r}",
-            None,
-            None,
-            score,
-        )
-    return WriteDecision(
-        WriteAction.MERGE,
-        target.name,
-        f"near-duplicate ({score:.2f}) of {target.name!r}: merged into it",
-        merged,
-        similarity=score,
-    )
+    target = next(other for other in others if other.name == best.name)
+    return _onto_duplicate(content, target, score)
 
 
 @dataclass(frozen=True)

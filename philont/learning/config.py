@@ -9,6 +9,7 @@ from typing import Final
 
 from philont.domain.similarity import DUPLICATE_THRESHOLD
 from philont.domain.skill_rules import DEFAULT_MAX_DRAFTS
+from philont.domain.timeparse import zone
 from philont.errors import InvalidInputError
 
 __all__ = ["MAX_DRAFTS_ENV", "ConsolidatorConfig", "LearningConfig", "max_drafts_from_env"]
@@ -45,6 +46,7 @@ class LearningConfig:
     max_runs_judged: int = 20
 
     def __post_init__(self) -> None:
+        zone(self.timezone)  # an unknown zone is refused here, not once per extracted fact
         if not 0.0 < self.duplicate_threshold <= 1.0:
             raise InvalidInputError("duplicate_threshold must be in (0, 1]")
         for name in ("summary_min_messages", "max_window_messages", "max_message_chars"):

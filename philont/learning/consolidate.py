@@ -253,23 +253,7 @@ class Consolidator:
             .execution_options(populate_existing=True)
         ).first()
         if row is None:
-            fresh = LearningBatch(
-                after_ts=after,
-                until_ts=until,
-                message_count=count,
-                status="claimed",
-                owner=self.owner,
-                attempts=1,
-                claimed_at=now,
-                lease_until=lease_until,
-                tokens_used=0,
-            )
-            try:
-                with session.begin_nested():
-                    session.add(fresh)
-            except IntegrityError:  # another process inserted it first
-                return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
-            return _Claim(fresh.id, after, until, count, 1)
+            return self._insert_claim(session, after, until, count, now)
         if row.status == "claimed" and row.lease_until is not None and row.lease_until > now:
             return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
         if row.status == "failed" and row.retry_at is not None and row.retry_at > now:
@@ -304,6 +288,27 @@ class Consolidator:
         if taken is None:
             return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
         return _Claim(row.id, after, until, count, taken)
+
+    def _insert_claim(
+        self, session: Session, after: int, until: int, count: int, now: datetime
+    ) -> _Claim | ConsolidationReport:
+        fresh = LearningBatch(
+            after_ts=after,
+            until_ts=until,
+            message_count=count,
+            status="claimed",
+            owner=self.owner,
+            attempts=1,
+            claimed_at=now,
+            lease_until=now + self.schedule.lease,
+            tokens_used=0,
+        )
+        try:
+            with session.begin_nested():
+                session.add(fresh)
+        except IntegrityError:  # another process inserted it first
+            return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
+        return _Claim(fresh.id, after, until, count, 1)
 
     def _anchor(self, mem: Memory, newest_ms: int, now: datetime) -> ConsolidationReport:
         """Philont's first run: the cursor starts at the newest message, the past is skipped.

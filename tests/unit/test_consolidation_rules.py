@@ -1,7 +1,8 @@
-"""Batching rules of the idle consolidator: batch ends and retry delays."""
+"""Batching rules of the idle consolidator (batch ends, retry delays) and its settings."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -9,6 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from philont.domain.consolidation import batch_end, retry_delay
+from philont.errors import InvalidInputError
+from philont.learning import ConsolidatorConfig, LearningConfig
 
 
 @pytest.mark.parametrize(
@@ -56,3 +59,18 @@ def test_a_failed_batch_waits_twice_as_long_each_time_up_to_the_cap(
 def test_a_batch_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError):
         batch_end([1], 0)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: LearningConfig(timezone="Mars/Olympus"),
+        lambda: LearningConfig(duplicate_threshold=0),
+        lambda: LearningConfig(summary_min_messages=0),
+        lambda: ConsolidatorConfig(batch_size=0),
+        lambda: ConsolidatorConfig(lease=timedelta(0)),
+    ],
+)
+def test_a_bad_setting_is_refused_when_the_config_is_made(build: Callable[[], object]) -> None:
+    with pytest.raises(InvalidInputError):
+        build()
