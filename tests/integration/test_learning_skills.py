@@ -276,3 +276,15 @@ def test_any_answer_changes_skills_only_as_reported(
             raise _Rollback
     except _Rollback:
         pass
+
+
+def test_the_reflector_of_a_unit_of_work_writes_skills_with_a_model(
+    mem: Memory, clock: FakeClock
+) -> None:
+    """``mem.reflector.reflect(model, ...)``: reflection next to outcome attribution."""
+    talk(mem, clock)
+    report = mem.reflector.reflect(
+        ScriptedModel([Completion(answer(skill_item("unzip-archive")), 99)]), session_id="s1"
+    )
+    assert (report.created, report.tokens_used) == (1, 99)
+    assert mem.skills.get("unzip-archive") is not None
