@@ -25,6 +25,11 @@ log = get_logger(__name__)
 
 RESULT_LOG_CHARS = 500
 MAX_ARGUMENT_BYTES = 1_000_000
+"""The size policy of a call's arguments: at most this many bytes of UTF-8 JSON, whatever
+their types (a string, or a value passed as a JSON object or list — all counted alike)."""
+MAX_RESULT_CHARS = 20_000
+"""The size policy of what a model reads back: a result text is cut (at a line) to this many
+characters, and says how much was left out."""
 
 
 class ToolResult(BaseModel):
@@ -56,15 +61,45 @@ def _parse_arguments(arguments: Mapping[str, Any] | str | bytes | None) -> dict[
         except UnicodeDecodeError as exc:
             raise _Failure("invalid_json", "arguments are not UTF-8 text") from exc
     if isinstance(arguments, str):
-        if len(arguments) > MAX_ARGUMENT_BYTES:
-            raise _Failure("invalid_arguments", "arguments are larger than 1 MB")
+        _check_size(len(arguments.encode("utf-8", "surrogatepass")))
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except (json.JSONDecodeError, RecursionError) as exc:
             raise _Failure("invalid_json", f"arguments are not valid JSON: {exc}") from exc
+    elif isinstance(arguments, Mapping):
+        _check_size(_json_size(arguments))
     if not isinstance(arguments, Mapping):
         raise _Failure("invalid_arguments", "arguments must be a JSON object")
     return dict(arguments)
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of ``value`` as compact JSON; what cannot be encoded counts as nothing here (the
+    argument models refuse it with their own message)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        return 0
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _check_size(size: int) -> None:
+    if size > MAX_ARGUMENT_BYTES:
+        raise _Failure(
+            "invalid_arguments",
+            f"arguments are {size:,} bytes of JSON; at most {MAX_ARGUMENT_BYTES:,} "
+            "(store large content in pieces, or keep a reference instead)",
+        )
+
+
+def capped(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    """``text`` cut at a line (or at ``limit``) to at most ``limit`` characters plus a
+    closing line that says how much was left out."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    head = text[: cut if cut > limit // 2 else limit]
+    return f"{head}\n… {len(text) - len(head):,} more characters not shown (ask for less)"
 
 
 def _loggable(raw: Any) -> dict[str, Any]:
@@ -267,7 +302,7 @@ def _call_once(
         if failure is None and tool is not None and args is not None:
             output, failure = _run(tool, args, mem, session_id, joined=store is None)
         if output is not None:
-            text = output.text
+            text = capped(output.text)
         else:
             assert failure is not None  # no output: a failure says why
             text = f"error ({failure.code}): {failure.message}"
