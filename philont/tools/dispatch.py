@@ -143,12 +143,16 @@ def _store_of(db: object) -> Store | None:
 
 
 @contextmanager
-def _unit_of_work(db: Db, store: Store | None) -> Iterator[Memory]:
+def _unit_of_work(db: Db, store: Store | None, *, write: bool) -> Iterator[Memory]:
+    """The caller's unit of work, or one of the call's own: a tool that writes takes SQLite's
+    write lock up front (``BEGIN IMMEDIATE``); a read-only tool (and a call refused before it
+    ran) begins deferred and reads without it, taking it only for its bookkeeping rows at the
+    end (the action log, access times), so its search or listing never blocks other writers."""
     if store is None:
         assert isinstance(db, Memory)
         yield db  # the caller's unit of work: join it
         return
-    with store.begin() as mem:
+    with store.begin(write=write) as mem:
         yield mem
 
 
@@ -294,9 +298,10 @@ def _call_once(
 ) -> ToolResult:
     """One attempt of :func:`call`; storage failures raise (and are retried when busy)."""
     tool, raw, args, failure = _prepare(tool_name, arguments)
-    with _unit_of_work(db, store) as mem:
-        # Begin now (IMMEDIATE for our own unit of work): a busy database fails here,
-        # before the tool ran, and the whole attempt can be retried.
+    write = tool is not None and args is not None and tool.writes
+    with _unit_of_work(db, store, write=write) as mem:
+        # Begin now: a busy database fails here, before the tool ran, and the whole attempt
+        # can be retried.
         mem.session.connection()
         output: ToolOutput | None = None
         if failure is None and tool is not None and args is not None:
