@@ -128,6 +128,7 @@ class TimelineRetriever:
                 session_ids=sessions or None,
                 until=now,
                 exclude_ids={r[0] for r in recent},
+                now=now,
             )
             shown = [h for h in hits if h[2] in _SHOWN_ROLES][:recall_candidates]
             for msg_id, _session, role, content, at_ms, _score in shown:  # best first

@@ -13,11 +13,14 @@ from typing import Any, Protocol, cast
 
 from sqlalchemy.orm import Session
 
+from philont.clock import utc_now
 from philont.db.models import Note, RawMessage, Skill
 from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.domain import ranking
 from philont.domain.kinds import Role, SkillKind
 from philont.domain.maturity import Grade, parse_grade
 from philont.domain.query import LIKE_ESCAPE, SearchPlan, build_plan, like_pattern, quote
+from philont.domain.ranking import RankingOptions
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.schemas.search import MessageHit, NoteHit, SkillHit
 
@@ -55,6 +58,9 @@ is appended to a hit. ``SearchService(context_weights=())`` turns it off."""
 
 CONTEXT_SOURCES = 30
 """Only the best this-many keyword matches pass a share of their score to their neighbours."""
+
+SESSION_POOL = 100
+"""The session rule (``RankingOptions.session_weight``) weighs the best this-many matches."""
 
 CJK_OCCURRENCE_CAP = 1_000
 CJK_RECENT_ROWS = 2_000
@@ -255,6 +261,7 @@ class SearchService:
         session: Session,
         *,
         context_weights: Sequence[tuple[int, float]] = CONTEXT_WEIGHTS,
+        ranking: RankingOptions = RankingOptions(),  # noqa: B008 - frozen, shared on purpose
     ) -> SearchService:
         """On PostgreSQL, the same service over its own indexes (``search_pg``)."""
         if cls is SearchService and session.get_bind().dialect.name == "postgresql":
@@ -268,11 +275,14 @@ class SearchService:
         session: Session,
         *,
         context_weights: Sequence[tuple[int, float]] = CONTEXT_WEIGHTS,
+        ranking: RankingOptions = RankingOptions(),  # noqa: B008 - frozen, shared on purpose
     ) -> None:
-        """``context_weights``: (offset, share) pairs for messages (``()`` turns it off)."""
+        """``context_weights``: (offset, share) pairs for messages (``()`` turns it off);
+        ``ranking``: the rules of :mod:`philont.domain.ranking` messages search applies."""
         self._session = session
         self._conn: DbConn | None = None
         self._context = tuple((int(off), float(w)) for off, w in context_weights if off and w)
+        self._rules = ranking
 
     # --- public API ------------------------------------------------------------------------
 
@@ -286,13 +296,16 @@ class SearchService:
         session_ids: Sequence[str] | None = None,
         roles: Iterable[Role | str] | None = None,
         exclude_ids: Collection[int] = (),
+        now: datetime | None = None,
     ) -> list[MessageHit]:
         """Messages matching ``query``, best first.
 
         ``since``/``until`` are inclusive bounds on the timestamp; ``session_ids`` and ``roles``
         restrict (an empty or None value means no restriction); ``exclude_ids`` are never
         returned (they still lend context to their neighbours). The role column is never
-        searched. Text with nothing searchable in it gives ``[]``.
+        searched. Text with nothing searchable in it gives ``[]``. A period the query names
+        ("in June", "last week") is preferred, never required; relative ones count from
+        ``now`` (default: the clock).
         """
         rows = self.message_rows(
             query,
@@ -302,6 +315,7 @@ class SearchService:
             session_ids=session_ids,
             roles=roles,
             exclude_ids=exclude_ids,
+            now=now,
         )
         return [
             MessageHit(
@@ -325,6 +339,7 @@ class SearchService:
         session_ids: Sequence[str] | None = None,
         roles: Iterable[Role | str] | None = None,
         exclude_ids: Collection[int] = (),
+        now: datetime | None = None,
     ) -> list[tuple[int, str, str, str, int, float]]:
         """:meth:`messages` as plain tuples ``(id, session_id, role, content, timestamp_ms,
         score)``, for callers on a hot path (the timeline retriever)."""
@@ -335,7 +350,7 @@ class SearchService:
         if plan is None:
             return []
         excluded = set(exclude_ids)
-        own = self._score(_MESSAGES, plan, flt, limit + len(excluded))
+        own = self._ranked_own(query, plan, flt, limit + len(excluded), now)
         if not own:
             return []
         combined = self._add_context(own, flt)
@@ -354,6 +369,37 @@ class SearchService:
             for i in ranked
             if (r := fetched.get(i)) is not None
         ]
+
+    # --- issue #16: the ranking rules of philont.domain.ranking (periods, sessions) ----------
+
+    def _ranked_own(
+        self,
+        query: str,
+        plan: SearchPlan,
+        flt: _MessageFilter,
+        wanted: int,
+        now: datetime | None,
+    ) -> dict[int, float]:
+        """Each candidate message's own score: keywords, then the period and session rules."""
+        rules = self._rules
+        terms = self._term_scores(_MESSAGES, plan, flt, wanted)
+        own = ranking.total(terms)
+        for period in ranking.query_periods(query, now or utc_now(), rules):
+            inside = flt.narrowed(period.since_ms, period.until_ms)
+            if inside is not None:
+                found = ranking.total(self._term_scores(_MESSAGES, plan, inside, wanted))
+                own = ranking.prefer_period(own, found, rules.period_weight)
+        if rules.session_weight > 0 and len(own) > 1:
+            pool = _best(own, SESSION_POOL)
+            sessions = self._rows(
+                f"SELECT id, session_id FROM {_MESSAGES.base} WHERE id IN ({_marks(len(pool))})",
+                pool,
+            )
+            session_of = {int(i): str(r[1]) for i, r in sessions.items()}
+            own = ranking.lift_sessions(own, terms, session_of, rules.session_weight)
+        return own
+
+    # --- notes and skills ------------------------------------------------------------------
 
     def notes(
         self, query: str, *, limit: int = 5, include_forgotten: bool = False
@@ -512,10 +558,16 @@ class SearchService:
         self, corpus: _Corpus, plan: SearchPlan, flt: _Filter | _MessageFilter, wanted: int
     ) -> dict[Any, float]:
         """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
+        return ranking.total(self._term_scores(corpus, plan, flt, wanted))
+
+    def _term_scores(
+        self, corpus: _Corpus, plan: SearchPlan, flt: _Filter | _MessageFilter, wanted: int
+    ) -> list[dict[Any, float]]:
+        """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
         sql_filter = flt if isinstance(flt, _Filter) else flt.as_sql()
         n_docs, counts = self._statistics(corpus, plan)
         if n_docs == 0:
-            return {}
+            return []
         terms = self._word_terms(corpus, plan, sql_filter, n_docs, counts)
         if plan.like_terms:
             if corpus is _MESSAGES:
@@ -531,11 +583,7 @@ class SearchService:
             # Still nothing: every word of three or more characters as a substring.
             words = [t for t in terms if t.word and len(t.label) >= 3]
             self._add_substrings(corpus, words, sql_filter, n_docs, 1.0)
-        total: dict[int, float] = {}
-        for term in terms:
-            for doc, score in term.scores.items():
-                total[doc] = total.get(doc, 0.0) + score
-        return {d: s for d, s in total.items() if s > 0}
+        return [t.scores for t in terms]
 
     @staticmethod
     def _from(fts: str, corpus: _Corpus, flt: _Filter) -> str:
@@ -758,7 +806,8 @@ class SearchService:
         return terms
 
     def _add_context(self, own: dict[int, float], flt: _MessageFilter) -> dict[int, float]:
-        """Add each top match's share to its session neighbours (see ``CONTEXT_WEIGHTS``)."""
+        """Add each top match's share to its session neighbours (see ``CONTEXT_WEIGHTS`` and
+        :func:`philont.domain.ranking.share_with_neighbours`)."""
         if not self._context:
             return dict(own)
         sources = _best(own, CONTEXT_SOURCES)
@@ -768,23 +817,19 @@ class SearchService:
         wanted.discard(0)
         ids = sorted(i for i in wanted if i > 0)
         rows = self._rows(
-            f"SELECT id, session_id, timestamp, role FROM {_MESSAGES.base}"
+            f"SELECT id, session_id, timestamp, role, content FROM {_MESSAGES.base}"
             f" WHERE id IN ({_marks(len(ids))})",
             ids,
         )
         check = not flt.is_empty()
-        combined = dict(own)
-        for s in sources:
-            src = rows.get(s)
-            if src is None:
-                continue
-            share = own[s]
-            for off, weight in self._context:
-                n = rows.get(s + off)
-                if n is None or n[1] != src[1] or (check and not flt.accepts(n)):
-                    continue
-                combined[s + off] = combined.get(s + off, 0.0) + weight * share
-        return combined
+        turns = {  # the sources, and the neighbours the filter lets through
+            i: ranking.Turn(str(r[1]), str(r[3]), ranking.asks(str(r[4])))
+            for i, r in rows.items()
+            if i in own or not check or flt.accepts(r)
+        }
+        return ranking.share_with_neighbours(
+            own, sources, turns, self._context, self._rules.reaction_share
+        )
 
 
 @dataclass(frozen=True)
@@ -805,6 +850,14 @@ class _MessageFilter:
         if self.roles:
             parts.append((f"b.role IN ({_marks(len(self.roles))})", self.roles))
         return _and(parts)
+
+    def narrowed(self, since_ms: int, until_ms: int) -> _MessageFilter | None:
+        """This filter within ``[since_ms, until_ms]`` too; None when nothing can pass."""
+        lo = since_ms if self.since_ms is None else max(self.since_ms, since_ms)
+        hi = until_ms if self.until_ms is None else min(self.until_ms, until_ms)
+        if lo > hi:
+            return None
+        return _MessageFilter(lo, hi, self.sessions, self.roles)
 
     def is_empty(self) -> bool:
         return (

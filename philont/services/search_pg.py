@@ -177,12 +177,12 @@ class PgSearchService(SearchService):
 
     _KEY = "id"  # notes and skills have no rowid here: their text ids key the scores
 
-    def _score(
+    def _term_scores(
         self, corpus: _Corpus, plan: SearchPlan, flt: _Filter | _MessageFilter, wanted: int
-    ) -> dict[Any, float]:
+    ) -> list[dict[Any, float]]:
         """The public methods are SearchService's; only scoring runs on other indexes."""
         sql_filter = flt if isinstance(flt, _Filter) else flt.as_sql()
-        return self._pg_score(_PG_CORPORA[corpus.base], plan, sql_filter, wanted)
+        return self._pg_term_scores(_PG_CORPORA[corpus.base], plan, sql_filter, wanted)
 
     # --- the mechanism -----------------------------------------------------------------------
 
@@ -194,13 +194,13 @@ class PgSearchService(SearchService):
             sql, params = sql[: found.start()] + " = ANY(?)", [list(params)]
         return super()._rows(sql, params)
 
-    def _pg_score(
+    def _pg_term_scores(
         self, corpus: _PgCorpus, plan: SearchPlan, flt: _Filter, wanted: int
-    ) -> dict[Any, float]:
-        """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
+    ) -> list[dict[Any, float]]:
+        """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
         n_docs, oid, stats = self._pg_statistics(corpus, plan)
         if n_docs == 0:
-            return {}
+            return []
         lengths = self._avg_lengths(corpus, n_docs, oid)
         terms = self._pg_word_terms(corpus, plan, flt, n_docs, stats, lengths[0])
         terms += [self._cjk_term(corpus, term, flt, n_docs) for term in plan.like_terms]
@@ -211,11 +211,7 @@ class PgSearchService(SearchService):
         if not any(t.scores for t in terms):
             words = [t for t in terms if t.word and len(t.label) >= 3]
             self._pg_substrings(corpus, words, flt, n_docs, lengths[1], 1.0)
-        total: dict[Any, float] = {}
-        for term in terms:
-            for doc, score in term.scores.items():
-                total[doc] = total.get(doc, 0.0) + score
-        return {d: s for d, s in total.items() if s > 0}
+        return [t.scores for t in terms]
 
     def _match(self, corpus: _PgCorpus) -> str:
         """SQL: the document holds the bound word (one ``?``), through the GIN word index."""
