@@ -195,8 +195,8 @@ def scale(n_messages: int, keep: Path | None) -> None:
     ours_sorted, raw_sorted, session_sorted = sorted(ours_s), sorted(raw_s), sorted(session_s)
     print(f"  {len(queries)} queries (LoCoMo questions and 2-character Chinese words)")
     print(f"  statements per retrieve: {statistics.fmean(per_call):.1f}; best of {REPEATS} runs")
-    for label, pct in (("p50", 50), ("p95", 95)):
-        o, r = pct(ours_sorted, pct) * 1000, pct(raw_sorted, pct) * 1000
+    for label, percent in (("p50", 50), ("p95", 95)):
+        o, r = pct(ours_sorted, percent) * 1000, pct(raw_sorted, percent) * 1000
         print(
             f"  {label}: retrieve {o:.2f} ms, the same SQL via raw sqlite3 {r:.2f} ms,"
             f" ratio {o / r:.2f}"

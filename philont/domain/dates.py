@@ -12,6 +12,7 @@ never make a period. A phrase without a year means its most recent occurrence no
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, tzinfo
 
@@ -22,6 +23,13 @@ __all__ = ["Granularity", "Period", "find_period", "find_periods"]
 
 MAX_SCAN_CHARS = 2_000
 """Only this many leading characters are read (a date phrase sits in a question, not a book)."""
+
+_HINT = re.compile(
+    r"\d|day|tonight|morning|week|month|year|ago|last|jan|feb|mar|apr|may|jun|jul"
+    r"|aug|sep|oct|nov|dec|[年月日号天周星礼昨今去前上这本]",
+    re.IGNORECASE,
+)
+"""Every phrase any rule reads holds one of these: text without any is not scanned further."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,8 @@ def find_periods(text: str, now: datetime) -> list[Period]:
         return []
     zone = now.tzinfo or UTC
     text = text[:MAX_SCAN_CHARS]
+    if _HINT.search(text) is None:
+        return []
     try:
         candidates = _candidates(text, now.date())
     except (ValueError, OverflowError):  # pragma: no cover - every reader guards itself

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from philont.domain.dates import Period, find_periods
 
@@ -28,7 +29,7 @@ __all__ = [
     "Turn",
     "asks",
     "lift_sessions",
-    "prefer_period",
+    "prefer_periods",
     "query_periods",
     "session_coverage",
     "share_with_neighbours",
@@ -105,16 +106,19 @@ def query_periods(query: str, now: datetime, options: RankingOptions) -> list[Qu
     ]
 
 
-def prefer_period(own: Scores, inside: Scores, weight: float) -> dict[int, float]:
-    """Scores with the matches inside a period multiplied by ``1 + weight``; every other
-    match keeps its score. ``inside``: the same query's scores with the search restricted to
-    the period, so it may hold messages that ``own`` lost when candidates were cut among the
-    whole history: they join, boosted."""
-    combined = dict(own)
-    factor = 1.0 + max(weight, 0.0)
-    for msg, score in inside.items():
-        combined[msg] = max(score, own.get(msg, 0.0)) * factor
-    return combined
+def prefer_periods(
+    own: Scores, timestamp_of: Mapping[int, int], periods: Sequence[QueryPeriod], weight: float
+) -> dict[int, float]:
+    """Scores with each message of ``timestamp_of`` (id -> epoch ms) that falls inside one of
+    the periods multiplied by ``1 + weight``; every other match keeps its score."""
+    if not periods or weight <= 0:
+        return dict(own)
+    factor = 1.0 + weight
+    preferred = dict(own)
+    for msg, at in timestamp_of.items():
+        if msg in preferred and any(p.since_ms <= at <= p.until_ms for p in periods):
+            preferred[msg] *= factor
+    return preferred
 
 
 # --- a session's overall match ---------------------------------------------------------------
@@ -157,9 +161,9 @@ def lift_sessions(
 # --- conversation context: neighbours, and the answer to a question --------------------------
 
 
-@dataclass(frozen=True)
-class Turn:
-    """What the context rule reads of a message: its session, its role, whether it asks."""
+class Turn(NamedTuple):
+    """What the context rule reads of a message: its session, its role, whether it asks
+    (only a source's is read)."""
 
     session_id: str
     role: str

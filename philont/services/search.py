@@ -59,8 +59,9 @@ is appended to a hit. ``SearchService(context_weights=())`` turns it off."""
 CONTEXT_SOURCES = 30
 """Only the best this-many keyword matches pass a share of their score to their neighbours."""
 
-SESSION_POOL = 100
-"""The session rule (``RankingOptions.session_weight``) weighs the best this-many matches."""
+RULES_POOL = 100
+"""The period and session rules (:mod:`philont.domain.ranking`) weigh the best this-many
+keyword matches (a bounded cost: one look-up of their sessions and times)."""
 
 CJK_OCCURRENCE_CAP = 1_000
 CJK_RECENT_ROWS = 2_000
@@ -380,24 +381,24 @@ class SearchService:
         wanted: int,
         now: datetime | None,
     ) -> dict[int, float]:
-        """Each candidate message's own score: keywords, then the period and session rules."""
+        """Each candidate message's own score: keywords, then the period and session rules
+        over the best RULES_POOL candidates (one more statement reads their sessions and times)."""
         rules = self._rules
         terms = self._term_scores(_MESSAGES, plan, flt, wanted)
         own = ranking.total(terms)
-        for period in ranking.query_periods(query, now or utc_now(), rules):
-            inside = flt.narrowed(period.since_ms, period.until_ms)
-            if inside is not None:
-                found = ranking.total(self._term_scores(_MESSAGES, plan, inside, wanted))
-                own = ranking.prefer_period(own, found, rules.period_weight)
-        if rules.session_weight > 0 and len(own) > 1:
-            pool = _best(own, SESSION_POOL)
-            sessions = self._rows(
-                f"SELECT id, session_id FROM {_MESSAGES.base} WHERE id IN ({_marks(len(pool))})",
-                pool,
-            )
-            session_of = {int(i): str(r[1]) for i, r in sessions.items()}
-            own = ranking.lift_sessions(own, terms, session_of, rules.session_weight)
-        return own
+        periods = ranking.query_periods(query, now or utc_now(), rules)
+        if len(own) < 2 or not (periods or rules.session_weight > 0):
+            return own
+        pool = _best(own, RULES_POOL)
+        rows = self._rows(
+            f"SELECT id, session_id, timestamp FROM {_MESSAGES.base}"
+            f" WHERE id IN ({_marks(len(pool))})",
+            pool,
+        )
+        at = {int(i): int(r[2]) for i, r in rows.items()}
+        own = ranking.prefer_periods(own, at, periods, rules.period_weight)
+        session_of = {int(i): str(r[1]) for i, r in rows.items()}
+        return ranking.lift_sessions(own, terms, session_of, rules.session_weight)
 
     # --- notes and skills ------------------------------------------------------------------
 
@@ -822,8 +823,9 @@ class SearchService:
             ids,
         )
         check = not flt.is_empty()
+        chosen = set(sources)
         turns = {  # the sources, and the neighbours the filter lets through
-            i: ranking.Turn(str(r[1]), str(r[3]), ranking.asks(str(r[4])))
+            i: ranking.Turn(r[1], r[3], i in chosen and ranking.asks(r[4]))
             for i, r in rows.items()
             if i in own or not check or flt.accepts(r)
         }
@@ -850,14 +852,6 @@ class _MessageFilter:
         if self.roles:
             parts.append((f"b.role IN ({_marks(len(self.roles))})", self.roles))
         return _and(parts)
-
-    def narrowed(self, since_ms: int, until_ms: int) -> _MessageFilter | None:
-        """This filter within ``[since_ms, until_ms]`` too; None when nothing can pass."""
-        lo = since_ms if self.since_ms is None else max(self.since_ms, since_ms)
-        hi = until_ms if self.until_ms is None else min(self.until_ms, until_ms)
-        if lo > hi:
-            return None
-        return _MessageFilter(lo, hi, self.sessions, self.roles)
 
     def is_empty(self) -> bool:
         return (

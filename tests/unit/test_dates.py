@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from philont.domain import dates
 from philont.domain.dates import Period, find_period, find_periods
 
 # Friday 20 October 2023, 15:00 UTC: its week runs Monday 16 to Sunday 22 October.
@@ -224,3 +225,64 @@ def test_no_text_and_no_now_makes_it_raise(text: str, now: datetime) -> None:
 @given(st.one_of(st.none(), st.integers(), st.binary()))
 def test_non_text_gives_no_period(value: object) -> None:
     assert find_periods(value, NOW) == []  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "on",
+                "in",
+                "the",
+                "past",
+                "last",
+                "this",
+                "next",
+                "day",
+                "days",
+                "week",
+                "weekend",
+                "month",
+                "year",
+                "ago",
+                "two",
+                "a",
+                "3",
+                "2023",
+                "May",
+                "June",
+                "Monday",
+                "yesterday",
+                "today",
+                "tonight",
+                "morning",
+                "年",
+                "月",
+                "日",
+                "号",
+                "上周",
+                "上个星期",
+                "礼拜",
+                "去年",
+                "前天",
+                "今天",
+                "本周",
+                "这个月",
+                "三",
+                "前",
+                "十",
+                "天",
+                "个月",
+                "of",
+                ",",
+                "and",
+            ]
+        ),
+        max_size=8,
+    ).map(" ".join)
+)
+def test_the_quick_check_never_hides_a_phrase(text: str) -> None:
+
+    found = dates._candidates(text, NOW.date())
+    assert not found or dates._HINT.search(text) is not None

@@ -11,11 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from philont.domain.ranking import (
+    QueryPeriod,
     RankingOptions,
     Turn,
     asks,
     lift_sessions,
-    prefer_period,
+    prefer_periods,
     query_periods,
     session_coverage,
     share_with_neighbours,
@@ -62,22 +63,43 @@ def test_no_period_is_read_when_the_rule_is_off() -> None:
     assert query_periods("on 3 May 2023", NOW, RankingOptions.none()) == []
 
 
-def test_matches_inside_the_period_are_boosted_and_the_others_kept() -> None:
+def window(since: int, until: int) -> QueryPeriod:
+    [period] = query_periods("yesterday", NOW, RankingOptions())
+    return replace(period, since_ms=since, until_ms=until)
+
+
+def test_matches_inside_a_period_are_boosted_and_the_others_kept() -> None:
     own = {1: 4.0, 2: 3.0, 3: 1.0}
-    inside = {2: 3.0, 5: 0.5}  # 5: cut among the whole history, found within the period
-    assert prefer_period(own, inside, 2.0) == {1: 4.0, 2: 9.0, 3: 1.0, 5: 1.5}
+    at = {1: 50, 2: 150, 3: 250, 4: 150}  # 4: no keyword match, so no candidate
+    assert prefer_periods(own, at, [window(100, 200)], 2.0) == {1: 4.0, 2: 9.0, 3: 1.0}
+
+
+def test_a_match_inside_several_periods_is_boosted_once() -> None:
+    own = {1: 1.0, 2: 1.0}
+    periods = [window(0, 100), window(50, 150)]
+    assert prefer_periods(own, {1: 75, 2: 500}, periods, 1.0) == {1: 2.0, 2: 1.0}
+
+
+def test_no_period_or_no_weight_changes_nothing() -> None:
+    own = {1: 1.0, 2: 2.0}
+    assert prefer_periods(own, {1: 5, 2: 5}, [], 2.0) == own
+    assert prefer_periods(own, {1: 5, 2: 5}, [window(0, 10)], 0.0) == own
 
 
 @given(
     st.dictionaries(st.integers(1, 50), st.floats(0.01, 100)),
-    st.dictionaries(st.integers(1, 50), st.floats(0.01, 100)),
+    st.dictionaries(st.integers(1, 60), st.integers(0, 1_000)),
+    st.lists(st.tuples(st.integers(0, 1_000), st.integers(0, 1_000)), max_size=3),
     st.floats(0, 10),
 )
 def test_a_period_never_drops_a_match_or_lowers_a_score(
-    own: dict[int, float], inside: dict[int, float], weight: float
+    own: dict[int, float],
+    at: dict[int, int],
+    bounds: list[tuple[int, int]],
+    weight: float,
 ) -> None:
-    preferred = prefer_period(own, inside, weight)
-    assert set(own) <= set(preferred)
+    preferred = prefer_periods(own, at, [window(a, b) for a, b in bounds], weight)
+    assert set(preferred) == set(own)
     assert all(preferred[m] >= s for m, s in own.items())
 
 
