@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from philont.domain.kinds import Role
 from philont.domain.ranking import RankingOptions
+from philont.services.retriever import TimelineRetriever
 from philont.services.search import SearchService
 from philont.testing import factories as f
 
@@ -120,6 +121,21 @@ def test_a_relative_period_counts_from_the_given_now(session: Session) -> None:
     assert ranked(session, query, without(period_weight=0.0), now)[:2] == [older, recent]
     # a month later, "last week" is neither of them: the tie stands
     assert ranked(session, query, ON, now + timedelta(days=30))[:2] == [older, recent]
+
+
+def test_the_retriever_reads_relative_periods_from_its_now(session: Session) -> None:
+    add_session(session, "filler", datetime(2023, 3, 1, tzinfo=UTC), FILLER)
+    [recent] = add_session(
+        session, "recent", datetime(2023, 10, 11, tzinfo=UTC), [(Role.USER, DINNER)]
+    )
+    add_session(session, "older", datetime(2023, 9, 1, tzinfo=UTC), [(Role.USER, DINNER)])
+    result = TimelineRetriever(session).retrieve(
+        "Who did I have dinner with last week?",
+        recent_limit=0,
+        recall_candidates=1,
+        now=datetime(2023, 10, 20, 12, tzinfo=UTC),
+    )
+    assert [m.message_id for m in result.messages] == [recent]
 
 
 def test_a_period_that_holds_no_match_changes_nothing(
