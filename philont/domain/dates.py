@@ -25,8 +25,9 @@ MAX_SCAN_CHARS = 2_000
 """Only this many leading characters are read (a date phrase sits in a question, not a book)."""
 
 _HINT = re.compile(
-    r"\d|day|tonight|morning|week|month|year|ago|last|jan|feb|mar|apr|may|jun|jul"
-    r"|aug|sep|oct|nov|dec|[年月日号天周星礼昨今去前上这本]",
+    r"\d|[年月日号天周星礼昨今去前上这本]|\b(?:january|february|march|april|may|june|july|august"
+    r"|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec"
+    r"|yesterday|today|tonight|morning|days?|weeks?|weekends?|months?|years?|ago|last|past)\b",
     re.IGNORECASE,
 )
 """Every phrase any rule reads holds one of these: text without any is not scanned further."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import NamedTuple
 
 from philont.domain.dates import Period, find_periods
 
@@ -161,21 +160,14 @@ def lift_sessions(
 # --- conversation context: neighbours, and the answer to a question --------------------------
 
 
-class Turn(NamedTuple):
-    """What the context rule reads of a message: its session, its role, whether it asks
-    (only a source's is read)."""
-
-    session_id: str
-    role: str
-    asks: bool
-
-
-_QUESTION_MARKS = ("?", "？")
+Turn = tuple[str, str, bool]
+"""What the context rule reads of a message: ``(session_id, role, asks)`` (whether it asks a
+question; only a source's is read). A plain tuple: search builds one per row it reads."""
 
 
 def asks(content: str) -> bool:
     """Whether a message asks something: it holds a question mark."""
-    return any(q in content for q in _QUESTION_MARKS)
+    return "?" in content or "？" in content
 
 
 def share_with_neighbours(
@@ -195,12 +187,13 @@ def share_with_neighbours(
         src = turns.get(s)
         if src is None or s not in own:
             continue
+        session_id, _role, source_asks = src
         score = own[s]
         for off, weight in weights:
             n = turns.get(s + off)
-            if n is None or n.session_id != src.session_id:
+            if n is None or n[0] != session_id:
                 continue
-            if off == 1 and reaction_share >= 0 and not src.asks:
+            if off == 1 and reaction_share >= 0 and not source_asks:
                 weight = reaction_share
             combined[s + off] = combined.get(s + off, 0.0) + weight * score
     return combined

@@ -825,7 +825,7 @@ class SearchService:
         check = not flt.is_empty()
         chosen = set(sources)
         turns = {  # the sources, and the neighbours the filter lets through
-            i: ranking.Turn(r[1], r[3], i in chosen and ranking.asks(r[4]))
+            i: (r[1], r[3], i in chosen and ranking.asks(r[4]))
             for i, r in rows.items()
             if i in own or not check or flt.accepts(r)
         }

@@ -151,8 +151,8 @@ def test_a_message_asks_when_it_holds_a_question_mark(content: str, expected: bo
 WEIGHTS = ((1, 0.5), (-1, 0.2), (2, 0.2), (-2, 0.1))
 
 
-def turns(*specs: tuple[str, str, bool]) -> dict[int, Turn]:
-    return {i: Turn(*spec) for i, spec in enumerate(specs, start=1)}
+def turns(*specs: Turn) -> dict[int, Turn]:
+    return dict(enumerate(specs, start=1))
 
 
 def test_the_answer_to_a_question_keeps_the_larger_share() -> None:
