@@ -5,6 +5,7 @@ Usage (from the repository root)::
     .venv/bin/python scripts/bench_recall.py                  # the four dev conversations
     .venv/bin/python scripts/bench_recall.py --compare before default   # paired difference
     .venv/bin/python scripts/bench_recall.py --config NAME    # another named configuration
+    .venv/bin/python scripts/bench_recall.py --misses         # where evidence is missed
     .venv/bin/python scripts/bench_recall.py --baseline       # + the original, + a plain OR query
     .venv/bin/python scripts/bench_recall.py --data PATH ...  # other LoCoMo-format files/folders
     .venv/bin/python scripts/bench_recall.py --retriever      # also the TimelineRetriever window
@@ -51,6 +52,7 @@ from _recall_data import (
     pg_database,
     sqlite_database,
 )
+from _recall_misses import print_misses
 from _recall_scale import pct, scale
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -451,6 +453,11 @@ def _arguments() -> argparse.ArgumentParser:
         metavar=("A", "B"),
         help="two configurations, paired by question",
     )
+    parser.add_argument(
+        "--misses",
+        action="store_true",
+        help="also where the evidence turns are, by category (the compared configurations)",
+    )
     parser.add_argument("--baseline", action="store_true", help="also run the original's search")
     parser.add_argument("--retriever", action="store_true", help="also the retriever window")
     parser.add_argument("--zh", action="store_true", help="the Chinese set only")
@@ -524,6 +531,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.compare:
             a, b = args.compare
             print_compare(a, b, scores[a], scores[b])
+        if args.misses:
+            for name in args.compare or [args.config]:
+                print_misses(conversations, name, options_of(name), sqlite_database)
     print_zh(zh_scores, zh)
     if args.compare:
         a, b = args.compare
