@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import re
 import sqlite3
 import statistics
 import sys
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import _bench_common as bc
+from _recall_baselines import baseline, plain_or
 from _recall_data import (
     DEV_DATA,
     ZH_DATA,
@@ -59,10 +59,9 @@ from sqlalchemy.orm import Session
 
 from philont.db.engine import resolve_url
 from philont.db.session import session_factory
-from philont.domain.query import build_plan
 from philont.domain.ranking import RankingOptions
 from philont.services.retriever import TimelineRetriever
-from philont.services.search import SearchService, driver_connection, fetch_all
+from philont.services.search import SearchService
 
 KS = (5, 10, 20)
 DEFAULT_AGENT = "bench_recall"
@@ -110,55 +109,6 @@ def configured(name: str) -> Searcher:
         return [h.id for h in hits]
 
     return search
-
-
-_SANITISE = re.compile(r"['\"*()]")
-
-
-def baseline(session: Session, question: str, now: datetime) -> list[int]:
-    """The original's searchMessages (spec section 6): the sanitised sentence as the trigram
-    MATCH expression, newest first; on error or no rows, LIKE '%sentence%' (unescaped)."""
-    safe = _SANITISE.sub(" ", question).strip()
-    if not safe:
-        return []
-    conn = session.connection()
-    rows: list[Any] = []
-    if len(safe) >= 3:
-        try:
-            rows = list(
-                conn.exec_driver_sql(
-                    "SELECT m.id FROM memory_raw_messages m JOIN memory_raw_messages_fts fts"
-                    " ON fts.rowid = m.rowid WHERE memory_raw_messages_fts MATCH ?"
-                    " ORDER BY m.timestamp DESC LIMIT ?",
-                    (safe, max(KS)),
-                )
-            )
-        except Exception:  # the original swallows every FTS error
-            rows = []
-    if not rows:
-        rows = list(
-            conn.exec_driver_sql(
-                "SELECT id FROM memory_raw_messages WHERE content LIKE '%' || ? || '%'"
-                " ORDER BY timestamp DESC LIMIT ?",
-                (safe, max(KS)),
-            )
-        )
-    return [int(r[0]) for r in rows]
-
-
-def plain_or(session: Session, question: str, now: datetime) -> list[int]:
-    """The simple fix for comparison: the same words OR-ed, one FTS5 query on our word index,
-    ordered by bm25 (no idf weighting per term, no conversation context, no CJK channel)."""
-    plan = build_plan(question)
-    if plan is None or plan.fts_expression is None:
-        return []
-    rows = fetch_all(
-        driver_connection(session),
-        "SELECT rowid FROM philont_raw_messages_words_fts WHERE philont_raw_messages_words_fts"
-        " MATCH ? ORDER BY bm25(philont_raw_messages_words_fts, 1.0, 0.0) LIMIT ?",
-        ("content : (" + plan.fts_expression + ")", max(KS)),
-    )
-    return [int(r[0]) for r in rows]
 
 
 def retriever_window(session: Session, question: str, now: datetime) -> list[int]:
