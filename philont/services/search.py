@@ -395,8 +395,9 @@ class SearchService:
             f" WHERE id IN ({_marks(len(pool))})",
             pool,
         )
-        at = {int(i): int(r[2]) for i, r in rows.items()}
-        own = ranking.prefer_periods(own, at, periods, rules.period_weight)
+        if periods:
+            at = {int(i): int(r[2]) for i, r in rows.items()}
+            own = ranking.prefer_periods(own, at, periods, rules.period_weight)
         session_of = {int(i): str(r[1]) for i, r in rows.items()}
         return ranking.lift_sessions(own, terms, session_of, rules.session_weight)
 
