@@ -147,6 +147,7 @@ class TimelineRetriever(Service):
             session_ids=sessions or None,
             until=now,
             exclude_ids={r.id for r in recent},
+            now=now,
         )
         recalled: list[ScoredMessage] = []
         tokens = 0

@@ -25,6 +25,15 @@ class Header(NamedTuple):
     session_id: str
     timestamp: int
     role: str
+    content: str
+
+
+class Placement(NamedTuple):
+    """Where a message sits: its session and time."""
+
+    id: int
+    session_id: str
+    timestamp: int
 
 
 def by_ids(raw: Raw, ids: Sequence[int]) -> dict[int, MessageRow]:
@@ -41,12 +50,25 @@ def by_ids(raw: Raw, ids: Sequence[int]) -> dict[int, MessageRow]:
 
 
 def headers(raw: Raw, ids: Sequence[int]) -> dict[int, Header]:
-    """Session, time and role of the messages with these ids, by id."""
+    """Session, time, role and text of the messages with these ids, by id."""
     if not ids:
         return {}
     cond, params = raw.in_ids("id", ids)
     rows = raw.named(
-        Header, f"SELECT id, session_id, timestamp, role FROM {TABLE} WHERE {cond}", params
+        Header,
+        f"SELECT id, session_id, timestamp, role, content FROM {TABLE} WHERE {cond}",
+        params,
+    )
+    return {r.id: r for r in rows}
+
+
+def placements(raw: Raw, ids: Sequence[int]) -> dict[int, Placement]:
+    """Session and time of the messages with these ids, by id."""
+    if not ids:
+        return {}
+    cond, params = raw.in_ids("id", ids)
+    rows = raw.named(
+        Placement, f"SELECT id, session_id, timestamp FROM {TABLE} WHERE {cond}", params
     )
     return {r.id: r for r in rows}
 

@@ -16,9 +16,11 @@ from philont.db.queries import messages as message_rows
 from philont.db.queries import notes as note_rows
 from philont.db.queries import skills as skill_rows
 from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.domain import ranking
 from philont.domain.kinds import Role, SkillKind
 from philont.domain.maturity import Grade, is_callable, parse_grade
 from philont.domain.query import SearchPlan, build_plan
+from philont.domain.ranking import RankingOptions
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
 from philont.schemas.search import MessageHit, NoteHit, SkillHit
@@ -26,6 +28,7 @@ from philont.services.base import Service
 from philont.services.search.scoring import (
     CONTEXT_SOURCES,
     CONTEXT_WEIGHTS,
+    RULES_POOL,
     Filter,
     Kind,
     MessageFilter,
@@ -69,10 +72,13 @@ class SearchService(Service):
         mem: Memory,
         *,
         context_weights: Sequence[tuple[int, float]] = CONTEXT_WEIGHTS,
+        ranking: RankingOptions = RankingOptions(),  # noqa: B008 - frozen, shared on purpose
     ) -> None:
-        """``context_weights``: (offset, share) pairs for messages (``()`` turns it off)."""
+        """``context_weights``: (offset, share) pairs for messages (``()`` turns it off);
+        ``ranking``: the rules of :mod:`philont.domain.ranking` messages search applies."""
         super().__init__(mem)
         self._context = tuple((int(off), float(w)) for off, w in context_weights if off and w)
+        self._rules = ranking
 
     # --- messages ----------------------------------------------------------------------------
 
@@ -86,13 +92,16 @@ class SearchService(Service):
         session_ids: Sequence[str] | None = None,
         roles: Iterable[Role | str] | None = None,
         exclude_ids: Collection[int] = (),
+        now: datetime | None = None,
     ) -> list[MessageHit]:
         """Messages matching ``query``, best first.
 
         ``since``/``until`` are inclusive bounds on the timestamp; ``session_ids`` and ``roles``
         restrict (an empty or None value means no restriction); ``exclude_ids`` are never
         returned (they still lend context to their neighbours). The role column is never
-        searched. Text with nothing searchable in it gives ``[]``.
+        searched. Text with nothing searchable in it gives ``[]``. A period the query names
+        ("in June", "last week") is preferred, never required; relative ones count from
+        ``now`` (default: the clock).
         """
         rows = self.message_rows(
             query,
@@ -102,6 +111,7 @@ class SearchService(Service):
             session_ids=session_ids,
             roles=roles,
             exclude_ids=exclude_ids,
+            now=now,
         )
         return [
             MessageHit(
@@ -125,6 +135,7 @@ class SearchService(Service):
         session_ids: Sequence[str] | None = None,
         roles: Iterable[Role | str] | None = None,
         exclude_ids: Collection[int] = (),
+        now: datetime | None = None,
     ) -> list[ScoredMessage]:
         """:meth:`messages` as stored values (:class:`ScoredMessage`), for hot paths."""
         limit = inputs.check(inputs.Limit, limit, "limit")
@@ -134,7 +145,8 @@ class SearchService(Service):
         if plan is None:
             return []
         excluded = set(exclude_ids)
-        own = self._score(Kind.MESSAGES, plan, flt.as_sql(raw.mark), limit + len(excluded))
+        now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
+        own = self._ranked_own(query, plan, flt.as_sql(raw.mark), limit + len(excluded), now)
         if not own:
             return []
         combined = self._add_context(own, flt)
@@ -146,8 +158,30 @@ class SearchService(Service):
             ScoredMessage(*row, combined[i]) for i in ranked if (row := fetched.get(i)) is not None
         ]
 
+    # --- issue #16: the ranking rules of philont.domain.ranking --------------------------------
+
+    def _ranked_own(
+        self, query: str, plan: SearchPlan, flt: Filter, wanted: int, now: datetime
+    ) -> dict[int, float]:
+        """Each candidate message's own score: keywords, then the period and session rules
+        over the best RULES_POOL candidates (one more statement reads their sessions and
+        times)."""
+        rules = self._rules
+        terms = self._scorer.term_scores(self.mem.raw(), Kind.MESSAGES, plan, flt, wanted)
+        own = ranking.total(terms)
+        periods = ranking.query_periods(query, now, rules)
+        if len(own) < 2 or not (periods or rules.session_weight > 0):
+            return own
+        rows = message_rows.placements(self.mem.raw(), best(own, RULES_POOL))
+        if periods:
+            at = {i: r.timestamp for i, r in rows.items()}
+            own = ranking.prefer_periods(own, at, periods, rules.period_weight)
+        session_of = {i: r.session_id for i, r in rows.items()}
+        return ranking.lift_sessions(own, terms, session_of, rules.session_weight)
+
     def _add_context(self, own: dict[int, float], flt: MessageFilter) -> dict[int, float]:
-        """Add each top match's share to its session neighbours (see ``CONTEXT_WEIGHTS``)."""
+        """Add each top match's share to its session neighbours (see ``CONTEXT_WEIGHTS`` and
+        :func:`philont.domain.ranking.share_with_neighbours`)."""
         if not self._context:
             return dict(own)
         sources = best(own, CONTEXT_SOURCES)
@@ -156,20 +190,15 @@ class SearchService(Service):
             wanted.update(s + off for off, _w in self._context)
         rows = message_rows.headers(self.mem.raw(), sorted(i for i in wanted if i > 0))
         check = not flt.is_empty()
-        combined = dict(own)
-        for s in sources:
-            src = rows.get(s)
-            if src is None:
-                continue
-            share = own[s]
-            for off, weight in self._context:
-                n = rows.get(s + off)
-                if n is None or n.session_id != src.session_id:
-                    continue
-                if check and not flt.accepts(n.session_id, n.timestamp, n.role):
-                    continue
-                combined[s + off] = combined.get(s + off, 0.0) + weight * share
-        return combined
+        chosen = set(sources)
+        turns = {  # the sources, and the neighbours the filter lets through
+            i: (r.session_id, r.role, i in chosen and ranking.asks(r.content))
+            for i, r in rows.items()
+            if i in own or not check or flt.accepts(r.session_id, r.timestamp, r.role)
+        }
+        return ranking.share_with_neighbours(
+            own, sources, turns, self._context, self._rules.reaction_share
+        )
 
     # --- notes -------------------------------------------------------------------------------
 
@@ -270,7 +299,7 @@ class SearchService(Service):
 
     def _score(self, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int) -> dict[Any, float]:
         """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
-        return self._scorer.score(self.mem.raw(), kind, plan, flt, wanted)
+        return ranking.total(self._scorer.term_scores(self.mem.raw(), kind, plan, flt, wanted))
 
 
 def _plan(query: object) -> SearchPlan | None:
