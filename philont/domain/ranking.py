@@ -105,6 +105,21 @@ def query_periods(query: str, now: datetime, options: RankingOptions) -> list[Qu
     ]
 
 
+def around(at: datetime, *, days: float) -> QueryPeriod:
+    """The period ``days`` either side of ``at`` (a caller's "around <date>")."""
+    span = timedelta(days=days)
+    period = Period(
+        start=at - span,
+        end=at + span,
+        granularity="day",
+        relative=False,
+        confidence=1.0,
+        span=(0, 0),
+        text=f"around {at.isoformat()}",
+    )
+    return QueryPeriod(_epoch_ms(at - span), _epoch_ms(at + span), period)
+
+
 def prefer_periods(
     own: Scores, timestamp_of: Mapping[int, int], periods: Sequence[QueryPeriod], weight: float
 ) -> dict[int, float]:

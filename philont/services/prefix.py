@@ -21,7 +21,7 @@ from philont.db.queries.skills import RankedSkill
 from philont.db.types import dumps_compact, to_epoch_ms
 from philont.domain import decay
 from philont.domain import facts as fact_rules
-from philont.domain.facts import is_expired, time_tag
+from philont.domain.facts import is_valid_at, time_tag
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
     caveat,
@@ -149,13 +149,16 @@ class MemoryPrefix(Service):
         return self._assemble(sections, limits.budget_tokens)
 
     def _facts(self, raw: Raw, now_ms: int, limit: int) -> tuple[Iterator[str], int]:
-        """The best ``limit`` current, unexpired facts by decay score at ``now_ms`` (ties keep
+        """The best ``limit`` current facts valid at ``now_ms`` by decay score (ties keep
         namespace, key order), as lines formatted on demand; and how many such facts exist."""
         scored = [
             (-rank_score(row, now_ms), row)
             for row in fact_rows.current(raw)
-            if not is_expired(
-                fact_kind=row.fact_kind, valid_until_ms=row.valid_until, now_ms=now_ms
+            if is_valid_at(
+                fact_kind=row.fact_kind,
+                valid_from_ms=row.valid_from,
+                valid_until_ms=row.valid_until,
+                at_ms=now_ms,
             )
         ]
         scored.sort(key=itemgetter(0))  # stable: equal scores keep the SQL order

@@ -41,7 +41,12 @@ from philont.services.search.scoring import (
 if TYPE_CHECKING:
     from philont.memory import Memory
 
-__all__ = ["CONTEXT_WEIGHTS", "ScoredMessage", "SearchService"]
+__all__ = ["AROUND_DAYS", "CONTEXT_WEIGHTS", "ScoredMessage", "SearchService"]
+
+
+AROUND_DAYS = 3.0
+"""``around=t`` prefers the messages within this many days of ``t`` (as a period the query
+names is preferred: never required)."""
 
 
 class ScoredMessage(NamedTuple):
@@ -93,6 +98,8 @@ class SearchService(Service):
         roles: Iterable[Role | str] | None = None,
         exclude_ids: Collection[int] = (),
         now: datetime | None = None,
+        as_of: datetime | None = None,
+        around: datetime | None = None,
     ) -> list[MessageHit]:
         """Messages matching ``query``, best first.
 
@@ -101,7 +108,9 @@ class SearchService(Service):
         returned (they still lend context to their neighbours). The role column is never
         searched. Text with nothing searchable in it gives ``[]``. A period the query names
         ("in June", "last week") is preferred, never required; relative ones count from
-        ``now`` (default: the clock).
+        ``now`` (default: the clock). ``around`` prefers the messages within
+        ``AROUND_DAYS`` of that time the same way. ``as_of`` searches the timeline as it stood
+        then (the messages stamped by then).
         """
         rows = self.message_rows(
             query,
@@ -112,6 +121,8 @@ class SearchService(Service):
             roles=roles,
             exclude_ids=exclude_ids,
             now=now,
+            as_of=as_of,
+            around=around,
         )
         return [
             MessageHit(
@@ -136,9 +147,14 @@ class SearchService(Service):
         roles: Iterable[Role | str] | None = None,
         exclude_ids: Collection[int] = (),
         now: datetime | None = None,
+        as_of: datetime | None = None,
+        around: datetime | None = None,
     ) -> list[ScoredMessage]:
         """:meth:`messages` as stored values (:class:`ScoredMessage`), for hot paths."""
         limit = inputs.check(inputs.Limit, limit, "limit")
+        if as_of is not None:  # the timeline as it stood then: nothing stamped later
+            as_of = inputs.check(inputs.AwareTime, as_of, "as_of")
+            until = as_of if until is None else min(until, as_of)
         flt = _message_filter(since, until, session_ids, roles)
         plan = _plan(query)
         raw = self.mem.raw()
@@ -146,7 +162,8 @@ class SearchService(Service):
             return []
         excluded = set(exclude_ids)
         now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
-        own = self._ranked_own(query, plan, flt.as_sql(raw.mark), limit + len(excluded), now)
+        near = None if around is None else inputs.check(inputs.AwareTime, around, "around")
+        own = self._ranked_own(query, plan, flt.as_sql(raw.mark), limit + len(excluded), now, near)
         if not own:
             return []
         combined = self._add_context(own, flt)
@@ -161,7 +178,13 @@ class SearchService(Service):
     # --- issue #16: the ranking rules of philont.domain.ranking --------------------------------
 
     def _ranked_own(
-        self, query: str, plan: SearchPlan, flt: Filter, wanted: int, now: datetime
+        self,
+        query: str,
+        plan: SearchPlan,
+        flt: Filter,
+        wanted: int,
+        now: datetime,
+        around: datetime | None,
     ) -> dict[int, float]:
         """Each candidate message's own score: keywords, then the period and session rules
         over the best RULES_POOL candidates (one more statement reads their sessions and
@@ -170,6 +193,8 @@ class SearchService(Service):
         terms = self._scorer.term_scores(self.mem.raw(), Kind.MESSAGES, plan, flt, wanted)
         own = ranking.total(terms)
         periods = ranking.query_periods(query, now, rules)
+        if around is not None:
+            periods.append(ranking.around(around, days=AROUND_DAYS))
         if len(own) < 2 or not (periods or rules.session_weight > 0):
             return own
         rows = message_rows.placements(self.mem.raw(), best(own, RULES_POOL))
@@ -203,15 +228,30 @@ class SearchService(Service):
     # --- notes -------------------------------------------------------------------------------
 
     def notes(
-        self, query: str, *, limit: int = 5, include_forgotten: bool = False
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        include_forgotten: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> list[NoteHit]:
         """Notes matching ``query``, best first; forgotten notes only with ``include_forgotten``.
 
+        ``since``/``until`` bound when a note was written (inclusive); ``as_of`` searches the
+        notes as they stood then: written by then, and not forgotten by then.
         Relevance is multiplied by ``0.75 + importance / 2`` (importance 0..1), so importance
         breaks near-ties without outranking a clearly better match.
         """
         limit = inputs.check(inputs.Limit, limit, "limit")
-        flt = Filter("" if include_forgotten else "b.forgotten_at IS NULL")
+        mark = self.mem.raw().mark
+        parts = _written(mark, "b.created_at", since, until, as_of)
+        if as_of is not None and not include_forgotten:
+            parts.append((f"(b.forgotten_at IS NULL OR b.forgotten_at > {mark})", [_ms(as_of)]))
+        elif not include_forgotten:
+            parts.append(("b.forgotten_at IS NULL", []))
+        flt = and_all(parts)
         plan = _plan(query)
         if plan is None:
             return []
@@ -254,14 +294,19 @@ class SearchService(Service):
         kind: SkillKind | str | None = None,
         callable_only: bool = False,
         include_deprecated: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> list[SkillHit]:
         """Skills matching ``query`` in name, trigger keywords, description or when-to-use.
 
         Deprecated skills are left out unless ``include_deprecated``; ``callable_only`` keeps
         draft, confirmed and stable ones (no playbooks); ``kind`` keeps one kind.
+        ``since``/``until`` bound when a skill was made (inclusive); ``as_of`` keeps the skills
+        that existed then.
         """
         limit = inputs.check(inputs.Limit, limit, "limit")
-        parts: list[tuple[str, Sequence[Any]]] = []
+        parts = _written(self.mem.raw().mark, "b.created_at", since, until, as_of)
         if kind is not None:
             try:
                 wanted = SkillKind(kind)
@@ -300,6 +345,29 @@ class SearchService(Service):
     def _score(self, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int) -> dict[Any, float]:
         """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
         return ranking.total(self._scorer.term_scores(self.mem.raw(), kind, plan, flt, wanted))
+
+
+def _ms(value: object) -> int:
+    return to_epoch_ms(inputs.check(inputs.AwareTime, value, "as_of"))
+
+
+def _written(
+    mark: str,
+    column: str,
+    since: datetime | None,
+    until: datetime | None,
+    as_of: datetime | None,
+) -> list[tuple[str, Sequence[Any]]]:
+    """Conditions: ``column`` (epoch ms) inside [since, until], and not after ``as_of``."""
+    start, end = inputs.window(since, until, what="search window")
+    parts: list[tuple[str, Sequence[Any]]] = []
+    if start is not None:
+        parts.append((f"{column} >= {mark}", [to_epoch_ms(start)]))
+    if end is not None:
+        parts.append((f"{column} <= {mark}", [to_epoch_ms(end)]))
+    if as_of is not None:
+        parts.append((f"{column} <= {mark}", [_ms(as_of)]))
+    return parts
 
 
 def _plan(query: object) -> SearchPlan | None:
