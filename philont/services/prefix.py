@@ -16,11 +16,9 @@ from philont.db.backend import Raw
 from philont.db.queries import facts as fact_rows
 from philont.db.queries import notes as note_rows
 from philont.db.queries import skills as skill_rows
-from philont.db.queries.facts import CurrentFact
 from philont.db.queries.skills import RankedSkill
 from philont.db.types import dumps_compact, to_epoch_ms
 from philont.domain import decay
-from philont.domain import facts as fact_rules
 from philont.domain.facts import is_valid_at, time_tag
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
@@ -33,6 +31,7 @@ from philont.errors import InvalidInputError
 from philont.schemas import inputs
 from philont.schemas.prefix import MemoryPrefixResult, PrefixSection
 from philont.services.base import Service
+from philont.services.fact_base import score_raw
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -93,17 +92,6 @@ def _compact_json(stored: str) -> str:
     return dumps_compact(json.loads(stored))
 
 
-def rank_score(row: CurrentFact, now_ms: int) -> float:
-    return fact_rules.rank_score(
-        namespace=row.namespace,
-        confidence=row.confidence,
-        created_ms=row.created_at,
-        accessed_ms=row.last_accessed_at,
-        tau_override=row.decay_tau_days,
-        now_ms=now_ms,
-    )
-
-
 def _stored_kind(value: str) -> SkillKind:
     return _KINDS.get(value, _POSITIVE)  # the model reads an unknown kind as positive
 
@@ -152,7 +140,7 @@ class MemoryPrefix(Service):
         """The best ``limit`` current facts valid at ``now_ms`` by decay score (ties keep
         namespace, key order), as lines formatted on demand; and how many such facts exist."""
         scored = [
-            (-rank_score(row, now_ms), row)
+            (-score_raw(row, now_ms), row)
             for row in fact_rows.current(raw)
             if is_valid_at(
                 fact_kind=row.fact_kind,
