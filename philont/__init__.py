@@ -1,7 +1,106 @@
-"""philont: long-term, cross-session memory for AI agents in one SQLite file."""
+"""philont: long-term, cross-session memory for AI agents in one SQLite file (or PostgreSQL).
 
-from philont.errors import PhilontError
+The public API::
+
+    from philont import Store, Memory, tools
+
+    store = Store.open("memory.sqlite")          # once per database per process
+    with store.begin() as mem:                    # one unit of work; every service hangs off it
+        mem.facts.store("user.home", "city", "Berlin")
+        hits = mem.search.messages("Kastanienallee")
+    tools.call("get_fact", {"namespace": "user.home", "key": "city"}, db=store)
+
+Errors are :class:`PhilontError` subclasses with a stable ``code``; services return the frozen
+read models exported here. ``import philont`` stays light: the tools (and their recurrence and
+cron libraries), the CLI, Alembic and the MCP server load when first used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from philont.errors import (
+    ConflictError,
+    DatabaseBusyError,
+    DatabaseFullError,
+    DatabaseReadOnlyError,
+    FactNotFoundError,
+    InvalidDatabaseError,
+    InvalidInputError,
+    InvalidTimeRangeError,
+    NotFoundError,
+    PhilontError,
+    ReservedNamespaceError,
+    SchemaError,
+    SchemaOutOfDateError,
+    SkillNotFoundError,
+    SkillNotUsableError,
+    StorageError,
+    StoreClosedError,
+    UnitOfWorkError,
+)
 from philont.memory import Memory
+from philont.schemas.actions import ActionRecord
+from philont.schemas.calendar import CalendarEventRecord, Occurrence
+from philont.schemas.facts import FactRecord
+from philont.schemas.notes import NoteRecord
+from philont.schemas.prefix import MemoryPrefixResult
+from philont.schemas.reflector import ReflectionReport
+from philont.schemas.schedules import ScheduleRecord
+from philont.schemas.search import MessageHit, NoteHit, RetrievalResult, SkillHit
+from philont.schemas.skills import RecipeRecord, SkillRecord
+from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord
+from philont.store import Store
 
-__all__ = ["Memory", "PhilontError"]
+if TYPE_CHECKING:
+    from philont import tools
+
+__all__ = [
+    "ActionRecord",
+    "CalendarEventRecord",
+    "ConflictError",
+    "DatabaseBusyError",
+    "DatabaseFullError",
+    "DatabaseReadOnlyError",
+    "FactNotFoundError",
+    "FactRecord",
+    "InvalidDatabaseError",
+    "InvalidInputError",
+    "InvalidTimeRangeError",
+    "Memory",
+    "MemoryPrefixResult",
+    "MessageHit",
+    "MessageIn",
+    "MessageRecord",
+    "NotFoundError",
+    "NoteHit",
+    "NoteRecord",
+    "Occurrence",
+    "PhilontError",
+    "RecipeRecord",
+    "ReflectionReport",
+    "ReservedNamespaceError",
+    "RetrievalResult",
+    "ScheduleRecord",
+    "SchemaError",
+    "SchemaOutOfDateError",
+    "SessionRecord",
+    "SkillHit",
+    "SkillNotFoundError",
+    "SkillNotUsableError",
+    "SkillRecord",
+    "StorageError",
+    "Store",
+    "StoreClosedError",
+    "UnitOfWorkError",
+    "tools",
+]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "tools":  # loads the eleven tools (and their libraries) on first use
+        import importlib
+
+        return importlib.import_module("philont.tools")
+    raise AttributeError(f"module 'philont' has no attribute {name!r}")

@@ -18,12 +18,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from philont import migrate, tools
-from philont.db.engine import create_engine
-from philont.domain.recall_trigger import detect
+from philont import tools
+from philont.demo_learning import learning_scenes
 from philont.memory import Memory
-from philont.services.retriever import TimelineRetriever
-from philont.services.schedules import ScheduleService
+from philont.store import Store
 
 START = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 SMALL_TALK = [
@@ -53,12 +51,11 @@ class Demo:
         self.out = console
         self.rng = random.Random(seed)
         self.clock = DemoClock()
-        migrate.upgrade(db)
-        self.engine = create_engine(db)
+        self.store = Store.open(db, clock=self.clock)
 
     @contextmanager
     def turn(self) -> Iterator[Memory]:
-        with Memory(self.engine, clock=self.clock) as mem:
+        with self.store.begin() as mem:
             yield mem
 
     def say(self, mem: Memory, role: str, text: str) -> None:
@@ -96,7 +93,7 @@ class Demo:
         self.session_three()
         self.session_four()
         self.session_five()
-        self.engine.dispose()
+        learning_scenes(self)
 
     def session_one(self) -> None:
         self.heading("Session 1 — getting to know each other")
@@ -221,10 +218,10 @@ class Demo:
                 mem.timeline.append(self.rng.choice(SMALL_TALK), role="user")
             question = "Remember when we talked about the flat on Kastanienallee? Was it warm rent?"
             self.say(mem, "user", question)
-            hit = detect(question)
+            hit = mem.recall_trigger.detect(question)
             if hit is not None:
                 self.explain(f"recall trigger fired on {hit.snippet!r}")
-            ctx = TimelineRetriever(mem.session).retrieve(question, recent_limit=6)
+            ctx = mem.retriever.retrieve(question, recent_limit=6)
             recalled = [m for m in ctx.messages if m.section == "recall"]
             self.explain(
                 f"context: {ctx.recency_count} recent + {ctx.recall_count} recalled "
@@ -245,7 +242,7 @@ class Demo:
             )
         self.clock.advance(minutes=31)
         with self.turn() as mem:
-            for claim in ScheduleService(mem.session, clock=self.clock).claim_due():
+            for claim in mem.schedules.claim_due():
                 self.explain(
                     f"reminder due: {claim.schedule.name} — {claim.schedule.payload.get('message')}"
                 )
@@ -256,5 +253,9 @@ def run(db: Path | None = None, *, seed: int = 7, console: Console | None = None
     console = console or Console()
     if db is None:
         db = Path(tempfile.mkdtemp(prefix="philont-demo-")) / "memory.sqlite"
-    Demo(db, console, seed).run()
+    demo = Demo(db, console, seed)
+    try:
+        demo.run()
+    finally:
+        demo.store.close()
     return db

@@ -1,52 +1,90 @@
-"""Library loggers: structlog on top of stdlib logging, so a host that configures nothing gets
-no output on stdout (stdout belongs to MCP stdio and CLI output) and one that configures
-``logging`` or structlog gets our events as key-value records."""
+"""Library loggers: stdlib logging by default, a host's structlog when it configured one.
+
+A host that configures nothing gets no output (stdout belongs to MCP stdio and CLI output); one
+that configures ``logging`` gets our events as records (``"fact.stored namespace=user"``) at
+its levels; one that configures structlog (its own JSON set-up, a stdlib bridge, or a test
+capturing logs) gets every event through its own pipeline, with the key-values as fields.
+structlog is never imported here: a host that uses it has imported it already, so
+``import philont`` stays light.
+"""
 
 from __future__ import annotations
 
 import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
-
-import structlog
 
 
 class Logger:
-    """``log.info("fact.stored", namespace=ns)``: a structlog logger behind a level check.
+    """``log.info("fact.stored", namespace=ns)``: cheap when nobody listens (one level check;
+    an event stdlib would drop is never formatted)."""
 
-    When nobody configured structlog, an event stdlib would drop anyway is dropped before
-    structlog is touched: its lazy proxy builds a bound logger on every call, which would make
-    logging on hot paths (one event per append) cost more than the work it reports. A
-    configured structlog (an entrypoint, a host, a test capturing logs) sees every event and
-    filters it with its own processors.
-    """
-
-    __slots__ = ("_std", "_structlog")
+    __slots__ = ("_name", "_std")
 
     def __init__(self, name: str) -> None:
+        self._name = name
         self._std = logging.getLogger(name)
-        self._structlog: structlog.stdlib.BoundLogger = structlog.wrap_logger(
-            self._std, wrapper_class=structlog.stdlib.BoundLogger
-        )
 
-    def _wanted(self, level: int) -> bool:
-        return structlog.is_configured() or self._std.isEnabledFor(level)
+    def _emit(self, level: int, method: str, event: str, kw: dict[str, Any]) -> None:
+        structlog = sys.modules.get("structlog")
+        if structlog is not None and structlog.is_configured():
+            getattr(structlog.get_logger(self._name), method)(event, **kw)
+        elif self._std.isEnabledFor(level):
+            fields = " ".join(
+                f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in kw.items()
+            )
+            self._std.log(
+                level,
+                f"{event} {fields}" if fields else event,
+                exc_info=method == "exception",
+                stacklevel=3,
+            )
 
     def debug(self, event: str, **kw: Any) -> None:
-        if self._wanted(logging.DEBUG):
-            self._structlog.debug(event, **kw)
+        self._emit(logging.DEBUG, "debug", event, kw)
 
     def info(self, event: str, **kw: Any) -> None:
-        if self._wanted(logging.INFO):
-            self._structlog.info(event, **kw)
+        self._emit(logging.INFO, "info", event, kw)
 
     def warning(self, event: str, **kw: Any) -> None:
-        if self._wanted(logging.WARNING):
-            self._structlog.warning(event, **kw)
+        self._emit(logging.WARNING, "warning", event, kw)
 
     def exception(self, event: str, **kw: Any) -> None:
         """An error with the exception being handled attached."""
-        if self._wanted(logging.ERROR):
-            self._structlog.exception(event, **kw)
+        self._emit(logging.ERROR, "exception", event, kw)
+
+
+class _DemoteToDebug(logging.Filter):
+    """Alembic reports each revision at INFO; ours say the same (``migrate.step``) as
+    key-values. A host's INFO-level logging should not get ~40 unstructured lines on the first
+    open, so Alembic's INFO records count as DEBUG while philont migrates: kept only where the
+    host enabled DEBUG for Alembic's loggers."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        if not logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
+            return False
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+@contextmanager
+def alembic_at_debug() -> Iterator[None]:
+    """Within the block, Alembic's INFO records reach handlers as DEBUG records."""
+    logger = logging.getLogger("alembic")
+    demote = _DemoteToDebug()
+    logger.addFilter(demote)
+    for child in ("alembic.runtime.migration", "alembic.runtime.plugins"):
+        logging.getLogger(child).addFilter(demote)
+    try:
+        yield
+    finally:
+        logger.removeFilter(demote)
+        for child in ("alembic.runtime.migration", "alembic.runtime.plugins"):
+            logging.getLogger(child).removeFilter(demote)
 
 
 def get_logger(name: str) -> Logger:

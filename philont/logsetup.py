@@ -22,5 +22,8 @@ def configure(level: int = logging.WARNING) -> None:
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.dev.ConsoleRenderer(colors=False),
         ],
+        # Through stdlib logging to the stderr handler above: never stdout.
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )

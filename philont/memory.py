@@ -1,97 +1,116 @@
-"""The ``Memory`` facade: open (and upgrade) a database and use every service in one unit of
-work, for callers who do not bring their own Session."""
+"""``Memory``: one unit of work on a Store, whose attributes are every service.
+
+``with store.begin() as mem:`` begins a transaction, commits it when the block ends normally and
+rolls it back on any exception. Inside, ``mem.facts``, ``mem.search``, ``mem.prefix``, ... are the
+services, all bound to that one transaction. A unit of work is used once: entering it twice, or
+using it (or a service taken from it) after its block ended, raises
+:class:`~philont.errors.UnitOfWorkError` and touches no database, so nothing can autobegin a
+transaction that nobody ends. ``with Memory.open(path) as mem:`` is the one-off form, on the
+process-wide Store of that path (:func:`philont.store.shared`).
+"""
 
 from __future__ import annotations
 
+import enum
 import sqlite3
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from philont import migrate
-from philont.clock import Clock, utc_now
-from philont.db.engine import BEGIN_OPTION, create_engine, is_postgres, resolve_url, sqlite_path
+from philont.clock import Clock
+from philont.db.backend import Backend, Raw
+from philont.db.engine import BEGIN_OPTION
 from philont.db.retry import translate
-from philont.db.session import session_factory
+from philont.errors import UnitOfWorkError
 
 if TYPE_CHECKING:
     from philont.services.access import AccessLog
     from philont.services.actions import ActionLog
+    from philont.services.calendar import CalendarService
     from philont.services.facts import FactService
     from philont.services.notes import NoteService
+    from philont.services.prefix import MemoryPrefix
+    from philont.services.recall import RecallTrigger
     from philont.services.reflector import ReflectorService
+    from philont.services.retriever import TimelineRetriever
+    from philont.services.schedules import ScheduleService
+    from philont.services.search import SearchService
     from philont.services.skills import SkillService
     from philont.services.timeline import TimelineService
+    from philont.store import Store
+
+__all__ = ["Memory"]
+
+
+class _State(enum.Enum):
+    NEW = "new"
+    ACTIVE = "active"
+    ENDED = "ended"
 
 
 class Memory:
-    """One open memory database and one transaction.
-
-    ``with Memory.open(path) as mem:`` upgrades the database if needed, begins a transaction,
-    commits it when the block ends normally and rolls it back on any exception.
-
-    With ``write`` (default) the transaction begins ``IMMEDIATE``: it takes the write lock when
-    it first touches the database (waiting up to the busy timeout for another writer), so a
-    read-then-write can never fail half-way on a lock upgrade. ``write=False`` begins a
-    deferred transaction for readers, which never wait for writers (WAL).
-
-    SQLite failures leave the block as typed errors (the original kept as ``__cause__``):
-    :class:`~philont.errors.DatabaseBusyError`, :class:`~philont.errors.DatabaseFullError`,
-    :class:`~philont.errors.DatabaseReadOnlyError` or :class:`~philont.errors.StorageError`.
-    Wrap the whole block in :func:`philont.db.retry.run_with_retry` to retry a busy one.
-    """
+    """One unit of work (see the module docstring). Made by :meth:`Store.begin`,
+    :meth:`Store.join` or :meth:`Memory.open`, never directly."""
 
     def __init__(
         self,
-        engine: Engine,
+        store: Store,
         *,
-        clock: Clock = utc_now,
-        owns_engine: bool = False,
-        write: bool = True,
-    ):
-        self.engine = engine
-        self.clock = clock
+        write: bool,
+        clock: Clock,
+        bind: Session | Connection | None = None,
+    ) -> None:
+        self.store = store
         self.write = write
-        self._owns_engine = owns_engine
+        self.clock = clock
+        self._bind = bind
         self._session: Session | None = None
+        self._state = _State.NEW
 
     @classmethod
     def open(
         cls,
         target: str | Path | URL | None = None,
         *,
-        upgrade: bool = True,
-        clock: Clock = utc_now,
-        write: bool = True,
-        busy_timeout_ms: int | None = None,
         agent: str | None = None,
+        write: bool = True,
+        clock: Clock | None = None,
+        busy_timeout_ms: int | None = None,
     ) -> Memory:
-        """Open the default database (``$MEMORY_DB_PATH`` or ``~/.philont/memory/...``) or the
-        given path/URL; with ``upgrade`` (default) it is created or brought to head first.
-        ``write=False`` begins read transactions (see the class); ``busy_timeout_ms``
-        overrides how long to wait for another connection's lock. A PostgreSQL URL
-        (``postgresql+psycopg://...``) needs ``agent``: each agent has its own schema there,
-        created on first use."""
-        url = resolve_url(target, agent=agent)
-        if upgrade and not _at_head(url):
-            migrate.upgrade(url)
-        engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
-        return cls(engine, clock=clock, owns_engine=True, write=write)
+        """A unit of work on the process-wide Store of ``target`` (default: the default
+        database), created or upgraded on first use: ``with Memory.open(path) as mem:``."""
+        from philont.store import shared
 
-    # -- unit of work -------------------------------------------------------------------------
+        store = shared(target, agent=agent, busy_timeout_ms=busy_timeout_ms)
+        return store.begin(write=write, clock=clock)
+
+    # --- the transaction ---------------------------------------------------------------------
 
     def __enter__(self) -> Memory:
-        bind = self.engine
-        if self.write:
-            bind = bind.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
-        self._session = session_factory(bind)()
-        self._session.begin()
+        if self._state is not _State.NEW:
+            raise UnitOfWorkError(
+                "this unit of work was already used; begin a new one (with store.begin() as mem:)"
+            )
+        self.store._check_open()
+        if isinstance(self._bind, Session):
+            session = self._bind
+        elif isinstance(self._bind, Connection):
+            session = Session(
+                bind=self._bind, join_transaction_mode="create_savepoint", expire_on_commit=False
+            )
+        else:
+            engine = self.store.engine
+            bind = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"}) if self.write else engine
+            session = Session(bind=bind, autobegin=False, expire_on_commit=False)
+            session.begin()
+        self._session = session
+        self._state = _State.ACTIVE
         return self
 
     def __exit__(
@@ -101,88 +120,156 @@ class Memory:
         tb: TracebackType | None,
     ) -> None:
         session, self._session = self._session, None
+        self._state = _State.ENDED
+        if session is None:
+            return
         try:
-            if session is not None:
+            if isinstance(self._bind, Session):
+                if exc_type is None:
+                    session.flush()  # the caller's transaction: it commits, not us
+            else:
+                # Ours: commit or roll back. A host Connection's: release or roll back our
+                # SAVEPOINT, leaving the host's own transaction to the host.
                 try:
                     if exc_type is None:
                         session.commit()
                     else:
                         session.rollback()
-                except (SQLAlchemyError, sqlite3.Error) as err:
-                    typed = translate(err, path=self._path)
-                    if typed is None:
-                        raise
-                    raise typed from err
                 finally:
                     session.close()
-            if isinstance(exc, SQLAlchemyError | sqlite3.Error):
-                typed = translate(exc, path=self._path)
-                if typed is not None:
-                    raise typed from exc
-        finally:
-            if self._owns_engine:
-                self.engine.dispose()
+        except (SQLAlchemyError, sqlite3.Error) as err:
+            typed = translate(err, path=self._path())
+            if typed is None:
+                raise
+            raise typed from err
+        if isinstance(exc, SQLAlchemyError | sqlite3.Error):
+            typed = translate(exc, path=self._path())
+            if typed is not None:
+                raise typed from exc
+
+    def _path(self) -> str | None:
+        path = self.store.path
+        return None if path is None else str(path)
+
+    def rollback(self) -> None:
+        """Undo everything this unit of work did so far and go on in a new transaction (for
+        units of work of a Store's own; one that joined a caller's transaction cannot)."""
+        if self._bind is not None:
+            raise UnitOfWorkError(
+                "a unit of work inside the caller's transaction cannot roll it back; use a "
+                "savepoint (session.begin_nested()) or let the caller roll back"
+            )
+        session = self.session
+        session.rollback()
+        session.begin()
 
     @property
-    def _path(self) -> str | None:
-        return self.engine.url.database
+    def active(self) -> bool:
+        """Whether the unit of work is inside its ``with`` block."""
+        return self._state is _State.ACTIVE
 
     @property
     def session(self) -> Session:
-        if self._session is None:
-            raise RuntimeError("use `with Memory.open(...) as mem:` to begin a unit of work")
-        return self._session
+        """The Session of this unit of work (only inside its ``with`` block)."""
+        session = self._session
+        if session is None:
+            if self._state is _State.NEW:
+                raise UnitOfWorkError(
+                    "this unit of work has not begun: use it as `with store.begin() as mem:`"
+                )
+            raise UnitOfWorkError(
+                "this unit of work has ended (its transaction was committed or rolled back); "
+                "begin a new one: with store.begin() as mem:"
+            )
+        return session
 
-    # -- services (created on first use, bound to this unit of work) ---------------------------
+    @property
+    def backend(self) -> Backend:
+        return self.store.backend
+
+    def raw(self) -> Raw:
+        """The DB-API connection under this transaction, for the query modules' lean reads."""
+        return self.store.backend.raw(self.session)
+
+    # --- services (created on first use, bound to this unit of work) ---------------------------
 
     @cached_property
     def facts(self) -> FactService:
         from philont.services.facts import FactService
 
-        return FactService(self.session, clock=self.clock)
+        return FactService(self)
 
     @cached_property
     def notes(self) -> NoteService:
         from philont.services.notes import NoteService
 
-        return NoteService(self.session, clock=self.clock)
+        return NoteService(self)
 
     @cached_property
     def timeline(self) -> TimelineService:
         from philont.services.timeline import TimelineService
 
-        return TimelineService(self.session, clock=self.clock)
+        return TimelineService(self)
 
     @cached_property
     def actions(self) -> ActionLog:
         from philont.services.actions import ActionLog
 
-        return ActionLog(self.session, clock=self.clock)
+        return ActionLog(self)
 
     @cached_property
     def skills(self) -> SkillService:
         from philont.services.skills import SkillService
 
-        return SkillService(self.session, clock=self.clock)
+        return SkillService(self)
 
     @cached_property
     def reflector(self) -> ReflectorService:
         from philont.services.reflector import ReflectorService
 
-        return ReflectorService(self.session, clock=self.clock)
+        return ReflectorService(self)
 
     @cached_property
     def access(self) -> AccessLog:
         from philont.services.access import AccessLog
 
-        return AccessLog(self.session, clock=self.clock)
+        return AccessLog(self)
 
+    @cached_property
+    def search(self) -> SearchService:
+        from philont.services.search import SearchService
 
-def _at_head(url: URL) -> bool:
-    path = sqlite_path(url)
-    if not is_postgres(url) and (path is None or not path.exists() or path.stat().st_size == 0):
-        return False
-    try:
-        return migrate.status(url).at_head
-    except Exception:  # anything odd: let upgrade() inspect and report it properly
-        return False
+        return SearchService(self)
+
+    @cached_property
+    def retriever(self) -> TimelineRetriever:
+        from philont.services.retriever import TimelineRetriever
+
+        return TimelineRetriever(self)
+
+    @cached_property
+    def prefix(self) -> MemoryPrefix:
+        from philont.services.prefix import MemoryPrefix
+
+        return MemoryPrefix(self)
+
+    @cached_property
+    def recall_trigger(self) -> RecallTrigger:
+        from philont.services.recall import RecallTrigger
+
+        return RecallTrigger(self)
+
+    @cached_property
+    def calendar(self) -> CalendarService:
+        from philont.services.calendar import CalendarService
+
+        return CalendarService(self)
+
+    @cached_property
+    def schedules(self) -> ScheduleService:
+        from philont.services.schedules import ScheduleService
+
+        return ScheduleService(self)
+
+    def __repr__(self) -> str:
+        return f"<Memory {self._state.value} on {self.store!r}>"

@@ -7,8 +7,9 @@ Usage (from the repository root)::
     .venv/bin/python scripts/bench_context.py --sizes 50k --queries 100 --no-write
 
 A turn is what a host does before calling the model: in one unit of work,
-``TimelineRetriever(session).retrieve(user_message)`` (recency window + keyword recall) and
-``MemoryPrefix(session).build()`` (facts ranked by decay, skills, lessons, notes).
+``mem.retriever.retrieve(user_message)`` (recency window + keyword recall) and
+``mem.prefix.build()`` (facts ranked by decay, skills, lessons, notes) in one read unit of work
+of a long-lived Store (``with store.begin(write=False) as mem:``).
 
 Databases (built by ``philont.migrate.upgrade``, then seeded with raw ``executemany``: messages
 in English and some Chinese over sessions and a year, ~300 facts, ~50 skills, ~200 notes) are
@@ -196,19 +197,16 @@ def _clock() -> datetime:
     return bc.TURN_NOW
 
 
-def _turn(factory: Any, query: str, marks: list[int] | None = None) -> None:
-    """One turn: recency + recall, then the memory prefix, in one unit of work."""
-    from philont.services.prefix import MemoryPrefix
-    from philont.services.retriever import TimelineRetriever
-
-    with factory() as session, session.begin():
+def _turn(store: Any, query: str, marks: list[int] | None = None) -> None:
+    """One turn: recency + recall, then the memory prefix, in one (read) unit of work."""
+    with store.begin(write=False) as mem:
         if marks is not None:
             marks.append(bc.now_ns())
-        TimelineRetriever(session).retrieve(query)
+        mem.retriever.retrieve(query)
         if marks is not None:
             marks.append(bc.now_ns())
         _REC.add(PREFIX_MARK, None)
-        MemoryPrefix(session, clock=_clock).build()
+        mem.prefix.build()
         if marks is not None:
             marks.append(bc.now_ns())
 
@@ -233,7 +231,7 @@ def _replay_timed(conn: sqlite3.Connection, statements: Sequence[tuple[str, Any]
 
 def measure_child(db_text: str, n_queries: int, rounds: int, profile_turns: int) -> dict[str, Any]:
     from philont.db.engine import create_engine
-    from philont.db.session import session_factory
+    from philont.store import Store
 
     path = Path(db_text)
     rss_start = bc.current_rss_mib()
@@ -242,7 +240,7 @@ def measure_child(db_text: str, n_queries: int, rounds: int, profile_turns: int)
 
     # 1. capture each turn's statements (this also warms the file's pages)
     capture = _capture_engine(path)
-    cfactory = session_factory(capture)
+    cfactory = Store(capture, clock=_clock)
     _turn(cfactory, queries[0])  # first connection: PRAGMAs etc. stay out of the capture
     captured: list[list[tuple[str, Any]]] = []
     for q in queries:
@@ -261,7 +259,7 @@ def measure_child(db_text: str, n_queries: int, rounds: int, profile_turns: int)
 
     # 2. warm both sides, then alternate turn by turn
     engine = create_engine(path)
-    factory = session_factory(engine)
+    factory = Store(engine, clock=_clock)
     raw = bc.connect_raw(path)
     for q, stmts in zip(queries, captured, strict=True):
         _turn(factory, q)
@@ -476,9 +474,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "## Context building: one turn vs the same SQL through raw sqlite3",
             "",
             bc.run_header(bc.command_line(), load_at_start),
-            "A turn: `TimelineRetriever(session).retrieve(user_message)` (recency window and"
-            " keyword recall, defaults) and `MemoryPrefix(session).build()` in one unit of work"
-            f" (`with Session() as s, s.begin()`). {args.queries} distinct user messages"
+            "A turn: `mem.retriever.retrieve(user_message)` (recency window and"
+            " keyword recall, defaults) and `mem.prefix.build()` in one unit of work"
+            f" (`with store.begin(write=False) as mem`). {args.queries} distinct user messages"
             " (English questions naming topics and rare terms, Chinese questions, small talk),"
             f" {args.rounds} timed passes after a warm-up pass, philont and raw alternating turn"
             " by turn. Raw: the statements the warm-up turn issued (captured with their"

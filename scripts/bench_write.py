@@ -74,10 +74,9 @@ def _values_sql(rows: int) -> str:
 def bulk_child(kind: str, n: int, batch: int, path_text: str) -> dict[str, Any]:
     """Import n generated messages into a fresh database at ``path_text``; time it."""
     from philont.db.engine import create_engine
-    from philont.db.session import session_factory
     from philont.db.types import from_epoch_ms
     from philont.schemas.timeline import MessageIn
-    from philont.services.timeline import TimelineService
+    from philont.store import Store
 
     path = bc.new_db(Path(path_text))
     sessions, rows = bc.timeline(n)
@@ -115,11 +114,11 @@ def bulk_child(kind: str, n: int, batch: int, path_text: str) -> dict[str, Any]:
     else:
         raw.close()
         engine = create_engine(path)
-        factory = session_factory(engine)
-        with factory() as session:
+        store = Store(engine)
+        with store.begin() as mem:
             t0 = bc.now_ns()
-            session.begin()
-            service = TimelineService(session)
+            service = mem.timeline
+            mem.session.connection()  # the unit of work's BEGIN, timed as on the raw side
             begin_ns = bc.now_ns() - t0
             for chunk in _chunks(rows, batch):
                 messages = [
@@ -130,8 +129,7 @@ def bulk_child(kind: str, n: int, batch: int, path_text: str) -> dict[str, Any]:
                 service.append_many(messages)
                 chunk_ns.append(bc.now_ns() - t0)
             t0 = bc.now_ns()
-            session.commit()
-            end_ns = bc.now_ns() - t0
+        end_ns = bc.now_ns() - t0  # the commit, when the block ends
         engine.dispose()
     total_ns = begin_ns + sum(chunk_ns) + end_ns
     return {
@@ -156,20 +154,21 @@ def singles_child(
     Session() as s, s.begin():``) running the raw INSERT on the session's DB-API connection,
     i.e. what any service under the caller-owns-the-transaction rule costs at the least.
     """
+    from sqlalchemy.orm import sessionmaker
+
     from philont.db.engine import create_engine
-    from philont.db.session import session_factory
-    from philont.services.timeline import TimelineService
+    from philont.store import Store
 
     engine = create_engine(orm_path)
-    factory = session_factory(engine)
+    store = Store(engine)
     floor_engine = create_engine(floor_path)
-    floor_factory = session_factory(floor_engine)
+    floor_factory = sessionmaker(bind=floor_engine, expire_on_commit=False)
     raw = bc.connect_raw(raw_path)
     gen = bc.TextGen(99)
 
     def orm(role: str, content: str) -> None:
-        with factory() as session, session.begin():
-            TimelineService(session).append(content, role=role, session_id="global")
+        with store.begin() as mem:
+            mem.timeline.append(content, role=role, session_id="global")
 
     def plain(role: str, content: str) -> None:
         raw.execute("BEGIN")
@@ -203,10 +202,9 @@ def singles_child(
 def profile_child(path_text: str, singles: int, batch: int) -> dict[str, Any]:
     """Where the time of philont's single and bulk appends goes (cProfile, own time)."""
     from philont.db.engine import create_engine
-    from philont.db.session import session_factory
     from philont.db.types import from_epoch_ms
     from philont.schemas.timeline import MessageIn
-    from philont.services.timeline import TimelineService
+    from philont.store import Store
 
     path = bc.new_db(Path(path_text))
     sessions, rows = bc.timeline(batch)
@@ -214,22 +212,22 @@ def profile_child(path_text: str, singles: int, batch: int) -> dict[str, Any]:
     bc.insert_sessions(raw, sessions)
     raw.close()
     engine = create_engine(path)
-    factory = session_factory(engine)
+    store = Store(engine)
     gen = bc.TextGen(5)
     contents = [gen.message("user") for _ in range(singles)]
 
     def single() -> None:
         for c in contents:
-            with factory() as session, session.begin():
-                TimelineService(session).append(c, role="user", session_id="global")
+            with store.begin() as mem:
+                mem.timeline.append(c, role="user", session_id="global")
 
     messages = [
         MessageIn(content=c, role=r, session_id=s, at=from_epoch_ms(ts)) for s, r, c, ts in rows
     ]
 
     def bulk() -> None:
-        with factory() as session, session.begin():
-            TimelineService(session).append_many(messages)
+        with store.begin() as mem:
+            mem.timeline.append_many(messages)
 
     single()  # warm-up (statement caches, pages)
     out = {"single": bc.profile_summary(single), "bulk": bc.profile_summary(bulk)}

@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import URL
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from philont import migrate
 from philont.db.bootstrap import ensure_bootstrap_rows
 from philont.db.engine import create_engine, pg_schema, resolve_url
 from philont.db.schema import metadata
-from philont.db.session import session_factory
 
 FIXTURE_NAMES = ("v2", "v27", "v31", "empty-v31")
 
@@ -194,7 +193,7 @@ def engine(backend: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
 @pytest.fixture
 def session(engine: Engine) -> Iterator[Session]:
     """One Session in one transaction, rolled back after the test (services never commit)."""
-    s = session_factory(engine)()
+    s = sessionmaker(bind=engine, expire_on_commit=False)()
     s.begin()
     try:
         yield s

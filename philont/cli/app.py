@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from philont import migrate, settings
 from philont.cli import inspect as cli_inspect
+from philont.cli import learning as cli_learning
 from philont.cli import ops as cli_ops
 from philont.cli.calendar import calendar_app
 from philont.cli.common import EXIT_OUT_OF_DATE, DbOption, JsonOption, err, fail, out
@@ -36,6 +38,7 @@ app.command()(cli_ops.backup)
 app.command()(cli_ops.restore)
 app.command()(cli_ops.export)
 app.command("import")(cli_ops.import_)
+cli_learning.register(app, cli_inspect.skills_app)
 
 
 @app.callback()
@@ -84,9 +87,9 @@ def demo(
     except PhilontError as exc:
         raise fail(exc) from exc
     counts = cli_inspect.layer_counts(path)
-    out.print(f"\n[bold]memory database[/bold] {path}")
+    out.print(f"\n[bold]memory database[/bold] {escape(str(path))}")
     out.print("  " + ", ".join(f"{label}: {n}" for label, n in counts.items()))
-    out.print(f"  inspect it: philont stats --db {path}")
+    out.print(f"  inspect it: philont stats --db {escape(str(path))}")
 
 
 @db_app.command("upgrade")
@@ -162,9 +165,12 @@ def mcp(db: DbOption = None) -> None:
     try:
         from philont.mcp.server import run
     except ImportError as exc:
-        err.print(f"[red]error[/red]: the MCP server needs `pip install 'philont[mcp]'` ({exc})")
+        err.print(f"error: the MCP server needs `pip install 'philont[mcp]'` ({exc})", markup=False)
         raise typer.Exit(1) from exc
-    run(db)
+    try:
+        run(db)
+    except PhilontError as exc:
+        raise fail(exc) from exc
 
 
 def main() -> None:

@@ -24,8 +24,8 @@ from philont.cli.common import (
 )
 from philont.domain.timeparse import iso
 from philont.errors import NotFoundError, PhilontError
-from philont.memory import Memory
 from philont.services.calendar import MAX_LISTING_LIMIT, CalendarService
+from philont.store import Store
 
 calendar_app = typer.Typer(
     help="Calendar events: list them (unreadable rows included) and remove one by id.",
@@ -40,8 +40,8 @@ def _calendar(db: str | None, *, write: bool) -> Iterator[CalendarService]:
     url = resolve_existing(db)
     try:
         migrate.check(url)
-        with Memory.open(url, upgrade=False, write=write) as mem:
-            yield CalendarService(mem.session, clock=mem.clock)
+        with Store.open(url, upgrade=False) as store, store.begin(write=write) as mem:
+            yield mem.calendar
     except PhilontError as exc:
         raise fail(exc) from exc
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from sqlalchemy.engine import URL
 
 from philont.db.engine import resolve_url, sqlite_path
@@ -37,7 +38,9 @@ def emit(data: Any) -> None:
 
 def fail(exc: PhilontError, *, code: int = EXIT_ERROR) -> typer.Exit:
     """Report a typed error on stderr and return the Exit to raise."""
-    err.print(f"[red]error[/red] ({exc.code}): {exc}", markup=True)
+    # Messages quote user text, paths and hints like `pip install 'philont[postgres]'`: they
+    # are never read as rich markup.
+    err.print(f"[red]error[/red] ({exc.code}): {escape(str(exc))}", markup=True)
     return typer.Exit(code)
 
 
@@ -46,6 +49,9 @@ def resolve_existing(db: str | None) -> URL:
     url = resolve_url(db)
     path = sqlite_path(url)
     if path is not None and not path.exists():
-        err.print(f"[red]error[/red]: no database at {path}; create it with `philont db upgrade`")
+        err.print(
+            f"[red]error[/red]: no database at {escape(str(path))}; create it with "
+            "`philont db upgrade`"
+        )
         raise typer.Exit(EXIT_ERROR)
     return url

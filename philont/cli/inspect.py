@@ -22,6 +22,7 @@ from philont.db.engine import create_engine, is_postgres, pg_schema
 from philont.domain.timeparse import parse_time
 from philont.errors import NotFoundError, PhilontError
 from philont.memory import Memory
+from philont.store import Store
 
 facts_app = typer.Typer(help="Facts (layer 2) with their decay scores.", no_args_is_help=True)
 notes_app = typer.Typer(help="Notes (layer 1).", no_args_is_help=True)
@@ -50,10 +51,11 @@ def _add(table: Table, *cells: str) -> None:
 
 @contextmanager
 def _memory(db: str | None) -> Iterator[Memory]:
+    """One unit of work on this command's Store (a database not at head is refused)."""
     url = resolve_existing(db)
     try:
         migrate.check(url)
-        with Memory.open(url, upgrade=False) as mem:
+        with Store.open(url, upgrade=False) as store, store.begin() as mem:
             yield mem
     except NotFoundError as exc:
         raise fail(exc, code=4) from exc
@@ -95,7 +97,7 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
         emit(data)
         return
     out.print(
-        f"[bold]{path}[/bold]  {size / 1024:.0f} KiB  revision {st.revision} "
+        f"[bold]{escape(path)}[/bold]  {size / 1024:.0f} KiB  revision {st.revision} "
         f"(schema_version {st.schema_version})"
     )
     table = Table("layer", "rows")
@@ -103,7 +105,8 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
         _add(table, label, str(n))
     out.print(table)
     for name, state in fts.items():
-        out.print(f"FTS {name}: {'[green]ok[/green]' if state == 'ok' else '[red]' + state}")
+        shown = "[green]ok[/green]" if state == "ok" else f"[red]{escape(state)}[/red]"
+        out.print(f"FTS {name}: {shown}")
     if any(v != "ok" for v in fts.values()):
         raise typer.Exit(1)
 
@@ -292,7 +295,7 @@ def skills_show(name: str, db: DbOption = None, as_json: JsonOption = False) -> 
         emit(data)
         return
     out.print(
-        f"[bold]{name}[/bold] — {data['grade']} ({data['kind']}), used {data['use_count']}"
+        f"[bold]{escape(name)}[/bold] — {data['grade']} ({data['kind']}), used {data['use_count']}"
         f"×, {data['success_count']} ok / {data['failure_count']} failed"
     )
     out.print(escape(data["description"]))
@@ -344,10 +347,10 @@ def prefix(
     as_json: JsonOption = False,
 ) -> None:
     """The memory prefix the agent would get in its system prompt."""
-    from philont.services.prefix import MemoryPrefix, PrefixLimits
+    from philont.services.prefix import PrefixLimits
 
     with _memory(db) as mem:
-        result = MemoryPrefix(mem.session, clock=mem.clock).build(
+        result = mem.prefix.build(
             environment=environment, limits=PrefixLimits(budget_tokens=budget)
         )
     if as_json:
@@ -371,12 +374,8 @@ def notes_search(
     as_json: JsonOption = False,
 ) -> None:
     """Notes matching a question or keywords, best first."""
-    from philont.services.search import SearchService
-
     with _memory(db) as mem:
-        hits = [
-            h.model_dump(mode="json") for h in SearchService(mem.session).notes(query, limit=limit)
-        ]
+        hits = [h.model_dump(mode="json") for h in mem.search.notes(query, limit=limit)]
     if as_json:
         emit(hits)
         return
@@ -396,18 +395,15 @@ def recall(
     as_json: JsonOption = False,
 ) -> None:
     """What the timeline retriever would put in context for this message."""
-    from philont.domain.recall_trigger import detect
-    from philont.services.retriever import TimelineRetriever
-
     with _memory(db) as mem:
-        result = TimelineRetriever(mem.session).retrieve(
+        hit = mem.recall_trigger.detect(query)
+        result = mem.retriever.retrieve(
             query,
             recent_limit=recent,
             recent_budget_tokens=recent_budget,
             recall_budget_tokens=recall_budget,
             session_ids=[session] if session else None,
         )
-    hit = detect(query)
     data = result.model_dump(mode="json")
     data["recall_trigger"] = hit.snippet if hit else None
     if as_json:

@@ -1,4 +1,5 @@
-"""Closed vocabularies of the memory layers (roles, fact kinds, skill kinds, access targets)."""
+"""Closed vocabularies of the memory layers (roles, fact kinds, skill kinds, access
+targets, schedule kinds)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,9 @@ class AccessTarget(enum.StrEnum):
     FACT = "fact"
     NOTE = "note"
     SKILL = "skill"
+
+
+class ScheduleKind(enum.StrEnum):
+    ONCE = "once"
+    INTERVAL = "interval"
+    CRON = "cron"

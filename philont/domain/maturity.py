@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import json
 from datetime import datetime, timedelta
 
 from philont.errors import InvalidInputError
@@ -17,12 +18,14 @@ __all__ = [
     "STABLE_MIN_SUCCESS",
     "Grade",
     "Outcome",
+    "callable_skill",
     "caveat",
     "disuse_grade",
     "is_callable",
     "next_grade",
     "parse_grade",
     "recipe_is_callable",
+    "string_list",
 ]
 
 
@@ -130,6 +133,9 @@ def is_callable(grade: Grade) -> bool:
     return grade in _CALLABLE
 
 
+_STORED = {g.value: g for g in Grade}
+
+
 def caveat(grade: Grade) -> str:
     """Return the short bracketed tag shown next to a skill of this grade."""
     return _CAVEATS[grade]
@@ -190,6 +196,38 @@ def disuse_grade(
 
 def _has_content(items: list[str] | None) -> bool:
     return items is not None and any(item.strip() for item in items)
+
+
+def callable_skill(
+    *,
+    maturity: str | Grade,
+    recipe_revision: int | None,
+    steps: list[str] | str | None,
+    verification: str | None,
+    tool_policy: list[str] | str | None,
+) -> bool:
+    """Whether a stored skill may be handed out for use: a callable grade and, when it has a
+    recipe (``recipe_revision`` above 0; 0 or None means none), a complete one. ``steps`` and
+    ``tool_policy`` may be the stored JSON text (read only when the grade allows a call)."""
+    grade = maturity if isinstance(maturity, Grade) else _STORED.get(maturity)
+    if grade is None or not is_callable(grade):
+        return False
+    if recipe_revision is None or recipe_revision <= 0:
+        return True
+    return recipe_is_callable(
+        steps=string_list(steps), verification=verification, tool_policy=string_list(tool_policy)
+    )
+
+
+def string_list(value: object) -> list[str]:
+    """The strings of a stored list (JSON text or already parsed); anything else is empty.
+    Defensive: other software writes these columns too."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
 def recipe_is_callable(

@@ -18,6 +18,7 @@ from croniter import (  # type: ignore[import-untyped]  # no py.typed, no stubs 
 )
 
 from philont.domain import timepolicy
+from philont.domain.kinds import ScheduleKind
 from philont.domain.series import DEFAULT_OCCURRENCE_LIMIT, occurrences, validate_rrule
 from philont.domain.timepolicy import validate_timezone
 from philont.errors import InvalidInputError, TimeOutOfRangeError
@@ -68,12 +69,6 @@ MAX_INTERVAL_MS: Final = 10 * 366 * 86_400_000
 
 _INTERVAL_EXPR_RE: Final = re.compile(r"interval:(\d{1,15})")
 _CRON_MAX_STEPS: Final = 16
-
-
-class ScheduleKind(enum.StrEnum):
-    ONCE = "once"
-    INTERVAL = "interval"
-    CRON = "cron"
 
 
 class MissedRunPolicy(enum.StrEnum):

@@ -31,6 +31,7 @@ __all__ = [
     "instant",
     "shifted",
     "stored_instant",
+    "supported_utc",
     "validate_timezone",
     "zone",
 ]
@@ -92,34 +93,47 @@ def zone(name: object) -> zoneinfo.ZoneInfo:
 
 
 def _out_of_range(field: str, shown: str) -> TimeOutOfRangeError:
-    return TimeOutOfRangeError(
-        f"{field}: {shown} is outside the supported times ({_RANGE_TEXT})", field=field
-    )
+    return TimeOutOfRangeError(f"{field}: {shown} {_OUTSIDE}", field=field)
+
+
+_OUTSIDE: Final = f"is outside the supported times ({_RANGE_TEXT})"
+
+
+def supported_utc(value: datetime) -> datetime:
+    """An aware datetime as UTC inside the supported range, or ``ValueError`` saying why (for
+    validators that name the argument themselves; :func:`instant` is the typed variant)."""
+    try:
+        offset = value.utcoffset()
+    except (OverflowError, ValueError) as exc:
+        raise ValueError(f"its zone has no offset here ({exc})") from exc
+    if offset is None:
+        raise ValueError(
+            f"must be timezone-aware, got naive {value.isoformat()} (which zone is it in?)"
+        )
+    try:
+        utc = value.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise ValueError(f"{value.isoformat()} {_OUTSIDE}") from exc
+    if not MIN_INSTANT <= utc <= MAX_INSTANT:
+        raise ValueError(f"{value.isoformat()} {_OUTSIDE}")
+    return utc
 
 
 def instant(value: object, field: str) -> datetime:
     """An aware datetime as the same instant in UTC, inside ``MIN_INSTANT..MAX_INSTANT``.
 
     Naive datetimes are refused (which zone would they be in?); so is anything outside the
-    range, including times whose conversion to UTC overflows (``0001-01-01T00:00+14:00``).
+    range, including times whose conversion to UTC overflows (``0001-01-01T00:00+14:00``):
+    :class:`~philont.errors.TimeOutOfRangeError`, a kind of ``InvalidInputError``.
     """
     if not isinstance(value, datetime):
         raise InvalidInputError(f"{field} must be a datetime, got {type(value).__name__}")
     try:
-        offset = value.utcoffset()
-    except (OverflowError, ValueError) as exc:
-        raise InvalidInputError(f"{field}: its zone has no offset here ({exc})") from exc
-    if offset is None:
-        raise InvalidInputError(
-            f"{field} must be timezone-aware, got naive {value.isoformat()} (which zone is it in?)"
-        )
-    try:
-        utc = value.astimezone(UTC)
-    except (OverflowError, ValueError) as exc:
-        raise _out_of_range(field, value.isoformat()) from exc
-    if not MIN_INSTANT <= utc <= MAX_INSTANT:
-        raise _out_of_range(field, value.isoformat())
-    return utc
+        return supported_utc(value)
+    except ValueError as exc:
+        if value.tzinfo is None or _OUTSIDE not in str(exc):
+            raise InvalidInputError(f"{field}: {exc}", field=field) from exc
+        raise TimeOutOfRangeError(f"{field}: {exc}", field=field) from exc
 
 
 def from_epoch_ms(value: object, field: str) -> datetime:

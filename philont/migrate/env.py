@@ -111,7 +111,7 @@ def run_env(context: Any) -> None:
         rev = step.up_revision_id
         if report is not None:
             report.applied.append(rev)
-        log.info("migrate.step", revision=rev)
+        log.debug("migrate.step", revision=rev)
         if on_step is not None:
             on_step(rev)
 

@@ -17,7 +17,7 @@ from philont.errors import (
     UnrecognizedSchemaError,
 )
 from philont.log import get_logger
-from philont.migrate.scripts import script_directory
+from philont.migrate.scripts import known_revisions
 
 log = get_logger(__name__)
 
@@ -117,7 +117,7 @@ def plan_from(conn: sqlite3.Connection) -> _Plan:
     write when the schema is unknown."""
     tables = table_names(conn)
     has_data = bool(tables)
-    known = {s.revision for s in script_directory().walk_revisions()}
+    known = known_revisions()
     if settings.VERSION_TABLE in tables:
         row = conn.execute(f"SELECT version_num FROM {settings.VERSION_TABLE}").fetchone()
         revision = row[0] if row else None
@@ -162,7 +162,7 @@ def _plan_pg(conn: Connection, schema: str | None) -> _Plan:
     never wrote PostgreSQL, so only schemas philont created are adopted: memory tables without
     our version table are refused."""
     tables = pg_tables(conn, schema)
-    known = {s.revision for s in script_directory().walk_revisions()}
+    known = known_revisions()
     if settings.VERSION_TABLE in tables:
         row = conn.execute(text(f"SELECT version_num FROM {settings.VERSION_TABLE}")).first()
         revision = None if row is None else str(row[0])

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL
 
-from philont.db.engine import (
-    resolve_url,
-)
-from philont.log import get_logger
-
-log = get_logger(__name__)
-
-# --- configuration ---------------------------------------------------------------------------
+from philont.db.engine import resolve_url
 
 
 def script_location() -> Path:
@@ -34,14 +28,24 @@ def alembic_config(target: str | Path | URL | None = None) -> Config:
     return cfg
 
 
+@functools.cache
 def script_directory() -> ScriptDirectory:
+    """Our revision scripts, read and compiled once per process (they do not change while it
+    runs; reading them was most of the cost of opening a database)."""
     return ScriptDirectory.from_config(alembic_config(":memory:"))
 
 
+@functools.cache
 def head_revision() -> str:
     head = script_directory().get_current_head()
     assert head is not None
     return head
+
+
+@functools.cache
+def known_revisions() -> frozenset[str]:
+    """Every revision id of our scripts."""
+    return frozenset(s.revision for s in script_directory().walk_revisions())
 
 
 def history() -> list[tuple[str, str]]:

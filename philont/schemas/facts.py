@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from philont.db.types import to_epoch_ms
+from philont.domain import facts
 from philont.domain.kinds import FactKind
-from philont.domain.timeparse import iso
 from philont.schemas.base import ReadModel
 
 
@@ -37,11 +38,25 @@ class FactRecord(ReadModel):
     active: bool
     score: float | None = None
 
+    def is_expired_at(self, now: datetime) -> bool:
+        """Whether this is a state whose validity window closed before ``now``."""
+        until = self.valid_until
+        return facts.is_expired(
+            fact_kind=self.fact_kind.value,
+            valid_until_ms=None if until is None else to_epoch_ms(until),
+            now_ms=to_epoch_ms(now),
+        )
+
     def time_tag(self) -> str:
         """``[event@… | recorded …]`` or ``[state from → until | recorded …]`` (UTC ISO)."""
-        if self.fact_kind == FactKind.EVENT:
-            when = iso(self.occurred_at) if self.occurred_at else "?"
-            return f"[event@{when} | recorded {iso(self.created_at)}]"
-        start = iso(self.valid_from) if self.valid_from else "?"
-        end = iso(self.valid_until) if self.valid_until else "∞"
-        return f"[state {start} → {end} | recorded {iso(self.created_at)}]"
+
+        def ms(value: datetime | None) -> int | None:
+            return None if value is None else to_epoch_ms(value)
+
+        return facts.time_tag(
+            fact_kind=self.fact_kind.value,
+            created_ms=to_epoch_ms(self.created_at),
+            occurred_ms=ms(self.occurred_at),
+            valid_from_ms=ms(self.valid_from),
+            valid_until_ms=ms(self.valid_until),
+        )

@@ -6,7 +6,7 @@ import enum
 from datetime import datetime
 from typing import Any
 
-from philont.domain.recurrence import ScheduleKind
+from philont.domain.kinds import ScheduleKind
 from philont.schemas.base import ReadModel
 from philont.schemas.calendar import SkippedRow
 

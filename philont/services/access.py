@@ -3,31 +3,31 @@
 from __future__ import annotations
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
-from philont.clock import Clock, utc_now
 from philont.db.models import AccessLogEntry
+from philont.db.queries import access as access_rows
+from philont.db.types import to_epoch_ms
 from philont.domain.kinds import AccessTarget
 from philont.schemas.access import AccessRecord
+from philont.services.base import Service
 
 
-class AccessLog:
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self.clock = clock
-
+class AccessLog(Service):
     def record(
         self, target_type: AccessTarget, target_id: str, context: str | None = None
     ) -> AccessRecord:
-        row = AccessLogEntry(
-            target_type=target_type,
+        kind = AccessTarget(target_type)
+        at = self._now()
+        new_id = access_rows.insert(
+            self.mem.raw(),
+            target_type=kind.value,
             target_id=target_id,
-            accessed_at=self.clock(),
+            accessed_at=to_epoch_ms(at),
             context=context,
         )
-        self.session.add(row)
-        self.session.flush()
-        return AccessRecord.model_validate(row)
+        return AccessRecord(
+            id=new_id, target_type=kind, target_id=target_id, accessed_at=at, context=context
+        )
 
     def count_for(self, target_type: AccessTarget, target_id: str) -> int:
         stmt = select(func.count()).where(

@@ -5,36 +5,25 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session
 
-from philont.clock import Clock, utc_now
 from philont.db.models import Action
-from philont.db.types import dumps_compact
+from philont.db.queries import actions as action_rows
+from philont.db.types import dumps_compact, to_epoch_ms
 from philont.errors import InvalidInputError
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.actions import ActionRecord
-from philont.services._checks import aware as _aware
-from philont.services._checks import window as _window
+from philont.services.base import Service
 
-__all__ = ["MAX_QUERY_LIMIT", "RESULT_MAX_CHARS", "ActionLog"]
+__all__ = ["RESULT_MAX_CHARS", "ActionLog"]
 
 log = get_logger(__name__)
 
 RESULT_MAX_CHARS = 2000
 """Stored results are cut to this many characters (the server kept 500)."""
-
-MAX_QUERY_LIMIT = 10_000
-
-Order = Literal["asc", "desc"]
-
-
-def _check_limit(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_QUERY_LIMIT:
-        raise InvalidInputError(f"limit must be an integer in 1..{MAX_QUERY_LIMIT}, got {value!r}")
-    return value
 
 
 def _check_name(value: object, name: str) -> str:
@@ -57,12 +46,8 @@ def _check_params(value: object) -> dict[str, Any]:
     return parsed
 
 
-class ActionLog:
+class ActionLog(Service):
     """The log of executed tool calls, with success and an optional linked skill."""
-
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self.clock = clock
 
     def record(
         self,
@@ -86,21 +71,34 @@ class ActionLog:
         sid = _check_name(session_id, "session_id")
         trig = _check_optional_text(trigger, "trigger")
         skill = None if linked_skill is None else _check_name(linked_skill, "linked_skill")
-        stamp = _aware(self.clock() if at is None else at, "at")
-        row = Action(
+        stamp = self._now() if at is None else inputs.check(inputs.AwareTime, at, "at")
+        kept = None if text is None else text[:RESULT_MAX_CHARS]
+        storable = self.mem.backend.storable_text
+        # One lean INSERT: every tool call writes this row, and the ORM's unit of work would
+        # cost more than the insert itself.
+        new_id = action_rows.insert(
+            self.mem.raw(),
+            session_id=storable(sid),
+            trigger=None if trig is None else storable(trig),
+            tool_name=storable(tool),
+            params_json=dumps_compact(args),
+            result=None if kept is None else storable(kept),
+            success=success,
+            timestamp=to_epoch_ms(stamp),
+            linked_skill=None if skill is None else storable(skill),
+        )
+        log.info("action.recorded", id=new_id, tool_name=tool, success=success, session_id=sid)
+        return ActionRecord(
+            id=new_id,
             session_id=sid,
             trigger=trig,
             tool_name=tool,
             params=args,
-            result=None if text is None else text[:RESULT_MAX_CHARS],
+            result=kept,
             success=success,
             timestamp=stamp,
             linked_skill=skill,
         )
-        self.session.add(row)
-        self.session.flush()
-        log.info("action.recorded", id=row.id, tool_name=tool, success=success, session_id=sid)
-        return ActionRecord.model_validate(row)
 
     def query(
         self,
@@ -112,14 +110,13 @@ class ActionLog:
         linked_skill: str | None = None,
         success: bool | None = None,
         limit: int = 500,
-        order: Order = "asc",
+        order: inputs.Order = "asc",
     ) -> list[ActionRecord]:
         """Actions matching every given filter (time bounds inclusive), ordered by timestamp
         then id in ``order``, at most ``limit`` (1..10000)."""
-        start, end = _window(since, until)
-        lim = _check_limit(limit)
-        if order not in ("asc", "desc"):
-            raise InvalidInputError(f"order must be 'asc' or 'desc', got {order!r}")
+        start, end = inputs.window(since, until)
+        lim = inputs.check(inputs.Limit, limit, "limit")
+        order = inputs.check(inputs.Order, order, "order")
         if success is not None and not isinstance(success, bool):
             raise InvalidInputError(f"success must be True, False or None, got {success!r}")
         stmt = select(Action)

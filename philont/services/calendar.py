@@ -11,14 +11,13 @@ from typing import Any, Final
 from pydantic import ValidationError
 from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import CursorResult
-from sqlalchemy.orm import Session
 
-from philont.clock import Clock, utc_now
 from philont.db.models import CalendarEvent
 from philont.domain import series, timepolicy
 from philont.domain.rrule_engine import Work, WorkLimitExceeded
 from philont.errors import InvalidInputError, InvalidTimeRangeError, UnreadableRowError
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.calendar import (
     CalendarEventRecord,
     CalendarEvents,
@@ -27,9 +26,7 @@ from philont.schemas.calendar import (
     SkippedRow,
 )
 from philont.services import _rows
-from philont.services._checks import aware as _aware
-from philont.services._checks import check_limit as _check_limit
-from philont.services._checks import text as _text
+from philont.services.base import Service
 
 __all__ = [
     "DEFAULT_LISTING_LIMIT",
@@ -50,8 +47,6 @@ LISTING_WORK_LIMIT: Final = 200_000
 LISTING_COUNT_LIMIT: Final = 10_000
 """Occurrences one listing counts beyond those it returns; past that, totals are lower bounds."""
 
-_TITLE_MAX_LENGTH: Final = 1000
-_REF_MAX_LENGTH: Final = 500
 _TABLE = CalendarEvent.__table__
 
 # Rows Philont wrote may hold '' for "no rule"; it treated that (and any rule it could not parse)
@@ -60,8 +55,12 @@ _ONE_SHOT: ColumnElement[bool] = or_(CalendarEvent.rrule.is_(None), CalendarEven
 _RECURRING: ColumnElement[bool] = and_(CalendarEvent.rrule.is_not(None), CalendarEvent.rrule != "")
 
 
-def _optional_text(value: object, name: str, max_length: int) -> str | None:
-    return None if value is None else _text(value, name, max_length)
+def _aware(value: object, name: str) -> datetime:
+    return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
+
+
+def _check_limit(value: object) -> int:
+    return inputs.check(inputs.Limit, value, "limit")  # type: ignore[no-any-return]
 
 
 def _decode(row: _rows.Row) -> CalendarEventRecord:
@@ -140,16 +139,9 @@ class _Listing:
         )
 
 
-class CalendarService:
+class CalendarService(Service):
     """Calendar events: one-shots and recurring series (any RFC 5545 RRULE), expanded in their
     own IANA zone with bounded work."""
-
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self._clock = clock
-
-    def _now(self) -> datetime:
-        return _aware(self._clock(), "clock()")
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -179,13 +171,13 @@ class CalendarService:
         is **updated in place** (same id and ``created_at``; every other field becomes what this
         call says, so ``None`` clears) instead of a duplicate being added.
         """
-        clean_title = _text(title, "title", _TITLE_MAX_LENGTH)
+        clean_title = inputs.check(inputs.Title, title, "title").strip()
         start = _aware(starts_at, "starts_at")
         end = None if ends_at is None else _aware(ends_at, "ends_at")
         checked = series.check_event(start, end, timezone, rrule)
         zone = timepolicy.validate_timezone(timezone)
-        fact_id = _optional_text(related_fact_id, "related_fact_id", _REF_MAX_LENGTH)
-        ref = _optional_text(external_ref, "external_ref", _REF_MAX_LENGTH)
+        fact_id = inputs.optional(inputs.RecordId, related_fact_id, "related_fact_id")
+        ref = inputs.optional(inputs.ExternalRef, external_ref, "external_ref")
         values: dict[str, Any] = {
             "title": clean_title,
             "starts_at": start,
@@ -288,9 +280,10 @@ class CalendarService:
         return int(self.session.scalar(select(func.count()).select_from(CalendarEvent)) or 0)
 
     def list(self, *, limit: int = DEFAULT_LISTING_LIMIT) -> CalendarEvents:
-        """The stored events by start, at most ``limit`` rows; unreadable rows are reported in
-        ``skipped`` (with their id, so they can be removed), never raised."""
-        lim = _check_limit(limit, maximum=MAX_LISTING_LIMIT)
+        """The stored events by start, at most ``limit`` rows (and ``MAX_LISTING_LIMIT``);
+        unreadable rows are reported in ``skipped`` (with their id, so they can be removed),
+        never raised."""
+        lim = min(_check_limit(limit), MAX_LISTING_LIMIT)
         events, skipped = [], []
         for row in self._raw(limit=lim):
             try:
@@ -319,7 +312,7 @@ class CalendarService:
         lo, hi = _aware(start, "start"), _aware(end, "end")
         if hi < lo:
             raise InvalidTimeRangeError(lo, hi, "calendar window")
-        listing = _Listing(_check_limit(limit, maximum=MAX_LISTING_LIMIT))
+        listing = _Listing(min(_check_limit(limit), MAX_LISTING_LIMIT))
         self._one_shots(listing, lo, hi)
         self._series(listing, lo, hi)
         return listing.result()

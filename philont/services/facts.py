@@ -3,257 +3,54 @@
 from __future__ import annotations
 
 import builtins
-import json
-import math
-import re
 import uuid
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, Text, and_, func, or_, select, type_coerce
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import or_, select
 
-from philont.clock import Clock, utc_now
 from philont.db.models import Fact
-from philont.db.types import dumps_compact, to_epoch_ms
+from philont.db.types import to_epoch_ms
 from philont.domain import decay
 from philont.domain.kinds import AccessTarget, FactKind
 from philont.errors import (
-    InvalidInputError,
     InvalidTimeRangeError,
-    NotFoundError,
-    ReservedNamespaceError,
 )
-from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.facts import FactRecord
-from philont.services._checks import aware as _aware
-from philont.services._checks import like_escape as _like_escape
-from philont.services.access import AccessLog
+from philont.services.fact_base import (
+    CURRENT,
+    FACT_COLUMNS,
+    SCORE_COLUMNS,
+    FactIdNotFoundError,
+    aware,
+    current_as_of,
+    exact_namespace,
+    expired,
+    log,
+    namespace_filter,
+    newest_first,
+    optional_aware,
+    score_raw,
+    score_record,
+    to_record,
+    valid_raw,
+)
+from philont.services.fact_time import FactTime
 
 __all__ = [
-    "KEY_PATTERN",
-    "NAMESPACE_MAX_LENGTH",
-    "NAMESPACE_PATTERN",
-    "RESERVED_NAMESPACE_ROOT",
     "FactIdNotFoundError",
     "FactService",
 ]
 
-log = get_logger(__name__)
 
-NAMESPACE_PATTERN = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
-"""Dot-separated lowercase segments, e.g. ``user.preferences.food``."""
-
-NAMESPACE_MAX_LENGTH = 100
-
-KEY_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
-"""A short slug: 1-64 characters, starting with a letter or digit."""
-
-RESERVED_NAMESPACE_ROOT = "self"
-"""``self`` and every ``self.*`` namespace are written only by the self-reflector's kernel path.
-
-The original protected only the exact ``self``; ``self.x`` slipped through, which let a tool
-call forge self-description under a child namespace. We refuse the whole root."""
-
-_ALL_NAMESPACES = "*"
-_PREFIX_SUFFIX = ".*"
-
-
-class FactIdNotFoundError(NotFoundError):
-    """No fact version has this id."""
-
-    code = "fact_id_not_found"
-
-    def __init__(self, fact_id: str) -> None:
-        super().__init__(f"no fact with id {fact_id!r}", fact_id=fact_id)
-        self.fact_id = fact_id
-
-
-# --- validation helpers (pure; raise before anything is written) -----------------------------
-
-
-def _check_namespace(namespace: object) -> str:
-    if not isinstance(namespace, str):
-        raise InvalidInputError(f"namespace must be a string, got {namespace!r}")
-    if len(namespace) > NAMESPACE_MAX_LENGTH:
-        raise InvalidInputError(
-            f"namespace is {len(namespace)} characters long; at most {NAMESPACE_MAX_LENGTH}"
-        )
-    if NAMESPACE_PATTERN.fullmatch(namespace) is None:
-        raise InvalidInputError(
-            f"namespace {namespace!r} is not dot-separated lowercase segments of a-z, 0-9, '_' "
-            "or '-' (e.g. 'user.preferences')",
-            namespace=namespace,
-        )
-    if namespace.split(".", 1)[0] == RESERVED_NAMESPACE_ROOT:
-        raise ReservedNamespaceError(namespace)
-    return namespace
-
-
-def _check_key(key: object) -> str:
-    if not isinstance(key, str) or KEY_PATTERN.fullmatch(key) is None:
-        raise InvalidInputError(
-            f"key {key!r} must be a short slug: 1-64 letters, digits, '_', '.' or '-', starting "
-            "with a letter or digit, without spaces or colons (e.g. 'home_city')",
-            key=key,
-        )
-    return key
-
-
-def _check_confidence(value: object) -> float:
-    # bool is an int subclass; True would silently mean 1.0.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(f"confidence must be a number in [0, 1], got {value!r}")
-    conf = float(value)
-    if math.isnan(conf) or not 0.0 <= conf <= 1.0:
-        raise InvalidInputError(f"confidence must be a number in [0, 1], got {value!r}")
-    return conf
-
-
-def _check_value(value: object) -> Any:
-    if value is None:
-        raise InvalidInputError("value must not be None (forget the fact instead)")
-    # The round trip both validates (raises InvalidInputError) and gives the caller the value
-    # exactly as a later read returns it (tuples become lists, and so on).
-    return json.loads(dumps_compact(value))
-
-
-def _check_kind(value: object) -> FactKind:
-    allowed = ", ".join(k.value for k in FactKind)
-    if not isinstance(value, str):
-        raise InvalidInputError(f"fact_kind {value!r} is not one of: {allowed}")
-    try:
-        return FactKind(value)
-    except ValueError as exc:
-        raise InvalidInputError(f"fact_kind {value!r} is not one of: {allowed}") from exc
-
-
-def _optional_aware(value: object, name: str) -> datetime | None:
-    return None if value is None else _aware(value, name)
-
-
-def _check_limit(value: object, name: str = "limit") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
-def _check_threshold(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInputError(f"threshold must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _exact_namespace(namespace: object) -> ColumnElement[bool]:
-    """SQL condition for one namespace on reads. Reads are lenient (legacy namespaces need not
-    follow today's write rules, and ``self`` is readable); the value is a bound parameter."""
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")
-    return Fact.namespace == namespace
-
-
-def _namespace_filter(namespace: str | None, *, prefix: bool) -> ColumnElement[bool] | None:
-    """SQL condition selecting namespaces for listing. ``None`` or ``'*'`` selects all (no
-    condition); ``'user.*'`` means the prefix form of ``'user'``."""
-    if namespace is None or namespace == _ALL_NAMESPACES:
-        return None
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise InvalidInputError(f"namespace must be a non-empty string, got {namespace!r}")
-    if namespace.endswith(_PREFIX_SUFFIX):
-        namespace, prefix = namespace[: -len(_PREFIX_SUFFIX)], True
-        if not namespace:
-            raise InvalidInputError("namespace pattern '.*' has no root; use '*' for all")
-    if not prefix:
-        return Fact.namespace == namespace
-    # 'user' matches 'user' and 'user.<anything>', never 'username'; '_' in a namespace is a
-    # literal, not a LIKE wildcard.
-    return or_(
-        Fact.namespace == namespace,
-        Fact.namespace.like(_like_escape(namespace) + ".%", escape="\\"),
-    )
-
-
-def _newest_first(rows: Iterable[Fact]) -> builtins.list[Fact]:
-    # created_at is millisecond-grained; equal stamps fall back to the id so the choice is
-    # deterministic (the original took "the first row", whatever SQLite returned: Q-S1).
-    return sorted(rows, key=lambda r: (r.created_at, r.id), reverse=True)
-
-
-def _is_expired(row: Fact | Any, now: datetime) -> bool:
-    """A state whose validity window has closed. Events never expire."""
-    return (
-        row.fact_kind is not FactKind.EVENT
-        and row.valid_until is not None
-        and row.valid_until < now
-    )
-
-
-def _record(row: Fact | Any, *, score: float | None = None) -> FactRecord:
-    """A read model from an ORM row or a column row with the same attribute names."""
-    return FactRecord(
-        id=row.id,
-        namespace=row.namespace,
-        key=row.key,
-        value=row.value,
-        confidence=row.confidence,
-        fact_kind=row.fact_kind,
-        created_at=row.created_at,
-        occurred_at=row.occurred_at,
-        valid_from=row.valid_from,
-        valid_until=row.valid_until,
-        last_accessed_at=row.last_accessed_at,
-        decay_tau_days=row.decay_tau_days,
-        pinned=decay.is_pinned(row.decay_tau_days),
-        superseded_by=row.superseded_by,
-        supersedes=row.supersedes,
-        forgotten_at=row.forgotten_at,
-        active=row.superseded_by is None and row.forgotten_at is None,
-        score=score,
-    )
-
-
-_CURRENT = and_(Fact.superseded_by.is_(None), Fact.forgotten_at.is_(None))
-_FACT_COLUMNS = tuple(getattr(Fact, attr.key) for attr in Fact.__mapper__.column_attrs)
-# Raw stored values (epoch-ms ints, plain text): ranking every current fact on each turn must
-# not pay for a datetime and an enum per column per row.
-_SCORE_COLUMNS = (
-    Fact.id,
-    Fact.namespace,
-    Fact.confidence,
-    type_coerce(Fact.created_at, Integer).label("created_at"),
-    type_coerce(Fact.last_accessed_at, Integer).label("last_accessed_at"),
-    Fact.decay_tau_days,
-    type_coerce(Fact.fact_kind, Text).label("fact_kind"),
-    type_coerce(Fact.valid_until, Integer).label("valid_until"),
-)
-
-
-def _score_raw(row: Any, now_ms: int) -> float:
-    """``decay.score_days`` from raw stored values (see ``_SCORE_COLUMNS``)."""
-    anchor = row.last_accessed_at if row.last_accessed_at is not None else row.created_at
-    return decay.score_days(
-        confidence=row.confidence,
-        age_days=(now_ms - anchor) / decay.MS_PER_DAY,
-        tau_days=decay.effective_tau_days(row.namespace, row.decay_tau_days),
-    )
-
-
-class FactService:
+class FactService(FactTime):
     """Facts: (namespace, key) -> JSON value, one row per version.
 
     Invariant kept by every write here: at most one *current* version (not superseded, not
     forgotten) per (namespace, key). Legacy databases may break it (Q-S1); reads then pick the
     newest deterministically and the next ``store`` repairs it.
     """
-
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self.clock = clock
-        self.access_log = AccessLog(session, clock=clock)
-
-    def _now(self) -> datetime:
-        return _aware(self.clock(), "clock()")
 
     # --- writing ------------------------------------------------------------------------
 
@@ -286,14 +83,14 @@ class FactService:
         Forgotten versions are left alone: they stay forgotten and unlinked, so a forgotten
         fact is never resurrected into the chain by a later write.
         """
-        namespace = _check_namespace(namespace)
-        key = _check_key(key)
-        value = _check_value(value)
-        confidence = _check_confidence(confidence)
-        kind = _check_kind(fact_kind)
-        occurred = _optional_aware(occurred_at, "occurred_at")
-        start = _optional_aware(valid_from, "valid_from")
-        end = _optional_aware(valid_until, "valid_until")
+        namespace = inputs.check(inputs.Namespace, namespace, "namespace")
+        key = inputs.check(inputs.FactKey, key, "key")
+        value = inputs.check(inputs.FactValue, value, "value")
+        confidence = inputs.check(inputs.Confidence, confidence, "confidence")
+        kind = inputs.check(inputs.FactKindName, fact_kind, "fact_kind")
+        occurred = optional_aware(occurred_at, "occurred_at")
+        start = optional_aware(valid_from, "valid_from")
+        end = optional_aware(valid_until, "valid_until")
         if start is not None and end is not None and end < start:
             raise InvalidTimeRangeError(start, end, what="valid_until before valid_from")
         tau = None if decay_tau_days is None else decay.validate_tau_override(decay_tau_days)
@@ -329,9 +126,9 @@ class FactService:
     ) -> FactRecord:
         """Insert an already validated version and supersede the current ones (no checks:
         a future kernel path for ``self`` facts calls this after its own authorisation)."""
-        current = _newest_first(
+        current = newest_first(
             self.session.scalars(
-                select(Fact).where(Fact.namespace == namespace, Fact.key == key, _CURRENT)
+                select(Fact).where(Fact.namespace == namespace, Fact.key == key, CURRENT)
             )
         )
         row = Fact(
@@ -357,7 +154,7 @@ class FactService:
         for old in current:
             log.info("fact.superseded", namespace=namespace, key=key, old_id=old.id, new_id=row.id)
         log.info("fact.stored", namespace=namespace, key=key, id=row.id, kind=fact_kind.value)
-        return _record(row)
+        return to_record(row)
 
     # --- reading ------------------------------------------------------------------------
 
@@ -369,18 +166,18 @@ class FactService:
         passed counts as a miss (Q-S2); the default keeps the original's behaviour.
         A miss writes nothing.
         """
-        stmt = select(Fact).where(_exact_namespace(namespace), Fact.key == key, _CURRENT)
-        rows = _newest_first(self.session.scalars(stmt))
+        stmt = select(Fact).where(exact_namespace(namespace), Fact.key == key, CURRENT)
+        rows = newest_first(self.session.scalars(stmt))
         if not rows:
             return None
         row = rows[0]
         now = self._now()
-        if not include_expired and _is_expired(row, now):
+        if not include_expired and expired(row, to_epoch_ms(now)):
             return None
         row.last_accessed_at = now
         self.session.flush()
-        self.access_log.record(AccessTarget.FACT, row.id, context=f"get {namespace}.{key}")
-        return _record(row)
+        self.mem.access.record(AccessTarget.FACT, row.id, context=f"get {namespace}.{key}")
+        return to_record(row)
 
     def get_by_id(self, fact_id: str, include_forgotten: bool = False) -> FactRecord | None:
         """Any version by id (superseded ones too); forgotten ones only when asked. No access
@@ -388,7 +185,7 @@ class FactService:
         row = self.session.get(Fact, fact_id)
         if row is None or (row.forgotten_at is not None and not include_forgotten):
             return None
-        return _record(row)
+        return to_record(row)
 
     def list(
         self,
@@ -397,74 +194,74 @@ class FactService:
         prefix: bool = False,
         ranked: bool = False,
         now: datetime | None = None,
-        include_expired: bool = True,
+        include_expired: bool = False,
+        as_of: datetime | None = None,
         limit: int | None = None,
     ) -> builtins.list[FactRecord]:
-        """Current facts of a namespace, without refreshing access.
+        """Current facts of a namespace that hold at ``now``, without refreshing access.
 
         ``namespace`` is matched exactly, or with ``prefix=True`` (or the pattern form
         ``'user.*'``) as ``user`` plus every ``user.<child>`` — never ``username``. ``None`` or
         ``'*'`` lists every namespace. Ordered by namespace and key, or with ``ranked=True`` by
-        decay score at ``now`` (default: the clock), highest first, with ``score`` filled in.
-        ``include_expired=False`` drops states whose ``valid_until`` lies before ``now``.
-        ``limit`` keeps the first N after ordering.
+        decay score at ``now``, highest first, with ``score`` filled in. By default only what
+        is valid at ``now`` (default: the clock) is listed: states inside their validity window
+        (not expired, not yet to begin) and events; ``include_expired=True`` lists every
+        current version. ``as_of`` lists the versions current as we believed them then
+        (recorded by then, not yet superseded or forgotten then), valid at ``as_of`` unless
+        ``now`` says otherwise. ``limit`` keeps the first N after ordering.
         """
-        cond = _namespace_filter(namespace, prefix=prefix)
-        at = self._now() if now is None else _aware(now, "now")
-        # Plain column rows, not ORM objects: every turn's prefix ranks all current facts.
-        stmt = (
-            select(*_FACT_COLUMNS)
-            .where(_CURRENT)
-            .order_by(Fact.namespace, Fact.key, Fact.created_at)
-        )
+        cond = namespace_filter(namespace, prefix=prefix)
+        believed = optional_aware(as_of, "as_of")
+        at = aware(now, "now") if now is not None else believed or self._now()
+        at_ms = to_epoch_ms(at)
+        stmt = current_as_of(select(Fact.id).select_from(Fact), believed)
         if cond is not None:
             stmt = stmt.where(cond)
-        if not ranked:
-            rows: builtins.list[Any] = [
-                r for r in self.session.execute(stmt) if include_expired or not _is_expired(r, at)
-            ]
-            return [_record(r) for r in rows[:limit]]
-        # Rank on the few columns the score needs, then load only the winners in full.
-        light = stmt.with_only_columns(*_SCORE_COLUMNS)
-        at_ms = to_epoch_ms(at)
-        scored = [
-            (_score_raw(r, at_ms), r.id)
-            for r in self.session.execute(light)
-            if include_expired
-            or r.fact_kind == "event"
-            or r.valid_until is None
-            or r.valid_until >= at_ms
+        # Rank and filter on raw columns, then load only the winners in full: every turn's
+        # prefix ranks all current facts.
+        light = [
+            r
+            for r in self.session.execute(
+                stmt.with_only_columns(*SCORE_COLUMNS, Fact.key).order_by(
+                    Fact.namespace, Fact.key, Fact.created_at
+                )
+            )
+            if include_expired or valid_raw(r, at_ms)
         ]
-        # sorted() is stable: equal scores keep the (namespace, key) order
-        scored.sort(key=lambda pair: -pair[0])
-        top = scored[:limit]
+        chosen: builtins.list[tuple[float | None, str]] = [(None, r.id) for r in light]
+        if ranked:
+            scored = [(score_raw(r, at_ms), r.id) for r in light]
+            # sorted() is stable: equal scores keep the (namespace, key) order
+            scored.sort(key=lambda pair: -pair[0])
+            chosen = [(score, i) for score, i in scored]
+        chosen = chosen[:limit]
         full = {
             r.id: r
             for r in self.session.execute(
-                select(*_FACT_COLUMNS).where(Fact.id.in_([i for _, i in top]))
+                select(*FACT_COLUMNS).where(Fact.id.in_([i for _, i in chosen]))
             )
         }
-        return [_record(full[i], score=score) for score, i in top]
+        return [to_record(full[i], score=score) for score, i in chosen]
 
-    def count(self, *, now: datetime | None = None, include_expired: bool = True) -> int:
-        """How many current (active, not forgotten) facts there are, in every namespace."""
-        stmt = select(func.count()).select_from(Fact).where(_CURRENT)
-        if not include_expired:
-            at = self._now() if now is None else _aware(now, "now")
-            stmt = stmt.where(
-                or_(
-                    Fact.fact_kind == FactKind.EVENT,
-                    Fact.valid_until.is_(None),
-                    Fact.valid_until >= at,
-                )
-            )
-        return int(self.session.scalar(stmt) or 0)
+    def count(
+        self,
+        *,
+        now: datetime | None = None,
+        include_expired: bool = False,
+        as_of: datetime | None = None,
+    ) -> int:
+        """How many facts :meth:`list` would list for every namespace."""
+        believed = optional_aware(as_of, "as_of")
+        at = aware(now, "now") if now is not None else believed or self._now()
+        at_ms = to_epoch_ms(at)
+        stmt = current_as_of(select(*SCORE_COLUMNS).select_from(Fact), believed)
+        return sum(1 for r in self.session.execute(stmt) if include_expired or valid_raw(r, at_ms))
 
     def history(self, namespace: str, key: str) -> builtins.list[FactRecord]:
         """Every version of ``namespace.key``, superseded and forgotten ones included: the
         current version first, then newest first (each record says ``active``)."""
         rows = builtins.list(
-            self.session.scalars(select(Fact).where(_exact_namespace(namespace), Fact.key == key))
+            self.session.scalars(select(Fact).where(exact_namespace(namespace), Fact.key == key))
         )
         by_id = {r.id: r for r in rows}
 
@@ -486,7 +283,7 @@ class FactService:
             ),
             reverse=True,
         )
-        return [_record(r) for r in ordered]
+        return [to_record(r) for r in ordered]
 
     # --- forgetting and pinning ---------------------------------------------------------
 
@@ -526,9 +323,9 @@ class FactService:
         return True
 
     def _settle_current(self, namespace: str, key: str) -> None:
-        current = _newest_first(
+        current = newest_first(
             self.session.scalars(
-                select(Fact).where(Fact.namespace == namespace, Fact.key == key, _CURRENT)
+                select(Fact).where(Fact.namespace == namespace, Fact.key == key, CURRENT)
             )
         )
         if len(current) < 2:
@@ -550,7 +347,7 @@ class FactService:
         row.decay_tau_days = tau
         self.session.flush()
         log.info("fact.tau_set", namespace=row.namespace, key=row.key, id=row.id, tau_days=tau)
-        return _record(row)
+        return to_record(row)
 
     def pin(self, fact_id: str) -> FactRecord:
         """Pin a version: it never decays and is never a forget candidate."""
@@ -562,28 +359,10 @@ class FactService:
 
     # --- decay --------------------------------------------------------------------------
 
-    @staticmethod
-    def _score_row(row: Fact, now: datetime) -> float:
-        return decay.score_fact(
-            namespace=row.namespace,
-            confidence=row.confidence,
-            created_at=row.created_at,
-            last_accessed_at=row.last_accessed_at,
-            decay_tau_days=row.decay_tau_days,
-            now=now,
-        )
-
     def score(self, record: FactRecord, now: datetime | None = None) -> float:
         """The decayed relevance of ``record`` at ``now`` (default: the clock)."""
-        at = self._now() if now is None else _aware(now, "now")
-        return decay.score_fact(
-            namespace=record.namespace,
-            confidence=record.confidence,
-            created_at=record.created_at,
-            last_accessed_at=record.last_accessed_at,
-            decay_tau_days=record.decay_tau_days,
-            now=at,
-        )
+        at = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
+        return score_record(record, to_epoch_ms(at))
 
     def forget_candidates(
         self,
@@ -594,33 +373,41 @@ class FactService:
     ) -> builtins.list[tuple[FactRecord, float]]:
         """Current, unpinned facts scoring strictly below ``threshold`` at ``now``, lowest
         first, at most ``limit``. ``namespace`` is exact (``'x.*'`` for a subtree)."""
-        return self._candidates(_check_threshold(threshold), _check_limit(limit), namespace, now)
+        return self._candidates(
+            inputs.check(inputs.Threshold, threshold, "threshold"),
+            inputs.check(inputs.Limit, limit, "limit"),
+            namespace,
+            now,
+        )
 
     def _candidates(
         self, threshold: float, limit: int | None, namespace: str | None, now: datetime | None
     ) -> builtins.list[tuple[FactRecord, float]]:
-        cond = _namespace_filter(namespace, prefix=False)
-        at = self._now() if now is None else _aware(now, "now")
+        cond = namespace_filter(namespace, prefix=False)
+        at = self._now() if now is None else aware(now, "now")
         stmt = select(Fact).where(
-            _CURRENT, or_(Fact.decay_tau_days.is_(None), Fact.decay_tau_days >= 0)
+            CURRENT, or_(Fact.decay_tau_days.is_(None), Fact.decay_tau_days >= 0)
         )
         if cond is not None:
             stmt = stmt.where(cond)
         found: builtins.list[tuple[Fact, float]] = []
+        at_ms = to_epoch_ms(at)
         for row in self.session.scalars(stmt):
-            s = self._score_row(row, at)
+            s = score_record(row, at_ms)
             if decay.is_forget_candidate(s, threshold):
                 found.append((row, s))
         found.sort(key=lambda pair: (pair[1], pair[0].namespace, pair[0].key))
         chosen = found if limit is None else found[:limit]
-        return [(_record(row, score=s), s) for row, s in chosen]
+        return [(to_record(row, score=s), s) for row, s in chosen]
 
     def sweep(
         self, threshold: float = decay.DEFAULT_FORGET_THRESHOLD, now: datetime | None = None
     ) -> int:
         """Soft-forget every forget candidate (no limit) and return how many. Scores are taken
         at ``now``; ``forgotten_at`` is the clock's time of the sweep."""
-        candidates = self._candidates(_check_threshold(threshold), None, None, now)
+        candidates = self._candidates(
+            inputs.check(inputs.Threshold, threshold, "threshold"), None, None, now
+        )
         if not candidates:
             return 0
         stamp = self._now()
@@ -630,102 +417,3 @@ class FactService:
         self.session.flush()
         log.info("fact.swept", threshold=threshold, forgotten=len(ids))
         return len(ids)
-
-    # --- time ---------------------------------------------------------------------------
-
-    def as_of(
-        self,
-        namespace: str,
-        key: str,
-        at: datetime,
-        *,
-        believed_at: datetime | None = None,
-    ) -> FactRecord | None:
-        """The version of ``namespace.key`` that held at valid time ``at``, as we believed it at
-        transaction time ``believed_at`` (default: now). Bitemporal semantics:
-
-        * Transaction time: only versions recorded by then (``created_at <= believed_at``)
-          count, so a correction stored later is invisible to an earlier ``believed_at``.
-        * Valid time: a state counts if ``valid_from <= at <= valid_until`` (a missing bound is
-          open); an event counts if it had occurred by then (``occurred_at <= at``, or
-          ``created_at`` for legacy events without one), its window ignored.
-        * Supersession does not hide a version: a later version overrides an earlier one only
-          where their valid windows overlap. So "Paris 2020-2023" then "Berlin from 2024"
-          still answers Paris for 2022.
-        * Among the candidates the latest belief wins: states by newest ``created_at``; events
-          by latest occurrence, then newest ``created_at`` (a correction of the same
-          occurrence). Forgotten versions never answer.
-
-        No access refresh and no access-log row (this is an audit query).
-        """
-        cond = _exact_namespace(namespace)
-        when = _aware(at, "at")
-        believed = self._now() if believed_at is None else _aware(believed_at, "believed_at")
-        rows = self.session.scalars(
-            select(Fact).where(
-                cond,
-                Fact.key == key,
-                Fact.forgotten_at.is_(None),
-                Fact.created_at <= believed,
-            )
-        )
-        candidates: builtins.list[tuple[datetime, datetime, str, Fact]] = []
-        for row in rows:
-            if row.fact_kind is FactKind.EVENT:
-                occurred = row.occurred_at or row.created_at
-                if occurred <= when:
-                    candidates.append((occurred, row.created_at, row.id, row))
-            elif (row.valid_from is None or row.valid_from <= when) and (
-                row.valid_until is None or when <= row.valid_until
-            ):
-                candidates.append((row.created_at, row.created_at, row.id, row))
-        if not candidates:
-            return None
-        return _record(max(candidates, key=lambda c: c[:3])[3])
-
-    def events(
-        self,
-        namespace: str | None = None,
-        *,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        prefix: bool = True,
-    ) -> builtins.list[FactRecord]:
-        """Event facts ordered by when they occurred (then when recorded), bounds inclusive.
-
-        Unlike ``list``, superseded versions are included: re-storing an event under the same
-        key ("lunch") is a new occurrence, not a replacement, so no occurrence is lost (the
-        original only ever showed the latest one, Q-S3). An event superseded by an event with
-        the same ``occurred_at`` is a correction of that occurrence and is left out, and so are
-        forgotten versions. ``namespace`` (default all) matches as a prefix unless
-        ``prefix=False``.
-        """
-        cond = _namespace_filter(namespace, prefix=prefix)
-        start = _optional_aware(since, "since")
-        end = _optional_aware(until, "until")
-        if start is not None and end is not None and end < start:
-            raise InvalidTimeRangeError(start, end, what="events window")
-        successor = aliased(Fact)
-        occurred = func.coalesce(Fact.occurred_at, Fact.created_at)
-        stmt = (
-            select(Fact)
-            .outerjoin(successor, successor.id == Fact.superseded_by)
-            .where(
-                Fact.fact_kind == FactKind.EVENT,
-                Fact.forgotten_at.is_(None),
-                or_(
-                    successor.id.is_(None),
-                    successor.fact_kind != FactKind.EVENT,
-                    successor.occurred_at.is_(None),
-                    successor.occurred_at != occurred,
-                ),
-            )
-            .order_by(occurred, Fact.created_at, Fact.namespace, Fact.key, Fact.id)
-        )
-        if cond is not None:
-            stmt = stmt.where(cond)
-        if start is not None:
-            stmt = stmt.where(occurred >= start)
-        if end is not None:
-            stmt = stmt.where(occurred <= end)
-        return [_record(r) for r in self.session.scalars(stmt)]

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import builtins
-import math
 import uuid
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, func, or_, select
-from sqlalchemy.orm import Session
 
-from philont.clock import Clock, utc_now
 from philont.db.models import Note
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import AccessTarget
+from philont.domain.query import like_escape as _like_escape
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.notes import NoteRecord
-from philont.services._checks import like_escape as _like_escape
-from philont.services._checks import storable as _storable
-from philont.services.access import AccessLog
+from philont.services.base import Service
 
 __all__ = ["SESSION_SUMMARY_PREFIX", "NoteService"]
 
@@ -27,47 +24,6 @@ log = get_logger(__name__)
 
 SESSION_SUMMARY_PREFIX = "session-summary-"
 """Id prefix of the per-session summary notes (``session-summary-<session id>``)."""
-
-_ID_MAX_LENGTH = 200
-
-
-def _check_content(content: object) -> str:
-    if not isinstance(content, str) or not content.strip():
-        raise InvalidInputError(f"note content must be non-blank text, got {content!r}")
-    return _storable(content, "note content")
-
-
-def _check_importance(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(f"importance must be a number in [0, 1], got {value!r}")
-    imp = float(value)
-    if math.isnan(imp) or not 0.0 <= imp <= 1.0:
-        raise InvalidInputError(f"importance must be a number in [0, 1], got {value!r}")
-    return imp
-
-
-def _check_id(value: object, name: str = "id") -> str:
-    if (
-        not isinstance(value, str)
-        or not value
-        or value != value.strip()
-        or len(value) > _ID_MAX_LENGTH
-    ):
-        raise InvalidInputError(
-            f"{name} must be 1-{_ID_MAX_LENGTH} characters without surrounding whitespace, "
-            f"got {value!r}"
-        )
-    return value
-
-
-def _check_optional_session(value: object) -> str | None:
-    return None if value is None else _check_id(value, "session_id")
-
-
-def _check_limit(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"limit must be a positive integer, got {value!r}")
-    return value
 
 
 def _contains(token: str) -> ColumnElement[bool]:
@@ -84,13 +40,8 @@ _ACTIVE = Note.forgotten_at.is_(None)
 _RANKING = (Note.importance.desc(), Note.created_at.desc(), Note.id)
 
 
-class NoteService:
+class NoteService(Service):
     """Notes: free text with an importance in [0, 1], optionally tied to a session."""
-
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self.clock = clock
-        self.access_log = AccessLog(session, clock=clock)
 
     def _now(self) -> datetime:
         return from_epoch_ms(to_epoch_ms(self.clock()))
@@ -105,10 +56,10 @@ class NoteService:
     ) -> NoteRecord:
         """Insert a new note (a new UUID unless ``id`` is given; an existing id is a
         :class:`~philont.errors.ConflictError` — use :meth:`upsert` to overwrite)."""
-        content = _check_content(content)
-        imp = _check_importance(importance)
-        sid = _check_optional_session(session_id)
-        note_id = str(uuid.uuid4()) if id is None else _check_id(id)
+        content = inputs.check(inputs.Content, content, "content")
+        imp = inputs.check(inputs.Importance, importance, "importance")
+        sid = inputs.optional(inputs.SessionId, session_id, "session_id")
+        note_id = str(uuid.uuid4()) if id is None else inputs.check(inputs.RecordId, id, "id")
         if id is not None and self.session.get(Note, note_id) is not None:
             raise ConflictError(f"a note with id {note_id!r} already exists", id=note_id)
         row = Note(
@@ -133,10 +84,10 @@ class NoteService:
         a forgotten note stays forgotten when an automated writer (the compactor) rewrites it,
         because forgetting is a deliberate decision a rewrite should not undo.
         """
-        note_id = _check_id(id)
-        content = _check_content(content)
-        imp = _check_importance(importance)
-        sid = _check_optional_session(session_id)
+        note_id = inputs.check(inputs.RecordId, id, "id")
+        content = inputs.check(inputs.Content, content, "content")
+        imp = inputs.check(inputs.Importance, importance, "importance")
+        sid = inputs.optional(inputs.SessionId, session_id, "session_id")
         row = self.session.get(Note, note_id)
         if row is None:
             row = Note(
@@ -159,7 +110,7 @@ class NoteService:
             return None
         row.last_accessed_at = self._now()
         self.session.flush()
-        self.access_log.record(AccessTarget.NOTE, row.id, context="get")
+        self.mem.access.record(AccessTarget.NOTE, row.id, context="get")
         return _record(row)
 
     def list(self, limit: int = 10, include_forgotten: bool = False) -> builtins.list[NoteRecord]:
@@ -168,7 +119,7 @@ class NoteService:
         Forgotten notes are left out unless asked for (the original listed them, Q-F6).
         No access refresh.
         """
-        stmt = select(Note).order_by(*_RANKING).limit(_check_limit(limit))
+        stmt = select(Note).order_by(*_RANKING).limit(inputs.check(inputs.Limit, limit, "limit"))
         if not include_forgotten:
             stmt = stmt.where(_ACTIVE)
         return [_record(r) for r in self.session.scalars(stmt)]
@@ -227,7 +178,7 @@ class NoteService:
         """
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be text, got {query!r}")
-        lim = _check_limit(limit)
+        lim = inputs.check(inputs.Limit, limit, "limit")
         tokens = query.split()
         if not tokens:
             return []

@@ -43,12 +43,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from sqlalchemy import ColumnElement, func, select, update
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import InstrumentedAttribute
 
-from philont.clock import Clock, utc_now
 from philont.db.models import Action, RawMessage
 from philont.domain.attribution import (
     ActionEvent,
@@ -67,7 +66,12 @@ from philont.schemas.reflector import (
     SkippedRetrieval,
     SkipReason,
 )
-from philont.services.skills import SkillService
+from philont.services.base import Service
+
+if TYPE_CHECKING:
+    from philont.learning.config import LearningConfig
+    from philont.llm.base import ModelClient
+    from philont.schemas.learning import SkillReflectionReport
 
 __all__ = ["DEFAULT_WINDOW", "ReflectorService"]
 
@@ -167,13 +171,29 @@ class _Timeline:
         return stamps[index] if index < len(stamps) else None
 
 
-class ReflectorService:
-    """Turns the action log into skill outcomes (flushes, never commits)."""
+class ReflectorService(Service):
+    """Turns the action log into skill outcomes (flushes, never commits); :meth:`reflect` turns
+    a conversation into skills with a model (the self-learning loop, :mod:`philont.learning`)."""
 
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self.clock = clock
-        self.skills = SkillService(session, clock=clock)
+    def reflect(
+        self,
+        model: ModelClient,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        config: LearningConfig | None = None,
+    ) -> SkillReflectionReport:
+        """Ask ``model`` for the skills and anti-patterns of one session (or the time range
+        ``since <= t <= until``) and write them by the learning rules: what was created,
+        updated, merged, left unchanged, refused or rejected, each with its reason, and the
+        tokens used. A proposal never overwrites a playbook, a stable skill, a recipe or a
+        skill from disk or a package."""
+        from philont.learning import Learner
+
+        return Learner(self.mem, model, config=config).reflect(
+            session_id=session_id, since=since, until=until
+        )
 
     def run(
         self,
@@ -310,7 +330,7 @@ class ReflectorService:
                 reason=SkipReason.NO_ACTIONS,
                 detail=credit.reason,
             )
-        before = self.skills.get(name, record_access=False)
+        before = self.mem.skills.get(name, record_access=False)
         if before is None:
             return SkippedRetrieval(
                 skill=name,
@@ -320,7 +340,9 @@ class ReflectorService:
             )
         self._link(credit.attributed_action_ids, name)
         at = max(timeline.by_id[i].timestamp for i in credit.attributed_action_ids)
-        after = self.skills.record_outcome(name, success=credit.outcome == Outcome.SUCCESS, at=at)
+        after = self.mem.skills.record_outcome(
+            name, success=credit.outcome == Outcome.SUCCESS, at=at
+        )
         log.info(
             "reflector.credited",
             skill=name,

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from sqlalchemy.orm import Session
-
+from philont.db.backend import Raw
 from philont.db.models import RawMessage
+from philont.db.queries import messages as message_rows
+from philont.db.queries.messages import MessageRow
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role
 from philont.domain.tokens import TokenEstimator, default_estimator, utf16_len
 from philont.errors import InvalidInputError
+from philont.schemas import inputs
 from philont.schemas.search import ContextMessage, RetrievalResult
-from philont.services.search import DbConn, SearchService, driver_connection, fetch_all
+from philont.services.base import Service
+from philont.services.search import ScoredMessage
+
+if TYPE_CHECKING:
+    from philont.memory import Memory
 
 __all__ = [
     "DEFAULT_RECALL_BUDGET_TOKENS",
@@ -47,13 +53,7 @@ _LLM_ROLE: dict[str, Literal["user", "assistant"]] = {
 }
 
 
-def _non_negative(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
-    return value
-
-
-class TimelineRetriever:
+class TimelineRetriever(Service):
     """Build the conversation context of a turn: a recency section and a keyword-recall section.
 
     Differences from the original (spec section 11), on purpose:
@@ -72,10 +72,9 @@ class TimelineRetriever:
     * The separator is our own English marker, :data:`SEPARATOR`.
     """
 
-    def __init__(self, session: Session, *, estimator: TokenEstimator = default_estimator) -> None:
-        self._session = session
+    def __init__(self, mem: Memory, *, estimator: TokenEstimator = default_estimator) -> None:
+        super().__init__(mem)
         self._estimate = estimator
-        self._search = SearchService(session)
 
     def retrieve(
         self,
@@ -87,72 +86,40 @@ class TimelineRetriever:
         recall_candidates: int = DEFAULT_RECALL_CANDIDATES,
         session_ids: Sequence[str] | None = None,
         now: datetime | None = None,
+        around: datetime | None = None,
     ) -> RetrievalResult:
         """Return the context window for a turn whose user message is ``query``.
 
-        Messages stamped after ``now`` (when given) are ignored. ``session_ids`` restricts both
-        sections (None or empty: every session). The result lists the recalled messages
-        (chronological), then a separator if both sections are non-empty, then the recent
-        messages (chronological), with roles mapped for an LLM (tool -> user).
+        Messages stamped after ``now`` (when given) are ignored. ``around``: recall prefers
+        the messages near that time (see ``SearchService.messages``), never requires them.
+        ``session_ids`` restricts both sections (None or empty: every session). The result
+        lists the recalled messages (chronological), then a separator if both sections are
+        non-empty, then the recent messages (chronological), with roles mapped for an LLM
+        (tool -> user).
         """
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
-        _non_negative("recent_budget_tokens", recent_budget_tokens)
-        _non_negative("recall_budget_tokens", recall_budget_tokens)
-        _non_negative("recent_limit", recent_limit)
-        _non_negative("recall_candidates", recall_candidates)
+        query = inputs.check(inputs.Query, query, "query")
+        for name, value in (
+            ("recent_budget_tokens", recent_budget_tokens),
+            ("recall_budget_tokens", recall_budget_tokens),
+            ("recent_limit", recent_limit),
+            ("recall_candidates", recall_candidates),
+        ):
+            inputs.check(inputs.Count, value, name)
         if isinstance(session_ids, str):
-            raise InvalidInputError("session_ids must be a sequence of ids, not one string")
+            raise InvalidInputError("session_ids: a sequence of ids, not one string")
         sessions = tuple(dict.fromkeys(session_ids or ()))
-        now_ms = None if now is None else to_epoch_ms(now)
-        conn = driver_connection(self._session)
+        now_ms = None if now is None else to_epoch_ms(inputs.check(inputs.AwareTime, now, "now"))
+        raw = self.mem.raw()
 
         recent, recent_tokens = self._recent(
-            conn, recent_limit, recent_budget_tokens, sessions, now_ms
+            raw, recent_limit, recent_budget_tokens, sessions, now_ms
         )
-        dropped_system = self._dropped_system(conn, recent, recent_limit, sessions, now_ms)
-
-        recalled: list[tuple[int, str, str, int]] = []
-        recall_tokens = 0
-        trimmed = query.strip()
-        if (
-            recall_budget_tokens > 0
-            and recall_candidates > 0
-            and utf16_len(trimmed) >= MIN_RECALL_QUERY_LENGTH
-        ):
-            # System messages are rare in the timeline: they are dropped from the hits rather
-            # than filtered in SQL, which would join every candidate to its row.
-            hits = self._search.message_rows(
-                trimmed,
-                limit=recall_candidates + RECALL_SLACK,
-                session_ids=sessions or None,
-                until=now,
-                exclude_ids={r[0] for r in recent},
-            )
-            shown = [h for h in hits if h[2] in _SHOWN_ROLES][:recall_candidates]
-            for msg_id, _session, role, content, at_ms, _score in shown:  # best first
-                cost = self._estimate(content)
-                if recall_tokens + cost > recall_budget_tokens:
-                    continue
-                recall_tokens += cost
-                recalled.append((msg_id, role, content, at_ms))
-            recalled.sort(key=lambda r: (r[3], r[0]))
-
-        messages: list[ContextMessage] = [_context(r, "recall") for r in recalled]
-        chronological = list(reversed(recent))
-        if recalled and chronological:
-            messages.append(
-                ContextMessage(
-                    role="user",
-                    content=SEPARATOR,
-                    timestamp=from_epoch_ms(chronological[0][3]) - timedelta(milliseconds=1),
-                    message_id=None,
-                    section="separator",
-                )
-            )
-        messages.extend(_context(r, "recent") for r in chronological)
+        dropped_system = self._dropped_system(raw, recent, recent_limit, sessions, now_ms)
+        recalled, recall_tokens = self._recall(
+            query.strip(), recall_budget_tokens, recall_candidates, sessions, now, recent, around
+        )
         return RetrievalResult(
-            messages=messages,
+            messages=_window(recalled, recent),
             recency_count=len(recent),
             recall_count=len(recalled),
             recent_tokens=recent_tokens,
@@ -161,67 +128,91 @@ class TimelineRetriever:
             dropped_system=dropped_system,
         )
 
+    def _recall(
+        self,
+        query: str,
+        budget: int,
+        candidates: int,
+        sessions: tuple[str, ...],
+        now: datetime | None,
+        recent: list[MessageRow],
+        around: datetime | None,
+    ) -> tuple[list[ScoredMessage], int]:
+        """The recall section (chronological) and its token total: the best keyword matches
+        not already in the recency window, best first into the budget (a match that does not
+        fit is skipped, the budget never exceeded)."""
+        if budget <= 0 or candidates <= 0 or utf16_len(query) < MIN_RECALL_QUERY_LENGTH:
+            return [], 0
+        # System messages are rare in the timeline: they are dropped from the hits rather
+        # than filtered in SQL, which would join every candidate to its row.
+        hits = self.mem.search.message_rows(
+            query,
+            limit=candidates + RECALL_SLACK,
+            session_ids=sessions or None,
+            until=now,
+            exclude_ids={r.id for r in recent},
+            now=now,
+            around=around,
+        )
+        recalled: list[ScoredMessage] = []
+        tokens = 0
+        for hit in [h for h in hits if h.role in _SHOWN_ROLES][:candidates]:  # best first
+            cost = self._estimate(hit.content)
+            if tokens + cost > budget:
+                continue
+            tokens += cost
+            recalled.append(hit)
+        recalled.sort(key=lambda r: (r.timestamp, r.id))
+        return recalled, tokens
+
     # --- sections --------------------------------------------------------------------------
 
+    @staticmethod
     def _newest(
-        self,
-        conn: DbConn,
-        role_sql: str,
+        raw: Raw,
         sessions: tuple[str, ...],
         now_ms: int | None,
         limit: int,
-    ) -> list[tuple[int, str, str, int]]:
-        """The newest ``limit`` messages (id, role, content, timestamp ms), newest first.
-
-        One query per session, so each reads the (session_id, timestamp) index backwards
-        instead of sorting a whole session; then the lists are merged.
-        """
+        *,
+        without_system: bool,
+    ) -> list[MessageRow]:
+        """The newest ``limit`` messages, newest first: one query per session (each reads the
+        (session_id, timestamp) index backwards instead of sorting a session), then merged."""
         scopes: tuple[str | None, ...] = sessions or (None,)
-        rows: list[tuple[int, str, str, int]] = []
+        rows: list[MessageRow] = []
         for sid in scopes:
-            parts = [role_sql]
-            params: list[Any] = []
-            if sid is not None:
-                parts.append("session_id = ?")
-                params.append(sid)
-            if now_ms is not None:
-                parts.append("timestamp <= ?")
-                params.append(now_ms)
-            rows += fetch_all(
-                conn,
-                f"SELECT id, role, content, timestamp FROM {_TABLE} WHERE {' AND '.join(parts)}"
-                " ORDER BY timestamp DESC, id DESC LIMIT ?",
-                (*params, limit),
+            rows += message_rows.newest(
+                raw, limit=limit, session_id=sid, until_ms=now_ms, without_system=without_system
             )
         if len(scopes) > 1:
-            rows.sort(key=lambda r: (r[3], r[0]), reverse=True)
+            rows.sort(key=lambda r: (r.timestamp, r.id), reverse=True)
         return rows[:limit]
 
     def _recent(
         self,
-        conn: DbConn,
+        raw: Raw,
         limit: int,
         budget: int,
         sessions: tuple[str, ...],
         now_ms: int | None,
-    ) -> tuple[list[tuple[int, str, str, int]], int]:
-        """Newest first: (id, role, content, timestamp ms) and their token total."""
+    ) -> tuple[list[MessageRow], int]:
+        """The recency section, newest first, and its token total."""
         if limit == 0:
             return [], 0
-        taken: list[tuple[int, str, str, int]] = []
+        taken: list[MessageRow] = []
         total = 0
-        for row in self._newest(conn, "role != 'system'", sessions, now_ms, limit):
-            cost = self._estimate(row[2])
+        for row in self._newest(raw, sessions, now_ms, limit, without_system=True):
+            cost = self._estimate(row.content)
             if taken and total + cost > budget:
                 break
-            taken.append(row)  # (id, role, content, timestamp) as selected
+            taken.append(row)
             total += cost
         return taken, total
 
     def _dropped_system(
         self,
-        conn: DbConn,
-        recent: list[tuple[int, str, str, int]],
+        raw: Raw,
+        recent: list[MessageRow],
         limit: int,
         sessions: tuple[str, ...],
         now_ms: int | None,
@@ -230,33 +221,41 @@ class TimelineRetriever:
         if not recent:
             if limit == 0:
                 return 0
-            return sum(
-                1 for r in self._newest(conn, "1 = 1", sessions, now_ms, limit) if r[1] == "system"
+            newest = self._newest(raw, sessions, now_ms, limit, without_system=False)
+            return sum(1 for r in newest if r.role == "system")
+        return sum(
+            message_rows.count_system(
+                raw, since_ms=recent[-1].timestamp, session_id=sid, until_ms=now_ms
             )
-        count = 0
-        for sid in sessions or (None,):
-            parts = ["role = 'system'", "timestamp >= ?"]
-            params: list[Any] = [recent[-1][3]]
-            if sid is not None:
-                parts.append("session_id = ?")
-                params.append(sid)
-            if now_ms is not None:
-                parts.append("timestamp <= ?")
-                params.append(now_ms)
-            rows = fetch_all(
-                conn, f"SELECT count(*) FROM {_TABLE} WHERE {' AND '.join(parts)}", params
+            for sid in sessions or (None,)
+        )
+
+
+def _window(recalled: list[ScoredMessage], recent: list[MessageRow]) -> list[ContextMessage]:
+    """Recalled messages, the separator (when both sections have some), recent messages."""
+    messages: list[ContextMessage] = [_context(r, "recall") for r in recalled]
+    chronological = list(reversed(recent))
+    if recalled and chronological:
+        messages.append(
+            ContextMessage(
+                role="user",
+                content=SEPARATOR,
+                timestamp=from_epoch_ms(chronological[0].timestamp) - timedelta(milliseconds=1),
+                message_id=None,
+                section="separator",
             )
-            count += int(rows[0][0]) if rows else 0
-        return count
+        )
+    messages.extend(_context(r, "recent") for r in chronological)
+    return messages
 
 
 def _context(
-    row: tuple[int, str, str, int], section: Literal["recall", "recent"]
+    row: MessageRow | ScoredMessage, section: Literal["recall", "recent"]
 ) -> ContextMessage:
     return ContextMessage(
-        role=_LLM_ROLE.get(row[1], "user"),
-        content=row[2],
-        timestamp=from_epoch_ms(row[3]),
-        message_id=row[0],
+        role=_LLM_ROLE.get(row.role, "user"),
+        content=row.content,
+        timestamp=from_epoch_ms(row.timestamp),
+        message_id=row.id,
         section=section,
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 import json
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -12,9 +11,7 @@ from typing import Any, Final
 
 from sqlalchemy import ColumnElement, Select, and_, case, func, literal, or_, select, text, update
 from sqlalchemy.engine import CursorResult
-from sqlalchemy.orm import Session
 
-from philont.clock import Clock, utc_now
 from philont.db.models import Schedule, ScheduleOutcome
 from philont.db.types import EpochMillis, dumps_compact
 from philont.domain import recurrence
@@ -25,6 +22,7 @@ from philont.errors import (
     ScheduleNotFoundError,
 )
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.calendar import SkippedRow
 from philont.schemas.schedules import (
     ActionType,
@@ -36,13 +34,12 @@ from philont.schemas.schedules import (
     UpcomingRun,
 )
 from philont.services import _rows
-from philont.services._checks import aware as _aware
-from philont.services._checks import text as _text
 from philont.services._schedule_rows import DEFAULT_CREATED_BY
 from philont.services._schedule_rows import checked as _checked
 from philont.services._schedule_rows import decode as _decode
 from philont.services._schedule_rows import record as _record
 from philont.services._schedule_rows import row_id as _row_id
+from philont.services.base import Service
 
 __all__ = [
     "DEFAULT_CREATED_BY",
@@ -50,7 +47,6 @@ __all__ = [
     "LISTING_LIMIT",
     "PAST_AT_TOLERANCE",
     "PAUSE",
-    "PROJECT_PATTERN",
     "ScheduleService",
 ]
 
@@ -67,13 +63,10 @@ PAST_AT_TOLERANCE: Final = timedelta(minutes=1)
 the next poll. Older times are refused: they are almost always a wrong date or zone, and the
 original fired them immediately and silently."""
 
-PROJECT_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,58}[a-z0-9]")
 """kebab-case, 2-60 characters, no leading or trailing hyphen (the message and the rule agree;
 the original's regex also let one character through)."""
 
 
-_NAME_MAX_LENGTH: Final = 200
-_CREATED_BY_MAX_LENGTH: Final = 100
 _ID_MAX_LENGTH: Final = 200
 _REPLY_CHANNELS: Final = ("silent", "summary")
 _ENABLED_NAMES_SHOWN: Final = 20
@@ -89,12 +82,6 @@ _ENABLED: ColumnElement[bool] = Schedule.enabled == True  # noqa: E712
 # --- validation (pure; everything is checked before anything is written) ----------------------
 
 
-def _check_id(value: object) -> str:
-    if not isinstance(value, str) or not value or len(value) > _ID_MAX_LENGTH:
-        raise InvalidInputError(f"id must be a schedule id (text), got {value!r}")
-    return value
-
-
 def _check_action_type(value: object) -> ActionType:
     allowed = ", ".join(a.value for a in ActionType)
     if not isinstance(value, str):
@@ -105,26 +92,6 @@ def _check_action_type(value: object) -> ActionType:
         raise InvalidInputError(
             f"action_type {value!r} is not one of: {allowed}", action_type=value
         ) from exc
-
-
-def _check_project(value: object) -> str | None:
-    """None, or a kebab-case project name. Blank text counts as no project (the original
-    ignored it too); anything else that is not kebab-case 2-60 characters is refused."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str) or PROJECT_PATTERN.fullmatch(value.strip()) is None:
-        raise InvalidInputError(
-            f"project must be kebab-case: 2-60 characters of a-z, 0-9 and '-', without a "
-            f"leading or trailing hyphen (e.g. 'berlin-flat'), got {value!r}",
-            project=value,
-        )
-    return value.strip()
-
-
-def _check_limit(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"limit must be a positive integer, got {value!r}")
-    return value
 
 
 def _check_count(value: object, name: str) -> int:
@@ -147,7 +114,7 @@ def _compose_payload(action: ActionType, message: object, payload: object) -> di
     else:
         raise InvalidInputError(f"payload must be a JSON object (a dict), got {payload!r}")
     if message is not None:
-        text_message = _text(message, "message", 100_000)
+        text_message = inputs.check(inputs.ScheduleMessage, message, "message").strip()
         key = "prompt" if action is ActionType.AUTONOMOUS_TURN else "message"
         if key in data and data[key] != text_message:
             raise InvalidInputError(f"message and payload[{key!r}] disagree; give one of them")
@@ -176,7 +143,11 @@ def _outcome_record(row: ScheduleOutcome) -> ScheduleOutcomeRecord:
     return ScheduleOutcomeRecord.model_validate(row)
 
 
-class ScheduleService:
+def _aware(value: object, name: str) -> datetime:
+    return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
+
+
+class ScheduleService(Service):
     """Schedules in Philont's ``memory_schedules`` table.
 
     ``cron_expr`` keeps Philont's format: NULL for a one-shot, ``interval:<ms>`` for an interval
@@ -184,13 +155,6 @@ class ScheduleService:
     ``cron:0 9 * * 1-5@Europe/Berlin``). Philont's reader treats an expression it does not know
     as a one-shot: it cannot run a cron schedule repeatedly, but it does not crash on one.
     """
-
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self._clock = clock
-
-    def _now(self) -> datetime:
-        return _aware(self._clock(), "clock()")
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -209,11 +173,11 @@ class ScheduleService:
         created_by: object,
     ) -> Schedule:
         """A validated, not yet added row. Raises before anything is written."""
-        clean_name = _text(name, "name", _NAME_MAX_LENGTH)
+        clean_name = inputs.check(inputs.ScheduleName, name, "name").strip()
         action = _check_action_type(action_type)
         data = _compose_payload(action, message, payload)
-        clean_project = _check_project(project)
-        author = _text(created_by, "created_by", _CREATED_BY_MAX_LENGTH)
+        clean_project = inputs.check(inputs.Project, project, "project")
+        author = inputs.check(inputs.Author, created_by, "created_by").strip()
         zone = recurrence.validate_timezone(timezone)
         given = [
             n
@@ -356,9 +320,10 @@ class ScheduleService:
         if name is None and id is None:
             raise InvalidInputError("give name (exact) or id to cancel a schedule")
         conditions: builtins.list[ColumnElement[bool]] = [_ENABLED]
-        clean_name = None if name is None else _text(name, "name", _NAME_MAX_LENGTH)
+        clean_name = inputs.optional(inputs.ScheduleName, name, "name")
+        clean_name = None if clean_name is None else clean_name.strip()
         if id is not None:
-            conditions.append(Schedule.id == _check_id(id))
+            conditions.append(Schedule.id == inputs.check(inputs.ScheduleId, id, "id"))
             if clean_name is not None:
                 owner = self.session.get(Schedule, id)
                 if owner is not None and owner.name != clean_name:
@@ -407,7 +372,7 @@ class ScheduleService:
 
     def find_by_name(self, name: str) -> ScheduleRecord | None:
         """The newest enabled schedule with exactly this name, or None."""
-        clean = _text(name, "name", _NAME_MAX_LENGTH)
+        clean = inputs.check(inputs.ScheduleName, name, "name").strip()
         row = self.session.scalars(
             select(Schedule)
             .where(Schedule.name == clean, _ENABLED)
@@ -424,7 +389,7 @@ class ScheduleService:
     ) -> builtins.list[ScheduleRecord]:
         """Schedules by next run (soonest first), at most ``limit``; disabled ones too unless
         ``enabled_only``. Rows whose stored values cannot be read are left out (and logged)."""
-        lim = _check_limit(limit)
+        lim = inputs.check(inputs.Limit, limit, "limit")
         stmt = select(*_rows.raw_columns(_TABLE)).order_by(Schedule.next_run_at, Schedule.id)
         if enabled_only:
             stmt = stmt.where(_ENABLED)
@@ -454,7 +419,7 @@ class ScheduleService:
         hi = _aware(end, "end")
         if hi < lo:
             raise InvalidTimeRangeError(lo, hi, "schedule window")
-        lim = _check_limit(limit)
+        lim = inputs.check(inputs.Limit, limit, "limit")
         due = and_(
             _ENABLED,
             Schedule.next_run_at <= hi,
@@ -523,7 +488,7 @@ class ScheduleService:
         mid-run loses that run rather than repeating it (at most once).
         """
         at = self._now() if now is None else _aware(now, "now")
-        lim = _check_limit(limit)
+        lim = inputs.check(inputs.Limit, limit, "limit")
         policy = MissedRunPolicy(policy)
         self._take_write_lock()
         rows = self._raw(
@@ -584,7 +549,7 @@ class ScheduleService:
             )
 
     def _row(self, schedule_id: object) -> Schedule:
-        row = self.session.get(Schedule, _check_id(schedule_id))
+        row = self.session.get(Schedule, inputs.check(inputs.ScheduleId, schedule_id, "id"))
         if row is None:
             raise ScheduleNotFoundError(f"no schedule with id {schedule_id!r}", id=schedule_id)
         return row
@@ -629,7 +594,7 @@ class ScheduleService:
         n_fail = _check_count(http_fail, "http_fail")
         status_counts = _status_counts(http_status)
         signatures = _signatures(failure_signatures)
-        limit = _check_limit(threshold)
+        limit = inputs.check(inputs.FailureThreshold, threshold, "threshold")
         if not isinstance(pause, timedelta) or pause <= timedelta(0):
             raise InvalidInputError(f"pause must be a positive timedelta, got {pause!r}")
         try:
@@ -707,8 +672,8 @@ class ScheduleService:
         schedules it replaced); a value that is no schedule's id is read as the key itself, so
         rows Philont wrote under a name, or of a deleted schedule, stay reachable.
         """
-        key = _check_id(schedule_id)
-        lim = _check_limit(limit)
+        key = inputs.check(inputs.ScheduleId, schedule_id, "id")
+        lim = inputs.check(inputs.Limit, limit, "limit")
         row = self.session.get(Schedule, key)
         name = key if row is None else row.name
         stmt = (

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any
 
 from sqlalchemy import func, insert, select
-from sqlalchemy.engine import CursorResult
-from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import IntegrityError
 
-from philont.clock import Clock, utc_now
 from philont.db.models import RawMessage, RawSession
+from philont.db.queries import messages as message_rows
 from philont.db.types import to_epoch_ms
 from philont.domain.kinds import Role
 from philont.errors import (
@@ -23,81 +20,22 @@ from philont.errors import (
     SessionNotFoundError,
 )
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord
-from philont.services._checks import MAX_QUERY_LIMIT
-from philont.services._checks import aware as _aware
-from philont.services._checks import check_limit as _check_limit
-from philont.services._checks import storable as _storable
-from philont.services._checks import window as _window
-from philont.services.search import driver_connection
+from philont.services.base import Service
 
-__all__ = ["GLOBAL_SESSION", "MAX_QUERY_LIMIT", "TimelineService"]
+__all__ = ["GLOBAL_SESSION", "TimelineService"]
 
 log = get_logger(__name__)
 
 GLOBAL_SESSION = "global"
 """The pseudo-session every database carries; the server appends all chat turns to it."""
 
-_SESSION_ID_MAX_LENGTH = 200
-
-Order = Literal["asc", "desc"]
-
-# Built once: the Core statement (not the ORM bulk path) keeps a single append cheap.
-_INSERT_MESSAGE = insert(RawMessage.__table__)  # type: ignore[arg-type]  # a Table at runtime
-_INSERT_SQL = (
-    "INSERT INTO memory_raw_messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)"
-)
-
-
-def _insert_sqlite(conn: sqlite3.Connection, params: tuple[Any, ...]) -> int | None:
-    """Run ``_INSERT_SQL``; a failure is raised as SQLAlchemy would have raised it (e.g.
-    ``OperationalError``), so callers translate storage errors whichever path ran."""
-    try:
-        return conn.execute(_INSERT_SQL, params).lastrowid
-    except sqlite3.Error as exc:
-        raise DBAPIError.instance(_INSERT_SQL, params, exc, sqlite3.Error) from exc
-
-
-def _check_order(value: object) -> Order:
-    if value == "asc":
-        return "asc"
-    if value == "desc":
-        return "desc"
-    raise InvalidInputError(f"order must be 'asc' or 'desc', got {value!r}")
-
 
 _ROLES = {r.value: r for r in Role}
 
 
-def _check_role(value: object) -> Role:
-    role = _ROLES.get(value) if isinstance(value, str) else None
-    if role is None:
-        raise InvalidInputError(f"role {value!r} is not one of: {', '.join(_ROLES)}")
-    return role
-
-
-def _check_content(value: object) -> str:
-    # Stored exactly as given (NUL bytes included): this layer is the verbatim record.
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"message content must be non-blank text, got {value!r}")
-    return _storable(value, "message content")
-
-
-def _check_session_id(value: object) -> str:
-    if (
-        not isinstance(value, str)
-        or not value
-        or value != value.strip()
-        or len(value) > _SESSION_ID_MAX_LENGTH
-    ):
-        raise InvalidInputError(
-            f"session id must be 1-{_SESSION_ID_MAX_LENGTH} characters without surrounding "
-            f"whitespace, got {value!r}"
-        )
-    return value
-
-
-class TimelineService:
+class TimelineService(Service):
     """Layer 0: sessions and the verbatim messages appended to them.
 
     Append-only by design: there is no API to edit or delete a message.
@@ -105,19 +43,12 @@ class TimelineService:
 
     GLOBAL_SESSION = GLOBAL_SESSION
 
-    def __init__(self, session: Session, *, clock: Clock = utc_now) -> None:
-        self.session = session
-        self.clock = clock
-
-    def _now(self) -> datetime:
-        return _aware(self.clock(), "clock()")
-
     # --- sessions -----------------------------------------------------------------------
 
     def start_session(self, id: str | None = None) -> SessionRecord:
         """Open a session (a new UUID unless ``id`` is given; an existing id is a
         :class:`~philont.errors.ConflictError`)."""
-        sid = str(uuid.uuid4()) if id is None else _check_session_id(id)
+        sid = str(uuid.uuid4()) if id is None else inputs.check(inputs.SessionId, id, "session_id")
         if self.session.get(RawSession, sid) is not None:
             raise ConflictError(f"session {sid!r} already exists", session_id=sid)
         row = RawSession(id=sid, started_at=self._now())
@@ -155,8 +86,8 @@ class TimelineService:
         offset: int = 0,
     ) -> list[SessionRecord]:
         """Sessions started within ``[since, until]`` (inclusive), newest first."""
-        start, end = _window(since, until)
-        lim = _check_limit(limit)
+        start, end = inputs.window(since, until)
+        lim = inputs.check(inputs.Limit, limit, "limit")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInputError(f"offset must be a non-negative integer, got {offset!r}")
         stmt = (
@@ -188,37 +119,34 @@ class TimelineService:
         :class:`SessionNotFoundError` (the failed statement writes nothing).
         """
         row = self._fields(content, role, session_id, at, None)
-        conn = driver_connection(self.session)
         try:
-            if isinstance(conn, sqlite3.Connection):
-                # Straight on the DB-API connection, inside the session's transaction (as
-                # search reads): SQLAlchemy's per-statement work would cost more than the
-                # INSERT with its FTS triggers.
-                values = (row["session_id"], row["role"].value, row["content"])
-                new_id = _insert_sqlite(conn, (*values, to_epoch_ms(row["timestamp"])))
-            else:
-                # A failed statement aborts a PostgreSQL transaction: contain it, as SQLite
-                # does by itself, so the caller's unit of work goes on.
-                with self.session.begin_nested():
-                    result = cast(CursorResult[Any], self.session.execute(_INSERT_MESSAGE, row))
-                key = result.inserted_primary_key
-                new_id = None if key is None else key[0]
+            # Straight on the DB-API connection, inside the session's transaction:
+            # SQLAlchemy's per-statement work would cost more than the INSERT with its FTS
+            # triggers.
+            new_id = message_rows.insert(
+                self.mem.raw(),
+                session_id=row["session_id"],
+                role=row["role"].value,
+                content=self.mem.backend.storable_text(row["content"]),
+                timestamp=to_epoch_ms(row["timestamp"]),
+            )
         except IntegrityError:
             self._require_sessions([row["session_id"]])
             raise  # pragma: no cover - an integrity failure other than the session FK
-        assert new_id is not None  # an INSERT into a rowid table always has one
         log.debug("timeline.appended", count=1)
-        return MessageRecord(id=int(new_id), **row)
+        return MessageRecord(id=new_id, **row)
 
     def _fields(
         self, content: object, role: object, session_id: object, at: object, now: datetime | None
     ) -> dict[str, Any]:
         """A message's checked column values; ``at`` defaults to ``now``, else the clock."""
         return {
-            "session_id": _check_session_id(session_id),
-            "role": _check_role(role),
-            "content": _check_content(content),
-            "timestamp": _aware(at, "at") if at is not None else now or self._now(),
+            "session_id": inputs.check(inputs.SessionId, session_id, "session_id"),
+            "role": inputs.check(inputs.RoleName, role, "role"),
+            "content": inputs.check(inputs.Content, content, "content"),
+            "timestamp": inputs.check(inputs.AwareTime, at, "at")
+            if at is not None
+            else now or self._now(),
         }
 
     def _row(self, index: int, msg: MessageIn, now: datetime, *, single: bool) -> dict[str, Any]:
@@ -272,7 +200,7 @@ class TimelineService:
             .order_by(RawMessage.timestamp, RawMessage.id)
         )
         if limit is not None:
-            stmt = stmt.limit(_check_limit(limit))
+            stmt = stmt.limit(inputs.check(inputs.Limit, limit, "limit"))
         return [MessageRecord.model_validate(r) for r in self.session.scalars(stmt)]
 
     def query(
@@ -281,7 +209,7 @@ class TimelineService:
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int = 200,
-        order: Order = "desc",
+        order: inputs.Order = "desc",
         session_ids: Sequence[str] | None = None,
         roles: Sequence[Role | str] | None = None,
     ) -> list[MessageRecord]:
@@ -292,10 +220,10 @@ class TimelineService:
         as in the original. ``until < since`` raises
         :class:`~philont.errors.InvalidTimeRangeError`.
         """
-        start, end = _window(since, until)
-        lim = _check_limit(limit)
-        direction = _check_order(order)
-        role_filter = [_check_role(r) for r in roles or ()]
+        start, end = inputs.window(since, until)
+        lim = inputs.check(inputs.Limit, limit, "limit")
+        direction = inputs.check(inputs.Order, order, "order")
+        role_filter = [inputs.check(inputs.RoleName, r, "role") for r in roles or ()]
         stmt = select(RawMessage)
         if start is not None:
             stmt = stmt.where(RawMessage.timestamp >= start)
@@ -315,7 +243,7 @@ class TimelineService:
         """The newest message with ``role``, or ``None``."""
         stmt = (
             select(RawMessage)
-            .where(RawMessage.role == _check_role(role))
+            .where(RawMessage.role == inputs.check(inputs.RoleName, role, "role"))
             .order_by(RawMessage.timestamp.desc(), RawMessage.id.desc())
             .limit(1)
         )

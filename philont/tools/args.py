@@ -1,5 +1,8 @@
 """Argument models of the eleven model tools: strict, closed (extra="forbid"), described.
 
+Field types are the shared input types (``philont.schemas.inputs``): a tool and the service it
+calls accept exactly the same values and refuse the rest with the same message.
+
 The docstring of each model is the tool description the model reads; every field has a
 description. JSON Schemas for OpenAI and Anthropic are generated from these models.
 """
@@ -8,7 +11,31 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from philont.domain.kinds import FactKind
+from philont.schemas.inputs import (
+    Confidence,
+    CronText,
+    ExternalRef,
+    FactKey,
+    FactKeyLookup,
+    FactKindName,
+    FactValue,
+    Limit,
+    Namespace,
+    NamespaceLookup,
+    NamespaceSelector,
+    Project,
+    Query,
+    RRuleText,
+    ScheduleId,
+    ScheduleMessage,
+    ScheduleName,
+    SkillNameLookup,
+    Title,
+    ZoneName,
+)
 
 TimeValue = Annotated[
     StrictStr | StrictInt,
@@ -18,18 +45,6 @@ TimeValue = Annotated[
             "milliseconds. Text without an offset is read in `timezone`."
         )
     ),
-]
-ZoneName = Annotated[
-    StrictStr,
-    Field(
-        description="IANA time zone used to read times given without an offset.",
-        min_length=1,
-        max_length=64,
-    ),
-]
-Query = Annotated[
-    StrictStr,
-    Field(description="What to look for, in any language.", min_length=1, max_length=2000),
 ]
 
 
@@ -45,24 +60,11 @@ class StoreFactArgs(ToolArgs):
     with valid_until. Convert relative times ("tomorrow") to absolute ISO-8601 first. To add to
     an accumulating value, get_fact first and store the merged value."""
 
-    namespace: StrictStr = Field(
-        description="Dot-separated lowercase namespace: user, user.preferences, project.<name>, "
-        "decisions, context. 'self' is reserved.",
-        min_length=1,
-        max_length=100,
-    )
-    key: StrictStr = Field(
-        description="Short slug naming the fact (home_city, diet, deadline); no spaces or colons.",
-        min_length=1,
-        max_length=64,
-    )
-    value: JsonValue = Field(description="The value: text, number, boolean, list or object.")
-    confidence: float = Field(
-        default=1.0, ge=0.0, le=1.0, strict=True, description="How sure you are, 0 to 1."
-    )
-    fact_kind: Literal["state", "event"] = Field(
-        default="state", description="state: true until changed; event: happened at occurred_at."
-    )
+    namespace: Namespace
+    key: FactKey
+    value: FactValue
+    confidence: Confidence = 1.0
+    fact_kind: FactKindName = FactKind.STATE
     occurred_at: TimeValue | None = Field(default=None, description="When an event happened.")
     valid_from: TimeValue | None = Field(default=None, description="When a state starts to hold.")
     valid_until: TimeValue | None = Field(default=None, description="When a state stops holding.")
@@ -72,31 +74,29 @@ class StoreFactArgs(ToolArgs):
 class GetFactArgs(ToolArgs):
     """Read one remembered fact (the current value, with its time tag)."""
 
-    namespace: StrictStr = Field(description="The fact's namespace.", min_length=1, max_length=100)
-    key: StrictStr = Field(description="The fact's key.", min_length=1, max_length=64)
+    namespace: NamespaceLookup
+    key: FactKeyLookup
 
 
 class ListFactsArgs(ToolArgs):
     """List the current facts of a namespace; 'user.*' also lists sub-namespaces
     (user.preferences, user.home...)."""
 
-    namespace: StrictStr = Field(
-        description="Exact namespace, or prefix form 'user.*'.", min_length=1, max_length=102
-    )
+    namespace: NamespaceSelector
 
 
 class SearchNotesArgs(ToolArgs):
     """Search remembered notes by meaning-bearing words (any language), best matches first."""
 
     query: Query
-    limit: StrictInt = Field(default=5, ge=1, le=50, description="Most notes to return.")
+    limit: Limit = 5
 
 
 class SearchSkillsArgs(ToolArgs):
     """Find skills (reusable procedures, and 'avoid' lessons) relevant to a task."""
 
     query: Query
-    limit: StrictInt = Field(default=5, ge=1, le=20, description="Most skills to return.")
+    limit: Limit = 5
     include_negative: StrictBool = Field(
         default=True, description="Also return 'avoid' lessons (anti-patterns)."
     )
@@ -106,41 +106,37 @@ class UseSkillArgs(ToolArgs):
     """Fetch a skill's action template to follow it. Fetching is not success: whether it
     worked is judged later from what your following actions achieved."""
 
-    name: StrictStr = Field(
-        description="Exact skill name from search_skills.", min_length=1, max_length=80
-    )
+    name: SkillNameLookup
 
 
 class RecallSessionsArgs(ToolArgs):
     """Search past conversations when the user refers to something said before ("remember
-    when…", "as I said earlier"). Prefer get_fact/search_notes when a fact or note suffices."""
+    when…", "as I said earlier"). Prefer get_fact/search_notes when a fact or note suffices.
+    since/until restrict to a time window (both inclusive); around prefers messages within 3
+    days of a time without excluding the others (use it for "around Easter", "in early May");
+    a date the query itself names ("on 3 May 2023", "last week") is preferred the same way."""
 
     query: Query
     since: TimeValue | None = Field(default=None, description="Only messages at or after this.")
     until: TimeValue | None = Field(default=None, description="Only messages at or before this.")
-    limit: StrictInt = Field(default=5, ge=1, le=20, description="Most messages to return.")
+    around: TimeValue | None = Field(
+        default=None, description="Prefer messages within 3 days of this time (soft)."
+    )
+    limit: Limit = 5
     timezone: ZoneName = "UTC"
 
 
 class CreateCalendarEventArgs(ToolArgs):
     """Put an event on the calendar, optionally recurring (iCalendar RRULE)."""
 
-    title: StrictStr = Field(description="What the event is.", min_length=1, max_length=300)
+    title: Title
     starts_at: TimeValue = Field(description="Start time.")
     ends_at: TimeValue | None = Field(default=None, description="End time (optional).")
-    timezone: StrictStr = Field(
-        description="IANA zone the event lives in; recurrences follow its local clock.",
-        min_length=1,
-        max_length=64,
+    timezone: ZoneName = Field(
+        description="IANA zone the event lives in; recurrences follow its local clock."
     )
-    rrule: StrictStr | None = Field(
-        default=None,
-        max_length=500,
-        description="RFC 5545 rule, e.g. FREQ=WEEKLY;BYDAY=MO,WE or FREQ=MONTHLY;BYMONTHDAY=1.",
-    )
-    external_ref: StrictStr | None = Field(
-        default=None, max_length=200, description="Id in an external calendar (deduplicates)."
-    )
+    rrule: RRuleText | None = None
+    external_ref: ExternalRef | None = None
 
 
 class ListUpcomingArgs(ToolArgs):
@@ -155,34 +151,23 @@ class ScheduleReminderArgs(ToolArgs):
     task with the same name replaces the old one. Milliseconds: 5 min = 300000, 1 h = 3600000,
     1 day = 86400000."""
 
-    name: StrictStr = Field(
-        description="Task name (a same-named task is replaced).", min_length=1, max_length=100
-    )
-    message: StrictStr = Field(
-        description="Text to send, or the instruction to carry out.", min_length=1, max_length=4000
-    )
+    name: ScheduleName
+    message: ScheduleMessage
     at: TimeValue | None = Field(default=None, description="One-time: when to fire.")
     interval_ms: StrictInt | None = Field(
         default=None, ge=1000, description="Recurring: milliseconds between runs (whole number)."
     )
-    cron: StrictStr | None = Field(
-        default=None,
-        max_length=100,
-        description="Recurring: 5-field cron expression, e.g. '0 9 * * 1-5' (weekdays 09:00).",
-    )
+    cron: CronText | None = None
     timezone: ZoneName = "UTC"
     action_type: Literal["prompt", "autonomous_turn"] = Field(
         default="prompt",
         description="prompt: push the message; autonomous_turn: run an agent turn doing it.",
     )
-    project: StrictStr | None = Field(
-        default=None,
-        description="kebab-case project name (2-60 characters) to associate.",
-    )
+    project: Project = None
 
 
 class CancelScheduleArgs(ToolArgs):
     """Cancel a scheduled task by its exact name or its id (history is kept)."""
 
-    name: StrictStr | None = Field(default=None, description="Exact task name.", max_length=100)
-    id: StrictStr | None = Field(default=None, description="Exact task id.", max_length=64)
+    name: ScheduleName | None = None
+    id: ScheduleId | None = None

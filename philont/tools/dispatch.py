@@ -13,16 +13,23 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
 from philont.db.retry import run_with_retry, translate
-from philont.errors import PhilontError
+from philont.errors import InvalidDatabaseError, PhilontError
 from philont.log import get_logger
 from philont.memory import Memory
-from philont.services.actions import ActionLog
-from philont.tools.registry import REGISTRY, ToolContext, ToolOutput
+from philont.schemas.inputs import describe
+from philont.store import Store, shared
+from philont.tools.args import ToolArgs
+from philont.tools.registry import REGISTRY, Tool, ToolContext, ToolOutput
 
 log = get_logger(__name__)
 
 RESULT_LOG_CHARS = 500
 MAX_ARGUMENT_BYTES = 1_000_000
+"""The size policy of a call's arguments: at most this many bytes of UTF-8 JSON, whatever
+their types (a string, or a value passed as a JSON object or list — all counted alike)."""
+MAX_RESULT_CHARS = 20_000
+"""The size policy of what a model reads back: a result text is cut (at a line) to this many
+characters, and says how much was left out."""
 
 
 class ToolResult(BaseModel):
@@ -54,23 +61,45 @@ def _parse_arguments(arguments: Mapping[str, Any] | str | bytes | None) -> dict[
         except UnicodeDecodeError as exc:
             raise _Failure("invalid_json", "arguments are not UTF-8 text") from exc
     if isinstance(arguments, str):
-        if len(arguments) > MAX_ARGUMENT_BYTES:
-            raise _Failure("invalid_arguments", "arguments are larger than 1 MB")
+        _check_size(len(arguments.encode("utf-8", "surrogatepass")))
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except (json.JSONDecodeError, RecursionError) as exc:
             raise _Failure("invalid_json", f"arguments are not valid JSON: {exc}") from exc
+    elif isinstance(arguments, Mapping):
+        _check_size(_json_size(arguments))
     if not isinstance(arguments, Mapping):
         raise _Failure("invalid_arguments", "arguments must be a JSON object")
     return dict(arguments)
 
 
-def _validation_message(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        where = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
-        parts.append(f"{where}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts)
+def _json_size(value: Any) -> int:
+    """Bytes of ``value`` as compact JSON; what cannot be encoded counts as nothing here (the
+    argument models refuse it with their own message)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        return 0
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _check_size(size: int) -> None:
+    if size > MAX_ARGUMENT_BYTES:
+        raise _Failure(
+            "invalid_arguments",
+            f"arguments are {size:,} bytes of JSON; at most {MAX_ARGUMENT_BYTES:,} "
+            "(store large content in pieces, or keep a reference instead)",
+        )
+
+
+def capped(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    """``text`` cut at a line (or at ``limit``) to at most ``limit`` characters plus a
+    closing line that says how much was left out."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    head = text[: cut if cut > limit // 2 else limit]
+    return f"{head}\n… {len(text) - len(head):,} more characters not shown (ask for less)"
 
 
 def _loggable(raw: Any) -> dict[str, Any]:
@@ -85,28 +114,45 @@ def _loggable(raw: Any) -> dict[str, Any]:
     return {"_raw": repr(raw)[:1000]}  # repr escapes lone surrogates
 
 
-def _storable(text: str, *, keep_nul: bool = True) -> str:
-    """``text`` with any lone surrogate escaped, so that SQLite can store it; without
-    ``keep_nul`` (PostgreSQL text cannot hold U+0000) each NUL character is escaped too."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text if keep_nul else text.replace("\x00", "\\x00")
+def _surrogates_escaped(text: str) -> str:
+    """``text`` with any lone surrogate escaped, so that the database can store it."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _joins(db: str | Path | URL | Memory | None) -> bool:
-    """Whether the call runs inside the caller's open unit of work (and so cannot retry it)."""
-    return isinstance(db, Memory) and db._session is not None
+Db = Store | Memory | str | Path | URL | None
+"""What ``call`` accepts as its database (see :func:`call`)."""
+
+
+def _store_of(db: object) -> Store | None:
+    """The Store a call on ``db`` owns its unit of work on (None: it joins ``db``)."""
+    if isinstance(db, Memory):
+        if not db.active:
+            raise InvalidDatabaseError(
+                "db is a unit of work outside its `with` block; pass it inside "
+                "`with store.begin() as mem:`, or pass the Store"
+            )
+        return None
+    if isinstance(db, Store):
+        return db
+    if db is None or isinstance(db, str | Path | URL):
+        return shared(db)
+    raise InvalidDatabaseError(
+        f"db must be a Store, a unit of work (Memory), a path or URL, or None; "
+        f"got {type(db).__name__}"
+    )
 
 
 @contextmanager
-def _memory(db: str | Path | URL | Memory | None) -> Iterator[Memory]:
-    if isinstance(db, Memory):
-        if db._session is not None:  # the caller's unit of work: join it
-            yield db
-            return
-        with Memory(db.engine, clock=db.clock) as mem:
-            yield mem
+def _unit_of_work(db: Db, store: Store | None, *, write: bool) -> Iterator[Memory]:
+    """The caller's unit of work, or one of the call's own: a tool that writes takes SQLite's
+    write lock up front (``BEGIN IMMEDIATE``); a read-only tool (and a call refused before it
+    ran) begins deferred and reads without it, taking it only for its bookkeeping rows at the
+    end (the action log, access times), so its search or listing never blocks other writers."""
+    if store is None:
+        assert isinstance(db, Memory)
+        yield db  # the caller's unit of work: join it
         return
-    with Memory.open(db) as mem:
+    with store.begin(write=write) as mem:
         yield mem
 
 
@@ -122,7 +168,7 @@ def call(
     name: str,
     arguments: Mapping[str, Any] | str | bytes | None = None,
     *,
-    db: str | Path | URL | Memory | None = None,
+    db: Db = None,
     session_id: str = "global",
 ) -> ToolResult:
     """Run the model tool ``name`` and report the outcome; never raises.
@@ -132,15 +178,22 @@ def call(
     its result text and its success — that record is the only row a failed call leaves (a
     call the storage refuses — busy, full, read-only — leaves none, and reports that code).
 
-    When the call owns its unit of work (``db`` is not a Memory inside ``with``), a database
-    locked by another connection is waited for (busy timeout) and the whole call retried a few
-    times; when that is exhausted the call fails with code ``database_busy`` and writes nothing.
+    ``db`` is a :class:`~philont.store.Store` (the call runs in a unit of work of its own), an
+    active unit of work (``Memory`` inside its ``with`` block: the call joins its transaction),
+    a path or URL (resolved to the process-wide Store of that database), or None (the
+    database named by ``$MEMORY_DB_PATH`` at call time). Anything else is an
+    ``invalid_database`` result.
+
+    When the call owns its unit of work, a database locked by another connection is waited for
+    (busy timeout) and the whole call retried a few times; when that is exhausted the call
+    fails with code ``database_busy`` and writes nothing.
     """
     tool_name = name if isinstance(name, str) else repr(name)
     try:
-        if _joins(db):
-            return _call_once(tool_name, arguments, db, session_id)
-        return run_with_retry(lambda: _call_once(tool_name, arguments, db, session_id))
+        store = _store_of(db)
+        if store is None:
+            return _call_once(tool_name, arguments, db, None, session_id)
+        return run_with_retry(lambda: _call_once(tool_name, arguments, db, store, session_id))
     except PhilontError as exc:  # the database itself could not be opened or written
         return ToolResult(
             name=tool_name,
@@ -160,73 +213,128 @@ def call(
         )
 
 
+def _prepare(
+    tool_name: str, arguments: Mapping[str, Any] | str | bytes | None
+) -> tuple[Tool[Any] | None, Any, ToolArgs | None, _Failure | None]:
+    """The tool, the parsed arguments (as logged) and the validated ones, or the failure
+    that stops the call — all before any transaction begins (nothing here touches the
+    database, and expensive checks must not hold the write lock)."""
+    tool = REGISTRY.get(tool_name)
+    if tool is None:
+        failure = _Failure(
+            "unknown_tool",
+            f"no tool named {tool_name[:80]!r}; tools: {', '.join(sorted(REGISTRY))}",
+        )
+        return None, arguments, None, failure
+    try:
+        raw = _parse_arguments(arguments)
+    except _Failure as exc:
+        return tool, arguments, None, exc
+    try:
+        return tool, raw, tool.args_model.model_validate(_nulls_not_given(tool, raw)), None
+    except ValidationError as exc:
+        return tool, raw, None, _Failure("invalid_arguments", describe(exc))
+    except PhilontError as exc:  # a typed refusal raised by a rule (reserved namespace, ...)
+        return tool, raw, None, _Failure(exc.code, exc.message)
+
+
+def _nulls_not_given(tool: Tool[Any], raw: dict[str, Any]) -> dict[str, Any]:
+    """``null`` for an optional argument means "not given" (what a strict schema, where every
+    argument is required and optional ones are nullable, makes a model send)."""
+    fields = tool.args_model.model_fields
+    return {
+        k: v
+        for k, v in raw.items()
+        if not (v is None and k in fields and not fields[k].is_required())
+    }
+
+
+def _run(
+    tool: Tool[Any], args: ToolArgs, mem: Memory, session_id: str, *, joined: bool
+) -> tuple[ToolOutput | None, _Failure | None]:
+    """Run the handler; on failure nothing it did is kept (a SAVEPOINT inside a caller's
+    transaction, else the unit of work's own transaction is rolled back and begun again)."""
+    ctx = ToolContext(session_id=session_id, now=mem.clock())
+    try:
+        if joined:
+            with mem.session.begin_nested():
+                return tool.handler(args, mem, ctx), None
+        return tool.handler(args, mem, ctx), None
+    except Exception as exc:
+        failure = _failure_of(exc, tool.name)
+        if not joined:
+            mem.rollback()
+        return None, failure
+
+
+def _failure_of(exc: Exception, tool_name: str) -> _Failure:
+    """What a handler's exception tells the model; storage failures (busy, full, read-only,
+    I/O) are raised instead: SQLite may have rolled the whole transaction back, so not even
+    the action log row can be written."""
+    if isinstance(exc, PhilontError):
+        return _Failure(exc.code, exc.message)
+    if isinstance(exc, SQLAlchemyError):
+        typed = translate(exc)
+        if typed is not None:
+            log.warning("tool.storage_failed", tool=tool_name, code=typed.code)
+            raise typed from exc
+        log.exception("tool.storage_error", tool=tool_name)
+        return _Failure("storage_error", f"the memory database failed: {type(exc).__name__}")
+    if isinstance(exc, UnicodeEncodeError):  # a lone surrogate in the arguments reached SQLite
+        return _Failure(
+            "invalid_arguments",
+            "text arguments must be valid Unicode (a lone surrogate cannot be stored)",
+        )
+    log.exception("tool.internal_error", tool=tool_name)
+    return _Failure("internal_error", f"{type(exc).__name__}: {exc}")
+
+
 def _call_once(
     tool_name: str,
     arguments: Mapping[str, Any] | str | bytes | None,
-    db: str | Path | URL | Memory | None,
+    db: Db,
+    store: Store | None,
     session_id: str,
 ) -> ToolResult:
-    """One attempt of :func:`call`; database failures outside the tool's savepoint raise."""
-    raw: Any = arguments
-    with _memory(db) as mem:
-        session = mem.session
-        # Begin now (IMMEDIATE for our own unit of work): a busy database fails here,
-        # before the tool ran, and the whole attempt can be retried.
-        session.connection()
-        ok, output, code, message = False, ToolOutput(""), None, None
-        try:
-            tool = REGISTRY.get(tool_name)
-            if tool is None:
-                raise _Failure(
-                    "unknown_tool",
-                    f"no tool named {tool_name[:80]!r}; tools: {', '.join(sorted(REGISTRY))}",
-                )
-            raw = _parse_arguments(arguments)
-            try:
-                args = tool.args_model.model_validate(raw)
-            except ValidationError as exc:
-                raise _Failure("invalid_arguments", _validation_message(exc)) from exc
-            ctx = ToolContext(session_id=session_id, now=mem.clock())
-            with session.begin_nested():
-                output = tool.handler(args, mem, ctx)
-            ok = True
-        except _Failure as exc:
-            code, message = exc.code, exc.message
-        except PhilontError as exc:
-            code, message = exc.code, exc.message
-        except SQLAlchemyError as exc:
-            typed = translate(exc)
-            if typed is not None:
-                # busy, full, read-only, I/O error: SQLite may already have rolled the whole
-                # transaction back, so not even the action log row can be written. Leave the
-                # unit of work (rolled back, retried when busy and ours) and report the code.
-                log.warning("tool.storage_failed", tool=tool_name, code=typed.code)
-                raise typed from exc
-            log.exception("tool.storage_error", tool=tool_name)
-            code, message = "storage_error", f"the memory database failed: {type(exc).__name__}"
-        except UnicodeEncodeError:  # a lone surrogate in the arguments reached SQLite
-            code = "invalid_arguments"
-            message = "text arguments must be valid Unicode (a lone surrogate cannot be stored)"
-        except Exception as exc:  # the model must get a result, whatever went wrong
-            log.exception("tool.internal_error", tool=tool_name)
-            code, message = "internal_error", f"{type(exc).__name__}: {exc}"
-        text = output.text if ok else f"error ({code}): {message}"
-        # The record must be writable whatever the call was given: on PostgreSQL a NUL in the
-        # name or the result would be refused and take the caller's unit of work down with it.
-        keep_nul = session.get_bind().dialect.name != "postgresql"
-        ActionLog(session, clock=mem.clock).record(
-            _storable(tool_name[:100], keep_nul=keep_nul) if tool_name.strip() else "(no name)",
-            params=_loggable(raw),
-            success=ok,
-            result=_storable(text[:RESULT_LOG_CHARS], keep_nul=keep_nul),
-            session_id=session_id,
-        )
-        log.info("tool.called", tool=tool_name, ok=ok, code=code)
-        return ToolResult(
-            name=tool_name,
-            ok=ok,
-            text=text,
-            data=output.data if ok else None,
-            error_code=code,
-            error=message,
-        )
+    """One attempt of :func:`call`; storage failures raise (and are retried when busy)."""
+    tool, raw, args, failure = _prepare(tool_name, arguments)
+    write = tool is not None and args is not None and tool.writes
+    with _unit_of_work(db, store, write=write) as mem:
+        # Begin now: a busy database fails here, before the tool ran, and the whole attempt
+        # can be retried.
+        mem.session.connection()
+        output: ToolOutput | None = None
+        if failure is None and tool is not None and args is not None:
+            output, failure = _run(tool, args, mem, session_id, joined=store is None)
+        if output is not None:
+            text = capped(output.text)
+        else:
+            assert failure is not None  # no output: a failure says why
+            text = f"error ({failure.code}): {failure.message}"
+        _log_call(mem, tool_name, raw, ok=output is not None, text=text, session_id=session_id)
+    log.info("tool.called", tool=tool_name, ok=output is not None, code=failure and failure.code)
+    return ToolResult(
+        name=tool_name,
+        ok=output is not None,
+        text=text,
+        data=None if output is None else output.data,
+        error_code=None if failure is None else failure.code,
+        error=None if failure is None else failure.message,
+    )
+
+
+def _log_call(
+    mem: Memory, tool_name: str, raw: Any, *, ok: bool, text: str, session_id: str
+) -> None:
+    """The action log row every call leaves. It must be writable whatever the call was
+    given: on PostgreSQL a NUL in the name or the result would be refused and take the
+    caller's unit of work down with it."""
+    storable = mem.backend.escape_nul
+    name = _surrogates_escaped(tool_name[:100]) if tool_name.strip() else "(no name)"
+    mem.actions.record(
+        storable(name),
+        params=_loggable(raw),
+        success=ok,
+        result=storable(_surrogates_escaped(text[:RESULT_LOG_CHARS])),
+        session_id=session_id,
+    )

@@ -16,9 +16,6 @@ from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRang
 from philont.memory import Memory
 from philont.schemas.calendar import CalendarListing
 from philont.schemas.schedules import ScheduleListing
-from philont.services.calendar import CalendarService
-from philont.services.schedules import ScheduleService
-from philont.services.search import SearchService
 from philont.tools import args as a
 from philont.tools.registry import ToolContext, ToolOutput, tool
 
@@ -89,13 +86,7 @@ def get_fact(args: a.GetFactArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     record = mem.facts.get(args.namespace, args.key)
     if record is None:
         raise FactNotFoundError(args.namespace, args.key)
-    expired = (
-        " (expired)"
-        if record.valid_until is not None
-        and record.valid_until < ctx.now
-        and record.fact_kind == FactKind.STATE
-        else ""
-    )
+    expired = " (expired)" if record.is_expired_at(ctx.now) else ""
     return ToolOutput(f"{_json(record.value)} {record.time_tag()}{expired}", _dump(record))
 
 
@@ -135,7 +126,7 @@ def use_skill(args: a.UseSkillArgs, mem: Memory, ctx: ToolContext) -> ToolOutput
 
 @tool("search_notes", a.SearchNotesArgs, writes=False)
 def search_notes(args: a.SearchNotesArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
-    hits = SearchService(mem.session).notes(args.query, limit=args.limit)
+    hits = mem.search.notes(args.query, limit=args.limit)
     if not hits:
         return ToolOutput(f"No notes match {args.query!r}.", [])
     for h in hits:
@@ -148,7 +139,7 @@ def search_skills(args: a.SearchSkillsArgs, mem: Memory, ctx: ToolContext) -> To
     # The kind filter runs inside the search, before the limit (the original filtered after
     # it and could return fewer skills than exist, Q-K7).
     kind = None if args.include_negative else SkillKind.POSITIVE
-    hits = SearchService(mem.session).skills(args.query, limit=args.limit, kind=kind)
+    hits = mem.search.skills(args.query, limit=args.limit, kind=kind)
     if not hits:
         return ToolOutput(f"No skills match {args.query!r}.", [])
     lines = []
@@ -167,8 +158,9 @@ def recall_sessions(args: a.RecallSessionsArgs, mem: Memory, ctx: ToolContext) -
     until = parse_time(args.until, field="until", tz=args.timezone)
     if since is not None and until is not None and until < since:
         raise InvalidTimeRangeError(since, until, "recall_sessions")
-    hits = SearchService(mem.session).messages(
-        args.query, limit=args.limit, since=since, until=until
+    around = parse_time(args.around, field="around", tz=args.timezone)
+    hits = mem.search.messages(
+        args.query, limit=args.limit, since=since, until=until, now=ctx.now, around=around
     )
     if not hits:
         return ToolOutput(
@@ -188,7 +180,7 @@ def create_calendar_event(
     starts = parse_time(args.starts_at, field="starts_at", tz=args.timezone)
     if starts is None:
         raise InvalidInputError("starts_at: required")
-    event = CalendarService(mem.session, clock=mem.clock).create(
+    event = mem.calendar.create(
         args.title,
         starts,
         ends_at=parse_time(args.ends_at, field="ends_at", tz=args.timezone),
@@ -225,11 +217,8 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
     # Both listings are capped and bounded (see CalendarService.between): the text shows the
     # first UPCOMING_SHOWN lines and says how many more exist; the data carries the counts.
     end = clamp(ctx.now, timedelta(days=args.window_days))
-    calendar = CalendarService(mem.session, clock=mem.clock)
-    events = calendar.between(ctx.now, end, limit=UPCOMING_SHOWN)
-    runs = ScheduleService(mem.session, clock=mem.clock).due_between(
-        ctx.now, end, limit=UPCOMING_SHOWN
-    )
+    events = mem.calendar.between(ctx.now, end, limit=UPCOMING_SHOWN)
+    runs = mem.schedules.due_between(ctx.now, end, limit=UPCOMING_SHOWN)
     shown = _upcoming_items(events, runs)[:UPCOMING_SHOWN]
     total = events.total + runs.total
     lines = [line for _, _, line, _ in shown]
@@ -267,7 +256,7 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
 @tool("schedule_reminder", a.ScheduleReminderArgs, writes=True)
 def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     at = parse_time(args.at, field="at", tz=args.timezone)
-    record, replaced = ScheduleService(mem.session, clock=mem.clock).replace(
+    record, replaced = mem.schedules.replace(
         args.name,
         message=args.message,
         at=at,
@@ -292,7 +281,7 @@ def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContex
 
 @tool("cancel_schedule", a.CancelScheduleArgs, writes=True)
 def cancel_schedule(args: a.CancelScheduleArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
-    cancelled = ScheduleService(mem.session, clock=mem.clock).cancel(name=args.name, id=args.id)
+    cancelled = mem.schedules.cancel(name=args.name, id=args.id)
     names = ", ".join(s.name for s in cancelled)
     return ToolOutput(
         f"Cancelled {len(cancelled)} task(s): {names} (kept in history)",

@@ -16,9 +16,9 @@ from typing import IO, TYPE_CHECKING, Any, TextIO
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql
 
-from philont import migrate
 from philont.db.schema import metadata
 from philont.log import get_logger
+from philont.migrate.scripts import known_revisions
 
 if TYPE_CHECKING:
     pass
@@ -43,7 +43,7 @@ class _Header:
 
 
 def _known_revisions() -> set[str]:
-    return {s.revision for s in migrate.script_directory().walk_revisions()}
+    return set(known_revisions())
 
 
 def _parse(number: int, line: str) -> dict[str, Any]:

@@ -162,3 +162,23 @@ def test_import_of_a_malformed_file_names_the_line(tmp_path: Path) -> None:
 
 def test_restore_of_a_missing_file_is_not_found(tmp_path: Path) -> None:
     assert run("restore", str(tmp_path / "none.sqlite"), "--db", str(tmp_path / "x"))[0] == 4
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["pip install 'philont[postgres]'", "[red]not a style[/red]", "a path /tmp/[x]/m.sqlite"],
+)
+def test_error_messages_reach_the_terminal_verbatim(text: str) -> None:
+    """Messages quote hints, paths and user text: brackets are never read as rich markup."""
+    from philont.cli.common import err, fail
+    from philont.errors import BackendError
+
+    with err.capture() as captured:
+        fail(BackendError(text))
+    assert text in captured.get()
+
+
+def test_a_missing_database_path_with_brackets_is_named_verbatim(tmp_path: Path) -> None:
+    missing = tmp_path / "[old]" / "nope.sqlite"
+    code, output = run("stats", "--db", str(missing))
+    assert code == 1 and str(missing) in output

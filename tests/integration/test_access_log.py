@@ -14,6 +14,7 @@ from philont.domain.kinds import AccessTarget
 from philont.services.access import AccessLog
 from philont.services.facts import FactService
 from philont.services.notes import NoteService
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -23,17 +24,17 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def facts(session: Session, clock: FakeClock) -> FactService:
-    return FactService(session, clock=clock)
+    return FactService(joined(session, clock))
 
 
 @pytest.fixture
 def notes(session: Session, clock: FakeClock) -> NoteService:
-    return NoteService(session, clock=clock)
+    return NoteService(joined(session, clock))
 
 
 @pytest.fixture
 def access(session: Session, clock: FakeClock) -> AccessLog:
-    return AccessLog(session, clock=clock)
+    return AccessLog(joined(session, clock))
 
 
 def _log_rows(session: Session) -> int:

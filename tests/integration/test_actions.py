@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from philont.db.models import Action
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.services.actions import RESULT_MAX_CHARS, ActionLog
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -23,7 +24,7 @@ T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def actions(session: Session, clock: FakeClock) -> ActionLog:
-    return ActionLog(session, clock=clock)
+    return ActionLog(joined(session, clock))
 
 
 def _rows(session: Session) -> int:

@@ -16,6 +16,7 @@ from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.services.calendar import CalendarService
 from philont.testing import factories
 from philont.testing.factories import CalendarEventFactory
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -33,7 +34,7 @@ def _utc(
 
 @pytest.fixture
 def calendar(session: Session, clock: FakeClock) -> CalendarService:
-    return CalendarService(session, clock=clock)
+    return CalendarService(joined(session, clock))
 
 
 def _count(session: Session) -> int:

@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from philont.db import models as m
 from philont.testing import factories as f
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -37,7 +38,7 @@ def test_a_factory_message_is_found_by_the_trigram_index(session: Session, backe
     if backend == "postgres":  # no FTS5 table there: the search service's trigram matching
         from philont.services.search import SearchService
 
-        assert msg.id in {h.id for h in SearchService(session).messages("Kastanien")}
+        assert msg.id in {h.id for h in SearchService(joined(session)).messages("Kastanien")}
         return
     hits = session.execute(
         text(

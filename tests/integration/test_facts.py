@@ -22,6 +22,7 @@ from philont.errors import (
     ReservedNamespaceError,
 )
 from philont.services.facts import FactIdNotFoundError, FactService
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def facts(session: Session, clock: FakeClock) -> FactService:
-    return FactService(session, clock=clock)
+    return FactService(joined(session, clock))
 
 
 def _rows(session: Session) -> tuple[int, int]:
@@ -406,7 +407,7 @@ def test_listing_with_include_expired_false_drops_closed_states_but_keeps_events
     listed = facts.list("context", include_expired=False)
 
     assert [r.key for r in listed] == ["arrived", "weather"]
-    assert len(facts.list("context")) == 3
+    assert len(facts.list("context", include_expired=True)) == 3
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from sqlalchemy.engine import URL
 
 from philont import Memory, migrate
 from philont.domain.maturity import Grade
+from philont.errors import UnitOfWorkError
 
 # Tests taking `target` run on a new SQLite file and on a new PostgreSQL agent schema; the
 # default-path and adoption tests are about SQLite files and run once (tests/conftest.py).
@@ -67,9 +68,12 @@ def test_the_default_database_follows_memory_db_path(
 
 def test_services_outside_a_unit_of_work_are_refused(target: Path | URL) -> None:
     mem = Memory.open(target)
-    with pytest.raises(RuntimeError, match="unit of work"):
-        _ = mem.facts
-    mem.engine.dispose()
+    with pytest.raises(UnitOfWorkError, match="has not begun"):
+        mem.facts.get("user", "name")
+    with mem:
+        facts = mem.facts
+    with pytest.raises(UnitOfWorkError, match="has ended"):
+        facts.get("user", "name")
 
 
 def test_an_adopted_philont_database_opens_through_the_facade(copy_fixture) -> None:  # type: ignore[no-untyped-def]

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from philont.db.models import AccessLogEntry, Note
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from philont.services.notes import NoteService
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def notes(session: Session, clock: FakeClock) -> NoteService:
-    return NoteService(session, clock=clock)
+    return NoteService(joined(session, clock))
 
 
 def _rows(session: Session) -> tuple[int, int]:

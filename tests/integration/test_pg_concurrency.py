@@ -21,8 +21,8 @@ from sqlalchemy.engine import URL
 
 from philont import migrate
 from philont.db.engine import create_engine
-from philont.memory import Memory
 from philont.services.schedules import ScheduleService
+from philont.store import Store
 
 pytestmark = pytest.mark.postgres
 
@@ -62,7 +62,7 @@ def agent(pg_agent: Callable[[], URL]) -> Iterator[Engine]:
 
 
 def test_eight_workers_keep_skill_counters_exact(agent: Engine) -> None:
-    with Memory(agent) as mem:
+    with Store(agent).begin() as mem:
         for name in SKILLS:
             mem.skills.create(name, f"{name} things", [name], f"do {name}")
     done: list[Counter[tuple[str, str]]] = [Counter() for _ in range(WORKERS)]
@@ -72,7 +72,7 @@ def test_eight_workers_keep_skill_counters_exact(agent: Engine) -> None:
         for _ in range(OPS_PER_WORKER):
             name = rng.choice(SKILLS)
             op = rng.choice(("use", "success", "failure"))
-            with Memory(agent) as mem:
+            with Store(agent).begin() as mem:
                 if op == "use":
                     mem.skills.record_usage(name)
                 else:
@@ -82,7 +82,7 @@ def test_eight_workers_keep_skill_counters_exact(agent: Engine) -> None:
     _run_workers(work)
     total: Counter[tuple[str, str]] = sum(done, Counter())
     assert sum(total.values()) == WORKERS * OPS_PER_WORKER
-    with Memory(agent) as mem:
+    with Store(agent).begin() as mem:
         for name in SKILLS:
             skill = mem.skills.get(name)
             assert skill is not None
@@ -93,16 +93,16 @@ def test_eight_workers_keep_skill_counters_exact(agent: Engine) -> None:
 
 def test_eight_workers_claim_every_due_schedule_exactly_once(agent: Engine) -> None:
     due = datetime.now(UTC) + timedelta(seconds=5)
-    with Memory(agent) as mem:
-        schedules = ScheduleService(mem.session)
+    with Store(agent).begin() as mem:
+        schedules = ScheduleService(mem)
         ids = {schedules.create(f"job{i}", message=f"run {i}", at=due).id for i in range(SCHEDULES)}
     claimed: list[list[str]] = [[] for _ in range(WORKERS)]
 
     def work(worker: int) -> None:
         later = due + timedelta(minutes=1)
         while True:
-            with Memory(agent) as mem:
-                service = ScheduleService(mem.session)
+            with Store(agent).begin() as mem:
+                service = ScheduleService(mem)
                 got = service.claim_due(later, limit=3)
                 # Losing every race also returns nothing: stop only when nothing is left.
                 left = any(s.enabled for s in service.list())
@@ -121,11 +121,11 @@ def test_eight_workers_appending_lose_no_message(agent: Engine) -> None:
 
     def work(worker: int) -> None:
         for n in range(OPS_PER_WORKER):
-            with Memory(agent) as mem:
+            with Store(agent).begin() as mem:
                 acked[worker].append(mem.timeline.append(f"worker {worker} message {n}").id)
 
     _run_workers(work)
     every = [i for per_worker in acked for i in per_worker]
     assert len(set(every)) == WORKERS * OPS_PER_WORKER
-    with Memory(agent) as mem:
+    with Store(agent).begin() as mem:
         assert mem.timeline.count() == WORKERS * OPS_PER_WORKER

@@ -12,21 +12,22 @@ from philont.services.notes import NoteService
 from philont.services.prefix import MemoryPrefix, PrefixLimits
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
+from tests.support import joined
 
 
 def _seed(session: Session, clock: FakeClock) -> None:
-    facts = FactService(session, clock=clock)
+    facts = FactService(joined(session, clock))
     facts.store("context", "location", "a café in Kreuzberg")
     clock.advance(days=3)
     facts.store("user.home", "city", "Berlin", confidence=0.9)
     facts.store("project.flat", "budget", 1400)
-    skills = SkillService(session, clock=clock)
+    skills = SkillService(joined(session, clock))
     skills.create("unzip-archive", "Unpack zip files", "zip unzip", "1. unzip -d out file.zip")
     skills.create("old-way", "A broken method", "broken", "do it", grade=Grade.PLAYBOOK)
     skills.create(
         "avoid-sudo-pip", "Never sudo pip install", "pip sudo", "## Trigger\n...", kind="negative"
     )
-    NoteService(session, clock=clock).add("User is vegetarian", importance=0.9)
+    NoteService(joined(session, clock)).add("User is vegetarian", importance=0.9)
 
 
 def test_facts_are_ranked_by_decay_score_and_carry_time_tags(
@@ -34,7 +35,7 @@ def test_facts_are_ranked_by_decay_score_and_carry_time_tags(
 ) -> None:
     _seed(session, clock)
     clock.advance(days=3)
-    text = MemoryPrefix(session, clock=clock).build().text
+    text = MemoryPrefix(joined(session, clock)).build().text
     assert text.index("user.home.city") < text.index("context.location")
     assert "[state ? → ∞ | recorded" in text
 
@@ -43,7 +44,7 @@ def test_only_callable_skills_are_offered_and_lessons_are_listed_apart(
     session: Session, clock: FakeClock
 ) -> None:
     _seed(session, clock)
-    text = MemoryPrefix(session, clock=clock).build().text
+    text = MemoryPrefix(joined(session, clock)).build().text
     assert "- unzip-archive [draft" in text
     assert "old-way" not in text  # a playbook is never callable
     lessons = text.index("## Lessons")
@@ -52,18 +53,18 @@ def test_only_callable_skills_are_offered_and_lessons_are_listed_apart(
 
 def test_the_same_memory_gives_the_same_prefix(session: Session, clock: FakeClock) -> None:
     _seed(session, clock)
-    builder = MemoryPrefix(session, clock=clock)
+    builder = MemoryPrefix(joined(session, clock))
     assert builder.build(environment="Linux").text == builder.build(environment="Linux").text
 
 
 def test_the_cap_is_respected_and_what_was_left_out_is_counted(
     session: Session, clock: FakeClock
 ) -> None:
-    facts = FactService(session, clock=clock)
+    facts = FactService(joined(session, clock))
     for i in range(60):
         facts.store("user", f"k{i}", "x" * 50)
         clock.advance(minutes=1)
-    result = MemoryPrefix(session, clock=clock).build(limits=PrefixLimits(budget_tokens=400))
+    result = MemoryPrefix(joined(session, clock)).build(limits=PrefixLimits(budget_tokens=400))
     assert result.tokens <= 400
     fact_section = next(s for s in result.sections if s.name == "facts")
     assert fact_section.shown > 0 and fact_section.omitted == 60 - fact_section.shown
@@ -73,10 +74,10 @@ def test_the_cap_is_respected_and_what_was_left_out_is_counted(
 def test_building_the_prefix_does_not_refresh_fact_access(
     session: Session, clock: FakeClock
 ) -> None:
-    facts = FactService(session, clock=clock)
+    facts = FactService(joined(session, clock))
     stored = facts.store("user", "name", "Lena")
     clock.advance(days=10)
-    MemoryPrefix(session, clock=clock).build()
+    MemoryPrefix(joined(session, clock)).build()
     again = facts.get_by_id(stored.id)
     assert again is not None and again.last_accessed_at == stored.last_accessed_at
     assert clock.now - stored.created_at == timedelta(days=10)

@@ -27,6 +27,7 @@ from philont.services.notes import NoteService
 from philont.services.prefix import MemoryPrefix, PrefixLimits, _compact_json
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
+from tests.support import joined
 
 GOLDEN = Path(__file__).with_name("prefix_golden.txt")
 
@@ -42,7 +43,7 @@ def seed_varied(session: Session, clock: FakeClock, seed: int = 7) -> None:
     """Facts of every kind and namespace tau, skills over every grade, kind and recipe state
     (one with a stored maturity the enum does not know), notes with ties and forgotten ones."""
     rng = random.Random(seed)
-    facts = FactService(session, clock=clock)
+    facts = FactService(joined(session, clock))
     namespaces = ["user", "user.home", "context", "project.flat", "world", "agent.tools"]
     for i in range(90):
         ns = rng.choice(namespaces)
@@ -68,7 +69,7 @@ def seed_varied(session: Session, clock: FakeClock, seed: int = 7) -> None:
         clock.advance(hours=rng.randint(1, 30))
         if i % 11 == 0:
             facts.forget(facts.list(ns)[0].id)
-    skills = SkillService(session, clock=clock)
+    skills = SkillService(joined(session, clock))
     grades = [Grade.DRAFT, Grade.CONFIRMED, Grade.STABLE, Grade.PLAYBOOK]
     for i in range(45):
         name = f"skill-{i:02d}"
@@ -102,7 +103,7 @@ def seed_varied(session: Session, clock: FakeClock, seed: int = 7) -> None:
         text("UPDATE memory_skills SET maturity = 'legacy' WHERE name IN ('skill-03', 'skill-10')")
     )
     session.execute(text("UPDATE memory_skills SET kind = 'weird' WHERE name = 'skill-02'"))
-    notes = NoteService(session, clock=clock)
+    notes = NoteService(joined(session, clock))
     for i in range(30):
         note = notes.add(
             f"Note {i}: {_phrase(rng, rng.randint(1, 50))}",
@@ -115,7 +116,7 @@ def seed_varied(session: Session, clock: FakeClock, seed: int = 7) -> None:
 
 
 def _render(session: Session, clock: FakeClock) -> str:
-    builder = MemoryPrefix(session, clock=clock)
+    builder = MemoryPrefix(joined(session, clock))
     out = []
     cases = [
         ("default", {}),
@@ -157,12 +158,12 @@ def test_pending_changes_of_the_session_are_seen(session: Session, clock: FakeCl
     # The prefix reads on the DB-API connection: what the session holds unflushed must be
     # flushed first, as an ORM query would (autoflush).
     session.add(Note(id="n1", content="Unflushed note", importance=0.7, created_at=clock.now))
-    text_ = MemoryPrefix(session, clock=clock).build().text
+    text_ = MemoryPrefix(joined(session, clock)).build().text
     assert "- (0.7) Unflushed note" in text_
 
 
 def test_an_empty_memory_gives_only_the_frame(session: Session, clock: FakeClock) -> None:
-    result = MemoryPrefix(session, clock=clock).build()
+    result = MemoryPrefix(joined(session, clock)).build()
     assert result.text == "[Memory — what I already know; no need to ask again]\n[End of memory]"
     assert result.sections == []
 

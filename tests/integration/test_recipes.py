@@ -19,6 +19,7 @@ from philont.errors import (
 )
 from philont.services.skills import RecipeNotFoundError, SkillService
 from tests.conftest import FakeClock
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -29,7 +30,7 @@ POLICY = ["web_fetch: read-only", "no purchases"]
 
 @pytest.fixture
 def skills(session: Session, clock: FakeClock) -> SkillService:
-    service = SkillService(session, clock=clock)
+    service = SkillService(joined(session, clock))
     service.create("berlin-rent", "Compare Berlin rents", "rent", "v1 template")
     return service
 

@@ -18,6 +18,7 @@ from philont.schemas.reflector import SkipReason
 from philont.services.reflector import ReflectorService
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -68,14 +69,14 @@ class Log:
 
 @pytest.fixture
 def skills(session: Session, clock: FakeClock) -> SkillService:
-    service = SkillService(session, clock=clock)
+    service = SkillService(joined(session, clock))
     service.create("berlin-rent", "Compare Berlin rents", "rent", "fetch, compare")
     return service
 
 
 @pytest.fixture
 def reflector(session: Session, clock: FakeClock) -> ReflectorService:
-    return ReflectorService(session, clock=clock)
+    return ReflectorService(joined(session, clock))
 
 
 @pytest.fixture

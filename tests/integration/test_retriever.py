@@ -12,6 +12,7 @@ from philont.domain.kinds import Role
 from philont.errors import InvalidInputError
 from philont.services.retriever import SEPARATOR, TimelineRetriever
 from philont.testing import factories as f
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -46,7 +47,7 @@ def timeline(session: Session) -> Timeline:
 
 @pytest.fixture
 def retriever(session: Session) -> TimelineRetriever:
-    return TimelineRetriever(session)
+    return TimelineRetriever(joined(session))
 
 
 def recent_ids(result: object) -> list[int | None]:
@@ -91,7 +92,7 @@ def test_the_recency_window_holds_at_most_recent_limit_messages(
 def test_a_custom_estimator_is_used(session: Session, timeline: Timeline) -> None:
     for i in range(5):
         timeline.add(f"message {i}")
-    result = TimelineRetriever(session, estimator=lambda _text: 100).retrieve(
+    result = TimelineRetriever(joined(session), estimator=lambda _text: 100).retrieve(
         recent_budget_tokens=250
     )
     assert result.recency_count == 2

@@ -22,6 +22,7 @@ from philont.schemas.schedules import OutcomeStatus
 from philont.services.schedules import ScheduleService
 from philont.testing import factories
 from philont.testing.factories import ScheduleFactory
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -37,7 +38,7 @@ def _utc(
 
 @pytest.fixture
 def schedules(session: Session, clock: FakeClock) -> ScheduleService:
-    return ScheduleService(session, clock=clock)
+    return ScheduleService(joined(session, clock))
 
 
 def _rows(session: Session) -> list[tuple[str, bool]]:
@@ -747,7 +748,7 @@ def _race_worker(db: str, worker: int, nows: list[datetime], barrier: Any, out: 
             for _attempt in range(RACE_MAX_ATTEMPTS):
                 try:
                     with Session(engine) as s, s.begin():
-                        claims = ScheduleService(s, clock=_fixed(now)).claim_due(now)
+                        claims = ScheduleService(joined(s, _fixed(now))).claim_due(now)
                         batch = [(c.schedule.id, c.occurrence.isoformat()) for c in claims]
                     won.extend(batch)  # only once the transaction has committed
                     break
@@ -768,7 +769,7 @@ def _seed_race(engine: Engine) -> dict[str, list[str]]:
     last = RACE_T0 + RACE_STEP * (RACE_STEPS - 1)
     expected: dict[str, list[str]] = {}
     with Session(engine) as s, s.begin():
-        svc = ScheduleService(s, clock=lambda: RACE_T0)
+        svc = ScheduleService(joined(s, lambda: RACE_T0))
         for minutes in (3, 4.5, 7, 13):
             rec = svc.create(f"every-{minutes}", message="m", interval_ms=int(minutes * 60_000))
             step = timedelta(minutes=minutes)

@@ -12,18 +12,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from philont import migrate
 from philont.db import fts
 from philont.db.engine import create_engine
 from philont.db.models import Note, RawMessage
-from philont.db.session import session_factory
 from philont.domain.kinds import Role, SkillKind
 from philont.domain.maturity import Grade
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.services.search import SearchService
 from philont.testing import factories as f
+from tests.support import joined
 
 T0 = datetime(2026, 2, 1, 12, 0, tzinfo=UTC)
 
@@ -54,7 +54,7 @@ def ids(hits: list[Any]) -> list[Any]:
 
 @pytest.fixture
 def search(session: Session) -> SearchService:
-    return SearchService(session)
+    return SearchService(joined(session))
 
 
 @pytest.fixture
@@ -153,7 +153,7 @@ def test_conversation_context_can_be_turned_off(session: Session, noise: list[Ra
     message(
         session, "Definitely the one by the river, the pastries were amazing.", session_id="trip"
     )
-    plain = SearchService(session, context_weights=())
+    plain = SearchService(joined(session), context_weights=())
     assert ids(plain.messages("Porto bakery")) == [question.id]
 
 
@@ -448,7 +448,7 @@ def upgraded_v31(copy_fixture: Callable[[str], Path], philont_fixtures: Path) ->
     migrate.upgrade(path)
     manifest = json.loads((philont_fixtures / "v31.manifest.json").read_text(encoding="utf-8"))
     engine = create_engine(path)
-    with session_factory(engine)() as s, s.begin():
+    with sessionmaker(bind=engine, expire_on_commit=False)() as s, s.begin():
         yield s, manifest["expected_api_results"]["results"]
     engine.dispose()
 
@@ -457,7 +457,7 @@ def test_an_adopted_database_finds_what_the_original_found_by_fts_and_more(
     upgraded_v31: Any,
 ) -> None:
     session, results = upgraded_v31
-    search = SearchService(session)
+    search = SearchService(joined(session))
     checked = 0
     for r in results:
         if r["api"] != "RawStore.searchMessages" or len(r["args"]) != 1:
@@ -473,7 +473,7 @@ def test_an_adopted_database_finds_what_the_original_found_by_fts_and_more(
 
 def test_an_adopted_database_answers_the_queries_the_original_failed(upgraded_v31: Any) -> None:
     session, results = upgraded_v31
-    search = SearchService(session)
+    search = SearchService(joined(session))
     kaution = ids(search.messages("Kaution?", limit=20))
     assert {21, 22, 4} <= set(kaution)  # Kaution and Mietkaution
     assert set(ids(search.messages("co-op", limit=2))) == {101, 102}
@@ -489,7 +489,7 @@ def test_an_adopted_database_answers_the_queries_the_original_failed(upgraded_v3
 
 def test_an_adopted_database_finds_its_notes_and_skills(upgraded_v31: Any) -> None:
     session, results = upgraded_v31
-    search = SearchService(session)
+    search = SearchService(joined(session))
     for r in results:
         if r["api"] == "NotesStore.search" and isinstance(r["result"], list):
             found = ids(search.notes(r["args"][0], limit=10, include_forgotten=True))

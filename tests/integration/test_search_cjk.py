@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from philont.db.models import RawMessage, RawSession
 from philont.domain.kinds import Role
-from philont.services import search as search_module
-from philont.services.search import SearchService
+from philont.services.search import SearchService, scoring, sqlite
+from tests.support import joined
 
 T0 = datetime(2026, 2, 1, 12, 0, tzinfo=UTC)
 CAP = 20
@@ -22,8 +22,9 @@ RECENT = 30
 @pytest.fixture(autouse=True)
 def small_caps(monkeypatch: pytest.MonkeyPatch) -> None:
     """The real caps, scaled down so a few dozen messages exceed them."""
-    monkeypatch.setattr(search_module, "CJK_OCCURRENCE_CAP", CAP)
-    monkeypatch.setattr(search_module, "CJK_RECENT_ROWS", RECENT)
+    for module in (scoring, sqlite):  # where they are defined, and where they are used
+        monkeypatch.setattr(module, "CJK_OCCURRENCE_CAP", CAP)
+        monkeypatch.setattr(module, "CJK_RECENT_ROWS", RECENT)
 
 
 def add(session: Session, contents: list[str], *, session_id: str = "global") -> list[int]:
@@ -47,7 +48,9 @@ def add(session: Session, contents: list[str], *, session_id: str = "global") ->
 
 
 def found(session: Session, query: str, **kwargs: Any) -> list[int]:
-    return [h.id for h in SearchService(session, context_weights=()).messages(query, **kwargs)]
+    return [
+        h.id for h in SearchService(joined(session), context_weights=()).messages(query, **kwargs)
+    ]
 
 
 # Each message holds 柏林 followed by a different character, so the trigrams that start with
@@ -82,13 +85,13 @@ def test_a_common_term_keeps_the_filters(session: Session) -> None:
 
 
 def test_the_document_frequency_of_a_common_term_is_estimated_from_its_newest_matches() -> None:
-    window = search_module.PRESENCE_WINDOW
+    window = scoring.PRESENCE_WINDOW
     # A full window, one match in every ten of the rowids it spans: a tenth of the documents.
     newest = list(range(100_000, 100_000 - 10 * window, -10))
-    assert search_module._estimate_cjk_df(newest, 100_000) == pytest.approx(10_000, rel=0.02)
+    assert scoring.estimate_cjk_df(newest, 100_000) == pytest.approx(10_000, rel=0.02)
     # Fewer matches than the window: their share of all the recent rows read.
     few = list(range(100_000, 100_000 - RECENT // 2, -1))[:3]
-    assert search_module._estimate_cjk_df(few, 100_000) == round(3 * 100_000 / RECENT)
+    assert scoring.estimate_cjk_df(few, 100_000) == round(3 * 100_000 / RECENT)
 
 
 def test_a_rare_term_keeps_the_filters(session: Session) -> None:

@@ -13,17 +13,19 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, insert
 from sqlalchemy.engine import URL
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
+from philont.db.backend import Raw
 from philont.db.bootstrap import ensure_bootstrap_rows
 from philont.db.engine import create_engine
 from philont.db.models import Note, RawMessage, RawSession, Skill
 from philont.db.schema import metadata
-from philont.db.session import session_factory
 from philont.domain.kinds import Role, SkillKind
 from philont.domain.maturity import Grade
 from philont.services.search import SearchService
-from philont.services.search_pg import PgSearchService
+from philont.services.search.postgres import PgScorer
+from philont.services.search.sqlite import SqliteScorer
+from tests.support import joined
 
 pytestmark = pytest.mark.postgres
 
@@ -133,11 +135,11 @@ class Backends:
     pg: Session
 
     def both(self, call: Callable[[SearchService], Any]) -> tuple[Any, Any]:
-        return call(SearchService(self.sqlite)), call(SearchService(self.pg))
+        return call(SearchService(joined(self.sqlite))), call(SearchService(joined(self.pg)))
 
 
 def _open(engine: Engine) -> Session:
-    s = session_factory(engine)()
+    s = sessionmaker(bind=engine, expire_on_commit=False)()
     s.begin()
     return s
 
@@ -168,8 +170,12 @@ def ids(hits: list[Any]) -> list[Any]:
     return [h.id for h in hits]
 
 
-def test_postgres_sessions_get_the_postgres_service(pg_session: Session) -> None:
-    assert type(SearchService(pg_session)) is PgSearchService
+def test_one_search_service_scores_with_the_backend_of_its_store(
+    pg_session: Session, backends: Backends
+) -> None:
+    assert isinstance(joined(pg_session).store.scorer, PgScorer)
+    assert isinstance(joined(backends.sqlite).store.scorer, SqliteScorer)
+    assert type(joined(pg_session).search) is type(joined(backends.sqlite).search) is SearchService
 
 
 # --- hostile text ------------------------------------------------------------------------------
@@ -217,7 +223,7 @@ HOSTILE = [
 
 @pytest.mark.parametrize("query", HOSTILE, ids=lambda q: repr(q[:20]))
 def test_hostile_query_text_never_raises_an_sql_error(pg_session: Session, query: str) -> None:
-    search = SearchService(pg_session)
+    search = SearchService(joined(pg_session))
     assert isinstance(search.messages(query), list)
     assert isinstance(search.messages(query, session_ids=["s1"], roles=["user"]), list)
     assert isinstance(search.notes(query, include_forgotten=True), list)
@@ -228,7 +234,7 @@ def test_hostile_query_text_never_raises_an_sql_error(pg_session: Session, query
 
 @pytest.mark.parametrize("query", ["%", "_", "%_%", "\\%", "50%", "%%%%%%%%"])
 def test_like_wildcards_alone_match_nothing(pg_session: Session, query: str) -> None:
-    search = SearchService(pg_session, context_weights=())  # no neighbours' shares
+    search = SearchService(joined(pg_session), context_weights=())  # no neighbours' shares
     hits = ids(search.messages(query, limit=50))
     # Only a message holding the literal text (the 50% deposit) may match; never everything.
     assert set(hits) <= {3}
@@ -236,7 +242,7 @@ def test_like_wildcards_alone_match_nothing(pg_session: Session, query: str) -> 
 
 
 def test_underscore_is_literal_in_substring_matches(pg_session: Session) -> None:
-    search = SearchService(pg_session, context_weights=())  # 14 follows 13: no shares
+    search = SearchService(joined(pg_session), context_weights=())  # 14 follows 13: no shares
     hits = ids(search.messages("snake_case_name", limit=50))
     assert 13 in hits
     assert 14 not in hits  # snakeXcaseXname: '_' is no wildcard
@@ -255,15 +261,15 @@ def test_every_like_pattern_bound_is_escaped(
     ``_`` and backslash inside it (a second check behind the scoring, which counts literal
     occurrences in Python)."""
     patterns: list[str] = []
-    fetch = PgSearchService._fetch
+    fetch = Raw.rows
 
-    def spy(self: PgSearchService, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        if "LIKE ?" in sql:
+    def spy(self: Raw, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if "LIKE %s" in sql:
             patterns.extend(p for p in params if isinstance(p, str) and p.startswith("%"))
         return fetch(self, sql, params)
 
-    monkeypatch.setattr(PgSearchService, "_fetch", spy)
-    search = SearchService(pg_session, context_weights=())
+    monkeypatch.setattr(Raw, "rows", spy)
+    search = SearchService(joined(pg_session), context_weights=())
     search.messages("snake_case_name")
     search.messages("100%_done_\\_柏_林_x")
     search.notes("snake_case_name 柏林")
@@ -283,7 +289,7 @@ def test_a_compound_is_found_by_its_long_part(backends: Backends) -> None:
 
 
 def test_a_two_character_chinese_word_is_found(pg_session: Session) -> None:
-    search = SearchService(pg_session)
+    search = SearchService(joined(pg_session))
     assert set(ids(search.messages("柏林"))[:2]) == {10, 11}
     assert ids(search.messages("酒店", roles=["assistant"])) == [11]
     assert ids(search.notes("柏林"))[0] == "n4"
@@ -362,7 +368,7 @@ def test_skill_filters_behave_as_on_sqlite(
 
 
 def test_skill_filters_keep_the_right_grades_and_kinds(pg_session: Session) -> None:
-    search = SearchService(pg_session)
+    search = SearchService(joined(pg_session))
     assert set(ids(search.skills("deploy"))) == {"k1", "k4"}
     assert set(ids(search.skills("deploy", include_deprecated=True))) == {"k1", "k3", "k4"}
     assert ids(search.skills("deploy", callable_only=True)) == ["k1"]

@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select, text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 from structlog.testing import capture_logs
 
 from philont.db.models import AccessLogEntry, Skill
-from philont.db.session import session_factory
 from philont.domain.kinds import AccessTarget, SkillKind
 from philont.domain.maturity import DEFAULT_DISUSE_AFTER, Grade, caveat
 from philont.errors import (
@@ -23,13 +22,14 @@ from philont.errors import (
 from philont.schemas.skills import GradeChange
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
 
 @pytest.fixture
 def skills(session: Session, clock: FakeClock) -> SkillService:
-    return SkillService(session, clock=clock)
+    return SkillService(joined(session, clock))
 
 
 def make(skills: SkillService, name: str = "berlin-rent", **kwargs: Any) -> str:
@@ -312,20 +312,20 @@ def test_an_outcome_credited_late_never_moves_last_success_backwards(
 def test_counters_are_atomic_across_two_sessions_on_the_same_file(
     engine: Engine, clock: FakeClock
 ) -> None:
-    factory = session_factory(engine)
+    factory = sessionmaker(bind=engine, expire_on_commit=False)
     with factory() as setup, setup.begin():
-        SkillService(setup, clock=clock).create("berlin-rent", "d", "k", "t")
+        SkillService(joined(setup, clock)).create("berlin-rent", "d", "k", "t")
 
     first = factory()
     # The first session reads the skill (its identity map now holds success_count == 0) ...
     with first.begin():
-        assert SkillService(first, clock=clock).get("berlin-rent") is not None
+        assert SkillService(joined(first, clock)).get("berlin-rent") is not None
     # ... another session (another process, as far as SQLite is concerned) records an outcome,
     with factory() as second, second.begin():
-        SkillService(second, clock=clock).record_outcome("berlin-rent", success=True)
+        SkillService(joined(second, clock)).record_outcome("berlin-rent", success=True)
     # ... and the first session's own outcome must add to it, not overwrite it.
     with first.begin():
-        record = SkillService(first, clock=clock).record_outcome("berlin-rent", success=True)
+        record = SkillService(joined(first, clock)).record_outcome("berlin-rent", success=True)
     first.close()
     assert (record.success_count, record.grade) == (2, Grade.CONFIRMED)
     with factory() as check:

@@ -19,6 +19,7 @@ from philont.errors import (
 )
 from philont.schemas.timeline import MessageIn
 from philont.services.timeline import GLOBAL_SESSION, TimelineService
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -30,7 +31,7 @@ T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def timeline(session: Session, clock: FakeClock) -> TimelineService:
-    return TimelineService(session, clock=clock)
+    return TimelineService(joined(session, clock))
 
 
 def _rows(session: Session) -> tuple[int, int]:
@@ -349,8 +350,8 @@ def test_text_that_is_not_valid_unicode_is_refused_with_a_typed_error(session: S
 
     bad = "broken \udcff bytes"
     with pytest.raises(InvalidInputError, match="lone surrogate"):
-        TimelineService(session).append(bad)
+        TimelineService(joined(session)).append(bad)
     with pytest.raises(InvalidInputError, match="lone surrogate"):
-        NoteService(session).add(bad)
+        NoteService(joined(session)).add(bad)
     with pytest.raises(InvalidInputError):
-        FactService(session).store("user", "k", bad)
+        FactService(joined(session)).store("user", "k", bad)

@@ -24,6 +24,7 @@ from philont.errors import (
     StorageError,
 )
 from philont.memory import Memory
+from philont.store import Store
 from tests.tools.helpers import actions, snapshot
 
 SHORT_MS = 150
@@ -131,7 +132,7 @@ def test_a_write_waits_for_the_busy_timeout_then_raises_database_busy(
 ) -> None:
     holder.execute("BEGIN IMMEDIATE")
     started = time.monotonic()
-    with pytest.raises(DatabaseBusyError) as raised, Memory(short_engine) as mem:
+    with pytest.raises(DatabaseBusyError) as raised, Store(short_engine).begin() as mem:
         mem.timeline.append("never written")
     elapsed = time.monotonic() - started
     assert SHORT_MS / 1000 * 0.9 <= elapsed < 3
@@ -149,7 +150,7 @@ def test_a_write_succeeds_when_the_holder_releases_within_the_busy_timeout(
     timer = _release_later(holder, 0.3)
     started = time.monotonic()
     try:
-        with Memory(engine) as mem:
+        with Store(engine).begin() as mem:
             mem.timeline.append("written after the wait")
     finally:
         timer.join()
@@ -163,11 +164,11 @@ def test_a_writing_unit_of_work_holds_the_write_lock_from_its_first_statement(
 ) -> None:
     probe = sqlite3.connect(str(tool_db), isolation_level=None, timeout=0)
     try:
-        with Memory(short_engine) as mem:
+        with Store(short_engine).begin() as mem:
             mem.timeline.count()  # a read, yet BEGIN IMMEDIATE already took the lock
             with pytest.raises(sqlite3.OperationalError, match="locked"):
                 probe.execute("BEGIN IMMEDIATE")
-        with Memory(short_engine, write=False) as mem:
+        with Store(short_engine).begin(write=False) as mem:
             mem.timeline.count()
             probe.execute("BEGIN IMMEDIATE")  # a reader leaves the lock free
             probe.execute("ROLLBACK")
@@ -184,10 +185,10 @@ def test_a_deferred_read_then_write_after_another_commit_is_busy_at_once_and_a_r
     def read_then_write() -> int:
         nonlocal calls
         calls += 1
-        with Memory(engine, write=False) as mem:
+        with Store(engine).begin(write=False) as mem:
             mem.timeline.count()  # the read snapshot starts here
             if calls == 1:
-                with Memory(engine) as other:  # another writer commits meanwhile
+                with Store(engine).begin() as other:  # another writer commits meanwhile
                     other.timeline.append("the other writer")
             return mem.timeline.append("late writer").id
 
@@ -217,7 +218,7 @@ def test_an_exhausted_retry_raises_database_busy_naming_attempts_and_time(
     def unit() -> None:
         nonlocal calls
         calls += 1
-        with Memory(short_engine) as mem:
+        with Store(short_engine).begin() as mem:
             mem.timeline.append("never written")
 
     started = time.monotonic()
@@ -244,7 +245,7 @@ def test_a_retry_succeeds_once_the_holder_lets_go(
     def unit() -> int:
         nonlocal calls
         calls += 1
-        with Memory(short_engine) as mem:
+        with Store(short_engine).begin() as mem:
             return mem.timeline.append("written on a later attempt").id
 
     try:
@@ -289,7 +290,7 @@ def test_a_tool_call_on_a_locked_database_fails_as_database_busy_and_writes_noth
     before, log_before = snapshot(tool_db), actions(tool_db)
     holder.execute("BEGIN IMMEDIATE")
     result = tools.call(
-        "store_fact", {"namespace": "user", "key": "k", "value": "v"}, db=Memory(short_engine)
+        "store_fact", {"namespace": "user", "key": "k", "value": "v"}, db=Store(short_engine)
     )
     holder.execute("ROLLBACK")
     assert not result.ok
@@ -306,7 +307,7 @@ def test_a_tool_call_succeeds_when_the_lock_is_released_during_its_retries(
     timer = _release_later(holder, 0.3)
     try:
         result = tools.call(
-            "store_fact", {"namespace": "user", "key": "k", "value": "v"}, db=Memory(short_engine)
+            "store_fact", {"namespace": "user", "key": "k", "value": "v"}, db=Store(short_engine)
         )
     finally:
         timer.join()
@@ -319,7 +320,7 @@ def test_a_tool_call_inside_the_callers_unit_of_work_is_not_retried(
 ) -> None:
     holder.execute("BEGIN IMMEDIATE")
     started = time.monotonic()
-    with Memory(short_engine) as mem:
+    with Store(short_engine).begin() as mem:
         result = tools.call("store_fact", {"namespace": "u", "key": "k", "value": 1}, db=mem)
     assert time.monotonic() - started < 3 * SHORT_MS / 1000
     assert result.error_code == "database_busy"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from philont.db.engine import create_engine
-from philont.memory import Memory
+from philont.store import Store
 from tests.reliability.helpers import (
     complete_lines,
     errors_of,
@@ -72,7 +72,7 @@ def _counts(path: Path) -> dict[str, int]:
 def _seed_skills(path: Path) -> None:
     engine = create_engine(path)
     try:
-        with Memory(engine) as mem:
+        with Store(engine).begin() as mem:
             for name in SKILLS:
                 mem.skills.create(
                     name=name,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from philont.db.engine import create_engine
-from philont.memory import Memory
 from philont.services.search import SearchService
+from philont.store import Store
 from tests.reliability.helpers import (
     complete_lines,
     integrity_problems,
@@ -71,8 +71,8 @@ def _kill_at_random_moments(db: Path, tmp_path: Path, trials: int) -> dict[str, 
         last_id = max(acks)
         engine = create_engine(db)
         try:
-            with Memory(engine, write=False) as mem:
-                hits = SearchService(mem.session).messages(acks[last_id], limit=5)
+            with Store(engine).begin(write=False) as mem:
+                hits = SearchService(mem).messages(acks[last_id], limit=5)
             assert last_id in [h.id for h in hits], f"trial {trial}"
         finally:
             engine.dispose()

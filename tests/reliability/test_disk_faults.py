@@ -15,9 +15,10 @@ from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.exc import OperationalError
 
 from philont import tools
-from philont.db.engine import _install_sqlite_hooks, create_engine
+from philont.db.engine import create_engine, install_sqlite_hooks
 from philont.errors import DatabaseFullError, DatabaseReadOnlyError
 from philont.memory import Memory
+from philont.store import Store
 from tests.reliability.helpers import integrity_problems
 from tests.tools.helpers import actions, snapshot
 
@@ -49,7 +50,7 @@ def capped_engine(tool_db: Path) -> Iterator[Engine]:
 def read_only_engine(tool_db: Path) -> Iterator[Engine]:
     """An engine that opens the file with ``mode=ro`` (chmod cannot stop root from writing)."""
     engine = sa_create_engine(f"sqlite:///file:{tool_db}?mode=ro&uri=true")
-    _install_sqlite_hooks(engine, foreign_keys=True)
+    install_sqlite_hooks(engine, foreign_keys=True)
     yield engine
     engine.dispose()
 
@@ -66,7 +67,7 @@ def test_a_write_past_the_page_limit_raises_database_full_and_keeps_what_was_com
     with pytest.raises(DatabaseFullError) as raised:
         for i in range(1_000):
             content = f"zqfull{i} {TEXT}"
-            with Memory(capped_engine) as mem:
+            with Store(capped_engine).begin() as mem:
                 committed[mem.timeline.append(content).id] = content
     assert isinstance(raised.value.__cause__, OperationalError)
     assert "full" in raised.value.message
@@ -81,7 +82,7 @@ def test_a_write_past_the_page_limit_raises_database_full_and_keeps_what_was_com
     capped_engine.dispose()
     engine = create_engine(tool_db)
     try:
-        with Memory(engine) as mem:
+        with Store(engine).begin() as mem:
             mem.timeline.append(f"zqfull-after {BIG}")
     finally:
         engine.dispose()
@@ -90,14 +91,14 @@ def test_a_write_past_the_page_limit_raises_database_full_and_keeps_what_was_com
 def test_a_tool_call_on_a_full_database_fails_as_database_full_and_writes_nothing(
     capped_engine: Engine, tool_db: Path
 ) -> None:
-    with Memory(capped_engine) as mem:
+    with Store(capped_engine).begin() as mem:
         mem.facts.store("user", "name", "Lena")
     before, log_before = snapshot(tool_db), actions(tool_db)
 
     result = tools.call(
         "store_fact",
         {"namespace": "user", "key": "essay", "value": BIG * 3},
-        db=Memory(capped_engine),
+        db=Store(capped_engine),
     )
 
     assert not result.ok
@@ -105,7 +106,7 @@ def test_a_tool_call_on_a_full_database_fails_as_database_full_and_writes_nothin
     assert result.error and "full" in result.error
     assert snapshot(tool_db) == before
     assert actions(tool_db) == log_before
-    with Memory(capped_engine, write=False) as mem:
+    with Store(capped_engine).begin(write=False) as mem:
         fact = mem.facts.get("user", "name")
         assert fact is not None and fact.value == "Lena"
 
@@ -114,16 +115,16 @@ def test_a_write_through_a_read_only_connection_raises_database_read_only(
     tool_db: Path, read_only_engine: Engine
 ) -> None:
     engine = create_engine(tool_db)
-    with Memory(engine) as mem:
+    with Store(engine).begin() as mem:
         kept = mem.timeline.append("written before the file became read-only").id
     engine.dispose()
 
-    with pytest.raises(DatabaseReadOnlyError) as raised, Memory(read_only_engine) as mem:
+    with pytest.raises(DatabaseReadOnlyError) as raised, Store(read_only_engine).begin() as mem:
         mem.timeline.append("refused")
     assert isinstance(raised.value.__cause__, OperationalError)
     assert "readonly" in raised.value.message
 
-    with Memory(read_only_engine, write=False) as mem:
+    with Store(read_only_engine).begin(write=False) as mem:
         assert [m.id for m in mem.timeline.messages("global")][-1] == kept
     assert "refused" not in _messages(tool_db).values()
     assert integrity_problems(tool_db) == []
@@ -135,7 +136,7 @@ def test_a_tool_call_through_a_read_only_connection_fails_as_read_only_and_write
     before, log_before = snapshot(tool_db), actions(tool_db)
 
     stored = tools.call(
-        "store_fact", {"namespace": "user", "key": "k", "value": "v"}, db=Memory(read_only_engine)
+        "store_fact", {"namespace": "user", "key": "k", "value": "v"}, db=Store(read_only_engine)
     )
 
     assert not stored.ok

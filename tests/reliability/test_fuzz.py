@@ -17,8 +17,8 @@ from sqlalchemy import Engine
 from philont import tools
 from philont.db.engine import create_engine
 from philont.domain.query import build_plan
-from philont.memory import Memory
 from philont.services.search import SearchService
+from philont.store import Store
 from tests.properties.test_tool_fuzz import arguments, field_names, json_values, names
 from tests.tools.helpers import MEMORY_TABLES_EXCEPT_ACTIONS
 from tests.unit.test_query import ANY_CHAR, ANY_TEXT, run_plan
@@ -37,7 +37,7 @@ NAMES = names | SURROGATE_TEXT
 @pytest.fixture
 def engine(tool_db: Path) -> Iterator[Engine]:
     eng = create_engine(tool_db)
-    with Memory(eng) as mem:  # something for the read tools to find
+    with Store(eng).begin() as mem:  # something for the read tools to find
         mem.facts.store("user.home", "city", "Berlin")
         mem.notes.add("the spare key is under the blue pot")
         mem.timeline.append("remember that the meeting moved to Friday")
@@ -74,10 +74,10 @@ def test_ten_thousand_arbitrary_tool_calls_never_raise_and_failures_write_nothin
 ) -> None:
     before, actions_before = _counts(counter), _actions(counter)
     if joined:  # inside the caller's unit of work
-        with Memory(engine) as mem:
+        with Store(engine).begin() as mem:
             result = tools.call(name, args, db=mem)  # type: ignore[arg-type]
     else:  # the call's own unit of work, retried when busy
-        result = tools.call(name, args, db=Memory(engine))  # type: ignore[arg-type]
+        result = tools.call(name, args, db=Store(engine))  # type: ignore[arg-type]
     assert isinstance(result, tools.ToolResult)
     if not result.ok:
         assert result.error_code and result.error
@@ -106,8 +106,8 @@ def test_ten_thousand_arbitrary_texts_give_none_or_a_plan_that_runs_without_erro
 
 
 def _search_everything(engine: Engine, text: str) -> None:
-    with Memory(engine, write=False) as mem:
-        search = SearchService(mem.session)
+    with Store(engine).begin(write=False) as mem:
+        search = SearchService(mem)
         hits = search.messages(text, limit=10)
         search.notes(text, limit=10, include_forgotten=True)
         search.skills(text, limit=10, include_deprecated=True)

@@ -17,6 +17,7 @@ from philont.db.engine import create_engine
 from philont.domain.query import build_plan
 from philont.memory import Memory
 from philont.services.search import SearchService
+from philont.store import Store
 
 HOSTILE = [
     "AND",
@@ -78,7 +79,7 @@ def hostile_db(tool_template: Path, tmp_path_factory: pytest.TempPathFactory) ->
     ):
         src.backup(dst)
     engine = create_engine(path)
-    with Memory(engine) as mem:
+    with Store(engine).begin() as mem:
         for i, text in enumerate(HOSTILE):
             mem.timeline.append(text)
             mem.timeline.append(f"{_marker(i)} {text} end")
@@ -101,7 +102,7 @@ def _message_ids(mem: Memory, content: str) -> list[int]:
 
 @pytest.mark.parametrize("text", HOSTILE, ids=IDS)
 def test_a_hostile_message_is_stored_verbatim(engine: Engine, text: str) -> None:
-    with Memory(engine, write=False) as mem:
+    with Store(engine).begin(write=False) as mem:
         assert len(_message_ids(mem, text)) == 1
 
 
@@ -109,9 +110,9 @@ def test_a_hostile_message_is_stored_verbatim(engine: Engine, text: str) -> None
 def test_a_hostile_query_runs_and_finds_its_message_when_it_has_words(
     engine: Engine, text: str
 ) -> None:
-    with Memory(engine, write=False) as mem:
+    with Store(engine).begin(write=False) as mem:
         (bare,) = _message_ids(mem, text)
-        hits = SearchService(mem.session).messages(text, limit=1_000)
+        hits = SearchService(mem).messages(text, limit=1_000)
         if build_plan(text) is not None:
             assert bare in [h.id for h in hits]
         else:
@@ -122,9 +123,9 @@ def test_a_hostile_query_runs_and_finds_its_message_when_it_has_words(
 def test_a_hostile_message_is_found_by_a_word_stored_beside_it(
     engine: Engine, index: int, text: str
 ) -> None:
-    with Memory(engine, write=False) as mem:
+    with Store(engine).begin(write=False) as mem:
         (marked,) = _message_ids(mem, f"{_marker(index)} {text} end")
-        search = SearchService(mem.session)
+        search = SearchService(mem)
         assert search.messages(_marker(index), limit=3)[0].id == marked
         assert marked in [h.id for h in search.messages(f"{text} {_marker(index)}", limit=50)]
 
@@ -133,10 +134,10 @@ def test_a_hostile_message_is_found_by_a_word_stored_beside_it(
 def test_a_hostile_note_is_stored_verbatim_and_found_again(
     engine: Engine, index: int, text: str
 ) -> None:
-    with Memory(engine, write=False) as mem:
+    with Store(engine).begin(write=False) as mem:
         bare = mem.notes.get(f"bare-{index}")
         assert bare is not None and bare.content == text
-        search = SearchService(mem.session)
+        search = SearchService(mem)
         hits = [h.id for h in search.notes(text, limit=100, include_forgotten=True)]
         if build_plan(text) is not None:
             assert f"bare-{index}" in hits
@@ -148,13 +149,13 @@ def test_hostile_tool_queries_succeed_and_hostile_facts_round_trip(
     engine: Engine, text: str
 ) -> None:
     for name in ("recall_sessions", "search_notes", "search_skills"):
-        result = tools.call(name, {"query": text}, db=Memory(engine))
+        result = tools.call(name, {"query": text}, db=Store(engine))
         assert result.ok or result.error_code == "invalid_arguments", (name, result.text)
     stored = tools.call(
-        "store_fact", {"namespace": "hostile", "key": "text", "value": text}, db=Memory(engine)
+        "store_fact", {"namespace": "hostile", "key": "text", "value": text}, db=Store(engine)
     )
     assert stored.ok, stored.text
-    got = tools.call("get_fact", {"namespace": "hostile", "key": "text"}, db=Memory(engine))
+    got = tools.call("get_fact", {"namespace": "hostile", "key": "text"}, db=Store(engine))
     assert got.ok and got.data["value"] == text
 
 
@@ -169,12 +170,12 @@ def test_a_one_megabyte_message_is_stored_whole_and_found_by_its_first_and_last_
     assert len(content) > ONE_MB
     engine = create_engine(tool_db)
     try:
-        with Memory(engine) as mem:
+        with Store(engine).begin() as mem:
             record = mem.timeline.append(content)
-        with Memory(engine, write=False) as mem:
+        with Store(engine).begin(write=False) as mem:
             (stored,) = [m for m in mem.timeline.messages("global") if m.id == record.id]
             assert stored.content == content
-            search = SearchService(mem.session)
+            search = SearchService(mem)
             assert [h.id for h in search.messages("zqbigstart", limit=1)] == [record.id]
             assert [h.id for h in search.messages("zqbigend", limit=1)] == [record.id]
             assert search.messages(body[:5_000], limit=1)[0].id == record.id

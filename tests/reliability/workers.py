@@ -21,9 +21,9 @@ from typing import TextIO
 from philont import tools
 from philont.db.engine import create_engine
 from philont.db.retry import run_with_retry
-from philont.memory import Memory
 from philont.schemas.timeline import MessageIn
 from philont.services.search import SearchService
+from philont.store import Store
 
 SHARED_FACT_KEYS = 5
 READER_PAUSE_S = 0.01
@@ -52,7 +52,7 @@ def crash(db: str) -> None:
         batch = 1 if n % 2 else rng.randint(2, 8)
         tags = [f"zqcrash{pid}n{n}x{i}" for i in range(batch)]
         filler = " ".join(rng.choices(WORDS, k=rng.randint(1, 400)))
-        with Memory(engine) as mem:
+        with Store(engine).begin() as mem:
             records = mem.timeline.append_many(
                 [MessageIn(content=f"{tag} {filler}", role="user") for tag in tags]
             )
@@ -76,10 +76,12 @@ def writer(db: str, seconds: str, worker: str, skills: str, go: str) -> None:
     rng = random.Random(int(worker))
     _wait_for(Path(go))
     end = time.monotonic() + float(seconds)
+    kinds = ("message", "batch", "fact", "outcome", "tool_fact")
     ops = 0
-    while time.monotonic() < end:
+    # Every kind of write at least once, however slow the machine; then random until the end.
+    while ops < len(kinds) or time.monotonic() < end:
         ops += 1
-        op = rng.choice(("message", "batch", "fact", "outcome", "tool_fact"))
+        op = kinds[ops - 1] if ops <= len(kinds) else rng.choice(kinds)
         try:
             if op in ("message", "batch"):
                 size = 1 if op == "message" else rng.randint(2, 4)
@@ -89,7 +91,7 @@ def writer(db: str, seconds: str, worker: str, skills: str, go: str) -> None:
                 ]
 
                 def append(texts: list[str] = texts) -> list[int]:
-                    with Memory(engine) as mem:
+                    with Store(engine).begin() as mem:
                         mem.timeline.count()  # a read first: the lock upgrade must not fail
                         return [
                             r.id
@@ -105,7 +107,7 @@ def writer(db: str, seconds: str, worker: str, skills: str, go: str) -> None:
                 value = {"worker": int(worker), "op": ops}
 
                 def store(key: str = key, value: dict[str, int] = value) -> str:
-                    with Memory(engine) as mem:
+                    with Store(engine).begin() as mem:
                         return mem.facts.store("shared", key, value).id
 
                 say("fact", run_with_retry(store))
@@ -114,7 +116,7 @@ def writer(db: str, seconds: str, worker: str, skills: str, go: str) -> None:
                 success = rng.random() < 0.7
 
                 def outcome(name: str = name, success: bool = success) -> None:
-                    with Memory(engine) as mem:
+                    with Store(engine).begin() as mem:
                         mem.skills.record_outcome(name, success=success)
 
                 run_with_retry(outcome)
@@ -122,7 +124,7 @@ def writer(db: str, seconds: str, worker: str, skills: str, go: str) -> None:
             else:
                 key = f"k{rng.randrange(SHARED_FACT_KEYS)}"
                 args = {"namespace": "shared", "key": key, "value": f"tool {worker}/{ops}"}
-                result = tools.call("store_fact", args, db=Memory(engine))
+                result = tools.call("store_fact", args, db=Store(engine))
                 if result.ok:
                     say("fact", "tool")
                     say("action", "tool")
@@ -141,9 +143,9 @@ def reader(db: str, seconds: str, go: str) -> None:
     reads, last = 0, -1
     while time.monotonic() < end:
         try:
-            with Memory(engine, write=False) as mem:
+            with Store(engine).begin(write=False) as mem:
                 count = mem.timeline.count()
-                SearchService(mem.session).messages("concurrency bravo", limit=5)
+                SearchService(mem).messages("concurrency bravo", limit=5)
                 mem.facts.list(namespace="shared")
                 mem.skills.list()
             if count < last:

@@ -103,7 +103,7 @@ def test_a_recurring_calendar_event_shows_up_in_list_upcoming(tool_target: DbTar
         ({"title": "x", "starts_at": "soon", "timezone": "UTC"}, "invalid_input"),
         (
             {"title": "x", "starts_at": "2026-05-01T10:00:00Z", "timezone": "Mars/Base"},
-            "invalid_input",
+            "invalid_arguments",
         ),
         (
             {
@@ -181,5 +181,5 @@ def test_cancel_schedule_is_exact_and_keeps_history(tool_target: DbTarget) -> No
     with Memory.open(tool_target) as mem:
         from philont.services.schedules import ScheduleService
 
-        names = sorted((s.name, s.enabled) for s in ScheduleService(mem.session).list())
+        names = sorted((s.name, s.enabled) for s in ScheduleService(mem).list())
     assert names == [("water", False), ("water-plants", True)]

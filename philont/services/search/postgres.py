@@ -1,7 +1,7 @@
 """Keyword search on PostgreSQL: the same query plan and ranking as on SQLite, over GIN indexes.
 
 The plan comes from :func:`philont.domain.query.build_plan` as on SQLite; every word is bound as
-``phraseto_tsquery('english', ?)`` (so no tsquery operator can come from user text) and every
+``phraseto_tsquery('english', %s)`` (so no tsquery operator can come from user text) and every
 CJK term as an escaped LIKE pattern. Ranking mirrors :class:`SearchService`: per-word bm25 (term
 frequencies read from the document's tsvector, ``english`` snowball stemming as porter on
 SQLite) weighted by the word's idf once more, common words counted as present in their newest
@@ -17,28 +17,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from philont.db.backend import Raw
 from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
 from philont.db.models import Note, RawMessage, Skill
 from philont.domain.query import LIKE_ESCAPE, SearchPlan, like_pattern
-from philont.services import search as base
-from philont.services.search import (
+from philont.services.search.scoring import (
+    BM25_K1,
     BM25_MAX_DF,
     CANDIDATES_PER_TERM,
     CJK_INSTANCE_CAP,
     PRESENCE_WINDOW,
     SUBSTRING_MIN_CHARS,
     SUBSTRING_WEIGHT,
-    SearchService,
-    _Corpus,
-    _distinct_at_most,
-    _estimate_df,
-    _Filter,
-    _idf,
-    _MessageFilter,
-    _saturate,
+    Filter,
+    Kind,
+    Term,
+    bm25_idf,
+    distinct_at_most,
+    estimate_df,
+    saturate,
 )
 
-__all__ = ["PgSearchService"]
+__all__ = ["PgScorer"]
 
 BM25_B = 0.75
 """bm25's length normalisation, as in FTS5."""
@@ -103,8 +103,7 @@ _SKILLS = _PgCorpus(
     "count(*)",
     "b.created_at DESC, b.id DESC",
 )
-_PG_CORPORA = {c.base: c for c in (_MESSAGES, _NOTES, _SKILLS)}
-"""SearchService's corpora (by table) -> their PostgreSQL counterparts."""
+_CORPORA = {Kind.MESSAGES: _MESSAGES, Kind.NOTES: _NOTES, Kind.SKILLS: _SKILLS}
 
 
 def _tokens(text: Any) -> int:
@@ -151,7 +150,7 @@ def _phrase_count(tokens: list[str], phrase: list[str], stems: dict[str, str]) -
 
 def _bm25(tf: float, length: float, avg_length: float) -> float:
     norm = 1 - BM25_B + BM25_B * (length / avg_length if avg_length > 0 else 1.0)
-    return tf * (base.BM25_K1 + 1) / (tf + base.BM25_K1 * norm) if tf > 0 else 0.0
+    return tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm) if tf > 0 else 0.0
 
 
 def _cut(scored: dict[Any, float]) -> list[Any]:
@@ -160,66 +159,64 @@ def _cut(scored: dict[Any, float]) -> list[Any]:
     return sorted(scored, key=lambda d: (-scored[d], d))[:CANDIDATES_PER_TERM]
 
 
-_LENGTHS: dict[tuple[str, int], tuple[int, float, float]] = {}
-"""(database, table oid) -> (documents when measured, average word and trigram lengths)."""
-
-_LENGTHS_LOCK = threading.Lock()
+_LOCK = threading.Lock()
 
 STEM_CACHE = 50_000
 _STEMS: dict[str, str] = {}
 """Token -> PostgreSQL's ``english_stem`` of it (the dictionary is fixed; at most STEM_CACHE)."""
 
-_ID_LIST = re.compile(r" IN \(\?(?:, \?)*\)$")
+
+class PgScorer:
+    """The :class:`~philont.services.search.scoring.Scorer` of PostgreSQL databases: the same
+    plan and arithmetic as on SQLite, over the GIN indexes of revision v034."""
+
+    def __init__(self) -> None:
+        self._lengths: dict[int, tuple[int, float, float]] = {}
+        """Table oid -> (documents when measured, average word and trigram lengths): one
+        scorer serves one database (its Store's)."""
+
+    def key(self, kind: Kind) -> str:
+        return "id"  # notes and skills have no rowid here: their text ids key the scores
+
+    def term_scores(
+        self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int
+    ) -> list[dict[Any, float]]:
+        """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
+        return _Run(raw, self._lengths).term_scores(_CORPORA[kind], plan, flt, wanted)
 
 
-class PgSearchService(SearchService):
-    """:class:`SearchService` on PostgreSQL (``SearchService(session)`` returns one there)."""
+class _Run:
+    """One scoring pass on one connection."""
 
-    _KEY = "id"  # notes and skills have no rowid here: their text ids key the scores
+    def __init__(self, raw: Raw, lengths: dict[int, tuple[int, float, float]]) -> None:
+        self._raw = raw
+        self._lengths = lengths
 
-    def _score(
-        self, corpus: _Corpus, plan: SearchPlan, flt: _Filter | _MessageFilter, wanted: int
-    ) -> dict[Any, float]:
-        """The public methods are SearchService's; only scoring runs on other indexes."""
-        sql_filter = flt if isinstance(flt, _Filter) else flt.as_sql()
-        return self._pg_score(_PG_CORPORA[corpus.base], plan, sql_filter, wanted)
+    def _fetch(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        return self._raw.rows(sql, params)
 
-    # --- the mechanism -----------------------------------------------------------------------
-
-    def _rows(self, sql: str, params: Sequence[Any]) -> dict[int, tuple[Any, ...]]:
-        """As on SQLite, but an ``id IN (?, ...)`` list is bound as one array: psycopg prepares
-        each distinct statement text, and a list's length would make every text new."""
-        found = _ID_LIST.search(sql)
-        if found is not None and found.group(0).count("?") == len(params):
-            sql, params = sql[: found.start()] + " = ANY(?)", [list(params)]
-        return super()._rows(sql, params)
-
-    def _pg_score(
-        self, corpus: _PgCorpus, plan: SearchPlan, flt: _Filter, wanted: int
-    ) -> dict[Any, float]:
-        """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
+    def term_scores(
+        self, corpus: _PgCorpus, plan: SearchPlan, flt: Filter, wanted: int
+    ) -> list[dict[Any, float]]:
+        """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
         n_docs, oid, stats = self._pg_statistics(corpus, plan)
         if n_docs == 0:
-            return {}
+            return []
         lengths = self._avg_lengths(corpus, n_docs, oid)
         terms = self._pg_word_terms(corpus, plan, flt, n_docs, stats, lengths[0])
         terms += [self._cjk_term(corpus, term, flt, n_docs) for term in plan.like_terms]
-        if _distinct_at_most(terms, wanted) < wanted:
+        if distinct_at_most(terms, wanted) < wanted:
             # Few whole-word matches: long words may sit inside compounds, as on SQLite.
             long_words = [t for t in terms if t.word and len(t.label) >= SUBSTRING_MIN_CHARS]
             self._pg_substrings(corpus, long_words, flt, n_docs, lengths[1], SUBSTRING_WEIGHT)
         if not any(t.scores for t in terms):
             words = [t for t in terms if t.word and len(t.label) >= 3]
             self._pg_substrings(corpus, words, flt, n_docs, lengths[1], 1.0)
-        total: dict[Any, float] = {}
-        for term in terms:
-            for doc, score in term.scores.items():
-                total[doc] = total.get(doc, 0.0) + score
-        return {d: s for d, s in total.items() if s > 0}
+        return [t.scores for t in terms]
 
     def _match(self, corpus: _PgCorpus) -> str:
-        """SQL: the document holds the bound word (one ``?``), through the GIN word index."""
-        return f"{pg_words(corpus.text)} @@ phraseto_tsquery('english'::regconfig, ?)"
+        """SQL: the document holds the bound word (one ``%s``), through the GIN word index."""
+        return f"{pg_words(corpus.text)} @@ phraseto_tsquery('english'::regconfig, %s)"
 
     def _pg_statistics(
         self, corpus: _PgCorpus, plan: SearchPlan
@@ -235,7 +232,7 @@ class PgSearchService(SearchService):
             arms.append(
                 f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
                 f" WHERE {self._match(corpus)} LIMIT {BM25_MAX_DF + 1}) AS m),"
-                " tsvector_to_array(to_tsvector('english'::regconfig, ?))"
+                " tsvector_to_array(to_tsvector('english'::regconfig, %s))"
             )
             params += [word, word]
         rows = {int(r[0]): r for r in self._fetch(" UNION ALL ".join(arms), params)}
@@ -249,9 +246,8 @@ class PgSearchService(SearchService):
         """bm25's average document length for the word and the trigram index (FTS5 keeps both
         totals; here they are measured on a sample and kept while the table stays near that
         size)."""
-        key = (self._session.get_bind().engine.url.render_as_string(), oid)
-        with _LENGTHS_LOCK:
-            cached = _LENGTHS.get(key)
+        with _LOCK:
+            cached = self._lengths.get(oid)
         if cached is not None and abs(n_docs - cached[0]) <= LENGTH_DRIFT * cached[0]:
             return cached[1], cached[2]
         words = [c for c, _w in corpus.columns]
@@ -265,23 +261,23 @@ class PgSearchService(SearchService):
         n = max(len(rows), 1)
         avg_words = sum(_word_length(corpus, r[: len(words)]) for r in rows) / n
         avg_trigrams = sum(sum(_trigrams(t) for t in r[len(words) :]) for r in rows) / n
-        with _LENGTHS_LOCK:
-            _LENGTHS[key] = (n_docs, avg_words, avg_trigrams)
+        with _LOCK:
+            self._lengths[oid] = (n_docs, avg_words, avg_trigrams)
         return avg_words, avg_trigrams
 
     def _pg_word_terms(
         self,
         corpus: _PgCorpus,
         plan: SearchPlan,
-        flt: _Filter,
+        flt: Filter,
         n_docs: int,
         stats: list[tuple[int, list[str]]],
         avg_length: float,
-    ) -> list[base._Term]:
+    ) -> list[Term]:
         """Every word's scores, in one statement: a rare word's matches with their text (for
         bm25's term frequency and length), a common word's newest matches (presence), as on
         SQLite."""
-        terms = [base._Term(w, 0, {}, word=True) for w in plan.words]
+        terms = [Term(w, 0, {}, word=True) for w in plan.words]
         words = [(i, df, lex) for i, (df, lex) in enumerate(stats) if df > 0 and lex]
         if not words:
             return terms
@@ -321,7 +317,7 @@ class PgSearchService(SearchService):
             rows = found.get(i, [])
             if df <= BM25_MAX_DF:
                 phrase = [stems.get(t, t) for t in _TOKEN.findall(plan.words[i])]
-                idf = _idf(df, n_docs)
+                idf = bm25_idf(df, n_docs)
                 scored: dict[Any, float] = {}
                 for r in rows:
                     columns = tokens[r[1]]
@@ -339,8 +335,8 @@ class PgSearchService(SearchService):
             else:
                 presence = {r[1]: 1.0 for r in rows}
                 if corpus is _MESSAGES:
-                    df = _estimate_df(presence, n_docs)
-                weight = _idf(df, n_docs) ** 2  # presence carries none
+                    df = estimate_df(presence, n_docs)
+                weight = bm25_idf(df, n_docs) ** 2  # presence carries none
                 terms[i].df = df
                 terms[i].scores = {d: weight for d in presence}
         return terms
@@ -367,7 +363,7 @@ class PgSearchService(SearchService):
                     stems.setdefault(seen.pop(), single)
                 else:
                     unknown.update(seen)
-        with _LENGTHS_LOCK:
+        with _LOCK:
             for t in list(unknown):
                 if t in _STEMS:
                     stems[t] = _STEMS[t]
@@ -375,12 +371,13 @@ class PgSearchService(SearchService):
         unknown -= stems.keys()
         if unknown:
             rows = self._fetch(
-                "SELECT t, ts_lexize('english_stem'::regdictionary, t) FROM unnest(?::text[]) AS t",
+                "SELECT t, ts_lexize('english_stem'::regdictionary, t)"
+                " FROM unnest(%s::text[]) AS t",
                 [sorted(unknown)],
             )
             asked = {str(t): str(lex[0]) if lex else str(t) for t, lex in rows}
             stems.update(asked)
-            with _LENGTHS_LOCK:
+            with _LOCK:
                 if len(_STEMS) > STEM_CACHE:
                     _STEMS.clear()
                 _STEMS.update(asked)
@@ -389,8 +386,8 @@ class PgSearchService(SearchService):
     def _pg_substrings(
         self,
         corpus: _PgCorpus,
-        terms: list[base._Term],
-        flt: _Filter,
+        terms: list[Term],
+        flt: Filter,
         n_docs: int,
         avg_length: float,
         discount: float,
@@ -402,7 +399,7 @@ class PgSearchService(SearchService):
             label = term.label.lower()
             rows = self._fetch(
                 f"SELECT b.id, {columns} FROM {corpus.base} AS b"
-                f" WHERE {corpus.text} ILIKE ? ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
+                f" WHERE {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
                 f" ORDER BY {corpus.newest} LIMIT {SUBSTRING_SCAN}",
                 [like_pattern(term.label), *flt.params],
             )
@@ -411,12 +408,12 @@ class PgSearchService(SearchService):
                 hits = int(
                     self._fetch(
                         f"SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
-                        f" WHERE {corpus.text} ILIKE ? ESCAPE '{LIKE_ESCAPE}'"
+                        f" WHERE {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'"
                         f" LIMIT {SUBSTRING_SCAN}) AS m",
                         [like_pattern(term.label)],
                     )[0][0]
                 )
-            idf = _idf(hits, n_docs)
+            idf = bm25_idf(hits, n_docs)
             scored: dict[Any, float] = {}
             for r in rows:
                 texts = r[1:]
@@ -427,16 +424,16 @@ class PgSearchService(SearchService):
                 length = sum(_trigrams(t) for t in texts)
                 if tf > 0:
                     scored[r[0]] = idf * _bm25(tf, length, avg_length)
-            weight = discount * _idf(max(term.df, len(scored), 1), n_docs)
+            weight = discount * bm25_idf(max(term.df, len(scored), 1), n_docs)
             for d in _cut(scored):
                 term.scores[d] = max(term.scores.get(d, 0.0), scored[d] * weight)
 
-    def _cjk_term(self, corpus: _PgCorpus, term: str, flt: _Filter, n_docs: int) -> base._Term:
+    def _cjk_term(self, corpus: _PgCorpus, term: str, flt: Filter, n_docs: int) -> Term:
         """A short CJK term by escaped LIKE over its newest documents; tf counted in Python."""
         columns = ", ".join(c for c, _w in corpus.columns)
         rows = self._fetch(
             f"SELECT b.id, {columns} FROM {corpus.base} AS b"
-            f" WHERE {corpus.text} LIKE ? ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
+            f" WHERE {corpus.text} LIKE %s ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
             f" ORDER BY {corpus.newest} LIMIT {min(CJK_NEWEST, CJK_INSTANCE_CAP)}",
             [like_pattern(term), *flt.params],
         )
@@ -448,5 +445,5 @@ class PgSearchService(SearchService):
             for r in rows
         }
         df = len(tfs) if len(tfs) < CJK_NEWEST else max(len(tfs), n_docs)
-        idf = _idf(max(df, 1), n_docs)
-        return base._Term(term, df, {d: idf * idf * _saturate(float(tf)) for d, tf in tfs.items()})
+        idf = bm25_idf(max(df, 1), n_docs)
+        return Term(term, df, {d: idf * idf * saturate(float(tf)) for d, tf in tfs.items()})

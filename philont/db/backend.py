@@ -1,0 +1,169 @@
+"""The backend object: what really differs between SQLite and PostgreSQL, chosen once per Store.
+
+Services never ask for the dialect's name; they ask the backend: how to run a lean read on the
+DB-API connection (placeholders, id lists), which search scorer to use, whether text may hold
+U+0000. Everything else (models, services, rules, tools) is the same code on both.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from philont.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from philont.services.search.scoring import Scorer
+
+__all__ = ["Backend", "PostgresBackend", "Raw", "SqliteBackend", "backend_for"]
+
+R = TypeVar("R", bound=NamedTuple)
+
+
+class _DbApi(Protocol):
+    """A DB-API connection: sqlite3's, psycopg's, or an async driver's adapter."""
+
+    def cursor(self) -> Any: ...
+
+
+class Raw:
+    """The DB-API connection under a unit of work's transaction, for lean reads.
+
+    Statements are written once with this backend's placeholder (:attr:`mark`) and id lists
+    through :meth:`in_ids`; rows come back as tuples (:meth:`rows`) or as the NamedTuple type
+    a query module declares next to its SQL (:meth:`named`).
+    """
+
+    __slots__ = ("_conn", "mark", "postgres")
+
+    def __init__(self, conn: _DbApi, *, postgres: bool) -> None:
+        self._conn = conn
+        self.postgres = postgres
+        self.mark = "%s" if postgres else "?"
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        cursor = self._conn.cursor()
+        cursor.execute(sql, tuple(params))
+        return cursor
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of one read statement (bound parameters only)."""
+        rows: list[tuple[Any, ...]] = self._execute(sql, params).fetchall()
+        return rows
+
+    def named(self, row_type: type[R], sql: str, params: Sequence[Any] = ()) -> list[R]:
+        """Every row of one read statement as ``row_type`` (its fields are the columns, in the
+        order the statement selects them)."""
+        make = row_type._make
+        return [make(r) for r in self._execute(sql, params).fetchall()]
+
+    def insert(self, sql: str, params: Sequence[Any]) -> int:
+        """Run one single-row INSERT into a table with an integer id and return the id. A
+        failure is raised as SQLAlchemy would raise it (``IntegrityError``, ...), and on
+        PostgreSQL it is contained in a savepoint, so the transaction goes on (as on SQLite)."""
+        try:
+            if not self.postgres:
+                return int(self._execute(sql, params).lastrowid)
+            self._execute("SAVEPOINT philont_insert", ())
+            try:
+                row = self._execute(f"{sql} RETURNING id", params).fetchall()
+            except Exception:
+                self._execute("ROLLBACK TO SAVEPOINT philont_insert", ())
+                raise
+            self._execute("RELEASE SAVEPOINT philont_insert", ())
+            return int(row[0][0])
+        except Exception as exc:
+            base = _driver_error_base(exc)
+            if base is None:
+                raise
+            raise DBAPIError.instance(sql, params, exc, base) from exc
+
+    def in_ids(self, column: str, ids: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``ids``: the SQL condition and its parameters (one array on
+        PostgreSQL, so that a list's length does not make every statement text new)."""
+        if self.postgres:
+            return f"{column} = ANY({self.mark})", [list(ids)]
+        return f"{column} IN ({', '.join('?' * len(ids))})", list(ids)
+
+
+def _driver_error_base(exc: Exception) -> type[Exception] | None:
+    """The DB-API ``Error`` class ``exc`` belongs to (sqlite3's or psycopg's), if any."""
+    if isinstance(exc, sqlite3.Error):
+        return sqlite3.Error
+    try:
+        import psycopg
+    except ModuleNotFoundError:  # pragma: no cover - the postgres extra is not installed
+        return None
+    return psycopg.Error if isinstance(exc, psycopg.Error) else None
+
+
+class Backend:
+    """What differs between the databases. One instance per Store, shared by its threads."""
+
+    name: str = ""
+    keeps_nul = True
+    """Whether text may hold U+0000 (SQLite yes; PostgreSQL text cannot)."""
+
+    def raw(self, session: Session) -> Raw:
+        """The DB-API connection under ``session``'s transaction, pending ORM changes flushed
+        first (as an ORM query would, with autoflush on). Under an async engine this is the
+        driver's adapter, which awaits each statement on the event loop for us."""
+        if session.autoflush:
+            session.flush()
+        dbapi = session.connection().connection.dbapi_connection
+        assert dbapi is not None, "a connection inside a transaction is checked out"
+        return Raw(dbapi, postgres=not self.keeps_nul)
+
+    def scorer(self) -> Scorer:
+        raise NotImplementedError
+
+    def storable_text(self, value: str) -> str:
+        """``value`` as this database can store it verbatim, or InvalidInputError."""
+        if not self.keeps_nul and "\x00" in value:
+            raise InvalidInputError("text with a NUL character (U+0000) cannot be stored here")
+        return value
+
+    def escape_nul(self, value: str) -> str:
+        """``value`` with every U+0000 written as ``\\x00`` where the database cannot hold it
+        (for records that must be written whatever they were given, like the action log)."""
+        return value if self.keeps_nul else value.replace("\x00", "\\x00")
+
+
+class SqliteBackend(Backend):
+    name = "sqlite"
+
+    def scorer(self) -> Scorer:
+        from philont.services.search.sqlite import SqliteScorer
+
+        return SqliteScorer()
+
+
+class PostgresBackend(Backend):
+    name = "postgresql"
+    keeps_nul = False
+
+    def scorer(self) -> Scorer:
+        from philont.services.search.postgres import PgScorer
+
+        return PgScorer()
+
+
+_SQLITE = SqliteBackend()
+_POSTGRES = PostgresBackend()
+
+
+def backend_for(target: Engine | URL | Session | sqlite3.Connection) -> Backend:
+    """The backend of an engine, URL or Session (SQLite unless it is PostgreSQL)."""
+    if isinstance(target, Session):
+        target = target.get_bind().engine
+    if isinstance(target, Engine):
+        target = target.url
+    if isinstance(target, URL) and target.get_backend_name() == "postgresql":
+        return _POSTGRES
+    return _SQLITE

@@ -1,0 +1,86 @@
+"""Lean reads of ``memory_skills`` (with their recipes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from philont.db.backend import Raw
+from philont.domain.maturity import callable_skill
+
+TABLE = "memory_skills"
+
+
+class SkillHitRow(NamedTuple):
+    key: Any  # the column the search scored by (rowid on SQLite, id on PostgreSQL)
+    id: str
+    name: str
+    description: str
+    when_to_use: str | None
+    trigger_keywords: str | None
+    kind: str
+    maturity: str
+    use_count: int | None
+    created_at: int
+    recipe_revision: int | None
+    steps_json: str | None
+    verification: str | None
+    tool_policy_json: str | None
+
+
+class RankedSkill(NamedTuple):
+    """What ranking and listing a skill needs (with its recipe, if any)."""
+
+    name: str
+    description: str
+    when_to_use: str | None
+    kind: str
+    maturity: str
+    use_count: int
+    success_count: int
+    failure_count: int
+    last_used_at: int | None
+    recipe_revision: int | None
+    steps_json: str | None
+    verification: str | None
+    tool_policy_json: str | None
+
+
+def is_callable(row: SkillHitRow | RankedSkill) -> bool:
+    """:func:`philont.domain.maturity.callable_skill` of a stored row (recipe JSON as text)."""
+    return callable_skill(
+        maturity=row.maturity,
+        recipe_revision=row.recipe_revision,
+        steps=row.steps_json,
+        verification=row.verification,
+        tool_policy=row.tool_policy_json,
+    )
+
+
+def by_keys(raw: Raw, key: str, keys: Sequence[Any]) -> dict[Any, SkillHitRow]:
+    """The skills whose ``key`` column is one of ``keys``, by key."""
+    if not keys:
+        return {}
+    cond, params = raw.in_ids(f"s.{key}", keys)
+    rows = raw.named(
+        SkillHitRow,
+        f"SELECT s.{key}, s.id, s.name, s.description, s.when_to_use, s.trigger_keywords,"
+        " s.kind, s.maturity, s.use_count, s.created_at, r.revision, r.steps_json,"
+        f" r.verification, r.tool_policy_json FROM {TABLE} s"
+        f" LEFT JOIN philont_skill_recipes r ON r.skill_id = s.id WHERE {cond}",
+        params,
+    )
+    return {r.key: r for r in rows}
+
+
+def not_deprecated(raw: Raw) -> list[RankedSkill]:
+    """Every skill that is not deprecated, with its recipe, in ``SkillService.list``'s order
+    (most used, then newest)."""
+    return raw.named(
+        RankedSkill,
+        "SELECT s.name, s.description, s.when_to_use, s.kind, s.maturity, s.use_count,"
+        " s.success_count, s.failure_count, s.last_used_at, r.revision, r.steps_json,"
+        " r.verification, r.tool_policy_json"
+        f" FROM {TABLE} s LEFT JOIN philont_skill_recipes r ON r.skill_id = s.id"
+        " WHERE s.maturity != 'deprecated' ORDER BY s.use_count DESC, s.created_at DESC, s.id",
+    )

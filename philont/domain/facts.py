@@ -1,0 +1,75 @@
+"""Rules of facts over stored values (epoch ms, stored kind text): expiry, ranking, time tag.
+
+One implementation each, used by every path that needs it: FactService, the memory prefix, the
+tools and the CLI (through FactRecord).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from philont.domain import decay
+from philont.domain.timeparse import iso
+
+__all__ = ["is_expired", "is_valid_at", "rank_score", "time_tag"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def is_expired(*, fact_kind: str, valid_until_ms: int | None, now_ms: int) -> bool:
+    """A state whose validity window closed before ``now_ms``. Events never expire."""
+    return fact_kind != "event" and valid_until_ms is not None and valid_until_ms < now_ms
+
+
+def is_valid_at(
+    *, fact_kind: str, valid_from_ms: int | None, valid_until_ms: int | None, at_ms: int
+) -> bool:
+    """Whether a fact holds at ``at_ms``: a state inside its validity window (an open bound is
+    open; neither expired nor yet to begin); an event always (it is an occurrence, kept)."""
+    if fact_kind == "event":
+        return True
+    if valid_from_ms is not None and valid_from_ms > at_ms:
+        return False
+    return not is_expired(fact_kind=fact_kind, valid_until_ms=valid_until_ms, now_ms=at_ms)
+
+
+def rank_score(
+    *,
+    namespace: str,
+    confidence: float,
+    created_ms: int,
+    accessed_ms: int | None,
+    tau_override: float | None,
+    now_ms: int,
+) -> float:
+    """The decayed relevance of a fact at ``now_ms``: its confidence decayed over the days since
+    it was last accessed (or created), with its namespace's time constant unless overridden
+    (pinned facts never decay; see :mod:`philont.domain.decay`)."""
+    anchor = created_ms if accessed_ms is None else accessed_ms
+    return decay.score_days(
+        confidence=confidence,
+        age_days=(now_ms - anchor) / decay.MS_PER_DAY,
+        tau_days=decay.effective_tau_days(namespace, tau_override),
+    )
+
+
+def _iso(ms: int | None, missing: str) -> str:
+    return missing if ms is None else iso(_EPOCH + timedelta(0, 0, 0, ms))
+
+
+def time_tag(
+    *,
+    fact_kind: str,
+    created_ms: int,
+    occurred_ms: int | None,
+    valid_from_ms: int | None,
+    valid_until_ms: int | None,
+) -> str:
+    """``[event@… | recorded …]`` or ``[state from → until | recorded …]`` (UTC ISO), the tag
+    the model reads next to a fact."""
+    if fact_kind == "event":
+        return f"[event@{_iso(occurred_ms, '?')} | recorded {_iso(created_ms, '')}]"
+    return (
+        f"[state {_iso(valid_from_ms, '?')} → {_iso(valid_until_ms, '∞')}"
+        f" | recorded {_iso(created_ms, '')}]"
+    )

@@ -1,0 +1,533 @@
+"""One set of input types: what services, tool arguments and imports accept, each rule once.
+
+Every type here is an ``Annotated`` pydantic type. Tool argument models use them as field types;
+services validate their arguments with :func:`check` (``check(Namespace, ns, "namespace")``).
+So a length, a limit or a pattern can only disagree with itself, and a refusal reads the same
+from every path: ``"<argument>: <what is wrong>"`` (an :class:`~philont.errors.InvalidInputError`
+from services, an ``invalid_arguments`` tool result from the dispatcher).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, Final, Literal, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PlainValidator,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+)
+
+from philont.db.types import dumps_compact
+from philont.domain.kinds import FactKind, Role
+from philont.domain.timepolicy import supported_utc, validate_timezone
+from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
+
+__all__ = [
+    "MAX_LIMIT",
+    "Author",
+    "AwareTime",
+    "Confidence",
+    "Content",
+    "Count",
+    "CronText",
+    "ExternalRef",
+    "FactKey",
+    "FactKeyLookup",
+    "FactKindName",
+    "FactValue",
+    "FailureThreshold",
+    "Importance",
+    "Limit",
+    "Namespace",
+    "NamespaceLookup",
+    "NamespaceSelector",
+    "Offset",
+    "Order",
+    "Project",
+    "Query",
+    "RRuleText",
+    "RecordId",
+    "RoleName",
+    "ScheduleId",
+    "ScheduleMessage",
+    "ScheduleName",
+    "SessionId",
+    "SkillName",
+    "SkillNameLookup",
+    "Threshold",
+    "Title",
+    "ZoneName",
+    "check",
+    "describe",
+    "optional",
+    "window",
+]
+
+T = TypeVar("T")
+
+# --- limits ----------------------------------------------------------------------------------
+
+MAX_LIMIT: Final = 10_000
+"""Every ``limit`` (services, tools, CLI) is a whole number in 1..MAX_LIMIT; what a tool sends
+back to the model is capped separately by size (``philont.tools.dispatch``)."""
+
+MAX_NAMESPACE_CHARS: Final = 100
+MAX_ID_CHARS: Final = 200
+MAX_TEXT_CHARS: Final = 16 * 1024 * 1024
+"""Free text stored verbatim (notes, messages): at most this many characters (a tool call's
+whole arguments are capped lower, see ``philont.tools.dispatch``)."""
+
+NAMESPACE_PATTERN: Final = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
+"""Dot-separated lowercase segments, e.g. ``user.preferences.food``."""
+RESERVED_NAMESPACE_ROOT: Final = "self"
+"""``self`` and every ``self.*`` namespace are written only by the self-reflector (the original
+protected only the exact ``self``; ``self.x`` let a tool call forge self-description)."""
+KEY_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+SKILL_NAME_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
+PROJECT_PATTERN: Final = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])")
+
+
+# --- rules (each raises ValueError with the message a caller reads) ---------------------------
+
+
+def _storable(value: str) -> str:
+    """Text SQLite can store: valid Unicode (no lone surrogates, which arrive from invalid
+    UTF-8 decoded with ``surrogateescape``)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"not valid Unicode text (a lone surrogate at position {exc.start})"
+        ) from exc
+    return value
+
+
+def _non_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return _storable(value)
+
+
+def _namespace(value: str) -> str:
+    if NAMESPACE_PATTERN.fullmatch(value) is None:
+        raise ValueError(
+            f"{value!r} is not dot-separated lowercase segments of a-z, 0-9, '_' or '-' "
+            "(e.g. 'user.preferences')"
+        )
+    if value.split(".", 1)[0] == RESERVED_NAMESPACE_ROOT:
+        raise ReservedNamespaceError(value)
+    return value
+
+
+def _selector(value: str) -> str:
+    """'*' (every namespace), 'user' (exact) or 'user.*' (user and its children). Reads are
+    lenient: legacy namespaces need not follow today's write rules, and ``self`` is readable."""
+    root = value.removesuffix(".*")
+    if not root.strip():
+        raise ValueError(
+            "must not be blank" if value == root else "pattern '.*' has no root; use '*' for all"
+        )
+    return _storable(value)
+
+
+def _key(value: str) -> str:
+    if KEY_PATTERN.fullmatch(value) is None:
+        raise ValueError(
+            f"{value!r} must be a short slug: 1-64 letters, digits, '_', '.' or '-', starting "
+            "with a letter or digit, without spaces or colons (e.g. 'home_city')"
+        )
+    return value
+
+
+def _skill_name(value: str) -> str:
+    if SKILL_NAME_PATTERN.fullmatch(value) is None:
+        raise ValueError(
+            f"{value!r} is not a kebab-case slug of 1..80 characters (a-z, 0-9 and '-', not "
+            "starting with '-')"
+        )
+    return value
+
+
+def _project(value: str) -> str:
+    value = value.strip()
+    if PROJECT_PATTERN.fullmatch(value) is None:
+        raise ValueError(
+            "must be kebab-case: 2-60 characters of a-z, 0-9 and '-', without a leading or "
+            f"trailing hyphen (e.g. 'berlin-flat'), got {value!r}"
+        )
+    return value
+
+
+def _id_text(value: str) -> str:
+    if value != value.strip() or not value:
+        raise ValueError(f"must be 1-{MAX_ID_CHARS} characters without surrounding whitespace")
+    return _storable(value)
+
+
+def _json_value(value: Any) -> Any:
+    if value is None:
+        raise ValueError("must not be null (forget the fact instead)")
+    # The round trip both validates and gives the value exactly as a later read returns it.
+    try:
+        text = dumps_compact(value)
+    except InvalidInputError as exc:
+        raise ValueError(exc.message) from exc
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValueError(f"is {len(text):,} characters of JSON; at most {MAX_TEXT_CHARS:,}")
+    return json.loads(text)
+
+
+def _aware(value: datetime) -> datetime:
+    """An aware datetime normalised to UTC at storage precision (milliseconds), inside the
+    supported times (:mod:`philont.domain.timepolicy`); naive ones are refused, not guessed."""
+    utc = supported_utc(value)
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+
+
+def _zone(value: str) -> str:
+    try:
+        return validate_timezone(value)
+    except InvalidInputError as exc:
+        raise ValueError(exc.message) from exc
+
+
+def _number(value: Any) -> Any:
+    """Before a float type: true/false is not a number here, and NaN/infinity are refused
+    with their own message (not as "greater than or equal to 0")."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not true/false")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+# --- the types -------------------------------------------------------------------------------
+
+
+def _valid_unicode(value: object) -> object:
+    """Before the text type: a lone surrogate is refused with our message (pydantic's own
+    says only that the data is not a unicode string)."""
+    return _storable(value) if isinstance(value, str) else value
+
+
+UNICODE = BeforeValidator(_valid_unicode)
+"""Last in a text type's metadata, so that its length constraints stay on the string itself."""
+
+Namespace = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=MAX_NAMESPACE_CHARS,
+        description="Dot-separated lowercase namespace: user, user.preferences, "
+        "project.<name>, decisions, context. 'self' is reserved.",
+    ),
+    AfterValidator(_namespace),
+    UNICODE,
+]
+NamespaceLookup = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=MAX_NAMESPACE_CHARS, description="The fact's namespace."),
+    AfterValidator(_non_blank),
+    UNICODE,
+]
+"""A namespace to read: lenient (legacy namespaces need not follow today's write rules, and
+``self`` is readable)."""
+NamespaceSelector = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=MAX_NAMESPACE_CHARS + 2,
+        description="Exact namespace, prefix form 'user.*' (user and its sub-namespaces), or "
+        "'*' for all.",
+    ),
+    AfterValidator(_selector),
+    UNICODE,
+]
+FactKey = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=64,
+        description="Short slug naming the fact (home_city, diet, deadline); no spaces or colons.",
+    ),
+    AfterValidator(_key),
+    UNICODE,
+]
+FactKeyLookup = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=64, description="The fact's key."),
+    UNICODE,
+]
+FactKindName = Annotated[
+    FactKind,
+    Field(description="state: true until changed; event: happened at occurred_at."),
+]
+FactValue = Annotated[
+    Any,
+    AfterValidator(_json_value),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "number"},
+                {"type": "boolean"},
+                {"type": "array"},
+                {"type": "object"},
+            ],
+            "description": "The value: text, number, boolean, list or object.",
+        }
+    ),
+]
+Confidence = Annotated[
+    StrictFloat,
+    Field(ge=0.0, le=1.0, description="How sure you are, 0 to 1."),
+    BeforeValidator(_number),
+]
+Importance = Annotated[
+    StrictFloat,
+    Field(ge=0.0, le=1.0, description="How much it matters, 0 to 1."),
+    BeforeValidator(_number),
+]
+Threshold = Annotated[
+    StrictFloat,
+    Field(description="A decay score: facts scoring below it are candidates."),
+    BeforeValidator(_number),
+]
+Limit = Annotated[
+    StrictInt,
+    Field(ge=1, le=MAX_LIMIT, description=f"Most results to return (1..{MAX_LIMIT})."),
+]
+Offset = Annotated[StrictInt, Field(ge=0, description="Results to skip.")]
+Count = Annotated[StrictInt, Field(ge=0, description="A whole number, 0 or more.")]
+
+
+def _query(value: object) -> str:
+    """Any text is a query (the plan builder makes it safe), lone surrogates included: it is
+    searched, never stored."""
+    if not isinstance(value, str):
+        raise ValueError(f"must be text, got {type(value).__name__}")
+    if len(value) > MAX_TEXT_CHARS:
+        raise ValueError(f"is {len(value)} characters long; at most {MAX_TEXT_CHARS}")
+    return value
+
+
+Query = Annotated[
+    str,
+    PlainValidator(_query),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "maxLength": MAX_TEXT_CHARS,
+            "description": "What to look for, in any language (its first 8,000 characters are "
+            "read).",
+        }
+    ),
+]
+SessionId = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=MAX_ID_CHARS, description="A conversation session id."),
+    AfterValidator(_id_text),
+    UNICODE,
+]
+Content = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=MAX_TEXT_CHARS, description="Text stored verbatim."),
+    AfterValidator(_non_blank),
+    UNICODE,
+]
+"""Free text stored as given (a note, a message): non-blank, valid Unicode."""
+RecordId = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=MAX_ID_CHARS, description="A record's id."),
+    AfterValidator(_id_text),
+    UNICODE,
+]
+RoleName = Annotated[Role, Field(description="Who wrote the message.")]
+FailureThreshold = Annotated[
+    StrictInt,
+    Field(ge=1, le=1_000, description="Failures in a row that pause a schedule."),
+]
+SkillName = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=80, description="A skill's kebab-case name."),
+    AfterValidator(_skill_name),
+    UNICODE,
+]
+SkillNameLookup = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=MAX_ID_CHARS, description="Exact skill name."),
+    UNICODE,
+]
+ScheduleName = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=100, description="Task name (a same-named task is replaced)."),
+    AfterValidator(_non_blank),
+    UNICODE,
+]
+Author = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=100, description="Who created it (a tool, a user, a job)."),
+    AfterValidator(_non_blank),
+    UNICODE,
+]
+ScheduleId = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=MAX_ID_CHARS, description="Exact task id."),
+    UNICODE,
+]
+ScheduleMessage = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=4000,
+        description="Text to send, or the instruction to carry out.",
+    ),
+    AfterValidator(_non_blank),
+    UNICODE,
+]
+CronText = Annotated[
+    StrictStr,
+    Field(
+        max_length=100,
+        description="5-field cron expression, e.g. '0 9 * * 1-5' (weekdays 09:00).",
+    ),
+    UNICODE,
+]
+
+
+def _project_or_none(value: object) -> str | None:
+    """None, or a kebab-case project name; blank text means none (the original ignored a
+    blank project too)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ValueError(
+            "must be kebab-case: 2-60 characters of a-z, 0-9 and '-' (e.g. 'berlin-flat'), "
+            f"got {value!r}"
+        )
+    return _project(value)
+
+
+Project = Annotated[
+    str | None,
+    PlainValidator(_project_or_none),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "string", "maxLength": 60}, {"type": "null"}],
+            "description": "kebab-case project name (2-60 characters) to associate; blank or "
+            "null for none.",
+        }
+    ),
+]
+Title = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=300, description="What the event is."),
+    AfterValidator(_non_blank),
+    UNICODE,
+]
+RRuleText = Annotated[
+    StrictStr,
+    Field(
+        max_length=500,
+        description="RFC 5545 rule, e.g. FREQ=WEEKLY;BYDAY=MO,WE or FREQ=MONTHLY;BYMONTHDAY=1.",
+    ),
+    UNICODE,
+]
+ExternalRef = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="Id in an external calendar (deduplicates).",
+    ),
+    AfterValidator(_non_blank),
+    UNICODE,
+]
+ZoneName = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=64,
+        description="IANA time zone (Europe/Berlin, UTC) used to read times given without an "
+        "offset.",
+    ),
+    AfterValidator(_zone),
+    UNICODE,
+]
+AwareTime = Annotated[datetime, Field(strict=True), AfterValidator(_aware)]
+"""A timezone-aware datetime, normalised to UTC at millisecond precision."""
+
+Order = Literal["asc", "desc"]
+"""Oldest first (``asc``) or newest first (``desc``)."""
+
+
+# --- checking --------------------------------------------------------------------------------
+
+_ADAPTERS: dict[int, TypeAdapter[Any]] = {}
+
+
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    found = _ADAPTERS.get(id(kind))
+    if found is None:
+        found = _ADAPTERS[id(kind)] = TypeAdapter(kind)
+    return found
+
+
+def describe(exc: ValidationError, *, prefix: str = "", most: int = 5) -> str:
+    """``"where: what"`` for each error (the first ``most``), joined by ``"; "``; ``where`` is
+    the argument's name (``prefix``) and the path inside it."""
+    parts = []
+    for err in exc.errors()[:most]:
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("function-after", "constrained")]
+        where = ".".join([prefix, *loc] if prefix else loc) or "arguments"
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{where}: {msg}")
+    return "; ".join(parts)
+
+
+def check(kind: Any, value: object, name: str) -> Any:
+    """``value`` validated as ``kind`` (one of this module's types, or any pydantic type), or
+    :class:`InvalidInputError` naming the argument ``name``. A typed error a rule raises itself
+    (e.g. :class:`ReservedNamespaceError`) passes through unchanged."""
+    try:
+        return _adapter(kind).validate_python(value)
+    except ValidationError as exc:
+        raise InvalidInputError(describe(exc, prefix=name), argument=name) from None
+
+
+def optional(kind: Any, value: object, name: str) -> Any:
+    """:func:`check`, with ``None`` passing through."""
+    return None if value is None else check(kind, value, name)
+
+
+def window(
+    since: object, until: object, *, what: str = "time window"
+) -> tuple[datetime | None, datetime | None]:
+    """Inclusive time bounds (either may be None), aware and at storage precision; an end
+    before the start is :class:`InvalidTimeRangeError`."""
+    start = optional(AwareTime, since, "since")
+    end = optional(AwareTime, until, "until")
+    if start is not None and end is not None and end < start:
+        raise InvalidTimeRangeError(start, end, what=what)
+    return start, end
+
+
+def now_from(clock: Callable[[], datetime]) -> datetime:
+    """The clock's time as a stored value (aware UTC, milliseconds); a clock that returns a
+    naive or bad value is refused by name."""
+    value = clock()
+    if type(value) is datetime and value.tzinfo is UTC and value.microsecond % 1000 == 0:
+        return value  # the usual case (philont.clock.utc_now), without a validation round
+    return check(AwareTime, value, "clock()")  # type: ignore[no-any-return]

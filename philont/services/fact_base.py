@@ -1,0 +1,180 @@
+"""What the fact service's parts share: input checks, SQL conditions, records from rows, scores."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Integer, Text, and_, or_, type_coerce
+from sqlalchemy.orm import aliased
+
+from philont.db.models import Fact
+from philont.db.types import to_epoch_ms
+from philont.domain import decay
+from philont.domain.facts import is_expired, is_valid_at, rank_score
+from philont.domain.query import like_escape as _like_escape
+from philont.errors import (
+    NotFoundError,
+)
+from philont.log import get_logger
+from philont.schemas import inputs
+from philont.schemas.facts import FactRecord
+
+log = get_logger("philont.services.facts")
+
+ALL_NAMESPACES = "*"
+PREFIX_SUFFIX = ".*"
+
+
+class FactIdNotFoundError(NotFoundError):
+    """No fact version has this id."""
+
+    code = "fact_id_not_found"
+
+    def __init__(self, fact_id: str) -> None:
+        super().__init__(f"no fact with id {fact_id!r}", fact_id=fact_id)
+        self.fact_id = fact_id
+
+
+# --- validation (the shared input types; raise before anything is written) ------------------
+
+
+def optional_aware(value: object, name: str) -> datetime | None:
+    return inputs.optional(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
+
+
+def aware(value: object, name: str) -> datetime:
+    return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
+
+
+def exact_namespace(namespace: object) -> ColumnElement[bool]:
+    """SQL condition for one namespace on reads (lenient: see ``inputs.NamespaceLookup``)."""
+    name: str = inputs.check(inputs.NamespaceLookup, namespace, "namespace")
+    return Fact.namespace == name
+
+
+def namespace_filter(namespace: str | None, *, prefix: bool) -> ColumnElement[bool] | None:
+    """SQL condition selecting namespaces for listing. ``None`` or ``'*'`` selects all (no
+    condition); ``'user.*'`` means the prefix form of ``'user'``."""
+    if namespace is None or namespace == ALL_NAMESPACES:
+        return None
+    namespace = inputs.check(inputs.NamespaceSelector, namespace, "namespace")
+    if namespace.endswith(PREFIX_SUFFIX):
+        namespace, prefix = namespace[: -len(PREFIX_SUFFIX)], True
+    if not prefix:
+        return Fact.namespace == namespace
+    # 'user' matches 'user' and 'user.<anything>', never 'username'; '_' in a namespace is a
+    # literal, not a LIKE wildcard.
+    return or_(
+        Fact.namespace == namespace,
+        Fact.namespace.like(_like_escape(namespace) + ".%", escape="\\"),
+    )
+
+
+def newest_first(rows: Iterable[Fact]) -> builtins.list[Fact]:
+    # created_at is millisecond-grained; equal stamps fall back to the id so the choice is
+    # deterministic (the original took "the first row", whatever SQLite returned: Q-S1).
+    return sorted(rows, key=lambda r: (r.created_at, r.id), reverse=True)
+
+
+def expired(row: Fact | Any, now_ms: int) -> bool:
+    """:func:`philont.domain.facts.is_expired` of an ORM or column row (datetimes, enums)."""
+    until = row.valid_until
+    return is_expired(
+        fact_kind=row.fact_kind.value,
+        valid_until_ms=None if until is None else to_epoch_ms(until),
+        now_ms=now_ms,
+    )
+
+
+def valid_raw(row: Any, at_ms: int) -> bool:
+    """:func:`philont.domain.facts.is_valid_at` of raw stored values (``SCORE_COLUMNS``)."""
+    return is_valid_at(
+        fact_kind=row.fact_kind,
+        valid_from_ms=row.valid_from,
+        valid_until_ms=row.valid_until,
+        at_ms=at_ms,
+    )
+
+
+def current_as_of(stmt: Any, believed: datetime | None) -> Any:
+    """``stmt`` restricted to the current versions: today's (not superseded, not forgotten),
+    or with ``believed`` those current as we believed them then (recorded by then, and not
+    yet superseded or forgotten by then)."""
+    if believed is None:
+        return stmt.where(CURRENT)
+    successor = aliased(Fact)
+    return (
+        stmt.outerjoin(successor, successor.id == Fact.superseded_by)
+        .where(Fact.created_at <= believed)
+        .where(or_(Fact.forgotten_at.is_(None), Fact.forgotten_at > believed))
+        .where(or_(Fact.superseded_by.is_(None), successor.created_at > believed))
+    )
+
+
+def to_record(row: Fact | Any, *, score: float | None = None) -> FactRecord:
+    """A read model from an ORM row or a column row with the same attribute names."""
+    return FactRecord(
+        id=row.id,
+        namespace=row.namespace,
+        key=row.key,
+        value=row.value,
+        confidence=row.confidence,
+        fact_kind=row.fact_kind,
+        created_at=row.created_at,
+        occurred_at=row.occurred_at,
+        valid_from=row.valid_from,
+        valid_until=row.valid_until,
+        last_accessed_at=row.last_accessed_at,
+        decay_tau_days=row.decay_tau_days,
+        pinned=decay.is_pinned(row.decay_tau_days),
+        superseded_by=row.superseded_by,
+        supersedes=row.supersedes,
+        forgotten_at=row.forgotten_at,
+        active=row.superseded_by is None and row.forgotten_at is None,
+        score=score,
+    )
+
+
+CURRENT = and_(Fact.superseded_by.is_(None), Fact.forgotten_at.is_(None))
+FACT_COLUMNS = tuple(getattr(Fact, attr.key) for attr in Fact.__mapper__.column_attrs)
+# Raw stored values (epoch-ms ints, plain text): ranking every current fact on each turn must
+# not pay for a datetime and an enum per column per row.
+SCORE_COLUMNS = (
+    Fact.id,
+    Fact.namespace,
+    Fact.confidence,
+    type_coerce(Fact.created_at, Integer).label("created_at"),
+    type_coerce(Fact.last_accessed_at, Integer).label("last_accessed_at"),
+    Fact.decay_tau_days,
+    type_coerce(Fact.fact_kind, Text).label("fact_kind"),
+    type_coerce(Fact.valid_from, Integer).label("valid_from"),
+    type_coerce(Fact.valid_until, Integer).label("valid_until"),
+)
+
+
+def score_raw(row: Any, now_ms: int) -> float:
+    """:func:`philont.domain.facts.rank_score` of raw stored values (``SCORE_COLUMNS``)."""
+    return rank_score(
+        namespace=row.namespace,
+        confidence=row.confidence,
+        created_ms=row.created_at,
+        accessed_ms=row.last_accessed_at,
+        tau_override=row.decay_tau_days,
+        now_ms=now_ms,
+    )
+
+
+def score_record(row: Fact | FactRecord, now_ms: int) -> float:
+    """:func:`philont.domain.facts.rank_score` of an ORM row or a read model."""
+    accessed = row.last_accessed_at
+    return rank_score(
+        namespace=row.namespace,
+        confidence=row.confidence,
+        created_ms=to_epoch_ms(row.created_at),
+        accessed_ms=None if accessed is None else to_epoch_ms(accessed),
+        tau_override=row.decay_tau_days,
+        now_ms=now_ms,
+    )

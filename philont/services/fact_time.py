@@ -1,0 +1,128 @@
+"""Facts in time: what held at a valid time as believed at a transaction time, and the
+occurrences of events."""
+
+from __future__ import annotations
+
+import builtins
+from datetime import datetime
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import aliased
+
+from philont.db.models import Fact
+from philont.domain.kinds import FactKind
+from philont.errors import (
+    InvalidTimeRangeError,
+)
+from philont.schemas.facts import FactRecord
+from philont.services.base import Service
+from philont.services.fact_base import (
+    aware,
+    exact_namespace,
+    namespace_filter,
+    optional_aware,
+    to_record,
+)
+
+
+class FactTime(Service):
+    """The time-travel methods of :class:`~philont.services.facts.FactService`."""
+
+    # --- time ---------------------------------------------------------------------------
+
+    def as_of(
+        self,
+        namespace: str,
+        key: str,
+        at: datetime,
+        *,
+        believed_at: datetime | None = None,
+    ) -> FactRecord | None:
+        """The version of ``namespace.key`` that held at valid time ``at``, as we believed it at
+        transaction time ``believed_at`` (default: now). Bitemporal semantics:
+
+        * Transaction time: only versions recorded by then (``created_at <= believed_at``)
+          count, so a correction stored later is invisible to an earlier ``believed_at``.
+        * Valid time: a state counts if ``valid_from <= at <= valid_until`` (a missing bound is
+          open); an event counts if it had occurred by then (``occurred_at <= at``, or
+          ``created_at`` for legacy events without one), its window ignored.
+        * Supersession does not hide a version: a later version overrides an earlier one only
+          where their valid windows overlap. So "Paris 2020-2023" then "Berlin from 2024"
+          still answers Paris for 2022.
+        * Among the candidates the latest belief wins: states by newest ``created_at``; events
+          by latest occurrence, then newest ``created_at`` (a correction of the same
+          occurrence). Forgotten versions never answer.
+
+        No access refresh and no access-log row (this is an audit query).
+        """
+        cond = exact_namespace(namespace)
+        when = aware(at, "at")
+        believed = self._now() if believed_at is None else aware(believed_at, "believed_at")
+        rows = self.session.scalars(
+            select(Fact).where(
+                cond,
+                Fact.key == key,
+                Fact.forgotten_at.is_(None),
+                Fact.created_at <= believed,
+            )
+        )
+        candidates: builtins.list[tuple[datetime, datetime, str, Fact]] = []
+        for row in rows:
+            if row.fact_kind is FactKind.EVENT:
+                occurred = row.occurred_at or row.created_at
+                if occurred <= when:
+                    candidates.append((occurred, row.created_at, row.id, row))
+            elif (row.valid_from is None or row.valid_from <= when) and (
+                row.valid_until is None or when <= row.valid_until
+            ):
+                candidates.append((row.created_at, row.created_at, row.id, row))
+        if not candidates:
+            return None
+        return to_record(max(candidates, key=lambda c: c[:3])[3])
+
+    def events(
+        self,
+        namespace: str | None = None,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        prefix: bool = True,
+    ) -> builtins.list[FactRecord]:
+        """Event facts ordered by when they occurred (then when recorded), bounds inclusive.
+
+        Unlike ``list``, superseded versions are included: re-storing an event under the same
+        key ("lunch") is a new occurrence, not a replacement, so no occurrence is lost (the
+        original only ever showed the latest one, Q-S3). An event superseded by an event with
+        the same ``occurred_at`` is a correction of that occurrence and is left out, and so are
+        forgotten versions. ``namespace`` (default all) matches as a prefix unless
+        ``prefix=False``.
+        """
+        cond = namespace_filter(namespace, prefix=prefix)
+        start = optional_aware(since, "since")
+        end = optional_aware(until, "until")
+        if start is not None and end is not None and end < start:
+            raise InvalidTimeRangeError(start, end, what="events window")
+        successor = aliased(Fact)
+        occurred = func.coalesce(Fact.occurred_at, Fact.created_at)
+        stmt = (
+            select(Fact)
+            .outerjoin(successor, successor.id == Fact.superseded_by)
+            .where(
+                Fact.fact_kind == FactKind.EVENT,
+                Fact.forgotten_at.is_(None),
+                or_(
+                    successor.id.is_(None),
+                    successor.fact_kind != FactKind.EVENT,
+                    successor.occurred_at.is_(None),
+                    successor.occurred_at != occurred,
+                ),
+            )
+            .order_by(occurred, Fact.created_at, Fact.namespace, Fact.key, Fact.id)
+        )
+        if cond is not None:
+            stmt = stmt.where(cond)
+        if start is not None:
+            stmt = stmt.where(occurred >= start)
+        if end is not None:
+            stmt = stmt.where(occurred <= end)
+        return [to_record(r) for r in self.session.scalars(stmt)]

@@ -1,0 +1,28 @@
+"""The recall trigger as a service: notice "remember when we…" and fetch what was meant."""
+
+from __future__ import annotations
+
+from philont.domain.recall_trigger import RecallHit, detect
+from philont.schemas.search import MessageHit
+from philont.services.base import Service
+
+__all__ = ["RecallTrigger"]
+
+RECALL_LIMIT = 5
+"""Past messages fetched for a triggered message (the original asks the model for 5)."""
+
+
+class RecallTrigger(Service):
+    """``detect`` says whether a user message refers to an earlier conversation (Chinese and
+    English patterns, misses preferred to false alarms; :mod:`philont.domain.recall_trigger`);
+    ``recall`` also searches the timeline for it when it does."""
+
+    def detect(self, message: str) -> RecallHit | None:
+        return detect(message)
+
+    def recall(self, message: str, *, limit: int = RECALL_LIMIT) -> list[MessageHit]:
+        """The past messages a triggered ``message`` most likely refers to, best first; ``[]``
+        when it does not refer to the past."""
+        if detect(message) is None:
+            return []
+        return self.mem.search.messages(message, limit=limit)

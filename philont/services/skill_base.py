@@ -1,0 +1,250 @@
+"""The ground the skill service stands on: input checks, records from rows, and the
+lookups every skill method shares."""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import ColumnElement, case, literal, or_, select
+from sqlalchemy.orm import InstrumentedAttribute
+
+from philont.db.models import Skill, SkillRecipe
+from philont.db.models.recipes import NO_RECIPE_REVISION
+from philont.db.types import EpochMillis
+from philont.domain.kinds import SkillKind
+from philont.domain.maturity import (
+    Grade,
+    callable_skill,
+    string_list,
+)
+from philont.errors import (
+    InvalidInputError,
+    NotFoundError,
+    SkillNotFoundError,
+)
+from philont.log import get_logger
+from philont.schemas import inputs
+from philont.schemas.skills import (
+    RecipeRecord,
+    SkillRecord,
+)
+from philont.services.base import Service
+
+log = get_logger("philont.services.skills")
+
+NAME_PATTERN: Final = inputs.SKILL_NAME_PATTERN
+"""A new skill's name: a kebab-case slug of 1..80 characters (matched in full)."""
+
+KEYWORD_SEPARATORS: Final = re.compile(r"[\s,]+")
+
+
+class RecipeNotFoundError(NotFoundError):
+    """The skill exists but has no recipe (call ``set_recipe`` first)."""
+
+    code = "recipe_not_found"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"skill {name!r} has no recipe; set one with set_recipe", name=name)
+        self.name = name
+
+
+class Unset(enum.Enum):
+    UNSET = "unset"
+
+
+UNSET: Final = Unset.UNSET
+"""Default of :meth:`SkillService.update`'s ``source``: keep the current value."""
+
+
+# --- input validation (before anything is written) ---------------------------------------------
+
+
+def required_text(value: object, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{field} must be a non-blank string, got {value!r}")
+    return value
+
+
+def optional_text(value: object, field: str) -> str | None:
+    """None, or a string; a blank string means "none" and is stored as NULL."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be a string or None, got {type(value).__name__}")
+    return value if value.strip() else None
+
+
+def keywords_of(value: object) -> list[str]:
+    """A string is split on whitespace and commas; a sequence must hold strings. Blank entries
+    are dropped, the rest stripped and de-duplicated in order."""
+    if isinstance(value, str):
+        items: list[str] = KEYWORD_SEPARATORS.split(value)
+    elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        items = []
+        for item in value:
+            if not isinstance(item, str):
+                raise InvalidInputError(
+                    f"trigger_keywords must be strings, got {type(item).__name__}"
+                )
+            items.append(item)
+    else:
+        raise InvalidInputError(
+            "trigger_keywords must be a string or a sequence of strings, "
+            f"got {type(value).__name__}"
+        )
+    return list(dict.fromkeys(item.strip() for item in items if item.strip()))
+
+
+def lines_of(value: object, field: str) -> list[str]:
+    """A recipe list (steps, tool policy): a sequence of strings, blank entries dropped."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInputError(f"{field} must be a list of strings, got {type(value).__name__}")
+    items: list[str] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise InvalidInputError(f"{field} entries must be strings, got {type(item).__name__}")
+        if item.strip():
+            items.append(item)
+    return items
+
+
+def kind_of(value: object) -> SkillKind:
+    try:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        return SkillKind(value)
+    except ValueError as exc:
+        raise InvalidInputError(f"kind must be 'positive' or 'negative', got {value!r}") from exc
+
+
+def grade_of(value: object) -> Grade:
+    try:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        return Grade(value)
+    except ValueError as exc:
+        allowed = ", ".join(g.value for g in Grade)
+        raise InvalidInputError(f"grade must be one of {allowed}, got {value!r}") from exc
+
+
+def aware(value: object, name: str) -> datetime:
+    return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
+
+
+def later(column: InstrumentedAttribute[datetime | None], at: datetime) -> ColumnElement[Any]:
+    """SQL for "the later of the stored time and ``at``": an outcome credited after the fact
+    (the reflector passes the action's time) never moves ``last_*_at`` backwards."""
+    value = literal(at, EpochMillis())
+    return case((or_(column.is_(None), column < value), value), else_=column)
+
+
+def has_recipe(recipe: SkillRecipe | Any | None) -> bool:
+    return recipe is not None and recipe.revision > NO_RECIPE_REVISION
+
+
+def to_record(skill: Skill | Any, recipe_row: SkillRecipe | Any | None) -> SkillRecord:
+    """A read model from ORM objects, or from one column row holding both (``LIST``)."""
+    recipe: RecipeRecord | None = None
+    if recipe_row is not None and has_recipe(recipe_row):
+        recipe = RecipeRecord(
+            steps=string_list(recipe_row.steps),
+            verification=recipe_row.verification,
+            tool_policy=string_list(recipe_row.tool_policy),
+            revision=recipe_row.revision,
+        )
+    callable_ = callable_skill(
+        maturity=skill.maturity,
+        recipe_revision=None if recipe is None else recipe.revision,
+        steps=None if recipe is None else recipe.steps,
+        verification=None if recipe is None else recipe.verification,
+        tool_policy=None if recipe is None else recipe.tool_policy,
+    )
+    return SkillRecord(
+        id=skill.id,
+        name=skill.name,
+        description=skill.description,
+        when_to_use=skill.when_to_use or None,
+        trigger_keywords=string_list(skill.trigger_keywords),
+        action_template=skill.action_template,
+        kind=skill.kind,
+        source=skill.source,
+        grade=skill.maturity,
+        use_count=skill.use_count,
+        success_count=skill.success_count,
+        failure_count=skill.failure_count,
+        consecutive_failures=skill.consecutive_failures or 0,
+        last_used_at=skill.last_used_at,
+        last_success_at=skill.last_success_at,
+        last_failure_at=skill.last_failure_at,
+        created_at=skill.created_at,
+        callable=callable_,
+        recipe=recipe,
+    )
+
+
+def not_usable_reason(record: SkillRecord) -> str | None:
+    if record.grade == Grade.PLAYBOOK:
+        return "it is a playbook (a lesson to read, not a recipe to call)"
+    if record.grade == Grade.DEPRECATED:
+        return "it is deprecated (proven unreliable)"
+    if not record.callable:
+        return "its recipe is incomplete (it needs steps, a verification and a tool policy)"
+    return None
+
+
+LIST_COLUMNS = (
+    *(getattr(Skill, attr.key) for attr in Skill.__mapper__.column_attrs),
+    SkillRecipe.steps,
+    SkillRecipe.verification,
+    SkillRecipe.tool_policy,
+    SkillRecipe.revision,
+)
+# A skill and its recipe in one column row (no name is shared); ``revision`` is NULL when the
+# skill has no recipe row. Ties keep ``use_count DESC, created_at DESC``.
+LIST = (
+    select(*LIST_COLUMNS)
+    .outerjoin(SkillRecipe, SkillRecipe.skill_id == Skill.id)
+    .order_by(Skill.use_count.desc(), Skill.created_at.desc(), Skill.id)
+)
+
+
+def row_callable(row: Any) -> bool:
+    """``to_record(row, ...).callable`` without building the record."""
+    return callable_skill(
+        maturity=row.maturity,
+        recipe_revision=row.revision,
+        steps=row.steps,
+        verification=row.verification,
+        tool_policy=row.tool_policy,
+    )
+
+
+class SkillBase(Service):
+    """Lookups shared by the skill and recipe methods."""
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def _fetch(self, where: ColumnElement[bool]) -> tuple[Skill, SkillRecipe | None] | None:
+        stmt = (
+            select(Skill, SkillRecipe)
+            .outerjoin(SkillRecipe, SkillRecipe.skill_id == Skill.id)
+            .where(where)
+            .execution_options(populate_existing=True)
+        )
+        row = self.session.execute(stmt).one_or_none()
+        return None if row is None else (row[0], row[1])
+
+    def _require(self, name: str) -> tuple[Skill, SkillRecipe | None]:
+        found = self._fetch(Skill.name == inputs.check(inputs.SkillNameLookup, name, "name"))
+        if found is None:
+            raise SkillNotFoundError(f"no skill named {name!r}", name=name)
+        return found
+
+    def _reload(self, skill_id: str) -> SkillRecord:
+        found = self._fetch(Skill.id == skill_id)
+        assert found is not None, "the row was written in this transaction"
+        return to_record(*found)

@@ -1,0 +1,249 @@
+"""Recipes of skills: steps, verification and tool policy, with revision history and
+per-revision outcome counts."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from philont.db.models import Skill, SkillRecipe, SkillRevision
+from philont.db.models.recipes import NO_RECIPE_REVISION
+from philont.domain.maturity import (
+    string_list,
+)
+from philont.errors import (
+    ConflictError,
+    InvalidInputError,
+)
+from philont.schemas.skills import (
+    RecipeRevisionRecord,
+    SkillRecord,
+)
+from philont.services.skill_base import (
+    RecipeNotFoundError,
+    SkillBase,
+    has_recipe,
+    lines_of,
+    log,
+    optional_text,
+    required_text,
+)
+
+
+class SkillRecipes(SkillBase):
+    """The recipe methods of :class:`~philont.services.skills.SkillService`."""
+
+    # --- recipes ---------------------------------------------------------------------------
+
+    def _outcomes_of_current_revision(self, skill: Skill) -> tuple[int, int]:
+        """The skill's totals minus what its replaced revisions accumulated."""
+        stmt = select(
+            func.coalesce(func.sum(SkillRevision.success_count), 0),
+            func.coalesce(func.sum(SkillRevision.failure_count), 0),
+        ).where(SkillRevision.skill_id == skill.id)
+        earlier_successes, earlier_failures = self.session.execute(stmt).one()
+        return (
+            max(0, skill.success_count - int(earlier_successes)),
+            max(0, skill.failure_count - int(earlier_failures)),
+        )
+
+    def _snapshot(
+        self,
+        skill: Skill,
+        *,
+        revision: int,
+        steps: Any,
+        verification: str | None,
+        tool_policy: Any,
+        created_at: datetime,
+        replaced_at: datetime,
+    ) -> None:
+        successes, failures = self._outcomes_of_current_revision(skill)
+        row = SkillRevision(
+            skill_id=skill.id,
+            revision=revision,
+            description=skill.description,
+            action_template=skill.action_template,
+            trigger_keywords=skill.trigger_keywords,
+            steps=steps,
+            verification=verification,
+            tool_policy=tool_policy,
+            success_count=successes,
+            failure_count=failures,
+            created_at=created_at,
+            replaced_at=replaced_at,
+        )
+        try:
+            with self.session.begin_nested():
+                self.session.add(row)
+        except IntegrityError as exc:  # a concurrent revise_recipe got there first
+            raise ConflictError(
+                f"revision {revision} of skill {skill.name!r} was replaced concurrently",
+                name=skill.name,
+            ) from exc
+
+    def set_recipe(
+        self,
+        name: str,
+        *,
+        steps: Sequence[str],
+        verification: str | None,
+        tool_policy: Sequence[str],
+    ) -> SkillRecord:
+        """Give a skill its first recipe (revision 1).
+
+        ``steps`` and ``tool_policy`` are lists of strings (blank entries dropped);
+        ``verification`` says how to check the result. An incomplete recipe is stored, but the
+        skill is then not callable until :meth:`revise_recipe` completes it. If outcomes were
+        recorded before, the recipe-less skill is kept as revision 0 with those counts, so
+        revision 1's counts measure the recipe alone. Raises :class:`ConflictError` when the
+        skill already has a recipe.
+        """
+        steps_ = lines_of(steps, "steps")
+        verification_ = optional_text(verification, "verification")
+        policy = lines_of(tool_policy, "tool_policy")
+        skill, recipe = self._require(name)
+        if recipe is not None and has_recipe(recipe):
+            raise ConflictError(
+                f"skill {name!r} already has a recipe (revision {recipe.revision}); "
+                "use revise_recipe",
+                name=name,
+            )
+        now = self.clock()
+        if skill.success_count + skill.failure_count > 0:
+            self._snapshot(
+                skill,
+                revision=NO_RECIPE_REVISION,
+                steps=[],
+                verification=None,
+                tool_policy=[],
+                created_at=skill.created_at,
+                replaced_at=now,
+            )
+        if recipe is None:
+            recipe = SkillRecipe(skill_id=skill.id, grade_anchor_at=None)
+            self.session.add(recipe)
+        recipe.steps = steps_
+        recipe.verification = verification_
+        recipe.tool_policy = policy
+        recipe.revision = 1
+        recipe.updated_at = now
+        self.session.flush()
+        log.info("skill.recipe_set", name=skill.name, revision=1)
+        return self._reload(skill.id)
+
+    def revise_recipe(
+        self,
+        name: str,
+        *,
+        steps: Sequence[str] | None = None,
+        verification: str | None = None,
+        tool_policy: Sequence[str] | None = None,
+        description: str | None = None,
+        action_template: str | None = None,
+    ) -> SkillRecord:
+        """Replace parts of a skill's recipe and text as a new revision, keeping the old one.
+
+        The revision in force (its description, template, keywords, recipe and the outcomes
+        recorded while it was current) is copied to the history, then the given fields replace
+        the current ones and ``revision`` grows by one. None keeps a field; ``verification=""``
+        clears it. Counters and grade are kept. Raises :class:`RecipeNotFoundError` when the
+        skill has no recipe and :class:`InvalidInputError` when nothing is given.
+        """
+        changes: dict[str, Any] = {}
+        if steps is not None:
+            changes["steps"] = lines_of(steps, "steps")
+        if verification is not None:
+            changes["verification"] = optional_text(verification, "verification")
+        if tool_policy is not None:
+            changes["tool_policy"] = lines_of(tool_policy, "tool_policy")
+        skill_changes: dict[str, str] = {}
+        if description is not None:
+            skill_changes["description"] = required_text(description, "description")
+        if action_template is not None:
+            skill_changes["action_template"] = required_text(action_template, "action_template")
+        if not changes and not skill_changes:
+            raise InvalidInputError("revise_recipe needs at least one field to change")
+        skill, recipe = self._require(name)
+        if recipe is None or not has_recipe(recipe):
+            raise RecipeNotFoundError(skill.name)
+        now = self.clock()
+        old_revision = recipe.revision
+        self._snapshot(
+            skill,
+            revision=old_revision,
+            steps=recipe.steps,
+            verification=recipe.verification,
+            tool_policy=recipe.tool_policy,
+            created_at=recipe.updated_at,
+            replaced_at=now,
+        )
+        for field, value in changes.items():
+            setattr(recipe, field, value)
+        recipe.revision = old_revision + 1
+        recipe.updated_at = now
+        for field, text_value in skill_changes.items():
+            setattr(skill, field, text_value)
+        self.session.flush()
+        log.info(
+            "skill.recipe_revised",
+            name=skill.name,
+            revision=recipe.revision,
+            fields=sorted([*changes, *skill_changes]),
+        )
+        return self._reload(skill.id)
+
+    def revisions(self, name: str) -> builtins.list[RecipeRevisionRecord]:
+        """Return the skill's revisions, oldest first; the one in force is last, with live counts.
+
+        Compare ``success_rate`` across revisions to see whether a rewrite helped. A skill
+        without a recipe has no revisions (``[]``).
+        """
+        skill, recipe = self._require(name)
+        if recipe is None or not has_recipe(recipe):
+            return []
+        stmt = (
+            select(SkillRevision)
+            .where(SkillRevision.skill_id == skill.id)
+            .order_by(SkillRevision.revision)
+        )
+        history = [
+            RecipeRevisionRecord(
+                revision=row.revision,
+                description=row.description,
+                action_template=row.action_template,
+                trigger_keywords=string_list(row.trigger_keywords),
+                steps=string_list(row.steps),
+                verification=row.verification,
+                tool_policy=string_list(row.tool_policy),
+                success_count=row.success_count,
+                failure_count=row.failure_count,
+                created_at=row.created_at,
+                replaced_at=row.replaced_at,
+                current=False,
+            )
+            for row in self.session.scalars(stmt)
+        ]
+        successes, failures = self._outcomes_of_current_revision(skill)
+        history.append(
+            RecipeRevisionRecord(
+                revision=recipe.revision,
+                description=skill.description,
+                action_template=skill.action_template,
+                trigger_keywords=string_list(skill.trigger_keywords),
+                steps=string_list(recipe.steps),
+                verification=recipe.verification,
+                tool_policy=string_list(recipe.tool_policy),
+                success_count=successes,
+                failure_count=failures,
+                created_at=recipe.updated_at,
+                replaced_at=None,
+                current=True,
+            )
+        )
+        return history

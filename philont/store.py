@@ -1,0 +1,251 @@
+"""The Store: one memory database per process — engine, backend and one schema check, built once.
+
+``Store.open(path_or_url)`` (or ``Store.from_engine(engine)``) is the composition root: it
+creates or upgrades the database if asked, checks it once, and then hands out units of work
+(:class:`~philont.memory.Memory`) that carry every service. It is thread-safe: each unit of work
+has its own Session and connection from the engine's pool. :func:`shared` resolves a path or URL
+to a process-wide Store, for one-off helpers (``Memory.open(path)``, ``tools.call(db=path)``).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.engine import URL
+from sqlalchemy.orm import Session
+
+from philont.clock import Clock, utc_now
+from philont.db.backend import Backend, backend_for
+from philont.db.engine import create_engine, is_postgres, resolve_url, sqlite_path
+from philont.errors import SchemaOutOfDateError, StoreClosedError
+from philont.log import alembic_at_debug, get_logger
+
+if TYPE_CHECKING:
+    from philont.memory import Memory
+    from philont.services.search.scoring import Scorer
+
+__all__ = ["Store", "shared"]
+
+log = get_logger(__name__)
+
+Target = str | Path | URL
+
+
+class Store:
+    """One memory database: its engine, its backend and the result of one schema check.
+
+    Build it once per database per process and keep it (a CLI run, an MCP server, a web app);
+    ``with store.begin() as mem:`` is one unit of work whose attributes are every service
+    (``mem.facts``, ``mem.search``, ``mem.prefix``, ...), committed when the block ends normally
+    and rolled back on an exception. ``store.begin(write=False)`` begins a read transaction
+    (never waits for writers on SQLite's WAL). ``store.join(session)`` runs the services inside
+    a transaction the caller owns. ``store.close()`` (or ``with Store.open(...) as store:``)
+    releases the connections.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        agent: str | None = None,
+        clock: Clock = utc_now,
+        owns_engine: bool = False,
+    ) -> None:
+        """Prefer :meth:`open` / :meth:`from_engine`, which check the schema first."""
+        self.engine = engine
+        self.agent = agent
+        self.clock = clock
+        self.backend: Backend = backend_for(engine)
+        self.scorer: Scorer = self.backend.scorer()
+        """The backend's search scoring, one per Store (it caches statistics of this database)."""
+        self._owns_engine = owns_engine
+        self._closed = False
+        self._file_id = _file_id(self.path)
+
+    # --- building ------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        target: Target | None = None,
+        *,
+        agent: str | None = None,
+        upgrade: bool = True,
+        clock: Clock = utc_now,
+        busy_timeout_ms: int | None = None,
+    ) -> Store:
+        """The Store of a path or URL (default ``$MEMORY_DB_PATH``, then
+        ``~/.philont/memory/memory.sqlite``). With ``upgrade`` (default) the database is
+        created or brought to head first; without it a database not at head is refused with
+        :class:`~philont.errors.SchemaOutOfDateError`. A PostgreSQL URL needs ``agent``.
+        ``busy_timeout_ms`` sets how long an SQLite connection waits for another's lock."""
+        url = resolve_url(target, agent=agent)
+        ensure_schema(url, upgrade=upgrade)
+        engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
+        log.debug("store.opened", url=url.render_as_string(), backend=engine.dialect.name)
+        return cls(engine, agent=agent, clock=clock, owns_engine=True)
+
+    @classmethod
+    def from_engine(
+        cls,
+        engine: Engine,
+        *,
+        agent: str | None = None,
+        upgrade: bool = False,
+        clock: Clock = utc_now,
+    ) -> Store:
+        """A Store over an engine the caller made (and keeps: ``close()`` leaves it open). The
+        schema is checked once (upgraded first with ``upgrade=True``)."""
+        ensure_schema(engine.url, upgrade=upgrade)
+        return cls(engine, agent=agent, clock=clock)
+
+    # --- units of work -------------------------------------------------------------------
+
+    def begin(self, *, write: bool = True, clock: Clock | None = None) -> Memory:
+        """A new unit of work; its transaction begins when the ``with`` block is entered
+        (``IMMEDIATE`` on SQLite for ``write``). ``clock`` overrides the Store's clock."""
+        from philont.memory import Memory
+
+        self._check_open()
+        return Memory(self, write=write, clock=clock or self.clock)
+
+    def join(self, bind: Session | Connection, *, clock: Clock | None = None) -> Memory:
+        """A unit of work inside the caller's transaction (a Session or a Connection of this
+        database): services flush into it, and the caller commits or rolls back. Use it as
+        ``with store.join(session) as mem:``; leaving the block does not end the caller's
+        transaction."""
+        from philont.memory import Memory
+
+        self._check_open()
+        return Memory(self, write=True, clock=clock or self.clock, bind=bind)
+
+    # --- lifetime ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the engine's connections (if this Store made the engine). Units of work
+        begun afterwards are refused; ``close()`` twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_engine:
+            self.engine.dispose()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"the Store of {self.url_text} is closed")
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- facts about the database --------------------------------------------------------
+
+    @property
+    def url(self) -> URL:
+        return self.engine.url
+
+    @property
+    def url_text(self) -> str:
+        """The URL without its password (for messages)."""
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @property
+    def path(self) -> Path | None:
+        """The SQLite file, or None (in-memory, PostgreSQL)."""
+        return sqlite_path(self.engine.url)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else self.backend.name
+        return f"<Store {self.url_text} ({state})>"
+
+
+def ensure_schema(url: URL, *, upgrade: bool) -> None:
+    """Create or upgrade the database at ``url`` to head (``upgrade``), or refuse one that is
+    not at head. Reads the revision scripts once per process (see ``philont.migrate``)."""
+    with alembic_at_debug():  # Alembic logs at INFO from its first import on
+        from philont import migrate
+
+        if _at_head(url):
+            return
+        if not upgrade:
+            migrate.check(url)  # raises SchemaOutOfDateError naming the command to run
+            raise SchemaOutOfDateError(f"{url.render_as_string()} is not at head")
+        migrate.upgrade(url)
+
+
+def _at_head(url: URL) -> bool:
+    from philont import migrate
+
+    path = sqlite_path(url)
+    if not is_postgres(url) and (path is None or not path.exists() or path.stat().st_size == 0):
+        return False
+    try:
+        return migrate.status(url).at_head
+    except Exception:  # anything odd: let upgrade() inspect and report it properly
+        return False
+
+
+# --- the process-wide Stores -----------------------------------------------------------------
+
+_SHARED: dict[tuple[str, str | None, int | None], Store] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(
+    target: Target | None = None,
+    *,
+    agent: str | None = None,
+    busy_timeout_ms: int | None = None,
+) -> Store:
+    """The process-wide Store of a path or URL (the default database without one), opened
+    (and upgraded) on first use and kept for the life of the process. Thread-safe."""
+    url = resolve_url(target, agent=agent)
+    key = (url.render_as_string(hide_password=False), agent, busy_timeout_ms)
+    store = _SHARED.get(key)
+    if store is not None and not store.closed and _still_there(store):
+        return store
+    with _SHARED_LOCK:
+        store = _SHARED.get(key)
+        if store is None or store.closed or not _still_there(store):
+            if store is not None:
+                store.close()
+            store = Store.open(url, agent=agent, busy_timeout_ms=busy_timeout_ms)
+            _SHARED[key] = store
+        return store
+
+
+def _file_id(path: Path | None) -> tuple[int, int] | None:
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return None if st is None else (st.st_dev, st.st_ino)
+
+
+def _still_there(store: Store) -> bool:
+    """An SQLite file deleted or replaced behind the Store's back (a restore, a test that
+    recreates it) is opened afresh: a Store must not keep writing to an unlinked file."""
+    return store.path is None or _file_id(store.path) == store._file_id
+
+
+def close_shared() -> None:
+    """Close every process-wide Store (for tests and orderly shutdown)."""
+    with _SHARED_LOCK:
+        for store in _SHARED.values():
+            store.close()
+        _SHARED.clear()

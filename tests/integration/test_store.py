@@ -1,0 +1,338 @@
+"""The Store: built once, units of work with every service, refused reuse, threads, tool targets."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import URL
+from sqlalchemy.orm import Session
+
+from philont import tools
+from philont.errors import StoreClosedError, UnitOfWorkError
+from philont.memory import Memory
+from philont.services.access import AccessLog
+from philont.services.actions import ActionLog
+from philont.services.calendar import CalendarService
+from philont.services.facts import FactService
+from philont.services.notes import NoteService
+from philont.services.prefix import MemoryPrefix
+from philont.services.recall import RecallTrigger
+from philont.services.reflector import ReflectorService
+from philont.services.retriever import TimelineRetriever
+from philont.services.schedules import ScheduleService
+from philont.services.search import SearchService
+from philont.services.skills import SkillService
+from philont.services.timeline import TimelineService
+from philont.store import Store, close_shared, shared
+
+BOTH_BACKENDS = True
+
+
+@pytest.fixture
+def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | URL:
+    if backend == "postgres":
+        url: URL = request.getfixturevalue("pg_agent")()
+        return url
+    return tmp_path / "memory.sqlite"
+
+
+@pytest.fixture
+def store(target: Path | URL) -> Iterator[Store]:
+    with Store.open(target) as s:
+        yield s
+
+
+# --- every service hangs off the unit of work -----------------------------------------------
+
+SERVICES: list[tuple[str, type[Any], str]] = [
+    # (attribute, class, a call that touches the database)
+    ("facts", FactService, "mem.facts.list(None)"),
+    ("notes", NoteService, "mem.notes.list()"),
+    ("timeline", TimelineService, "mem.timeline.count()"),
+    ("actions", ActionLog, "mem.actions.query()"),
+    ("skills", SkillService, "mem.skills.list()"),
+    ("reflector", ReflectorService, "mem.reflector.run()"),
+    ("search", SearchService, "mem.search.messages('Berlin')"),
+    ("retriever", TimelineRetriever, "mem.retriever.retrieve('Berlin')"),
+    ("prefix", MemoryPrefix, "mem.prefix.build()"),
+    ("recall_trigger", RecallTrigger, "mem.recall_trigger.recall('remember when we talked')"),
+    ("calendar", CalendarService, "mem.calendar.count()"),
+    ("schedules", ScheduleService, "mem.schedules.list()"),
+    ("access", AccessLog, "mem.access.count_for('fact', 'x')"),
+]
+
+
+@pytest.mark.parametrize(("attribute", "cls", "call"), SERVICES, ids=[s[0] for s in SERVICES])
+def test_every_service_is_an_attribute_of_a_unit_of_work(
+    store: Store, attribute: str, cls: type[Any], call: str
+) -> None:
+    with store.begin() as mem:
+        service = getattr(mem, attribute)
+        assert isinstance(service, cls)
+        assert getattr(mem, attribute) is service  # one per unit of work
+        eval(call, {"mem": mem})  # it works inside the transaction
+    with pytest.raises(UnitOfWorkError, match="has ended"):
+        eval(call, {"mem": mem})
+
+
+def test_services_of_one_unit_of_work_share_its_transaction(store: Store) -> None:
+    with store.begin() as mem:
+        mem.facts.store("user.home", "city", "Berlin")
+        assert mem.prefix.build().text.count("user.home.city") == 1
+        mem.timeline.append("We moved to Berlin last spring.")
+        assert [h.content for h in mem.search.messages("Berlin")] == [
+            "We moved to Berlin last spring."
+        ]
+
+
+# --- a unit of work is used once -------------------------------------------------------------
+
+
+def test_an_ended_unit_of_work_refuses_to_be_entered_again(store: Store) -> None:
+    mem = store.begin()
+    with mem:
+        mem.facts.store("user", "name", "Lena")
+    with pytest.raises(UnitOfWorkError, match="already used"), mem:
+        pass  # pragma: no cover - never entered
+    with store.begin() as again:
+        assert again.facts.get("user", "name") is not None
+
+
+def test_a_unit_of_work_not_yet_begun_refuses_its_services(store: Store) -> None:
+    mem = store.begin()
+    with pytest.raises(UnitOfWorkError, match="has not begun"):
+        mem.facts.get("user", "name")
+    with pytest.raises(UnitOfWorkError, match="has not begun"):
+        _ = mem.session
+
+
+_WRITER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("INSERT INTO memory_notes (id, content, importance, created_at)"
+             " VALUES ('from-another-process', 'x', 0.5, 0)")
+conn.execute("COMMIT")
+print("wrote")
+"""
+
+
+@pytest.mark.parametrize("misuse", ["enter again", "service after the end", "session after"])
+def test_misusing_an_ended_unit_of_work_leaves_no_lock(tmp_path: Path, misuse: str) -> None:
+    path = tmp_path / "memory.sqlite"
+    store = Store.open(path)
+    mem = store.begin()
+    with mem:
+        facts = mem.facts
+        facts.store("user", "name", "Lena")
+    with pytest.raises(UnitOfWorkError):
+        if misuse == "enter again":
+            mem.__enter__()
+        elif misuse == "service after the end":
+            facts.get("user", "name")
+        else:
+            mem.session.execute(text("SELECT 1"))
+    # Another process writes at once (no busy wait): nothing holds the write lock.
+    done = subprocess.run(
+        [sys.executable, "-c", _WRITER, str(path)], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "wrote"
+    store.close()
+
+
+def test_a_closed_store_begins_nothing(target: Path | URL) -> None:
+    store = Store.open(target)
+    store.close()
+    store.close()  # twice is harmless
+    with pytest.raises(StoreClosedError):
+        store.begin()
+
+
+def test_rollback_undoes_the_unit_of_work_so_far_and_goes_on(store: Store) -> None:
+    with store.begin() as mem:
+        mem.notes.add("to be undone")
+        mem.rollback()
+        mem.notes.add("kept")
+    with store.begin() as mem:
+        assert [n.content for n in mem.notes.list()] == ["kept"]
+
+
+# --- joining the caller's transaction --------------------------------------------------------
+
+
+def test_a_joined_unit_of_work_lives_and_dies_with_the_callers_transaction(store: Store) -> None:
+    with Session(store.engine) as session:
+        session.begin()
+        with store.join(session) as mem:
+            mem.facts.store("user", "name", "Lena")
+        with store.join(session) as mem:  # still the caller's open transaction
+            assert mem.facts.get("user", "name") is not None
+        session.rollback()
+    with store.begin() as mem:
+        assert mem.facts.get("user", "name") is None
+    with Session(store.engine) as session, session.begin(), store.join(session) as mem:
+        mem.facts.store("user", "name", "Lena")
+    with store.begin() as mem:
+        assert mem.facts.get("user", "name") is not None
+
+
+def test_a_joined_unit_of_work_cannot_roll_the_callers_transaction_back(store: Store) -> None:
+    with (
+        Session(store.engine) as session,
+        session.begin(),
+        store.join(session) as mem,
+        pytest.raises(UnitOfWorkError, match="caller"),
+    ):
+        mem.rollback()
+
+
+# --- one Store, many threads -----------------------------------------------------------------
+
+THREADS = 8
+ROUNDS = 15
+
+
+def test_a_store_shared_by_eight_threads_loses_nothing(store: Store) -> None:
+    errors: list[BaseException] = []
+    with store.begin() as mem:
+        mem.timeline.start_session("threads")
+
+    def work(n: int) -> None:
+        try:
+            for i in range(ROUNDS):
+                with store.begin() as mem:
+                    mem.timeline.append(f"thread {n} message {i}", session_id="threads")
+                    mem.facts.store("threads", f"t{n}", i)
+                with store.begin(write=False) as mem:  # a reader: lists, never writes
+                    got = {f.key: f.value for f in mem.facts.list("threads")}
+                    assert got[f"t{n}"] == i
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with store.begin(write=False) as mem:
+        contents = {m.content for m in mem.timeline.messages("threads", limit=1_000)}
+        assert contents == {
+            f"thread {n} message {i}" for n in range(THREADS) for i in range(ROUNDS)
+        }
+        for n in range(THREADS):
+            history = mem.facts.history("threads", f"t{n}")
+            assert [h.value for h in history] == list(reversed(range(ROUNDS)))
+
+
+# --- what tools.call accepts as its database -------------------------------------------------
+
+
+def _call(db: Any) -> tools.ToolResult:
+    return tools.call("store_fact", {"namespace": "user", "key": "city", "value": "Berlin"}, db=db)
+
+
+def _stored(store: Store) -> bool:
+    with store.begin(write=False) as mem:
+        return mem.facts.get("user", "city", include_expired=True) is not None
+
+
+def test_a_tool_call_runs_on_a_store(store: Store) -> None:
+    assert _call(store).ok
+    assert _stored(store)
+
+
+def test_a_tool_call_joins_an_active_unit_of_work(store: Store) -> None:
+    with pytest.raises(RuntimeError), store.begin() as mem:
+        assert _call(mem).ok
+        assert mem.facts.get("user", "city") is not None
+        raise RuntimeError("the host's turn failed")
+    assert not _stored(store)  # rolled back with the host's unit of work
+
+
+@pytest.mark.parametrize("kind", ["str", "Path", "URL", "None ($MEMORY_DB_PATH)"])
+def test_a_tool_call_runs_on_a_path_or_url_through_the_process_wide_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    path = tmp_path / "memory.sqlite"
+    db: Any = {
+        "str": str(path),
+        "Path": path,
+        "URL": URL.create("sqlite+pysqlite", database=str(path)),
+        "None ($MEMORY_DB_PATH)": None,
+    }[kind]
+    monkeypatch.setenv("MEMORY_DB_PATH", str(path))
+    try:
+        assert _call(db).ok
+        assert _call(db).ok
+        assert shared(path) is shared(str(path))  # one Store for the path, built once
+        assert _stored(shared(path))
+    finally:
+        close_shared()
+
+
+@pytest.mark.parametrize(
+    "db",
+    [42, 3.5, object(), b"memory.sqlite", ["memory.sqlite"], "session", "new", "ended"],
+    ids=["int", "float", "object", "bytes", "list", "Session", "unit not begun", "unit ended"],
+)
+def test_anything_else_is_an_invalid_database_and_creates_no_file(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    before = set(os.listdir(tmp_path))
+    session = None
+    if db == "session":
+        session = db = Session(store.engine)
+    elif db == "new":
+        db = store.begin()
+    elif db == "ended":
+        with store.begin() as db:
+            pass
+    result = _call(db)
+    assert not result.ok
+    assert result.error_code == "invalid_database"
+    assert set(os.listdir(tmp_path)) == before
+    if session is not None:
+        session.close()
+    assert not _stored(store)
+
+
+def test_memory_open_uses_the_process_wide_store(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite"
+    try:
+        with Memory.open(path) as mem:
+            mem.notes.add("one-off script")
+            assert mem.store is shared(path)
+        with Memory.open(path) as mem:
+            assert [n.content for n in mem.notes.list()] == ["one-off script"]
+    finally:
+        close_shared()
+
+
+def test_a_unit_of_work_joins_a_hosts_connection_and_its_transaction(store: Store) -> None:
+    with store.engine.connect() as connection:
+        outer = connection.begin()
+        with store.join(connection) as mem:
+            mem.facts.store("user", "name", "Lena")
+            assert tools.call("get_fact", {"namespace": "user", "key": "name"}, db=mem).ok
+        with store.join(connection) as mem:  # the host's transaction still holds it
+            assert mem.facts.get("user", "name") is not None
+        with pytest.raises(RuntimeError), store.join(connection) as mem:
+            mem.facts.store("user", "name", "Max")
+            raise RuntimeError("only this unit of work fails")
+        with store.join(connection) as mem:  # its SAVEPOINT was rolled back, the rest kept
+            got = mem.facts.get("user", "name")
+            assert got is not None and got.value == "Lena"
+        outer.rollback()
+    with store.begin() as mem:
+        assert mem.facts.get("user", "name") is None

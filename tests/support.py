@@ -1,0 +1,18 @@
+"""Helpers the suites share: units of work joined to a test's own Session."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from philont.clock import Clock, utc_now
+from philont.memory import Memory
+from philont.store import Store
+
+
+def joined(session: Session, clock: Clock | None = None) -> Memory:
+    """An active unit of work inside ``session``'s transaction (the test owns and rolls back
+    that transaction), with ``clock``: what a host does with ``store.join(session)``."""
+    store = Store(session.get_bind().engine, clock=clock or utc_now)
+    mem = store.join(session)
+    mem.__enter__()
+    return mem
