@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 
 from philont import Memory
 from philont.cli import app
-from philont.services.calendar import CalendarService
 
 runner = CliRunner()
 
@@ -29,7 +28,7 @@ def with_bad_row(tool_db: Path) -> Path:
     from datetime import UTC, datetime
 
     with Memory.open(tool_db) as mem:
-        CalendarService(mem.session).create(
+        mem.calendar.create(
             "Dentist", datetime(2026, 6, 1, 9, tzinfo=UTC), timezone="Europe/Berlin"
         )
     with closing(sqlite3.connect(tool_db)) as conn, conn:

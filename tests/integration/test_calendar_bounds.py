@@ -15,6 +15,7 @@ from philont.domain import series
 from philont.errors import UnreadableRowError
 from philont.services.calendar import LISTING_WORK_LIMIT, CalendarService
 from philont.services.schedules import ScheduleService
+from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
@@ -51,12 +52,12 @@ def _insert_event(session: Session, id: str, **values: Any) -> None:
 
 @pytest.fixture
 def calendar(session: Session, clock: FakeClock) -> CalendarService:
-    return CalendarService(session, clock=clock)
+    return CalendarService(joined(session, clock))
 
 
 @pytest.fixture
 def schedules(session: Session, clock: FakeClock) -> ScheduleService:
-    return ScheduleService(session, clock=clock)
+    return ScheduleService(joined(session, clock))
 
 
 # --- one stored row never breaks a listing -------------------------------------------------------

@@ -24,7 +24,7 @@ from philont.domain.timepolicy import (
     validate_timezone,
 )
 from philont.errors import InvalidInputError, TimeOutOfRangeError
-from philont.services._checks import aware
+from philont.schemas import inputs
 
 IANA_NAMES = sorted(timepolicy._zone_names().values())
 MACHINE_KEYS = ["localtime", "posixrules", "Factory", "right/UTC", "posix/Europe/Berlin"]
@@ -37,8 +37,9 @@ def test_the_edges_of_the_calendar_named_in_the_issue_are_invalid_input() -> Non
     for text in ("0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"):
         with pytest.raises(TimeOutOfRangeError, match="outside the supported times"):
             parse_time(text, field="at")
-        with pytest.raises(TimeOutOfRangeError):
-            aware(datetime.fromisoformat(text), "at")
+        # Services check their datetimes with the same policy (the shared input type).
+        with pytest.raises(InvalidInputError, match=r"at: .* is outside the supported times"):
+            inputs.check(inputs.AwareTime, datetime.fromisoformat(text), "at")
 
 
 def test_the_first_and_last_supported_instants_are_accepted_and_show_in_every_zone() -> None:
