@@ -50,6 +50,7 @@ from philont.migrate.plan import (
 from philont.migrate.report import Status, StepCallback, UpgradeReport
 from philont.migrate.scripts import (
     alembic_config,
+    alembic_ini,
     head_revision,
     history,
     isolated,
@@ -63,6 +64,7 @@ __all__ = [
     "StepCallback",
     "UpgradeReport",
     "alembic_config",
+    "alembic_ini",
     "backup_file",
     "check",
     "head_revision",

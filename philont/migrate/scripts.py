@@ -22,6 +22,12 @@ def script_location() -> Path:
     return packaged if packaged.is_dir() else here.parent / "alembic"
 
 
+def alembic_ini() -> Path:
+    """The ``alembic.ini`` shipped beside our scripts (``script_location = %(here)s``), for
+    the alembic command line: ``alembic -c <this> -x url=... upgrade head``."""
+    return script_location() / "alembic.ini"
+
+
 def alembic_config(target: str | Path | URL | None = None) -> Config:
     """An Alembic Config pointing at our scripts and the given (or default) database."""
     cfg = Config()
