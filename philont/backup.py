@@ -317,6 +317,8 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
     the copy in place with mode 0600. Other processes must have closed the database.
     """
     source = Path(backup_file)
+    if source.is_dir():
+        raise DatabasePathError(str(source), "it is a directory, not a backup file")
     if not source.is_file():
         raise DatabasePathError(str(source), "no such backup file")
     path = _db_file(db)

@@ -203,6 +203,18 @@ class InvalidInputError(PhilontError):
     code = "invalid_input"
 
 
+class FilePathError(InvalidInputError):
+    """A file the caller named, to read or to write (an export, an import), cannot be used: it
+    is a directory, it is missing, or its directory is."""
+
+    code = "file_path"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot use {path!r}: {reason}", path=path, reason=reason)
+        self.path = path
+        self.reason = reason
+
+
 class InvalidTimeRangeError(InvalidInputError):
     """A time window whose end lies before its start."""
 
