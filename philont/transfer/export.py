@@ -113,12 +113,7 @@ def export(
             version_row = conn.execute(
                 "SELECT value FROM memory_meta WHERE key = 'schema_version'"
             ).fetchone()
-            sequences: dict[str, int] = {}
-            if conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'"
-            ).fetchone():
-                sequences = dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
-            header = _header(status.head, version_row, sequences)
+            header = _header(status.head, version_row, _sqlite_sequences(conn))
             with _writer(out) as fh:
                 fh.write(dumps_line(header) + "\n")
                 for table in tables:
@@ -133,6 +128,13 @@ def export(
         schema_revision=status.head,
         path=out if isinstance(out, Path) else None,
     )
+
+
+def _sqlite_sequences(conn: sqlite3.Connection) -> dict[str, int]:
+    """The AUTOINCREMENT high-water marks (none before the first AUTOINCREMENT table)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone():
+        return {}
+    return dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
 
 
 def _header(

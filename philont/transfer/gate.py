@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import Column, Float, Integer, Table
@@ -207,10 +208,20 @@ def _fact_rules(row: Row) -> None:
 
 
 def _calendar_rules(row: Row) -> None:
+    """The calendar's own checks of a rule, then the arithmetic a listing does with it: one
+    expansion into a window of today (a rule like ``INTERVAL=99999999`` days overflows there)."""
     _ordered(row, "starts_at", "ends_at")
     rule = row.get("rrule")
-    if rule is not None:
-        recurrence.validate_rrule(rule, from_epoch_ms(row["starts_at"]), row["timezone"])
+    if rule is None:
+        return
+    start = from_epoch_ms(row["starts_at"])
+    end = None if row.get("ends_at") is None else from_epoch_ms(row["ends_at"])
+    recurrence.validate_rrule(rule, start, row["timezone"])
+    today = datetime.now(UTC)
+    try:
+        recurrence.occurrences(start, end, rule, row["timezone"], today, today, limit=1)
+    except (OverflowError, ValueError) as exc:
+        raise InvalidInputError(f"rrule {rule!r} cannot be expanded: {exc}") from None
 
 
 def _schedule_rules(row: Row) -> None:
