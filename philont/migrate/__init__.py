@@ -17,6 +17,7 @@ from contextlib import closing
 from pathlib import Path
 
 from alembic import command
+from alembic.config import Config
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import URL
 
@@ -108,8 +109,9 @@ def upgrade(
     another Alembic command runs in this process (from a host's env.py or revision).
     """
     if isinstance(target, Connection):
-        url = target.engine.url
-        cfg = alembic_config(url)
+        url = target.engine.url  # the caller's, as it is: its connection is all we use
+        cfg = Config()
+        cfg.set_main_option("script_location", str(script_location()))
         cfg.attributes[CONNECTION_KEY] = target
     else:
         url = resolve_url(target, agent=agent)

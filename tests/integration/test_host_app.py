@@ -284,3 +284,19 @@ def test_on_postgresql_host_and_philont_writes_commit_or_roll_back_together(
         engine.dispose()
     # the bootstrap rows are not facts or notes: a fresh agent has none of either
     assert counts == expected
+
+
+@pytest.mark.postgres
+def test_on_postgresql_philonts_chain_runs_on_a_host_connection(host_schema: str) -> None:
+    engine = create_engine(make_url(pg_url()))  # the host's own engine: no agent anywhere
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(f'SET search_path TO "{host_schema}", public'))
+            conn.commit()
+            report = migrate.upgrade(conn)  # begins and commits its own transaction here
+            assert report.applied[-1] == migrate.head_revision()
+            assert not conn.in_transaction()
+            assert migrate.upgrade(conn).applied == []
+    finally:
+        engine.dispose()
+    assert migrate.status(pg_url(), agent=host_schema).at_head

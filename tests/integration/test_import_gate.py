@@ -421,3 +421,68 @@ def test_many_mutated_exports_are_refused_with_a_line_or_imported_and_readable(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     _fuzz_once(data, export_lines, empty_target, tmp_path_factory.mktemp("fuzz"))
+
+
+# --- the same gate on PostgreSQL -------------------------------------------------------------
+
+
+def _schema_exists(url: Any) -> bool:
+    from sqlalchemy import create_engine as sa_engine
+    from sqlalchemy import text
+
+    from philont.db.engine import pg_schema
+
+    engine = sa_engine(url.set(query={}))
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(
+                text("SELECT count(*) FROM pg_namespace WHERE nspname = :s"),
+                {"s": pg_schema(url)},
+            ).scalar()
+    finally:
+        engine.dispose()
+    return bool(found)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("table", "column", "value"), IMPOSSIBLE[::3])
+def test_on_postgresql_an_impossible_value_is_refused_before_the_schema_exists(
+    table: str,
+    column: str,
+    value: Any,
+    export_lines: list[str],
+    pg_agent: Callable[[], Any],
+    tmp_path: Path,
+) -> None:
+    url = pg_agent()
+    number = _first(export_lines, table)
+    lines = _edit(export_lines, number, **{column: value})
+    with pytest.raises(ImportFormatError) as err:
+        import_(url, _file(tmp_path, lines))
+    assert err.value.line_number == number
+    assert not _schema_exists(url)
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_missing_parent_and_a_repeated_key_name_their_lines(
+    export_lines: list[str], pg_agent: Callable[[], Any], tmp_path: Path
+) -> None:
+    url = pg_agent()
+    number = _line_of(
+        export_lines, "memory_raw_messages", lambda row: row["session_id"] != "global"
+    )
+    orphan = _edit(export_lines, number, session_id="no-such-session")
+    with pytest.raises(ImportForeignKeyError) as err:
+        import_(url, _file(tmp_path, orphan))
+    assert err.value.line_number == number
+
+    skills = [n for n, line in enumerate(export_lines, 1) if '"table":"memory_skills"' in line]
+    name = json.loads(export_lines[skills[0] - 1])["row"]["name"]
+    repeated = _edit(export_lines, skills[1], name=name)
+    with pytest.raises(ImportFormatError) as dup:
+        import_(url, _file(tmp_path, repeated))
+    assert dup.value.line_number == skills[1] and f"line {skills[0]}" in str(dup.value)
+
+    import_(url, _file(tmp_path, export_lines))  # and the file itself goes in
+    with Store.open(url) as store, store.begin(write=False) as mem:
+        assert len(mem.facts.list(None)) > 0
