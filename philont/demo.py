@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from philont import tools
+from philont.demo_learning import learning_scenes
 from philont.memory import Memory
 from philont.store import Store
 
@@ -92,6 +93,7 @@ class Demo:
         self.session_three()
         self.session_four()
         self.session_five()
+        learning_scenes(self)
 
     def session_one(self) -> None:
         self.heading("Session 1 — getting to know each other")

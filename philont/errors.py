@@ -282,3 +282,46 @@ class SessionNotFoundError(NotFoundError):
 
 class ScheduleNotFoundError(NotFoundError):
     code = "schedule_not_found"
+
+
+# --- language models (the self-learning loop) --------------------------------------------------
+
+
+class ModelError(PhilontError):
+    """A call to a language model failed; nothing was written because of it."""
+
+    code = "model_error"
+
+
+class ModelTimeoutError(ModelError):
+    """The model did not answer within the time-out."""
+
+    code = "model_timeout"
+
+
+class ModelHTTPError(ModelError):
+    """The model's server answered with an HTTP error status (``status``)."""
+
+    code = "model_http_error"
+
+    def __init__(self, message: str, *, status: int, **details: object) -> None:
+        super().__init__(message, status=status, **details)
+        self.status = status
+
+    @property
+    def retryable(self) -> bool:
+        """Whether trying again later may help (rate limits, overload, server errors)."""
+        return self.status in (408, 409, 425, 429) or self.status >= 500
+
+
+class ModelUnavailableError(ModelError):
+    """The model cannot be reached or used (connection refused, SDK not installed, script
+    exhausted)."""
+
+    code = "model_unavailable"
+
+
+class ModelEmptyAnswerError(ModelError):
+    """The model answered, but with no text."""
+
+    code = "model_empty_answer"

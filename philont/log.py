@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -52,6 +54,37 @@ class Logger:
     def exception(self, event: str, **kw: Any) -> None:
         """An error with the exception being handled attached."""
         self._emit(logging.ERROR, "exception", event, kw)
+
+
+class _DemoteToDebug(logging.Filter):
+    """Alembic reports each revision at INFO; ours say the same (``migrate.step``) as
+    key-values. A host's INFO-level logging should not get ~40 unstructured lines on the first
+    open, so Alembic's INFO records count as DEBUG while philont migrates: kept only where the
+    host enabled DEBUG for Alembic's loggers."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        if not logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
+            return False
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+@contextmanager
+def alembic_at_debug() -> Iterator[None]:
+    """Within the block, Alembic's INFO records reach handlers as DEBUG records."""
+    logger = logging.getLogger("alembic")
+    demote = _DemoteToDebug()
+    logger.addFilter(demote)
+    for child in ("alembic.runtime.migration", "alembic.runtime.plugins"):
+        logging.getLogger(child).addFilter(demote)
+    try:
+        yield
+    finally:
+        logger.removeFilter(demote)
+        for child in ("alembic.runtime.migration", "alembic.runtime.plugins"):
+            logging.getLogger(child).removeFilter(demote)
 
 
 def get_logger(name: str) -> Logger:

@@ -22,7 +22,7 @@ from philont.clock import Clock, utc_now
 from philont.db.backend import Backend, backend_for
 from philont.db.engine import create_engine, is_postgres, resolve_url, sqlite_path
 from philont.errors import SchemaOutOfDateError, StoreClosedError
-from philont.log import get_logger
+from philont.log import alembic_at_debug, get_logger
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -177,14 +177,15 @@ class Store:
 def ensure_schema(url: URL, *, upgrade: bool) -> None:
     """Create or upgrade the database at ``url`` to head (``upgrade``), or refuse one that is
     not at head. Reads the revision scripts once per process (see ``philont.migrate``)."""
-    from philont import migrate
+    with alembic_at_debug():  # Alembic logs at INFO from its first import on
+        from philont import migrate
 
-    if _at_head(url):
-        return
-    if not upgrade:
-        migrate.check(url)  # raises SchemaOutOfDateError naming the command to run
-        raise SchemaOutOfDateError(f"{url.render_as_string()} is not at head")
-    migrate.upgrade(url)
+        if _at_head(url):
+            return
+        if not upgrade:
+            migrate.check(url)  # raises SchemaOutOfDateError naming the command to run
+            raise SchemaOutOfDateError(f"{url.render_as_string()} is not at head")
+        migrate.upgrade(url)
 
 
 def _at_head(url: URL) -> bool:

@@ -126,6 +126,30 @@ def median(values: Sequence[float]) -> float:
     return percentile(values, 50)
 
 
+BOOTSTRAP_RESAMPLES = 2_000
+BOOTSTRAP_SEED = 7
+
+
+def bootstrap_interval(
+    values: Sequence[float],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = 0.95,
+) -> tuple[float, float, float]:
+    """The mean of ``values`` and a percentile-bootstrap interval for it: ``resamples`` samples
+    of the values drawn with replacement, from a generator seeded with ``seed`` (the same values
+    give the same interval). For a paired comparison, pass the per-item differences."""
+    n = len(values)
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    rng = random.Random(seed)
+    data = list(values)
+    means = sorted(math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples))
+    tail = (1 - level) / 2
+    return math.fsum(data) / n, percentile(means, 100 * tail), percentile(means, 100 * (1 - tail))
+
+
 def fmt_num(value: float, digits: int = 2) -> str:
     if value >= 1000:
         return f"{value:,.0f}"

@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from philont import migrate, settings
 from philont.cli import inspect as cli_inspect
+from philont.cli import learning as cli_learning
 from philont.cli import ops as cli_ops
 from philont.cli.common import Commands, DbOption, JsonOption, err, out
 from philont.logsetup import configure
@@ -35,6 +36,7 @@ app.command()(cli_ops.backup)
 app.command()(cli_ops.restore)
 app.command()(cli_ops.export)
 app.command("import")(cli_ops.import_)
+cli_learning.register(app, cli_inspect.skills_app)
 
 
 @app.callback()

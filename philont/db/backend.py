@@ -26,12 +26,10 @@ __all__ = ["Backend", "PostgresBackend", "Raw", "SqliteBackend", "backend_for"]
 R = TypeVar("R", bound=NamedTuple)
 
 
-class _Cursor(Protocol):
-    def fetchall(self) -> list[Any]: ...
-
-
 class _DbApi(Protocol):
-    def execute(self, sql: str, params: Any = ..., /) -> _Cursor: ...
+    """A DB-API connection: sqlite3's, psycopg's, or an async driver's adapter."""
+
+    def cursor(self) -> Any: ...
 
 
 class Raw:
@@ -49,15 +47,21 @@ class Raw:
         self.postgres = postgres
         self.mark = "%s" if postgres else "?"
 
+    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        cursor = self._conn.cursor()
+        cursor.execute(sql, tuple(params))
+        return cursor
+
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Every row of one read statement (bound parameters only)."""
-        return self._conn.execute(sql, tuple(params)).fetchall()
+        rows: list[tuple[Any, ...]] = self._execute(sql, params).fetchall()
+        return rows
 
     def named(self, row_type: type[R], sql: str, params: Sequence[Any] = ()) -> list[R]:
         """Every row of one read statement as ``row_type`` (its fields are the columns, in the
         order the statement selects them)."""
         make = row_type._make
-        return [make(r) for r in self._conn.execute(sql, tuple(params)).fetchall()]
+        return [make(r) for r in self._execute(sql, params).fetchall()]
 
     def insert(self, sql: str, params: Sequence[Any]) -> int:
         """Run one single-row INSERT into a table with an integer id and return the id. A
@@ -65,10 +69,14 @@ class Raw:
         PostgreSQL it is contained in a savepoint, so the transaction goes on (as on SQLite)."""
         try:
             if not self.postgres:
-                cursor: Any = self._conn.execute(sql, tuple(params))
-                return int(cursor.lastrowid)
-            with self._conn.transaction():  # type: ignore[attr-defined]  # psycopg: a SAVEPOINT
-                row = self._conn.execute(f"{sql} RETURNING id", tuple(params)).fetchall()
+                return int(self._execute(sql, params).lastrowid)
+            self._execute("SAVEPOINT philont_insert", ())
+            try:
+                row = self._execute(f"{sql} RETURNING id", params).fetchall()
+            except Exception:
+                self._execute("ROLLBACK TO SAVEPOINT philont_insert", ())
+                raise
+            self._execute("RELEASE SAVEPOINT philont_insert", ())
             return int(row[0][0])
         except Exception as exc:
             base = _driver_error_base(exc)
@@ -104,12 +112,13 @@ class Backend:
 
     def raw(self, session: Session) -> Raw:
         """The DB-API connection under ``session``'s transaction, pending ORM changes flushed
-        first (as an ORM query would, with autoflush on)."""
+        first (as an ORM query would, with autoflush on). Under an async engine this is the
+        driver's adapter, which awaits each statement on the event loop for us."""
         if session.autoflush:
             session.flush()
-        driver = session.connection().connection.driver_connection
-        assert driver is not None, "a connection inside a transaction is checked out"
-        return Raw(driver, postgres=not self.keeps_nul)
+        dbapi = session.connection().connection.dbapi_connection
+        assert dbapi is not None, "a connection inside a transaction is checked out"
+        return Raw(dbapi, postgres=not self.keeps_nul)
 
     def scorer(self) -> Scorer:
         raise NotImplementedError

@@ -6,6 +6,7 @@ import functools
 import os
 import re
 import sqlite3
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -192,9 +193,20 @@ BEGIN_OPTION = "philont_begin"
 BEGIN_MODES = ("DEFERRED", "IMMEDIATE")
 
 
-def _install_sqlite_hooks(
+_WITH_HOOKS: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def has_sqlite_hooks(engine: Engine) -> bool:
+    """Whether ``engine`` runs philont's SQLite set-up: transactional BEGIN (so SAVEPOINTs and
+    DDL are transactional), WAL, busy timeout, foreign keys."""
+    return engine in _WITH_HOOKS
+
+
+def install_sqlite_hooks(
     engine: Engine, *, foreign_keys: bool, busy_timeout_ms: int | None = None
 ) -> None:
+    _WITH_HOOKS.add(engine)
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
         # pysqlite's own transaction handling would make DDL and SAVEPOINT non-transactional;
@@ -222,8 +234,12 @@ def _install_sqlite_hooks(
         # Straight on the DB-API connection: a statement through SQLAlchemy's execution
         # machinery costs more than the BEGIN itself, on every transaction. A failure (BEGIN
         # IMMEDIATE on a locked file) is raised as SQLAlchemy would have wrapped it.
+        dbapi = conn.connection.dbapi_connection
         try:
-            conn.connection.driver_connection.execute(statement)
+            if isinstance(dbapi, sqlite3.Connection):
+                dbapi.execute(statement)
+            else:  # the async driver's adapter (aiosqlite): a cursor, awaited for us
+                dbapi.cursor().execute(statement)
         except sqlite3.Error as exc:
             raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
 
@@ -258,7 +274,7 @@ def create_engine(
     else:
         check_file(path, create=create)
         engine = sa_create_engine(url, echo=echo)
-    _install_sqlite_hooks(engine, foreign_keys=foreign_keys, busy_timeout_ms=busy_timeout_ms)
+    install_sqlite_hooks(engine, foreign_keys=foreign_keys, busy_timeout_ms=busy_timeout_ms)
     return engine
 
 
@@ -271,13 +287,13 @@ def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
         engine = sa_create_engine(url, echo=echo, pool_pre_ping=True)
     except ModuleNotFoundError as exc:
         raise BackendError("PostgreSQL needs psycopg: pip install 'philont[postgres]'") from exc
-    event.listen(engine, "before_cursor_execute", _refuse_nul)
+    event.listen(engine, "before_cursor_execute", refuse_nul)
     if create:
         ensure_pg_schema(engine, schema)
     return engine
 
 
-def _refuse_nul(
+def refuse_nul(
     _conn: Any, _cursor: Any, _statement: str, parameters: Any, _context: Any, executemany: bool
 ) -> None:
     """PostgreSQL text cannot hold U+0000 (SQLite can): refuse it with a typed error before the

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from philont.domain import decay
 from philont.domain.timeparse import iso
 
-__all__ = ["is_expired", "rank_score", "time_tag"]
+__all__ = ["is_expired", "is_valid_at", "rank_score", "time_tag"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -19,6 +19,18 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def is_expired(*, fact_kind: str, valid_until_ms: int | None, now_ms: int) -> bool:
     """A state whose validity window closed before ``now_ms``. Events never expire."""
     return fact_kind != "event" and valid_until_ms is not None and valid_until_ms < now_ms
+
+
+def is_valid_at(
+    *, fact_kind: str, valid_from_ms: int | None, valid_until_ms: int | None, at_ms: int
+) -> bool:
+    """Whether a fact holds at ``at_ms``: a state inside its validity window (an open bound is
+    open; neither expired nor yet to begin); an event always (it is an occurrence, kept)."""
+    if fact_kind == "event":
+        return True
+    if valid_from_ms is not None and valid_from_ms > at_ms:
+        return False
+    return not is_expired(fact_kind=fact_kind, valid_until_ms=valid_until_ms, now_ms=at_ms)
 
 
 def rank_score(

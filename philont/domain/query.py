@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 __all__ = [
@@ -210,6 +210,66 @@ def _clean(text: str) -> str:
         return text
 
 
+@dataclass
+class _Terms:
+    """The terms a plan collects, in order of appearance, capped at ``max_terms``."""
+
+    max_terms: int
+    words: dict[str, None] = field(default_factory=dict)
+    short_words: dict[str, None] = field(default_factory=dict)
+    cjk: dict[str, None] = field(default_factory=dict)
+    singles: dict[str, None] = field(default_factory=dict)
+    long_cjk: dict[str, None] = field(default_factory=dict)
+
+    def room(self) -> bool:
+        return len(self.words) + len(self.cjk) < self.max_terms
+
+    def add_cjk(self, span: str) -> None:
+        for segment in _cjk_segments(span):
+            if len(segment) == 1:
+                self.singles.setdefault(segment)
+                continue
+            if len(segment) >= 3:
+                self.long_cjk.setdefault(segment)
+            for gram in _bigrams(segment):
+                if self.room():
+                    self.cjk.setdefault(gram)
+
+    def add_word(self, span: str) -> None:
+        word = span.lower().translate(_APOSTROPHES)
+        if word.endswith("'s") and len(word) > 2:
+            word = word[:-2]  # the possessive: Caroline's -> caroline
+        if word in _EN_STOP:
+            return
+        if len(word) == 1:
+            self.short_words.setdefault(word)
+            return
+        self.words.setdefault(word)
+
+    def fall_back_to_single_characters(self) -> None:
+        """Only one-character terms were found: search them rather than nothing."""
+        for w in self.short_words:
+            if w not in _EN_STOP and len(self.words) < self.max_terms:
+                self.words.setdefault(w)
+        for s in self.singles:
+            if self.room():
+                self.cjk.setdefault(s)
+
+    def plan(self) -> SearchPlan | None:
+        word_list = tuple(self.words)
+        like_terms = tuple(self.cjk)
+        if not word_list and not like_terms:
+            return None
+        trigram_terms = [w for w in word_list if len(w) >= 3] + list(self.long_cjk)
+        return SearchPlan(
+            terms=word_list + like_terms,
+            words=word_list,
+            fts_expression=" OR ".join(quote(w) for w in word_list) or None,
+            trigram_expression=" OR ".join(quote(t) for t in trigram_terms) or None,
+            like_terms=like_terms,
+        )
+
+
 def build_plan(text: str, *, max_terms: int = 16) -> SearchPlan | None:
     """Turn arbitrary user text into a :class:`SearchPlan`, or None when nothing is searchable.
 
@@ -223,58 +283,15 @@ def build_plan(text: str, *, max_terms: int = 16) -> SearchPlan | None:
     classes = _classify(cleaned)
     # A cut text ends mid-word: its last piece is dropped unless it is all there is.
     cut_end = len(cleaned) if len(text) > MAX_SCAN_CHARS else -1
-    words: dict[str, None] = {}
-    short_words: dict[str, None] = {}
-    cjk: dict[str, None] = {}
-    singles: dict[str, None] = {}
-    long_cjk: dict[str, None] = {}
+    terms = _Terms(max_terms)
     for m in _SPAN.finditer(classes):
-        if len(words) + len(cjk) >= max_terms:
-            break
-        if m.end() == cut_end and (words or cjk):
+        if not terms.room() or (m.end() == cut_end and (terms.words or terms.cjk)):
             break
         span = cleaned[m.start() : m.end()][:MAX_TERM_CHARS]
         if classes[m.start()] == _CJK:
-            for segment in _cjk_segments(span):
-                if len(segment) == 1:
-                    singles.setdefault(segment)
-                    continue
-                if len(segment) >= 3:
-                    long_cjk.setdefault(segment)
-                for gram in _bigrams(segment):
-                    if len(words) + len(cjk) < max_terms:
-                        cjk.setdefault(gram)
-            continue
-        word = span.lower().translate(_APOSTROPHES)
-        if word.endswith("'s") and len(word) > 2:
-            word = word[:-2]  # the possessive: Caroline's -> caroline
-        if word in _EN_STOP:
-            continue
-        if len(word) == 1:
-            short_words.setdefault(word)
-            continue
-        words.setdefault(word)
-    if not words and not cjk:
-        # Only one-character terms are left: search them rather than nothing.
-        for w in short_words:
-            if w not in _EN_STOP and len(words) < max_terms:
-                words.setdefault(w)
-        for s in singles:
-            if len(words) + len(cjk) < max_terms:
-                cjk.setdefault(s)
-    if not words and not cjk:
-        return None
-    word_list = tuple(words)
-    like_terms = tuple(cjk)
-    if not word_list and not like_terms:
-        return None
-    fts_expression = " OR ".join(quote(w) for w in word_list) or None
-    trigram_terms = [w for w in word_list if len(w) >= 3] + list(long_cjk)
-    trigram_expression = " OR ".join(quote(t) for t in trigram_terms) or None
-    return SearchPlan(
-        terms=word_list + like_terms,
-        words=word_list,
-        fts_expression=fts_expression,
-        trigram_expression=trigram_expression,
-        like_terms=like_terms,
-    )
+            terms.add_cjk(span)
+        else:
+            terms.add_word(span)
+    if not terms.words and not terms.cjk:
+        terms.fall_back_to_single_characters()
+    return terms.plan()

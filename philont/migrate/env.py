@@ -97,7 +97,7 @@ class _Run:
         rev = step.up_revision_id
         if self.report is not None:
             self.report.applied.append(rev)
-        log.info("migrate.step", revision=rev)
+        log.debug("migrate.step", revision=rev)
         if self.on_step is not None:
             self.on_step(rev)
 

@@ -180,9 +180,12 @@ def _json_value(value: Any) -> Any:
         raise ValueError("must not be null (forget the fact instead)")
     # The round trip both validates and gives the value exactly as a later read returns it.
     try:
-        return json.loads(dumps_compact(value))
+        text = dumps_compact(value)
     except InvalidInputError as exc:
         raise ValueError(exc.message) from exc
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValueError(f"is {len(text):,} characters of JSON; at most {MAX_TEXT_CHARS:,}")
+    return json.loads(text)
 
 
 def _aware(value: datetime) -> datetime:
@@ -280,8 +283,19 @@ FactKindName = Annotated[
 ]
 FactValue = Annotated[
     Any,
-    Field(description="The value: text, number, boolean, list or object."),
     AfterValidator(_json_value),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "number"},
+                {"type": "boolean"},
+                {"type": "array"},
+                {"type": "object"},
+            ],
+            "description": "The value: text, number, boolean, list or object.",
+        }
+    ),
 ]
 Confidence = Annotated[
     StrictFloat,

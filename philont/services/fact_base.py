@@ -8,11 +8,12 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, Text, and_, or_, type_coerce
+from sqlalchemy.orm import aliased
 
 from philont.db.models import Fact
 from philont.db.types import to_epoch_ms
 from philont.domain import decay
-from philont.domain.facts import is_expired, rank_score
+from philont.domain.facts import is_expired, is_valid_at, rank_score
 from philont.domain.query import like_escape as _like_escape
 from philont.errors import (
     NotFoundError,
@@ -88,6 +89,31 @@ def expired(row: Fact | Any, now_ms: int) -> bool:
     )
 
 
+def valid_raw(row: Any, at_ms: int) -> bool:
+    """:func:`philont.domain.facts.is_valid_at` of raw stored values (``SCORE_COLUMNS``)."""
+    return is_valid_at(
+        fact_kind=row.fact_kind,
+        valid_from_ms=row.valid_from,
+        valid_until_ms=row.valid_until,
+        at_ms=at_ms,
+    )
+
+
+def current_as_of(stmt: Any, believed: datetime | None) -> Any:
+    """``stmt`` restricted to the current versions: today's (not superseded, not forgotten),
+    or with ``believed`` those current as we believed them then (recorded by then, and not
+    yet superseded or forgotten by then)."""
+    if believed is None:
+        return stmt.where(CURRENT)
+    successor = aliased(Fact)
+    return (
+        stmt.outerjoin(successor, successor.id == Fact.superseded_by)
+        .where(Fact.created_at <= believed)
+        .where(or_(Fact.forgotten_at.is_(None), Fact.forgotten_at > believed))
+        .where(or_(Fact.superseded_by.is_(None), successor.created_at > believed))
+    )
+
+
 def to_record(row: Fact | Any, *, score: float | None = None) -> FactRecord:
     """A read model from an ORM row or a column row with the same attribute names."""
     return FactRecord(
@@ -124,6 +150,7 @@ SCORE_COLUMNS = (
     type_coerce(Fact.last_accessed_at, Integer).label("last_accessed_at"),
     Fact.decay_tau_days,
     type_coerce(Fact.fact_kind, Text).label("fact_kind"),
+    type_coerce(Fact.valid_from, Integer).label("valid_from"),
     type_coerce(Fact.valid_until, Integer).label("valid_until"),
 )
 

@@ -7,12 +7,11 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_, select
 
 from philont.db.models import Fact
 from philont.db.types import to_epoch_ms
 from philont.domain import decay
-from philont.domain.facts import is_expired
 from philont.domain.kinds import AccessTarget, FactKind
 from philont.errors import (
     InvalidTimeRangeError,
@@ -25,6 +24,7 @@ from philont.services.fact_base import (
     SCORE_COLUMNS,
     FactIdNotFoundError,
     aware,
+    current_as_of,
     exact_namespace,
     expired,
     log,
@@ -34,6 +34,7 @@ from philont.services.fact_base import (
     score_raw,
     score_record,
     to_record,
+    valid_raw,
 )
 from philont.services.fact_time import FactTime
 
@@ -193,65 +194,68 @@ class FactService(FactTime):
         prefix: bool = False,
         ranked: bool = False,
         now: datetime | None = None,
-        include_expired: bool = True,
+        include_expired: bool = False,
+        as_of: datetime | None = None,
         limit: int | None = None,
     ) -> builtins.list[FactRecord]:
-        """Current facts of a namespace, without refreshing access.
+        """Current facts of a namespace that hold at ``now``, without refreshing access.
 
         ``namespace`` is matched exactly, or with ``prefix=True`` (or the pattern form
         ``'user.*'``) as ``user`` plus every ``user.<child>`` — never ``username``. ``None`` or
         ``'*'`` lists every namespace. Ordered by namespace and key, or with ``ranked=True`` by
-        decay score at ``now`` (default: the clock), highest first, with ``score`` filled in.
-        ``include_expired=False`` drops states whose ``valid_until`` lies before ``now``.
-        ``limit`` keeps the first N after ordering.
+        decay score at ``now``, highest first, with ``score`` filled in. By default only what
+        is valid at ``now`` (default: the clock) is listed: states inside their validity window
+        (not expired, not yet to begin) and events; ``include_expired=True`` lists every
+        current version. ``as_of`` lists the versions current as we believed them then
+        (recorded by then, not yet superseded or forgotten then), valid at ``as_of`` unless
+        ``now`` says otherwise. ``limit`` keeps the first N after ordering.
         """
         cond = namespace_filter(namespace, prefix=prefix)
-        at = self._now() if now is None else aware(now, "now")
-        # Plain column rows, not ORM objects: every turn's prefix ranks all current facts.
-        stmt = (
-            select(*FACT_COLUMNS).where(CURRENT).order_by(Fact.namespace, Fact.key, Fact.created_at)
-        )
+        believed = optional_aware(as_of, "as_of")
+        at = aware(now, "now") if now is not None else believed or self._now()
+        at_ms = to_epoch_ms(at)
+        stmt = current_as_of(select(Fact.id).select_from(Fact), believed)
         if cond is not None:
             stmt = stmt.where(cond)
-        if not ranked:
-            at_ms = to_epoch_ms(at)
-            rows: builtins.list[Any] = [
-                r for r in self.session.execute(stmt) if include_expired or not expired(r, at_ms)
-            ]
-            return [to_record(r) for r in rows[:limit]]
-        # Rank on the few columns the score needs, then load only the winners in full.
-        light = stmt.with_only_columns(*SCORE_COLUMNS)
-        at_ms = to_epoch_ms(at)
-        scored = [
-            (score_raw(r, at_ms), r.id)
-            for r in self.session.execute(light)
-            if include_expired
-            or not is_expired(fact_kind=r.fact_kind, valid_until_ms=r.valid_until, now_ms=at_ms)
+        # Rank and filter on raw columns, then load only the winners in full: every turn's
+        # prefix ranks all current facts.
+        light = [
+            r
+            for r in self.session.execute(
+                stmt.with_only_columns(*SCORE_COLUMNS, Fact.key).order_by(
+                    Fact.namespace, Fact.key, Fact.created_at
+                )
+            )
+            if include_expired or valid_raw(r, at_ms)
         ]
-        # sorted() is stable: equal scores keep the (namespace, key) order
-        scored.sort(key=lambda pair: -pair[0])
-        top = scored[:limit]
+        chosen: builtins.list[tuple[float | None, str]] = [(None, r.id) for r in light]
+        if ranked:
+            scored = [(score_raw(r, at_ms), r.id) for r in light]
+            # sorted() is stable: equal scores keep the (namespace, key) order
+            scored.sort(key=lambda pair: -pair[0])
+            chosen = [(score, i) for score, i in scored]
+        chosen = chosen[:limit]
         full = {
             r.id: r
             for r in self.session.execute(
-                select(*FACT_COLUMNS).where(Fact.id.in_([i for _, i in top]))
+                select(*FACT_COLUMNS).where(Fact.id.in_([i for _, i in chosen]))
             )
         }
-        return [to_record(full[i], score=score) for score, i in top]
+        return [to_record(full[i], score=score) for score, i in chosen]
 
-    def count(self, *, now: datetime | None = None, include_expired: bool = True) -> int:
-        """How many current (active, not forgotten) facts there are, in every namespace."""
-        stmt = select(func.count()).select_from(Fact).where(CURRENT)
-        if not include_expired:
-            at = self._now() if now is None else aware(now, "now")
-            stmt = stmt.where(
-                or_(
-                    Fact.fact_kind == FactKind.EVENT,
-                    Fact.valid_until.is_(None),
-                    Fact.valid_until >= at,
-                )
-            )
-        return int(self.session.scalar(stmt) or 0)
+    def count(
+        self,
+        *,
+        now: datetime | None = None,
+        include_expired: bool = False,
+        as_of: datetime | None = None,
+    ) -> int:
+        """How many facts :meth:`list` would list for every namespace."""
+        believed = optional_aware(as_of, "as_of")
+        at = aware(now, "now") if now is not None else believed or self._now()
+        at_ms = to_epoch_ms(at)
+        stmt = current_as_of(select(*SCORE_COLUMNS).select_from(Fact), believed)
+        return sum(1 for r in self.session.execute(stmt) if include_expired or valid_raw(r, at_ms))
 
     def history(self, namespace: str, key: str) -> builtins.list[FactRecord]:
         """Every version of ``namespace.key``, superseded and forgotten ones included: the

@@ -16,15 +16,12 @@ from philont.db.backend import Raw
 from philont.db.queries import facts as fact_rows
 from philont.db.queries import notes as note_rows
 from philont.db.queries import skills as skill_rows
-from philont.db.queries.facts import CurrentFact
 from philont.db.queries.skills import RankedSkill
 from philont.db.types import dumps_compact, to_epoch_ms
 from philont.domain import decay
-from philont.domain import facts as fact_rules
-from philont.domain.facts import is_expired, time_tag
+from philont.domain.facts import is_valid_at, time_tag
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
-    callable_skill,
     caveat,
     parse_grade,
 )
@@ -34,6 +31,7 @@ from philont.errors import InvalidInputError
 from philont.schemas import inputs
 from philont.schemas.prefix import MemoryPrefixResult, PrefixSection
 from philont.services.base import Service
+from philont.services.fact_base import score_raw
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -94,27 +92,6 @@ def _compact_json(stored: str) -> str:
     return dumps_compact(json.loads(stored))
 
 
-def rank_score(row: CurrentFact, now_ms: int) -> float:
-    return fact_rules.rank_score(
-        namespace=row.namespace,
-        confidence=row.confidence,
-        created_ms=row.created_at,
-        accessed_ms=row.last_accessed_at,
-        tau_override=row.decay_tau_days,
-        now_ms=now_ms,
-    )
-
-
-def _callable(row: RankedSkill) -> bool:
-    return callable_skill(
-        maturity=row.maturity,
-        recipe_revision=row.recipe_revision,
-        steps=row.steps_json,
-        verification=row.verification,
-        tool_policy=row.tool_policy_json,
-    )
-
-
 def _stored_kind(value: str) -> SkillKind:
     return _KINDS.get(value, _POSITIVE)  # the model reads an unknown kind as positive
 
@@ -160,13 +137,16 @@ class MemoryPrefix(Service):
         return self._assemble(sections, limits.budget_tokens)
 
     def _facts(self, raw: Raw, now_ms: int, limit: int) -> tuple[Iterator[str], int]:
-        """The best ``limit`` current, unexpired facts by decay score at ``now_ms`` (ties keep
+        """The best ``limit`` current facts valid at ``now_ms`` by decay score (ties keep
         namespace, key order), as lines formatted on demand; and how many such facts exist."""
         scored = [
-            (-rank_score(row, now_ms), row)
+            (-score_raw(row, now_ms), row)
             for row in fact_rows.current(raw)
-            if not is_expired(
-                fact_kind=row.fact_kind, valid_until_ms=row.valid_until, now_ms=now_ms
+            if is_valid_at(
+                fact_kind=row.fact_kind,
+                valid_from_ms=row.valid_from,
+                valid_until_ms=row.valid_until,
+                at_ms=now_ms,
             )
         ]
         scored.sort(key=itemgetter(0))  # stable: equal scores keep the SQL order
@@ -205,7 +185,7 @@ class MemoryPrefix(Service):
         ranked = sorted(skill_rows.not_deprecated(raw), key=score, reverse=True)
         usable = [
             row
-            for row in itertools.islice(filter(_callable, ranked), limits.skills)
+            for row in itertools.islice(filter(skill_rows.is_callable, ranked), limits.skills)
             if _stored_kind(row.kind) == _POSITIVE
         ]
         negative = [row for row in ranked if row.kind == SkillKind.NEGATIVE.value][: limits.lessons]

@@ -43,7 +43,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import InstrumentedAttribute
@@ -67,6 +67,11 @@ from philont.schemas.reflector import (
     SkipReason,
 )
 from philont.services.base import Service
+
+if TYPE_CHECKING:
+    from philont.learning.config import LearningConfig
+    from philont.llm.base import ModelClient
+    from philont.schemas.learning import SkillReflectionReport
 
 __all__ = ["DEFAULT_WINDOW", "ReflectorService"]
 
@@ -167,7 +172,28 @@ class _Timeline:
 
 
 class ReflectorService(Service):
-    """Turns the action log into skill outcomes (flushes, never commits)."""
+    """Turns the action log into skill outcomes (flushes, never commits); :meth:`reflect` turns
+    a conversation into skills with a model (the self-learning loop, :mod:`philont.learning`)."""
+
+    def reflect(
+        self,
+        model: ModelClient,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        config: LearningConfig | None = None,
+    ) -> SkillReflectionReport:
+        """Ask ``model`` for the skills and anti-patterns of one session (or the time range
+        ``since <= t <= until``) and write them by the learning rules: what was created,
+        updated, merged, left unchanged, refused or rejected, each with its reason, and the
+        tokens used. A proposal never overwrites a playbook, a stable skill, a recipe or a
+        skill from disk or a package."""
+        from philont.learning import Learner
+
+        return Learner(self.mem, model, config=config).reflect(
+            session_id=session_id, since=since, until=until
+        )
 
     def run(
         self,

@@ -86,13 +86,16 @@ class TimelineRetriever(Service):
         recall_candidates: int = DEFAULT_RECALL_CANDIDATES,
         session_ids: Sequence[str] | None = None,
         now: datetime | None = None,
+        around: datetime | None = None,
     ) -> RetrievalResult:
         """Return the context window for a turn whose user message is ``query``.
 
-        Messages stamped after ``now`` (when given) are ignored. ``session_ids`` restricts both
-        sections (None or empty: every session). The result lists the recalled messages
-        (chronological), then a separator if both sections are non-empty, then the recent
-        messages (chronological), with roles mapped for an LLM (tool -> user).
+        Messages stamped after ``now`` (when given) are ignored. ``around``: recall prefers
+        the messages near that time (see ``SearchService.messages``), never requires them.
+        ``session_ids`` restricts both sections (None or empty: every session). The result
+        lists the recalled messages (chronological), then a separator if both sections are
+        non-empty, then the recent messages (chronological), with roles mapped for an LLM
+        (tool -> user).
         """
         query = inputs.check(inputs.Query, query, "query")
         for name, value in (
@@ -113,7 +116,7 @@ class TimelineRetriever(Service):
         )
         dropped_system = self._dropped_system(raw, recent, recent_limit, sessions, now_ms)
         recalled, recall_tokens = self._recall(
-            query.strip(), recall_budget_tokens, recall_candidates, sessions, now, recent
+            query.strip(), recall_budget_tokens, recall_candidates, sessions, now, recent, around
         )
         return RetrievalResult(
             messages=_window(recalled, recent),
@@ -133,6 +136,7 @@ class TimelineRetriever(Service):
         sessions: tuple[str, ...],
         now: datetime | None,
         recent: list[MessageRow],
+        around: datetime | None,
     ) -> tuple[list[ScoredMessage], int]:
         """The recall section (chronological) and its token total: the best keyword matches
         not already in the recency window, best first into the budget (a match that does not
@@ -147,6 +151,8 @@ class TimelineRetriever(Service):
             session_ids=sessions or None,
             until=now,
             exclude_ids={r.id for r in recent},
+            now=now,
+            around=around,
         )
         recalled: list[ScoredMessage] = []
         tokens = 0

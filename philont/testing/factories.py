@@ -1,7 +1,15 @@
-"""factory-boy factories for every table, for seeding test data (``bind(session)`` first).
+"""factory-boy factories for every table, to seed test data (``pip install 'philont[testing]'``).
+
+    with factories.bound(session):               # or a unit of work: bound(mem)
+        fact = factories.FactFactory.create(namespace="user.home", pinned=True)   # -> m.Fact
+        factories.RawMessageFactory.create(in_new_session=True)
 
 Persistence is "flush": ids are assigned and the FTS triggers fire, but the caller's transaction
-decides whether anything is committed.
+decides whether anything is committed. ``bound`` sets the session for the block and restores the
+previous one after it (blocks nest); a host's subclass of any factory here is bound as well.
+``Factory.create(...)`` and ``create_batch(...)`` are typed (the model's class); parameter names
+follow the read models (``grade=`` for a skill, as ``SkillRecord.grade``). Related rows come
+from sub-factories (a message ``in_new_session``, a recipe's skill, a node's reasoning session).
 """
 
 from __future__ import annotations
@@ -9,8 +17,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 import factory
 from factory.alchemy import SQLAlchemyModelFactory
@@ -19,6 +28,9 @@ from sqlalchemy.orm import Session
 from philont.db import models as m
 from philont.domain.kinds import FactKind, Role, SkillKind
 from philont.domain.maturity import Grade
+from philont.memory import Memory
+
+M = TypeVar("M")
 
 BASE_TIME = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 
@@ -31,14 +43,37 @@ def _at(n: int) -> datetime:
     return BASE_TIME + timedelta(minutes=n)
 
 
-class _Base(SQLAlchemyModelFactory):
+_SESSION: ContextVar[Session | None] = ContextVar("philont_factory_session", default=None)
+
+
+def _current_session() -> Session:
+    session = _SESSION.get()
+    if session is None:
+        raise RuntimeError(
+            "no session for the factories: use `with factories.bound(session):` (or bind())"
+        )
+    return session
+
+
+class _Base(SQLAlchemyModelFactory, Generic[M]):
+    """Every factory here (and a host's subclass) takes its session from ``bound``/``bind``."""
+
     class Meta:
         abstract = True
-        sqlalchemy_session = None
+        sqlalchemy_session_factory = _current_session
         sqlalchemy_session_persistence = "flush"
 
+    @classmethod
+    def create(cls, **kwargs: Any) -> M:
+        """A flushed row of the model (typed)."""
+        return cast(M, super().create(**kwargs))
 
-class RawSessionFactory(_Base):
+    @classmethod
+    def create_batch(cls, size: int, **kwargs: Any) -> list[M]:
+        return cast(list[M], super().create_batch(size, **kwargs))
+
+
+class RawSessionFactory(_Base[m.RawSession]):
     class Meta:
         model = m.RawSession
 
@@ -47,7 +82,7 @@ class RawSessionFactory(_Base):
     ended_at = None
 
 
-class RawMessageFactory(_Base):
+class RawMessageFactory(_Base[m.RawMessage]):
     class Meta:
         model = m.RawMessage
 
@@ -56,8 +91,14 @@ class RawMessageFactory(_Base):
     content = factory.Sequence(lambda n: f"message number {n} about the Berlin apartment")
     timestamp = factory.Sequence(_at)
 
+    class Params:
+        # a session of its own (a RawSessionFactory row) instead of the global one
+        in_new_session = factory.Trait(
+            session_id=factory.LazyFunction(lambda: RawSessionFactory.create().id)
+        )
 
-class NoteFactory(_Base):
+
+class NoteFactory(_Base[m.Note]):
     class Meta:
         model = m.Note
 
@@ -70,7 +111,7 @@ class NoteFactory(_Base):
         forgotten = factory.Trait(forgotten_at=factory.LazyAttribute(lambda o: o.created_at))
 
 
-class FactFactory(_Base):
+class FactFactory(_Base[m.Fact]):
     class Meta:
         model = m.Fact
 
@@ -92,7 +133,7 @@ class FactFactory(_Base):
         )
 
 
-class ActionFactory(_Base):
+class ActionFactory(_Base[m.Action]):
     class Meta:
         model = m.Action
 
@@ -104,7 +145,7 @@ class ActionFactory(_Base):
     timestamp = factory.Sequence(_at)
 
 
-class SkillFactory(_Base):
+class SkillFactory(_Base[m.Skill]):
     class Meta:
         model = m.Skill
 
@@ -115,18 +156,51 @@ class SkillFactory(_Base):
     action_template = "1. run pandoc in.md -o out.docx\n2. check the file opens"
     created_at = factory.Sequence(_at)
     kind = SkillKind.POSITIVE
-    maturity = Grade.DRAFT
+    maturity = factory.SelfAttribute("grade")  # the column; read models call it grade
 
     class Params:
-        deprecated = factory.Trait(
-            maturity=Grade.DEPRECATED, failure_count=3, consecutive_failures=3
-        )
-        stable = factory.Trait(maturity=Grade.STABLE, success_count=6, use_count=6)
-        playbook = factory.Trait(maturity=Grade.PLAYBOOK)
+        grade = Grade.DRAFT
+        deprecated = factory.Trait(grade=Grade.DEPRECATED, failure_count=3, consecutive_failures=3)
+        stable = factory.Trait(grade=Grade.STABLE, success_count=6, use_count=6)
+        playbook = factory.Trait(grade=Grade.PLAYBOOK)
         negative = factory.Trait(kind=SkillKind.NEGATIVE)
 
 
-class AccessLogEntryFactory(_Base):
+class SkillRecipeFactory(_Base[m.SkillRecipe]):
+    """A complete recipe (steps, verification, tool policy) of a new skill."""
+
+    class Meta:
+        model = m.SkillRecipe
+
+    skill_id = factory.LazyFunction(lambda: SkillFactory.create().id)
+    steps = factory.LazyFunction(lambda: ["pandoc in.md -o out.docx", "open out.docx"])
+    verification = "out.docx opens and shows the headings"
+    tool_policy = factory.LazyFunction(lambda: ["shell"])
+    revision = 1
+    updated_at = BASE_TIME
+
+
+class SkillRevisionFactory(_Base[m.SkillRevision]):
+    """A replaced revision of a new skill's recipe, with its outcome counts."""
+
+    class Meta:
+        model = m.SkillRevision
+
+    skill_id = factory.LazyFunction(lambda: SkillFactory.create().id)
+    revision = 1
+    description = "Convert a markdown file to a Word document"
+    action_template = "1. run pandoc"
+    trigger_keywords = factory.LazyFunction(lambda: ["markdown", "word"])
+    steps = factory.LazyFunction(lambda: ["pandoc in.md -o out.docx"])
+    verification = None
+    tool_policy = factory.LazyFunction(lambda: ["shell"])
+    success_count = 1
+    failure_count = 2
+    created_at = BASE_TIME
+    replaced_at = factory.LazyFunction(lambda: BASE_TIME + timedelta(days=1))
+
+
+class AccessLogEntryFactory(_Base[m.AccessLogEntry]):
     class Meta:
         model = m.AccessLogEntry
 
@@ -135,7 +209,7 @@ class AccessLogEntryFactory(_Base):
     accessed_at = factory.Sequence(_at)
 
 
-class CalendarEventFactory(_Base):
+class CalendarEventFactory(_Base[m.CalendarEvent]):
     class Meta:
         model = m.CalendarEvent
 
@@ -146,7 +220,7 @@ class CalendarEventFactory(_Base):
     created_at = BASE_TIME
 
 
-class ScheduleFactory(_Base):
+class ScheduleFactory(_Base[m.Schedule]):
     class Meta:
         model = m.Schedule
 
@@ -162,12 +236,12 @@ class ScheduleFactory(_Base):
         disabled = factory.Trait(enabled=False)
 
 
-class ScheduleOutcomeFactory(_Base):
+class ScheduleOutcomeFactory(_Base[m.ScheduleOutcome]):
     class Meta:
         model = m.ScheduleOutcome
 
     id = factory.LazyFunction(_uuid)
-    schedule_id = factory.LazyFunction(_uuid)
+    schedule_id = factory.LazyFunction(lambda: ScheduleFactory.create().id)
     fired_at = factory.Sequence(_at)
     duration_ms = 1200
     outcome = "ok"
@@ -175,7 +249,7 @@ class ScheduleOutcomeFactory(_Base):
     created_at = factory.LazyAttribute(lambda o: o.fired_at)
 
 
-class PursuitFactory(_Base):
+class PursuitFactory(_Base[m.Pursuit]):
     class Meta:
         model = m.Pursuit
 
@@ -189,7 +263,7 @@ class PursuitFactory(_Base):
     updated_at = BASE_TIME
 
 
-class DriveConfigFactory(_Base):
+class DriveConfigFactory(_Base[m.DriveConfig]):
     class Meta:
         model = m.DriveConfig
 
@@ -202,19 +276,19 @@ class DriveConfigFactory(_Base):
     updated_at = BASE_TIME
 
 
-class DriveOutcomeFactory(_Base):
+class DriveOutcomeFactory(_Base[m.DriveOutcome]):
     class Meta:
         model = m.DriveOutcome
 
     id = factory.LazyFunction(_uuid)
-    drive_id = factory.LazyFunction(_uuid)
+    drive_id = factory.LazyFunction(lambda: DriveConfigFactory.create().id)
     fired_at = factory.Sequence(_at)
     trigger_snapshot = factory.LazyFunction(dict)
     injected_action = factory.LazyFunction(dict)
     root_pursuit_id = "default"
 
 
-class MetaFactory(_Base):
+class MetaFactory(_Base[m.Meta]):
     class Meta:
         model = m.Meta
 
@@ -222,7 +296,7 @@ class MetaFactory(_Base):
     value = "1"
 
 
-class RoutingRuleFactory(_Base):
+class RoutingRuleFactory(_Base[m.RoutingRule]):
     class Meta:
         model = m.RoutingRule
 
@@ -234,7 +308,7 @@ class RoutingRuleFactory(_Base):
     updated_at = BASE_TIME
 
 
-class InitiativeFactory(_Base):
+class InitiativeFactory(_Base[m.Initiative]):
     class Meta:
         model = m.Initiative
 
@@ -248,7 +322,7 @@ class InitiativeFactory(_Base):
     created_at = BASE_TIME
 
 
-class AutonomousBudgetFactory(_Base):
+class AutonomousBudgetFactory(_Base[m.AutonomousBudget]):
     class Meta:
         model = m.AutonomousBudget
 
@@ -256,7 +330,7 @@ class AutonomousBudgetFactory(_Base):
     date = factory.Sequence(lambda n: (BASE_TIME + timedelta(days=n)).date().isoformat())
 
 
-class PushSubscriptionFactory(_Base):
+class PushSubscriptionFactory(_Base[m.PushSubscription]):
     class Meta:
         model = m.PushSubscription
 
@@ -266,7 +340,7 @@ class PushSubscriptionFactory(_Base):
     updated_at = BASE_TIME
 
 
-class PlanFactory(_Base):
+class PlanFactory(_Base[m.Plan]):
     class Meta:
         model = m.Plan
 
@@ -277,7 +351,7 @@ class PlanFactory(_Base):
     updated_at = BASE_TIME
 
 
-class ConfigRuleFactory(_Base):
+class ConfigRuleFactory(_Base[m.ConfigRule]):
     class Meta:
         model = m.ConfigRule
 
@@ -289,7 +363,7 @@ class ConfigRuleFactory(_Base):
     updated_at = BASE_TIME
 
 
-class ReasoningSessionFactory(_Base):
+class ReasoningSessionFactory(_Base[m.ReasoningSession]):
     class Meta:
         model = m.ReasoningSession
 
@@ -299,25 +373,27 @@ class ReasoningSessionFactory(_Base):
     updated_at = BASE_TIME
 
 
-class ReasoningNodeFactory(_Base):
+class ReasoningNodeFactory(_Base[m.ReasoningNode]):
     class Meta:
         model = m.ReasoningNode
 
     id = factory.LazyFunction(_uuid)
-    session_id = factory.LazyFunction(_uuid)
+    session_id = factory.LazyFunction(lambda: ReasoningSessionFactory.create().id)
     claim = "the cheaper flat is better"
     kind = "hypothesis"
     created_at = BASE_TIME
     updated_at = BASE_TIME
 
 
-ALL_FACTORIES: tuple[type[_Base], ...] = (
+ALL_FACTORIES: tuple[type[_Base[Any]], ...] = (
     RawSessionFactory,
     RawMessageFactory,
     NoteFactory,
     FactFactory,
     ActionFactory,
     SkillFactory,
+    SkillRecipeFactory,
+    SkillRevisionFactory,
     AccessLogEntryFactory,
     CalendarEventFactory,
     ScheduleFactory,
@@ -337,22 +413,24 @@ ALL_FACTORIES: tuple[type[_Base], ...] = (
 )
 
 
-def bind(session: Session | None) -> None:
-    """Point every factory at ``session`` (None unbinds)."""
-    for f in ALL_FACTORIES:
-        f._meta.sqlalchemy_session = session  # type: ignore[attr-defined]  # SQLAlchemyOptions
+def bind(session: Session | Memory | None) -> None:
+    """Point every factory (subclasses included) at ``session`` — a Session or a unit of work;
+    None unbinds."""
+    _SESSION.set(session.session if isinstance(session, Memory) else session)
 
 
 @contextmanager
-def bound(session: Session) -> Iterator[None]:
-    """``with bound(session): FactFactory(...)`` — bind for the block, then unbind."""
-    bind(session)
+def bound(session: Session | Memory) -> Iterator[Session]:
+    """``with bound(session): FactFactory.create(...)`` — bind for the block, then restore
+    whatever was bound before (blocks nest)."""
+    target = session.session if isinstance(session, Memory) else session
+    token = _SESSION.set(target)
     try:
-        yield
+        yield target
     finally:
-        bind(None)
+        _SESSION.reset(token)
 
 
-def create(factory_cls: type[_Base], **kwargs: Any) -> Any:
-    """Typed convenience wrapper around ``factory_cls(**kwargs)``."""
-    return factory_cls(**kwargs)
+def create(factory_cls: type[_Base[M]], **kwargs: Any) -> M:
+    """``factory_cls.create(**kwargs)``, typed."""
+    return factory_cls.create(**kwargs)

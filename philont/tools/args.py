@@ -111,11 +111,17 @@ class UseSkillArgs(ToolArgs):
 
 class RecallSessionsArgs(ToolArgs):
     """Search past conversations when the user refers to something said before ("remember
-    when…", "as I said earlier"). Prefer get_fact/search_notes when a fact or note suffices."""
+    when…", "as I said earlier"). Prefer get_fact/search_notes when a fact or note suffices.
+    since/until restrict to a time window (both inclusive); around prefers messages within 3
+    days of a time without excluding the others (use it for "around Easter", "in early May");
+    a date the query itself names ("on 3 May 2023", "last week") is preferred the same way."""
 
     query: Query
     since: TimeValue | None = Field(default=None, description="Only messages at or after this.")
     until: TimeValue | None = Field(default=None, description="Only messages at or before this.")
+    around: TimeValue | None = Field(
+        default=None, description="Prefer messages within 3 days of this time (soft)."
+    )
     limit: Limit = 5
     timezone: ZoneName = "UTC"
 

@@ -25,6 +25,11 @@ log = get_logger(__name__)
 
 RESULT_LOG_CHARS = 500
 MAX_ARGUMENT_BYTES = 1_000_000
+"""The size policy of a call's arguments: at most this many bytes of UTF-8 JSON, whatever
+their types (a string, or a value passed as a JSON object or list — all counted alike)."""
+MAX_RESULT_CHARS = 20_000
+"""The size policy of what a model reads back: a result text is cut (at a line) to this many
+characters, and says how much was left out."""
 
 
 class ToolResult(BaseModel):
@@ -56,15 +61,45 @@ def _parse_arguments(arguments: Mapping[str, Any] | str | bytes | None) -> dict[
         except UnicodeDecodeError as exc:
             raise _Failure("invalid_json", "arguments are not UTF-8 text") from exc
     if isinstance(arguments, str):
-        if len(arguments) > MAX_ARGUMENT_BYTES:
-            raise _Failure("invalid_arguments", "arguments are larger than 1 MB")
+        _check_size(len(arguments.encode("utf-8", "surrogatepass")))
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except (json.JSONDecodeError, RecursionError) as exc:
             raise _Failure("invalid_json", f"arguments are not valid JSON: {exc}") from exc
+    elif isinstance(arguments, Mapping):
+        _check_size(_json_size(arguments))
     if not isinstance(arguments, Mapping):
         raise _Failure("invalid_arguments", "arguments must be a JSON object")
     return dict(arguments)
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of ``value`` as compact JSON; what cannot be encoded counts as nothing here (the
+    argument models refuse it with their own message)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        return 0
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _check_size(size: int) -> None:
+    if size > MAX_ARGUMENT_BYTES:
+        raise _Failure(
+            "invalid_arguments",
+            f"arguments are {size:,} bytes of JSON; at most {MAX_ARGUMENT_BYTES:,} "
+            "(store large content in pieces, or keep a reference instead)",
+        )
+
+
+def capped(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    """``text`` cut at a line (or at ``limit``) to at most ``limit`` characters plus a
+    closing line that says how much was left out."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    head = text[: cut if cut > limit // 2 else limit]
+    return f"{head}\n… {len(text) - len(head):,} more characters not shown (ask for less)"
 
 
 def _loggable(raw: Any) -> dict[str, Any]:
@@ -108,12 +143,16 @@ def _store_of(db: object) -> Store | None:
 
 
 @contextmanager
-def _unit_of_work(db: Db, store: Store | None) -> Iterator[Memory]:
+def _unit_of_work(db: Db, store: Store | None, *, write: bool) -> Iterator[Memory]:
+    """The caller's unit of work, or one of the call's own: a tool that writes takes SQLite's
+    write lock up front (``BEGIN IMMEDIATE``); a read-only tool (and a call refused before it
+    ran) begins deferred and reads without it, taking it only for its bookkeeping rows at the
+    end (the action log, access times), so its search or listing never blocks other writers."""
     if store is None:
         assert isinstance(db, Memory)
         yield db  # the caller's unit of work: join it
         return
-    with store.begin() as mem:
+    with store.begin(write=write) as mem:
         yield mem
 
 
@@ -192,11 +231,22 @@ def _prepare(
     except _Failure as exc:
         return tool, arguments, None, exc
     try:
-        return tool, raw, tool.args_model.model_validate(raw), None
+        return tool, raw, tool.args_model.model_validate(_nulls_not_given(tool, raw)), None
     except ValidationError as exc:
         return tool, raw, None, _Failure("invalid_arguments", describe(exc))
     except PhilontError as exc:  # a typed refusal raised by a rule (reserved namespace, ...)
         return tool, raw, None, _Failure(exc.code, exc.message)
+
+
+def _nulls_not_given(tool: Tool[Any], raw: dict[str, Any]) -> dict[str, Any]:
+    """``null`` for an optional argument means "not given" (what a strict schema, where every
+    argument is required and optional ones are nullable, makes a model send)."""
+    fields = tool.args_model.model_fields
+    return {
+        k: v
+        for k, v in raw.items()
+        if not (v is None and k in fields and not fields[k].is_required())
+    }
 
 
 def _run(
@@ -248,15 +298,16 @@ def _call_once(
 ) -> ToolResult:
     """One attempt of :func:`call`; storage failures raise (and are retried when busy)."""
     tool, raw, args, failure = _prepare(tool_name, arguments)
-    with _unit_of_work(db, store) as mem:
-        # Begin now (IMMEDIATE for our own unit of work): a busy database fails here,
-        # before the tool ran, and the whole attempt can be retried.
+    write = tool is not None and args is not None and tool.writes
+    with _unit_of_work(db, store, write=write) as mem:
+        # Begin now: a busy database fails here, before the tool ran, and the whole attempt
+        # can be retried.
         mem.session.connection()
         output: ToolOutput | None = None
         if failure is None and tool is not None and args is not None:
             output, failure = _run(tool, args, mem, session_id, joined=store is None)
         if output is not None:
-            text = output.text
+            text = capped(output.text)
         else:
             assert failure is not None  # no output: a failure says why
             text = f"error ({failure.code}): {failure.message}"

@@ -147,7 +147,10 @@ def recall_sessions(args: a.RecallSessionsArgs, mem: Memory, ctx: ToolContext) -
     until = parse_time(args.until, field="until", tz=args.timezone)
     if since is not None and until is not None and until < since:
         raise InvalidTimeRangeError(since, until, "recall_sessions")
-    hits = mem.search.messages(args.query, limit=args.limit, since=since, until=until)
+    around = parse_time(args.around, field="around", tz=args.timezone)
+    hits = mem.search.messages(
+        args.query, limit=args.limit, since=since, until=until, now=ctx.now, around=around
+    )
     if not hits:
         return ToolOutput(
             f"No past messages match {args.query!r}. Try search_notes or list_facts.", []

@@ -23,7 +23,10 @@ def _clean(node: Any, defs: dict[str, Any]) -> Any:
             merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
             return _clean(merged, defs)
         node = _hoist_description(node)
-        return {k: _clean(v, defs) for k, v in node.items() if k != "title"}
+        out = {k: _clean(v, defs) for k, v in node.items() if k not in ("title", "properties")}
+        if "properties" in node:  # argument names are kept, whatever they are called
+            out["properties"] = {k: _clean(v, defs) for k, v in node["properties"].items()}
+        return out
     if isinstance(node, list):
         return [_clean(v, defs) for v in node]
     return node
@@ -43,19 +46,102 @@ def _hoist_description(node: dict[str, Any]) -> dict[str, Any]:
     return {**node, "anyOf": branches, "description": description}
 
 
-def openai_tools() -> list[dict[str, Any]]:
-    """Tool definitions for OpenAI chat completions (``tools=[...]``)."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": t.name,
-                "description": t.description,
-                "parameters": parameters_schema(t),
-            },
-        }
-        for t in REGISTRY.values()
-    ]
+# --- OpenAI strict mode ----------------------------------------------------------------------
+# Structured outputs accept a subset of JSON Schema: every property required (an optional one is
+# nullable instead), additionalProperties false on every object, every value typed, and no
+# length, range, pattern, format or default keywords. The dispatcher reads null for an optional
+# argument as "not given", and the argument models still enforce every constraint.
+
+STRICT_DROPPED = frozenset(
+    {
+        "default",
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "pattern",
+        "format",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "title",
+    }
+)
+_SCALARS: list[dict[str, Any]] = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]
+
+
+def strict_parameters_schema(tool: Tool[Any]) -> dict[str, Any]:
+    """:func:`parameters_schema` in the subset OpenAI's strict mode accepts."""
+    schema = parameters_schema(tool)
+    required = set(schema.get("required", ()))
+    properties = {
+        name: _strict_value(prop, nullable=name not in required)
+        for name, prop in schema["properties"].items()
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _strict_value(node: dict[str, Any], *, nullable: bool) -> dict[str, Any]:
+    """One property: typed branches only (nested anyOf flattened), null added when the
+    argument is optional, unsupported keywords dropped, the description kept."""
+    description = " ".join(_descriptions(node))
+    branches = [b for b in map(_strict_branch, _flatten(node)) if b is not None]
+    if nullable and {"type": "null"} not in branches:
+        branches.append({"type": "null"})
+    out: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
+    if description:
+        out = {**out, "description": description}
+    return out
+
+
+def _descriptions(node: dict[str, Any]) -> list[str]:
+    """The property's description, then those of its branches (a time's format, ...)."""
+    found = [node["description"]] if "description" in node else []
+    for branch in node.get("anyOf", ()):
+        found += [d for d in _descriptions(branch) if d not in found]
+    return found
+
+
+def _flatten(node: dict[str, Any]) -> list[dict[str, Any]]:
+    if "anyOf" in node:
+        return [leaf for b in node["anyOf"] for leaf in _flatten(b)]
+    if "type" not in node and "enum" not in node:
+        # An untyped value (a fact's value): any scalar, or a list of scalars. Strict mode
+        # cannot describe a free-form object; it arrives as its JSON text.
+        return [*_SCALARS, {"type": "array", "items": {"anyOf": _SCALARS}}]
+    return [node]
+
+
+def _strict_branch(node: dict[str, Any]) -> dict[str, Any] | None:
+    kept = {k: v for k, v in node.items() if k not in STRICT_DROPPED and k != "description"}
+    if kept.get("type") == "object" and "properties" not in kept:
+        return None  # a free-form object (see _flatten)
+    if kept.get("type") == "array" and "items" not in kept:
+        kept["items"] = {"anyOf": _SCALARS}
+    return kept
+
+
+def openai_tools(*, strict: bool = False) -> list[dict[str, Any]]:
+    """Tool definitions for OpenAI chat completions (``tools=[...]``); ``strict=True`` gives
+    schemas OpenAI's strict mode (structured outputs) accepts, with ``"strict": true``."""
+    tools: list[dict[str, Any]] = []
+    for t in REGISTRY.values():
+        function: dict[str, Any] = {"name": t.name, "description": t.description}
+        if strict:
+            function["parameters"] = strict_parameters_schema(t)
+            function["strict"] = True
+        else:
+            function["parameters"] = parameters_schema(t)
+        tools.append({"type": "function", "function": function})
+    return tools
 
 
 def anthropic_tools() -> list[dict[str, Any]]:

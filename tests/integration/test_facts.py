@@ -407,7 +407,7 @@ def test_listing_with_include_expired_false_drops_closed_states_but_keeps_events
     listed = facts.list("context", include_expired=False)
 
     assert [r.key for r in listed] == ["arrived", "weather"]
-    assert len(facts.list("context")) == 3
+    assert len(facts.list("context", include_expired=True)) == 3
 
 
 @pytest.mark.parametrize(

@@ -317,3 +317,22 @@ def test_memory_open_uses_the_process_wide_store(tmp_path: Path) -> None:
             assert [n.content for n in mem.notes.list()] == ["one-off script"]
     finally:
         close_shared()
+
+
+def test_a_unit_of_work_joins_a_hosts_connection_and_its_transaction(store: Store) -> None:
+    with store.engine.connect() as connection:
+        outer = connection.begin()
+        with store.join(connection) as mem:
+            mem.facts.store("user", "name", "Lena")
+            assert tools.call("get_fact", {"namespace": "user", "key": "name"}, db=mem).ok
+        with store.join(connection) as mem:  # the host's transaction still holds it
+            assert mem.facts.get("user", "name") is not None
+        with pytest.raises(RuntimeError), store.join(connection) as mem:
+            mem.facts.store("user", "name", "Max")
+            raise RuntimeError("only this unit of work fails")
+        with store.join(connection) as mem:  # its SAVEPOINT was rolled back, the rest kept
+            got = mem.facts.get("user", "name")
+            assert got is not None and got.value == "Lena"
+        outer.rollback()
+    with store.begin() as mem:
+        assert mem.facts.get("user", "name") is None

@@ -15,8 +15,19 @@ from philont.testing.schema import normalized_schema, schema_diff
 
 # Objects we add after v031 (additive; Philont schema-31 software ignores them).
 OUR_ADDITIONS = {
-    "tables": {"philont_skill_recipes", "philont_skill_revisions"},
-    "indexes": {"idx_philont_skill_revisions_skill", "idx_philont_raw_messages_session_time"},
+    "tables": {
+        "philont_skill_recipes",
+        "philont_skill_revisions",
+        "philont_learning_batches",
+        "philont_cases",
+        "philont_judge_verdicts",
+    },
+    "indexes": {
+        "idx_philont_skill_revisions_skill",
+        "idx_philont_raw_messages_session_time",
+        "idx_philont_cases_skill",
+        "idx_philont_judge_verdicts_skill",
+    },
     "triggers": {
         "philont_raw_messages_words_ai",
         "philont_raw_messages_words_ad",

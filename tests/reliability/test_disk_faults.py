@@ -15,7 +15,7 @@ from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.exc import OperationalError
 
 from philont import tools
-from philont.db.engine import _install_sqlite_hooks, create_engine
+from philont.db.engine import create_engine, install_sqlite_hooks
 from philont.errors import DatabaseFullError, DatabaseReadOnlyError
 from philont.memory import Memory
 from philont.store import Store
@@ -50,7 +50,7 @@ def capped_engine(tool_db: Path) -> Iterator[Engine]:
 def read_only_engine(tool_db: Path) -> Iterator[Engine]:
     """An engine that opens the file with ``mode=ro`` (chmod cannot stop root from writing)."""
     engine = sa_create_engine(f"sqlite:///file:{tool_db}?mode=ro&uri=true")
-    _install_sqlite_hooks(engine, foreign_keys=True)
+    install_sqlite_hooks(engine, foreign_keys=True)
     yield engine
     engine.dispose()
 

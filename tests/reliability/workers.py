@@ -76,10 +76,12 @@ def writer(db: str, seconds: str, worker: str, skills: str, go: str) -> None:
     rng = random.Random(int(worker))
     _wait_for(Path(go))
     end = time.monotonic() + float(seconds)
+    kinds = ("message", "batch", "fact", "outcome", "tool_fact")
     ops = 0
-    while time.monotonic() < end:
+    # Every kind of write at least once, however slow the machine; then random until the end.
+    while ops < len(kinds) or time.monotonic() < end:
         ops += 1
-        op = rng.choice(("message", "batch", "fact", "outcome", "tool_fact"))
+        op = kinds[ops - 1] if ops <= len(kinds) else rng.choice(kinds)
         try:
             if op in ("message", "batch"):
                 size = 1 if op == "message" else rng.randint(2, 4)

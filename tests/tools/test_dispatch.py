@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from philont import Memory, tools
+from philont.store import Store
 from tests.tools.helpers import DbTarget, actions, snapshot
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
@@ -166,3 +170,61 @@ def test_schemas_for_openai_and_anthropic_are_closed_and_described() -> None:
         for prop, spec in schema["properties"].items():
             assert spec.get("description"), f"{name}.{prop} has no description"
         assert anthropic[name]["input_schema"] == schema
+
+
+# --- read-only tools and the write lock ------------------------------------------------------
+
+READ_ONLY = [
+    ("get_fact", {"namespace": "user", "key": "city"}, "philont.services.facts.FactService.get"),
+    ("list_facts", {"namespace": "user"}, "philont.services.facts.FactService.list"),
+    ("search_notes", {"query": "deposit"}, "philont.services.search.SearchService.notes"),
+    ("search_skills", {"query": "zip"}, "philont.services.search.SearchService.skills"),
+    ("recall_sessions", {"query": "Berlin"}, "philont.services.search.SearchService.messages"),
+    (
+        "list_upcoming",
+        {"window_days": 7},
+        "philont.services.calendar.CalendarService.between",
+    ),
+]
+WRITING = [
+    (
+        "store_fact",
+        {"namespace": "user", "key": "city", "value": "Paris"},
+        "philont.services.facts.FactService.store",
+    ),
+]
+
+
+def _probe_write(path: str) -> bool:
+    """Whether another connection can take SQLite's write lock right now (no waiting)."""
+    probe = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        probe.execute("BEGIN IMMEDIATE")
+        probe.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        probe.close()
+
+
+@pytest.mark.parametrize(("name", "args", "target"), READ_ONLY + WRITING)
+def test_read_only_tools_do_their_work_without_the_write_lock(
+    tool_db: Path, monkeypatch: pytest.MonkeyPatch, name: str, args: dict[str, Any], target: str
+) -> None:
+    with Store.open(tool_db) as store:
+        with store.begin() as mem:
+            mem.facts.store("user", "city", "Berlin")
+        module, cls, method = target.rsplit(".", 2)
+        owner = getattr(importlib.import_module(module), cls)
+        original = getattr(owner, method)
+        seen: list[bool] = []
+
+        def probing(self: Any, *a: Any, **kw: Any) -> Any:
+            seen.append(_probe_write(str(tool_db)))  # while the tool's own work runs
+            return original(self, *a, **kw)
+
+        monkeypatch.setattr(owner, method, probing)
+        result = tools.call(name, args, db=store)
+    assert result.ok, result.text
+    assert seen == [(name, args, target) in READ_ONLY]

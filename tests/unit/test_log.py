@@ -3,14 +3,20 @@ emitted (or built) for a level nobody listens to."""
 
 from __future__ import annotations
 
+import io
+import json
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import structlog
 from structlog.testing import capture_logs
 
 from philont.log import get_logger
+from philont.store import Store
 
 
 @pytest.fixture
@@ -61,3 +67,36 @@ def test_a_configured_structlog_sees_every_event_whatever_stdlib_says() -> None:
         ("test.failed", "error"),
     ]
     assert logs[0]["k"] == "v"
+
+
+def test_a_structlog_only_host_gets_our_events_through_its_own_pipeline(
+    unconfigured: None, tmp_path: Path
+) -> None:
+    """structlog's own JSON set-up, no stdlib logging configured: nothing may be lost."""
+    out = io.StringIO()
+    structlog.configure(
+        processors=[structlog.processors.add_log_level, structlog.processors.JSONRenderer()],
+        logger_factory=structlog.PrintLoggerFactory(file=out),
+    )
+    with Store.open(tmp_path / "m.sqlite") as store, store.begin() as mem:
+        mem.facts.store("user", "city", "Berlin")
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    stored = [e for e in events if e["event"] == "fact.stored"]
+    assert stored and stored[0]["namespace"] == "user" and stored[0]["key"] == "city"
+
+
+FIRST_OPEN = """
+import logging, sys, tempfile, pathlib
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(name)s %(message)s")
+from philont import Store
+Store.open(pathlib.Path(tempfile.mkdtemp()) / "m.sqlite").close()
+"""
+
+
+def test_the_first_open_tells_an_info_level_host_one_line_not_alembics_forty() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_OPEN], capture_output=True, text=True, check=True
+    )
+    lines = done.stdout.splitlines()
+    assert not [line for line in lines if line.startswith("alembic")], lines
+    assert len(lines) == 1 and lines[0].startswith("philont.migrate migrate.done")

@@ -2,6 +2,7 @@
 
 from philont.db.models.calendar import CalendarEvent, Schedule, ScheduleOutcome
 from philont.db.models.knowledge import AccessLogEntry, Fact, Note
+from philont.db.models.learning import JudgeVerdict, LearningBatch, LearningCase
 from philont.db.models.pursuits import DriveConfig, DriveOutcome, Pursuit
 from philont.db.models.recipes import SkillRecipe, SkillRevision
 from philont.db.models.skills import Skill
@@ -28,6 +29,9 @@ __all__ = [
     "DriveOutcome",
     "Fact",
     "Initiative",
+    "JudgeVerdict",
+    "LearningBatch",
+    "LearningCase",
     "Meta",
     "Note",
     "Plan",

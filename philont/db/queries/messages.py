@@ -25,6 +25,15 @@ class Header(NamedTuple):
     session_id: str
     timestamp: int
     role: str
+    content: str
+
+
+class Placement(NamedTuple):
+    """Where a message sits: its session and time."""
+
+    id: int
+    session_id: str
+    timestamp: int
 
 
 def by_ids(raw: Raw, ids: Sequence[int]) -> dict[int, MessageRow]:
@@ -41,12 +50,25 @@ def by_ids(raw: Raw, ids: Sequence[int]) -> dict[int, MessageRow]:
 
 
 def headers(raw: Raw, ids: Sequence[int]) -> dict[int, Header]:
-    """Session, time and role of the messages with these ids, by id."""
+    """Session, time, role and text of the messages with these ids, by id."""
     if not ids:
         return {}
     cond, params = raw.in_ids("id", ids)
     rows = raw.named(
-        Header, f"SELECT id, session_id, timestamp, role FROM {TABLE} WHERE {cond}", params
+        Header,
+        f"SELECT id, session_id, timestamp, role, content FROM {TABLE} WHERE {cond}",
+        params,
+    )
+    return {r.id: r for r in rows}
+
+
+def placements(raw: Raw, ids: Sequence[int]) -> dict[int, Placement]:
+    """Session and time of the messages with these ids, by id."""
+    if not ids:
+        return {}
+    cond, params = raw.in_ids("id", ids)
+    rows = raw.named(
+        Placement, f"SELECT id, session_id, timestamp FROM {TABLE} WHERE {cond}", params
     )
     return {r.id: r for r in rows}
 
@@ -61,19 +83,12 @@ def newest(
 ) -> list[MessageRow]:
     """The newest ``limit`` messages (of one session, up to a time), newest first. With a
     session it reads the (session_id, timestamp) index backwards instead of sorting."""
-    m = raw.mark
-    parts = ["role != 'system'"] if without_system else ["1 = 1"]
-    params: list[object] = []
-    if session_id is not None:
-        parts.append(f"session_id = {m}")
-        params.append(session_id)
-    if until_ms is not None:
-        parts.append(f"timestamp <= {m}")
-        params.append(until_ms)
+    where, params = _scope(raw, "role != 'system'" if without_system else "1 = 1", session_id)
+    where, params = _until(raw, where, params, until_ms)
     return raw.named(
         MessageRow,
         f"SELECT id, session_id, role, content, timestamp FROM {TABLE}"
-        f" WHERE {' AND '.join(parts)} ORDER BY timestamp DESC, id DESC LIMIT {m}",
+        f" WHERE {where} ORDER BY timestamp DESC, id DESC LIMIT {raw.mark}",
         [*params, limit],
     )
 
@@ -82,17 +97,26 @@ def count_system(
     raw: Raw, *, since_ms: int, session_id: str | None = None, until_ms: int | None = None
 ) -> int:
     """System messages stamped in [since_ms, until_ms] (of one session)."""
-    m = raw.mark
-    parts = ["role = 'system'", f"timestamp >= {m}"]
-    params: list[object] = [since_ms]
-    if session_id is not None:
-        parts.append(f"session_id = {m}")
-        params.append(session_id)
-    if until_ms is not None:
-        parts.append(f"timestamp <= {m}")
-        params.append(until_ms)
-    rows = raw.rows(f"SELECT count(*) FROM {TABLE} WHERE {' AND '.join(parts)}", params)
+    where, params = _scope(raw, f"role = 'system' AND timestamp >= {raw.mark}", session_id)
+    where, params = _until(raw, where, [since_ms, *params], until_ms)
+    rows = raw.rows(f"SELECT count(*) FROM {TABLE} WHERE {where}", params)
     return int(rows[0][0]) if rows else 0
+
+
+def _scope(raw: Raw, condition: str, session_id: str | None) -> tuple[str, list[object]]:
+    """``condition``, of one session when given."""
+    if session_id is None:
+        return condition, []
+    return f"{condition} AND session_id = {raw.mark}", [session_id]
+
+
+def _until(
+    raw: Raw, where: str, params: list[object], until_ms: int | None
+) -> tuple[str, list[object]]:
+    """``where``, up to a time when given."""
+    if until_ms is None:
+        return where, params
+    return f"{where} AND timestamp <= {raw.mark}", [*params, until_ms]
 
 
 def insert(raw: Raw, *, session_id: str, role: str, content: str, timestamp: int) -> int:

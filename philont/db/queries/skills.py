@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from philont.db.backend import Raw
+from philont.domain.maturity import callable_skill
 
 TABLE = "memory_skills"
 
@@ -43,6 +44,17 @@ class RankedSkill(NamedTuple):
     steps_json: str | None
     verification: str | None
     tool_policy_json: str | None
+
+
+def is_callable(row: SkillHitRow | RankedSkill) -> bool:
+    """:func:`philont.domain.maturity.callable_skill` of a stored row (recipe JSON as text)."""
+    return callable_skill(
+        maturity=row.maturity,
+        recipe_revision=row.recipe_revision,
+        steps=row.steps_json,
+        verification=row.verification,
+        tool_policy=row.tool_policy_json,
+    )
 
 
 def by_keys(raw: Raw, key: str, keys: Sequence[Any]) -> dict[Any, SkillHitRow]:

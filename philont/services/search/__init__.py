@@ -16,9 +16,11 @@ from philont.db.queries import messages as message_rows
 from philont.db.queries import notes as note_rows
 from philont.db.queries import skills as skill_rows
 from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.domain import ranking
 from philont.domain.kinds import Role, SkillKind
-from philont.domain.maturity import Grade, callable_skill, is_callable, parse_grade
+from philont.domain.maturity import Grade, is_callable, parse_grade
 from philont.domain.query import SearchPlan, build_plan
+from philont.domain.ranking import RankingOptions
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
 from philont.schemas.search import MessageHit, NoteHit, SkillHit
@@ -26,6 +28,7 @@ from philont.services.base import Service
 from philont.services.search.scoring import (
     CONTEXT_SOURCES,
     CONTEXT_WEIGHTS,
+    RULES_POOL,
     Filter,
     Kind,
     MessageFilter,
@@ -38,7 +41,12 @@ from philont.services.search.scoring import (
 if TYPE_CHECKING:
     from philont.memory import Memory
 
-__all__ = ["CONTEXT_WEIGHTS", "ScoredMessage", "SearchService"]
+__all__ = ["AROUND_DAYS", "CONTEXT_WEIGHTS", "ScoredMessage", "SearchService"]
+
+
+AROUND_DAYS = 3.0
+"""``around=t`` prefers the messages within this many days of ``t`` (as a period the query
+names is preferred: never required)."""
 
 
 class ScoredMessage(NamedTuple):
@@ -69,10 +77,13 @@ class SearchService(Service):
         mem: Memory,
         *,
         context_weights: Sequence[tuple[int, float]] = CONTEXT_WEIGHTS,
+        ranking: RankingOptions = RankingOptions(),  # noqa: B008 - frozen, shared on purpose
     ) -> None:
-        """``context_weights``: (offset, share) pairs for messages (``()`` turns it off)."""
+        """``context_weights``: (offset, share) pairs for messages (``()`` turns it off);
+        ``ranking``: the rules of :mod:`philont.domain.ranking` messages search applies."""
         super().__init__(mem)
         self._context = tuple((int(off), float(w)) for off, w in context_weights if off and w)
+        self._rules = ranking
 
     # --- messages ----------------------------------------------------------------------------
 
@@ -86,13 +97,20 @@ class SearchService(Service):
         session_ids: Sequence[str] | None = None,
         roles: Iterable[Role | str] | None = None,
         exclude_ids: Collection[int] = (),
+        now: datetime | None = None,
+        as_of: datetime | None = None,
+        around: datetime | None = None,
     ) -> list[MessageHit]:
         """Messages matching ``query``, best first.
 
         ``since``/``until`` are inclusive bounds on the timestamp; ``session_ids`` and ``roles``
         restrict (an empty or None value means no restriction); ``exclude_ids`` are never
         returned (they still lend context to their neighbours). The role column is never
-        searched. Text with nothing searchable in it gives ``[]``.
+        searched. Text with nothing searchable in it gives ``[]``. A period the query names
+        ("in June", "last week") is preferred, never required; relative ones count from
+        ``now`` (default: the clock). ``around`` prefers the messages within
+        ``AROUND_DAYS`` of that time the same way. ``as_of`` searches the timeline as it stood
+        then (the messages stamped by then).
         """
         rows = self.message_rows(
             query,
@@ -102,6 +120,9 @@ class SearchService(Service):
             session_ids=session_ids,
             roles=roles,
             exclude_ids=exclude_ids,
+            now=now,
+            as_of=as_of,
+            around=around,
         )
         return [
             MessageHit(
@@ -125,16 +146,24 @@ class SearchService(Service):
         session_ids: Sequence[str] | None = None,
         roles: Iterable[Role | str] | None = None,
         exclude_ids: Collection[int] = (),
+        now: datetime | None = None,
+        as_of: datetime | None = None,
+        around: datetime | None = None,
     ) -> list[ScoredMessage]:
         """:meth:`messages` as stored values (:class:`ScoredMessage`), for hot paths."""
         limit = inputs.check(inputs.Limit, limit, "limit")
+        if as_of is not None:  # the timeline as it stood then: nothing stamped later
+            as_of = inputs.check(inputs.AwareTime, as_of, "as_of")
+            until = as_of if until is None else min(until, as_of)
         flt = _message_filter(since, until, session_ids, roles)
         plan = _plan(query)
         raw = self.mem.raw()
         if plan is None:
             return []
         excluded = set(exclude_ids)
-        own = self._score(Kind.MESSAGES, plan, flt.as_sql(raw.mark), limit + len(excluded))
+        now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
+        near = None if around is None else inputs.check(inputs.AwareTime, around, "around")
+        own = self._ranked_own(query, plan, flt.as_sql(raw.mark), limit + len(excluded), now, near)
         if not own:
             return []
         combined = self._add_context(own, flt)
@@ -146,8 +175,38 @@ class SearchService(Service):
             ScoredMessage(*row, combined[i]) for i in ranked if (row := fetched.get(i)) is not None
         ]
 
+    # --- issue #16: the ranking rules of philont.domain.ranking --------------------------------
+
+    def _ranked_own(
+        self,
+        query: str,
+        plan: SearchPlan,
+        flt: Filter,
+        wanted: int,
+        now: datetime,
+        around: datetime | None,
+    ) -> dict[int, float]:
+        """Each candidate message's own score: keywords, then the period and session rules
+        over the best RULES_POOL candidates (one more statement reads their sessions and
+        times)."""
+        rules = self._rules
+        terms = self._scorer.term_scores(self.mem.raw(), Kind.MESSAGES, plan, flt, wanted)
+        own = ranking.total(terms)
+        periods = ranking.query_periods(query, now, rules)
+        if around is not None:
+            periods.append(ranking.around(around, days=AROUND_DAYS))
+        if len(own) < 2 or not (periods or rules.session_weight > 0):
+            return own
+        rows = message_rows.placements(self.mem.raw(), best(own, RULES_POOL))
+        if periods:
+            at = {i: r.timestamp for i, r in rows.items()}
+            own = ranking.prefer_periods(own, at, periods, rules.period_weight)
+        session_of = {i: r.session_id for i, r in rows.items()}
+        return ranking.lift_sessions(own, terms, session_of, rules.session_weight)
+
     def _add_context(self, own: dict[int, float], flt: MessageFilter) -> dict[int, float]:
-        """Add each top match's share to its session neighbours (see ``CONTEXT_WEIGHTS``)."""
+        """Add each top match's share to its session neighbours (see ``CONTEXT_WEIGHTS`` and
+        :func:`philont.domain.ranking.share_with_neighbours`)."""
         if not self._context:
             return dict(own)
         sources = best(own, CONTEXT_SOURCES)
@@ -156,33 +215,43 @@ class SearchService(Service):
             wanted.update(s + off for off, _w in self._context)
         rows = message_rows.headers(self.mem.raw(), sorted(i for i in wanted if i > 0))
         check = not flt.is_empty()
-        combined = dict(own)
-        for s in sources:
-            src = rows.get(s)
-            if src is None:
-                continue
-            share = own[s]
-            for off, weight in self._context:
-                n = rows.get(s + off)
-                if n is None or n.session_id != src.session_id:
-                    continue
-                if check and not flt.accepts(n.session_id, n.timestamp, n.role):
-                    continue
-                combined[s + off] = combined.get(s + off, 0.0) + weight * share
-        return combined
+        chosen = set(sources)
+        turns = {  # the sources, and the neighbours the filter lets through
+            i: (r.session_id, r.role, i in chosen and ranking.asks(r.content))
+            for i, r in rows.items()
+            if i in own or not check or flt.accepts(r.session_id, r.timestamp, r.role)
+        }
+        return ranking.share_with_neighbours(
+            own, sources, turns, self._context, self._rules.reaction_share
+        )
 
     # --- notes -------------------------------------------------------------------------------
 
     def notes(
-        self, query: str, *, limit: int = 5, include_forgotten: bool = False
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        include_forgotten: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> list[NoteHit]:
         """Notes matching ``query``, best first; forgotten notes only with ``include_forgotten``.
 
+        ``since``/``until`` bound when a note was written (inclusive); ``as_of`` searches the
+        notes as they stood then: written by then, and not forgotten by then.
         Relevance is multiplied by ``0.75 + importance / 2`` (importance 0..1), so importance
         breaks near-ties without outranking a clearly better match.
         """
         limit = inputs.check(inputs.Limit, limit, "limit")
-        flt = Filter("" if include_forgotten else "b.forgotten_at IS NULL")
+        mark = self.mem.raw().mark
+        parts = _written(mark, "b.created_at", since, until, as_of)
+        if as_of is not None and not include_forgotten:
+            parts.append((f"(b.forgotten_at IS NULL OR b.forgotten_at > {mark})", [_ms(as_of)]))
+        elif not include_forgotten:
+            parts.append(("b.forgotten_at IS NULL", []))
+        flt = and_all(parts)
         plan = _plan(query)
         if plan is None:
             return []
@@ -225,14 +294,19 @@ class SearchService(Service):
         kind: SkillKind | str | None = None,
         callable_only: bool = False,
         include_deprecated: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> list[SkillHit]:
         """Skills matching ``query`` in name, trigger keywords, description or when-to-use.
 
         Deprecated skills are left out unless ``include_deprecated``; ``callable_only`` keeps
         draft, confirmed and stable ones (no playbooks); ``kind`` keeps one kind.
+        ``since``/``until`` bound when a skill was made (inclusive); ``as_of`` keeps the skills
+        that existed then.
         """
         limit = inputs.check(inputs.Limit, limit, "limit")
-        parts: list[tuple[str, Sequence[Any]]] = []
+        parts = _written(self.mem.raw().mark, "b.created_at", since, until, as_of)
         if kind is not None:
             try:
                 wanted = SkillKind(kind)
@@ -255,7 +329,7 @@ class SearchService(Service):
         own = contenders(own, limit, 1.0)  # ties are broken by use count, then age
         rows = skill_rows.by_keys(self.mem.raw(), self._scorer.key(Kind.SKILLS), list(own))
         if callable_only:
-            rows = {k: r for k, r in rows.items() if _callable(r)}
+            rows = {k: r for k, r in rows.items() if skill_rows.is_callable(r)}
         ranked = sorted(
             (key for key in own if key in rows),
             key=lambda key: (-own[key], -int(rows[key].use_count or 0), -rows[key].created_at),
@@ -270,7 +344,30 @@ class SearchService(Service):
 
     def _score(self, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int) -> dict[Any, float]:
         """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
-        return self._scorer.score(self.mem.raw(), kind, plan, flt, wanted)
+        return ranking.total(self._scorer.term_scores(self.mem.raw(), kind, plan, flt, wanted))
+
+
+def _ms(value: object) -> int:
+    return to_epoch_ms(inputs.check(inputs.AwareTime, value, "as_of"))
+
+
+def _written(
+    mark: str,
+    column: str,
+    since: datetime | None,
+    until: datetime | None,
+    as_of: datetime | None,
+) -> list[tuple[str, Sequence[Any]]]:
+    """Conditions: ``column`` (epoch ms) inside [since, until], and not after ``as_of``."""
+    start, end = inputs.window(since, until, what="search window")
+    parts: list[tuple[str, Sequence[Any]]] = []
+    if start is not None:
+        parts.append((f"{column} >= {mark}", [to_epoch_ms(start)]))
+    if end is not None:
+        parts.append((f"{column} <= {mark}", [to_epoch_ms(end)]))
+    if as_of is not None:
+        parts.append((f"{column} <= {mark}", [_ms(as_of)]))
+    return parts
 
 
 def _plan(query: object) -> SearchPlan | None:
@@ -317,16 +414,6 @@ def _skill_hit(r: skill_rows.SkillHitRow, score: float) -> SkillHit:
         use_count=int(r.use_count or 0),
         created_at=from_epoch_ms(r.created_at),
         score=score,
-    )
-
-
-def _callable(r: skill_rows.SkillHitRow) -> bool:
-    return callable_skill(
-        maturity=r.maturity,
-        recipe_revision=r.recipe_revision,
-        steps=r.steps_json,
-        verification=r.verification,
-        tool_policy=r.tool_policy_json,
     )
 
 

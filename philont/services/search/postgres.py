@@ -178,11 +178,11 @@ class PgScorer:
     def key(self, kind: Kind) -> str:
         return "id"  # notes and skills have no rowid here: their text ids key the scores
 
-    def score(
+    def term_scores(
         self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int
-    ) -> dict[Any, float]:
-        """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
-        return _Run(raw, self._lengths)._pg_score(_CORPORA[kind], plan, flt, wanted)
+    ) -> list[dict[Any, float]]:
+        """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
+        return _Run(raw, self._lengths).term_scores(_CORPORA[kind], plan, flt, wanted)
 
 
 class _Run:
@@ -195,13 +195,13 @@ class _Run:
     def _fetch(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         return self._raw.rows(sql, params)
 
-    def _pg_score(
+    def term_scores(
         self, corpus: _PgCorpus, plan: SearchPlan, flt: Filter, wanted: int
-    ) -> dict[Any, float]:
-        """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
+    ) -> list[dict[Any, float]]:
+        """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
         n_docs, oid, stats = self._pg_statistics(corpus, plan)
         if n_docs == 0:
-            return {}
+            return []
         lengths = self._avg_lengths(corpus, n_docs, oid)
         terms = self._pg_word_terms(corpus, plan, flt, n_docs, stats, lengths[0])
         terms += [self._cjk_term(corpus, term, flt, n_docs) for term in plan.like_terms]
@@ -212,11 +212,7 @@ class _Run:
         if not any(t.scores for t in terms):
             words = [t for t in terms if t.word and len(t.label) >= 3]
             self._pg_substrings(corpus, words, flt, n_docs, lengths[1], 1.0)
-        total: dict[Any, float] = {}
-        for term in terms:
-            for doc, score in term.scores.items():
-                total[doc] = total.get(doc, 0.0) + score
-        return {d: s for d, s in total.items() if s > 0}
+        return [t.scores for t in terms]
 
     def _match(self, corpus: _PgCorpus) -> str:
         """SQL: the document holds the bound word (one ``%s``), through the GIN word index."""

@@ -42,6 +42,10 @@ they answer; this lets them be found. Every hit is one real message ranked on it
 plus these shares (a neighbour takes a result slot only by outscoring other messages); nothing
 is appended to a hit. ``SearchService(context_weights=())`` turns it off."""
 
+RULES_POOL = 100
+"""The period and session rules (:mod:`philont.domain.ranking`) weigh the best this-many
+keyword matches (a bounded cost: one look-up of their sessions and times)."""
+
 CONTEXT_SOURCES = 30
 """Only the best this-many keyword matches pass a share of their score to their neighbours."""
 
@@ -70,15 +74,18 @@ class Kind(enum.Enum):
 
 class Scorer(Protocol):
     """A backend's relevance scoring (SQLite: FTS5 bm25; PostgreSQL: GIN indexes with the
-    same arithmetic): candidate key -> score > 0 for every document passing ``flt``."""
+    same arithmetic): per term, candidate key -> score for every document passing ``flt``."""
 
     def key(self, kind: Kind) -> str:
         """The column that keys the scores of ``kind`` (messages: always ``id``)."""
         ...
 
-    def score(
+    def term_scores(
         self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int
-    ) -> dict[Any, float]: ...
+    ) -> list[dict[Any, float]]:
+        """Per search term, every candidate's score (the rules of
+        :mod:`philont.domain.ranking` combine them)."""
+        ...
 
 
 # --- scoring helpers -------------------------------------------------------------------------

@@ -100,11 +100,11 @@ class SqliteScorer:
         # notes and skills have text ids; their FTS5 indexes key on the implicit rowid
         return "id" if kind is Kind.MESSAGES else "rowid"
 
-    def score(
+    def term_scores(
         self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int
-    ) -> dict[Any, float]:
-        """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
-        return _Run(raw).score(_CORPORA[kind], plan, flt, wanted)
+    ) -> list[dict[Any, float]]:
+        """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
+        return _Run(raw).term_scores(_CORPORA[kind], plan, flt, wanted)
 
 
 class _Run:
@@ -116,12 +116,12 @@ class _Run:
     def _fetch(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         return self._raw.rows(sql, params)
 
-    def score(
+    def term_scores(
         self, corpus: _Corpus, plan: SearchPlan, sql_filter: Filter, wanted: int
-    ) -> dict[Any, float]:
+    ) -> list[dict[Any, float]]:
         n_docs, counts = self._statistics(corpus, plan)
         if n_docs == 0:
-            return {}
+            return []
         terms = self._word_terms(corpus, plan, sql_filter, n_docs, counts)
         if plan.like_terms:
             if corpus is _MESSAGES:
@@ -137,11 +137,7 @@ class _Run:
             # Still nothing: every word of three or more characters as a substring.
             words = [t for t in terms if t.word and len(t.label) >= 3]
             self._add_substrings(corpus, words, sql_filter, n_docs, 1.0)
-        total: dict[int, float] = {}
-        for term in terms:
-            for doc, score in term.scores.items():
-                total[doc] = total.get(doc, 0.0) + score
-        return {d: s for d, s in total.items() if s > 0}
+        return [t.scores for t in terms]
 
     @staticmethod
     def _from(fts: str, corpus: _Corpus, flt: Filter) -> str:

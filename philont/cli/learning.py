@@ -1,0 +1,210 @@
+"""`philont consolidate` (the idle consolidator) and `philont skills judge-report`."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from datetime import timedelta
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from philont import migrate
+from philont.cli.common import (
+    EXIT_ERROR,
+    EXIT_OUT_OF_DATE,
+    DbOption,
+    JsonOption,
+    emit,
+    fail,
+    out,
+    resolve_existing,
+)
+from philont.errors import PhilontError, SchemaOutOfDateError
+from philont.learning import (
+    CaseBook,
+    Consolidator,
+    ConsolidatorConfig,
+    LearningConfig,
+    ModelJudge,
+)
+from philont.llm import model_from_spec
+from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
+from philont.store import Store
+
+__all__ = ["consolidate", "judge_report", "register"]
+
+
+def register(app: typer.Typer, skills_app: typer.Typer) -> None:
+    """Add ``consolidate`` to the main app and ``judge-report`` to ``philont skills``."""
+    app.command("consolidate")(consolidate)
+    skills_app.command("judge-report")(judge_report)
+
+
+def _line(report: ConsolidationReport) -> str:
+    """One line per batch for people."""
+    if report.status != ConsolidationStatus.CONSOLIDATED:
+        extra = f" (retry at {report.retry_at:%H:%M:%S})" if report.retry_at else ""
+        error = f": {report.error}" if report.error else ""
+        return f"{report.status.value}{extra}{error}"
+    parts = [f"{report.messages} messages"]
+    if report.extraction is not None:
+        parts.append(f"{report.extraction.facts} facts, {report.extraction.notes} notes")
+    if report.reflection is not None:
+        r = report.reflection
+        parts.append(f"skills: {r.created} created, {r.updated} updated, {r.refused} refused")
+    written = sum(1 for s in report.summaries if s.written)
+    if written:
+        parts.append(f"{written} summaries")
+    if report.verdicts:
+        parts.append(f"{len(report.verdicts)} runs judged")
+    parts.append(f"{report.tokens_used} tokens")
+    return f"consolidated batch {report.batch_id}: " + ", ".join(parts)
+
+
+def _print(report: ConsolidationReport, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False), flush=True)
+    else:
+        out.print(Text(_line(report)))
+
+
+def consolidate(
+    db: DbOption = None,
+    model: Annotated[
+        str,
+        typer.Option(
+            envvar="PHILONT_MODEL",
+            help="openai:<model>, anthropic:<model> or scripted:<file.json> ($PHILONT_MODEL).",
+        ),
+    ] = "",
+    base_url: Annotated[
+        str | None,
+        typer.Option(envvar="PHILONT_MODEL_BASE_URL", help="An OpenAI-compatible server's URL."),
+    ] = None,
+    once: Annotated[bool, typer.Option("--once", help="One tick, then exit.")] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between ticks.")] = 60.0,
+    idle_after: Annotated[float, typer.Option(help="Seconds of quiet before a batch.")] = 300.0,
+    batch_size: Annotated[int, typer.Option(help="Most messages per batch.")] = 1_000,
+    min_messages: Annotated[int, typer.Option(help="Fewest new messages worth a batch.")] = 4,
+    backlog: Annotated[
+        bool, typer.Option("--backlog", help="First run: process the history too.")
+    ] = False,
+    timezone: Annotated[str, typer.Option(help="Zone of times said without one.")] = "UTC",
+    judge: Annotated[bool, typer.Option("--judge", help="Judge runs (shadow mode).")] = False,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Verify-then-condense (implies --judge).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Consolidate the timeline when it has been idle: facts, notes, skills and summaries from
+    each new batch of messages. Loops until SIGINT/SIGTERM (a batch in progress is finished
+    first); --once runs one tick (exit 1 if a batch failed)."""
+    if not model:
+        out.print("[red]error[/red]: give --model (or set $PHILONT_MODEL)")
+        raise typer.Exit(EXIT_ERROR)
+    try:
+        schedule = ConsolidatorConfig(
+            idle_after=timedelta(seconds=idle_after),
+            batch_size=batch_size,
+            min_messages=min_messages,
+            backlog=backlog,
+            interval=timedelta(seconds=interval),
+        )
+        config = LearningConfig(timezone=timezone, verify_then_condense=verify)
+    except PhilontError as exc:
+        raise fail(exc) from exc
+    store, worker = _worker(db, model, base_url, schedule, config, judge=judge or verify)
+    try:
+        if once:
+            reports = worker.tick()
+            for report in reports:
+                _print(report, as_json)
+            if any(r.status == ConsolidationStatus.FAILED for r in reports):
+                raise typer.Exit(EXIT_ERROR)
+            return
+        _loop(worker, as_json)
+    finally:
+        store.close()
+
+
+def _worker(
+    db: str | None,
+    model: str,
+    base_url: str | None,
+    schedule: ConsolidatorConfig,
+    config: LearningConfig,
+    *,
+    judge: bool,
+) -> tuple[Store, Consolidator]:
+    """The Store (a database not at head is refused) and the consolidator on it."""
+    url = resolve_existing(db)
+    try:
+        migrate.check(url)
+        client = model_from_spec(model, base_url=base_url)
+        store = Store.open(url, upgrade=False)
+    except SchemaOutOfDateError as exc:
+        raise fail(exc, code=EXIT_OUT_OF_DATE) from exc
+    except PhilontError as exc:
+        raise fail(exc) from exc
+    worker = Consolidator.for_store(
+        store, client, config=config, schedule=schedule,
+        judge=ModelJudge(client) if judge else None,
+    )  # fmt: skip
+    return store, worker
+
+
+def _loop(worker: Consolidator, as_json: bool) -> None:
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if not as_json:
+        out.print(Text("consolidating; stop with Ctrl-C"))
+    try:
+        worker.run_forever(stop, on_report=lambda report: _print(report, as_json))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if not as_json:
+        out.print(Text("stopped"))
+
+
+def judge_report(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """How often the judge's verdicts agreed with the outcomes attribution observed, per skill
+    (verified ↔ success, failed ↔ failure)."""
+    url = resolve_existing(db)
+    try:
+        migrate.check(url)
+        with Store.open(url, upgrade=False) as store, store.begin() as mem:
+            book = CaseBook(mem)
+            book.observe()
+            rows = book.agreement()
+    except SchemaOutOfDateError as exc:
+        raise fail(exc, code=EXIT_OUT_OF_DATE) from exc
+    except PhilontError as exc:
+        raise fail(exc) from exc
+    data: list[dict[str, Any]] = [{**r.model_dump(mode="json"), "rate": r.rate} for r in rows]
+    if as_json:
+        emit(data)
+        return
+    if not rows:
+        out.print("no verdicts yet (run the consolidator with --judge or --verify)")
+        return
+    table = Table("skill", "verdicts", "observed", "agreed", "agreement")
+    for row in data:
+        rate = "-" if row["rate"] is None else f"{row['rate']:.0%}"
+        table.add_row(
+            Text(row["skill"] or "(all)"),
+            str(row["verdicts"]),
+            str(row["observed"]),
+            str(row["agreed"]),
+            rate,
+        )
+    out.print(table)

@@ -1,0 +1,434 @@
+"""The idle consolidator: when the timeline has been quiet for a while, take the next batch of
+messages after the cursor and run the loop over it (extraction, reflection, summaries, and the
+judge), one batch at a time.
+
+The cursor is Philont's fact ``system.last_consolidated_ts`` (epoch ms of the last message
+processed), so Philont and philont share it. What differs from Philont's consolidator (§10):
+
+* The cursor moves only in the transaction that writes the batch's results: a failed model call
+  loses nothing; the batch is retried after a backoff (``retry_base`` doubled per failure).
+* A batch never splits the messages of one millisecond (:func:`~philont.domain.consolidation.
+  batch_end`).
+* The cursor fact is updated in place: no new fact row per batch (Philont superseded it each
+  time). Only the very first cursor is a new row.
+* A batch is claimed atomically before the model is asked: its row in
+  ``philont_learning_batches`` (unique per cursor value) is inserted, or taken over with a
+  conditional update when it failed or its claimer's lease ran out. The results are written only
+  if the claim is still ours and the cursor has not moved, so two processes never consolidate
+  the same batch, and a process that lost its claim writes nothing.
+* No transaction is open while a model thinks: claim, read, think, then write.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from philont.clock import Clock, utc_now
+from philont.db.models import Fact, LearningBatch, RawMessage
+from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.domain.consolidation import batch_end, retry_delay
+from philont.learning.batch import Applied, apply, gather, think
+from philont.learning.config import ConsolidatorConfig, LearningConfig
+from philont.learning.verify import Judge
+from philont.learning.window import load_after
+from philont.llm.base import ModelClient
+from philont.log import get_logger
+from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
+
+if TYPE_CHECKING:
+    from philont.memory import Memory
+    from philont.store import Store
+
+__all__ = ["CURSOR_KEY", "CURSOR_NAMESPACE", "Consolidator", "read_cursor"]
+
+log = get_logger(__name__)
+
+CURSOR_NAMESPACE = "system"
+CURSOR_KEY = "last_consolidated_ts"
+BEFORE_START = -1
+"""``after_ts`` of the first batch (no cursor yet)."""
+
+Status = ConsolidationStatus
+
+
+class Units(Protocol):
+    """Begins a unit of work: ``with units(write=True) as mem: ...`` commits on success."""
+
+    def __call__(self, *, write: bool = True) -> AbstractContextManager[Memory]: ...
+
+
+@dataclass(frozen=True)
+class _Claim:
+    batch_id: int
+    after: int
+    until: int
+    messages: int
+    attempts: int
+
+
+class _LostClaim(Exception):
+    """The batch is no longer ours (lease taken over, or the cursor moved): write nothing."""
+
+
+def _cursor_row(session: Session) -> Fact | None:
+    return session.scalars(
+        select(Fact)
+        .where(
+            Fact.namespace == CURSOR_NAMESPACE,
+            Fact.key == CURSOR_KEY,
+            Fact.superseded_by.is_(None),
+            Fact.forgotten_at.is_(None),
+        )
+        .order_by(Fact.created_at.desc(), Fact.id.desc())
+        .limit(1)
+        .execution_options(populate_existing=True)
+    ).first()
+
+
+def _as_ms(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    return int(value)
+
+
+def read_cursor(session: Session) -> int | None:
+    """The cursor (epoch ms of the last consolidated message), or None before the first batch
+    (or when the fact holds something that is not a whole number, as Philont reads it)."""
+    row = _cursor_row(session)
+    return None if row is None else _as_ms(row.value)
+
+
+def _write_cursor(mem: Memory, value: int) -> None:
+    """Move the cursor: in place when the fact exists (no new version per batch)."""
+    row = _cursor_row(mem.session)
+    if row is None:
+        mem.facts.store(CURSOR_NAMESPACE, CURSOR_KEY, value)
+    else:
+        row.value = value
+        mem.session.flush()
+
+
+class Consolidator:
+    """Runs the loop over the timeline in batches (see the module docstring).
+
+    ``units`` begins units of work on the memory database (:meth:`for_store` builds it from a
+    Store). Call :meth:`tick` from a scheduler of your own, or :meth:`run_forever` with a
+    stop event; ``philont consolidate`` does the latter.
+    """
+
+    def __init__(
+        self,
+        units: Units,
+        model: ModelClient,
+        *,
+        config: LearningConfig | None = None,
+        schedule: ConsolidatorConfig | None = None,
+        judge: Judge | None = None,
+        clock: Clock = utc_now,
+        owner: str | None = None,
+    ) -> None:
+        self.units = units
+        self.model = model
+        self.config = config or LearningConfig()
+        self.schedule = schedule or ConsolidatorConfig()
+        self.judge = judge
+        self.clock = clock
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    @classmethod
+    def for_store(cls, store: Store, model: ModelClient, **kwargs: Any) -> Consolidator:
+        """A consolidator whose units of work are ``store.begin()`` (with the same clock)."""
+        clock: Clock = kwargs.setdefault("clock", store.clock)
+
+        def units(*, write: bool = True) -> Memory:
+            return store.begin(write=write, clock=clock)
+
+        return cls(units, model, **kwargs)
+
+    # --- one batch ------------------------------------------------------------------------
+
+    def run_once(self) -> ConsolidationReport:
+        """Claim and consolidate at most one batch; never raises for a failed batch (it is
+        reported, and retried later)."""
+        with self.units() as mem:
+            claim = self._claim(mem)
+        if isinstance(claim, ConsolidationReport):
+            return claim
+        try:
+            with self.units(write=False) as mem:
+                window = load_after(mem.session, claim.after, claim.until)
+                context = gather(mem, window, self.config, self.judge)
+            thought = think(self.model, window, context, self.config, self.judge)
+            with self.units() as mem:
+                applied = self._finish(mem, claim, window, thought)
+        except _LostClaim as exc:
+            log.warning("consolidator.lost_claim", batch_id=claim.batch_id, reason=str(exc))
+            return self._report(claim, Status.LOST_CLAIM, error=str(exc))
+        except Exception as exc:  # a model or storage failure: the batch waits and is retried
+            log.exception("consolidator.batch_failed", batch_id=claim.batch_id)
+            return self._fail(claim, exc)
+        return self._report(
+            claim,
+            Status.CONSOLIDATED,
+            extraction=applied.extraction,
+            reflection=applied.reflection,
+            summaries=applied.summaries,
+            verdicts=applied.verdicts,
+            condensed=applied.condensed[0] if applied.condensed else None,
+            credited=applied.credited,
+            tokens_used=thought.tokens_used,
+        )
+
+    def _report(self, claim: _Claim, status: Status, **kw: Any) -> ConsolidationReport:
+        return ConsolidationReport(
+            status=status,
+            batch_id=claim.batch_id,
+            after_ts=claim.after,
+            until_ts=claim.until,
+            messages=claim.messages,
+            attempts=claim.attempts,
+            **kw,
+        )
+
+    def _claim(self, mem: Memory) -> _Claim | ConsolidationReport:
+        session = mem.session
+        now = self.clock()
+        newest = session.scalar(select(func.max(RawMessage.timestamp)))
+        if newest is None:
+            return ConsolidationReport(status=Status.NOTHING_NEW)
+        if now - newest < self.schedule.idle_after:
+            return ConsolidationReport(status=Status.NOT_IDLE)
+        cursor = read_cursor(session)
+        after = BEFORE_START if cursor is None else cursor
+        newest_ms = to_epoch_ms(newest)
+        if cursor is None and not self.schedule.backlog:
+            return self._anchor(mem, newest_ms, now)
+        if newest_ms <= after:
+            return ConsolidationReport(status=Status.NOTHING_NEW, after_ts=after)
+        until, count = self._next_batch(session, after)
+        if count < self.schedule.min_messages:
+            return ConsolidationReport(status=Status.TOO_FEW, after_ts=after, messages=count)
+        return self._take(session, after, until, count, now)
+
+    def _next_batch(self, session: Session, after: int) -> tuple[int, int]:
+        lo = from_epoch_ms(after)
+        stamps = session.scalars(
+            select(RawMessage.timestamp)
+            .where(RawMessage.timestamp > lo)
+            .order_by(RawMessage.timestamp)
+            .limit(self.schedule.batch_size + 1)
+        ).all()
+        until = batch_end([to_epoch_ms(ts) for ts in stamps], self.schedule.batch_size)
+        assert until is not None  # newest > after: there is a message
+        count = session.scalar(
+            select(func.count())
+            .select_from(RawMessage)
+            .where(RawMessage.timestamp > lo, RawMessage.timestamp <= from_epoch_ms(until))
+        )
+        return until, int(count or 0)
+
+    def _take(
+        self, session: Session, after: int, until: int, count: int, now: datetime
+    ) -> _Claim | ConsolidationReport:
+        """Claim the batch after ``after``: insert its row, or take over a failed or abandoned
+        one; every other case is somebody else's batch."""
+        lease_until = now + self.schedule.lease
+        row = session.scalars(
+            select(LearningBatch)
+            .where(LearningBatch.after_ts == after)
+            .execution_options(populate_existing=True)
+        ).first()
+        if row is None:
+            return self._insert_claim(session, after, until, count, now)
+        if row.status == "claimed" and row.lease_until is not None and row.lease_until > now:
+            return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
+        if row.status == "failed" and row.retry_at is not None and row.retry_at > now:
+            return ConsolidationReport(
+                status=Status.BACKING_OFF,
+                batch_id=row.id,
+                after_ts=after,
+                attempts=row.attempts,
+                retry_at=row.retry_at,
+                error=row.last_error,
+            )
+        taken = session.execute(
+            update(LearningBatch)
+            .where(
+                LearningBatch.id == row.id,
+                LearningBatch.status == row.status,
+                LearningBatch.attempts == row.attempts,
+            )
+            .values(
+                status="claimed",
+                owner=self.owner,
+                attempts=LearningBatch.attempts + 1,
+                claimed_at=now,
+                lease_until=lease_until,
+                until_ts=until,
+                message_count=count,
+                retry_at=None,
+            )
+            .returning(LearningBatch.attempts)
+            .execution_options(synchronize_session=False)
+        ).scalar_one_or_none()
+        if taken is None:
+            return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
+        return _Claim(row.id, after, until, count, taken)
+
+    def _insert_claim(
+        self, session: Session, after: int, until: int, count: int, now: datetime
+    ) -> _Claim | ConsolidationReport:
+        fresh = LearningBatch(
+            after_ts=after,
+            until_ts=until,
+            message_count=count,
+            status="claimed",
+            owner=self.owner,
+            attempts=1,
+            claimed_at=now,
+            lease_until=now + self.schedule.lease,
+            tokens_used=0,
+        )
+        try:
+            with session.begin_nested():
+                session.add(fresh)
+        except IntegrityError:  # another process inserted it first
+            return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
+        return _Claim(fresh.id, after, until, count, 1)
+
+    def _anchor(self, mem: Memory, newest_ms: int, now: datetime) -> ConsolidationReport:
+        """Philont's first run: the cursor starts at the newest message, the past is skipped.
+        The batch row of ``BEFORE_START`` makes the anchoring atomic too."""
+        claim = self._take(mem.session, BEFORE_START, newest_ms, 0, now)
+        if isinstance(claim, ConsolidationReport):
+            return claim
+        _write_cursor(mem, newest_ms)
+        self._close(mem.session, claim, tokens=0, report={"anchored": True})
+        log.info("consolidator.anchored", cursor=newest_ms)
+        return self._report(claim, Status.ANCHORED)
+
+    def _close(
+        self, session: Session, claim: _Claim, *, tokens: int, report: dict[str, Any]
+    ) -> None:
+        done = session.execute(
+            update(LearningBatch)
+            .where(
+                LearningBatch.id == claim.batch_id,
+                LearningBatch.owner == self.owner,
+                LearningBatch.status == "claimed",
+            )
+            .values(
+                status="done",
+                finished_at=self.clock(),
+                lease_until=None,
+                tokens_used=tokens,
+                last_error=None,
+                report=report,
+            )
+            .returning(LearningBatch.id)
+            .execution_options(synchronize_session=False)
+        ).scalar_one_or_none()
+        if done is None:
+            raise _LostClaim("another process took the batch over (our lease ran out)")
+
+    def _finish(self, mem: Memory, claim: _Claim, window: Any, thought: Any) -> Applied:
+        cursor = read_cursor(mem.session)
+        expected = None if claim.after == BEFORE_START else claim.after
+        if cursor != expected:
+            raise _LostClaim(f"the cursor moved to {cursor} while the batch was worked on")
+        applied = apply(mem, window, thought, self.config, judge_name=self._judge_name)
+        self._close(
+            mem.session,
+            claim,
+            tokens=thought.tokens_used,
+            report={
+                "facts": applied.extraction.facts,
+                "notes": applied.extraction.notes,
+                "skills_created": applied.reflection.created,
+                "skills_updated": applied.reflection.updated,
+                "summaries": sum(1 for s in applied.summaries if s.written),
+                "verdicts": len(applied.verdicts),
+            },
+        )
+        _write_cursor(mem, claim.until)
+        log.info("consolidator.batch_done", batch_id=claim.batch_id, until=claim.until)
+        return applied
+
+    @property
+    def _judge_name(self) -> str:
+        return getattr(self.judge, "name", "judge") if self.judge is not None else "judge"
+
+    def _fail(self, claim: _Claim, exc: Exception) -> ConsolidationReport:
+        now = self.clock()
+        retry_at = now + retry_delay(
+            claim.attempts, base=self.schedule.retry_base, cap=self.schedule.retry_max
+        )
+        error = f"{getattr(exc, 'code', type(exc).__name__)}: {exc}"[:1_000]
+        try:
+            self._mark_failed(claim, retry_at, error)
+        except Exception:  # the claim then lapses with its lease, and the batch is retried
+            log.exception("consolidator.fail_not_recorded", batch_id=claim.batch_id)
+        return self._report(claim, Status.FAILED, error=error, retry_at=retry_at)
+
+    def _mark_failed(self, claim: _Claim, retry_at: datetime, error: str) -> None:
+        with self.units() as mem:
+            mem.session.execute(
+                update(LearningBatch)
+                .where(
+                    LearningBatch.id == claim.batch_id,
+                    LearningBatch.owner == self.owner,
+                    LearningBatch.status == "claimed",
+                )
+                .values(
+                    status="failed",
+                    owner=None,
+                    lease_until=None,
+                    retry_at=retry_at,
+                    last_error=error,
+                )
+                .execution_options(synchronize_session=False)
+            )
+
+    # --- scheduling -----------------------------------------------------------------------
+
+    def tick(self, stop: threading.Event | None = None) -> list[ConsolidationReport]:
+        """Consolidate batch after batch while there is work (at most
+        ``max_batches_per_tick``); for a host's own scheduler. Returns every report."""
+        reports = []
+        for _ in range(self.schedule.max_batches_per_tick):
+            report = self.run_once()
+            reports.append(report)
+            if report.status != Status.CONSOLIDATED or (stop is not None and stop.is_set()):
+                break
+        return reports
+
+    def run_forever(
+        self,
+        stop: threading.Event,
+        *,
+        on_report: Callable[[ConsolidationReport], None] | None = None,
+    ) -> None:
+        """Tick every ``schedule.interval`` until ``stop`` is set; a batch in progress is
+        finished (or failed) first, so stopping leaves no half-written batch."""
+        while not stop.is_set():
+            try:
+                for report in self.tick(stop):
+                    if on_report is not None:
+                        on_report(report)
+            except Exception:  # storage trouble outside a batch: try again next interval
+                log.exception("consolidator.tick_failed")
+            stop.wait(self.schedule.interval.total_seconds())

@@ -1,0 +1,187 @@
+"""Extraction of facts and notes (Philont's SessionExtractor): the model proposes ``store_fact``
+and ``store_note`` actions, and each goes through the same validation as the tools.
+
+``store_fact`` arguments are validated by the tool's own argument model and written by the tool's
+own handler (``philont.tools.REGISTRY``), so a fact the model could not store through the tool
+cannot be stored this way either. ``store_note`` has no tool; its arguments are checked by
+:class:`StoreNoteArgs` and written by ``NoteService.add``. Relative times are the model's to
+resolve, against the window's own time (the prompt gives it); an event without ``occurred_at``
+happened at the window's time, not at the (later) time of extraction.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from sqlalchemy import select
+
+from philont.db.models import Fact, Note
+from philont.db.types import to_epoch_ms
+from philont.errors import PhilontError
+from philont.learning.config import LearningConfig
+from philont.learning.parse import ActionProposal, ExtractionAnswer, parse_extraction
+from philont.learning.prompts import extract_prompt
+from philont.learning.window import Window
+from philont.llm.base import ModelClient
+from philont.log import get_logger
+from philont.schemas import inputs
+from philont.schemas.learning import ExtractionReport, MemoryWrite
+from philont.services.base import Service
+from philont.tools import REGISTRY
+from philont.tools.registry import ToolContext
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from philont.memory import Memory
+
+__all__ = ["MemoryWriter", "StoreNoteArgs", "ask_for_memories"]
+
+log = get_logger(__name__)
+
+
+class StoreNoteArgs(BaseModel):
+    """A note the extractor may write: the input types ``NoteService.add`` checks with."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    content: inputs.Content
+    importance: inputs.Importance = 0.5
+
+
+def ask_for_memories(
+    model: ModelClient, window: Window, config: LearningConfig
+) -> tuple[ExtractionAnswer, int]:
+    """The model's store_fact / store_note proposals for a window and the tokens spent; no call
+    when the window has no dialogue. Raises :class:`~philont.errors.ModelError`."""
+    if not window.dialogue:
+        return ExtractionAnswer(), 0
+    prompt = extract_prompt(
+        window,
+        timezone=config.timezone,
+        max_chars=config.max_message_chars,
+        total=config.max_prompt_chars,
+    )
+    completion = model.complete(prompt)
+    return parse_extraction(completion.text), completion.tokens_used
+
+
+def _unstorable(value: Any) -> bool:
+    """Whether a JSON value holds text no backend stores (NUL, a lone surrogate)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return True
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_unstorable(v) for v in value)
+    return False
+
+
+class MemoryWriter(Service):
+    """Writes extraction proposals into one unit of work (flushes, never commits)."""
+
+    def __init__(self, mem: Memory, config: LearningConfig) -> None:
+        super().__init__(mem)
+        self.config = config
+
+    def write(
+        self, answer: ExtractionAnswer, window: Window, *, tokens_used: int = 0
+    ) -> ExtractionReport:
+        """Apply each proposal in its own savepoint; a refused one is reported with the code
+        and message the tool would have given."""
+        writes = [
+            MemoryWrite(
+                index=r.index, action="?", outcome="rejected", code="malformed", detail=r.reason
+            )
+            for r in answer.rejected
+        ]
+        reference = window.reference or self.mem.clock()
+        for proposal in answer.actions:
+            writes.append(self._one(proposal, window, reference))
+        report = ExtractionReport(
+            tag=window.tag,
+            messages=len(window.turns),
+            writes=sorted(writes, key=lambda w: w.index),
+            problem=answer.problem,
+            tokens_used=tokens_used,
+        )
+        log.info(
+            "learning.memories_written", tag=window.tag, facts=report.facts, notes=report.notes
+        )
+        return report
+
+    def _one(self, proposal: ActionProposal, window: Window, reference: datetime) -> MemoryWrite:
+        base: dict[str, Any] = {"index": proposal.index, "action": proposal.action}
+        if _unstorable(proposal.arguments):
+            return MemoryWrite(
+                **base,
+                outcome="rejected",
+                code="invalid_arguments",
+                detail="text must be valid Unicode without NUL characters",
+            )
+        try:
+            with self.mem.session.begin_nested():
+                if proposal.action == "store_fact":
+                    return self._fact(base, proposal.arguments, window, reference)
+                return self._note(base, proposal.arguments, window)
+        except ValidationError as exc:
+            return MemoryWrite(
+                **base, outcome="rejected", code="invalid_arguments", detail=inputs.describe(exc)
+            )
+        except PhilontError as exc:
+            return MemoryWrite(**base, outcome="rejected", code=exc.code, detail=exc.message)
+
+    def _fact(
+        self, base: dict[str, Any], arguments: dict[str, Any], window: Window, reference: datetime
+    ) -> MemoryWrite:
+        arguments = dict(arguments)
+        arguments.setdefault("timezone", self.config.timezone)
+        if arguments.get("fact_kind") == "event" and arguments.get("occurred_at") in (None, ""):
+            arguments["occurred_at"] = to_epoch_ms(reference)
+        tool = REGISTRY["store_fact"]
+        args = tool.args_model.model_validate(arguments)
+        where = {"namespace": args.namespace, "key": args.key}
+        current = self.mem.session.scalars(
+            select(Fact)
+            .where(
+                Fact.namespace == args.namespace,
+                Fact.key == args.key,
+                Fact.superseded_by.is_(None),
+                Fact.forgotten_at.is_(None),
+            )
+            .order_by(Fact.created_at.desc(), Fact.id.desc())
+            .limit(1)
+        ).first()
+        if current is not None and current.value == args.value:
+            return MemoryWrite(
+                **base,
+                **where,
+                id=current.id,
+                outcome="unchanged",
+                detail="the current value is the same",
+            )
+        context = ToolContext(session_id=window.session_id or window.tag, now=reference)
+        output = tool.handler(args, self.mem, context)
+        data = output.data if isinstance(output.data, dict) else {}
+        return MemoryWrite(**base, **where, id=data.get("id"), outcome="stored", detail=output.text)
+
+    def _note(self, base: dict[str, Any], arguments: dict[str, Any], window: Window) -> MemoryWrite:
+        args = StoreNoteArgs.model_validate(arguments)
+        existing = self.mem.session.scalars(
+            select(Note.id).where(Note.content == args.content, Note.forgotten_at.is_(None))
+        ).first()
+        if existing is not None:
+            return MemoryWrite(
+                **base, id=existing, outcome="unchanged", detail="the same note exists"
+            )
+        note = self.mem.notes.add(
+            args.content, importance=args.importance, session_id=window.session_id
+        )
+        return MemoryWrite(**base, id=note.id, outcome="stored", detail="note stored")

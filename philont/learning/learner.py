@@ -1,0 +1,146 @@
+"""The loop's steps for a host inside its own unit of work: reflect on a session or a time range,
+extract facts and notes, summarize, judge a run, condense verified cases.
+
+Unlike the consolidator, these call the model while the host's transaction is open (on SQLite a
+write transaction holds the file's lock meanwhile): use them for one session at a time, or use
+:class:`~philont.learning.consolidate.Consolidator`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from philont.errors import InvalidInputError, InvalidTimeRangeError
+from philont.learning.batch import Applied, Context, apply, gather, think
+from philont.learning.config import LearningConfig
+from philont.learning.extract import MemoryWriter, ask_for_memories
+from philont.learning.skills import SkillWriter, ask_for_skills
+from philont.learning.summaries import ask_for_summaries, long_sessions, write_summaries
+from philont.learning.verify import CaseBook, Judge
+from philont.learning.window import Run, Window, load_range, load_session
+from philont.llm.base import ModelClient
+from philont.schemas.learning import (
+    ExtractionReport,
+    JudgeAgreement,
+    SkillReflectionReport,
+    SummaryReport,
+    VerdictRecord,
+)
+from philont.services.base import Service
+
+if TYPE_CHECKING:
+    from philont.memory import Memory
+
+__all__ = ["Learner"]
+
+
+def _aware(value: object, name: str) -> datetime:
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+    return value
+
+
+class Learner(Service):
+    """The self-learning loop over one unit of work (flushes, never commits)."""
+
+    def __init__(
+        self,
+        mem: Memory,
+        model: ModelClient,
+        *,
+        config: LearningConfig | None = None,
+        judge: Judge | None = None,
+    ) -> None:
+        super().__init__(mem)
+        self.model = model
+        self.config = config or LearningConfig()
+        self.judge = judge
+
+    def window(
+        self,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Window:
+        """One session, or the time range ``since <= t <= until`` (give one or the other)."""
+        limit = self.config.max_window_messages
+        if session_id is not None:
+            if since is not None or until is not None:
+                raise InvalidInputError("give a session_id or a time range, not both")
+            if not isinstance(session_id, str) or not session_id.strip():
+                raise InvalidInputError(
+                    f"session_id must be a non-blank string, got {session_id!r}"
+                )
+            return load_session(self.mem.session, session_id, limit=limit)
+        if since is None or until is None:
+            raise InvalidInputError("give a session_id, or both since and until")
+        since, until = _aware(since, "since"), _aware(until, "until")
+        if until < since:
+            raise InvalidTimeRangeError(since, until, "learning window")
+        return load_range(self.mem.session, since, until, limit=limit)
+
+    def learn(self, window: Window) -> Applied:
+        """The whole loop over a window, as the consolidator runs it on a batch."""
+        context = gather(self.mem, window, self.config, self.judge)
+        thought = think(self.model, window, context, self.config, self.judge)
+        name = self.judge.name if self.judge is not None else "judge"
+        return apply(self.mem, window, thought, self.config, judge_name=name)
+
+    def reflect(
+        self,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> SkillReflectionReport:
+        """Ask the model for positive skills and anti-patterns and write them by the rules
+        (created, updated, merged, unchanged, refused, rejected — each with its reason)."""
+        window = self.window(session_id=session_id, since=since, until=until)
+        answer, tokens = ask_for_skills(self.model, window, self.config)
+        return SkillWriter(self.mem, self.config).write(
+            answer, tag=window.tag, messages=len(window.turns), tokens_used=tokens
+        )
+
+    def extract(
+        self,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> ExtractionReport:
+        """Ask the model for store_fact / store_note actions and write those the tools accept."""
+        window = self.window(session_id=session_id, since=since, until=until)
+        answer, tokens = ask_for_memories(self.model, window, self.config)
+        return MemoryWriter(self.mem, self.config).write(answer, window, tokens_used=tokens)
+
+    def summarize(self, session_id: str) -> list[SummaryReport]:
+        """Write (or extend) the summary note of a long session; nothing for a short one."""
+        window = self.window(session_id=session_id)
+        sessions = long_sessions(self.mem.session, window, self.config)
+        return write_summaries(
+            self.mem, ask_for_summaries(self.model, window, sessions, self.config)
+        )
+
+    def judge_run(self, run: Run) -> VerdictRecord:
+        """Have the judge give its verdict on a run and keep it (a verified run becomes a case)."""
+        if self.judge is None:
+            raise InvalidInputError("this Learner has no judge")
+        result = self.judge.judge(run)
+        return CaseBook(self.mem).record(run, result, judge=self.judge.name)
+
+    def condense(self) -> list[SkillReflectionReport]:
+        """Condense the verified cases that have no skill yet (verify-then-condense mode)."""
+        if not self.config.verify_then_condense:
+            raise InvalidInputError("condensing needs LearningConfig(verify_then_condense=True)")
+        empty = Window("condense", (), ())
+        context = Context(pending_cases=tuple(CaseBook(self.mem).pending_cases()))
+        thought = think(self.model, empty, context, self.config)
+        return apply(self.mem, empty, thought, self.config).condensed
+
+    def judge_report(self) -> list[JudgeAgreement]:
+        """The judge's agreement with attribution, per skill and overall (last row)."""
+        book = CaseBook(self.mem)
+        book.observe()
+        return book.agreement()

@@ -1,0 +1,376 @@
+"""Defensive reading of model answers: whatever the text, a result object, never an exception.
+
+A model may wrap its JSON in code fences or prose, stop half-way (length limit), send the wrong
+types, send megabytes, or be steered by hostile conversation content into proposing names meant
+to overwrite curated skills or to carry SQL / FTS syntax. Each reader here returns what it could
+use and, for everything else, a :class:`Rejected` with the reason; an item is kept whole or not
+at all (a truncated item is dropped, never cut to fit).
+
+What is checked here is the shape; the services check again on write (names, limits,
+namespaces), and the skill rules (:mod:`philont.domain.skill_rules`) decide what may be written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from philont.domain.kinds import SkillKind
+from philont.domain.skill_rules import SkillContent
+from philont.services.skills import NAME_PATTERN
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_ITEMS",
+    "ActionProposal",
+    "ExtractionAnswer",
+    "JsonFound",
+    "Rejected",
+    "SkillAnswer",
+    "SkillProposal",
+    "find_json",
+    "parse_extraction",
+    "parse_skills",
+    "parse_summary",
+]
+
+MAX_ANSWER_CHARS: Final = 1_000_000
+"""Only this much of an answer is read; the rest is ignored (and reported)."""
+MAX_ITEMS: Final = 50
+"""Items beyond this many in one answer are rejected."""
+MAX_SUMMARY_CHARS: Final = 4_000
+"""A summary longer than this is cut, with a marker (Philont's compactor did the same)."""
+MAX_DESCRIPTION_CHARS: Final = 2_000
+MAX_TEMPLATE_CHARS: Final = 20_000
+MAX_KEYWORD_CHARS: Final = 80
+MAX_KEYWORDS_PROPOSED: Final = 30
+_MAX_JSON_STARTS: Final = 64
+_FENCE: Final = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
+_NEGATIVE_HEADINGS: Final = tuple(
+    re.compile(rf"^\s*##\s*{word}\b", re.MULTILINE | re.IGNORECASE)
+    for word in ("Trigger", "Avoid", "Instead")
+)
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An item of the answer that was not used: its position, its name if it had one, why."""
+
+    index: int
+    reason: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class JsonFound:
+    """The JSON array found in an answer (``items``), or what was wrong (``problem``)."""
+
+    items: tuple[Any, ...] = ()
+    problem: str | None = None
+    truncated: bool = False
+
+
+# --- finding the JSON ---------------------------------------------------------------------------
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# strict=False: models often put raw line breaks inside JSON strings (templates).
+_DECODER: Final = json.JSONDecoder(parse_constant=_no_constants, strict=False)
+
+
+def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
+    try:
+        return _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _complete_prefix(text: str, start: int) -> list[Any]:
+    """The complete elements of a JSON array that starts at ``text[start] == '['`` but never
+    closes (the answer was cut off): every element that decodes whole, in order."""
+    items: list[Any] = []
+    pos = start + 1
+    length = len(text)
+    while pos < length:
+        while pos < length and text[pos] in " \t\r\n,":
+            pos += 1
+        decoded = _decode_at(text, pos)
+        if decoded is None:
+            break
+        items.append(decoded[0])
+        pos = decoded[1]
+    return items
+
+
+def _as_list(value: Any, keys: tuple[str, ...]) -> list[Any] | None:
+    if isinstance(value, list):
+        return value
+    if isinstance(value, dict):
+        for key in keys:
+            if isinstance(value.get(key), list):
+                return list(value[key])
+    return None
+
+
+def find_json(text: object, *, keys: tuple[str, ...] = ()) -> JsonFound:
+    """The first JSON array in ``text`` (or an object holding one under one of ``keys``).
+
+    Code fences are looked into first; prose before and after is skipped; ``NaN`` and
+    ``Infinity`` are not JSON. An array cut off before its end gives its complete elements
+    (``truncated``). Only :data:`MAX_ANSWER_CHARS` characters are read."""
+    if not isinstance(text, str):
+        return JsonFound(problem=f"the answer is not text ({type(text).__name__})")
+    cut = len(text) > MAX_ANSWER_CHARS
+    text = text[:MAX_ANSWER_CHARS]
+    bodies = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for body in bodies:
+        found = _first_array(body, keys)
+        if found is not None:
+            items, truncated = found
+            return JsonFound(items=tuple(items), truncated=truncated or cut)
+    problem = "no JSON array in the answer"
+    if cut:
+        problem += f" (read only the first {MAX_ANSWER_CHARS} characters)"
+    return JsonFound(problem=problem, truncated=cut)
+
+
+def _starts(body: str, pattern: str) -> list[int]:
+    return [m.start() for m in itertools.islice(re.finditer(pattern, body), _MAX_JSON_STARTS)]
+
+
+def _first_array(body: str, keys: tuple[str, ...]) -> tuple[list[Any], bool] | None:
+    """In order of preference: the first whole array holding an object; the complete elements
+    of the first array cut off before its end; the first whole array at all (e.g. ``[]``)."""
+    starts = _starts(body, r"[\[{]")
+    fallback: list[Any] | None = None
+    for start in starts:
+        decoded = _decode_at(body, start)
+        found = None if decoded is None else _as_list(decoded[0], keys)
+        if found is None:
+            continue
+        if any(isinstance(item, dict) for item in found):
+            return found, False
+        if fallback is None:
+            fallback = found
+    for start in starts:
+        if body[start] == "[":
+            prefix = _complete_prefix(body, start)
+            if any(isinstance(item, dict) for item in prefix):
+                return prefix, True
+    return None if fallback is None else (fallback, False)
+
+
+# --- storable text ---------------------------------------------------------------------------
+
+
+def _text_problem(value: str) -> str | None:
+    """Why a string cannot be stored: a NUL (PostgreSQL text) or a lone surrogate."""
+    if "\x00" in value:
+        return "contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode (a lone surrogate)"
+    return None
+
+
+def _string(item: dict[str, Any], key: str, *, limit: int, required: bool = True) -> str | None:
+    """``item[key]`` as checked text; raises ValueError with the reason."""
+    value = item.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{key} must be a string, got {type(value).__name__}")
+    if required and not value.strip():
+        raise ValueError(f"{key} must not be blank")
+    if len(value) > limit:
+        raise ValueError(f"{key} is longer than {limit} characters")
+    problem = _text_problem(value)
+    if problem:
+        raise ValueError(f"{key} {problem}")
+    return value if value.strip() else None
+
+
+# --- skills ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SkillProposal:
+    """One skill the model proposes, checked for shape."""
+
+    name: str
+    kind: SkillKind
+    content: SkillContent
+
+
+@dataclass(frozen=True)
+class SkillAnswer:
+    proposals: tuple[SkillProposal, ...] = ()
+    rejected: tuple[Rejected, ...] = ()
+    problem: str | None = None
+    truncated: bool = False
+
+
+def _keywords(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ValueError(f"trigger_keywords must be a list of strings, got {type(value).__name__}")
+    if len(value) > MAX_KEYWORDS_PROPOSED:
+        raise ValueError(f"more than {MAX_KEYWORDS_PROPOSED} trigger_keywords")
+    words: list[str] = []
+    for word in value:
+        if not isinstance(word, str):
+            raise ValueError("trigger_keywords must all be strings")
+        if len(word) > MAX_KEYWORD_CHARS or _text_problem(word):
+            raise ValueError(f"trigger keyword {word[:40]!r} is too long or not storable")
+        if word.strip():
+            words.append(word.strip())
+    return tuple(dict.fromkeys(words))
+
+
+def _skill(item: Any) -> SkillProposal:
+    """One proposal from one item; raises ValueError with the reason."""
+    if not isinstance(item, dict):
+        raise ValueError(f"an item must be an object, got {type(item).__name__}")
+    raw_name = item.get("name")
+    if not isinstance(raw_name, str) or NAME_PATTERN.fullmatch(raw_name.strip()) is None:
+        raise ValueError("name must be a kebab-case slug of 1..80 characters (a-z, 0-9, '-')")
+    kind_value = item.get("kind")
+    if kind_value is None:
+        kind = SkillKind.POSITIVE
+    elif kind_value in ("positive", "negative"):
+        kind = SkillKind(kind_value)
+    else:
+        raise ValueError(f"kind must be 'positive' or 'negative', got {str(kind_value)[:40]!r}")
+    description = _string(item, "description", limit=MAX_DESCRIPTION_CHARS)
+    template = _string(item, "action_template", limit=MAX_TEMPLATE_CHARS)
+    when = _string(item, "when_to_use", limit=MAX_DESCRIPTION_CHARS, required=False)
+    assert description is not None and template is not None  # required=True
+    if kind == SkillKind.NEGATIVE and not all(h.search(template) for h in _NEGATIVE_HEADINGS):
+        raise ValueError(
+            "a negative skill's action_template needs '## Trigger', '## Avoid' and '## Instead'"
+        )
+    content = SkillContent(description, _keywords(item.get("trigger_keywords")), template, when)
+    return SkillProposal(raw_name.strip(), kind, content)
+
+
+def _name_of(item: Any) -> str | None:
+    name = item.get("name") if isinstance(item, dict) else None
+    return name[:80] if isinstance(name, str) else None
+
+
+def parse_skills(text: object) -> SkillAnswer:
+    """Skill proposals from a reflection answer (a JSON array of ``{name, description,
+    trigger_keywords, action_template, kind?, when_to_use?}``); see the module docstring."""
+    found = find_json(text, keys=("skills", "items"))
+    proposals: list[SkillProposal] = []
+    rejected: list[Rejected] = []
+    seen: set[str] = set()
+    for index, item in enumerate(found.items):
+        if index >= MAX_ITEMS:
+            rejected.append(Rejected(index, f"more than {MAX_ITEMS} items", _name_of(item)))
+            continue
+        try:
+            proposal = _skill(item)
+        except ValueError as exc:
+            rejected.append(Rejected(index, str(exc), _name_of(item)))
+            continue
+        if proposal.name in seen:
+            rejected.append(Rejected(index, "the same name twice in one answer", proposal.name))
+            continue
+        seen.add(proposal.name)
+        proposals.append(proposal)
+    return SkillAnswer(tuple(proposals), tuple(rejected), found.problem, found.truncated)
+
+
+# --- extraction (facts and notes) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActionProposal:
+    """A ``store_fact`` or ``store_note`` the model asks for: the tool name and its arguments
+    (not yet validated: the writer validates them exactly as the tools do)."""
+
+    index: int
+    action: str
+    arguments: dict[str, Any] = field(hash=False)
+
+
+@dataclass(frozen=True)
+class ExtractionAnswer:
+    actions: tuple[ActionProposal, ...] = ()
+    rejected: tuple[Rejected, ...] = ()
+    problem: str | None = None
+    truncated: bool = False
+
+
+EXTRACTION_ACTIONS: Final = ("store_fact", "store_note")
+
+
+def parse_extraction(text: object) -> ExtractionAnswer:
+    """``store_fact`` / ``store_note`` actions from an extraction answer (a JSON array of
+    objects with an ``action`` key and the tool's arguments beside it)."""
+    found = find_json(text, keys=("actions", "items"))
+    actions: list[ActionProposal] = []
+    rejected: list[Rejected] = []
+    for index, item in enumerate(found.items):
+        if index >= MAX_ITEMS:
+            rejected.append(Rejected(index, f"more than {MAX_ITEMS} items"))
+            continue
+        if not isinstance(item, dict):
+            rejected.append(
+                Rejected(index, f"an item must be an object, not {type(item).__name__}")
+            )
+            continue
+        action = item.get("action")
+        if action not in EXTRACTION_ACTIONS:
+            rejected.append(
+                Rejected(
+                    index, f"action must be store_fact or store_note, got {str(action)[:40]!r}"
+                )
+            )
+            continue
+        arguments = {k: v for k, v in item.items() if k != "action"}
+        actions.append(ActionProposal(index, str(action), arguments))
+    return ExtractionAnswer(tuple(actions), tuple(rejected), found.problem, found.truncated)
+
+
+# --- summaries and verdicts -------------------------------------------------------------------
+
+
+def parse_summary(text: object) -> str | None:
+    """A session summary: the answer's text without code fences, cut to
+    :data:`MAX_SUMMARY_CHARS` with a marker; None when there is nothing storable."""
+    if not isinstance(text, str):
+        return None
+    body = text[:MAX_ANSWER_CHARS].strip()
+    fenced = _FENCE.fullmatch(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    body = body.replace("\x00", "")
+    body = body.encode("utf-8", "replace").decode("utf-8")
+    if not body:
+        return None
+    if len(body) > MAX_SUMMARY_CHARS:
+        original = len(body)
+        body = body[:MAX_SUMMARY_CHARS] + f"\n…[summary cut: {original} characters]"
+    return body
+
+
+def first_object(text: object, accept: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+    """The first JSON object in ``text`` that ``accept`` takes (fences looked into first)."""
+    if not isinstance(text, str):
+        return None
+    text = text[:MAX_ANSWER_CHARS]
+    for body in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
+        for start in _starts(body, r"\{"):
+            decoded = _decode_at(body, start)
+            if decoded is not None and isinstance(decoded[0], dict) and accept(decoded[0]):
+                return decoded[0]
+    return None

@@ -1,0 +1,130 @@
+"""Session summaries (Philont's compactor): a long session gets a rolling summary note,
+``session-summary-<session id>``, importance 1.0, extended with each new window of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func, select
+
+from philont.db.models import Note, RawMessage
+from philont.errors import PhilontError
+from philont.learning.config import LearningConfig
+from philont.learning.parse import parse_summary
+from philont.learning.prompts import summary_prompt
+from philont.learning.window import Window
+from philont.llm.base import ModelClient
+from philont.log import get_logger
+from philont.schemas.learning import SummaryReport
+from philont.services.notes import SESSION_SUMMARY_PREFIX
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from philont.memory import Memory
+
+__all__ = ["SUMMARY_IMPORTANCE", "Summary", "ask_for_summaries", "long_sessions", "write_summaries"]
+
+log = get_logger(__name__)
+
+SUMMARY_IMPORTANCE = 1.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary the model wrote for one session (``text`` None: nothing usable came back)."""
+
+    session_id: str
+    text: str | None
+    tokens_used: int
+
+
+def long_sessions(
+    session: Session, window: Window, config: LearningConfig
+) -> dict[str, str | None]:
+    """The sessions of the window with at least ``summary_min_messages`` messages in all, with
+    their current summary (None if they have none yet)."""
+    ids = window.sessions()
+    if not ids:
+        return {}
+    counts = session.execute(
+        select(RawMessage.session_id, func.count())
+        .where(RawMessage.session_id.in_(ids))
+        .group_by(RawMessage.session_id)
+    )
+    long_ones = [sid for sid, n in counts if n >= config.summary_min_messages]
+    previous = {
+        note_id: content
+        for note_id, content in session.execute(
+            select(Note.id, Note.content).where(
+                Note.id.in_([SESSION_SUMMARY_PREFIX + sid for sid in long_ones])
+            )
+        )
+    }
+    return {sid: previous.get(SESSION_SUMMARY_PREFIX + sid) for sid in long_ones if sid in ids}
+
+
+def ask_for_summaries(
+    model: ModelClient, window: Window, sessions: dict[str, str | None], config: LearningConfig
+) -> list[Summary]:
+    """One model call per long session of the window: its previous summary extended with the
+    window's part of it. Raises :class:`~philont.errors.ModelError`."""
+    summaries = []
+    for sid, previous in sessions.items():
+        turns = [t for t in window.dialogue if t.session_id == sid]
+        if not turns:
+            continue
+        prompt = summary_prompt(
+            turns, previous, max_chars=config.max_message_chars, total=config.max_prompt_chars
+        )
+        completion = model.complete(prompt)
+        summaries.append(Summary(sid, parse_summary(completion.text), completion.tokens_used))
+    return summaries
+
+
+def write_summaries(mem: Memory, summaries: list[Summary]) -> list[SummaryReport]:
+    """Upsert each summary note (a forgotten summary stays forgotten: ``NoteService.upsert``)."""
+    reports = []
+    for summary in summaries:
+        note_id = SESSION_SUMMARY_PREFIX + summary.session_id
+        if summary.text is None:
+            reports.append(
+                SummaryReport(
+                    session_id=summary.session_id,
+                    note_id=None,
+                    written=False,
+                    detail="the model gave no usable summary",
+                    tokens_used=summary.tokens_used,
+                )
+            )
+            continue
+        try:
+            with mem.session.begin_nested():
+                mem.notes.upsert(
+                    note_id,
+                    summary.text,
+                    importance=SUMMARY_IMPORTANCE,
+                    session_id=summary.session_id,
+                )
+        except PhilontError as exc:
+            reports.append(
+                SummaryReport(
+                    session_id=summary.session_id,
+                    note_id=None,
+                    written=False,
+                    detail=f"{exc.code}: {exc.message}",
+                    tokens_used=summary.tokens_used,
+                )
+            )
+            continue
+        reports.append(
+            SummaryReport(
+                session_id=summary.session_id,
+                note_id=note_id,
+                written=True,
+                tokens_used=summary.tokens_used,
+            )
+        )
+        log.info("learning.summary_written", session_id=summary.session_id, note_id=note_id)
+    return reports

@@ -1,0 +1,310 @@
+"""Verify-then-condense: a pluggable judge gives a verdict on a run; verified runs become cases;
+skills are condensed from cases and link to them; every verdict is kept next to the outcome
+attribution later observes for the skill the run used, so the judge's agreement rate is known.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from sqlalchemy import select
+
+from philont.db.models import Action, JudgeVerdict, LearningCase, RawMessage, Skill
+from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn, attribute
+from philont.domain.kinds import Role
+from philont.errors import InvalidInputError
+from philont.learning.parse import SkillAnswer, first_object, parse_skills
+from philont.learning.prompts import condense_prompt, judge_prompt, render_calls
+from philont.learning.window import Run, ToolCall
+from philont.llm.base import ModelClient
+from philont.log import get_logger
+from philont.schemas.learning import CaseRecord, JudgeAgreement, Verdict, VerdictRecord
+from philont.services.base import Service
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["CaseBook", "Judge", "JudgeResult", "ModelJudge", "ask_to_condense"]
+
+log = get_logger(__name__)
+
+DEFAULT_WINDOW = AttributionWindow()
+_AGREES = {(Verdict.VERIFIED.value, "success"), (Verdict.FAILED.value, "failure")}
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    verdict: Verdict
+    reason: str = ""
+    tokens_used: int = 0
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Gives a verdict on a run: did the agent achieve the goal? A test suite, a checker of the
+    host's own, or a model (:class:`ModelJudge`). ``name`` is recorded with each verdict."""
+
+    name: str
+
+    def judge(self, run: Run) -> JudgeResult: ...
+
+
+class ModelJudge:
+    """A judge that asks a model, reading its answer defensively: no verdict found is
+    ``unsure``, never an exception (model failures still raise ``ModelError``)."""
+
+    def __init__(self, model: ModelClient, *, name: str = "model", max_chars: int = 2_000):
+        self.model = model
+        self.name = name
+        self.max_chars = max_chars
+
+    def judge(self, run: Run) -> JudgeResult:
+        completion = self.model.complete(judge_prompt(run, max_chars=self.max_chars))
+        values = {v.value for v in Verdict}
+        found = first_object(completion.text, lambda obj: obj.get("verdict") in values)
+        if found is None:
+            return JudgeResult(
+                Verdict.UNSURE, "no verdict in the judge's answer", completion.tokens_used
+            )
+        reason = found.get("reason")
+        text = reason[:1_000] if isinstance(reason, str) else ""
+        return JudgeResult(Verdict(found["verdict"]), text, completion.tokens_used)
+
+
+def _trace_json(trace: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "tool": c.tool_name,
+            "params": c.params,
+            "result": c.result,
+            "success": c.success,
+            "action_id": c.id,
+        }
+        for c in trace
+    ]
+
+
+def _trace_calls(case: CaseRecord) -> list[ToolCall]:
+    """A stored trace back as tool calls (what the condense prompt shows)."""
+    steps = case.trace if isinstance(case.trace, list) else []
+    return [
+        ToolCall(
+            int(step.get("action_id") or 0),
+            case.session_id or "",
+            str(step.get("tool", "?")),
+            step.get("params"),
+            str(step.get("result") or ""),
+            bool(step.get("success")),
+            case.created_at,
+        )
+        for step in steps
+        if isinstance(step, dict)
+    ]
+
+
+def ask_to_condense(
+    model: ModelClient, case: CaseRecord, *, max_chars: int
+) -> tuple[SkillAnswer, int]:
+    """The model's condensed skill for one verified case, and the tokens spent."""
+    trace = render_calls(_trace_calls(case))
+    completion = model.complete(condense_prompt(case.goal, trace, case.result, max_chars=max_chars))
+    return parse_skills(completion.text), completion.tokens_used
+
+
+def _case_record(row: LearningCase) -> CaseRecord:
+    return CaseRecord.model_validate(row)
+
+
+def _verdict_record(row: JudgeVerdict, tokens: int = 0) -> VerdictRecord:
+    return VerdictRecord(
+        id=row.id,
+        verdict=Verdict(row.verdict),
+        reason=row.reason,
+        goal=row.goal,
+        case_id=row.case_id,
+        skill_name=row.skill_name,
+        retrieval_action_id=row.retrieval_action_id,
+        judged_at=row.judged_at,
+        observed_outcome=row.observed_outcome,
+        tokens_used=tokens,
+    )
+
+
+def _clean(text: str) -> str:
+    """Text storable on every backend (PostgreSQL refuses NUL)."""
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
+class CaseBook(Service):
+    """Cases and verdicts in one unit of work (flushes, never commits)."""
+
+    def record(self, run: Run, result: JudgeResult, *, judge: str) -> VerdictRecord:
+        """Keep a verdict; a verified run also becomes a case."""
+        if not isinstance(run.goal, str) or not run.goal.strip():
+            raise InvalidInputError("a run needs a non-blank goal")
+        now = self.mem.clock()
+        case_id = None
+        if result.verdict == Verdict.VERIFIED:
+            case_id = str(uuid.uuid4())
+            self.mem.session.add(
+                LearningCase(
+                    id=case_id,
+                    goal=_clean(run.goal),
+                    trace=_trace_json(run.trace),
+                    result=_clean(run.result),
+                    session_id=run.session_id,
+                    judge=judge,
+                    reason=_clean(result.reason) or None,
+                    created_at=now,
+                )
+            )
+            self.mem.session.flush()  # the case first: the verdict refers to it
+        row = JudgeVerdict(
+            case_id=case_id,
+            session_id=run.session_id,
+            goal=_clean(run.goal),
+            verdict=result.verdict.value,
+            reason=_clean(result.reason) or None,
+            judge=judge,
+            skill_name=run.skill_name,
+            retrieval_action_id=run.retrieval_action_id,
+            first_action_id=run.trace[0].id if run.trace else None,
+            judged_at=now,
+        )
+        self.mem.session.add(row)
+        self.mem.session.flush()
+        log.info(
+            "learning.judged", verdict=result.verdict.value, case_id=case_id, skill=run.skill_name
+        )
+        return _verdict_record(row, result.tokens_used)
+
+    def judged_runs(self, first_action_ids: list[int]) -> set[int]:
+        """Which runs (by their first tool call) already have a verdict: each is judged once."""
+        if not first_action_ids:
+            return set()
+        rows = self.mem.session.scalars(
+            select(JudgeVerdict.first_action_id).where(
+                JudgeVerdict.first_action_id.in_(first_action_ids)
+            )
+        )
+        return {r for r in rows if r is not None}
+
+    def pending_cases(self, limit: int = 20) -> list[CaseRecord]:
+        """Verified cases no skill was condensed from yet, oldest first."""
+        rows = self.mem.session.scalars(
+            select(LearningCase)
+            .where(LearningCase.condensed_at.is_(None))
+            .order_by(LearningCase.created_at, LearningCase.id)
+            .limit(limit)
+        )
+        return [_case_record(r) for r in rows]
+
+    def mark_condensed(self, case_id: str, skill_name: str | None, note: str) -> None:
+        row = self.mem.session.get(LearningCase, case_id)
+        if row is None:
+            return
+        skill_id = None
+        if skill_name is not None:
+            skill_id = self.mem.session.scalar(select(Skill.id).where(Skill.name == skill_name))
+        row.skill_id = skill_id
+        row.condensed_at = self.mem.clock()
+        row.condense_note = note[:1_000]
+        self.mem.session.flush()
+
+    def cases_of(self, skill_name: str) -> list[CaseRecord]:
+        """The verified cases a skill was condensed from."""
+        rows = self.mem.session.scalars(
+            select(LearningCase)
+            .join(Skill, Skill.id == LearningCase.skill_id)
+            .where(Skill.name == skill_name)
+            .order_by(LearningCase.created_at, LearningCase.id)
+        )
+        return [_case_record(r) for r in rows]
+
+    # --- agreement with attribution ---------------------------------------------------------
+
+    def observe(self, window: AttributionWindow = DEFAULT_WINDOW) -> int:
+        """Fill in the observed outcome of every verdict whose retrieval attribution has since
+        decided (its ``use_skill`` row carries ``linked_skill``), by the same rules the
+        reflector applied. Returns how many verdicts got an outcome."""
+        pending = self.mem.session.scalars(
+            select(JudgeVerdict)
+            .join(Action, Action.id == JudgeVerdict.retrieval_action_id)
+            .where(JudgeVerdict.observed_outcome.is_(None), Action.linked_skill.is_not(None))
+        ).all()
+        for verdict in pending:
+            verdict.observed_outcome = self._outcome_of(verdict.retrieval_action_id or 0, window)
+            verdict.observed_at = self.mem.clock()
+        self.mem.session.flush()
+        return len(pending)
+
+    def _outcome_of(self, retrieval_id: int, window: AttributionWindow) -> str:
+        retrieval = self.mem.session.get(Action, retrieval_id)
+        assert retrieval is not None  # joined above
+        end = retrieval.timestamp + window.max_duration
+        actions = self.mem.session.scalars(
+            select(Action).where(
+                Action.session_id == retrieval.session_id,
+                Action.timestamp >= retrieval.timestamp,
+                Action.timestamp <= end,
+            )
+        )
+        turns = self.mem.session.scalars(
+            select(RawMessage.timestamp).where(
+                RawMessage.session_id == retrieval.session_id,
+                RawMessage.role == Role.USER,
+                RawMessage.timestamp >= retrieval.timestamp,
+                RawMessage.timestamp <= end,
+            )
+        )
+        events = [
+            ActionEvent(
+                a.id,
+                a.session_id,
+                a.tool_name,
+                a.success,
+                a.timestamp,
+                a.params if isinstance(a.params, dict) else None,
+            )
+            for a in actions
+        ]
+        user_turns = [UserTurn(retrieval.session_id, ts) for ts in turns]
+        for credit in attribute(events, user_turns, window):
+            if credit.retrieval_action_id == retrieval_id:
+                return credit.outcome.value if credit.outcome is not None else "none"
+        return "none"
+
+    def agreement(self) -> list[JudgeAgreement]:
+        """Per skill (then all together, ``skill=None``): verdicts, verdicts with an observed
+        success or failure, and how many of those the judge got right (verified ↔ success,
+        failed ↔ failure; ``unsure`` never agrees)."""
+        rows = self.mem.session.execute(
+            select(JudgeVerdict.skill_name, JudgeVerdict.verdict, JudgeVerdict.observed_outcome)
+        ).all()
+        tallies: dict[str | None, list[int]] = defaultdict(lambda: [0, 0, 0])
+        for skill, verdict, observed in rows:
+            for key in {skill, None} if skill is not None else {None}:
+                tally = tallies[key]
+                tally[0] += 1
+                if observed in ("success", "failure"):
+                    tally[1] += 1
+                    tally[2] += (verdict, observed) in _AGREES
+        ordered = [*sorted(k for k in tallies if k is not None), None]
+        return [
+            JudgeAgreement(
+                skill=k, verdicts=tallies[k][0], observed=tallies[k][1], agreed=tallies[k][2]
+            )
+            for k in ordered
+            if k in tallies
+        ]
+
+    def verdicts(self, limit: int = 100) -> list[VerdictRecord]:
+        rows = self.mem.session.scalars(
+            select(JudgeVerdict)
+            .order_by(JudgeVerdict.judged_at.desc(), JudgeVerdict.id.desc())
+            .limit(limit)
+        )
+        return [_verdict_record(r) for r in rows]

@@ -1,0 +1,185 @@
+"""What the loop reads: a window of the timeline (turns and tool calls) and the runs in it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, select
+from sqlalchemy.orm import Session
+
+from philont.db.models import Action, RawMessage
+from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.domain.kinds import Role
+
+__all__ = [
+    "Run",
+    "ToolCall",
+    "Turn",
+    "Window",
+    "load_after",
+    "load_range",
+    "load_session",
+    "runs_of",
+]
+
+RETRIEVAL_TOOL = "use_skill"
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: int
+    session_id: str
+    role: str
+    content: str
+    timestamp: datetime
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: int
+    session_id: str
+    tool_name: str
+    params: Any
+    result: str | None
+    success: bool
+    timestamp: datetime
+
+
+@dataclass(frozen=True)
+class Window:
+    """Messages and tool calls of one session or time range, oldest first. ``tag`` names it
+    (the session id, or ``range:<from ms>-<to ms>``); ``reference`` is its own "now": the time
+    relative expressions in it are read against."""
+
+    tag: str
+    turns: tuple[Turn, ...]
+    calls: tuple[ToolCall, ...]
+    session_id: str | None = None
+
+    @property
+    def reference(self) -> datetime | None:
+        stamps = [t.timestamp for t in self.turns] + [c.timestamp for c in self.calls]
+        return max(stamps) if stamps else None
+
+    @property
+    def dialogue(self) -> tuple[Turn, ...]:
+        return tuple(t for t in self.turns if t.role in (Role.USER, Role.ASSISTANT))
+
+    def sessions(self) -> list[str]:
+        return list(dict.fromkeys(t.session_id for t in self.turns))
+
+
+def _turns(session: Session, where: Sequence[ColumnElement[bool]], limit: int) -> list[Turn]:
+    rows = session.execute(
+        select(
+            RawMessage.id,
+            RawMessage.session_id,
+            RawMessage.role,
+            RawMessage.content,
+            RawMessage.timestamp,
+        )
+        .where(*where)
+        .order_by(RawMessage.timestamp, RawMessage.id)
+        .limit(limit)
+    )
+    return [Turn(i, s, str(r), c, t) for i, s, r, c, t in rows]
+
+
+def _calls(session: Session, where: Sequence[ColumnElement[bool]], limit: int) -> list[ToolCall]:
+    rows = session.execute(
+        select(
+            Action.id,
+            Action.session_id,
+            Action.tool_name,
+            Action.params,
+            Action.result,
+            Action.success,
+            Action.timestamp,
+        )
+        .where(*where)
+        .order_by(Action.timestamp, Action.id)
+        .limit(limit)
+    )
+    return [ToolCall(*row) for row in rows]
+
+
+def load_session(session: Session, session_id: str, *, limit: int) -> Window:
+    """Every message and tool call of one session (at most ``limit`` of each)."""
+    turns = _turns(session, [RawMessage.session_id == session_id], limit)
+    calls = _calls(session, [Action.session_id == session_id], limit)
+    return Window(session_id, tuple(turns), tuple(calls), session_id)
+
+
+def load_range(session: Session, since: datetime, until: datetime, *, limit: int) -> Window:
+    """Messages and tool calls with ``since <= time <= until`` (at most ``limit`` of each)."""
+    turns = _turns(session, [RawMessage.timestamp >= since, RawMessage.timestamp <= until], limit)
+    calls = _calls(session, [Action.timestamp >= since, Action.timestamp <= until], limit)
+    tag = f"range:{to_epoch_ms(since)}-{to_epoch_ms(until)}"
+    return Window(tag, tuple(turns), tuple(calls))
+
+
+def load_after(session: Session, after_ms: int, until_ms: int) -> Window:
+    """The consolidator's batch: every message with ``after < time <= until`` (epoch ms, no
+    limit: the batch was sized when it was claimed) and the tool calls of the same span."""
+    lo, hi = from_epoch_ms(after_ms), from_epoch_ms(until_ms)
+    turns = _turns(session, [RawMessage.timestamp > lo, RawMessage.timestamp <= hi], 10**9)
+    calls = _calls(session, [Action.timestamp > lo, Action.timestamp <= hi], 10**9)
+    return Window(f"range:{after_ms + 1}-{until_ms}", tuple(turns), tuple(calls))
+
+
+# --- runs (verify-then-condense) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One request and what the agent did about it: a user turn (``goal``), the tool calls
+    until the next user turn of the session (``trace``) and the last assistant reply in that
+    span (``result``). ``skill_name`` / ``retrieval_action_id``: the first skill it fetched."""
+
+    goal: str
+    trace: tuple[ToolCall, ...]
+    result: str
+    session_id: str | None = None
+    skill_name: str | None = None
+    retrieval_action_id: int | None = None
+
+
+def _retrieval(trace: Sequence[ToolCall]) -> tuple[str | None, int | None]:
+    for call in trace:
+        name = call.params.get("name") if isinstance(call.params, dict) else None
+        if call.tool_name == RETRIEVAL_TOOL and call.success and isinstance(name, str):
+            return name, call.id
+    return None, None
+
+
+def runs_of(window: Window) -> list[Run]:
+    """The runs of a window that used at least one tool, in time order."""
+    calls_by_session: dict[str, list[ToolCall]] = defaultdict(list)
+    for call in window.calls:
+        calls_by_session[call.session_id].append(call)
+    runs: list[tuple[datetime, Run]] = []
+    for sid in window.sessions():
+        turns = [t for t in window.turns if t.session_id == sid]
+        starts = [i for i, t in enumerate(turns) if t.role == Role.USER]
+        for n, i in enumerate(starts):
+            begin = turns[i].timestamp
+            end = turns[starts[n + 1]].timestamp if n + 1 < len(starts) else None
+            span = turns[i + 1 : starts[n + 1]] if n + 1 < len(starts) else turns[i + 1 :]
+            trace = tuple(
+                c
+                for c in calls_by_session[sid]
+                if c.timestamp >= begin and (end is None or c.timestamp < end)
+            )
+            if not trace:
+                continue
+            replies = [t.content for t in span if t.role == Role.ASSISTANT]
+            skill, retrieval = _retrieval(trace)
+            run = Run(
+                turns[i].content, trace, replies[-1] if replies else "", sid, skill, retrieval
+            )
+            runs.append((begin, run))
+    return [run for _, run in sorted(runs, key=lambda item: item[0])]

@@ -1,0 +1,151 @@
+"""`philont consolidate` and `philont skills judge-report` from the command line."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from philont import Memory
+from philont.cli import app
+from philont.learning import CaseBook, JudgeResult, Run, ToolCall
+from philont.learning.consolidate import read_cursor
+from philont.schemas.learning import Verdict
+
+runner = CliRunner()
+
+FACT = {"action": "store_fact", "namespace": "user.home", "key": "city", "value": "Berlin"}
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def chatty(tool_db: Path) -> Path:
+    with Memory.open(tool_db) as mem:
+        for i in range(6):
+            mem.timeline.append(f"I live in Berlin ({i})", role="user" if i % 2 else "assistant")
+    return tool_db
+
+
+def script(tmp_path: Path, **answers: str) -> str:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(answers))
+    return f"scripted:{path}"
+
+
+def test_consolidate_once_writes_the_batch_and_moves_the_cursor(
+    chatty: Path, tmp_path: Path
+) -> None:
+    model = script(tmp_path, extract=json.dumps([FACT]), reflect="[]", summarize="s")
+    code, output = run(
+        "consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog",
+        "--idle-after", "0",
+    )  # fmt: skip
+    assert code == 0, output
+    assert "consolidated batch 1: 6 messages, 1 facts, 0 notes" in output
+    with Memory.open(chatty) as mem:
+        assert read_cursor(mem.session) is not None
+        city = mem.facts.get("user.home", "city")
+        assert city is not None and city.value == "Berlin"
+    code, output = run(
+        "consolidate", "--db", str(chatty), "--model", model, "--once", "--json",
+        "--idle-after", "0",
+    )  # fmt: skip
+    assert code == 0 and json.loads(output)["status"] == "nothing_new"
+
+
+def test_consolidate_once_exits_1_when_the_batch_failed(chatty: Path, tmp_path: Path) -> None:
+    model = script(tmp_path, reflect="[]")  # no answer for the extraction: an empty answer
+    code, output = run(
+        "consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog",
+        "--idle-after", "0",
+    )  # fmt: skip
+    assert code == 1
+    assert "failed" in output and "model_empty_answer" in output
+    with Memory.open(chatty) as mem:
+        assert read_cursor(mem.session) is None
+
+
+@pytest.mark.parametrize("args", [[], ["--model", "gemini:x"]])
+def test_consolidate_needs_a_usable_model(chatty: Path, args: list[str]) -> None:
+    code, output = run("consolidate", "--db", str(chatty), "--once", *args)
+    assert code == 1
+    assert "model" in output
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_consolidate_loop_stops_cleanly_on_a_signal(
+    chatty: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    model = script(tmp_path, extract="[]", reflect="[]", summarize="s")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "philont", "consolidate", "--db", str(chatty), "--model", model,
+         "--interval", "0.2", "--idle-after", "0", "--backlog"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    lines = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        lines.append(line)
+        if line.startswith("nothing_new"):  # a second tick ran: the loop is looping
+            break
+    proc.send_signal(sig)
+    out, errors = proc.communicate(timeout=30)
+    assert proc.returncode == 0, errors
+    assert any(line.startswith("consolidated batch 1") for line in lines), lines
+    assert out.strip().endswith("stopped")
+
+
+def test_judge_report_prints_the_agreement_per_skill(tool_db: Path) -> None:
+    with Memory.open(tool_db) as mem:
+        mem.skills.create("export-csv", "Export CSV", ["csv"], "1. query\n2. write")
+        use = mem.actions.record("use_skill", params={"name": "export-csv"}, success=True)
+        mem.actions.record("write_file", params={}, success=True)
+        call = ToolCall(
+            use.id, "global", "use_skill", {"name": "export-csv"}, "", True, use.timestamp
+        )
+        run_ = Run("export", (call,), "done", "global", "export-csv", use.id)
+        CaseBook(mem).record(run_, JudgeResult(Verdict.VERIFIED), judge="test")
+        mem.actions.link_skill([use.id], "export-csv")  # attribution decided the retrieval
+    code, output = run("skills", "judge-report", "--db", str(tool_db), "--json")
+    assert code == 0, output
+    rows = json.loads(output)
+    assert [(r["skill"], r["verdicts"], r["observed"], r["agreed"]) for r in rows] == [
+        ("export-csv", 1, 1, 1),
+        (None, 1, 1, 1),
+    ]
+    code, output = run("skills", "judge-report", "--db", str(tool_db))
+    assert code == 0 and "(all)" in output and "100%" in output
+
+
+def test_the_demo_shows_the_learning_loop(tmp_path: Path) -> None:
+    code, output = run("demo", "--db", str(tmp_path / "demo.sqlite"))
+    assert code == 0, output
+    text = " ".join(output.split())  # rich wraps long lines
+    for phrase in (
+        "consolidator: anchored",
+        "2 facts stored through the store_fact tool's own checks; "
+        "skill convert-pdf-invoice-to-csv created as a draft",
+        "skill avoid-acting-now-on-later-requests: created",
+        "skill send-invoice-email: refused",
+        "judge: verified — Back up the lease folder",
+        "nas-backup: refused (needs_verified_case)",
+        "condensed back-up-folder-to-nas: grade=confirmed, justified by 1 verified case(s)",
+    ):
+        assert phrase in text, phrase
+    with Memory.open(tmp_path / "demo.sqlite") as mem:
+        avoid = mem.skills.get("avoid-acting-now-on-later-requests")
+        assert avoid is not None and avoid.kind == "negative"
+        diet = mem.facts.get("user.preferences", "diet")
+        assert diet is not None and diet.value == "vegetarian"

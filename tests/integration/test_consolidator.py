@@ -1,0 +1,282 @@
+"""The idle consolidator: cursor, batches, failures and retries, claims, and racing processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from philont.db.models import Fact, LearningBatch
+from philont.db.types import to_epoch_ms
+from philont.errors import ModelHTTPError
+from philont.learning import Consolidator, ConsolidatorConfig, LearningConfig, read_cursor
+from philont.learning.consolidate import CURSOR_KEY, CURSOR_NAMESPACE
+from philont.llm import ScriptedModel
+from philont.llm.scripted import Answer
+from philont.schemas.learning import ConsolidationStatus as S
+from tests.conftest import FakeClock
+from tests.integration.learning_helpers import UnitFactory, unit_factory
+
+BOTH_BACKENDS = True
+WORKER = Path(__file__).with_name("consolidate_worker.py")
+
+
+@pytest.fixture
+def units(engine: Engine, clock: FakeClock) -> UnitFactory:
+    return unit_factory(engine, clock)
+
+
+def fact_answer(prompt: str) -> str:
+    """One fact per batch, named after the batch's last message."""
+    last = [line for line in prompt.splitlines() if "] [user] " in line][-1]
+    key = last.rsplit(" ", 1)[-1]
+    return json.dumps([{"action": "store_fact", "namespace": "seen", "key": key, "value": 1}])
+
+
+def scripted(extract: Answer | Callable[[str], Answer] = fact_answer) -> ScriptedModel:
+    return ScriptedModel.by_task({"extract": extract, "reflect": "[]", "summarize": "summary"})
+
+
+def consolidator(
+    units: UnitFactory, clock: FakeClock, model: ScriptedModel, **schedule: Any
+) -> Consolidator:
+    options: dict[str, Any] = {"backlog": True, "min_messages": 1}
+    options.update(schedule)
+    return Consolidator(
+        units,
+        model,
+        clock=clock,
+        config=LearningConfig(summary_min_messages=10_000),
+        schedule=ConsolidatorConfig(**options),
+    )
+
+
+def append(units: UnitFactory, clock: FakeClock, n: int, *, at: datetime | None = None) -> None:
+    with units() as mem:
+        for i in range(n):
+            if at is None:
+                clock.advance(seconds=10)
+            mem.timeline.append(f"message m{to_epoch_ms(clock.now)}x{i}", role="user", at=at)
+
+
+def idle(clock: FakeClock) -> None:
+    clock.advance(minutes=6)
+
+
+def cursor_rows(units: UnitFactory) -> list[Any]:
+    with units(write=False) as mem:
+        return list(
+            mem.session.scalars(
+                select(Fact.value).where(Fact.namespace == CURSOR_NAMESPACE, Fact.key == CURSOR_KEY)
+            )
+        )
+
+
+def seen(units: UnitFactory) -> set[str]:
+    with units(write=False) as mem:
+        return set(mem.session.scalars(select(Fact.key).where(Fact.namespace == "seen")))
+
+
+def batches(units: UnitFactory) -> list[tuple[str, int]]:
+    with units(write=False) as mem:
+        rows = mem.session.scalars(select(LearningBatch).order_by(LearningBatch.id))
+        return [(b.status, b.attempts) for b in rows]
+
+
+def test_nothing_happens_while_the_timeline_is_not_idle(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    append(units, clock, 5)
+    clock.advance(minutes=4)
+    model = scripted()
+    assert consolidator(units, clock, model).run_once().status == S.NOT_IDLE
+    assert (cursor_rows(units), batches(units), model.prompts) == ([], [], [])
+
+
+def test_the_first_run_without_backlog_anchors_the_cursor_like_philont(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    append(units, clock, 5)
+    newest = to_epoch_ms(clock.now)
+    idle(clock)
+    model = scripted()
+    worker = consolidator(units, clock, model, backlog=False)
+    assert worker.run_once().status == S.ANCHORED
+    assert cursor_rows(units) == [newest]
+    assert model.prompts == []
+    append(units, clock, 4)
+    idle(clock)
+    report = worker.run_once()
+    assert (report.status, report.messages, report.after_ts) == (S.CONSOLIDATED, 4, newest)
+    assert len(seen(units)) == 1
+
+
+def test_a_failed_model_call_loses_nothing_and_is_retried_with_backoff(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    append(units, clock, 6)
+    idle(clock)
+    failures = [ModelHTTPError("overloaded", status=529), ModelHTTPError("again", status=503)]
+
+    def flaky(prompt: str) -> Answer:
+        return failures.pop(0) if failures else fact_answer(prompt)
+
+    worker = consolidator(units, clock, scripted(flaky))
+    first = worker.run_once()
+    assert (first.status, first.attempts) == (S.FAILED, 1)
+    assert first.retry_at == clock.now + timedelta(minutes=1)
+    assert first.error is not None and "model_http_error" in first.error
+    assert (cursor_rows(units), seen(units)) == ([], set())
+    assert worker.run_once().status == S.BACKING_OFF
+    clock.advance(minutes=1)
+    second = worker.run_once()
+    assert (second.status, second.attempts) == (S.FAILED, 2)
+    assert second.retry_at == clock.now + timedelta(minutes=2)  # doubled
+    clock.advance(minutes=2)
+    third = worker.run_once()
+    assert (third.status, third.attempts, third.messages) == (S.CONSOLIDATED, 3, 6)
+    assert cursor_rows(units) == [third.until_ts]
+    assert len(seen(units)) == 1
+    assert batches(units) == [("done", 3)]
+
+
+def test_a_batch_never_splits_the_messages_of_one_millisecond(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    append(units, clock, 3)
+    clock.advance(seconds=10)
+    append(units, clock, 4, at=clock.now)  # four messages in one millisecond
+    idle(clock)
+    worker = consolidator(units, clock, scripted(), batch_size=5)
+    assert [r.messages for r in worker.tick()] == [3, 4, 0]
+    append(units, clock, 1)
+    clock.advance(seconds=10)
+    append(units, clock, 7, at=clock.now)  # one millisecond over the limit: taken whole
+    idle(clock)
+    assert [(r.status, r.messages) for r in worker.tick()][:2] == [
+        (S.CONSOLIDATED, 1),
+        (S.CONSOLIDATED, 7),
+    ]
+
+
+def test_the_cursor_is_one_fact_row_moved_in_place(units: UnitFactory, clock: FakeClock) -> None:
+    worker = consolidator(units, clock, scripted(), batch_size=2)
+    for _ in range(3):
+        append(units, clock, 2)
+        idle(clock)
+        assert worker.run_once().status == S.CONSOLIDATED
+    rows = cursor_rows(units)
+    assert len(rows) == 1
+    with units(write=False) as mem:
+        assert read_cursor(mem.session) == rows[0]
+        fact = mem.facts.get(CURSOR_NAMESPACE, CURSOR_KEY)
+        assert fact is not None and fact.value == rows[0]
+
+
+def test_a_cursor_written_by_philont_is_read_and_a_newer_version_followed(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    append(units, clock, 3)
+    with units() as mem:  # what Philont's consolidator writes (a new version each time)
+        mem.facts.store(CURSOR_NAMESPACE, CURSOR_KEY, to_epoch_ms(clock.now))
+    append(units, clock, 2)
+    idle(clock)
+    report = consolidator(units, clock, scripted()).run_once()
+    assert (report.status, report.messages) == (S.CONSOLIDATED, 2)
+    append(units, clock, 2)
+    with units() as mem:  # Philont moves the cursor past the new messages
+        mem.facts.store(CURSOR_NAMESPACE, CURSOR_KEY, to_epoch_ms(clock.now))
+    idle(clock)
+    assert consolidator(units, clock, scripted()).run_once().status == S.NOTHING_NEW
+
+
+def test_too_few_new_messages_wait_for_more(units: UnitFactory, clock: FakeClock) -> None:
+    append(units, clock, 3)
+    idle(clock)
+    report = consolidator(units, clock, scripted(), min_messages=4).run_once()
+    assert (report.status, report.messages) == (S.TOO_FEW, 3)
+    assert batches(units) == []
+
+
+def test_a_process_whose_lease_ran_out_writes_nothing(units: UnitFactory, clock: FakeClock) -> None:
+    append(units, clock, 4)
+    idle(clock)
+    rival = consolidator(units, clock, scripted())
+    rival_reports = []
+
+    def slow(prompt: str) -> str:
+        clock.advance(minutes=11)  # longer than the 10-minute lease
+        rival_reports.append(rival.run_once())
+        return json.dumps(
+            [{"action": "store_fact", "namespace": "seen", "key": "slow", "value": 1}]
+        )
+
+    report = consolidator(units, clock, scripted(slow)).run_once()
+    assert [r.status for r in rival_reports] == [S.CONSOLIDATED]
+    assert report.status == S.LOST_CLAIM
+    assert "slow" not in seen(units) and len(seen(units)) == 1
+    assert batches(units) == [("done", 2)]
+
+
+def test_the_host_scheduler_method_and_the_loop_stop_cleanly(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    append(units, clock, 12)
+    idle(clock)
+    worker = consolidator(units, clock, scripted(), batch_size=5, min_messages=4)
+    assert [r.status for r in worker.tick()] == [S.CONSOLIDATED, S.CONSOLIDATED, S.TOO_FEW]
+    stop = threading.Event()
+    seen_reports = []
+
+    def on_report(report: Any) -> None:
+        seen_reports.append(report.status)
+        stop.set()
+
+    thread = threading.Thread(
+        target=worker.run_forever, args=(stop,), kwargs={"on_report": on_report}
+    )
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert seen_reports == [S.TOO_FEW]
+
+
+def test_two_processes_racing_consolidate_each_batch_once(
+    engine: Engine, units: UnitFactory, clock: FakeClock, tmp_path: Path
+) -> None:
+    append(units, clock, 6)
+    idle(clock)
+    go = tmp_path / "go"
+    url = engine.url.render_as_string(hide_password=False)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), url, str(go), str(to_epoch_ms(clock.now))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    go.touch()
+    outputs = []
+    for proc in procs:
+        out, errors = proc.communicate(timeout=120)
+        assert proc.returncode == 0, errors
+        outputs.append(json.loads(out.strip().splitlines()[-1]))
+    statuses = [o["status"] for o in outputs]
+    assert statuses.count("consolidated") == 1, statuses
+    loser = next(s for s in statuses if s != "consolidated")
+    assert loser in ("claimed_elsewhere", "nothing_new")
+    winner = next(o for o in outputs if o["status"] == "consolidated")
+    with units(write=False) as mem:
+        race = list(mem.session.scalars(select(Fact.key).where(Fact.namespace == "race")))
+    assert race == [f"by_{winner['pid']}"]
+    assert batches(units) == [("done", 1)]

@@ -1,0 +1,276 @@
+"""Extraction of facts and notes (through the tools' own validation) and session summaries."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine, func, select
+
+from philont import tools
+from philont.db.models import Fact, Note
+from philont.domain.kinds import FactKind
+from philont.domain.timeparse import iso
+from philont.learning import Learner, LearningConfig
+from philont.llm import ScriptedModel
+from philont.memory import Memory
+from tests.conftest import FakeClock
+from tests.integration.learning_helpers import Conversation, unit_factory
+
+BOTH_BACKENDS = True
+
+
+@pytest.fixture
+def mem(engine: Engine, clock: FakeClock) -> Any:
+    with unit_factory(engine, clock)() as unit:
+        yield unit
+
+
+def chat(mem: Memory, clock: FakeClock, turns: int = 2) -> Conversation:
+    talk = Conversation(mem, clock, "s1")
+    for i in range(turns):
+        talk.user(f"I moved to Berlin last week (turn {i})")
+        talk.assistant("Noted.")
+    return talk
+
+
+def extract(mem: Memory, *actions: dict[str, Any], **config: Any) -> Any:
+    model = ScriptedModel([json.dumps(list(actions))])
+    report = Learner(mem, model, config=LearningConfig(**config)).extract(session_id="s1")
+    return report, model
+
+
+def counts(mem: Memory) -> tuple[int, int]:
+    return (
+        mem.session.scalar(select(func.count()).select_from(Fact)) or 0,
+        mem.session.scalar(select(func.count()).select_from(Note)) or 0,
+    )
+
+
+def test_a_session_gives_two_facts_and_a_note(mem: Memory, clock: FakeClock) -> None:
+    chat(mem, clock)
+    report, model = extract(
+        mem,
+        {"action": "store_fact", "namespace": "user.home", "key": "city", "value": "Berlin"},
+        {"action": "store_fact", "namespace": "user.preferences", "key": "diet",
+         "value": "vegetarian", "confidence": 0.8},
+        {"action": "store_note", "content": "Moving was stressful for them", "importance": 0.4},
+    )  # fmt: skip
+    assert (report.facts, report.notes) == (2, 1)
+    city = mem.facts.get("user.home", "city")
+    assert city is not None and city.value == "Berlin"
+    note = mem.notes.get(next(w.id for w in report.writes if w.action == "store_note") or "")
+    assert note is not None and note.session_id == "s1" and note.importance == 0.4
+    assert model.prompts[0].startswith("TASK: extract")
+
+
+REFUSED_FACTS = [
+    {"namespace": "self", "key": "name", "value": "x"},
+    {"namespace": "self.notes", "key": "name", "value": "x"},
+    {"namespace": "User Prefs", "key": "k", "value": "x"},
+    {"namespace": "user", "key": "has space", "value": "x"},
+    {"namespace": "user", "key": "t", "value": "Bearer abcdefgh12345678"},
+    {"namespace": "user", "key": "k", "value": "Authorization: Basic abc"},
+    {"namespace": "user", "key": "k", "value": "x", "why": "extra"},
+    {"namespace": "user", "key": "k", "value": "x", "confidence": 2},
+    {"namespace": "user", "key": "k"},
+    {"namespace": "user", "key": "k", "value": None},
+    {"namespace": "user", "key": "k", "value": "x", "occurred_at": "tomorrow",
+     "fact_kind": "event"},
+    {"namespace": "user", "key": "k", "value": "x", "valid_from": "2026-06-10T00:00:00Z",
+     "valid_until": "2026-06-01T00:00:00Z"},
+    {"namespace": "user", "key": "k", "value": "x", "timezone": "Mars/Olympus"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("action", REFUSED_FACTS)
+def test_a_fact_the_store_fact_tool_refuses_is_refused_with_the_tools_code(
+    mem: Memory, clock: FakeClock, action: dict[str, Any]
+) -> None:
+    chat(mem, clock)
+    before = counts(mem)
+    report, _ = extract(mem, {"action": "store_fact", **action})
+    [write] = report.writes
+    assert counts(mem) == before
+    tool = tools.call("store_fact", action, db=mem, session_id="s1")
+    assert not tool.ok
+    assert (write.outcome, write.code) == ("rejected", tool.error_code)
+    assert write.detail
+    assert counts(mem) == before
+
+
+def test_a_nul_in_a_fact_value_is_refused_before_it_reaches_any_backend(
+    mem: Memory, clock: FakeClock
+) -> None:
+    chat(mem, clock)
+    before = counts(mem)
+    report, _ = extract(
+        mem, {"action": "store_fact", "namespace": "u", "key": "k", "value": "a\x00"}
+    )
+    assert [(w.outcome, w.code) for w in report.writes] == [("rejected", "invalid_arguments")]
+    assert counts(mem) == before
+
+
+def test_notes_are_checked_and_malformed_actions_reported(mem: Memory, clock: FakeClock) -> None:
+    chat(mem, clock)
+    before = counts(mem)
+    report, _ = extract(
+        mem,
+        {"action": "store_note", "content": ""},
+        {"action": "store_note", "content": "x", "importance": "high"},
+        {"action": "drop_table", "content": "x"},
+        {"action": "store_note"},
+    )
+    assert [(w.outcome, w.code) for w in report.writes] == [
+        ("rejected", "invalid_arguments"),
+        ("rejected", "invalid_arguments"),
+        ("rejected", "malformed"),
+        ("rejected", "invalid_arguments"),
+    ]
+    assert counts(mem) == before
+
+
+def test_an_event_without_a_time_happened_at_the_window_time_not_at_extraction(
+    mem: Memory, clock: FakeClock
+) -> None:
+    talk = chat(mem, clock)
+    talk.user("I signed the lease today!")
+    said_at = clock.now
+    clock.advance(days=3)  # the loop runs long after the conversation
+    report, model = extract(
+        mem,
+        {"action": "store_fact", "namespace": "project.flat", "key": "lease_signed",
+         "value": True, "fact_kind": "event"},
+        {"action": "store_fact", "namespace": "project.flat", "key": "move_in",
+         "value": "keys handover", "fact_kind": "event", "occurred_at": "2026-06-20T10:00:00",
+         "timezone": "Europe/Berlin"},
+    )  # fmt: skip
+    assert report.facts == 2
+    signed = mem.facts.get("project.flat", "lease_signed")
+    assert signed is not None and signed.fact_kind == FactKind.EVENT
+    assert signed.occurred_at == said_at
+    assert signed.created_at == clock.now
+    move = mem.facts.get("project.flat", "move_in")
+    assert move is not None and move.occurred_at is not None
+    assert iso(move.occurred_at) == "2026-06-20T08:00:00.000Z"
+    assert f"The conversation ended at {iso(said_at)}" in model.prompts[0]
+
+
+def test_offset_less_times_are_read_in_the_configured_zone(mem: Memory, clock: FakeClock) -> None:
+    chat(mem, clock)
+    report, _ = extract(
+        mem,
+        {"action": "store_fact", "namespace": "user", "key": "dentist", "value": "check-up",
+         "fact_kind": "event", "occurred_at": "2026-07-01T09:00:00"},
+        timezone="Asia/Shanghai",
+    )  # fmt: skip
+    assert report.facts == 1
+    fact = mem.facts.get("user", "dentist")
+    assert fact is not None and fact.occurred_at is not None
+    assert iso(fact.occurred_at) == "2026-07-01T01:00:00.000Z"
+
+
+def test_extracting_the_same_answer_again_writes_nothing_new(mem: Memory, clock: FakeClock) -> None:
+    chat(mem, clock)
+    actions = (
+        {"action": "store_fact", "namespace": "user.home", "key": "city", "value": "Berlin"},
+        {"action": "store_note", "content": "Prefers short answers"},
+    )
+    extract(mem, *actions)
+    before = counts(mem)
+    again, _ = extract(mem, *actions)
+    assert [w.outcome for w in again.writes] == ["unchanged", "unchanged"]
+    assert counts(mem) == before
+
+
+# --- summaries ---------------------------------------------------------------------------------
+
+
+def test_a_long_session_gets_a_rolling_summary_note(mem: Memory, clock: FakeClock) -> None:
+    chat(mem, clock, turns=3)
+    model = ScriptedModel(["First summary.", "```\nSecond summary.\n```"])
+    learner = Learner(mem, model, config=LearningConfig(summary_min_messages=6))
+    [report] = learner.summarize("s1")
+    assert (report.written, report.note_id) == (True, "session-summary-s1")
+    note = mem.notes.get("session-summary-s1")
+    assert note is not None
+    assert (note.content, note.importance, note.session_id) == ("First summary.", 1.0, "s1")
+    learner.summarize("s1")
+    assert "First summary." in model.prompts[1]  # the earlier summary is extended
+    note = mem.notes.get("session-summary-s1")
+    assert note is not None and note.content == "Second summary."
+
+
+def test_a_short_session_gets_no_summary_and_costs_no_call(mem: Memory, clock: FakeClock) -> None:
+    chat(mem, clock, turns=1)
+    model = ScriptedModel([])
+    assert Learner(mem, model, config=LearningConfig(summary_min_messages=6)).summarize("s1") == []
+    assert model.prompts == []
+
+
+def test_an_empty_summary_answer_writes_no_note(mem: Memory, clock: FakeClock) -> None:
+    chat(mem, clock, turns=3)
+    model = ScriptedModel(["```\n\n```"])
+    [report] = Learner(mem, model, config=LearningConfig(summary_min_messages=2)).summarize("s1")
+    assert not report.written
+    assert mem.notes.get("session-summary-s1") is None
+
+
+def test_a_window_is_its_session_or_its_time_range(mem: Memory, clock: FakeClock) -> None:
+    chat(mem, clock)
+    other = Conversation(mem, clock, "s2")
+    other.user("Unrelated")
+    learner = Learner(mem, ScriptedModel([]))
+    assert len(learner.window(session_id="s1").turns) == 4
+    start = clock.now - timedelta(minutes=1)  # inclusive: the turn a minute ago is in
+    window = learner.window(since=start, until=clock.now)
+    assert [t.content for t in window.turns] == ["Noted.", "Unrelated"]
+
+
+# --- fuzz: whatever the answer, only what the report calls stored is written --------------------
+
+fact_fields = st.fixed_dictionaries(
+    {"action": st.sampled_from(["store_fact", "store_note", "forget", 7])},
+    optional={
+        "namespace": st.sampled_from(["user", "self", "Bad NS", "project.x", ""]),
+        "key": st.sampled_from(["city", "a b", "k", ""]),
+        "value": st.one_of(st.none(), st.text(max_size=10), st.integers(), st.booleans()),
+        "content": st.one_of(st.text(max_size=12), st.integers()),
+        "importance": st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.text()),
+        "fact_kind": st.sampled_from(["state", "event", "other"]),
+        "occurred_at": st.sampled_from(["2026-06-01T10:00:00Z", "soon", 1_780_000_000_000]),
+        "confidence": st.floats(allow_nan=False, allow_infinity=False),
+    },
+)
+
+
+class _Rollback(Exception):
+    pass
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(fact_fields, max_size=6))
+def test_any_extraction_answer_writes_exactly_what_it_reports(
+    engine: Engine, clock: FakeClock, actions: list[dict[str, Any]]
+) -> None:
+    try:
+        with unit_factory(engine, clock)() as mem:
+            chat(mem, clock)
+            before = counts(mem)
+            report, _ = extract(mem, *actions)
+            stored_facts = sum(
+                1 for w in report.writes if w.action == "store_fact" and w.outcome == "stored"
+            )
+            stored_notes = sum(
+                1 for w in report.writes if w.action == "store_note" and w.outcome == "stored"
+            )
+            assert counts(mem) == (before[0] + stored_facts, before[1] + stored_notes)
+            assert len(report.writes) == len(actions)
+            assert all(w.code for w in report.writes if w.outcome == "rejected")
+            raise _Rollback
+    except _Rollback:
+        pass

@@ -1,0 +1,194 @@
+"""Verify-then-condense: judged runs, cases, skills condensed from them, and the judge's
+agreement with the outcomes attribution observes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from philont.db.models import JudgeVerdict
+from philont.domain.maturity import Grade
+from philont.errors import InvalidInputError
+from philont.learning import (
+    CaseBook,
+    Consolidator,
+    ConsolidatorConfig,
+    Learner,
+    LearningConfig,
+    ModelJudge,
+    Run,
+)
+from philont.learning.window import runs_of
+from philont.llm import ScriptedModel
+from philont.schemas.learning import ConsolidationStatus, Verdict
+from tests.conftest import FakeClock
+from tests.integration.learning_helpers import (
+    Conversation,
+    UnitFactory,
+    answer,
+    skill_item,
+    unit_factory,
+)
+
+BOTH_BACKENDS = True
+VERIFY = LearningConfig(verify_then_condense=True, summary_min_messages=10_000)
+
+
+@pytest.fixture
+def units(engine: Engine, clock: FakeClock) -> UnitFactory:
+    return unit_factory(engine, clock)
+
+
+class RuleJudge:
+    """A host's own judge: a run is verified when all its tool calls succeeded."""
+
+    name = "all-tools-succeeded"
+
+    def judge(self, run: Run) -> Any:
+        from philont.learning import JudgeResult
+
+        ok = all(call.success for call in run.trace)
+        return JudgeResult(Verdict.VERIFIED if ok else Verdict.FAILED, "tool results")
+
+
+def two_runs(units: UnitFactory, clock: FakeClock) -> None:
+    """A successful run (csv export via a skill) and a failed one (a scrape)."""
+    with units() as mem:
+        mem.skills.create("export-csv", "Export a table as CSV", ["csv"], "1. query\n2. write")
+        chat = Conversation(mem, clock, "s1")
+        chat.user("Export the invoices table as CSV")
+        chat.act("use_skill", name="export-csv")
+        chat.act("sql", query="select * from invoices")
+        chat.act("write_file", path="invoices.csv")
+        chat.assistant("Wrote invoices.csv (120 rows)")
+        chat.user("Now scrape the competitor prices")
+        chat.act("use_skill", name="export-csv")
+        chat.act("http_get", ok=False, url="https://example.invalid")
+        chat.assistant("The site did not answer.")
+        chat.user("Thanks, that is all")
+
+
+CONDENSED = skill_item(
+    "export-table-as-csv",
+    description="Export a database table to a CSV file",
+    when_to_use="when the user wants a table as a CSV file",
+    trigger_keywords=["csv", "export"],
+    action_template="1. run the query\n2. write the rows to <name>.csv\n3. report the count",
+)
+
+
+def test_runs_are_a_request_and_the_tool_calls_until_the_next_one(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    two_runs(units, clock)
+    with units(write=False) as mem:
+        window = Learner(mem, ScriptedModel([])).window(session_id="s1")
+    runs = runs_of(window)
+    assert [(r.goal, len(r.trace), r.result, r.skill_name) for r in runs] == [
+        ("Export the invoices table as CSV", 3, "Wrote invoices.csv (120 rows)", "export-csv"),
+        ("Now scrape the competitor prices", 2, "The site did not answer.", "export-csv"),
+    ]
+
+
+def test_the_loop_judges_runs_keeps_cases_and_condenses_a_confirmed_skill_linked_to_them(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    two_runs(units, clock)
+    clock.advance(hours=1)
+    proposals = answer(skill_item("export-csv-files"))  # from conversation: refused in this mode
+    model = ScriptedModel.by_task(
+        {"extract": "[]", "reflect": proposals, "condense": answer(CONDENSED)}
+    )
+    worker = Consolidator(
+        units, model, clock=clock, config=VERIFY, judge=RuleJudge(),
+        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
+    )  # fmt: skip
+    report = worker.run_once()
+    assert report.status == ConsolidationStatus.CONSOLIDATED
+    assert [v.verdict for v in report.verdicts] == [Verdict.VERIFIED, Verdict.FAILED]
+    assert report.reflection is not None
+    assert [(w.action, w.reason) for w in report.reflection.writes] == [
+        ("refused", "needs_verified_case")
+    ]
+    assert report.condensed is not None and report.condensed.names("created") == [
+        "export-table-as-csv"
+    ]
+    with units(write=False) as mem:
+        skill = mem.skills.get("export-table-as-csv", record_access=False)
+        assert skill is not None
+        assert skill.grade == Grade.CONFIRMED  # born validated
+        case_id = report.verdicts[0].case_id
+        assert case_id is not None and skill.source == f"self:case-{case_id}"
+        [case] = CaseBook(mem).cases_of("export-table-as-csv")
+        assert (case.id, case.goal) == (case_id, "Export the invoices table as CSV")
+        assert [step["tool"] for step in case.trace] == ["use_skill", "sql", "write_file"]
+        assert report.verdicts[1].case_id is None  # a failed run is not a case
+    again = worker.run_once()
+    assert again.status == ConsolidationStatus.NOTHING_NEW
+
+
+def test_each_verdict_is_kept_next_to_what_attribution_observed(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    two_runs(units, clock)
+    optimistic = ScriptedModel([json.dumps({"verdict": "verified", "reason": "looks done"})] * 2)
+    with units() as mem:
+        learner = Learner(mem, optimistic, judge=ModelJudge(optimistic, name="optimist"))
+        for run in runs_of(learner.window(session_id="s1")):
+            learner.judge_run(run)
+        assert [a.observed for a in learner.judge_report()] == [0, 0]  # nothing decided yet
+    clock.advance(hours=1)
+    with units() as mem:
+        mem.reflector.run()  # attribution credits export-csv once, blames it once
+        report = Learner(mem, optimistic).judge_report()
+    [per_skill, overall] = report
+    assert (per_skill.skill, per_skill.verdicts, per_skill.observed, per_skill.agreed) == (
+        "export-csv",
+        2,
+        2,
+        1,
+    )
+    assert overall.skill is None and overall.rate == 0.5
+    with units(write=False) as mem:
+        observed = mem.session.execute(
+            select(JudgeVerdict.verdict, JudgeVerdict.observed_outcome).order_by(JudgeVerdict.id)
+        ).all()
+    assert [tuple(row) for row in observed] == [("verified", "success"), ("verified", "failure")]
+
+
+@pytest.mark.parametrize(
+    "reply", ["I think it worked.", '{"verdict": "maybe"}', '```json\n{"verdict": 3}\n```']
+)
+def test_a_judge_answer_without_a_verdict_is_unsure_and_makes_no_case(
+    units: UnitFactory, clock: FakeClock, reply: str
+) -> None:
+    two_runs(units, clock)
+    model = ScriptedModel([reply])
+    with units() as mem:
+        learner = Learner(mem, model, judge=ModelJudge(model))
+        run = runs_of(learner.window(session_id="s1"))[0]
+        record = learner.judge_run(run)
+        assert (record.verdict, record.case_id) == (Verdict.UNSURE, None)
+        assert CaseBook(mem).pending_cases() == []
+
+
+def test_cases_recorded_before_the_mode_is_on_are_condensed_when_it_is(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    two_runs(units, clock)
+    with units() as mem:
+        shadow = Learner(mem, ScriptedModel([]), judge=RuleJudge())  # judging in shadow mode
+        for run in runs_of(shadow.window(session_id="s1")):
+            shadow.judge_run(run)
+        with pytest.raises(InvalidInputError):
+            shadow.condense()
+    with units() as mem:
+        model = ScriptedModel([answer(CONDENSED)])
+        [report] = Learner(mem, model, config=VERIFY).condense()
+        assert report.names("created") == ["export-table-as-csv"]
+        assert "Export the invoices table as CSV" in model.prompts[0]
+        assert CaseBook(mem).pending_cases() == []
+        assert len(CaseBook(mem).cases_of("export-table-as-csv")) == 1
