@@ -35,7 +35,6 @@ from philont.errors import (
     PhilontError,
     SchemaError,
     SchemaOutOfDateError,
-    UnrecognizedSchemaError,
 )
 from philont.log import get_logger
 from philont.migrate.env import BACKUP_KEY, CONNECTION_KEY, backup_file, include_name, run_env
@@ -185,10 +184,7 @@ def check(target: str | Path | URL | None = None, *, agent: str | None = None) -
     the error an upgrade would give."""
     st = status(target, agent=agent)
     if st.revision == st.head and not st.at_head:
-        check_recorded(st.revision, st.schema_version)
-        raise UnrecognizedSchemaError(
-            f"{settings.VERSION_TABLE} is at head but memory_meta.schema_version is missing"
-        )
+        check_recorded(st.revision, st.schema_version)  # raises: the records disagree
     if not st.at_head:
         raise SchemaOutOfDateError(
             f"database is at revision {st.revision or '(none)'}, head is {st.head}; run "

@@ -69,6 +69,8 @@ MEMORY_TABLE = re.compile(
 """Names of philont's tables (Philont's runtime tables and our own ``philont_*`` ones)."""
 VERSION_COLUMN = f"{settings.VERSION_TABLE}.version_num"
 _REVISION = re.compile(r"v([0-9]{3})")
+MEMORY_META_SINCE = 3
+"""From v003 on every revision has written ``memory_meta.schema_version``."""
 
 # --- inspection (read-only, before anything is written) --------------------------------------
 
@@ -110,16 +112,22 @@ def check_recorded(revision: str | None, raw_version: str | None) -> None:
     """Refuse a versioned database whose records disagree: a revision we do not ship, or a
     ``memory_meta.schema_version`` that is not the one that revision writes (``'99'``,
     ``'abc'``, or ``'27'`` beside our head). Every revision up to v031 records its own number,
-    later ones keep 31; a missing value is left for the chain to write."""
+    later ones keep 31; only a database stamped v002 (a version-2 file has no ``memory_meta``)
+    may lack the value, for the chain to write."""
     if revision is None:
         return
     if revision not in known_revisions():
         raise UnknownSchemaVersionError(revision, column=VERSION_COLUMN)
+    match = _REVISION.fullmatch(revision)
+    number = int(match.group(1)) if match else None
     if raw_version is None:
+        if number is not None and number >= MEMORY_META_SINCE:
+            raise UnrecognizedSchemaError(
+                f"memory_meta.schema_version is missing but {VERSION_COLUMN} is {revision!r}"
+            )
         return
     version = parse_schema_version(raw_version)
-    match = _REVISION.fullmatch(revision)
-    expected = min(int(match.group(1)), HEAD_PHILONT_VERSION) if match else version
+    expected = version if number is None else min(number, HEAD_PHILONT_VERSION)
     if version != expected:
         raise UnrecognizedSchemaError(
             f"memory_meta.schema_version is {raw_version!r} but {VERSION_COLUMN} is "

@@ -253,3 +253,16 @@ def test_a_failed_upgrade_leaves_no_backup_behind(copy_fixture: CopyFixture) -> 
             migrate.upgrade(db, on_step=explode)
     assert _backups(db) == []
     assert os.path.exists(db) and migrate.status(db).revision is None
+
+
+def test_a_missing_schema_version_beside_our_version_table_is_refused(
+    head_template: Path, tmp_path: Path
+) -> None:
+    db = _head_copy(head_template, tmp_path / "d")
+    with closing(sqlite3.connect(str(db))) as conn, conn:
+        conn.execute("DELETE FROM memory_meta WHERE key = 'schema_version'")
+    for attempt in (migrate.upgrade, migrate.check):
+        with pytest.raises(UnrecognizedSchemaError, match="schema_version is missing"):
+            attempt(db)
+    with pytest.raises(UnrecognizedSchemaError):
+        restore(db, _head_copy(head_template, tmp_path / "live"))
