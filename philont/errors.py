@@ -74,6 +74,23 @@ class DatabaseFullError(StorageError):
     code = "database_full"
 
 
+class DatabaseCorruptError(StorageError):
+    """The database file is damaged (SQLite's ``quick_check`` fails, or its pages cannot be
+    read); nothing was written to it."""
+
+    code = "database_corrupt"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"{path!r} is damaged ({reason}); nothing was written. Restore a backup "
+            "(`philont restore`) or recover it with `sqlite3 FILE .recover`",
+            path=path,
+            reason=reason,
+        )
+        self.path = path
+        self.reason = reason
+
+
 class BackendError(StorageError):
     """The database backend is missing something philont needs (driver, extension)."""
 
@@ -129,23 +146,47 @@ class SchemaError(PhilontError):
 
 
 class UnknownSchemaVersionError(SchemaError):
-    """``memory_meta.schema_version`` holds a value this release does not know."""
+    """A recorded schema version this release does not know: ``memory_meta.schema_version``
+    (Philont's) or the revision in our version table (``column`` names which one)."""
 
     code = "unknown_schema_version"
 
-    def __init__(self, found: str | None) -> None:
+    def __init__(self, found: str | None, *, column: str = "memory_meta.schema_version") -> None:
+        known = (
+            "versions 1..31"
+            if column == "memory_meta.schema_version"
+            else "only the revisions it ships (a newer philont wrote this one?)"
+        )
         super().__init__(
-            f"memory_meta.schema_version is {found!r}; this release knows versions 1..31 and "
-            "refuses to touch the database",
+            f"{column} is {found!r}; this release knows {known} and refuses to touch the "
+            "database",
             found=found,
+            column=column,
         )
         self.found = found
+        self.column = column
 
 
 class UnrecognizedSchemaError(SchemaError):
     """Memory tables exist but their shape matches no known schema version."""
 
     code = "unrecognized_schema"
+
+
+class TableNameConflictError(UnrecognizedSchemaError):
+    """Tables of another application have the names of philont's own tables, so philont can
+    neither build its schema beside them nor adopt them."""
+
+    code = "table_name_conflict"
+
+    def __init__(self, tables: list[str]) -> None:
+        super().__init__(
+            f"table(s) {', '.join(tables)} have the names of philont's tables, but this file "
+            "holds no philont schema (no philont_alembic_version, no memory_meta.schema_version); "
+            "rename them or give philont its own file",
+            tables=tables,
+        )
+        self.tables = tables
 
 
 class SchemaOutOfDateError(SchemaError):
@@ -167,6 +208,18 @@ class InvalidInputError(PhilontError):
     """A caller passed a value philont refuses; nothing was written."""
 
     code = "invalid_input"
+
+
+class FilePathError(InvalidInputError):
+    """A file the caller named, to read or to write (an export, an import), cannot be used: it
+    is a directory, it is missing, or its directory is."""
+
+    code = "file_path"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot use {path!r}: {reason}", path=path, reason=reason)
+        self.path = path
+        self.reason = reason
 
 
 class InvalidTimeRangeError(InvalidInputError):

@@ -17,11 +17,12 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from philont import migrate
-from philont.cli.common import DbOption, JsonOption, emit, fail, out, resolve_existing
+from philont.cli.common import EXIT_USAGE, DbOption, JsonOption, emit, fail, out, resolve_existing
 from philont.db.engine import create_engine, is_postgres, pg_schema
 from philont.domain.timeparse import parse_time
 from philont.errors import NotFoundError, PhilontError
 from philont.memory import Memory
+from philont.schemas import inputs
 from philont.store import Store
 
 facts_app = typer.Typer(help="Facts (layer 2) with their decay scores.", no_args_is_help=True)
@@ -53,14 +54,9 @@ def _add(table: Table, *cells: str) -> None:
 def _memory(db: str | None) -> Iterator[Memory]:
     """One unit of work on this command's Store (a database not at head is refused)."""
     url = resolve_existing(db)
-    try:
-        migrate.check(url)
-        with Store.open(url, upgrade=False) as store, store.begin() as mem:
-            yield mem
-    except NotFoundError as exc:
-        raise fail(exc, code=4) from exc
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    migrate.check(url)
+    with Store.open(url, upgrade=False) as store, store.begin() as mem:
+        yield mem
 
 
 def layer_counts(path: str | Path) -> dict[str, int]:
@@ -77,10 +73,7 @@ def layer_counts(path: str | Path) -> dict[str, int]:
 def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Rows per layer, file size and FTS index health."""
     url = resolve_existing(db)
-    try:
-        st = migrate.status(url)
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    st = migrate.status(url)
     if is_postgres(url):
         path, size, rows, fts = _pg_stats(url)
     else:
@@ -317,10 +310,11 @@ def timeline(
 ) -> None:
     """Messages of the raw timeline, oldest first."""
     try:
-        start = parse_time(since, field="--since")
-        end = parse_time(until, field="--until")
-    except PhilontError as exc:
-        raise fail(exc, code=2) from exc
+        start, end = inputs.window(
+            parse_time(since, field="--since"), parse_time(until, field="--until")
+        )
+    except PhilontError as exc:  # a bad option value is bad usage
+        raise fail(exc, code=EXIT_USAGE) from exc
     with _memory(db) as mem:
         msgs = mem.timeline.query(
             since=start,

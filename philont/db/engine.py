@@ -169,6 +169,8 @@ def check_file(path: Path, *, create: bool) -> None:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
     except PermissionError as exc:
         raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
+    except OSError as exc:  # a parent that cannot be created (/proc/x/...), a full disk, ...
+        raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
 
 
 @functools.cache

@@ -9,19 +9,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from sqlalchemy import Integer, Table
 from sqlalchemy.engine import URL
 
 from philont import migrate
 from philont.db.engine import FILE_MODE, is_postgres, resolve_url
-from philont.errors import SchemaError, StorageError
+from philont.errors import FilePathError, SchemaError, StorageError
 from philont.log import get_logger
-
-if TYPE_CHECKING:
-    pass
-
 from philont.transfer.format import (
     FORMAT,
     FORMAT_VERSION,
@@ -54,8 +50,15 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
     if not isinstance(out, Path):
         yield out
         return
+    if out.is_dir():
+        raise FilePathError(str(out), "it is a directory")
+    if not out.parent.is_dir():
+        raise FilePathError(str(out), "its directory does not exist")
     tmp = out.parent / f".{out.name}.{uuid.uuid4().hex}.tmp"
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+    try:
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+    except OSError as exc:
+        raise FilePathError(str(out), f"cannot write beside it ({exc.strerror})") from exc
     try:
         with open(fd, "w", encoding="utf-8", newline="\n") as fh:
             yield fh
@@ -67,7 +70,13 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
         raise
 
 
-def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None) -> ExportReport:
+def export(
+    db: DbTarget,
+    out: Path | TextIO,
+    *,
+    progress: Progress | None = None,
+    agent: str | None = None,
+) -> ExportReport:
     """Write every row of every model table to ``out`` as JSON lines.
 
     Line 1 is a header (``format``, ``format_version``, ``schema_revision``, ``schema_version``,
@@ -86,10 +95,10 @@ def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None
     code point order), raw driver values, no ``_rowid`` (PostgreSQL has none), and
     ``sequences`` from the id sequences (or the largest id, if higher).
     """
-    target = resolve_url(db)
+    target = resolve_url(db, agent=agent)
     if is_postgres(target):
         return _export_pg(target, out, progress)
-    url, path = sqlite_file(db)
+    url, path = sqlite_file(target)
     status = migrate.check(url)
     tables = export_tables()
     counts: dict[str, int] = {}
@@ -104,12 +113,7 @@ def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None
             version_row = conn.execute(
                 "SELECT value FROM memory_meta WHERE key = 'schema_version'"
             ).fetchone()
-            sequences: dict[str, int] = {}
-            if conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'"
-            ).fetchone():
-                sequences = dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
-            header = _header(status.head, version_row, sequences)
+            header = _header(status.head, version_row, _sqlite_sequences(conn))
             with _writer(out) as fh:
                 fh.write(dumps_line(header) + "\n")
                 for table in tables:
@@ -124,6 +128,13 @@ def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None
         schema_revision=status.head,
         path=out if isinstance(out, Path) else None,
     )
+
+
+def _sqlite_sequences(conn: sqlite3.Connection) -> dict[str, int]:
+    """The AUTOINCREMENT high-water marks (none before the first AUTOINCREMENT table)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone():
+        return {}
+    return dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
 
 
 def _header(

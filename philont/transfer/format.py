@@ -66,17 +66,30 @@ class ImportFormatError(InvalidInputError):
 
 
 class ImportForeignKeyError(InvalidInputError):
-    """The imported rows reference rows that exist neither in the file nor in the target."""
+    """The imported rows reference rows that exist neither in the file nor in the target;
+    nothing was imported. ``line_number`` is the line of the first such row."""
 
     code = "import_foreign_key"
 
-    def __init__(self, violations: list[tuple[Any, ...]]) -> None:
-        shown = ", ".join(f"{t} rowid {r} -> {p}" for t, r, p, *_ in violations[:5])
+    def __init__(
+        self, violations: list[tuple[Any, ...]], *, lines: list[int | None] | None = None
+    ) -> None:
+        found = lines if lines is not None else [None] * len(violations)
+        shown = ", ".join(
+            ("" if n is None else f"line {n}: ") + f"{t} {key} -> {parent}"
+            for (t, key, parent, *_), n in zip(violations[:5], found[:5], strict=False)
+        )
+        first = next((n for n in found if n is not None), None)
+        where = "" if first is None else f"line {first}: "
         super().__init__(
-            f"{len(violations)} foreign key violation(s) after import ({shown}); nothing imported",
+            f"{where}{len(violations)} row(s) refer to rows that are neither in the file nor in "
+            f"the database ({shown}); nothing imported",
             violations=violations,
+            line_number=first,
         )
         self.violations = violations
+        self.lines = found
+        self.line_number = first
 
 
 @dataclass(frozen=True)

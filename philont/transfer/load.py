@@ -33,7 +33,7 @@ from philont.transfer.format import (
     pg_high_water,
     sqlite_connection,
 )
-from philont.transfer.reader import Reader, Reopen
+from philont.transfer.reader import Reader, Reopen, find_lines
 
 log = get_logger(__name__)
 
@@ -70,14 +70,33 @@ def load_sqlite(
                 if progress is not None and not totals.get(name):
                     progress(name, 0, 0)
             report.fts_rebuilt = rebuild_fts(conn)
-            violations = conn.execute("PRAGMA foreign_key_check").fetchall()
-            if violations:
-                raise ImportForeignKeyError([tuple(v) for v in violations])
+            _check_foreign_keys(conn, reopen, known)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:  # SQLite may already have rolled back (e.g. disk full)
                 conn.execute("ROLLBACK")
             raise
+
+
+def _check_foreign_keys(conn: sqlite3.Connection, reopen: Reopen, known: dict[str, Table]) -> None:
+    """``foreign_key_check`` of the imported tables (a host's own tables in a shared file are
+    not ours to check); the rows at fault are named by primary key and line."""
+    violations: list[tuple[Any, ...]] = []
+    for table in export_tables():
+        violations += conn.execute(f"PRAGMA foreign_key_check({ident(table.name)})").fetchall()
+    if not violations:
+        return
+    shown: list[tuple[Any, ...]] = []
+    wanted: list[tuple[str, tuple[Any, ...]]] = []
+    for name, rowid, parent, *_ in violations[:5]:
+        pk = [c.name for c in metadata.tables[name].primary_key.columns]
+        cols = ", ".join(ident(c) for c in pk)
+        sql = f"SELECT {cols} FROM {ident(name)} WHERE rowid = ?"
+        key = tuple(conn.execute(sql, (rowid,)).fetchone())
+        wanted.append((name, key))
+        shown.append((name, dict(zip(pk, key, strict=True)), parent))
+    lines = find_lines(reopen, known, wanted)
+    raise ImportForeignKeyError(shown + [tuple(v) for v in violations[5:]], lines=lines)
 
 
 def _refuse_unless_empty(conn: _Connection, mark: str = "?") -> None:
@@ -247,7 +266,8 @@ def _insert_row_pg(
         ) from exc
     except psycopg.errors.ForeignKeyViolation as exc:
         parent = exc.diag.message_detail or str(exc)
-        raise ImportForeignKeyError([(name, key[0] if len(key) == 1 else key, parent)]) from exc
+        violation = (name, dict(zip(pk, key, strict=True)), parent)
+        raise ImportForeignKeyError([violation], lines=[number]) from exc
     except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
         raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
     if cursor.rowcount == 1:
