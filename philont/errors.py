@@ -158,8 +158,7 @@ class UnknownSchemaVersionError(SchemaError):
             else "only the revisions it ships (a newer philont wrote this one?)"
         )
         super().__init__(
-            f"{column} is {found!r}; this release knows {known} and refuses to touch the "
-            "database",
+            f"{column} is {found!r}; this release knows {known} and refuses to touch the database",
             found=found,
             column=column,
         )

@@ -171,7 +171,8 @@ def _philont(*args: str, stdin: str | None = None) -> subprocess.CompletedProces
 
 
 def test_export_dash_writes_to_stdout_and_import_dash_reads_stdin(
-    copy_fixture, tmp_path: Path  # type: ignore[no-untyped-def]
+    copy_fixture,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     source = copy_fixture("v31")
     migrate.upgrade(source)

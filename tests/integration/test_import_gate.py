@@ -218,9 +218,7 @@ def test_a_row_whose_parent_is_missing_names_its_line(
     assert _dump(target) == before
 
 
-def test_a_failed_import_leaves_no_new_file_behind(
-    export_lines: list[str], tmp_path: Path
-) -> None:
+def test_a_failed_import_leaves_no_new_file_behind(export_lines: list[str], tmp_path: Path) -> None:
     number = _line_of(export_lines, "memory_raw_messages", lambda row: True)
     lines = _edit(export_lines, number, session_id="no-such-session")  # fails after loading
     target = tmp_path / "new" / "deeper" / "memory.sqlite"
