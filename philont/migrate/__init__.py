@@ -13,15 +13,12 @@ from contextlib import closing
 from pathlib import Path
 
 from alembic import command
-from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from philont import settings
 from philont.db.engine import (
     check_file,
-    create_engine,
     is_postgres,
-    pg_schema,
     resolve_url,
     sqlite_path,
 )
@@ -31,7 +28,6 @@ from philont.migrate.env import backup_file, include_name, run_env
 from philont.migrate.plan import (
     HEAD_PHILONT_VERSION,
     parse_schema_version,
-    pg_tables,
     ro_connect,
     table_names,
 )
@@ -56,7 +52,6 @@ __all__ = [
     "history",
     "include_name",
     "parse_schema_version",
-    "pg_tables",
     "run_env",
     "script_directory",
     "script_location",
@@ -124,22 +119,9 @@ def status(target: str | Path | URL | None = None) -> Status:
 
 
 def _status_pg(url: URL, head: str) -> Status:
-    engine = create_engine(url, create=False)
-    try:
-        with engine.connect() as conn:
-            tables = pg_tables(conn, pg_schema(url))
-            revision = version = None
-            if settings.VERSION_TABLE in tables:
-                revision = conn.execute(
-                    text(f"SELECT version_num FROM {settings.VERSION_TABLE}")
-                ).scalar()
-            if "memory_meta" in tables:
-                version = conn.execute(
-                    text("SELECT value FROM memory_meta WHERE key = 'schema_version'")
-                ).scalar()
-    finally:
-        engine.dispose()
-    return Status(revision=revision, head=head, schema_version=version)
+    from philont.migrate import postgres
+
+    return postgres.status(url, head)
 
 
 def check(target: str | Path | URL | None = None) -> Status:

@@ -18,7 +18,6 @@ from philont.db.engine import (
     check_file,
     create_engine,
     is_postgres,
-    pg_schema,
     resolve_url,
     sqlite_path,
     tighten_permissions,
@@ -27,7 +26,8 @@ from philont.errors import (
     MigrationError,
 )
 from philont.log import get_logger
-from philont.migrate.plan import _Plan, _plan_pg, _plan_sqlite
+from philont.migrate import postgres as pg
+from philont.migrate.plan import _Plan, _plan_sqlite
 from philont.migrate.report import StepCallback, UpgradeReport
 
 log = get_logger(__name__)
@@ -68,11 +68,10 @@ def _is_upgrade(context: Any) -> bool:
 
 
 def _url_from_context(config: Config, x_args: dict[str, str]) -> URL:
-    agent = x_args.get("schema")
     if "url" in x_args:
-        return resolve_url(x_args["url"], agent=agent)
+        return resolve_url(x_args["url"])
     url = config.get_main_option("sqlalchemy.url")
-    return resolve_url(url or None, agent=agent)
+    return resolve_url(url or None)
 
 
 def run_env(context: Any) -> None:
@@ -96,7 +95,7 @@ def run_env(context: Any) -> None:
     if postgres:
         try:
             with engine.connect() as conn:
-                plan = _plan_pg(conn, pg_schema(url))
+                plan = pg.plan(conn)
         except BaseException:
             engine.dispose()
             raise
@@ -117,14 +116,9 @@ def run_env(context: Any) -> None:
 
     try:
         with engine.connect() as conn, conn.begin():
-            if postgres:
-                # One upgrade per agent at a time (SQLite's write lock does this for a file);
-                # a second one waits, then finds the schema at head and does nothing.
-                conn.execute(
-                    text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-                    {"key": f"philont.migrate.{pg_schema(url)}"},
-                )
-                plan = _plan_pg(conn, pg_schema(url))
+            if postgres:  # once per database, for every agent (philont.migrate.postgres)
+                pg.lock(conn)
+                plan = pg.plan(conn)
             context.configure(
                 connection=conn,
                 target_metadata=metadata,
@@ -141,7 +135,8 @@ def run_env(context: Any) -> None:
                 log.info("migrate.adopted", stamped=plan.stamp)
             with context.begin_transaction():
                 context.run_migrations()
-            if is_upgrade and context.get_context().get_current_heads() == (head,):
+            at_head = context.get_context().get_current_heads() == (head,)
+            if is_upgrade and at_head and not postgres:  # PostgreSQL: per agent, when created
                 # Bootstrap rows use the head-shaped models: only at head (not `upgrade v002`).
                 bootstrap = ensure_bootstrap_rows(conn)
                 if report is not None:

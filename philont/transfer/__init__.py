@@ -22,7 +22,7 @@ from philont.transfer.format import (
     shown_url,
     sqlite_file,
 )
-from philont.transfer.load import load_pg, load_sqlite
+from philont.transfer.load import load_sqlite
 from philont.transfer.reader import Reader, check_pg_row, reopenable
 
 __all__ = [
@@ -44,6 +44,7 @@ def import_(
     *,
     mode: Mode = "refuse",
     progress: Progress | None = None,
+    agent: str | None = None,
 ) -> ImportReport:
     """Import an export file into ``db`` in one transaction (all or nothing).
 
@@ -55,12 +56,13 @@ def import_(
     the rowids external-content FTS keys on (renumbered only when taken, in merge). Every FTS5
     index is rebuilt and ``foreign_key_check`` must pass before the commit.
 
-    Into a PostgreSQL agent schema the same happens in one transaction that locks the tables
-    against other writers: values the schema would change (NUL in text, a non-integer in a
-    BIGINT column) are refused while validating, with the line number; ``_rowid`` is ignored;
-    an existing primary key is skipped (``ON CONFLICT DO NOTHING``); every id sequence is set
-    past the file's ``sequences`` and the largest id; a foreign key violation (checked row by
-    row, parents come first in the file) rolls everything back.
+    Into PostgreSQL the file becomes one agent's (``agent``, else ``$PHILONT_AGENT``; created
+    when missing) in one transaction that holds that agent's writers off (other agents go on):
+    values the database would change (NUL in text, a non-integer in a BIGINT column) are
+    refused while validating, with the line number; ``_rowid`` is ignored; an existing primary
+    key is skipped (``ON CONFLICT DO NOTHING``); the agent's id counters move past the file's
+    ``sequences`` and the largest id; a foreign key violation (checked row by row, parents come
+    first in the file) rolls everything back (``philont.transfer.postgres.import_agent``).
     """
     if mode not in ("refuse", "merge"):
         raise InvalidInputError(f"mode must be 'refuse' or 'merge', got {mode!r}", mode=mode)
@@ -79,7 +81,9 @@ def import_(
                 totals[name] = totals.get(name, 0) + 1
         report.upgrade = migrate.upgrade(url)
         if postgres:
-            load_pg(url, reopen, known, mode, totals, report, progress)
+            from philont.transfer.postgres import import_agent
+
+            import_agent(url, reopen, known, mode, totals, report, progress, agent=agent)
         else:
             load_sqlite(url, reopen, known, mode, totals, report, progress)
     log.info(
