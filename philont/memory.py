@@ -164,8 +164,11 @@ class Memory:
     def _agent_id(self) -> int | None:
         """The registry id of this unit of work's agent (PostgreSQL), the agent created if new;
         None on SQLite."""
-        if self.store.backend.name != "postgresql" or self.agent is None:
+        if self.store.backend.name != "postgresql":
             return None
+        if self.agent is None:  # a Session that already serves an agent goes on serving it
+            bound = self._bind if isinstance(self._bind, Session) else None
+            return None if bound is None else self.store.backend.agent_of(bound)
         from philont.agents import agent_id
 
         return agent_id(self.store, self.agent)

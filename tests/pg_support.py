@@ -20,15 +20,20 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session, sessionmaker
 
-from philont import migrate
+from philont import agents, migrate
+from philont.db import agents as registry
 from philont.db.engine import create_engine
+from philont.store import Store
 
 APP_ROLE = "philont_app"
 APP_PASSWORD = "philont_app"
@@ -177,3 +182,28 @@ def start_bouncer(layout: Layout) -> Bouncer:
             time.sleep(0.05)
     process.kill()
     raise RuntimeError("pgbouncer did not start listening within 10 s")
+
+
+# --- working as one agent ------------------------------------------------------------------------
+
+
+def agent_id(engine: Engine, name: str) -> int:
+    """The registry id of agent ``name`` (created when missing)."""
+    return agents.agent_id(Store(engine), name)
+
+
+@contextmanager
+def agent_connection(engine: Engine, name: str) -> Iterator[Connection]:
+    """A Connection in a transaction that is agent ``name``'s (committed at the end)."""
+    ident = agent_id(engine, name)
+    with engine.connect() as conn, registry.scoped(conn, ident):
+        yield conn
+
+
+def agent_session(engine: Engine, name: str) -> Session:
+    """A begun Session whose transaction is agent ``name``'s (the caller ends it)."""
+    ident = agent_id(engine, name)
+    session = sessionmaker(bind=engine, expire_on_commit=False)()
+    session.begin()
+    registry.enter(session, ident)
+    return session

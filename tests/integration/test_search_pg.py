@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, insert
-from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
 from philont.db.backend import Raw
@@ -25,6 +24,7 @@ from philont.domain.maturity import Grade
 from philont.services.search import SearchService
 from philont.services.search.postgres import PgScorer
 from philont.services.search.sqlite import SqliteScorer
+from tests.pg_support import Layout, agent_connection, agent_session
 from tests.support import joined
 
 pytestmark = pytest.mark.postgres
@@ -83,12 +83,14 @@ def at(i: int) -> datetime:
     return T0 + timedelta(minutes=i)
 
 
-def fill(engine: Engine) -> None:
-    """Create the schema and the corpus (explicit ids and times, so both backends hold the same
-    rows)."""
-    metadata.create_all(engine)
-    with engine.begin() as conn:
-        ensure_bootstrap_rows(conn)
+def fill(engine: Engine, agent: str | None = None) -> None:
+    """Create the schema (SQLite) or the agent (PostgreSQL) and the corpus (explicit ids and
+    times, so both backends hold the same rows)."""
+    if agent is None:
+        metadata.create_all(engine)
+        with engine.begin() as conn:
+            ensure_bootstrap_rows(conn)
+    with (engine.begin() if agent is None else agent_connection(engine, agent)) as conn:
         sessions = sorted({s for s, _r, _c in MESSAGES})
         conn.execute(insert(RawSession), [{"id": s, "started_at": T0} for s in sessions])
         conn.execute(
@@ -145,10 +147,11 @@ def _open(engine: Engine) -> Session:
 
 
 @pytest.fixture
-def pg_session(pg_agent: Callable[[], URL]) -> Iterator[Session]:
-    engine = create_engine(pg_agent())
-    fill(engine)
-    s = _open(engine)
+def pg_session(pg_layout: Layout, pg_agent: Callable[[], str]) -> Iterator[Session]:
+    engine = create_engine(pg_layout.url)
+    name = pg_agent()
+    fill(engine, name)
+    s = agent_session(engine, name)
     yield s
     s.rollback()
     s.close()
