@@ -161,7 +161,6 @@ def start_bouncer(layout: Layout) -> Bouncer:
         f"auth_type = plain\nauth_file = {directory / 'users.txt'}\n"
         "pool_mode = transaction\ndefault_pool_size = 4\nmax_client_conn = 200\n"
         "ignore_startup_parameters = extra_float_digits,options\n"
-        f"logfile = {directory / 'pgbouncer.log'}\n"
     )
     for path in directory.iterdir():
         path.chmod(0o644)
@@ -169,12 +168,13 @@ def start_bouncer(layout: Layout) -> Bouncer:
     command = [binary, str(directory / "pgbouncer.ini")]
     if os.geteuid() == 0:  # PgBouncer refuses to run as root
         command[1:1] = ["-u", "postgres"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = directory / "pgbouncer.log"  # its log goes to stderr, into a file we opened
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sink)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            err = process.stderr.read() if process.stderr else b""
-            raise RuntimeError(f"pgbouncer exited: {err!r}")
+            raise RuntimeError(f"pgbouncer exited: {log.read_text(errors='replace')}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return Bouncer(port, directory, process)
