@@ -470,3 +470,32 @@ def test_a_pooled_connection_never_carries_an_agent_into_the_next_transaction(
             assert driver.execute("SELECT count(*) FROM memory_notes").fetchone()[0] == 0
     finally:
         engine.dispose()
+
+
+def test_writes_to_rows_whose_keys_other_agents_share_change_only_mine(
+    agents: tuple[Agent, Agent],
+) -> None:
+    """Fixed ids ('global' session, the root pursuit) and per-agent unique names (a skill's)
+    repeat across agents: an UPDATE by that key, from a flush or a bulk statement, must carry
+    the agent too (as the owner nothing else would stop it)."""
+    alice, bob = agents
+    for agent in (alice, bob):
+        with agent.open() as mem:
+            mem.skills.create("deploy", "Deploy the site", ["deploy"], "1. deploy")
+            mem.timeline.append("hello")  # on the 'global' session every agent has
+    with bob.open() as mem:
+        for _ in range(3):
+            mem.skills.record_usage("deploy")  # a bulk UPDATE ... WHERE name = 'deploy'
+        mem.skills.record_outcome("deploy", success=True)
+        mem.timeline.end_session("global")  # a flush: UPDATE ... WHERE id = 'global'
+        mem.actions.record("t", params={}, success=True)
+    with alice.open() as mem:
+        skill = mem.skills.get("deploy", record_access=False)
+        assert skill is not None and skill.use_count == 0 and skill.success_count == 0
+        session = mem.timeline.get_session("global")
+        assert session is not None and session.ended_at is None
+    with bob.open() as mem:
+        skill = mem.skills.get("deploy", record_access=False)
+        assert skill is not None and skill.use_count == 3 and skill.success_count == 1
+        session = mem.timeline.get_session("global")
+        assert session is not None and session.ended_at is not None
