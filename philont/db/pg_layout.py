@@ -57,6 +57,7 @@ __all__ = [
     "PARTITIONS",
     "counter_tables",
     "layout_metadata",
+    "layout_only",
     "statements",
 ]
 
@@ -99,6 +100,15 @@ _SEARCH_INDEXES = (
     ("philont_pg_skills_words", "memory_skills", pg_words(PG_SKILLS_TEXT)),
     ("philont_pg_skills_trgm", "memory_skills", f"{PG_SKILLS_TEXT} gin_trgm_ops"),
 )
+
+
+def layout_only(name: str) -> bool:
+    """A table of PostgreSQL's layout that is no model: the registry, the id counters, and the
+    hash partitions of :data:`PARTITIONED` (for autogenerate filters)."""
+    if name in (AGENTS_TABLE, COUNTERS_TABLE):
+        return True
+    base, _, part = name.rpartition("_p")
+    return base in PARTITIONED and len(part) == 2 and part.isdigit()
 
 
 def counter_tables() -> list[str]:

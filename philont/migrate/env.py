@@ -157,7 +157,9 @@ def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
     """Autogenerate filter: FTS5 virtual tables and their shadow tables, and PostgreSQL's GIN
     search indexes (DDL events, not Index objects), are not models."""
     if type_ == "table" and name is not None:
-        return "_fts" not in name and name != settings.VERSION_TABLE
+        from philont.db.pg_layout import layout_only  # PostgreSQL's registry and partitions
+
+        return "_fts" not in name and name != settings.VERSION_TABLE and not layout_only(name)
     if type_ == "index" and name is not None:
         return not name.startswith("philont_pg_")
     return True

@@ -90,7 +90,7 @@ def fill(engine: Engine, agent: str | None = None) -> None:
         metadata.create_all(engine)
         with engine.begin() as conn:
             ensure_bootstrap_rows(conn)
-    with (engine.begin() if agent is None else agent_connection(engine, agent)) as conn:
+    with engine.begin() if agent is None else agent_connection(engine, agent) as conn:
         sessions = sorted({s for s, _r, _c in MESSAGES})
         conn.execute(insert(RawSession), [{"id": s, "started_at": T0} for s in sessions])
         conn.execute(
