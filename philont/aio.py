@@ -66,9 +66,12 @@ def create_async_engine(
         from sqlalchemy.ext.asyncio import create_async_engine as sa_create_async_engine
     except ImportError as exc:  # pragma: no cover - greenlet is missing
         raise BackendError("async needs pip install 'philont[async]'") from exc
-    url = resolve_url(target, agent=agent)
-    if is_postgres(url):
-        engine = sa_create_async_engine(url, pool_pre_ping=True)
+    del agent  # PostgreSQL: the agent is chosen per unit of work (philont.store)
+    url = resolve_url(target)
+    if is_postgres(url):  # no server-side prepared statements: PgBouncer-safe (philont.db.engine)
+        engine = sa_create_async_engine(
+            url, pool_pre_ping=True, connect_args={"prepare_threshold": None}
+        )
         event.listen(engine.sync_engine, "before_cursor_execute", refuse_nul)
         return engine
     if url.get_backend_name() != "sqlite":
@@ -115,7 +118,7 @@ class AsyncStore:
         busy_timeout_ms: int | None = None,
     ) -> AsyncStore:
         """As :meth:`Store.open`; the schema check (and upgrade) runs in a worker thread."""
-        url = resolve_url(target, agent=agent)
+        url = resolve_url(target)
         await asyncio.to_thread(ensure_schema, url, upgrade=upgrade)
         engine = create_async_engine(url, busy_timeout_ms=busy_timeout_ms)
         return cls(engine, agent=agent, clock=clock, owns_engine=True)

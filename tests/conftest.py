@@ -85,7 +85,7 @@ def db_path(template_db: Path, tmp_path: Path) -> Path:
 # Without it they skip, unless PHILONT_REQUIRE_PG=1 (set by .ci/run), which fails them instead.
 # A module with `BOTH_BACKENDS = True` runs every test that uses `engine`/`session` on SQLite and
 # on PostgreSQL (marked `postgres`). On PostgreSQL a test run migrates one schema of its own
-# once (the shared layout, revision v035); every test then works as a fresh agent in it (a row
+# once (the shared layout, revision v036); every test then works as a fresh agent in it (a row
 # in the agents registry: no DDL per test). See tests/pg_support.py.
 
 
@@ -108,9 +108,22 @@ def pg_layout(worker_tag: str) -> Iterator[pg_support.Layout]:
 
 
 @pytest.fixture
-def pg_agent(pg_layout: pg_support.Layout) -> Callable[[], str]:
+def pg_agent_name(pg_layout: pg_support.Layout) -> Callable[[], str]:
     """Factory of fresh agent names in this run's layout (created on first use)."""
     return pg_layout.new_agent
+
+
+@pytest.fixture
+def pg_agent(pg_layout: pg_support.Layout, monkeypatch: pytest.MonkeyPatch) -> Callable[[], URL]:
+    """Factory of fresh agents: each call makes a new agent the default one ($PHILONT_AGENT)
+    and returns the URL of this run's layout (Store.open, Memory.open, tools.call(db=url) then
+    work as that agent). Tests that need two agents at once name them (``pg_agent_name``)."""
+
+    def new() -> URL:
+        monkeypatch.setenv(settings.AGENT_ENV, pg_layout.new_agent())
+        return pg_layout.url
+
+    return new
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -135,7 +148,7 @@ def pg_test_agent(
     ($PHILONT_AGENT); None on SQLite."""
     if backend != "postgres":
         return None
-    name: str = request.getfixturevalue("pg_agent")()
+    name: str = request.getfixturevalue("pg_agent_name")()
     monkeypatch.setenv(settings.AGENT_ENV, name)
     return name
 

@@ -4,7 +4,7 @@ Everything the PostgreSQL tests need is made here, by the tests, on the server n
 ``PHILONT_TEST_PG_URL`` (a superuser's URL: ``scripts/pg_local.sh`` makes one):
 
 * a schema of this run's own (``t_<pid>_<random>``), migrated once to head (the shared layout of
-  every agent, revision v035) and dropped at the end;
+  every agent, revision v036) and dropped at the end;
 * the application role ``philont_app`` (LOGIN, NOSUPERUSER, NOBYPASSRLS): row-level security
   applies to it, as it does to an application that does not own the tables;
 * a PgBouncer in transaction pooling mode on 127.0.0.1 (Debian's ``pgbouncer``, installed by

@@ -106,7 +106,7 @@ def delete(
 
 @agents_app.command("export-schema")
 def export_schema(
-    schema: Annotated[str, typer.Argument(help="The old per-agent schema (revision v034).")],
+    schema: Annotated[str, typer.Argument(help="The old per-agent schema (revision v034/v035).")],
     file: Annotated[Path, typer.Argument(help="Output file (JSON lines).")],
     db: DbOption = None,
 ) -> None:

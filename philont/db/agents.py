@@ -84,17 +84,17 @@ def check_name(name: object) -> str:
 # --- the transaction's agent ------------------------------------------------------------------
 
 
-def _driver(conn: Connection) -> Any:
-    driver = conn.connection.driver_connection
-    assert driver is not None, "a connection inside a transaction is checked out"
-    return driver
-
-
 def set_local(conn: Connection, agent_id: int) -> None:
-    """Name ``agent_id`` the agent of ``conn``'s current transaction (``SET LOCAL``)."""
-    _driver(conn).execute(
-        "SELECT set_config(%s, %s, true)", (AGENT_SETTING, str(int(agent_id)))
-    ).fetchall()
+    """Name ``agent_id`` the agent of ``conn``'s current transaction (``SET LOCAL``), on the
+    DB-API connection (psycopg's, or the async driver's adapter, which awaits for us)."""
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None, "a connection inside a transaction is checked out"
+    cursor = dbapi.cursor()
+    try:
+        cursor.execute("SELECT set_config(%s, %s, true)", (AGENT_SETTING, str(int(agent_id))))
+        cursor.fetchall()
+    finally:
+        cursor.close()
 
 
 def enter(session: Session, agent_id: int) -> None:

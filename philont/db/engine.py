@@ -226,7 +226,7 @@ def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
     """An Engine whose pool serves every agent of the database (the agent is set per
     transaction). psycopg's server-side prepared statements are off: they are bound to one
     server connection, which PgBouncer in transaction mode does not keep."""
-    del create  # the layout comes from the migrations (revision v035), nothing per agent
+    del create  # the layout comes from the migrations (revision v036), nothing per agent
     try:
         engine = sa_create_engine(
             url, echo=echo, pool_pre_ping=True, connect_args={"prepare_threshold": None}

@@ -17,7 +17,7 @@ references the agents registry (``philont_agents``). The rules, applied to every
 * the search indexes are GIN over ``(agent_id, expression)`` (``btree_gin``), so a word's
   look-up reads only the agent's part of its posting list.
 
-Nothing here is per agent: creating an agent is a row in ``philont_agents``. Revision v035 holds
+Nothing here is per agent: creating an agent is a row in ``philont_agents``. Revision v036 holds
 a frozen copy of :func:`statements`' output; a parity test builds both and compares them.
 Everything keys, joins and partitions by ``agent_id``, so the layout can be distributed by it
 (Citus, README).
@@ -178,11 +178,15 @@ def _scoped(model: Table, md: MetaData) -> Table:
     ]
     for fk in model.foreign_key_constraints:
         target = fk.referred_table.name
+        own = [c.name for c in fk.columns]
+        ondelete = fk.ondelete
+        if ondelete and ondelete.upper() == "SET NULL":  # never agent_id (PostgreSQL 15+)
+            ondelete = f"SET NULL ({', '.join(own)})"
         constraints.append(
             ForeignKeyConstraint(
-                [AGENT_COLUMN, *[c.name for c in fk.columns]],
+                [AGENT_COLUMN, *own],
                 [f"{target}.{AGENT_COLUMN}", *[f"{target}.{e.column.name}" for e in fk.elements]],
-                ondelete=fk.ondelete,
+                ondelete=ondelete,
             )
         )
     for uc in model.constraints:

@@ -1,8 +1,8 @@
 """Upgrades of a PostgreSQL database: one shared layout for every agent, upgraded once.
 
-Revisions v001-v034 describe Philont's SQLite file, one agent per file. On PostgreSQL the
-history starts at v035, which builds the shared layout for any number of agents
-(``philont.db.pg_layout``): a database without our version table is stamped ``v034``
+Revisions v001-v035 describe the SQLite file, one agent per file. On PostgreSQL the history
+starts at v036, which builds the shared layout for any number of agents
+(``philont.db.pg_layout``): a database without our version table is stamped ``v035``
 (:data:`SQLITE_HISTORY_END`) and upgraded from there, so the SQLite-only steps never run on it.
 Every inspection here asks for named relations of the connection's schema (``to_regclass``):
 nothing scans the catalogs, whose size no longer depends on the number of agents anyway.
@@ -23,7 +23,7 @@ from philont.migrate.scripts import known_revisions
 
 __all__ = ["SQLITE_HISTORY_END", "lock", "plan", "status"]
 
-SQLITE_HISTORY_END = "v034"
+SQLITE_HISTORY_END = "v035"
 """The last revision of the one-agent-per-file history, stamped on a new PostgreSQL database."""
 
 _LEGACY_HINT = (
@@ -51,7 +51,8 @@ def plan(conn: Connection) -> _Plan:
     if revision is not None:
         if revision not in known_revisions():
             raise UnknownSchemaVersionError(revision)
-        if revision <= SQLITE_HISTORY_END:
+        if revision <= SQLITE_HISTORY_END:  # never left there: the stamp and v036 are one
+            # transaction, so this is a schema of the old layout (one agent per schema)
             raise UnrecognizedSchemaError(f"revision {revision}: {_LEGACY_HINT}")
         return _Plan(revision=revision, stamp=None, has_data=True)
     if _exists(conn, "memory_raw_messages") or _exists(conn, "memory_facts"):

@@ -11,7 +11,7 @@ imports into an SQLite file, into another database, or under another name into t
   the agent's registry row (``FOR UPDATE``: the agent's inserts wait, other agents do not);
   rows keep their ids (ids are per agent), counters move past the file's high-water marks.
 * :func:`export_schema`: an agent still in the old layout (one schema per agent, revisions up to
-  v034) exported as it is, to be imported into the shared layout (README: moving an agent).
+  v034/v035) exported as it is, to be imported into the shared layout (README: moving an agent).
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ __all__ = ["agent_name", "export_agent", "export_schema", "import_agent"]
 
 log = get_logger(__name__)
 
-LEGACY_REVISION = "v034"
-"""The last revision of the schema-per-agent layout."""
+LEGACY_REVISIONS = ("v034", "v035")
+"""The revisions an agent schema of the old layout (one schema per agent) can be at."""
 
 
 def agent_name(agent: str | None) -> str:
@@ -292,8 +292,8 @@ def _raise_counters(
 def export_schema(
     url: URL, schema: str, out: Path | TextIO, progress: Progress | None = None
 ) -> ExportReport:
-    """Export the agent kept in the old per-agent ``schema`` (at revision v034) of the database
-    at ``url``, in the format :func:`import_agent` (or any import) reads."""
+    """Export the agent kept in the old per-agent ``schema`` (at revision v034 or v035) of the
+    database at ``url``, in the format :func:`import_agent` (or any import) reads."""
     import psycopg
 
     with _connection(url) as (conn, driver):
@@ -311,6 +311,9 @@ def export_schema(
                     "WHERE table_schema = %s AND table_name = %s",
                     (schema, table.name),
                 ).fetchall()
+                if not found:  # a table added after that layout (v035's, at v034): empty
+                    counts[table.name] = 0
+                    continue
                 _same_columns(table, [r[0] for r in found])
                 row = driver.execute(f"SELECT count(*) FROM {ident(table.name)}").fetchone()
                 counts[table.name] = int(row[0]) if row else 0
@@ -322,7 +325,8 @@ def export_schema(
             with _writer(out) as fh:
                 fh.write(_dumps(header) + "\n")
                 for table in tables:
-                    _export_rows(driver, fh, table, "", counts[table.name], progress)
+                    if counts[table.name]:
+                        _export_rows(driver, fh, table, "", counts[table.name], progress)
                 fh.write(_dumps({"end": True, "rows": counts}) + "\n")
     log.info("transfer.exported_schema", db=shown_url(url), schema=schema)
     return ExportReport(
@@ -338,10 +342,10 @@ def _legacy_revision(driver: psycopg.Connection[tuple[Any, ...]], schema: str) -
         raise UnrecognizedSchemaError(f"schema {schema!r} holds no philont agent")
     found = driver.execute(f"SELECT version_num FROM {settings.VERSION_TABLE}").fetchone()
     revision = None if found is None else str(found[0])
-    if revision != LEGACY_REVISION:
+    if revision not in LEGACY_REVISIONS:
         raise SchemaError(
-            f"schema {schema!r} is at revision {revision}, not {LEGACY_REVISION}: upgrade it "
-            "with the philont release that made it, then export it"
+            f"schema {schema!r} is at revision {revision}, not one of {LEGACY_REVISIONS}: "
+            "upgrade it with the philont release that made it, then export it"
         )
     return revision
 

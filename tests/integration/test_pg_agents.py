@@ -85,11 +85,11 @@ def _dump(store: Store, agent: str) -> list[dict[str, object]]:
 
 
 def test_creating_an_agent_is_a_row_and_adds_no_relation_type_or_constraint(
-    store: Store, pg_agent: Callable[[], str]
+    store: Store, pg_agent_name: Callable[[], str]
 ) -> None:
-    agents.create(store, pg_agent())  # warm: any first-use work happens here
+    agents.create(store, pg_agent_name())  # warm: any first-use work happens here
     before = _catalog_rows(store)
-    names = [pg_agent() for _ in range(25)]
+    names = [pg_agent_name() for _ in range(25)]
     for name in names:
         with store.begin(agent=name) as mem:
             mem.facts.store("user", "name", name)
@@ -100,9 +100,9 @@ def test_creating_an_agent_is_a_row_and_adds_no_relation_type_or_constraint(
 
 
 def test_an_agent_exported_and_imported_under_another_name_has_every_row(
-    store: Store, pg_agent: Callable[[], str], tmp_path: Path
+    store: Store, pg_agent_name: Callable[[], str], tmp_path: Path
 ) -> None:
-    alice, copy = pg_agent(), pg_agent()
+    alice, copy = pg_agent_name(), pg_agent_name()
     _fill(store, alice, "Amber")
     out = tmp_path / "alice.jsonl"
     report = transfer.export(store.url, out, agent=alice)
@@ -116,9 +116,9 @@ def test_an_agent_exported_and_imported_under_another_name_has_every_row(
 
 
 def test_deleting_an_agent_leaves_no_row_of_it_and_every_row_of_the_others(
-    store: Store, pg_agent: Callable[[], str]
+    store: Store, pg_agent_name: Callable[[], str]
 ) -> None:
-    gone, kept = pg_agent(), pg_agent()
+    gone, kept = pg_agent_name(), pg_agent_name()
     _fill(store, gone, "Garnet")
     _fill(store, kept, "Kyanite")
     gone_id, kept_id = agents.agent_id(store, gone), agents.agent_id(store, kept)
@@ -137,8 +137,10 @@ def test_deleting_an_agent_leaves_no_row_of_it_and_every_row_of_the_others(
         agents.delete(store, gone)
 
 
-def test_agents_are_renamed_with_their_memory(store: Store, pg_agent: Callable[[], str]) -> None:
-    old, new, taken = pg_agent(), pg_agent(), pg_agent()
+def test_agents_are_renamed_with_their_memory(
+    store: Store, pg_agent_name: Callable[[], str]
+) -> None:
+    old, new, taken = pg_agent_name(), pg_agent_name(), pg_agent_name()
     _fill(store, old, "Onyx")
     agents.create(store, taken)
     with pytest.raises(ConflictError):
@@ -149,14 +151,14 @@ def test_agents_are_renamed_with_their_memory(store: Store, pg_agent: Callable[[
         assert fact is not None and fact.value == "Onyx"
     assert [a.name for a in agents.list_agents(store, prefix=old) if a.name == old] == []
     with pytest.raises(AgentNotFoundError):
-        agents.rename(store, old, pg_agent())
+        agents.rename(store, old, pg_agent_name())
 
 
 def test_counting_and_listing_follow_the_registry(
-    store: Store, pg_agent: Callable[[], str]
+    store: Store, pg_agent_name: Callable[[], str]
 ) -> None:
     before = agents.count(store)
-    names = sorted(pg_agent() for _ in range(3))
+    names = sorted(pg_agent_name() for _ in range(3))
     for name in names:
         assert agents.create(store, name)[1] is True
         assert agents.create(store, name)[1] is False  # once
@@ -202,7 +204,7 @@ def _legacy_schema(name: str) -> URL:
 
 
 def test_an_agent_of_the_old_per_agent_layout_moves_in_with_export_and_import(
-    store: Store, pg_agent: Callable[[], str], worker_tag: str, tmp_path: Path
+    store: Store, pg_agent_name: Callable[[], str], worker_tag: str, tmp_path: Path
 ) -> None:
     schema = f"legacy_{worker_tag}"
     _legacy_schema(schema)
@@ -216,7 +218,7 @@ def test_an_agent_of_the_old_per_agent_layout_moves_in_with_export_and_import(
             env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        name = pg_agent()
+        name = pg_agent_name()
         report = transfer.import_(store.url, out, agent=name)
         assert report.inserted["memory_raw_messages"] == 3
         with store.begin(agent=name) as mem:
@@ -229,9 +231,9 @@ def test_an_agent_of_the_old_per_agent_layout_moves_in_with_export_and_import(
 
 
 def test_the_cli_lists_counts_renames_deletes_and_moves_agents(
-    store: Store, pg_agent: Callable[[], str], tmp_path: Path
+    store: Store, pg_agent_name: Callable[[], str], tmp_path: Path
 ) -> None:
-    first, second, third = pg_agent(), pg_agent(), pg_agent()
+    first, second, third = pg_agent_name(), pg_agent_name(), pg_agent_name()
     _fill(store, first, "Topaz")
     url = store.url.render_as_string(hide_password=False)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -258,10 +260,10 @@ def test_the_cli_lists_counts_renames_deletes_and_moves_agents(
 
 
 def test_the_whole_database_dumps_with_default_settings(
-    store: Store, pg_agent: Callable[[], str], tmp_path: Path
+    store: Store, pg_agent_name: Callable[[], str], tmp_path: Path
 ) -> None:
     for _ in range(50):
-        agents.create(store, pg_agent())
+        agents.create(store, pg_agent_name())
     bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_dump"))
     if not bins:
         pytest.skip("pg_dump is not installed")

@@ -29,9 +29,9 @@ def bouncer(pg_layout: Layout) -> Iterator[Bouncer]:
 
 
 def test_one_pool_behind_pgbouncer_serves_every_agent_one_transaction_at_a_time(
-    bouncer: Bouncer, pg_layout: Layout, pg_agent: Callable[[], str]
+    bouncer: Bouncer, pg_layout: Layout, pg_agent_name: Callable[[], str]
 ) -> None:
-    names = [pg_agent() for _ in range(AGENTS)]
+    names = [pg_agent_name() for _ in range(AGENTS)]
     backends: dict[int, set[str]] = defaultdict(set)
     errors: list[BaseException] = []
     lock = threading.Lock()

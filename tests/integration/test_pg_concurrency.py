@@ -54,10 +54,10 @@ def _run_workers(work: Callable[[int], None]) -> None:
 
 @pytest.fixture
 def agent(
-    pg_layout: Layout, pg_agent: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+    pg_layout: Layout, pg_agent_name: Callable[[], str], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Engine]:
     """An engine on this run's layout; every Store made on it serves a fresh agent."""
-    monkeypatch.setenv(settings.AGENT_ENV, pg_agent())
+    monkeypatch.setenv(settings.AGENT_ENV, pg_agent_name())
     engine = create_engine(pg_layout.url)
     yield engine
     engine.dispose()

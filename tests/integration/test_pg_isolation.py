@@ -210,10 +210,10 @@ def role_url(request: pytest.FixtureRequest, pg_layout: Layout) -> URL:
 
 
 @pytest.fixture(name="agents")
-def two_agents(role_url: URL, pg_agent: Callable[[], str]) -> Iterator[tuple[Agent, Agent]]:
+def two_agents(role_url: URL, pg_agent_name: Callable[[], str]) -> Iterator[tuple[Agent, Agent]]:
     store = Store.open(role_url, upgrade=False)
-    alice = Agent("alice", store.for_agent(pg_agent()), "Aquamarine")
-    bob = Agent("bob", store.for_agent(pg_agent()), "Burgundy")
+    alice = Agent("alice", store.for_agent(pg_agent_name()), "Aquamarine")
+    bob = Agent("bob", store.for_agent(pg_agent_name()), "Burgundy")
     yield alice, bob
     store.close()
 
@@ -412,12 +412,12 @@ def _unfiltered(conn: Any, agent_id: int | None) -> dict[str, set[int]]:
 
 
 def test_a_query_without_agent_filter_sees_only_the_transactions_agent(
-    pg_layout: Layout, pg_agent: Callable[[], str]
+    pg_layout: Layout, pg_agent_name: Callable[[], str]
 ) -> None:
     store = Store.open(pg_layout.url, upgrade=False)
     alice, bob = (
-        Agent("alice", store.for_agent(pg_agent()), "Aquamarine"),
-        Agent("bob", store.for_agent(pg_agent()), "Burgundy"),
+        Agent("alice", store.for_agent(pg_agent_name()), "Aquamarine"),
+        Agent("bob", store.for_agent(pg_agent_name()), "Burgundy"),
     )
     for agent in (alice, bob):
         _write_through_every_service(agent)
@@ -453,12 +453,12 @@ def test_a_query_without_agent_filter_sees_only_the_transactions_agent(
 
 
 def test_a_pooled_connection_never_carries_an_agent_into_the_next_transaction(
-    pg_layout: Layout, pg_agent: Callable[[], str]
+    pg_layout: Layout, pg_agent_name: Callable[[], str]
 ) -> None:
     engine = create_engine(pg_layout.app_url)
     engine.pool.dispose()
     try:
-        store = Store(engine, agent=pg_agent())
+        store = Store(engine, agent=pg_agent_name())
         with store.begin() as mem:
             mem.notes.add("kept to its agent")
             pid = mem.raw().rows("SELECT pg_backend_pid()")[0][0]

@@ -147,9 +147,9 @@ def _open(engine: Engine) -> Session:
 
 
 @pytest.fixture
-def pg_session(pg_layout: Layout, pg_agent: Callable[[], str]) -> Iterator[Session]:
+def pg_session(pg_layout: Layout, pg_agent_name: Callable[[], str]) -> Iterator[Session]:
     engine = create_engine(pg_layout.url)
-    name = pg_agent()
+    name = pg_agent_name()
     fill(engine, name)
     s = agent_session(engine, name)
     yield s

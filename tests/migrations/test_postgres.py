@@ -1,4 +1,4 @@
-"""The Alembic chain on PostgreSQL: one shared layout for every agent (v035), equal to what the
+"""The Alembic chain on PostgreSQL: one shared layout for every agent (v036), equal to what the
 models describe, upgraded once per database; the alembic CLI and the philont CLI take a URL."""
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ def test_upgrade_head_builds_what_the_models_describe(scratch: Callable[[], URL]
     with engine.begin() as conn:
         for statement in rules.statements():  # the layout derived from the models now
             conn.exec_driver_sql(statement)
-    report = migrate.upgrade(upgraded)  # v035's frozen copy
-    assert report.stamped == "v034" and report.applied == ["v035"]
+    report = migrate.upgrade(upgraded)  # v036's frozen copy
+    assert report.stamped == "v035" and report.applied == ["v036"]
     other = create_engine(upgraded)
     try:
         built, migrated = _schema_objects(engine), _schema_objects(other)
@@ -179,7 +179,7 @@ def test_autogenerate_finds_no_difference_on_postgresql(pg_layout: object) -> No
 
 
 def test_epoch_millis_and_reals_keep_their_range_and_precision(
-    pg_layout: object, pg_agent: Callable[[], str]
+    pg_layout: object, pg_agent_name: Callable[[], str]
 ) -> None:
     from tests.pg_support import Layout
 
@@ -200,7 +200,7 @@ def test_epoch_millis_and_reals_keep_their_range_and_precision(
     assert types["created_at"] == "bigint"  # epoch ms overflow a 32-bit integer
     assert types["confidence"] == "double precision"  # SQLite REAL is an 8-byte double
     assert types["agent_id"] == "bigint"
-    agent = pg_agent()
+    agent = pg_agent_name()
     with Memory.open(pg_layout.url, agent=agent) as mem:
         fact = mem.facts.store("user", "pi", 3.14159, confidence=0.123456789)
     with Memory.open(pg_layout.url, agent=agent) as mem:
@@ -309,12 +309,12 @@ def test_the_cli_works_for_one_agent(scratch: Callable[[], URL]) -> None:
 def test_a_failure_mid_upgrade_leaves_the_schema_empty(scratch: Callable[[], URL]) -> None:
     url = scratch()
 
-    def fail_at_v035(revision: str) -> None:
-        if revision == "v035":
+    def fail_at_v036(revision: str) -> None:
+        if revision == "v036":
             raise RuntimeError("injected failure")
 
     with pytest.raises(MigrationError):
-        migrate.upgrade(url, on_step=fail_at_v035)
+        migrate.upgrade(url, on_step=fail_at_v036)
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
@@ -324,7 +324,7 @@ def test_a_failure_mid_upgrade_leaves_the_schema_empty(scratch: Callable[[], URL
             assert list(tables) == []  # PostgreSQL's DDL is transactional: all or nothing
     finally:
         engine.dispose()
-    assert migrate.upgrade(url).applied == ["v035"]
+    assert migrate.upgrade(url).applied == ["v036"]
 
 
 def test_concurrent_first_upgrades_of_one_database_all_succeed(
@@ -345,4 +345,4 @@ def test_concurrent_first_upgrades_of_one_database_all_succeed(
     outputs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [err for _out, err in outputs]
     applied = sorted((json.loads(out) for out, _err in outputs), key=len)
-    assert applied == [[], [], ["v035"]]
+    assert applied == [[], [], ["v036"]]

@@ -89,9 +89,9 @@ def test_call_never_raises_and_failures_write_nothing(
 
 
 @pytest.fixture
-def pg_tool_db(pg_layout, pg_agent) -> tuple[URL, str]:  # type: ignore[no-untyped-def]
+def pg_tool_db(pg_layout, pg_agent_name) -> tuple[URL, str]:  # type: ignore[no-untyped-def]
     """This run's PostgreSQL layout and a fresh agent in it."""
-    return pg_layout.url, pg_agent()
+    return pg_layout.url, pg_agent_name()
 
 
 def _pg_counts(

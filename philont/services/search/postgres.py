@@ -6,7 +6,7 @@ CJK term as an escaped LIKE pattern. Ranking mirrors :class:`SearchService`: per
 frequencies read from the document's tsvector, ``english`` snowball stemming as porter on
 SQLite) weighted by the word's idf once more, common words counted as present in their newest
 documents, long words also as substrings (pg_trgm), short CJK terms by LIKE, and messages earn a
-share of their neighbours' scores. The indexes are revision v035's, led by ``agent_id``
+share of their neighbours' scores. The indexes are revision v036's, led by ``agent_id``
 (``philont/db/pg_layout.py``); every statement reads the unit of work's agent only (``Raw.mine``).
 """
 
@@ -172,7 +172,7 @@ _STEMS: dict[str, str] = {}
 
 class PgScorer:
     """The :class:`~philont.services.search.scoring.Scorer` of PostgreSQL databases: the same
-    plan and arithmetic as on SQLite, over the GIN indexes of revision v034."""
+    plan and arithmetic as on SQLite, over the GIN indexes of revision v036."""
 
     def __init__(self) -> None:
         self._lengths: dict[tuple[int, int], tuple[int, float, float]] = {}

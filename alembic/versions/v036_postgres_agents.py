@@ -1,16 +1,17 @@
 """Our own revision: PostgreSQL's shared layout for any number of agents (schema_version 31).
 
-On PostgreSQL the history starts here: a new database is stamped ``v034`` (v001-v034 describe
-Philont's SQLite file, one agent per file; ``philont.migrate.postgres``) and this revision builds
+On PostgreSQL the history starts here: a new database is stamped ``v035`` (v001-v035 describe
+the SQLite file, one agent per file; ``philont.migrate.postgres``) and this revision builds
 one set of tables for every agent, created once per database:
 
 * the agents registry ``philont_agents`` (creating an agent is a row in it) and the per-agent id
   counters ``philont_agent_ids``, with the functions ``philont_agent()`` (the transaction's agent,
   ``set_config('philont.agent_id', ..., true)``), ``philont_current_agent()`` (the same, refusing
   when unset) and ``philont_next_id(table)`` (ids numbered per agent, as SQLite numbers them);
-* every model table with ``agent_id`` leading its primary key, unique constraints, foreign keys
-  and indexes, and referencing the registry; messages, actions and the access log hash-partitioned
-  by ``agent_id`` into 16 partitions;
+* every model table (v035's learning tables too) with ``agent_id`` leading its primary key,
+  unique constraints, foreign keys and indexes, and referencing the registry (``ON DELETE SET
+  NULL`` names its own columns, never ``agent_id``: PostgreSQL 15 or later); messages, actions
+  and the access log hash-partitioned by ``agent_id`` into 16 partitions;
 * the search indexes (GIN over ``agent_id`` and the text, with ``pg_trgm`` and ``btree_gin``);
 * row-level security, enabled and forced on every table: a row is seen and written only while its
   agent is the transaction's.
@@ -27,8 +28,8 @@ from alembic import op
 
 from philont import migration_ops as mo
 
-revision = "v035"
-down_revision = "v034"
+revision = "v036"
+down_revision = "v035"
 branch_labels = None
 depends_on = None
 
@@ -402,6 +403,16 @@ STATEMENTS = (
     "CREATE INDEX idx_skills_name ON memory_skills (agent_id, name)",
     "CREATE INDEX idx_skills_use_count ON memory_skills (agent_id, use_count DESC)",
     (
+        "CREATE TABLE philont_learning_batches ( agent_id BIGINT DEFAULT "
+        "philont_current_agent() NOT NULL, id BIGINT DEFAULT "
+        "philont_next_id('philont_learning_batches') NOT NULL, after_ts BIGINT NOT NULL, "
+        "until_ts BIGINT NOT NULL, message_count BIGINT DEFAULT 0 NOT NULL, status TEXT NOT "
+        "NULL, owner TEXT, attempts BIGINT DEFAULT 0 NOT NULL, claimed_at BIGINT, lease_until"
+        " BIGINT, retry_at BIGINT, finished_at BIGINT, tokens_used BIGINT DEFAULT 0 NOT NULL,"
+        " last_error TEXT, report_json TEXT, PRIMARY KEY (agent_id, id), FOREIGN "
+        "KEY(agent_id) REFERENCES philont_agents (id), UNIQUE (agent_id, after_ts) )"
+    ),
+    (
         "CREATE TABLE push_subscriptions ( agent_id BIGINT DEFAULT philont_current_agent() "
         "NOT NULL, channel TEXT NOT NULL, peer TEXT NOT NULL, enabled BIGINT DEFAULT 1 NOT "
         "NULL, quiet_start_hour BIGINT, quiet_end_hour BIGINT, timezone TEXT, "
@@ -543,6 +554,15 @@ STATEMENTS = (
     "CREATE INDEX idx_raw_messages_session ON memory_raw_messages (agent_id, session_id)",
     "CREATE INDEX idx_raw_messages_timestamp ON memory_raw_messages (agent_id, timestamp)",
     (
+        "CREATE TABLE philont_cases ( agent_id BIGINT DEFAULT philont_current_agent() NOT "
+        "NULL, id TEXT NOT NULL, goal TEXT NOT NULL, trace_json TEXT NOT NULL, result TEXT "
+        "NOT NULL, session_id TEXT, judge TEXT, reason TEXT, skill_id TEXT, created_at BIGINT"
+        " NOT NULL, condensed_at BIGINT, condense_note TEXT, PRIMARY KEY (agent_id, id), "
+        "FOREIGN KEY(agent_id) REFERENCES philont_agents (id), FOREIGN KEY(agent_id, "
+        "skill_id) REFERENCES memory_skills (agent_id, id) ON DELETE SET NULL (skill_id) )"
+    ),
+    "CREATE INDEX idx_philont_cases_skill ON philont_cases (agent_id, skill_id)",
+    (
         "CREATE TABLE philont_skill_recipes ( agent_id BIGINT DEFAULT philont_current_agent()"
         " NOT NULL, skill_id TEXT NOT NULL, steps_json TEXT DEFAULT '[]' NOT NULL, "
         "verification TEXT, tool_policy_json TEXT DEFAULT '[]' NOT NULL, revision BIGINT "
@@ -565,6 +585,20 @@ STATEMENTS = (
     (
         "CREATE INDEX idx_philont_skill_revisions_skill ON philont_skill_revisions (agent_id,"
         " skill_id, revision)"
+    ),
+    (
+        "CREATE TABLE philont_judge_verdicts ( agent_id BIGINT DEFAULT "
+        "philont_current_agent() NOT NULL, id BIGINT DEFAULT "
+        "philont_next_id('philont_judge_verdicts') NOT NULL, case_id TEXT, session_id TEXT, "
+        "goal TEXT NOT NULL, verdict TEXT NOT NULL, reason TEXT, judge TEXT, skill_name TEXT,"
+        " retrieval_action_id BIGINT, first_action_id BIGINT, judged_at BIGINT NOT NULL, "
+        "observed_outcome TEXT, observed_at BIGINT, PRIMARY KEY (agent_id, id), FOREIGN "
+        "KEY(agent_id) REFERENCES philont_agents (id), FOREIGN KEY(agent_id, case_id) "
+        "REFERENCES philont_cases (agent_id, id) ON DELETE SET NULL (case_id) )"
+    ),
+    (
+        "CREATE INDEX idx_philont_judge_verdicts_skill ON philont_judge_verdicts (agent_id, "
+        "skill_name)"
     ),
     (
         "CREATE INDEX philont_pg_raw_messages_words ON memory_raw_messages USING gin "
@@ -886,6 +920,12 @@ STATEMENTS = (
         "CREATE POLICY philont_agent_rows ON memory_skills USING (agent_id = philont_agent())"
         " WITH CHECK (agent_id = philont_agent())"
     ),
+    "ALTER TABLE philont_learning_batches ENABLE ROW LEVEL SECURITY",
+    "ALTER TABLE philont_learning_batches FORCE ROW LEVEL SECURITY",
+    (
+        "CREATE POLICY philont_agent_rows ON philont_learning_batches USING (agent_id = "
+        "philont_agent()) WITH CHECK (agent_id = philont_agent())"
+    ),
     "ALTER TABLE push_subscriptions ENABLE ROW LEVEL SECURITY",
     "ALTER TABLE push_subscriptions FORCE ROW LEVEL SECURITY",
     (
@@ -1018,6 +1058,12 @@ STATEMENTS = (
         "CREATE POLICY philont_agent_rows ON memory_raw_messages_p15 USING (agent_id = "
         "philont_agent()) WITH CHECK (agent_id = philont_agent())"
     ),
+    "ALTER TABLE philont_cases ENABLE ROW LEVEL SECURITY",
+    "ALTER TABLE philont_cases FORCE ROW LEVEL SECURITY",
+    (
+        "CREATE POLICY philont_agent_rows ON philont_cases USING (agent_id = philont_agent())"
+        " WITH CHECK (agent_id = philont_agent())"
+    ),
     "ALTER TABLE philont_skill_recipes ENABLE ROW LEVEL SECURITY",
     "ALTER TABLE philont_skill_recipes FORCE ROW LEVEL SECURITY",
     (
@@ -1028,6 +1074,12 @@ STATEMENTS = (
     "ALTER TABLE philont_skill_revisions FORCE ROW LEVEL SECURITY",
     (
         "CREATE POLICY philont_agent_rows ON philont_skill_revisions USING (agent_id = "
+        "philont_agent()) WITH CHECK (agent_id = philont_agent())"
+    ),
+    "ALTER TABLE philont_judge_verdicts ENABLE ROW LEVEL SECURITY",
+    "ALTER TABLE philont_judge_verdicts FORCE ROW LEVEL SECURITY",
+    (
+        "CREATE POLICY philont_agent_rows ON philont_judge_verdicts USING (agent_id = "
         "philont_agent()) WITH CHECK (agent_id = philont_agent())"
     ),
 )
