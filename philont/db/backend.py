@@ -55,10 +55,14 @@ class Raw:
     def mine(self, alias: str = "") -> str:
         """The condition keeping ``alias`` (a table of ours) to this unit of work's agent
         (``TRUE`` on SQLite). The id is an integer from the registry, written as a literal, so
-        the planner prunes partitions with it whatever the statement."""
+        the planner prunes partitions with it whatever the statement, and the GIN search
+        indexes look up the agent's part of a word's posting list only."""
         if not self.postgres:
             return "TRUE"
-        return f"{alias + '.' if alias else ''}agent_id = {int(self.agent or 0)}"
+        # ``::bigint``: the column's own type. With an int4 literal, ``bigint = integer`` is a
+        # cross-type operator that btree_gin's opclass lacks, and the GIN search indexes could
+        # not use their agent_id key (they would read every agent's posting list instead).
+        return f"{alias + '.' if alias else ''}agent_id = {int(self.agent or 0)}::bigint"
 
     def where(self, *conditions: str, alias: str = "") -> str:
         """`` WHERE`` with this agent's condition (PostgreSQL) and ``conditions``, or ``""``."""

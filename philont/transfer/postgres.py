@@ -111,7 +111,7 @@ def export_agent(
                 raise AgentNotFoundError(name)
             agent_id = int(found[0])
             registry.set_local(conn, agent_id)
-            mine = f" WHERE {AGENT_COLUMN} = {agent_id}"
+            mine = f" WHERE {AGENT_COLUMN} = {agent_id}::bigint"
             for table in tables:
                 row = driver.execute(f"SELECT count(*) FROM {ident(table.name)}{mine}").fetchone()
                 counts[table.name] = int(row[0]) if row else 0
