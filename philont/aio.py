@@ -144,14 +144,20 @@ class AsyncStore:
         write: bool = True,
         clock: Clock | None = None,
         session: AsyncSession | None = None,
+        agent: str | None = None,
     ) -> T:
         """Run ``work(mem)`` in one unit of work and return its result. Without ``session`` it
         is a transaction of its own (committed, or rolled back on an exception; retried a few
         times when SQLite is busy); with the host's ``AsyncSession`` it runs inside the host's
-        transaction, which the host commits."""
+        transaction, which the host commits. ``agent`` (PostgreSQL): the agent it serves, else
+        the AsyncStore's default."""
         if session is not None:
-            return await session.run_sync(lambda s: _in(self.store.join(s, clock=clock), work))
-        result: T = await self._retrying(lambda: self._own(work, write=write, clock=clock))
+            return await session.run_sync(
+                lambda s: _in(self.store.join(s, clock=clock, agent=agent), work)
+            )
+        result: T = await self._retrying(
+            lambda: self._own(work, write=write, clock=clock, agent=agent)
+        )
         return result
 
     async def call(
@@ -176,7 +182,9 @@ class AsyncStore:
         if self._owns_engine:
             await self.engine.dispose()
 
-    async def _own(self, work: Callable[[Memory], T], *, write: bool, clock: Clock | None) -> T:
+    async def _own(
+        self, work: Callable[[Memory], T], *, write: bool, clock: Clock | None, agent: str | None
+    ) -> T:
         from sqlalchemy.ext.asyncio import AsyncSession
 
         bind = self.engine
@@ -184,7 +192,9 @@ class AsyncStore:
             bind = bind.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
         try:
             async with AsyncSession(bind, expire_on_commit=False) as s, s.begin():
-                return await s.run_sync(lambda sync: _in(self.store.join(sync, clock=clock), work))
+                return await s.run_sync(
+                    lambda sync: _in(self.store.join(sync, clock=clock, agent=agent), work)
+                )
         except SQLAlchemyError as exc:
             typed = translate(exc, path=None if self.store.path is None else str(self.store.path))
             if typed is None:

@@ -499,3 +499,30 @@ def test_writes_to_rows_whose_keys_other_agents_share_change_only_mine(
         assert skill is not None and skill.use_count == 3 and skill.success_count == 1
         session = mem.timeline.get_session("global")
         assert session is not None and session.ended_at is not None
+
+
+def test_one_async_store_serves_many_agents_each_unit_of_work_its_own(
+    pg_layout: Layout, pg_agent_name: Callable[[], str]
+) -> None:
+    import asyncio
+
+    from philont.aio import AsyncStore
+
+    names = [pg_agent_name() for _ in range(3)]
+
+    async def main() -> list[list[str]]:
+        astore = await AsyncStore.open(pg_layout.app_url)  # the application role: RLS too
+        try:
+            for name in names:
+                await astore.run(lambda mem, name=name: mem.notes.add(f"{name} note"), agent=name)
+            return [
+                await astore.run(
+                    lambda mem: [n.content for n in mem.notes.list()], write=False, agent=name
+                )
+                for name in names
+            ]
+        finally:
+            await astore.close()
+
+    seen = asyncio.run(main())
+    assert seen == [[f"{name} note"] for name in names]
