@@ -86,7 +86,10 @@ def db_path(template_db: Path, tmp_path: Path) -> Path:
 # A module with `BOTH_BACKENDS = True` runs every test that uses `engine`/`session` on SQLite and
 # on PostgreSQL (marked `postgres`). On PostgreSQL a test run migrates one schema of its own
 # once (the shared layout, revision v036); every test then works as a fresh agent in it (a row
-# in the agents registry: no DDL per test). See tests/pg_support.py.
+# in the agents registry: no DDL per test), as the application role, so that SQL a test writes
+# itself sees its own agent only (row-level security). That every statement of philont's
+# carries its agent without row-level security is proven as the owner, in test_pg_isolation.py.
+# See tests/pg_support.py.
 
 
 def pg_url() -> str:
@@ -157,8 +160,8 @@ def pg_test_agent(
 def engine(
     backend: str, pg_test_agent: str | None, request: pytest.FixtureRequest
 ) -> Iterator[Engine]:
-    if backend == "postgres":
-        eng = create_engine(request.getfixturevalue("pg_layout").url)
+    if backend == "postgres":  # as the application role: a test's own SQL sees its agent only
+        eng = create_engine(request.getfixturevalue("pg_layout").app_url)
     else:
         eng = create_engine(request.getfixturevalue("db_path"))
     yield eng
@@ -228,7 +231,8 @@ def tool_target(
     """The database a tool test calls (``tools.call(..., db=...)``, ``Memory.open``): the
     ``tool_db`` SQLite file, or on PostgreSQL (a ``BOTH_BACKENDS`` module's second run) the URL
     of this run's layout, where the test's agent is the default ($PHILONT_AGENT)."""
-    if backend == "postgres":
-        return request.getfixturevalue("pg_layout").url
+    if backend == "postgres":  # the application role, as for `engine`
+        url: URL = request.getfixturevalue("pg_layout").app_url
+        return url
     path: Path = request.getfixturevalue("tool_db")
     return path
