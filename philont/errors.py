@@ -338,3 +338,13 @@ class ModelEmptyAnswerError(ModelError):
     """The model answered, but with no text."""
 
     code = "model_empty_answer"
+
+
+class AgentNotFoundError(NotFoundError):
+    """No agent of that name in a PostgreSQL database's agents registry."""
+
+    code = "agent_not_found"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no agent named {name!r} in this database")
+        self.name = name

@@ -7,7 +7,7 @@ from pathlib import Path
 
 ENV_DB_PATH = "MEMORY_DB_PATH"
 AGENT_ENV = "PHILONT_AGENT"
-"""With a PostgreSQL URL and no explicit agent: the agent (schema) to use."""
+"""With a PostgreSQL URL and no explicit agent: the agent units of work serve."""
 DEFAULT_RELATIVE_PATH = Path(".philont") / "memory" / "memory.sqlite"
 BACKUP_DIR_NAME = "backups"
 BUSY_TIMEOUT_MS = 5000

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from philont import migrate, settings
+from philont.cli import agents as cli_agents
 from philont.cli import inspect as cli_inspect
 from philont.cli import learning as cli_learning
 from philont.cli import ops as cli_ops
@@ -21,11 +22,12 @@ from philont.logsetup import configure
 
 app = typer.Typer(
     cls=Commands,
-    help="Long-term memory for AI agents, in one SQLite file (or PostgreSQL: a schema per agent).",
+    help="Long-term memory for AI agents, in one SQLite file (or PostgreSQL: many agents).",
     no_args_is_help=True,
 )
 db_app = typer.Typer(help="Create, upgrade and inspect the database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+app.add_typer(cli_agents.agents_app, name="agents")
 app.add_typer(cli_inspect.facts_app, name="facts")
 app.add_typer(cli_inspect.notes_app, name="notes")
 app.add_typer(cli_inspect.skills_app, name="skills")
@@ -48,13 +50,13 @@ def _main(
         str | None,
         typer.Option(
             "--agent",
-            help="With a PostgreSQL --db URL: the agent (its own schema). Default $PHILONT_AGENT.",
+            help="With a PostgreSQL --db URL: the agent to work as. Default $PHILONT_AGENT.",
         ),
     ] = None,
 ) -> None:
     configure(logging.INFO if verbose else logging.WARNING)
     if agent is not None:
-        os.environ[settings.AGENT_ENV] = agent  # read by resolve_url() for PostgreSQL URLs
+        os.environ[settings.AGENT_ENV] = agent  # every Store's default agent on PostgreSQL
 
 
 def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:

@@ -18,15 +18,13 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 
 from philont import settings
 from philont.db.engine import (
     check_file,
-    create_engine,
     is_postgres,
-    pg_schema,
     resolve_url,
     sqlite_path,
 )
@@ -43,7 +41,6 @@ from philont.migrate.plan import (
     HEAD_PHILONT_VERSION,
     check_recorded,
     parse_schema_version,
-    pg_tables,
     ro_connect,
     table_names,
 )
@@ -73,7 +70,6 @@ __all__ = [
     "host_include_object",
     "include_name",
     "parse_schema_version",
-    "pg_tables",
     "run_env",
     "script_directory",
     "script_location",
@@ -91,13 +87,13 @@ Target = str | Path | URL | Connection | None
 def upgrade(
     target: Target = None,
     *,
-    agent: str | None = None,
     backup: bool = True,
     on_step: StepCallback | None = None,
 ) -> UpgradeReport:
     """Create or upgrade a memory database to head (see the module docstring).
 
-    ``target`` is a path, a URL (PostgreSQL with ``agent``) or a SQLAlchemy ``Connection``. On
+    ``target`` is a path, a URL or a SQLAlchemy ``Connection``. (A PostgreSQL database holds
+    every agent in one layout, upgraded once: no agent is named here.) On
     a path or URL, philont opens its own connection and transaction; a non-empty SQLite file is
     backed up first unless ``backup=False``. On a Connection (a host's ``env.py`` or Alembic
     revision: ``upgrade(op.get_bind())``), the chain runs inside that connection's transaction
@@ -113,7 +109,7 @@ def upgrade(
         cfg.set_main_option("script_location", str(script_location()))
         cfg.attributes[CONNECTION_KEY] = target
     else:
-        url = resolve_url(target, agent=agent)
+        url = resolve_url(target)
         cfg = alembic_config(url)
     report = UpgradeReport(url=url.render_as_string(), from_revision=None, to_revision=None)
     cfg.attributes["philont_report"] = report
@@ -134,9 +130,9 @@ def upgrade(
     return report
 
 
-def status(target: str | Path | URL | None = None, *, agent: str | None = None) -> Status:
+def status(target: str | Path | URL | None = None) -> Status:
     """Current revision and ``memory_meta.schema_version``, read without writing."""
-    url = resolve_url(target, agent=agent)
+    url = resolve_url(target)
     path = sqlite_path(url)
     head = head_revision()
     if is_postgres(url):
@@ -160,29 +156,16 @@ def status(target: str | Path | URL | None = None, *, agent: str | None = None) 
 
 
 def _status_pg(url: URL, head: str) -> Status:
-    engine = create_engine(url, create=False)
-    try:
-        with engine.connect() as conn:
-            tables = pg_tables(conn, pg_schema(url))
-            revision = version = None
-            if settings.VERSION_TABLE in tables:
-                revision = conn.execute(
-                    text(f"SELECT version_num FROM {settings.VERSION_TABLE}")
-                ).scalar()
-            if "memory_meta" in tables:
-                version = conn.execute(
-                    text("SELECT value FROM memory_meta WHERE key = 'schema_version'")
-                ).scalar()
-    finally:
-        engine.dispose()
-    return Status(revision=revision, head=head, schema_version=version)
+    from philont.migrate import postgres
+
+    return postgres.status(url, head)
 
 
-def check(target: str | Path | URL | None = None, *, agent: str | None = None) -> Status:
+def check(target: str | Path | URL | None = None) -> Status:
     """Raise ``SchemaOutOfDateError`` (with the command that fixes it) unless at head; a
     database whose records disagree (``schema_version`` ``'99'`` at our head) is refused with
     the error an upgrade would give."""
-    st = status(target, agent=agent)
+    st = status(target)
     if st.revision == st.head and not st.at_head:
         check_recorded(st.revision, st.schema_version)  # raises: the records disagree
     if not st.at_head:

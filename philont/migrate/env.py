@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from alembic.config import Config
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
@@ -23,15 +23,15 @@ from philont.db.engine import (
     check_file,
     create_engine,
     is_postgres,
-    pg_schema,
     resolve_url,
     sqlite_path,
     tighten_permissions,
 )
 from philont.errors import DatabaseCorruptError
 from philont.log import get_logger
+from philont.migrate import postgres as pg
 from philont.migrate.checks import check_foreign_keys, check_integrity, is_wal
-from philont.migrate.plan import _Plan, _plan_pg, plan_file, plan_from, ro_connect
+from philont.migrate.plan import _Plan, plan_file, plan_from, ro_connect
 from philont.migrate.report import StepCallback, UpgradeReport
 
 log = get_logger(__name__)
@@ -119,11 +119,10 @@ def _is_upgrade(context: Any) -> bool:
 
 
 def _url_from_context(config: Config, x_args: dict[str, str]) -> URL:
-    agent = x_args.get("schema")
     if "url" in x_args:
-        return resolve_url(x_args["url"], agent=agent)
+        return resolve_url(x_args["url"])
     url = config.get_main_option("sqlalchemy.url")
-    return resolve_url(url or None, agent=agent)
+    return resolve_url(url or None)
 
 
 def _new_run(context: Any) -> _Run:
@@ -244,7 +243,7 @@ def _migrate(run: _Run, conn: Connection) -> None:
     from philont.db.bootstrap import ensure_bootstrap_rows
 
     postgres = conn.dialect.name == "postgresql"
-    run.plan = _plan_locked_pg(run, conn) if postgres else _plan_sqlite(conn)
+    run.plan = _plan_locked_pg(conn, run.is_upgrade) if postgres else _plan_sqlite(conn)
     context = run.context
     head = context.script.get_current_head()
     work = run.is_upgrade and run.plan.revision != head
@@ -261,7 +260,8 @@ def _migrate(run: _Run, conn: Connection) -> None:
         log.info("migrate.adopted", stamped=run.plan.stamp)
     with context.begin_transaction():
         context.run_migrations()
-    if run.is_upgrade and context.get_context().get_current_heads() == (head,):
+    at_head = context.get_context().get_current_heads() == (head,)
+    if run.is_upgrade and at_head and not postgres:  # PostgreSQL: per agent, when created
         # Bootstrap rows use the head-shaped models: only at head (not `upgrade v002`).
         bootstrap = ensure_bootstrap_rows(conn)
         if run.report is not None:
@@ -282,15 +282,14 @@ def _plan_sqlite(conn: Connection) -> _Plan:
     return plan_from(_driver(conn))
 
 
-def _plan_locked_pg(run: _Run, conn: Connection) -> _Plan:
-    """One upgrade per agent at a time (SQLite's write lock does this for a file): a second
-    one waits here, then finds the schema at head and does nothing."""
-    schema = pg_schema(run.url) or conn.execute(text("SELECT current_schema()")).scalar()
-    conn.execute(
-        text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-        {"key": f"philont.migrate.{schema}"},
-    )
-    return _plan_pg(conn, None if schema is None else str(schema))
+def _plan_locked_pg(conn: Connection, upgrade: bool) -> _Plan:
+    """One upgrade per database at a time (SQLite's write lock does this for a file): a second
+    one waits here, then finds the shared layout at head and does nothing. An upgrade makes
+    the schema its search_path names when it is missing."""
+    if upgrade:
+        pg.ensure_named_schema(conn)
+    pg.lock(conn)
+    return pg.plan(conn)
 
 
 def _configure(run: _Run, conn: Connection) -> None:
@@ -314,7 +313,9 @@ def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
     shadow tables, and PostgreSQL's GIN search indexes (DDL events, not Index objects), are
     not models. A host's filter is :func:`philont.migrate.host_include_name`."""
     if type_ == "table" and name is not None:
-        return "_fts" not in name and name != settings.VERSION_TABLE
+        from philont.db.pg_layout import layout_only  # PostgreSQL's registry and partitions
+
+        return "_fts" not in name and name != settings.VERSION_TABLE and not layout_only(name)
     if type_ == "index" and name is not None:
         return not name.startswith("philont_pg_")
     return True

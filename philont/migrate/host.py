@@ -26,11 +26,14 @@ def _philont_names() -> frozenset[str]:
 
 def is_philont_table(name: str | None) -> bool:
     """Whether a table of the database is philont's: a model table, an FTS5 index or one of its
-    shadow tables, our version table, or any ``philont_*`` table of ours."""
+    shadow tables, our version table, any ``philont_*`` table of ours, or a hash partition of
+    PostgreSQL's layout."""
     if not name:
         return False
+    from philont.db.pg_layout import layout_only
+
     names = _philont_names()
-    if name in names or name.startswith("philont_"):
+    if name in names or name.startswith("philont_") or layout_only(name):
         return True
     return any(name.endswith(s) and name[: -len(s)] in names for s in _FTS_SHADOWS)
 

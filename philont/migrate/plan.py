@@ -8,8 +8,6 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, text
-
 from philont import settings
 from philont.errors import (
     DatabaseCorruptError,
@@ -187,34 +185,3 @@ def plan_from(conn: sqlite3.Connection) -> _Plan:
                 f"version-2 shape (expected columns {sorted(expected)}, found {sorted(found)})"
             )
     return _Plan(revision=None, stamp="v002", has_data=has_data)
-
-
-def pg_tables(conn: Connection, schema: str | None) -> set[str]:
-    """The tables of one PostgreSQL schema."""
-    rows = conn.execute(
-        text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": schema}
-    ).scalars()
-    return set(rows)
-
-
-def _plan_pg(conn: Connection, schema: str | None) -> _Plan:
-    """The same inspection on PostgreSQL, in the connection's agent schema. Philont itself
-    never wrote PostgreSQL, so only schemas philont created are adopted: memory tables without
-    our version table are refused."""
-    tables = pg_tables(conn, schema)
-    if settings.VERSION_TABLE in tables:
-        row = conn.execute(text(f"SELECT version_num FROM {settings.VERSION_TABLE}")).first()
-        revision = None if row is None else str(row[0])
-        raw = None
-        if "memory_meta" in tables:
-            raw = conn.execute(
-                text("SELECT value FROM memory_meta WHERE key = 'schema_version'")
-            ).scalar()
-        check_recorded(revision, None if raw is None else str(raw))
-        return _Plan(revision=revision, stamp=None, has_data=bool(tables))
-    memory = sorted(t for t in tables if MEMORY_TABLE.match(t))
-    if memory:
-        raise UnrecognizedSchemaError(
-            f"memory tables {memory[:5]} without {settings.VERSION_TABLE}: not made by philont"
-        )
-    return _Plan(revision=None, stamp=None, has_data=bool(tables))

@@ -27,7 +27,7 @@ from philont.transfer.format import (
 )
 from philont.transfer.gate import check_row
 from philont.transfer.keys import SeenKeys
-from philont.transfer.load import load_pg, load_sqlite
+from philont.transfer.load import load_sqlite
 from philont.transfer.reader import Reader, Reopen, check_pg_row, reopenable
 
 __all__ = [
@@ -65,17 +65,17 @@ def import_(
     names the lines of the rows at fault). A target file the import created is removed again
     when the import fails.
 
-    Into a PostgreSQL agent schema (``agent=``, or a URL made by ``resolve_url``) the same
-    happens in one transaction that locks the tables against other writers: values the schema
-    would change (NUL in text, a non-integer in a BIGINT column) are refused while validating,
-    with the line number; ``_rowid`` is ignored; an existing primary key is skipped (``ON
-    CONFLICT DO NOTHING``); every id sequence is set past the file's ``sequences`` and the
-    largest id; a foreign key violation (checked row by row, parents come first in the file)
-    rolls everything back.
+    Into PostgreSQL the file becomes one agent's (``agent``, else ``$PHILONT_AGENT``; created
+    when missing) in one transaction that holds that agent's writers off (other agents go on):
+    values the database would change (NUL in text, a non-integer in a BIGINT column) are
+    refused while validating, with the line number; ``_rowid`` is ignored; an existing primary
+    key is skipped (``ON CONFLICT DO NOTHING``); the agent's id counters move past the file's
+    ``sequences`` and the largest id; a foreign key violation (checked row by row, parents come
+    first in the file) rolls everything back (``philont.transfer.postgres.import_agent``).
     """
     if mode not in ("refuse", "merge"):
         raise InvalidInputError(f"mode must be 'refuse' or 'merge', got {mode!r}", mode=mode)
-    url = resolve_url(db, agent=agent)
+    url = resolve_url(db)
     postgres = is_postgres(url)
     path = None if postgres else sqlite_file(url)[1]
     known = {t.name: t for t in export_tables()}
@@ -85,7 +85,9 @@ def import_(
         with removed_on_failure(path):
             report.upgrade = migrate.upgrade(url)
             if postgres:
-                load_pg(url, reopen, known, mode, totals, report, progress)
+                from philont.transfer.postgres import import_agent
+
+                import_agent(url, reopen, known, mode, totals, report, progress, agent=agent)
             else:
                 load_sqlite(url, reopen, known, mode, totals, report, progress)
     log.info(

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sqlalchemy import Integer, Table
-from sqlalchemy.engine import URL
 
 from philont import migrate
 from philont.db.engine import FILE_MODE, is_postgres, resolve_url
@@ -27,14 +26,10 @@ from philont.transfer.format import (
     DbTarget,
     ExportReport,
     Progress,
-    autoincrement_tables,
     dumps_line,
     encode_value,
     export_tables,
     ident,
-    pg_connection,
-    pg_high_water,
-    shown_url,
     sqlite_connection,
     sqlite_file,
     without_rowid,
@@ -90,15 +85,15 @@ def export(
     tables), streamed; ``progress(table, done, total)`` reports as it goes. A path is written
     with mode 0600 through a temp file renamed at the end.
 
-    A PostgreSQL URL (made by ``resolve_url(url, agent=...)``) exports that agent's schema in
-    the same format from one REPEATABLE READ READ ONLY snapshot, rows by primary key (text in
-    code point order), raw driver values, no ``_rowid`` (PostgreSQL has none), and
-    ``sequences`` from the id sequences (or the largest id, if higher).
+    A PostgreSQL URL exports one agent (``agent``, else ``$PHILONT_AGENT``) in the same format
+    (``philont.transfer.postgres.export_agent``).
     """
-    target = resolve_url(db, agent=agent)
+    target = resolve_url(db)
     if is_postgres(target):
-        return _export_pg(target, out, progress)
-    url, path = sqlite_file(target)
+        from philont.transfer.postgres import export_agent
+
+        return export_agent(target, out, progress, agent=agent)
+    url, path = sqlite_file(db)
     status = migrate.check(url)
     tables = export_tables()
     counts: dict[str, int] = {}
@@ -211,52 +206,4 @@ def _pg_order(table: Table) -> str:
     return ", ".join(
         ident(c.name) + ("" if isinstance(c.type, Integer) else ' COLLATE "C"')
         for c in table.primary_key.columns
-    )
-
-
-def _export_pg(url: URL, out: Path | TextIO, progress: Progress | None) -> ExportReport:
-    import psycopg
-
-    status = migrate.check(url)
-    tables = export_tables()
-    counts: dict[str, int] = {}
-    with pg_connection(url, create=False) as conn:
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        conn.read_only = True
-        with conn.transaction():  # one snapshot: the counts and the rows agree
-            for table in tables:
-                found = conn.execute(
-                    "SELECT column_name FROM information_schema.columns "
-                    "WHERE table_schema = current_schema() AND table_name = %s",
-                    (table.name,),
-                ).fetchall()
-                _same_columns(table, [r[0] for r in found])
-                count = conn.execute(f"SELECT count(*) FROM {ident(table.name)}").fetchone()
-                counts[table.name] = count[0] if count else 0
-            version_row = conn.execute(
-                "SELECT value FROM memory_meta WHERE key = 'schema_version'"
-            ).fetchone()
-            sequences = {}
-            for table in autoincrement_tables():
-                _seq, high = pg_high_water(conn, table)
-                if high:
-                    sequences[table.name] = high
-            header = _header(status.head, version_row, sequences)
-            with _writer(out) as fh:
-                fh.write(dumps_line(header) + "\n")
-                for table in tables:
-                    columns = [c.name for c in table.c]
-                    select = ", ".join(ident(c) for c in columns)
-                    with conn.cursor(name=f"philont_export_{table.name}") as cursor:
-                        cursor.itersize = PROGRESS_EVERY
-                        cursor.execute(
-                            f"SELECT {select} FROM {ident(table.name)} ORDER BY {_pg_order(table)}"
-                        )
-                        _write_rows(fh, table.name, columns, cursor, counts[table.name], progress)
-                fh.write(dumps_line({"end": True, "rows": counts}) + "\n")
-    log.info("transfer.exported", db=shown_url(url), rows=sum(counts.values()))
-    return ExportReport(
-        rows=counts,
-        schema_revision=status.head,
-        path=out if isinstance(out, Path) else None,
     )

@@ -3,9 +3,8 @@ version table, its own transaction), then the host's history; the host's autogen
 leave philont's objects alone. Copied into each test's temporary Alembic directory.
 
 ``philont_mode = env`` in the ini runs philont's chain here; ``revision`` leaves it to a host
-revision (``philont.migrate.upgrade(op.get_bind())``). ``host_schema`` (PostgreSQL) is the
-schema the host keeps its tables in; ``philont_agent`` the agent whose memory shares the
-database.
+revision (``philont.migrate.upgrade(op.get_bind())``). On PostgreSQL the URL's search_path
+names the schema that holds the host's tables and philont's layout (every agent's memory).
 """
 
 from __future__ import annotations
@@ -20,15 +19,12 @@ config = context.config
 url = config.get_main_option("sqlalchemy.url")
 assert url is not None
 mode = config.get_main_option("philont_mode", "env")
-agent = config.get_main_option("philont_agent") or None
-host_schema = config.get_main_option("host_schema") or None
 
 
 def run_migrations_online() -> None:
     if mode == "env":
-        philont.migrate.upgrade(url, agent=agent)
-    connect_args = {"options": f"-csearch_path={host_schema}"} if host_schema else {}
-    engine = create_engine(url, connect_args=connect_args)
+        philont.migrate.upgrade(url)
+    engine = create_engine(url)
     try:
         with engine.connect() as connection:
             context.configure(

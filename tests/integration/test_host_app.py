@@ -4,6 +4,7 @@ philont's objects alone, and host + philont writes in one transaction."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -20,12 +21,12 @@ from sqlalchemy import Engine, create_engine, select, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session
 
-from philont import migrate
-from philont.db.engine import pg_schema
+from philont import migrate, settings
 from philont.errors import InvalidInputError
 from philont.store import Store
 from tests.conftest import pg_url
 from tests.host_app.models import Customer, HostBase
+from tests.pg_support import Layout, in_schema
 
 HOST_APP = Path(__file__).resolve().parents[1] / "host_app"
 GENERIC_MAKO = Path(alembic.__file__).parent / "templates" / "generic" / "script.py.mako"
@@ -36,8 +37,6 @@ def _host_alembic(
     url: str,
     *,
     mode: str = "env",
-    agent: str | None = None,
-    host_schema: str | None = None,
 ) -> Config:
     """The host's Alembic set-up in ``directory``: its env.py, its versions/ (with the revision
     that runs philont's chain, in ``revision`` mode), its configuration."""
@@ -51,8 +50,6 @@ def _host_alembic(
     cfg.set_main_option("script_location", str(scripts))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     cfg.set_main_option("philont_mode", mode)
-    cfg.set_main_option("philont_agent", agent or "")
-    cfg.set_main_option("host_schema", host_schema or "")
     return cfg
 
 
@@ -191,7 +188,7 @@ OUTCOMES = [("commit", (1, 1, 1)), ("rollback", (0, 0, 0)), ("error", (0, 0, 0))
 
 
 def _write_both(engine: Engine, *, outcome: str) -> None:
-    store = Store.from_engine(engine)
+    store = Store.from_engine(engine)  # on PostgreSQL the agent is $PHILONT_AGENT (pg_agent)
     with Session(engine) as session:
         session.begin()
         session.add(Customer(name="Ada"))
@@ -210,12 +207,20 @@ def _write_both(engine: Engine, *, outcome: str) -> None:
             session.rollback()
 
 
-def _seen(engine: Engine) -> tuple[int, int, int]:
+def _seen(engine: Engine, agent: str | None = None) -> tuple[int, int, int]:
+    """Customers, and the agent's facts and notes (on PostgreSQL the layout holds every
+    agent's rows; this owner's connection is not limited by row-level security)."""
+    mine = (
+        ""
+        if agent is None
+        else (" WHERE agent_id = (SELECT id FROM philont_agents WHERE name = :agent)")
+    )
+    params = {} if agent is None else {"agent": agent}
     with engine.connect() as conn:
         customers = conn.execute(select(Customer.id)).all()
-        facts = conn.execute(text("SELECT count(*) FROM memory_facts")).scalar_one()
-        notes = conn.execute(text("SELECT count(*) FROM memory_notes")).scalar_one()
-    return len(customers), int(facts), int(notes)
+        facts = conn.execute(text(f"SELECT count(*) FROM memory_facts{mine}"), params)
+        notes = conn.execute(text(f"SELECT count(*) FROM memory_notes{mine}"), params)
+        return len(customers), int(facts.scalar_one()), int(notes.scalar_one())
 
 
 @pytest.mark.parametrize(("outcome", "expected"), OUTCOMES)
@@ -234,52 +239,64 @@ def host_schema(worker_tag: str) -> Iterator[str]:
     name = f"h_{worker_tag}"
     engine = create_engine(pg_url())
     with engine.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{name}"'))
+        conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE; CREATE SCHEMA "{name}"'))
     yield name
     with engine.begin() as conn:
         conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
     engine.dispose()
 
 
-@pytest.mark.postgres
-def test_on_postgresql_one_alembic_upgrade_head_runs_both_histories(
-    tmp_path: Path, pg_agent: Callable[[], URL], host_schema: str
-) -> None:
-    agent = str(pg_schema(pg_agent()))
-    cfg = _host_alembic(tmp_path, pg_url(), agent=agent, host_schema=host_schema)
-
-    command.revision(cfg, message="host tables", autogenerate=True, rev_id="h001")
-    script = _generated(cfg)
-    assert "op.create_table('customers'" in script and "memory_" not in script
-    command.upgrade(cfg, "head")
-    command.check(cfg)
-
-    assert migrate.status(pg_url(), agent=agent).at_head
-    migrate.check(pg_url(), agent=agent)
+def _tables_in(schema: str) -> set[str]:
     engine = create_engine(make_url(pg_url()))
     try:
         with engine.connect() as conn:
             found = conn.execute(
-                text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": host_schema}
+                text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": schema}
             ).scalars()
-            assert set(found) == {"customers", "orders", "alembic_version"}
+            return set(found)
     finally:
         engine.dispose()
 
 
 @pytest.mark.postgres
+def test_on_postgresql_one_alembic_upgrade_head_runs_both_histories(
+    tmp_path: Path, host_schema: str
+) -> None:
+    # The host keeps its tables and philont's layout in its own schema of the database.
+    url = in_schema(pg_url(), host_schema)
+    cfg = _host_alembic(tmp_path, url.render_as_string(hide_password=False))
+
+    command.revision(cfg, message="host tables", autogenerate=True, rev_id="h001")
+    script = _generated(cfg)
+    assert "op.create_table('customers'" in script and "memory_" not in script
+    assert "philont_agents" not in script
+    command.upgrade(cfg, "head")
+    command.check(cfg)
+
+    assert migrate.status(url).at_head
+    migrate.check(url)
+    found = _tables_in(host_schema)
+    assert {"customers", "orders", "alembic_version", "memory_facts", "philont_agents"} <= found
+
+
+@pytest.mark.postgres
 @pytest.mark.parametrize(("outcome", "expected"), OUTCOMES)
 def test_on_postgresql_host_and_philont_writes_commit_or_roll_back_together(
-    pg_agent: Callable[[], URL], outcome: str, expected: tuple[int, int, int]
+    pg_agent: Callable[[], URL],
+    pg_layout: Layout,
+    host_schema: str,
+    outcome: str,
+    expected: tuple[int, int, int],
 ) -> None:
-    url = pg_agent()
-    migrate.upgrade(url)
-    # the agent's connection settings (its schema first): the host's tables go beside ours
-    engine = create_engine(url)
+    pg_agent()  # a fresh agent, the default one ($PHILONT_AGENT)
+    agent = os.environ[settings.AGENT_ENV]
+    # The host's connections find its own tables first, then philont's layout.
+    path = f"-csearch_path={host_schema},{pg_layout.schema},public"
+    engine = create_engine(make_url(pg_url()).update_query_dict({"options": path}))
     HostBase.metadata.create_all(engine)
     try:
         _write_both(engine, outcome=outcome)
-        counts = _seen(engine)
+        counts = _seen(engine, agent)
     finally:
         engine.dispose()
     # the bootstrap rows are not facts or notes: a fresh agent has none of either
@@ -299,4 +316,4 @@ def test_on_postgresql_philonts_chain_runs_on_a_host_connection(host_schema: str
             assert migrate.upgrade(conn).applied == []
     finally:
         engine.dispose()
-    assert migrate.status(pg_url(), agent=host_schema).at_head
+    assert migrate.status(in_schema(pg_url(), host_schema)).at_head

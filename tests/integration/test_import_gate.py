@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 from philont import migrate, tools
 from philont.cli import app
 from philont.errors import ConflictError, PhilontError
+from philont.settings import AGENT_ENV
 from philont.store import Store
 from philont.transfer import ImportForeignKeyError, ImportFormatError, export, import_
 
@@ -424,27 +425,18 @@ def test_many_mutated_exports_are_refused_with_a_line_or_imported_and_readable(
 # --- the same gate on PostgreSQL -------------------------------------------------------------
 
 
-def _schema_exists(url: Any) -> bool:
-    from sqlalchemy import create_engine as sa_engine
-    from sqlalchemy import text
+def _agent_exists(url: Any) -> bool:
+    """Whether the default agent ($PHILONT_AGENT) is in the layout's registry."""
+    from philont import agents
 
-    from philont.db.engine import pg_schema
-
-    engine = sa_engine(url.set(query={}))
-    try:
-        with engine.connect() as conn:
-            found = conn.execute(
-                text("SELECT count(*) FROM pg_namespace WHERE nspname = :s"),
-                {"s": pg_schema(url)},
-            ).scalar()
-    finally:
-        engine.dispose()
-    return bool(found)
+    name = os.environ[AGENT_ENV]
+    with Store.open(url) as store:
+        return any(agent.name == name for agent in agents.list_agents(store, prefix=name))
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize(("table", "column", "value"), IMPOSSIBLE[::3])
-def test_on_postgresql_an_impossible_value_is_refused_before_the_schema_exists(
+def test_on_postgresql_an_impossible_value_is_refused_before_the_agent_exists(
     table: str,
     column: str,
     value: Any,
@@ -458,7 +450,7 @@ def test_on_postgresql_an_impossible_value_is_refused_before_the_schema_exists(
     with pytest.raises(ImportFormatError) as err:
         import_(url, _file(tmp_path, lines))
     assert err.value.line_number == number
-    assert not _schema_exists(url)
+    assert not _agent_exists(url)
 
 
 @pytest.mark.postgres
