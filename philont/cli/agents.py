@@ -94,9 +94,10 @@ def delete(
     as_json: JsonOption = False,
 ) -> None:
     """Delete every row of one agent, then the agent (one transaction)."""
-    if not yes:
-        typer.confirm(f"delete agent {name} and all its memory?", abort=True)
     with _store(db) as store:
+        agents.agent_id(store, name)  # a bad database or an unknown agent is said before asking
+        if not yes:
+            typer.confirm(f"delete agent {name} and all its memory?", abort=True)
         deleted = agents.delete(store, name)
     if as_json:
         emit({"agent": name, "deleted": deleted})

@@ -297,6 +297,10 @@ def export_schema(
     database at ``url``, in the format :func:`import_agent` (or any import) reads."""
     import psycopg
 
+    if url.get_backend_name() != "postgresql":
+        raise InvalidInputError(
+            "an old per-agent schema lives in a PostgreSQL database; give its URL with --db"
+        )
     with _connection(url) as (conn, driver):
         conn.rollback()
         driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ

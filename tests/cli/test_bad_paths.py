@@ -153,7 +153,8 @@ def test_timeline_at_the_calendars_edge_is_an_answer_or_a_usage_error(
 def test_every_command_is_exercised() -> None:
     names = {" ".join(p) for p in COMMANDS}
     assert {"import", "export", "timeline", "restore", "backup", "stats", "db upgrade"} <= names
-    assert {p[0] for p in FILE_COMMANDS} == {"import", "export", "restore"}
+    assert {"agents delete", "agents export-schema"} <= names
+    assert {p[0] for p in FILE_COMMANDS} == {"import", "export", "restore", "agents"}
 
 
 # --- stdout and stdin ------------------------------------------------------------------------
