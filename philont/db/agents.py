@@ -26,9 +26,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Connection, Engine, bindparam, event, insert, text
+from sqlalchemy import BigInteger, Connection, Engine, Table, bindparam, event, insert, text
 from sqlalchemy.orm import ORMExecuteState, Session, with_loader_criteria
-from sqlalchemy.sql import ColumnElement, Delete, Update
+from sqlalchemy.sql import ColumnElement, Delete, Join, Select, Update
 from sqlalchemy.sql.expression import ColumnClause
 
 from philont.db.base import Base
@@ -128,17 +128,49 @@ def _agent_column(entity: Any) -> ColumnElement[Any]:
     return ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=found.selectable)
 
 
+def _inner_side(clause: Any) -> Iterator[Any]:
+    """The FROM elements of ``clause`` whose rows every result row has (not an outer join's
+    optional side)."""
+    if isinstance(clause, Join):
+        yield from _inner_side(clause.left)
+        if not clause.isouter:
+            yield from _inner_side(clause.right)
+    else:
+        yield clause
+
+
+def _from_criteria(statement: Select[Any], agent: int) -> Select[Any]:
+    """``agent_id = :agent`` for every scoped table (or alias of one) the SELECT reads from,
+    inner joins included. Loader criteria reach ORM entities only: a SELECT of plain table
+    columns (``select(*table.c)``, ``select(func.count()).select_from(table)``) needs this, and
+    an ORM one gets it too (the same condition twice costs nothing). The outer side of an outer
+    join is left to the loader criteria (they go in its ON clause; a WHERE would drop the
+    unmatched rows). The agent is a bound value: the cached compiled statement serves every
+    agent."""
+    conditions = []
+    for clause in statement.get_final_froms():
+        for element in _inner_side(clause):
+            table = getattr(element, "element", element)  # an alias's table
+            if isinstance(table, Table) and table.name in _SCOPED:
+                column = ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=element)
+                conditions.append(column == bindparam(None, agent, type_=BigInteger()))
+    return statement.where(*conditions) if conditions else statement
+
+
 def _orm_criteria(state: ORMExecuteState) -> None:
     agent = state.session.info.get(AGENT_OPTION)
     if agent is None or not state.is_select:
         return
-    state.statement = state.statement.options(
+    statement = state.statement.options(
         with_loader_criteria(
             Base,
             lambda cls: _agent_column(cls) == agent,
             include_aliases=True,
             propagate_to_loaders=True,
         )
+    )
+    state.statement = (
+        _from_criteria(statement, agent) if isinstance(statement, Select) else statement
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -13,7 +12,7 @@ from sqlalchemy import ColumnElement, Select, and_, case, func, literal, or_, se
 from sqlalchemy.engine import CursorResult
 
 from philont.db.models import Schedule, ScheduleOutcome
-from philont.db.types import EpochMillis, dumps_compact
+from philont.db.types import EpochMillis
 from philont.domain import recurrence
 from philont.domain.recurrence import MissedRunPolicy, Recurrence
 from philont.errors import (
@@ -27,13 +26,18 @@ from philont.schemas.calendar import SkippedRow
 from philont.schemas.schedules import (
     ActionType,
     Claim,
-    OutcomeStatus,
     ScheduleListing,
     ScheduleOutcomeRecord,
     ScheduleRecord,
     UpcomingRun,
 )
 from philont.services import _rows
+from philont.services._schedule_checks import (
+    Outcome,
+    action_type_of,
+    checked_outcome,
+    compose_payload,
+)
 from philont.services._schedule_rows import DEFAULT_CREATED_BY
 from philont.services._schedule_rows import checked as _checked
 from philont.services._schedule_rows import decode as _decode
@@ -63,12 +67,7 @@ PAST_AT_TOLERANCE: Final = timedelta(minutes=1)
 the next poll. Older times are refused: they are almost always a wrong date or zone, and the
 original fired them immediately and silently."""
 
-"""kebab-case, 2-60 characters, no leading or trailing hyphen (the message and the rule agree;
-the original's regex also let one character through)."""
-
-
 _ID_MAX_LENGTH: Final = 200
-_REPLY_CHANNELS: Final = ("silent", "summary")
 _ENABLED_NAMES_SHOWN: Final = 20
 _TABLE = Schedule.__table__
 
@@ -77,66 +76,6 @@ LISTING_LIMIT: Final = 200
 
 # IntBool binds True as 1, which keeps the partial index idx_schedules_next_run usable.
 _ENABLED: ColumnElement[bool] = Schedule.enabled == True  # noqa: E712
-
-
-# --- validation (pure; everything is checked before anything is written) ----------------------
-
-
-def _check_action_type(value: object) -> ActionType:
-    allowed = ", ".join(a.value for a in ActionType)
-    if not isinstance(value, str):
-        raise InvalidInputError(f"action_type {value!r} is not one of: {allowed}")
-    try:
-        return ActionType(value)
-    except ValueError as exc:
-        raise InvalidInputError(
-            f"action_type {value!r} is not one of: {allowed}", action_type=value
-        ) from exc
-
-
-def _check_count(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
-    return value
-
-
-def _compose_payload(action: ActionType, message: object, payload: object) -> dict[str, Any]:
-    """The stored payload, as Philont's dispatcher reads it: ``prompt`` -> ``{message}``,
-    ``autonomous_turn`` -> ``{prompt, replyChannel}``, ``reflect`` -> ``{sessionId}``.
-
-    What the original only discovered at fire time (and then silently skipped) is refused now:
-    an autonomous turn without a prompt, a reflection without a session id.
-    """
-    if payload is None:
-        data: dict[str, Any] = {}
-    elif isinstance(payload, Mapping):
-        data = json.loads(dumps_compact(dict(payload)))  # validates and copies
-    else:
-        raise InvalidInputError(f"payload must be a JSON object (a dict), got {payload!r}")
-    if message is not None:
-        text_message = inputs.check(inputs.ScheduleMessage, message, "message").strip()
-        key = "prompt" if action is ActionType.AUTONOMOUS_TURN else "message"
-        if key in data and data[key] != text_message:
-            raise InvalidInputError(f"message and payload[{key!r}] disagree; give one of them")
-        data[key] = text_message
-    if action is ActionType.AUTONOMOUS_TURN:
-        prompt = data.get("prompt")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise InvalidInputError(
-                "an autonomous_turn schedule needs the prompt to run: pass message='...'"
-            )
-        data.setdefault("replyChannel", "silent")
-        if data["replyChannel"] not in _REPLY_CHANNELS:
-            raise InvalidInputError(
-                f"payload replyChannel must be 'silent' or 'summary', got {data['replyChannel']!r}"
-            )
-    elif action is ActionType.REFLECT:
-        session_id = data.get("sessionId")
-        if not isinstance(session_id, str) or not session_id.strip():
-            raise InvalidInputError(
-                "a reflect schedule needs the session to reflect on: payload={'sessionId': ...}"
-            )
-    return data
 
 
 def _outcome_record(row: ScheduleOutcome) -> ScheduleOutcomeRecord:
@@ -174,8 +113,8 @@ class ScheduleService(Service):
     ) -> Schedule:
         """A validated, not yet added row. Raises before anything is written."""
         clean_name = inputs.check(inputs.ScheduleName, name, "name").strip()
-        action = _check_action_type(action_type)
-        data = _compose_payload(action, message, payload)
+        action = action_type_of(action_type)
+        data = compose_payload(action, message, payload)
         clean_project = inputs.check(inputs.Project, project, "project")
         author = inputs.check(inputs.Author, created_by, "created_by").strip()
         zone = recurrence.validate_timezone(timezone)
@@ -583,67 +522,40 @@ class ScheduleService(Service):
         forward on every failure). After the pause the schedule fires once; if that fails too,
         it is paused again.
         """
-        if not isinstance(ok, bool):
-            raise InvalidInputError(f"ok must be True or False, got {ok!r}")
-        fired = _aware(fired_at, "fired_at")
-        duration = _check_count(duration_ms, "duration_ms")
-        text_summary = summary if isinstance(summary, str) else None
-        if text_summary is None:
-            raise InvalidInputError(f"summary must be text, got {summary!r}")
-        n_ok = _check_count(http_ok, "http_ok")
-        n_fail = _check_count(http_fail, "http_fail")
-        status_counts = _status_counts(http_status)
-        signatures = _signatures(failure_signatures)
-        limit = inputs.check(inputs.FailureThreshold, threshold, "threshold")
-        if not isinstance(pause, timedelta) or pause <= timedelta(0):
-            raise InvalidInputError(f"pause must be a positive timedelta, got {pause!r}")
-        try:
-            pause_end = fired + pause
-        except OverflowError as exc:
-            raise InvalidInputError(f"pause {pause!r} reaches past the calendar") from exc
+        run = checked_outcome(
+            ok=ok,
+            fired_at=fired_at,
+            duration_ms=duration_ms,
+            summary=summary,
+            http_ok=http_ok,
+            http_fail=http_fail,
+            http_status=http_status,
+            failure_signatures=failure_signatures,
+            threshold=threshold,
+            pause=pause,
+        )
         row = self._row(schedule_id)
-
-        if not ok or (n_fail > 0 and n_ok == 0):
-            status = OutcomeStatus.FAILED
-        elif n_fail > 0:
-            status = OutcomeStatus.PARTIAL
-        else:
-            status = OutcomeStatus.OK
         self.session.add(
             ScheduleOutcome(
                 id=str(uuid.uuid4()),
                 schedule_id=row.name,
-                fired_at=fired,
-                duration_ms=duration,
-                outcome=status.value,
-                http_ok_count=n_ok,
-                http_fail_count=n_fail,
-                http_status=status_counts,
-                failure_signatures=signatures,
-                text_summary=text_summary,
+                fired_at=run.fired_at,
+                duration_ms=run.duration_ms,
+                outcome=run.status.value,
+                http_ok_count=run.http_ok,
+                http_fail_count=run.http_fail,
+                http_status=run.http_status,
+                failure_signatures=run.signatures,
+                text_summary=run.summary,
                 created_at=self._now(),
             )
         )
+        fired = run.fired_at
         was_paused = row.paused_until is not None and row.paused_until > fired
-        if ok:
-            values: dict[str, Any] = {"consecutive_failures": 0, "paused_until": None}
-        else:
-            failures = Schedule.consecutive_failures + 1
-            not_paused = or_(Schedule.paused_until.is_(None), Schedule.paused_until <= fired)
-            values = {
-                "consecutive_failures": failures,
-                "paused_until": case(
-                    (
-                        and_(failures >= limit, not_paused),
-                        literal(pause_end, EpochMillis()),
-                    ),
-                    else_=Schedule.paused_until,
-                ),
-            }
         self.session.execute(
             update(Schedule)
             .where(Schedule.id == row.id)
-            .values(**values)
+            .values(**_breaker(run))
             .execution_options(synchronize_session=False)
         )
         self.session.flush()
@@ -652,7 +564,7 @@ class ScheduleService(Service):
         log.info(
             "schedule.outcome",
             id=fresh.id,
-            outcome=status.value,
+            outcome=run.status.value,
             consecutive_failures=fresh.consecutive_failures,
         )
         if not ok and not was_paused and fresh.paused_until is not None:
@@ -685,28 +597,21 @@ class ScheduleService(Service):
         return [_outcome_record(r) for r in self.session.scalars(stmt)]
 
 
+def _breaker(run: Outcome) -> dict[str, Any]:
+    """The breaker's update, atomic in SQL: a success resets it; a failure counts and, at the
+    threshold, pauses unless a pause is already in force at ``fired_at``."""
+    if run.ok:
+        return {"consecutive_failures": 0, "paused_until": None}
+    failures = Schedule.consecutive_failures + 1
+    not_paused = or_(Schedule.paused_until.is_(None), Schedule.paused_until <= run.fired_at)
+    pause = literal(run.pause_end, EpochMillis())
+    return {
+        "consecutive_failures": failures,
+        "paused_until": case(
+            (and_(failures >= run.threshold, not_paused), pause), else_=Schedule.paused_until
+        ),
+    }
+
+
 def _rowcount(result: object) -> int:
     return result.rowcount if isinstance(result, CursorResult) else 0
-
-
-def _status_counts(value: object) -> dict[str, int]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
-        for k, v in value.items()
-    ):
-        raise InvalidInputError(
-            f"http_status must map status text to counts, like {{'200': 3}}, got {value!r}"
-        )
-    return dict(value)
-
-
-def _signatures(value: object) -> builtins.list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise InvalidInputError(f"failure_signatures must be a list of text, got {value!r}")
-    if not all(isinstance(s, str) for s in value):
-        raise InvalidInputError(f"failure_signatures must be a list of text, got {value!r}")
-    return builtins.list(value)

@@ -526,3 +526,26 @@ def test_one_async_store_serves_many_agents_each_unit_of_work_its_own(
 
     seen = asyncio.run(main())
     assert seen == [[f"{name} note"] for name in names]
+
+
+def test_a_statement_compiled_for_one_agent_is_never_reused_for_another(
+    agents: tuple[Agent, Agent],
+) -> None:
+    """SQLAlchemy caches compiled statements: the agent must be a parameter of every cached
+    statement, never a value baked into it. Each agent runs the same reads and claims in turn;
+    each must find exactly its own rows, whichever agent compiled the statement first."""
+    alice, bob = agents
+    due = datetime.now(UTC) + timedelta(seconds=1)
+    for agent in (alice, bob):
+        with agent.open() as mem:
+            mem.schedules.create(f"job-{agent.name}", message=agent.marker, at=due)
+            mem.calendar.create(agent.marker, due, timezone="UTC")
+    later = due + timedelta(minutes=1)
+    for agent in (bob, alice):  # bob compiles first; alice then reuses the cache
+        with agent.open() as mem:
+            claimed = mem.schedules.claim_due(later, limit=5)
+            assert [c.schedule.name for c in claimed] == [f"job-{agent.name}"]
+            listed = mem.schedules.list()
+            assert [s.name for s in listed] == [f"job-{agent.name}"]
+            events = mem.calendar.between(due - timedelta(days=1), later + timedelta(days=1))
+            assert [o.event.title for o in events.occurrences] == [agent.marker]
