@@ -112,6 +112,29 @@ def dense_rules(draw: st.DrawFn) -> tuple[str, datetime, timedelta]:
 
 
 @st.composite
+def sparse_rules(draw: st.DrawFn) -> tuple[str, datetime, timedelta]:
+    """(rule, naive start, how far into the series to look) for rules whose periods are mostly
+    empty: a few months, rare month days (the 29th of February, the 31st, Friday the 13th), or
+    an HOURLY/MINUTELY interval longer than a day, so a walk must skip to find the next one."""
+    freq = draw(st.sampled_from(list(Freq)[:6]))  # YEARLY .. MINUTELY
+    if freq in (Freq.HOURLY, Freq.MINUTELY):
+        per_day = 24 if freq is Freq.HOURLY else 1440
+        interval = draw(st.sampled_from([per_day + 1, 7 * per_day, 365 * per_day + 1]))
+    else:
+        interval = draw(st.integers(1, 3) | st.sampled_from([7, 13, 60]))
+    parts = [f"FREQ={freq.name}", f"INTERVAL={interval}"]
+    if draw(st.booleans()):
+        parts.append("BYMONTH=" + _int_list(draw, 1, 12, False, 3))
+    if freq is not Freq.WEEKLY and draw(st.booleans()):
+        parts.append("BYMONTHDAY=" + draw(st.sampled_from(["1", "29", "31", "-1", "13"])))
+    if draw(st.integers(0, 2)) == 0:
+        parts.append("BYDAY=" + draw(st.sampled_from(["FR", "MO,SU", "TU"])))
+    start = draw(st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2040, 1, 1)))
+    skip = timedelta(days=draw(st.integers(0, 40_000)))
+    return ";".join(parts), start.replace(microsecond=0), skip
+
+
+@st.composite
 def extreme_rules(draw: st.DrawFn) -> tuple[str, datetime, str]:
     """(rule, aware start, zone): every FREQ with INTERVAL, COUNT, UNTIL and BYSETPOS at their
     extremes, any BYxxx lists, starts anywhere in the supported calendar (edges included).

@@ -193,7 +193,8 @@ class DayFilter:
         work.spend(len(out))
         return sorted(o for o in out if self.allows(o))
 
-    def _estimates(self, lo: int, hi: int) -> dict[str, int]:
+    def estimates(self, lo: int, hi: int) -> dict[str, int]:
+        """How many days each way of generating would produce over ``[lo, hi]`` (upper bounds)."""
         years = year_of(hi) - year_of(lo) + 1
         months = years * 12 if self.months is None else years * len(self.months)
         months = min(months, (hi - lo) // 28 + 2)
@@ -214,7 +215,7 @@ class DayFilter:
         return est
 
     def _generate(self, lo: int, hi: int) -> set[int]:
-        est = self._estimates(lo, hi)
+        est = self.estimates(lo, hi)
         how = min(est, key=lambda k: est[k])
         if how == "all":
             return set(range(lo, hi + 1))

@@ -5,6 +5,8 @@ finer (the grid of hours, minutes or seconds inside a day is solved arithmetical
 costs one step however fine the rule). Any block can be reached in O(1) from the start, so
 expansion skips straight to a window; only COUNT needs the blocks before it, and those are
 counted in bulk (O(1) per block, or O(1) overall when every block holds the same number).
+Inside a walk, runs of empty blocks are jumped over (:mod:`philont.domain.rrule_skip`), so a
+rare rule costs steps per occurrence, not per day between them.
 Nothing here can overflow: days are integers, and the series ends where the calendar ends.
 """
 
@@ -26,6 +28,7 @@ from philont.domain.rrule_days import (
     year_start,
 )
 from philont.domain.rrule_grid import DAY, UNIT, Grid, ceil_div, select, time_set
+from philont.domain.rrule_skip import BlockTable, block_table, build_estimate, next_month_in
 
 __all__ = ["DEFAULT_WORK_LIMIT", "Series", "Work", "WorkLimitExceeded"]
 
@@ -133,6 +136,9 @@ class Series:
         else:
             self.origin = day
         self.last_block = self._last_block()
+        self._table: BlockTable | None = None
+        self._empty_blocks = 0
+        self._table_after: int | None = None  # empty blocks walked before building a table
 
     def _last_block(self) -> int:
         """The index of the last block that starts inside the calendar."""
@@ -351,16 +357,65 @@ class Series:
                 return
         k = self._block_at(key[0])
         while (block := self._block(k)) is not None and block[0] <= last_day:
+            produced = False
             for day, second in self._items(k, key):
                 at = datetime.fromordinal(day) + timedelta(seconds=second)
                 if upper is not None and at > upper:
                     return
                 yield at
+                produced = True
                 if remaining is not None:
                     remaining -= 1
                     if remaining == 0:
                         return
-            k += 1
+            k = k + 1 if produced else self._skip(k + 1)
+
+    def _skip(self, k: int) -> int:
+        """The first block at or after ``k`` that can hold an occurrence, found without
+        visiting the empty blocks between (one step per jump). Walking each empty block made a
+        sparse rule cost a step per day of a long stretch, and a listing walks one: an event
+        lasting centuries is listed from the occurrences that started centuries before.
+
+        Called after each empty block. The table of blocks with an allowed day costs up to
+        a few thousand steps, so it is built only once the empty blocks walked have cost as
+        much (so at most about twice the cheaper of walking and building)."""
+        if self._empty_blocks == 0 and self.days.restricts:
+            self._table_after = build_estimate(self.days)
+        self._empty_blocks += 1
+        if self._empty_blocks == self._table_after:
+            freq = Freq.DAILY if self.grid is not None else self.rule.freq
+            step = 1 if self.grid is not None else self.rule.interval
+            self._table = block_table(self.days, freq, self.origin, step, self.work)
+        while k <= self.last_block:
+            nxt = self._jump(k)
+            if nxt == k:
+                return k
+            self.work.spend(1)
+            k = nxt
+        return k
+
+    def _jump(self, k: int) -> int:
+        """A block at or after ``k``, and before any that can hold an occurrence: past blocks
+        without an allowed day (the day parts' table, else BYMONTH) and, for HOURLY and finer
+        with an INTERVAL over a day, past days without a point of the grid."""
+        if self._table is not None:
+            found = self._table.next(k)
+            k = self.last_block + 1 if found is None else found
+        elif self.days.months is not None and self.rule.freq is not Freq.YEARLY:
+            k = self._next_in_months(k, self.days.months)
+        if self.grid is not None and k <= self.last_block:
+            k = self.grid.next_day(self.origin + k) - self.origin
+        return k
+
+    def _next_in_months(self, k: int, months: frozenset[int]) -> int:
+        """Block ``k`` when it touches one of ``months``, else the first block that can."""
+        block = self._block(k)
+        if block is None:
+            return k
+        later = next_month_in(block, months)
+        if later is None:
+            return k
+        return self.last_block + 1 if later > MAX_ORDINAL else max(k, self._block_at(later))
 
     def first(self) -> datetime | None:
         """The first occurrence, or None when there is none before the calendar ends."""

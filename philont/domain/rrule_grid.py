@@ -119,6 +119,15 @@ class Grid:
             _BUCKETS[key] = found
         return found
 
+    def next_day(self, ordinal: int) -> int:
+        """The first day at or after ``ordinal`` holding a point of the grid (whether its unit
+        passes the limits or not): ``ordinal`` itself unless the interval exceeds a day."""
+        if self.interval <= self.per_day:
+            return ordinal
+        first = ordinal * self.per_day
+        point = self.anchor + ceil_div(first - self.anchor, self.interval) * self.interval
+        return point // self.per_day
+
     def reachable(self) -> bool:
         """Whether any allowed unit is ever on the grid (each day shifts it by ``per_day``)."""
         g = math.gcd(self.per_day, self.interval)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from philont.domain.rrule import parse_rule
 from philont.domain.rrule_engine import Series, Work, WorkLimitExceeded
 from philont.errors import InvalidInputError
-from tests.timegen import dense_rules, extreme_rules
+from tests.timegen import dense_rules, extreme_rules, sparse_rules
 
 HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
 
@@ -148,6 +148,52 @@ def test_the_age_of_an_open_series_does_not_change_what_entering_a_window_costs(
         list(itertools.islice(series.occurrences_from(window), 5))
         costs.append(series.work.steps)
     assert max(costs) - min(costs) <= 5 and max(costs) <= 3_000
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=sparse_rules())
+def test_skipping_empty_periods_yields_what_dateutil_yields(
+    case: tuple[str, datetime, timedelta],
+) -> None:
+    rule, start, skip = case
+    try:
+        parsed = parse_rule(rule)
+    except InvalidInputError:
+        assume(False)  # e.g. BYMONTHDAY with FREQ=WEEKLY
+    lower = start + skip
+    series = Series(parsed, start, Work(200_000))
+    try:
+        assume(series.never_reason() is None)
+        ours = list(itertools.islice(series.occurrences_from(lower), 6))
+    except WorkLimitExceeded:
+        assume(False)
+    assume(len(ours) == 6 and ours[-1] - lower < timedelta(days=60 * 366))  # dateutil walks
+    text = parsed.text if "WKST" in parsed.text else parsed.text + ";WKST=MO"
+    theirs = list(itertools.islice((x for x in rrulestr(text, dtstart=start) if x >= lower), 6))
+    assert ours == theirs
+
+
+@pytest.mark.parametrize(
+    ("rule", "years"),
+    [
+        ("FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29", 390),
+        ("FREQ=HOURLY;BYMONTH=2;BYMONTHDAY=29;BYHOUR=3", 390),
+        ("FREQ=MINUTELY;INTERVAL=7;BYMONTH=2;BYMONTHDAY=29;BYHOUR=3;BYMINUTE=0", 2_000),
+        ("FREQ=MONTHLY;BYMONTH=2;BYMONTHDAY=29", 390),
+        ("FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO", 2_000),
+        ("FREQ=HOURLY;INTERVAL=8784", 95),
+        ("FREQ=MINUTELY;INTERVAL=527041", 95),
+    ],
+)
+def test_a_sparse_series_costs_steps_per_occurrence_not_per_empty_period(
+    rule: str, years: int
+) -> None:
+    # Walking every day (or month, or year) between 100 rare occurrences cost a step each:
+    # up to 146,000 steps; a table of the 400-year cycle, or the grid, and a jump each cost few.
+    series = _series(rule, datetime(1600, 1, 1))
+    got = list(itertools.islice(series.occurrences_from(datetime(1600, 1, 1)), 100))
+    assert len(got) == 100 and got == sorted(got) and got[-1].year - got[0].year >= years
+    assert series.work.steps <= 12_000
 
 
 def _entering_costs_at_most_the_limit(case: tuple[str, datetime, str], offset_days: int) -> None:

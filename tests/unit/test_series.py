@@ -7,6 +7,7 @@ import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from dateutil.rrule import rrulestr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -160,6 +161,63 @@ def test_an_occurrence_lasting_longer_than_the_window_is_listed_once_per_occurre
         start, start + timedelta(days=2), "FREQ=DAILY", "UTC", _utc(2026, 6, 1), _utc(2026, 6, 1)
     )
     assert [at for at, _ in got.items] == [_utc(2026, 5, 30, 9), _utc(2026, 5, 31, 9)]
+
+
+def _middle_window(start: datetime) -> tuple[datetime, datetime]:
+    """The property test's window at half the way to the end of the calendar (90 days)."""
+    span = (MAX_INSTANT - start).total_seconds()
+    lo = clamp(start, timedelta(seconds=span * 0.5)) - timedelta(days=1)
+    return lo, clamp(lo, timedelta(days=90))
+
+
+def _earliest_overlapping(
+    rule: str, start: datetime, duration: timedelta, lo: datetime, n: int
+) -> list[datetime]:
+    """dateutil's answer (UTC): the first ``n`` starts still in progress at ``lo``."""
+    naive = start.replace(tzinfo=None)
+    series = rrulestr(rule + ";WKST=MO", dtstart=naive)
+    first = series.after((lo - duration).replace(tzinfo=None))
+    got = [] if first is None else list(series.xafter(first, count=n, inc=True))
+    return [at.replace(tzinfo=UTC) for at in got]
+
+
+def test_a_daily_new_year_event_lasting_three_thousand_years_is_listed_within_its_limit() -> None:
+    # The heavy run's falsifying example: accepted on write, but listing a window in year 5000
+    # walked every day back to year 1830 (occurrences that started then are still running).
+    rule, start = "FREQ=DAILY;BYMONTH=1;BYMONTHDAY=1;BYSECOND=0", _utc(1, 1, 2)
+    end = clamp(start, timedelta(seconds=100_000_000_000))
+    check_event(start, end, "UTC", rule)
+    lo, hi = _middle_window(start)
+    work = Work(EVENT_WORK_LIMIT)
+    got = expand(start, end, rule, "UTC", lo, hi, limit=50, count_limit=500, work=work)
+    # Every New Year's midnight from year 2 on, each lasting as long as the first.
+    running = [y for y in range(2, 5001) if _utc(y, 1, 1) + (end - start) > lo]
+    assert [at for at, _ in got.items] == [_utc(y, 1, 1) for y in running[:50]]
+    assert running[0] == 1832 and (got.total, got.exact) == (500, False)
+    assert work.steps <= EVENT_WORK_LIMIT
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "FREQ=MONTHLY;BYMONTH=2;BYMONTHDAY=29",
+        "FREQ=WEEKLY;BYMONTH=1",
+        "FREQ=HOURLY;INTERVAL=8760",
+        "FREQ=SECONDLY;INTERVAL=31622400",
+        "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO",
+    ],
+)
+def test_a_sparse_event_lasting_millennia_is_listed_from_centuries_back_within_its_limit(
+    rule: str,
+) -> None:
+    start = _utc(1, 1, 2)
+    end = clamp(start, timedelta(seconds=100_000_000_000))
+    check_event(start, end, "UTC", rule)
+    lo, hi = _middle_window(start)
+    work = Work(EVENT_WORK_LIMIT)
+    got = expand(start, end, rule, "UTC", lo, hi, limit=50, count_limit=500, work=work)
+    assert [at for at, _ in got.items] == _earliest_overlapping(rule, start, end - start, lo, 50)
+    assert work.steps <= EVENT_WORK_LIMIT
 
 
 # --- any rule, any start: checked or refused, and then always listable -----------------------
