@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from philont.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    from philont.db.vectors import VectorEngine
     from philont.services.search.scoring import Scorer
 
 __all__ = ["Backend", "PostgresBackend", "Raw", "SqliteBackend", "backend_for"]
@@ -47,6 +48,11 @@ class Raw:
         self.postgres = postgres
         self.mark = "%s" if postgres else "?"
 
+    @property
+    def connection(self) -> Any:
+        """The DB-API connection itself (to load an SQLite extension into it)."""
+        return self._conn
+
     def _execute(self, sql: str, params: Sequence[Any]) -> Any:
         cursor = self._conn.cursor()
         cursor.execute(sql, tuple(params))
@@ -62,6 +68,11 @@ class Raw:
         order the statement selects them)."""
         make = row_type._make
         return [make(r) for r in self._execute(sql, params).fetchall()]
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one write statement once per parameter row (``executemany``)."""
+        if rows:
+            self._conn.cursor().executemany(sql, [tuple(r) for r in rows])
 
     def insert(self, sql: str, params: Sequence[Any]) -> int:
         """Run one single-row INSERT into a table with an integer id and return the id. A
@@ -123,6 +134,11 @@ class Backend:
     def scorer(self) -> Scorer:
         raise NotImplementedError
 
+    def vectors(self) -> VectorEngine:
+        """The vector search this database offers beyond the portable Python path (one per
+        Store: sqlite-vec on SQLite, pgvector on PostgreSQL, each when available)."""
+        raise NotImplementedError
+
     def storable_text(self, value: str) -> str:
         """``value`` as this database can store it verbatim, or InvalidInputError."""
         if not self.keeps_nul and "\x00" in value:
@@ -143,6 +159,11 @@ class SqliteBackend(Backend):
 
         return SqliteScorer()
 
+    def vectors(self) -> VectorEngine:
+        from philont.db.vectors import SqliteVectors
+
+        return SqliteVectors()
+
 
 class PostgresBackend(Backend):
     name = "postgresql"
@@ -152,6 +173,11 @@ class PostgresBackend(Backend):
         from philont.services.search.postgres import PgScorer
 
         return PgScorer()
+
+    def vectors(self) -> VectorEngine:
+        from philont.db.vectors_pg import PgVectors
+
+        return PgVectors()
 
 
 _SQLITE = SqliteBackend()
