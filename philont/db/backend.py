@@ -69,6 +69,10 @@ class Raw:
         make = row_type._make
         return [make(r) for r in self._execute(sql, params).fetchall()]
 
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run one statement that returns no rows (a write, a ``SET``)."""
+        self._execute(sql, params)
+
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one write statement once per parameter row (``executemany``)."""
         if rows:

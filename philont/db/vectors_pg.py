@@ -68,12 +68,12 @@ class PgVectors(VectorEngine):
     def prepare(self, raw: Raw, dimension: int) -> None:
         if pgvector_version(raw) is None:
             return
-        raw.rows(f"DROP TABLE IF EXISTS {PGVECTOR_TABLE}")
-        raw.rows(
+        raw.run(f"DROP TABLE IF EXISTS {PGVECTOR_TABLE}")
+        raw.run(
             f"CREATE TABLE {PGVECTOR_TABLE} (message_id BIGINT PRIMARY KEY,"
             f" embedding vector({int(dimension)}) NOT NULL)"
         )
-        raw.rows(
+        raw.run(
             f"CREATE INDEX {PGVECTOR_TABLE}_hnsw ON {PGVECTOR_TABLE}"
             " USING hnsw (embedding vector_cosine_ops)"
         )
@@ -91,10 +91,10 @@ class PgVectors(VectorEngine):
         self, raw: Raw, query: Sequence[float], query_code: bytes, flt: Filter, pool: int
     ) -> list[int]:
         literal = _vector_literal(query)
-        raw.rows(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, pool)}")
+        raw.run(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, pool)}")
         if flt.sql and self._version >= (0, 8):
             # pgvector >= 0.8: keep scanning the graph until enough rows pass the filter
-            raw.rows("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            raw.run("SET LOCAL hnsw.iterative_scan = relaxed_order")
         join = f" JOIN {MESSAGES} AS b ON b.id = p.message_id" if flt.sql else ""
         where = f" WHERE {flt.sql}" if flt.sql else ""
         rows = raw.rows(

@@ -52,8 +52,8 @@ def record(raw: Raw) -> IndexRow | None:
 
 def put_record(raw: Raw, model_id: str, dimension: int, generation: int, now_ms: int) -> None:
     m = raw.mark
-    raw.rows(f"DELETE FROM {INDEX}")
-    raw.rows(
+    raw.run(f"DELETE FROM {INDEX}")
+    raw.run(
         f"INSERT INTO {INDEX} (id, model_id, dimension, generation, created_at)"
         f" VALUES (1, {m}, {m}, {m}, {m})",
         [model_id, dimension, generation, now_ms],
@@ -61,13 +61,13 @@ def put_record(raw: Raw, model_id: str, dimension: int, generation: int, now_ms:
 
 
 def bump_generation(raw: Raw) -> None:
-    raw.rows(f"UPDATE {INDEX} SET generation = generation + 1 WHERE id = 1")
+    raw.run(f"UPDATE {INDEX} SET generation = generation + 1 WHERE id = 1")
 
 
 def clear(raw: Raw) -> None:
     """Every stored vector (the record stays)."""
     for table in (MESSAGE_VECTORS, MESSAGE_CODES, NOTES.vectors, SKILLS.vectors):
-        raw.rows(f"DELETE FROM {table}")
+        raw.run(f"DELETE FROM {table}")
 
 
 # --- messages ---------------------------------------------------------------------------------
@@ -182,7 +182,7 @@ def prune_keyed(raw: Raw, t: Keyed) -> int:
         f" WHERE NOT EXISTS (SELECT 1 FROM {t.base} AS b WHERE b.id = v.{t.key})"
     )
     for (key,) in orphans:
-        raw.rows(f"DELETE FROM {t.vectors} WHERE {t.key} = {raw.mark}", [key])
+        raw.run(f"DELETE FROM {t.vectors} WHERE {t.key} = {raw.mark}", [key])
     return len(orphans)
 
 
