@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -28,7 +28,7 @@ class _Stub(BaseHTTPRequestHandler):
     """An OpenAI-compatible /v1/embeddings answering with the hashing embedder's vectors, in
     reversed ``data`` order (clients must sort by ``index``); model ``fail`` answers 500."""
 
-    requests: list[dict[str, Any]] = []
+    requests: ClassVar[list[dict[str, Any]]] = []
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
