@@ -119,7 +119,8 @@ class SqliteVectors(VectorEngine):
         )
         rows = raw.rows(
             f"SELECT c.message_id FROM {MESSAGE_CODES} AS c{join}"
-            " ORDER BY vec_distance_hamming(vec_bit(c.code), vec_bit(?)) LIMIT ?",
+            " ORDER BY vec_distance_hamming(vec_bit(c.code), vec_bit(?)), c.message_id DESC"
+            " LIMIT ?",
             [*flt.params, query_code, pool],
         )
         return [int(r[0]) for r in rows]

@@ -102,12 +102,15 @@ class Codes:
         return _np.bitwise_count(self._matrix ^ q).sum(axis=1)  # type: ignore[no-any-return]
 
     def nearest(self, query_code: bytes, n: int) -> list[Any]:
-        """The keys of the ``n`` codes nearest ``query_code`` (ties: any order)."""
+        """The keys of the ``n`` codes nearest ``query_code``; among equal distances the larger
+        (newer) key first, as sqlite-vec's pass orders them, so both keep the same pool."""
         if not self.keys or n <= 0:
             return []
         distances = self.distances(query_code)
         if _np is not None and len(self.keys) > n:
-            picked = _np.argpartition(distances, n - 1)[:n]
-            return [self.keys[int(i)] for i in picked]
-        order = sorted(range(len(self.keys)), key=distances.__getitem__)[:n]
-        return [self.keys[i] for i in order]
+            cut = int(_np.partition(distances, n - 1)[n - 1])
+            inside = _np.nonzero(distances <= cut)[0]
+            order = sorted(inside.tolist(), key=lambda i: (int(distances[i]), -self.keys[i]))
+        else:
+            order = sorted(range(len(self.keys)), key=lambda i: (distances[i], -self.keys[i]))
+        return [self.keys[i] for i in order[:n]]
