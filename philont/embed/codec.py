@@ -106,7 +106,7 @@ class Codes:
         (newer) key first, as sqlite-vec's pass orders them, so both keep the same pool."""
         if not self.keys or n <= 0:
             return []
-        distances = self.distances(query_code)
+        distances: Any = self.distances(query_code)
         if _np is not None and len(self.keys) > n:
             cut = int(_np.partition(distances, n - 1)[n - 1])
             inside = _np.nonzero(distances <= cut)[0]
