@@ -73,9 +73,15 @@ def test_a_backfill_killed_mid_run_resumes_where_it_stopped(target: Path | URL) 
             raw = mem.raw()
             assert q.count_messages(raw) == 400
             blobs = q.message_vectors(raw, [1, kept, kept + 1, 400])
-            texts = dict(raw.rows("SELECT id, content FROM memory_raw_messages"))
+            rows = raw.rows("SELECT id, session_id, content FROM memory_raw_messages ORDER BY id")
+    # each message is embedded after the message before it in its session
+    embedded, last = {}, {}
+    for i, session, content in rows:
+        prev = last.get(session)
+        embedded[i] = content if prev is None else f"{prev[:300]}\n{content}"
+        last[session] = content
     for i, blob in blobs.items():
-        assert list(codec.unpack(blob)) == pytest.approx(HashEmbedder(64).embed([texts[i]])[0])
+        assert list(codec.unpack(blob)) == pytest.approx(HashEmbedder(64).embed([embedded[i]])[0])
 
 
 # --- the original program on a file with vectors (SQLite only) ---------------------------------

@@ -241,3 +241,32 @@ class _Renamed(HashEmbedder):
     @property
     def model_id(self) -> str:
         return "another-model"
+
+
+def test_a_message_is_embedded_after_the_turn_before_it_in_its_session(target: Path | URL) -> None:
+    from philont.embed.index import CONTEXT_CHARS, message_texts
+    from philont.schemas.timeline import MessageIn
+
+    long_question = "where did Ines move " + "x" * 400
+    with Store.open(target) as store, store.begin() as mem:
+        mem.timeline.start_session("a")
+        mem.timeline.start_session("b")
+        mem.timeline.append_many(
+            [
+                MessageIn(content=long_question, session_id="a"),
+                MessageIn(content="hello from b", session_id="b"),
+                MessageIn(content="to Porto, near the river", session_id="a", role="assistant"),
+                MessageIn(content="and b again", session_id="b", role="assistant"),
+            ]
+        )
+        raw = mem.raw()
+        first = [t for t in q.messages_after(raw, 0, 10) if t.session_id in ("a", "b")]
+        # the whole list, and the same messages one at a time (earlier turns read back)
+        texts = message_texts(raw, first)
+        assert texts == [
+            long_question,
+            "hello from b",
+            f"{long_question[:CONTEXT_CHARS]}\nto Porto, near the river",
+            "hello from b\nand b again",
+        ]
+        assert [message_texts(raw, [t])[0] for t in first] == texts

@@ -86,24 +86,44 @@ def pending_messages(raw: Raw, after: int, cap: int = COUNT_CAP) -> int:
     return int(raw.rows(sql, [after, cap])[0][0])
 
 
-def messages_after(raw: Raw, after: int, limit: int) -> list[tuple[int, str]]:
+class Turn(NamedTuple):
+    id: int
+    session_id: str
+    content: str
+
+
+def messages_after(raw: Raw, after: int, limit: int) -> list[Turn]:
     m = raw.mark
     rows = raw.rows(
-        f"SELECT id, content FROM {MESSAGES} WHERE id > {m} ORDER BY id LIMIT {m}", [after, limit]
+        f"SELECT id, session_id, content FROM {MESSAGES} WHERE id > {m} ORDER BY id LIMIT {m}",
+        [after, limit],
     )
-    return [(int(i), str(c or "")) for i, c in rows]
+    return [Turn(int(i), str(s), str(c or "")) for i, s, c in rows]
 
 
-def missing_messages(raw: Raw, after: int, until: int, limit: int) -> list[tuple[int, str]]:
+def missing_messages(raw: Raw, after: int, until: int, limit: int) -> list[Turn]:
     """Messages in (after, until] without a vector (gaps: rows imported below the mark)."""
     m = raw.mark
     rows = raw.rows(
-        f"SELECT b.id, b.content FROM {MESSAGES} AS b WHERE b.id > {m} AND b.id <= {m}"
+        f"SELECT b.id, b.session_id, b.content FROM {MESSAGES} AS b WHERE b.id > {m}"
+        f" AND b.id <= {m}"
         f" AND NOT EXISTS (SELECT 1 FROM {MESSAGE_CODES} AS c WHERE c.message_id = b.id)"
         f" ORDER BY b.id LIMIT {m}",
         [after, until, limit],
     )
-    return [(int(i), str(c or "")) for i, c in rows]
+    return [Turn(int(i), str(s), str(c or "")) for i, s, c in rows]
+
+
+def previous_in_session(raw: Raw, session_id: str, before_id: int) -> str | None:
+    """The content of the message just before ``before_id`` in its session (the session
+    index, read backwards from that id), or None for a session's first message."""
+    m = raw.mark
+    rows = raw.rows(
+        f"SELECT content FROM {MESSAGES} WHERE session_id = {m} AND id < {m}"
+        " ORDER BY id DESC LIMIT 1",
+        [session_id, before_id],
+    )
+    return None if not rows else str(rows[0][0] or "")
 
 
 def put_messages(raw: Raw, rows: Sequence[tuple[int, bytes, bytes]]) -> None:
