@@ -66,9 +66,12 @@ def create_async_engine(
         from sqlalchemy.ext.asyncio import create_async_engine as sa_create_async_engine
     except ImportError as exc:  # pragma: no cover - greenlet is missing
         raise BackendError("async needs pip install 'philont[async]'") from exc
-    url = resolve_url(target, agent=agent)
-    if is_postgres(url):
-        engine = sa_create_async_engine(url, pool_pre_ping=True)
+    del agent  # PostgreSQL: the agent is chosen per unit of work (philont.store)
+    url = resolve_url(target)
+    if is_postgres(url):  # no server-side prepared statements: PgBouncer-safe (philont.db.engine)
+        engine = sa_create_async_engine(
+            url, pool_pre_ping=True, connect_args={"prepare_threshold": None}
+        )
         event.listen(engine.sync_engine, "before_cursor_execute", refuse_nul)
         return engine
     if url.get_backend_name() != "sqlite":
@@ -115,7 +118,7 @@ class AsyncStore:
         busy_timeout_ms: int | None = None,
     ) -> AsyncStore:
         """As :meth:`Store.open`; the schema check (and upgrade) runs in a worker thread."""
-        url = resolve_url(target, agent=agent)
+        url = resolve_url(target)
         await asyncio.to_thread(ensure_schema, url, upgrade=upgrade)
         engine = create_async_engine(url, busy_timeout_ms=busy_timeout_ms)
         return cls(engine, agent=agent, clock=clock, owns_engine=True)
@@ -141,14 +144,20 @@ class AsyncStore:
         write: bool = True,
         clock: Clock | None = None,
         session: AsyncSession | None = None,
+        agent: str | None = None,
     ) -> T:
         """Run ``work(mem)`` in one unit of work and return its result. Without ``session`` it
         is a transaction of its own (committed, or rolled back on an exception; retried a few
         times when SQLite is busy); with the host's ``AsyncSession`` it runs inside the host's
-        transaction, which the host commits."""
+        transaction, which the host commits. ``agent`` (PostgreSQL): the agent it serves, else
+        the AsyncStore's default."""
         if session is not None:
-            return await session.run_sync(lambda s: _in(self.store.join(s, clock=clock), work))
-        result: T = await self._retrying(lambda: self._own(work, write=write, clock=clock))
+            return await session.run_sync(
+                lambda s: _in(self.store.join(s, clock=clock, agent=agent), work)
+            )
+        result: T = await self._retrying(
+            lambda: self._own(work, write=write, clock=clock, agent=agent)
+        )
         return result
 
     async def call(
@@ -173,7 +182,9 @@ class AsyncStore:
         if self._owns_engine:
             await self.engine.dispose()
 
-    async def _own(self, work: Callable[[Memory], T], *, write: bool, clock: Clock | None) -> T:
+    async def _own(
+        self, work: Callable[[Memory], T], *, write: bool, clock: Clock | None, agent: str | None
+    ) -> T:
         from sqlalchemy.ext.asyncio import AsyncSession
 
         bind = self.engine
@@ -181,7 +192,9 @@ class AsyncStore:
             bind = bind.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
         try:
             async with AsyncSession(bind, expire_on_commit=False) as s, s.begin():
-                return await s.run_sync(lambda sync: _in(self.store.join(sync, clock=clock), work))
+                return await s.run_sync(
+                    lambda sync: _in(self.store.join(sync, clock=clock, agent=agent), work)
+                )
         except SQLAlchemyError as exc:
             typed = translate(exc, path=None if self.store.path is None else str(self.store.path))
             if typed is None:

@@ -305,6 +305,18 @@ def _quarantine_copy(path: Path) -> Path:
     return target
 
 
+def _backup_source(source: Path) -> Path:
+    """A file to restore from: an existing SQLite file (typed errors otherwise)."""
+    if source.is_dir():
+        raise DatabasePathError(str(source), "it is a directory, not a backup file")
+    if not source.is_file():
+        raise DatabasePathError(str(source), "no such backup file")
+    with source.open("rb") as fh:
+        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            raise NotADatabaseError(str(source))
+    return source
+
+
 def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
     """Replace the live database with a verified copy of ``backup_file``, atomically.
 
@@ -316,15 +328,10 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
     raises ``DatabaseBusyError``), stale ``-wal``/``-shm`` files go, and ``os.replace`` puts
     the copy in place with mode 0600. Other processes must have closed the database.
     """
-    source = Path(backup_file)
-    if not source.is_file():
-        raise DatabasePathError(str(source), "no such backup file")
+    source = _backup_source(Path(backup_file))
     path = _db_file(db)
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
-    with source.open("rb") as fh:
-        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-            raise NotADatabaseError(str(source))
     _ensure_private_dir(path.parent)
     tmp = path.parent / f".{path.name}.restore-{uuid.uuid4().hex}.tmp"
     try:

@@ -74,6 +74,23 @@ class DatabaseFullError(StorageError):
     code = "database_full"
 
 
+class DatabaseCorruptError(StorageError):
+    """The database file is damaged (SQLite's ``quick_check`` fails, or its pages cannot be
+    read); nothing was written to it."""
+
+    code = "database_corrupt"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"{path!r} is damaged ({reason}); nothing was written. Restore a backup "
+            "(`philont restore`) or recover it with `sqlite3 FILE .recover`",
+            path=path,
+            reason=reason,
+        )
+        self.path = path
+        self.reason = reason
+
+
 class BackendError(StorageError):
     """The database backend is missing something philont needs (driver, extension)."""
 
@@ -91,6 +108,13 @@ class Fts5UnavailableError(StorageError):
             " SQLite >= 3.34); install a Python whose sqlite3 module has it",
             sqlite_version=sqlite_version,
         )
+
+
+class UnreadableRowError(StorageError):
+    """A stored row holds values no layer can read (written by another program or by hand).
+    Listings skip and count such rows; asking for the row itself raises this."""
+
+    code = "unreadable_row"
 
 
 class StoreClosedError(StorageError):
@@ -122,23 +146,46 @@ class SchemaError(PhilontError):
 
 
 class UnknownSchemaVersionError(SchemaError):
-    """``memory_meta.schema_version`` holds a value this release does not know."""
+    """A recorded schema version this release does not know: ``memory_meta.schema_version``
+    (Philont's) or the revision in our version table (``column`` names which one)."""
 
     code = "unknown_schema_version"
 
-    def __init__(self, found: str | None) -> None:
+    def __init__(self, found: str | None, *, column: str = "memory_meta.schema_version") -> None:
+        known = (
+            "versions 1..31"
+            if column == "memory_meta.schema_version"
+            else "only the revisions it ships (a newer philont wrote this one?)"
+        )
         super().__init__(
-            f"memory_meta.schema_version is {found!r}; this release knows versions 1..31 and "
-            "refuses to touch the database",
+            f"{column} is {found!r}; this release knows {known} and refuses to touch the database",
             found=found,
+            column=column,
         )
         self.found = found
+        self.column = column
 
 
 class UnrecognizedSchemaError(SchemaError):
     """Memory tables exist but their shape matches no known schema version."""
 
     code = "unrecognized_schema"
+
+
+class TableNameConflictError(UnrecognizedSchemaError):
+    """Tables of another application have the names of philont's own tables, so philont can
+    neither build its schema beside them nor adopt them."""
+
+    code = "table_name_conflict"
+
+    def __init__(self, tables: list[str]) -> None:
+        super().__init__(
+            f"table(s) {', '.join(tables)} have the names of philont's tables, but this file "
+            "holds no philont schema (no philont_alembic_version, no memory_meta.schema_version); "
+            "rename them or give philont its own file",
+            tables=tables,
+        )
+        self.tables = tables
 
 
 class SchemaOutOfDateError(SchemaError):
@@ -162,6 +209,18 @@ class InvalidInputError(PhilontError):
     code = "invalid_input"
 
 
+class FilePathError(InvalidInputError):
+    """A file the caller named, to read or to write (an export, an import), cannot be used: it
+    is a directory, it is missing, or its directory is."""
+
+    code = "file_path"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot use {path!r}: {reason}", path=path, reason=reason)
+        self.path = path
+        self.reason = reason
+
+
 class InvalidTimeRangeError(InvalidInputError):
     """A time window whose end lies before its start."""
 
@@ -171,6 +230,13 @@ class InvalidTimeRangeError(InvalidInputError):
         super().__init__(f"{what}: end ({end}) is earlier than start ({start})")
         self.start = start
         self.end = end
+
+
+class TimeOutOfRangeError(InvalidInputError):
+    """A time outside what philont stores and shows in every zone (see
+    :mod:`philont.domain.timepolicy`), or one whose conversion to UTC overflows."""
+
+    code = "time_out_of_range"
 
 
 class ReservedNamespaceError(InvalidInputError):
@@ -274,6 +340,16 @@ class ModelEmptyAnswerError(ModelError):
     code = "model_empty_answer"
 
 
+class AgentNotFoundError(NotFoundError):
+    """No agent of that name in a PostgreSQL database's agents registry."""
+
+    code = "agent_not_found"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no agent named {name!r} in this database")
+        self.name = name
+
+
 # --- embeddings (optional semantic recall) -----------------------------------------------------
 
 
@@ -302,4 +378,3 @@ class EmbedderMismatchError(PhilontError):
         super().__init__(message, stored=stored, given=given)
         self.stored = stored
         self.given = given
-

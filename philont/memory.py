@@ -66,12 +66,16 @@ class Memory:
         write: bool,
         clock: Clock,
         bind: Session | Connection | None = None,
+        agent: str | None = None,
     ) -> None:
         self.store = store
         self.write = write
         self.clock = clock
+        self.agent = agent
+        """The agent this unit of work serves (PostgreSQL; None on SQLite: a file is one)."""
         self._bind = bind
         self._session: Session | None = None
+        self._agent: int | None = None
         self._state = _State.NEW
 
     @classmethod
@@ -88,8 +92,8 @@ class Memory:
         database), created or upgraded on first use: ``with Memory.open(path) as mem:``."""
         from philont.store import shared
 
-        store = shared(target, agent=agent, busy_timeout_ms=busy_timeout_ms)
-        return store.begin(write=write, clock=clock)
+        store = shared(target, busy_timeout_ms=busy_timeout_ms)
+        return store.begin(write=write, clock=clock, agent=agent)
 
     # --- the transaction ---------------------------------------------------------------------
 
@@ -99,6 +103,7 @@ class Memory:
                 "this unit of work was already used; begin a new one (with store.begin() as mem:)"
             )
         self.store._check_open()
+        agent_id = self._agent_id()  # before our transaction: creating an agent commits its own
         if isinstance(self._bind, Session):
             session = self._bind
         elif isinstance(self._bind, Connection):
@@ -110,6 +115,13 @@ class Memory:
             bind = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"}) if self.write else engine
             session = Session(bind=bind, autobegin=False, expire_on_commit=False)
             session.begin()
+        self._agent = agent_id
+        try:
+            self.store.backend.enter(session, agent_id)
+        except BaseException:
+            if self._bind is None:
+                session.close()  # ours: nothing began that anybody else would end
+            raise
         self._session = session
         self._state = _State.ACTIVE
         return self
@@ -125,6 +137,8 @@ class Memory:
         if session is None:
             return
         try:
+            if self._bind is not None:
+                self.store.backend.leave(session)
             if isinstance(self._bind, Session):
                 if exc_type is None:
                     session.flush()  # the caller's transaction: it commits, not us
@@ -148,6 +162,18 @@ class Memory:
             if typed is not None:
                 raise typed from exc
 
+    def _agent_id(self) -> int | None:
+        """The registry id of this unit of work's agent (PostgreSQL), the agent created if new;
+        None on SQLite."""
+        if self.store.backend.name != "postgresql":
+            return None
+        if self.agent is None:  # a Session that already serves an agent goes on serving it
+            bound = self._bind if isinstance(self._bind, Session) else None
+            return None if bound is None else self.store.backend.agent_of(bound)
+        from philont.agents import agent_id
+
+        return agent_id(self.store, self.agent)
+
     def _path(self) -> str | None:
         path = self.store.path
         return None if path is None else str(path)
@@ -163,6 +189,7 @@ class Memory:
         session = self.session
         session.rollback()
         session.begin()
+        self.store.backend.enter(session, self._agent)  # SET LOCAL ended with the rollback
 
     @property
     def active(self) -> bool:

@@ -7,10 +7,13 @@ from pathlib import Path
 
 ENV_DB_PATH = "MEMORY_DB_PATH"
 AGENT_ENV = "PHILONT_AGENT"
-"""With a PostgreSQL URL and no explicit agent: the agent (schema) to use."""
+"""With a PostgreSQL URL and no explicit agent: the agent units of work serve."""
 DEFAULT_RELATIVE_PATH = Path(".philont") / "memory" / "memory.sqlite"
 BACKUP_DIR_NAME = "backups"
 BUSY_TIMEOUT_MS = 5000
+MIGRATION_BUSY_TIMEOUT_MS = 15 * 60 * 1000
+"""How long an upgrade waits for another process's upgrade (or write) of the same file: long
+enough for the slowest migration measured (a million messages: about a minute)."""
 SCHEMA_VERSION = 31  # Philont's schema version; our additive revisions keep recording this
 VERSION_TABLE = "philont_alembic_version"
 

@@ -9,6 +9,7 @@ to a process-wide Store, for one-off helpers (``Memory.open(path)``, ``tools.cal
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -18,6 +19,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
+from philont import settings
 from philont.clock import Clock, utc_now
 from philont.db.backend import Backend, backend_for
 from philont.db.engine import create_engine, is_postgres, resolve_url, sqlite_path
@@ -59,12 +61,15 @@ class Store:
     ) -> None:
         """Prefer :meth:`open` / :meth:`from_engine`, which check the schema first."""
         self.engine = engine
+        self.backend: Backend = backend_for(engine)
         self.agent = agent
+        """The agent units of work serve when ``begin()``/``join()`` name none (PostgreSQL;
+        without it, ``$PHILONT_AGENT`` as it is when the unit of work begins)."""
+        self._agent_ids: dict[str, int] = {}  # agent name -> registry id (philont.agents)
         self.clock = clock
         self.embedder = embedder
         """Semantic recall (issue #18): search fuses vectors of this model with keywords; None
         (the default) is keyword search exactly. See philont.embed."""
-        self.backend: Backend = backend_for(engine)
         self.scorer: Scorer = self.backend.scorer()
         """The backend's search scoring, one per Store (it caches statistics of this database)."""
         self._owns_engine = owns_engine
@@ -87,11 +92,11 @@ class Store:
         """The Store of a path or URL (default ``$MEMORY_DB_PATH``, then
         ``~/.philont/memory/memory.sqlite``). With ``upgrade`` (default) the database is
         created or brought to head first; without it a database not at head is refused with
-        :class:`~philont.errors.SchemaOutOfDateError`. A PostgreSQL URL needs ``agent``.
-        ``busy_timeout_ms`` sets how long an SQLite connection waits for another's lock.
-        ``embedder``: semantic recall with that model (EmbedderMismatchError if the stored
-        vectors are another model's)."""
-        url = resolve_url(target, agent=agent)
+        :class:`~philont.errors.SchemaOutOfDateError`. On PostgreSQL ``agent`` is the default
+        agent of its units of work (see the class docstring). ``busy_timeout_ms`` sets how long
+        an SQLite connection waits for another's lock. ``embedder``: semantic recall with that
+        model (EmbedderMismatchError if the stored vectors are another model's)."""
+        url = resolve_url(target)
         ensure_schema(url, upgrade=upgrade)
         engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
         log.debug("store.opened", url=url.render_as_string(), backend=engine.dialect.name)
@@ -128,23 +133,42 @@ class Store:
 
     # --- units of work -------------------------------------------------------------------
 
-    def begin(self, *, write: bool = True, clock: Clock | None = None) -> Memory:
+    def begin(
+        self, *, write: bool = True, clock: Clock | None = None, agent: str | None = None
+    ) -> Memory:
         """A new unit of work; its transaction begins when the ``with`` block is entered
-        (``IMMEDIATE`` on SQLite for ``write``). ``clock`` overrides the Store's clock."""
+        (``IMMEDIATE`` on SQLite for ``write``). ``clock`` overrides the Store's clock;
+        ``agent`` the Store's default agent (PostgreSQL)."""
         from philont.memory import Memory
 
         self._check_open()
-        return Memory(self, write=write, clock=clock or self.clock)
+        return Memory(self, write=write, clock=clock or self.clock, agent=self._agent(agent))
 
-    def join(self, bind: Session | Connection, *, clock: Clock | None = None) -> Memory:
+    def join(
+        self, bind: Session | Connection, *, clock: Clock | None = None, agent: str | None = None
+    ) -> Memory:
         """A unit of work inside the caller's transaction (a Session or a Connection of this
         database): services flush into it, and the caller commits or rolls back. Use it as
         ``with store.join(session) as mem:``; leaving the block does not end the caller's
-        transaction."""
+        transaction. On PostgreSQL the agent is set in the caller's transaction (``SET
+        LOCAL``), so it holds until the caller's transaction ends."""
         from philont.memory import Memory
 
         self._check_open()
-        return Memory(self, write=True, clock=clock or self.clock, bind=bind)
+        return Memory(
+            self, write=True, clock=clock or self.clock, bind=bind, agent=self._agent(agent)
+        )
+
+    def _agent(self, agent: str | None) -> str | None:
+        if agent is not None or self.agent is not None or self.backend.name != "postgresql":
+            return agent or self.agent
+        return os.environ.get(settings.AGENT_ENV) or None
+
+    def for_agent(self, agent: str) -> Store:
+        """A Store on the same engine (the same pool) whose default agent is ``agent``."""
+        view = Store(self.engine, agent=agent, clock=self.clock)
+        view.scorer, view._agent_ids = self.scorer, self._agent_ids  # shared caches
+        return view
 
     # --- lifetime ------------------------------------------------------------------------
 
@@ -236,9 +260,15 @@ def shared(
     busy_timeout_ms: int | None = None,
 ) -> Store:
     """The process-wide Store of a path or URL (the default database without one), opened
-    (and upgraded) on first use and kept for the life of the process. Thread-safe."""
-    url = resolve_url(target, agent=agent)
-    key = (url.render_as_string(hide_password=False), agent, busy_timeout_ms)
+    (and upgraded) on first use and kept for the life of the process. Thread-safe. With
+    ``agent`` (PostgreSQL), a view of it whose default agent that is (same pool)."""
+    store = _shared(target, busy_timeout_ms)
+    return store if agent is None or store.agent == agent else store.for_agent(agent)
+
+
+def _shared(target: Target | None, busy_timeout_ms: int | None) -> Store:
+    url = resolve_url(target)
+    key = (url.render_as_string(hide_password=False), None, busy_timeout_ms)
     store = _SHARED.get(key)
     if store is not None and not store.closed and _still_there(store):
         return store
@@ -247,7 +277,7 @@ def shared(
         if store is None or store.closed or not _still_there(store):
             if store is not None:
                 store.close()
-            store = Store.open(url, agent=agent, busy_timeout_ms=busy_timeout_ms)
+            store = Store.open(url, busy_timeout_ms=busy_timeout_ms)
             _SHARED[key] = store
         return store
 

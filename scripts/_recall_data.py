@@ -12,19 +12,22 @@ import json
 import re
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import Engine, insert, text
+from sqlalchemy import Connection, Engine, insert, text
 
-from philont import migrate
+from philont import agents, migrate
+from philont.db import agents as registry
 from philont.db.bootstrap import ensure_bootstrap_rows
-from philont.db.engine import create_engine, pg_schema, resolve_url
+from philont.db.engine import create_engine
 from philont.db.models import RawMessage, RawSession
 from philont.db.schema import metadata
 from philont.domain.kinds import Role
+from philont.errors import AgentNotFoundError
+from philont.store import Store
 
 HERE = Path(__file__).resolve()
 DEV_DATA = HERE.parents[2] / "shared/data/locomo-dev"
@@ -135,16 +138,18 @@ def load_zh(path: Path) -> Conversation:
 
 def _insert(engine: Engine, conv: Conversation) -> None:
     with engine.begin() as conn:
-        conn.execute(
-            insert(RawSession), [{"id": sid, "started_at": at} for sid, at in conv.sessions]
-        )
-        conn.execute(
-            insert(RawMessage),
-            [
-                {"id": i, "session_id": s, "role": r, "content": content, "timestamp": at}
-                for i, s, r, content, at in conv.messages
-            ],
-        )
+        _insert_rows(conn, conv)
+
+
+def _insert_rows(conn: Connection, conv: Conversation) -> None:
+    conn.execute(insert(RawSession), [{"id": sid, "started_at": at} for sid, at in conv.sessions])
+    conn.execute(
+        insert(RawMessage),
+        [
+            {"id": i, "session_id": s, "role": r, "content": content, "timestamp": at}
+            for i, s, r, content, at in conv.messages
+        ],
+    )
 
 
 def _create(path: Path, conv: Conversation | None) -> Engine:
@@ -171,40 +176,34 @@ def database(conv: Conversation | None = None) -> Iterator[tuple[Engine, Path]]:
 
 
 @contextmanager
-def sqlite_database(conv: Conversation) -> Iterator[Engine]:
+def sqlite_database(conv: Conversation) -> Iterator[Store]:
     with database(conv) as (engine, _path):
-        yield engine
+        yield Store(engine)
 
 
-def pg_database(url: str, agent: str) -> Callable[[Conversation], AbstractContextManager[Engine]]:
-    """Opens ``conv`` in the PostgreSQL agent schema ``agent`` at ``url``: the schema is dropped,
-    recreated and migrated to head (``philont.migrate.upgrade``, as ``Memory.open`` does), then
-    filled and analysed. It is left in place afterwards (for inspection; the next run drops it)."""
-    target = resolve_url(url, agent=agent)
-    schema = pg_schema(target)
+def pg_database(url: str, agent: str) -> Callable[[Conversation], AbstractContextManager[Store]]:
+    """Opens ``conv`` as the PostgreSQL agent ``agent`` in the layout at ``url`` (its schema
+    from the URL's search_path, migrated to head): the agent is deleted, recreated and filled
+    with explicit ids (the bench only reads them), and the tables analysed. It is left in place
+    afterwards (for inspection; the next run replaces it)."""
 
     @contextmanager
-    def _open(conv: Conversation) -> Iterator[Engine]:
-        engine = create_engine(target)  # creates the schema (and pg_trgm) when missing
-        with engine.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        engine.dispose()
-        migrate.upgrade(target)
-        engine = create_engine(target)
+    def _open(conv: Conversation) -> Iterator[Store]:
+        migrate.upgrade(url)
+        store = Store.open(url, agent=agent)
         try:
-            _insert(engine, conv)
-            with engine.begin() as conn:
-                # Ids were given explicitly: move the sequence past them, as appends would.
-                conn.execute(
-                    text(
-                        "SELECT setval(pg_get_serial_sequence('memory_raw_messages', 'id'),"
-                        " (SELECT coalesce(max(id), 0) + 1 FROM memory_raw_messages), false)"
-                    )
-                )
-            with engine.connect() as conn:
+            with suppress(AgentNotFoundError):
+                agents.delete(store, agent)
+            agents.create(store, agent)
+            with (
+                store.engine.connect() as conn,
+                registry.scoped(conn, agents.agent_id(store, agent)),
+            ):
+                _insert_rows(conn, conv)
+            with store.engine.connect() as conn:
                 conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE"))
-            yield engine
+            yield store
         finally:
-            engine.dispose()
+            store.close()
 
     return _open

@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 from _recall_data import Conversation
-from sqlalchemy import Engine
 
 from philont.domain.ranking import RankingOptions
 from philont.services.search import SearchService
@@ -52,7 +51,7 @@ def _bucket(e: int, ids: list[int], matched: set[int], session_of: dict[int, str
 def misses(
     conversations: list[Conversation],
     options: dict[str, Any],
-    opener: Callable[[Conversation], AbstractContextManager[Engine]],
+    opener: Callable[[Conversation], AbstractContextManager[Store]],
 ) -> tuple[Counter[tuple[Any, str]], Counter[Any], Counter[Any]]:
     """(category, bucket) -> evidence turns, and per category the questions and turns."""
     buckets: Counter[tuple[Any, str]] = Counter()
@@ -60,7 +59,7 @@ def misses(
     turns: Counter[Any] = Counter()
     for conv in conversations:
         session_of = {m[0]: m[1] for m in conv.messages}
-        with opener(conv) as engine, Store(engine).begin(write=False) as mem:
+        with opener(conv) as store, store.begin(write=False) as mem:
             for q in conv.questions:
                 ids = _ids(SearchService(mem, **options), q.text, conv.now)
                 bare = SearchService(mem, context_weights=(), ranking=RankingOptions.none())
@@ -80,7 +79,7 @@ def print_misses(
     conversations: list[Conversation],
     name: str,
     options: dict[str, Any],
-    opener: Callable[[Conversation], AbstractContextManager[Engine]],
+    opener: Callable[[Conversation], AbstractContextManager[Store]],
 ) -> None:
     buckets, questions, turns = misses(conversations, options, opener)
     print(f"\nwhere the evidence turns are ({name}), by category:")

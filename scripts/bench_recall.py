@@ -15,8 +15,8 @@ Usage (from the repository root)::
     .venv/bin/python scripts/bench_recall.py --embedder NAME  # keyword, vector, fused (#18)
     .venv/bin/python scripts/bench_recall.py --embedder NAME --scale 100000  # fused latency
     .venv/bin/python scripts/bench_recall.py --url postgresql+psycopg://u:p@host/db [--agent A]
-        # SQLite and PostgreSQL side by side (LoCoMo and the Chinese set; the agent schema,
-        # default bench_recall, is dropped and recreated)
+        # SQLite and PostgreSQL side by side (LoCoMo and the Chinese set; the agent, default
+        # bench_recall, is deleted and recreated in the layout the URL's search_path names)
 
 Each conversation lives in a database of its own (see ``_recall_data``); every question of
 categories 1-4 is asked as a recall query at the conversation's end (its ``now``), and evidence
@@ -57,9 +57,8 @@ from _recall_data import (
 )
 from _recall_misses import print_misses
 from _recall_scale import pct, scale
-from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 
-from philont.db.engine import resolve_url
 from philont.domain.ranking import RankingOptions
 from philont.memory import Memory
 from philont.services.search import SearchService
@@ -163,12 +162,12 @@ class Score:
 def run(
     conversations: list[Conversation],
     searchers: dict[str, Searcher],
-    opener: Callable[[Conversation], AbstractContextManager[Engine]] = sqlite_database,
+    opener: Callable[[Conversation], AbstractContextManager[Store]] = sqlite_database,
 ) -> dict[str, Score]:
     scores = {name: Score() for name in searchers}
     for conv in conversations:
         now = conv.now
-        with opener(conv) as engine, Store(engine).begin(write=False) as mem:
+        with opener(conv) as store, store.begin(write=False) as mem:
             for q in conv.questions:
                 for name, search in searchers.items():
                     start = time.perf_counter()
@@ -338,7 +337,7 @@ def compare_backends(
 ) -> None:
     """Ours on SQLite and on PostgreSQL, LoCoMo then the Chinese set, side by side."""
     pg = pg_database(url, agent)
-    print(f"postgresql: {resolve_url(url, agent=agent).render_as_string()} (schema {agent})")
+    print(f"postgresql: {make_url(url).render_as_string()} (agent {agent})")
     searchers = {"ours": configured(config)}
     n_q = sum(len(c.questions) for c in conversations)
     n_m = sum(len(c.messages) for c in conversations)
@@ -427,7 +426,7 @@ def _arguments() -> argparse.ArgumentParser:
     parser.add_argument(
         "--agent",
         default=DEFAULT_AGENT,
-        help=f"the agent schema used with --url, dropped and recreated (default {DEFAULT_AGENT})",
+        help=f"the agent used with --url, deleted and recreated (default {DEFAULT_AGENT})",
     )
     parser.add_argument(
         "--show-diff",

@@ -2,7 +2,8 @@
 # A throw-away PostgreSQL server for the PostgreSQL test suite (.ci/run uses it; so can you).
 #   scripts/pg_local.sh start   -> prints the URL to export as PHILONT_TEST_PG_URL
 #   scripts/pg_local.sh stop
-# Installs Debian's postgresql + postgresql-contrib (pg_trgm) when no server is on the machine.
+# Installs Debian's postgresql + postgresql-contrib (pg_trgm, btree_gin) when no server is on the
+# machine, and Debian's pgbouncer (the tests start their own, in transaction pooling mode).
 # The cluster lives in $PHILONT_PG_DIR (default /tmp/philont-pg) and listens on 127.0.0.1 only.
 set -euo pipefail
 DIR="${PHILONT_PG_DIR:-/tmp/philont-pg}"
@@ -21,6 +22,15 @@ bin_dir() {
     echo "$d"
 }
 
+ensure_pgbouncer() {
+    # The PostgreSQL tests start their own PgBouncer (tests/pg_support.py); the package only.
+    if ! command -v pgbouncer >/dev/null 2>&1 && [[ ! -x /usr/sbin/pgbouncer ]]; then
+        echo "installing PgBouncer from Debian's packages..." >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2 && apt-get install -y -qq pgbouncer >&2
+    fi
+}
+
 as_owner() {
     # PostgreSQL refuses to run as root: run its tools as the 'postgres' user then.
     if [[ "$(id -u)" == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -29,6 +39,7 @@ as_owner() {
 case "${1:-}" in
 start)
     BIN="$(bin_dir)"
+    ensure_pgbouncer
     if [[ ! -f "$DIR/PG_VERSION" ]]; then
         mkdir -p "$DIR"
         [[ "$(id -u)" == 0 ]] && chown postgres: "$DIR"

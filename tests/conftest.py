@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import sqlite3
@@ -13,14 +12,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
-from philont import migrate
+from philont import migrate, settings
 from philont.db.bootstrap import ensure_bootstrap_rows
-from philont.db.engine import create_engine, pg_schema, resolve_url
+from philont.db.engine import create_engine
 from philont.db.schema import metadata
+from tests import pg_support
 
 FIXTURE_NAMES = ("v2", "v27", "v31", "empty-v31")
 
@@ -84,50 +84,49 @@ def db_path(template_db: Path, tmp_path: Path) -> Path:
 # Tests marked `postgres` need a server: PHILONT_TEST_PG_URL (e.g. from scripts/pg_local.sh).
 # Without it they skip, unless PHILONT_REQUIRE_PG=1 (set by .ci/run), which fails them instead.
 # A module with `BOTH_BACKENDS = True` runs every test that uses `engine`/`session` on SQLite and
-# on PostgreSQL (the latter in a fresh agent schema, marked `postgres`).
-
-
-def _drop_schemas(names: list[str]) -> None:
-    """Drop test agent schemas (and the admin schema this connection itself creates)."""
-    admin = create_engine(resolve_url(pg_url(), agent="philont_test_admin"))
-    with admin.begin() as conn:
-        for name in [*names, "philont_test_admin"]:
-            conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
-    admin.dispose()
+# on PostgreSQL (marked `postgres`). On PostgreSQL a test run migrates one schema of its own
+# once (the shared layout, revision v036); every test then works as a fresh agent in it (a row
+# in the agents registry: no DDL per test), as the application role, so that SQL a test writes
+# itself sees its own agent only (row-level security). That every statement of philont's
+# carries its agent without row-level security is proven as the owner, in test_pg_isolation.py.
+# See tests/pg_support.py.
 
 
 def pg_url() -> str:
-    url = os.environ.get("PHILONT_TEST_PG_URL")
-    if not url:
-        if os.environ.get("PHILONT_REQUIRE_PG") == "1":
-            pytest.fail("PHILONT_REQUIRE_PG=1 but PHILONT_TEST_PG_URL is not set")
-        pytest.skip("PostgreSQL tests need PHILONT_TEST_PG_URL (see scripts/pg_local.sh)")
-    return url
-
-
-_AGENTS = itertools.count()
-
-
-@pytest.fixture
-def pg_agent(worker_tag: str) -> Iterator[Callable[[], URL]]:
-    """Factory of fresh agent schemas on the test server (dropped after the test): each call
-    returns a URL whose connections work in a new, empty agent schema."""
-    base = pg_url()
-    made: list[str] = []
-
-    def _new() -> URL:
-        name = f"t_{worker_tag}_{next(_AGENTS)}"
-        made.append(name)
-        return resolve_url(base, agent=name)
-
-    yield _new
-    if made:
-        _drop_schemas(made)
+    return pg_support.server_url()
 
 
 @pytest.fixture(scope="session")
 def worker_tag() -> str:
     return f"{os.getpid()}_{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="session")
+def pg_layout(worker_tag: str) -> Iterator[pg_support.Layout]:
+    """This test run's schema, migrated to head once, with an application role (no superuser,
+    no BYPASSRLS) allowed to use it; dropped at the end."""
+    layout = pg_support.make_layout(f"t_{worker_tag}")
+    yield layout
+    layout.drop()
+
+
+@pytest.fixture
+def pg_agent_name(pg_layout: pg_support.Layout) -> Callable[[], str]:
+    """Factory of fresh agent names in this run's layout (created on first use)."""
+    return pg_layout.new_agent
+
+
+@pytest.fixture
+def pg_agent(pg_layout: pg_support.Layout, monkeypatch: pytest.MonkeyPatch) -> Callable[[], URL]:
+    """Factory of fresh agents: each call makes a new agent the default one ($PHILONT_AGENT)
+    and returns the URL of this run's layout (Store.open, Memory.open, tools.call(db=url) then
+    work as that agent). Tests that need two agents at once name them (``pg_agent_name``)."""
+
+    def new() -> URL:
+        monkeypatch.setenv(settings.AGENT_ENV, pg_layout.new_agent())
+        return pg_layout.url
+
+    return new
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -144,46 +143,25 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
-@pytest.fixture(scope="session")
-def pg_shared(worker_tag: str) -> Iterator[Callable[[str], URL]]:
-    """Two agent schemas shared by the PostgreSQL runs of BOTH_BACKENDS tests, built once:
-    ``"models"`` by create_all, ``"migrated"`` by the migrations. Each test empties the one it
-    uses first (TRUNCATE, identities restarted, bootstrap rows back): much cheaper than a
-    schema per test. Tests that need their own schemas use ``pg_agent``."""
-    made: dict[str, URL] = {}
-
-    def get(kind: str) -> URL:
-        if kind not in made:
-            url = resolve_url(pg_url(), agent=f"t_{worker_tag}_{kind}")
-            if kind == "migrated":
-                migrate.upgrade(url)
-            else:
-                eng = create_engine(url)
-                metadata.create_all(eng)
-                eng.dispose()
-            made[kind] = url
-        _empty_pg(made[kind])
-        return made[kind]
-
-    yield get
-    if made:
-        _drop_schemas([str(pg_schema(url)) for url in made.values()])
-
-
-def _empty_pg(url: URL) -> None:
-    """Every table as a new database has it: empty but for memory_meta and the bootstrap rows."""
-    tables = ", ".join(t.name for t in metadata.sorted_tables if t.name != "memory_meta")
-    eng = create_engine(url, create=False)
-    with eng.begin() as conn:
-        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
-        ensure_bootstrap_rows(conn)
-    eng.dispose()
+@pytest.fixture
+def pg_test_agent(
+    backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> str | None:
+    """On PostgreSQL: a fresh agent, made the default agent of every Store the test opens
+    ($PHILONT_AGENT); None on SQLite."""
+    if backend != "postgres":
+        return None
+    name: str = request.getfixturevalue("pg_agent_name")()
+    monkeypatch.setenv(settings.AGENT_ENV, name)
+    return name
 
 
 @pytest.fixture
-def engine(backend: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
-    if backend == "postgres":
-        eng = create_engine(request.getfixturevalue("pg_shared")("models"))
+def engine(
+    backend: str, pg_test_agent: str | None, request: pytest.FixtureRequest
+) -> Iterator[Engine]:
+    if backend == "postgres":  # as the application role: a test's own SQL sees its agent only
+        eng = create_engine(request.getfixturevalue("pg_layout").app_url)
     else:
         eng = create_engine(request.getfixturevalue("db_path"))
     yield eng
@@ -191,10 +169,17 @@ def engine(backend: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
 
 
 @pytest.fixture
-def session(engine: Engine) -> Iterator[Session]:
-    """One Session in one transaction, rolled back after the test (services never commit)."""
+def session(engine: Engine, pg_test_agent: str | None) -> Iterator[Session]:
+    """One Session in one transaction, rolled back after the test (services never commit). On
+    PostgreSQL the transaction is the test's agent's."""
     s = sessionmaker(bind=engine, expire_on_commit=False)()
     s.begin()
+    if pg_test_agent is not None:
+        from philont import agents as philont_agents
+        from philont.db import agents as registry
+        from philont.store import Store
+
+        registry.enter(s, philont_agents.agent_id(Store(engine), pg_test_agent))
     try:
         yield s
     finally:
@@ -240,12 +225,14 @@ def tool_db(tool_template: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def tool_target(backend: str, request: pytest.FixtureRequest) -> Path | URL:
+def tool_target(
+    backend: str, pg_test_agent: str | None, request: pytest.FixtureRequest
+) -> Path | URL:
     """The database a tool test calls (``tools.call(..., db=...)``, ``Memory.open``): the
     ``tool_db`` SQLite file, or on PostgreSQL (a ``BOTH_BACKENDS`` module's second run) the URL
-    of an emptied agent schema brought to head by the migrations (see ``pg_shared``)."""
-    if backend == "postgres":
-        url: URL = request.getfixturevalue("pg_shared")("migrated")
+    of this run's layout, where the test's agent is the default ($PHILONT_AGENT)."""
+    if backend == "postgres":  # the application role, as for `engine`
+        url: URL = request.getfixturevalue("pg_layout").app_url
         return url
     path: Path = request.getfixturevalue("tool_db")
     return path

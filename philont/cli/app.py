@@ -12,23 +12,27 @@ import typer
 from rich.markup import escape
 
 from philont import migrate, settings
+from philont.cli import agents as cli_agents
 from philont.cli import embed as cli_embed
 from philont.cli import inspect as cli_inspect
 from philont.cli import learning as cli_learning
 from philont.cli import ops as cli_ops
-from philont.cli.common import EXIT_OUT_OF_DATE, DbOption, JsonOption, err, fail, out
-from philont.errors import PhilontError, SchemaOutOfDateError
+from philont.cli.calendar import calendar_app
+from philont.cli.common import Commands, DbOption, JsonOption, err, out
 from philont.logsetup import configure
 
 app = typer.Typer(
-    help="Long-term memory for AI agents, in one SQLite file (or PostgreSQL: a schema per agent).",
+    cls=Commands,
+    help="Long-term memory for AI agents, in one SQLite file (or PostgreSQL: many agents).",
     no_args_is_help=True,
 )
 db_app = typer.Typer(help="Create, upgrade and inspect the database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+app.add_typer(cli_agents.agents_app, name="agents")
 app.add_typer(cli_inspect.facts_app, name="facts")
 app.add_typer(cli_inspect.notes_app, name="notes")
 app.add_typer(cli_inspect.skills_app, name="skills")
+app.add_typer(calendar_app, name="calendar")
 app.command()(cli_inspect.stats)
 app.command()(cli_inspect.timeline)
 app.command()(cli_inspect.prefix)
@@ -48,13 +52,13 @@ def _main(
         str | None,
         typer.Option(
             "--agent",
-            help="With a PostgreSQL --db URL: the agent (its own schema). Default $PHILONT_AGENT.",
+            help="With a PostgreSQL --db URL: the agent to work as. Default $PHILONT_AGENT.",
         ),
     ] = None,
 ) -> None:
     configure(logging.INFO if verbose else logging.WARNING)
     if agent is not None:
-        os.environ[settings.AGENT_ENV] = agent  # read by resolve_url() for PostgreSQL URLs
+        os.environ[settings.AGENT_ENV] = agent  # every Store's default agent on PostgreSQL
 
 
 def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:
@@ -82,10 +86,7 @@ def demo(
     and show what the memory does — decay, history, honest skill grades, recall, reminders."""
     from philont.demo import run
 
-    try:
-        path = run(Path(db) if db else None, seed=seed, console=out)
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    path = run(Path(db) if db else None, seed=seed, console=out)
     counts = cli_inspect.layer_counts(path)
     out.print(f"\n[bold]memory database[/bold] {escape(str(path))}")
     out.print("  " + ", ".join(f"{label}: {n}" for label, n in counts.items()))
@@ -95,10 +96,7 @@ def demo(
 @db_app.command("upgrade")
 def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Create or upgrade the database to the head revision (backs up a non-empty file first)."""
-    try:
-        report = _upgrade_with_progress(db)
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    report = _upgrade_with_progress(db)
     if as_json:
         out.print_json(
             json.dumps(
@@ -117,10 +115,7 @@ def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
 @db_app.command("current")
 def db_current(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Show the revision and memory_meta.schema_version."""
-    try:
-        st = migrate.status(db)
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    st = migrate.status(db)
     data = {
         "revision": st.revision,
         "head": st.head,
@@ -139,12 +134,7 @@ def db_current(db: DbOption = None, as_json: JsonOption = False) -> None:
 @db_app.command("check")
 def db_check(db: DbOption = None) -> None:
     """Exit 0 at head, 3 (with the command that fixes it) when not."""
-    try:
-        st = migrate.check(db)
-    except SchemaOutOfDateError as exc:
-        raise fail(exc, code=EXIT_OUT_OF_DATE) from exc
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    st = migrate.check(db)
     out.print(f"ok: at head {st.head}")
 
 
@@ -167,10 +157,7 @@ def mcp(db: DbOption = None) -> None:
     except ImportError as exc:
         err.print(f"error: the MCP server needs `pip install 'philont[mcp]'` ({exc})", markup=False)
         raise typer.Exit(1) from exc
-    try:
-        run(db)
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    run(db)
 
 
 def main() -> None:

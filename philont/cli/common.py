@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from typing import Annotated, Any
 
@@ -9,9 +10,15 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from sqlalchemy.engine import URL
+from typer.core import TyperGroup
 
 from philont.db.engine import resolve_url, sqlite_path
-from philont.errors import PhilontError
+from philont.errors import (
+    ConflictError,
+    NotFoundError,
+    PhilontError,
+    SchemaOutOfDateError,
+)
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -21,6 +28,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_OUT_OF_DATE = 3
 EXIT_NOT_FOUND = 4
+EXIT_CONFLICT = 5
 
 DbOption = Annotated[
     str | None,
@@ -42,6 +50,42 @@ def fail(exc: PhilontError, *, code: int = EXIT_ERROR) -> typer.Exit:
     # are never read as rich markup.
     err.print(f"[red]error[/red] ({exc.code}): {escape(str(exc))}", markup=True)
     return typer.Exit(code)
+
+
+def exit_code(exc: PhilontError) -> int:
+    """The documented exit code of a typed error (README, "Command line")."""
+    if isinstance(exc, SchemaOutOfDateError):
+        return EXIT_OUT_OF_DATE
+    if isinstance(exc, NotFoundError):
+        return EXIT_NOT_FOUND
+    if isinstance(exc, ConflictError):
+        return EXIT_CONFLICT
+    return EXIT_ERROR
+
+
+def fail_os(exc: OSError) -> typer.Exit:
+    """Report an operating-system error (a path the user gave that is a directory, missing,
+    unreadable, on a full disk, ...) as one line, and return the Exit to raise."""
+    where = f" {exc.filename!r}" if exc.filename else ""
+    reason = exc.strerror or str(exc)
+    name = errno.errorcode.get(exc.errno or 0, "os_error")
+    err.print(f"error ({name}):{where}: {reason}", markup=False)
+    return typer.Exit(EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_ERROR)
+
+
+class Commands(TyperGroup):
+    """The group every ``philont`` command runs in: the one place where a user error becomes a
+    message and an exit code. A :class:`PhilontError` (typed, with a stable code) and an
+    ``OSError`` (a path the user gave) never reach the terminal as a traceback; anything else is
+    a bug and keeps its traceback."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer vendors its own click.Context
+        try:
+            return super().invoke(ctx)
+        except PhilontError as exc:
+            raise fail(exc, code=exit_code(exc)) from exc
+        except OSError as exc:
+            raise fail_os(exc) from exc
 
 
 def resolve_existing(db: str | None) -> URL:

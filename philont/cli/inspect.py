@@ -13,15 +13,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from philont import migrate
-from philont.cli.common import DbOption, JsonOption, emit, fail, out, resolve_existing
-from philont.db.engine import create_engine, is_postgres, pg_schema
+from philont.cli.common import EXIT_USAGE, DbOption, JsonOption, emit, fail, out, resolve_existing
+from philont.db.engine import is_postgres
 from philont.domain.timeparse import parse_time
 from philont.errors import NotFoundError, PhilontError
 from philont.memory import Memory
+from philont.schemas import inputs
 from philont.store import Store
 
 facts_app = typer.Typer(help="Facts (layer 2) with their decay scores.", no_args_is_help=True)
@@ -53,14 +53,9 @@ def _add(table: Table, *cells: str) -> None:
 def _memory(db: str | None) -> Iterator[Memory]:
     """One unit of work on this command's Store (a database not at head is refused)."""
     url = resolve_existing(db)
-    try:
-        migrate.check(url)
-        with Store.open(url, upgrade=False) as store, store.begin() as mem:
-            yield mem
-    except NotFoundError as exc:
-        raise fail(exc, code=4) from exc
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    migrate.check(url)
+    with Store.open(url, upgrade=False) as store, store.begin() as mem:
+        yield mem
 
 
 def layer_counts(path: str | Path) -> dict[str, int]:
@@ -77,10 +72,7 @@ def layer_counts(path: str | Path) -> dict[str, int]:
 def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Rows per layer, file size and FTS index health."""
     url = resolve_existing(db)
-    try:
-        st = migrate.status(url)
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    st = migrate.status(url)
     if is_postgres(url):
         path, size, rows, fts = _pg_stats(url)
     else:
@@ -112,32 +104,25 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 
 def _pg_stats(url: URL) -> tuple[str, int, dict[str, int], dict[str, str]]:
-    """Where, bytes, rows per layer and (no) FTS health of a PostgreSQL agent schema; its GIN
-    search indexes are kept by PostgreSQL itself and have no integrity check to run."""
-    schema = pg_schema(url)
-    engine = create_engine(url, create=False)
-    try:
-        with engine.connect() as conn:
-            tables = migrate.pg_tables(conn, schema)
-            rows = {
-                label: int(conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one())
-                for label, t in LAYER_TABLES.items()
-                if t in tables
-            }
-            size = int(
-                conn.execute(
-                    text(
-                        "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
-                        " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                        " WHERE n.nspname = :s AND c.relkind = 'r'"
-                    ),
-                    {"s": schema},
-                ).scalar_one()
-            )
-    finally:
-        engine.dispose()
+    """Where, bytes (of philont's tables, every agent's), the agent's rows per layer and (no)
+    FTS health on PostgreSQL; its GIN search indexes are kept by PostgreSQL itself."""
+    with Store.open(url, upgrade=False) as store, store.begin(write=False) as mem:
+        raw = mem.raw()
+        rows = {
+            label: int(raw.rows(f"SELECT count(*) FROM {t}{raw.where()}")[0][0])
+            for label, t in LAYER_TABLES.items()
+        }
+        names = list(LAYER_TABLES.values())
+        size = int(
+            raw.rows(
+                "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0)"
+                f" FROM unnest({raw.mark}::text[]) AS t",
+                [names],
+            )[0][0]
+        )
+        agent = mem.agent
     where = url.set(query={}).render_as_string(hide_password=True)
-    return f"{where} (agent {schema})", size, rows, {}
+    return f"{where} (agent {agent})", size, rows, {}
 
 
 def _sqlite_stats(path: str) -> tuple[str, int, dict[str, int], dict[str, str]]:
@@ -317,10 +302,11 @@ def timeline(
 ) -> None:
     """Messages of the raw timeline, oldest first."""
     try:
-        start = parse_time(since, field="--since")
-        end = parse_time(until, field="--until")
-    except PhilontError as exc:
-        raise fail(exc, code=2) from exc
+        start, end = inputs.window(
+            parse_time(since, field="--since"), parse_time(until, field="--until")
+        )
+    except PhilontError as exc:  # a bad option value is bad usage
+        raise fail(exc, code=EXIT_USAGE) from exc
     with _memory(db) as mem:
         msgs = mem.timeline.query(
             since=start,

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from philont import backup as backups
 from philont import transfer
-from philont.cli.common import (
-    EXIT_NOT_FOUND,
-    DbOption,
-    JsonOption,
-    emit,
-    err,
-    fail,
-    out,
-    resolve_existing,
-)
-from philont.errors import ConflictError, NotFoundError, PhilontError
-
-EXIT_CONFLICT = 5
+from philont.cli.common import DbOption, JsonOption, emit, err, out, resolve_existing
+from philont.errors import NotFoundError
 
 
 @contextmanager
@@ -52,11 +44,7 @@ def backup(
     as_json: JsonOption = False,
 ) -> None:
     """Online backup (consistent while the agent writes) into the sibling backups/ directory."""
-    url = resolve_existing(db)
-    try:
-        path = backups.backup(url, keep=keep)
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    path = backups.backup(resolve_existing(db), keep=keep)
     if as_json:
         emit({"backup": str(path)})
     else:
@@ -70,11 +58,8 @@ def restore(
 ) -> None:
     """Verify a backup, keep the current file as a backup, then put the backup in place."""
     if not file.exists():
-        raise fail(NotFoundError(f"no such backup file: {file}"), code=EXIT_NOT_FOUND)
-    try:
-        report = backups.restore(file, db)
-    except PhilontError as exc:
-        raise fail(exc) from exc
+        raise NotFoundError(f"no such backup file: {file}")
+    report = backups.restore(file, db)
     data = {
         "restored_from": str(report.restored_from),
         "database": str(report.database),
@@ -90,45 +75,48 @@ def restore(
         )
 
 
+STDIO = "-"
+
+
 def export(
-    file: Annotated[Path, typer.Argument(help="Output file (JSON lines).")],
+    file: Annotated[str, typer.Argument(help="Output file (JSON lines); - for stdout.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Export every layer as versioned JSON lines."""
+    """Export every layer as versioned JSON lines (to a file, or with - to stdout)."""
     url = resolve_existing(db)
-    try:
-        with _table_progress("exporting") as progress:
-            report = transfer.export(url, file, progress=progress)
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    to_stdout = file == STDIO
+    with _table_progress("exporting") as progress:
+        report = transfer.export(url, sys.stdout if to_stdout else Path(file), progress=progress)
     total = sum(report.rows.values())
+    # With -, stdout carries the export itself: the summary goes to stderr.
     if as_json:
-        emit({"file": str(file), "rows": report.rows})
+        summary = json.dumps({"file": file, "rows": report.rows}, ensure_ascii=False)
+        print(summary, file=sys.stderr if to_stdout else sys.stdout)
     else:
-        out.print(f"exported {total} rows from {len(report.rows)} tables to {file}")
+        shown = "stdout" if to_stdout else escape(file)
+        (err if to_stdout else out).print(
+            f"exported {total} rows from {len(report.rows)} tables to {shown}"
+        )
 
 
 def import_(
-    file: Annotated[Path, typer.Argument(help="A file written by `philont export`.")],
+    file: Annotated[str, typer.Argument(help="A file written by `philont export`; - for stdin.")],
     merge: Annotated[
         bool, typer.Option("--merge", help="Merge into a non-empty database by id.")
     ] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Import an export file; refuses a non-empty database unless --merge. All or nothing."""
-    if not file.exists():
-        raise fail(NotFoundError(f"no such file: {file}"), code=EXIT_NOT_FOUND)
-    try:
-        with _table_progress("importing") as progress:
-            report = transfer.import_(
-                db, file, mode="merge" if merge else "refuse", progress=progress
-            )
-    except ConflictError as exc:
-        raise fail(exc, code=EXIT_CONFLICT) from exc
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    """Import an export file (or with - stdin); refuses a non-empty database unless --merge.
+    All or nothing."""
+    if file != STDIO and not Path(file).exists():
+        raise NotFoundError(f"no such file: {file}")
+    source = sys.stdin if file == STDIO else Path(file)
+    with _table_progress("importing") as progress:
+        report = transfer.import_(
+            db, source, mode="merge" if merge else "refuse", progress=progress
+        )
     if as_json:
         emit({"inserted": report.inserted, "skipped": report.skipped})
     else:

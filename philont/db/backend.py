@@ -16,7 +16,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from philont.errors import InvalidInputError
+from philont.errors import InvalidInputError, UnitOfWorkError
 
 if TYPE_CHECKING:
     from philont.db.vectors import VectorEngine
@@ -36,17 +36,44 @@ class _DbApi(Protocol):
 class Raw:
     """The DB-API connection under a unit of work's transaction, for lean reads.
 
-    Statements are written once with this backend's placeholder (:attr:`mark`) and id lists
-    through :meth:`in_ids`; rows come back as tuples (:meth:`rows`) or as the NamedTuple type
-    a query module declares next to its SQL (:meth:`named`).
+    Statements are written once with this backend's placeholder (:attr:`mark`), id lists
+    through :meth:`in_ids` and the agent through :meth:`where` / :meth:`mine` /
+    :meth:`same_agent` (PostgreSQL keeps many agents in one set of tables; an SQLite file is
+    one agent, so these add nothing there); rows come back as tuples (:meth:`rows`) or as the
+    NamedTuple type a query module declares next to its SQL (:meth:`named`).
     """
 
-    __slots__ = ("_conn", "mark", "postgres")
+    __slots__ = ("_conn", "agent", "mark", "postgres")
 
-    def __init__(self, conn: _DbApi, *, postgres: bool) -> None:
+    def __init__(self, conn: _DbApi, *, postgres: bool, agent: int | None = None) -> None:
         self._conn = conn
         self.postgres = postgres
         self.mark = "%s" if postgres else "?"
+        if postgres and not isinstance(agent, int):
+            raise UnitOfWorkError("a PostgreSQL unit of work serves one agent; none is set")
+        self.agent = agent
+
+    def mine(self, alias: str = "") -> str:
+        """The condition keeping ``alias`` (a table of ours) to this unit of work's agent
+        (``TRUE`` on SQLite). The id is an integer from the registry, written as a literal, so
+        the planner prunes partitions with it whatever the statement, and the GIN search
+        indexes look up the agent's part of a word's posting list only."""
+        if not self.postgres:
+            return "TRUE"
+        # ``::bigint``: the column's own type. With an int4 literal, ``bigint = integer`` is a
+        # cross-type operator that btree_gin's opclass lacks, and the GIN search indexes could
+        # not use their agent_id key (they would read every agent's posting list instead).
+        return f"{alias + '.' if alias else ''}agent_id = {int(self.agent or 0)}::bigint"
+
+    def where(self, *conditions: str, alias: str = "") -> str:
+        """`` WHERE`` with this agent's condition (PostgreSQL) and ``conditions``, or ``""``."""
+        parts = ([self.mine(alias)] if self.postgres else []) + [c for c in conditions if c]
+        return f" WHERE {' AND '.join(parts)}" if parts else ""
+
+    def same_agent(self, left: str, right: str) -> str:
+        """A join condition's agent part: `` AND left.agent_id = right.agent_id`` (PostgreSQL:
+        every key leads with the agent, and a distributed database co-locates by it)."""
+        return f" AND {left}.agent_id = {right}.agent_id" if self.postgres else ""
 
     @property
     def connection(self) -> Any:
@@ -133,7 +160,17 @@ class Backend:
             session.flush()
         dbapi = session.connection().connection.dbapi_connection
         assert dbapi is not None, "a connection inside a transaction is checked out"
-        return Raw(dbapi, postgres=not self.keeps_nul)
+        return Raw(dbapi, postgres=not self.keeps_nul, agent=self.agent_of(session))
+
+    def agent_of(self, session: Session) -> int | None:
+        """The agent ``session``'s unit of work serves (None: the database is one agent)."""
+        return None
+
+    def enter(self, session: Session, agent: int | None) -> None:
+        """Begin serving ``agent`` in ``session``'s transaction (nothing on SQLite)."""
+
+    def leave(self, session: Session) -> None:
+        """Stop serving the agent on ``session`` (nothing on SQLite)."""
 
     def scorer(self) -> Scorer:
         raise NotImplementedError
@@ -170,8 +207,31 @@ class SqliteBackend(Backend):
 
 
 class PostgresBackend(Backend):
+    """Many agents in one set of tables: every unit of work serves one (``philont.db.agents``)."""
+
     name = "postgresql"
     keeps_nul = False
+
+    def agent_of(self, session: Session) -> int | None:
+        from philont.db.agents import AGENT_OPTION
+
+        agent = session.info.get(AGENT_OPTION)
+        return None if agent is None else int(agent)
+
+    def enter(self, session: Session, agent: int | None) -> None:
+        from philont.db import agents
+
+        if agent is None:
+            raise UnitOfWorkError(
+                "a PostgreSQL database holds many agents: name one (Store.open(url, "
+                "agent=...), store.begin(agent=...), --agent, $PHILONT_AGENT)"
+            )
+        agents.enter(session, agent)
+
+    def leave(self, session: Session) -> None:
+        from philont.db import agents
+
+        agents.leave(session)
 
     def scorer(self) -> Scorer:
         from philont.services.search.postgres import PgScorer

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import sqlite3
 import weakref
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
@@ -34,14 +33,13 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-def resolve_url(target: str | Path | URL | None = None, *, agent: str | None = None) -> URL:
+def resolve_url(target: str | Path | URL | None = None) -> URL:
     """A SQLAlchemy URL from an explicit URL or path, else ``$MEMORY_DB_PATH``, else the
     default ``~/.philont/memory/memory.sqlite``.
 
-    A PostgreSQL URL needs ``agent`` (else ``$PHILONT_AGENT``, or an URL this function already
-    gave): the agent's data lives in its own schema, which every connection of the returned URL
-    puts first on its ``search_path`` (see :func:`agent_schema`). SQLite ignores ``agent``: one
-    file, one agent.
+    A PostgreSQL URL names a database that holds any number of agents in one set of tables
+    (the schema is the connection's, as its ``search_path`` says); the agent is chosen per unit
+    of work (``philont.store``), never by the URL.
     """
     if isinstance(target, URL):
         url = target
@@ -55,64 +53,12 @@ def resolve_url(target: str | Path | URL | None = None, *, agent: str | None = N
             return URL.create("sqlite+pysqlite", database=":memory:")
         else:
             return URL.create("sqlite+pysqlite", database=str(Path(text_).expanduser().resolve()))
-    if url.get_backend_name() != "postgresql":
-        return url
-    if url.get_driver_name() != "psycopg":
+    if url.get_backend_name() == "postgresql" and url.get_driver_name() != "psycopg":
         raise InvalidInputError(
             f"PostgreSQL is supported through psycopg 3: use postgresql+psycopg://, "
             f"not {url.drivername}://"
         )
-    current = pg_schema(url)
-    if current is None and "options" in url.query:
-        raise InvalidInputError(
-            "philont sets the PostgreSQL connection's options (its search_path) itself: "
-            "remove options= from the URL"
-        )
-    if agent is None and current is None:
-        agent = os.environ.get(settings.AGENT_ENV) or None
-    if agent is None:
-        if current is None:
-            raise InvalidInputError(
-                "a PostgreSQL database holds many agents: name one (agent=..., --agent, "
-                "-x schema=...)"
-            )
-        return url
-    schema = agent_schema(agent)
-    if current is not None and current != schema:
-        raise InvalidInputError(f"URL is for agent {current!r}, not {agent!r}")
-    query = dict(url.query)
-    query["options"] = f"-csearch_path={schema},public"
-    return url.set(query=query)
-
-
-_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_RESERVED_SCHEMAS = frozenset({"public", "information_schema"})
-_SEARCH_PATH = re.compile(r"^-csearch_path=([a-z0-9_]+),public$")
-
-
-def agent_schema(agent: str) -> str:
-    """The PostgreSQL schema that holds ``agent``'s memory: its name, which must be a plain
-    lower-case identifier (letters, digits, ``_``; at most 63) and not a system schema."""
-    if (
-        not isinstance(agent, str)
-        or not _SCHEMA_NAME.match(agent)
-        or agent in _RESERVED_SCHEMAS
-        or agent.startswith("pg_")
-    ):
-        raise InvalidInputError(
-            f"agent name {agent!r} must be a lower-case identifier of at most 63 characters "
-            "(a-z, 0-9, _; not starting with a digit or pg_, not public)"
-        )
-    return agent
-
-
-def pg_schema(url: URL) -> str | None:
-    """The agent schema a PostgreSQL URL made by :func:`resolve_url` points at."""
-    options = url.query.get("options")
-    if url.get_backend_name() != "postgresql" or not isinstance(options, str):
-        return None
-    match = _SEARCH_PATH.match(options)
-    return match.group(1) if match else None
+    return url
 
 
 def is_postgres(url: URL) -> bool:
@@ -169,6 +115,8 @@ def check_file(path: Path, *, create: bool) -> None:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
     except PermissionError as exc:
         raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
+    except OSError as exc:  # a parent that cannot be created (/proc/x/...), a full disk, ...
+        raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
 
 
 @functools.cache
@@ -277,17 +225,17 @@ def create_engine(
 
 
 def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
-    """An Engine whose connections work in the URL's agent schema; with ``create`` the schema
-    and the ``pg_trgm`` extension (used by search) are made when missing."""
-    schema = pg_schema(url)
-    assert schema is not None, "resolve_url() guarantees the agent schema"
+    """An Engine whose pool serves every agent of the database (the agent is set per
+    transaction). psycopg's server-side prepared statements are off: they are bound to one
+    server connection, which PgBouncer in transaction mode does not keep."""
+    del create  # the layout comes from the migrations (revision v036), nothing per agent
     try:
-        engine = sa_create_engine(url, echo=echo, pool_pre_ping=True)
+        engine = sa_create_engine(
+            url, echo=echo, pool_pre_ping=True, connect_args={"prepare_threshold": None}
+        )
     except ModuleNotFoundError as exc:
         raise BackendError("PostgreSQL needs psycopg: pip install 'philont[postgres]'") from exc
     event.listen(engine, "before_cursor_execute", refuse_nul)
-    if create:
-        ensure_pg_schema(engine, schema)
     return engine
 
 
@@ -304,37 +252,6 @@ def refuse_nul(
                 raise InvalidInputError(
                     "text with a NUL character (U+0000) cannot be stored in PostgreSQL"
                 )
-
-
-def ensure_pg_schema(engine: Engine, schema: str) -> None:
-    """Create the agent's schema and the pg_trgm extension if missing (idempotent; two
-    processes racing here both succeed)."""
-    with engine.connect() as conn:
-        exists = conn.execute(
-            text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}
-        ).scalar()
-        has_trgm = conn.execute(
-            text("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
-        ).scalar()
-        conn.rollback()
-        if exists and has_trgm:
-            return
-        # A lock serialises concurrent first uses (CREATE ... IF NOT EXISTS can still race).
-        try:
-            with conn.begin():
-                conn.execute(
-                    text("SELECT pg_advisory_xact_lock(hashtext('philont.ensure_schema'))")
-                )
-                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{agent_schema(schema)}"'))
-                if not has_trgm:
-                    conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public"))
-        except DBAPIError as exc:
-            raise BackendError(
-                f"cannot create schema {schema!r} or the pg_trgm extension ({exc.orig}); a "
-                "database owner or superuser can run: CREATE EXTENSION pg_trgm; CREATE SCHEMA "
-                f"{schema}"
-            ) from exc
-    log.info("pg.schema_ready", schema=schema)
 
 
 def tighten_permissions(path: Path) -> None:

@@ -8,57 +8,48 @@ raises ``InvalidInputError`` naming the field.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import UTC, date, datetime, time
 
+from philont.domain.timepolicy import from_epoch_ms, instant, validate_timezone, zone
 from philont.errors import InvalidInputError
 
-# JavaScript's Date range (±8.64e15 ms), which the original also enforces when formatting.
-MAX_EPOCH_MS = 8_640_000_000_000_000
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def zone(name: str) -> ZoneInfo:
-    """An IANA zone, or InvalidInputError."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError) as exc:
-        raise InvalidInputError(
-            f"unknown time zone {name!r} (use an IANA name like Europe/Berlin)"
-        ) from exc
+__all__ = ["iso", "parse_time", "zone"]
 
 
 def parse_time(value: str | int | float | None, *, field: str, tz: str = "UTC") -> datetime | None:
-    """``None``/blank → None; epoch ms (int) → UTC; ISO-8601 text → aware datetime."""
+    """``None``/blank -> None; epoch ms (int) -> UTC; ISO-8601 text -> the instant, in UTC.
+
+    ``tz`` must be an IANA zone (:func:`philont.domain.timepolicy.validate_timezone`) and is
+    checked even when no time is given, so a bad zone never passes silently. Every result lies
+    in the supported range (:func:`philont.domain.timepolicy.instant`); times outside it, or
+    at the ends of the calendar where a zone offset overflows, are ``InvalidInputError``.
+    """
+    where = zone(validate_timezone(tz))
     if value is None:
         return None
     if isinstance(value, bool):
         raise InvalidInputError(f"{field}: expected an ISO-8601 time or epoch milliseconds")
-    if isinstance(value, int | float):
-        if value != value or abs(value) > MAX_EPOCH_MS:  # NaN or out of range
-            raise InvalidInputError(f"{field}: {value!r} is not a representable time")
-        if isinstance(value, float) and not value.is_integer():
+    if isinstance(value, float):
+        if not value.is_integer():  # NaN and the infinities are not integers either
             raise InvalidInputError(f"{field}: epoch milliseconds must be a whole number")
-        try:
-            return EPOCH + timedelta(milliseconds=int(value))
-        except OverflowError as exc:
-            raise InvalidInputError(f"{field}: {value!r} is out of range") from exc
+        value = int(value)
+    if isinstance(value, int):
+        return from_epoch_ms(value, field)
     text = value.strip()
     if not text:
         return None
-    where = zone(tz)
     try:
         if len(text) == 10:
-            d = date.fromisoformat(text)
-            return datetime.combine(d, time(0), tzinfo=where)
-        parsed = datetime.fromisoformat(text.replace("z", "Z"))
+            parsed = datetime.combine(date.fromisoformat(text), time(0))
+        else:
+            parsed = datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError as exc:
         raise InvalidInputError(
             f"{field}: {text[:60]!r} is not an ISO-8601 time (e.g. 2026-04-22T09:00:00+02:00)"
         ) from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=where)
-    return parsed
+    return instant(parsed, field)
 
 
 def iso(value: datetime) -> str:

@@ -1,10 +1,14 @@
 """Schema migrations from code: upgrade / current / check / history (works from a wheel).
 
 ``upgrade`` and ``alembic upgrade head`` share one path (``run_env``): inspect the database
-read-only and refuse what we do not know before writing anything; back up a non-empty file into
-``backups/``; stamp the revision of an unversioned Philont database from
+read-only and refuse what we do not know before writing anything (unknown or disagreeing schema
+records, other tables under philont's names, a damaged file); take the write lock (a second
+upgrade waits, then finds the file at head); back up a non-empty file into ``backups/`` (removed
+again if the upgrade fails); stamp the revision of an unversioned Philont database from
 ``memory_meta.schema_version``; run the whole chain in ONE transaction (a failure anywhere leaves
-the file as it was); re-ensure the bootstrap rows; check foreign keys.
+the file as it was); re-ensure the bootstrap rows; check philont's foreign keys. A host sharing
+the file uses :func:`host_include_name` / :func:`host_include_object` in its own autogenerate
+and runs the chain from its env.py or a revision (``upgrade(connection)``).
 """
 
 from __future__ import annotations
@@ -13,33 +17,40 @@ from contextlib import closing
 from pathlib import Path
 
 from alembic import command
-from sqlalchemy import text
+from alembic.config import Config
+from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 
 from philont import settings
 from philont.db.engine import (
     check_file,
-    create_engine,
     is_postgres,
-    pg_schema,
     resolve_url,
     sqlite_path,
 )
-from philont.errors import MigrationError, PhilontError, SchemaError, SchemaOutOfDateError
+from philont.errors import (
+    MigrationError,
+    PhilontError,
+    SchemaError,
+    SchemaOutOfDateError,
+)
 from philont.log import get_logger
-from philont.migrate.env import backup_file, include_name, run_env
+from philont.migrate.env import BACKUP_KEY, CONNECTION_KEY, backup_file, include_name, run_env
+from philont.migrate.host import host_include_name, host_include_object
 from philont.migrate.plan import (
     HEAD_PHILONT_VERSION,
+    check_recorded,
     parse_schema_version,
-    pg_tables,
     ro_connect,
     table_names,
 )
 from philont.migrate.report import Status, StepCallback, UpgradeReport
 from philont.migrate.scripts import (
     alembic_config,
+    alembic_ini,
     head_revision,
     history,
+    isolated,
     script_directory,
     script_location,
 )
@@ -50,13 +61,15 @@ __all__ = [
     "StepCallback",
     "UpgradeReport",
     "alembic_config",
+    "alembic_ini",
     "backup_file",
     "check",
     "head_revision",
     "history",
+    "host_include_name",
+    "host_include_object",
     "include_name",
     "parse_schema_version",
-    "pg_tables",
     "run_env",
     "script_directory",
     "script_location",
@@ -68,24 +81,43 @@ log = get_logger(__name__)
 
 # --- public API ------------------------------------------------------------------------------
 
+Target = str | Path | URL | Connection | None
+
 
 def upgrade(
-    target: str | Path | URL | None = None,
+    target: Target = None,
     *,
+    backup: bool = True,
     on_step: StepCallback | None = None,
 ) -> UpgradeReport:
     """Create or upgrade a memory database to head (see the module docstring).
 
+    ``target`` is a path, a URL or a SQLAlchemy ``Connection``. (A PostgreSQL database holds
+    every agent in one layout, upgraded once: no agent is named here.) On
+    a path or URL, philont opens its own connection and transaction; a non-empty SQLite file is
+    backed up first unless ``backup=False``. On a Connection (a host's ``env.py`` or Alembic
+    revision: ``upgrade(op.get_bind())``), the chain runs inside that connection's transaction
+    (begun and committed here when it has none), without a backup, leaving file modes alone.
+
     ``on_step(revision)`` is called after each applied revision (for progress displays); an
-    exception it raises aborts the upgrade, which is rolled back as a whole.
+    exception it raises aborts the upgrade, which is rolled back as a whole. Safe to call while
+    another Alembic command runs in this process (from a host's env.py or revision).
     """
-    url = resolve_url(target)
-    cfg = alembic_config(url)
+    if isinstance(target, Connection):
+        url = target.engine.url  # the caller's, as it is: its connection is all we use
+        cfg = Config()
+        cfg.set_main_option("script_location", str(script_location()))
+        cfg.attributes[CONNECTION_KEY] = target
+    else:
+        url = resolve_url(target)
+        cfg = alembic_config(url)
     report = UpgradeReport(url=url.render_as_string(), from_revision=None, to_revision=None)
     cfg.attributes["philont_report"] = report
     cfg.attributes["philont_on_step"] = on_step
+    cfg.attributes[BACKUP_KEY] = backup
     try:
-        command.upgrade(cfg, "head")
+        with isolated():
+            command.upgrade(cfg, "head")
     except PhilontError:
         raise
     except Exception as exc:
@@ -124,27 +156,18 @@ def status(target: str | Path | URL | None = None) -> Status:
 
 
 def _status_pg(url: URL, head: str) -> Status:
-    engine = create_engine(url, create=False)
-    try:
-        with engine.connect() as conn:
-            tables = pg_tables(conn, pg_schema(url))
-            revision = version = None
-            if settings.VERSION_TABLE in tables:
-                revision = conn.execute(
-                    text(f"SELECT version_num FROM {settings.VERSION_TABLE}")
-                ).scalar()
-            if "memory_meta" in tables:
-                version = conn.execute(
-                    text("SELECT value FROM memory_meta WHERE key = 'schema_version'")
-                ).scalar()
-    finally:
-        engine.dispose()
-    return Status(revision=revision, head=head, schema_version=version)
+    from philont.migrate import postgres
+
+    return postgres.status(url, head)
 
 
 def check(target: str | Path | URL | None = None) -> Status:
-    """Raise ``SchemaOutOfDateError`` (with the command that fixes it) unless at head."""
+    """Raise ``SchemaOutOfDateError`` (with the command that fixes it) unless at head; a
+    database whose records disagree (``schema_version`` ``'99'`` at our head) is refused with
+    the error an upgrade would give."""
     st = status(target)
+    if st.revision == st.head and not st.at_head:
+        check_recorded(st.revision, st.schema_version)  # raises: the records disagree
     if not st.at_head:
         raise SchemaOutOfDateError(
             f"database is at revision {st.revision or '(none)'}, head is {st.head}; run "

@@ -1,36 +1,45 @@
-"""The body of ``alembic/env.py``: backup, adoption, the whole chain in one transaction."""
+"""The body of ``alembic/env.py``: lock, inspect, check, back up, then the whole chain in one
+transaction (ours, or the caller's when a Connection was given)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from alembic.config import Config
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
 
 from philont import settings
 from philont.db.engine import (
+    BEGIN_OPTION,
     check_file,
     create_engine,
     is_postgres,
-    pg_schema,
     resolve_url,
     sqlite_path,
     tighten_permissions,
 )
-from philont.errors import (
-    MigrationError,
-)
+from philont.errors import DatabaseCorruptError
 from philont.log import get_logger
-from philont.migrate.plan import _Plan, _plan_pg, _plan_sqlite
+from philont.migrate import postgres as pg
+from philont.migrate.checks import check_foreign_keys, check_integrity, is_wal
+from philont.migrate.plan import _Plan, plan_file, plan_from, ro_connect
 from philont.migrate.report import StepCallback, UpgradeReport
 
 log = get_logger(__name__)
+
+CONNECTION_KEY = "philont_connection"
+"""``Config.attributes`` key: a caller's Connection to run the chain on, in its transaction."""
+BACKUP_KEY = "philont_backup"
+"""``Config.attributes`` key: False to skip the pre-upgrade backup (``-x backup=false`` too)."""
 
 # --- backup ----------------------------------------------------------------------------------
 
@@ -55,7 +64,49 @@ def backup_file(path: Path, *, at: datetime | None = None, label: str = "") -> P
     return target
 
 
-# --- the env.py body -------------------------------------------------------------------------
+# --- one run of env.py -----------------------------------------------------------------------
+
+NEW_DATABASE = _Plan(revision=None, stamp=None, has_data=False)
+
+
+@dataclass
+class _Run:
+    """What one run of env.py was asked to do, and what it found and did."""
+
+    context: Any  # alembic's module-level proxy of the EnvironmentContext
+    url: URL
+    connection: Connection | None  # a caller's: its transaction, no backup, its file modes
+    is_upgrade: bool
+    backup_wanted: bool
+    report: UpgradeReport | None
+    on_step: StepCallback | None
+    plan: _Plan = NEW_DATABASE
+    backup: Path | None = None
+    checked: bool = False  # integrity already checked (read-only, before the lock)
+
+    @property
+    def path(self) -> Path | None:
+        return sqlite_path(self.url)
+
+    @property
+    def ours(self) -> bool:
+        """The file holds philont's database, or holds nothing else (so we made it)."""
+        return not self.plan.has_data or bool(self.plan.revision or self.plan.stamp)
+
+    def applied(self, ctx: Any, step: Any, heads: Any, run_args: Any) -> None:
+        rev = step.up_revision_id
+        if self.report is not None:
+            self.report.applied.append(rev)
+        log.debug("migrate.step", revision=rev)
+        if self.on_step is not None:
+            self.on_step(rev)
+
+    def drop_backup(self) -> None:
+        """A failed upgrade left the file as it was: its backup would only pile up."""
+        if self.backup is not None:
+            self.backup.unlink(missing_ok=True)
+            log.info("migrate.backup_removed", path=str(self.backup))
+            self.backup = None
 
 
 def _is_upgrade(context: Any) -> bool:
@@ -68,107 +119,203 @@ def _is_upgrade(context: Any) -> bool:
 
 
 def _url_from_context(config: Config, x_args: dict[str, str]) -> URL:
-    agent = x_args.get("schema")
     if "url" in x_args:
-        return resolve_url(x_args["url"], agent=agent)
+        return resolve_url(x_args["url"])
     url = config.get_main_option("sqlalchemy.url")
-    return resolve_url(url or None, agent=agent)
+    return resolve_url(url or None)
+
+
+def _new_run(context: Any) -> _Run:
+    config: Config = context.config
+    x_args = context.get_x_argument(as_dictionary=True)
+    connection = config.attributes.get(CONNECTION_KEY)
+    backup = config.attributes.get(BACKUP_KEY, True)
+    if x_args.get("backup", "").lower() in ("0", "false", "no", "off"):
+        backup = False
+    url = connection.engine.url if connection is not None else _url_from_context(config, x_args)
+    return _Run(
+        context=context,
+        url=url,
+        connection=connection,
+        is_upgrade=_is_upgrade(context),
+        backup_wanted=bool(backup) and connection is None,
+        report=config.attributes.get("philont_report"),
+        on_step=config.attributes.get("philont_on_step"),
+    )
 
 
 def run_env(context: Any) -> None:
     """Body of ``alembic/env.py`` (online mode only)."""
-    from philont.db.bootstrap import ensure_bootstrap_rows
-    from philont.db.schema import metadata
+    run = _new_run(context)
+    if run.connection is not None:
+        _run_on_callers(run, run.connection)
+    else:
+        _run_own(run)
+    if run.report is not None:
+        run.report.from_revision = run.plan.revision or run.plan.stamp
+        run.report.stamped = run.plan.stamp
+        run.report.backup = run.backup
 
-    config: Config = context.config
-    report: UpgradeReport | None = config.attributes.get("philont_report")
-    on_step: StepCallback | None = config.attributes.get("philont_on_step")
-    is_upgrade = _is_upgrade(context)
-    url = _url_from_context(config, context.get_x_argument(as_dictionary=True))
-    path = sqlite_path(url)
-    postgres = is_postgres(url)
 
-    plan = _Plan(revision=None, stamp=None, has_data=False)
+def _run_own(run: _Run) -> None:
+    """On our own connection and transaction: SQLite's write lock taken up front (a second
+    upgrade of the file waits for it, then finds the file at head), a backup of a non-empty
+    file, file modes tightened when the file is philont's."""
+    path = run.path
+    switched = False
     if path is not None:
-        check_file(path, create=is_upgrade)
-        plan = _plan_sqlite(path)
-    engine = create_engine(url, foreign_keys=False, create=is_upgrade)
-    if postgres:
-        try:
-            with engine.connect() as conn:
-                plan = _plan_pg(conn, pg_schema(url))
-        except BaseException:
-            engine.dispose()
-            raise
-    head = context.script.get_current_head()
-    needs_work = is_upgrade and (plan.revision != head)
-    backup = None
-    if needs_work and plan.has_data and path is not None:
-        backup = backup_file(path, label="-pre-upgrade")
-        log.info("migrate.backup", path=str(backup))
-
-    def _applied(ctx: Any, step: Any, heads: Any, run_args: Any) -> None:
-        rev = step.up_revision_id
-        if report is not None:
-            report.applied.append(rev)
-        log.debug("migrate.step", revision=rev)
-        if on_step is not None:
-            on_step(rev)
-
+        check_file(path, create=run.is_upgrade)
+        _precheck(run, path)
+        switched = run.is_upgrade and path.stat().st_size > 0 and not is_wal(path)
+    engine = create_engine(
+        run.url,
+        foreign_keys=False,
+        create=run.is_upgrade,
+        busy_timeout_ms=settings.MIGRATION_BUSY_TIMEOUT_MS,
+    )
     try:
-        with engine.connect() as conn, conn.begin():
-            if postgres:
-                # One upgrade per agent at a time (SQLite's write lock does this for a file);
-                # a second one waits, then finds the schema at head and does nothing.
-                conn.execute(
-                    text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-                    {"key": f"philont.migrate.{pg_schema(url)}"},
-                )
-                plan = _plan_pg(conn, pg_schema(url))
-            context.configure(
-                connection=conn,
-                target_metadata=metadata,
-                version_table=settings.VERSION_TABLE,
-                include_name=include_name,
-                render_as_batch=True,
-                transaction_per_migration=False,
-                # Our BEGIN hook makes SQLite DDL transactional: one transaction for the chain.
-                transactional_ddl=True,
-                on_version_apply=_applied,
-            )
-            if is_upgrade and plan.stamp:
-                context.get_context().stamp(context.script, plan.stamp)
-                log.info("migrate.adopted", stamped=plan.stamp)
-            with context.begin_transaction():
-                context.run_migrations()
-            if is_upgrade and context.get_context().get_current_heads() == (head,):
-                # Bootstrap rows use the head-shaped models: only at head (not `upgrade v002`).
-                bootstrap = ensure_bootstrap_rows(conn)
-                if report is not None:
-                    report.bootstrap_rows = bootstrap
-            if is_upgrade and not postgres:  # PostgreSQL checks foreign keys as it goes
-                _check_foreign_keys(conn)
-        if path is not None and is_upgrade:
-            tighten_permissions(path)
+        bind = engine
+        if run.is_upgrade and not is_postgres(run.url):
+            bind = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+        with _corruption_named(path), bind.connect() as conn, conn.begin():
+            _migrate(run, conn)
+    except BaseException:
+        run.drop_backup()
+        raise
     finally:
         engine.dispose()
-    if report is not None:
-        report.from_revision = plan.revision or plan.stamp
-        report.stamped = plan.stamp
-        report.backup = backup
+    if path is not None and run.is_upgrade:
+        if switched:
+            log.info("migrate.wal_enabled", path=str(path))
+        if run.ours:
+            tighten_permissions(path)
+
+
+def _precheck(run: _Run, path: Path) -> None:
+    """Read-only, before anything is written (even the switch to WAL): refuse a schema we do
+    not know and, when there is work to do, a damaged file."""
+    plan = plan_file(path)
+    if run.is_upgrade and plan.has_data and plan.revision != run.context.script.get_current_head():
+        with closing(ro_connect(path)) as conn:
+            check_integrity(conn, path)
+        run.checked = True
+
+
+def _run_on_callers(run: _Run, conn: Connection) -> None:
+    """On a caller's Connection (a host's env.py or revision): inside its transaction (begun
+    here when it has none, and then committed here), without a backup, file modes untouched."""
+    if conn.in_transaction():
+        with _corruption_named(run.path):
+            _sqlite_transactional(conn)
+            _migrate(run, conn)
+        return
+    with _corruption_named(run.path), conn.begin():
+        _sqlite_transactional(conn)
+        _migrate(run, conn)
+
+
+def _sqlite_transactional(conn: Connection) -> None:
+    """Make the chain one transaction on a connection that is not philont's: pysqlite's
+    default mode begins transactions only before INSERT/UPDATE/DELETE, so the DDL would
+    commit statement by statement. A BEGIN on the driver connection is ended by the
+    SQLAlchemy transaction's own COMMIT or ROLLBACK."""
+    driver = conn.connection.driver_connection
+    if isinstance(driver, sqlite3.Connection) and not driver.in_transaction:
+        driver.execute("BEGIN")
+
+
+@contextmanager
+def _corruption_named(path: Path | None) -> Iterator[None]:
+    """SQLite's "malformed" and "not a database" errors, wherever they surface (opening, the
+    WAL switch, reading the schema, a step), as :class:`DatabaseCorruptError`."""
+    try:
+        yield
+    except (sqlite3.DatabaseError, DBAPIError) as exc:
+        orig = exc.orig if isinstance(exc, DBAPIError) else exc
+        name = str(getattr(orig, "sqlite_errorname", ""))
+        if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
+            raise DatabaseCorruptError(str(path or "the database"), str(orig)) from exc
+        raise
+
+
+def _migrate(run: _Run, conn: Connection) -> None:
+    """Inspect (inside the lock), check and back up when there is work, run the chain."""
+    from philont.db.bootstrap import ensure_bootstrap_rows
+
+    postgres = conn.dialect.name == "postgresql"
+    run.plan = _plan_locked_pg(conn, run.is_upgrade) if postgres else _plan_sqlite(conn)
+    context = run.context
+    head = context.script.get_current_head()
+    work = run.is_upgrade and run.plan.revision != head
+    path = run.path
+    if work and path is not None:
+        if not run.checked:  # before the backup: never copy a damaged file
+            check_integrity(_driver(conn), path)
+        if run.backup_wanted and run.plan.has_data:
+            run.backup = backup_file(path, label="-pre-upgrade")
+            log.info("migrate.backup", path=str(run.backup))
+    _configure(run, conn)
+    if run.is_upgrade and run.plan.stamp:
+        context.get_context().stamp(context.script, run.plan.stamp)
+        log.info("migrate.adopted", stamped=run.plan.stamp)
+    with context.begin_transaction():
+        context.run_migrations()
+    at_head = context.get_context().get_current_heads() == (head,)
+    if run.is_upgrade and at_head and not postgres:  # PostgreSQL: per agent, when created
+        # Bootstrap rows use the head-shaped models: only at head (not `upgrade v002`).
+        bootstrap = ensure_bootstrap_rows(conn)
+        if run.report is not None:
+            run.report.bootstrap_rows = bootstrap
+    if run.is_upgrade and not postgres:  # PostgreSQL checks foreign keys as it goes
+        check_foreign_keys(conn)
+
+
+def _driver(conn: Connection) -> sqlite3.Connection:
+    driver = conn.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    return driver
+
+
+def _plan_sqlite(conn: Connection) -> _Plan:
+    """The read-only inspection, on the connection that holds the write lock: what it sees
+    cannot change before the chain runs."""
+    return plan_from(_driver(conn))
+
+
+def _plan_locked_pg(conn: Connection, upgrade: bool) -> _Plan:
+    """One upgrade per database at a time (SQLite's write lock does this for a file): a second
+    one waits here, then finds the shared layout at head and does nothing. An upgrade makes
+    the schema its search_path names when it is missing."""
+    if upgrade:
+        pg.ensure_named_schema(conn)
+    pg.lock(conn)
+    return pg.plan(conn)
+
+
+def _configure(run: _Run, conn: Connection) -> None:
+    from philont.db.schema import metadata
+
+    run.context.configure(
+        connection=conn,
+        target_metadata=metadata,
+        version_table=settings.VERSION_TABLE,
+        include_name=include_name,
+        render_as_batch=True,
+        transaction_per_migration=False,
+        # Our BEGIN hook makes SQLite DDL transactional: one transaction for the chain.
+        transactional_ddl=True,
+        on_version_apply=run.applied,
+    )
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
-    """Autogenerate filter: FTS5 virtual tables and their shadow tables, and PostgreSQL's GIN
-    search indexes (DDL events, not Index objects), are not models."""
+    """Our own autogenerate filter (models against migrations): FTS5 virtual tables and their
+    shadow tables, and PostgreSQL's GIN search indexes (DDL events, not Index objects), are
+    not models. A host's filter is :func:`philont.migrate.host_include_name`."""
     if type_ == "table" and name is not None:
-        return "_fts" not in name and name != settings.VERSION_TABLE
+        from philont.db.pg_layout import layout_only  # PostgreSQL's registry and partitions
+
+        return "_fts" not in name and name != settings.VERSION_TABLE and not layout_only(name)
     if type_ == "index" and name is not None:
         return not name.startswith("philont_pg_")
     return True
-
-
-def _check_foreign_keys(conn: Connection) -> None:
-    bad = conn.execute(text("PRAGMA foreign_key_check")).fetchall()
-    if bad:
-        raise MigrationError(f"foreign key violations after upgrade: {bad[:5]}")

@@ -8,11 +8,10 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, text
-
 from philont import settings
 from philont.errors import (
-    SchemaError,
+    DatabaseCorruptError,
+    TableNameConflictError,
     UnknownSchemaVersionError,
     UnrecognizedSchemaError,
 )
@@ -63,8 +62,13 @@ V2_COLUMNS: dict[str, set[str]] = {
 BASE_TABLES = frozenset(V2_COLUMNS)
 MEMORY_TABLE = re.compile(
     r"^(memory_\w+|routing_rules|autonomous_budget|push_subscriptions|config_rules|"
-    r"reasoning_sessions|reasoning_nodes|schedule_outcomes)$"
+    r"reasoning_sessions|reasoning_nodes|schedule_outcomes|philont_\w+)$"
 )
+"""Names of philont's tables (Philont's runtime tables and our own ``philont_*`` ones)."""
+VERSION_COLUMN = f"{settings.VERSION_TABLE}.version_num"
+_REVISION = re.compile(r"v([0-9]{3})")
+MEMORY_META_SINCE = 3
+"""From v003 on every revision has written ``memory_meta.schema_version``."""
 
 # --- inspection (read-only, before anything is written) --------------------------------------
 
@@ -102,33 +106,64 @@ def parse_schema_version(raw: str | None) -> int:
     return value
 
 
-def _plan_sqlite(path: Path) -> _Plan:
+def check_recorded(revision: str | None, raw_version: str | None) -> None:
+    """Refuse a versioned database whose records disagree: a revision we do not ship, or a
+    ``memory_meta.schema_version`` that is not the one that revision writes (``'99'``,
+    ``'abc'``, or ``'27'`` beside our head). Every revision up to v031 records its own number,
+    later ones keep 31; only a database stamped v002 (a version-2 file has no ``memory_meta``)
+    may lack the value, for the chain to write."""
+    if revision is None:
+        return
+    if revision not in known_revisions():
+        raise UnknownSchemaVersionError(revision, column=VERSION_COLUMN)
+    match = _REVISION.fullmatch(revision)
+    number = int(match.group(1)) if match else None
+    if raw_version is None:
+        if number is not None and number >= MEMORY_META_SINCE:
+            raise UnrecognizedSchemaError(
+                f"memory_meta.schema_version is missing but {VERSION_COLUMN} is {revision!r}"
+            )
+        return
+    version = parse_schema_version(raw_version)
+    expected = version if number is None else min(number, HEAD_PHILONT_VERSION)
+    if version != expected:
+        raise UnrecognizedSchemaError(
+            f"memory_meta.schema_version is {raw_version!r} but {VERSION_COLUMN} is "
+            f"{revision!r}, which records schema version {expected}; refusing a database whose "
+            "records disagree"
+        )
+
+
+def plan_file(path: Path) -> _Plan:
+    """:func:`plan_from` on a read-only connection to ``path`` (an empty or missing file is a
+    new database); unreadable pages are :class:`DatabaseCorruptError`."""
     if not path.exists() or path.stat().st_size == 0:
         return _Plan(revision=None, stamp=None, has_data=False)
     try:
         with closing(ro_connect(path)) as conn:
             return plan_from(conn)
     except sqlite3.DatabaseError as exc:
-        raise SchemaError(f"cannot read {path}: {exc}") from exc
+        raise DatabaseCorruptError(str(path), str(exc)) from exc
+
+
+def _schema_version(conn: sqlite3.Connection, tables: set[str]) -> str | None:
+    if "memory_meta" not in tables:
+        return None
+    row = conn.execute("SELECT value FROM memory_meta WHERE key = 'schema_version'").fetchone()
+    return None if row is None else str(row[0])
 
 
 def plan_from(conn: sqlite3.Connection) -> _Plan:
-    """What upgrading this (read-only) connection's database would do; raises before any
-    write when the schema is unknown."""
+    """What upgrading this connection's database would do; raises before any write when the
+    schema is unknown, its records disagree, or other tables take philont's names."""
     tables = table_names(conn)
     has_data = bool(tables)
-    known = known_revisions()
+    raw = _schema_version(conn, tables)
     if settings.VERSION_TABLE in tables:
         row = conn.execute(f"SELECT version_num FROM {settings.VERSION_TABLE}").fetchone()
         revision = row[0] if row else None
-        if revision is not None and revision not in known:
-            raise UnknownSchemaVersionError(revision)
+        check_recorded(revision, raw)
         return _Plan(revision=revision, stamp=None, has_data=has_data)
-    memory = {t for t in tables if MEMORY_TABLE.match(t)}
-    raw: str | None = None
-    if "memory_meta" in tables:
-        row = conn.execute("SELECT value FROM memory_meta WHERE key = 'schema_version'").fetchone()
-        raw = None if row is None else str(row[0])
     if raw is not None and raw.strip() != "0":
         version = parse_schema_version(raw)
         missing = BASE_TABLES - tables
@@ -137,8 +172,11 @@ def plan_from(conn: sqlite3.Connection) -> _Plan:
                 f"schema_version {version} but tables {sorted(missing)} are missing"
             )
         return _Plan(revision=None, stamp=f"v{version:03d}", has_data=has_data)
-    if not (memory - {"memory_meta"}):
+    named = sorted(t for t in tables if MEMORY_TABLE.match(t) and t != "memory_meta")
+    if not named:
         return _Plan(revision=None, stamp=None, has_data=has_data)  # ours get built beside
+    if not BASE_TABLES & tables:
+        raise TableNameConflictError(named)
     for table, expected in V2_COLUMNS.items():
         found = _columns(conn, table) if table in tables else set()
         if found != expected:
@@ -147,31 +185,3 @@ def plan_from(conn: sqlite3.Connection) -> _Plan:
                 f"version-2 shape (expected columns {sorted(expected)}, found {sorted(found)})"
             )
     return _Plan(revision=None, stamp="v002", has_data=has_data)
-
-
-def pg_tables(conn: Connection, schema: str | None) -> set[str]:
-    """The tables of one PostgreSQL schema."""
-    rows = conn.execute(
-        text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": schema}
-    ).scalars()
-    return set(rows)
-
-
-def _plan_pg(conn: Connection, schema: str | None) -> _Plan:
-    """The same inspection on PostgreSQL, in the connection's agent schema. Philont itself
-    never wrote PostgreSQL, so only schemas philont created are adopted: memory tables without
-    our version table are refused."""
-    tables = pg_tables(conn, schema)
-    known = known_revisions()
-    if settings.VERSION_TABLE in tables:
-        row = conn.execute(text(f"SELECT version_num FROM {settings.VERSION_TABLE}")).first()
-        revision = None if row is None else str(row[0])
-        if revision is not None and revision not in known:
-            raise UnknownSchemaVersionError(revision)
-        return _Plan(revision=revision, stamp=None, has_data=bool(tables))
-    memory = sorted(t for t in tables if MEMORY_TABLE.match(t))
-    if memory:
-        raise UnrecognizedSchemaError(
-            f"memory tables {memory[:5]} without {settings.VERSION_TABLE}: not made by philont"
-        )
-    return _Plan(revision=None, stamp=None, has_data=bool(tables))

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from philont import settings
 from philont.log import get_logger
 
 log = get_logger(__name__)
 
 StepCallback = Callable[[str], None]
+HEAD_VERSION = settings.SCHEMA_VERSION
 
 
 @dataclass
@@ -36,4 +39,9 @@ class Status:
 
     @property
     def at_head(self) -> bool:
-        return self.revision == self.head
+        """At the head revision, with the ``schema_version`` head writes (a file whose records
+        disagree is not at head: upgrading it refuses it by name)."""
+        if self.revision != self.head or self.schema_version is None:
+            return False
+        version = self.schema_version.strip()
+        return re.fullmatch("[0-9]{1,6}", version) is not None and int(version) == HEAD_VERSION

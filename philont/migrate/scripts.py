@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic.config import Config
@@ -17,6 +20,12 @@ def script_location() -> Path:
     here = Path(__file__).resolve().parent.parent
     packaged = here / "_alembic"
     return packaged if packaged.is_dir() else here.parent / "alembic"
+
+
+def alembic_ini() -> Path:
+    """The ``alembic.ini`` shipped beside our scripts (``script_location = %(here)s``), for
+    the alembic command line: ``alembic -c <this> -x url=... upgrade head``."""
+    return script_location() / "alembic.ini"
 
 
 def alembic_config(target: str | Path | URL | None = None) -> Config:
@@ -52,3 +61,30 @@ def history() -> list[tuple[str, str]]:
     """(revision, first docstring line) from the first revision to head."""
     revs = list(script_directory().walk_revisions())
     return [(r.revision, (r.doc or "").strip()) for r in reversed(revs)]
+
+
+_ALEMBIC_LOCK = threading.RLock()
+
+
+@contextmanager
+def isolated() -> Iterator[None]:
+    """Run an Alembic command of ours without disturbing one that is running.
+
+    Alembic publishes the running environment and its operations as module globals
+    (``alembic.context``, ``alembic.op``): a nested run replaces them and deletes them when it
+    ends, so the outer run (a host's ``env.py`` or revision that called ``upgrade()``) then
+    fails (``KeyError: 'script'``). Their state is saved before our run and put back after it;
+    one of our runs at a time per process, since two threads would share those globals.
+    """
+    import alembic.context
+    import alembic.op
+
+    with _ALEMBIC_LOCK:
+        saved = [(vars(module), dict(vars(module))) for module in (alembic.context, alembic.op)]
+        try:
+            yield
+        finally:
+            for namespace, before in saved:
+                for name in [n for n in namespace if n not in before]:
+                    del namespace[name]
+                namespace.update(before)

@@ -32,3 +32,43 @@ class Occurrence(ReadModel):
     event: CalendarEventRecord
     starts_at: datetime
     ends_at: datetime | None
+
+
+class SkippedRow(ReadModel):
+    """A stored row a listing could not use, and why. It is left in place: remove it (for a
+    calendar event, ``philont calendar remove ID`` or ``CalendarService.delete``)."""
+
+    id: str | None
+    reason: str
+
+
+class CalendarListing(ReadModel):
+    """The occurrences of a window, capped, with what was left out.
+
+    ``occurrences``: the earliest ones, at most the listing's limit. ``total``: all that overlap
+    the window (a lower bound unless ``total_is_exact``; counting is bounded too); ``more`` =
+    ``total - len(occurrences)``. ``skipped_bad_rows``: stored events that could not be listed
+    at all (values no layer can read, or a series needing more work than an event may cost);
+    ``skipped`` names the first of them. ``degraded_rows``: events listed as one-shots because
+    their rule or zone cannot be read (as the original program treats them). ``rows_read`` and
+    ``work_steps`` report the work done (see :mod:`philont.domain.rrule_engine`).
+    """
+
+    occurrences: list[Occurrence]
+    total: int
+    more: int
+    total_is_exact: bool
+    skipped_bad_rows: int
+    skipped: list[SkippedRow]
+    degraded_rows: int
+    rows_read: int
+    work_steps: int
+
+
+class CalendarEvents(ReadModel):
+    """Stored events by start (``philont calendar list``), capped at a limit: ``events`` are the
+    readable ones, ``skipped`` the unreadable ones among those rows, ``total`` all rows."""
+
+    events: list[CalendarEventRecord]
+    skipped: list[SkippedRow]
+    total: int

@@ -29,8 +29,9 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from philont.db.types import dumps_compact, from_epoch_ms, to_epoch_ms
+from philont.db.types import dumps_compact
 from philont.domain.kinds import FactKind, Role
+from philont.domain.timepolicy import supported_utc, validate_timezone
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
 
 __all__ = [
@@ -189,21 +190,13 @@ def _json_value(value: Any) -> Any:
 
 
 def _aware(value: datetime) -> datetime:
-    """An aware datetime normalised to UTC at storage precision (milliseconds); naive ones
-    are refused rather than guessed."""
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(
-            f"must be timezone-aware, got naive {value.isoformat()} (which zone is it in?)"
-        )
-    try:
-        return from_epoch_ms(to_epoch_ms(value))
-    except (OverflowError, ValueError) as exc:
-        raise ValueError(f"{value.isoformat()} is outside the representable range") from exc
+    """An aware datetime normalised to UTC at storage precision (milliseconds), inside the
+    supported times (:mod:`philont.domain.timepolicy`); naive ones are refused, not guessed."""
+    utc = supported_utc(value)
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
 
 
 def _zone(value: str) -> str:
-    from philont.domain.recurrence import validate_timezone  # dateutil/croniter: load lazily
-
     try:
         return validate_timezone(value)
     except InvalidInputError as exc:

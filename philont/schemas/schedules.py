@@ -8,6 +8,7 @@ from typing import Any
 
 from philont.domain.kinds import ScheduleKind
 from philont.schemas.base import ReadModel
+from philont.schemas.calendar import SkippedRow
 
 
 class ActionType(enum.StrEnum):
@@ -79,6 +80,18 @@ class UpcomingRun(ReadModel):
     schedule: ScheduleRecord
     run_at: datetime
     overdue: bool
+
+
+class ScheduleListing(ReadModel):
+    """The runs due in a window (``due_between``), capped: ``runs`` are the soonest, ``total``
+    all that are due, ``more = total - len(runs)``; ``skipped_bad_rows`` counts stored schedules
+    among them whose values no layer can read (``skipped`` names them; they are left alone)."""
+
+    runs: list[UpcomingRun]
+    total: int
+    more: int
+    skipped_bad_rows: int
+    skipped: list[SkippedRow]
 
 
 class ScheduleOutcomeRecord(ReadModel):

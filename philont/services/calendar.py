@@ -2,25 +2,52 @@
 
 from __future__ import annotations
 
+import bisect
 import uuid
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Final
 
-from sqlalchemy import ColumnElement, and_, delete, func, or_, select
+from pydantic import ValidationError
+from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import CursorResult
 
 from philont.db.models import CalendarEvent
-from philont.domain import recurrence
-from philont.errors import InvalidInputError, InvalidTimeRangeError
+from philont.domain import series, timepolicy
+from philont.domain.rrule_engine import Work, WorkLimitExceeded
+from philont.errors import InvalidInputError, InvalidTimeRangeError, UnreadableRowError
 from philont.log import get_logger
 from philont.schemas import inputs
-from philont.schemas.calendar import CalendarEventRecord, Occurrence
+from philont.schemas.calendar import (
+    CalendarEventRecord,
+    CalendarEvents,
+    CalendarListing,
+    Occurrence,
+    SkippedRow,
+)
+from philont.services import _rows
 from philont.services.base import Service
 
-__all__ = ["DEFAULT_UPCOMING_WINDOW", "CalendarService"]
+__all__ = [
+    "DEFAULT_LISTING_LIMIT",
+    "DEFAULT_UPCOMING_WINDOW",
+    "LISTING_COUNT_LIMIT",
+    "LISTING_WORK_LIMIT",
+    "MAX_LISTING_LIMIT",
+    "CalendarService",
+]
 
 log = get_logger(__name__)
 
-DEFAULT_UPCOMING_WINDOW = timedelta(days=7)
+DEFAULT_UPCOMING_WINDOW: Final = timedelta(days=7)
+DEFAULT_LISTING_LIMIT: Final = 200
+MAX_LISTING_LIMIT: Final = 1000
+LISTING_WORK_LIMIT: Final = 200_000
+"""Steps one listing may spend expanding series (each event at most ``EVENT_WORK_LIMIT``)."""
+LISTING_COUNT_LIMIT: Final = 10_000
+"""Occurrences one listing counts beyond those it returns; past that, totals are lower bounds."""
+
+_TABLE = CalendarEvent.__table__
 
 # Rows Philont wrote may hold '' for "no rule"; it treated that (and any rule it could not parse)
 # as a one-shot.
@@ -32,13 +59,91 @@ def _aware(value: object, name: str) -> datetime:
     return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
 
 
-def _record(row: CalendarEvent) -> CalendarEventRecord:
-    return CalendarEventRecord.model_validate(row)
+def _check_limit(value: object) -> int:
+    return inputs.check(inputs.Limit, value, "limit")  # type: ignore[no-any-return]
+
+
+def _decode(row: _rows.Row) -> CalendarEventRecord:
+    """A stored row as a record, or ``InvalidInputError`` saying which value is unreadable."""
+    try:
+        return CalendarEventRecord(
+            id=_rows.text_value(row, "id"),
+            title=_rows.text_value(row, "title"),
+            starts_at=timepolicy.stored_instant(row["starts_at"], "starts_at"),
+            ends_at=_rows.optional_instant(row, "ends_at"),
+            rrule=_rows.optional_text(row, "rrule"),
+            timezone=_rows.text_value(row, "timezone"),
+            related_fact_id=_rows.optional_text(row, "related_fact_id"),
+            external_ref=_rows.optional_text(row, "external_ref"),
+            created_at=timepolicy.stored_instant(row["created_at"], "created_at"),
+            root_pursuit_id=_rows.optional_text(row, "root_pursuit_id"),
+        )
+    except ValidationError as exc:
+        raise InvalidInputError(f"unreadable values: {exc.error_count()} error(s)") from exc
+
+
+def _row_id(row: _rows.Row) -> str | None:
+    value = row.get("id")
+    return value if isinstance(value, str) else None
+
+
+@dataclass
+class _Listing:
+    """What a listing gathers: the earliest ``limit`` occurrences and the counts."""
+
+    limit: int
+    kept: list[tuple[tuple[datetime, datetime, str], Occurrence]] = field(default_factory=list)
+    total: int = 0
+    exact: bool = True
+    skipped: list[SkippedRow] = field(default_factory=list)
+    skipped_count: int = 0
+    degraded: int = 0
+    rows: int = 0
+    steps: int = 0
+
+    def add(
+        self, event: CalendarEventRecord, items: tuple[tuple[datetime, datetime | None], ...]
+    ) -> None:
+        for start, end in items:
+            key = (start, event.starts_at, event.id)
+            if len(self.kept) >= self.limit and key >= self.kept[-1][0]:
+                continue
+            occ = Occurrence(event=event, starts_at=start, ends_at=end)
+            bisect.insort(self.kept, (key, occ), key=lambda pair: pair[0])
+            if len(self.kept) > self.limit:
+                self.kept.pop()
+
+    def cutoff(self) -> datetime | None:
+        """Occurrences starting after this cannot be shown any more (only counted)."""
+        return self.kept[-1][0][0] if len(self.kept) >= self.limit else None
+
+    def skip(self, row_id: str | None, reason: str) -> None:
+        self.skipped_count += 1
+        if len(self.skipped) < _rows.SKIPPED_SHOWN:
+            self.skipped.append(SkippedRow(id=row_id, reason=reason))
+        log.warning("calendar.skipped_row", id=row_id, reason=reason)
+
+    def result(self) -> CalendarListing:
+        shown = [occ for _, occ in self.kept]
+        total = max(self.total, len(shown))
+        return CalendarListing(
+            occurrences=shown,
+            total=total,
+            more=total - len(shown),
+            total_is_exact=self.exact,
+            skipped_bad_rows=self.skipped_count,
+            skipped=self.skipped,
+            degraded_rows=self.degraded,
+            rows_read=self.rows,
+            work_steps=self.steps,
+        )
 
 
 class CalendarService(Service):
-    """Calendar events: one-shots and recurring series (any RFC 5545 RRULE dateutil supports),
-    expanded in their own IANA zone."""
+    """Calendar events: one-shots and recurring series (any RFC 5545 RRULE), expanded in their
+    own IANA zone with bounded work."""
+
+    # --- writing --------------------------------------------------------------------------------
 
     def create(
         self,
@@ -54,63 +159,73 @@ class CalendarService(Service):
         """Store an event and return it.
 
         Everything is validated before anything is written: ``title`` non-blank; ``starts_at``
-        and ``ends_at`` timezone-aware (naive datetimes are refused rather than guessed);
-        ``ends_at`` not before ``starts_at`` (:class:`~philont.errors.InvalidTimeRangeError`);
-        ``timezone`` an IANA zone (canonical spelling stored); ``rrule`` a valid RFC 5545 rule
-        (stored normalised; see :func:`philont.domain.recurrence.validate_rrule`).
+        and ``ends_at`` timezone-aware and inside the supported times (naive datetimes are
+        refused rather than guessed); ``ends_at`` not before ``starts_at``
+        (:class:`~philont.errors.InvalidTimeRangeError`); ``timezone`` an IANA zone (canonical
+        spelling stored); ``rrule`` a valid RFC 5545 rule that can be listed within the work
+        limit (stored normalised). The expensive part is
+        :func:`philont.domain.series.check_event` (pure, cached): callers can run it before
+        their write transaction begins, and this call then finds it done.
 
         ``external_ref`` makes the call idempotent: when an event with that reference exists it
         is **updated in place** (same id and ``created_at``; every other field becomes what this
-        call says, so ``None`` clears) instead of a duplicate being added. Re-importing the same
-        external calendar therefore converges instead of multiplying events.
+        call says, so ``None`` clears) instead of a duplicate being added.
         """
         clean_title = inputs.check(inputs.Title, title, "title").strip()
         start = _aware(starts_at, "starts_at")
         end = None if ends_at is None else _aware(ends_at, "ends_at")
-        if end is not None and end < start:
-            raise InvalidTimeRangeError(start, end, "calendar event")
-        zone = recurrence.validate_timezone(timezone)
-        rule = None if rrule is None else recurrence.validate_rrule(rrule, start, zone)
+        checked = series.check_event(start, end, timezone, rrule)
+        zone = timepolicy.validate_timezone(timezone)
         fact_id = inputs.optional(inputs.RecordId, related_fact_id, "related_fact_id")
         ref = inputs.optional(inputs.ExternalRef, external_ref, "external_ref")
-
-        row = None if ref is None else self._by_external_ref(ref)
-        if row is None:
-            row = CalendarEvent(id=str(uuid.uuid4()), external_ref=ref, created_at=self._now())
-            self.session.add(row)
-            event = "calendar.created"
-        else:
-            event = "calendar.updated"
-        row.title, row.starts_at, row.ends_at = clean_title, start, end
-        row.timezone, row.rrule, row.related_fact_id = zone, rule, fact_id
-        self.session.flush()
-        log.info(event, id=row.id, external_ref=ref, recurring=rule is not None)
-        return _record(row)
-
-    def get(self, id: str) -> CalendarEventRecord | None:
-        """The event, or None."""
-        row = self.session.get(CalendarEvent, id) if isinstance(id, str) else None
-        return None if row is None else _record(row)
-
-    def _by_external_ref(self, ref: str) -> CalendarEvent | None:
-        # Philont never prevented duplicates; the oldest one is "the" event.
-        stmt = (
-            select(CalendarEvent)
-            .where(CalendarEvent.external_ref == ref)
-            .order_by(CalendarEvent.created_at, CalendarEvent.id)
-            .limit(1)
+        values: dict[str, Any] = {
+            "title": clean_title,
+            "starts_at": start,
+            "ends_at": end,
+            "timezone": zone,
+            "rrule": checked.rrule,
+            "related_fact_id": fact_id,
+        }
+        event_id, created, pursuit, event = self._store(values, ref)
+        log.info(event, id=event_id, external_ref=ref, recurring=checked.rrule is not None)
+        return CalendarEventRecord(
+            id=event_id, external_ref=ref, created_at=created, root_pursuit_id=pursuit, **values
         )
-        return self.session.scalars(stmt).first()
 
-    def find_by_external_ref(self, ref: str) -> CalendarEventRecord | None:
-        """The (oldest) event carrying this external reference, or None."""
-        if not isinstance(ref, str):
-            raise InvalidInputError(f"external_ref must be text, got {ref!r}")
-        row = self._by_external_ref(ref)
-        return None if row is None else _record(row)
+    def _store(
+        self, values: dict[str, Any], ref: str | None
+    ) -> tuple[str, datetime, str | None, str]:
+        """Insert, or update the event with this external reference (even one whose stored
+        values cannot be read: it is overwritten). Returns (id, created_at, root_pursuit_id,
+        log event)."""
+        existing = None if ref is None else self._by_external_ref(ref)
+        if existing is None:
+            event_id, created = str(uuid.uuid4()), self._now()
+            self.session.execute(
+                insert(CalendarEvent).values(
+                    id=event_id, external_ref=ref, created_at=created, **values
+                )
+            )
+            self.session.flush()
+            return event_id, created, None, "calendar.created"
+        event_id = str(existing["id"])
+        try:
+            created = timepolicy.stored_instant(existing["created_at"], "created_at")
+        except InvalidInputError:
+            created = self._now()  # repair an unreadable stored creation time
+            values["created_at"] = created
+        self.session.execute(
+            update(CalendarEvent)
+            .where(CalendarEvent.id == event_id)
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
+        self.session.flush()
+        values.pop("created_at", None)
+        return event_id, created, _optional_pursuit(existing), "calendar.updated"
 
     def delete(self, id: str) -> bool:
-        """Delete an event (a whole series); True if it existed."""
+        """Delete an event (a whole series), readable or not; True if it existed."""
         if not isinstance(id, str):
             return False
         result = self.session.execute(
@@ -123,31 +238,87 @@ class CalendarService(Service):
             log.info("calendar.deleted", id=id)
         return deleted
 
+    # --- reading one ----------------------------------------------------------------------------
+
+    def _raw(self, *where: ColumnElement[bool], limit: int | None = None) -> list[_rows.Row]:
+        stmt = (
+            select(*_rows.raw_columns(_TABLE))
+            .where(*where)
+            .order_by(CalendarEvent.starts_at, CalendarEvent.id)
+            .limit(limit)
+        )
+        return [row._mapping for row in self.session.execute(stmt)]
+
+    def get(self, id: str) -> CalendarEventRecord | None:
+        """The event, or None; :class:`~philont.errors.UnreadableRowError` for a stored row
+        whose values cannot be read (remove it with :meth:`delete`)."""
+        if not isinstance(id, str):
+            return None
+        rows = self._raw(CalendarEvent.id == id, limit=1)
+        return None if not rows else _checked(rows[0])
+
+    def _by_external_ref(self, ref: str) -> _rows.Row | None:
+        # Philont never prevented duplicates; the oldest one is "the" event.
+        stmt = (
+            select(*_rows.raw_columns(_TABLE))
+            .where(CalendarEvent.external_ref == ref)
+            .order_by(CalendarEvent.created_at, CalendarEvent.id)
+            .limit(1)
+        )
+        row = self.session.execute(stmt).first()
+        return None if row is None else row._mapping
+
+    def find_by_external_ref(self, ref: str) -> CalendarEventRecord | None:
+        """The (oldest) event carrying this external reference, or None."""
+        if not isinstance(ref, str):
+            raise InvalidInputError(f"external_ref must be text, got {ref!r}")
+        row = self._by_external_ref(ref)
+        return None if row is None else _checked(row)
+
     def count(self) -> int:
         """How many events (series count once) are stored."""
         return int(self.session.scalar(select(func.count()).select_from(CalendarEvent)) or 0)
 
+    def list(self, *, limit: int = DEFAULT_LISTING_LIMIT) -> CalendarEvents:
+        """The stored events by start, at most ``limit`` rows (and ``MAX_LISTING_LIMIT``);
+        unreadable rows are reported in ``skipped`` (with their id, so they can be removed),
+        never raised."""
+        lim = min(_check_limit(limit), MAX_LISTING_LIMIT)
+        events, skipped = [], []
+        for row in self._raw(limit=lim):
+            try:
+                events.append(_decode(row))
+            except InvalidInputError as exc:
+                skipped.append(SkippedRow(id=_row_id(row), reason=str(exc)))
+        return CalendarEvents(events=events, skipped=skipped, total=self.count())
+
+    # --- windows --------------------------------------------------------------------------------
+
     def between(
-        self,
-        start: datetime,
-        end: datetime,
-        *,
-        limit_per_event: int = recurrence.DEFAULT_OCCURRENCE_LIMIT,
-    ) -> list[Occurrence]:
-        """Every occurrence overlapping ``[start, end]``, sorted by occurrence start.
+        self, start: datetime, end: datetime, *, limit: int = DEFAULT_LISTING_LIMIT
+    ) -> CalendarListing:
+        """The earliest ``limit`` occurrences overlapping ``[start, end]`` and how many there are.
 
         An occurrence counts when it starts in the window or is still in progress at ``start``
-        (see :func:`philont.domain.recurrence.occurrences`). ``end < start`` raises
+        (see :func:`philont.domain.series.expand`). ``end < start`` raises
         :class:`~philont.errors.InvalidTimeRangeError` (the original returned nothing).
 
-        Stored rules and zones this library cannot read (rows written by the original program)
-        do not break the listing: such an event is listed as a one-shot and a warning is logged.
+        Bounded: one-shots are limited in SQL; each series is entered at the window and costs
+        at most ``EVENT_WORK_LIMIT`` steps, the whole listing at most ``LISTING_WORK_LIMIT``;
+        counting stops at ``LISTING_COUNT_LIMIT``. One stored row never breaks the listing:
+        unreadable values, or a series needing more work than allowed, are skipped and counted;
+        an unreadable rule or zone lists the event as a one-shot, as the original program did.
         """
-        lo = _aware(start, "start")
-        hi = _aware(end, "end")
+        lo, hi = _aware(start, "start"), _aware(end, "end")
         if hi < lo:
             raise InvalidTimeRangeError(lo, hi, "calendar window")
-        overlapping_one_shot = and_(
+        listing = _Listing(min(_check_limit(limit), MAX_LISTING_LIMIT))
+        self._one_shots(listing, lo, hi)
+        self._series(listing, lo, hi)
+        return listing.result()
+
+    def _one_shots(self, listing: _Listing, lo: datetime, hi: datetime) -> None:
+        overlapping = and_(
             _ONE_SHOT,
             CalendarEvent.starts_at <= hi,
             or_(
@@ -155,52 +326,107 @@ class CalendarService(Service):
                 func.coalesce(CalendarEvent.ends_at, CalendarEvent.starts_at) > lo,
             ),
         )
+        total = self.session.scalar(select(func.count()).select_from(_TABLE).where(overlapping))
+        listing.total += int(total or 0)
+        for row in self._raw(overlapping, limit=listing.limit):
+            listing.rows += 1
+            try:
+                record = _decode(row)
+            except InvalidInputError as exc:
+                listing.total -= 1
+                listing.skip(_row_id(row), str(exc))
+                continue
+            end = record.ends_at if record.ends_at and record.ends_at >= record.starts_at else None
+            listing.add(record, ((record.starts_at, end),))
+
+    def _series(self, listing: _Listing, lo: datetime, hi: datetime) -> None:
         recurring = and_(_RECURRING, CalendarEvent.starts_at <= hi)
         stmt = (
-            select(CalendarEvent)
-            .where(or_(overlapping_one_shot, recurring))
+            select(*_rows.raw_columns(_TABLE))
+            .where(recurring)
             .order_by(CalendarEvent.starts_at, CalendarEvent.id)
+            .execution_options(yield_per=200)
         )
-        found: list[Occurrence] = []
-        for row in self.session.scalars(stmt):
-            record = _record(row)
-            for occ_start, occ_end in self._expand(record, lo, hi, limit_per_event):
-                found.append(Occurrence(event=record, starts_at=occ_start, ends_at=occ_end))
-        found.sort(key=lambda o: (o.starts_at, o.event.starts_at, o.event.id))
-        return found
+        examined = 0
+        for row in self.session.execute(stmt).mappings():
+            left = LISTING_WORK_LIMIT - listing.steps
+            if left <= 0:
+                waiting = select(func.count()).select_from(_TABLE).where(recurring)
+                unread = max(int(self.session.scalar(waiting) or 0) - examined, 0)
+                listing.skipped_count += unread
+                listing.exact = False
+                log.warning("calendar.listing_work_limit", unexpanded=unread)
+                return
+            examined += 1
+            listing.rows += 1
+            try:
+                record = _decode(row)
+            except InvalidInputError as exc:
+                listing.skip(_row_id(row), str(exc))
+                continue
+            self._expand_into(listing, record, lo, hi, min(series.EVENT_WORK_LIMIT, left))
 
-    def _expand(
-        self, event: CalendarEventRecord, lo: datetime, hi: datetime, limit: int
-    ) -> list[tuple[datetime, datetime | None]]:
-        rule = event.rrule or None
+    def _expand_into(
+        self, listing: _Listing, event: CalendarEventRecord, lo: datetime, hi: datetime, steps: int
+    ) -> None:
+        work = Work(steps)
+        counted = max(LISTING_COUNT_LIMIT - listing.total, 0)
         try:
-            return recurrence.occurrences(
-                event.starts_at, event.ends_at, rule, event.timezone, lo, hi, limit=limit
-            )
-        except InvalidInputError as exc:
-            if rule is None and event.timezone == "UTC":
-                raise
-            log.warning(
-                "calendar.unreadable_event",
-                id=event.id,
-                rrule=rule,
-                timezone=event.timezone,
-                reason=str(exc),
-            )
-            end = (
-                event.ends_at if event.ends_at is None or event.ends_at >= event.starts_at else None
-            )
-            return recurrence.occurrences(event.starts_at, end, None, "UTC", lo, hi, limit=limit)
+            try:
+                found = series.expand(
+                    event.starts_at,
+                    event.ends_at,
+                    event.rrule,
+                    event.timezone,
+                    lo,
+                    hi,
+                    limit=listing.limit,
+                    count_limit=counted,
+                    keep_until=listing.cutoff(),
+                    work=work,
+                )
+            except InvalidInputError as exc:
+                # Philont lists what it cannot expand as a one-shot (spec 13.1); so do we.
+                log.warning("calendar.unreadable_event", id=event.id, reason=str(exc))
+                listing.degraded += 1
+                end = event.ends_at if event.ends_at and event.ends_at >= event.starts_at else None
+                found = series.expand(event.starts_at, end, None, "UTC", lo, hi, work=work)
+        except WorkLimitExceeded:
+            listing.exact = False
+            listing.skip(event.id, f"its series needs more than {steps} steps to expand")
+            return
+        finally:
+            listing.steps += work.steps
+        listing.total += found.total
+        listing.exact = listing.exact and found.exact
+        listing.add(event, found.items)
 
     def upcoming(
-        self, window: timedelta = DEFAULT_UPCOMING_WINDOW, now: datetime | None = None
-    ) -> list[Occurrence]:
+        self,
+        window: timedelta = DEFAULT_UPCOMING_WINDOW,
+        now: datetime | None = None,
+        *,
+        limit: int = DEFAULT_LISTING_LIMIT,
+    ) -> CalendarListing:
         """``between(now, now + window)``; ``now`` defaults to the clock."""
         if not isinstance(window, timedelta) or window < timedelta(0):
             raise InvalidInputError(f"window must be a non-negative timedelta, got {window!r}")
         start = self._now() if now is None else _aware(now, "now")
-        try:
-            end = start + window
-        except OverflowError:
-            end = datetime.max.replace(tzinfo=UTC)
-        return self.between(start, end)
+        return self.between(start, timepolicy.clamp(start, window), limit=limit)
+
+
+def _checked(row: _rows.Row) -> CalendarEventRecord:
+    try:
+        return _decode(row)
+    except InvalidInputError as exc:
+        row_id = _row_id(row)
+        raise UnreadableRowError(
+            f"calendar event {row_id!r} cannot be read ({exc}); remove it with "
+            f"`philont calendar remove {row_id}`",
+            id=row_id,
+        ) from exc
+
+
+def _optional_pursuit(row: _rows.Row) -> str | None:
+    value = row["root_pursuit_id"]
+    return value if isinstance(value, str) else None

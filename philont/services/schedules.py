@@ -9,29 +9,42 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, and_, case, func, literal, or_, select, text, update
+from sqlalchemy import ColumnElement, Select, and_, case, func, literal, or_, select, text, update
 from sqlalchemy.engine import CursorResult
 
 from philont.db.models import Schedule, ScheduleOutcome
 from philont.db.types import EpochMillis, dumps_compact
 from philont.domain import recurrence
 from philont.domain.recurrence import MissedRunPolicy, Recurrence
-from philont.errors import InvalidInputError, InvalidTimeRangeError, ScheduleNotFoundError
+from philont.errors import (
+    InvalidInputError,
+    InvalidTimeRangeError,
+    ScheduleNotFoundError,
+)
 from philont.log import get_logger
 from philont.schemas import inputs
+from philont.schemas.calendar import SkippedRow
 from philont.schemas.schedules import (
     ActionType,
     Claim,
     OutcomeStatus,
+    ScheduleListing,
     ScheduleOutcomeRecord,
     ScheduleRecord,
     UpcomingRun,
 )
+from philont.services import _rows
+from philont.services._schedule_rows import DEFAULT_CREATED_BY
+from philont.services._schedule_rows import checked as _checked
+from philont.services._schedule_rows import decode as _decode
+from philont.services._schedule_rows import record as _record
+from philont.services._schedule_rows import row_id as _row_id
 from philont.services.base import Service
 
 __all__ = [
     "DEFAULT_CREATED_BY",
     "FAILURE_THRESHOLD",
+    "LISTING_LIMIT",
     "PAST_AT_TOLERANCE",
     "PAUSE",
     "ScheduleService",
@@ -53,11 +66,14 @@ original fired them immediately and silently."""
 """kebab-case, 2-60 characters, no leading or trailing hyphen (the message and the rule agree;
 the original's regex also let one character through)."""
 
-DEFAULT_CREATED_BY: Final = "llm_external"
 
 _ID_MAX_LENGTH: Final = 200
 _REPLY_CHANNELS: Final = ("silent", "summary")
 _ENABLED_NAMES_SHOWN: Final = 20
+_TABLE = Schedule.__table__
+
+LISTING_LIMIT: Final = 200
+"""Default cap of a schedule listing (``list``, ``due_between``)."""
 
 # IntBool binds True as 1, which keeps the partial index idx_schedules_next_run usable.
 _ENABLED: ColumnElement[bool] = Schedule.enabled == True  # noqa: E712
@@ -121,37 +137,6 @@ def _compose_payload(action: ActionType, message: object, payload: object) -> di
                 "a reflect schedule needs the session to reflect on: payload={'sessionId': ...}"
             )
     return data
-
-
-def _recurrence_of(row: Schedule) -> Recurrence:
-    try:
-        return recurrence.parse_schedule_expr(row.cron_expr)
-    except InvalidInputError:
-        # Philont treats an expression it cannot read as a one-shot: fire once, then disable.
-        return recurrence.ONE_SHOT
-
-
-def _record(row: Schedule) -> ScheduleRecord:
-    rec = _recurrence_of(row)
-    return ScheduleRecord(
-        id=row.id,
-        name=row.name,
-        kind=rec.kind,
-        cron_expr=row.cron_expr,
-        interval_ms=rec.interval_ms,
-        cron=rec.cron,
-        cron_timezone=rec.timezone,
-        next_run_at=row.next_run_at,
-        last_run_at=row.last_run_at,
-        action_type=row.action_type,
-        payload=row.payload,
-        enabled=bool(row.enabled),
-        created_by=row.created_by or DEFAULT_CREATED_BY,
-        consecutive_failures=row.consecutive_failures or 0,
-        paused_until=row.paused_until,
-        project=row.project,
-        created_at=row.created_at,
-    )
 
 
 def _outcome_record(row: ScheduleOutcome) -> ScheduleOutcomeRecord:
@@ -378,9 +363,12 @@ class ScheduleService(Service):
     # --- reading ------------------------------------------------------------------------------
 
     def get(self, id: str) -> ScheduleRecord | None:
-        """The schedule (enabled or not), or None."""
-        row = self.session.get(Schedule, id) if isinstance(id, str) else None
-        return None if row is None else _record(row)
+        """The schedule (enabled or not), or None; :class:`~philont.errors.UnreadableRowError`
+        when its stored values cannot be read."""
+        if not isinstance(id, str):
+            return None
+        rows = self._raw(select(*_rows.raw_columns(_TABLE)).where(Schedule.id == id))
+        return None if not rows else _checked(rows[0])
 
     def find_by_name(self, name: str) -> ScheduleRecord | None:
         """The newest enabled schedule with exactly this name, or None."""
@@ -393,40 +381,82 @@ class ScheduleService(Service):
         ).first()
         return None if row is None else _record(row)
 
-    def list(self, enabled_only: bool = False) -> builtins.list[ScheduleRecord]:
-        """Schedules by next run (soonest first); disabled ones too unless ``enabled_only``."""
-        stmt = select(Schedule).order_by(Schedule.next_run_at, Schedule.id)
+    def _raw(self, stmt: Select[Any]) -> builtins.list[_rows.Row]:
+        return [row._mapping for row in self.session.execute(stmt)]
+
+    def list(
+        self, enabled_only: bool = False, *, limit: int = LISTING_LIMIT
+    ) -> builtins.list[ScheduleRecord]:
+        """Schedules by next run (soonest first), at most ``limit``; disabled ones too unless
+        ``enabled_only``. Rows whose stored values cannot be read are left out (and logged)."""
+        lim = inputs.check(inputs.Limit, limit, "limit")
+        stmt = select(*_rows.raw_columns(_TABLE)).order_by(Schedule.next_run_at, Schedule.id)
         if enabled_only:
             stmt = stmt.where(_ENABLED)
-        return [_record(r) for r in self.session.scalars(stmt)]
+        found = []
+        for row in self._raw(stmt.limit(lim)):
+            try:
+                found.append(_decode(row))
+            except InvalidInputError as exc:
+                log.warning("schedule.skipped_row", id=_row_id(row), reason=str(exc))
+        return found
 
-    def due_between(self, start: datetime, end: datetime) -> builtins.list[UpcomingRun]:
-        """What will fire in ``[start, end]`` (for ``list_upcoming``), soonest first.
+    def due_between(
+        self, start: datetime, end: datetime, *, limit: int = LISTING_LIMIT
+    ) -> ScheduleListing:
+        """What will fire in ``[start, end]`` (for ``list_upcoming``): the soonest ``limit`` runs
+        and how many there are.
 
         Enabled schedules whose actual run time falls in the window: ``next_run_at``, or the end
         of a circuit-breaker pause that holds it back (so a schedule paused past ``end`` is not
         listed, and one paused into the window is listed at its resume time). Runs that were due
         before ``start`` and are not held by a pause have not fired yet; they are included with
         ``overdue=True`` because they fire at the next poll. ``end < start``:
-        :class:`~philont.errors.InvalidTimeRangeError`.
+        :class:`~philont.errors.InvalidTimeRangeError`. Ordered and limited in SQL; rows whose
+        values cannot be read are skipped and counted, never fatal.
         """
         lo = _aware(start, "start")
         hi = _aware(end, "end")
         if hi < lo:
             raise InvalidTimeRangeError(lo, hi, "schedule window")
-        stmt = select(Schedule).where(
+        lim = inputs.check(inputs.Limit, limit, "limit")
+        due = and_(
             _ENABLED,
             Schedule.next_run_at <= hi,
             or_(Schedule.paused_until.is_(None), Schedule.paused_until <= hi),
         )
+        held = and_(
+            Schedule.paused_until.is_not(None), Schedule.paused_until > Schedule.next_run_at
+        )
+        run_at = case((held, Schedule.paused_until), else_=Schedule.next_run_at)
+        total = int(self.session.scalar(select(func.count()).select_from(_TABLE).where(due)) or 0)
+        stmt = (
+            select(*_rows.raw_columns(_TABLE))
+            .where(due)
+            .order_by(run_at, Schedule.created_at, Schedule.id)
+            .limit(lim)
+        )
         runs: builtins.list[UpcomingRun] = []
-        for row in self.session.scalars(stmt):
-            run_at = row.next_run_at
-            if row.paused_until is not None and row.paused_until > run_at:
-                run_at = row.paused_until
-            runs.append(UpcomingRun(schedule=_record(row), run_at=run_at, overdue=run_at < lo))
-        runs.sort(key=lambda r: (r.run_at, r.schedule.created_at, r.schedule.id))
-        return runs
+        skipped: builtins.list[SkippedRow] = []
+        for row in self._raw(stmt):
+            try:
+                record = _decode(row)
+            except InvalidInputError as exc:
+                skipped.append(SkippedRow(id=_row_id(row), reason=str(exc)))
+                log.warning("schedule.skipped_row", id=_row_id(row), reason=str(exc))
+                continue
+            when = record.next_run_at
+            if record.paused_until is not None and record.paused_until > when:
+                when = record.paused_until
+            runs.append(UpcomingRun(schedule=record, run_at=when, overdue=when < lo))
+        total -= len(skipped)
+        return ScheduleListing(
+            runs=runs,
+            total=total,
+            more=total - len(runs),
+            skipped_bad_rows=len(skipped),
+            skipped=skipped[: _rows.SKIPPED_SHOWN],
+        )
 
     # --- running ------------------------------------------------------------------------------
 
@@ -461,8 +491,8 @@ class ScheduleService(Service):
         lim = inputs.check(inputs.Limit, limit, "limit")
         policy = MissedRunPolicy(policy)
         self._take_write_lock()
-        due = self.session.execute(
-            select(Schedule.id, Schedule.next_run_at, Schedule.cron_expr)
+        rows = self._raw(
+            select(*_rows.raw_columns(_TABLE))
             .where(
                 _ENABLED,
                 Schedule.next_run_at <= at,
@@ -470,9 +500,15 @@ class ScheduleService(Service):
             )
             .order_by(Schedule.next_run_at, Schedule.id)
             .limit(lim)
-        ).all()
+        )
         claims: builtins.list[Claim] = []
-        for schedule_id, seen, expr in due:
+        for raw in rows:
+            try:
+                record = _decode(raw)
+            except InvalidInputError as exc:
+                self._disable_unreadable(raw, str(exc))
+                continue
+            schedule_id, seen, expr = record.id, record.next_run_at, record.cron_expr
             try:
                 rec = recurrence.parse_schedule_expr(expr)
             except InvalidInputError:
@@ -498,6 +534,19 @@ class ScheduleService(Service):
             claims.append(Claim(schedule=_record(row), occurrence=seen, claimed_at=at))
             log.info("schedule.claimed", id=schedule_id, occurrence=seen, next_run_at=following)
         return claims
+
+    def _disable_unreadable(self, row: _rows.Row, reason: str) -> None:
+        # A due row nobody can read would be selected again at every poll (and, soonest
+        # first, crowd out readable ones): stop it, keep it for inspection, say so.
+        row_id = _row_id(row)
+        log.warning("schedule.unreadable_row_disabled", id=row_id, reason=reason)
+        if row_id is not None:
+            self.session.execute(
+                update(Schedule)
+                .where(Schedule.id == row_id)
+                .values(enabled=False)
+                .execution_options(synchronize_session=False)
+            )
 
     def _row(self, schedule_id: object) -> Schedule:
         row = self.session.get(Schedule, inputs.check(inputs.ScheduleId, schedule_id, "id"))

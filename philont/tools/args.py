@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from philont.domain.kinds import FactKind
 from philont.schemas.inputs import (
@@ -137,6 +137,20 @@ class CreateCalendarEventArgs(ToolArgs):
     )
     rrule: RRuleText | None = None
     external_ref: ExternalRef | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> CreateCalendarEventArgs:
+        """The expensive checks of the event (its rule expanded, its end, the calendar's
+        range) run here, while the arguments are validated: before any transaction begins, so
+        never under the write lock. ``CalendarService.create`` finds the result cached."""
+        from philont.domain.series import check_event
+        from philont.domain.timeparse import parse_time
+
+        starts = parse_time(self.starts_at, field="starts_at", tz=self.timezone)
+        if starts is not None:
+            ends = parse_time(self.ends_at, field="ends_at", tz=self.timezone)
+            check_event(starts, ends, self.timezone, self.rrule)
+        return self
 
 
 class ListUpcomingArgs(ToolArgs):

@@ -11,8 +11,11 @@ from philont.db.types import dumps_compact
 from philont.domain.kinds import AccessTarget, FactKind, SkillKind
 from philont.domain.maturity import caveat
 from philont.domain.timeparse import iso, parse_time
+from philont.domain.timepolicy import clamp
 from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRangeError
 from philont.memory import Memory
+from philont.schemas.calendar import CalendarListing
+from philont.schemas.schedules import ScheduleListing
 from philont.services.search.scoring import Kind
 from philont.tools import args as a
 from philont.tools.registry import ToolContext, ToolOutput, tool
@@ -28,6 +31,14 @@ AUTH_SCHEME = re.compile(
     r"^\s*(bearer|token|basic|digest|api[\s_-]?key)\s+[A-Za-z0-9._~+/=:-]{8,}\s*$", re.IGNORECASE
 )
 
+
+_Item = tuple[datetime, int, str, Any]
+"""(when, 0 for an event / 1 for a task, the line, the occurrence or run)."""
+
+UPCOMING_SHOWN = 50
+"""Lines ``list_upcoming`` shows (events and tasks together); the rest is counted."""
+TITLE_SHOWN = 200
+"""Characters of a title, rule or task name shown in one listing line."""
 
 RECURRING_WORDS = re.compile(r"每|每隔|\b(every|each|daily|weekly)\b", re.IGNORECASE)
 
@@ -196,33 +207,61 @@ def create_calendar_event(
     )
 
 
+def _upcoming_items(events: CalendarListing, runs: ScheduleListing) -> list[_Item]:
+    """Event and task lines, soonest first (events before tasks at the same time)."""
+    items: list[_Item] = []
+    for o in events.occurrences:
+        repeat = f", {o.event.rrule[:TITLE_SHOWN]}" if o.event.rrule else ""
+        where = f"{o.event.timezone}{repeat}"
+        line = f"- [event] {o.event.title[:TITLE_SHOWN]} @ {iso(o.starts_at)} ({where})"
+        items.append((o.starts_at, 0, line, o))
+    for r in runs.runs:
+        late = " (overdue)" if r.overdue else ""
+        name, action = r.schedule.name[:TITLE_SHOWN], r.schedule.action_type
+        items.append((r.run_at, 1, f"- [task] {name} @ {iso(r.run_at)} ({action}){late}", r))
+    items.sort(key=lambda item: item[:2])
+    return items
+
+
 @tool("list_upcoming", a.ListUpcomingArgs, writes=False)
 def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
-    end = ctx.now + timedelta(days=args.window_days)
-    events = mem.calendar.between(ctx.now, end)
-    runs = mem.schedules.due_between(ctx.now, end)
-    items: list[tuple[datetime, str]] = []
-    for o in events:
-        repeat = f", {o.event.rrule}" if o.event.rrule else ""
-        items.append(
-            (
-                o.starts_at,
-                f"- [event] {o.event.title} @ {iso(o.starts_at)} ({o.event.timezone}{repeat})",
-            )
+    # Both listings are capped and bounded (see CalendarService.between): the text shows the
+    # first UPCOMING_SHOWN lines and says how many more exist; the data carries the counts.
+    end = clamp(ctx.now, timedelta(days=args.window_days))
+    events = mem.calendar.between(ctx.now, end, limit=UPCOMING_SHOWN)
+    runs = mem.schedules.due_between(ctx.now, end, limit=UPCOMING_SHOWN)
+    shown = _upcoming_items(events, runs)[:UPCOMING_SHOWN]
+    total = events.total + runs.total
+    lines = [line for _, _, line, _ in shown]
+    if total > len(shown):
+        plus = "" if events.total_is_exact else "+"
+        lines.append(
+            f"… {total - len(shown)}{plus} more not shown (listing the first {len(shown)}); "
+            "ask for fewer days to see the rest"
         )
-    for r in runs:
-        late = " (overdue)" if r.overdue else ""
-        items.append(
-            (
-                r.run_at,
-                f"- [task] {r.schedule.name} @ {iso(r.run_at)} ({r.schedule.action_type}){late}",
-            )
-        )
-    items.sort(key=lambda item: item[0])
-    data = {"events": [_dump(o) for o in events], "schedules": [_dump(r) for r in runs]}
-    if not items:
+    skipped = [*events.skipped, *runs.skipped]
+    skipped_count = events.skipped_bad_rows + runs.skipped_bad_rows
+    if skipped_count:
+        ids = ", ".join(str(row.id) for row in skipped[:5])
+        lines.append(f"({skipped_count} stored item(s) could not be read and were skipped: {ids})")
+    data = {
+        "events": [_dump(o) for _, kind, _, o in shown if kind == 0],
+        "schedules": [_dump(r) for _, kind, _, r in shown if kind == 1],
+        "shown": len(shown),
+        "total": total,
+        "more": total - len(shown),
+        "total_is_exact": events.total_is_exact,
+        "events_total": events.total,
+        "schedules_total": runs.total,
+        "skipped_bad_rows": skipped_count,
+        "skipped": [row.model_dump() for row in skipped],
+        "degraded_rows": events.degraded_rows,
+        "rows_read": events.rows_read + len(runs.runs) + runs.skipped_bad_rows,
+        "work_steps": events.work_steps,
+    }
+    if not lines:
         return ToolOutput(f"Nothing in the next {args.window_days} days.", data)
-    return ToolOutput("\n".join(text for _, text in items), data)
+    return ToolOutput("\n".join(lines), data)
 
 
 @tool("schedule_reminder", a.ScheduleReminderArgs, writes=True)

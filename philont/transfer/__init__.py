@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
+from sqlalchemy import Table
+
 from philont import migrate
 from philont.db.engine import is_postgres, resolve_url
 from philont.errors import InvalidInputError
 from philont.log import get_logger
 from philont.transfer.export import export
+from philont.transfer.files import removed_on_failure
 from philont.transfer.format import (
     DbTarget,
     ExportReport,
@@ -22,8 +25,10 @@ from philont.transfer.format import (
     shown_url,
     sqlite_file,
 )
-from philont.transfer.load import load_pg, load_sqlite
-from philont.transfer.reader import Reader, check_pg_row, reopenable
+from philont.transfer.gate import check_row
+from philont.transfer.keys import SeenKeys
+from philont.transfer.load import load_sqlite
+from philont.transfer.reader import Reader, Reopen, check_pg_row, reopenable
 
 __all__ = [
     "ExportReport",
@@ -44,44 +49,47 @@ def import_(
     *,
     mode: Mode = "refuse",
     progress: Progress | None = None,
+    agent: str | None = None,
 ) -> ImportReport:
     """Import an export file into ``db`` in one transaction (all or nothing).
 
-    The whole file is validated first (``ImportFormatError(line_number, reason)``, nothing
-    touched); then the target is upgraded to head. ``mode="refuse"`` raises ``ConflictError``
-    when the target holds anything but the bootstrap rows, whose file versions then replace
-    the target's; ``mode="merge"`` skips every row whose primary key exists. Explicit ids keep
-    AUTOINCREMENT ids (and the file's ``sqlite_sequence`` high-water marks); ``_rowid`` keeps
-    the rowids external-content FTS keys on (renumbered only when taken, in merge). Every FTS5
-    index is rebuilt and ``foreign_key_check`` must pass before the commit.
+    The whole file is validated first, nothing touched (``ImportFormatError(line_number,
+    reason)``): its format, then every value against the types and rules a service write applies
+    (:mod:`philont.transfer.gate`), and every unique key once (a repeat names both lines). Then
+    the target is upgraded to head. ``mode="refuse"`` raises ``ConflictError`` when the target
+    holds anything but the bootstrap rows, whose file versions then replace the target's;
+    ``mode="merge"`` skips every row whose primary key exists. Explicit ids keep AUTOINCREMENT
+    ids (and the file's ``sqlite_sequence`` high-water marks); ``_rowid`` keeps the rowids
+    external-content FTS keys on (renumbered only when taken, in merge). Every FTS5 index is
+    rebuilt and ``foreign_key_check`` must pass before the commit (``ImportForeignKeyError``
+    names the lines of the rows at fault). A target file the import created is removed again
+    when the import fails.
 
-    Into a PostgreSQL agent schema the same happens in one transaction that locks the tables
-    against other writers: values the schema would change (NUL in text, a non-integer in a
-    BIGINT column) are refused while validating, with the line number; ``_rowid`` is ignored;
-    an existing primary key is skipped (``ON CONFLICT DO NOTHING``); every id sequence is set
-    past the file's ``sequences`` and the largest id; a foreign key violation (checked row by
-    row, parents come first in the file) rolls everything back.
+    Into PostgreSQL the file becomes one agent's (``agent``, else ``$PHILONT_AGENT``; created
+    when missing) in one transaction that holds that agent's writers off (other agents go on):
+    values the database would change (NUL in text, a non-integer in a BIGINT column) are
+    refused while validating, with the line number; ``_rowid`` is ignored; an existing primary
+    key is skipped (``ON CONFLICT DO NOTHING``); the agent's id counters move past the file's
+    ``sequences`` and the largest id; a foreign key violation (checked row by row, parents come
+    first in the file) rolls everything back (``philont.transfer.postgres.import_agent``).
     """
     if mode not in ("refuse", "merge"):
         raise InvalidInputError(f"mode must be 'refuse' or 'merge', got {mode!r}", mode=mode)
     url = resolve_url(db)
     postgres = is_postgres(url)
-    if not postgres:
-        url, path = sqlite_file(db)
+    path = None if postgres else sqlite_file(url)[1]
     known = {t.name: t for t in export_tables()}
     report = ImportReport()
     with reopenable(src) as reopen:
-        totals: dict[str, int] = {}
-        with reopen() as fh:
-            for number, name, row in Reader(fh, known):
-                if postgres:
-                    check_pg_row(number, name, row)
-                totals[name] = totals.get(name, 0) + 1
-        report.upgrade = migrate.upgrade(url)
-        if postgres:
-            load_pg(url, reopen, known, mode, totals, report, progress)
-        else:
-            load_sqlite(url, reopen, known, mode, totals, report, progress)
+        totals = _validate(reopen, known, postgres=postgres)
+        with removed_on_failure(path):
+            report.upgrade = migrate.upgrade(url)
+            if postgres:
+                from philont.transfer.postgres import import_agent
+
+                import_agent(url, reopen, known, mode, totals, report, progress, agent=agent)
+            else:
+                load_sqlite(url, reopen, known, mode, totals, report, progress)
     log.info(
         "transfer.imported",
         db=shown_url(url) if postgres else str(path),
@@ -90,3 +98,21 @@ def import_(
         skipped=sum(report.skipped.values()),
     )
     return report
+
+
+def _validate(reopen: Reopen, known: dict[str, Table], *, postgres: bool) -> dict[str, int]:
+    """The first pass: every line checked, nothing written; rows per table."""
+    totals: dict[str, int] = {}
+    with reopen() as fh, SeenKeys() as seen:
+        try:
+            for number, name, row in Reader(fh, known):
+                if postgres:
+                    check_pg_row(number, name, row)
+                check_row(number, name, row)
+                seen.add(number, name, row)
+                totals[name] = totals.get(name, 0) + 1
+        except ImportFormatError:
+            seen.flush()  # a repeated key on an earlier line is the first error
+            raise
+        seen.flush()
+    return totals

@@ -9,19 +9,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from sqlalchemy import Integer, Table
-from sqlalchemy.engine import URL
 
 from philont import migrate
 from philont.db.engine import FILE_MODE, is_postgres, resolve_url
-from philont.errors import SchemaError, StorageError
+from philont.errors import FilePathError, SchemaError, StorageError
 from philont.log import get_logger
-
-if TYPE_CHECKING:
-    pass
-
 from philont.transfer.format import (
     FORMAT,
     FORMAT_VERSION,
@@ -31,14 +26,10 @@ from philont.transfer.format import (
     DbTarget,
     ExportReport,
     Progress,
-    autoincrement_tables,
     dumps_line,
     encode_value,
     export_tables,
     ident,
-    pg_connection,
-    pg_high_water,
-    shown_url,
     sqlite_connection,
     sqlite_file,
     without_rowid,
@@ -54,8 +45,15 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
     if not isinstance(out, Path):
         yield out
         return
+    if out.is_dir():
+        raise FilePathError(str(out), "it is a directory")
+    if not out.parent.is_dir():
+        raise FilePathError(str(out), "its directory does not exist")
     tmp = out.parent / f".{out.name}.{uuid.uuid4().hex}.tmp"
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+    try:
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+    except OSError as exc:
+        raise FilePathError(str(out), f"cannot write beside it ({exc.strerror})") from exc
     try:
         with open(fd, "w", encoding="utf-8", newline="\n") as fh:
             yield fh
@@ -67,7 +65,13 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
         raise
 
 
-def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None) -> ExportReport:
+def export(
+    db: DbTarget,
+    out: Path | TextIO,
+    *,
+    progress: Progress | None = None,
+    agent: str | None = None,
+) -> ExportReport:
     """Write every row of every model table to ``out`` as JSON lines.
 
     Line 1 is a header (``format``, ``format_version``, ``schema_revision``, ``schema_version``,
@@ -81,14 +85,14 @@ def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None
     tables), streamed; ``progress(table, done, total)`` reports as it goes. A path is written
     with mode 0600 through a temp file renamed at the end.
 
-    A PostgreSQL URL (made by ``resolve_url(url, agent=...)``) exports that agent's schema in
-    the same format from one REPEATABLE READ READ ONLY snapshot, rows by primary key (text in
-    code point order), raw driver values, no ``_rowid`` (PostgreSQL has none), and
-    ``sequences`` from the id sequences (or the largest id, if higher).
+    A PostgreSQL URL exports one agent (``agent``, else ``$PHILONT_AGENT``) in the same format
+    (``philont.transfer.postgres.export_agent``).
     """
     target = resolve_url(db)
     if is_postgres(target):
-        return _export_pg(target, out, progress)
+        from philont.transfer.postgres import export_agent
+
+        return export_agent(target, out, progress, agent=agent)
     url, path = sqlite_file(db)
     status = migrate.check(url)
     tables = export_tables()
@@ -104,12 +108,7 @@ def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None
             version_row = conn.execute(
                 "SELECT value FROM memory_meta WHERE key = 'schema_version'"
             ).fetchone()
-            sequences: dict[str, int] = {}
-            if conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'"
-            ).fetchone():
-                sequences = dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
-            header = _header(status.head, version_row, sequences)
+            header = _header(status.head, version_row, _sqlite_sequences(conn))
             with _writer(out) as fh:
                 fh.write(dumps_line(header) + "\n")
                 for table in tables:
@@ -124,6 +123,13 @@ def export(db: DbTarget, out: Path | TextIO, *, progress: Progress | None = None
         schema_revision=status.head,
         path=out if isinstance(out, Path) else None,
     )
+
+
+def _sqlite_sequences(conn: sqlite3.Connection) -> dict[str, int]:
+    """The AUTOINCREMENT high-water marks (none before the first AUTOINCREMENT table)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone():
+        return {}
+    return dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
 
 
 def _header(
@@ -200,52 +206,4 @@ def _pg_order(table: Table) -> str:
     return ", ".join(
         ident(c.name) + ("" if isinstance(c.type, Integer) else ' COLLATE "C"')
         for c in table.primary_key.columns
-    )
-
-
-def _export_pg(url: URL, out: Path | TextIO, progress: Progress | None) -> ExportReport:
-    import psycopg
-
-    status = migrate.check(url)
-    tables = export_tables()
-    counts: dict[str, int] = {}
-    with pg_connection(url, create=False) as conn:
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        conn.read_only = True
-        with conn.transaction():  # one snapshot: the counts and the rows agree
-            for table in tables:
-                found = conn.execute(
-                    "SELECT column_name FROM information_schema.columns "
-                    "WHERE table_schema = current_schema() AND table_name = %s",
-                    (table.name,),
-                ).fetchall()
-                _same_columns(table, [r[0] for r in found])
-                count = conn.execute(f"SELECT count(*) FROM {ident(table.name)}").fetchone()
-                counts[table.name] = count[0] if count else 0
-            version_row = conn.execute(
-                "SELECT value FROM memory_meta WHERE key = 'schema_version'"
-            ).fetchone()
-            sequences = {}
-            for table in autoincrement_tables():
-                _seq, high = pg_high_water(conn, table)
-                if high:
-                    sequences[table.name] = high
-            header = _header(status.head, version_row, sequences)
-            with _writer(out) as fh:
-                fh.write(dumps_line(header) + "\n")
-                for table in tables:
-                    columns = [c.name for c in table.c]
-                    select = ", ".join(ident(c) for c in columns)
-                    with conn.cursor(name=f"philont_export_{table.name}") as cursor:
-                        cursor.itersize = PROGRESS_EVERY
-                        cursor.execute(
-                            f"SELECT {select} FROM {ident(table.name)} ORDER BY {_pg_order(table)}"
-                        )
-                        _write_rows(fh, table.name, columns, cursor, counts[table.name], progress)
-                fh.write(dumps_line({"end": True, "rows": counts}) + "\n")
-    log.info("transfer.exported", db=shown_url(url), rows=sum(counts.values()))
-    return ExportReport(
-        rows=counts,
-        schema_revision=status.head,
-        path=out if isinstance(out, Path) else None,
     )

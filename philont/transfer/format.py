@@ -20,11 +20,11 @@ from philont.db.bootstrap import GLOBAL_SESSION_ID
 from philont.db.engine import create_engine, resolve_url, sqlite_path
 from philont.db.fts import FTS_INDEXES
 from philont.db.schema import metadata
-from philont.errors import InvalidInputError, SchemaError, StorageError
+from philont.errors import InvalidInputError, StorageError
 from philont.log import get_logger
 
 if TYPE_CHECKING:
-    import psycopg
+    pass
 
 
 log = get_logger(__name__)
@@ -66,17 +66,30 @@ class ImportFormatError(InvalidInputError):
 
 
 class ImportForeignKeyError(InvalidInputError):
-    """The imported rows reference rows that exist neither in the file nor in the target."""
+    """The imported rows reference rows that exist neither in the file nor in the target;
+    nothing was imported. ``line_number`` is the line of the first such row."""
 
     code = "import_foreign_key"
 
-    def __init__(self, violations: list[tuple[Any, ...]]) -> None:
-        shown = ", ".join(f"{t} rowid {r} -> {p}" for t, r, p, *_ in violations[:5])
+    def __init__(
+        self, violations: list[tuple[Any, ...]], *, lines: list[int | None] | None = None
+    ) -> None:
+        found = lines if lines is not None else [None] * len(violations)
+        shown = ", ".join(
+            ("" if n is None else f"line {n}: ") + f"{t} {key} -> {parent}"
+            for (t, key, parent, *_), n in zip(violations[:5], found[:5], strict=False)
+        )
+        first = next((n for n in found if n is not None), None)
+        where = "" if first is None else f"line {first}: "
         super().__init__(
-            f"{len(violations)} foreign key violation(s) after import ({shown}); nothing imported",
+            f"{where}{len(violations)} row(s) refer to rows that are neither in the file nor in "
+            f"the database ({shown}); nothing imported",
             violations=violations,
+            line_number=first,
         )
         self.violations = violations
+        self.lines = found
+        self.line_number = first
 
 
 @dataclass(frozen=True)
@@ -172,23 +185,6 @@ def sqlite_connection(url: URL, *, create: bool) -> Iterator[sqlite3.Connection]
         engine.dispose()
 
 
-@contextmanager
-def pg_connection(url: URL, *, create: bool) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-    """A plain psycopg connection in the URL's agent schema, outside any transaction; values
-    come back exactly as stored (int, float, str), no SQLAlchemy types in between."""
-    engine = create_engine(url, create=create)
-    try:
-        raw = engine.raw_connection()
-        try:
-            conn = cast("psycopg.Connection[tuple[Any, ...]]", raw.driver_connection)
-            conn.rollback()  # whatever the pool's ping left open
-            yield conn
-        finally:
-            raw.close()
-    finally:
-        engine.dispose()
-
-
 def without_rowid(conn: sqlite3.Connection, table: str) -> bool:
     row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
     sql = row.fetchone()
@@ -198,20 +194,6 @@ def without_rowid(conn: sqlite3.Connection, table: str) -> bool:
 def autoincrement_tables() -> list[Table]:
     """Tables whose integer id AUTOINCREMENTs on SQLite (a BIGSERIAL sequence on PostgreSQL)."""
     return [t for t in export_tables() if t.dialect_options["sqlite"].get("autoincrement")]
-
-
-def pg_high_water(conn: psycopg.Connection[tuple[Any, ...]], table: Table) -> tuple[str, int]:
-    """The table's id sequence and the largest id it has handed out or the table holds."""
-    (pk,) = table.primary_key.columns
-    row = conn.execute(
-        f"SELECT pg_get_serial_sequence(%s, %s),"
-        f" (SELECT max({ident(pk.name)}) FROM {ident(table.name)})",
-        (ident(table.name), pk.name),
-    ).fetchone()
-    if row is None or row[0] is None:
-        raise SchemaError(f"{table.name}.{pk.name} has no sequence (not a philont schema?)")
-    last = conn.execute("SELECT pg_sequence_last_value(%s::regclass)", (row[0],)).fetchone()
-    return row[0], max(row[1] or 0, (last and last[0]) or 0)
 
 
 def shown_url(url: URL) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import Table
 from sqlalchemy.engine import URL
@@ -13,10 +13,6 @@ from philont.backup import fts5_tables
 from philont.db.schema import metadata
 from philont.errors import ConflictError
 from philont.log import get_logger
-
-if TYPE_CHECKING:
-    import psycopg
-
 from philont.transfer.format import (
     BOOTSTRAP_ROWS,
     PROGRESS_EVERY,
@@ -26,14 +22,11 @@ from philont.transfer.format import (
     ImportReport,
     Mode,
     Progress,
-    autoincrement_tables,
     export_tables,
     ident,
-    pg_connection,
-    pg_high_water,
     sqlite_connection,
 )
-from philont.transfer.reader import Reader, Reopen
+from philont.transfer.reader import Reader, Reopen, find_lines
 
 log = get_logger(__name__)
 
@@ -70,14 +63,33 @@ def load_sqlite(
                 if progress is not None and not totals.get(name):
                     progress(name, 0, 0)
             report.fts_rebuilt = rebuild_fts(conn)
-            violations = conn.execute("PRAGMA foreign_key_check").fetchall()
-            if violations:
-                raise ImportForeignKeyError([tuple(v) for v in violations])
+            _check_foreign_keys(conn, reopen, known)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:  # SQLite may already have rolled back (e.g. disk full)
                 conn.execute("ROLLBACK")
             raise
+
+
+def _check_foreign_keys(conn: sqlite3.Connection, reopen: Reopen, known: dict[str, Table]) -> None:
+    """``foreign_key_check`` of the imported tables (a host's own tables in a shared file are
+    not ours to check); the rows at fault are named by primary key and line."""
+    violations: list[tuple[Any, ...]] = []
+    for table in export_tables():
+        violations += conn.execute(f"PRAGMA foreign_key_check({ident(table.name)})").fetchall()
+    if not violations:
+        return
+    shown: list[tuple[Any, ...]] = []
+    wanted: list[tuple[str, tuple[Any, ...]]] = []
+    for name, rowid, parent, *_ in violations[:5]:
+        pk = [c.name for c in metadata.tables[name].primary_key.columns]
+        cols = ", ".join(ident(c) for c in pk)
+        sql = f"SELECT {cols} FROM {ident(name)} WHERE rowid = ?"
+        key = tuple(conn.execute(sql, (rowid,)).fetchone())
+        wanted.append((name, key))
+        shown.append((name, dict(zip(pk, key, strict=True)), parent))
+    lines = find_lines(reopen, known, wanted)
+    raise ImportForeignKeyError(shown + [tuple(v) for v in violations[5:]], lines=lines)
 
 
 def _refuse_unless_empty(conn: _Connection, mark: str = "?") -> None:
@@ -179,86 +191,6 @@ def _raise_sequences(conn: sqlite3.Connection, sequences: dict[str, int]) -> Non
             conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (name, seq))
         elif row[0] < seq:
             conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", (seq, name))
-
-
-def load_pg(
-    url: URL,
-    reopen: Reopen,
-    known: dict[str, Table],
-    mode: Mode,
-    totals: dict[str, int],
-    report: ImportReport,
-    progress: Progress | None,
-) -> None:
-    """Insert in one transaction; PostgreSQL checks foreign keys row by row (the file lists
-    parents first), so a failure anywhere rolls back everything."""
-    with pg_connection(url, create=True) as conn, reopen() as fh, conn.transaction():
-        # Block other writers (not readers) until the commit, as SQLite's BEGIN IMMEDIATE does.
-        names = ", ".join(ident(t.name) for t in export_tables())
-        conn.execute(f"LOCK TABLE {names} IN EXCLUSIVE MODE")
-        if mode == "refuse":
-            _refuse_unless_empty(conn, "%s")
-        reader = Reader(fh, known)
-        done: dict[str, int] = {}
-        for number, name, row in reader:
-            _insert_row_pg(conn, number, name, row, mode, report)
-            done[name] = done.get(name, 0) + 1
-            n, total = done[name], totals.get(name, 0)
-            if progress is not None and (n % PROGRESS_EVERY == 0 or n == total):
-                progress(name, n, total)
-        assert reader.header is not None  # validated above
-        for table in autoincrement_tables():
-            seq, high = pg_high_water(conn, table)
-            high = max(high, reader.header.sequences.get(table.name, 0))
-            if high:  # the next id drawn is above every id the file held or had handed out
-                conn.execute("SELECT setval(%s::regclass, %s)", (seq, high))
-        for name in reader.header.tables:
-            if progress is not None and not totals.get(name):
-                progress(name, 0, 0)
-
-
-def _insert_row_pg(
-    conn: psycopg.Connection[tuple[Any, ...]],
-    number: int,
-    name: str,
-    row: dict[str, Any],
-    mode: Mode,
-    report: ImportReport,
-) -> None:
-    import psycopg
-
-    table = metadata.tables[name]
-    pk = [c.name for c in table.primary_key.columns]
-    key = tuple(row[c] for c in pk)
-    values = {k: v for k, v in row.items() if k != ROWID_KEY}  # PostgreSQL has no rowid
-    columns = ", ".join(ident(c) for c in values)
-    marks = ", ".join("%s" for _ in values)
-    try:
-        cursor = conn.execute(
-            f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks}) "
-            f"ON CONFLICT ({', '.join(ident(c) for c in pk)}) DO NOTHING",
-            tuple(values.values()),
-        )
-    except psycopg.errors.UniqueViolation as exc:
-        raise ConflictError(
-            f"line {number}: {name} row conflicts with an existing one ({exc})",
-            line_number=number,
-            table=name,
-        ) from exc
-    except psycopg.errors.ForeignKeyViolation as exc:
-        parent = exc.diag.message_detail or str(exc)
-        raise ImportForeignKeyError([(name, key[0] if len(key) == 1 else key, parent)]) from exc
-    except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
-        raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
-    if cursor.rowcount == 1:
-        report.inserted[name] = report.inserted.get(name, 0) + 1
-    elif mode == "refuse" and (name, key) in BOOTSTRAP_ROWS:
-        sets = ", ".join(f"{ident(c)} = %s" for c in values)
-        where = " AND ".join(f"{ident(c)} = %s" for c in pk)
-        conn.execute(f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key))
-        report.replaced.append(f"{name}:{':'.join(map(str, key))}")
-    else:
-        report.skipped[name] = report.skipped.get(name, 0) + 1
 
 
 _CONTENTLESS = re.compile(r"\bcontent\s*=\s*(''|\"\")", re.I)

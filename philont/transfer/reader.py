@@ -11,18 +11,15 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from typing import IO, Any, TextIO
 
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql
 
 from philont.db.schema import metadata
+from philont.errors import FilePathError
 from philont.log import get_logger
 from philont.migrate.scripts import known_revisions
-
-if TYPE_CHECKING:
-    pass
-
 from philont.transfer.format import (
     B64_KEY,
     FORMAT,
@@ -188,10 +185,18 @@ def reopenable(src: Path | TextIO) -> Iterator[Callable[[], AbstractContextManag
     """Something to read the source twice from (validate, then insert): a path is reopened, a
     seekable stream rewound, anything else spooled to a private temp file first."""
     if isinstance(src, Path):
+        if src.is_dir():
+            raise FilePathError(str(src), "it is a directory")
+        if not src.is_file():
+            raise FilePathError(str(src), "no such file")
 
         @contextmanager
         def _open_path() -> Iterator[IO[str]]:
-            with src.open("r", encoding="utf-8", newline="\n") as fh:
+            try:
+                fh = src.open("r", encoding="utf-8", newline="\n")
+            except OSError as exc:
+                raise FilePathError(str(src), exc.strerror or str(exc)) from exc
+            with fh:
                 yield fh
 
         yield _open_path
@@ -253,3 +258,20 @@ def check_pg_row(number: int, name: str, row: dict[str, Any]) -> None:
                 f"{name}.{column}: a {type(value).__name__} cannot be stored unchanged in a "
                 f"PostgreSQL {types[column]} column",
             )
+
+
+def find_lines(
+    reopen: Reopen, known: dict[str, Table], wanted: list[tuple[str, tuple[Any, ...]]]
+) -> list[int | None]:
+    """The line of each ``(table, primary key)`` in the file (None when absent): read again
+    only when an import failed, to name the lines of the rows at fault."""
+    found: dict[tuple[str, tuple[Any, ...]], int] = {}
+    targets = set(wanted)
+    with reopen() as fh:
+        for number, name, row in Reader(fh, known):
+            pk = tuple(row.get(c.name) for c in known[name].primary_key.columns)
+            if (name, pk) in targets and (name, pk) not in found:
+                found[(name, pk)] = number
+                if len(found) == len(targets):
+                    break
+    return [found.get(item) for item in wanted]

@@ -17,12 +17,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine
-from sqlalchemy.engine import URL
 
-from philont import migrate
+from philont import settings
 from philont.db.engine import create_engine
 from philont.services.schedules import ScheduleService
 from philont.store import Store
+from tests.pg_support import Layout
 
 pytestmark = pytest.mark.postgres
 
@@ -53,10 +53,12 @@ def _run_workers(work: Callable[[int], None]) -> None:
 
 
 @pytest.fixture
-def agent(pg_agent: Callable[[], URL]) -> Iterator[Engine]:
-    url = pg_agent()
-    migrate.upgrade(url)
-    engine = create_engine(url)
+def agent(
+    pg_layout: Layout, pg_agent_name: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Engine]:
+    """An engine on this run's layout; every Store made on it serves a fresh agent."""
+    monkeypatch.setenv(settings.AGENT_ENV, pg_agent_name())
+    engine = create_engine(pg_layout.url)
     yield engine
     engine.dispose()
 

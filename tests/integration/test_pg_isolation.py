@@ -1,20 +1,30 @@
-"""Two agents in one PostgreSQL database: what one writes through the eleven tools never shows up
-through any tool of the other, and each agent's rows stay in its own schema."""
+"""Agents in one PostgreSQL database: what one writes through the eleven tools and every service
+never shows up for another, under the owner (explicit agent filters only: a superuser bypasses
+row-level security) and under the application role (filters and row-level security); a query
+without any filter sees only the transaction's agent under the application role."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import func, select
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
 
-from philont import Memory, migrate, tools
-from philont.db.engine import create_engine, pg_schema
+from philont import Memory, agents, tools
+from philont.db import agents as registry
+from philont.db.base import Base
+from philont.db.engine import create_engine
+from philont.db.schema import metadata
+from philont.domain.kinds import AccessTarget
+from philont.errors import NotFoundError
+from philont.store import Store
+from tests.pg_support import Layout
 
 pytestmark = pytest.mark.postgres
 
@@ -35,8 +45,8 @@ ELEVEN = {
 
 @dataclass
 class Agent:
-    name: str
-    url: URL
+    name: str  # a label in its facts' and skills' names (the registry name is the store's)
+    store: Store  # a view of the test's one Store (one pool) whose default agent this is
     marker: str  # a word only this agent's memory contains
     calls: list[str] = field(default_factory=list)
     ids: dict[str, str] = field(default_factory=dict)
@@ -55,29 +65,28 @@ class Agent:
 
     def call(self, tool: str, **arguments: Any) -> tools.ToolResult:
         self.calls.append(tool)
-        return tools.call(tool, arguments, db=self.url)
+        return tools.call(tool, arguments, db=self.store)
+
+    def open(self) -> Memory:
+        return self.store.begin()
 
 
-def _counts(url: URL) -> dict[str, int]:
-    """Rows of every table of the URL's agent schema (counted by qualified name)."""
-    schema = pg_schema(url)
-    assert schema is not None
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            tables = conn.execute(
-                text(
-                    "SELECT table_name FROM information_schema.tables "
-                    "WHERE table_schema = :s AND table_type = 'BASE TABLE' ORDER BY table_name"
-                ),
-                {"s": schema},
-            ).scalars()
-            return {
-                t: int(conn.execute(text(f'SELECT count(*) FROM "{schema}"."{t}"')).scalar_one())
-                for t in list(tables)
-            }
-    finally:
-        engine.dispose()
+def _counts(agent: Agent) -> dict[str, int]:
+    """Rows of every table the agent sees, counted twice: by the ORM (loader criteria) and by
+    lean SQL (``Raw.where``); both must agree."""
+    with agent.open() as mem:
+        raw = mem.raw()
+        counts = {}
+        for table in metadata.sorted_tables:
+            lean = int(raw.rows(f"SELECT count(*) FROM {table.name}{raw.where()}")[0][0])
+            model = MODELS[table.name]
+            orm = mem.session.scalar(select(func.count()).select_from(model))
+            assert orm == lean, table.name
+            counts[table.name] = lean
+        return counts
+
+
+MODELS = {m.class_.__table__.name: m.class_ for m in Base.registry.mappers}
 
 
 def _changed(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
@@ -87,7 +96,7 @@ def _changed(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
 
 def _seed(agent: Agent) -> None:
     """What no tool writes: a note, a skill and a timeline message."""
-    with Memory.open(agent.url) as mem:
+    with agent.open() as mem:
         mem.notes.add(agent.note, importance=0.8)
         mem.skills.create(
             agent.skill, f"Unpack {agent.marker} zip archives", "zip unzip", "1. unzip f.zip"
@@ -131,7 +140,7 @@ def _write_everything(agent: Agent) -> None:
     assert agent.message in results[7].text
     upcoming = results[13].text
     assert f"[event] {agent.marker} yoga" in upcoming and upcoming.count("[task] water") == 1
-    with Memory.open(agent.url) as mem:
+    with agent.open() as mem:
         fact = mem.facts.get(f"user.{agent.name}", "secret")
         assert fact is not None
         agent.ids["fact"] = fact.id
@@ -193,27 +202,33 @@ def _sees_nothing_of(me: Agent, other: Agent) -> None:
     assert {r.name for r in seen} == ELEVEN
 
 
-@pytest.fixture
-def agents(pg_agent: Callable[[], URL]) -> tuple[Agent, Agent]:
-    alice = Agent("alice", pg_agent(), "Aquamarine")
-    bob = Agent("bob", pg_agent(), "Burgundy")
-    for agent in (alice, bob):
-        migrate.upgrade(agent.url)
-    assert pg_schema(alice.url) != pg_schema(bob.url)
-    return alice, bob
+@pytest.fixture(params=["owner", "application role"])
+def role_url(request: pytest.FixtureRequest, pg_layout: Layout) -> URL:
+    """The owner is a superuser here: row-level security does not apply to it, so only the
+    explicit agent filters keep the agents apart. The application role has both guards."""
+    return pg_layout.url if request.param == "owner" else pg_layout.app_url
+
+
+@pytest.fixture(name="agents")
+def two_agents(role_url: URL, pg_agent_name: Callable[[], str]) -> Iterator[tuple[Agent, Agent]]:
+    store = Store.open(role_url, upgrade=False)
+    alice = Agent("alice", store.for_agent(pg_agent_name()), "Aquamarine")
+    bob = Agent("bob", store.for_agent(pg_agent_name()), "Burgundy")
+    yield alice, bob
+    store.close()
 
 
 def test_two_agents_in_one_database_never_see_each_others_memory(
     agents: tuple[Agent, Agent],
 ) -> None:
     alice, bob = agents
-    empty_alice, empty_bob = _counts(alice.url), _counts(bob.url)
-    assert empty_alice == empty_bob  # the same schema, brought to head, in each
+    empty_alice, empty_bob = _counts(alice), _counts(bob)
+    assert empty_alice == empty_bob  # the rows every new agent starts with
 
     _seed(alice)
     _write_everything(alice)
-    after_alice = _counts(alice.url)
-    assert _counts(bob.url) == empty_bob  # nothing of alice's landed in bob's schema
+    after_alice = _counts(alice)
+    assert _counts(bob) == empty_bob  # nothing of alice's landed in bob's schema
     grown = _changed(empty_alice, after_alice)
     assert grown["memory_actions"] == len(alice.calls)
     assert grown["memory_facts"] == 2
@@ -225,24 +240,289 @@ def test_two_agents_in_one_database_never_see_each_others_memory(
 
     _seed(bob)
     _write_everything(bob)
-    after_bob = _counts(bob.url)
-    assert _counts(alice.url) == after_alice  # nothing of bob's landed in alice's schema
+    after_bob = _counts(bob)
+    assert _counts(alice) == after_alice  # nothing of bob's landed in alice's schema
     assert _changed(empty_bob, after_bob) == grown  # the same work, the same rows
 
     _sees_nothing_of(bob, alice)
-    assert _counts(alice.url) == after_alice  # bob's probes did not touch alice's memory
+    assert _counts(alice) == after_alice  # bob's probes did not touch alice's memory
     _sees_nothing_of(alice, bob)
-    final_alice, final_bob = _counts(alice.url), _counts(bob.url)
+    final_alice, final_bob = _counts(alice), _counts(bob)
     assert final_alice["memory_actions"] == len(alice.calls)
     assert final_bob["memory_actions"] == len(bob.calls)
     assert final_alice == final_bob  # symmetrical work, symmetrical rows
 
     # The other agent's things are still there, as they were, for their owner.
     for me in (alice, bob):
-        with Memory.open(me.url) as mem:
+        with me.open() as mem:
             secret = mem.facts.get(f"user.{me.name}", "secret")
             assert secret is not None and secret.value == me.name and secret.id == me.ids["fact"]
             skill = mem.skills.get(me.skill)
             assert skill is not None and skill.use_count == 1
         names = me.call("list_upcoming", window_days=7).text
         assert f"[task] {me.name}-keep" in names
+
+
+# --- every service ------------------------------------------------------------------------------
+
+
+def _write_through_every_service(agent: Agent) -> dict[str, str]:
+    """As ``agent``: something through every service that writes; returns the ids made."""
+    now = datetime.now(UTC)
+    marker = agent.marker
+    with agent.open() as mem:
+        fact = mem.facts.store("user", "colour", marker)
+        mem.facts.store("diary", "lunch", f"{marker} soup", fact_kind="event", occurred_at=now)
+        note = mem.notes.add(f"{marker} note about the flat", importance=0.9)
+        session = mem.timeline.start_session()
+        message = mem.timeline.append(f"{marker} message", session_id=session.id)
+        mem.timeline.append(f"{marker} answer", role="assistant", session_id=session.id)
+        skill = mem.skills.create(f"{agent.name}-pack", f"Pack {marker} boxes", ["pack"], "1. pack")
+        mem.skills.set_recipe(skill.name, steps=["pack"], verification="ok", tool_policy=["tape"])
+        mem.skills.revise_recipe(skill.name, steps=["pack", "tape"], verification=marker)
+        mem.skills.use(skill.name)
+        action = mem.actions.record(
+            "use_skill", params={"name": skill.name}, success=True, session_id=session.id
+        )
+        mem.actions.link_skill([action.id], skill.name)
+        mem.skills.record_outcome(skill.name, success=True)
+        mem.access.record(AccessTarget.NOTE, note.id, context=marker)
+        event = mem.calendar.create(
+            f"{marker} yoga", now + timedelta(days=1), timezone="UTC", external_ref=marker
+        )
+        schedule = mem.schedules.create(f"{agent.name}-water", message=marker, at=now)
+        claimed = mem.schedules.claim_due(now + timedelta(minutes=1))
+        assert [c.schedule.id for c in claimed] == [schedule.id]
+        mem.schedules.record_outcome(
+            schedule.id, ok=True, fired_at=now, duration_ms=5, summary=f"{marker} watered"
+        )
+        mem.reflector.run()
+    return {
+        "fact": fact.id,
+        "note": note.id,
+        "session": session.id,
+        "message": str(message.id),
+        "skill": skill.name,
+        "event": event.id,
+        "schedule": schedule.id,
+    }
+
+
+def _reads_nothing_of(me: Agent, other: Agent, theirs: dict[str, str]) -> None:
+    """Every reading service, as ``me``, finds nothing ``other`` wrote; every write aimed at
+    ``other``'s ids finds nothing to change."""
+    now = datetime.now(UTC)
+    week = timedelta(days=7)
+    with me.open() as mem:
+        answers: list[object] = [
+            mem.facts.get("user", "colour"),
+            mem.facts.get_by_id(theirs["fact"], include_forgotten=True),
+            mem.facts.list(None),
+            mem.facts.history("user", "colour"),
+            mem.facts.events(),
+            mem.facts.as_of("user", "colour", now),
+            mem.facts.count(),
+            mem.notes.get(theirs["note"]),
+            mem.notes.list(include_forgotten=True),
+            mem.notes.search(other.marker),
+            mem.notes.count(include_forgotten=True),
+            mem.notes.latest_session_summary(),
+            mem.timeline.get_session(theirs["session"]),
+            mem.timeline.list_sessions(),
+            mem.timeline.query(),
+            mem.timeline.last_message("user"),
+            mem.timeline.count(),
+            mem.actions.query(),
+            mem.actions.recent_failures(),
+            mem.actions.count(),
+            mem.access.count_for(AccessTarget.NOTE, theirs["note"]),
+            mem.access.recent_for(AccessTarget.NOTE, theirs["note"]),
+            mem.skills.get(theirs["skill"]),
+            mem.skills.list(),
+            mem.calendar.get(theirs["event"]),
+            mem.calendar.find_by_external_ref(other.marker),
+            mem.calendar.between(now - week, now + week),
+            mem.calendar.upcoming(week, now),
+            mem.calendar.count(),
+            mem.schedules.get(theirs["schedule"]),
+            mem.schedules.list(),
+            mem.schedules.due_between(now - week, now + week),
+            mem.schedules.outcomes(theirs["schedule"]),
+            mem.search.messages(other.marker),
+            mem.search.notes(other.marker, include_forgotten=True),
+            mem.search.skills(f"{other.marker} pack"),
+            mem.retriever.retrieve(f"{other.marker} message"),
+            mem.prefix.build(),
+            mem.recall_trigger.recall(f"remember when we talked about {other.marker}?"),
+            mem.reflector.run(),
+        ]
+        for answer in answers:
+            assert other.marker not in repr(answer), answer
+        assert mem.facts.count() == 0 and mem.notes.count(include_forgotten=True) == 0
+        assert mem.timeline.count() == 0 and mem.actions.count() == 0
+        assert mem.calendar.count() == 0 and mem.skills.list() == []
+        # Writes aimed at the other agent's ids find nothing.
+        with pytest.raises(NotFoundError):
+            mem.facts.forget(theirs["fact"])
+        with pytest.raises(NotFoundError):
+            mem.notes.forget(theirs["note"])
+        assert not mem.calendar.delete(theirs["event"])
+        assert not mem.skills.delete(theirs["skill"])
+        with pytest.raises(NotFoundError):
+            mem.schedules.cancel(id=theirs["schedule"])
+        with pytest.raises(NotFoundError):
+            mem.timeline.messages(theirs["session"])
+        with pytest.raises(NotFoundError):
+            mem.timeline.end_session(theirs["session"])
+        with pytest.raises(NotFoundError):
+            mem.timeline.append("x", session_id=theirs["session"])
+
+
+def test_every_service_finds_nothing_another_agent_wrote(agents: tuple[Agent, Agent]) -> None:
+    alice, bob = agents
+    empty = _counts(bob)
+    theirs = _write_through_every_service(alice)
+    written = _counts(alice)
+    assert _counts(bob) == empty
+    _reads_nothing_of(bob, alice, theirs)
+    assert _counts(alice) == written  # bob's attempts changed nothing of alice's
+    assert _counts(bob) == empty
+    with alice.open() as mem:  # and alice still has all of it
+        assert mem.facts.get("user", "colour") is not None
+        assert mem.notes.get(theirs["note"]) is not None
+        assert mem.calendar.get(theirs["event"]) is not None
+        assert mem.skills.get(theirs["skill"]) is not None
+        assert mem.timeline.count() == 2
+
+
+# --- row-level security -----------------------------------------------------------------------
+
+
+def _unfiltered(conn: Any, agent_id: int | None) -> dict[str, set[int]]:
+    """``SELECT DISTINCT agent_id`` of every table, without any filter, in a transaction whose
+    agent is ``agent_id`` (None: no agent set)."""
+    driver = conn.connection.driver_connection
+    with conn.begin():
+        if agent_id is not None:
+            registry.set_local(conn, agent_id)
+        return {
+            t.name: {r[0] for r in driver.execute(f"SELECT DISTINCT agent_id FROM {t.name}")}
+            for t in metadata.sorted_tables
+        }
+
+
+def test_a_query_without_agent_filter_sees_only_the_transactions_agent(
+    pg_layout: Layout, pg_agent_name: Callable[[], str]
+) -> None:
+    store = Store.open(pg_layout.url, upgrade=False)
+    alice, bob = (
+        Agent("alice", store.for_agent(pg_agent_name()), "Aquamarine"),
+        Agent("bob", store.for_agent(pg_agent_name()), "Burgundy"),
+    )
+    for agent in (alice, bob):
+        _write_through_every_service(agent)
+    ids = {agents.agent_id(store, a.store.agent or "") for a in (alice, bob)}
+    app = create_engine(pg_layout.app_url)
+    owner = create_engine(pg_layout.url)
+    try:
+        with app.connect() as conn:
+            for agent_id in ids:
+                seen = _unfiltered(conn, agent_id)
+                assert all(found <= {agent_id} for found in seen.values()), seen
+                assert seen["memory_notes"] == seen["memory_raw_messages"] == {agent_id}
+            assert all(found == set() for found in _unfiltered(conn, None).values())
+            with conn.begin(), pytest.raises(DBAPIError, match="no agent is set"):
+                conn.exec_driver_sql(
+                    "INSERT INTO memory_notes (id, content, created_at) VALUES ('x', 'y', 0)"
+                )
+            other = max(ids)
+            with conn.begin(), pytest.raises(DBAPIError, match="row-level security"):
+                registry.set_local(conn, min(ids))
+                conn.exec_driver_sql(
+                    "INSERT INTO memory_notes (agent_id, id, content, created_at)"
+                    f" VALUES ({other}, 'x', 'y', 0)"
+                )
+        # The owner here is a superuser: row-level security does not hold it, the explicit
+        # filters are what keeps its units of work apart (the tests above run as it too).
+        with owner.connect() as conn:
+            assert ids <= _unfiltered(conn, min(ids))["memory_notes"]
+    finally:
+        app.dispose()
+        owner.dispose()
+        store.close()
+
+
+def test_a_pooled_connection_never_carries_an_agent_into_the_next_transaction(
+    pg_layout: Layout, pg_agent_name: Callable[[], str]
+) -> None:
+    engine = create_engine(pg_layout.app_url)
+    engine.pool.dispose()
+    try:
+        store = Store(engine, agent=pg_agent_name())
+        with store.begin() as mem:
+            mem.notes.add("kept to its agent")
+            pid = mem.raw().rows("SELECT pg_backend_pid()")[0][0]
+        with engine.connect() as conn:
+            driver = conn.connection.driver_connection
+            assert driver.execute("SELECT pg_backend_pid()").fetchone()[0] == pid  # same one
+            setting = driver.execute("SELECT current_setting('philont.agent_id', true)")
+            assert setting.fetchone()[0] in ("", None)
+            assert driver.execute("SELECT count(*) FROM memory_notes").fetchone()[0] == 0
+    finally:
+        engine.dispose()
+
+
+def test_writes_to_rows_whose_keys_other_agents_share_change_only_mine(
+    agents: tuple[Agent, Agent],
+) -> None:
+    """Fixed ids ('global' session, the root pursuit) and per-agent unique names (a skill's)
+    repeat across agents: an UPDATE by that key, from a flush or a bulk statement, must carry
+    the agent too (as the owner nothing else would stop it)."""
+    alice, bob = agents
+    for agent in (alice, bob):
+        with agent.open() as mem:
+            mem.skills.create("deploy", "Deploy the site", ["deploy"], "1. deploy")
+            mem.timeline.append("hello")  # on the 'global' session every agent has
+    with bob.open() as mem:
+        for _ in range(3):
+            mem.skills.record_usage("deploy")  # a bulk UPDATE ... WHERE name = 'deploy'
+        mem.skills.record_outcome("deploy", success=True)
+        mem.timeline.end_session("global")  # a flush: UPDATE ... WHERE id = 'global'
+        mem.actions.record("t", params={}, success=True)
+    with alice.open() as mem:
+        skill = mem.skills.get("deploy", record_access=False)
+        assert skill is not None and skill.use_count == 0 and skill.success_count == 0
+        session = mem.timeline.get_session("global")
+        assert session is not None and session.ended_at is None
+    with bob.open() as mem:
+        skill = mem.skills.get("deploy", record_access=False)
+        assert skill is not None and skill.use_count == 3 and skill.success_count == 1
+        session = mem.timeline.get_session("global")
+        assert session is not None and session.ended_at is not None
+
+
+def test_one_async_store_serves_many_agents_each_unit_of_work_its_own(
+    pg_layout: Layout, pg_agent_name: Callable[[], str]
+) -> None:
+    import asyncio
+
+    from philont.aio import AsyncStore
+
+    names = [pg_agent_name() for _ in range(3)]
+
+    async def main() -> list[list[str]]:
+        astore = await AsyncStore.open(pg_layout.app_url)  # the application role: RLS too
+        try:
+            for name in names:
+                await astore.run(lambda mem, name=name: mem.notes.add(f"{name} note"), agent=name)
+            return [
+                await astore.run(
+                    lambda mem: [n.content for n in mem.notes.list()], write=False, agent=name
+                )
+                for name in names
+            ]
+        finally:
+            await astore.close()
+
+    seen = asyncio.run(main())
+    assert seen == [[f"{name} note"] for name in names]

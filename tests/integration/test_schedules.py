@@ -384,7 +384,7 @@ def test_due_between_lists_runs_in_the_window_and_flags_overdue_ones(
             paused_until=now + timedelta(hours=5),
         )
 
-    got = schedules.due_between(now, now + timedelta(days=1))
+    got = schedules.due_between(now, now + timedelta(days=1)).runs
 
     assert [(r.schedule.name, r.run_at - now, r.overdue) for r in got] == [
         ("overdue", timedelta(days=-3), True),

@@ -3,6 +3,7 @@ text ever reaches SQL as anything but a bound value."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -12,7 +13,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, insert
-from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
 from philont.db.backend import Raw
@@ -25,6 +25,7 @@ from philont.domain.maturity import Grade
 from philont.services.search import SearchService
 from philont.services.search.postgres import PgScorer
 from philont.services.search.sqlite import SqliteScorer
+from tests.pg_support import Layout, agent_connection, agent_session
 from tests.support import joined
 
 pytestmark = pytest.mark.postgres
@@ -83,12 +84,14 @@ def at(i: int) -> datetime:
     return T0 + timedelta(minutes=i)
 
 
-def fill(engine: Engine) -> None:
-    """Create the schema and the corpus (explicit ids and times, so both backends hold the same
-    rows)."""
-    metadata.create_all(engine)
-    with engine.begin() as conn:
-        ensure_bootstrap_rows(conn)
+def fill(engine: Engine, agent: str | None = None) -> None:
+    """Create the schema (SQLite) or the agent (PostgreSQL) and the corpus (explicit ids and
+    times, so both backends hold the same rows)."""
+    if agent is None:
+        metadata.create_all(engine)
+        with engine.begin() as conn:
+            ensure_bootstrap_rows(conn)
+    with engine.begin() if agent is None else agent_connection(engine, agent) as conn:
         sessions = sorted({s for s, _r, _c in MESSAGES})
         conn.execute(insert(RawSession), [{"id": s, "started_at": T0} for s in sessions])
         conn.execute(
@@ -145,10 +148,11 @@ def _open(engine: Engine) -> Session:
 
 
 @pytest.fixture
-def pg_session(pg_agent: Callable[[], URL]) -> Iterator[Session]:
-    engine = create_engine(pg_agent())
-    fill(engine)
-    s = _open(engine)
+def pg_session(pg_layout: Layout, pg_agent_name: Callable[[], str]) -> Iterator[Session]:
+    engine = create_engine(pg_layout.url)
+    name = pg_agent_name()
+    fill(engine, name)
+    s = agent_session(engine, name)
     yield s
     s.rollback()
     s.close()
@@ -409,3 +413,37 @@ def test_scores_equal_sqlite(backends: Backends) -> None:
         assert [h.id for h in pg] == [h.id for h in sqlite]
         for a, b in zip(sqlite, pg, strict=True):
             assert b.score == pytest.approx(a.score, rel=1e-6), query
+
+
+@pytest.mark.parametrize(
+    ("opclass", "condition"),
+    [
+        (
+            "to_tsvector('english'::regconfig, content)",
+            "to_tsvector('english'::regconfig, content) @@ "
+            "phraseto_tsquery('english'::regconfig, 'camping')",
+        ),
+        ("content gin_trgm_ops", "content ILIKE '%%camping%%'"),
+    ],
+)
+def test_the_search_indexes_look_up_the_agent_key_not_every_agents_posting_list(
+    pg_session: Session, opclass: str, condition: str
+) -> None:
+    """The lean SQL's agent condition must be one the GIN indexes' first column can use
+    (btree_gin has no ``bigint = integer``): else a word's look-up reads the posting lists of
+    every agent in the partition, a cost that grows with the number of agents. Checked on a
+    temporary table with the same GIN index and nothing else to choose from."""
+    raw = joined(pg_session).raw()
+    for sql in (
+        "CREATE TEMP TABLE philont_probe (agent_id bigint NOT NULL, content text NOT NULL)"
+        " ON COMMIT DROP",
+        f"CREATE INDEX ON pg_temp.philont_probe USING gin (agent_id, {opclass})",
+        "SET LOCAL enable_seqscan = off",
+    ):
+        pg_session.connection().exec_driver_sql(sql)
+    plan = raw.rows(
+        f"EXPLAIN (FORMAT JSON) SELECT b.content FROM pg_temp.philont_probe AS b"
+        f" WHERE {raw.mine('b')} AND {condition}"
+    )[0][0]
+    text_ = json.dumps(plan)
+    assert "Bitmap Index Scan" in text_ and '"Index Cond": "((agent_id = ' in text_, text_

@@ -329,6 +329,7 @@ def test_counters_are_atomic_across_two_sessions_on_the_same_file(
     first.close()
     assert (record.success_count, record.grade) == (2, Grade.CONFIRMED)
     with factory() as check:
+        joined(check, clock)  # on PostgreSQL: this transaction is the test agent's
         stored = check.execute(
             text("SELECT success_count, maturity FROM memory_skills WHERE name = 'berlin-rent'")
         ).one()

@@ -38,8 +38,9 @@ BOTH_BACKENDS = True
 
 @pytest.fixture
 def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | URL:
-    if backend == "postgres":
-        url: URL = request.getfixturevalue("pg_agent")()
+    if backend == "postgres":  # this run's layout; a fresh agent is the default ($PHILONT_AGENT)
+        request.getfixturevalue("pg_test_agent")
+        url: URL = request.getfixturevalue("pg_layout").url
         return url
     return tmp_path / "memory.sqlite"
 

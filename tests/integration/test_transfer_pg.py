@@ -1,5 +1,6 @@
-"""Export and import through PostgreSQL: SQLite -> PostgreSQL -> SQLite keeps every row, and
-merge, refuse and bad files behave on PostgreSQL as they do on SQLite."""
+"""Export and import through PostgreSQL: SQLite -> one PostgreSQL agent -> SQLite keeps every
+row, and merge, refuse and bad files behave for a PostgreSQL agent as they do on SQLite (the
+other agents of the database are never touched)."""
 
 from __future__ import annotations
 
@@ -14,19 +15,47 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 from sqlalchemy.engine import URL
 
-from philont import migrate
-from philont.db.engine import create_engine, pg_schema
+from philont import agents, migrate, transfer
 from philont.errors import ConflictError
-from philont.transfer import ImportForeignKeyError, ImportFormatError, export, import_
+from philont.store import Store
+from philont.transfer import ImportForeignKeyError, ImportFormatError, ImportReport
+from philont.transfer.format import ExportReport
+from tests.pg_support import Layout
 
 pytestmark = pytest.mark.postgres
 
 CopyFixture = Callable[[str], Path]
-NewAgent = Callable[[], URL]
 FIXTURES = ("v2", "v27", "v31", "empty-v31")
+
+
+@dataclass(frozen=True)
+class PgAgent:
+    """One agent of this run's PostgreSQL layout."""
+
+    url: URL
+    name: str
+
+
+NewAgent = Callable[[], PgAgent]
+
+
+@pytest.fixture(name="pg_agent")
+def new_pg_agent(pg_layout: Layout) -> NewAgent:
+    return lambda: PgAgent(pg_layout.url, pg_layout.new_agent())
+
+
+def export(db: Path | PgAgent, out: Path | io.StringIO) -> ExportReport:
+    if isinstance(db, PgAgent):
+        return transfer.export(db.url, out, agent=db.name)
+    return transfer.export(db, out)
+
+
+def import_(db: Path | PgAgent, src: Path, mode: transfer.Mode = "refuse") -> ImportReport:
+    if isinstance(db, PgAgent):
+        return transfer.import_(db.url, src, mode=mode, agent=db.name)
+    return transfer.import_(db, src, mode=mode)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -42,7 +71,7 @@ class Dump:
     has_rowid: bool
 
 
-def _dump(db: Path | URL) -> Dump:
+def _dump(db: Path | PgAgent) -> Dump:
     """Export ``db`` and read it back. A row is compared as its canonical JSON text without
     ``_rowid`` (PostgreSQL has none; SQLite numbers the rows it gets without one), so the
     comparison keeps types: ``1`` and ``1.0`` differ, and floats compare by their exact repr
@@ -59,7 +88,7 @@ def _dump(db: Path | URL) -> Dump:
     return Dump(header=lines[0], rows=rows, trailer=lines[-1], has_rowid=has_rowid)
 
 
-def _state(db: Path | URL) -> tuple[dict[str, Counter[str]], dict[str, int]]:
+def _state(db: Path | PgAgent) -> tuple[dict[str, Counter[str]], dict[str, int]]:
     """Everything an import could change: every row and every id high-water mark."""
     dump = _dump(db)
     return dump.rows, dump.header["sequences"]
@@ -86,19 +115,9 @@ def _edit(path: Path, edit: Callable[[list[str]], object]) -> Path:
     return out
 
 
-def _scalar(url: URL, sql: str) -> Any:
-    engine = create_engine(url, create=False)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(text(sql)).scalar()
-    finally:
-        engine.dispose()
-
-
-def _schema_exists(url: URL) -> bool:
-    return bool(
-        _scalar(url, f"SELECT count(*) FROM pg_namespace WHERE nspname = '{pg_schema(url)}'")
-    )
+def _agent_exists(agent: PgAgent) -> bool:
+    with Store.open(agent.url, upgrade=False) as store:
+        return any(a.name == agent.name for a in agents.list_agents(store, prefix=agent.name))
 
 
 def _assert_fts_sound(path: Path) -> None:
@@ -185,10 +204,10 @@ def test_new_ids_on_postgres_continue_above_the_imported_high_water_marks(
     pg = pg_agent()
     import_(pg, _edit(_export_file(copy_fixture, tmp_path, "v31"), raise_actions_sequence))
 
-    nextval = "SELECT nextval(pg_get_serial_sequence('{}', 'id'))"
-    assert _scalar(pg, nextval.format("memory_raw_messages")) == 202
-    assert _scalar(pg, nextval.format("memory_access_log")) == 9
-    assert _scalar(pg, nextval.format("memory_actions")) == 101
+    with Store.open(pg.url, agent=pg.name, upgrade=False) as store, store.begin() as mem:
+        assert mem.timeline.append("next").id == 202
+        assert mem.access.record("note", "n").id == 9
+        assert mem.actions.record("t", params={}, success=True).id == 101
 
 
 # --- merge and refuse ------------------------------------------------------------------------
@@ -201,16 +220,13 @@ def test_merge_into_postgres_skips_existing_rows_and_adds_the_missing_ones(
     pg = pg_agent()
     import_(pg, out)
     complete = _state(pg)
-    engine = create_engine(pg)
-    with engine.begin() as conn:
-        conn.execute(text("DELETE FROM memory_raw_messages WHERE id IN (3, 50, 201)"))
-        conn.execute(
-            text(
-                "DELETE FROM memory_notes WHERE id IN "
-                "(SELECT id FROM memory_notes ORDER BY id LIMIT 2)"
-            )
+    with Store.open(pg.url, agent=pg.name, upgrade=False) as store, store.begin() as mem:
+        raw = mem.raw()
+        raw.rows(f"DELETE FROM memory_raw_messages{raw.where('id IN (3, 50, 201)')} RETURNING 1")
+        raw.rows(
+            f"DELETE FROM memory_notes{raw.where()} AND id IN (SELECT id FROM memory_notes"
+            f"{raw.where()} ORDER BY id LIMIT 2) RETURNING 1"
         )
-    engine.dispose()
 
     report = import_(pg, out, mode="merge")
 
@@ -268,7 +284,8 @@ def test_rows_pointing_at_missing_parents_roll_back_the_whole_postgres_import(
         lines[:] = kept
 
     pg = pg_agent()
-    migrate.upgrade(pg)
+    with Store.open(pg.url, agent=pg.name, upgrade=False) as store, store.begin():
+        pass  # the agent, created with its bootstrap rows
     before = _state(pg)
 
     with pytest.raises(ImportForeignKeyError):
@@ -365,4 +382,4 @@ def test_an_invalid_file_does_not_even_create_the_agent_schema(
     with pytest.raises(ImportFormatError):
         import_(pg, bad)
 
-    assert not _schema_exists(pg)
+    assert not _agent_exists(pg)

@@ -10,11 +10,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import text
 from sqlalchemy.engine import URL
-from sqlalchemy.orm import Session
 
-from philont import Memory, migrate, tools
+from philont import Memory, tools
 from tests.tools.helpers import MEMORY_TABLES_EXCEPT_ACTIONS
 
 HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
@@ -91,18 +89,17 @@ def test_call_never_raises_and_failures_write_nothing(
 
 
 @pytest.fixture
-def pg_tool_db(pg_agent) -> URL:  # type: ignore[no-untyped-def]
-    """A fresh agent schema brought to head by the migrations."""
-    url: URL = pg_agent()
-    migrate.upgrade(url)
-    return url
+def pg_tool_db(pg_layout, pg_agent_name) -> tuple[URL, str]:  # type: ignore[no-untyped-def]
+    """This run's PostgreSQL layout and a fresh agent in it."""
+    return pg_layout.url, pg_agent_name()
 
 
-def _pg_counts(session: Session) -> tuple[int, ...]:
-    return tuple(
-        session.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
-        for t in MEMORY_TABLES_EXCEPT_ACTIONS
-    )
+def _pg_counts(
+    mem: Memory, tables: tuple[str, ...] = MEMORY_TABLES_EXCEPT_ACTIONS
+) -> tuple[int, ...]:
+    """The unit of work's agent's rows in ``tables``."""
+    raw = mem.raw()
+    return tuple(int(raw.rows(f"SELECT count(*) FROM {t}{raw.where()}")[0][0]) for t in tables)
 
 
 @pytest.mark.postgres
@@ -113,15 +110,15 @@ def _pg_counts(session: Session) -> tuple[int, ...]:
 )
 @given(name=names, args=arguments)
 def test_on_postgres_call_never_raises_and_failures_write_nothing(
-    name: str, args: object, pg_tool_db: URL
+    name: str, args: object, pg_tool_db: tuple[URL, str]
 ) -> None:
-    actions_sql = text("SELECT count(*) FROM memory_actions")
-    with Memory.open(pg_tool_db) as mem:
-        before = _pg_counts(mem.session)
-        actions_before = mem.session.execute(actions_sql).scalar_one()
+    url, agent = pg_tool_db
+    with Memory.open(url, agent=agent) as mem:
+        before = _pg_counts(mem)
+        (actions_before,) = _pg_counts(mem, ("memory_actions",))
         result = tools.call(name, args, db=mem)  # type: ignore[arg-type]
         assert isinstance(result, tools.ToolResult)
         if not result.ok:
             assert result.error_code and result.error
-            assert _pg_counts(mem.session) == before
-        assert mem.session.execute(actions_sql).scalar_one() == actions_before + 1
+            assert _pg_counts(mem) == before
+        assert _pg_counts(mem, ("memory_actions",)) == (actions_before + 1,)

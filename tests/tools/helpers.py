@@ -7,10 +7,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.engine import URL
 
-from philont.db.engine import create_engine
+from philont.store import Store
 
 MEMORY_TABLES_EXCEPT_ACTIONS = (
     "memory_facts",
@@ -26,23 +25,23 @@ MEMORY_TABLES_EXCEPT_ACTIONS = (
     "philont_skill_revisions",
 )
 
-ACTIONS_SQL = "SELECT tool_name, success, params_json, result FROM memory_actions ORDER BY id"
+ACTIONS_SQL = (
+    "SELECT tool_name, success, params_json, result FROM memory_actions{where} ORDER BY id"
+)
 
 
 def _pg_rows(url: URL, sql: str) -> list[tuple[Any, ...]]:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return [tuple(row) for row in conn.execute(text(sql))]
-    finally:
-        engine.dispose()
+    """Rows of the test's agent ($PHILONT_AGENT): ``{where}`` in ``sql`` is its condition."""
+    with Store.open(url, upgrade=False) as store, store.begin(write=False) as mem:
+        raw = mem.raw()
+        return [tuple(row) for row in raw.rows(sql.format(where=raw.where()))]
 
 
 def snapshot(db: Path | URL) -> dict[str, list[tuple[object, ...]]]:
     """Every row of the memory tables except the action log (a SQLite file or a PG URL)."""
     if isinstance(db, URL):  # no rowid on PostgreSQL: rows in a stable (sorted) order
         return {
-            t: sorted(_pg_rows(db, f"SELECT * FROM {t}"), key=repr)
+            t: sorted(_pg_rows(db, f"SELECT * FROM {t}{{where}}"), key=repr)
             for t in MEMORY_TABLES_EXCEPT_ACTIONS
         }
     with closing(sqlite3.connect(str(db))) as conn:
@@ -56,7 +55,7 @@ def actions(db: Path | URL) -> list[tuple[object, ...]]:
     if isinstance(db, URL):
         return _pg_rows(db, ACTIONS_SQL)
     with closing(sqlite3.connect(str(db))) as conn:
-        return conn.execute(ACTIONS_SQL).fetchall()
+        return conn.execute(ACTIONS_SQL.format(where="")).fetchall()
 
 
 DbTarget = Path | URL  # what the `tool_target` fixture gives: a SQLite file or a PG agent URL

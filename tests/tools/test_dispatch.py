@@ -228,3 +228,31 @@ def test_read_only_tools_do_their_work_without_the_write_lock(
         result = tools.call(name, args, db=store)
     assert result.ok, result.text
     assert seen == [(name, args, target) in READ_ONLY]
+
+
+def test_a_calendar_rule_is_checked_before_the_write_lock_is_taken(
+    tool_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from philont.domain import series
+
+    original = series.check_event
+    seen: list[bool] = []
+
+    def probing(*a: Any, **kw: Any) -> Any:
+        seen.append(_probe_write(str(tool_db)))
+        return original(*a, **kw)
+
+    monkeypatch.setattr(series, "check_event", probing)
+    with Store.open(tool_db) as store:
+        result = tools.call(
+            "create_calendar_event",
+            {
+                "title": "Yoga",
+                "starts_at": "2026-05-04T18:00:00",
+                "timezone": "Europe/Berlin",
+                "rrule": "FREQ=WEEKLY;BYDAY=MO",
+            },
+            db=store,
+        )
+    assert result.ok, result.text
+    assert seen and seen[0] is True  # checked while another connection could still write

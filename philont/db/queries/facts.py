@@ -31,5 +31,6 @@ def current(raw: Raw) -> list[CurrentFact]:
         CurrentFact,
         "SELECT namespace, key, value_json, confidence, fact_kind, created_at, occurred_at,"
         " valid_from, valid_until, last_accessed_at, decay_tau_days FROM memory_facts"
-        " WHERE superseded_by IS NULL AND forgotten_at IS NULL ORDER BY namespace, key, created_at",
+        f"{raw.where('superseded_by IS NULL AND forgotten_at IS NULL')}"
+        " ORDER BY namespace, key, created_at",
     )

@@ -43,7 +43,7 @@ def by_ids(raw: Raw, ids: Sequence[int]) -> dict[int, MessageRow]:
     cond, params = raw.in_ids("id", ids)
     rows = raw.named(
         MessageRow,
-        f"SELECT id, session_id, role, content, timestamp FROM {TABLE} WHERE {cond}",
+        f"SELECT id, session_id, role, content, timestamp FROM {TABLE}{raw.where(cond)}",
         params,
     )
     return {r.id: r for r in rows}
@@ -56,7 +56,7 @@ def headers(raw: Raw, ids: Sequence[int]) -> dict[int, Header]:
     cond, params = raw.in_ids("id", ids)
     rows = raw.named(
         Header,
-        f"SELECT id, session_id, timestamp, role, content FROM {TABLE} WHERE {cond}",
+        f"SELECT id, session_id, timestamp, role, content FROM {TABLE}{raw.where(cond)}",
         params,
     )
     return {r.id: r for r in rows}
@@ -68,7 +68,7 @@ def placements(raw: Raw, ids: Sequence[int]) -> dict[int, Placement]:
         return {}
     cond, params = raw.in_ids("id", ids)
     rows = raw.named(
-        Placement, f"SELECT id, session_id, timestamp FROM {TABLE} WHERE {cond}", params
+        Placement, f"SELECT id, session_id, timestamp FROM {TABLE}{raw.where(cond)}", params
     )
     return {r.id: r for r in rows}
 
@@ -88,7 +88,7 @@ def newest(
     return raw.named(
         MessageRow,
         f"SELECT id, session_id, role, content, timestamp FROM {TABLE}"
-        f" WHERE {where} ORDER BY timestamp DESC, id DESC LIMIT {raw.mark}",
+        f"{raw.where(where)} ORDER BY timestamp DESC, id DESC LIMIT {raw.mark}",
         [*params, limit],
     )
 
@@ -99,7 +99,7 @@ def count_system(
     """System messages stamped in [since_ms, until_ms] (of one session)."""
     where, params = _scope(raw, f"role = 'system' AND timestamp >= {raw.mark}", session_id)
     where, params = _until(raw, where, [since_ms, *params], until_ms)
-    rows = raw.rows(f"SELECT count(*) FROM {TABLE} WHERE {where}", params)
+    rows = raw.rows(f"SELECT count(*) FROM {TABLE}{raw.where(where)}", params)
     return int(rows[0][0]) if rows else 0
 
 

@@ -33,7 +33,7 @@ def by_keys(raw: Raw, key: str, keys: Sequence[Any]) -> dict[Any, NoteRow]:
     rows = raw.named(
         NoteRow,
         f"SELECT {key}, id, content, importance, session_id, created_at, forgotten_at"
-        f" FROM {TABLE} WHERE {cond}",
+        f" FROM {TABLE}{raw.where(cond)}",
         params,
     )
     return {r.key: r for r in rows}
@@ -43,7 +43,7 @@ def most_important(raw: Raw, limit: int) -> list[ImportantNote]:
     """Notes not forgotten, most important first, then newest (``NoteService.list``'s order)."""
     return raw.named(
         ImportantNote,
-        f"SELECT importance, content FROM {TABLE} WHERE forgotten_at IS NULL"
+        f"SELECT importance, content FROM {TABLE}{raw.where('forgotten_at IS NULL')}"
         f" ORDER BY importance DESC, created_at DESC, id LIMIT {raw.mark}",
         [limit],
     )

@@ -67,7 +67,8 @@ def by_keys(raw: Raw, key: str, keys: Sequence[Any]) -> dict[Any, SkillHitRow]:
         f"SELECT s.{key}, s.id, s.name, s.description, s.when_to_use, s.trigger_keywords,"
         " s.kind, s.maturity, s.use_count, s.created_at, r.revision, r.steps_json,"
         f" r.verification, r.tool_policy_json FROM {TABLE} s"
-        f" LEFT JOIN philont_skill_recipes r ON r.skill_id = s.id WHERE {cond}",
+        f" LEFT JOIN philont_skill_recipes r ON r.skill_id = s.id{raw.same_agent('r', 's')}"
+        f"{raw.where(cond, alias='s')}",
         params,
     )
     return {r.key: r for r in rows}
@@ -76,11 +77,13 @@ def by_keys(raw: Raw, key: str, keys: Sequence[Any]) -> dict[Any, SkillHitRow]:
 def not_deprecated(raw: Raw) -> list[RankedSkill]:
     """Every skill that is not deprecated, with its recipe, in ``SkillService.list``'s order
     (most used, then newest)."""
+    where = raw.where("s.maturity != 'deprecated'", alias="s")
     return raw.named(
         RankedSkill,
         "SELECT s.name, s.description, s.when_to_use, s.kind, s.maturity, s.use_count,"
         " s.success_count, s.failure_count, s.last_used_at, r.revision, r.steps_json,"
         " r.verification, r.tool_policy_json"
         f" FROM {TABLE} s LEFT JOIN philont_skill_recipes r ON r.skill_id = s.id"
-        " WHERE s.maturity != 'deprecated' ORDER BY s.use_count DESC, s.created_at DESC, s.id",
+        f"{raw.same_agent('r', 's')}{where}"
+        " ORDER BY s.use_count DESC, s.created_at DESC, s.id",
     )

@@ -6,7 +6,8 @@ CJK term as an escaped LIKE pattern. Ranking mirrors :class:`SearchService`: per
 frequencies read from the document's tsvector, ``english`` snowball stemming as porter on
 SQLite) weighted by the word's idf once more, common words counted as present in their newest
 documents, long words also as substrings (pg_trgm), short CJK terms by LIKE, and messages earn a
-share of their neighbours' scores. The indexes are revision v034's (``philont/db/fts.py``).
+share of their neighbours' scores. The indexes are revision v036's, led by ``agent_id``
+(``philont/db/pg_layout.py``); every statement reads the unit of work's agent only (``Raw.mine``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ LENGTH_SAMPLE = 2_000
 (messages: the newest), and kept per table until the table grows or shrinks by LENGTH_DRIFT."""
 
 LENGTH_DRIFT = 0.05
+
+LENGTH_CACHE = 30_000
+"""At most this many (agent, table) averages are kept; past it the cache starts afresh."""
 
 SUBSTRING_SCAN = 2_000
 """A substring look-up reads at most this many matching documents (newest first) to rank."""
@@ -168,12 +172,12 @@ _STEMS: dict[str, str] = {}
 
 class PgScorer:
     """The :class:`~philont.services.search.scoring.Scorer` of PostgreSQL databases: the same
-    plan and arithmetic as on SQLite, over the GIN indexes of revision v034."""
+    plan and arithmetic as on SQLite, over the GIN indexes of revision v036."""
 
     def __init__(self) -> None:
-        self._lengths: dict[int, tuple[int, float, float]] = {}
-        """Table oid -> (documents when measured, average word and trigram lengths): one
-        scorer serves one database (its Store's)."""
+        self._lengths: dict[tuple[int, int], tuple[int, float, float]] = {}
+        """(agent, table oid) -> (documents when measured, average word and trigram lengths):
+        one scorer serves one database (its Store's), each agent's documents apart."""
 
     def key(self, kind: Kind) -> str:
         return "id"  # notes and skills have no rowid here: their text ids key the scores
@@ -188,9 +192,11 @@ class PgScorer:
 class _Run:
     """One scoring pass on one connection."""
 
-    def __init__(self, raw: Raw, lengths: dict[int, tuple[int, float, float]]) -> None:
+    def __init__(self, raw: Raw, lengths: dict[tuple[int, int], tuple[int, float, float]]) -> None:
         self._raw = raw
         self._lengths = lengths
+        self._agent = int(raw.agent or 0)
+        self._mine = raw.mine("b")  # every statement reads the unit of work's agent only
 
     def _fetch(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         return self._raw.rows(sql, params)
@@ -225,13 +231,14 @@ class _Run:
         document frequency (counted up to a cap, as on SQLite) and its lexemes."""
         arms = [
             f"SELECT -2, ('{corpus.base}'::regclass)::oid::bigint, NULL::text[]",
-            f"SELECT -1, (SELECT {corpus.count} FROM {corpus.base}), NULL::text[]",
+            f"SELECT -1, (SELECT {corpus.count} FROM {corpus.base} AS b WHERE {self._mine}),"
+            " NULL::text[]",
         ]
         params: list[Any] = []
         for i, word in enumerate(plan.words):
             arms.append(
                 f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
-                f" WHERE {self._match(corpus)} LIMIT {BM25_MAX_DF + 1}) AS m),"
+                f" WHERE {self._mine} AND {self._match(corpus)} LIMIT {BM25_MAX_DF + 1}) AS m),"
                 " tsvector_to_array(to_tsvector('english'::regconfig, %s))"
             )
             params += [word, word]
@@ -247,14 +254,15 @@ class _Run:
         totals; here they are measured on a sample and kept while the table stays near that
         size)."""
         with _LOCK:
-            cached = self._lengths.get(oid)
+            cached = self._lengths.get((self._agent, oid))
         if cached is not None and abs(n_docs - cached[0]) <= LENGTH_DRIFT * cached[0]:
             return cached[1], cached[2]
         words = [c for c, _w in corpus.columns]
         trigrams = [c for c, _w in corpus.trigram_columns]
         order = f" ORDER BY {corpus.newest}" if corpus.tail else ""
         rows = self._fetch(
-            f"SELECT {', '.join(words + trigrams)} FROM {corpus.base} AS b{order}"
+            f"SELECT {', '.join(words + trigrams)} FROM {corpus.base} AS b"
+            f" WHERE {self._mine}{order}"
             f" LIMIT {LENGTH_SAMPLE}",
             [],
         )
@@ -262,7 +270,9 @@ class _Run:
         avg_words = sum(_word_length(corpus, r[: len(words)]) for r in rows) / n
         avg_trigrams = sum(sum(_trigrams(t) for t in r[len(words) :]) for r in rows) / n
         with _LOCK:
-            self._lengths[oid] = (n_docs, avg_words, avg_trigrams)
+            if len(self._lengths) > LENGTH_CACHE:
+                self._lengths.clear()
+            self._lengths[(self._agent, oid)] = (n_docs, avg_words, avg_trigrams)
         return avg_words, avg_trigrams
 
     def _pg_word_terms(
@@ -289,12 +299,12 @@ class _Run:
             if df <= BM25_MAX_DF:
                 arms.append(
                     f"SELECT {i}, b.id, {texts} FROM {corpus.base} AS b"
-                    f" WHERE {self._match(corpus)}{flt.where()}"
+                    f" WHERE {self._mine} AND {self._match(corpus)}{flt.where()}"
                 )
             else:
                 arms.append(
                     f"SELECT * FROM (SELECT {i}, b.id, {nulls} FROM {corpus.base} AS b"
-                    f" WHERE {self._match(corpus)}{flt.where()}"
+                    f" WHERE {self._mine} AND {self._match(corpus)}{flt.where()}"
                     f" ORDER BY {corpus.newest} LIMIT {PRESENCE_WINDOW}) AS p{i}"
                 )
             params += [plan.words[i], *flt.params]
@@ -398,8 +408,8 @@ class _Run:
         for term in terms:
             label = term.label.lower()
             rows = self._fetch(
-                f"SELECT b.id, {columns} FROM {corpus.base} AS b"
-                f" WHERE {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
+                f"SELECT b.id, {columns} FROM {corpus.base} AS b WHERE {self._mine}"
+                f" AND {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
                 f" ORDER BY {corpus.newest} LIMIT {SUBSTRING_SCAN}",
                 [like_pattern(term.label), *flt.params],
             )
@@ -408,7 +418,7 @@ class _Run:
                 hits = int(
                     self._fetch(
                         f"SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
-                        f" WHERE {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'"
+                        f" WHERE {self._mine} AND {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'"
                         f" LIMIT {SUBSTRING_SCAN}) AS m",
                         [like_pattern(term.label)],
                     )[0][0]
@@ -432,8 +442,8 @@ class _Run:
         """A short CJK term by escaped LIKE over its newest documents; tf counted in Python."""
         columns = ", ".join(c for c, _w in corpus.columns)
         rows = self._fetch(
-            f"SELECT b.id, {columns} FROM {corpus.base} AS b"
-            f" WHERE {corpus.text} LIKE %s ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
+            f"SELECT b.id, {columns} FROM {corpus.base} AS b WHERE {self._mine}"
+            f" AND {corpus.text} LIKE %s ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
             f" ORDER BY {corpus.newest} LIMIT {min(CJK_NEWEST, CJK_INSTANCE_CAP)}",
             [like_pattern(term), *flt.params],
         )

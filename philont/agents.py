@@ -1,0 +1,83 @@
+"""The agents of a PostgreSQL database, through its Store: create, list, count, rename, delete.
+
+An agent is a row in the registry (``philont_agents``), never DDL: creating the ten-thousandth
+costs what creating the first does. Units of work create their agent on first use
+(``store.begin(agent="alice")``); these functions are for operators (``philont agents ...``).
+On SQLite (one file, one agent) they raise :class:`~philont.errors.InvalidInputError`.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from philont.db import agents as registry
+from philont.db.agents import Agent
+from philont.errors import InvalidInputError
+from philont.store import Store
+
+__all__ = ["Agent", "agent_id", "count", "create", "delete", "list_agents", "rename"]
+
+_LOCK = threading.Lock()
+CACHE_SIZE = 100_000
+"""Agent ids a Store remembers (name -> id); past this the cache starts afresh."""
+
+
+def _postgres(store: Store) -> None:
+    if store.backend.name != "postgresql":
+        raise InvalidInputError(
+            "agents live in a PostgreSQL database; an SQLite file holds one agent"
+        )
+
+
+def agent_id(store: Store, name: str) -> int:
+    """The registry id of ``name``, the agent created when missing (cached per Store)."""
+    cached = store._agent_ids.get(name)
+    if cached is not None:
+        return cached
+    _postgres(store)
+    with store.engine.connect() as conn, conn.begin():
+        agent, _created = registry.create(conn, name)
+    with _LOCK:
+        if len(store._agent_ids) >= CACHE_SIZE:
+            store._agent_ids.clear()
+        store._agent_ids[name] = agent.id
+    return agent.id
+
+
+def create(store: Store, name: str) -> tuple[Agent, bool]:
+    """The agent named ``name`` and whether this call created it."""
+    _postgres(store)
+    with store.engine.connect() as conn, conn.begin():
+        return registry.create(conn, name)
+
+
+def list_agents(store: Store, *, prefix: str = "", limit: int | None = None) -> list[Agent]:
+    """Agents in name order (code points), optionally those whose name starts with ``prefix``."""
+    _postgres(store)
+    with store.engine.connect() as conn:
+        return registry.list_agents(conn, prefix=prefix, limit=limit)
+
+
+def count(store: Store) -> int:
+    _postgres(store)
+    with store.engine.connect() as conn:
+        return registry.count(conn)
+
+
+def rename(store: Store, old: str, new: str) -> Agent:
+    """Rename an agent (one UPDATE of its registry row; its rows stay where they are)."""
+    _postgres(store)
+    with store.engine.connect() as conn, conn.begin():
+        agent = registry.rename(conn, old, new)
+    store._agent_ids.pop(old, None)
+    return agent
+
+
+def delete(store: Store, name: str) -> dict[str, int]:
+    """Delete every row of the agent ``name`` and its registry row, in one transaction;
+    returns the rows deleted per table."""
+    _postgres(store)
+    with store.engine.connect() as conn, conn.begin():
+        deleted = registry.delete(conn, name)
+    store._agent_ids.pop(name, None)
+    return deleted

@@ -1,0 +1,97 @@
+"""`philont calendar list | remove`: inspect stored calendar events and remove one, readable or
+not (a row another program wrote badly is listed with the reason, and can be removed by id)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from philont import migrate
+from philont.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_USAGE,
+    DbOption,
+    JsonOption,
+    emit,
+    fail,
+    out,
+    resolve_existing,
+)
+from philont.domain.timeparse import iso
+from philont.errors import NotFoundError, PhilontError
+from philont.services.calendar import MAX_LISTING_LIMIT, CalendarService
+from philont.store import Store
+
+calendar_app = typer.Typer(
+    help="Calendar events: list them (unreadable rows included) and remove one by id.",
+    no_args_is_help=True,
+)
+
+_TITLE_SHOWN = 80
+
+
+@contextmanager
+def _calendar(db: str | None, *, write: bool) -> Iterator[CalendarService]:
+    url = resolve_existing(db)
+    try:
+        migrate.check(url)
+        with Store.open(url, upgrade=False) as store, store.begin(write=write) as mem:
+            yield mem.calendar
+    except PhilontError as exc:
+        raise fail(exc) from exc
+
+
+@calendar_app.command("list")
+def list_events(
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_LISTING_LIMIT, help="Most events to show.")
+    ] = 100,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Stored events by start time; rows that cannot be read are shown with the reason."""
+    with _calendar(db, write=False) as calendar:
+        page = calendar.list(limit=limit)
+    if as_json:
+        emit(page.model_dump(mode="json"))
+        return
+    table = Table("id", "zone", "rule", "title")
+    table.add_column("starts (UTC)", no_wrap=True)
+    for e in page.events:
+        cells = (e.id, e.timezone, e.rrule or "", e.title[:_TITLE_SHOWN], iso(e.starts_at))
+        table.add_row(*(Text(c) for c in cells))
+    for bad in page.skipped:
+        reason = Text(f"unreadable: {bad.reason[:_TITLE_SHOWN]}", style="red")
+        table.add_row(Text(str(bad.id)), Text(""), Text(""), reason, Text(""))
+    out.print(table)
+    shown = len(page.events) + len(page.skipped)
+    if page.total > shown:
+        out.print(f"… {page.total - shown} more not shown (use --limit)")
+    if page.skipped:
+        out.print(
+            f"{len(page.skipped)} unreadable row(s): remove with `philont calendar remove ID`"
+        )
+
+
+@calendar_app.command("remove")
+def remove(
+    event_id: Annotated[str, typer.Argument(metavar="ID", help="The event's id (see `list`).")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Remove one event (a whole series), whether or not its stored values can be read."""
+    if not event_id.strip():
+        raise typer.Exit(EXIT_USAGE)
+    with _calendar(db, write=True) as calendar:
+        removed = calendar.delete(event_id)
+    if not removed:
+        raise fail(NotFoundError(f"no calendar event with id {event_id!r}"), code=EXIT_NOT_FOUND)
+    if as_json:
+        emit({"removed": event_id})
+    else:
+        out.print(f"removed calendar event {event_id}")

@@ -1,0 +1,275 @@
+"""PostgreSQL agents: the registry (create, find, list, rename, delete) and the one place where
+every statement of a unit of work is kept to its agent.
+
+A unit of work on PostgreSQL serves one agent (:func:`enter`), twice guarded:
+
+* its transaction carries the agent (``set_config('philont.agent_id', id, true)``, i.e.
+  ``SET LOCAL``: it ends with the transaction, so a pooled connection, or PgBouncer in
+  transaction mode, never carries it into another unit of work); row-level security lets the
+  application role see and write only that agent's rows, and INSERTs take it as the
+  ``agent_id`` column's DEFAULT;
+* every statement names the agent itself: ORM SELECTs get ``agent_id = :id`` on every entity
+  (aliases included) through ``with_loader_criteria`` (:func:`_orm_criteria`), UPDATE and
+  DELETE statements (ORM flushes and bulk statements) through :func:`_dml_criteria`, and the
+  lean SQL of ``philont.db.queries`` and the search scorer through ``Raw.mine()``. No service
+  writes an agent filter of its own.
+
+SQLite needs none of this: one file is one agent.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import BigInteger, Connection, Engine, bindparam, event, insert, text
+from sqlalchemy.orm import ORMExecuteState, Session, with_loader_criteria
+from sqlalchemy.sql import ColumnElement, Delete, Update
+from sqlalchemy.sql.expression import ColumnClause
+
+from philont.db.base import Base
+from philont.db.bootstrap import bootstrap_rows
+from philont.db.models import Meta
+from philont.db.pg_layout import AGENT_COLUMN, AGENT_SETTING, AGENTS_TABLE, COUNTERS_TABLE
+from philont.db.schema import metadata
+from philont.errors import AgentNotFoundError, ConflictError, InvalidInputError
+from philont.log import get_logger
+
+__all__ = [
+    "Agent",
+    "check_name",
+    "count",
+    "create",
+    "delete",
+    "enter",
+    "find",
+    "leave",
+    "list_agents",
+    "rename",
+    "scoped",
+]
+
+log = get_logger(__name__)
+
+_NAME = re.compile(r"^[a-z0-9_][a-z0-9_.-]{0,62}$")
+AGENT_OPTION = "philont_agent_id"
+"""Execution option (on a unit of work's Connection) and ``Session.info`` key: the agent id."""
+_CONNECTION = "philont_agent_connection"
+_SCOPED = frozenset(metadata.tables)
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One row of the registry."""
+
+    id: int
+    name: str
+    created_at_ms: int
+
+
+def check_name(name: object) -> str:
+    """An agent's name: 1-63 characters of ``a-z 0-9 _ . -``, not starting with ``.``/``-``."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidInputError(
+            f"agent name {name!r} must be 1-63 characters of a-z, 0-9, _, . and - "
+            "(not starting with . or -)"
+        )
+    return name
+
+
+# --- the transaction's agent ------------------------------------------------------------------
+
+
+def set_local(conn: Connection, agent_id: int) -> None:
+    """Name ``agent_id`` the agent of ``conn``'s current transaction (``SET LOCAL``), on the
+    DB-API connection (psycopg's, or the async driver's adapter, which awaits for us)."""
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None, "a connection inside a transaction is checked out"
+    cursor = dbapi.cursor()
+    try:
+        cursor.execute("SELECT set_config(%s, %s, true)", (AGENT_SETTING, str(int(agent_id))))
+        cursor.fetchall()
+    finally:
+        cursor.close()
+
+
+def enter(session: Session, agent_id: int) -> None:
+    """Make ``session``'s current transaction one agent's (both guards, see the module)."""
+    conn = session.connection()
+    scope_engine(conn.engine)
+    set_local(conn, agent_id)
+    conn.execution_options(**{AGENT_OPTION: agent_id})
+    session.info[AGENT_OPTION] = agent_id
+    session.info[_CONNECTION] = conn
+
+
+def leave(session: Session) -> None:
+    """Forget the agent on ``session`` and its connection (a host's Session or Connection
+    lives on; its transaction keeps the ``SET LOCAL`` until it ends)."""
+    session.info.pop(AGENT_OPTION, None)
+    conn = session.info.pop(_CONNECTION, None)
+    if conn is not None and not conn.closed:
+        conn.execution_options(**{AGENT_OPTION: None})
+
+
+def _agent_column(entity: Any) -> ColumnElement[Any]:
+    """``agent_id`` of the table (or alias) an ORM entity selects from."""
+    from sqlalchemy import inspect
+
+    with suppress(AttributeError):  # with_loader_criteria's lambda receives it wrapped
+        entity = object.__getattribute__(entity, "subject")
+    found = inspect(entity, raiseerr=False)
+    if found is None:  # the base class itself, when SQLAlchemy first analyses the lambda
+        return ColumnClause(AGENT_COLUMN, BigInteger())
+    return ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=found.selectable)
+
+
+def _orm_criteria(state: ORMExecuteState) -> None:
+    agent = state.session.info.get(AGENT_OPTION)
+    if agent is None or not state.is_select:
+        return
+    state.statement = state.statement.options(
+        with_loader_criteria(
+            Base,
+            lambda cls: _agent_column(cls) == agent,
+            include_aliases=True,
+            propagate_to_loaders=True,
+        )
+    )
+
+
+event.listen(Session, "do_orm_execute", _orm_criteria)
+
+
+def _dml_criteria(
+    conn: Connection,
+    statement: Any,
+    multiparams: Any,
+    params: Any,
+    execution_options: Any,
+) -> tuple[Any, Any, Any]:
+    agent = conn.get_execution_options().get(AGENT_OPTION)
+    if agent is not None and isinstance(statement, Update | Delete):
+        table = statement.table
+        if getattr(table, "name", None) in _SCOPED:
+            column = ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=table)
+            statement = statement.where(
+                column == bindparam("philont_agent", agent, type_=BigInteger())
+            )
+    return statement, multiparams, params
+
+
+def scope_engine(engine: Engine) -> None:
+    """Install the UPDATE/DELETE agent filter on ``engine`` (once; host engines included)."""
+    if not event.contains(engine, "before_execute", _dml_criteria):
+        event.listen(engine, "before_execute", _dml_criteria, retval=True)
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+
+def find(conn: Connection, name: str) -> Agent | None:
+    row = conn.execute(
+        text(f"SELECT id, name, created_at FROM {AGENTS_TABLE} WHERE name = :n"),
+        {"n": check_name(name)},
+    ).first()
+    return None if row is None else Agent(int(row[0]), str(row[1]), int(row[2]))
+
+
+def create(conn: Connection, name: str, *, now_ms: int | None = None) -> tuple[Agent, bool]:
+    """The agent named ``name``, created (a registry row and the rows every memory holds: the
+    'global' session, the root pursuit, ``memory_meta``) when missing; True when created. Runs
+    in ``conn``'s transaction and leaves it the new agent's."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    found = find(conn, name)
+    if found is not None:
+        return found, False
+    row = conn.execute(
+        text(
+            f"INSERT INTO {AGENTS_TABLE} (name, created_at) VALUES (:n, :t)"
+            " ON CONFLICT (name) DO NOTHING RETURNING id"
+        ),
+        {"n": check_name(name), "t": now_ms},
+    ).first()
+    if row is None:
+        found = find(conn, name)
+        if found is None:  # pragma: no cover - deleted between the two statements
+            raise ConflictError(f"agent {name!r} was deleted while being created")
+        return found, False
+    agent = Agent(int(row[0]), name, now_ms)
+    set_local(conn, agent.id)
+    from philont import settings
+
+    conn.execute(insert(Meta).values(key="schema_version", value=str(settings.SCHEMA_VERSION)))
+    for model, values in bootstrap_rows():
+        conn.execute(insert(model).values(**values))
+    log.info("agents.created", agent=name, id=agent.id)
+    return agent, True
+
+
+def list_agents(conn: Connection, *, prefix: str = "", limit: int | None = None) -> list[Agent]:
+    """Agents by name (``prefix`` matched literally), through the registry's unique index."""
+    sql = f"SELECT id, name, created_at FROM {AGENTS_TABLE}"
+    params: dict[str, Any] = {}
+    if prefix:
+        sql += " WHERE name >= :lo AND name < :hi"
+        params = {"lo": prefix, "hi": prefix + "\U0010ffff"}
+    sql += ' ORDER BY name COLLATE "C"'
+    if limit is not None:
+        sql += " LIMIT :limit"
+        params["limit"] = int(limit)
+    return [Agent(int(r[0]), str(r[1]), int(r[2])) for r in conn.execute(text(sql), params)]
+
+
+def count(conn: Connection) -> int:
+    return int(conn.execute(text(f"SELECT count(*) FROM {AGENTS_TABLE}")).scalar_one())
+
+
+def rename(conn: Connection, old: str, new: str) -> Agent:
+    """Give an agent a new name (its rows keep their ``agent_id``: one UPDATE)."""
+    check_name(new)
+    agent = require(conn, old)
+    if find(conn, new) is not None:
+        raise ConflictError(f"an agent named {new!r} exists already")
+    conn.execute(
+        text(f"UPDATE {AGENTS_TABLE} SET name = :new WHERE id = :id"), {"new": new, "id": agent.id}
+    )
+    return Agent(agent.id, new, agent.created_at_ms)
+
+
+def require(conn: Connection, name: str) -> Agent:
+    agent = find(conn, name)
+    if agent is None:
+        raise AgentNotFoundError(name)
+    return agent
+
+
+def delete(conn: Connection, name: str) -> dict[str, int]:
+    """Delete every row of one agent, then its registry row; returns rows deleted per table.
+    The registry row goes last and every table references it, so it cannot go while a row of
+    the agent is left anywhere."""
+    agent = require(conn, name)
+    set_local(conn, agent.id)
+    deleted: dict[str, int] = {}
+    for table in [*reversed(metadata.sorted_tables)]:
+        result = conn.execute(
+            text(f'DELETE FROM "{table.name}" WHERE {AGENT_COLUMN} = :id'), {"id": agent.id}
+        )
+        if result.rowcount:
+            deleted[table.name] = int(result.rowcount)
+    conn.execute(text(f"DELETE FROM {COUNTERS_TABLE} WHERE {AGENT_COLUMN} = :id"), {"id": agent.id})
+    conn.execute(text(f"DELETE FROM {AGENTS_TABLE} WHERE id = :id"), {"id": agent.id})
+    log.info("agents.deleted", agent=name, rows=sum(deleted.values()))
+    return deleted
+
+
+@contextmanager
+def scoped(conn: Connection, agent_id: int) -> Iterator[Connection]:
+    """``conn`` inside a transaction that is ``agent_id``'s (for maintenance code)."""
+    with conn.begin():
+        set_local(conn, agent_id)
+        yield conn

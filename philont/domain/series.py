@@ -1,0 +1,383 @@
+"""Calendar series: an event's RRULE checked once, before anything is written, and expanded over
+a window in the event's own zone with bounded work.
+
+Both sides use the same arithmetic (:mod:`philont.domain.rrule_engine`) and the same limit
+(``EVENT_WORK_LIMIT``), so an event that was accepted can always be listed, and an event that
+could not be listed is refused when it is written. Rows that never passed the check (written
+by another program or by hand) cannot hang or crash a listing either: the expansion stops at
+its work limit, and a series simply ends where the supported calendar ends.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import zoneinfo
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from philont.domain import timepolicy
+from philont.domain.rrule import Rule, bad_rule, parse_rule, until_fields
+from philont.domain.rrule_engine import Series, Work, WorkLimitExceeded
+from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
+
+__all__ = [
+    "CHECK_WORK_LIMIT",
+    "DEFAULT_OCCURRENCE_LIMIT",
+    "EVENT_WORK_LIMIT",
+    "EventCheck",
+    "Expansion",
+    "check_event",
+    "expand",
+    "occurrences",
+    "validate_rrule",
+]
+
+DEFAULT_OCCURRENCE_LIMIT: Final = 1000
+"""Most occurrences one expansion returns; counted from the window, not from the series start."""
+
+EVENT_WORK_LIMIT: Final = 50_000
+"""Steps one event may cost when a listing expands it (well under a second even for the
+slowest kind of step)."""
+
+CHECK_WORK_LIMIT: Final = EVENT_WORK_LIMIT // 2
+"""Steps the check on write may take: finding the first occurrence and counting through a COUNT
+costs what entering any later window costs, so half the read limit leaves the other half for
+the window itself."""
+
+_PROBE: Final = timedelta(days=2)
+"""More than any UTC-offset jump (Samoa skipped a whole day in 2011): how far around a point the
+zone is probed for a change of offset."""
+
+
+@dataclass(frozen=True)
+class EventCheck:
+    """What :func:`check_event` found: the normalised rule (None for a one-shot), the first
+    occurrence, the last one of a COUNT series (None when open-ended) and the steps it took."""
+
+    rrule: str | None
+    first: datetime
+    last: datetime | None
+    steps: int
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """The occurrences of one event in a window.
+
+    ``items``: the earliest ``limit`` as ``(start, end)`` in UTC (``end`` None without an end),
+    sorted. ``total``: how many overlap the window; exact when ``exact``, else a lower bound
+    (counting stopped at ``count_limit``). ``steps``: work spent (see ``rrule_engine.Work``).
+    """
+
+    items: tuple[tuple[datetime, datetime | None], ...]
+    total: int
+    exact: bool
+    steps: int
+
+
+# --- wall-clock <-> instants ---------------------------------------------------------------------
+
+
+def _naive_local(at: datetime, zone: zoneinfo.ZoneInfo) -> tuple[datetime, timedelta]:
+    """An instant as naive wall-clock time of ``zone`` (whole seconds) plus the sub-second rest.
+    Instants come from the supported range, whose margin keeps this from overflowing."""
+    local = at.astimezone(zone)
+    return local.replace(tzinfo=None, microsecond=0), timedelta(microseconds=local.microsecond)
+
+
+def _instant(naive: datetime, zone: zoneinfo.ZoneInfo) -> datetime | None:
+    """A wall-clock time of ``zone`` as a UTC instant; None outside the supported range.
+    Gap times shift forward by the gap; ambiguous ones take their first instant (fold=0)."""
+    try:
+        at = naive.replace(tzinfo=zone).astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+    return at if timepolicy.MIN_INSTANT <= at <= timepolicy.MAX_INSTANT else None
+
+
+def _local_bound(at: datetime, zone: zoneinfo.ZoneInfo, side: int) -> datetime:
+    """The wall-clock time of ``zone`` that bounds a scan for instants up to (``side`` +1) or
+    from (-1) ``at``. Wall-clock order is instant order except next to a change of UTC offset,
+    where times shift by at most the size of the change; so the bound is ``at`` in local time
+    widened by the changes found around it (nothing at all in a zone without one nearby)."""
+    offsets = set()
+    for probe in (-_PROBE, timedelta(0), _PROBE):
+        offset = timepolicy.clamp(at, probe).astimezone(zone).utcoffset()
+        offsets.add(offset or timedelta(0))
+    widen = max(offsets) - min(offsets) + timedelta(seconds=1)
+    local, _ = _naive_local(at, zone)
+    try:
+        return local + side * widen
+    except OverflowError:
+        return datetime.max if side > 0 else datetime.min
+
+
+def _until_instant(rule: Rule, zone: zoneinfo.ZoneInfo) -> datetime | None:
+    """UNTIL as an instant: ``...Z`` is UTC; a date or a floating time is read in the event's
+    zone (a date includes that whole local day). Clamped to the supported range."""
+    if rule.until is None:
+        return None
+    naive, is_utc = until_fields(rule.until)
+    if is_utc:
+        return timepolicy.clamp(naive.replace(tzinfo=UTC))
+    local = _instant(naive, zone)
+    if local is None:
+        return timepolicy.MAX_INSTANT if naive.year > 5000 else timepolicy.MIN_INSTANT
+    return local
+
+
+def _aware(value: object, name: str) -> datetime:
+    return timepolicy.instant(value, name)
+
+
+# --- checking on write -----------------------------------------------------------------------
+
+
+def check_event(
+    starts_at: datetime,
+    ends_at: datetime | None,
+    timezone: str,
+    rrule: str | None,
+    *,
+    work_limit: int = CHECK_WORK_LIMIT,
+) -> EventCheck:
+    """Everything expensive about a calendar event, checked without a database (run it before
+    the write transaction begins; :meth:`CalendarService.create` runs it too, cached).
+
+    Refused with ``InvalidInputError`` (subclasses for time ranges): times outside the supported
+    range, an end before the start, a zone that is not IANA, an RRULE that does not parse, that
+    provably never occurs, whose first occurrence lies past the calendar or past its UNTIL,
+    whose next occurrence would end past the supported range (a yearly event lasting until
+    9999), or that needs more than ``work_limit`` steps to find its first occurrence or to
+    count through its COUNT (what every later listing would pay).
+    """
+    start = _aware(starts_at, "starts_at")
+    end = None if ends_at is None else _aware(ends_at, "ends_at")
+    if end is not None and end < start:
+        raise InvalidTimeRangeError(start, end, "calendar event")
+    zone_name = timepolicy.validate_timezone(timezone)
+    if rrule is None:
+        return EventCheck(None, start, start, 0)
+    parsed = parse_rule(rrule)
+    duration = None if end is None else end - start
+    return _check_series(parsed, start, duration, zone_name, work_limit)
+
+
+@functools.lru_cache(maxsize=256)
+def _check_series(
+    rule: Rule, start: datetime, duration: timedelta | None, zone_name: str, work_limit: int
+) -> EventCheck:
+    zone = timepolicy.zone(zone_name)
+    naive, sub_second = _naive_local(start, zone)
+    work = Work(work_limit)
+    try:
+        series = Series(rule, naive, work)
+        reason = series.never_reason()
+        if reason is not None:
+            raise bad_rule(rule.text, f"{reason}, so it never occurs")
+        upcoming = series.occurrences_from(naive)
+        first = next(upcoming, None)
+        first_at = None if first is None else _instant(first, zone)
+        if first_at is None:
+            raise bad_rule(rule.text, "it has no occurrence before the end of the calendar")
+        first_at += sub_second
+        until = _until_instant(rule, zone)
+        if until is not None and until < first_at:
+            raise bad_rule(rule.text, "UNTIL lies before the first occurrence")
+        following = next(upcoming, None)
+        if duration is not None:
+            timepolicy.shifted(first_at, duration, "ends_at")
+            nxt = None if following is None else _instant(following, zone)
+            if nxt is not None and (until is None or nxt <= until):
+                try:
+                    timepolicy.shifted(nxt + sub_second, duration, "ends_at")
+                except TimeOutOfRangeError as exc:
+                    raise bad_rule(
+                        rule.text,
+                        f"its next occurrence ({nxt.date()}) would end past the supported "
+                        f"times; a recurring event cannot last {duration.days} days",
+                    ) from exc
+        last = series.last()
+    except WorkLimitExceeded as exc:
+        raise bad_rule(
+            rule.text,
+            f"checking it needs more than {work_limit} steps (it occurs too rarely, or its "
+            "COUNT reaches too far); use UNTIL, a larger INTERVAL or fewer parts",
+        ) from exc
+    last_at = None if last is None else _instant(last, zone)
+    return EventCheck(rule.text, first_at, last_at, work.steps)
+
+
+def validate_rrule(rule: object, start: datetime, tz: object) -> str:
+    """Validate an RRULE for a series starting at ``start`` in zone ``tz``; return it normalised.
+
+    The whole of RFC 5545's RRULE is accepted (every FREQ, INTERVAL, COUNT, UNTIL, BYxxx,
+    BYSETPOS, WKST), case-insensitively, with an optional ``RRULE:`` prefix. Refused with
+    ``InvalidInputError``: unknown or repeated parts, out-of-range values, the combinations
+    RFC 5545 forbids, DTSTART/EXDATE/RDATE text, a rule no date satisfies, an UNTIL before the
+    first occurrence, and rules too costly to check (see :func:`check_event`). The normalised
+    form is upper case with the parts in RFC order (``FREQ=WEEKLY;BYDAY=MO,WE``).
+    """
+    if not isinstance(rule, str):
+        raise InvalidInputError(
+            f"rrule must be a string like 'FREQ=WEEKLY;BYDAY=MO', got {type(rule).__name__}"
+        )
+    if not isinstance(tz, str):
+        raise InvalidInputError(f"timezone must be an IANA zone name, got {type(tz).__name__}")
+    checked = check_event(start, None, tz, rule)
+    assert checked.rrule is not None
+    return checked.rrule
+
+
+# --- expanding on read -----------------------------------------------------------------------
+
+
+def _overlaps(at: datetime, duration: timedelta, lo: datetime, hi: datetime) -> bool:
+    return at <= hi and (at >= lo or at + duration > lo)
+
+
+class _Collector:
+    """The earliest ``limit`` distinct starts kept sorted (up to ``keep_until``), and a count of
+    every distinct start seen."""
+
+    def __init__(self, limit: int, keep_until: datetime | None) -> None:
+        self.limit = limit
+        self.keep_until = keep_until
+        self.kept: list[datetime] = []
+        self.seen: set[datetime] = set()
+
+    def add(self, at: datetime) -> None:
+        if at in self.seen:
+            return
+        self.seen.add(at)
+        if self.keep_until is not None and at > self.keep_until:
+            return
+        if len(self.kept) >= self.limit and at >= self.kept[-1]:
+            return
+        bisect.insort(self.kept, at)
+        if len(self.kept) > self.limit:
+            self.kept.pop()
+
+    def horizon(self) -> datetime | None:
+        """Past this start nothing more would be kept."""
+        if len(self.kept) >= self.limit:
+            return self.kept[-1]
+        return self.keep_until
+
+
+def expand(
+    start: datetime,
+    end: datetime | None,
+    rrule: str | None,
+    tz: str,
+    window_start: datetime,
+    window_end: datetime,
+    *,
+    limit: int = DEFAULT_OCCURRENCE_LIMIT,
+    count_limit: int | None = None,
+    keep_until: datetime | None = None,
+    work: Work | None = None,
+) -> Expansion:
+    """The occurrences of an event overlapping ``[window_start, window_end]``, with counts.
+
+    Overlap: an occurrence counts when it starts inside the window, or started before it and
+    is still in progress at ``window_start`` (ending exactly at the window start does not).
+    Recurrences are expanded in wall-clock time of ``tz`` from the event's local start, so
+    "daily at 09:00 Europe/Berlin" stays 09:00 local across DST (gap times shift forward,
+    ambiguous ones take their first instant). Every occurrence lasts ``end - start``.
+
+    Bounded: the series is entered at the window (no walk from an old start, except what a
+    COUNT needs, counted in bulk), at most ``count_limit`` occurrences are counted (default
+    ``limit``), occurrences after ``keep_until`` are counted but not kept, and ``work`` (default
+    ``EVENT_WORK_LIMIT`` steps) ends it with ``WorkLimitExceeded``. The series ends where the
+    supported calendar ends instead of overflowing.
+    """
+    start = _aware(start, "start")
+    lo, hi = _aware(window_start, "window_start"), _aware(window_end, "window_end")
+    if end is not None and _aware(end, "end") < start:
+        raise InvalidTimeRangeError(start, end, "event")
+    if hi < lo:
+        raise InvalidTimeRangeError(lo, hi, "window")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
+    count_cap = max(limit, count_limit or 0)
+    zone = timepolicy.zone(tz)
+    duration = timedelta(0) if end is None else _aware(end, "end") - start
+    work = work if work is not None else Work(EVENT_WORK_LIMIT)
+    collect = _Collector(limit, keep_until)
+    exact = True
+    if rrule is None:
+        if _overlaps(start, duration, lo, hi):
+            collect.add(start)
+    else:
+        exact = _scan(parse_rule(rrule), start, duration, zone, lo, hi, collect, count_cap, work)
+    items = tuple((at, None if end is None else at + duration) for at in collect.kept)
+    return Expansion(items, len(collect.seen), exact, work.steps)
+
+
+def _scan(
+    rule: Rule,
+    start: datetime,
+    duration: timedelta,
+    zone: zoneinfo.ZoneInfo,
+    lo: datetime,
+    hi: datetime,
+    collect: _Collector,
+    count_cap: int,
+    work: Work,
+) -> bool:
+    """Feed the overlapping occurrences to ``collect``; False when counting stopped early."""
+    naive, sub_second = _naive_local(start, zone)
+    series = Series(rule, naive, work)
+    scan_from = _local_bound(timepolicy.clamp(lo, -duration), zone, -1)
+    scan_to = _local_bound(hi, zone, +1)
+    until = _until_instant(rule, zone)
+    if until is not None:
+        scan_to = min(scan_to, _local_bound(until, zone, +1))
+    exact = True
+    stop = scan_to
+    for occurrence in series.occurrences_from(scan_from, scan_to):
+        work.spend(1)  # placing it in the zone and in the window: a step of its own
+        if occurrence > stop:
+            break
+        at = _instant(occurrence, zone)
+        if at is None:
+            if occurrence.year > 5000:
+                break  # the series ends where the supported calendar ends
+            continue
+        at += sub_second
+        if until is not None and at > until:
+            continue
+        if duration > timepolicy.MAX_INSTANT - at:
+            break  # its end would not be representable: the series ends here
+        if not _overlaps(at, duration, lo, hi):
+            continue
+        if exact and len(collect.seen) >= count_cap:
+            exact = False
+        if exact:
+            collect.add(at)
+        else:
+            horizon = collect.horizon()
+            if horizon is None:
+                break
+            stop = min(stop, _local_bound(horizon, zone, +1))
+            if at <= horizon:
+                collect.add(at)
+    return exact
+
+
+def occurrences(
+    start: datetime,
+    end: datetime | None,
+    rrule: str | None,
+    tz: str,
+    window_start: datetime,
+    window_end: datetime,
+    *,
+    limit: int = DEFAULT_OCCURRENCE_LIMIT,
+) -> list[tuple[datetime, datetime | None]]:
+    """The earliest ``limit`` occurrences ``(start, end)`` overlapping the window, as aware UTC
+    datetimes sorted by start (see :func:`expand`, which also reports counts and work)."""
+    return list(expand(start, end, rrule, tz, window_start, window_end, limit=limit).items)

@@ -1,0 +1,173 @@
+"""The one time policy: which zone names are accepted and which instants every layer can hold.
+
+Zones: the names of the IANA time zone database as the ``tzdata`` package ships it (the same
+list on every machine), canonical spelling. Machine-specific keys that a system zoneinfo
+directory also answers to (``localtime``, ``posixrules``, ``right/UTC``, ``posix/...``,
+``Factory``) are refused: they mean "whatever this machine is set to" or are not places.
+
+Instants: from ``MIN_INSTANT`` (0001-01-02T00:00Z) to ``MAX_INSTANT`` (9999-12-30T23:59:59.999Z).
+The day of margin at each end of Python's calendar guarantees that every stored instant can be
+shown in every zone (UTC offsets are below 24 hours), so no later layer can overflow on it.
+Anything outside, or an aware time whose conversion to UTC already overflows, is invalid input.
+"""
+
+from __future__ import annotations
+
+import functools
+import zoneinfo
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from typing import Final
+
+from philont.errors import InvalidInputError, TimeOutOfRangeError
+
+__all__ = [
+    "MAX_EPOCH_MS",
+    "MAX_INSTANT",
+    "MIN_EPOCH_MS",
+    "MIN_INSTANT",
+    "clamp",
+    "from_epoch_ms",
+    "instant",
+    "shifted",
+    "stored_instant",
+    "supported_utc",
+    "validate_timezone",
+    "zone",
+]
+
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+MIN_INSTANT: Final = datetime(1, 1, 2, tzinfo=UTC)
+MAX_INSTANT: Final = datetime(9999, 12, 30, 23, 59, 59, 999_000, tzinfo=UTC)
+MIN_EPOCH_MS: Final = -62_135_510_400_000
+"""``MIN_INSTANT`` in epoch milliseconds."""
+MAX_EPOCH_MS: Final = 253_402_214_399_999
+"""``MAX_INSTANT`` in epoch milliseconds."""
+
+_RANGE_TEXT: Final = "0001-01-02T00:00:00Z .. 9999-12-30T23:59:59.999Z"
+_EXCLUDED_ZONES: Final = frozenset({"Factory", "localtime", "posixrules"})
+
+
+# --- zones -----------------------------------------------------------------------------------
+
+
+@functools.cache
+def _zone_names() -> dict[str, str]:
+    """casefolded name -> canonical name, from the tzdata package's list of IANA zones."""
+    listed = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8").split()
+    return {name.casefold(): name for name in listed if name not in _EXCLUDED_ZONES}
+
+
+def validate_timezone(name: object) -> str:
+    """The canonical spelling of an IANA zone name (``europe/berlin`` -> ``Europe/Berlin``).
+
+    Raises ``InvalidInputError`` for anything that is not a zone of the IANA database:
+    offsets (``+02:00``), abbreviations (``CEST``), machine-local keys (``localtime``,
+    ``posixrules``) and the ``right/`` and ``posix/`` variants of real zones.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInputError(
+            f"timezone must be an IANA zone name such as 'Europe/Berlin' or 'UTC', got {name!r}"
+        )
+    canonical = _zone_names().get(name.strip().casefold())
+    if canonical is None:
+        raise InvalidInputError(
+            f"timezone {name[:80]!r} is not an IANA zone name (e.g. 'Europe/Berlin', "
+            "'America/New_York', 'UTC')",
+            timezone=name[:80],
+        )
+    return canonical
+
+
+@functools.lru_cache(maxsize=64)
+def _zone(canonical: str) -> zoneinfo.ZoneInfo:
+    return zoneinfo.ZoneInfo(canonical)
+
+
+def zone(name: object) -> zoneinfo.ZoneInfo:
+    """The ``ZoneInfo`` of an accepted zone name (see :func:`validate_timezone`)."""
+    return _zone(validate_timezone(name))
+
+
+# --- instants --------------------------------------------------------------------------------
+
+
+def _out_of_range(field: str, shown: str) -> TimeOutOfRangeError:
+    return TimeOutOfRangeError(f"{field}: {shown} {_OUTSIDE}", field=field)
+
+
+_OUTSIDE: Final = f"is outside the supported times ({_RANGE_TEXT})"
+
+
+def supported_utc(value: datetime) -> datetime:
+    """An aware datetime as UTC inside the supported range, or ``ValueError`` saying why (for
+    validators that name the argument themselves; :func:`instant` is the typed variant)."""
+    try:
+        offset = value.utcoffset()
+    except (OverflowError, ValueError) as exc:
+        raise ValueError(f"its zone has no offset here ({exc})") from exc
+    if offset is None:
+        raise ValueError(
+            f"must be timezone-aware, got naive {value.isoformat()} (which zone is it in?)"
+        )
+    try:
+        utc = value.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise ValueError(f"{value.isoformat()} {_OUTSIDE}") from exc
+    if not MIN_INSTANT <= utc <= MAX_INSTANT:
+        raise ValueError(f"{value.isoformat()} {_OUTSIDE}")
+    return utc
+
+
+def instant(value: object, field: str) -> datetime:
+    """An aware datetime as the same instant in UTC, inside ``MIN_INSTANT..MAX_INSTANT``.
+
+    Naive datetimes are refused (which zone would they be in?); so is anything outside the
+    range, including times whose conversion to UTC overflows (``0001-01-01T00:00+14:00``):
+    :class:`~philont.errors.TimeOutOfRangeError`, a kind of ``InvalidInputError``.
+    """
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{field} must be a datetime, got {type(value).__name__}")
+    try:
+        return supported_utc(value)
+    except ValueError as exc:
+        if value.tzinfo is None or _OUTSIDE not in str(exc):
+            raise InvalidInputError(f"{field}: {exc}", field=field) from exc
+        raise TimeOutOfRangeError(f"{field}: {exc}", field=field) from exc
+
+
+def from_epoch_ms(value: object, field: str) -> datetime:
+    """Whole epoch milliseconds (an int) as an aware UTC datetime inside the range."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{field}: epoch milliseconds must be an integer, got {value!r}")
+    if not MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
+        raise _out_of_range(field, f"{value} ms")
+    return EPOCH + timedelta(0, 0, 0, value)
+
+
+def stored_instant(raw: object, field: str) -> datetime:
+    """A value read from an epoch-ms column (whatever another program put there) as an instant,
+    or ``InvalidInputError`` naming the field: text, floats and out-of-range integers included.
+    """
+    if isinstance(raw, float) and raw.is_integer():
+        raw = int(raw)  # SQLite hands back REAL for values written as 1.7e12
+    return from_epoch_ms(raw, field)
+
+
+def shifted(value: datetime, delta: timedelta, field: str) -> datetime:
+    """``value + delta``, or ``TimeOutOfRangeError`` when that leaves the supported range."""
+    try:
+        moved = value + delta
+    except OverflowError as exc:
+        raise _out_of_range(field, f"{value.isoformat()} + {delta}") from exc
+    return instant(moved, field)
+
+
+def clamp(value: datetime, delta: timedelta = timedelta(0)) -> datetime:
+    """``value + delta`` in UTC, clamped to ``MIN_INSTANT..MAX_INSTANT`` (never raises)."""
+    try:
+        moved = (value + delta).astimezone(UTC)
+    except OverflowError:
+        upward = delta > timedelta(0) or (delta == timedelta(0) and value.year > 5000)
+        return MAX_INSTANT if upward else MIN_INSTANT
+    return min(max(moved, MIN_INSTANT), MAX_INSTANT)

@@ -1,0 +1,62 @@
+"""Checks an upgrade runs on a file it may share with a host: scoped to philont's own tables."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from sqlalchemy import Connection, text
+
+from philont import settings
+from philont.errors import DatabaseCorruptError, MigrationError
+from philont.migrate.plan import MEMORY_TABLE, table_names
+
+SQLITE_HEADER_WAL = 2
+"""Bytes 18-19 of an SQLite header: 2 when the file is in WAL mode, 1 for a rollback journal."""
+
+
+def philont_tables(tables: set[str]) -> list[str]:
+    """The tables of a file that are philont's: Philont's runtime tables, our ``philont_*``
+    ones (the version table included), FTS5 indexes and their shadow tables. A host's own
+    tables are never in the list, whatever their state."""
+    return sorted(t for t in tables if MEMORY_TABLE.match(t) or t == settings.VERSION_TABLE)
+
+
+def check_integrity(conn: sqlite3.Connection, path: Path | str) -> None:
+    """``PRAGMA quick_check`` of each of philont's tables (and their indexes) in the file; any
+    problem, or pages that cannot even be read, is :class:`DatabaseCorruptError` naming the
+    table. A host's damaged table is the host's business: it is not read."""
+    try:
+        tables = philont_tables(table_names(conn))
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseCorruptError(str(path), f"the schema cannot be read: {exc}") from exc
+    for table in tables:
+        try:
+            rows = [r[0] for r in conn.execute(f'PRAGMA quick_check("{table}")').fetchall()]
+        except sqlite3.DatabaseError as exc:
+            raise DatabaseCorruptError(str(path), f"{table}: {exc}") from exc
+        if rows != ["ok"]:
+            raise DatabaseCorruptError(str(path), f"{table}: " + "; ".join(rows[:3]))
+
+
+def check_foreign_keys(conn: Connection) -> None:
+    """``PRAGMA foreign_key_check`` of philont's tables only: an orphan row in a host table
+    (the host's foreign keys, the host's business) never fails our upgrade."""
+    driver = conn.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    bad: list[tuple[object, ...]] = []
+    for table in philont_tables(table_names(driver)):
+        bad.extend(conn.execute(text(f'PRAGMA foreign_key_check("{table}")')).fetchall())
+    if bad:
+        raise MigrationError(f"foreign key violations after upgrade: {bad[:5]}")
+
+
+def is_wal(path: Path) -> bool:
+    """Whether an existing SQLite file is already in WAL mode (read from its header, without
+    opening it: opening with philont's engine switches it)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(20)
+    except OSError:
+        return False
+    return len(head) == 20 and head[18] == SQLITE_HEADER_WAL

@@ -1,0 +1,97 @@
+"""Upgrades of a PostgreSQL database: one shared layout for every agent, upgraded once.
+
+Revisions v001-v035 describe the SQLite file, one agent per file. On PostgreSQL the history
+starts at v036, which builds the shared layout for any number of agents
+(``philont.db.pg_layout``): a database without our version table is stamped ``v035``
+(:data:`SQLITE_HISTORY_END`) and upgraded from there, so the SQLite-only steps never run on it.
+Every inspection here asks for named relations of the connection's schema (``to_regclass``):
+nothing scans the catalogs, whose size no longer depends on the number of agents anyway.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+from sqlalchemy.engine import URL
+
+from philont import settings
+from philont.db.engine import create_engine
+from philont.db.pg_layout import AGENTS_TABLE
+from philont.errors import UnknownSchemaVersionError, UnrecognizedSchemaError
+from philont.migrate.plan import _Plan
+from philont.migrate.report import Status
+from philont.migrate.scripts import known_revisions
+
+__all__ = ["SQLITE_HISTORY_END", "ensure_named_schema", "lock", "plan", "status"]
+
+SQLITE_HISTORY_END = "v035"
+"""The last revision of the one-agent-per-file history, stamped on a new PostgreSQL database."""
+
+_LEGACY_HINT = (
+    "this schema holds one agent in the old schema-per-agent layout; open the database's "
+    "shared schema instead and move the agent with `philont export --from-schema` / "
+    "`philont --agent NAME import` (README, PostgreSQL)"
+)
+
+
+def _exists(conn: Connection, name: str) -> bool:
+    return bool(conn.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name}).scalar())
+
+
+def _revision(conn: Connection) -> str | None:
+    if not _exists(conn, settings.VERSION_TABLE):
+        return None
+    row = conn.execute(text(f"SELECT version_num FROM {settings.VERSION_TABLE}")).first()
+    return None if row is None else str(row[0])
+
+
+def plan(conn: Connection) -> _Plan:
+    """What upgrading the connection's schema would do; refuses, before any write, a schema
+    philont did not make or one in the old per-agent layout."""
+    revision = _revision(conn)
+    if revision is not None:
+        if revision not in known_revisions():
+            raise UnknownSchemaVersionError(revision)
+        if revision <= SQLITE_HISTORY_END:  # never left there: the stamp and v036 are one
+            # transaction, so this is a schema of the old layout (one agent per schema)
+            raise UnrecognizedSchemaError(f"revision {revision}: {_LEGACY_HINT}")
+        return _Plan(revision=revision, stamp=None, has_data=True)
+    if _exists(conn, "memory_raw_messages") or _exists(conn, "memory_facts"):
+        raise UnrecognizedSchemaError(
+            f"memory tables without {settings.VERSION_TABLE}: not made by philont"
+        )
+    return _Plan(revision=None, stamp=SQLITE_HISTORY_END, has_data=False)
+
+
+def ensure_named_schema(conn: Connection) -> None:
+    """Create the schema the connection's search_path names first when it does not exist yet:
+    PostgreSQL would otherwise put the layout silently in the next schema of the path
+    (usually ``public``)."""
+    path = str(conn.execute(text("SHOW search_path")).scalar() or "")
+    first = path.split(",")[0].strip()
+    if first.startswith('"') and first.endswith('"'):
+        first = first[1:-1].replace('""', '"')
+    if first and first != "$user":
+        quoted = '"' + first.replace('"', '""') + '"'
+        conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {quoted}"))
+
+
+def lock(conn: Connection) -> None:
+    """One upgrade of a schema at a time (a second waits, then finds it at head)."""
+    conn.execute(
+        text("SELECT pg_advisory_xact_lock(hashtext('philont.migrate.' || current_schema()))")
+    )
+
+
+def status(url: URL, head: str) -> Status:
+    """The database's revision (``schema_version`` is per agent there: always Philont's)."""
+    engine = create_engine(url, create=False)
+    try:
+        with engine.connect() as conn:
+            revision = _revision(conn)
+            ours = revision is not None and revision > SQLITE_HISTORY_END
+            version = str(settings.SCHEMA_VERSION) if ours else None
+            if ours and not _exists(conn, AGENTS_TABLE):  # pragma: no cover - damaged
+                revision = None
+    finally:
+        engine.dispose()
+    return Status(revision=revision, head=head, schema_version=version)

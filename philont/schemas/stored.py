@@ -1,0 +1,96 @@
+"""Stored-value types: what a column may hold on disk where no input type describes it yet.
+
+Services write datetimes, parsed JSON and booleans through the column types of
+``philont.db.types``; an import writes the raw stored values (epoch ms, JSON text, 0/1). These
+types accept exactly the raw values those column types produce, so a row an import stores reads
+back like a row a service stored. Times defer to :data:`philont.schemas.inputs.AwareTime`: a
+stored time is valid when the datetime it reads back as would be a valid input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated, Any, Final
+
+from pydantic import AfterValidator, Field, PlainValidator, StrictInt, StrictStr
+
+from philont.db.types import dumps_compact, from_epoch_ms
+from philont.errors import InvalidInputError
+from philont.schemas import inputs
+
+__all__ = ["EpochMs", "Flag", "Int64", "JsonList", "JsonText", "Real", "StoredText", "json_value"]
+
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
+
+
+def _epoch_ms(value: int) -> int:
+    """Epoch milliseconds whose datetime :data:`inputs.AwareTime` accepts."""
+    try:
+        moment = from_epoch_ms(value)
+    except (OverflowError, ValueError) as exc:
+        raise ValueError(f"{value} ms is outside the representable range of times") from exc
+    try:
+        inputs.check(inputs.AwareTime, moment, "time")
+    except InvalidInputError as exc:
+        raise ValueError(f"{value} ms: {exc.message}") from exc
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (JSON has no NaN or Infinity)")
+
+
+def json_value(text: str) -> Any:
+    """The value of stored JSON text, parsed as every read parses it, and refused when it is
+    not strict JSON or could not be written back (NaN, lone surrogates)."""
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON text ({exc.msg} at column {exc.colno})") from exc
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply") from exc
+    try:
+        dumps_compact(value)
+    except InvalidInputError as exc:
+        raise ValueError(exc.message) from exc
+    return value
+
+
+def _json_text(text: str) -> str:
+    json_value(text)
+    return text
+
+
+def _json_list(text: str) -> str:
+    value = json_value(text)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("must be a JSON list of strings")
+    return text
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not true/false")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    if not isinstance(value, int | float):
+        raise ValueError(f"must be a number, got {type(value).__name__}")
+    return value
+
+
+EpochMs = Annotated[StrictInt, AfterValidator(_epoch_ms)]
+"""A time as stored: integer epoch milliseconds of a time ``AwareTime`` accepts."""
+Int64 = Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)]
+"""An INTEGER column: a whole number that fits SQLite's 64 bits (and PostgreSQL's BIGINT)."""
+Flag = Annotated[StrictInt, Field(ge=0, le=1)]
+"""A 0/1 flag (a boolean column)."""
+Real = Annotated[float, PlainValidator(_finite)]
+"""A REAL column: a finite number (whole numbers too: SQLite keeps 1.0 as 1)."""
+StoredText = Annotated[StrictStr, inputs.UNICODE]
+"""A TEXT column: valid Unicode text."""
+JsonText = Annotated[StrictStr, AfterValidator(_json_text), inputs.UNICODE]
+"""A JSON column: strict JSON text (what ``JSON.stringify`` and ``dumps_compact`` write)."""
+JsonList = Annotated[StrictStr, AfterValidator(_json_list), inputs.UNICODE]
+"""A JSON column whose readers expect a list of strings (keywords, recipe steps, tool policy)."""

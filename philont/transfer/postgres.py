@@ -1,0 +1,366 @@
+"""Export and import of one agent of a PostgreSQL database (and of an old per-agent schema).
+
+The format is the one SQLite databases use (``philont.transfer.format``): an export of one agent
+imports into an SQLite file, into another database, or under another name into the same one.
+
+* :func:`export_agent`: one agent's rows, from one REPEATABLE READ READ ONLY snapshot, table by
+  table in primary-key order, every statement ``WHERE agent_id = <the agent>`` (an index range:
+  its cost does not depend on how many agents the database holds); ``sequences`` are the
+  agent's id counters.
+* :func:`import_agent`: into one agent (created when missing), in one transaction that holds
+  the agent's registry row (``FOR UPDATE``: the agent's inserts wait, other agents do not);
+  rows keep their ids (ids are per agent), counters move past the file's high-water marks.
+* :func:`export_schema`: an agent still in the old layout (one schema per agent, revisions up to
+  v034/v035) exported as it is, to be imported into the shared layout (README: moving an agent).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+from sqlalchemy import Connection, Table
+from sqlalchemy.engine import URL
+
+from philont import migrate, settings
+from philont.db import agents as registry
+from philont.db.engine import create_engine
+from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, counter_tables
+from philont.db.schema import metadata
+from philont.errors import (
+    AgentNotFoundError,
+    ConflictError,
+    InvalidInputError,
+    SchemaError,
+    UnrecognizedSchemaError,
+)
+from philont.log import get_logger
+from philont.transfer.export import _header, _pg_order, _same_columns, _write_rows, _writer
+from philont.transfer.format import (
+    BOOTSTRAP_ROWS,
+    PROGRESS_EVERY,
+    ROWID_KEY,
+    ExportReport,
+    ImportForeignKeyError,
+    ImportFormatError,
+    ImportReport,
+    Mode,
+    Progress,
+    export_tables,
+    ident,
+    shown_url,
+)
+from philont.transfer.reader import Reader, Reopen
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["agent_name", "export_agent", "export_schema", "import_agent"]
+
+log = get_logger(__name__)
+
+LEGACY_REVISIONS = ("v034", "v035")
+"""The revisions an agent schema of the old layout (one schema per agent) can be at."""
+
+
+def agent_name(agent: str | None) -> str:
+    """``agent``, else ``$PHILONT_AGENT``; a PostgreSQL export or import is of one agent."""
+    name = agent or os.environ.get(settings.AGENT_ENV) or None
+    if name is None:
+        raise InvalidInputError(
+            "a PostgreSQL database holds many agents: name the one to export or import "
+            "(agent=..., philont --agent NAME ...)"
+        )
+    return registry.check_name(name)
+
+
+@contextmanager
+def _connection(url: URL) -> Iterator[tuple[Connection, psycopg.Connection[tuple[Any, ...]]]]:
+    """A SQLAlchemy connection and the psycopg connection under it, outside a transaction."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            driver = conn.connection.driver_connection
+            yield conn, cast("psycopg.Connection[tuple[Any, ...]]", driver)
+    finally:
+        engine.dispose()
+
+
+def export_agent(
+    url: URL, out: Path | TextIO, progress: Progress | None, *, agent: str | None = None
+) -> ExportReport:
+    """Write one agent's rows to ``out`` (see the module docstring)."""
+    import psycopg
+
+    name = agent_name(agent)
+    status = migrate.check(url)
+    tables = export_tables()
+    counts: dict[str, int] = {}
+    with _connection(url) as (conn, driver):
+        conn.rollback()  # whatever the pool's ping began: the snapshot starts here
+        driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        driver.read_only = True
+        with driver.transaction():
+            found = driver.execute(
+                "SELECT id FROM philont_agents WHERE name = %s", (name,)
+            ).fetchone()
+            if found is None:
+                raise AgentNotFoundError(name)
+            agent_id = int(found[0])
+            registry.set_local(conn, agent_id)
+            mine = f" WHERE {AGENT_COLUMN} = {agent_id}::bigint"
+            for table in tables:
+                row = driver.execute(f"SELECT count(*) FROM {ident(table.name)}{mine}").fetchone()
+                counts[table.name] = int(row[0]) if row else 0
+            version_row = driver.execute(
+                f"SELECT value FROM memory_meta{mine} AND key = 'schema_version'"
+            ).fetchone()
+            sequences = dict(
+                driver.execute(f"SELECT name, last_value FROM {COUNTERS_TABLE}{mine}").fetchall()
+            )
+            header = _header(status.head, version_row, sequences)
+            with _writer(out) as fh:
+                fh.write(_dumps(header) + "\n")
+                for table in tables:
+                    _export_rows(driver, fh, table, mine, counts[table.name], progress)
+                fh.write(_dumps({"end": True, "rows": counts}) + "\n")
+    log.info("transfer.exported", db=shown_url(url), agent=name, rows=sum(counts.values()))
+    return ExportReport(
+        rows=counts, schema_revision=status.head, path=out if isinstance(out, Path) else None
+    )
+
+
+def _dumps(obj: Any) -> str:
+    from philont.transfer.format import dumps_line
+
+    return dumps_line(obj)
+
+
+def _export_rows(
+    driver: psycopg.Connection[tuple[Any, ...]],
+    fh: TextIO,
+    table: Table,
+    where: str,
+    total: int,
+    progress: Progress | None,
+) -> None:
+    columns = [c.name for c in table.c]
+    select = ", ".join(ident(c) for c in columns)
+    with driver.cursor(name=f"philont_export_{table.name}") as cursor:
+        cursor.itersize = PROGRESS_EVERY
+        cursor.execute(
+            f"SELECT {select} FROM {ident(table.name)}{where} ORDER BY {_pg_order(table)}"
+        )
+        _write_rows(fh, table.name, columns, cursor, total, progress)
+
+
+# --- import -----------------------------------------------------------------------------------
+
+
+def import_agent(
+    url: URL,
+    reopen: Reopen,
+    known: dict[str, Table],
+    mode: Mode,
+    totals: dict[str, int],
+    report: ImportReport,
+    progress: Progress | None,
+    *,
+    agent: str | None = None,
+) -> None:
+    """Insert a checked export file's rows as one agent's, in one transaction (see the module
+    docstring); a foreign key violation anywhere rolls back everything."""
+    name = agent_name(agent)
+    with _connection(url) as (conn, driver), conn.begin(), reopen() as fh:
+        found, _created = registry.create(conn, name)
+        registry.set_local(conn, found.id)
+        # The agent's inserts take FOR KEY SHARE on this row (their foreign key): they wait.
+        driver.execute("SELECT 1 FROM philont_agents WHERE id = %s FOR UPDATE", (found.id,))
+        if mode == "refuse":
+            _refuse_unless_empty(driver, found.id)
+        reader = Reader(fh, known)
+        done: dict[str, int] = {}
+        for number, table_name, row in reader:
+            _insert_row(driver, found.id, number, table_name, row, mode, report)
+            done[table_name] = done.get(table_name, 0) + 1
+            n, total = done[table_name], totals.get(table_name, 0)
+            if progress is not None and (n % PROGRESS_EVERY == 0 or n == total):
+                progress(table_name, n, total)
+        assert reader.header is not None  # validated before
+        _raise_counters(driver, found.id, reader.header.sequences)
+        for table_name in reader.header.tables:
+            if progress is not None and not totals.get(table_name):
+                progress(table_name, 0, 0)
+
+
+def _refuse_unless_empty(driver: psycopg.Connection[tuple[Any, ...]], agent_id: int) -> None:
+    for table in export_tables():
+        if table.name == "memory_meta":
+            continue
+        pk = [c.name for c in table.primary_key.columns]
+        where = f" WHERE {AGENT_COLUMN} = %s"
+        params: list[Any] = [agent_id]
+        for table_name, key in BOOTSTRAP_ROWS:
+            if table_name == table.name:
+                where += " AND NOT (" + " AND ".join(f"{ident(c)} = %s" for c in pk) + ")"
+                params.extend(key)
+        row = driver.execute(f"SELECT count(*) FROM {ident(table.name)}{where}", params).fetchone()
+        if row and row[0]:
+            raise ConflictError(
+                f"the agent already holds memory ({table.name}: {row[0]} row(s)); import with "
+                "mode='merge' to add to it, or under a new name",
+                table=table.name,
+            )
+
+
+def _insert_row(
+    driver: psycopg.Connection[tuple[Any, ...]],
+    agent_id: int,
+    number: int,
+    name: str,
+    row: dict[str, Any],
+    mode: Mode,
+    report: ImportReport,
+) -> None:
+    import psycopg
+
+    table = metadata.tables[name]
+    pk = [c.name for c in table.primary_key.columns]
+    key = tuple(row[c] for c in pk)
+    values = {k: v for k, v in row.items() if k != ROWID_KEY}  # PostgreSQL has no rowid
+    columns = ", ".join(ident(c) for c in values)
+    marks = ", ".join("%s" for _ in values)
+    conflict = ", ".join(ident(c) for c in [AGENT_COLUMN, *pk])
+    try:
+        with driver.transaction():  # a savepoint: the error below is reported, not fatal
+            cursor = driver.execute(
+                f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})"
+                f" ON CONFLICT ({conflict}) DO NOTHING",
+                tuple(values.values()),
+            )
+    except psycopg.errors.UniqueViolation as exc:
+        raise ConflictError(
+            f"line {number}: {name} row conflicts with an existing one ({exc})",
+            line_number=number,
+            table=name,
+        ) from exc
+    except psycopg.errors.ForeignKeyViolation as exc:
+        parent = exc.diag.message_detail or str(exc)
+        violation = (name, key[0] if len(key) == 1 else key, parent)
+        raise ImportForeignKeyError([violation], lines=[number]) from exc
+    except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
+        raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
+    if cursor.rowcount == 1:
+        report.inserted[name] = report.inserted.get(name, 0) + 1
+    elif mode == "refuse" and (name, key) in BOOTSTRAP_ROWS:
+        sets = ", ".join(f"{ident(c)} = %s" for c in values)
+        where = " AND ".join(f"{ident(c)} = %s" for c in pk)
+        driver.execute(
+            f"UPDATE {ident(name)} SET {sets} WHERE {AGENT_COLUMN} = %s AND {where}",
+            (*values.values(), agent_id, *key),
+        )
+        report.replaced.append(f"{name}:{':'.join(map(str, key))}")
+    else:
+        report.skipped[name] = report.skipped.get(name, 0) + 1
+
+
+def _raise_counters(
+    driver: psycopg.Connection[tuple[Any, ...]], agent_id: int, sequences: dict[str, int]
+) -> None:
+    """Move each id counter of the agent past the file's high-water mark and every id it now
+    holds, so ids deleted in the source are never handed out again (as SQLite's AUTOINCREMENT)."""
+    for name in counter_tables():
+        row = driver.execute(
+            f"SELECT coalesce(max(id), 0) FROM {ident(name)} WHERE {AGENT_COLUMN} = %s",
+            (agent_id,),
+        ).fetchone()
+        high = max(int(row[0]) if row else 0, int(sequences.get(name, 0)))
+        if high:
+            driver.execute(
+                f"INSERT INTO {COUNTERS_TABLE} AS c ({AGENT_COLUMN}, name, last_value)"
+                " VALUES (%s, %s, %s) ON CONFLICT (agent_id, name)"
+                " DO UPDATE SET last_value = greatest(c.last_value, excluded.last_value)",
+                (agent_id, name, high),
+            )
+
+
+# --- an agent in the old layout (one schema per agent) -------------------------------------------
+
+
+def export_schema(
+    url: URL, schema: str, out: Path | TextIO, progress: Progress | None = None
+) -> ExportReport:
+    """Export the agent kept in the old per-agent ``schema`` (at revision v034 or v035) of the
+    database at ``url``, in the format :func:`import_agent` (or any import) reads."""
+    import psycopg
+
+    with _connection(url) as (conn, driver):
+        conn.rollback()
+        driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        driver.read_only = True
+        with driver.transaction():
+            driver.execute("SELECT set_config('search_path', %s, true)", (f'"{schema}"',))
+            revision = _legacy_revision(driver, schema)
+            tables = export_tables()
+            counts: dict[str, int] = {}
+            for table in tables:
+                found = driver.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = %s AND table_name = %s",
+                    (schema, table.name),
+                ).fetchall()
+                if not found:  # a table added after that layout (v035's, at v034): empty
+                    counts[table.name] = 0
+                    continue
+                _same_columns(table, [r[0] for r in found])
+                row = driver.execute(f"SELECT count(*) FROM {ident(table.name)}").fetchone()
+                counts[table.name] = int(row[0]) if row else 0
+            version_row = driver.execute(
+                "SELECT value FROM memory_meta WHERE key = 'schema_version'"
+            ).fetchone()
+            sequences = _legacy_sequences(driver)
+            header = _header(revision, version_row, sequences)
+            with _writer(out) as fh:
+                fh.write(_dumps(header) + "\n")
+                for table in tables:
+                    if counts[table.name]:
+                        _export_rows(driver, fh, table, "", counts[table.name], progress)
+                fh.write(_dumps({"end": True, "rows": counts}) + "\n")
+    log.info("transfer.exported_schema", db=shown_url(url), schema=schema)
+    return ExportReport(
+        rows=counts, schema_revision=revision, path=out if isinstance(out, Path) else None
+    )
+
+
+def _legacy_revision(driver: psycopg.Connection[tuple[Any, ...]], schema: str) -> str:
+    row = driver.execute(
+        "SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}".{settings.VERSION_TABLE}',)
+    ).fetchone()
+    if not row or not row[0]:
+        raise UnrecognizedSchemaError(f"schema {schema!r} holds no philont agent")
+    found = driver.execute(f"SELECT version_num FROM {settings.VERSION_TABLE}").fetchone()
+    revision = None if found is None else str(found[0])
+    if revision not in LEGACY_REVISIONS:
+        raise SchemaError(
+            f"schema {schema!r} is at revision {revision}, not one of {LEGACY_REVISIONS}: "
+            "upgrade it with the philont release that made it, then export it"
+        )
+    return revision
+
+
+def _legacy_sequences(driver: psycopg.Connection[tuple[Any, ...]]) -> dict[str, int]:
+    """Each AUTOINCREMENT table's high-water mark in a per-agent schema (its serial sequence)."""
+    out: dict[str, int] = {}
+    for name in counter_tables():
+        row = driver.execute(
+            "SELECT pg_sequence_last_value(pg_get_serial_sequence(%s, 'id')::regclass),"
+            f" (SELECT max(id) FROM {ident(name)})",
+            (ident(name),),
+        ).fetchone()
+        high = max(int(row[0] or 0), int(row[1] or 0)) if row else 0
+        if high:
+            out[name] = high
+    return out

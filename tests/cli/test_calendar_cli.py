@@ -1,0 +1,79 @@
+"""`philont calendar list | remove` on a real file holding a row no layer can read, and time
+options at the edges of the calendar: a message and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from philont import Memory
+from philont.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def with_bad_row(tool_db: Path) -> Path:
+    from datetime import UTC, datetime
+
+    with Memory.open(tool_db) as mem:
+        mem.calendar.create(
+            "Dentist", datetime(2026, 6, 1, 9, tzinfo=UTC), timezone="Europe/Berlin"
+        )
+    with closing(sqlite3.connect(tool_db)) as conn, conn:
+        conn.execute(
+            "INSERT INTO memory_calendar (id, title, starts_at, timezone, created_at, rrule)"
+            " VALUES ('bad-1', 'Broken', 'yesterday', 'UTC', 0, 'FREQ=DAILY')"
+        )
+    return tool_db
+
+
+def test_calendar_list_shows_readable_events_and_names_the_unreadable_row(
+    with_bad_row: Path,
+) -> None:
+    code, output = run("calendar", "list", "--db", str(with_bad_row), "--json")
+    assert code == 0, output
+    page = json.loads(output)
+    assert [e["title"] for e in page["events"]] == ["Dentist"]
+    assert page["skipped"] == [
+        {
+            "id": "bad-1",
+            "reason": "starts_at: epoch milliseconds must be an integer, got 'yesterday'",
+        }
+    ]
+    code, output = run("calendar", "list", "--db", str(with_bad_row))
+    assert code == 0 and "Dentist" in output and "philont calendar remove ID" in output
+
+
+def test_calendar_remove_deletes_an_unreadable_row_and_reports_an_unknown_id(
+    with_bad_row: Path,
+) -> None:
+    assert run("calendar", "remove", "bad-1", "--db", str(with_bad_row)) == (
+        0,
+        "removed calendar event bad-1\n",
+    )
+    code, output = run("calendar", "remove", "bad-1", "--db", str(with_bad_row))
+    assert code == 4 and "no calendar event with id 'bad-1'" in output
+    code, output = run("calendar", "list", "--db", str(with_bad_row), "--json")
+    assert json.loads(output)["skipped"] == []
+
+
+@pytest.mark.parametrize(
+    "since", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "9999-12-31"]
+)
+def test_timeline_since_at_the_edge_of_the_calendar_is_a_usage_error(
+    since: str, tool_db: Path
+) -> None:
+    code, output = run("timeline", "--since", since, "--db", str(tool_db))
+    assert code == 2 and "outside the supported times" in " ".join(output.split())

@@ -1,0 +1,206 @@
+"""Every tool that takes a time or a zone, at the edges: the ends of the calendar, epoch
+milliseconds out of range, huge intervals and machine-local zone names are invalid input with a
+message (never internal_error), write nothing, and one zone policy holds for every tool. And
+list_upcoming stays small and readable whatever the calendar holds."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import text
+
+from philont import Memory, tools
+from tests.timegen import NOT_ZONES, time_values, zone_names
+from tests.tools.helpers import DbTarget, snapshot
+
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
+
+HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
+REFUSALS = {"invalid_input", "time_out_of_range", "invalid_time_range", "invalid_arguments"}
+
+# (tool, the arguments it needs besides the time, the fields that take a time)
+TIME_TOOLS: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
+    (
+        "store_fact",
+        {"namespace": "user", "key": "k", "value": 1},
+        ("occurred_at", "valid_from", "valid_until"),
+    ),
+    ("recall_sessions", {"query": "flat"}, ("since", "until")),
+    ("create_calendar_event", {"title": "x", "timezone": "UTC"}, ("starts_at", "ends_at")),
+    ("schedule_reminder", {"name": "r", "message": "m"}, ("at",)),
+]
+CASES = [(tool, base, name) for tool, base, names in TIME_TOOLS for name in names]
+EDGES = [
+    "0001-01-01T00:00:00+14:00",
+    "9999-12-31T23:59:59-14:00",
+    "9999-12-31T23:59:59Z",
+    8_640_000_000_000_000,
+    -62_135_596_800_000,  # 0001-01-01T00:00Z: Python can hold it, no zone west of UTC can show it
+    2**63,
+]
+
+
+def _arguments(base: dict[str, Any], field: str, value: object) -> dict[str, Any]:
+    args = dict(base)
+    if field == "ends_at":
+        args["starts_at"] = "2026-06-01T09:00:00Z"
+    args[field] = value
+    return args
+
+
+@pytest.mark.parametrize(("tool", "base", "field"), CASES)
+def test_times_at_the_ends_of_the_calendar_are_invalid_input_through_every_tool(
+    tool: str, base: dict[str, Any], field: str, tool_target: DbTarget
+) -> None:
+    before = snapshot(tool_target)
+    for value in EDGES:
+        result = tools.call(tool, _arguments(base, field, value), db=tool_target)
+        assert not result.ok and result.error_code in REFUSALS, (value, result.text)
+        assert field in (result.error or ""), (value, result.error)
+    assert snapshot(tool_target) == before
+
+
+@pytest.mark.parametrize(("tool", "base"), [(t, b) for t, b, _ in TIME_TOOLS])
+def test_one_zone_policy_holds_for_every_tool_even_without_a_time(
+    tool: str, base: dict[str, Any], tool_target: DbTarget
+) -> None:
+    before = snapshot(tool_target)
+    for zone in (z for z in NOT_ZONES if z):
+        args = dict(base) | {"timezone": zone}
+        if tool == "create_calendar_event":
+            args["starts_at"] = "2026-06-01T09:00:00Z"
+        if tool == "schedule_reminder":
+            args["interval_ms"] = 60_000
+        result = tools.call(tool, args, db=tool_target)
+        # Refused by the argument types or by the service: the same rule either way.
+        assert result.error_code in ("invalid_arguments", "invalid_input"), (zone, result.text)
+        assert "IANA" in (result.error or "")
+    assert snapshot(tool_target) == before
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"interval_ms": 10**18},
+        {"interval_ms": 2**63},
+        {"cron": "0 0 31 2 *"},
+        {"at": "9999-12-30T23:59:59.999Z", "interval_ms": 60_000},
+    ],
+)
+def test_huge_intervals_and_impossible_schedules_are_invalid_input(
+    arguments: dict[str, Any], tool_target: DbTarget
+) -> None:
+    result = tools.call(
+        "schedule_reminder", {"name": "r", "message": "m"} | arguments, db=tool_target
+    )
+    assert not result.ok and result.error_code in REFUSALS, result.text
+
+
+def test_the_last_supported_moment_is_a_valid_reminder_and_lists_fine(
+    tool_target: DbTarget,
+) -> None:
+    result = tools.call(
+        "schedule_reminder",
+        {"name": "far", "message": "m", "at": "9999-12-30T23:59:59.999Z"},
+        db=tool_target,
+    )
+    assert result.ok, result.text
+    assert tools.call("list_upcoming", {"window_days": 90}, db=tool_target).ok
+
+
+# --- generated values through every tool ---------------------------------------------------------
+
+
+def _any_time_and_zone_is_a_result_or_a_refusal(
+    tool: str, base: dict[str, Any], field: str, value: object, zone: str, target: DbTarget
+) -> None:
+    args = _arguments(base, field, value) | {"timezone": zone}
+    if tool == "schedule_reminder":
+        args["name"] = f"r{abs(hash((str(value), zone))) % 1000}"
+    result = tools.call(tool, args, db=target)
+    if not result.ok:
+        assert result.error_code in REFUSALS, result.text
+        return
+    listed = tools.call("list_upcoming", {"window_days": 90}, db=target)
+    assert listed.ok, listed.text
+
+
+tool_cases = st.sampled_from(CASES)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(case=tool_cases, value=time_values, zone=zone_names)
+def test_any_time_and_zone_through_any_tool_is_a_result_or_a_refusal(
+    case: tuple[str, dict[str, Any], str], value: object, zone: str, tool_target: DbTarget
+) -> None:
+    _any_time_and_zone_is_a_result_or_a_refusal(*case, value, zone, tool_target)
+
+
+@pytest.mark.reliability
+@settings(
+    max_examples=1000 if HEAVY else 150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(case=tool_cases, value=time_values, zone=zone_names)
+def test_heavy_any_time_and_zone_through_any_tool_is_a_result_or_a_refusal(
+    case: tuple[str, dict[str, Any], str], value: object, zone: str, tool_target: DbTarget
+) -> None:
+    _any_time_and_zone_is_a_result_or_a_refusal(*case, value, zone, tool_target)
+
+
+# --- list_upcoming stays small -----------------------------------------------------------------
+
+
+def test_list_upcoming_shows_fifty_lines_and_counts_the_rest(tool_target: DbTarget) -> None:
+    now = datetime.now(UTC)
+    with Memory.open(tool_target) as mem:
+        calendar = mem.calendar
+        for n in range(60):
+            calendar.create(
+                "x" * 290 + str(n), now - timedelta(days=1), timezone="UTC", rrule="FREQ=MINUTELY"
+            )
+
+    result = tools.call("list_upcoming", {"window_days": 90}, db=tool_target)
+
+    assert result.ok
+    lines = result.text.splitlines()
+    assert len(lines) == 51 and "more not shown" in lines[-1]
+    assert len(result.text.encode()) <= 51 * 300  # titles are cut to 200 characters
+    data = result.data
+    assert (data["shown"], len(data["events"])) == (50, 50)
+    assert data["more"] == data["total"] - 50 and data["total"] >= 10_000
+    assert data["total_is_exact"] is False and lines[-1].startswith(f"… {data['more']}+ more")
+    assert data["work_steps"] <= 200_000
+
+
+def test_list_upcoming_reports_rows_it_cannot_read_and_lists_the_rest(
+    tool_target: DbTarget,
+) -> None:
+    now = datetime.now(UTC)
+    epoch_ms = int(now.timestamp() * 1000)
+    with Memory.open(tool_target) as mem:
+        mem.calendar.create("Yoga", now + timedelta(hours=1), timezone="UTC")
+        mem.session.execute(
+            text(
+                "INSERT INTO memory_calendar (id, title, starts_at, rrule, timezone, created_at)"
+                " VALUES ('poison', 'Broken', :s, 'FREQ=DAILY', 'UTC', :c)"
+            ),
+            {"s": epoch_ms, "c": 2**62},
+        )
+
+    result = tools.call("list_upcoming", {"window_days": 7}, db=tool_target)
+
+    assert result.ok, result.text
+    assert "[event] Yoga" in result.text
+    assert "1 stored item(s) could not be read and were skipped: poison" in result.text
+    assert result.data["skipped_bad_rows"] == 1 and result.data["skipped"][0]["id"] == "poison"

@@ -1,0 +1,155 @@
+"""The one time policy: IANA zone names only, and instants every layer can hold and show."""
+
+from __future__ import annotations
+
+import zoneinfo
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from philont.domain import timepolicy
+from philont.domain.timeparse import parse_time
+from philont.domain.timepolicy import (
+    MAX_EPOCH_MS,
+    MAX_INSTANT,
+    MIN_EPOCH_MS,
+    MIN_INSTANT,
+    clamp,
+    from_epoch_ms,
+    instant,
+    shifted,
+    stored_instant,
+    validate_timezone,
+)
+from philont.errors import InvalidInputError, TimeOutOfRangeError
+from philont.schemas import inputs
+
+IANA_NAMES = sorted(timepolicy._zone_names().values())
+MACHINE_KEYS = ["localtime", "posixrules", "Factory", "right/UTC", "posix/Europe/Berlin"]
+# What a machine's zoneinfo directory answers to besides IANA names (the root of the old
+# mismatch: ZoneInfo("right/UTC") loads, so anything built on it accepted these).
+zone_like_text = st.sampled_from(IANA_NAMES) | st.sampled_from(MACHINE_KEYS) | st.text(max_size=30)
+
+
+def test_the_edges_of_the_calendar_named_in_the_issue_are_invalid_input() -> None:
+    for text in ("0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"):
+        with pytest.raises(TimeOutOfRangeError, match="outside the supported times"):
+            parse_time(text, field="at")
+        # Services check their datetimes with the same policy (the shared input type).
+        with pytest.raises(InvalidInputError, match=r"at: .* is outside the supported times"):
+            inputs.check(inputs.AwareTime, datetime.fromisoformat(text), "at")
+
+
+def test_the_first_and_last_supported_instants_are_accepted_and_show_in_every_zone() -> None:
+    for edge in (MIN_INSTANT, MAX_INSTANT):
+        assert instant(edge, "t") == edge
+        for name in ("Pacific/Kiritimati", "Etc/GMT+12", "America/Metlakatla"):
+            edge.astimezone(zoneinfo.ZoneInfo(name))  # the margin keeps this from overflowing
+    assert from_epoch_ms(MIN_EPOCH_MS, "t") == MIN_INSTANT
+    assert from_epoch_ms(MAX_EPOCH_MS, "t") == MAX_INSTANT
+
+
+@pytest.mark.parametrize("ms", [MIN_EPOCH_MS - 1, MAX_EPOCH_MS + 1, 8_640_000_000_000_000, 2**70])
+def test_epoch_milliseconds_outside_the_range_are_refused(ms: int) -> None:
+    with pytest.raises(TimeOutOfRangeError):
+        from_epoch_ms(ms, "t")
+    with pytest.raises(TimeOutOfRangeError):
+        parse_time(ms, field="t")
+
+
+@pytest.mark.parametrize("name", [*MACHINE_KEYS, "", " ", "+02:00", "CEST", "Berlin", "utc/"])
+def test_machine_keys_offsets_and_abbreviations_are_not_zones(name: str) -> None:
+    with pytest.raises(InvalidInputError):
+        validate_timezone(name)
+
+
+@pytest.mark.parametrize(
+    ("given_name", "canonical"),
+    [("europe/berlin", "Europe/Berlin"), (" UTC ", "UTC"), ("us/pacific", "US/Pacific")],
+)
+def test_a_zone_is_returned_in_its_canonical_spelling(given_name: str, canonical: str) -> None:
+    assert validate_timezone(given_name) == canonical
+
+
+@given(name=zone_like_text)
+def test_every_accepted_zone_name_is_an_iana_name_and_loads(name: str) -> None:
+    try:
+        canonical = validate_timezone(name)
+    except InvalidInputError:
+        return
+    assert canonical in IANA_NAMES
+    assert not canonical.startswith(("right/", "posix/")) and canonical not in MACHINE_KEYS
+    zoneinfo.ZoneInfo(canonical)
+
+
+@given(name=zone_like_text)
+def test_parse_time_applies_the_same_zone_policy_even_without_a_time(name: str) -> None:
+    try:
+        expected = validate_timezone(name)
+    except InvalidInputError:
+        with pytest.raises(InvalidInputError):
+            parse_time(None, field="t", tz=name)
+        return
+    assert expected
+    assert parse_time(None, field="t", tz=name) is None
+
+
+@given(
+    local=st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59)),
+    offset_minutes=st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1),
+)
+def test_any_aware_datetime_is_an_instant_in_range_or_time_out_of_range(
+    local: datetime, offset_minutes: int
+) -> None:
+    value = local.replace(tzinfo=timezone(timedelta(minutes=offset_minutes)))
+    try:
+        got = instant(value, "t")
+    except TimeOutOfRangeError:
+        return
+    assert MIN_INSTANT <= got <= MAX_INSTANT and got == value and got.tzinfo is UTC
+
+
+@given(
+    value=st.one_of(
+        st.none(),
+        st.integers(min_value=-(2**80), max_value=2**80),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=40),
+        st.datetimes(min_value=datetime(1, 1, 1)).map(lambda d: d.isoformat()),
+        st.builds(
+            lambda d, m: d.replace(tzinfo=timezone(timedelta(minutes=m))).isoformat(),
+            st.datetimes(min_value=datetime(1, 1, 1)),
+            st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1),
+        ),
+    ),
+    tz=zone_like_text,
+)
+def test_parse_time_returns_a_supported_instant_or_invalid_input(value: object, tz: str) -> None:
+    try:
+        got = parse_time(value, field="t", tz=tz)  # type: ignore[arg-type]
+    except InvalidInputError:
+        return
+    assert got is None or (MIN_INSTANT <= got <= MAX_INSTANT and got.tzinfo is UTC)
+
+
+@given(raw=st.one_of(st.integers(), st.floats(), st.text(max_size=10), st.binary(max_size=4)))
+def test_a_stored_value_is_an_instant_or_invalid_input_never_a_crash(raw: object) -> None:
+    try:
+        got = stored_instant(raw, "starts_at")
+    except InvalidInputError as exc:
+        assert "starts_at" in str(exc)
+        return
+    assert MIN_INSTANT <= got <= MAX_INSTANT
+
+
+def test_shifted_refuses_to_leave_the_range_and_clamp_stays_inside_it() -> None:
+    with pytest.raises(TimeOutOfRangeError):
+        shifted(MAX_INSTANT, timedelta(days=1), "end")
+    with pytest.raises(TimeOutOfRangeError):
+        shifted(MAX_INSTANT, timedelta(days=999_999_999), "end")
+    assert clamp(MAX_INSTANT, timedelta(days=999_999_999)) == MAX_INSTANT
+    assert clamp(MIN_INSTANT, -timedelta(days=999_999_999)) == MIN_INSTANT
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    assert clamp(moment, timedelta(days=1)) == moment + timedelta(days=1)
