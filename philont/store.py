@@ -119,8 +119,12 @@ class Store:
         return cls(engine, agent=agent, clock=clock, embedder=embedder)._checked_embedder()
 
     def _checked_embedder(self) -> Store:
-        """Refuse (and close) when the stored vectors are another model's (issue #18)."""
-        if self.embedder is not None:
+        """Refuse (and close) when the stored vectors are another model's (issue #18). On
+        PostgreSQL each agent has its own vectors: the default agent's are checked here (a
+        Store without one is checked by each agent's first search or backfill)."""
+        if self.embedder is not None and (
+            self.backend.name != "postgresql" or self._agent(None) is not None
+        ):
             from philont.embed.search import check_embedder
 
             try:
@@ -166,7 +170,7 @@ class Store:
 
     def for_agent(self, agent: str) -> Store:
         """A Store on the same engine (the same pool) whose default agent is ``agent``."""
-        view = Store(self.engine, agent=agent, clock=self.clock)
+        view = Store(self.engine, agent=agent, clock=self.clock, embedder=self.embedder)
         view.scorer, view._agent_ids = self.scorer, self._agent_ids  # shared caches
         return view
 

@@ -38,9 +38,10 @@ class Raw:
 
     Statements are written once with this backend's placeholder (:attr:`mark`), id lists
     through :meth:`in_ids` and the agent through :meth:`where` / :meth:`mine` /
-    :meth:`same_agent` (PostgreSQL keeps many agents in one set of tables; an SQLite file is
-    one agent, so these add nothing there); rows come back as tuples (:meth:`rows`) or as the
-    NamedTuple type a query module declares next to its SQL (:meth:`named`).
+    :meth:`same_agent` / :meth:`key` (PostgreSQL keeps many agents in one set of tables; an
+    SQLite file is one agent, so these add nothing there); rows come back as tuples
+    (:meth:`rows`) or as the NamedTuple type a query module declares next to its SQL
+    (:meth:`named`).
     """
 
     __slots__ = ("_conn", "agent", "mark", "postgres")
@@ -74,6 +75,11 @@ class Raw:
         """A join condition's agent part: `` AND left.agent_id = right.agent_id`` (PostgreSQL:
         every key leads with the agent, and a distributed database co-locates by it)."""
         return f" AND {left}.agent_id = {right}.agent_id" if self.postgres else ""
+
+    def key(self, *columns: str) -> str:
+        """A key's column list, the agent first on PostgreSQL (an ``ON CONFLICT`` target must
+        name a unique key, and every key of the shared layout leads with ``agent_id``)."""
+        return ", ".join([*(["agent_id"] if self.postgres else []), *columns])
 
     @property
     def connection(self) -> Any:

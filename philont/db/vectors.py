@@ -113,12 +113,12 @@ class SqliteVectors(VectorEngine):
         self, raw: Raw, query: Sequence[float], query_code: bytes, flt: Filter, pool: int
     ) -> list[int]:
         join = (
-            f" CROSS JOIN {MESSAGES} AS b ON b.id = c.message_id WHERE 1 = 1{flt.where()}"
+            f" CROSS JOIN {MESSAGES} AS b ON b.id = c.message_id{raw.same_agent('b', 'c')}"
             if flt.sql
             else ""
         )
         rows = raw.rows(
-            f"SELECT c.message_id FROM {MESSAGE_CODES} AS c{join}"
+            f"SELECT c.message_id FROM {MESSAGE_CODES} AS c{join}{raw.where(flt.sql, alias='c')}"
             " ORDER BY vec_distance_hamming(vec_bit(c.code), vec_bit(?)), c.message_id DESC"
             " LIMIT ?",
             [*flt.params, query_code, pool],

@@ -89,7 +89,7 @@ def _start(mem: Memory, embedder: Embedder, rebuild: bool) -> bool:
     generation = 1 if rec is None else rec.generation + 1
     q.put_record(raw, embedder.model_id, embedder.dimension, generation, _now_ms(mem))
     state(mem.store).engine.prepare(raw, embedder.dimension)
-    state(mem.store).forget()
+    state(mem.store).forget(raw.agent)
     return rec is not None
 
 

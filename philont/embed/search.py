@@ -1,10 +1,12 @@
 """Semantic search at query time: nearest stored vectors per channel, fused with keyword scores.
 
 State kept per Store (never in the database): the vector engine of its backend, a cache of the
-message codes (refreshed incrementally: only codes above the last one read), the vectors of
-recent queries and the fusion weights. Search never embeds stored items; it embeds the query
-(once per text, cached) and reports, per channel, which evidence answered and how many items
-are not embedded yet (keyword search still covers them).
+message codes per agent (refreshed incrementally: only codes above the last one read; on
+PostgreSQL one Store serves many agents, so the cache is keyed by the unit of work's agent and
+keeps the most recently used ones), the vectors of recent queries and the fusion weights.
+Search never embeds stored items; it embeds the query (once per text, cached) and reports, per
+channel, which evidence answered and how many items are not embedded yet (keyword search still
+covers them).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ VECTOR_CANDIDATES = 30
 candidates to fusion."""
 
 QUERY_CACHE = 256
+AGENT_CACHES = 32
+"""Agents whose message codes one Store keeps in memory (least recently used go first)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ class StoreVectors:
         self.engine = engine
         self.weights = FusionWeights()
         self._lock = threading.Lock()
-        self._codes: _Codes | None = None
+        self._codes: OrderedDict[int | None, _Codes] = OrderedDict()  # by agent (None: SQLite)
         self._queries: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
 
     def query_vector(self, embedder: Embedder, text: str) -> list[float]:
@@ -93,18 +97,23 @@ class StoreVectors:
     def nearest_codes(self, raw: Raw, rec: q.IndexRow, query_code: bytes, n: int) -> list[int]:
         """The ``n`` message ids nearest by code, from the cache (brought up to date first)."""
         with self._lock:
-            cache = self._codes
+            cache = self._codes.get(raw.agent)
             if cache is None or cache.generation != rec.generation:
-                cache = self._codes = _Codes(rec.generation, codec.code_bytes(rec.dimension))
+                cache = _Codes(rec.generation, codec.code_bytes(rec.dimension))
+            self._codes[raw.agent] = cache
+            self._codes.move_to_end(raw.agent)
+            while len(self._codes) > AGENT_CACHES:
+                self._codes.popitem(last=False)
             rows = q.codes_after(raw, cache.high)
             if rows:
                 cache.codes.extend(rows)
                 cache.high = rows[-1][0]
             return list(cache.codes.nearest(query_code, n))
 
-    def forget(self) -> None:
+    def forget(self, agent: int | None) -> None:
+        """Drop ``agent``'s cached codes (its index was started over)."""
         with self._lock:
-            self._codes = None
+            self._codes.pop(agent, None)
 
 
 _STATES: weakref.WeakKeyDictionary[Store, StoreVectors] = weakref.WeakKeyDictionary()

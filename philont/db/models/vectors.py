@@ -1,4 +1,4 @@
-"""Our additive tables of optional semantic recall (revision v036): stored vectors and the
+"""Our additive tables of optional semantic recall (revision v037): stored vectors and the
 record of the model that built them. Philont schema-31 software never reads them."""
 
 from __future__ import annotations
