@@ -138,7 +138,8 @@ def message_texts(raw: Raw, turns: Sequence[q.Turn]) -> list[str]:
     """What is embedded for each message: the turn before it in its session (cut to
     CONTEXT_CHARS), a line break, then the message. A reply rarely repeats what it answers
     (who was asked, about what); with its question beside it, its vector carries both. On the
-    dev set this took the vector channel alone from R@10 0.23 to about 0.41 (docs/embeddings.md)."""
+    dev set this took the vector channel alone from pooled R@10 0.23 to 0.38
+    (docs/embeddings.md)."""
     before: dict[str, str | None] = {}
     texts = []
     for turn in turns:
