@@ -348,3 +348,33 @@ class AgentNotFoundError(NotFoundError):
     def __init__(self, name: str) -> None:
         super().__init__(f"no agent named {name!r} in this database")
         self.name = name
+
+
+# --- embeddings (optional semantic recall) -----------------------------------------------------
+
+
+class EmbedderError(PhilontError):
+    """An embedder failed or broke its contract (count, dimension, finite values); nothing
+    was written because of it."""
+
+    code = "embedder_error"
+
+
+class EmbedderUnavailableError(EmbedderError):
+    """The embedder cannot be used here: its package is not installed, its model is not on
+    this machine (models are never downloaded implicitly), or its server cannot be reached."""
+
+    code = "embedder_unavailable"
+
+
+class EmbedderMismatchError(PhilontError):
+    """The stored vectors were built by another model or dimension than the embedder given:
+    vectors are never mixed. Rebuild the index (``rebuild=True``, ``philont embed --rebuild``)
+    or configure the embedder that built it (``details``: ``stored`` and ``given``)."""
+
+    code = "embedder_mismatch"
+
+    def __init__(self, message: str, *, stored: str, given: str) -> None:
+        super().__init__(message, stored=stored, given=given)
+        self.stored = stored
+        self.given = given

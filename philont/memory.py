@@ -30,6 +30,7 @@ from philont.db.retry import translate
 from philont.errors import UnitOfWorkError
 
 if TYPE_CHECKING:
+    from philont.embed.index import EmbeddingIndex
     from philont.services.access import AccessLog
     from philont.services.actions import ActionLog
     from philont.services.calendar import CalendarService
@@ -297,6 +298,12 @@ class Memory:
         from philont.services.schedules import ScheduleService
 
         return ScheduleService(self)
+
+    @cached_property
+    def embeddings(self) -> EmbeddingIndex:
+        from philont.embed.index import EmbeddingIndex
+
+        return EmbeddingIndex(self)
 
     def __repr__(self) -> str:
         return f"<Memory {self._state.value} on {self.store!r}>"

@@ -27,6 +27,7 @@ from philont.errors import SchemaOutOfDateError, StoreClosedError
 from philont.log import alembic_at_debug, get_logger
 
 if TYPE_CHECKING:
+    from philont.embed.base import Embedder
     from philont.memory import Memory
     from philont.services.search.scoring import Scorer
 
@@ -56,6 +57,7 @@ class Store:
         agent: str | None = None,
         clock: Clock = utc_now,
         owns_engine: bool = False,
+        embedder: Embedder | None = None,
     ) -> None:
         """Prefer :meth:`open` / :meth:`from_engine`, which check the schema first."""
         self.engine = engine
@@ -65,6 +67,9 @@ class Store:
         without it, ``$PHILONT_AGENT`` as it is when the unit of work begins)."""
         self._agent_ids: dict[str, int] = {}  # agent name -> registry id (philont.agents)
         self.clock = clock
+        self.embedder = embedder
+        """Semantic recall (issue #18): search fuses vectors of this model with keywords; None
+        (the default) is keyword search exactly. See philont.embed."""
         self.scorer: Scorer = self.backend.scorer()
         """The backend's search scoring, one per Store (it caches statistics of this database)."""
         self._owns_engine = owns_engine
@@ -82,18 +87,21 @@ class Store:
         upgrade: bool = True,
         clock: Clock = utc_now,
         busy_timeout_ms: int | None = None,
+        embedder: Embedder | None = None,
     ) -> Store:
         """The Store of a path or URL (default ``$MEMORY_DB_PATH``, then
         ``~/.philont/memory/memory.sqlite``). With ``upgrade`` (default) the database is
         created or brought to head first; without it a database not at head is refused with
         :class:`~philont.errors.SchemaOutOfDateError`. On PostgreSQL ``agent`` is the default
         agent of its units of work (see the class docstring). ``busy_timeout_ms`` sets how long
-        an SQLite connection waits for another's lock."""
+        an SQLite connection waits for another's lock. ``embedder``: semantic recall with that
+        model (EmbedderMismatchError if the stored vectors are another model's)."""
         url = resolve_url(target)
         ensure_schema(url, upgrade=upgrade)
         engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
         log.debug("store.opened", url=url.render_as_string(), backend=engine.dialect.name)
-        return cls(engine, agent=agent, clock=clock, owns_engine=True)
+        store = cls(engine, agent=agent, clock=clock, owns_engine=True, embedder=embedder)
+        return store._checked_embedder()
 
     @classmethod
     def from_engine(
@@ -103,11 +111,29 @@ class Store:
         agent: str | None = None,
         upgrade: bool = False,
         clock: Clock = utc_now,
+        embedder: Embedder | None = None,
     ) -> Store:
         """A Store over an engine the caller made (and keeps: ``close()`` leaves it open). The
         schema is checked once (upgraded first with ``upgrade=True``)."""
         ensure_schema(engine.url, upgrade=upgrade)
-        return cls(engine, agent=agent, clock=clock)
+        return cls(engine, agent=agent, clock=clock, embedder=embedder)._checked_embedder()
+
+    def _checked_embedder(self) -> Store:
+        """Refuse (and close) when the stored vectors are another model's (issue #18). On
+        PostgreSQL each agent has its own vectors: the default agent's are checked here (a
+        Store without one is checked by each agent's first search or backfill)."""
+        if self.embedder is not None and (
+            self.backend.name != "postgresql" or self._agent(None) is not None
+        ):
+            from philont.embed.search import check_embedder
+
+            try:
+                with self.begin(write=False) as mem:
+                    check_embedder(mem.raw(), self.embedder)
+            except Exception:
+                self.close()
+                raise
+        return self
 
     # --- units of work -------------------------------------------------------------------
 
@@ -144,7 +170,7 @@ class Store:
 
     def for_agent(self, agent: str) -> Store:
         """A Store on the same engine (the same pool) whose default agent is ``agent``."""
-        view = Store(self.engine, agent=agent, clock=self.clock)
+        view = Store(self.engine, agent=agent, clock=self.clock, embedder=self.embedder)
         view.scorer, view._agent_ids = self.scorer, self._agent_ids  # shared caches
         return view
 

@@ -12,6 +12,8 @@ Usage (from the repository root)::
     .venv/bin/python scripts/bench_recall.py --no-context     # also ours without context scores
     .venv/bin/python scripts/bench_recall.py --zh [--baseline]  # the Chinese set only
     .venv/bin/python scripts/bench_recall.py --scale 100000   # retrieve() latency vs raw sqlite3
+    .venv/bin/python scripts/bench_recall.py --embedder NAME  # keyword, vector, fused (#18)
+    .venv/bin/python scripts/bench_recall.py --embedder NAME --scale 100000  # fused latency
     .venv/bin/python scripts/bench_recall.py --url postgresql+psycopg://u:p@host/db [--agent A]
         # SQLite and PostgreSQL side by side (LoCoMo and the Chinese set; the agent, default
         # bench_recall, is deleted and recreated in the layout the URL's search_path names)
@@ -41,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import _bench_common as bc
+import _bench_embed
 from _recall_baselines import baseline, plain_or
 from _recall_data import (
     DEV_DATA,
@@ -432,12 +435,15 @@ def _arguments() -> argparse.ArgumentParser:
         metavar="N",
         help="with --url: list the N questions whose recall@10 differs most",
     )
+    _bench_embed.add_arguments(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments().parse_args(argv)
     print(machine())
+    if args.embedder:  # issue #18: scripts/_bench_embed.py
+        return _bench_embed.main(args, KS, Score, print_scores, print_compare)
     if args.scale:
         scale(args.scale, args.scale_db)
         return 0

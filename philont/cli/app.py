@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from philont import migrate, settings
 from philont.cli import agents as cli_agents
+from philont.cli import embed as cli_embed
 from philont.cli import inspect as cli_inspect
 from philont.cli import learning as cli_learning
 from philont.cli import ops as cli_ops
@@ -41,6 +42,7 @@ app.command()(cli_ops.restore)
 app.command()(cli_ops.export)
 app.command("import")(cli_ops.import_)
 cli_learning.register(app, cli_inspect.skills_app)
+app.command("embed")(cli_embed.embed)
 
 
 @app.callback()

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from philont.errors import InvalidInputError, UnitOfWorkError
 
 if TYPE_CHECKING:
+    from philont.db.vectors import VectorEngine
     from philont.services.search.scoring import Scorer
 
 __all__ = ["Backend", "PostgresBackend", "Raw", "SqliteBackend", "backend_for"]
@@ -37,9 +38,10 @@ class Raw:
 
     Statements are written once with this backend's placeholder (:attr:`mark`), id lists
     through :meth:`in_ids` and the agent through :meth:`where` / :meth:`mine` /
-    :meth:`same_agent` (PostgreSQL keeps many agents in one set of tables; an SQLite file is
-    one agent, so these add nothing there); rows come back as tuples (:meth:`rows`) or as the
-    NamedTuple type a query module declares next to its SQL (:meth:`named`).
+    :meth:`same_agent` / :meth:`key` (PostgreSQL keeps many agents in one set of tables; an
+    SQLite file is one agent, so these add nothing there); rows come back as tuples
+    (:meth:`rows`) or as the NamedTuple type a query module declares next to its SQL
+    (:meth:`named`).
     """
 
     __slots__ = ("_conn", "agent", "mark", "postgres")
@@ -74,6 +76,16 @@ class Raw:
         every key leads with the agent, and a distributed database co-locates by it)."""
         return f" AND {left}.agent_id = {right}.agent_id" if self.postgres else ""
 
+    def key(self, *columns: str) -> str:
+        """A key's column list, the agent first on PostgreSQL (an ``ON CONFLICT`` target must
+        name a unique key, and every key of the shared layout leads with ``agent_id``)."""
+        return ", ".join([*(["agent_id"] if self.postgres else []), *columns])
+
+    @property
+    def connection(self) -> Any:
+        """The DB-API connection itself (to load an SQLite extension into it)."""
+        return self._conn
+
     def _execute(self, sql: str, params: Sequence[Any]) -> Any:
         cursor = self._conn.cursor()
         cursor.execute(sql, tuple(params))
@@ -89,6 +101,15 @@ class Raw:
         order the statement selects them)."""
         make = row_type._make
         return [make(r) for r in self._execute(sql, params).fetchall()]
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run one statement that returns no rows (a write, a ``SET``)."""
+        self._execute(sql, params)
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one write statement once per parameter row (``executemany``)."""
+        if rows:
+            self._conn.cursor().executemany(sql, [tuple(r) for r in rows])
 
     def insert(self, sql: str, params: Sequence[Any]) -> int:
         """Run one single-row INSERT into a table with an integer id and return the id. A
@@ -160,6 +181,11 @@ class Backend:
     def scorer(self) -> Scorer:
         raise NotImplementedError
 
+    def vectors(self) -> VectorEngine:
+        """The vector search this database offers beyond the portable Python path (one per
+        Store: sqlite-vec on SQLite, pgvector on PostgreSQL, each when available)."""
+        raise NotImplementedError
+
     def storable_text(self, value: str) -> str:
         """``value`` as this database can store it verbatim, or InvalidInputError."""
         if not self.keeps_nul and "\x00" in value:
@@ -179,6 +205,11 @@ class SqliteBackend(Backend):
         from philont.services.search.sqlite import SqliteScorer
 
         return SqliteScorer()
+
+    def vectors(self) -> VectorEngine:
+        from philont.db.vectors import SqliteVectors
+
+        return SqliteVectors()
 
 
 class PostgresBackend(Backend):
@@ -212,6 +243,11 @@ class PostgresBackend(Backend):
         from philont.services.search.postgres import PgScorer
 
         return PgScorer()
+
+    def vectors(self) -> VectorEngine:
+        from philont.db.vectors_pg import PgVectors
+
+        return PgVectors()
 
 
 _SQLITE = SqliteBackend()

@@ -55,6 +55,7 @@ __all__ = [
     "COUNTERS_TABLE",
     "PARTITIONED",
     "PARTITIONS",
+    "PGVECTOR_TABLE",
     "counter_tables",
     "layout_metadata",
     "layout_only",
@@ -67,7 +68,18 @@ AGENT_SETTING = "philont.agent_id"
 AGENTS_TABLE = "philont_agents"
 COUNTERS_TABLE = "philont_agent_ids"
 PARTITIONS = 16
-PARTITIONED = ("memory_raw_messages", "memory_actions", "memory_access_log")
+PARTITIONED = (
+    "memory_raw_messages",
+    "memory_actions",
+    "memory_access_log",
+    # revision v037 (semantic recall): a message's vector and code sit in the partition number
+    # of its message (same key, same modulus), so one agent's rows stay together
+    "philont_message_vectors",
+    "philont_message_codes",
+)
+PGVECTOR_TABLE = "philont_message_pgvectors"
+"""Made at run time where the server has pgvector (``philont.db.vectors_pg``), not by a
+revision: its column type exists only with the extension."""
 
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it untyped
 
@@ -103,9 +115,10 @@ _SEARCH_INDEXES = (
 
 
 def layout_only(name: str) -> bool:
-    """A table of PostgreSQL's layout that is no model: the registry, the id counters, and the
-    hash partitions of :data:`PARTITIONED` (for autogenerate filters)."""
-    if name in (AGENTS_TABLE, COUNTERS_TABLE):
+    """A table of PostgreSQL's layout that is no model: the registry, the id counters, the
+    pgvector copy of message vectors, and the hash partitions of :data:`PARTITIONED` (for
+    autogenerate filters)."""
+    if name in (AGENTS_TABLE, COUNTERS_TABLE, PGVECTOR_TABLE):
         return True
     base, _, part = name.rpartition("_p")
     return base in PARTITIONED and len(part) == 2 and part.isdigit()

@@ -48,6 +48,7 @@ from philont.log import get_logger
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
 
 if TYPE_CHECKING:
+    from philont.embed.base import Embedder
     from philont.memory import Memory
     from philont.store import Store
 
@@ -140,8 +141,10 @@ class Consolidator:
         judge: Judge | None = None,
         clock: Clock = utc_now,
         owner: str | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.units = units
+        self.embedder = embedder
         self.model = model
         self.config = config or LearningConfig()
         self.schedule = schedule or ConsolidatorConfig()
@@ -153,6 +156,7 @@ class Consolidator:
     def for_store(cls, store: Store, model: ModelClient, **kwargs: Any) -> Consolidator:
         """A consolidator whose units of work are ``store.begin()`` (with the same clock)."""
         clock: Clock = kwargs.setdefault("clock", store.clock)
+        kwargs.setdefault("embedder", store.embedder)
 
         def units(*, write: bool = True) -> Memory:
             return store.begin(write=write, clock=clock)
@@ -414,7 +418,22 @@ class Consolidator:
             reports.append(report)
             if report.status != Status.CONSOLIDATED or (stop is not None and stop.is_set()):
                 break
+        self._embed(stop)
         return reports
+
+    def _embed(self, stop: threading.Event | None) -> None:
+        """Issue #18: with an embedder, embed what is pending (a few batches per tick); a
+        failure is logged and retried next tick, never fails the tick."""
+        if self.embedder is None:
+            return
+        from philont.embed.index import backfill
+
+        try:
+            backfill(
+                self.units, self.embedder, max_batches=self.schedule.max_batches_per_tick, stop=stop
+            )
+        except Exception:
+            log.exception("consolidator.embed_failed")
 
     def run_forever(
         self,

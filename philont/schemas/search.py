@@ -79,3 +79,8 @@ class RetrievalResult(ReadModel):
     recall_tokens: int
     total_tokens: int
     dropped_system: int
+    recall_channels: tuple[str, ...] = ("keyword",)
+    """What answered recall: ``keyword``, and ``vector`` when an embedder is configured and
+    stored vectors matched (issue #18); empty when recall found nothing."""
+    unembedded: int = 0
+    """Recent messages without a vector yet (recall still finds them by keyword)."""

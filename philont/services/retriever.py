@@ -18,6 +18,7 @@ from philont.schemas import inputs
 from philont.schemas.search import ContextMessage, RetrievalResult
 from philont.services.base import Service
 from philont.services.search import ScoredMessage
+from philont.services.search.scoring import Kind
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -118,7 +119,10 @@ class TimelineRetriever(Service):
         recalled, recall_tokens = self._recall(
             query.strip(), recall_budget_tokens, recall_candidates, sessions, now, recent, around
         )
+        report = self.mem.search.reports.get(Kind.MESSAGES)  # issue #18: with an embedder
         return RetrievalResult(
+            recall_channels=report.answered if report else ("keyword",) if recalled else (),
+            unembedded=report.unembedded if report else 0,
             messages=_window(recalled, recent),
             recency_count=len(recent),
             recall_count=len(recalled),

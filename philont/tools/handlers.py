@@ -16,6 +16,7 @@ from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRang
 from philont.memory import Memory
 from philont.schemas.calendar import CalendarListing
 from philont.schemas.schedules import ScheduleListing
+from philont.services.search.scoring import Kind
 from philont.tools import args as a
 from philont.tools.registry import ToolContext, ToolOutput, tool
 
@@ -163,14 +164,24 @@ def recall_sessions(args: a.RecallSessionsArgs, mem: Memory, ctx: ToolContext) -
         args.query, limit=args.limit, since=since, until=until, now=ctx.now, around=around
     )
     if not hits:
-        return ToolOutput(
-            f"No past messages match {args.query!r}. Try search_notes or list_facts.", []
-        )
+        text = f"No past messages match {args.query!r}. Try search_notes or list_facts."
+        return ToolOutput("\n".join([text, *_channels(mem)]), [])
     lines = [
         f"- {iso(h.timestamp)} [{h.role}] (session {h.session_id}): {h.content[:300]}"
         for h in sorted(hits, key=lambda h: (h.timestamp, h.id))
     ]
-    return ToolOutput("\n".join(lines), [_dump(h) for h in hits])
+    return ToolOutput("\n".join([*lines, *_channels(mem)]), [_dump(h) for h in hits])
+
+
+def _channels(mem: Memory) -> list[str]:
+    """Issue #18: with an embedder, say which evidence answered and what is not embedded."""
+    report = mem.search.reports.get(Kind.MESSAGES)
+    if report is None:
+        return []
+    line = f"(answered by: {' + '.join(report.answered) or 'nothing'}"
+    if report.unembedded:
+        line += f"; {report.unembedded} recent messages not embedded yet, found by keyword only"
+    return [line + ")"]
 
 
 @tool("create_calendar_event", a.CreateCalendarEventArgs, writes=True)

@@ -115,8 +115,13 @@ class ImportReport:
 
 def export_tables() -> list[Table]:
     """Every model table in dependency order (FTS tables and the version table are not models:
-    triggers rebuild the one, the target's own migrations own the other)."""
-    return [t for t in metadata.sorted_tables if "_fts" not in t.name]
+    triggers rebuild the one, the target's own migrations own the other; stored vectors are
+    derived data, rebuilt on the target by ``philont embed``)."""
+    return [
+        t
+        for t in metadata.sorted_tables
+        if "_fts" not in t.name and not t.info.get("derived", False)
+    ]
 
 
 def _rowid_tables() -> frozenset[str]:

@@ -21,6 +21,11 @@ OUR_ADDITIONS = {
         "philont_learning_batches",
         "philont_cases",
         "philont_judge_verdicts",
+        "philont_vector_index",
+        "philont_message_vectors",
+        "philont_message_codes",
+        "philont_note_vectors",
+        "philont_skill_vectors",
     },
     "indexes": {
         "idx_philont_skill_revisions_skill",

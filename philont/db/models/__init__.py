@@ -18,6 +18,13 @@ from philont.db.models.system import (
     RoutingRule,
 )
 from philont.db.models.timeline import Action, RawMessage, RawSession
+from philont.db.models.vectors import (
+    MessageCode,
+    MessageVector,
+    NoteVector,
+    SkillVector,
+    VectorIndex,
+)
 
 __all__ = [
     "AccessLogEntry",
@@ -32,8 +39,11 @@ __all__ = [
     "JudgeVerdict",
     "LearningBatch",
     "LearningCase",
+    "MessageCode",
+    "MessageVector",
     "Meta",
     "Note",
+    "NoteVector",
     "Plan",
     "Pursuit",
     "PushSubscription",
@@ -47,4 +57,6 @@ __all__ = [
     "Skill",
     "SkillRecipe",
     "SkillRevision",
+    "SkillVector",
+    "VectorIndex",
 ]

@@ -39,6 +39,7 @@ from philont.services.search.scoring import (
 )
 
 if TYPE_CHECKING:
+    from philont.embed.search import ChannelReport
     from philont.memory import Memory
 
 __all__ = ["AROUND_DAYS", "CONTEXT_WEIGHTS", "ScoredMessage", "SearchService"]
@@ -84,6 +85,8 @@ class SearchService(Service):
         super().__init__(mem)
         self._context = tuple((int(off), float(w)) for off, w in context_weights if off and w)
         self._rules = ranking
+        self.reports: dict[Kind, ChannelReport] = {}
+        """What answered the last search of each channel (only with an embedder: issue #18)."""
 
     # --- messages ----------------------------------------------------------------------------
 
@@ -164,6 +167,7 @@ class SearchService(Service):
         now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
         near = None if around is None else inputs.check(inputs.AwareTime, around, "around")
         own = self._ranked_own(query, plan, flt.as_sql(raw.mark), limit + len(excluded), now, near)
+        own = self._semantic(Kind.MESSAGES, query, own, flt.as_sql(raw.mark), limit + len(excluded))
         if not own:
             return []
         combined = self._add_context(own, flt)
@@ -256,6 +260,7 @@ class SearchService(Service):
         if plan is None:
             return []
         own = self._score(Kind.NOTES, plan, flt, limit)
+        own = self._semantic(Kind.NOTES, query, own, flt, limit)
         if not own:
             return []
         # Importance scales scores by 0.75..1.25, so only candidates within 0.6 of the
@@ -323,7 +328,9 @@ class SearchService(Service):
         plan = _plan(query)
         if plan is None:
             return []
-        own = self._score(Kind.SKILLS, plan, and_all(parts), limit)
+        flt = and_all(parts)
+        own = self._score(Kind.SKILLS, plan, flt, limit)
+        own = self._semantic(Kind.SKILLS, query, own, flt, limit)
         if not own:
             return []
         own = contenders(own, limit, 1.0)  # ties are broken by use count, then age
@@ -335,6 +342,18 @@ class SearchService(Service):
             key=lambda key: (-own[key], -int(rows[key].use_count or 0), -rows[key].created_at),
         )[:limit]
         return [_skill_hit(rows[key], own[key]) for key in ranked]
+
+    # --- issue #18: semantic recall, fused by score (philont.embed); a no-op without embedder --
+
+    def _semantic(
+        self, kind: Kind, query: str, own: dict[Any, float], flt: Filter, wanted: int
+    ) -> dict[Any, float]:
+        if self.mem.store.embedder is None:
+            return own
+        from philont.embed.search import fuse_channel
+
+        fused, self.reports[kind] = fuse_channel(self.mem, kind, query, own, flt, wanted)
+        return fused
 
     # --- the mechanism -----------------------------------------------------------------------
 

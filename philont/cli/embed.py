@@ -1,0 +1,82 @@
+"""`philont embed`: embed what is pending (or rebuild), in committed batches with a progress bar;
+a killed run is resumed by the next one. `--status` only reports."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from philont.cli.common import DbOption, JsonOption, emit, err, fail, out, resolve_existing
+from philont.embed import BATCH_SIZE, backfill, embedder_from_spec
+from philont.errors import PhilontError
+from philont.store import Store
+
+__all__ = ["embed"]
+
+
+def embed(
+    db: DbOption = None,
+    embedder: Annotated[
+        str,
+        typer.Option(
+            envvar="PHILONT_EMBEDDER",
+            help="hash[:DIM], model2vec:DIR, fastembed:MODEL or openai:MODEL[@URL]"
+            " ($PHILONT_EMBEDDER).",
+        ),
+    ] = "",
+    batch_size: Annotated[int, typer.Option(help="Texts per model call and commit.")] = BATCH_SIZE,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Drop the stored vectors first (another model).")
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Also fill gaps below the last embedded message.")
+    ] = False,
+    status: Annotated[bool, typer.Option("--status", help="Only report the index.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Embed pending messages, notes and skills for semantic recall (resumable)."""
+    url = resolve_existing(db)
+    store = Store.open(url, upgrade=False)
+    try:
+        if status:
+            with store.begin(write=False) as mem:
+                report = mem.embeddings.status()
+            _show(report.model_dump(mode="json"), as_json)
+            return
+        if not embedder:
+            err.print("[red]error[/red]: give --embedder (or set $PHILONT_EMBEDDER)")
+            raise typer.Exit(1)
+        model = embedder_from_spec(embedder)
+        with Progress(
+            TextColumn("embedding"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=as_json,
+        ) as bar:
+            task = bar.add_task("embed", total=None)
+            done = backfill(
+                store,
+                model,
+                batch_size=batch_size,
+                rebuild=rebuild,
+                full=full,
+                progress=lambda n, total: bar.update(task, completed=n, total=total),
+            )
+        _show(done.model_dump(mode="json"), as_json)
+    except PhilontError as exc:
+        raise fail(exc) from exc
+    finally:
+        store.close()
+
+
+def _show(data: dict[str, object], as_json: bool) -> None:
+    if as_json:
+        emit(data)
+        return
+    for key, value in data.items():
+        out.print(f"{key}: {value}")

@@ -1,0 +1,272 @@
+"""Semantic recall on both backends: nothing changes without an embedder, vectors are never
+mixed, appends never call a model, searches say what is not embedded, filters bound the search,
+the coarse pass keeps the nearest, and the consolidator keeps vectors current."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import URL
+
+from philont import tools
+from philont.db.queries import vectors as q
+from philont.embed import FusionWeights, HashEmbedder, backfill, checked_vectors, codec
+from philont.embed.search import state
+from philont.errors import EmbedderMismatchError
+from philont.services.search.scoring import Kind
+from philont.store import Store
+from tests.embed.helpers import QUERIES, CountingEmbedder, everything, fill
+
+BOTH_BACKENDS = True
+
+
+@pytest.fixture
+def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | URL:
+    if backend == "postgres":
+        url: URL = request.getfixturevalue("pg_agent")()
+        return url
+    return tmp_path / "memory.sqlite"
+
+
+@pytest.fixture
+def filled(target: Path | URL) -> Iterator[Path | URL]:
+    with Store.open(target) as store, store.begin() as mem:
+        fill(mem)
+    yield target
+
+
+def test_without_an_embedder_search_is_exactly_keyword_search_on_a_file_with_vectors(
+    filled: Path | URL,
+) -> None:
+    with Store.open(filled) as plain, plain.begin() as mem:
+        before = everything(mem)
+    emb = HashEmbedder(64)
+    with Store.open(filled) as store:
+        assert backfill(store, emb).complete
+    with Store.open(filled) as plain, plain.begin() as mem:
+        assert everything(mem) == before  # identical hits and scores
+        assert mem.search.reports == {}
+    with Store.open(filled, embedder=emb) as store:
+        state(store).weights = FusionWeights(0.0, 0.0, 0.0)
+        with store.begin() as mem:
+            assert everything(mem) == before  # the fusion hook with weight 0 changes nothing
+        state(store).weights = FusionWeights()
+        with store.begin() as mem:
+            fused = everything(mem)
+            assert mem.search.reports[Kind.MESSAGES].answered == ("keyword", "vector")
+    assert fused != before  # and with a weight it does change the ranking
+
+
+def test_an_embedder_of_another_model_or_dimension_is_refused(filled: Path | URL) -> None:
+    with Store.open(filled) as store:
+        backfill(store, HashEmbedder(64))
+    for other in (HashEmbedder(32), _Renamed(64)):
+        with pytest.raises(EmbedderMismatchError, match="never mixed") as err:
+            Store.open(filled, embedder=other)
+        assert err.value.code == "embedder_mismatch"
+        assert err.value.stored == "philont-hash-v1-64/64"
+        with Store.open(filled) as store:
+            with pytest.raises(EmbedderMismatchError):
+                backfill(store, other)
+            with store.begin(write=False) as mem:
+                status = mem.embeddings.status()
+                assert (status.model_id, status.dimension) == ("philont-hash-v1-64", 64)
+                assert status.embedded_messages == 120
+
+
+def test_rebuild_on_request_replaces_every_vector_with_the_new_models(filled: Path | URL) -> None:
+    with Store.open(filled) as store:
+        backfill(store, HashEmbedder(64))
+        report = backfill(store, HashEmbedder(32), rebuild=True)
+        assert report.rebuilt and report.complete and report.messages == 120
+        with store.begin(write=False) as mem:
+            raw = mem.raw()
+            rec = q.record(raw)
+            assert rec is not None and (rec.model_id, rec.dimension, rec.generation) == (
+                "philont-hash-v1-32",
+                32,
+                2,
+            )
+            blobs = q.message_vectors(raw, list(range(1, 200)))
+            assert len(blobs) == 120 and {len(b) for b in blobs.values()} == {32 * 4}
+    with Store.open(filled, embedder=HashEmbedder(32)) as store, store.begin() as mem:
+        assert mem.search.messages(QUERIES[0])
+
+
+def test_appends_never_call_a_model_and_a_query_is_embedded_once(target: Path | URL) -> None:
+    emb = CountingEmbedder()
+    with Store.open(target, embedder=emb) as store:
+        with store.begin() as mem:
+            fill(mem, messages=40)
+            mem.notes.add("a note written during the turn")
+        assert emb.calls == []
+        backfill(store, emb, batch_size=16)
+        assert sum(emb.calls) == 40 + 13 + 6 and max(emb.calls) <= 16
+        emb.calls.clear()
+        with store.begin() as mem:
+            mem.search.messages("deploy the cluster")
+            mem.search.notes("deploy the cluster")
+            mem.search.skills("deploy the cluster")
+            mem.retriever.retrieve("deploy the cluster")
+        assert emb.calls == [1]
+
+
+def test_searches_say_how_many_recent_items_are_not_embedded_and_keywords_still_find_them(
+    filled: Path | URL,
+) -> None:
+    emb = HashEmbedder(64)
+    with Store.open(filled, embedder=emb) as store:
+        with store.begin() as mem:
+            assert mem.search.messages("garden tomato")
+            report = mem.search.reports[Kind.MESSAGES]
+            assert report.answered == ("keyword",) and report.unembedded == 120
+            assert "no vectors yet" in (report.note or "")
+        backfill(store, emb)
+        with store.begin() as mem:
+            for text in ("zucchini harvest one", "zucchini harvest two", "zucchini harvest three"):
+                mem.timeline.append(text, session_id="s2")
+            mem.notes.add("zucchini soup recipe")
+        with store.begin() as mem:
+            hits = mem.search.messages("zucchini", limit=5)
+            assert {h.content for h in hits[:3]} == {
+                "zucchini harvest one",
+                "zucchini harvest two",
+                "zucchini harvest three",
+            }
+            assert mem.search.reports[Kind.MESSAGES].unembedded == 3
+            assert mem.search.notes("zucchini")[0].content == "zucchini soup recipe"
+            assert mem.search.reports[Kind.NOTES].unembedded == 1
+            window = mem.retriever.retrieve("zucchini", recent_limit=1)
+            assert window.recall_channels == ("keyword", "vector") and window.unembedded == 3
+        result = tools.call("recall_sessions", {"query": "zucchini harvest"}, db=store)
+        assert result.ok
+        assert "(answered by: keyword + vector; 3 recent messages not embedded yet" in result.text
+
+
+def test_recall_sessions_without_an_embedder_reads_as_before(filled: Path | URL) -> None:
+    with Store.open(filled) as store:
+        backfill(store, HashEmbedder(64))
+        result = tools.call("recall_sessions", {"query": "dentist appointment"}, db=store)
+    assert result.ok and "answered by" not in result.text
+
+
+def test_the_vector_channel_finds_what_no_keyword_matches(target: Path | URL) -> None:
+    emb = HashEmbedder(128)
+    with Store.open(target, embedder=emb) as store:
+        with store.begin() as mem:
+            mem.timeline.append("the organization of the summer party went well")
+            mem.timeline.append("we talked about the weather")
+        backfill(store, emb)
+        with Store.open(target) as plain, plain.begin() as mem:
+            assert mem.search.messages("organise") == []
+        with store.begin() as mem:
+            hits = mem.search.messages("organise")
+            assert hits[0].content.startswith("the organization")
+            assert mem.search.reports[Kind.MESSAGES].answered == ("vector",)
+
+
+def test_filters_bound_the_vector_search_and_it_matches_an_exact_scan(filled: Path | URL) -> None:
+    emb = HashEmbedder(64)
+    with Store.open(filled, embedder=emb) as store:
+        backfill(store, emb)
+        state(store).weights = FusionWeights(1.0, 1.0, 1.0)  # vector evidence alone
+        with store.begin() as mem:
+            raw = mem.raw()
+            everything_ = q.message_vectors(raw, list(range(1, 200)))
+            sessions = dict(raw.rows("SELECT id, session_id FROM memory_raw_messages"))
+            for query in QUERIES:
+                (qvec,) = checked_vectors(emb, [query])
+                sims = dict(zip(everything_, codec.dot(qvec, everything_.values()), strict=True))
+                in_s1 = sorted((i for i in sims if sessions[i] == "s1"), key=lambda i: -sims[i])
+                hits = mem.search.messages(query, session_ids=["s1"], limit=5)
+                assert {h.session_id for h in hits} == {"s1"}
+                vector_best = [h.id for h in hits if sims[h.id] >= sims[in_s1[4]]]
+                assert set(vector_best) <= set(in_s1[:5])
+
+
+def test_the_engine_in_use_is_detected_and_reported(target: Path | URL, backend: str) -> None:
+    with Store.open(target) as store, store.begin(write=False) as mem:
+        status = mem.embeddings.status()
+    assert status.model_id is None and status.embedded_messages == 0
+    if backend == "postgres":
+        # pgvector cannot be installed on our machines: the portable path runs, and says why
+        assert status.engine == "python"
+        assert status.engine_note == "the pgvector extension is not installed in this database"
+    elif status.engine == "python":
+        assert status.engine_note is not None and (
+            "cannot load extensions" in status.engine_note or "not installed" in status.engine_note
+        )
+    else:  # pragma: no cover - a Python whose sqlite3 loads extensions, with sqlite-vec
+        assert status.engine == "sqlite-vec" and status.engine_note is None
+
+
+def test_edited_notes_are_embedded_again_and_deleted_skills_lose_their_vector(
+    filled: Path | URL,
+) -> None:
+    emb = HashEmbedder(64)
+    with Store.open(filled, embedder=emb) as store:
+        backfill(store, emb)
+        with store.begin() as mem:
+            note = mem.notes.list(limit=1)[0]
+            mem.notes.upsert(note.id, "rewritten: the piano lesson moved to friday")
+            assert mem.skills.delete("skill-0")
+        report = backfill(store, emb)
+        assert (report.notes, report.skills, report.pruned, report.messages) == (1, 0, 1, 0)
+        with store.begin(write=False) as mem:
+            assert q.pending_keyed(mem.raw(), q.SKILLS) == 0
+            assert len(q.keyed_vectors(mem.raw(), q.SKILLS, "id", _no_filter())) == 5
+
+
+def test_the_consolidator_tick_embeds_what_is_pending(filled: Path | URL) -> None:
+    from philont.learning import Consolidator
+    from philont.llm.scripted import ScriptedModel
+
+    emb = HashEmbedder(64)
+    with Store.open(filled, embedder=emb) as store:
+        Consolidator.for_store(store, ScriptedModel([])).tick()
+        with store.begin(write=False) as mem:
+            status = mem.embeddings.status()
+    assert status.embedded_messages == 120 and status.pending_messages == 0
+
+
+def _no_filter():  # type: ignore[no-untyped-def]
+    from philont.services.search.scoring import Filter
+
+    return Filter()
+
+
+class _Renamed(HashEmbedder):
+    @property
+    def model_id(self) -> str:
+        return "another-model"
+
+
+def test_a_message_is_embedded_after_the_turn_before_it_in_its_session(target: Path | URL) -> None:
+    from philont.embed.index import CONTEXT_CHARS, message_texts
+    from philont.schemas.timeline import MessageIn
+
+    long_question = "where did Ines move " + "x" * 400
+    with Store.open(target) as store, store.begin() as mem:
+        mem.timeline.start_session("a")
+        mem.timeline.start_session("b")
+        mem.timeline.append_many(
+            [
+                MessageIn(content=long_question, session_id="a"),
+                MessageIn(content="hello from b", session_id="b"),
+                MessageIn(content="to Porto, near the river", session_id="a", role="assistant"),
+                MessageIn(content="and b again", session_id="b", role="assistant"),
+            ]
+        )
+        raw = mem.raw()
+        first = [t for t in q.messages_after(raw, 0, 10) if t.session_id in ("a", "b")]
+        # the whole list, and the same messages one at a time (earlier turns read back)
+        texts = message_texts(raw, first)
+        assert texts == [
+            long_question,
+            "hello from b",
+            f"{long_question[:CONTEXT_CHARS]}\nto Porto, near the river",
+            "hello from b\nand b again",
+        ]
+        assert [message_texts(raw, [t])[0] for t in first] == texts
