@@ -439,6 +439,23 @@ def _arguments() -> argparse.ArgumentParser:
     return parser
 
 
+def _searchers(args: argparse.Namespace) -> dict[str, Searcher]:
+    """The configurations the command line asks to compare."""
+    searchers: dict[str, Searcher] = {}
+    if args.compare:
+        searchers = {name: configured(name) for name in args.compare}
+    else:
+        searchers["ours"] = configured(args.config)
+    if args.baseline:
+        searchers["baseline"] = baseline
+        searchers["plain-or"] = plain_or
+    if args.no_context:
+        searchers["no-context"] = configured("no-context")
+    if args.retriever:
+        searchers["retriever"] = retriever_window
+    return searchers
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments().parse_args(argv)
     print(machine())
@@ -455,18 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         conversations = load_paths(args.data)
         compare_backends(conversations, args.config, args.url, args.agent, args.show_diff)
         return 0
-    searchers: dict[str, Searcher] = {}
-    if args.compare:
-        searchers = {name: configured(name) for name in args.compare}
-    else:
-        searchers["ours"] = configured(args.config)
-    if args.baseline:
-        searchers["baseline"] = baseline
-        searchers["plain-or"] = plain_or
-    if args.no_context:
-        searchers["no-context"] = configured("no-context")
-    if args.retriever:
-        searchers["retriever"] = retriever_window
+    searchers = _searchers(args)
     zh = load_zh(ZH_DATA)
     zh_scores = run([zh], searchers)
     if not args.zh:
