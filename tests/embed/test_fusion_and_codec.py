@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from philont.embed import codec
@@ -165,3 +165,43 @@ def test_the_hashing_embedder_puts_shared_word_pieces_closer() -> None:
     a, b, c = checked_vectors(HashEmbedder(128), ["deployment plan", "deploying", "banana bread"])
     cos = lambda x, y: sum(p * q for p, q in zip(x, y, strict=True))  # noqa: E731
     assert cos(a, b) > cos(a, c)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    words=st.integers(1, 4),
+    n=st.integers(1, 120),
+    take=st.integers(1, 150),
+    seed=st.integers(0, 2**16),
+    split=st.floats(0, 1),
+)
+def test_nearest_orders_by_distance_then_newest_with_and_without_numpy(
+    words: int, n: int, take: int, seed: int, split: float
+) -> None:
+    """The same keys in the same order on both paths (ties: the larger key first), also after
+    the column of codes grew (the word-by-word copy is rebuilt)."""
+    import random
+
+    rng = random.Random(seed)
+    width = 8 * words
+    # few distinct bit patterns: many equal distances, so the tie rule decides
+    patterns = [rng.randbytes(width) for _ in range(3)]
+    rows = [(i, rng.choice(patterns)) for i in range(n)]
+    query = rng.choice(patterns)
+    fast = codec.Codes(width)
+    cut = int(n * split)
+    fast.extend(rows[:cut])
+    fast.nearest(query, take)  # builds the arrays before the column grows
+    fast.extend(rows[cut:])
+    q = int.from_bytes(query, "little")
+    distance = {k: (int.from_bytes(b, "little") ^ q).bit_count() for k, b in rows}
+    expected = sorted(distance, key=lambda k: (distance[k], -k))[:take]
+    assert fast.nearest(query, take) == expected
+    original = codec._np
+    try:
+        codec._np = None
+        slow = codec.Codes(width)
+        slow.extend(rows)
+        assert slow.nearest(query, take) == expected
+    finally:
+        codec._np = original
