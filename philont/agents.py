@@ -15,7 +15,7 @@ from philont.db.agents import Agent
 from philont.errors import InvalidInputError
 from philont.store import Store
 
-__all__ = ["Agent", "agent_id", "count", "create", "delete", "list_agents", "rename"]
+__all__ = ["Agent", "agent_id", "count", "create", "delete", "list_agents", "rename", "require"]
 
 _LOCK = threading.Lock()
 CACHE_SIZE = 100_000
@@ -42,6 +42,14 @@ def agent_id(store: Store, name: str) -> int:
             store._agent_ids.clear()
         store._agent_ids[name] = agent.id
     return agent.id
+
+
+def require(store: Store, name: str) -> Agent:
+    """The agent named ``name``; :class:`~philont.errors.AgentNotFoundError` when there is
+    none (nothing is created)."""
+    _postgres(store)
+    with store.engine.connect() as conn:
+        return registry.require(conn, name)
 
 
 def create(store: Store, name: str) -> tuple[Agent, bool]:

@@ -95,7 +95,7 @@ def delete(
 ) -> None:
     """Delete every row of one agent, then the agent (one transaction)."""
     with _store(db) as store:
-        agents.agent_id(store, name)  # a bad database or an unknown agent is said before asking
+        agents.require(store, name)  # a bad database or an unknown agent is said before asking
         if not yes:
             typer.confirm(f"delete agent {name} and all its memory?", abort=True)
         deleted = agents.delete(store, name)

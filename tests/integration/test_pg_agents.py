@@ -18,6 +18,7 @@ from sqlalchemy import insert, text
 from sqlalchemy.engine import URL, make_url
 
 from philont import agents, settings, transfer
+from philont.cli.common import EXIT_NOT_FOUND
 from philont.db.bootstrap import ensure_bootstrap_rows
 from philont.db.engine import create_engine
 from philont.db.models import Fact, Note, RawMessage, RawSession
@@ -257,6 +258,23 @@ def test_the_cli_lists_counts_renames_deletes_and_moves_agents(
     deleted = json.loads(cli("agents", "delete", third, "--yes", "--db", url, "--json"))
     assert deleted["deleted"]["memory_raw_messages"] == 5
     assert [a.name for a in agents.list_agents(store, prefix=third)] == []
+
+
+def test_deleting_an_unknown_agent_is_refused_before_asking_and_creates_nothing(
+    store: Store, pg_agent_name: Callable[[], str]
+) -> None:
+    name = pg_agent_name()
+    url = store.url.render_as_string(hide_password=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "philont", "agents", "delete", name, "--db", url],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, input="", capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == EXIT_NOT_FOUND, (done.stdout, done.stderr)
+    assert "[y/N]" not in done.stdout and name in done.stdout + done.stderr
+    assert agents.list_agents(store, prefix=name) == []
+    with pytest.raises(AgentNotFoundError):
+        agents.require(store, name)
 
 
 def test_the_whole_database_dumps_with_default_settings(
