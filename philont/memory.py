@@ -25,7 +25,6 @@ from sqlalchemy.orm import Session
 
 from philont.clock import Clock
 from philont.db.backend import Backend, Raw
-from philont.db.engine import BEGIN_OPTION
 from philont.db.retry import translate
 from philont.errors import UnitOfWorkError
 
@@ -111,8 +110,7 @@ class Memory:
                 bind=self._bind, join_transaction_mode="create_savepoint", expire_on_commit=False
             )
         else:
-            engine = self.store.engine
-            bind = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"}) if self.write else engine
+            bind = self.store.write_engine if self.write else self.store.engine
             session = Session(bind=bind, autobegin=False, expire_on_commit=False)
             session.begin()
         self._agent = agent_id

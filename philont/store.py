@@ -22,7 +22,13 @@ from sqlalchemy.orm import Session
 from philont import settings
 from philont.clock import Clock, utc_now
 from philont.db.backend import Backend, backend_for
-from philont.db.engine import create_engine, is_postgres, resolve_url, sqlite_path
+from philont.db.engine import (
+    BEGIN_OPTION,
+    create_engine,
+    is_postgres,
+    resolve_url,
+    sqlite_path,
+)
 from philont.errors import SchemaOutOfDateError, StoreClosedError
 from philont.log import alembic_at_debug, get_logger
 
@@ -72,6 +78,9 @@ class Store:
         (the default) is keyword search exactly. See philont.embed."""
         self.scorer: Scorer = self.backend.scorer()
         """The backend's search scoring, one per Store (it caches statistics of this database)."""
+        self.write_engine = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+        """The engine whose transactions take SQLite's write lock up front (built once: an
+        option engine per unit of work costs more than an SQLite BEGIN)."""
         self._owns_engine = owns_engine
         self._closed = False
         self._file_id = _file_id(self.path)
@@ -271,11 +280,12 @@ def shared(
 
 
 def _shared(target: Target | None, busy_timeout_ms: int | None) -> Store:
+    named, path = _named(target)
+    store = _BY_NAME.get((named, busy_timeout_ms))
+    if store is not None and not store.closed and _same_file(store, path):
+        return store  # the common case: a call on the target it was given last time
     url = resolve_url(target)
     key = (url.render_as_string(hide_password=False), None, busy_timeout_ms)
-    store = _SHARED.get(key)
-    if store is not None and not store.closed and _still_there(store):
-        return store
     with _SHARED_LOCK:
         store = _SHARED.get(key)
         if store is None or store.closed or not _still_there(store):
@@ -283,7 +293,34 @@ def _shared(target: Target | None, busy_timeout_ms: int | None) -> Store:
                 store.close()
             store = Store.open(url, busy_timeout_ms=busy_timeout_ms)
             _SHARED[key] = store
+        _BY_NAME[(named, busy_timeout_ms)] = store
         return store
+
+
+_BY_NAME: dict[tuple[tuple[object, ...], int | None], Store] = {}
+"""Targets as given (with the working directory a relative path depends on) -> their Store:
+resolving a path and rendering its URL costs more than a small tool call's own work."""
+
+
+def _named(target: Target | None) -> tuple[tuple[object, ...], Path | None]:
+    """A key for ``target`` as given, and the file it names (None: a URL or in memory)."""
+    if isinstance(target, URL):
+        return (target,), None
+    if target is None:
+        target = settings.default_db_path()
+    text_ = str(target)
+    if "://" in text_ or text_ == ":memory:":
+        return (text_,), None
+    path = Path(text_).expanduser()
+    return (str(path), None if path.is_absolute() else os.getcwd()), path
+
+
+def _same_file(store: Store, given: Path | None) -> bool:
+    """Whether ``store`` still serves the file ``given`` names: not replaced or deleted behind
+    its back, and (through a symbolic link) not pointed elsewhere since."""
+    if given is None:
+        return _still_there(store)
+    return store.path is not None and _file_id(given) == store._file_id
 
 
 def _file_id(path: Path | None) -> tuple[int, int] | None:
@@ -306,3 +343,4 @@ def close_shared() -> None:
         for store in _SHARED.values():
             store.close()
         _SHARED.clear()
+        _BY_NAME.clear()

@@ -38,12 +38,14 @@ def _check_optional_text(value: object, name: str) -> str | None:
     return value
 
 
-def _check_params(value: object) -> dict[str, Any]:
+def _check_params(value: object) -> tuple[str, dict[str, Any]]:
+    """``value`` as stored (compact JSON) and as a read gives it back: encoding it checks it
+    now, so nothing is written on failure."""
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise InvalidInputError(f"params must be a dict with string keys, got {value!r}")
-    # Round trip: validates now (nothing written on failure) and returns what a read gives.
-    parsed: dict[str, Any] = json.loads(dumps_compact(value))
-    return parsed
+    stored = dumps_compact(value)
+    parsed: dict[str, Any] = json.loads(stored)
+    return stored, parsed
 
 
 class ActionLog(Service):
@@ -64,7 +66,7 @@ class ActionLog(Service):
         """Log one tool call (``at`` defaults to now); ``result`` is cut to
         :data:`RESULT_MAX_CHARS` characters. Everything is checked before the insert."""
         tool = _check_name(tool_name, "tool_name")
-        args = _check_params(params)
+        params_json, args = _check_params(params)
         if not isinstance(success, bool):
             raise InvalidInputError(f"success must be True or False, got {success!r}")
         text = _check_optional_text(result, "result")
@@ -81,7 +83,7 @@ class ActionLog(Service):
             session_id=storable(sid),
             trigger=None if trig is None else storable(trig),
             tool_name=storable(tool),
-            params_json=dumps_compact(args),
+            params_json=params_json,
             result=None if kept is None else storable(kept),
             success=success,
             timestamp=to_epoch_ms(stamp),

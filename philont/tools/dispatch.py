@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
 from philont.db.retry import run_with_retry, translate
-from philont.errors import InvalidDatabaseError, PhilontError
+from philont.errors import InvalidDatabaseError, InvalidInputError, PhilontError
 from philont.log import get_logger
 from philont.memory import Memory
 from philont.schemas.inputs import describe
@@ -102,15 +103,9 @@ def capped(text: str, limit: int = MAX_RESULT_CHARS) -> str:
     return f"{head}\n… {len(text) - len(head):,} more characters not shown (ask for less)"
 
 
-def _loggable(raw: Any) -> dict[str, Any]:
-    """Params as they can be stored in the action log (compact JSON object)."""
-    if isinstance(raw, Mapping):
-        try:
-            # SQLite text must be valid UTF-8: a lone surrogate raises UnicodeEncodeError here
-            json.dumps(raw, allow_nan=False, ensure_ascii=False).encode("utf-8")
-            return dict(raw)
-        except (TypeError, ValueError, RecursionError):
-            pass
+def _unloggable(raw: Any) -> dict[str, Any]:
+    """What the action log keeps of arguments it cannot store as they are (not a JSON object,
+    or values JSON cannot hold)."""
     return {"_raw": repr(raw)[:1000]}  # repr escapes lone surrogates
 
 
@@ -331,10 +326,17 @@ def _log_call(
     caller's unit of work down with it."""
     storable = mem.backend.escape_nul
     name = _surrogates_escaped(tool_name[:100]) if tool_name.strip() else "(no name)"
-    mem.actions.record(
+    record = functools.partial(
+        mem.actions.record,
         storable(name),
-        params=_loggable(raw),
         success=ok,
         result=storable(_surrogates_escaped(text[:RESULT_LOG_CHARS])),
         session_id=session_id,
     )
+    if not isinstance(raw, Mapping):
+        record(params=_unloggable(raw))
+        return
+    try:  # the record checks its params before it writes anything
+        record(params=dict(raw))
+    except InvalidInputError:
+        record(params=_unloggable(raw))

@@ -282,6 +282,47 @@ def test_a_tool_call_runs_on_a_path_or_url_through_the_process_wide_store(
 
 
 @pytest.mark.parametrize(
+    "change", ["file replaced", "symlink repointed", "working directory", "$MEMORY_DB_PATH"]
+)
+def test_a_call_on_a_path_follows_the_file_the_path_names_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """The process-wide Store of a target is cached by the target as given; whatever makes the
+    same words name another file sends the next call to that file."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = tmp_path / "a" / "memory.sqlite", tmp_path / "b" / "memory.sqlite"
+    link = tmp_path / "link.sqlite"
+    db: Any = {
+        "file replaced": str(first),
+        "symlink repointed": str(link),
+        "working directory": "memory.sqlite",
+        "$MEMORY_DB_PATH": None,
+    }[change]
+    link.symlink_to(first)
+    monkeypatch.chdir(first.parent)
+    monkeypatch.setenv("MEMORY_DB_PATH", str(first))
+    try:
+        assert _call(db).ok
+        if change == "file replaced":
+            for leftover in first.parent.glob("memory.sqlite*"):
+                leftover.unlink()
+            second = first
+        elif change == "symlink repointed":
+            link.unlink()
+            link.symlink_to(second)
+        elif change == "working directory":
+            monkeypatch.chdir(second.parent)
+        else:
+            monkeypatch.setenv("MEMORY_DB_PATH", str(second))
+        assert _call(db).ok
+        with Store.open(second, upgrade=False) as now:
+            assert _stored(now)
+    finally:
+        close_shared()
+
+
+@pytest.mark.parametrize(
     "db",
     [42, 3.5, object(), b"memory.sqlite", ["memory.sqlite"], "session", "new", "ended"],
     ids=["int", "float", "object", "bytes", "list", "Session", "unit not begun", "unit ended"],

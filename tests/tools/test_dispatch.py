@@ -111,6 +111,28 @@ def test_every_successful_call_is_recorded_with_its_params_and_result(
     assert str(logged).startswith("Stored user.name")
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        "{not json",
+        "[1, 2]",
+        {1: "a key that is not text"},
+        {"namespace": "user", "key": "k", "value": float("nan")},
+        {"namespace": "user", "key": "k", "value": {1, 2}},
+        {"namespace": "user", "key": "k", "value": "lone \ud800 surrogate"},
+    ],
+    ids=["bad JSON", "not an object", "int key", "NaN", "a set", "lone surrogate"],
+)
+def test_arguments_the_log_cannot_store_as_given_are_logged_as_their_repr(
+    arguments: object, tool_target: DbTarget
+) -> None:
+    result = tools.call("store_fact", arguments, db=tool_target)  # type: ignore[arg-type]
+    assert not result.ok
+    tool_name, success, params, _logged = actions(tool_target)[-1]
+    assert (tool_name, success) == ("store_fact", 0)
+    assert set(json.loads(str(params))) == {"_raw"}
+
+
 def test_a_call_inside_the_callers_unit_of_work_joins_it(tool_target: DbTarget) -> None:
     with pytest.raises(RuntimeError), Memory.open(tool_target) as mem:
         assert tools.call("store_fact", {"namespace": "user", "key": "a", "value": 1}, db=mem).ok
