@@ -27,7 +27,23 @@ from philont.errors import EmbedderError, EmbedderUnavailableError
 __all__ = ["FastembedEmbedder", "Model2VecEmbedder", "OpenAIEmbedder", "embedder_from_spec"]
 
 
-class Model2VecEmbedder:
+class _Adapter:
+    """What every adapter holds: the id of its model and the dimension of its vectors (set
+    by the adapter's constructor)."""
+
+    _model_id: str
+    _dimension: int
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+
+class Model2VecEmbedder(_Adapter):
     """A model2vec ``StaticModel`` loaded from a local directory (or given ready-made)."""
 
     def __init__(self, path: str | Path | None = None, *, model: Any = None) -> None:
@@ -50,19 +66,11 @@ class Model2VecEmbedder:
         name = Path(str(path)).name if path is not None else type(model).__name__
         self._model_id = f"model2vec:{name}"
 
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(map(float, row)) for row in self._model.encode(list(texts))]
 
 
-class FastembedEmbedder:
+class FastembedEmbedder(_Adapter):
     """A fastembed ``TextEmbedding`` from fastembed's local cache only."""
 
     def __init__(self, model_name: str, *, cache_dir: str | None = None) -> None:
@@ -83,19 +91,11 @@ class FastembedEmbedder:
         self._dimension = len(probe)
         self._model_id = f"fastembed:{model_name}"
 
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(map(float, row)) for row in self._model.embed(list(texts))]
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(_Adapter):
     """``POST {base_url}/embeddings`` with ``{"model", "input": [...]}``; the answer's
     ``data[i].embedding`` (ordered by ``index``). ``dimension`` is asked of the server once
     (one probe text) unless given."""
@@ -115,14 +115,6 @@ class OpenAIEmbedder:
         self.timeout = timeout
         self._model_id = f"openai:{model}"
         self._dimension = dimension if dimension is not None else len(self.embed(["probe"])[0])
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         body = json.dumps({"model": self.model, "input": list(texts)}).encode("utf-8")
