@@ -14,12 +14,14 @@ with the PRAGMAs of ``philont.db.engine`` on both sides:
   calls and the commit are timed (building the inputs is not). Each repetition runs in a fresh
   spawned process (its peak RSS is reported); philont and raw alternate.
 * single appends onto the N-message databases: ``--singles`` messages, each in its own
-  transaction (``with Session() as s, s.begin(): TimelineService(s).append(...)`` vs
+  unit of work (``with store.begin() as mem: mem.timeline.append(...)`` vs
   ``BEGIN; INSERT; COMMIT``), interleaved message by message; a third side, the *floor*, runs
-  the raw INSERT inside the same Session unit of work (what SQLAlchemy costs before any
+  the raw INSERT inside a plain Session unit of work (what SQLAlchemy costs before any
   service code runs).
 
-Targets: single append <= 1.5x raw per message (median); bulk >= 0.7x raw throughput.
+Targets (issue #13): single append <= 1.25x the floor (median) and p95 <= 1 ms at 1M
+messages; bulk >= 0.7x raw throughput. The ratio to raw sqlite3 is reported for information
+(its earlier <= 1.5x target was withdrawn: the Session floor alone costs more than that).
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ from typing import Any
 
 import _bench_common as bc
 
-SINGLE_TARGET = 1.5
+FLOOR_TARGET = 1.25
+"""Single append's median against the Session floor's."""
+P95_TARGET_US = 1000.0
+"""Single append's p95 (the issue asks it at 1M messages; shown at every size)."""
 BULK_TARGET = 0.7
 DEFAULT_SIZES = (10_000, 100_000)
 FULL_SIZE = 1_000_000
@@ -310,22 +315,42 @@ def summarise(results: Sequence[dict[str, Any]]) -> tuple[list[list[str]], list[
         s = r["singles"]
         o_med, o_p95 = bc.median(s["ours_us"]), bc.percentile(s["ours_us"], 95)
         w_med, w_p95 = bc.median(s["raw_us"]), bc.percentile(s["raw_us"], 95)
-        ratio = o_med / w_med
-        rows.append(
+        f_med, f_p95 = bc.median(s["floor_us"]), bc.percentile(s["floor_us"], 95)
+        n = len(s["ours_us"])
+        rows += [
             [
                 label,
-                f"single append vs raw (us/msg, n={len(s['ours_us'])})",
+                f"single append vs the floor (TimelineService's own cost, n={n})",
+                f"{o_med:.0f}",
+                f"{o_p95:.0f}",
+                f"{f_med:.0f}",
+                f"{f_p95:.0f}",
+                f"{o_med / f_med:.2f}x time",
+                f"<= {FLOOR_TARGET}x",
+                bc.yes_no(o_med / f_med <= FLOOR_TARGET),
+            ],
+            [
+                label,
+                "single append p95 (us)",
+                f"{o_med:.0f}",
+                f"{o_p95:.0f}",
+                "",
+                "",
+                "",
+                f"p95 <= {P95_TARGET_US:.0f} us",
+                bc.yes_no(o_p95 <= P95_TARGET_US),
+            ],
+            [
+                label,
+                "single append vs raw",
                 f"{o_med:.0f}",
                 f"{o_p95:.0f}",
                 f"{w_med:.0f}",
                 f"{w_p95:.0f}",
-                f"{ratio:.2f}x time",
-                f"<= {SINGLE_TARGET}x",
-                bc.yes_no(ratio <= SINGLE_TARGET),
-            ]
-        )
-        f_med, f_p95 = bc.median(s["floor_us"]), bc.percentile(s["floor_us"], 95)
-        rows.append(
+                f"{o_med / w_med:.2f}x time",
+                "(information)",
+                "-",
+            ],
             [
                 label,
                 "floor (Session unit of work + raw INSERT) vs raw",
@@ -336,21 +361,8 @@ def summarise(results: Sequence[dict[str, Any]]) -> tuple[list[list[str]], list[
                 f"{f_med / w_med:.2f}x time",
                 "(information)",
                 "-",
-            ]
-        )
-        rows.append(
-            [
-                label,
-                "single append vs the floor (TimelineService's own cost)",
-                f"{o_med:.0f}",
-                f"{o_p95:.0f}",
-                f"{f_med:.0f}",
-                f"{f_p95:.0f}",
-                f"{o_med / f_med:.2f}x time",
-                "(information)",
-                "-",
-            ]
-        )
+            ],
+        ]
         b = r["bulk"]
         rows.append(_bulk_row(label, b["philont"], b["raw"], "executemany", True))
         rows.append(_bulk_row(label, b["philont"], b["raw-values"], "multi-row VALUES", False))
@@ -444,12 +456,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "## Writing: TimelineService vs raw sqlite3",
             "",
             bc.run_header(bc.command_line(), load_at_start),
-            "Single append: one message per transaction (`with Session() as s, s.begin():"
-            " TimelineService(s).append(...)` vs `BEGIN; INSERT; COMMIT` on a plain sqlite3"
+            "Single append: one message per unit of work (`with store.begin() as mem:"
+            " mem.timeline.append(...)` vs `BEGIN; INSERT; COMMIT` on a plain sqlite3"
             f" connection), {args.singles} per side after {args.warmup} warm-up, interleaved"
             " message by message in rotating order, onto identical copies of an N-message"
             " database. A third side measures the floor of the transaction-per-message pattern:"
-            " the same `with Session() as s, s.begin():` unit of work running the raw INSERT on"
+            " a plain `with Session() as s, s.begin():` unit of work running the raw INSERT on"
             " the session's DB-API connection, with no service code at all. The floor's ratio to"
             " raw is what SQLAlchemy's Session costs before any service runs; philont's ratio to"
             " the floor is TimelineService's own share."
