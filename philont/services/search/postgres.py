@@ -275,6 +275,27 @@ class _Run:
             self._lengths[(self._agent, oid)] = (n_docs, avg_words, avg_trigrams)
         return avg_words, avg_trigrams
 
+    def _word_arms(
+        self, corpus: _PgCorpus, plan: SearchPlan, flt: Filter, words: list[tuple[int, int]]
+    ) -> tuple[str, list[Any]]:
+        """One statement for every (query word index, df): a rare word's matches with their
+        text, a common word's newest matches without it."""
+        texts = ", ".join(f"b.{c}" if c.isidentifier() else c for c, _w in corpus.columns)
+        nulls = ", ".join("NULL" for _ in corpus.columns)
+        arms: list[str] = []
+        params: list[Any] = []
+        for i, df in words:
+            where = f"WHERE {self._mine} AND {self._match(corpus)}{flt.where()}"
+            if df <= BM25_MAX_DF:
+                arms.append(f"SELECT {i}, b.id, {texts} FROM {corpus.base} AS b {where}")
+            else:
+                arms.append(
+                    f"SELECT * FROM (SELECT {i}, b.id, {nulls} FROM {corpus.base} AS b {where}"
+                    f" ORDER BY {corpus.newest} LIMIT {PRESENCE_WINDOW}) AS p{i}"
+                )
+            params += [plan.words[i], *flt.params]
+        return " UNION ALL ".join(arms), params
+
     def _pg_word_terms(
         self,
         corpus: _PgCorpus,
@@ -291,25 +312,10 @@ class _Run:
         words = [(i, df, lex) for i, (df, lex) in enumerate(stats) if df > 0 and lex]
         if not words:
             return terms
-        texts = ", ".join(f"b.{c}" if c.isidentifier() else c for c, _w in corpus.columns)
-        nulls = ", ".join("NULL" for _ in corpus.columns)
-        arms: list[str] = []
-        params: list[Any] = []
-        for i, df, _lex in words:
-            if df <= BM25_MAX_DF:
-                arms.append(
-                    f"SELECT {i}, b.id, {texts} FROM {corpus.base} AS b"
-                    f" WHERE {self._mine} AND {self._match(corpus)}{flt.where()}"
-                )
-            else:
-                arms.append(
-                    f"SELECT * FROM (SELECT {i}, b.id, {nulls} FROM {corpus.base} AS b"
-                    f" WHERE {self._mine} AND {self._match(corpus)}{flt.where()}"
-                    f" ORDER BY {corpus.newest} LIMIT {PRESENCE_WINDOW}) AS p{i}"
-                )
-            params += [plan.words[i], *flt.params]
         found: dict[int, list[tuple[Any, ...]]] = {}
-        for row in self._fetch(" UNION ALL ".join(arms), params):
+        for row in self._fetch(
+            *self._word_arms(corpus, plan, flt, [(i, df) for i, df, _ in words])
+        ):
             found.setdefault(int(row[0]), []).append(row)
         rare = [(i, df, lex) for i, df, lex in words if df <= BM25_MAX_DF]
         tokens = {

@@ -244,36 +244,30 @@ class _Run:
             for d, score in found.items():
                 term.scores[d] = max(term.scores.get(d, 0.0), score * weight)
 
+    def _cjk_occurrences(self, term: str, flt: Filter) -> tuple[str, list[Any]]:
+        """SQL for a short CJK term's occurrences, one row (``id``: the message) each: where a
+        trigram starts with it, or a message ends with it."""
+        vocab = "philont_raw_messages_fts_trigrams"
+        words = _MESSAGES.words
+        join = f" CROSS JOIN {_MESSAGES.base} AS b ON b.rowid = v.doc" if flt.sql else ""
+        sql = (
+            f"SELECT v.doc AS id FROM {vocab} AS v{join} WHERE v.term >= ? AND v.term < ?"
+            f" AND v.col = 'content'{flt.where()} UNION ALL SELECT {words}.rowid AS id"
+            f"{self._from(words, _MESSAGES, flt)} WHERE {words} MATCH ?{flt.where()}"
+        )
+        # The filter stands in both arms: its values are bound twice.
+        return sql, [term, term + "\U0010ffff", *flt.params, "tail : " + quote(term), *flt.params]
+
     def _cjk_terms_indexed(self, plan: SearchPlan, flt: Filter, n_docs: int) -> list[Term]:
         """Short CJK terms through indexes. A term occurs wherever a trigram starts with it
         (Philont's trigram index, read through fts5vocab) or a message ends with it (the
         ``tail`` column of our word index). Occurrences are counted up to CJK_OCCURRENCE_CAP: a
         rarer term's messages are all read, a more common one's newest (see the constant)."""
-        vocab = "philont_raw_messages_fts_trigrams"
-        words = _MESSAGES.words
-
-        def occurrences(term: str, flt: Filter) -> tuple[str, list[Any]]:
-            """SQL for the term's occurrences, one row (``id``: the message) each."""
-            join = f" CROSS JOIN {_MESSAGES.base} AS b ON b.rowid = v.doc" if flt.sql else ""
-            sql = (
-                f"SELECT v.doc AS id FROM {vocab} AS v{join} WHERE v.term >= ? AND v.term < ?"
-                f" AND v.col = 'content'{flt.where()} UNION ALL SELECT {words}.rowid AS id"
-                f"{self._from(words, _MESSAGES, flt)} WHERE {words} MATCH ?{flt.where()}"
-            )
-            # The filter stands in both arms: its values are bound twice.
-            return sql, [
-                term,
-                term + "\U0010ffff",
-                *flt.params,
-                "tail : " + quote(term),
-                *flt.params,
-            ]
-
         # 1. How common each term is in the whole history (counted inside SQLite).
         arms: list[str] = []
         params: list[Any] = []
         for i, term in enumerate(plan.like_terms):
-            sql, values = occurrences(term, Filter())
+            sql, values = self._cjk_occurrences(term, Filter())
             arms.append(f"SELECT {i}, count(*) FROM ({sql} LIMIT ?)")
             params += [*values, CJK_OCCURRENCE_CAP]
         counts = {int(t): int(n) for t, n in self._fetch(" UNION ALL ".join(arms), params)}
@@ -291,7 +285,7 @@ class _Run:
                 )
                 params += [*flt.params, CJK_RECENT_ROWS, term, PRESENCE_WINDOW]
             elif counts.get(i, 0) > 0:
-                sql, values = occurrences(term, flt)
+                sql, values = self._cjk_occurrences(term, flt)
                 arms.append(f"SELECT {i}, id, count(*) FROM ({sql} LIMIT ?) GROUP BY id")
                 params += [*values, CJK_OCCURRENCE_CAP]
         found: dict[int, dict[int, int]] = defaultdict(dict)
