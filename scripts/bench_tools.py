@@ -12,11 +12,13 @@ call by call:
 * ``service``: the service call inside an open unit of work (``mem.facts.get`` ... on one
   ``with store.begin() as mem:`` kept open for the whole run) — the issue's baseline;
 * ``service+uow``: the same call in a unit of work of its own (begin, call, commit);
+* ``floor``: that, plus the action-log row every tool call writes (``mem.actions.record``):
+  the least a tool call can cost while each call is its own transaction and leaves its row;
 * ``tool/store``: ``tools.call(name, args, db=store)`` (validation, a unit of work, the action
   log row, commit);
 * ``tool/path``: ``tools.call(name, args, db=path)`` (the process-wide Store of that path).
 
-Reported: median and p95 per call in us and the ratios tool/service. The MCP server's
+Reported: median and p95 per call in us and the ratios to ``service``. The MCP server's
 per-call overhead over ``tools.call`` (stdio round trip with the SDK's client, same calls) is
 reported when the ``mcp`` extra is installed. Target: tool call <= 1.5x the service call.
 """
@@ -79,7 +81,7 @@ def measure(path: Path, calls: int, warmup: int) -> dict[str, dict[str, list[flo
     with store.begin() as mem:
         mem.facts.store("user.home", "city", "Berlin")
     times: dict[str, dict[str, list[float]]] = {
-        name: {"service": [], "service+uow": [], "tool/store": [], "tool/path": []}
+        name: {"service": [], "service+uow": [], "floor": [], "tool/store": [], "tool/path": []}
         for name in CALLS
     }
     done = 0
@@ -87,6 +89,7 @@ def measure(path: Path, calls: int, warmup: int) -> dict[str, dict[str, list[flo
     while done < warmup + calls:
         sides: list[tuple[str, Callable[[str, dict[str, Any]], Any]]] = [
             ("service+uow", lambda n, a: _own_uow(store, n, a)),
+            ("floor", lambda n, a: _own_uow(store, n, a, log=True)),
             ("tool/store", lambda n, a: _tool(tools, n, a, store)),
             ("tool/path", lambda n, a: _tool(tools, n, a, str(path))),
         ]
@@ -124,9 +127,11 @@ def _batch(
                 times[name][side].append(elapsed)
 
 
-def _own_uow(store: Any, name: str, args: dict[str, Any]) -> None:
+def _own_uow(store: Any, name: str, args: dict[str, Any], *, log: bool = False) -> None:
     with store.begin() as mem:
         _service(mem, name, args)
+        if log:
+            mem.actions.record(name, params=args, success=True, result="(the tool's text)")
 
 
 def _tool(tools: Any, name: str, args: dict[str, Any], db: Any) -> None:
@@ -199,9 +204,11 @@ def main() -> None:
             )
         tool = bc.median(sides["tool/store"]) / base
         path_ratio = bc.median(sides["tool/path"]) / base
+        floor = bc.median(sides["floor"]) / base
         print(
             f"{name}: tool/store {tool:.2f}x, tool/path {path_ratio:.2f}x the service call "
-            f"(target <= {TARGET}x: {bc.yes_no(max(tool, path_ratio) <= TARGET)})"
+            f"(target <= {TARGET}x: {bc.yes_no(max(tool, path_ratio) <= TARGET)}); "
+            f"the floor (own unit of work + action-log row) {floor:.2f}x"
         )
     print(bc.table(["tool", "side", "p50 us", "p95 us", "p50 ratio", "p95 ratio"], rows))
     if not args.no_mcp:
