@@ -7,6 +7,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from philont.domain.word_forms import compound_parts, other_forms
+
 __all__ = [
     "LIKE_ESCAPE",
     "MAX_SCAN_CHARS",
@@ -34,7 +36,11 @@ class SearchPlan:
 
     * ``terms``: every search term in query order (word terms, then CJK terms), deduplicated.
     * ``words``: the word terms (lowercased; compounds such as ``rust-lang`` stay whole and are
-      searched as a phrase, which the index's tokenizer splits and stems as it did the text).
+      searched as a phrase, which the index's tokenizer splits and stems as it did the text);
+      with ``forms``, followed by the forms of those words a stemmer cannot join (see
+      :mod:`philont.domain.word_forms`).
+    * ``form_of``: for each word, the index of the query's word it stands for (itself, or the
+      word it is a form of); empty: every word stands for itself.
     * ``fts_expression``: the words OR-ed for the word-level index, each double-quoted (so no
       FTS5 operator, column filter, prefix star or NEAR group can come from user text); None
       when there are no words.
@@ -50,6 +56,7 @@ class SearchPlan:
     fts_expression: str | None
     trigram_expression: str | None
     like_terms: tuple[str, ...]
+    form_of: tuple[int, ...] = ()
 
     def word_phrases(self) -> tuple[str, ...]:
         """Each word as its own quoted FTS5 phrase."""
@@ -210,6 +217,11 @@ def _clean(text: str) -> str:
         return text
 
 
+def _possessive(word: str) -> str:
+    """``word`` without a possessive ending: caroline's -> caroline."""
+    return word[:-2] if word.endswith("'s") and len(word) > 2 else word
+
+
 @dataclass
 class _Terms:
     """The terms a plan collects, in order of appearance, capped at ``max_terms``."""
@@ -220,9 +232,10 @@ class _Terms:
     cjk: dict[str, None] = field(default_factory=dict)
     singles: dict[str, None] = field(default_factory=dict)
     long_cjk: dict[str, None] = field(default_factory=dict)
+    forms: dict[str, int] = field(default_factory=dict)
 
     def room(self) -> bool:
-        return len(self.words) + len(self.cjk) < self.max_terms
+        return len(self.words) + len(self.forms) + len(self.cjk) < self.max_terms
 
     def add_cjk(self, span: str) -> None:
         for segment in _cjk_segments(span):
@@ -236,9 +249,7 @@ class _Terms:
                     self.cjk.setdefault(gram)
 
     def add_word(self, span: str) -> None:
-        word = span.lower().translate(_APOSTROPHES)
-        if word.endswith("'s") and len(word) > 2:
-            word = word[:-2]  # the possessive: Caroline's -> caroline
+        word = _possessive(span.lower().translate(_APOSTROPHES))
         if word in _EN_STOP:
             return
         if len(word) == 1:
@@ -255,8 +266,17 @@ class _Terms:
             if self.room():
                 self.cjk.setdefault(s)
 
+    def add_forms(self) -> None:
+        """The parts of each compound word and the other forms of each irregular one, while
+        there is room (after every word and CJK term: a form never displaces one)."""
+        for index, word in enumerate(list(self.words)):
+            for form in map(_possessive, (*compound_parts(word), *other_forms(word))):
+                fresh = form not in self.words and form not in self.forms
+                if fresh and len(form) > 1 and form not in _EN_STOP and self.room():
+                    self.forms[form] = index
+
     def plan(self) -> SearchPlan | None:
-        word_list = tuple(self.words)
+        word_list = tuple(self.words) + tuple(self.forms)
         like_terms = tuple(self.cjk)
         if not word_list and not like_terms:
             return None
@@ -267,15 +287,17 @@ class _Terms:
             fts_expression=" OR ".join(quote(w) for w in word_list) or None,
             trigram_expression=" OR ".join(quote(t) for t in trigram_terms) or None,
             like_terms=like_terms,
+            form_of=tuple(range(len(self.words))) + tuple(self.forms.values()),
         )
 
 
-def build_plan(text: str, *, max_terms: int = 16) -> SearchPlan | None:
+def build_plan(text: str, *, max_terms: int = 16, forms: bool = False) -> SearchPlan | None:
     """Turn arbitrary user text into a :class:`SearchPlan`, or None when nothing is searchable.
 
     Never raises for any ``str`` (NUL, controls, lone surrogates, FTS5 syntax, quotes, 100 kB):
     words are lowercased, English stop words dropped, every FTS5 term double-quoted; CJK runs
-    lose their function words and become two-character terms. At most ``max_terms`` terms.
+    lose their function words and become two-character terms. ``forms``: the words' forms a
+    stemmer cannot join are searched too (``form_of`` tells whose). At most ``max_terms`` terms.
     """
     if not isinstance(text, str) or max_terms < 1:
         return None
@@ -294,4 +316,6 @@ def build_plan(text: str, *, max_terms: int = 16) -> SearchPlan | None:
             terms.add_word(span)
     if not terms.words and not terms.cjk:
         terms.fall_back_to_single_characters()
+    if forms:
+        terms.add_forms()
     return terms.plan()

@@ -10,7 +10,9 @@ Each rule has a switch in :class:`RankingOptions`. No database, no I/O.
   matches inside it score more, matches outside it (and undated ones) stay;
 * a session that matches the query as a whole lifts the matches inside it;
 * the reply to a question (its answer) keeps a larger share of the question's score than the
-  reply to a statement (often a mere reaction).
+  reply to a statement (often a mere reaction);
+* a form of a query word that stemming cannot join ("bought" for "buy", "bands" for
+  "artists/bands") counts as a weaker match of that word.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "Scores",
     "Turn",
     "asks",
+    "fold_forms",
     "lift_sessions",
     "prefer_periods",
     "query_periods",
@@ -59,11 +62,17 @@ class RankingOptions:
     """The reply to a matching message that asks nothing (a reaction: "Wow, that's great!")
     earns this share of its score instead of the context weights' +1 share, which the answer
     to a question keeps (negative: no difference)."""
+    form_weight: float = 0.5
+    """A form of a query word that stemming cannot join (an irregular inflection: "bought"
+    for "buy"; a part of a compound: "bands" for "artists/bands") is searched too, and a
+    message holding it scores this share of what the word itself would earn there, unless
+    the word's own score is higher (``0``: forms are not searched). Messages, notes and skills.
+    See :func:`fold_forms`."""
 
     @classmethod
     def none(cls) -> RankingOptions:
         """Every rule off: keyword scores and plain conversation context only."""
-        return cls(period_weight=0.0, session_weight=0.0, reaction_share=-1.0)
+        return cls(period_weight=0.0, session_weight=0.0, reaction_share=-1.0, form_weight=0.0)
 
 
 def total(terms: Sequence[Scores]) -> dict[int, float]:
@@ -73,6 +82,25 @@ def total(terms: Sequence[Scores]) -> dict[int, float]:
         for msg, score in scores.items():
             out[msg] = out.get(msg, 0.0) + score
     return {msg: score for msg, score in out.items() if score > 0}
+
+
+def fold_forms(terms: Sequence[Scores], form_of: Sequence[int], weight: float) -> list[Scores]:
+    """The per-term scores with each form's term folded into the term of the word it is a
+    form of (``form_of[i]``: that word's index; ``i`` itself for the query's own words): per
+    message, the better of the word's score and ``weight`` times the form's. So a form never
+    counts as a word of its own (a message holding "buy" and "bought" matches one word), and a
+    session's coverage counts the word once. Terms past ``form_of`` (CJK) are kept as they
+    are; with no forms the terms come back unchanged."""
+    if all(base == i for i, base in enumerate(form_of)):
+        return list(terms)
+    folded: list[dict[int, float]] = [dict(t) for t in terms]
+    for i, base in enumerate(form_of):
+        if base == i or i >= len(terms) or base >= len(terms):
+            continue
+        into = folded[base]
+        for msg, score in terms[i].items():
+            into[msg] = max(into.get(msg, 0.0), weight * score)
+    return [t for i, t in enumerate(folded) if i >= len(form_of) or form_of[i] == i]
 
 
 # --- a period named in the query -------------------------------------------------------------

@@ -212,3 +212,61 @@ def test_the_answer_to_a_question_outranks_a_reaction_to_a_statement(session: Se
     assert with_rule.index(answer) < with_rule.index(reaction)
     plain = ranked(session, query, without(reaction_share=-1.0), now)
     assert plain.index(reaction) < plain.index(answer)
+
+
+# --- word forms a stemmer cannot join ----------------------------------------------------------
+
+
+def test_the_past_of_an_irregular_verb_answers_a_question_in_the_present(
+    session: Session,
+) -> None:
+    add_session(session, "filler", datetime(2023, 3, 1, tzinfo=UTC), FILLER)
+    [plan, _] = add_session(
+        session,
+        "plans",
+        datetime(2023, 5, 1, tzinfo=UTC),
+        [(Role.USER, "Next year I will buy a bike."), (Role.ASSISTANT, "Good plan.")],
+    )
+    [bought, _] = add_session(
+        session,
+        "shopping",
+        datetime(2023, 6, 1, tzinfo=UTC),
+        [(Role.USER, "I bought hiking boots yesterday."), (Role.ASSISTANT, "Nice!")],
+    )
+    now = datetime(2023, 10, 1, tzinfo=UTC)
+    with_rule = ranked(session, "What did I buy?", ON, now)
+    assert with_rule.index(plan) < with_rule.index(bought)  # the word itself counts more
+    assert bought not in ranked(session, "What did I buy?", without(form_weight=0.0), now)
+    # and the other way round: the past in the question finds the present
+    assert plan in ranked(session, "What bike have I bought?", ON, now)
+
+
+def test_a_part_of_a_compound_in_the_question_finds_the_message_naming_it(
+    session: Session,
+) -> None:
+    add_session(session, "filler", datetime(2023, 3, 1, tzinfo=UTC), FILLER)
+    [tickets] = add_session(
+        session, "tickets", datetime(2023, 6, 1, tzinfo=UTC), [(Role.USER, "Festival tickets!")]
+    )
+    [bands] = add_session(
+        session,
+        "concert",
+        datetime(2023, 7, 1, tzinfo=UTC),
+        [(Role.USER, "Three great bands played until midnight.")],
+    )
+    query = "Which artists/bands were at the festival?"
+    now = datetime(2023, 10, 1, tzinfo=UTC)
+    assert set(ranked(session, query, ON, now)) == {tickets, bands}
+    assert ranked(session, query, without(form_weight=0.0), now) == [tickets]
+
+
+def test_notes_and_skills_are_searched_with_the_word_forms_too(session: Session) -> None:
+    with f.bound(session):
+        note = f.NoteFactory(content="Bought a scarf for Anna's birthday.")
+        skill = f.SkillFactory(name="gift-ideas", description="What people were taught to like")
+    session.flush()
+    mem = joined(session)
+    assert [n.id for n in mem.search.notes("What did I buy for Anna?")] == [note.id]
+    assert [s.id for s in mem.search.skills("teach")] == [skill.id]
+    off = SearchService(mem, ranking=without(form_weight=0.0))
+    assert off.skills("teach") == []

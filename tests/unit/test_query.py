@@ -191,11 +191,11 @@ ANY_TEXT = st.lists(st.one_of(st.text(ANY_CHAR, max_size=12), FTS_SYNTAX), max_s
 @settings(
     max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(ANY_TEXT)
+@given(ANY_TEXT, st.booleans())
 def test_any_text_gives_none_or_a_plan_that_runs_without_error(
-    fts: sqlite3.Connection, text: str
+    fts: sqlite3.Connection, text: str, forms: bool
 ) -> None:
-    plan = build_plan(text)
+    plan = build_plan(text, forms=forms)
     if plan is None:
         return
     assert plan.terms
@@ -207,9 +207,15 @@ def test_any_text_gives_none_or_a_plan_that_runs_without_error(
 @settings(
     max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(st.text(ANY_CHAR, min_size=0, max_size=200), st.integers(min_value=1, max_value=40))
-def test_plans_never_exceed_the_term_limit(fts: sqlite3.Connection, text: str, n: int) -> None:
-    plan = build_plan(text * 3, max_terms=n)
+@given(
+    st.text(ANY_CHAR, min_size=0, max_size=200),
+    st.integers(min_value=1, max_value=40),
+    st.booleans(),
+)
+def test_plans_never_exceed_the_term_limit(
+    fts: sqlite3.Connection, text: str, n: int, forms: bool
+) -> None:
+    plan = build_plan(text * 3, max_terms=n, forms=forms)
     if plan is not None:
         assert len(plan.terms) <= n
         run_plan(fts, plan)
@@ -220,3 +226,63 @@ def test_a_100_kb_adversarial_input_runs_without_error(fts: sqlite3.Connection) 
     plan = build_plan(text)
     assert plan is not None
     run_plan(fts, plan)
+
+
+# --- word forms a stemmer cannot join --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "words", "form_of"),
+    [
+        ("What did Dave buy?", ("dave", "buy", "bought"), (0, 1, 1)),
+        ("Where has Maria made friends?", ("maria", "made", "friends", "make"), (0, 1, 2, 1)),
+        ("Who went there?", ("went", "go", "gone"), (0, 0, 0)),
+        ("artists/bands she saw", ("artists/bands", "saw", "artists", "bands", "see", "seen"),
+         (0, 1, 0, 0, 1, 1)),
+        ("a self-care routine", ("self-care", "routine", "self", "care"), (0, 1, 0, 0)),
+        ("rust-lang v1.2", ("rust-lang", "v1.2", "rust", "lang"), (0, 1, 0, 0)),
+        ("What has John done?", ("john", "done"), (0, 1)),  # do, did: stop words
+        ("the off-the-shelf kit", ("off-the-shelf", "kit", "shelf"), (0, 1, 0)),
+        ("buy and bought", ("buy", "bought"), (0, 1)),  # both asked: each a word of its own
+        ("Anna's-gift", ("anna's-gift", "anna", "gift"), (0, 0, 0)),
+    ],
+)  # fmt: skip
+def test_the_forms_of_irregular_and_compound_words_follow_the_words(
+    text: str, words: tuple[str, ...], form_of: tuple[int, ...]
+) -> None:
+    plan = build_plan(text, forms=True)
+    assert plan is not None
+    assert (plan.words, plan.form_of) == (words, form_of)
+    assert plan.terms[: len(words)] == words
+
+
+def test_without_forms_a_plan_holds_the_query_words_only() -> None:
+    plan = build_plan("What did Dave buy?")
+    assert plan is not None
+    assert plan.words == ("dave", "buy")
+    assert plan.form_of == (0, 1)  # each word stands for itself
+
+
+def test_forms_never_displace_a_word_of_the_query() -> None:
+    text = " ".join(["buy"] + [f"word{i}" for i in range(20)])
+    plan = build_plan(text, forms=True, max_terms=16)
+    assert plan is not None
+    assert "bought" not in plan.words
+    assert plan.words == build_plan(text, max_terms=16).words  # type: ignore[union-attr]
+
+
+@settings(max_examples=200, deadline=None)
+@given(ANY_TEXT, st.integers(min_value=1, max_value=20))
+def test_forms_come_after_the_words_and_name_one_of_them(text: str, n: int) -> None:
+    plain = build_plan(text, max_terms=n)
+    plan = build_plan(text, max_terms=n, forms=True)
+    assert (plain is None) == (plan is None)
+    if plan is None or plain is None:
+        return
+    own = len(plain.words)
+    assert plan.words[:own] == plain.words
+    assert plan.like_terms == plain.like_terms
+    assert len(plan.form_of) == len(plan.words)
+    assert plan.form_of[:own] == tuple(range(own))
+    assert all(base < own for base in plan.form_of[own:])
+    assert len(set(plan.words)) == len(plan.words)

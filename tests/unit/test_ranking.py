@@ -15,6 +15,7 @@ from philont.domain.ranking import (
     RankingOptions,
     Turn,
     asks,
+    fold_forms,
     lift_sessions,
     prefer_periods,
     query_periods,
@@ -40,6 +41,43 @@ def test_a_message_scores_the_sum_of_its_terms() -> None:
 
 def test_messages_without_a_positive_score_are_no_candidates() -> None:
     assert total([{1: 0.0, 2: -1.0, 3: 1.0}]) == {3: 1.0}
+
+
+# --- word forms ------------------------------------------------------------------------------
+
+
+def test_a_form_counts_as_a_weaker_match_of_its_word() -> None:
+    # words: 0 "buy", 1 "dave", 2 "bought" (a form of 0); then one CJK term
+    terms = [{1: 4.0, 2: 1.0}, {3: 2.0}, {1: 6.0, 2: 6.0, 4: 2.0}, {5: 1.0}]
+    folded = fold_forms(terms, (0, 1, 0), 0.5)
+    assert folded == [{1: 4.0, 2: 3.0, 4: 1.0}, {3: 2.0}, {5: 1.0}]
+
+
+def test_without_forms_the_terms_are_unchanged() -> None:
+    terms = [{1: 1.0}, {2: 2.0}]
+    assert fold_forms(terms, (0, 1), 0.5) == terms
+    assert fold_forms(terms, (), 0.5) == terms
+
+
+SCORES = st.dictionaries(st.integers(1, 30), st.floats(0.01, 100.0), max_size=8)
+
+
+@given(st.data())
+def test_folding_keeps_one_term_per_word_and_never_lowers_a_score(data: st.DataObject) -> None:
+    words = data.draw(st.integers(1, 4))
+    forms = data.draw(st.lists(st.integers(0, words - 1), max_size=4))
+    form_of = tuple(range(words)) + tuple(forms)
+    terms = data.draw(st.lists(SCORES, min_size=len(form_of), max_size=len(form_of) + 2))
+    weight = data.draw(st.floats(0.0, 1.0))
+    folded = fold_forms(terms, form_of, weight)
+    assert len(folded) == len(terms) - len(forms)
+    for i in range(words):
+        assert all(folded[i][m] >= s for m, s in terms[i].items())
+        for f, base in enumerate(form_of):
+            if base == i:
+                assert all(folded[i][m] >= weight * s for m, s in terms[f].items())
+        assert set(folded[i]) == set().union(*(terms[f] for f, b in enumerate(form_of) if b == i))
+    assert folded[words:] == terms[len(form_of) :]
 
 
 # --- periods ---------------------------------------------------------------------------------

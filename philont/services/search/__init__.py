@@ -159,7 +159,7 @@ class SearchService(Service):
             as_of = inputs.check(inputs.AwareTime, as_of, "as_of")
             until = as_of if until is None else min(until, as_of)
         flt = _message_filter(since, until, session_ids, roles)
-        plan = _plan(query)
+        plan = self._plan(query)
         raw = self.mem.raw()
         if plan is None:
             return []
@@ -194,7 +194,7 @@ class SearchService(Service):
         over the best RULES_POOL candidates (one more statement reads their sessions and
         times)."""
         rules = self._rules
-        terms = self._scorer.term_scores(self.mem.raw(), Kind.MESSAGES, plan, flt, wanted)
+        terms = self._terms(Kind.MESSAGES, plan, flt, wanted)
         own = ranking.total(terms)
         periods = ranking.query_periods(query, now, rules)
         if around is not None:
@@ -256,7 +256,7 @@ class SearchService(Service):
         elif not include_forgotten:
             parts.append(("b.forgotten_at IS NULL", []))
         flt = and_all(parts)
-        plan = _plan(query)
+        plan = self._plan(query)
         if plan is None:
             return []
         own = self._score(Kind.NOTES, plan, flt, limit)
@@ -325,7 +325,7 @@ class SearchService(Service):
             parts.append((f"b.maturity IN ({grades})", ()))
         elif not include_deprecated:
             parts.append(("b.maturity != 'deprecated'", ()))
-        plan = _plan(query)
+        plan = self._plan(query)
         if plan is None:
             return []
         flt = and_all(parts)
@@ -361,9 +361,21 @@ class SearchService(Service):
     def _scorer(self) -> Scorer:
         return self.mem.store.scorer
 
+    def _plan(self, query: object) -> SearchPlan | None:
+        """The search plan of ``query``; with the forms rule on, with the words' forms."""
+        text = inputs.check(inputs.Query, query, "query")
+        return build_plan(text, forms=self._rules.form_weight > 0)
+
+    def _terms(
+        self, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int
+    ) -> list[ranking.Scores]:
+        """Per query word (forms folded into their word) and CJK term, candidate scores."""
+        terms = self._scorer.term_scores(self.mem.raw(), kind, plan, flt, wanted)
+        return ranking.fold_forms(terms, plan.form_of, self._rules.form_weight)
+
     def _score(self, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int) -> dict[Any, float]:
         """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
-        return ranking.total(self._scorer.term_scores(self.mem.raw(), kind, plan, flt, wanted))
+        return ranking.total(self._terms(kind, plan, flt, wanted))
 
 
 def _ms(value: object) -> int:
@@ -387,10 +399,6 @@ def _written(
     if as_of is not None:
         parts.append((f"{column} <= {mark}", [_ms(as_of)]))
     return parts
-
-
-def _plan(query: object) -> SearchPlan | None:
-    return build_plan(inputs.check(inputs.Query, query, "query"))
 
 
 def _message_filter(
