@@ -129,6 +129,16 @@ def pg_agent(pg_layout: pg_support.Layout, monkeypatch: pytest.MonkeyPatch) -> C
     return new
 
 
+@pytest.fixture
+def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | URL:
+    """Where a new memory is opened: a file not yet created, or (a ``BOTH_BACKENDS`` module's
+    second run) this run's layout with a fresh agent as the default one."""
+    if backend == "postgres":
+        url: URL = request.getfixturevalue("pg_agent")()
+        return url
+    return tmp_path / "memory.sqlite"
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if getattr(metafunc.module, "BOTH_BACKENDS", False) and "backend" in metafunc.fixturenames:
         metafunc.parametrize(

@@ -27,14 +27,6 @@ BOTH_BACKENDS = True
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | URL:
-    if backend == "postgres":
-        url: URL = request.getfixturevalue("pg_agent")()
-        return url
-    return tmp_path / "memory.sqlite"
-
-
 def _text(target: Path | URL) -> str:
     return target.render_as_string(hide_password=False) if isinstance(target, URL) else str(target)
 
@@ -73,7 +65,9 @@ def test_a_backfill_killed_mid_run_resumes_where_it_stopped(target: Path | URL) 
             raw = mem.raw()
             assert q.count_messages(raw) == 400
             blobs = q.message_vectors(raw, [1, kept, kept + 1, 400])
-            rows = raw.rows("SELECT id, session_id, content FROM memory_raw_messages ORDER BY id")
+            rows = raw.rows(  # this agent's messages (on PostgreSQL the owner sees all)
+                f"SELECT id, session_id, content FROM memory_raw_messages{raw.where()} ORDER BY id"
+            )
     # each message is embedded after the message before it in its session
     embedded, last = {}, {}
     for i, session, content in rows:

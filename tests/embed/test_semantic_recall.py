@@ -23,14 +23,6 @@ BOTH_BACKENDS = True
 
 
 @pytest.fixture
-def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | URL:
-    if backend == "postgres":
-        url: URL = request.getfixturevalue("pg_agent")()
-        return url
-    return tmp_path / "memory.sqlite"
-
-
-@pytest.fixture
 def filled(target: Path | URL) -> Iterator[Path | URL]:
     with Store.open(target) as store, store.begin() as mem:
         fill(mem)
@@ -175,7 +167,9 @@ def test_filters_bound_the_vector_search_and_it_matches_an_exact_scan(filled: Pa
         with store.begin() as mem:
             raw = mem.raw()
             everything_ = q.message_vectors(raw, list(range(1, 200)))
-            sessions = dict(raw.rows("SELECT id, session_id FROM memory_raw_messages"))
+            sessions = dict(
+                raw.rows(f"SELECT id, session_id FROM memory_raw_messages{raw.where()}")
+            )
             for query in QUERIES:
                 (qvec,) = checked_vectors(emb, [query])
                 sims = dict(zip(everything_, codec.dot(qvec, everything_.values()), strict=True))

@@ -21,14 +21,6 @@ BOTH_BACKENDS = True
 T = TypeVar("T")
 
 
-@pytest.fixture
-def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | URL:
-    if backend == "postgres":
-        url: URL = request.getfixturevalue("pg_agent")()
-        return url
-    return tmp_path / "memory.sqlite"
-
-
 def run(target: Path | URL, body: Callable[[AsyncStore], Awaitable[T]]) -> T:
     """``body(astore)`` on a fresh AsyncStore, in a fresh event loop."""
 

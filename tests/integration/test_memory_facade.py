@@ -16,15 +16,6 @@ from philont.errors import UnitOfWorkError
 BOTH_BACKENDS = True
 
 
-@pytest.fixture
-def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | URL:
-    """Where a new memory is opened: a file not yet created, or an agent schema not yet made."""
-    if backend == "postgres":
-        url: URL = request.getfixturevalue("pg_agent")()
-        return url
-    return tmp_path / "memory.sqlite"
-
-
 def test_the_readme_example_works_on_a_new_database(target: Path | URL) -> None:
     path = target
     with Memory.open(path) as mem:
