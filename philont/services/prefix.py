@@ -4,9 +4,10 @@ lessons to avoid, important notes, the host environment and an active plan."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
@@ -46,9 +47,13 @@ TEXT_CHARS = 160
 # tag, "is this skill callable", skill ranking) are the same functions the services call.
 _KINDS = {k.value: k for k in SkillKind}
 _POSITIVE = SkillKind.POSITIVE  # enum members are slow to look up, and every skill needs it
+_NEGATIVE = SkillKind.NEGATIVE.value  # as stored
 _US_PER_DAY = decay.MS_PER_DAY * 1000
 
-_Section = tuple[str, str, int, Iterable[str]]
+_Entries = Callable[[], Iterable[str]]
+"""A section's best entries in order, formatted as they are asked for (a section the budget
+never reaches is never ranked or formatted)."""
+_Section = tuple[str, str, int, _Entries]
 
 
 @dataclass(frozen=True)
@@ -67,11 +72,26 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _check_limits(limits: PrefixLimits) -> None:
+def _frame_tokens(estimator: TokenEstimator) -> int:
+    """What the header and the footer alone cost: the least budget that can hold a prefix."""
+    return estimator(f"{HEADER}\n{FOOTER}")
+
+
+def _check_limits(limits: PrefixLimits, estimator: TokenEstimator) -> None:
     for name in ("facts", "skills", "lessons", "notes"):
         value = getattr(limits, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidInputError(f"limits.{name} must be a positive integer, got {value!r}")
+    budget, frame = limits.budget_tokens, _frame_tokens(estimator)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < frame:
+        raise InvalidInputError(
+            f"limits.budget_tokens must be an integer >= {frame} (the header and footer"
+            f" alone), got {budget!r}"
+        )
+
+
+def _more(omitted: int, name: str) -> str:
+    return f"  ({omitted} more {name} not shown)"
 
 
 def _compact_json(stored: str) -> str:
@@ -112,31 +132,31 @@ class MemoryPrefix(Service):
         limits: PrefixLimits | None = None,
         now: datetime | None = None,
     ) -> MemoryPrefixResult:
+        """The prefix at ``now`` (default: the clock's). Its text never costs more than
+        ``limits.budget_tokens`` by the estimator: sections are filled in order, each with its
+        best entries while they fit, and a section cut short says how many it left out."""
         limits = limits or PrefixLimits()
-        _check_limits(limits)
+        _check_limits(limits, self.estimator)
         now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
         raw = self.mem.raw()
         sections: list[_Section] = []
         if environment:
-            sections.append(("environment", "## Runtime environment", 1, [_cut(environment, 400)]))
+            env_line = _cut(environment, 400)
+            sections.append(("environment", "## Runtime environment", 1, lambda: [env_line]))
         if plan:
-            sections.append(("plan", "## Active plan", 1, [_cut(plan, 1200)]))
-        now_ms = to_epoch_ms(now)
-        facts, total = self._facts(raw, now_ms, limits.facts)
+            plan_line = _cut(plan, 1200)
+            sections.append(("plan", "## Active plan", 1, lambda: [plan_line]))
+        facts, total = self._facts(raw, to_epoch_ms(now), limits.facts)
         sections.append(("facts", "## Known facts (most relevant first)", total, facts))
-        skills, lessons = self._skills(raw, limits)
-        sections.append(
-            ("skills", "## Skills I can use (use_skill(name) for the steps)", len(skills), skills)
-        )
-        sections.append(("lessons", "## Lessons — avoid repeating these", len(lessons), lessons))
+        sections.extend(self._skills(raw, limits))
         notes = [
             f"- ({n.importance:.1f}) {_cut(n.content, TEXT_CHARS)}"
             for n in note_rows.most_important(raw, limits.notes)
         ]
-        sections.append(("notes", "## Notes", len(notes), notes))
+        sections.append(("notes", "## Notes", len(notes), lambda: notes))
         return self._assemble(sections, limits.budget_tokens)
 
-    def _facts(self, raw: Raw, now_ms: int, limit: int) -> tuple[Iterator[str], int]:
+    def _facts(self, raw: Raw, now_ms: int, limit: int) -> tuple[_Entries, int]:
         """The best ``limit`` current facts valid at ``now_ms`` by decay score (ties keep
         namespace, key order), as lines formatted on demand; and how many such facts exist."""
         scored = [
@@ -150,80 +170,109 @@ class MemoryPrefix(Service):
             )
         ]
         scored.sort(key=itemgetter(0))  # stable: equal scores keep the SQL order
-        lines = (
-            f"- {f.namespace}.{f.key} = {_cut(_compact_json(f.value_json), VALUE_CHARS)} "
-            + time_tag(
-                fact_kind=f.fact_kind,
-                created_ms=f.created_at,
-                occurred_ms=f.occurred_at,
-                valid_from_ms=f.valid_from,
-                valid_until_ms=f.valid_until,
-            )
-            for _s, f in scored[:limit]
-        )
+
+        def lines() -> Iterator[str]:
+            for _s, f in scored[:limit]:
+                yield (
+                    f"- {f.namespace}.{f.key} = {_cut(_compact_json(f.value_json), VALUE_CHARS)} "
+                    + time_tag(
+                        fact_kind=f.fact_kind,
+                        created_ms=f.created_at,
+                        occurred_ms=f.occurred_at,
+                        valid_from_ms=f.valid_from,
+                        valid_until_ms=f.valid_until,
+                    )
+                )
+
         return lines, len(scored)
 
-    def _skills(self, raw: Raw, limits: PrefixLimits) -> tuple[list[str], list[str]]:
+    def _skills(self, raw: Raw, limits: PrefixLimits) -> tuple[_Section, _Section]:
         """Callable positive skills and lessons (negative skills), each ranked by
         ``score_skill`` at the clock's now, as ``SkillService.list`` ranks them (ties keep
-        use_count, created_at order)."""
-        now = self.clock()
-        now_us = to_epoch_ms(now) * 1000 + now.microsecond % 1000  # exact, as datetimes subtract
+        use_count, created_at order). They are counted here and ranked only if the budget
+        reaches them."""
+        rows = skill_rows.not_deprecated(raw)
 
-        def score(row: RankedSkill) -> float:
-            last = row.last_used_at
-            return score_idle(
-                use_count=row.use_count,
-                success_count=row.success_count,
-                failure_count=row.failure_count,
-                idle_days=None if last is None else (now_us - last * 1000) / _US_PER_DAY,
-                kind=_stored_kind(row.kind),
-            )
+        def usable(row: RankedSkill) -> bool:
+            return _stored_kind(row.kind) == _POSITIVE and skill_rows.is_callable(row)
 
-        # One stable sort serves both lists: filtering a stably sorted list keeps the order
-        # that sorting the filtered rows would give.
-        ranked = sorted(skill_rows.not_deprecated(raw), key=score, reverse=True)
-        usable = [
-            row
-            for row in itertools.islice(filter(skill_rows.is_callable, ranked), limits.skills)
-            if _stored_kind(row.kind) == _POSITIVE
-        ]
-        negative = [row for row in ranked if row.kind == SkillKind.NEGATIVE.value][: limits.lessons]
-        skills = [
-            f"- {s.name} {caveat(parse_grade(s.maturity))}: {_cut(s.description, TEXT_CHARS)}"
-            + (f" — when: {_cut(s.when_to_use, 120)}" if s.when_to_use else "")
-            for s in usable
-        ]
-        lessons = [f"- {s.name}: {_cut(s.description, TEXT_CHARS)}" for s in negative]
-        return skills, lessons
+        @functools.cache
+        def ranked() -> list[RankedSkill]:
+            now = self.clock()
+            now_us = to_epoch_ms(now) * 1000 + now.microsecond % 1000  # exact, as datetimes do
+
+            def score(row: RankedSkill) -> float:
+                last = row.last_used_at
+                return score_idle(
+                    use_count=row.use_count,
+                    success_count=row.success_count,
+                    failure_count=row.failure_count,
+                    idle_days=None if last is None else (now_us - last * 1000) / _US_PER_DAY,
+                    kind=_stored_kind(row.kind),
+                )
+
+            # One stable sort serves both lists: filtering a stably sorted list keeps the
+            # order that sorting the filtered rows would give.
+            return sorted(rows, key=score, reverse=True)
+
+        def skills() -> Iterator[str]:
+            for s in itertools.islice(filter(usable, ranked()), limits.skills):
+                when = f" — when: {_cut(s.when_to_use, 120)}" if s.when_to_use else ""
+                grade = caveat(parse_grade(s.maturity))
+                yield f"- {s.name} {grade}: {_cut(s.description, TEXT_CHARS)}{when}"
+
+        def lessons() -> Iterator[str]:
+            negative = (s for s in ranked() if s.kind == _NEGATIVE)
+            for s in itertools.islice(negative, limits.lessons):
+                yield f"- {s.name}: {_cut(s.description, TEXT_CHARS)}"
+
+        n_skills = sum(1 for _ in itertools.islice(filter(usable, rows), limits.skills))
+        n_lessons = min(limits.lessons, sum(1 for s in rows if s.kind == _NEGATIVE))
+        return (
+            ("skills", "## Skills I can use (use_skill(name) for the steps)", n_skills, skills),
+            ("lessons", "## Lessons — avoid repeating these", n_lessons, lessons),
+        )
 
     def _assemble(self, sections: list[_Section], budget: int) -> MemoryPrefixResult:
-        """Fill sections in order under the token budget. A section is (name, heading, how
-        many entries it has, its best entries in order); entries past the budget are never
-        formatted, and the ones left out are counted."""
+        """Fill the sections under ``budget``. Each line is charged with its newline, so the
+        estimate of the whole text stays within the budget for an estimator that counts a text
+        at most as its lines counted apart (the default does); for any other, the fill is done
+        again under a smaller budget until the whole text fits."""
+        limit = budget
+        while True:
+            result = self._fill(sections, limit)
+            if result.tokens <= budget:
+                return result
+            limit -= result.tokens - budget  # the header and footer alone always fit
+
+    def _fill(self, sections: list[_Section], limit: int) -> MemoryPrefixResult:
+        """A section is (name, heading, how many entries it has, its best entries in order);
+        an entry is taken while it fits together with the note saying how many of its section
+        are left out (if any would be), and entries past the budget are never formatted."""
+        est = self.estimator
         lines = [HEADER]
-        used = self.estimator(HEADER) + self.estimator(FOOTER)
+        used = est(HEADER + "\n") + est(FOOTER)
         report: list[PrefixSection] = []
-        for name, heading, count, items in sections:
+        for name, heading, count, entries in sections:
             if not count:
                 continue
             shown = 0
-            head_cost = self.estimator(heading)
-            for item in items:
-                cost = self.estimator(item) + (head_cost if shown == 0 else 0)
-                if used + cost > budget:
+            head_cost = est(heading + "\n")
+            for entry in entries() if used + head_cost < limit else ():
+                more = est(_more(count - shown - 1, name) + "\n") if count > shown + 1 else 0
+                cost = est(entry + "\n") + (head_cost if shown == 0 else 0)
+                if used + cost + more > limit:
                     break
                 if shown == 0:
                     lines.append(heading)
-                lines.append(item)
+                lines.append(entry)
                 used += cost
                 shown += 1
-            omitted = count - shown
-            if omitted and shown:
-                note = f"  ({omitted} more {name} not shown)"
+            if shown and count > shown:
+                note = _more(count - shown, name)
                 lines.append(note)
-                used += self.estimator(note)
-            report.append(PrefixSection(name=name, shown=shown, omitted=omitted))
+                used += est(note + "\n")
+            report.append(PrefixSection(name=name, shown=shown, omitted=count - shown))
         lines.append(FOOTER)
         text = "\n".join(lines)
-        return MemoryPrefixResult(text=text, tokens=self.estimator(text), sections=report)
+        return MemoryPrefixResult(text=text, tokens=est(text), sections=report)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy.orm import Session
 
 from philont.domain.maturity import Grade
+from philont.domain.tokens import default_estimator
+from philont.errors import InvalidInputError
 from philont.services.facts import FactService
 from philont.services.notes import NoteService
-from philont.services.prefix import MemoryPrefix, PrefixLimits
+from philont.services.prefix import MemoryPrefix, PrefixLimits, _frame_tokens
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
 from tests.support import joined
@@ -81,3 +84,40 @@ def test_building_the_prefix_does_not_refresh_fact_access(
     again = facts.get_by_id(stored.id)
     assert again is not None and again.last_accessed_at == stored.last_accessed_at
     assert clock.now - stored.created_at == timedelta(days=10)
+
+
+@pytest.mark.parametrize("budget", [True, "2000", 2000.0, None, 0, -5, "frame-1"])
+def test_a_budget_that_cannot_hold_the_frame_is_refused_by_name(
+    session: Session, clock: FakeClock, budget: object
+) -> None:
+    frame = _frame_tokens(default_estimator)
+    limits = PrefixLimits(budget_tokens=frame - 1 if budget == "frame-1" else budget)  # type: ignore[arg-type]
+    with pytest.raises(
+        InvalidInputError, match=rf"limits\.budget_tokens must be an integer >= {frame}"
+    ):
+        MemoryPrefix(joined(session, clock)).build(limits=limits)
+
+
+def test_the_least_budget_gives_the_frame_alone(session: Session, clock: FakeClock) -> None:
+    _seed(session, clock)
+    frame = _frame_tokens(default_estimator)
+    result = MemoryPrefix(joined(session, clock)).build(limits=PrefixLimits(budget_tokens=frame))
+    assert result.text == "[Memory — what I already know; no need to ask again]\n[End of memory]"
+    assert result.tokens == frame
+    assert all(s.shown == 0 and s.omitted > 0 for s in result.sections)
+
+
+def test_lessons_do_not_take_the_places_of_skills(session: Session, clock: FakeClock) -> None:
+    # The skills section shows the best `limits.skills` callable positive skills (spec §16:
+    # negatives are removed before the first 15 are taken), however well lessons rank.
+    skills = SkillService(joined(session, clock))
+    for i in range(3):
+        skills.create(f"lesson-{i}", "Do not", "x", "## Trigger\n...", kind="negative")
+        skills.create(f"skill-{i}", "Does", "y", "1. do it")
+    for i in range(3):
+        for _ in range(5):
+            skills.record_usage(f"lesson-{i}")
+    result = MemoryPrefix(joined(session, clock)).build(limits=PrefixLimits(skills=2))
+    section = next(s for s in result.sections if s.name == "skills")
+    assert (section.shown, section.omitted) == (2, 0)
+    assert result.text.count("\n- skill-") == 2

@@ -8,12 +8,15 @@ bytes. Regenerate only on a deliberate change of the output: ``PHILONT_REGEN_GOL
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
+import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -21,10 +24,12 @@ from sqlalchemy.orm import Session
 from philont.db.models import Note
 from philont.db.types import dumps_compact
 from philont.domain.maturity import Grade
+from philont.domain.tokens import TokenEstimator, default_estimator
 from philont.errors import InvalidInputError
+from philont.schemas.prefix import MemoryPrefixResult
 from philont.services.facts import FactService
 from philont.services.notes import NoteService
-from philont.services.prefix import MemoryPrefix, PrefixLimits, _compact_json
+from philont.services.prefix import MemoryPrefix, PrefixLimits, _compact_json, _frame_tokens
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
 from tests.support import joined
@@ -166,6 +171,62 @@ def test_an_empty_memory_gives_only_the_frame(session: Session, clock: FakeClock
     result = MemoryPrefix(joined(session, clock)).build()
     assert result.text == "[Memory — what I already know; no need to ask again]\n[End of memory]"
     assert result.sections == []
+
+
+def _superadditive(text_: str) -> int:
+    """An estimator that counts a text as more than its lines counted apart (len ** 1.1)."""
+    return math.ceil(float(len(text_)) ** 1.1 / 2)
+
+
+_ESTIMATORS: dict[str, TokenEstimator] = {"default": default_estimator, "len^1.1": _superadditive}
+_MORE = re.compile(r"^  \((\d+) more (\w+) not shown\)$", re.MULTILINE)
+
+
+class _CountingFills(MemoryPrefix):
+    fills = 0
+
+    def _fill(self, sections: list[Any], limit: int) -> MemoryPrefixResult:
+        self.fills += 1
+        return super()._fill(sections, limit)
+
+
+def test_the_text_never_costs_more_than_the_budget(session: Session, clock: FakeClock) -> None:
+    # Q-P1: the original's cap is exceeded by what it appends after the cut. Here every line is
+    # charged with its newline and a cut section reserves room for its "N more" note; an
+    # estimator that counts the whole text as more than its lines gets a smaller fill.
+    seed_varied(session, clock)
+
+    @settings(max_examples=120, deadline=None)
+    @given(
+        estimator=st.sampled_from(sorted(_ESTIMATORS)),
+        extra=st.integers(min_value=0, max_value=3000),
+        environment=st.none() | st.text(max_size=500),
+        plan=st.none() | st.text(max_size=1500),
+        facts=st.integers(min_value=1, max_value=80),
+        skills=st.integers(min_value=1, max_value=20),
+    )
+    def check(
+        estimator: str,
+        extra: int,
+        environment: str | None,
+        plan: str | None,
+        facts: int,
+        skills: int,
+    ) -> None:
+        est = _ESTIMATORS[estimator]
+        budget = _frame_tokens(est) + extra
+        limits = PrefixLimits(budget_tokens=budget, facts=facts, skills=skills)
+        builder = _CountingFills(joined(session, clock), estimator=est)
+        result = builder.build(environment=environment, plan=plan, limits=limits)
+        assert result.tokens == est(result.text) <= budget
+        if estimator == "default":  # its lines, charged with their newlines, add up: one fill
+            assert builder.fills == 1
+        notes = {name: int(n) for n, name in _MORE.findall(result.text)}
+        for section in result.sections:
+            cut = section.shown > 0 and section.omitted > 0
+            assert notes.get(section.name) == (section.omitted if cut else None)
+
+    check()
 
 
 _JSON_VALUES = st.recursive(
