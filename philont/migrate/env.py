@@ -247,6 +247,8 @@ def _migrate(run: _Run, conn: Connection) -> None:
     context = run.context
     head = context.script.get_current_head()
     work = run.is_upgrade and run.plan.revision != head
+    if work and postgres:
+        pg.check_extensions_on_path(conn)
     path = run.path
     if work and path is not None:
         if not run.checked:  # before the backup: never copy a damaged file

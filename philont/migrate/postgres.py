@@ -16,12 +16,19 @@ from sqlalchemy.engine import URL
 from philont import settings
 from philont.db.engine import create_engine
 from philont.db.pg_layout import AGENTS_TABLE
-from philont.errors import UnknownSchemaVersionError, UnrecognizedSchemaError
+from philont.errors import MigrationError, UnknownSchemaVersionError, UnrecognizedSchemaError
 from philont.migrate.plan import _Plan
 from philont.migrate.report import Status
 from philont.migrate.scripts import known_revisions
 
-__all__ = ["SQLITE_HISTORY_END", "ensure_named_schema", "lock", "plan", "status"]
+__all__ = [
+    "SQLITE_HISTORY_END",
+    "check_extensions_on_path",
+    "ensure_named_schema",
+    "lock",
+    "plan",
+    "status",
+]
 
 SQLITE_HISTORY_END = "v035"
 """The last revision of the one-agent-per-file history, stamped on a new PostgreSQL database."""
@@ -73,6 +80,36 @@ def ensure_named_schema(conn: Connection) -> None:
     if first and first != "$user":
         quoted = '"' + first.replace('"', '""') + '"'
         conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {quoted}"))
+
+
+_EXTENSIONS = ("pg_trgm", "btree_gin")
+"""Extensions whose operator classes the search indexes name unqualified; an upgrade creates
+them in ``public`` when the database has none."""
+
+
+def check_extensions_on_path(conn: Connection) -> None:
+    """Refuse, before any write, an upgrade whose search_path leaves out the schema holding an
+    extension the search indexes need (else PostgreSQL fails half-way with "operator class
+    gin_trgm_ops does not exist")."""
+    on_path = set(conn.execute(text("SELECT unnest(current_schemas(false))")).scalars())
+    rows = conn.execute(
+        text(
+            "SELECT e.extname, n.nspname FROM pg_extension e"
+            " JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = ANY(:names)"
+        ),
+        {"names": list(_EXTENSIONS)},
+    )
+    installed = {str(name): str(schema) for name, schema in rows}
+    for name in _EXTENSIONS:
+        schema = installed.get(name, "public")
+        if schema not in on_path:
+            path = conn.execute(text("SHOW search_path")).scalar()
+            raise MigrationError(
+                f"the connection's search_path ({path}) leaves out schema {schema!r}, which"
+                f" holds the {name} extension the search indexes need (an upgrade creates it"
+                f" there); put it after your own schema, e.g. ?options=-csearch_path%3D"
+                f"<your schema>,{schema}; the database was left as it was"
+            )
 
 
 def lock(conn: Connection) -> None:

@@ -14,7 +14,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, text
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
 
 from philont import migrate, settings
 from philont.db import pg_layout as rules
@@ -249,6 +249,30 @@ def test_an_upgrade_makes_the_schema_its_search_path_names_instead_of_using_publ
         assert migrate.status(url).at_head
     finally:
         _admin(f"DROP SCHEMA IF EXISTS {quoted} CASCADE")
+
+
+def test_a_search_path_without_the_extensions_schema_is_refused_before_any_write(
+    worker_tag: str,
+) -> None:
+    # The search indexes name pg_trgm's operator classes unqualified: without `public` (where
+    # they live) on the path, PostgreSQL used to fail half-way ("gin_trgm_ops does not exist").
+    schema = f"nopublic_{worker_tag}"
+    url = make_url(server_url()).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        with pytest.raises(MigrationError, match=r"leaves out schema 'public'.*pg_trgm") as err:
+            migrate.upgrade(url)
+        assert "search_path%3D<your schema>,public" in str(err.value)
+        engine = create_engine(server_url())
+        try:
+            with engine.connect() as conn:
+                made = "SELECT count(*) FROM pg_namespace WHERE nspname = :s"
+                assert conn.execute(text(made), {"s": schema}).scalar() == 0  # nothing written
+        finally:
+            engine.dispose()
+        migrate.upgrade(in_schema(server_url(), schema))  # with `public` after it: works
+        assert migrate.status(in_schema(server_url(), schema)).at_head
+    finally:
+        _admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def test_the_alembic_cli_upgrades_a_database_once(scratch: Callable[[], URL]) -> None:
