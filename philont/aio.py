@@ -35,6 +35,7 @@ from philont.db.engine import (
     install_sqlite_hooks,
     is_postgres,
     refuse_nul,
+    require_file,
     resolve_url,
     sqlite_path,
 )
@@ -76,9 +77,9 @@ def create_async_engine(
         return engine
     if url.get_backend_name() != "sqlite":
         raise InvalidInputError(f"unsupported database {url.drivername}: use SQLite or PostgreSQL")
+    require_file(url, "an async memory")
     path = sqlite_path(url)
-    if path is None:
-        raise InvalidInputError("an async memory needs a database file, not :memory:")
+    assert path is not None  # require_file
     ensure_fts5()
     check_file(path, create=True)
     try:

@@ -26,6 +26,7 @@ from philont.db.engine import (
     BEGIN_OPTION,
     create_engine,
     is_postgres,
+    require_file,
     resolve_url,
     sqlite_path,
 )
@@ -106,6 +107,7 @@ class Store:
         an SQLite connection waits for another's lock. ``embedder``: semantic recall with that
         model (EmbedderMismatchError if the stored vectors are another model's)."""
         url = resolve_url(target)
+        require_file(url)
         ensure_schema(url, upgrade=upgrade)
         engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
         log.debug("store.opened", url=url.render_as_string(), backend=engine.dialect.name)
@@ -124,6 +126,7 @@ class Store:
     ) -> Store:
         """A Store over an engine the caller made (and keeps: ``close()`` leaves it open). The
         schema is checked once (upgraded first with ``upgrade=True``)."""
+        require_file(engine.url)
         ensure_schema(engine.url, upgrade=upgrade)
         return cls(engine, agent=agent, clock=clock, embedder=embedder)._checked_embedder()
 
@@ -311,7 +314,10 @@ def _named(target: Target | None) -> tuple[tuple[object, ...], Path | None]:
     text_ = str(target)
     if "://" in text_ or text_ == ":memory:":
         return (text_,), None
-    path = Path(text_).expanduser()
+    try:
+        path = Path(text_).expanduser()
+    except RuntimeError:  # "~someone" without such a user: resolve_url refuses it by name
+        return (text_,), None
     return (str(path), None if path.is_absolute() else os.getcwd()), path
 
 

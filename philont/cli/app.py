@@ -19,6 +19,8 @@ from philont.cli import learning as cli_learning
 from philont.cli import ops as cli_ops
 from philont.cli.calendar import calendar_app
 from philont.cli.common import Commands, DbOption, JsonOption, err, out
+from philont.db.engine import require_file, resolve_url, sqlite_path
+from philont.errors import InvalidDatabaseError
 from philont.logsetup import configure
 
 app = typer.Typer(
@@ -86,11 +88,23 @@ def demo(
     and show what the memory does — decay, history, honest skill grades, recall, reminders."""
     from philont.demo import run
 
-    path = run(Path(db) if db else None, seed=seed, console=out)
+    path = run(_demo_file(db), seed=seed, console=out)
     counts = cli_inspect.layer_counts(path)
     out.print(f"\n[bold]memory database[/bold] {escape(str(path))}")
     out.print("  " + ", ".join(f"{label}: {n}" for label, n in counts.items()))
     out.print(f"  inspect it: philont stats --db {escape(str(path))}")
+
+
+def _demo_file(db: str | None) -> Path | None:
+    """The SQLite file the demo plays on (None: a new temporary one)."""
+    if db is None:
+        return None
+    url = resolve_url(db)  # an empty path, a NUL character, ...: refused by name
+    require_file(url, "the demo")
+    path = sqlite_path(url)
+    if path is None:
+        raise InvalidDatabaseError(f"the demo plays on an SQLite file, not {url.drivername}")
+    return path
 
 
 @db_app.command("upgrade")

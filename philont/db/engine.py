@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from philont import settings
@@ -21,6 +21,7 @@ from philont.errors import (
     DatabasePathError,
     DatabaseReadOnlyError,
     Fts5UnavailableError,
+    InvalidDatabaseError,
     InvalidInputError,
     NotADatabaseError,
 )
@@ -40,6 +41,11 @@ def resolve_url(target: str | Path | URL | None = None) -> URL:
     A PostgreSQL URL names a database that holds any number of agents in one set of tables
     (the schema is the connection's, as its ``search_path`` says); the agent is chosen per unit
     of work (``philont.store``), never by the URL.
+
+    This is the one gate every target passes (Store.open, shared(), tools.call, the CLI's
+    ``--db``, migrations): what cannot name a database (an empty path, a NUL character, a
+    ``~user`` without such a user, a name too long) is refused with
+    :class:`~philont.errors.DatabasePathError` before anything is opened.
     """
     if isinstance(target, URL):
         url = target
@@ -47,18 +53,65 @@ def resolve_url(target: str | Path | URL | None = None) -> URL:
         if target is None:
             target = settings.default_db_path()
         text_ = str(target)
+        _check_text(text_)
         if "://" in text_:
-            url = make_url(text_)
+            url = _parsed(text_)
         elif text_ == ":memory:":
             return URL.create("sqlite+pysqlite", database=":memory:")
         else:
-            return URL.create("sqlite+pysqlite", database=str(Path(text_).expanduser().resolve()))
+            return URL.create("sqlite+pysqlite", database=str(_file_path(text_)))
+    _check_url(url)
     if url.get_backend_name() == "postgresql" and url.get_driver_name() != "psycopg":
         raise InvalidInputError(
             f"PostgreSQL is supported through psycopg 3: use postgresql+psycopg://, "
             f"not {url.drivername}://"
         )
     return url
+
+
+def _check_text(text_: str) -> None:
+    """Refuse a target no database can have: empty or blank, or holding a NUL character
+    (which the operating system, SQLite and libpq all take as the end of the name)."""
+    if not text_.strip():
+        raise DatabasePathError(text_, "the path is empty")
+    if "\x00" in text_:
+        raise DatabasePathError(text_, "it contains a NUL character (U+0000)")
+
+
+def _parsed(text_: str) -> URL:
+    try:
+        return make_url(text_)
+    except ArgumentError as exc:
+        raise InvalidDatabaseError(f"{text_!r} is not a database URL ({exc})") from exc
+
+
+def _file_path(text_: str) -> Path:
+    """The absolute path ``text_`` names, once the file system has been asked about it: a name
+    too long or a ``~user`` without such a user is refused here by name, not by the first
+    ``stat`` somewhere later."""
+    try:
+        path = Path(text_).expanduser().resolve()
+        path.exists()
+    except RuntimeError as exc:  # expanduser: no such user, or no home directory
+        raise DatabasePathError(text_, f"'~' cannot be expanded ({exc})") from exc
+    except OSError as exc:
+        raise DatabasePathError(text_, exc.strerror or str(exc)) from exc
+    return path
+
+
+def _check_url(url: URL) -> None:
+    """A URL given as such passes the same checks as a path (its parts, and its SQLite file)."""
+    for part in (url.database, url.host, url.username, url.password):
+        if isinstance(part, str) and "\x00" in part:
+            raise DatabasePathError(url.render_as_string(), "it contains a NUL character (U+0000)")
+    if url.get_backend_name() == "sqlite" and url.host:
+        raise InvalidDatabaseError(
+            f"{url.render_as_string()!r} names a host; an SQLite URL names a file: "
+            "sqlite:///relative/path or sqlite:////absolute/path"
+        )
+    path = sqlite_path(url)
+    if path is not None:
+        _file_path(str(path))
 
 
 def is_postgres(url: URL) -> bool:
@@ -73,6 +126,18 @@ def sqlite_path(url: URL) -> Path | None:
     if not db or db == ":memory:" or db.startswith("file::memory:"):
         return None
     return Path(db)
+
+
+def require_file(url: URL, what: str = "a Store") -> None:
+    """Refuse an in-memory SQLite database where a file is needed: it lives and dies with one
+    connection, and a Store's units of work (and its schema upgrade) each use their own."""
+    if url.get_backend_name() == "sqlite" and sqlite_path(url) is None:
+        raise DatabasePathError(
+            url.database or url.render_as_string(),
+            f"{what} needs a database file, not an in-memory database (it would be empty on "
+            "every connection); for a throwaway memory use a file in a temporary directory, "
+            "e.g. Path(tempfile.mkdtemp()) / 'memory.sqlite'",
+        )
 
 
 def _mkdir_private(path: Path) -> None:

@@ -25,6 +25,7 @@ from philont import settings
 from philont.db.engine import (
     check_file,
     is_postgres,
+    require_file,
     resolve_url,
     sqlite_path,
 )
@@ -110,6 +111,7 @@ def upgrade(
         cfg.attributes[CONNECTION_KEY] = target
     else:
         url = resolve_url(target)
+        require_file(url, "an upgrade")  # it would upgrade a database gone with its connection
         cfg = alembic_config(url)
     report = UpgradeReport(url=url.render_as_string(), from_revision=None, to_revision=None)
     cfg.attributes["philont_report"] = report
@@ -137,6 +139,7 @@ def status(target: str | Path | URL | None = None) -> Status:
     head = head_revision()
     if is_postgres(url):
         return _status_pg(url, head)
+    require_file(url, "status()")
     if path is None:
         raise SchemaError("status() needs an SQLite file or a PostgreSQL URL")
     check_file(path, create=False)

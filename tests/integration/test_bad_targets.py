@@ -1,0 +1,117 @@
+"""Every way in (Store.open, Memory.open, shared(), tools.call, the CLI's --db) refuses a target
+that cannot be a memory database with the same typed error, and creates nothing."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine as sa_create_engine
+from sqlalchemy.engine import URL
+from typer.testing import CliRunner
+
+from philont import tools
+from philont.cli import app
+from philont.errors import DatabasePathError, InvalidDatabaseError, PhilontError
+from philont.memory import Memory
+from philont.store import Store, close_shared, shared
+
+LONG_NAME = "x" * 5000
+BAD_TARGETS: dict[str, tuple[object, type[PhilontError], str]] = {
+    # id: (target, error, words the message must hold)
+    "empty": ("", DatabasePathError, "the path is empty"),
+    "blank": ("   ", DatabasePathError, "the path is empty"),
+    "nul": ("a\x00b.sqlite", DatabasePathError, "NUL character"),
+    "nul in a sqlite url": ("sqlite:////tmp/a\x00b", DatabasePathError, "NUL character"),
+    "nul in a url object": (
+        URL.create("sqlite+pysqlite", database="/tmp/a\x00b"),
+        DatabasePathError,
+        "NUL character",
+    ),
+    "nul in a postgres url": ("postgresql+psycopg://u@h/d\x00b", DatabasePathError, "NUL"),
+    "in memory": (":memory:", DatabasePathError, "needs a database file"),
+    "in-memory url": ("sqlite://", DatabasePathError, "needs a database file"),
+    "in-memory url by name": ("sqlite:///:memory:", DatabasePathError, "needs a database file"),
+    "name too long": (LONG_NAME, DatabasePathError, "too long"),
+    "url with a name too long": (f"sqlite:////tmp/{LONG_NAME}", DatabasePathError, "too long"),
+    "unknown user": ("~no-such-user-philont/memory.sqlite", DatabasePathError, "'~'"),
+    "unparsable url": ("://nothing", InvalidDatabaseError, "not a database URL"),
+    "sqlite url with a host": ("sqlite://relative.db", InvalidDatabaseError, "names a host"),
+}
+IDS = list(BAD_TARGETS)
+
+
+@pytest.fixture
+def in_empty_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Run in an empty working directory and check that nothing was created in it (an empty
+    path once became the working directory; a bad one must not become a file)."""
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    close_shared()
+    assert os.listdir(tmp_path) == []
+
+
+def _store_open(target: Any) -> object:
+    return Store.open(target)
+
+
+def _memory_open(target: Any) -> object:
+    return Memory.open(target)
+
+
+def _shared(target: Any) -> object:
+    return shared(target)
+
+
+OPENERS: dict[str, Callable[[Any], object]] = {
+    "Store.open": _store_open,
+    "Memory.open": _memory_open,
+    "shared": _shared,
+}
+
+
+@pytest.mark.parametrize("opener", list(OPENERS))
+@pytest.mark.parametrize("case", IDS)
+def test_a_target_that_cannot_be_a_database_is_refused_by_name(
+    case: str, opener: str, in_empty_dir: Path
+) -> None:
+    target, error, words = BAD_TARGETS[case]
+    with pytest.raises(error) as raised:
+        OPENERS[opener](target)
+    assert type(raised.value) is error  # not a subclass, not the built-in ValueError
+    assert words in str(raised.value)
+
+
+@pytest.mark.parametrize("case", IDS)
+def test_a_tool_call_on_such_a_target_is_a_result_naming_the_problem(
+    case: str, in_empty_dir: Path
+) -> None:
+    target, error, words = BAD_TARGETS[case]
+    result = tools.call("get_fact", {"namespace": "user", "key": "x"}, db=target)  # type: ignore[arg-type]
+    assert not result.ok
+    assert result.error_code == error.code
+    assert words in (result.error or "")
+
+
+@pytest.mark.parametrize("case", [c for c in IDS if isinstance(BAD_TARGETS[c][0], str)])
+@pytest.mark.parametrize("command", [["stats"], ["db", "current"], ["db", "upgrade"], ["demo"]])
+def test_the_command_line_refuses_such_a_db_with_its_code(
+    case: str, command: list[str], in_empty_dir: Path
+) -> None:
+    target, error, _words = BAD_TARGETS[case]
+    result = CliRunner().invoke(app, [*command, "--db", str(target)])
+    assert result.exit_code == 1, result.output
+    assert f"({error.code})" in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_store_over_an_in_memory_engine_is_refused_before_any_schema_work() -> None:
+    engine = sa_create_engine("sqlite://")
+    try:
+        with pytest.raises(DatabasePathError, match="needs a database file"):
+            Store.from_engine(engine, upgrade=True)
+    finally:
+        engine.dispose()
