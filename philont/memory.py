@@ -88,7 +88,9 @@ class Memory:
         busy_timeout_ms: int | None = None,
     ) -> Memory:
         """A unit of work on the process-wide Store of ``target`` (default: the default
-        database), created or upgraded on first use: ``with Memory.open(path) as mem:``."""
+        database), created or upgraded on first use: ``with Memory.open(path) as mem:``.
+        ``write`` as in :meth:`Store.begin` (False: a deferred transaction that takes the write
+        lock only if it writes — not a read-only one)."""
         from philont.store import shared
 
         store = shared(target, busy_timeout_ms=busy_timeout_ms)

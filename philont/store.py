@@ -51,8 +51,10 @@ class Store:
     Build it once per database per process and keep it (a CLI run, an MCP server, a web app);
     ``with store.begin() as mem:`` is one unit of work whose attributes are every service
     (``mem.facts``, ``mem.search``, ``mem.prefix``, ...), committed when the block ends normally
-    and rolled back on an exception. ``store.begin(write=False)`` begins a read transaction
-    (never waits for writers on SQLite's WAL). ``store.join(session)`` runs the services inside
+    and rolled back on an exception. ``store.begin(write=False)`` begins a deferred transaction:
+    on SQLite it takes the write lock only when it first writes, so a unit that only reads never
+    waits for writers (WAL); what it does write is committed like any other. Use ``write=True``
+    (the default) for a unit that writes. ``store.join(session)`` runs the services inside
     a transaction the caller owns. ``store.close()`` (or ``with Store.open(...) as store:``)
     releases the connections.
     """
@@ -152,9 +154,14 @@ class Store:
     def begin(
         self, *, write: bool = True, clock: Clock | None = None, agent: str | None = None
     ) -> Memory:
-        """A new unit of work; its transaction begins when the ``with`` block is entered
-        (``IMMEDIATE`` on SQLite for ``write``). ``clock`` overrides the Store's clock;
-        ``agent`` the Store's default agent (PostgreSQL)."""
+        """A new unit of work; its transaction begins when the ``with`` block is entered.
+
+        On SQLite ``write=True`` begins ``IMMEDIATE``: the write lock is taken up front (waiting
+        up to the busy timeout), so a unit that reads and then writes cannot fail half-way
+        because another writer committed in between. ``write=False`` begins ``DEFERRED``: the
+        lock is taken only when the unit first writes, so a read never waits for writers; it
+        is not read-only (its writes are committed). PostgreSQL begins both alike. ``clock``
+        overrides the Store's clock; ``agent`` the Store's default agent (PostgreSQL)."""
         from philont.memory import Memory
 
         self._check_open()
