@@ -165,7 +165,8 @@ def db_history(as_json: JsonOption = False) -> None:
 
 @app.command()
 def mcp(db: DbOption = None) -> None:
-    """Serve the eleven memory tools over MCP (stdio). Needs the extra: pip install philont[mcp]."""
+    """Serve the eleven memory tools over MCP (stdio). Needs the extra:
+    pip install 'philont\\[mcp]'."""  # \\[ : help texts are Rich markup
     try:
         from philont.mcp.server import run
     except ImportError as exc:

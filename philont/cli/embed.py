@@ -22,7 +22,8 @@ def embed(
         str,
         typer.Option(
             envvar="PHILONT_EMBEDDER",
-            help="hash[:DIM], model2vec:DIR, fastembed:MODEL or openai:MODEL[@URL]"
+            # help texts are Rich markup: \\[ keeps a bracket
+            help="hash[:DIM], model2vec:DIR, fastembed:MODEL or openai:MODEL\\[@URL]"
             " ($PHILONT_EMBEDDER).",
         ),
     ] = "",
