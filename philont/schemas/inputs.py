@@ -372,7 +372,7 @@ SkillNameLookup = Annotated[
 ]
 ScheduleName = Annotated[
     StrictStr,
-    Field(min_length=1, max_length=100, description="Task name (a same-named task is replaced)."),
+    Field(min_length=1, max_length=100, description="The task's name."),
     AfterValidator(_non_blank),
     UNICODE,
 ]

@@ -165,7 +165,7 @@ class ScheduleReminderArgs(ToolArgs):
     task with the same name replaces the old one. Milliseconds: 5 min = 300000, 1 h = 3600000,
     1 day = 86400000."""
 
-    name: ScheduleName
+    name: ScheduleName = Field(description="Task name (a same-named task is replaced).")
     message: ScheduleMessage
     at: TimeValue | None = Field(default=None, description="One-time: when to fire.")
     interval_ms: StrictInt | None = Field(
@@ -183,5 +183,9 @@ class ScheduleReminderArgs(ToolArgs):
 class CancelScheduleArgs(ToolArgs):
     """Cancel a scheduled task by its exact name or its id (history is kept)."""
 
-    name: ScheduleName | None = None
+    name: ScheduleName | None = Field(
+        default=None,
+        description="The exact name of the task to cancel (every enabled task of "
+        "that name is cancelled).",
+    )
     id: ScheduleId | None = None

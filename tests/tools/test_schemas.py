@@ -190,3 +190,30 @@ def test_every_argument_of_the_model_is_a_property_of_the_plain_schema(tool: str
     schema = PLAIN[tool]["parameters"]
     assert set(schema["properties"]) == set(model.model_fields)
     assert set(schema.get("required", ())) <= set(schema["properties"])
+
+
+# --- what an argument's description promises -------------------------------------------------
+
+EFFECTS = ("replace", "supersede", "overwrite")
+"""Words that promise what a call does to what is already stored."""
+SHAPES = {"plain": PLAIN, "strict": STRICT}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize("tool", sorted(PLAIN))
+def test_an_argument_promises_only_effects_its_own_tool_has(tool: str, shape: str) -> None:
+    """An input type's description is shared by every tool using it: one that says what a
+    write does ("a same-named task is replaced") must not reach a tool that does something
+    else with the same type (cancel_schedule looks a task up by that name)."""
+    fn = SHAPES[shape][tool]
+    for name, prop in fn["parameters"]["properties"].items():
+        for word in EFFECTS:
+            if word in prop["description"].lower():
+                assert word in fn["description"].lower(), (tool, name, prop["description"])
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_cancel_schedule_describes_name_as_the_task_to_cancel(shape: str) -> None:
+    name = SHAPES[shape]["cancel_schedule"]["parameters"]["properties"]["name"]["description"]
+    assert name.startswith("The exact name of the task to cancel"), name
+    assert "replace" not in name
