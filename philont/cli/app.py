@@ -130,12 +130,7 @@ def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
 def db_current(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Show the revision and memory_meta.schema_version."""
     st = migrate.status(db)
-    data = {
-        "revision": st.revision,
-        "head": st.head,
-        "schema_version": st.schema_version,
-        "at_head": st.at_head,
-    }
+    data = _status_data(st)
     if as_json:
         out.print_json(json.dumps(data))
     else:
@@ -146,15 +141,27 @@ def db_current(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 
 @db_app.command("check")
-def db_check(db: DbOption = None) -> None:
-    """Exit 0 at head, 3 (with the command that fixes it) when not."""
+def db_check(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Exit 0 at head, 3 (with the command that fixes it, on stderr) when not."""
     st = migrate.check(db)
-    out.print(f"ok: at head {st.head}")
+    if as_json:
+        out.print_json(json.dumps(_status_data(st)))
+    else:
+        out.print(f"ok: at head {st.head}")
+
+
+def _status_data(st: migrate.Status) -> dict[str, object]:
+    return {
+        "revision": st.revision,
+        "head": st.head,
+        "schema_version": st.schema_version,
+        "at_head": st.at_head,
+    }
 
 
 @db_app.command("history")
 def db_history(as_json: JsonOption = False) -> None:
-    """List the revisions, oldest first."""
+    """List the revision scripts shipped with philont, oldest first (reads no database)."""
     rows = migrate.history()
     if as_json:
         out.print_json(json.dumps([{"revision": r, "doc": d} for r, d in rows]))

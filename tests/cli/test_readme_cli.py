@@ -1,0 +1,115 @@
+"""The README's command-line section and the command line agree: every command and option it
+shows exists, and the options it says commands take (``--db``, ``--json``) are taken."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from philont.cli import app
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+SECTION = README.split("## Command line", 1)[1].split("\n## ", 1)[0]
+ROOT: click.Command = typer.main.get_command(app)
+runner = CliRunner()
+
+
+def _leaves(group: click.Command, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    children = getattr(group, "commands", None)
+    if children is None:
+        return [prefix]
+    return [leaf for name, c in sorted(children.items()) for leaf in _leaves(c, (*prefix, name))]
+
+
+LEAVES = _leaves(ROOT)
+
+
+def _walk(words: list[str], node: click.Command) -> tuple[tuple[str, ...], click.Command]:
+    """The longest command path ``words`` starts with, and its command."""
+    path: list[str] = []
+    for word in words:
+        children = getattr(node, "commands", None)
+        if children is None or word not in children:
+            break
+        path.append(word)
+        node = children[word]
+    return tuple(path), node
+
+
+def _options(command: click.Command) -> set[str]:
+    return {opt for p in command.params for opt in p.opts if opt.startswith("--")}
+
+
+def _documented() -> list[tuple[tuple[str, ...], set[str]]]:
+    """(command path, options shown) for every ``philont ...`` form in the section's table;
+    ``philont facts list | get NS KEY`` is two forms, ``get`` under ``facts``."""
+    forms = []
+    rows = [line for line in SECTION.splitlines() if line.startswith("| `philont ")]
+    for row in rows:
+        cell = re.split(r"(?<!\\)\|", row)[1]  # the first column; "\|" separates forms
+        for usage in re.findall(r"`(philont [^`]*)`", cell):
+            alternatives = usage.split("\\|")
+            first, _ = _walk(alternatives[0].split()[1:], ROOT)
+            group, group_node = first[:-1], _command(first[:-1])
+            forms.append((first, set(re.findall(r"--[a-z][a-z-]*", alternatives[0]))))
+            for alt in alternatives[1:]:
+                path, _ = _walk(alt.split(), group_node)
+                forms.append(((*group, *path), set(re.findall(r"--[a-z][a-z-]*", alt))))
+    return forms
+
+
+def _command(path: tuple[str, ...]) -> click.Command:
+    return _walk(list(path), ROOT)[1]
+
+
+DOCUMENTED = _documented()
+
+
+def _named_in(sentence: str) -> set[tuple[str, ...]]:
+    return {tuple(m.split()[1:]) for m in re.findall(r"`(philont [a-z -]+)`", sentence)}
+
+
+def _exceptions(option: str) -> set[tuple[str, ...]]:
+    """The commands the section names as not taking ``option`` ("every command but ...")."""
+    said = {
+        m.group(2): _named_in(m.group(1))
+        for m in re.finditer(r"every command but (.*?) takes `(--[a-z]+)", SECTION, re.I | re.S)
+    }
+    assert option in said, f"the section no longer says which commands take {option}"
+    return said[option]
+
+
+def test_every_command_the_readme_shows_exists_with_the_options_it_shows() -> None:
+    assert len(DOCUMENTED) >= 25
+    for path, options in DOCUMENTED:
+        command = _command(path)
+        assert getattr(command, "commands", None) is None, (path, "is a group, not a command")
+        assert path in LEAVES, path
+        assert options <= _options(command), (path, options - _options(command))
+
+
+def test_every_command_is_in_the_readmes_table() -> None:
+    assert set(LEAVES) == {path for path, _options in DOCUMENTED}
+
+
+@pytest.mark.parametrize("option", ["--db", "--json"])
+def test_exactly_the_commands_the_readme_excepts_lack_an_option(option: str) -> None:
+    lacking = {leaf for leaf in LEAVES if option not in _options(_command(leaf))}
+    assert lacking == _exceptions(option)
+
+
+def test_db_check_and_history_answer_in_json(tmp_path: Path) -> None:
+    db = str(tmp_path / "memory.sqlite")
+    assert runner.invoke(app, ["db", "upgrade", "--db", db]).exit_code == 0
+    checked = runner.invoke(app, ["db", "check", "--db", db, "--json"])
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.output)["at_head"] is True
+    history = runner.invoke(app, ["db", "history", "--json"])
+    assert history.exit_code == 0, history.output
+    assert json.loads(history.output)[-1]["revision"] == json.loads(checked.output)["head"]
