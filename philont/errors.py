@@ -263,8 +263,8 @@ class NotFoundError(PhilontError):
 class FactNotFoundError(NotFoundError):
     code = "fact_not_found"
 
-    def __init__(self, namespace: str, key: str) -> None:
-        super().__init__(f"no active fact {namespace}.{key}")
+    def __init__(self, namespace: str, key: str, *, active: bool = True) -> None:
+        super().__init__(f"no {'active ' if active else ''}fact {namespace}.{key}")
         self.namespace = namespace
         self.key = key
 
@@ -295,6 +295,14 @@ class SessionNotFoundError(NotFoundError):
 
 class ScheduleNotFoundError(NotFoundError):
     code = "schedule_not_found"
+
+
+class CalendarEventNotFoundError(NotFoundError):
+    code = "calendar_event_not_found"
+
+    def __init__(self, event_id: str) -> None:
+        super().__init__(f"no calendar event with id {event_id!r}", id=event_id)
+        self.id = event_id
 
 
 # --- language models (the self-learning loop) --------------------------------------------------

@@ -13,17 +13,15 @@ from rich.text import Text
 
 from philont import migrate
 from philont.cli.common import (
-    EXIT_NOT_FOUND,
     EXIT_USAGE,
     DbOption,
     JsonOption,
     emit,
-    fail,
     out,
     resolve_existing,
 )
 from philont.domain.timeparse import iso
-from philont.errors import NotFoundError, PhilontError
+from philont.errors import CalendarEventNotFoundError
 from philont.services.calendar import MAX_LISTING_LIMIT, CalendarService
 from philont.store import Store
 
@@ -38,12 +36,9 @@ _TITLE_SHOWN = 80
 @contextmanager
 def _calendar(db: str | None, *, write: bool) -> Iterator[CalendarService]:
     url = resolve_existing(db)
-    try:
-        migrate.check(url)
-        with Store.open(url, upgrade=False) as store, store.begin(write=write) as mem:
-            yield mem.calendar
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    migrate.check(url)  # a typed error reaches Commands, which gives it its exit code
+    with Store.open(url, upgrade=False) as store, store.begin(write=write) as mem:
+        yield mem.calendar
 
 
 @calendar_app.command("list")
@@ -90,7 +85,7 @@ def remove(
     with _calendar(db, write=True) as calendar:
         removed = calendar.delete(event_id)
     if not removed:
-        raise fail(NotFoundError(f"no calendar event with id {event_id!r}"), code=EXIT_NOT_FOUND)
+        raise CalendarEventNotFoundError(event_id)
     if as_json:
         emit({"removed": event_id})
     else:

@@ -19,7 +19,7 @@ from philont import migrate
 from philont.cli.common import EXIT_USAGE, DbOption, JsonOption, emit, fail, out, resolve_existing
 from philont.db.engine import is_postgres
 from philont.domain.timeparse import parse_time
-from philont.errors import NotFoundError, PhilontError
+from philont.errors import FactNotFoundError, PhilontError, SkillNotFoundError
 from philont.memory import Memory
 from philont.schemas import inputs
 from philont.store import Store
@@ -188,7 +188,7 @@ def facts_get(namespace: str, key: str, db: DbOption = None, as_json: JsonOption
     with _memory(db) as mem:
         f = mem.facts.get(namespace, key)
         if f is None:
-            raise fail(NotFoundError(f"no active fact {namespace}.{key}"), code=4)
+            raise FactNotFoundError(namespace, key)
         row = _fact_row(f, mem.facts.score(f))
     if as_json:
         emit(row)
@@ -208,7 +208,7 @@ def facts_history(
     with _memory(db) as mem:
         rows = [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)]
     if not rows:
-        raise fail(NotFoundError(f"no fact {namespace}.{key}"), code=4)
+        raise FactNotFoundError(namespace, key, active=False)
     if as_json:
         emit(rows)
         return
@@ -273,7 +273,7 @@ def skills_show(name: str, db: DbOption = None, as_json: JsonOption = False) -> 
     with _memory(db) as mem:
         skill = mem.skills.get(name)
         if skill is None:
-            raise fail(NotFoundError(f"no skill named {name!r}"), code=4)
+            raise SkillNotFoundError(f"no skill named {name!r}", name=name)
         revisions = [r.model_dump(mode="json") for r in mem.skills.revisions(name)]
         data = {**skill.model_dump(mode="json"), "revisions": revisions}
     if as_json:

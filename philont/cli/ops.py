@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,7 +18,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from philont import backup as backups
 from philont import transfer
 from philont.cli.common import DbOption, JsonOption, emit, err, out, resolve_existing
-from philont.errors import NotFoundError
 
 
 @contextmanager
@@ -36,6 +37,12 @@ def _table_progress(verb: str) -> Iterator[Callable[[str, int, int], None]]:
             progress.update(tasks[table], completed=done)
 
         yield update
+
+
+def _missing(file: str | Path) -> FileNotFoundError:
+    """A file argument that does not exist: reported as any missing path the user gave is
+    (``error (ENOENT)``, exit 4, by ``philont.cli.common.Commands``)."""
+    return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(file))
 
 
 def backup(
@@ -58,7 +65,7 @@ def restore(
 ) -> None:
     """Verify a backup, keep the current file as a backup, then put the backup in place."""
     if not file.exists():
-        raise NotFoundError(f"no such backup file: {file}")
+        raise _missing(file)
     report = backups.restore(file, db)
     data = {
         "restored_from": str(report.restored_from),
@@ -111,7 +118,7 @@ def import_(
     """Import an export file (or with - stdin); refuses a non-empty database unless --merge.
     All or nothing."""
     if file != STDIO and not Path(file).exists():
-        raise NotFoundError(f"no such file: {file}")
+        raise _missing(file)
     source = sys.stdin if file == STDIO else Path(file)
     with _table_progress("importing") as progress:
         report = transfer.import_(
