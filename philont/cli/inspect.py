@@ -16,7 +16,16 @@ from rich.text import Text
 from sqlalchemy.engine import URL
 
 from philont import migrate
-from philont.cli.common import EXIT_USAGE, DbOption, JsonOption, emit, fail, out, resolve_existing
+from philont.cli.common import (
+    EXIT_USAGE,
+    DbOption,
+    JsonOption,
+    emit,
+    err,
+    fail,
+    out,
+    resolve_existing,
+)
 from philont.db.engine import is_postgres
 from philont.domain.timeparse import parse_time
 from philont.errors import FactNotFoundError, PhilontError, SkillNotFoundError
@@ -162,12 +171,17 @@ def facts_list(
     as_json: JsonOption = False,
 ) -> None:
     """Current facts, highest decay score first."""
+    # the list_facts tool's own argument type: the same values refused with the same message
+    namespace = inputs.check(inputs.NamespaceSelector, namespace, "namespace")
     with _memory(db) as mem:
         prefix = namespace.endswith(".*")
         records = mem.facts.list(namespace.removesuffix(".*"), prefix=prefix, ranked=True)
         rows = [_fact_row(f, f.score or 0.0) for f in records]
     if as_json:
         emit(rows)
+        return
+    if not rows:  # as the tool says it: a namespace with no facts is not an empty table
+        err.print(f"no facts in {namespace}", markup=False)
         return
     table = Table("fact", "value", "score", "time")
     for r in rows:
@@ -182,9 +196,16 @@ def facts_list(
     out.print(table)
 
 
+def _check_fact_address(namespace: str, key: str) -> None:
+    """The get_fact tool's argument types: a lookup refused as the tool refuses it."""
+    inputs.check(inputs.NamespaceLookup, namespace, "namespace")
+    inputs.check(inputs.FactKeyLookup, key, "key")
+
+
 @facts_app.command("get")
 def facts_get(namespace: str, key: str, db: DbOption = None, as_json: JsonOption = False) -> None:
     """One fact's current value (refreshes its access time, as a read by the agent would)."""
+    _check_fact_address(namespace, key)
     with _memory(db) as mem:
         f = mem.facts.get(namespace, key)
         if f is None:
@@ -205,6 +226,7 @@ def facts_history(
     namespace: str, key: str, db: DbOption = None, as_json: JsonOption = False
 ) -> None:
     """Every version of a fact, current first, with its decay score."""
+    _check_fact_address(namespace, key)
     with _memory(db) as mem:
         rows = [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)]
     if not rows:

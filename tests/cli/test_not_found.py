@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import philont.cli
@@ -63,3 +66,51 @@ def _bare_not_found_raised(source: str) -> list[int]:
 @pytest.mark.parametrize("module", sorted(p.name for p in CLI_DIR.glob("*.py")))
 def test_no_command_reports_the_generic_not_found(module: str) -> None:
     assert _bare_not_found_raised((CLI_DIR / module).read_text(encoding="utf-8")) == []
+
+
+# --- a bad namespace or key: refused by the command line exactly as by the tools ---------------
+
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=120)
+SAMPLES = ["", " ", ".*", "*", "user.*", "user", "BAD%NS", "self", "a" * 101, "a" * 200 + ".*"]
+
+
+def _refused(result: Any) -> str | None:
+    """The refusal message of a command, or None when it was not refused as bad input."""
+    for line in result.output.splitlines():
+        if line.startswith("error (invalid_input): "):
+            return line.removeprefix("error (invalid_input): ")
+    return None
+
+
+def _same_refusal(tool_result: tools.ToolResult, cli_result: Any) -> None:
+    refused = tool_result.error_code == "invalid_arguments"
+    assert (_refused(cli_result) is not None) == refused, (tool_result, cli_result.output)
+    if refused:  # the tool names every bad argument, the command the first one
+        assert (_refused(cli_result) or "?") in (tool_result.error or ""), cli_result.output
+
+
+@pytest.mark.parametrize("namespace", SAMPLES)
+def test_facts_list_refuses_a_namespace_as_the_list_facts_tool_does(
+    namespace: str, tool_db: Path
+) -> None:
+    tool = tools.call("list_facts", {"namespace": namespace}, db=tool_db)
+    _same_refusal(tool, runner.invoke(app, ["facts", "list", namespace, "--db", str(tool_db)]))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(namespace=st.one_of(st.sampled_from(SAMPLES), TEXT), key=st.one_of(st.just(""), TEXT))
+def test_facts_get_and_history_refuse_what_get_fact_refuses(
+    namespace: str, key: str, tool_db: Path
+) -> None:
+    tool = tools.call("get_fact", {"namespace": namespace, "key": key}, db=tool_db)
+    for command in ("get", "history"):
+        args = ["facts", command, "--db", str(tool_db), "--", namespace, key]
+        _same_refusal(tool, runner.invoke(app, args))
+
+
+def test_a_namespace_with_no_facts_is_said_so_not_shown_as_an_empty_table(tool_db: Path) -> None:
+    result = runner.invoke(app, ["facts", "list", "BAD%NS", "--db", str(tool_db)])
+    assert result.exit_code == 0
+    assert result.output.strip() == "no facts in BAD%NS"
