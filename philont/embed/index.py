@@ -196,7 +196,6 @@ class EmbeddingIndex(Service):
         order) inside this unit of work: they are kept when it commits. The model is called
         while the transaction is open, so keep ``limit`` small here; the Store-level
         :func:`backfill` holds no transaction while the model works."""
-        limit = inputs.check(inputs.Limit, limit, "limit")
         run = _Run(embedder, embedder.model_id)
         run.rebuilt = _start(self.mem, embedder, rebuild)
         raw = self.mem.raw()

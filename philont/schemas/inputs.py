@@ -30,12 +30,13 @@ from pydantic import (
 )
 
 from philont.db.types import dumps_compact
-from philont.domain.kinds import FactKind, Role
+from philont.domain.kinds import AccessTarget, FactKind, Role
 from philont.domain.timepolicy import supported_utc, validate_timezone
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
 
 __all__ = [
     "MAX_LIMIT",
+    "AccessTargetName",
     "Author",
     "AwareTime",
     "Confidence",
@@ -72,6 +73,7 @@ __all__ = [
     "check",
     "describe",
     "optional",
+    "unstorable",
     "window",
 ]
 
@@ -102,15 +104,23 @@ PROJECT_PATTERN: Final = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])")
 # --- rules (each raises ValueError with the message a caller reads) ---------------------------
 
 
-def _storable(value: str) -> str:
-    """Text SQLite can store: valid Unicode (no lone surrogates, which arrive from invalid
-    UTF-8 decoded with ``surrogateescape``)."""
+def unstorable(value: str) -> str | None:
+    """Why the database cannot store ``value``, or None: it takes valid Unicode only (no lone
+    surrogates, which arrive from invalid UTF-8 decoded with ``surrogateescape``)."""
+    if value.isascii():
+        return None
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"not valid Unicode text (a lone surrogate at position {exc.start})"
-        ) from exc
+        return f"not valid Unicode text (a lone surrogate at position {exc.start})"
+    return None
+
+
+def _storable(value: str) -> str:
+    """Text SQLite can store (:func:`unstorable`)."""
+    problem = unstorable(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -302,7 +312,11 @@ Importance = Annotated[
 ]
 Threshold = Annotated[
     StrictFloat,
-    Field(description="A decay score: facts scoring below it are candidates."),
+    Field(
+        ge=0.0,
+        le=1.0,
+        description="A decay score (0..1): facts scoring below it are candidates.",
+    ),
     BeforeValidator(_number),
 ]
 Limit = Annotated[
@@ -355,6 +369,7 @@ RecordId = Annotated[
     UNICODE,
 ]
 RoleName = Annotated[Role, Field(description="Who wrote the message.")]
+AccessTargetName = Annotated[AccessTarget, Field(description="What was read: fact, note, skill.")]
 FailureThreshold = Annotated[
     StrictInt,
     Field(ge=1, le=1_000, description="Failures in a row that pause a schedule."),

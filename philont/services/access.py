@@ -8,15 +8,22 @@ from philont.db.models import AccessLogEntry
 from philont.db.queries import access as access_rows
 from philont.db.types import to_epoch_ms
 from philont.domain.kinds import AccessTarget
+from philont.schemas import inputs
 from philont.schemas.access import AccessRecord
 from philont.services.base import Service
 
 
+def _target(value: object) -> AccessTarget:
+    return inputs.check(inputs.AccessTargetName, value, "target_type")  # type: ignore[no-any-return]
+
+
 class AccessLog(Service):
+    """One row per read of a fact, note or skill; counted and listed per target."""
+
     def record(
         self, target_type: AccessTarget, target_id: str, context: str | None = None
     ) -> AccessRecord:
-        kind = AccessTarget(target_type)
+        kind = _target(target_type)
         at = self._now()
         new_id = access_rows.insert(
             self.mem.raw(),
@@ -31,7 +38,8 @@ class AccessLog(Service):
 
     def count_for(self, target_type: AccessTarget, target_id: str) -> int:
         stmt = select(func.count()).where(
-            AccessLogEntry.target_type == target_type, AccessLogEntry.target_id == target_id
+            AccessLogEntry.target_type == _target(target_type),
+            AccessLogEntry.target_id == target_id,
         )
         return int(self.session.scalar(stmt) or 0)
 
@@ -40,7 +48,10 @@ class AccessLog(Service):
     ) -> list[AccessRecord]:
         stmt = (
             select(AccessLogEntry)
-            .where(AccessLogEntry.target_type == target_type, AccessLogEntry.target_id == target_id)
+            .where(
+                AccessLogEntry.target_type == _target(target_type),
+                AccessLogEntry.target_id == target_id,
+            )
             .order_by(AccessLogEntry.accessed_at.desc(), AccessLogEntry.id.desc())
             .limit(limit)
         )

@@ -117,7 +117,6 @@ class ActionLog(Service):
         """Actions matching every given filter (time bounds inclusive), ordered by timestamp
         then id in ``order``, at most ``limit`` (1..10000)."""
         start, end = inputs.window(since, until)
-        lim = inputs.check(inputs.Limit, limit, "limit")
         order = inputs.check(inputs.Order, order, "order")
         if success is not None and not isinstance(success, bool):
             raise InvalidInputError(f"success must be True, False or None, got {success!r}")
@@ -138,7 +137,7 @@ class ActionLog(Service):
             stmt = stmt.order_by(Action.timestamp.desc(), Action.id.desc())
         else:
             stmt = stmt.order_by(Action.timestamp, Action.id)
-        return [ActionRecord.model_validate(r) for r in self.session.scalars(stmt.limit(lim))]
+        return [ActionRecord.model_validate(r) for r in self.session.scalars(stmt.limit(limit))]
 
     def link_skill(self, action_ids: Iterable[int], skill_name: str) -> int:
         """Attribute actions to a skill (overwriting an earlier link); returns how many of the

@@ -59,10 +59,6 @@ def _aware(value: object, name: str) -> datetime:
     return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
 
 
-def _check_limit(value: object) -> int:
-    return inputs.check(inputs.Limit, value, "limit")  # type: ignore[no-any-return]
-
-
 def _decode(row: _rows.Row) -> CalendarEventRecord:
     """A stored row as a record, or ``InvalidInputError`` saying which value is unreadable."""
     try:
@@ -283,7 +279,7 @@ class CalendarService(Service):
         """The stored events by start, at most ``limit`` rows (and ``MAX_LISTING_LIMIT``);
         unreadable rows are reported in ``skipped`` (with their id, so they can be removed),
         never raised."""
-        lim = min(_check_limit(limit), MAX_LISTING_LIMIT)
+        lim = min(limit, MAX_LISTING_LIMIT)
         events, skipped = [], []
         for row in self._raw(limit=lim):
             try:
@@ -312,7 +308,7 @@ class CalendarService(Service):
         lo, hi = _aware(start, "start"), _aware(end, "end")
         if hi < lo:
             raise InvalidTimeRangeError(lo, hi, "calendar window")
-        listing = _Listing(min(_check_limit(limit), MAX_LISTING_LIMIT))
+        listing = _Listing(min(limit, MAX_LISTING_LIMIT))
         self._one_shots(listing, lo, hi)
         self._series(listing, lo, hi)
         return listing.result()

@@ -375,7 +375,7 @@ class FactService(FactTime):
         first, at most ``limit``. ``namespace`` is exact (``'x.*'`` for a subtree)."""
         return self._candidates(
             inputs.check(inputs.Threshold, threshold, "threshold"),
-            inputs.check(inputs.Limit, limit, "limit"),
+            limit,
             namespace,
             now,
         )

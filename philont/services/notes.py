@@ -40,6 +40,11 @@ _ACTIVE = Note.forgotten_at.is_(None)
 _RANKING = (Note.importance.desc(), Note.created_at.desc(), Note.id)
 
 
+MAX_SEARCH_TOKENS = 64
+"""Distinct words ``NoteService.search`` takes: each is one ``LIKE`` that every note found must
+match (SQLite refuses an expression deeper than 1000)."""
+
+
 class NoteService(Service):
     """Notes: free text with an importance in [0, 1], optionally tied to a session."""
 
@@ -119,7 +124,7 @@ class NoteService(Service):
         Forgotten notes are left out unless asked for (the original listed them, Q-F6).
         No access refresh.
         """
-        stmt = select(Note).order_by(*_RANKING).limit(inputs.check(inputs.Limit, limit, "limit"))
+        stmt = select(Note).order_by(*_RANKING).limit(limit)
         if not include_forgotten:
             stmt = stmt.where(_ACTIVE)
         return [_record(r) for r in self.session.scalars(stmt)]
@@ -169,20 +174,25 @@ class NoteService(Service):
         return None if row is None else _record(row)
 
     def search(self, query: str, limit: int = 5) -> builtins.list[NoteRecord]:
-        """Active notes containing every whitespace-separated token of ``query``.
+        """Active notes containing every whitespace-separated token of ``query`` (at most
+        :data:`MAX_SEARCH_TOKENS` distinct ones), ordered by importance then newest.
 
-        A deliberately simple, safe stand-in: each token is an escaped ``LIKE`` substring
-        (``%`` and ``_`` are literal; case-insensitive for ASCII only), ordered by importance
-        then newest. A blank query finds nothing. No access refresh. The recall issue replaces
-        this with ranked FTS5 search.
+        Each token is an escaped ``LIKE`` substring (``%`` and ``_`` are literal;
+        case-insensitive for ASCII only). A blank query finds nothing, and so does a token no
+        stored text can hold (a lone surrogate). No access refresh. Ranked search with stems,
+        substrings and time windows is ``mem.search.notes``.
         """
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be text, got {query!r}")
-        lim = inputs.check(inputs.Limit, limit, "limit")
-        tokens = query.split()
-        if not tokens:
+        query = inputs.check(inputs.Query, query, "query")
+        tokens = list(dict.fromkeys(query.split()))
+        if len(tokens) > MAX_SEARCH_TOKENS:
+            raise InvalidInputError(
+                f"query: {len(tokens)} distinct words; at most {MAX_SEARCH_TOKENS} (every one"
+                " must be in a note; mem.search.notes ranks notes by any of them)",
+                argument="query",
+            )
+        if not tokens or any(inputs.unstorable(t) for t in tokens):
             return []
-        stmt = select(Note).where(_ACTIVE, *map(_contains, tokens)).order_by(*_RANKING).limit(lim)
+        stmt = select(Note).where(_ACTIVE, *map(_contains, tokens)).order_by(*_RANKING).limit(limit)
         return [_record(r) for r in self.session.scalars(stmt)]
 
     def count(self, include_forgotten: bool = False) -> int:

@@ -17,6 +17,8 @@ class RecallTrigger(Service):
     English patterns, misses preferred to false alarms; :mod:`philont.domain.recall_trigger`);
     ``recall`` also searches the timeline for it when it does."""
 
+    searched_only = frozenset({"message"})  # read and searched, never stored
+
     def detect(self, message: str) -> RecallHit | None:
         return detect(message)
 

@@ -13,7 +13,6 @@ from philont.db.queries.messages import MessageRow
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role
 from philont.domain.tokens import TokenEstimator, default_estimator, utf16_len
-from philont.errors import InvalidInputError
 from philont.schemas import inputs
 from philont.schemas.search import ContextMessage, RetrievalResult
 from philont.services.base import Service
@@ -106,8 +105,6 @@ class TimelineRetriever(Service):
             ("recall_candidates", recall_candidates),
         ):
             inputs.check(inputs.Count, value, name)
-        if isinstance(session_ids, str):
-            raise InvalidInputError("session_ids: a sequence of ids, not one string")
         sessions = tuple(dict.fromkeys(session_ids or ()))
         now_ms = None if now is None else to_epoch_ms(inputs.check(inputs.AwareTime, now, "now"))
         raw = self.mem.raw()

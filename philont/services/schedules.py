@@ -328,12 +328,11 @@ class ScheduleService(Service):
     ) -> builtins.list[ScheduleRecord]:
         """Schedules by next run (soonest first), at most ``limit``; disabled ones too unless
         ``enabled_only``. Rows whose stored values cannot be read are left out (and logged)."""
-        lim = inputs.check(inputs.Limit, limit, "limit")
         stmt = select(*_rows.raw_columns(_TABLE)).order_by(Schedule.next_run_at, Schedule.id)
         if enabled_only:
             stmt = stmt.where(_ENABLED)
         found = []
-        for row in self._raw(stmt.limit(lim)):
+        for row in self._raw(stmt.limit(limit)):
             try:
                 found.append(_decode(row))
             except InvalidInputError as exc:
@@ -358,7 +357,6 @@ class ScheduleService(Service):
         hi = _aware(end, "end")
         if hi < lo:
             raise InvalidTimeRangeError(lo, hi, "schedule window")
-        lim = inputs.check(inputs.Limit, limit, "limit")
         due = and_(
             _ENABLED,
             Schedule.next_run_at <= hi,
@@ -373,7 +371,7 @@ class ScheduleService(Service):
             select(*_rows.raw_columns(_TABLE))
             .where(due)
             .order_by(run_at, Schedule.created_at, Schedule.id)
-            .limit(lim)
+            .limit(limit)
         )
         runs: builtins.list[UpcomingRun] = []
         skipped: builtins.list[SkippedRow] = []
@@ -427,7 +425,6 @@ class ScheduleService(Service):
         mid-run loses that run rather than repeating it (at most once).
         """
         at = self._now() if now is None else _aware(now, "now")
-        lim = inputs.check(inputs.Limit, limit, "limit")
         policy = MissedRunPolicy(policy)
         self._take_write_lock()
         rows = self._raw(
@@ -438,7 +435,7 @@ class ScheduleService(Service):
                 or_(Schedule.paused_until.is_(None), Schedule.paused_until <= at),
             )
             .order_by(Schedule.next_run_at, Schedule.id)
-            .limit(lim)
+            .limit(limit)
         )
         claims: builtins.list[Claim] = []
         for raw in rows:
@@ -585,14 +582,13 @@ class ScheduleService(Service):
         rows Philont wrote under a name, or of a deleted schedule, stay reachable.
         """
         key = inputs.check(inputs.ScheduleId, schedule_id, "id")
-        lim = inputs.check(inputs.Limit, limit, "limit")
         row = self.session.get(Schedule, key)
         name = key if row is None else row.name
         stmt = (
             select(ScheduleOutcome)
             .where(ScheduleOutcome.schedule_id == name)
             .order_by(ScheduleOutcome.fired_at.desc(), ScheduleOutcome.created_at.desc())
-            .limit(lim)
+            .limit(limit)
         )
         return [_outcome_record(r) for r in self.session.scalars(stmt)]
 

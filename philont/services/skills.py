@@ -111,7 +111,6 @@ class SkillService(SkillRecipes):
         polarity; ``callable_only`` keeps skills :meth:`use` would accept. Ties keep the order
         ``use_count DESC, created_at DESC``. Every matching skill is scored (no candidate cut).
         """
-        limit = inputs.check(inputs.Limit, limit, "limit")
         # Plain column rows, not ORM objects: the memory prefix lists skills on every turn.
         # Every matching row is scored; records are built only for the ones returned.
         stmt = LIST

@@ -87,13 +87,12 @@ class TimelineService(Service):
     ) -> list[SessionRecord]:
         """Sessions started within ``[since, until]`` (inclusive), newest first."""
         start, end = inputs.window(since, until)
-        lim = inputs.check(inputs.Limit, limit, "limit")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInputError(f"offset must be a non-negative integer, got {offset!r}")
         stmt = (
             select(RawSession)
             .order_by(RawSession.started_at.desc(), RawSession.id.desc())
-            .limit(lim)
+            .limit(limit)
             .offset(offset)
         )
         if start is not None:
@@ -200,7 +199,7 @@ class TimelineService(Service):
             .order_by(RawMessage.timestamp, RawMessage.id)
         )
         if limit is not None:
-            stmt = stmt.limit(inputs.check(inputs.Limit, limit, "limit"))
+            stmt = stmt.limit(limit)
         return [MessageRecord.model_validate(r) for r in self.session.scalars(stmt)]
 
     def query(
@@ -221,7 +220,6 @@ class TimelineService(Service):
         :class:`~philont.errors.InvalidTimeRangeError`.
         """
         start, end = inputs.window(since, until)
-        lim = inputs.check(inputs.Limit, limit, "limit")
         direction = inputs.check(inputs.Order, order, "order")
         role_filter = [inputs.check(inputs.RoleName, r, "role") for r in roles or ()]
         stmt = select(RawMessage)
@@ -237,7 +235,7 @@ class TimelineService(Service):
             stmt = stmt.order_by(RawMessage.timestamp.desc(), RawMessage.id.desc())
         else:
             stmt = stmt.order_by(RawMessage.timestamp, RawMessage.id)
-        return [MessageRecord.model_validate(r) for r in self.session.scalars(stmt.limit(lim))]
+        return [MessageRecord.model_validate(r) for r in self.session.scalars(stmt.limit(limit))]
 
     def last_message(self, role: Role | str) -> MessageRecord | None:
         """The newest message with ``role``, or ``None``."""

@@ -154,7 +154,6 @@ class SearchService(Service):
         around: datetime | None = None,
     ) -> list[ScoredMessage]:
         """:meth:`messages` as stored values (:class:`ScoredMessage`), for hot paths."""
-        limit = inputs.check(inputs.Limit, limit, "limit")
         if as_of is not None:  # the timeline as it stood then: nothing stamped later
             as_of = inputs.check(inputs.AwareTime, as_of, "as_of")
             until = as_of if until is None else min(until, as_of)
@@ -248,7 +247,6 @@ class SearchService(Service):
         Relevance is multiplied by ``0.75 + importance / 2`` (importance 0..1), so importance
         breaks near-ties without outranking a clearly better match.
         """
-        limit = inputs.check(inputs.Limit, limit, "limit")
         mark = self.mem.raw().mark
         parts = _written(mark, "b.created_at", since, until, as_of)
         if as_of is not None and not include_forgotten:
@@ -310,7 +308,6 @@ class SearchService(Service):
         ``since``/``until`` bound when a skill was made (inclusive); ``as_of`` keeps the skills
         that existed then.
         """
-        limit = inputs.check(inputs.Limit, limit, "limit")
         parts = _written(self.mem.raw().mark, "b.created_at", since, until, as_of)
         if kind is not None:
             try:
@@ -409,9 +406,7 @@ def _message_filter(
 ) -> MessageFilter:
     start, end = inputs.window(since, until, what="search window")
     sessions: tuple[str, ...] = ()
-    if session_ids:
-        if isinstance(session_ids, str):
-            raise InvalidInputError("session_ids: a sequence of ids, not one string")
+    if session_ids:  # never one string: Service checks that on entry
         sessions = tuple(dict.fromkeys(str(s) for s in session_ids))
     role_values: tuple[str, ...] = ()
     if roles is not None:

@@ -1,0 +1,259 @@
+"""Every public service method checks what it is given before it runs (``Service``): text that
+cannot be stored, a limit outside the one limit policy, one string where session ids go. Each
+refusal is an ``InvalidInputError`` naming the argument, and the database is left unchanged."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy.engine import URL
+
+import philont.embed
+import philont.learning
+import philont.services
+from philont.embed.hashing import HashEmbedder
+from philont.errors import InvalidInputError
+from philont.learning.verify import CaseBook
+from philont.memory import Memory
+from philont.services.base import Service, _lone_surrogate
+from philont.services.notes import MAX_SEARCH_TOKENS
+from philont.store import Store
+
+BOTH_BACKENDS = True
+
+NOW = datetime(2026, 6, 14, 12, 0, tzinfo=UTC)
+BAD = "bad \ud800 text"  # a lone surrogate: what invalid UTF-8 decoded with surrogateescape gives
+
+Call = Callable[[Memory, Any], object]
+
+
+@pytest.fixture
+def store(target: Path | URL) -> Iterator[Store]:
+    s = Store.open(target, clock=lambda: NOW)
+    with s.begin() as mem:
+        mem.facts.store("user", "city", "Berlin")
+        mem.notes.add("a note", id="n1")
+        mem.timeline.append("hello", session_id="global")
+        mem.skills.create("seed-skill", "Seeds", "seed", "1. seed")
+        mem.actions.record("get_fact", params={}, success=True, result="ok")
+    yield s
+    s.close()
+
+
+def _counts(store: Store) -> tuple[int, ...]:
+    with store.begin(write=False) as mem:
+        return (
+            mem.facts.count(include_expired=True),
+            mem.notes.count(include_forgotten=True),
+            mem.timeline.count(),
+            mem.actions.count(),
+            len(mem.skills.list(include_deprecated=True)),
+            mem.calendar.count(),
+            mem.access.count_for("fact", "1"),
+        )
+
+
+def _refused(store: Store, call: Call, value: object, argument: str) -> None:
+    before = _counts(store)
+    with pytest.raises(InvalidInputError, match=rf"^{argument}\b") as err, store.begin() as mem:
+        call(mem, value)
+    assert err.value.message.startswith(argument)
+    assert _counts(store) == before
+
+
+# --- text that cannot be stored ----------------------------------------------------------------
+
+
+def _skill(mem: Memory, **kwargs: Any) -> object:
+    return mem.skills.create("s", "d", "k", "t", **kwargs)
+
+
+TEXT_CALLS: dict[str, tuple[str, Call]] = {
+    "skills.create description": ("description", lambda m, v: m.skills.create("s", v, "k", "t")),
+    "skills.create keywords": ("trigger_keywords", lambda m, v: m.skills.create("s", "d", [v], "")),
+    "skills.create template": ("action_template", lambda m, v: m.skills.create("s", "d", "k", v)),
+    "skills.create when": ("when_to_use", lambda m, v: _skill(m, when_to_use=v)),
+    "skills.create source": ("source", lambda m, v: _skill(m, source=v)),
+    "skills.update": ("description", lambda m, v: m.skills.update("seed-skill", description=v)),
+    "skills.set_recipe": (
+        "steps",
+        lambda m, v: m.skills.set_recipe("seed-skill", steps=[v], verification="v", tool_policy=[]),
+    ),
+    "facts.store nested": ("value", lambda m, v: m.facts.store("user", "k", {"a": [1, {"b": v}]})),
+    "facts.get_by_id": ("fact_id", lambda m, v: m.facts.get_by_id(v)),
+    "facts.forget": ("fact_id", lambda m, v: m.facts.forget(v)),
+    "notes.get": ("id", lambda m, v: m.notes.get(v)),
+    "notes.forget": ("id", lambda m, v: m.notes.forget(v)),
+    "timeline.get_session": ("id", lambda m, v: m.timeline.get_session(v)),
+    "timeline.count": ("session_id", lambda m, v: m.timeline.count(session_id=v)),
+    "timeline.messages": ("session_id", lambda m, v: m.timeline.messages(v)),
+    "actions.record tool": ("tool_name", lambda m, v: m.actions.record(v)),
+    "actions.record result": ("result", lambda m, v: m.actions.record("t", result=v)),
+    "actions.query": ("tool_name", lambda m, v: m.actions.query(tool_name=v)),
+    "actions.count": ("tool_name", lambda m, v: m.actions.count(tool_name=v)),
+    "calendar.get": ("id", lambda m, v: m.calendar.get(v)),
+    "calendar.find_by_external_ref": ("ref", lambda m, v: m.calendar.find_by_external_ref(v)),
+    "access.record": ("target_id", lambda m, v: m.access.record("fact", v)),
+    "reflector.run": ("session_id", lambda m, v: m.reflector.run(session_id=v)),
+    "prefix.build": ("environment", lambda m, v: m.prefix.build(environment=v)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(TEXT_CALLS))
+def test_text_that_cannot_be_stored_is_refused_by_name(store: Store, case: str) -> None:
+    argument, call = TEXT_CALLS[case]
+    _refused(store, call, BAD, argument)
+
+
+def test_searched_text_may_hold_anything(store: Store) -> None:
+    # A query is searched, never stored: it finds nothing rather than failing.
+    with store.begin(write=False) as mem:
+        assert mem.notes.search(BAD) == []
+        assert mem.search.notes(BAD) == []
+        assert mem.recall_trigger.detect(BAD) is None
+        assert mem.recall_trigger.recall(f"remember when we {BAD}") is not None
+        assert mem.retriever.retrieve(BAD).recall_count == 0
+
+
+_TEXT = st.text(st.characters(codec=None, min_codepoint=0x20, max_codepoint=0xE000), max_size=8)
+_NESTED = st.recursive(
+    _TEXT | st.integers() | st.none(),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.frozensets(_TEXT, max_size=3)
+        | st.dictionaries(_TEXT, inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+def _texts(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _texts(k)
+            yield from _texts(v)
+    elif isinstance(value, list | tuple | frozenset):
+        for item in value:
+            yield from _texts(item)
+
+
+@given(_NESTED)
+def test_a_lone_surrogate_is_found_at_any_depth(value: object) -> None:
+    storable = all(not any(0xD800 <= ord(c) <= 0xDFFF for c in t) for t in _texts(value))
+    assert (_lone_surrogate(value) is None) == storable
+
+
+# --- one limit policy ---------------------------------------------------------------------------
+
+T0, T1 = NOW - timedelta(days=1), NOW + timedelta(days=1)
+LIMIT_CALLS: dict[str, Call] = {
+    "AccessLog.recent_for": lambda m, v: m.access.recent_for("fact", "1", limit=v),
+    "ActionLog.query": lambda m, v: m.actions.query(limit=v),
+    "ActionLog.recent_failures": lambda m, v: m.actions.recent_failures(limit=v),
+    "CalendarService.list": lambda m, v: m.calendar.list(limit=v),
+    "CalendarService.between": lambda m, v: m.calendar.between(T0, T1, limit=v),
+    "CalendarService.upcoming": lambda m, v: m.calendar.upcoming(limit=v),
+    "FactService.list": lambda m, v: m.facts.list("user", limit=v),
+    "FactService.forget_candidates": lambda m, v: m.facts.forget_candidates(limit=v),
+    "NoteService.list": lambda m, v: m.notes.list(limit=v),
+    "NoteService.search": lambda m, v: m.notes.search("note", limit=v),
+    "RecallTrigger.recall": lambda m, v: m.recall_trigger.recall("remember when we met", limit=v),
+    "ScheduleService.list": lambda m, v: m.schedules.list(limit=v),
+    "ScheduleService.due_between": lambda m, v: m.schedules.due_between(T0, T1, limit=v),
+    "ScheduleService.claim_due": lambda m, v: m.schedules.claim_due(limit=v),
+    "ScheduleService.outcomes": lambda m, v: m.schedules.outcomes("1", limit=v),
+    "SearchService.messages": lambda m, v: m.search.messages("hello", limit=v),
+    "SearchService.message_rows": lambda m, v: m.search.message_rows("hello", limit=v),
+    "SearchService.notes": lambda m, v: m.search.notes("note", limit=v),
+    "SearchService.skills": lambda m, v: m.search.skills("seed", limit=v),
+    "SkillService.list": lambda m, v: m.skills.list(limit=v),
+    "TimelineService.list_sessions": lambda m, v: m.timeline.list_sessions(limit=v),
+    "TimelineService.messages": lambda m, v: m.timeline.messages("global", limit=v),
+    "TimelineService.query": lambda m, v: m.timeline.query(limit=v),
+    "CaseBook.pending_cases": lambda m, v: CaseBook(m).pending_cases(limit=v),
+    "CaseBook.verdicts": lambda m, v: CaseBook(m).verdicts(limit=v),
+    "EmbeddingIndex.backfill": lambda m, v: m.embeddings.backfill(HashEmbedder(), limit=v),
+}
+
+
+def _services() -> Iterator[type[Service]]:
+    for package in (philont.services, philont.learning, philont.embed):
+        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            importlib.import_module(module.name)
+    pending = [Service]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        yield cls
+
+
+def test_every_method_that_takes_a_limit_is_in_the_table() -> None:
+    found = {
+        f"{cls.__name__}.{name}"
+        for cls in _services()
+        for name, fn in vars(cls).items()
+        if not name.startswith("_")
+        and inspect.isfunction(fn)
+        and "limit" in inspect.signature(fn).parameters
+    }
+    assert found == set(LIMIT_CALLS)
+
+
+@pytest.mark.parametrize("bad", [-1, 0, True, 10_001, 1.5, "3"])
+@pytest.mark.parametrize("case", sorted(LIMIT_CALLS))
+def test_a_limit_outside_the_policy_is_refused_everywhere(
+    store: Store, case: str, bad: object
+) -> None:
+    _refused(store, LIMIT_CALLS[case], bad, "limit")
+
+
+def test_a_good_limit_is_obeyed_and_none_means_all_where_the_default_is_none(
+    store: Store,
+) -> None:
+    with store.begin() as mem:
+        for key in "abcd":
+            mem.facts.store("user", key, 1)
+        assert len(mem.facts.list("user", limit=2)) == 2
+        assert len(mem.facts.list("user", limit=None)) == 5
+        with pytest.raises(InvalidInputError, match=r"^limit"):
+            mem.notes.list(limit=None)  # type: ignore[arg-type]
+
+
+# --- other rules by name ----------------------------------------------------------------------
+
+
+def test_one_string_is_not_a_sequence_of_session_ids(store: Store) -> None:
+    _refused(store, lambda m, v: m.timeline.query(session_ids=v), "global", "session_ids")
+    with store.begin(write=False) as mem:
+        assert len(mem.timeline.query(session_ids=["global"])) == 1
+
+
+@pytest.mark.parametrize("bad", [2.0, 1.0001, -1.0, float("nan"), True])
+def test_a_forget_threshold_outside_0_to_1_is_refused(store: Store, bad: float) -> None:
+    _refused(store, lambda m, v: m.facts.sweep(threshold=v), bad, "threshold")
+    _refused(store, lambda m, v: m.facts.forget_candidates(threshold=v), bad, "threshold")
+
+
+def test_an_unknown_access_target_is_refused_by_name(store: Store) -> None:
+    _refused(store, lambda m, v: m.access.record(v, "1"), "bogus", "target_type")
+    _refused(store, lambda m, v: m.access.count_for(v, "1"), "bogus", "target_type")
+    _refused(store, lambda m, v: m.access.recent_for(v, "1"), "bogus", "target_type")
+
+
+def test_note_search_takes_a_bounded_number_of_distinct_words(store: Store) -> None:
+    many = " ".join(f"w{i}" for i in range(MAX_SEARCH_TOKENS + 1))
+    _refused(store, lambda m, v: m.notes.search(v), many, "query")
+    with store.begin(write=False) as mem:
+        assert [n.id for n in mem.notes.search("note " * 20_000)] == ["n1"]  # one distinct word
