@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from philont import tools
@@ -71,6 +71,7 @@ def test_a_value_just_under_the_cap_is_stored(store: Store) -> None:
     ),
     tool=st.sampled_from(["list_facts", "get_fact"]),
 )
+@example(sizes=[MAX_RESULT_CHARS - 199], tool="get_fact")  # whole, though within 200 of the cap
 def test_what_a_model_reads_back_is_capped_and_says_what_it_left_out(
     tmp_path_factory: pytest.TempPathFactory, sizes: list[int], tool: str
 ) -> None:
@@ -82,10 +83,12 @@ def test_what_a_model_reads_back_is_capped_and_says_what_it_left_out(
         args = {"namespace": "big"} if tool == "list_facts" else {"namespace": "big", "key": "k0"}
         result = tools.call(tool, args, db=store)
     assert result.ok
-    full = sum(sizes) if tool == "list_facts" else sizes[0]
-    if full + 200 * len(sizes) <= MAX_RESULT_CHARS:
-        assert "not shown" not in result.text
+    shown = sizes if tool == "list_facts" else sizes[:1]
+    if "not shown" not in result.text:  # whole: every value in full, within the cap
+        assert len(result.text) <= MAX_RESULT_CHARS
+        assert all(f'"{"z" * size}"' in result.text for size in shown)
         return
+    assert sum(shown) + 200 * len(shown) > MAX_RESULT_CHARS  # cut only when it had to be
     kept, note = result.text.rsplit("\n", 1)
     assert len(kept) <= MAX_RESULT_CHARS
     assert note.startswith("… ") and note.endswith("more characters not shown (ask for less)")
