@@ -160,12 +160,29 @@ def validate_cron(expr: object) -> str:
     return _validate_cron(expr)
 
 
+def _cron_start(after: datetime, zone: zoneinfo.ZoneInfo) -> datetime:
+    """The naive wall time croniter starts after. In the second pass of a repeated hour (clocks
+    went back; ``after`` has fold=1) every wall time of the repeat fired in the first pass, and
+    croniter would step through a whole hour of times already gone: start at the repeat's end
+    (found to the second between ``after`` and ``after`` plus the repeat's length)."""
+    local = after.astimezone(zone)
+    repeat = (local.replace(fold=0).utcoffset() or timedelta(0)) - (
+        local.utcoffset() or timedelta(0)
+    )
+    if not local.fold or repeat <= timedelta(0):
+        return local.replace(tzinfo=None)
+    lo, hi = after, after + repeat  # in the repeat, and past it
+    while hi - lo > timedelta(seconds=1):
+        mid = lo + (hi - lo) / 2
+        lo, hi = (mid, hi) if mid.astimezone(zone).fold else (lo, mid)
+    return (hi.astimezone(zone) - timedelta(seconds=1)).replace(tzinfo=None)
+
+
 def _next_cron(fields: str, zone: zoneinfo.ZoneInfo, after: datetime) -> datetime:
     # croniter steps naive wall-clock time of the zone; each wall time is then placed in the
     # zone (gap times shift forward, ambiguous ones take their first instant) and the first
     # instant strictly after ``after`` wins. So each local wall time fires at most once.
-    local = after.astimezone(zone).replace(tzinfo=None)
-    it = croniter(fields, local)
+    it = croniter(fields, _cron_start(after, zone))
     try:
         for _ in range(_CRON_MAX_STEPS):
             candidate: datetime = it.get_next(datetime)

@@ -38,6 +38,7 @@ from sqlalchemy.orm import Session
 from philont.clock import Clock, utc_now
 from philont.db.models import Fact, LearningBatch, RawMessage
 from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.domain import decay
 from philont.domain.consolidation import batch_end, retry_delay
 from philont.learning.batch import Applied, apply, gather, think
 from philont.learning.config import ConsolidatorConfig, LearningConfig
@@ -114,12 +115,15 @@ def read_cursor(session: Session) -> int | None:
 
 
 def _write_cursor(mem: Memory, value: int) -> None:
-    """Move the cursor: in place when the fact exists (no new version per batch)."""
+    """Move the cursor: in place when the fact exists (no new version per batch). It is
+    pinned: moving it never refreshes its access time, so with decay the sweep would forget
+    it after a few years, and the messages after it would never be learned from (Q-D5)."""
     row = _cursor_row(mem.session)
     if row is None:
-        mem.facts.store(CURSOR_NAMESPACE, CURSOR_KEY, value)
+        mem.facts.store(CURSOR_NAMESPACE, CURSOR_KEY, value, decay_tau_days=decay.PIN_SENTINEL)
     else:
         row.value = value
+        row.decay_tau_days = decay.PIN_SENTINEL
         mem.session.flush()
 
 

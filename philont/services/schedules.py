@@ -18,6 +18,7 @@ from philont.domain.recurrence import MissedRunPolicy, Recurrence
 from philont.errors import (
     InvalidInputError,
     InvalidTimeRangeError,
+    PhilontError,
     ScheduleNotFoundError,
 )
 from philont.log import get_logger
@@ -450,7 +451,7 @@ class ScheduleService(Service):
             except InvalidInputError:
                 log.warning("schedule.unreadable_expression", id=schedule_id, cron_expr=expr)
                 rec = recurrence.ONE_SHOT
-            following = recurrence.next_after(rec, due=seen, now=at, policy=policy)
+            following = self._following(schedule_id, rec, seen, at, policy)
             values: dict[str, Any] = {"last_run_at": at}
             if following is None:
                 values["enabled"] = False
@@ -470,6 +471,23 @@ class ScheduleService(Service):
             claims.append(Claim(schedule=_record(row), occurrence=seen, claimed_at=at))
             log.info("schedule.claimed", id=schedule_id, occurrence=seen, next_run_at=following)
         return claims
+
+    @staticmethod
+    def _following(
+        schedule_id: str,
+        rec: recurrence.Recurrence,
+        seen: datetime,
+        at: datetime,
+        policy: MissedRunPolicy,
+    ) -> datetime | None:
+        """The run after the one being claimed; None ends the schedule. A schedule whose next
+        run cannot be computed (past the supported calendar, say) runs this once and stops,
+        rather than failing the whole poll and blocking every other due schedule."""
+        try:
+            return recurrence.next_after(rec, due=seen, now=at, policy=policy)
+        except PhilontError as exc:
+            log.warning("schedule.no_next_run", id=schedule_id, reason=str(exc))
+            return None
 
     def _disable_unreadable(self, row: _rows.Row, reason: str) -> None:
         # A due row nobody can read would be selected again at every poll (and, soonest

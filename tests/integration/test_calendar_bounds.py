@@ -11,8 +11,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from philont.domain import series
-from philont.errors import UnreadableRowError
+from philont.domain import recurrence, series
+from philont.domain.kinds import ScheduleKind
+from philont.errors import InvalidInputError, UnreadableRowError
 from philont.services.calendar import LISTING_WORK_LIMIT, CalendarService
 from philont.services.schedules import ScheduleService
 from tests.support import joined
@@ -250,3 +251,27 @@ def test_claim_due_stops_an_unreadable_due_row_and_still_claims_the_readable_one
         text("SELECT enabled FROM memory_schedules WHERE id = 'payload-not-json'")
     ).scalar_one()
     assert enabled == 0
+
+
+def test_a_schedule_without_a_next_run_runs_once_and_stops_without_blocking_the_poll(
+    schedules: ScheduleService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A recurrence rule that cannot give the next run (the cron of a repeated DST hour used
+    # to raise "found no time"): the poll claims that run, ends that schedule, and still
+    # claims the others; it used to raise, and the rolled-back poll left every due schedule
+    # waiting until the rule could answer again.
+    broken = schedules.create("broken", message="m", cron="*/5 * * * *")
+    fine = schedules.create("fine", message="m", interval_ms=60_000)
+    real = recurrence.next_after
+
+    def next_after(rec: recurrence.Recurrence, **kwargs: Any) -> datetime | None:
+        if rec.kind is ScheduleKind.CRON:
+            raise InvalidInputError("cron expression found no time after the due one")
+        return real(rec, **kwargs)
+
+    monkeypatch.setattr(recurrence, "next_after", next_after)
+    claims = schedules.claim_due(NOW + timedelta(minutes=10))
+
+    assert {c.schedule.id for c in claims} == {broken.id, fine.id}
+    assert not schedules.get(broken.id).enabled
+    assert schedules.get(fine.id).enabled

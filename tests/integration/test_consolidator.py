@@ -181,6 +181,32 @@ def test_the_cursor_is_one_fact_row_moved_in_place(units: UnitFactory, clock: Fa
         assert fact is not None and fact.value == rows[0]
 
 
+@pytest.mark.parametrize("written_by", ["us", "philont"])
+def test_the_cursor_outlives_the_decay_sweep_and_learning_goes_on(
+    units: UnitFactory, clock: FakeClock, written_by: str
+) -> None:
+    # Moving the cursor never refreshes its access time: unpinned, namespace `system` (tau 365
+    # days) would fall below the sweep's threshold after about three years, and the messages
+    # after a forgotten cursor would never be learned from. The cursor is pinned when it moves.
+    worker = consolidator(units, clock, scripted())
+    if written_by == "philont":
+        with units() as mem:  # Philont's cursor: an ordinary, unpinned fact
+            mem.facts.store(CURSOR_NAMESPACE, CURSOR_KEY, to_epoch_ms(clock.now))
+    for _ in range(2):
+        append(units, clock, 2)
+        idle(clock)
+        assert worker.run_once().status == S.CONSOLIDATED
+    clock.advance(days=4 * 365)
+    with units() as mem:
+        mem.facts.sweep()  # forgets the learned `seen.*` facts of four years ago
+        fact = mem.facts.get(CURSOR_NAMESPACE, CURSOR_KEY)
+        assert fact is not None and fact.pinned
+    append(units, clock, 3)
+    idle(clock)
+    report = worker.run_once()
+    assert (report.status, report.messages) == (S.CONSOLIDATED, 3)
+
+
 def test_a_cursor_written_by_philont_is_read_and_a_newer_version_followed(
     units: UnitFactory, clock: FakeClock
 ) -> None:

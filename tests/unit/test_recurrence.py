@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from croniter import croniter
 from dateutil.rrule import rrulestr
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from philont.domain import recurrence
@@ -415,6 +416,45 @@ def test_a_cron_time_in_the_repeated_autumn_hour_fires_once() -> None:
     first = next_cron("30 2 * * *", _utc(2026, 10, 24, 12), "Europe/Berlin")
     assert first == _utc(2026, 10, 25, 0, 30)  # the first 02:30 (summer time)
     assert next_cron("30 2 * * *", first, "Europe/Berlin") == _utc(2026, 10, 26, 1, 30)
+
+
+_FALL_BACK = [  # (zone, an instant two hours before its clocks go back)
+    ("Europe/Berlin", datetime(2025, 10, 26, 0, 0, tzinfo=UTC)),
+    ("America/New_York", datetime(2025, 11, 2, 4, 0, tzinfo=UTC)),
+    ("Australia/Lord_Howe", datetime(2025, 4, 5, 13, 0, tzinfo=UTC)),  # back by 30 minutes
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    case=st.sampled_from(_FALL_BACK),
+    expr=st.sampled_from(["* * * * *", "*/5 * * * *", "0 * * * *", "15,45 * * * *"]),
+    start_s=st.integers(min_value=0, max_value=4 * 3600),
+)
+@example(case=_FALL_BACK[0], expr="* * * * *", start_s=3600 + 15 * 60)  # 01:15 UTC, 02:15 CET
+def test_cron_through_a_repeated_hour_gives_every_wall_time_once_from_any_instant(
+    case: tuple[str, datetime], expr: str, start_s: int
+) -> None:
+    # From any instant (the repeat's second pass included: the poller may wake there), the next
+    # time always exists, and stepping on never repeats a wall time nor skips one: the wall
+    # times fired in the first pass are not fired again, the first after the repeat is not
+    # skipped. (It used to raise "found no time" in the second pass of a repeated hour.)
+    zone_name, base = case
+    zone = ZoneInfo(zone_name)
+    at = base + timedelta(seconds=start_s)
+    walls = []
+    for _ in range(12):
+        nxt = next_cron(expr, at, zone_name)
+        assert nxt > at
+        walls.append(nxt.astimezone(zone).replace(tzinfo=None))
+        at = nxt
+    assert walls == sorted(set(walls))
+    first_wall = walls[0]
+    expected = [first_wall]
+    it = croniter(expr, first_wall)
+    while len(expected) < len(walls):
+        expected.append(it.get_next(datetime))
+    assert walls == expected
 
 
 def test_weekday_cron_skips_the_weekend() -> None:
