@@ -28,7 +28,10 @@ Definitions (``window`` is an :class:`AttributionWindow`):
   as an attributed action, since a refused fetch says nothing about the recipe being followed.
   Actions of other sessions and user turns of other sessions are ignored.
 * Outcome: ``FAILURE`` if any attributed action failed, ``SUCCESS`` if at least one ran and all
-  succeeded, ``None`` if none ran (nothing is credited or blamed).
+  succeeded, ``None`` if none ran (nothing is credited or blamed). A failure that answers the
+  call rather than failing it (a read that found nothing: ``fact_not_found`` and the other
+  ``*_not_found`` codes) counts as a success: "X is not stored" is a step done, not a recipe
+  failing.
 
 All timestamps must be timezone-aware datetimes.
 """
@@ -36,6 +39,7 @@ All timestamps must be timezone-aware datetimes.
 from __future__ import annotations
 
 import bisect
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +48,35 @@ from datetime import datetime, timedelta
 from philont.domain.maturity import Outcome
 from philont.errors import InvalidInputError
 
-__all__ = ["ActionEvent", "AttributionWindow", "Credit", "UserTurn", "attribute"]
+__all__ = [
+    "ActionEvent",
+    "AttributionWindow",
+    "Credit",
+    "UserTurn",
+    "attribute",
+    "failure_code",
+    "failure_text",
+    "is_an_answer",
+]
+
+_FAILURE = re.compile(r"error \(([a-z0-9_]+)\): ")
+
+
+def failure_text(code: str, message: str) -> str:
+    """What a failed tool call tells the model and leaves in the action log."""
+    return f"error ({code}): {message}"
+
+
+def failure_code(result: str | None) -> str | None:
+    """The code of a failed call's logged result (:func:`failure_text`), or None."""
+    match = _FAILURE.match(result or "")
+    return match.group(1) if match else None
+
+
+def is_an_answer(code: str | None) -> bool:
+    """Whether a failure code answers the call rather than failing it: a look-up that found
+    nothing."""
+    return code is not None and (code == "not_found" or code.endswith("_not_found"))
 
 
 @dataclass(frozen=True)
@@ -57,6 +89,8 @@ class ActionEvent:
     success: bool
     timestamp: datetime
     params: Mapping[str, object] | None = None
+    error_code: str | None = None
+    """Why a failed call failed (:func:`failure_code` of its logged result)."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +186,7 @@ def _credit_one(
         attributed.append(action)
 
     ids = tuple(action.id for action in attributed)
-    failed = [action for action in attributed if not action.success]
+    failed = [a for a in attributed if not a.success and not is_an_answer(a.error_code)]
     outcome: Outcome | None
     if not attributed:
         outcome = None

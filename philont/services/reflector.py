@@ -55,6 +55,7 @@ from philont.domain.attribution import (
     Credit,
     UserTurn,
     attribute,
+    failure_code,
 )
 from philont.domain.kinds import Role
 from philont.domain.maturity import Outcome
@@ -295,6 +296,7 @@ class ReflectorService(Service):
                     success=row.success,
                     timestamp=row.timestamp,
                     params=row.params if isinstance(row.params, dict) else None,
+                    error_code=None if row.success else failure_code(row.result),
                 )
                 for row in rows
             ],

@@ -14,6 +14,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
 from philont.db.retry import run_with_retry, translate
+from philont.domain.attribution import failure_text
 from philont.errors import InvalidDatabaseError, InvalidInputError, PhilontError
 from philont.log import get_logger
 from philont.memory import Memory
@@ -193,7 +194,7 @@ def call(
         return ToolResult(
             name=tool_name,
             ok=False,
-            text=f"error ({exc.code}): {exc.message}",
+            text=failure_text(exc.code, exc.message),
             error_code=exc.code,
             error=exc.message,
         )
@@ -202,7 +203,7 @@ def call(
         return ToolResult(
             name=tool_name,
             ok=False,
-            text=f"error ({code}): {message}",
+            text=failure_text(code, message),
             error_code=code,
             error=message if code != "storage_error" else str(exc)[:500],
         )
@@ -305,7 +306,7 @@ def _call_once(
             text = capped(output.text)
         else:
             assert failure is not None  # no output: a failure says why
-            text = f"error ({failure.code}): {failure.message}"
+            text = failure_text(failure.code, failure.message)
         _log_call(mem, tool_name, raw, ok=output is not None, text=text, session_id=session_id)
     log.info("tool.called", tool=tool_name, ok=output is not None, code=failure and failure.code)
     return ToolResult(

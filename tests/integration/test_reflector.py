@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
+from philont import tools
 from philont.db.models import Action, RawMessage
 from philont.domain.attribution import AttributionWindow
 from philont.domain.kinds import Role
@@ -17,6 +20,7 @@ from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.schemas.reflector import SkipReason
 from philont.services.reflector import ReflectorService
 from philont.services.skills import SkillService
+from philont.store import Store
 from tests.conftest import FakeClock
 from tests.support import joined
 
@@ -407,3 +411,27 @@ def test_a_reversed_time_range_is_refused_and_nothing_is_written(
         reflector.run(since=clock.now, until=clock.now - timedelta(days=1))
     assert linked(session, retrieval) is None
     assert skill(skills).success_count == 0
+
+
+def test_a_look_up_that_finds_nothing_after_a_retrieval_does_not_blame_the_skill(
+    target: Path | URL, clock: FakeClock
+) -> None:
+    # A recipe step "see whether user.x is stored" answered "not found" is a step done; it
+    # used to count as the skill failing (three such runs deprecate a draft).
+    with Store.open(target, clock=clock) as store:
+        with store.begin() as mem:
+            mem.skills.create("check-then-store", "Check, then store", "x", "1. get 2. store")
+        calls = [
+            ("use_skill", {"name": "check-then-store"}),
+            ("get_fact", {"namespace": "user", "key": "x"}),
+            ("store_fact", {"namespace": "user", "key": "x", "value": 1}),
+        ]
+        results = []
+        for name, args in calls:
+            clock.advance(minutes=1)
+            results.append(tools.call(name, args, db=store).error_code)
+        assert results == [None, "fact_not_found", None]
+        clock.advance(hours=1)
+        with store.begin() as mem:
+            report = mem.reflector.run()
+        assert (report.successes, report.failures) == (1, 0)

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from philont.domain.attribution import (
     ActionEvent,
@@ -13,6 +15,8 @@ from philont.domain.attribution import (
     Credit,
     UserTurn,
     attribute,
+    failure_code,
+    failure_text,
 )
 from philont.domain.maturity import Outcome
 from philont.errors import InvalidInputError
@@ -250,3 +254,33 @@ def test_naive_timestamps_are_refused() -> None:
 
 def test_no_actions_means_no_credits() -> None:
     assert attribute([], [turn(0)]) == []
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome"),
+    [
+        ("fact_not_found", Outcome.SUCCESS),  # "X is not stored" is an answer, a step done
+        ("skill_not_found", Outcome.SUCCESS),
+        ("not_found", Outcome.SUCCESS),
+        ("invalid_input", Outcome.FAILURE),
+        ("internal_error", Outcome.FAILURE),
+        (None, Outcome.FAILURE),  # a failure with no code (another writer's row)
+    ],
+)
+def test_a_look_up_that_found_nothing_does_not_blame_the_recipe(
+    code: str | None, outcome: Outcome
+) -> None:
+    failed = ActionEvent(
+        id=2, session_id=SESSION, tool_name="get_fact", success=False, timestamp=at(5),
+        error_code=code,
+    )  # fmt: skip
+    assert only(attribute([fetch(1, 0), failed, act(3, 10)], [])).outcome is outcome
+
+
+@given(code=st.from_regex(r"[a-z0-9_]{1,40}", fullmatch=True), message=st.text())
+def test_a_failure_code_reads_back_from_its_logged_text(code: str, message: str) -> None:
+    assert failure_code(failure_text(code, message)) == code
+
+
+def test_a_text_that_is_not_a_failure_has_no_code() -> None:
+    assert [failure_code(t) for t in (None, "", "Stored user.city", "error: x")] == [None] * 4
