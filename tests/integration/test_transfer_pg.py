@@ -279,6 +279,36 @@ def test_merging_an_agents_own_export_again_skips_every_row_on_postgres(
     assert _state(pg) == before
 
 
+EDITS = {
+    "memory_raw_messages": "content = content || ' (edited)'",
+    "memory_actions": "tool_name = tool_name || '_edited'",
+    "memory_notes": "importance = CASE WHEN importance > 0.5 THEN importance - 0.25"
+    " ELSE importance + 0.25 END",
+    "memory_facts": "confidence = CASE WHEN confidence > 0.5 THEN confidence - 0.25"
+    " ELSE confidence + 0.25 END",
+}
+
+
+def test_an_edited_row_in_several_postgres_tables_refuses_the_merge_and_changes_nothing(
+    copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    out = _export_file(copy_fixture, tmp_path, "v31")
+    pg = pg_agent()
+    import_(pg, out)
+    with Store.open(pg.url, agent=pg.name, upgrade=False) as store, store.begin() as mem:
+        raw = mem.raw()
+        for table, change in EDITS.items():
+            first = f"(SELECT min(id) FROM {table}{raw.where()})"
+            raw.rows(f"UPDATE {table} SET {change}{raw.where(f'id = {first}')} RETURNING 1")
+    before = _state(pg)
+
+    with pytest.raises(ImportMergeConflictError) as caught:
+        import_(pg, out, mode="merge")
+
+    assert caught.value.counts == dict.fromkeys(EDITS, 1)
+    assert _state(pg) == before
+
+
 def test_refuse_mode_on_a_non_empty_postgres_agent_raises_and_changes_nothing(
     copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
 ) -> None:
