@@ -110,7 +110,13 @@ def export(
 def import_(
     file: Annotated[str, typer.Argument(help="A file written by `philont export`; - for stdin.")],
     merge: Annotated[
-        bool, typer.Option("--merge", help="Merge into a non-empty database by id.")
+        bool,
+        typer.Option(
+            "--merge",
+            help="Add to a non-empty database: a row whose id exists is skipped when identical"
+            " (re-importing is harmless); if any differs (e.g. another database's message ids)"
+            " nothing is imported (error import_merge_conflict).",
+        ),
     ] = False,
     db: DbOption = None,
     as_json: JsonOption = False,

@@ -28,12 +28,14 @@ from philont.transfer.format import (
 from philont.transfer.gate import check_row
 from philont.transfer.keys import SeenKeys
 from philont.transfer.load import load_sqlite
+from philont.transfer.merge import ImportMergeConflictError
 from philont.transfer.reader import Reader, Reopen, check_pg_row, reopenable
 
 __all__ = [
     "ExportReport",
     "ImportForeignKeyError",
     "ImportFormatError",
+    "ImportMergeConflictError",
     "ImportReport",
     "export",
     "export_tables",
@@ -58,7 +60,13 @@ def import_(
     (:mod:`philont.transfer.gate`), and every unique key once (a repeat names both lines). Then
     the target is upgraded to head. ``mode="refuse"`` raises ``ConflictError`` when the target
     holds anything but the bootstrap rows, whose file versions then replace the target's;
-    ``mode="merge"`` skips every row whose primary key exists. Explicit ids keep AUTOINCREMENT
+    ``mode="merge"`` adds the file's rows to a non-empty target: a row whose primary key the
+    target holds is skipped when it is the same row (every column of the file's row equal: merging
+    the same file again changes nothing) and, except for ``memory_meta`` and the bootstrap rows
+    (the target keeps its own), refuses the whole import when it differs
+    (``ImportMergeConflictError``, counts per table and the first ids with their lines: two
+    databases' counter ids, such as message or action ids, name different rows; import into a
+    new database instead). Nothing is ever dropped silently. Explicit ids keep AUTOINCREMENT
     ids (and the file's ``sqlite_sequence`` high-water marks); ``_rowid`` keeps the rowids
     external-content FTS keys on (renumbered only when taken, in merge). Every FTS5 index is
     rebuilt and ``foreign_key_check`` must pass before the commit (``ImportForeignKeyError``
@@ -69,9 +77,10 @@ def import_(
     when missing) in one transaction that holds that agent's writers off (other agents go on):
     values the database would change (NUL in text, a non-integer in a BIGINT column) are
     refused while validating, with the line number; ``_rowid`` is ignored; an existing primary
-    key is skipped (``ON CONFLICT DO NOTHING``); the agent's id counters move past the file's
-    ``sequences`` and the largest id; a foreign key violation (checked row by row, parents come
-    first in the file) rolls everything back (``philont.transfer.postgres.import_agent``).
+    key follows the same merge rule (``ON CONFLICT DO NOTHING``, then compared); the agent's id
+    counters move past the file's ``sequences`` and the largest id; a foreign key violation
+    (checked row by row, parents come first in the file) rolls everything back
+    (``philont.transfer.postgres.import_agent``).
     """
     if mode not in ("refuse", "merge"):
         raise InvalidInputError(f"mode must be 'refuse' or 'merge', got {mode!r}", mode=mode)

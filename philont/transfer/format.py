@@ -106,7 +106,7 @@ class ImportReport:
     """What an import did, per table."""
 
     inserted: dict[str, int] = field(default_factory=dict)
-    skipped: dict[str, int] = field(default_factory=dict)  # primary key already present
+    skipped: dict[str, int] = field(default_factory=dict)  # the same row already present
     replaced: list[str] = field(default_factory=list)  # "table:id" bootstrap rows taken over
     rowids_renumbered: dict[str, int] = field(default_factory=dict)  # ``_rowid`` was taken
     fts_rebuilt: list[str] = field(default_factory=list)

@@ -26,6 +26,7 @@ from philont.transfer.format import (
     ident,
     sqlite_connection,
 )
+from philont.transfer.merge import MergeConflicts, keeps_target, same_row_sql
 from philont.transfer.reader import Reader, Reopen, find_lines
 
 log = get_logger(__name__)
@@ -56,7 +57,9 @@ def load_sqlite(
             if mode == "refuse":
                 _refuse_unless_empty(conn)
             reader = Reader(fh, known)
-            _insert_all(conn, reader, mode, totals, report, progress)
+            conflicts = MergeConflicts()
+            _insert_all(conn, reader, mode, totals, report, progress, conflicts)
+            conflicts.raise_if_any()  # before anything else: the rollback below undoes all
             assert reader.header is not None  # validated above
             _raise_sequences(conn, reader.header.sequences)
             for name in reader.header.tables:
@@ -121,10 +124,11 @@ def _insert_all(
     totals: dict[str, int],
     report: ImportReport,
     progress: Progress | None,
+    conflicts: MergeConflicts,
 ) -> None:
     done: dict[str, int] = {}
     for number, name, row in reader:
-        _insert_row(conn, number, name, row, mode, report)
+        _insert_row(conn, number, name, row, mode, report, conflicts)
         done[name] = done.get(name, 0) + 1
         n, total = done[name], totals.get(name, 0)
         if progress is not None and (n % PROGRESS_EVERY == 0 or n == total):
@@ -138,6 +142,7 @@ def _insert_row(
     row: dict[str, Any],
     mode: Mode,
     report: ImportReport,
+    conflicts: MergeConflicts,
 ) -> None:
     table = metadata.tables[name]
     pk = [c.name for c in table.primary_key.columns]
@@ -149,8 +154,10 @@ def _insert_row(
             sets = ", ".join(f"{ident(c)} = ?" for c in values)
             conn.execute(f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key))
             report.replaced.append(f"{name}:{':'.join(map(str, key))}")
-        else:
+        elif keeps_target(name, key) or _same_row(conn, name, pk, row):
             report.skipped[name] = report.skipped.get(name, 0) + 1
+        else:
+            conflicts.add(name, key, number)
         return
     rowid = row.get(ROWID_KEY)
     if rowid is not None:
@@ -173,6 +180,11 @@ def _insert_row(
             ) from exc
         raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
     report.inserted[name] = report.inserted.get(name, 0) + 1
+
+
+def _same_row(conn: sqlite3.Connection, name: str, pk: list[str], row: dict[str, Any]) -> bool:
+    sql, params = same_row_sql(name, pk, row, mark="?", null_safe_eq="IS")
+    return conn.execute(sql, params).fetchone() is not None
 
 
 def _raise_sequences(conn: sqlite3.Connection, sequences: dict[str, int]) -> None:

@@ -53,6 +53,7 @@ from philont.transfer.format import (
     ident,
     shown_url,
 )
+from philont.transfer.merge import MergeConflicts, keeps_target, same_row_sql
 from philont.transfer.reader import Reader, Reopen
 
 if TYPE_CHECKING:
@@ -183,12 +184,14 @@ def import_agent(
             _refuse_unless_empty(driver, found.id)
         reader = Reader(fh, known)
         done: dict[str, int] = {}
+        conflicts = MergeConflicts()
         for number, table_name, row in reader:
-            _insert_row(driver, found.id, number, table_name, row, mode, report)
+            _insert_row(driver, found.id, number, table_name, row, mode, report, conflicts)
             done[table_name] = done.get(table_name, 0) + 1
             n, total = done[table_name], totals.get(table_name, 0)
             if progress is not None and (n % PROGRESS_EVERY == 0 or n == total):
                 progress(table_name, n, total)
+        conflicts.raise_if_any()  # inside the transaction: everything inserted is rolled back
         assert reader.header is not None  # validated before
         _raise_counters(driver, found.id, reader.header.sequences)
         for table_name in reader.header.tables:
@@ -224,6 +227,7 @@ def _insert_row(
     row: dict[str, Any],
     mode: Mode,
     report: ImportReport,
+    conflicts: MergeConflicts,
 ) -> None:
     import psycopg
 
@@ -263,8 +267,28 @@ def _insert_row(
             (*values.values(), agent_id, *key),
         )
         report.replaced.append(f"{name}:{':'.join(map(str, key))}")
-    else:
+    elif keeps_target(name, key) or _same_row(driver, agent_id, name, pk, row):
         report.skipped[name] = report.skipped.get(name, 0) + 1
+    else:
+        conflicts.add(name, key, number)
+
+
+def _same_row(
+    driver: psycopg.Connection[tuple[Any, ...]],
+    agent_id: int,
+    name: str,
+    pk: list[str],
+    row: dict[str, Any],
+) -> bool:
+    sql, params = same_row_sql(
+        name,
+        pk,
+        row,
+        mark="%s",
+        null_safe_eq="IS NOT DISTINCT FROM",
+        where=f"{ident(AGENT_COLUMN)} = %s AND ",
+    )
+    return driver.execute(sql, (agent_id, *params)).fetchone() is not None
 
 
 def _raise_counters(

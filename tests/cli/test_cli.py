@@ -182,3 +182,21 @@ def test_a_missing_database_path_with_brackets_is_named_verbatim(tmp_path: Path)
     missing = tmp_path / "[old]" / "nope.sqlite"
     code, output = run("stats", "--db", str(missing))
     assert code == 1 and str(missing) in output
+
+
+def test_import_merge_of_a_database_whose_message_ids_collide_refuses_with_its_code(
+    filled: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other.sqlite"
+    with Memory.open(other) as mem:
+        mem.timeline.append("Bob: my dog is called Rex")
+    dump = tmp_path / "other.jsonl"
+    assert run("export", str(dump), "--db", str(other))[0] == 0
+    with closing(sqlite3.connect(str(filled))) as conn:
+        before = list(conn.iterdump())
+
+    code, output = run("import", str(dump), "--db", str(filled), "--merge")
+
+    assert code == 5 and "import_merge_conflict" in output and "memory_raw_messages" in output
+    with closing(sqlite3.connect(str(filled))) as conn:
+        assert list(conn.iterdump()) == before

@@ -20,7 +20,12 @@ from sqlalchemy.engine import URL
 from philont import agents, migrate, transfer
 from philont.errors import ConflictError
 from philont.store import Store
-from philont.transfer import ImportForeignKeyError, ImportFormatError, ImportReport
+from philont.transfer import (
+    ImportForeignKeyError,
+    ImportFormatError,
+    ImportMergeConflictError,
+    ImportReport,
+)
 from philont.transfer.format import ExportReport
 from tests.pg_support import Layout
 
@@ -238,19 +243,70 @@ def test_merge_into_postgres_skips_existing_rows_and_adds_the_missing_ones(
     assert _state(pg) == complete
 
 
-def test_merging_into_a_postgres_agent_adds_another_agents_rows_without_touching_its_own(
+def test_merging_another_agents_export_whose_ids_collide_is_refused_and_changes_nothing(
     copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
 ) -> None:
     pg = pg_agent()
     import_(pg, _export_file(copy_fixture, tmp_path, "v2"))
-    before = _state(pg)[0]
+    before = _state(pg)
+    out = _export_file(copy_fixture, tmp_path, "v31")
 
-    report = import_(pg, _export_file(copy_fixture, tmp_path, "v31"), mode="merge")
+    with pytest.raises(ImportMergeConflictError) as caught:
+        import_(pg, out, mode="merge")
 
-    after = _state(pg)[0]
-    assert report.inserted
-    for table, rows in before.items():
-        assert not rows - after[table], table  # nothing of the target's own was lost or changed
+    # v2 and v31 are different agents: the same message and action ids are different rows
+    assert caught.value.counts == {"memory_actions": 8, "memory_raw_messages": 20}
+    table, key, line_number = caught.value.first[0]
+    row = json.loads(out.read_text(encoding="utf-8").splitlines()[line_number - 1])
+    assert (row["table"], row["row"]["id"]) == (table, key)
+    assert _state(pg) == before
+
+
+def test_merging_an_agents_own_export_again_skips_every_row_on_postgres(
+    copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    out = _export_file(copy_fixture, tmp_path, "v31")
+    pg = pg_agent()
+    first = import_(pg, out)
+    before = _state(pg)
+
+    again = import_(pg, out, mode="merge")
+
+    assert again.inserted == {}
+    assert sum(again.skipped.values()) == sum(first.inserted.values()) + len(first.replaced) + sum(
+        first.skipped.values()
+    )
+    assert _state(pg) == before
+
+
+EDITS = {
+    "memory_raw_messages": "content = content || ' (edited)'",
+    "memory_actions": "tool_name = tool_name || '_edited'",
+    "memory_notes": "importance = CASE WHEN importance > 0.5 THEN importance - 0.25"
+    " ELSE importance + 0.25 END",
+    "memory_facts": "confidence = CASE WHEN confidence > 0.5 THEN confidence - 0.25"
+    " ELSE confidence + 0.25 END",
+}
+
+
+def test_an_edited_row_in_several_postgres_tables_refuses_the_merge_and_changes_nothing(
+    copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    out = _export_file(copy_fixture, tmp_path, "v31")
+    pg = pg_agent()
+    import_(pg, out)
+    with Store.open(pg.url, agent=pg.name, upgrade=False) as store, store.begin() as mem:
+        raw = mem.raw()
+        for table, change in EDITS.items():
+            first = f"(SELECT min(id) FROM {table}{raw.where()})"
+            raw.rows(f"UPDATE {table} SET {change}{raw.where(f'id = {first}')} RETURNING 1")
+    before = _state(pg)
+
+    with pytest.raises(ImportMergeConflictError) as caught:
+        import_(pg, out, mode="merge")
+
+    assert caught.value.counts == dict.fromkeys(EDITS, 1)
+    assert _state(pg) == before
 
 
 def test_refuse_mode_on_a_non_empty_postgres_agent_raises_and_changes_nothing(
