@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 from sqlalchemy.orm import Session
 
 from philont.clock import Clock, utc_now
@@ -16,3 +19,16 @@ def joined(session: Session, clock: Clock | None = None) -> Memory:
     mem = store.join(session)
     mem.__enter__()
     return mem
+
+
+def write_lock_is_free(path: str | Path) -> bool:
+    """Whether another connection could take SQLite's write lock right now (no waiting)."""
+    probe = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        probe.execute("BEGIN IMMEDIATE")
+        probe.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        probe.close()

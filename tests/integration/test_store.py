@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -33,6 +32,7 @@ from philont.services.search import SearchService
 from philont.services.skills import SkillService
 from philont.services.timeline import TimelineService
 from philont.store import Store, close_shared, shared
+from tests.support import write_lock_is_free
 
 BOTH_BACKENDS = True
 
@@ -381,19 +381,6 @@ def test_a_unit_of_work_joins_a_hosts_connection_and_its_transaction(store: Stor
         assert mem.facts.get("user", "name") is None
 
 
-def _lock_is_free(path: Path) -> bool:
-    """Whether another connection could take SQLite's write lock right now (no waiting)."""
-    probe = sqlite3.connect(path, timeout=0, isolation_level=None)
-    try:
-        probe.execute("BEGIN IMMEDIATE")
-        probe.execute("ROLLBACK")
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        probe.close()
-
-
 def test_a_deferred_unit_of_work_takes_the_write_lock_only_when_it_writes_and_commits_it(
     tmp_path: Path,
 ) -> None:
@@ -401,12 +388,12 @@ def test_a_deferred_unit_of_work_takes_the_write_lock_only_when_it_writes_and_co
     with Store.open(path) as store:
         with store.begin(write=False) as mem:
             mem.notes.list()
-            free_while_reading = _lock_is_free(path)
+            free_while_reading = write_lock_is_free(path)
             mem.notes.add("written in a write=False unit")
-            free_after_writing = _lock_is_free(path)
+            free_after_writing = write_lock_is_free(path)
         with store.begin(write=True) as mem:
             mem.notes.list()
-            free_in_a_writing_unit = _lock_is_free(path)
+            free_in_a_writing_unit = write_lock_is_free(path)
         with store.begin(write=False) as mem:
             kept = [n.content for n in mem.notes.list()]
     assert (free_while_reading, free_after_writing, free_in_a_writing_unit) == (True, False, False)

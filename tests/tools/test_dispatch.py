@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 
 from philont import Memory, tools
 from philont.store import Store
+from tests.support import write_lock_is_free
 from tests.tools.helpers import DbTarget, actions, snapshot
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
@@ -217,19 +217,6 @@ WRITING = [
 ]
 
 
-def _probe_write(path: str) -> bool:
-    """Whether another connection can take SQLite's write lock right now (no waiting)."""
-    probe = sqlite3.connect(path, timeout=0, isolation_level=None)
-    try:
-        probe.execute("BEGIN IMMEDIATE")
-        probe.execute("ROLLBACK")
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        probe.close()
-
-
 @pytest.mark.parametrize(("name", "args", "target"), READ_ONLY + WRITING)
 def test_read_only_tools_do_their_work_without_the_write_lock(
     tool_db: Path, monkeypatch: pytest.MonkeyPatch, name: str, args: dict[str, Any], target: str
@@ -243,7 +230,7 @@ def test_read_only_tools_do_their_work_without_the_write_lock(
         seen: list[bool] = []
 
         def probing(self: Any, *a: Any, **kw: Any) -> Any:
-            seen.append(_probe_write(str(tool_db)))  # while the tool's own work runs
+            seen.append(write_lock_is_free(str(tool_db)))  # while the tool's own work runs
             return original(self, *a, **kw)
 
         monkeypatch.setattr(owner, method, probing)
@@ -261,7 +248,7 @@ def test_a_calendar_rule_is_checked_before_the_write_lock_is_taken(
     seen: list[bool] = []
 
     def probing(*a: Any, **kw: Any) -> Any:
-        seen.append(_probe_write(str(tool_db)))
+        seen.append(write_lock_is_free(str(tool_db)))
         return original(*a, **kw)
 
     monkeypatch.setattr(series, "check_event", probing)
