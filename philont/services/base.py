@@ -26,17 +26,20 @@ _CONTAINERS = (list, tuple, set, frozenset)
 def _lone_surrogate(value: object) -> str | None:
     """Why ``value`` (text, or text inside lists, tuples, sets and mappings at any depth)
     cannot be stored, or None: the database takes valid Unicode only."""
-    stack = [value]
+    stack: list[object] = [value]
+    seen: set[int] = set()
     while stack:
         item = stack.pop()
         if isinstance(item, str):
             problem = inputs.unstorable(item)
             if problem is not None:
                 return problem
-        elif isinstance(item, Mapping):
-            stack.extend(itertools.chain(item.keys(), item.values()))
-        elif isinstance(item, _CONTAINERS):
-            stack.extend(item)
+        elif isinstance(item, (Mapping, *_CONTAINERS)) and id(item) not in seen:
+            seen.add(id(item))  # a container holding itself is walked once
+            if isinstance(item, Mapping):
+                stack.extend(itertools.chain(item.keys(), item.values()))
+            else:
+                stack.extend(item)
     return None
 
 

@@ -257,3 +257,14 @@ def test_note_search_takes_a_bounded_number_of_distinct_words(store: Store) -> N
     _refused(store, lambda m, v: m.notes.search(v), many, "query")
     with store.begin(write=False) as mem:
         assert [n.id for n in mem.notes.search("note " * 20_000)] == ["n1"]  # one distinct word
+
+
+def test_a_value_that_holds_itself_is_checked_once_and_refused_by_its_service(
+    store: Store,
+) -> None:
+    loop: list[object] = ["ok"]
+    loop.append(loop)
+    assert _lone_surrogate(loop) is None  # walked once, not forever
+    loop.append(BAD)
+    assert _lone_surrogate(loop) is not None
+    _refused(store, lambda m, v: m.facts.store("user", "loop", v), ["ok", {"a": []}, loop], "value")
