@@ -343,7 +343,10 @@ class ReflectorService(Service):
         self._link(credit.attributed_action_ids, name)
         at = max(timeline.by_id[i].timestamp for i in credit.attributed_action_ids)
         after = self.mem.skills.record_outcome(
-            name, success=credit.outcome == Outcome.SUCCESS, at=at
+            name,
+            success=credit.outcome == Outcome.SUCCESS,
+            at=at,
+            retrieved_at=timeline.by_id[credit.retrieval_action_id].timestamp,
         )
         log.info(
             "reflector.credited",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from philont.db.models import Skill, SkillRecipe, SkillRevision
@@ -50,6 +50,22 @@ class SkillRecipes(SkillBase):
         return (
             max(0, skill.success_count - int(earlier_successes)),
             max(0, skill.failure_count - int(earlier_failures)),
+        )
+
+    def _charge_replaced_revision(self, skill_id: str, *, success: bool, at: datetime) -> None:
+        """An outcome of a run that fetched the skill at ``at``, under a revision replaced
+        since, belongs to that revision: its stored count is raised too, so the revision in
+        force now (the totals minus the replaced ones) is unchanged."""
+        column = SkillRevision.success_count if success else SkillRevision.failure_count
+        self.session.execute(
+            update(SkillRevision)
+            .where(
+                SkillRevision.skill_id == skill_id,
+                SkillRevision.created_at <= at,
+                SkillRevision.replaced_at > at,
+            )
+            .values({column: column + 1})
+            .execution_options(synchronize_session=False)
         )
 
     def _snapshot(

@@ -306,7 +306,12 @@ class SkillService(SkillRecipes):
         return SkillUse(skill=record, caveat=caveat(record.grade))
 
     def record_outcome(
-        self, name: str, *, success: bool, at: datetime | None = None
+        self,
+        name: str,
+        *,
+        success: bool,
+        at: datetime | None = None,
+        retrieved_at: datetime | None = None,
     ) -> SkillRecord:
         """Record one observed outcome and move the grade by the ladder (``next_grade``).
 
@@ -314,6 +319,8 @@ class SkillService(SkillRecipes):
         Failure: ``failure_count + 1``, ``consecutive_failures + 1``, ``last_failure_at``.
         ``at`` (default now) never moves ``last_*_at`` backwards. ``use_count`` is not touched:
         the use was counted when the skill was used. Logs ``skill.grade_changed`` on a change.
+        ``retrieved_at`` (when the observed run fetched the skill) charges the outcome to the
+        recipe revision in force then, when it has been replaced since (``revisions()``).
         """
         if not isinstance(success, bool):
             raise InvalidInputError(f"success must be a bool, got {type(success).__name__}")
@@ -349,6 +356,10 @@ class SkillService(SkillRecipes):
         if row is None:
             raise SkillNotFoundError(f"no skill named {name!r}", name=name)
         skill_id, current, successes, failures, streak = row
+        if retrieved_at is not None:
+            self._charge_replaced_revision(
+                skill_id, success=success, at=aware(retrieved_at, "retrieved_at")
+            )
         outcome = Outcome.SUCCESS if success else Outcome.FAILURE
         new = next_grade(
             current,

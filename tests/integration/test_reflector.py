@@ -435,3 +435,27 @@ def test_a_look_up_that_finds_nothing_after_a_retrieval_does_not_blame_the_skill
         with store.begin() as mem:
             report = mem.reflector.run()
         assert (report.successes, report.failures) == (1, 0)
+
+
+def test_an_outcome_is_charged_to_the_recipe_revision_the_run_fetched(
+    skills: SkillService, reflector: ReflectorService, log: Log, clock: FakeClock
+) -> None:
+    # A run fetched revision 1 and failed; the recipe was revised before the reflector ran.
+    # The failure is revision 1's (it used to land on revision 2, blaming the fix).
+    skills.set_recipe("berlin-rent", steps=["fetch"], verification="v", tool_policy=["web"])
+    log.retrieve("berlin-rent")
+    log.action("web_fetch", success=False)
+    clock.advance(hours=1)
+    skills.revise_recipe("berlin-rent", steps=["fetch", "compare"])
+    log.retrieve("berlin-rent")  # a run of revision 2, which succeeds
+    log.action("web_fetch")
+    clock.advance(hours=1)
+
+    report = reflector.run()
+
+    assert (report.successes, report.failures) == (1, 1)
+    revisions = [
+        (r.revision, r.success_count, r.failure_count, r.current)
+        for r in skills.revisions("berlin-rent")
+    ]
+    assert revisions == [(1, 0, 1, False), (2, 1, 0, True)]
