@@ -47,6 +47,16 @@ class FactRecord(ReadModel):
             now_ms=to_epoch_ms(now),
         )
 
+    def is_valid_at(self, now: datetime) -> bool:
+        """Whether this holds at ``now`` (a state inside its window; an event always)."""
+        start, until = self.valid_from, self.valid_until
+        return facts.is_valid_at(
+            fact_kind=self.fact_kind.value,
+            valid_from_ms=None if start is None else to_epoch_ms(start),
+            valid_until_ms=None if until is None else to_epoch_ms(until),
+            at_ms=to_epoch_ms(now),
+        )
+
     def time_tag(self) -> str:
         """``[event@… | recorded …]`` or ``[state from → until | recorded …]`` (UTC ISO)."""
 

@@ -51,7 +51,8 @@ class FactTime(Service):
           still answers Paris for 2022.
         * Among the candidates the latest belief wins: states by newest ``created_at``; events
           by latest occurrence, then newest ``created_at`` (a correction of the same
-          occurrence). Forgotten versions never answer.
+          occurrence). A version forgotten by ``believed_at`` never answers; one forgotten
+          later still does (it was believed then, as ``list(as_of=...)`` shows it).
 
         No access refresh and no access-log row (this is an audit query).
         """
@@ -62,7 +63,7 @@ class FactTime(Service):
             select(Fact).where(
                 cond,
                 Fact.key == key,
-                Fact.forgotten_at.is_(None),
+                or_(Fact.forgotten_at.is_(None), Fact.forgotten_at > believed),
                 Fact.created_at <= believed,
             )
         )

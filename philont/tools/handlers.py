@@ -87,8 +87,12 @@ def get_fact(args: a.GetFactArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     record = mem.facts.get(args.namespace, args.key)
     if record is None:
         raise FactNotFoundError(args.namespace, args.key)
-    expired = " (expired)" if record.is_expired_at(ctx.now) else ""
-    return ToolOutput(f"{_json(record.value)} {record.time_tag()}{expired}", _dump(record))
+    note = ""
+    if record.is_expired_at(ctx.now):
+        note = " (expired)"
+    elif not record.is_valid_at(ctx.now):
+        note = " (not yet in force)"  # a state whose window begins later
+    return ToolOutput(f"{_json(record.value)} {record.time_tag()}{note}", _dump(record))
 
 
 @tool("list_facts", a.ListFactsArgs, writes=False)

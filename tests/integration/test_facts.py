@@ -594,11 +594,17 @@ def test_as_of_answers_the_valid_version_as_believed_at_a_transaction_time(
     assert (rec.value if rec else None) == expected
 
 
-def test_as_of_never_answers_with_a_forgotten_version(moves: FactService) -> None:
+def test_as_of_answers_with_a_forgotten_version_only_as_believed_before_it_was_forgotten(
+    moves: FactService, clock: FakeClock
+) -> None:
     paris = moves.history("user.home", "city")[-1]
-    moves.forget(paris.id)
+    moves.forget(paris.id)  # at 2026
+    at = _at(2021, 6)
 
-    assert moves.as_of("user.home", "city", _at(2021, 6)) is None
+    assert moves.as_of("user.home", "city", at) is None  # believed now: forgotten
+    believed = moves.as_of("user.home", "city", at, believed_at=_at(2022))
+    assert believed is not None and believed.value == "Paris"  # as we believed in 2022
+    assert [f.value for f in moves.list("user.home", as_of=at)] == ["Paris"]  # list agrees
 
 
 def test_as_of_for_events_uses_occurred_at_and_ignores_the_valid_window(

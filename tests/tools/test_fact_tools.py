@@ -127,3 +127,24 @@ def test_use_skill_refuses_playbooks_and_deprecated_skills(
         mem.skills.set_grade("s", grade, reason="test")
     result = call(tool_target, "use_skill", name="s")
     assert not result.ok and result.error_code == "skill_not_usable"
+
+
+@pytest.mark.parametrize(
+    ("window", "note"),
+    [
+        ({"valid_from": "2999-01-01T00:00:00Z"}, " (not yet in force)"),
+        (
+            {"valid_from": "2000-01-01T00:00:00Z", "valid_until": "2001-01-01T00:00:00Z"},
+            " (expired)",
+        ),
+        ({"valid_from": "2000-01-01T00:00:00Z"}, ""),
+    ],
+    ids=["begins later", "ended", "holds"],
+)
+def test_get_fact_says_when_a_state_does_not_hold_now(
+    window: dict[str, str], note: str, tool_target: DbTarget
+) -> None:
+    stored = call(tool_target, "store_fact", namespace="user", key="plan", value="pro", **window)
+    assert stored.ok, stored.text
+    got = call(tool_target, "get_fact", namespace="user", key="plan")
+    assert got.ok and got.text.endswith("]" + note)
