@@ -36,6 +36,7 @@ from philont.db.engine import (
     is_postgres,
     refuse_nul,
     require_file,
+    require_sqlite_hooks,
     resolve_url,
     sqlite_path,
 )
@@ -133,7 +134,9 @@ class AsyncStore:
         upgrade: bool = False,
         clock: Clock = utc_now,
     ) -> AsyncStore:
-        """An AsyncStore over the host's async engine (kept open by ``close()``)."""
+        """An AsyncStore over the host's async engine (kept open by ``close()``); a SQLite
+        one must be philont's (:func:`create_async_engine`), as for ``Store.from_engine``."""
+        require_sqlite_hooks(engine.sync_engine, "AsyncStore.from_engine")
         sync_url = engine.url.set(drivername=_sync_driver(engine.url))
         await asyncio.to_thread(ensure_schema, sync_url, upgrade=upgrade)
         return cls(engine, agent=agent, clock=clock)

@@ -27,6 +27,7 @@ from philont.db.engine import (
     create_engine,
     is_postgres,
     require_file,
+    require_sqlite_hooks,
     resolve_url,
     sqlite_path,
 )
@@ -127,8 +128,11 @@ class Store:
         embedder: Embedder | None = None,
     ) -> Store:
         """A Store over an engine the caller made (and keeps: ``close()`` leaves it open). The
-        schema is checked once (upgraded first with ``upgrade=True``)."""
+        schema is checked once (upgraded first with ``upgrade=True``). A SQLite engine must
+        be philont's (``philont.db.engine.create_engine``): with pysqlite's own transaction
+        handling a host's rollback could keep philont's writes."""
         require_file(engine.url)
+        require_sqlite_hooks(engine)
         ensure_schema(engine.url, upgrade=upgrade)
         return cls(engine, agent=agent, clock=clock, embedder=embedder)._checked_embedder()
 

@@ -325,7 +325,7 @@ def timeline(
     """Messages of the raw timeline, oldest first."""
     try:
         start, end = inputs.window(
-            parse_time(since, field="--since"), parse_time(until, field="--until")
+            parse_time(since, field="--since"), parse_time(until, field="--until", end_of_day=True)
         )
     except PhilontError as exc:  # a bad option value is bad usage
         raise fail(exc, code=EXIT_USAGE) from exc

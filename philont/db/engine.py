@@ -213,6 +213,20 @@ def has_sqlite_hooks(engine: Engine) -> bool:
     return engine in _WITH_HOOKS
 
 
+def require_sqlite_hooks(engine: Engine, what: str = "Store.from_engine") -> None:
+    """Refuse a SQLite engine without philont's set-up: under pysqlite's own transaction
+    handling a SAVEPOINT issued before the first write is not inside any transaction, so its
+    release commits, and a host's rollback would leave philont's writes in place."""
+    if engine.dialect.name == "sqlite" and not has_sqlite_hooks(engine):
+        raise InvalidDatabaseError(
+            f"{what}: this SQLite engine runs pysqlite's own transaction handling, under which "
+            "a rolled-back host transaction can keep philont's writes; make the engine with "
+            "philont.db.engine.create_engine(path) (a plain SQLAlchemy Engine with "
+            "transactional BEGIN, WAL and foreign keys; philont.aio.create_async_engine for "
+            "async), or use Store.open(path)"
+        )
+
+
 def install_sqlite_hooks(
     engine: Engine, *, foreign_keys: bool, busy_timeout_ms: int | None = None
 ) -> None:

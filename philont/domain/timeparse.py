@@ -16,8 +16,13 @@ from philont.errors import InvalidInputError
 __all__ = ["iso", "parse_time", "zone"]
 
 
-def parse_time(value: str | int | float | None, *, field: str, tz: str = "UTC") -> datetime | None:
+def parse_time(
+    value: str | int | float | None, *, field: str, tz: str = "UTC", end_of_day: bool = False
+) -> datetime | None:
     """``None``/blank -> None; epoch ms (int) -> UTC; ISO-8601 text -> the instant, in UTC.
+
+    A bare date (``2026-01-10``) is that day's midnight in ``tz``, or with ``end_of_day`` (the
+    inclusive end of a window: "until 10 January") its last millisecond.
 
     ``tz`` must be an IANA zone (:func:`philont.domain.timepolicy.validate_timezone`) and is
     checked even when no time is given, so a bad zone never passes silently. Every result lies
@@ -40,7 +45,8 @@ def parse_time(value: str | int | float | None, *, field: str, tz: str = "UTC") 
         return None
     try:
         if len(text) == 10:
-            parsed = datetime.combine(date.fromisoformat(text), time(0))
+            last = time(23, 59, 59, 999_000) if end_of_day else time(0)
+            parsed = datetime.combine(date.fromisoformat(text), last)
         else:
             parsed = datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError as exc:

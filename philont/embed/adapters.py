@@ -22,7 +22,7 @@ from typing import Any
 
 from philont.embed.base import Embedder
 from philont.embed.hashing import HashEmbedder
-from philont.errors import EmbedderError, EmbedderUnavailableError
+from philont.errors import EmbedderError, EmbedderUnavailableError, InvalidInputError
 
 __all__ = ["FastembedEmbedder", "Model2VecEmbedder", "OpenAIEmbedder", "embedder_from_spec"]
 
@@ -158,7 +158,13 @@ def embedder_from_spec(spec: str) -> Embedder:
     ``openai:MODEL[@BASE_URL]`` (the key from ``$OPENAI_API_KEY``)."""
     kind, _, rest = spec.partition(":")
     if kind == "hash":
-        return HashEmbedder(int(rest) if rest else 64)
+        try:
+            return HashEmbedder(int(rest) if rest else 64)
+        except (ValueError, InvalidInputError) as exc:
+            raise EmbedderUnavailableError(
+                f"unusable embedder {spec!r}: the hash dimension must be a whole number from 8"
+                " to 4096"
+            ) from exc
     if kind == "model2vec" and rest:
         return Model2VecEmbedder(rest)
     if kind == "fastembed" and rest:

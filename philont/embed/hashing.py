@@ -14,6 +14,8 @@ import math
 import re
 from collections.abc import Sequence
 
+from philont.errors import InvalidInputError
+
 __all__ = ["HashEmbedder"]
 
 _WORD = re.compile(r"[^\W_]+")
@@ -25,8 +27,14 @@ class HashEmbedder:
     ``dimension`` buckets; CJK text contributes its characters and character pairs."""
 
     def __init__(self, dimension: int = 64) -> None:
-        if not 8 <= dimension <= 4096:
-            raise ValueError("dimension must be between 8 and 4096")
+        if (
+            isinstance(dimension, bool)
+            or not isinstance(dimension, int)
+            or not 8 <= dimension <= 4096
+        ):
+            raise InvalidInputError(
+                f"dimension must be a whole number from 8 to 4096, got {dimension!r}"
+            )
         self._dimension = dimension
 
     @property

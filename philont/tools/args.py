@@ -118,7 +118,10 @@ class RecallSessionsArgs(ToolArgs):
 
     query: Query
     since: TimeValue | None = Field(default=None, description="Only messages at or after this.")
-    until: TimeValue | None = Field(default=None, description="Only messages at or before this.")
+    until: TimeValue | None = Field(
+        default=None,
+        description="Only messages at or before this (a bare date: through the end of that day).",
+    )
     around: TimeValue | None = Field(
         default=None, description="Prefer messages within 3 days of this time (soft)."
     )

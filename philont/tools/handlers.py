@@ -160,7 +160,7 @@ def search_skills(args: a.SearchSkillsArgs, mem: Memory, ctx: ToolContext) -> To
 @tool("recall_sessions", a.RecallSessionsArgs, writes=False)
 def recall_sessions(args: a.RecallSessionsArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     since = parse_time(args.since, field="since", tz=args.timezone)
-    until = parse_time(args.until, field="until", tz=args.timezone)
+    until = parse_time(args.until, field="until", tz=args.timezone, end_of_day=True)
     if since is not None and until is not None and until < since:
         raise InvalidTimeRangeError(since, until, "recall_sessions")
     around = parse_time(args.around, field="around", tz=args.timezone)

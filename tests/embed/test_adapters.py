@@ -139,3 +139,12 @@ def test_an_unknown_embedder_spec_is_refused(spec: str) -> None:
 def test_the_hash_spec_takes_a_dimension() -> None:
     emb = embedder_from_spec("hash:40")
     assert emb.dimension == 40 and emb.model_id == "philont-hash-v1-40"
+
+
+@pytest.mark.parametrize(
+    "spec", ["hash:0", "hash:4", "hash:abc", "hash:4097", "hash:-8", "hash:8.5"]
+)
+def test_a_hash_spec_with_an_unusable_dimension_is_refused_by_name(spec: str) -> None:
+    # It raised the built-in ValueError, and `philont embed` printed a traceback.
+    with pytest.raises(EmbedderUnavailableError, match="dimension must be a whole number"):
+        embedder_from_spec(spec)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from philont.cli import app
@@ -52,3 +53,12 @@ def test_philont_embed_refuses_another_model_unless_asked_to_rebuild(tmp_path: P
 def test_philont_embed_without_an_embedder_is_a_usage_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["embed", "--db", str(_db(tmp_path))], env={"PHILONT_EMBEDDER": ""})
     assert result.exit_code == 1 and "--embedder" in result.output
+
+
+@pytest.mark.parametrize("spec", ["hash:0", "hash:abc"])
+def test_philont_embed_with_an_unusable_dimension_says_so_in_one_line(
+    tmp_path: Path, spec: str
+) -> None:
+    result = runner.invoke(app, ["embed", "--db", str(_db(tmp_path)), "--embedder", spec])
+    assert result.exit_code == 1, result.output
+    assert "error (embedder_unavailable)" in result.output and "Traceback" not in result.output

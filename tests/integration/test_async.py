@@ -175,3 +175,29 @@ def test_host_writes_and_memory_writes_commit_and_roll_back_together(target: Pat
 
     orders, versions, calls, _ = run(target, body)
     assert (orders, versions, calls) == (1, 1, 1)
+
+
+def test_a_plain_aiosqlite_engine_is_refused(tmp_path: Path) -> None:
+    # As for Store.from_engine: pysqlite's (and aiosqlite's) own transaction handling would let
+    # a host rollback keep what a tool call wrote first in the host's transaction.
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from philont.errors import InvalidDatabaseError
+
+    path = tmp_path / "memory.sqlite"
+    asyncio.run(run_and_close(path))
+    plain = create_async_engine(f"sqlite+aiosqlite:///{path}")
+
+    async def main() -> None:
+        try:
+            with pytest.raises(InvalidDatabaseError, match="create_async_engine"):
+                await AsyncStore.from_engine(plain)
+        finally:
+            await plain.dispose()
+
+    asyncio.run(main())
+
+
+async def run_and_close(path: Path) -> None:
+    astore = await AsyncStore.open(path)  # creates the database
+    await astore.close()

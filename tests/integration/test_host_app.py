@@ -21,8 +21,9 @@ from sqlalchemy import Engine, create_engine, select, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session
 
-from philont import migrate, settings
-from philont.errors import InvalidInputError
+from philont import migrate, settings, tools
+from philont.db.engine import create_engine as philont_engine
+from philont.errors import InvalidDatabaseError, InvalidInputError
 from philont.store import Store
 from tests.conftest import pg_url
 from tests.host_app.models import Customer, HostBase
@@ -174,14 +175,52 @@ def test_alembics_globals_are_the_hosts_again_after_a_nested_upgrade(tmp_path: P
 
 @pytest.fixture
 def shared_sqlite(tmp_path: Path) -> Iterator[Engine]:
-    """The host's own plain engine on a file that went through both histories."""
+    """The host's engine on a file that went through both histories, made by philont's
+    create_engine (transactional BEGIN: a plain pysqlite engine is refused, see below)."""
     db = tmp_path / "app.sqlite"
     cfg = _host_alembic(tmp_path, f"sqlite:///{db}")
     command.revision(cfg, message="host tables", autogenerate=True, rev_id="h001")
     command.upgrade(cfg, "head")
-    engine = create_engine(f"sqlite:///{db}")
+    engine = philont_engine(db)
     yield engine
     engine.dispose()
+
+
+def test_a_plain_pysqlite_engine_is_refused_because_a_host_rollback_could_keep_our_writes(
+    shared_sqlite: Engine,
+) -> None:
+    # Under pysqlite's own transaction handling a SAVEPOINT issued before the host's first
+    # write is outside any transaction: its release committed a tool call's fact, and a join
+    # on a host Connection kept its writes after the host rolled back.
+    plain = create_engine(shared_sqlite.url)
+    try:
+        with pytest.raises(InvalidDatabaseError, match=r"philont\.db\.engine\.create_engine"):
+            Store.from_engine(plain)
+    finally:
+        plain.dispose()
+
+
+@pytest.mark.parametrize("via", ["tool call", "connection"])
+def test_a_host_rollback_undoes_what_philont_wrote_first_in_its_transaction(
+    shared_sqlite: Engine, via: str
+) -> None:
+    store = Store.from_engine(shared_sqlite)
+    if via == "tool call":
+        with Session(shared_sqlite) as session:
+            session.begin()
+            with store.join(session) as mem:
+                assert tools.call(
+                    "store_fact", {"namespace": "user", "key": "b", "value": 1}, db=mem
+                ).ok
+            session.rollback()
+    else:
+        with shared_sqlite.connect() as conn:
+            outer = conn.begin()
+            with store.join(conn) as mem:
+                mem.facts.store("user", "b", 1)
+            outer.rollback()
+    with store.begin(write=False) as mem:
+        assert mem.facts.get("user", "b") is None
 
 
 OUTCOMES = [("commit", (1, 1, 1)), ("rollback", (0, 0, 0)), ("error", (0, 0, 0))]

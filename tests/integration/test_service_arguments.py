@@ -268,3 +268,9 @@ def test_a_value_that_holds_itself_is_checked_once_and_refused_by_its_service(
     loop.append(BAD)
     assert _lone_surrogate(loop) is not None
     _refused(store, lambda m, v: m.facts.store("user", "loop", v), ["ok", {"a": []}, loop], "value")
+
+
+def test_a_naive_until_next_to_as_of_is_refused_by_name(store: Store) -> None:
+    # `min(until, as_of)` ran before `until` was checked: a TypeError escaped.
+    naive, aware = datetime(2026, 1, 1), datetime(2026, 1, 1, tzinfo=UTC)
+    _refused(store, lambda m, v: m.search.messages("hello", until=v, as_of=aware), naive, "until")

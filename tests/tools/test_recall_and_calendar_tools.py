@@ -183,3 +183,16 @@ def test_cancel_schedule_is_exact_and_keeps_history(tool_target: DbTarget) -> No
 
         names = sorted((s.name, s.enabled) for s in ScheduleService(mem).list())
     assert names == [("water", False), ("water-plants", True)]
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin"])
+def test_a_bare_date_as_until_takes_in_that_whole_day(tool_target: DbTarget, tz: str) -> None:
+    # "what did we discuss on 10 January": until=2026-01-10 used to mean its midnight, so the
+    # day's own messages were left out (since=until=the date found nothing at all).
+    with Memory.open(tool_target) as mem:
+        mem.timeline.append("We signed the Berlin lease", at=datetime(2026, 1, 10, 10, tzinfo=UTC))
+        mem.timeline.append("Berlin heating bill", at=datetime(2026, 1, 11, 10, tzinfo=UTC))
+    for window in ({"until": "2026-01-10"}, {"since": "2026-01-10", "until": "2026-01-10"}):
+        result = call(tool_target, "recall_sessions", query="Berlin", timezone=tz, **window)
+        assert result.ok and "signed the Berlin lease" in result.text, window
+        assert "heating" not in result.text

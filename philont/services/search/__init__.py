@@ -156,7 +156,10 @@ class SearchService(Service):
         """:meth:`messages` as stored values (:class:`ScoredMessage`), for hot paths."""
         if as_of is not None:  # the timeline as it stood then: nothing stamped later
             as_of = inputs.check(inputs.AwareTime, as_of, "as_of")
-            until = as_of if until is None else min(until, as_of)
+            if until is not None:  # checked first: a naive until cannot be compared
+                until = min(inputs.check(inputs.AwareTime, until, "until"), as_of)
+            else:
+                until = as_of
         flt = _message_filter(since, until, session_ids, roles)
         plan = self._plan(query)
         raw = self.mem.raw()
