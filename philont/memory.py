@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, SessionTransaction
 
 from philont.clock import Clock
 from philont.db.backend import Backend, Raw
@@ -73,6 +73,7 @@ class Memory:
         self.agent = agent
         """The agent this unit of work serves (PostgreSQL; None on SQLite: a file is one)."""
         self._bind = bind
+        self._savepoint: SessionTransaction | None = None
         self._session: Session | None = None
         self._agent: int | None = None
         self._state = _State.NEW
@@ -107,6 +108,9 @@ class Memory:
         agent_id = self._agent_id()  # before our transaction: creating an agent commits its own
         if isinstance(self._bind, Session):
             session = self._bind
+            # A SAVEPOINT of our own, as a joined Connection gets one: an exception in the
+            # block undoes what the block wrote, and the host's transaction goes on.
+            self._savepoint = session.begin_nested()
         elif isinstance(self._bind, Connection):
             session = Session(
                 bind=self._bind, join_transaction_mode="create_savepoint", expire_on_commit=False
@@ -121,6 +125,9 @@ class Memory:
         except BaseException:
             if self._bind is None:
                 session.close()  # ours: nothing began that anybody else would end
+            elif self._savepoint is not None:
+                self._savepoint.rollback()
+                self._savepoint = None
             raise
         self._session = session
         self._state = _State.ACTIVE
@@ -140,8 +147,11 @@ class Memory:
             if self._bind is not None:
                 self.store.backend.leave(session)
             if isinstance(self._bind, Session):
-                if exc_type is None:
-                    session.flush()  # the caller's transaction: it commits, not us
+                savepoint, self._savepoint = self._savepoint, None
+                if savepoint is not None and exc_type is None:
+                    savepoint.commit()  # released: the caller's transaction commits, not us
+                elif savepoint is not None:
+                    savepoint.rollback()
             else:
                 # Ours: commit or roll back. A host Connection's: release or roll back our
                 # SAVEPOINT, leaving the host's own transaction to the host.

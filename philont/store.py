@@ -177,7 +177,8 @@ class Store:
         """A unit of work inside the caller's transaction (a Session or a Connection of this
         database): services flush into it, and the caller commits or rolls back. Use it as
         ``with store.join(session) as mem:``; leaving the block does not end the caller's
-        transaction. On PostgreSQL the agent is set in the caller's transaction (``SET
+        transaction, and an exception in the block undoes what the block wrote (a SAVEPOINT)
+        while the caller's transaction goes on. On PostgreSQL the agent is set in the caller's transaction (``SET
         LOCAL``), so it holds until the caller's transaction ends."""
         from philont.memory import Memory
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
@@ -379,6 +379,33 @@ def test_a_unit_of_work_joins_a_hosts_connection_and_its_transaction(store: Stor
         outer.rollback()
     with store.begin() as mem:
         assert mem.facts.get("user", "name") is None
+
+
+@pytest.mark.parametrize("host", ["session", "connection"])
+def test_an_exception_in_a_joined_block_undoes_that_block_and_the_host_goes_on(
+    store: Store, host: str
+) -> None:
+    # The same on a host Session as on a host Connection (the Session kept the block's writes,
+    # and a host that caught the exception and committed committed them).
+    with store.engine.connect() as connection:
+        outer = connection.begin()
+        bind: Session | Connection = Session(bind=connection) if host == "session" else connection
+        with store.join(bind) as mem:
+            mem.facts.store("user", "name", "Lena")
+        with pytest.raises(RuntimeError), store.join(bind) as mem:
+            mem.facts.store("user", "name", "Max")
+            mem.notes.add("written by the failed block")
+            raise RuntimeError("only this unit of work fails")
+        with store.join(bind) as mem:
+            got = mem.facts.get("user", "name")
+            assert got is not None and got.value == "Lena"
+            assert mem.notes.count() == 0
+        if isinstance(bind, Session):
+            bind.commit()
+        outer.commit()
+    with store.begin() as mem:
+        got = mem.facts.get("user", "name")
+        assert got is not None and got.value == "Lena" and mem.notes.count() == 0
 
 
 def test_a_deferred_unit_of_work_takes_the_write_lock_only_when_it_writes_and_commits_it(
