@@ -178,8 +178,8 @@ class Store:
         database): services flush into it, and the caller commits or rolls back. Use it as
         ``with store.join(session) as mem:``; leaving the block does not end the caller's
         transaction, and an exception in the block undoes what the block wrote (a SAVEPOINT)
-        while the caller's transaction goes on. On PostgreSQL the agent is set in the caller's transaction (``SET
-        LOCAL``), so it holds until the caller's transaction ends."""
+        while the caller's transaction goes on. On PostgreSQL the agent is set in the caller's
+        transaction (``SET LOCAL``), so it holds until the caller's transaction ends."""
         from philont.memory import Memory
 
         self._check_open()

@@ -369,21 +369,18 @@ class SkillService(SkillRecipes):
             outcome=outcome,
         )
         if new != current:
-            # This transaction already holds the write lock on the row: no one can interleave.
-            self.session.execute(
-                update(Skill)
-                .where(Skill.id == skill_id)
-                .values(maturity=new)
-                .execution_options(synchronize_session=False)
-            )
-            log.info(
-                "skill.grade_changed",
-                name=name,
-                old=current.value,
-                new=new.value,
-                reason=f"outcome:{outcome.value}",
-            )
+            self._regrade(skill_id, name, current, new, reason=f"outcome:{outcome.value}")
         return self._reload(skill_id)
+
+    def _regrade(self, skill_id: str, name: str, old: Grade, new: Grade, *, reason: str) -> None:
+        # This transaction already holds the write lock on the row: no one can interleave.
+        self.session.execute(
+            update(Skill)
+            .where(Skill.id == skill_id)
+            .values(maturity=new)
+            .execution_options(synchronize_session=False)
+        )
+        log.info("skill.grade_changed", name=name, old=old.value, new=new.value, reason=reason)
 
     def _anchor(self, skill_id: str, at: datetime) -> None:
         """Remember that the grade was set at ``at`` (restarts the disuse period)."""
