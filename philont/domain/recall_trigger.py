@@ -130,11 +130,14 @@ _EN_GAP = r"(?:[^\s.!?]+\s+){0,5}?"
 _EN_AUX = rf"(?:{_EN_APOSTROPHE}(?:ve|d))?(?:\s+(?:have|had|already|just|both))*"
 
 _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    # "Do you remember what we discussed", "did you still recall"; "do you remember to…" misses.
+    # "Do you remember what we discussed", "did you still recall"; "do you remember to…" misses,
+    # and so does "can you remember that/this/my …", which asks to store, not to recall.
     (
         "en.do_you_remember",
         re.compile(
-            r"\b(?:do|did|can|could)\s+you\s+(?:still\s+)?(?:remember|recall)\b"
+            r"\b(?:(?:do|did)\s+you\s+(?:still\s+)?(?:remember|recall)\b"
+            r"|(?:can|could)\s+you\s+(?:still\s+)?(?:remember|recall)\b"
+            r"(?!\s+(?:that|this|these|it|my|our|the\s+following)\b))"
             r"(?!\s+(?:to|how\s+to)\b)",
             _EN_FLAGS,
         ),

@@ -58,6 +58,8 @@ CHINESE_MISSES = [
 
 ENGLISH_HITS = [
     "Do you remember what we discussed earlier?",
+    "Can you remember what we decided about the flat?",
+    "Could you recall when we fixed the bug?",
     "As we said previously, the plan stands.",
     "Remember when you mentioned the bug?",
     "From our last conversation, I think we should go.",
@@ -88,6 +90,10 @@ ENGLISH_MISSES = [
     "remember what you need to buy",
     "Did you remember to buy milk?",
     "Do you remember how to make pasta?",
+    # requests to store, not to recall (they hit "can you remember" before)
+    "Can you remember that my wife is called Anna?",
+    "Could you remember my address: 5 Main St",
+    "Can you remember this for me?",
     "I said I'd finish before Friday",
     "I told my boss before",
     "We've talked about it with the team",
