@@ -39,6 +39,10 @@ BACKUP_PREFIX = "memory-"
 BACKUP_SUFFIX = ".sqlite"
 PRE_RESTORE_LABEL = "-pre-restore"
 _TAG = re.compile(r"(\d{8}T\d{6})")
+_ROTATING = re.compile(rf"{BACKUP_PREFIX}\d{{8}}T\d{{6}}(?:-\d+)?{re.escape(BACKUP_SUFFIX)}")
+"""The names ``backup`` gives its ordinary copies (``memory-<TAG>.sqlite``, ``-2``, ``-3``…):
+the only files rotation counts and deletes. A labelled copy (``-pre-restore``, the
+``-pre-upgrade`` of ``migrate``, any other label) is a safety copy and never rotated away."""
 _SEQ = re.compile(r"(.*)-(\d+)")
 
 DbTarget = str | Path | URL | None
@@ -203,9 +207,16 @@ def verify(path: Path, *, schema: bool = True) -> Verification:
     return Verification(path=path, revision=revision, schema_version=version, fts_tables=tuple(fts))
 
 
+def is_rotating(path: Path) -> bool:
+    """Whether ``path`` is an ordinary rotating backup (not a safety copy made before a
+    restore or an upgrade, nor any other file): what ``backup(keep=)`` may count and delete."""
+    return _ROTATING.fullmatch(path.name) is not None
+
+
 def _rotate(db_path: Path, keep: int, newest: Path) -> list[Path]:
-    """Delete all but the newest ``keep`` backups; the one just taken always stays."""
-    others = [p for p in _backup_files(db_path) if p != newest]
+    """Delete all but the newest ``keep`` ordinary backups; the one just taken always stays,
+    and safety copies (``-pre-restore``, ``-pre-upgrade``) are neither counted nor deleted."""
+    others = [p for p in _backup_files(db_path) if p != newest and is_rotating(p)]
     doomed = others[keep - 1 :]
     for p in doomed:
         try:
@@ -222,7 +233,9 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
     """Take an online backup (SQLite backup API: consistent while others write) of the database
     into its sibling ``backups/`` as ``memory-YYYYMMDDTHHMMSS.sqlite`` (UTC of ``at``, default
     now; ``-2``, ``-3``… when taken), mode 0600 in a 0700 directory, verify it, then keep only
-    the newest ``keep`` ``memory-*.sqlite`` files (``None``: delete nothing). Returns the path.
+    the newest ``keep`` ordinary backups (``None``: delete nothing). Only names ``backup``
+    gives count and go (:func:`is_rotating`): the ``-pre-restore`` and ``-pre-upgrade`` safety
+    copies, and any other file, are never counted nor deleted. Returns the path.
     """
     if keep is not None and keep < 1:
         raise InvalidInputError(f"keep must be at least 1, got {keep}", keep=keep)

@@ -46,7 +46,14 @@ def _missing(file: str | Path) -> FileNotFoundError:
 
 
 def backup(
-    keep: Annotated[int | None, typer.Option(min=1, help="Keep only the newest N backups.")] = None,
+    keep: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Keep only the newest N ordinary backups (never deletes the -pre-restore and "
+            "-pre-upgrade safety copies).",
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:

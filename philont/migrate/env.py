@@ -41,6 +41,9 @@ CONNECTION_KEY = "philont_connection"
 BACKUP_KEY = "philont_backup"
 """``Config.attributes`` key: False to skip the pre-upgrade backup (``-x backup=false`` too)."""
 
+PRE_UPGRADE_LABEL = "-pre-upgrade"
+"""The label of the safety copy taken before an upgrade (never rotated away by ``backup``)."""
+
 # --- backup ----------------------------------------------------------------------------------
 
 
@@ -254,7 +257,7 @@ def _migrate(run: _Run, conn: Connection) -> None:
         if not run.checked:  # before the backup: never copy a damaged file
             check_integrity(_driver(conn), path)
         if run.backup_wanted and run.plan.has_data:
-            run.backup = backup_file(path, label="-pre-upgrade")
+            run.backup = backup_file(path, label=PRE_UPGRADE_LABEL)
             log.info("migrate.backup", path=str(run.backup))
     _configure(run, conn)
     if run.is_upgrade and run.plan.stamp:

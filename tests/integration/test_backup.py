@@ -15,15 +15,20 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from philont import migrate
 from philont.backup import (
+    PRE_RESTORE_LABEL,
     BackupVerificationError,
     backup,
+    is_rotating,
     list_backups,
     restore,
 )
 from philont.errors import InvalidInputError, NotADatabaseError, UnknownSchemaVersionError
+from philont.migrate.env import PRE_UPGRADE_LABEL
 
 CopyFixture = Callable[[str], Path]
 AT = datetime(2026, 6, 14, 4, 0, 0, tzinfo=UTC)
@@ -309,3 +314,67 @@ def test_a_philont_backup_of_an_older_schema_can_be_restored(
     assert report.revision == "v027"
     assert report.schema_version == "27"
     assert len(_message_ids(live)) == 201
+
+
+# --- rotation never touches a safety copy ----------------------------------------------------
+
+SAFETY_LABELS = (PRE_RESTORE_LABEL, PRE_UPGRADE_LABEL)
+
+
+def _backup_names(live: Path) -> set[str]:
+    return {p.name for p in (live.parent / "backups").glob("*")}
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    taken=st.lists(
+        st.tuples(st.sampled_from(("", *SAFETY_LABELS)), st.integers(0, 5)),
+        max_size=8,
+    ),
+    keep=st.integers(1, 4),
+)
+def test_rotation_counts_and_deletes_only_ordinary_backups(
+    live: Path, taken: list[tuple[str, int]], keep: int
+) -> None:
+    """Whatever mix of ordinary backups and safety copies (made before a restore or an
+    upgrade, same second or not) is in backups/, ``keep=N`` leaves every safety copy and
+    exactly the newest N ordinary backups (the one just taken among them)."""
+    for p in (live.parent / "backups").glob("*"):
+        p.unlink()
+    ordinary: list[tuple[int, int, Path]] = []  # (hours, order taken, file)
+    safety: set[str] = set()
+    for i, (label, hours) in enumerate(taken):
+        at = AT + timedelta(hours=hours)
+        if label:
+            safety.add(migrate.backup_file(live, at=at, label=label).name)
+        else:
+            ordinary.append((hours, i, backup(live, at=at)))
+    newest = backup(live, at=AT + timedelta(hours=6), keep=keep)
+
+    newest_first = [newest, *(p for _h, _i, p in sorted(ordinary, reverse=True))]
+    assert safety <= _backup_names(live)
+    assert _backup_names(live) - safety == {p.name for p in newest_first[:keep]}
+
+
+def test_a_restore_and_an_upgrade_keep_their_safety_copies_through_rotation(
+    populated: Path, copy_fixture: CopyFixture
+) -> None:
+    """The real paths: restore's ``-pre-restore`` copy and upgrade's ``-pre-upgrade`` copy
+    outlive ``backup(keep=1)``, taken after them in a later second."""
+    taken = backup(populated, at=AT)
+    safety = restore(taken, populated).safety_backup
+    old = populated.parent / "old.sqlite"
+    old.write_bytes(copy_fixture("v31").read_bytes())  # an old file: upgrading copies it first
+    old.rename(populated)
+    migrate.upgrade(populated)
+    upgraded = [p for p in (populated.parent / "backups").glob(f"*{PRE_UPGRADE_LABEL}.sqlite")]
+
+    kept = backup(populated, at=datetime.now(UTC) + timedelta(hours=1), keep=1)
+
+    assert safety is not None and safety.exists() and len(upgraded) == 1 and upgraded[0].exists()
+    assert _backup_names(populated) == {kept.name, safety.name, upgraded[0].name}
+    assert [b.path for b in list_backups(populated) if is_rotating(b.path)] == [kept]
