@@ -67,6 +67,8 @@ __all__ = [
     "SessionId",
     "SkillName",
     "SkillNameLookup",
+    "StoredFactKey",
+    "StoredNamespace",
     "Threshold",
     "Title",
     "ZoneName",
@@ -93,6 +95,9 @@ whole arguments are capped lower, see ``philont.tools.dispatch``)."""
 
 NAMESPACE_PATTERN: Final = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
 """Dot-separated lowercase segments, e.g. ``user.preferences.food``."""
+ALL_NAMESPACES: Final = "*"
+PREFIX_SUFFIX: Final = ".*"
+"""A namespace filter: ``'*'`` every namespace, ``'user.*'`` user and its sub-namespaces."""
 RESERVED_NAMESPACE_ROOT: Final = "self"
 """``self`` and every ``self.*`` namespace are written only by the self-reflector (the original
 protected only the exact ``self``; ``self.x`` let a tool call forge self-description)."""
@@ -130,26 +135,40 @@ def _non_blank(value: str) -> str:
     return _storable(value)
 
 
-def _namespace(value: str) -> str:
+def _namespace_shape(value: str) -> str:
+    """The one namespace rule, for writes and reads alike (a read of a namespace no write
+    could make is refused with the message the write gets)."""
     if NAMESPACE_PATTERN.fullmatch(value) is None:
         raise ValueError(
             f"{value!r} is not dot-separated lowercase segments of a-z, 0-9, '_' or '-' "
             "(e.g. 'user.preferences')"
         )
-    if value.split(".", 1)[0] == RESERVED_NAMESPACE_ROOT:
+    return value
+
+
+def _namespace(value: str) -> str:
+    """A namespace to write: the rule, and not ``self`` or below (reads may name it)."""
+    if _namespace_shape(value).split(".", 1)[0] == RESERVED_NAMESPACE_ROOT:
         raise ReservedNamespaceError(value)
     return value
 
 
 def _selector(value: str) -> str:
-    """'*' (every namespace), 'user' (exact) or 'user.*' (user and its children). Reads are
-    lenient: legacy namespaces need not follow today's write rules, and ``self`` is readable."""
-    root = value.removesuffix(".*")
-    if not root.strip():
-        raise ValueError(
-            "must not be blank" if value == root else "pattern '.*' has no root; use '*' for all"
-        )
-    return _storable(value)
+    """'*' (every namespace), 'user' (exact) or 'user.*' (user and its children), the
+    namespace following the write rule (``self`` is readable)."""
+    if value == ALL_NAMESPACES:
+        return value
+    root = value.removesuffix(PREFIX_SUFFIX)
+    if not root:
+        raise ValueError("pattern '.*' has no root; use '*' for all")
+    _namespace_shape(root)
+    return value
+
+
+def _lenient(value: str) -> str:
+    """A name as a stored row may hold it: legacy databases (the original checked no
+    namespace) may hold names today's rule refuses; import keeps them as they are."""
+    return _non_blank(value)
 
 
 def _key(value: str) -> str:
@@ -249,22 +268,23 @@ Namespace = Annotated[
 NamespaceLookup = Annotated[
     StrictStr,
     Field(min_length=1, max_length=MAX_NAMESPACE_CHARS, description="The fact's namespace."),
-    AfterValidator(_non_blank),
+    AfterValidator(_namespace_shape),
     UNICODE,
 ]
-"""A namespace to read: lenient (legacy namespaces need not follow today's write rules, and
-``self`` is readable)."""
+"""A namespace to read: the write rule (``self`` is readable)."""
 NamespaceSelector = Annotated[
     StrictStr,
     Field(
         min_length=1,
-        max_length=MAX_NAMESPACE_CHARS + 2,
+        max_length=MAX_NAMESPACE_CHARS + len(PREFIX_SUFFIX),
         description="Exact namespace, prefix form 'user.*' (user and its sub-namespaces), or "
         "'*' for all.",
     ),
     AfterValidator(_selector),
     UNICODE,
 ]
+"""A namespace filter: ``'*'``, a namespace or ``'<namespace>.*'``; the namespace follows the
+write rule (``self`` is readable)."""
 FactKey = Annotated[
     StrictStr,
     Field(
@@ -278,8 +298,24 @@ FactKey = Annotated[
 FactKeyLookup = Annotated[
     StrictStr,
     Field(min_length=1, max_length=64, description="The fact's key."),
+    AfterValidator(_key),
     UNICODE,
 ]
+"""A key to read: the write rule."""
+StoredNamespace = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=MAX_NAMESPACE_CHARS),
+    AfterValidator(_lenient),
+    UNICODE,
+]
+"""A fact row's namespace as imported: lenient (see :func:`_lenient`); never a filter."""
+StoredFactKey = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=64),
+    AfterValidator(_lenient),
+    UNICODE,
+]
+"""A fact row's key as imported: lenient (see :func:`_lenient`); never a filter."""
 FactKindName = Annotated[
     FactKind,
     Field(description="state: true until changed; event: happened at occurred_at."),

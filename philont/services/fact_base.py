@@ -24,8 +24,8 @@ from philont.schemas.facts import FactRecord
 
 log = get_logger("philont.services.facts")
 
-ALL_NAMESPACES = "*"
-PREFIX_SUFFIX = ".*"
+ALL_NAMESPACES = inputs.ALL_NAMESPACES
+PREFIX_SUFFIX = inputs.PREFIX_SUFFIX
 
 
 class FactIdNotFoundError(NotFoundError):
@@ -50,14 +50,23 @@ def aware(value: object, name: str) -> datetime:
 
 
 def exact_namespace(namespace: object) -> ColumnElement[bool]:
-    """SQL condition for one namespace on reads (lenient: see ``inputs.NamespaceLookup``)."""
+    """SQL condition for one namespace on reads (the write rule: ``inputs.NamespaceLookup``)."""
     name: str = inputs.check(inputs.NamespaceLookup, namespace, "namespace")
     return Fact.namespace == name
 
 
+def exact_address(namespace: object, key: object) -> ColumnElement[bool]:
+    """SQL condition for one fact address on reads: namespace and key by the write rules
+    (``inputs.NamespaceLookup``, ``inputs.FactKeyLookup``)."""
+    in_namespace = exact_namespace(namespace)
+    name: str = inputs.check(inputs.FactKeyLookup, key, "key")
+    return and_(in_namespace, Fact.key == name)
+
+
 def namespace_filter(namespace: str | None, *, prefix: bool) -> ColumnElement[bool] | None:
     """SQL condition selecting namespaces for listing. ``None`` or ``'*'`` selects all (no
-    condition); ``'user.*'`` means the prefix form of ``'user'``."""
+    condition); ``'user.*'`` means the prefix form of ``'user'``; any other namespace follows
+    the write rule (``inputs.NamespaceSelector``)."""
     if namespace is None or namespace == ALL_NAMESPACES:
         return None
     namespace = inputs.check(inputs.NamespaceSelector, namespace, "namespace")

@@ -18,7 +18,7 @@ from philont.schemas.facts import FactRecord
 from philont.services.base import Service
 from philont.services.fact_base import (
     aware,
-    exact_namespace,
+    exact_address,
     namespace_filter,
     optional_aware,
     to_record,
@@ -56,13 +56,12 @@ class FactTime(Service):
 
         No access refresh and no access-log row (this is an audit query).
         """
-        cond = exact_namespace(namespace)
+        cond = exact_address(namespace, key)
         when = aware(at, "at")
         believed = self._now() if believed_at is None else aware(believed_at, "believed_at")
         rows = self.session.scalars(
             select(Fact).where(
                 cond,
-                Fact.key == key,
                 or_(Fact.forgotten_at.is_(None), Fact.forgotten_at > believed),
                 Fact.created_at <= believed,
             )

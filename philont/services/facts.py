@@ -25,7 +25,7 @@ from philont.services.fact_base import (
     FactIdNotFoundError,
     aware,
     current_as_of,
-    exact_namespace,
+    exact_address,
     expired,
     log,
     namespace_filter,
@@ -166,7 +166,7 @@ class FactService(FactTime):
         passed counts as a miss (Q-S2); the default keeps the original's behaviour.
         A miss writes nothing.
         """
-        stmt = select(Fact).where(exact_namespace(namespace), Fact.key == key, CURRENT)
+        stmt = select(Fact).where(exact_address(namespace, key), CURRENT)
         rows = newest_first(self.session.scalars(stmt))
         if not rows:
             return None
@@ -261,7 +261,7 @@ class FactService(FactTime):
         """Every version of ``namespace.key``, superseded and forgotten ones included: the
         current version first, then newest first (each record says ``active``)."""
         rows = builtins.list(
-            self.session.scalars(select(Fact).where(exact_namespace(namespace), Fact.key == key))
+            self.session.scalars(select(Fact).where(exact_address(namespace, key)))
         )
         by_id = {r.id: r for r in rows}
 

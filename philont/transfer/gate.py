@@ -4,8 +4,8 @@ applies, before the target is touched.
 Each column gets one type: the service's input type where a service writes it (``Content``,
 ``Confidence``, ``ZoneName``, ...), else the stored-value type of its column type
 (:mod:`philont.schemas.stored`: epoch ms, JSON text, 0/1 flags, 64-bit integers, finite reals,
-enum values). Names that reads look up leniently (a fact's namespace and key, a skill's name) take
-the lenient lookup types, as legacy databases may hold names today's writes would refuse. Then
+enum values). A fact's namespace and key take the lenient stored-name types and a skill's name
+its lenient lookup type, as legacy databases may hold names today's writes would refuse. Then
 each row passes the domain rules of its table (a fact never supersedes itself, a calendar rule
 must be one the calendar accepts, ...). A refusal is an :class:`ImportFormatError` naming the
 line, the table and the column.
@@ -62,8 +62,8 @@ def _action_type(value: Any) -> Any:
 SERVICE_TYPES: dict[str, dict[str, Any]] = {
     "memory_facts": {
         "id": inputs.RecordId,
-        "namespace": inputs.NamespaceLookup,
-        "key": inputs.FactKeyLookup,
+        "namespace": inputs.StoredNamespace,
+        "key": inputs.StoredFactKey,
         "value_json": _Rule(_fact_value),
         "confidence": inputs.Confidence,
         "decay_tau_days": _Rule(_tau),

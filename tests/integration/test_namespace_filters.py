@@ -1,0 +1,170 @@
+"""One namespace rule and one key rule for every path that names facts: a namespace or key a
+write would refuse is refused, with the write's message, by every read and filter — services,
+tools and the command line — and one a write accepts is accepted by all of them (``self``,
+reserved for writes, stays readable)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from philont import Memory, tools
+from philont.cli import app
+from philont.errors import InvalidInputError, ReservedNamespaceError
+from philont.schemas import inputs
+
+runner = CliRunner()
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+NAMES = st.one_of(
+    st.from_regex(inputs.NAMESPACE_PATTERN, fullmatch=True),
+    st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=30),
+    st.text(alphabet="abcXYZ_.-%* \\:", max_size=12),
+)
+KEYS = st.one_of(
+    st.from_regex(inputs.KEY_PATTERN, fullmatch=True),
+    st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=70),
+    st.text(alphabet="abXY_.-%: ", max_size=10),
+)
+
+
+def _write_verdict(namespace: str, key: str = "k") -> str | None:
+    """The message a write gets for this address (None: accepted; reserved ``self`` counts as
+    accepted, as reads may name it)."""
+    for kind, value, name in (
+        (inputs.Namespace, namespace, "namespace"),
+        (inputs.FactKey, key, "key"),
+    ):
+        try:
+            inputs.check(kind, value, name)
+        except ReservedNamespaceError:
+            continue
+        except InvalidInputError as exc:
+            return exc.message
+    return None
+
+
+def _service_paths(namespace: str, key: str) -> dict[str, Callable[[Memory], Any]]:
+    return {
+        "facts.get": lambda m: m.facts.get(namespace, key),
+        "facts.history": lambda m: m.facts.history(namespace, key),
+        "facts.as_of": lambda m: m.facts.as_of(namespace, key, at=AT),
+        "facts.list": lambda m: m.facts.list(namespace),
+        "facts.list(prefix)": lambda m: m.facts.list(namespace, prefix=True),
+        "facts.list(.*)": lambda m: m.facts.list(f"{namespace}.*"),
+        "facts.events": lambda m: m.facts.events(namespace),
+        "facts.forget_candidates": lambda m: m.facts.forget_candidates(namespace=namespace),
+    }
+
+
+def _service_verdict(mem: Memory, call: Callable[[Memory], Any]) -> str | None:
+    try:
+        call(mem)
+    except InvalidInputError as exc:
+        return exc.message
+    return None
+
+
+def _cli_verdict(*args: str) -> str | None:
+    """The command's refusal (whitespace collapsed: the console wraps long lines)."""
+    result = runner.invoke(app, list(args))
+    _, found, message = result.output.partition("error (invalid_input): ")
+    if found:
+        return " ".join(message.split())
+    assert result.exit_code == 0 or "not_found" in result.output, result.output
+    return None
+
+
+def _flat(message: str | None) -> str | None:
+    return None if message is None else " ".join(message.split())
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(namespace=NAMES, key=KEYS)
+@example(namespace="BAD%NS", key="k")
+@example(namespace="self", key="k")
+@example(namespace="user", key="a b")
+@example(namespace="user.*", key="k")
+def test_every_read_refuses_what_a_write_refuses_with_its_message(
+    namespace: str, key: str, tool_db: Path
+) -> None:
+    if namespace.endswith(".*"):
+        return  # the selector form is a filter of its own (test below)
+    expected = _write_verdict(namespace, key)
+    ns_expected = None if namespace == "*" else _write_verdict(namespace)  # '*': every one
+    with Memory.open(tool_db) as mem:
+        for path, call in _service_paths(namespace, key).items():
+            verdict = _service_verdict(mem, call)
+            if path in ("facts.get", "facts.history", "facts.as_of"):
+                assert verdict == expected, path
+            elif path == "facts.list(.*)":  # its own message for '.*' and '*.*'
+                refused = namespace in ("", "*") or ns_expected is not None
+                assert (verdict is not None) == refused, path
+            else:
+                assert verdict == ns_expected, path
+    got = tools.call("get_fact", {"namespace": namespace, "key": key}, db=tool_db)
+    assert (got.error_code == "invalid_arguments") == (expected is not None), got
+    if expected is not None:
+        assert expected in (got.error or ""), got
+    listed = tools.call("list_facts", {"namespace": namespace}, db=tool_db)
+    assert (listed.error_code == "invalid_arguments") == (ns_expected is not None), listed
+    if ns_expected is not None:
+        assert ns_expected in (listed.error or ""), listed
+    db = str(tool_db)
+    assert _cli_verdict("facts", "list", "--db", db, "--", namespace) == _flat(ns_expected)
+    for command in ("get", "history"):
+        assert _cli_verdict("facts", command, "--db", db, "--", namespace, key) == _flat(expected)
+
+
+@pytest.mark.parametrize(
+    ("selector", "refused"),
+    [
+        ("*", False),
+        ("user.*", False),
+        ("self.*", False),
+        ("user.preferences.*", False),
+        ("BAD%NS.*", True),
+        ("User.*", True),
+        (".*", True),
+        ("user.*.*", True),
+        ("*.*", True),
+    ],
+)
+def test_a_selector_is_star_or_a_namespace_by_the_write_rule_with_its_children(
+    selector: str, refused: bool, tool_db: Path
+) -> None:
+    listed = tools.call("list_facts", {"namespace": selector}, db=tool_db)
+    assert (listed.error_code == "invalid_arguments") == refused, listed
+    cli = _cli_verdict("facts", "list", "--db", str(tool_db), "--", selector)
+    assert (cli is not None) == refused
+    with Memory.open(tool_db) as mem:
+        assert (_service_verdict(mem, lambda m: m.facts.list(selector)) is not None) == refused
+
+
+def test_legacy_names_a_write_would_refuse_still_import_and_list(tool_db: Path) -> None:
+    """A legacy row's namespace and key (the original checked none) are kept by import as
+    they are and listed by '*'; naming them in a filter is refused like any bad name."""
+    assert inputs.check(inputs.StoredNamespace, "User Prefs", "namespace") == "User Prefs"
+    assert inputs.check(inputs.StoredFactKey, "_odd key", "key") == "_odd key"
+    with closing(sqlite3.connect(str(tool_db))) as conn, conn:
+        conn.execute(
+            "INSERT INTO memory_facts (id, namespace, key, value_json, confidence, created_at)"
+            " VALUES ('legacy-1', 'User Prefs', '_odd key', '\"tea\"', 1.0, 1700000000000)"
+        )
+    with Memory.open(tool_db) as mem:
+        assert [(f.namespace, f.key) for f in mem.facts.list("*")] == [("User Prefs", "_odd key")]
+        with pytest.raises(InvalidInputError):
+            mem.facts.list("User Prefs")
