@@ -24,8 +24,13 @@ Definitions (``window`` is an :class:`AttributionWindow`):
      ``max_duration`` after R is still inside);
   4. ``window.max_actions`` attributed actions (the window keeps the first ``max_actions``).
 
-  Failed retrieval-tool calls inside the window are skipped: they neither end the window nor count
-  as an attributed action, since a refused fetch says nothing about the recipe being followed.
+  Neutral actions inside the window are skipped: they neither end the window nor count as an
+  attributed action (:func:`is_neutral`). They are failed retrieval-tool calls (a refused fetch
+  says nothing about the recipe being followed) and calls refused for their arguments
+  (:func:`is_refused_arguments`: ``invalid_json``, ``invalid_arguments`` and every
+  :class:`~philont.errors.InvalidInputError` code): such a call never acted, so it is the
+  caller's malformed call, not the recipe's step failing; the call the agent makes instead is
+  the evidence.
   Actions of other sessions and user turns of other sessions are ignored.
 * Outcome: ``FAILURE`` if any attributed action failed, ``SUCCESS`` if at least one ran and all
   succeeded, ``None`` if none ran (nothing is credited or blamed). A failure that answers the
@@ -57,6 +62,8 @@ __all__ = [
     "failure_code",
     "failure_text",
     "is_an_answer",
+    "is_neutral",
+    "is_refused_arguments",
 ]
 
 _FAILURE = re.compile(r"error \(([a-z0-9_]+)\): ")
@@ -77,6 +84,29 @@ def is_an_answer(code: str | None) -> bool:
     """Whether a failure code answers the call rather than failing it: a look-up that found
     nothing."""
     return code is not None and (code == "not_found" or code.endswith("_not_found"))
+
+
+ARGUMENT_REFUSALS: frozenset[str] = frozenset({"invalid_json", "invalid_arguments"})
+"""The dispatcher's codes for a call refused before it ran: not JSON, or arguments its argument
+model refuses (``philont.tools.dispatch``)."""
+
+
+def _input_error_codes() -> set[str]:
+    """The codes of :class:`InvalidInputError` and its subclasses (read when asked: every
+    refusal of a value, present and future, is one)."""
+    codes: set[str] = set()
+    pending: list[type[InvalidInputError]] = [InvalidInputError]
+    while pending:
+        kind = pending.pop()
+        codes.add(kind.code)
+        pending.extend(kind.__subclasses__())
+    return codes
+
+
+def is_refused_arguments(code: str | None) -> bool:
+    """Whether a failure code says the call was refused for what it was given (malformed or
+    invalid arguments: the tool did nothing), rather than the action failing."""
+    return code is not None and (code in ARGUMENT_REFUSALS or code in _input_error_codes())
 
 
 @dataclass(frozen=True)
@@ -147,6 +177,14 @@ def _is_retrieval_call(action: ActionEvent, window: AttributionWindow) -> bool:
     return action.tool_name == window.retrieval_tool and action.success
 
 
+def is_neutral(action: ActionEvent, window: AttributionWindow) -> bool:
+    """Whether an action in a retrieval's window is skipped, neither credit nor blame: a
+    refused fetch (a failed retrieval-tool call), or a call refused for its arguments."""
+    if action.success:
+        return False
+    return action.tool_name == window.retrieval_tool or is_refused_arguments(action.error_code)
+
+
 def _skill_name(action: ActionEvent) -> str | None:
     name = action.params.get("name") if action.params is not None else None
     if isinstance(name, str) and name.strip():
@@ -178,8 +216,8 @@ def _credit_one(
         if action.timestamp > deadline:
             ended_by = f"the {window.max_duration} time limit"
             break
-        if action.tool_name == window.retrieval_tool:
-            continue  # a refused fetch: neither credit nor blame for the recipe in hand
+        if is_neutral(action, window):
+            continue  # a refused fetch or a malformed call: neither credit nor blame
         if len(attributed) == window.max_actions:
             ended_by = f"the {window.max_actions}-action limit"
             break

@@ -7,7 +7,9 @@ successful ``use_skill`` call (a *retrieval*), the actions that followed it in i
 the next retrieval, the next user turn, ``window.max_duration`` or ``window.max_actions``. A
 window whose actions all succeeded records ONE success for the skill, a window with any failed
 action ONE failure (via :meth:`SkillService.record_outcome`, ``at`` = the time of the last
-attributed action), and an empty window nothing.
+attributed action), and an empty window nothing. A call refused for its arguments
+(``invalid_arguments``, ``invalid_json``, any ``InvalidInputError`` code) is neutral, as a
+refused ``use_skill`` is: the caller's malformed call, not the recipe failing (docs/learning.md).
 
 Idempotency, without changing Philont's schema: a retrieval is *processed* when its own
 ``memory_actions`` row (the ``use_skill`` call) has ``linked_skill`` set to the skill name. A run
@@ -23,8 +25,9 @@ A retrieval whose window is still open is *pending*: left unmarked, reported, an
 by the next run. A window is open when, at ``now`` (the clock), all of these hold: the deadline
 has not passed (``now - retrieval time <= window.max_duration``), no user turn of the session came
 strictly after the retrieval, fewer than ``window.max_actions`` actions were attributed, and no
-later action of the session ended the window (every later action was attributed or was a refused
-``use_skill`` call). Otherwise more actions could still join the window and change its outcome.
+later action of the session ended the window (every later action was attributed or neutral: a
+refused ``use_skill`` call or a call refused for its arguments). Otherwise more actions could
+still join the window and change its outcome.
 
 A run reads the log only from its earliest unprocessed retrieval in scope, so once everything is
 decided a run costs one query over the ``use_skill`` rows. (A successful ``use_skill`` row
@@ -56,6 +59,7 @@ from philont.domain.attribution import (
     UserTurn,
     attribute,
     failure_code,
+    is_neutral,
 )
 from philont.domain.kinds import Role
 from philont.domain.maturity import Outcome
@@ -128,11 +132,7 @@ def _window_is_open(
     if len(credit.attributed_action_ids) >= window.max_actions:
         return False
     attributed = set(credit.attributed_action_ids)
-    return all(
-        action.id in attributed
-        or (action.tool_name == window.retrieval_tool and not action.success)
-        for action in following
-    )
+    return all(action.id in attributed or is_neutral(action, window) for action in following)
 
 
 @dataclass

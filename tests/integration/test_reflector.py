@@ -437,6 +437,54 @@ def test_a_look_up_that_finds_nothing_after_a_retrieval_does_not_blame_the_skill
         assert (report.successes, report.failures) == (1, 0)
 
 
+REFUSED_CALLS: list[tuple[str, Any, str]] = [
+    ("store_fact", {"namespace": "user", "key": "a b", "value": 1}, "invalid_arguments"),
+    ("schedule_reminder", {"name": "x", "message": "m", "interval_ms": 1.5}, "invalid_arguments"),
+    ("list_facts", "{not json", "invalid_json"),
+    ("store_fact", {"namespace": "self", "key": "k", "value": 1}, "reserved_namespace"),
+    (
+        "store_fact",
+        {
+            "namespace": "user",
+            "key": "trip",
+            "value": 1,
+            "valid_from": "2026-05-02T00:00:00Z",
+            "valid_until": "2026-05-01T00:00:00Z",
+        },
+        "invalid_time_range",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code"), REFUSED_CALLS, ids=[c for *_x, c in REFUSED_CALLS]
+)
+@pytest.mark.parametrize("then_ok", [False, True], ids=["alone", "then-corrected"])
+def test_a_call_refused_for_its_arguments_after_a_retrieval_is_neutral(
+    target: Path | URL, clock: FakeClock, tool: str, args: Any, code: str, then_ok: bool
+) -> None:
+    # Decision (docs/learning.md, "Skill efficacy"): a call refused for what it was given never
+    # acted; it is the caller's malformed call, not the recipe's step failing. It used to count
+    # as the skill failing (three such runs deprecate a draft).
+    with Store.open(target, clock=clock) as store:
+        with store.begin() as mem:
+            mem.skills.create("store-a-fact", "Store a fact", "x", "1. store_fact")
+        calls: list[tuple[str, Any]] = [("use_skill", {"name": "store-a-fact"}), (tool, args)]
+        if then_ok:
+            calls.append(("store_fact", {"namespace": "user", "key": "x", "value": 1}))
+        results = []
+        for name, arguments in calls:
+            clock.advance(minutes=1)
+            results.append(tools.call(name, arguments, db=store).error_code)
+        assert results == [None, code, None][: len(calls)]
+        clock.advance(hours=1)
+        with store.begin() as mem:
+            report = mem.reflector.run()
+            record = mem.skills.get("store-a-fact", record_access=False)
+        assert (report.successes, report.failures) == ((1, 0) if then_ok else (0, 0))
+        assert record is not None and record.failure_count == 0
+
+
 def test_an_outcome_is_charged_to_the_recipe_revision_the_run_fetched(
     skills: SkillService, reflector: ReflectorService, log: Log, clock: FakeClock
 ) -> None:

@@ -17,6 +17,7 @@ from philont.domain.attribution import (
     attribute,
     failure_code,
     failure_text,
+    is_refused_arguments,
 )
 from philont.domain.maturity import Outcome
 from philont.errors import InvalidInputError
@@ -262,8 +263,8 @@ def test_no_actions_means_no_credits() -> None:
         ("fact_not_found", Outcome.SUCCESS),  # "X is not stored" is an answer, a step done
         ("skill_not_found", Outcome.SUCCESS),
         ("not_found", Outcome.SUCCESS),
-        ("invalid_input", Outcome.FAILURE),
         ("internal_error", Outcome.FAILURE),
+        ("unknown_tool", Outcome.FAILURE),
         (None, Outcome.FAILURE),  # a failure with no code (another writer's row)
     ],
 )
@@ -284,3 +285,83 @@ def test_a_failure_code_reads_back_from_its_logged_text(code: str, message: str)
 
 def test_a_text_that_is_not_a_failure_has_no_code() -> None:
     assert [failure_code(t) for t in (None, "", "Stored user.city", "error: x")] == [None] * 4
+
+
+# --- a call refused for its arguments is neutral ---------------------------------------------
+# Decision (spec §10, §17.3 Q-K1/Q-K2; docs/learning.md "Skill efficacy"): a skill is graded by
+# evidence about its recipe. A call the dispatcher refused for its arguments (invalid_json,
+# invalid_arguments) or a service refused for a value (every InvalidInputError code) never acted:
+# it is the caller's malformed call, not the recipe's step failing. It is neutral: neither
+# success nor failure, it does not end the window and takes none of its places.
+
+REFUSAL_CODES = sorted(
+    {"invalid_json", "invalid_arguments"}
+    | {kind.code for kind in (InvalidInputError, *InvalidInputError.__subclasses__())}
+)
+OTHER_CODES = ["internal_error", "unknown_tool", "skill_not_usable", "storage_error", None]
+
+
+def test_every_input_refusal_code_is_neutral_and_no_other_failure_is() -> None:
+    assert {"invalid_arguments", "invalid_input", "reserved_namespace"} <= set(REFUSAL_CODES)
+    assert all(is_refused_arguments(code) for code in REFUSAL_CODES)
+    assert not any(is_refused_arguments(code) for code in OTHER_CODES)
+    assert not is_refused_arguments("fact_not_found")  # an answer: a success, not neutral
+
+
+def test_a_malformed_call_then_its_corrected_call_credits_a_success() -> None:
+    refused = ActionEvent(
+        id=2, session_id=SESSION, tool_name="store_fact", success=False, timestamp=at(5),
+        error_code="invalid_arguments",
+    )  # fmt: skip
+    credit = only(attribute([fetch(1, 0), refused, act(3, 10)], []))
+    assert credit.outcome is Outcome.SUCCESS and credit.attributed_action_ids == (3,)
+
+
+def test_only_malformed_calls_after_a_retrieval_credit_nothing() -> None:
+    refused = ActionEvent(
+        id=2, session_id=SESSION, tool_name="store_fact", success=False, timestamp=at(5),
+        error_code="invalid_arguments",
+    )  # fmt: skip
+    assert only(attribute([fetch(1, 0), refused], [])).outcome is None
+
+
+_KINDS = st.sampled_from(["ok", "failed", "answer", "refused", "fetch", "bad-fetch", "other"])
+_CODES = {"failed": st.sampled_from(OTHER_CODES), "answer": st.just("fact_not_found")}
+
+
+@st.composite
+def _logs(draw: st.DrawFn) -> list[ActionEvent]:
+    """A session's log: retrievals, refused fetches, successes, failures, answers and calls
+    refused for their arguments, in another session too, at increasing times."""
+    events: list[ActionEvent] = []
+    seconds = 0.0
+    for i, kind in enumerate(draw(st.lists(_KINDS, max_size=30)), start=1):
+        seconds += draw(st.sampled_from([0.0, 1.0, 60.0, 600.0]))
+        if kind in ("fetch", "bad-fetch"):
+            name = draw(st.sampled_from(["pdf-to-word", "unzip"]))
+            events.append(fetch(i, seconds, name, success=kind == "fetch"))
+            continue
+        code = None
+        if kind == "refused":
+            code = draw(st.sampled_from(REFUSAL_CODES))
+        elif kind in _CODES:
+            code = draw(_CODES[kind])
+        events.append(
+            ActionEvent(
+                id=i, session_id="s2" if kind == "other" else SESSION, tool_name="bash",
+                success=kind == "ok", timestamp=at(seconds), error_code=code,
+            )
+        )  # fmt: skip
+    return events
+
+
+@given(log=_logs(), max_actions=st.integers(1, 4), turns=st.lists(st.floats(0, 4000), max_size=3))
+def test_calls_refused_for_their_arguments_change_no_credit(
+    log: list[ActionEvent], max_actions: int, turns: list[float]
+) -> None:
+    """Whatever the log, its verdicts are those of the same log without the refused calls:
+    the same outcome, on the same actions, for the same reason."""
+    window = AttributionWindow(max_actions=max_actions)
+    user_turns = [UserTurn(SESSION, at(t)) for t in turns]
+    without = [a for a in log if not is_refused_arguments(a.error_code)]
+    assert attribute(log, user_turns, window) == attribute(without, user_turns, window)
