@@ -91,7 +91,14 @@ MAX_NAMESPACE_CHARS: Final = 100
 MAX_ID_CHARS: Final = 200
 MAX_TEXT_CHARS: Final = 16 * 1024 * 1024
 """Free text stored verbatim (notes, messages): at most this many characters (a tool call's
-whole arguments are capped lower, see ``philont.tools.dispatch``)."""
+whole arguments are capped lower: :data:`MAX_ARGUMENT_BYTES`)."""
+MAX_ARGUMENT_BYTES: Final = 1_000_000
+"""The size policy of one tool call's arguments: at most this many bytes of UTF-8 JSON, whatever
+their types (``philont.tools.dispatch`` enforces it; a tool's advertised ``maxLength`` never
+exceeds it)."""
+MAX_QUERY_CHARS: Final = MAX_ARGUMENT_BYTES
+"""A search query, from a service or a tool: at most this many characters (only the first 8,000
+are read). The same number is the ``maxLength`` a tool advertises for it."""
 
 NAMESPACE_PATTERN: Final = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
 """Dot-separated lowercase segments, e.g. ``user.preferences.food``."""
@@ -101,9 +108,26 @@ PREFIX_SUFFIX: Final = ".*"
 RESERVED_NAMESPACE_ROOT: Final = "self"
 """``self`` and every ``self.*`` namespace are written only by the self-reflector (the original
 protected only the exact ``self``; ``self.x`` let a tool call forge self-description)."""
+WRITABLE_NAMESPACE_SCHEMA: Final = (
+    rf"^(?!{RESERVED_NAMESPACE_ROOT}(?:\.|$))(?:{NAMESPACE_PATTERN.pattern})$"
+)
+"""The advertised rule of a namespace to write: the namespace rule, and not ``self`` or below."""
 KEY_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 SKILL_NAME_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
 PROJECT_PATTERN: Final = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])")
+NON_BLANK_SCHEMA: Final = r"\S"
+"""The advertised form of "not blank": JSON Schema patterns search, and this finds one non-space."""
+
+
+def anchored(pattern: re.Pattern[str]) -> str:
+    """``pattern`` as a JSON Schema ``pattern`` that must match the whole value."""
+    return f"^{pattern.pattern}$"
+
+
+def _advertised(pattern: str) -> dict[str, Any]:
+    """``Field`` arguments that advertise ``pattern`` in the JSON Schema only: the validator
+    checks the same rule itself, with the message its callers read."""
+    return {"json_schema_extra": {"pattern": pattern}}
 
 
 # --- rules (each raises ValueError with the message a caller reads) ---------------------------
@@ -261,13 +285,19 @@ Namespace = Annotated[
         max_length=MAX_NAMESPACE_CHARS,
         description="Dot-separated lowercase namespace: user, user.preferences, "
         "project.<name>, decisions, context. 'self' is reserved.",
+        **_advertised(WRITABLE_NAMESPACE_SCHEMA),
     ),
     AfterValidator(_namespace),
     UNICODE,
 ]
 NamespaceLookup = Annotated[
     StrictStr,
-    Field(min_length=1, max_length=MAX_NAMESPACE_CHARS, description="The fact's namespace."),
+    Field(
+        min_length=1,
+        max_length=MAX_NAMESPACE_CHARS,
+        description="The fact's namespace.",
+        **_advertised(anchored(NAMESPACE_PATTERN)),
+    ),
     AfterValidator(_namespace_shape),
     UNICODE,
 ]
@@ -279,6 +309,7 @@ NamespaceSelector = Annotated[
         max_length=MAX_NAMESPACE_CHARS + len(PREFIX_SUFFIX),
         description="Exact namespace, prefix form 'user.*' (user and its sub-namespaces), or "
         "'*' for all.",
+        **_advertised(rf"^(?:\*|(?:{NAMESPACE_PATTERN.pattern})(?:\.\*)?)$"),
     ),
     AfterValidator(_selector),
     UNICODE,
@@ -291,13 +322,19 @@ FactKey = Annotated[
         min_length=1,
         max_length=64,
         description="Short slug naming the fact (home_city, diet, deadline); no spaces or colons.",
+        **_advertised(anchored(KEY_PATTERN)),
     ),
     AfterValidator(_key),
     UNICODE,
 ]
 FactKeyLookup = Annotated[
     StrictStr,
-    Field(min_length=1, max_length=64, description="The fact's key."),
+    Field(
+        min_length=1,
+        max_length=64,
+        description="The fact's key.",
+        **_advertised(anchored(KEY_PATTERN)),
+    ),
     AfterValidator(_key),
     UNICODE,
 ]
@@ -368,8 +405,8 @@ def _query(value: object) -> str:
     searched, never stored."""
     if not isinstance(value, str):
         raise ValueError(f"must be text, got {type(value).__name__}")
-    if len(value) > MAX_TEXT_CHARS:
-        raise ValueError(f"is {len(value)} characters long; at most {MAX_TEXT_CHARS}")
+    if len(value) > MAX_QUERY_CHARS:
+        raise ValueError(f"is {len(value):,} characters long; at most {MAX_QUERY_CHARS:,}")
     return value
 
 
@@ -379,7 +416,7 @@ Query = Annotated[
     WithJsonSchema(
         {
             "type": "string",
-            "maxLength": MAX_TEXT_CHARS,
+            "maxLength": MAX_QUERY_CHARS,
             "description": "What to look for, in any language (its first 8,000 characters are "
             "read).",
         }
@@ -393,7 +430,12 @@ SessionId = Annotated[
 ]
 Content = Annotated[
     StrictStr,
-    Field(min_length=1, max_length=MAX_TEXT_CHARS, description="Text stored verbatim."),
+    Field(
+        min_length=1,
+        max_length=MAX_TEXT_CHARS,
+        description="Text stored verbatim.",
+        **_advertised(NON_BLANK_SCHEMA),
+    ),
     AfterValidator(_non_blank),
     UNICODE,
 ]
@@ -423,13 +465,23 @@ SkillNameLookup = Annotated[
 ]
 ScheduleName = Annotated[
     StrictStr,
-    Field(min_length=1, max_length=100, description="The task's name."),
+    Field(
+        min_length=1,
+        max_length=100,
+        description="The task's name.",
+        **_advertised(NON_BLANK_SCHEMA),
+    ),
     AfterValidator(_non_blank),
     UNICODE,
 ]
 Author = Annotated[
     StrictStr,
-    Field(min_length=1, max_length=100, description="Who created it (a tool, a user, a job)."),
+    Field(
+        min_length=1,
+        max_length=100,
+        description="Who created it (a tool, a user, a job).",
+        **_advertised(NON_BLANK_SCHEMA),
+    ),
     AfterValidator(_non_blank),
     UNICODE,
 ]
@@ -444,6 +496,7 @@ ScheduleMessage = Annotated[
         min_length=1,
         max_length=4000,
         description="Text to send, or the instruction to carry out.",
+        **_advertised(NON_BLANK_SCHEMA),
     ),
     AfterValidator(_non_blank),
     UNICODE,
@@ -458,9 +511,18 @@ CronText = Annotated[
 ]
 
 
+MAX_PROJECT_CHARS: Final = 60
+
+
 def _project_or_none(value: object) -> str | None:
     """None, or a kebab-case project name; blank text means none (the original ignored a
-    blank project too)."""
+    blank project too). At most 60 characters as given, surrounding spaces included (the
+    length the schema advertises)."""
+    if isinstance(value, str) and len(value) > MAX_PROJECT_CHARS:
+        raise ValueError(
+            "must be kebab-case: 2-60 characters of a-z, 0-9 and '-', at most 60 as given "
+            f"(surrounding spaces included), got {len(value)} characters"
+        )
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if not isinstance(value, str):
@@ -476,7 +538,14 @@ Project = Annotated[
     PlainValidator(_project_or_none),
     WithJsonSchema(
         {
-            "anyOf": [{"type": "string", "maxLength": 60}, {"type": "null"}],
+            "anyOf": [
+                {
+                    "type": "string",
+                    "maxLength": MAX_PROJECT_CHARS,
+                    "pattern": rf"^\s*(?:{PROJECT_PATTERN.pattern})?\s*$",
+                },
+                {"type": "null"},
+            ],
             "description": "kebab-case project name (2-60 characters) to associate; blank or "
             "null for none.",
         }
@@ -484,7 +553,12 @@ Project = Annotated[
 ]
 Title = Annotated[
     StrictStr,
-    Field(min_length=1, max_length=300, description="What the event is."),
+    Field(
+        min_length=1,
+        max_length=300,
+        description="What the event is.",
+        **_advertised(NON_BLANK_SCHEMA),
+    ),
     AfterValidator(_non_blank),
     UNICODE,
 ]
@@ -502,6 +576,7 @@ ExternalRef = Annotated[
         min_length=1,
         max_length=MAX_ID_CHARS,
         description="Id in an external calendar (deduplicates).",
+        **_advertised(NON_BLANK_SCHEMA),
     ),
     AfterValidator(_non_blank),
     UNICODE,

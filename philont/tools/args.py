@@ -9,11 +9,25 @@ description. JSON Schemas for OpenAI and Anthropic are generated from these mode
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import functools
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictInt,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from philont.domain.kinds import FactKind
+from philont.domain.recurrence import MAX_INTERVAL_MS, MIN_INTERVAL_MS
+from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
 from philont.schemas.inputs import (
     Confidence,
     CronText,
@@ -37,19 +51,79 @@ from philont.schemas.inputs import (
     ZoneName,
 )
 
-TimeValue = Annotated[
-    StrictStr | StrictInt,
-    Field(
-        description=(
-            "ISO-8601 time with an offset (2026-04-22T09:00:00+02:00, or Z for UTC), or epoch "
-            "milliseconds. Text without an offset is read in `timezone`."
+
+def _time_value(value: object) -> str | int:
+    """ISO-8601 text (read by the handler, in ``timezone``), or whole epoch milliseconds in
+    the supported times (the range the schema advertises)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be ISO-8601 text or epoch milliseconds, got {type(value).__name__}")
+    if not MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
+        raise ValueError(
+            f"{value} epoch milliseconds is outside the supported times "
+            f"({MIN_EPOCH_MS}..{MAX_EPOCH_MS})"
         )
+    return value
+
+
+TimeValue = Annotated[
+    str | int,
+    PlainValidator(_time_value),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "integer", "minimum": MIN_EPOCH_MS, "maximum": MAX_EPOCH_MS},
+            ],
+            "description": (
+                "ISO-8601 time with an offset (2026-04-22T09:00:00+02:00, or Z for UTC), or "
+                "epoch milliseconds. Text without an offset is read in `timezone`."
+            ),
+        }
     ),
 ]
 
 
 class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _json_integer(cls, value: Any, info: ValidationInfo) -> Any:
+        """JSON Schema's ``integer`` is any number with a zero fractional part: ``1000.0``
+        is 1000 for every argument the schema calls an integer (and not also a number), and
+        ``1000.5`` is refused by name. Which arguments those are is read from the schema the
+        tool advertises, so the two cannot part."""
+        if not isinstance(value, float) or info.field_name not in _integer_fields(cls):
+            return value
+        if value.is_integer():  # False for NaN and the infinities too
+            return int(value)
+        raise ValueError(f"must be a whole number, got {value!r}")
+
+
+@functools.cache
+def _integer_fields(model: type[ToolArgs]) -> frozenset[str]:
+    """The arguments whose advertised schema admits integers but not other numbers."""
+    schema = model.model_json_schema()
+    defs = schema.get("$defs", {})
+    return frozenset(
+        name
+        for name, prop in schema.get("properties", {}).items()
+        if "integer" in (types := _types(prop, defs)) and "number" not in types
+    )
+
+
+def _types(node: Any, defs: dict[str, Any]) -> set[str]:
+    """Every JSON type a schema node admits (``$ref`` and ``anyOf`` followed)."""
+    if not isinstance(node, dict):
+        return set()
+    if "$ref" in node:
+        return _types(defs.get(node["$ref"].rsplit("/", 1)[-1]), defs)
+    found = {node["type"]} if isinstance(node.get("type"), str) else set()
+    for branch in node.get("anyOf", ()):
+        found |= _types(branch, defs)
+    return found
 
 
 class StoreFactArgs(ToolArgs):
@@ -172,7 +246,10 @@ class ScheduleReminderArgs(ToolArgs):
     message: ScheduleMessage
     at: TimeValue | None = Field(default=None, description="One-time: when to fire.")
     interval_ms: StrictInt | None = Field(
-        default=None, ge=1000, description="Recurring: milliseconds between runs (whole number)."
+        default=None,
+        ge=MIN_INTERVAL_MS,
+        le=MAX_INTERVAL_MS,
+        description="Recurring: milliseconds between runs (whole number).",
     )
     cron: CronText | None = None
     timezone: ZoneName = "UTC"

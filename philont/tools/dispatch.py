@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.engine import URL
@@ -18,7 +18,7 @@ from philont.domain.attribution import failure_text
 from philont.errors import InvalidDatabaseError, InvalidInputError, PhilontError
 from philont.log import get_logger
 from philont.memory import Memory
-from philont.schemas.inputs import describe
+from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe
 from philont.store import Store, shared
 from philont.tools.args import ToolArgs
 from philont.tools.registry import REGISTRY, Tool, ToolContext, ToolOutput
@@ -26,9 +26,6 @@ from philont.tools.registry import REGISTRY, Tool, ToolContext, ToolOutput
 log = get_logger(__name__)
 
 RESULT_LOG_CHARS = 500
-MAX_ARGUMENT_BYTES = 1_000_000
-"""The size policy of a call's arguments: at most this many bytes of UTF-8 JSON, whatever
-their types (a string, or a value passed as a JSON object or list — all counted alike)."""
 MAX_RESULT_CHARS = 20_000
 """The size policy of what a model reads back: a result text is cut (at a line) to this many
 characters, and says how much was left out."""
@@ -232,6 +229,26 @@ def _prepare(
         return tool, raw, None, _Failure("invalid_arguments", describe(exc))
     except PhilontError as exc:  # a typed refusal raised by a rule (reserved namespace, ...)
         return tool, raw, None, _Failure(exc.code, exc.message)
+
+
+class ArgumentCheck(NamedTuple):
+    """What :func:`check_arguments` decided: the validated arguments, or why not."""
+
+    args: ToolArgs | None
+    error_code: str | None
+    error: str | None
+
+
+def check_arguments(
+    name: str, arguments: Mapping[str, Any] | str | bytes | None = None
+) -> ArgumentCheck:
+    """What :func:`call` decides before it touches the database: the arguments it would run
+    ``name`` with, or the code and message it would refuse them with (the same size policy,
+    parsing and argument model). No database is opened."""
+    _tool, _raw, args, failure = _prepare(name, arguments)
+    if failure is not None:
+        return ArgumentCheck(None, failure.code, failure.message)
+    return ArgumentCheck(args, None, None)
 
 
 def _nulls_not_given(tool: Tool[Any], raw: dict[str, Any]) -> dict[str, Any]:

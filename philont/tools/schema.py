@@ -9,11 +9,29 @@ from philont.tools.registry import REGISTRY, Tool
 
 
 def parameters_schema(tool: Tool[Any]) -> dict[str, Any]:
-    """The argument model's JSON Schema, self-contained (no $ref) and without titles."""
+    """The argument model's JSON Schema, self-contained (no $ref) and without titles; every
+    optional argument admits ``null`` (the dispatcher reads it as "not given")."""
     schema = tool.args_model.model_json_schema()
     defs = schema.pop("$defs", {})
     schema.pop("description", None)
-    return _clean(schema, defs)  # type: ignore[no-any-return]
+    cleaned: dict[str, Any] = _clean(schema, defs)
+    required = set(cleaned.get("required", ()))
+    cleaned["properties"] = {
+        name: prop if name in required else _nullable(prop)
+        for name, prop in cleaned["properties"].items()
+    }
+    return cleaned
+
+
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    """An optional argument's schema admitting ``null`` too (its description and default
+    stay on the property)."""
+    branches = prop.get("anyOf")
+    if isinstance(branches, list) and {"type": "null"} in branches:
+        return prop
+    kept: dict[str, Any] = {k: prop[k] for k in ("default", "description") if k in prop}
+    value = {k: v for k, v in prop.items() if k not in kept}
+    return {"anyOf": [value, {"type": "null"}], **kept}
 
 
 def _clean(node: Any, defs: dict[str, Any]) -> Any:
