@@ -67,8 +67,6 @@ __all__ = [
     "SessionId",
     "SkillName",
     "SkillNameLookup",
-    "StoredFactKey",
-    "StoredNamespace",
     "Threshold",
     "Title",
     "ZoneName",
@@ -187,12 +185,6 @@ def _selector(value: str) -> str:
         raise ValueError("pattern '.*' has no root; use '*' for all")
     _namespace_shape(root)
     return value
-
-
-def _lenient(value: str) -> str:
-    """A name as a stored row may hold it: legacy databases (the original checked no
-    namespace) may hold names today's rule refuses; import keeps them as they are."""
-    return _non_blank(value)
 
 
 def _key(value: str) -> str:
@@ -339,20 +331,6 @@ FactKeyLookup = Annotated[
     UNICODE,
 ]
 """A key to read: the write rule."""
-StoredNamespace = Annotated[
-    StrictStr,
-    Field(min_length=1, max_length=MAX_NAMESPACE_CHARS),
-    AfterValidator(_lenient),
-    UNICODE,
-]
-"""A fact row's namespace as imported: lenient (see :func:`_lenient`); never a filter."""
-StoredFactKey = Annotated[
-    StrictStr,
-    Field(min_length=1, max_length=64),
-    AfterValidator(_lenient),
-    UNICODE,
-]
-"""A fact row's key as imported: lenient (see :func:`_lenient`); never a filter."""
 FactKindName = Annotated[
     FactKind,
     Field(description="state: true until changed; event: happened at occurred_at."),

@@ -19,7 +19,18 @@ from philont.db.types import dumps_compact, from_epoch_ms
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
 
-__all__ = ["EpochMs", "Flag", "Int64", "JsonList", "JsonText", "Real", "StoredText", "json_value"]
+__all__ = [
+    "EpochMs",
+    "Flag",
+    "Int64",
+    "JsonList",
+    "JsonText",
+    "Real",
+    "StoredFactKey",
+    "StoredNamespace",
+    "StoredText",
+    "json_value",
+]
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
@@ -94,3 +105,27 @@ JsonText = Annotated[StrictStr, AfterValidator(_json_text), inputs.UNICODE]
 """A JSON column: strict JSON text (what ``JSON.stringify`` and ``dumps_compact`` write)."""
 JsonList = Annotated[StrictStr, AfterValidator(_json_list), inputs.UNICODE]
 """A JSON column whose readers expect a list of strings (keywords, recipe steps, tool policy)."""
+
+
+def _stored_name(value: str) -> str:
+    """A fact's namespace or key as a stored row may hold it: non-blank, storable text. Legacy
+    databases (the original checked no namespace, and keys only for spaces and colons) may
+    hold names today's write and read rules refuse; an import keeps them as they are."""
+    if not value.strip():
+        raise ValueError("must not be blank")
+    problem = inputs.unstorable(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+StoredNamespace = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=inputs.MAX_NAMESPACE_CHARS),
+    AfterValidator(_stored_name),
+]
+"""A fact row's namespace as imported (lenient, see :func:`_stored_name`); never a filter."""
+StoredFactKey = Annotated[
+    StrictStr, Field(min_length=1, max_length=64), AfterValidator(_stored_name)
+]
+"""A fact row's key as imported (lenient, see :func:`_stored_name`); never a filter."""

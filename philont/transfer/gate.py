@@ -62,8 +62,8 @@ def _action_type(value: Any) -> Any:
 SERVICE_TYPES: dict[str, dict[str, Any]] = {
     "memory_facts": {
         "id": inputs.RecordId,
-        "namespace": inputs.StoredNamespace,
-        "key": inputs.StoredFactKey,
+        "namespace": stored.StoredNamespace,
+        "key": stored.StoredFactKey,
         "value_json": _Rule(_fact_value),
         "confidence": inputs.Confidence,
         "decay_tau_days": _Rule(_tau),

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from philont import Memory, tools
 from philont.cli import app
 from philont.errors import InvalidInputError, ReservedNamespaceError
-from philont.schemas import inputs
+from philont.schemas import inputs, stored
 
 runner = CliRunner()
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -157,8 +157,8 @@ def test_a_selector_is_star_or_a_namespace_by_the_write_rule_with_its_children(
 def test_legacy_names_a_write_would_refuse_still_import_and_list(tool_db: Path) -> None:
     """A legacy row's namespace and key (the original checked none) are kept by import as
     they are and listed by '*'; naming them in a filter is refused like any bad name."""
-    assert inputs.check(inputs.StoredNamespace, "User Prefs", "namespace") == "User Prefs"
-    assert inputs.check(inputs.StoredFactKey, "_odd key", "key") == "_odd key"
+    assert inputs.check(stored.StoredNamespace, "User Prefs", "namespace") == "User Prefs"
+    assert inputs.check(stored.StoredFactKey, "_odd key", "key") == "_odd key"
     with closing(sqlite3.connect(str(tool_db))) as conn, conn:
         conn.execute(
             "INSERT INTO memory_facts (id, namespace, key, value_json, confidence, created_at)"
