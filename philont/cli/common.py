@@ -20,8 +20,9 @@ from philont.errors import (
     SchemaOutOfDateError,
 )
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# emoji=False: a user's text such as ':a:' is printed as given, never as an emoji
+out = Console(highlight=False, emoji=False)
+err = Console(stderr=True, highlight=False, emoji=False)
 
 # Exit codes: 0 ok · 1 error · 2 bad usage · 3 database not at head · 4 not found
 EXIT_ERROR = 1

@@ -183,6 +183,8 @@ def _selector(value: str) -> str:
     root = value.removesuffix(PREFIX_SUFFIX)
     if not root:
         raise ValueError("pattern '.*' has no root; use '*' for all")
+    if len(root) > MAX_NAMESPACE_CHARS:  # the write's own limit, in its words
+        raise ValueError(f"String should have at most {MAX_NAMESPACE_CHARS} characters")
     _namespace_shape(root)
     return value
 
@@ -298,10 +300,14 @@ NamespaceSelector = Annotated[
     StrictStr,
     Field(
         min_length=1,
-        max_length=MAX_NAMESPACE_CHARS + len(PREFIX_SUFFIX),
         description="Exact namespace, prefix form 'user.*' (user and its sub-namespaces), or "
         "'*' for all.",
-        **_advertised(rf"^(?:\*|(?:{NAMESPACE_PATTERN.pattern})(?:\.\*)?)$"),
+        # the length is the namespace's own, checked by _selector in the write's words
+        json_schema_extra={
+            "maxLength": MAX_NAMESPACE_CHARS + len(PREFIX_SUFFIX),
+            "pattern": rf"^(?:\*|(?=.{{1,{MAX_NAMESPACE_CHARS}}}(?:\.\*)?$)"
+            rf"(?:{NAMESPACE_PATTERN.pattern})(?:\.\*)?)$",
+        },
     ),
     AfterValidator(_selector),
     UNICODE,
