@@ -189,6 +189,9 @@ class Consolidator:
         except Exception as exc:  # a model or storage failure: the batch waits and is retried
             log.exception("consolidator.batch_failed", batch_id=claim.batch_id)
             return self._fail(claim, exc)
+        except BaseException as exc:  # interrupted (Ctrl-C, SystemExit): free the batch now
+            self._release(claim, exc)
+            raise
         return self._report(
             claim,
             Status.CONSOLIDATED,
@@ -392,7 +395,20 @@ class Consolidator:
             log.exception("consolidator.fail_not_recorded", batch_id=claim.batch_id)
         return self._report(claim, Status.FAILED, error=error, retry_at=retry_at)
 
-    def _mark_failed(self, claim: _Claim, retry_at: datetime, error: str) -> None:
+    def _release(self, claim: _Claim, exc: BaseException) -> None:
+        """An interrupted batch is not a failed one: give it up at once, uncounted, so the next
+        run takes it (instead of finding it claimed until our lease runs out)."""
+        error = f"interrupted ({type(exc).__name__}) before it was written"
+        try:
+            self._mark_failed(claim, self.clock(), error, attempts=claim.attempts - 1)
+        except Exception:  # the claim then lapses with its lease
+            log.exception("consolidator.release_failed", batch_id=claim.batch_id)
+        log.warning("consolidator.interrupted", batch_id=claim.batch_id)
+
+    def _mark_failed(
+        self, claim: _Claim, retry_at: datetime, error: str, *, attempts: int | None = None
+    ) -> None:
+        kept = {} if attempts is None else {"attempts": attempts}
         with self.units() as mem:
             mem.session.execute(
                 update(LearningBatch)
@@ -407,19 +423,28 @@ class Consolidator:
                     lease_until=None,
                     retry_at=retry_at,
                     last_error=error,
+                    **kept,
                 )
                 .execution_options(synchronize_session=False)
             )
 
     # --- scheduling -----------------------------------------------------------------------
 
-    def tick(self, stop: threading.Event | None = None) -> list[ConsolidationReport]:
+    def tick(
+        self,
+        stop: threading.Event | None = None,
+        *,
+        on_report: Callable[[ConsolidationReport], None] | None = None,
+    ) -> list[ConsolidationReport]:
         """Consolidate batch after batch while there is work (at most
-        ``max_batches_per_tick``); for a host's own scheduler. Returns every report."""
+        ``max_batches_per_tick``); for a host's own scheduler. Returns every report;
+        ``on_report`` also gets each one as soon as its batch is done (progress)."""
         reports = []
         for _ in range(self.schedule.max_batches_per_tick):
             report = self.run_once()
             reports.append(report)
+            if on_report is not None:
+                on_report(report)
             if report.status != Status.CONSOLIDATED or (stop is not None and stop.is_set()):
                 break
         self._embed(stop)
@@ -449,9 +474,7 @@ class Consolidator:
         finished (or failed) first, so stopping leaves no half-written batch."""
         while not stop.is_set():
             try:
-                for report in self.tick(stop):
-                    if on_report is not None:
-                        on_report(report)
+                self.tick(stop, on_report=on_report)
             except Exception:  # storage trouble outside a batch: try again next interval
                 log.exception("consolidator.tick_failed")
             stop.wait(self.schedule.interval.total_seconds())

@@ -306,3 +306,38 @@ def test_two_processes_racing_consolidate_each_batch_once(
         race = list(mem.session.scalars(select(Fact.key).where(Fact.namespace == "race")))
     assert race == [f"by_{winner['pid']}"]
     assert batches(units) == [("done", 1)]
+
+
+@pytest.mark.parametrize("interruption", [KeyboardInterrupt, SystemExit])
+def test_an_interrupted_batch_is_free_again_at_once_and_uncounted(
+    units: UnitFactory, clock: FakeClock, interruption: type[BaseException]
+) -> None:
+    # Ctrl-C (or sys.exit) while the model thinks: nothing of the batch is written, and the
+    # next run takes the batch at once (it used to find it claimed until the interrupted
+    # process's 10-minute lease ran out) without counting the interruption as a failure.
+    append(units, clock, 5)
+    idle(clock)
+
+    def interrupted(prompt: str) -> Answer:
+        raise interruption()
+
+    with pytest.raises(interruption):
+        consolidator(units, clock, scripted(interrupted)).run_once()
+    assert (cursor_rows(units), seen(units)) == ([], set())
+    rerun = consolidator(units, clock, scripted()).run_once()
+    assert (rerun.status, rerun.messages, rerun.attempts) == (S.CONSOLIDATED, 5, 1)
+    assert len(seen(units)) == 1
+    assert batches(units) == [("done", 1)]
+
+
+def test_tick_reports_each_batch_as_soon_as_it_is_done(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    append(units, clock, 6)
+    idle(clock)
+    prompts_at_report: list[int] = []
+    model = scripted()
+    worker = consolidator(units, clock, model, batch_size=2)
+    reports = worker.tick(on_report=lambda report: prompts_at_report.append(len(model.prompts)))
+    assert [r.status for r in reports] == [S.CONSOLIDATED] * 3 + [S.NOTHING_NEW]
+    assert prompts_at_report == [2, 4, 6, 6]  # extract + reflect per batch, before the next
