@@ -19,9 +19,9 @@ from philont.learning.parse import ExtractionAnswer, SkillAnswer, parse_skills
 from philont.learning.prompts import condense_prompt, render_calls
 from philont.learning.skills import SkillWriter, ask_for_skills
 from philont.learning.summaries import Summary, ask_for_summaries, long_sessions, write_summaries
-from philont.learning.verify import CaseBook, Judge, JudgeResult, ask_to_condense
+from philont.learning.verify import CaseBook, Judge, JudgeResult, ask_judge, ask_to_condense
 from philont.learning.window import Run, Window, runs_of
-from philont.llm.base import ModelClient
+from philont.llm.base import ModelClient, ask
 from philont.schemas.learning import (
     CaseRecord,
     ExtractionReport,
@@ -108,7 +108,7 @@ def _condense_run(model: ModelClient, run: Run, config: LearningConfig) -> Conde
     prompt = condense_prompt(
         run.goal, render_calls(run.trace), run.result, max_chars=config.max_message_chars
     )
-    completion = model.complete(prompt)
+    completion = ask(model, prompt)
     return Condensed(parse_skills(completion.text), completion.tokens_used, run=run)
 
 
@@ -124,7 +124,7 @@ def think(
     extraction, extraction_tokens = ask_for_memories(model, window, config)
     skills, skill_tokens = ask_for_skills(model, window, config)
     summaries = ask_for_summaries(model, window, context.summaries, config)
-    judged = tuple((run, judge.judge(run)) for run in context.runs) if judge else ()
+    judged = tuple((run, ask_judge(judge, run)) for run in context.runs) if judge else ()
     condensed: list[Condensed] = []
     if config.verify_then_condense:
         for case in context.pending_cases:

@@ -23,7 +23,7 @@ from philont.learning.config import LearningConfig
 from philont.learning.parse import ActionProposal, ExtractionAnswer, parse_extraction
 from philont.learning.prompts import extract_prompt
 from philont.learning.window import Window
-from philont.llm.base import ModelClient
+from philont.llm.base import ModelClient, ask
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.learning import ExtractionReport, MemoryWrite
@@ -63,7 +63,7 @@ def ask_for_memories(
         max_chars=config.max_message_chars,
         total=config.max_prompt_chars,
     )
-    completion = model.complete(prompt)
+    completion = ask(model, prompt)
     return parse_extraction(completion.text), completion.tokens_used
 
 

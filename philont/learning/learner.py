@@ -17,7 +17,7 @@ from philont.learning.config import LearningConfig
 from philont.learning.extract import MemoryWriter, ask_for_memories
 from philont.learning.skills import SkillWriter, ask_for_skills
 from philont.learning.summaries import ask_for_summaries, long_sessions, write_summaries
-from philont.learning.verify import CaseBook, Judge
+from philont.learning.verify import CaseBook, Judge, ask_judge
 from philont.learning.window import Run, Window, load_range, load_session
 from philont.llm.base import ModelClient
 from philont.schemas.learning import (
@@ -127,7 +127,7 @@ class Learner(Service):
         """Have the judge give its verdict on a run and keep it (a verified run becomes a case)."""
         if self.judge is None:
             raise InvalidInputError("this Learner has no judge")
-        result = self.judge.judge(run)
+        result = ask_judge(self.judge, run)
         return CaseBook(self.mem).record(run, result, judge=self.judge.name)
 
     def condense(self) -> list[SkillReflectionReport]:

@@ -14,7 +14,7 @@ from philont.learning.config import LearningConfig
 from philont.learning.parse import parse_summary
 from philont.learning.prompts import summary_prompt
 from philont.learning.window import Window
-from philont.llm.base import ModelClient
+from philont.llm.base import ModelClient, ask
 from philont.log import get_logger
 from philont.schemas.learning import SummaryReport
 from philont.services.notes import SESSION_SUMMARY_PREFIX
@@ -78,7 +78,7 @@ def ask_for_summaries(
         prompt = summary_prompt(
             turns, previous, max_chars=config.max_message_chars, total=config.max_prompt_chars
         )
-        completion = model.complete(prompt)
+        completion = ask(model, prompt)
         summaries.append(Summary(sid, parse_summary(completion.text), completion.tokens_used))
     return summaries
 

@@ -15,11 +15,11 @@ from sqlalchemy import select
 from philont.db.models import Action, JudgeVerdict, LearningCase, RawMessage, Skill
 from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn, attribute
 from philont.domain.kinds import Role
-from philont.errors import InvalidInputError
+from philont.errors import InvalidInputError, ModelError, PhilontError
 from philont.learning.parse import SkillAnswer, first_object, parse_skills
 from philont.learning.prompts import condense_prompt, judge_prompt, render_calls
 from philont.learning.window import Run, ToolCall
-from philont.llm.base import ModelClient
+from philont.llm.base import ModelClient, ask, checked_tokens, foreign_failure
 from philont.log import get_logger
 from philont.schemas.learning import CaseRecord, JudgeAgreement, Verdict, VerdictRecord
 from philont.services.base import Service
@@ -27,7 +27,7 @@ from philont.services.base import Service
 if TYPE_CHECKING:
     pass
 
-__all__ = ["CaseBook", "Judge", "JudgeResult", "ModelJudge", "ask_to_condense"]
+__all__ = ["CaseBook", "Judge", "JudgeResult", "ModelJudge", "ask_judge", "ask_to_condense"]
 
 log = get_logger(__name__)
 
@@ -62,7 +62,7 @@ class ModelJudge:
         self.max_chars = max_chars
 
     def judge(self, run: Run) -> JudgeResult:
-        completion = self.model.complete(judge_prompt(run, max_chars=self.max_chars))
+        completion = ask(self.model, judge_prompt(run, max_chars=self.max_chars))
         values = {v.value for v in Verdict}
         found = first_object(completion.text, lambda obj: obj.get("verdict") in values)
         if found is None:
@@ -72,6 +72,28 @@ class ModelJudge:
         reason = found.get("reason")
         text = reason[:1_000] if isinstance(reason, str) else ""
         return JudgeResult(Verdict(found["verdict"]), text, completion.tokens_used)
+
+
+def ask_judge(judge: Judge, run: Run) -> JudgeResult:
+    """``judge.judge(run)`` as the loop asks every judge: a :class:`JudgeResult` with a
+    :class:`Verdict`, a text reason and a token count of at least 0, or a
+    :class:`~philont.errors.ModelError` (a judge's own exception is translated)."""
+    who = f"the judge {type(judge).__name__}"
+    try:
+        result = judge.judge(run)
+    except PhilontError:
+        raise
+    except Exception as exc:
+        raise foreign_failure(exc, who) from exc
+    if not isinstance(result, JudgeResult):
+        raise ModelError(f"{who} returned {type(result).__name__}, not a JudgeResult", client=who)
+    try:
+        verdict = Verdict(result.verdict)
+    except ValueError as exc:
+        raise ModelError(f"{who} gave the verdict {result.verdict!r}", client=who) from exc
+    if not isinstance(result.reason, str):
+        raise ModelError(f"{who} gave a reason that is not text: {result.reason!r}", client=who)
+    return JudgeResult(verdict, result.reason, checked_tokens(result.tokens_used, who=who))
 
 
 def _trace_json(trace: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
@@ -110,7 +132,7 @@ def ask_to_condense(
 ) -> tuple[SkillAnswer, int]:
     """The model's condensed skill for one verified case, and the tokens spent."""
     trace = render_calls(_trace_calls(case))
-    completion = model.complete(condense_prompt(case.goal, trace, case.result, max_chars=max_chars))
+    completion = ask(model, condense_prompt(case.goal, trace, case.result, max_chars=max_chars))
     return parse_skills(completion.text), completion.tokens_used
 
 
