@@ -218,7 +218,12 @@ class Consolidator:
     def _claim(self, mem: Memory) -> _Claim | ConsolidationReport:
         session = mem.session
         now = self.clock()
-        newest = session.scalar(select(func.max(RawMessage.timestamp)))
+        # A message stamped later than now (a skewed clock, an import) is neither activity nor
+        # part of a batch until its time comes: it would otherwise keep the timeline "not idle"
+        # until then, and learning would stop for everything else.
+        newest = session.scalar(
+            select(func.max(RawMessage.timestamp)).where(RawMessage.timestamp <= now)
+        )
         if newest is None:
             return ConsolidationReport(status=Status.NOTHING_NEW)
         if now - newest < self.schedule.idle_after:
@@ -230,16 +235,16 @@ class Consolidator:
             return self._anchor(mem, newest_ms, now)
         if newest_ms <= after:
             return ConsolidationReport(status=Status.NOTHING_NEW, after_ts=after)
-        until, count = self._next_batch(session, after)
+        until, count = self._next_batch(session, after, now)
         if count < self.schedule.min_messages:
             return ConsolidationReport(status=Status.TOO_FEW, after_ts=after, messages=count)
         return self._take(session, after, until, count, now)
 
-    def _next_batch(self, session: Session, after: int) -> tuple[int, int]:
+    def _next_batch(self, session: Session, after: int, now: datetime) -> tuple[int, int]:
         lo = from_epoch_ms(after)
         stamps = session.scalars(
             select(RawMessage.timestamp)
-            .where(RawMessage.timestamp > lo)
+            .where(RawMessage.timestamp > lo, RawMessage.timestamp <= now)
             .order_by(RawMessage.timestamp)
             .limit(self.schedule.batch_size + 1)
         ).all()

@@ -341,3 +341,27 @@ def test_tick_reports_each_batch_as_soon_as_it_is_done(
     reports = worker.tick(on_report=lambda report: prompts_at_report.append(len(model.prompts)))
     assert [r.status for r in reports] == [S.CONSOLIDATED] * 3 + [S.NOTHING_NEW]
     assert prompts_at_report == [2, 4, 6, 6]  # extract + reflect per batch, before the next
+
+
+@pytest.mark.parametrize("backlog", [True, False])
+def test_a_message_stamped_in_the_future_waits_for_its_time_and_stops_nothing(
+    units: UnitFactory, clock: FakeClock, backlog: bool
+) -> None:
+    # One message stamped three hours ahead (a skewed clock, an import) kept the timeline
+    # "not idle" for three hours, and the first run without backlog would anchor the cursor
+    # past every message until then. It is learned from once its time has come.
+    append(units, clock, 5)
+    newest_past = to_epoch_ms(clock.now)
+    append(units, clock, 1, at=clock.now + timedelta(hours=3))
+    idle(clock)
+    worker = consolidator(units, clock, scripted(), backlog=backlog)
+    first = worker.run_once()
+    if backlog:
+        assert (first.status, first.messages, first.until_ts) == (S.CONSOLIDATED, 5, newest_past)
+    else:
+        assert first.status == S.ANCHORED and cursor_rows(units) == [newest_past]
+    assert worker.run_once().status == S.NOTHING_NEW
+    clock.advance(hours=3)  # its time has come, and it is six minutes old
+    last = worker.run_once()
+    assert (last.status, last.messages) == (S.CONSOLIDATED, 1)
+    assert len(seen(units)) == (2 if backlog else 1)
