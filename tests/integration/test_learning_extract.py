@@ -231,6 +231,27 @@ def test_a_window_is_its_session_or_its_time_range(mem: Memory, clock: FakeClock
     assert [t.content for t in window.turns] == ["Noted.", "Unrelated"]
 
 
+@pytest.mark.parametrize("limit", [1, 3, 7])
+def test_a_window_over_its_limit_keeps_its_newest_turns_and_calls(
+    mem: Memory, clock: FakeClock, limit: int
+) -> None:
+    # It kept the oldest: reflecting on a long session never saw its latest turns, and the
+    # extraction prompt said the conversation ended at the last turn it happened to load.
+    talk = Conversation(mem, clock, "s1")
+    for i in range(10):
+        talk.user(f"turn {i}")
+        talk.act("get_fact", namespace="user", key=f"k{i}")
+    start = clock.now - timedelta(days=1)
+    model = ScriptedModel.by_task({"extract": "[]"})
+    learner = Learner(mem, model, config=LearningConfig(max_window_messages=limit))
+    for window in (learner.window(session_id="s1"), learner.window(since=start, until=clock.now)):
+        assert [t.content for t in window.turns] == [f"turn {i}" for i in range(10 - limit, 10)]
+        assert [c.params["key"] for c in window.calls] == [f"k{i}" for i in range(10 - limit, 10)]
+    learner.extract(session_id="s1")
+    assert "turn 9" in model.prompts[0]
+    assert f"ended at {iso(clock.now)}" in model.prompts[0]
+
+
 # --- fuzz: whatever the answer, only what the report calls stored is written --------------------
 
 fact_fields = st.fixed_dictionaries(
