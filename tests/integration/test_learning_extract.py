@@ -199,10 +199,31 @@ def test_a_long_session_gets_a_rolling_summary_note(mem: Memory, clock: FakeCloc
     note = mem.notes.get("session-summary-s1")
     assert note is not None
     assert (note.content, note.importance, note.session_id) == ("First summary.", 1.0, "s1")
-    learner.summarize("s1")
-    assert "First summary." in model.prompts[1]  # the earlier summary is extended
+    talk = Conversation(mem, clock, "s1")
+    talk.user("One more thing.")
+    learner.summarize("s1")  # the whole session again: summarized afresh, never counted twice
+    assert "First summary." not in model.prompts[1] and "One more thing." in model.prompts[1]
+    assert "I moved to Berlin last week (turn 0)" in model.prompts[1]
     note = mem.notes.get("session-summary-s1")
     assert note is not None and note.content == "Second summary."
+
+
+def test_a_window_after_the_session_start_extends_its_summary(
+    mem: Memory, clock: FakeClock
+) -> None:
+    chat(mem, clock, turns=3)
+    summaries = ["First summary.", "Extended summary."]
+    model = ScriptedModel.by_task(
+        {"extract": "[]", "reflect": "[]", "summarize": lambda prompt: summaries.pop(0)}
+    )
+    learner = Learner(mem, model, config=LearningConfig(summary_min_messages=6))
+    learner.summarize("s1")
+    since = clock.now + timedelta(seconds=1)
+    Conversation(mem, clock, "s1").user("Later, about Paris.")
+    learner.learn(learner.window(since=since, until=clock.now))  # only the new turn
+    summary_prompt = next(p for p in model.prompts[1:] if p.startswith("TASK: summarize"))
+    assert "First summary." in summary_prompt and "Later, about Paris." in summary_prompt
+    assert "turn 0" not in summary_prompt
 
 
 def test_a_short_session_gets_no_summary_and_costs_no_call(mem: Memory, clock: FakeClock) -> None:
