@@ -11,6 +11,7 @@ happened at the window's time, not at the (later) time of extraction.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -18,6 +19,8 @@ from sqlalchemy import select
 
 from philont.db.models import Fact, Note
 from philont.db.types import to_epoch_ms
+from philont.domain.kinds import FactKind
+from philont.domain.timeparse import parse_time
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
 from philont.learning.parse import ActionProposal, ExtractionAnswer, parse_extraction
@@ -32,9 +35,8 @@ from philont.tools import REGISTRY
 from philont.tools.registry import ToolContext
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from philont.memory import Memory
+    from philont.tools.args import StoreFactArgs
 
 __all__ = ["MemoryWriter", "StoreNoteArgs", "ask_for_memories"]
 
@@ -65,6 +67,11 @@ def ask_for_memories(
     )
     completion = ask(model, prompt)
     return parse_extraction(completion.text), completion.tokens_used
+
+
+def _ms(value: datetime | None) -> int | None:
+    """A time as stored (epoch milliseconds), for comparing with a stored one."""
+    return None if value is None else to_epoch_ms(value)
 
 
 def _unstorable(value: Any) -> bool:
@@ -148,29 +155,48 @@ class MemoryWriter(Service):
         tool = REGISTRY["store_fact"]
         args = tool.args_model.model_validate(arguments)
         where = {"namespace": args.namespace, "key": args.key}
-        current = self.mem.session.scalars(
-            select(Fact)
-            .where(
-                Fact.namespace == args.namespace,
-                Fact.key == args.key,
-                Fact.superseded_by.is_(None),
-                Fact.forgotten_at.is_(None),
-            )
-            .order_by(Fact.created_at.desc(), Fact.id.desc())
-            .limit(1)
-        ).first()
-        if current is not None and current.value == args.value:
-            return MemoryWrite(
-                **base,
-                **where,
-                id=current.id,
-                outcome="unchanged",
-                detail="the current value is the same",
-            )
+        known = self._recorded(args)
+        if known is not None:
+            row, detail = known
+            return MemoryWrite(**base, **where, id=row.id, outcome="unchanged", detail=detail)
         context = ToolContext(session_id=window.session_id or window.tag, now=reference)
         output = tool.handler(args, self.mem, context)
         data = output.data if isinstance(output.data, dict) else {}
         return MemoryWrite(**base, **where, id=data.get("id"), outcome="stored", detail=output.text)
+
+    def _recorded(self, args: StoreFactArgs) -> tuple[Fact, str] | None:
+        """The version that already says what ``args`` would store, and why it is the same:
+        for a state, the current version with the same value, kind and validity window; for
+        an event, any version recording the same value at the same time (an event told again
+        is not a new one; the same value at another time is). None: the write is new."""
+        tz = args.timezone
+        when = {
+            name: _ms(parse_time(getattr(args, name), field=name, tz=tz))
+            for name in ("occurred_at", "valid_from", "valid_until")
+        }
+        rows = self.mem.session.scalars(
+            select(Fact)
+            .where(Fact.namespace == args.namespace, Fact.key == args.key)
+            .where(Fact.forgotten_at.is_(None))
+            .order_by(Fact.created_at.desc(), Fact.id.desc())
+        ).all()
+        if args.fact_kind == FactKind.EVENT:
+            same = (
+                row
+                for row in rows
+                if row.fact_kind == FactKind.EVENT
+                and row.value == args.value
+                and _ms(row.occurred_at) == when["occurred_at"]
+            )
+            event = next(same, None)
+            return None if event is None else (event, "the same event is recorded")
+        current = next((row for row in rows if row.superseded_by is None), None)
+        if current is None or current.fact_kind != FactKind.STATE or current.value != args.value:
+            return None
+        window = (_ms(current.valid_from), _ms(current.valid_until))
+        if window != (when["valid_from"], when["valid_until"]):
+            return None
+        return current, "the current value is the same"
 
     def _note(self, base: dict[str, Any], arguments: dict[str, Any], window: Window) -> MemoryWrite:
         args = StoreNoteArgs.model_validate(arguments)

@@ -273,6 +273,82 @@ def test_a_window_over_its_limit_keeps_its_newest_turns_and_calls(
     assert f"ended at {iso(clock.now)}" in model.prompts[0]
 
 
+def gym(occurred_at: str | None = None, **more: Any) -> dict[str, Any]:
+    item = {"action": "store_fact", "namespace": "user.log", "key": "workout", "value": "gym"}
+    return {**item, "fact_kind": "event", "occurred_at": occurred_at, **more}
+
+
+def trip(**more: Any) -> dict[str, Any]:
+    item = {"action": "store_fact", "namespace": "user", "key": "status", "value": "away"}
+    return {**item, **more}
+
+
+MON, WED = "2026-11-30T10:00:00Z", "2026-12-02T10:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("answers", "outcomes"),
+    [
+        # the same value at another time is another event; the same event told again is not
+        ([gym(MON), gym(WED), gym(MON), gym(WED)], ["stored", "stored", "unchanged", "unchanged"]),
+        # a state whose validity window changes is a new version (it kept the old end)
+        (
+            [trip(valid_until=MON), trip(valid_until=WED), trip(valid_until=WED)],
+            ["stored", "stored", "unchanged"],
+        ),
+        ([trip(valid_from=MON), trip(), trip()], ["stored", "stored", "unchanged"]),
+        ([trip(), gym(MON, key="status", value="away")], ["stored", "stored"]),  # kind changed
+        ([trip(), trip(confidence=0.5)], ["stored", "unchanged"]),  # confidence is no content
+    ],
+)
+def test_a_fact_is_unchanged_only_when_the_write_would_record_nothing_new(
+    mem: Memory, clock: FakeClock, answers: list[dict[str, Any]], outcomes: list[str]
+) -> None:
+    chat(mem, clock)
+    got = []
+    for item in answers:
+        clock.advance(minutes=1)
+        [write] = extract(mem, item)[0].writes
+        got.append(write.outcome)
+    assert got == outcomes
+    stored = outcomes.count("stored")
+    assert counts(mem)[0] == stored
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(
+        st.builds(
+            lambda kind, value, when: gym(when, value=value) if kind else trip(valid_until=when),
+            st.booleans(),
+            st.sampled_from(["a", "b"]),
+            st.sampled_from([MON, WED, None]),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_extracting_an_answer_again_records_nothing_new(
+    engine: Engine, clock: FakeClock, answer: list[dict[str, Any]]
+) -> None:
+    # (each state under a key of its own: two versions of one state in one answer are two
+    # statements, and telling both again restates them in that order)
+    answer = [
+        item if item.get("fact_kind") else {**item, "key": f"status{i}"}
+        for i, item in enumerate(answer)
+    ]
+    with unit_factory(engine, clock)() as unit:
+        chat(unit, clock)
+        try:
+            extract(unit, *answer)
+            first = counts(unit)
+            again = extract(unit, *answer)[0]
+            assert counts(unit) == first
+            assert {w.outcome for w in again.writes} == {"unchanged"}
+        finally:
+            unit.rollback()
+
+
 # --- fuzz: whatever the answer, only what the report calls stored is written --------------------
 
 fact_fields = st.fixed_dictionaries(
