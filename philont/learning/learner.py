@@ -124,11 +124,16 @@ class Learner(Service):
         )
 
     def judge_run(self, run: Run) -> VerdictRecord:
-        """Have the judge give its verdict on a run and keep it (a verified run becomes a case)."""
+        """Have the judge give its verdict on a run and keep it (a verified run becomes a case).
+        A run is judged once: one that has a verdict gets it back, and the judge is not asked."""
         if self.judge is None:
             raise InvalidInputError("this Learner has no judge")
+        book = CaseBook(self.mem)
+        existing = book.verdict_of(run)
+        if existing is not None:
+            return existing
         result = ask_judge(self.judge, run)
-        return CaseBook(self.mem).record(run, result, judge=self.judge.name)
+        return book.record(run, result, judge=self.judge.name)
 
     def condense(self) -> list[SkillReflectionReport]:
         """Condense the verified cases that have no skill yet (verify-then-condense mode)."""

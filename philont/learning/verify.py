@@ -163,10 +163,26 @@ def _clean(text: str) -> str:
 class CaseBook(Service):
     """Cases and verdicts in one unit of work (flushes, never commits)."""
 
+    def verdict_of(self, run: Run) -> VerdictRecord | None:
+        """The verdict a run (known by its first tool call) already has, if any."""
+        if not run.trace:
+            return None
+        row = self.mem.session.scalars(
+            select(JudgeVerdict)
+            .where(JudgeVerdict.first_action_id == run.trace[0].id)
+            .order_by(JudgeVerdict.id)
+            .limit(1)
+        ).first()
+        return None if row is None else _verdict_record(row)
+
     def record(self, run: Run, result: JudgeResult, *, judge: str) -> VerdictRecord:
-        """Keep a verdict; a verified run also becomes a case."""
+        """Keep a verdict; a verified run also becomes a case. A run is judged once: a run
+        that has a verdict keeps it (returned; no second verdict or case is written)."""
         if not isinstance(run.goal, str) or not run.goal.strip():
             raise InvalidInputError("a run needs a non-blank goal")
+        existing = self.verdict_of(run)
+        if existing is not None:
+            return existing
         now = self.mem.clock()
         case_id = None
         if result.verdict == Verdict.VERIFIED:
