@@ -65,6 +65,9 @@ def _line(report: ConsolidationReport) -> str:
     if report.verdicts:
         parts.append(f"{len(report.verdicts)} runs judged")
     parts.append(f"{report.tokens_used} tokens")
+    for step, part in (("extraction", report.extraction), ("reflection", report.reflection)):
+        if part is not None and part.problem is not None:  # what the model's answer lost
+            parts.append(f"{step} answer: {part.problem}")
     return f"consolidated batch {report.batch_id}: " + ", ".join(parts)
 
 

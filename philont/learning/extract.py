@@ -23,7 +23,12 @@ from philont.domain.kinds import FactKind
 from philont.domain.timeparse import parse_time
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
-from philont.learning.parse import ActionProposal, ExtractionAnswer, parse_extraction
+from philont.learning.parse import (
+    ActionProposal,
+    ExtractionAnswer,
+    parse_extraction,
+    problem_of,
+)
 from philont.learning.prompts import extract_prompt
 from philont.learning.window import Window
 from philont.llm.base import ModelClient, ask
@@ -116,7 +121,7 @@ class MemoryWriter(Service):
             tag=window.tag,
             messages=len(window.turns),
             writes=sorted(writes, key=lambda w: w.index),
-            problem=answer.problem,
+            problem=problem_of(answer),
             tokens_used=tokens_used,
         )
         log.info(

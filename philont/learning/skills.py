@@ -24,7 +24,7 @@ from philont.domain.skill_rules import (
 from philont.domain.skill_score import score_skill
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
-from philont.learning.parse import SkillAnswer, SkillProposal, parse_skills
+from philont.learning.parse import SkillAnswer, SkillProposal, parse_skills, problem_of
 from philont.learning.prompts import reflect_prompt
 from philont.learning.window import Window
 from philont.llm.base import ModelClient, ask
@@ -131,7 +131,7 @@ class SkillWriter(Service):
             messages=messages,
             writes=writes,
             pruned=pruned,
-            problem=answer.problem,
+            problem=problem_of(answer),
             tokens_used=tokens_used,
         )
         log.info(

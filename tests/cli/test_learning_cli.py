@@ -183,3 +183,44 @@ def test_consolidate_once_finishes_the_batch_in_progress_on_a_signal(
     assert [r["status"] for r in reports] == ["consolidated"]  # then stopped (6 messages)
     with Memory.open(chatty) as mem:
         assert read_cursor(mem.session) is not None
+
+
+def test_consolidate_says_when_the_models_answer_lost_something(
+    chatty: Path, tmp_path: Path
+) -> None:
+    # The batch counts as done either way; the line used to say only "0 facts".
+    cut = json.dumps([FACT, FACT | {"key": "street"}])[:-30]
+    model = script(tmp_path, extract=cut, reflect="Sorry, I cannot help with that.")
+    code, output = run(
+        "consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog",
+        "--idle-after", "0", "--json",
+    )  # fmt: skip
+    assert code == 0, output
+    report = json.loads(output.splitlines()[0])
+    assert report["extraction"]["problem"].startswith("the answer was cut off")
+    assert report["reflection"]["problem"] == "no JSON array in the answer"
+    code, output = run(
+        "consolidate", "--db", str(chatty), "--model", model, "--once", "--idle-after", "0",
+    )  # fmt: skip
+    assert "nothing_new" in output  # (the first run's line is checked through _line below)
+
+
+def test_the_consolidate_line_names_the_answers_problems() -> None:
+    from philont.cli.learning import _line
+    from philont.schemas.learning import (
+        ConsolidationReport,
+        ConsolidationStatus,
+        ExtractionReport,
+        SkillReflectionReport,
+    )
+
+    report = ConsolidationReport(
+        status=ConsolidationStatus.CONSOLIDATED,
+        batch_id=1,
+        messages=6,
+        extraction=ExtractionReport(tag="t", messages=6, problem="the answer was cut off: …"),
+        reflection=SkillReflectionReport(tag="t", messages=6, problem="no JSON array"),
+    )
+    line = _line(report)
+    assert "extraction answer: the answer was cut off" in line
+    assert "reflection answer: no JSON array" in line

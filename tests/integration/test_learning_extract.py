@@ -392,3 +392,30 @@ def test_any_extraction_answer_writes_exactly_what_it_reports(
             raise _Rollback
     except _Rollback:
         pass
+
+
+THREE_FACTS = json.dumps(
+    [
+        {"action": "store_fact", "namespace": "user", "key": f"k{i}", "value": f"v{i}"}
+        for i in range(3)
+    ]
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, len(THREE_FACTS) - 1))
+def test_an_answer_cut_off_anywhere_says_so_in_the_report(
+    mem: Memory, clock: FakeClock, cut: int
+) -> None:
+    # A cut-off answer kept its complete items and reported nothing: the lost rest was silent
+    # (the consolidator then moved its cursor past the batch for good).
+    chat(mem, clock)
+    answer = THREE_FACTS[:cut]
+    learner = Learner(mem, ScriptedModel.by_task({"extract": answer or " ", "reflect": answer}))
+    if not answer:
+        return
+    extraction = learner.extract(session_id="s1")
+    used = [w for w in extraction.writes if w.outcome in ("stored", "unchanged")]
+    assert len(used) <= 3 and extraction.problem is not None
+    reflection = learner.reflect(session_id="s1")
+    assert reflection.problem is not None
