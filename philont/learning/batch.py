@@ -16,7 +16,7 @@ from philont.domain.maturity import Grade
 from philont.learning.config import LearningConfig
 from philont.learning.extract import MemoryWriter, ask_for_memories
 from philont.learning.parse import ExtractionAnswer, SkillAnswer, parse_skills
-from philont.learning.prompts import condense_prompt, render_calls
+from philont.learning.prompts import condense_prompt
 from philont.learning.skills import SkillWriter, ask_for_skills
 from philont.learning.summaries import Summary, ask_for_summaries, long_sessions, write_summaries
 from philont.learning.verify import CaseBook, Judge, JudgeResult, ask_judge, ask_to_condense
@@ -106,7 +106,11 @@ def gather(mem: Memory, window: Window, config: LearningConfig, judge: Judge | N
 
 def _condense_run(model: ModelClient, run: Run, config: LearningConfig) -> Condensed:
     prompt = condense_prompt(
-        run.goal, render_calls(run.trace), run.result, max_chars=config.max_message_chars
+        run.goal,
+        run.trace,
+        run.result,
+        max_chars=config.max_message_chars,
+        total=config.max_prompt_chars,
     )
     completion = ask(model, prompt)
     return Condensed(parse_skills(completion.text), completion.tokens_used, run=run)
@@ -128,7 +132,9 @@ def think(
     condensed: list[Condensed] = []
     if config.verify_then_condense:
         for case in context.pending_cases:
-            answer, tokens = ask_to_condense(model, case, max_chars=config.max_message_chars)
+            answer, tokens = ask_to_condense(
+                model, case, max_chars=config.max_message_chars, total=config.max_prompt_chars
+            )
             condensed.append(Condensed(answer, tokens, case_id=case.id))
         for run, result in judged:
             if result.verdict == Verdict.VERIFIED:

@@ -17,7 +17,7 @@ from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn,
 from philont.domain.kinds import Role
 from philont.errors import InvalidInputError, ModelError, PhilontError
 from philont.learning.parse import SkillAnswer, first_object, parse_skills
-from philont.learning.prompts import condense_prompt, judge_prompt, render_calls
+from philont.learning.prompts import condense_prompt, judge_prompt
 from philont.learning.window import Run, ToolCall
 from philont.llm.base import ModelClient, ask, checked_tokens, foreign_failure
 from philont.log import get_logger
@@ -56,13 +56,22 @@ class ModelJudge:
     """A judge that asks a model, reading its answer defensively: no verdict found is
     ``unsure``, never an exception (model failures still raise ``ModelError``)."""
 
-    def __init__(self, model: ModelClient, *, name: str = "model", max_chars: int = 2_000):
+    def __init__(
+        self,
+        model: ModelClient,
+        *,
+        name: str = "model",
+        max_chars: int = 2_000,
+        max_prompt_chars: int = 120_000,
+    ):
         self.model = model
         self.name = name
         self.max_chars = max_chars
+        self.max_prompt_chars = max_prompt_chars
 
     def judge(self, run: Run) -> JudgeResult:
-        completion = ask(self.model, judge_prompt(run, max_chars=self.max_chars))
+        prompt = judge_prompt(run, max_chars=self.max_chars, total=self.max_prompt_chars)
+        completion = ask(self.model, prompt)
         values = {v.value for v in Verdict}
         found = first_object(completion.text, lambda obj: obj.get("verdict") in values)
         if found is None:
@@ -128,11 +137,14 @@ def _trace_calls(case: CaseRecord) -> list[ToolCall]:
 
 
 def ask_to_condense(
-    model: ModelClient, case: CaseRecord, *, max_chars: int
+    model: ModelClient, case: CaseRecord, *, max_chars: int, total: int
 ) -> tuple[SkillAnswer, int]:
-    """The model's condensed skill for one verified case, and the tokens spent."""
-    trace = render_calls(_trace_calls(case))
-    completion = ask(model, condense_prompt(case.goal, trace, case.result, max_chars=max_chars))
+    """The model's condensed skill for one verified case, and the tokens spent (the prompt
+    is at most ``total`` characters)."""
+    prompt = condense_prompt(
+        case.goal, _trace_calls(case), case.result, max_chars=max_chars, total=total
+    )
+    completion = ask(model, prompt)
     return parse_skills(completion.text), completion.tokens_used
 
 
