@@ -42,6 +42,7 @@ from philont.domain import decay
 from philont.domain.consolidation import batch_end, retry_delay
 from philont.learning.batch import Applied, apply, gather, think
 from philont.learning.config import ConsolidatorConfig, LearningConfig
+from philont.learning.extract import LOOP_NAMESPACE
 from philont.learning.verify import Judge
 from philont.learning.window import load_after
 from philont.llm.base import ModelClient
@@ -57,7 +58,7 @@ __all__ = ["CURSOR_KEY", "CURSOR_NAMESPACE", "Consolidator", "read_cursor"]
 
 log = get_logger(__name__)
 
-CURSOR_NAMESPACE = "system"
+CURSOR_NAMESPACE = LOOP_NAMESPACE  # extraction never writes there
 CURSOR_KEY = "last_consolidated_ts"
 BEFORE_START = -1
 """``after_ts`` of the first batch (no cursor yet)."""

@@ -12,7 +12,7 @@ happened at the window's time, not at the (later) time of extraction.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import select
@@ -46,6 +46,12 @@ if TYPE_CHECKING:
 __all__ = ["MemoryWriter", "StoreNoteArgs", "ask_for_memories"]
 
 log = get_logger(__name__)
+
+
+LOOP_NAMESPACE: Final = "system"
+"""Where the consolidator keeps its cursor (``system.last_consolidated_ts``): a conversation
+that talks the model into storing a fact there would move it (skipping messages for good, or
+learning them twice), so extraction refuses the whole namespace."""
 
 
 class StoreNoteArgs(BaseModel):
@@ -160,6 +166,15 @@ class MemoryWriter(Service):
         tool = REGISTRY["store_fact"]
         args = tool.args_model.model_validate(arguments)
         where = {"namespace": args.namespace, "key": args.key}
+        if args.namespace.split(".", 1)[0] == LOOP_NAMESPACE:
+            return MemoryWrite(
+                **base,
+                **where,
+                outcome="rejected",
+                code="reserved_namespace",
+                detail=f"namespace {LOOP_NAMESPACE!r} holds the loop's own state (its cursor); "
+                "learning never writes it",
+            )
         known = self._recorded(args)
         if known is not None:
             row, detail = known

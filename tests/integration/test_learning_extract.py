@@ -419,3 +419,27 @@ def test_an_answer_cut_off_anywhere_says_so_in_the_report(
     assert len(used) <= 3 and extraction.problem is not None
     reflection = learner.reflect(session_id="s1")
     assert reflection.problem is not None
+
+
+@pytest.mark.parametrize(
+    ("namespace", "key"),
+    [("system", "last_consolidated_ts"), ("system", "other"), ("system.sub", "k")],
+)
+def test_extraction_never_writes_the_loops_own_namespace(
+    mem: Memory, clock: FakeClock, namespace: str, key: str
+) -> None:
+    # A conversation that talked the model into "storing" system.last_consolidated_ts moved
+    # the consolidator's cursor: forward, every message until then was never learned from.
+    chat(mem, clock)
+    mem.facts.store("system", "last_consolidated_ts", 1_000)
+    item = {"action": "store_fact", "namespace": namespace, "key": key, "value": 9 * 10**12}
+    report, _ = extract(
+        mem, item, {"action": "store_fact", "namespace": "user", "key": "a", "value": 1}
+    )
+    assert [(w.outcome, w.code) for w in report.writes] == [
+        ("rejected", "reserved_namespace"),
+        ("stored", None),
+    ]
+    cursor = mem.facts.get("system", "last_consolidated_ts")
+    assert cursor is not None and cursor.value == 1_000
+    assert mem.facts.list("system", prefix=True) == [cursor]
