@@ -40,9 +40,11 @@ from philont.db.models import Fact, LearningBatch, RawMessage
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain import decay
 from philont.domain.consolidation import batch_end, retry_delay
+from philont.errors import InvalidInputError
 from philont.learning.batch import Applied, apply, gather, think
 from philont.learning.config import ConsolidatorConfig, LearningConfig
 from philont.learning.extract import LOOP_NAMESPACE
+from philont.learning.learner import check_parts
 from philont.learning.verify import Judge
 from philont.learning.window import load_after
 from philont.llm.base import ModelClient
@@ -148,11 +150,16 @@ class Consolidator:
         owner: str | None = None,
         embedder: Embedder | None = None,
     ) -> None:
+        config = LearningConfig() if config is None else config
+        schedule = ConsolidatorConfig() if schedule is None else schedule
+        check_parts(model, config, judge)
+        if not isinstance(schedule, ConsolidatorConfig):
+            raise InvalidInputError(f"schedule must be a ConsolidatorConfig, got {schedule!r:.80}")
         self.units = units
         self.embedder = embedder
         self.model = model
-        self.config = config or LearningConfig()
-        self.schedule = schedule or ConsolidatorConfig()
+        self.config = config
+        self.schedule = schedule
         self.judge = judge
         self.clock = clock
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

@@ -15,8 +15,16 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select
 
 from philont.db.models import Fact, JudgeVerdict, LearningCase, Note, Skill
-from philont.errors import ModelError, ModelTimeoutError, ModelUnavailableError
-from philont.learning import JudgeResult, Learner, LearningConfig, ModelJudge, Run, ToolCall
+from philont.errors import InvalidInputError, ModelError, ModelTimeoutError, ModelUnavailableError
+from philont.learning import (
+    Consolidator,
+    JudgeResult,
+    Learner,
+    LearningConfig,
+    ModelJudge,
+    Run,
+    ToolCall,
+)
 from philont.llm import Completion
 from philont.memory import Memory
 from philont.schemas.learning import Verdict
@@ -179,3 +187,43 @@ def test_every_model_and_judge_call_of_the_loop_goes_through_the_checks() -> Non
                 ):
                     direct.append(f"{path.name}:{function.name}")
     assert direct == ["verify.py:ask_judge"]
+
+
+GOOD_MODEL = Client(Completion("[]"))
+
+
+@pytest.mark.parametrize(
+    ("parts", "name"),
+    [
+        ({"model": None}, "model"),
+        ({"model": "openai:gpt-4o-mini"}, "model"),
+        ({"config": {"timezone": "UTC"}}, "config"),
+        ({"judge": "model"}, "judge"),
+        ({"judge": GOOD_MODEL}, "judge"),  # a model is not a judge: ModelJudge(model) is
+        ({"schedule": {"backlog": True}}, "schedule"),
+    ],
+)
+def test_the_parts_of_a_learner_and_a_consolidator_are_refused_by_name(
+    mem: Memory, parts: dict[str, Any], name: str
+) -> None:
+    # They used to be taken as given: a Consolidator with model=None claimed batch after batch
+    # and failed each; a config given as a dict was an AttributeError on first use.
+    arguments = {"model": GOOD_MODEL, **parts}
+    makers = [lambda: Consolidator(lambda **kw: None, **arguments)]  # type: ignore[arg-type]
+    if name != "schedule":
+        makers.append(lambda: Learner(mem, **arguments))
+    for make in makers:
+        with pytest.raises(InvalidInputError) as caught:
+            make()
+        assert caught.value.message.startswith(f"{name} must be")
+
+
+def test_learn_and_judge_run_refuse_what_is_not_a_window_or_a_run(mem: Memory) -> None:
+    learner = Learner(mem, GOOD_MODEL, judge=BadJudge(JudgeResult(Verdict.UNSURE)))
+    for call, name in (
+        (lambda: learner.learn(None), "window"),
+        (lambda: learner.judge_run("x"), "run"),
+    ):  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError) as caught:
+            call()
+        assert caught.value.message.startswith(f"{name} must be")
