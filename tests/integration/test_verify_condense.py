@@ -224,3 +224,34 @@ def test_a_run_is_judged_once_whatever_the_path(
             ("export-csv", 2),
             (None, 2),
         ]
+
+
+class EveryRunVerified:
+    name = "all-verified"
+
+    def judge(self, run: Run) -> Any:
+        from philont.learning import JudgeResult
+
+        return JudgeResult(Verdict.VERIFIED, "trusted")
+
+
+def test_every_skill_condensed_in_a_batch_is_in_its_report(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # The batch report kept the first condensed case's writes only.
+    two_runs(units, clock)
+    clock.advance(hours=1)
+    names = iter(["export-table-as-csv", "scrape-price-pages"])
+
+    def condense(prompt: str) -> str:
+        name = next(names)
+        return answer(skill_item(name, description=f"{name} procedure", trigger_keywords=[name]))
+
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "condense": condense})
+    worker = Consolidator(
+        units, model, clock=clock, config=VERIFY, judge=EveryRunVerified(),
+        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
+    )  # fmt: skip
+    report = worker.run_once()
+    assert report.condensed is not None
+    assert report.condensed.names("created") == ["export-table-as-csv", "scrape-price-pages"]
