@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from philont.errors import InvalidInputError, InvalidTimeRangeError
+from philont.errors import InvalidInputError, InvalidTimeRangeError, SessionNotFoundError
 from philont.learning.batch import Applied, Context, apply, gather, think
 from philont.learning.config import LearningConfig
 from philont.learning.extract import MemoryWriter, ask_for_memories
@@ -89,7 +89,13 @@ class Learner(Service):
                 raise InvalidInputError(
                     f"session_id must be a non-blank string, got {session_id!r}"
                 )
-            return load_session(self.mem.session, session_id, limit=limit)
+            window = load_session(self.mem.session, session_id, limit=limit)
+            if not window.turns and self.mem.timeline.get_session(session_id) is None:
+                # a mistyped id used to "learn" from nothing and report 0 messages
+                raise SessionNotFoundError(
+                    f"session_id: no timeline session {session_id!r}", session_id=session_id
+                )
+            return window
         if since is None or until is None:
             raise InvalidInputError("give a session_id, or both since and until")
         since, until = _aware(since, "since"), _aware(until, "until")
