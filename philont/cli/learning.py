@@ -75,7 +75,7 @@ def _print(report: ConsolidationReport, as_json: bool) -> None:
     if as_json:
         print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False), flush=True)
     else:
-        out.print(Text(_line(report)))
+        out.print(Text(_line(report)), soft_wrap=True)  # one line per batch, never wrapped
 
 
 def consolidate(

@@ -224,3 +224,16 @@ def test_the_consolidate_line_names_the_answers_problems() -> None:
     line = _line(report)
     assert "extraction answer: the answer was cut off" in line
     assert "reflection answer: no JSON array" in line
+
+
+def test_each_batch_is_one_line_however_long(chatty: Path, tmp_path: Path) -> None:
+    # Rich wrapped the line at 80 columns when stdout was not a terminal (a log, a pipe).
+    model = script(tmp_path, extract=json.dumps([FACT]), reflect="no JSON here", summarize="s")
+    code, output = run(
+        "consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog",
+        "--idle-after", "0",
+    )  # fmt: skip
+    assert code == 0, output
+    line, *rest = output.splitlines()
+    assert len(line) > 80 and line.endswith("reflection answer: no JSON array in the answer")
+    assert rest == ["nothing_new"]
