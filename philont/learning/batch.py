@@ -90,6 +90,22 @@ class Applied:
     condensed: list[SkillReflectionReport]
     credited: int
 
+    @property
+    def condensed_report(self) -> SkillReflectionReport | None:
+        """Every skill condensed in the pass as one report (a batch report has one slot for
+        them; only the first case's writes used to be kept, the others went unreported)."""
+        if len(self.condensed) <= 1:
+            return self.condensed[0] if self.condensed else None
+        problems = [r.problem for r in self.condensed if r.problem]
+        return SkillReflectionReport(
+            tag="condensed",
+            messages=0,
+            writes=[w for r in self.condensed for w in r.writes],
+            pruned=[name for r in self.condensed for name in r.pruned],
+            problem="; ".join(problems) or None,
+            tokens_used=sum(r.tokens_used for r in self.condensed),
+        )
+
 
 def gather(mem: Memory, window: Window, config: LearningConfig, judge: Judge | None) -> Context:
     """Read what the prompts need: long sessions with their summaries, the runs not judged

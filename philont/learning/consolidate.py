@@ -49,11 +49,7 @@ from philont.learning.verify import Judge
 from philont.learning.window import load_after
 from philont.llm.base import ModelClient
 from philont.log import get_logger
-from philont.schemas.learning import (
-    ConsolidationReport,
-    ConsolidationStatus,
-    SkillReflectionReport,
-)
+from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
 
 if TYPE_CHECKING:
     from philont.embed.base import Embedder
@@ -134,22 +130,6 @@ def _write_cursor(mem: Memory, value: int) -> None:
         mem.session.flush()
 
 
-def _all_condensed(reports: list[SkillReflectionReport]) -> SkillReflectionReport | None:
-    """Every skill condensed in a batch as one report (the batch report has one slot for
-    them; only the first case's writes used to be kept, the others went unreported)."""
-    if len(reports) <= 1:
-        return reports[0] if reports else None
-    problems = [r.problem for r in reports if r.problem]
-    return SkillReflectionReport(
-        tag="condensed",
-        messages=0,
-        writes=[w for r in reports for w in r.writes],
-        pruned=[name for r in reports for name in r.pruned],
-        problem="; ".join(problems) or None,
-        tokens_used=sum(r.tokens_used for r in reports),
-    )
-
-
 class Consolidator:
     """Runs the loop over the timeline in batches (see the module docstring).
 
@@ -227,7 +207,7 @@ class Consolidator:
             reflection=applied.reflection,
             summaries=applied.summaries,
             verdicts=applied.verdicts,
-            condensed=_all_condensed(applied.condensed),
+            condensed=applied.condensed_report,
             credited=applied.credited,
             tokens_used=thought.tokens_used,
         )
