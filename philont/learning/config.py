@@ -72,14 +72,14 @@ LEARNING_RULES: Final[tuple[Rule, ...]] = (
 )
 
 CONSOLIDATOR_RULES: Final[tuple[Rule, ...]] = (
-    ("idle_after", timedelta, lambda v: v >= _ZERO, "a timedelta >= 0"),
+    ("idle_after", timedelta, lambda v: v >= _ZERO, "a duration >= 0"),
     ("min_messages", int, _at_least(1), "a whole number >= 1"),
     ("batch_size", int, _at_least(1), "a whole number >= 1"),
     ("backlog", bool, _any, "True or False"),
-    ("lease", timedelta, lambda v: v > _ZERO, "a positive timedelta"),
-    ("retry_base", timedelta, lambda v: v > _ZERO, "a positive timedelta"),
-    ("retry_max", timedelta, lambda v: v > _ZERO, "a positive timedelta"),
-    ("interval", timedelta, lambda v: v > _ZERO, "a positive timedelta"),
+    ("lease", timedelta, lambda v: v > _ZERO, "a positive duration"),
+    ("retry_base", timedelta, lambda v: v > _ZERO, "a positive duration"),
+    ("retry_max", timedelta, lambda v: v > _ZERO, "a positive duration"),
+    ("interval", timedelta, lambda v: v > _ZERO, "a positive duration"),
     ("max_batches_per_tick", int, _at_least(1), "a whole number >= 1"),
 )
 
