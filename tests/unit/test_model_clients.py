@@ -268,8 +268,9 @@ def test_a_model_spec_picks_the_provider(stub: Stub, tmp_path: Path) -> None:
     script.write_text(json.dumps({"reflect": "[]"}))
     scripted = model_from_spec(f"scripted:{script}")
     assert scripted.complete("TASK: reflect\n...").text == "[]"
-    with pytest.raises(ModelEmptyAnswerError):
+    with pytest.raises(ModelEmptyAnswerError) as caught:
         scripted.complete("TASK: extract\n...")
+    assert "task 'extract' (it answers reflect)" in caught.value.message  # which one to add
 
 
 @pytest.mark.parametrize("spec", ["openai", "openai:", "gemini:x", ":x", "scripted:/no/such.json"])
