@@ -11,6 +11,7 @@ happened at the window's time, not at the (later) time of extraction.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -83,6 +84,11 @@ def ask_for_memories(
 def _ms(value: datetime | None) -> int | None:
     """A time as stored (epoch milliseconds), for comparing with a stored one."""
     return None if value is None else to_epoch_ms(value)
+
+
+def _same_json(stored: Any, given: Any) -> bool:
+    """Whether two fact values are the same JSON (``True`` is not ``1``, as Python has it)."""
+    return json.dumps(stored, sort_keys=True) == json.dumps(given, sort_keys=True)
 
 
 def _unstorable(value: Any) -> bool:
@@ -205,13 +211,15 @@ class MemoryWriter(Service):
                 row
                 for row in rows
                 if row.fact_kind == FactKind.EVENT
-                and row.value == args.value
+                and _same_json(row.value, args.value)
                 and _ms(row.occurred_at) == when["occurred_at"]
             )
             event = next(same, None)
             return None if event is None else (event, "the same event is recorded")
         current = next((row for row in rows if row.superseded_by is None), None)
-        if current is None or current.fact_kind != FactKind.STATE or current.value != args.value:
+        if current is None or current.fact_kind != FactKind.STATE:
+            return None
+        if not _same_json(current.value, args.value):
             return None
         window = (_ms(current.valid_from), _ms(current.valid_until))
         if window != (when["valid_from"], when["valid_until"]):

@@ -299,6 +299,8 @@ MON, WED = "2026-11-30T10:00:00Z", "2026-12-02T10:00:00Z"
         ([trip(valid_from=MON), trip(), trip()], ["stored", "stored", "unchanged"]),
         ([trip(), gym(MON, key="status", value="away")], ["stored", "stored"]),  # kind changed
         ([trip(), trip(confidence=0.5)], ["stored", "unchanged"]),  # confidence is no content
+        ([trip(value=1), trip(value=True), trip(value=True)], ["stored", "stored", "unchanged"]),
+        ([gym(MON, value=0), gym(MON, value=False)], ["stored", "stored"]),  # False is not 0
     ],
 )
 def test_a_fact_is_unchanged_only_when_the_write_would_record_nothing_new(
