@@ -148,7 +148,7 @@ class MemoryPrefix(Service):
             sections.append(("plan", "## Active plan", 1, lambda: [plan_line]))
         facts, total = self._facts(raw, to_epoch_ms(now), limits.facts)
         sections.append(("facts", "## Known facts (most relevant first)", total, facts))
-        sections.extend(self._skills(raw, limits))
+        sections.extend(self._skills(raw, limits, now))
         notes = [
             f"- ({n.importance:.1f}) {_cut(n.content, TEXT_CHARS)}"
             for n in note_rows.most_important(raw, limits.notes)
@@ -186,11 +186,11 @@ class MemoryPrefix(Service):
 
         return lines, len(scored)
 
-    def _skills(self, raw: Raw, limits: PrefixLimits) -> tuple[_Section, _Section]:
+    def _skills(self, raw: Raw, limits: PrefixLimits, now: datetime) -> tuple[_Section, _Section]:
         """Callable positive skills and lessons (negative skills), each ranked by
-        ``score_skill`` at the clock's now, as ``SkillService.list`` ranks them (ties keep
-        use_count, created_at order). They are counted here and ranked only if the budget
-        reaches them."""
+        ``score_skill`` at the prefix's ``now``, as ``SkillService.list`` ranks them at its
+        clock (ties keep use_count, created_at order). They are counted here and ranked only
+        if the budget reaches them."""
         rows = skill_rows.not_deprecated(raw)
 
         def usable(row: RankedSkill) -> bool:
@@ -198,7 +198,6 @@ class MemoryPrefix(Service):
 
         @functools.cache
         def ranked() -> list[RankedSkill]:
-            now = self.clock()
             now_us = to_epoch_ms(now) * 1000 + now.microsecond % 1000  # exact, as datetimes do
 
             def score(row: RankedSkill) -> float:
