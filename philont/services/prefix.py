@@ -140,11 +140,12 @@ class MemoryPrefix(Service):
         now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
         raw = self.mem.raw()
         sections: list[_Section] = []
-        if environment:
-            env_line = _cut(environment, 400)
+        # Blank text is no section (it gave a heading over an empty line).
+        env_line = _cut(environment or "", 400)
+        if env_line:
             sections.append(("environment", "## Runtime environment", 1, lambda: [env_line]))
-        if plan:
-            plan_line = _cut(plan, 1200)
+        plan_line = _cut(plan or "", 1200)
+        if plan_line:
             sections.append(("plan", "## Active plan", 1, lambda: [plan_line]))
         facts, total = self._facts(raw, to_epoch_ms(now), limits.facts)
         sections.append(("facts", "## Known facts (most relevant first)", total, facts))

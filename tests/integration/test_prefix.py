@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy.orm import Session
 
 from philont.domain.maturity import Grade
@@ -138,3 +140,16 @@ def test_a_prefix_at_a_given_now_does_not_depend_on_the_clock(
     assert expected.index("just-used") < expected.index("never-used")
     clock.advance(days=later_days)
     assert MemoryPrefix(joined(session, clock)).build(now=at).text == expected
+
+
+@given(blank=st.text(alphabet=" \t\n\r\u3000\u00a0\u2028", max_size=6))
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_blank_environment_or_plan_adds_no_section(
+    session: Session, clock: FakeClock, blank: str
+) -> None:
+    # "   " gave "## Runtime environment" over an empty line.
+    builder = MemoryPrefix(joined(session, clock))
+    empty = builder.build()
+    result = builder.build(environment=blank, plan=blank)
+    assert result.text == empty.text
+    assert [s.name for s in result.sections] == [s.name for s in empty.sections]
