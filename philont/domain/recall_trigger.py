@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from philont.domain.tokens import utf16_len
+from philont.errors import InvalidInputError
 
 __all__ = ["MIN_MESSAGE_LENGTH", "RecallHit", "detect"]
 
@@ -243,8 +244,13 @@ def detect(message: str) -> RecallHit | None:
     """Return the first pattern hit if ``message`` refers to a past conversation, else None.
 
     The message is trimmed first; anything shorter than :data:`MIN_MESSAGE_LENGTH` UTF-16 units
-    returns None. The snippet is the matched text, trimmed.
+    returns None. The snippet is the matched text, trimmed. Anything but text is
+    ``InvalidInputError`` naming ``message``.
     """
+    if not isinstance(message, str):
+        raise InvalidInputError(
+            f"message: must be text, got {type(message).__name__}", argument="message"
+        )
     text = message.strip()
     if utf16_len(text) < MIN_MESSAGE_LENGTH:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from philont.domain.recall_trigger import RecallHit, detect
+from philont.errors import InvalidInputError
 
 CHINESE_HITS = [
     "我刚才说搞不定就算了，你咋又想尝试？",
@@ -222,3 +223,9 @@ def test_matching_is_case_insensitive_in_english() -> None:
 
 def test_english_words_glued_to_chinese_text_still_have_word_boundaries() -> None:
     assert detect("嗯do you remember那个") is not None
+
+
+@pytest.mark.parametrize("value", [None, 5, b"remember when we met", ["remember when we met"]])
+def test_anything_but_text_is_refused_by_name(value: object) -> None:
+    with pytest.raises(InvalidInputError, match=r"^message: must be text"):
+        detect(value)  # type: ignore[arg-type]
