@@ -140,15 +140,16 @@ class MemoryPrefix(Service):
         now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
         raw = self.mem.raw()
         sections: list[_Section] = []
-        if environment:
-            env_line = _cut(environment, 400)
+        # Blank text is no section (it gave a heading over an empty line).
+        env_line = _cut(environment or "", 400)
+        if env_line:
             sections.append(("environment", "## Runtime environment", 1, lambda: [env_line]))
-        if plan:
-            plan_line = _cut(plan, 1200)
+        plan_line = _cut(plan or "", 1200)
+        if plan_line:
             sections.append(("plan", "## Active plan", 1, lambda: [plan_line]))
         facts, total = self._facts(raw, to_epoch_ms(now), limits.facts)
         sections.append(("facts", "## Known facts (most relevant first)", total, facts))
-        sections.extend(self._skills(raw, limits))
+        sections.extend(self._skills(raw, limits, now))
         notes = [
             f"- ({n.importance:.1f}) {_cut(n.content, TEXT_CHARS)}"
             for n in note_rows.most_important(raw, limits.notes)
@@ -186,11 +187,11 @@ class MemoryPrefix(Service):
 
         return lines, len(scored)
 
-    def _skills(self, raw: Raw, limits: PrefixLimits) -> tuple[_Section, _Section]:
+    def _skills(self, raw: Raw, limits: PrefixLimits, now: datetime) -> tuple[_Section, _Section]:
         """Callable positive skills and lessons (negative skills), each ranked by
-        ``score_skill`` at the clock's now, as ``SkillService.list`` ranks them (ties keep
-        use_count, created_at order). They are counted here and ranked only if the budget
-        reaches them."""
+        ``score_skill`` at the prefix's ``now``, as ``SkillService.list`` ranks them at its
+        clock (ties keep use_count, created_at order). They are counted here and ranked only
+        if the budget reaches them."""
         rows = skill_rows.not_deprecated(raw)
 
         def usable(row: RankedSkill) -> bool:
@@ -198,7 +199,6 @@ class MemoryPrefix(Service):
 
         @functools.cache
         def ranked() -> list[RankedSkill]:
-            now = self.clock()
             now_us = to_epoch_ms(now) * 1000 + now.microsecond % 1000  # exact, as datetimes do
 
             def score(row: RankedSkill) -> float:
