@@ -26,7 +26,7 @@ from philont.cli.common import (
     out,
     resolve_existing,
 )
-from philont.db.engine import is_postgres
+from philont.db.engine import connect_read_only, is_postgres
 from philont.domain.timeparse import parse_time
 from philont.errors import FactNotFoundError, PhilontError, SkillNotFoundError
 from philont.memory import Memory
@@ -69,7 +69,7 @@ def _memory(db: str | None) -> Iterator[Memory]:
 
 def layer_counts(path: str | Path) -> dict[str, int]:
     """Rows per layer, read-only (tables a database lacks are left out)."""
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+    with closing(connect_read_only(path)) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         return {
             label: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]

@@ -8,6 +8,7 @@ import sqlite3
 import weakref
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as sa_create_engine
@@ -182,6 +183,13 @@ def check_file(path: Path, *, create: bool) -> None:
         raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
     except OSError as exc:  # a parent that cannot be created (/proc/x/...), a full disk, ...
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
+
+
+def connect_read_only(path: str | Path) -> sqlite3.Connection:
+    """A read-only sqlite3 connection to the file ``path``. Its name is quoted into SQLite's
+    URI form: ``?``, ``#`` and ``%`` in a file name are part of the name, never a query (which
+    would drop ``mode=ro`` and create a stray file), a fragment or an escape."""
+    return sqlite3.connect(f"file:{quote(os.fspath(path))}?mode=ro", uri=True)
 
 
 @functools.cache
