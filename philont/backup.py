@@ -18,7 +18,7 @@ from philont import migrate, settings
 from philont.db.engine import (
     DIR_MODE,
     FILE_MODE,
-    SQLITE_HEADER,
+    journal_mode,
     resolve_url,
     sqlite_path,
 )
@@ -165,9 +165,8 @@ def verify(path: Path, *, schema: bool = True) -> Verification:
     ``SchemaError`` when its schema is none this release can adopt (unknown or newer versions,
     unrecognised shapes, no memory tables at all).
     """
-    with path.open("rb") as fh:
-        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-            raise NotADatabaseError(str(path))
+    if journal_mode(path) is None:
+        raise NotADatabaseError(str(path))
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
             rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
@@ -231,9 +230,7 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
         raise DatabasePathError(str(path), "no such file")
     if path.stat().st_size == 0:
         raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
-    with path.open("rb") as fh:
-        head = fh.read(len(SQLITE_HEADER))
-    if head != SQLITE_HEADER:
+    if journal_mode(path) is None:
         raise NotADatabaseError(str(path))
     _ensure_private_dir(settings.backup_dir_for(path))
     try:
@@ -266,9 +263,8 @@ def list_backups(db: DbTarget = None) -> list[BackupInfo]:
 def _healthy(path: Path) -> bool:
     """Philont's open-time test: the file opens and ``PRAGMA quick_check`` says ok."""
     try:
-        with path.open("rb") as fh:
-            if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-                return False
+        if not journal_mode(path):  # not SQLite's, or SQLite cannot read it
+            return False
         with closing(sqlite3.connect(str(path))) as conn:
             return [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()] == ["ok"]
     except sqlite3.DatabaseError:
@@ -311,9 +307,8 @@ def _backup_source(source: Path) -> Path:
         raise DatabasePathError(str(source), "it is a directory, not a backup file")
     if not source.is_file():
         raise DatabasePathError(str(source), "no such backup file")
-    with source.open("rb") as fh:
-        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-            raise NotADatabaseError(str(source))
+    if journal_mode(source) is None:
+        raise NotADatabaseError(str(source))
     return source
 
 

@@ -6,6 +6,7 @@ import functools
 import os
 import sqlite3
 import weakref
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -162,9 +163,7 @@ def check_file(path: Path, *, create: bool) -> None:
     if path.exists():
         if not os.stat(path).st_mode & 0o222:
             raise DatabaseReadOnlyError(str(path))
-        with path.open("rb") as fh:
-            head = fh.read(len(SQLITE_HEADER))
-        if head and head != SQLITE_HEADER:
+        if journal_mode(path) is None:
             raise NotADatabaseError(str(path))
         return
     if not create:
@@ -190,6 +189,28 @@ def connect_read_only(path: str | Path) -> sqlite3.Connection:
     URI form: ``?``, ``#`` and ``%`` in a file name are part of the name, never a query (which
     would drop ``mode=ro`` and create a stray file), a fragment or an escape."""
     return sqlite3.connect(f"file:{quote(os.fspath(path))}?mode=ro", uri=True)
+
+
+def journal_mode(path: Path) -> str | None:
+    """The journal mode SQLite reads in the file ``path`` (``'wal'``, ``'delete'``, ...; an
+    empty file is a new database, ``'delete'``), ``''`` for a file with SQLite's header that
+    SQLite cannot read (damaged: later checks name what is wrong), None for a file that is not
+    an SQLite database.
+
+    Read through SQLite, never with ``open()``: closing any descriptor of a file drops every
+    POSIX lock this process holds on it, SQLite's included, and a process whose connections
+    lost their lock can have the WAL deleted under them by another process's last close
+    (sqlite.org/howtocorrupt.html, 2.2): its later commits go to an unlinked file."""
+    try:
+        with closing(connect_read_only(path)) as conn:
+            return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    except sqlite3.DatabaseError as exc:
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code == sqlite3.SQLITE_CANTOPEN:
+            raise DatabasePathError(str(path), "it cannot be opened") from exc
+    # SQLite cannot use this file (not a database, or damaged): nothing here has a lock to lose.
+    with path.open("rb") as fh:
+        return "" if fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER else None
 
 
 @functools.cache
