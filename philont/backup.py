@@ -18,7 +18,7 @@ from philont import migrate, settings
 from philont.db.engine import (
     DIR_MODE,
     FILE_MODE,
-    journal_mode,
+    file_kind,
     resolve_url,
     sqlite_path,
 )
@@ -165,7 +165,7 @@ def verify(path: Path, *, schema: bool = True) -> Verification:
     ``SchemaError`` when its schema is none this release can adopt (unknown or newer versions,
     unrecognised shapes, no memory tables at all).
     """
-    if journal_mode(path) is None:
+    if file_kind(path) == "other":
         raise NotADatabaseError(str(path))
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
@@ -230,7 +230,7 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
         raise DatabasePathError(str(path), "no such file")
     if path.stat().st_size == 0:
         raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
-    if journal_mode(path) is None:
+    if file_kind(path) == "other":
         raise NotADatabaseError(str(path))
     _ensure_private_dir(settings.backup_dir_for(path))
     try:
@@ -263,7 +263,7 @@ def list_backups(db: DbTarget = None) -> list[BackupInfo]:
 def _healthy(path: Path) -> bool:
     """Philont's open-time test: the file opens and ``PRAGMA quick_check`` says ok."""
     try:
-        if not journal_mode(path):  # not SQLite's, or SQLite cannot read it
+        if file_kind(path) != "sqlite":
             return False
         with closing(sqlite3.connect(str(path))) as conn:
             return [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()] == ["ok"]
@@ -307,7 +307,7 @@ def _backup_source(source: Path) -> Path:
         raise DatabasePathError(str(source), "it is a directory, not a backup file")
     if not source.is_file():
         raise DatabasePathError(str(source), "no such backup file")
-    if journal_mode(source) is None:
+    if file_kind(source) == "other":
         raise NotADatabaseError(str(source))
     return source
 

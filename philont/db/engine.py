@@ -163,7 +163,7 @@ def check_file(path: Path, *, create: bool) -> None:
     if path.exists():
         if not os.stat(path).st_mode & 0o222:
             raise DatabaseReadOnlyError(str(path))
-        if journal_mode(path) is None:
+        if file_kind(path) == "other":
             raise NotADatabaseError(str(path))
         return
     if not create:
@@ -184,33 +184,35 @@ def check_file(path: Path, *, create: bool) -> None:
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
 
 
-def connect_read_only(path: str | Path) -> sqlite3.Connection:
-    """A read-only sqlite3 connection to the file ``path``. Its name is quoted into SQLite's
-    URI form: ``?``, ``#`` and ``%`` in a file name are part of the name, never a query (which
-    would drop ``mode=ro`` and create a stray file), a fragment or an escape."""
-    return sqlite3.connect(f"file:{quote(os.fspath(path))}?mode=ro", uri=True)
+def connect_read_only(path: str | Path, *, immutable: bool = False) -> sqlite3.Connection:
+    """A read-only sqlite3 connection to the file ``path`` (``immutable``: without locks or
+    the WAL, for a look at the file itself). Its name is quoted into SQLite's URI form:
+    ``?``, ``#`` and ``%`` in a file name are part of the name, never a query (which would
+    drop ``mode=ro`` and create a stray file), a fragment or an escape."""
+    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
+    return sqlite3.connect(f"file:{quote(os.fspath(path))}?{flags}", uri=True)
 
 
-def journal_mode(path: Path) -> str | None:
-    """The journal mode SQLite reads in the file ``path`` (``'wal'``, ``'delete'``, ...; an
-    empty file is a new database, ``'delete'``), ``''`` for a file with SQLite's header that
-    SQLite cannot read (damaged: later checks name what is wrong), None for a file that is not
-    an SQLite database.
+def file_kind(path: Path) -> str:
+    """What the file ``path`` holds: ``'sqlite'`` (a database SQLite reads; an empty file is a
+    new one), ``'damaged'`` (SQLite's header, but SQLite cannot read it: later checks name
+    what is wrong) or ``'other'`` (not an SQLite database).
 
     Read through SQLite, never with ``open()``: closing any descriptor of a file drops every
     POSIX lock this process holds on it, SQLite's included, and a process whose connections
     lost their lock can have the WAL deleted under them by another process's last close
-    (sqlite.org/howtocorrupt.html, 2.2): its later commits go to an unlinked file."""
+    (sqlite.org/howtocorrupt.html, 2.2): its later commits go to an unlinked file. Opened
+    ``immutable``: it takes no lock and leaves no ``-wal``/``-shm`` beside the file."""
     try:
-        with closing(connect_read_only(path)) as conn:
-            return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+        with closing(connect_read_only(path, immutable=True)) as conn:
+            conn.execute("PRAGMA journal_mode").fetchone()
+            return "sqlite"
     except sqlite3.DatabaseError as exc:
-        code = getattr(exc, "sqlite_errorcode", None)
-        if code == sqlite3.SQLITE_CANTOPEN:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_CANTOPEN:
             raise DatabasePathError(str(path), "it cannot be opened") from exc
     # SQLite cannot use this file (not a database, or damaged): nothing here has a lock to lose.
     with path.open("rb") as fh:
-        return "" if fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER else None
+        return "damaged" if fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER else "other"
 
 
 @functools.cache

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from sqlalchemy import Connection, text
 
 from philont import settings
-from philont.db.engine import journal_mode
-from philont.errors import DatabaseCorruptError, MigrationError, PhilontError
+from philont.db.engine import connect_read_only
+from philont.errors import DatabaseCorruptError, MigrationError
 from philont.migrate.plan import MEMORY_TABLE, table_names
 
 
@@ -53,6 +54,7 @@ def is_wal(path: Path) -> bool:
     """Whether an existing SQLite file is already in WAL mode (as SQLite reads it, without
     switching it: opening with philont's engine would); False when SQLite cannot tell."""
     try:
-        return journal_mode(path) == "wal"
-    except (PhilontError, sqlite3.Error):
+        with closing(connect_read_only(path)) as conn:
+            return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
+    except sqlite3.Error:
         return False

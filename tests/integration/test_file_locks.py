@@ -20,7 +20,7 @@ import pytest
 from philont import migrate, tools
 from philont.backup import backup, verify
 from philont.cli.inspect import layer_counts
-from philont.db.engine import check_file, create_engine, journal_mode
+from philont.db.engine import check_file, create_engine, file_kind
 from philont.migrate.checks import is_wal
 from philont.store import Store, close_shared
 
@@ -53,7 +53,7 @@ OPERATIONS: dict[str, Callable[[Path], object]] = {
     "Store.open again": lambda p: Store.open(p).close(),
     "create_engine": _engine_dispose,
     "check_file": lambda p: check_file(p, create=False),
-    "journal_mode": journal_mode,
+    "file_kind": file_kind,
     "is_wal": is_wal,
     "migrate.status": migrate.status,
     "migrate.check": migrate.check,
@@ -87,3 +87,19 @@ def test_looking_at_an_open_database_keeps_this_process_lock(
     close_shared()
     with Store.open(path) as again, again.begin() as mem:
         assert mem.facts.get("user", "pet") is not None
+
+
+def test_looking_at_a_wal_file_nobody_has_open_leaves_nothing_beside_it(tmp_path: Path) -> None:
+    """A backup in backups/ is a WAL-mode file nobody has open: checking it must not leave
+    ``-wal``/``-shm`` files beside it."""
+    path = tmp_path / "memory.sqlite"
+    with Store.open(path) as store, store.begin() as mem:
+        mem.facts.store("user", "city", "Berlin")
+    close_shared()
+    taken = backup(path)
+    before = sorted(p.name for p in taken.parent.iterdir())
+
+    assert file_kind(taken) == "sqlite"
+    check_file(taken, create=False)
+
+    assert sorted(p.name for p in taken.parent.iterdir()) == before
