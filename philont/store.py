@@ -355,6 +355,20 @@ def _still_there(store: Store) -> bool:
     return store.path is None or _file_id(store.path) == store._file_id
 
 
+def release_shared(path: Path) -> None:
+    """Close the process-wide Stores of the file ``path`` (a restore is about to replace it:
+    their idle connections hold it open). The next use opens the file afresh."""
+    file_id = _file_id(path)
+    with _SHARED_LOCK:
+        for key, store in list(_SHARED.items()):
+            if file_id is not None and store.path is not None and store._file_id == file_id:
+                store.close()
+                del _SHARED[key]
+        for name, store in list(_BY_NAME.items()):
+            if store.closed:
+                del _BY_NAME[name]
+
+
 def close_shared() -> None:
     """Close every process-wide Store (for tests and orderly shutdown)."""
     with _SHARED_LOCK:
