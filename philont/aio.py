@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import event
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -32,9 +31,9 @@ from philont.db.engine import (
     BEGIN_OPTION,
     check_file,
     ensure_fts5,
+    guard_nul,
     install_sqlite_hooks,
     is_postgres,
-    refuse_nul,
     require_file,
     require_sqlite_hooks,
     resolve_url,
@@ -74,7 +73,7 @@ def create_async_engine(
         engine = sa_create_async_engine(
             url, pool_pre_ping=True, connect_args={"prepare_threshold": None}
         )
-        event.listen(engine.sync_engine, "before_cursor_execute", refuse_nul)
+        guard_nul(engine.sync_engine)
         return engine
     if url.get_backend_name() != "sqlite":
         raise InvalidInputError(f"unsupported database {url.drivername}: use SQLite or PostgreSQL")

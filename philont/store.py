@@ -25,6 +25,7 @@ from philont.db.backend import Backend, backend_for
 from philont.db.engine import (
     BEGIN_OPTION,
     create_engine,
+    guard_nul,
     is_postgres,
     require_file,
     require_sqlite_hooks,
@@ -72,6 +73,8 @@ class Store:
         """Prefer :meth:`open` / :meth:`from_engine`, which check the schema first."""
         self.engine = engine
         self.backend: Backend = backend_for(engine)
+        if self.backend.name == "postgresql":
+            guard_nul(engine)  # a host's engine too: U+0000 is refused by name, not by psycopg
         self.agent = agent
         """The agent units of work serve when ``begin()``/``join()`` name none (PostgreSQL;
         without it, ``$PHILONT_AGENT`` as it is when the unit of work begins)."""

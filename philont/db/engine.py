@@ -345,8 +345,15 @@ def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
         )
     except ModuleNotFoundError as exc:
         raise BackendError("PostgreSQL needs psycopg: pip install 'philont[postgres]'") from exc
-    event.listen(engine, "before_cursor_execute", refuse_nul)
+    guard_nul(engine)
     return engine
+
+
+def guard_nul(engine: Engine) -> None:
+    """Install :func:`refuse_nul` on a PostgreSQL engine (once; a host's engine given to
+    ``Store.from_engine`` too, or its text with U+0000 failed inside the driver)."""
+    if not event.contains(engine, "before_cursor_execute", refuse_nul):
+        event.listen(engine, "before_cursor_execute", refuse_nul)
 
 
 def refuse_nul(
