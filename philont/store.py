@@ -136,7 +136,11 @@ class Store:
         handling a host's rollback could keep philont's writes."""
         require_file(engine.url)
         require_sqlite_hooks(engine)
-        ensure_schema(engine.url, upgrade=upgrade)
+        if is_postgres(engine.url):
+            with engine.connect() as conn:
+                ensure_schema_on(conn, upgrade=upgrade)
+        else:
+            ensure_schema(engine.url, upgrade=upgrade)
         return cls(engine, agent=agent, clock=clock, embedder=embedder)._checked_embedder()
 
     def _checked_embedder(self) -> Store:
@@ -264,6 +268,23 @@ def ensure_schema(url: URL, *, upgrade: bool) -> None:
             migrate.check(url)  # raises SchemaOutOfDateError naming the command to run
             raise SchemaOutOfDateError(f"{url.render_as_string()} is not at head")
         migrate.upgrade(url)
+
+
+def ensure_schema_on(conn: Connection, *, upgrade: bool) -> None:
+    """:func:`ensure_schema` through a caller's PostgreSQL connection, as its engine makes
+    them: the schema its search_path names and the credentials it connects with (a host's
+    ``connect_args`` or connect events), where the URL alone may name another schema."""
+    with alembic_at_debug():
+        from philont import migrate
+
+        at_head = migrate.status(conn).at_head
+        conn.rollback()  # the status read began a transaction; the upgrade begins its own
+        if at_head:
+            return
+        if not upgrade:
+            migrate.check(conn)  # raises SchemaOutOfDateError naming the command to run
+            raise SchemaOutOfDateError(f"{conn.engine.url.render_as_string()} is not at head")
+        migrate.upgrade(conn)
 
 
 def _at_head(url: URL) -> bool:
