@@ -23,6 +23,7 @@ from philont.cli.common import (
     emit,
     err,
     fail,
+    open_store,
     out,
     resolve_existing,
 )
@@ -31,7 +32,6 @@ from philont.domain.timeparse import parse_time
 from philont.errors import FactNotFoundError, PhilontError, SkillNotFoundError
 from philont.memory import Memory
 from philont.schemas import inputs
-from philont.store import Store
 
 facts_app = typer.Typer(help="Facts (layer 2) with their decay scores.", no_args_is_help=True)
 notes_app = typer.Typer(help="Notes (layer 1).", no_args_is_help=True)
@@ -63,7 +63,7 @@ def _memory(db: str | None) -> Iterator[Memory]:
     """One unit of work on this command's Store (a database not at head is refused)."""
     url = resolve_existing(db)
     migrate.check(url)
-    with Store.open(url, upgrade=False) as store, store.begin() as mem:
+    with open_store(url) as store, store.begin() as mem:
         yield mem
 
 
@@ -115,7 +115,7 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
 def _pg_stats(url: URL) -> tuple[str, int, dict[str, int], dict[str, str]]:
     """Where, bytes (of philont's tables, every agent's), the agent's rows per layer and (no)
     FTS health on PostgreSQL; its GIN search indexes are kept by PostgreSQL itself."""
-    with Store.open(url, upgrade=False) as store, store.begin(write=False) as mem:
+    with open_store(url) as store, store.begin(write=False) as mem:
         raw = mem.raw()
         rows = {
             label: int(raw.rows(f"SELECT count(*) FROM {t}{raw.where()}")[0][0])

@@ -340,3 +340,44 @@ def test_the_whole_database_dumps_with_default_settings(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "all.dump").stat().st_size > 0
+
+
+LOOKING_COMMANDS = [
+    ["stats"],
+    ["facts", "list"],
+    ["facts", "get", "user", "city"],
+    ["facts", "history", "user", "city"],
+    ["notes", "list"],
+    ["notes", "search", "tea"],
+    ["skills", "list"],
+    ["skills", "show", "greet"],
+    ["skills", "judge-report"],
+    ["timeline"],
+    ["calendar", "list"],
+    ["calendar", "remove", "1"],
+    ["recall", "where do I live?"],
+    ["prefix"],
+    ["embed", "--status"],
+]
+
+
+@pytest.mark.parametrize("command", LOOKING_COMMANDS, ids=" ".join)
+def test_a_command_on_a_misspelt_agent_is_not_found_and_creates_nothing(
+    store: Store, pg_agent_name: Callable[[], str], command: list[str]
+) -> None:
+    """Only import makes an agent; a command that looks at (or edits) an agent's memory under
+    a name nobody has is agent_not_found, exit 4, as export is, and the registry is unchanged
+    (it used to create the agent, bootstrap rows and all, and report it empty)."""
+    from typer.testing import CliRunner
+
+    from philont.cli import app
+
+    name = pg_agent_name()
+    before = agents.count(store)
+    url = store.url.render_as_string(hide_password=False)
+
+    result = CliRunner().invoke(app, ["--agent", name, *command, "--db", url])
+
+    assert result.exit_code == EXIT_NOT_FOUND, result.output
+    assert "agent_not_found" in result.output
+    assert agents.count(store) == before
