@@ -112,7 +112,7 @@ def refuse_unless_empty(conn: _Connection, mark: str = "?") -> None:
         if n:
             raise ConflictError(
                 f"the target already holds memory ({table.name}: {n} row(s)); import with "
-                "mode='merge' to add to it, or into a new database",
+                "--merge (mode='merge' from Python) to add to it, or into a new database",
                 table=table.name,
             )
 
