@@ -32,7 +32,7 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
-from philont.errors import SchemaOutOfDateError, StoreClosedError
+from philont.errors import InvalidDatabaseError, SchemaOutOfDateError, StoreClosedError
 from philont.log import alembic_at_debug, get_logger
 
 if TYPE_CHECKING:
@@ -190,8 +190,23 @@ class Store:
         from philont.memory import Memory
 
         self._check_open()
+        self._check_same_database(bind)
         return Memory(
             self, write=True, clock=clock or self.clock, bind=bind, agent=self._agent(agent)
+        )
+
+    def _check_same_database(self, bind: Session | Connection) -> None:
+        """Refuse a Session or Connection on another database than this Store's: its services
+        would write there, with this Store's caches (agent ids, search statistics)."""
+        from philont.db.models import Meta
+
+        # a Session with binds per model: the engine philont's own statements would use
+        engine = bind.engine if isinstance(bind, Connection) else bind.get_bind(Meta).engine
+        if engine is self.engine or _database_of(engine.url) == _database_of(self.engine.url):
+            return
+        raise InvalidDatabaseError(
+            f"store.join: the {type(bind).__name__} is on "
+            f"{engine.url.render_as_string(hide_password=True)}, this Store serves {self.url_text}"
         )
 
     def _agent(self, agent: str | None) -> str | None:
@@ -254,6 +269,15 @@ class Store:
     def __repr__(self) -> str:
         state = "closed" if self._closed else self.backend.name
         return f"<Store {self.url_text} ({state})>"
+
+
+def _database_of(url: URL) -> tuple[object, ...]:
+    """What names a database, whatever the driver or password: an SQLite file (resolved), or a
+    PostgreSQL server and database."""
+    path = sqlite_path(url)
+    if path is not None:
+        return ("sqlite", str(path.resolve()))
+    return (url.get_backend_name(), url.host, url.port or 5432, url.database)
 
 
 def ensure_schema(url: URL, *, upgrade: bool) -> None:

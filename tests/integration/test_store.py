@@ -459,3 +459,31 @@ def test_a_host_engine_refuses_nul_text_as_philonts_own_does(
                     assert mem.notes.list() == [] and mem.skills.list() == []
     finally:
         host_engine.dispose()
+
+
+@pytest.mark.parametrize("kind", ["Session", "Connection"])
+def test_join_refuses_a_transaction_on_another_database(tmp_path: Path, kind: str) -> None:
+    """A Session or Connection of another database: the services wrote into that database,
+    with this Store's caches. Another engine on the same file is the same database."""
+    from philont.db.engine import create_engine
+    from philont.errors import InvalidDatabaseError
+
+    mine, theirs = tmp_path / "mine.sqlite", tmp_path / "theirs.sqlite"
+    with Store.open(mine) as store, Store.open(theirs):
+        for path, refused in ((theirs, True), (mine, False)):
+            engine = create_engine(path)  # the host's own engine
+            try:
+                with engine.connect() as conn, conn.begin():
+                    bind: Session | Connection = Session(conn) if kind == "Session" else conn
+                    if refused:
+                        with pytest.raises(InvalidDatabaseError, match=r"theirs\.sqlite"):
+                            store.join(bind)
+                        continue
+                    with store.join(bind) as mem:
+                        mem.facts.store("user", "city", "Berlin")
+            finally:
+                engine.dispose()
+        with store.begin() as mem:
+            assert mem.facts.get("user", "city") is not None
+    with Store.open(theirs) as other, other.begin() as mem:
+        assert mem.facts.get("user", "city") is None
