@@ -273,11 +273,12 @@ class Store:
 
 def _database_of(url: URL) -> tuple[object, ...]:
     """What names a database, whatever the driver or password: an SQLite file (resolved), or a
-    PostgreSQL server and database."""
+    PostgreSQL database's name (a server is reached by many spellings: a socket, a host name,
+    an address; a join is refused only when it is surely another database)."""
     path = sqlite_path(url)
     if path is not None:
         return ("sqlite", str(path.resolve()))
-    return (url.get_backend_name(), url.host, url.port or 5432, url.database)
+    return (url.get_backend_name(), url.database)
 
 
 def ensure_schema(url: URL, *, upgrade: bool) -> None:
