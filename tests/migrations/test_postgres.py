@@ -354,6 +354,11 @@ def test_the_cli_works_for_one_agent(scratch: Callable[[], URL]) -> None:
     assert json.loads(current.stdout)["revision"] == migrate.head_revision()
     stats = subprocess.run([*cli, "stats", "--db", url, "--json"], env=env,
                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert stats.returncode == 4, stats.stderr  # no such agent yet: looking creates none
+    with Store.open(url, upgrade=False) as store, store.begin(agent="cli_agent") as mem:
+        mem.facts.store("user", "city", "Berlin")
+    stats = subprocess.run([*cli, "stats", "--db", url, "--json"], env=env,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert stats.returncode == 0, stats.stderr
 
 
