@@ -19,13 +19,13 @@ from philont.cli.common import (
     JsonOption,
     emit,
     fail,
+    open_store,
     out,
     resolve_existing,
 )
 from philont.domain.timeparse import iso
 from philont.errors import CalendarEventNotFoundError, InvalidInputError
 from philont.services.calendar import MAX_LISTING_LIMIT, CalendarService
-from philont.store import Store
 
 calendar_app = typer.Typer(
     help="Calendar events: list them (unreadable rows included) and remove one by id.",
@@ -39,7 +39,7 @@ _TITLE_SHOWN = 80
 def _calendar(db: str | None, *, write: bool) -> Iterator[CalendarService]:
     url = resolve_existing(db)
     migrate.check(url)  # a typed error reaches Commands, which gives it its exit code
-    with Store.open(url, upgrade=False) as store, store.begin(write=write) as mem:
+    with open_store(url) as store, store.begin(write=write) as mem:
         yield mem.calendar
 
 

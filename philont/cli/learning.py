@@ -23,6 +23,7 @@ from philont.cli.common import (
     JsonOption,
     emit,
     fail,
+    open_store,
     out,
     resolve_existing,
 )
@@ -149,7 +150,7 @@ def _worker(
     try:
         migrate.check(url)
         client = model_from_spec(model, base_url=base_url)
-        store = Store.open(url, upgrade=False)
+        store = open_store(url)
     except SchemaOutOfDateError as exc:
         raise fail(exc, code=EXIT_OUT_OF_DATE) from exc
     except PhilontError as exc:
@@ -192,7 +193,7 @@ def judge_report(db: DbOption = None, as_json: JsonOption = False) -> None:
     url = resolve_existing(db)
     try:
         migrate.check(url)
-        with Store.open(url, upgrade=False) as store, store.begin() as mem:
+        with open_store(url) as store, store.begin() as mem:
             book = CaseBook(mem)
             book.observe()
             rows = book.agreement()

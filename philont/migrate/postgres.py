@@ -28,6 +28,7 @@ __all__ = [
     "lock",
     "plan",
     "status",
+    "status_on",
 ]
 
 SQLITE_HISTORY_END = "v035"
@@ -124,11 +125,16 @@ def status(url: URL, head: str) -> Status:
     engine = create_engine(url, create=False)
     try:
         with engine.connect() as conn:
-            revision = _revision(conn)
-            ours = revision is not None and revision > SQLITE_HISTORY_END
-            version = str(settings.SCHEMA_VERSION) if ours else None
-            if ours and not _exists(conn, AGENTS_TABLE):  # pragma: no cover - damaged
-                revision = None
+            return status_on(conn, head)
     finally:
         engine.dispose()
+
+
+def status_on(conn: Connection, head: str) -> Status:
+    """:func:`status` as ``conn`` sees the database (its search_path, its credentials)."""
+    revision = _revision(conn)
+    ours = revision is not None and revision > SQLITE_HISTORY_END
+    version = str(settings.SCHEMA_VERSION) if ours else None
+    if ours and not _exists(conn, AGENTS_TABLE):  # pragma: no cover - damaged
+        revision = None
     return Status(revision=revision, head=head, schema_version=version)

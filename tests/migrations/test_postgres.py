@@ -354,6 +354,11 @@ def test_the_cli_works_for_one_agent(scratch: Callable[[], URL]) -> None:
     assert json.loads(current.stdout)["revision"] == migrate.head_revision()
     stats = subprocess.run([*cli, "stats", "--db", url, "--json"], env=env,
                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert stats.returncode == 4, stats.stderr  # no such agent yet: looking creates none
+    with Store.open(url, upgrade=False) as store, store.begin(agent="cli_agent") as mem:
+        mem.facts.store("user", "city", "Berlin")
+    stats = subprocess.run([*cli, "stats", "--db", url, "--json"], env=env,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert stats.returncode == 0, stats.stderr
 
 
@@ -397,3 +402,43 @@ def test_concurrent_first_upgrades_of_one_database_all_succeed(
     assert [p.returncode for p in procs] == [0, 0, 0], [err for _out, err in outputs]
     applied = sorted((json.loads(out) for out, _err in outputs), key=len)
     assert applied == [[], [], ["v036", "v037"]]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_from_engine_checks_the_database_the_hosts_connections_use(
+    pg_layout: object, kind: str
+) -> None:
+    """A host engine whose database and search_path come from its connect_args, not its URL
+    (credentials, a service name, a token: anything a connect hook supplies): the schema
+    check runs through its connections, not through a connection of its own to the URL."""
+    import asyncio
+
+    from sqlalchemy import create_engine as host_engine
+    from sqlalchemy.ext.asyncio import create_async_engine as host_async_engine
+
+    from philont.aio import AsyncStore
+
+    real = make_url(server_url())
+    url = real.set(database="philont_no_such_database")  # what the URL alone would reach
+    connect = {
+        "dbname": real.database,
+        "options": f"-csearch_path={pg_layout.schema},public",
+    }
+    agent = check_name(f"host-{kind}")
+    if kind == "sync":
+        engine = host_engine(url, connect_args=connect)
+        with Store.from_engine(engine, agent=agent) as store, store.begin() as mem:
+            mem.facts.store("user", "city", "Berlin")
+            assert mem.facts.get("user", "city") is not None
+        engine.dispose()
+        return
+
+    async def run() -> None:
+        engine = host_async_engine(url, connect_args=connect)
+        store = await AsyncStore.from_engine(engine, agent=agent)
+        await store.run(lambda mem: mem.facts.store("user", "city", "Berlin"))
+        assert await store.run(lambda mem: mem.facts.get("user", "city")) is not None
+        await store.close()
+        await engine.dispose()
+
+    asyncio.run(run())
