@@ -90,8 +90,8 @@ def _check_limits(limits: PrefixLimits, estimator: TokenEstimator) -> None:
         )
 
 
-def _more(omitted: int, name: str) -> str:
-    return f"  ({omitted} more {name} not shown)"
+def _more(omitted: int, name: str, shown: int = 1) -> str:
+    return f"  ({omitted} {'more ' if shown else ''}{name} not shown)"
 
 
 def _compact_json(stored: str) -> str:
@@ -248,30 +248,35 @@ class MemoryPrefix(Service):
     def _fill(self, sections: list[_Section], limit: int) -> MemoryPrefixResult:
         """A section is (name, heading, how many entries it has, its best entries in order);
         an entry is taken while it fits together with the note saying how many of its section
-        are left out (if any would be), and entries past the budget are never formatted."""
+        are left out (if any would be), and entries past the budget are never formatted.
+        Room for the heading and the "(N … not shown)" line of every later section is kept,
+        so an earlier section never hides that a later one exists."""
         est = self.estimator
         lines = [HEADER]
         used = est(HEADER + "\n") + est(FOOTER)
+        least = [est(h + "\n") + est(_more(c, n, 0) + "\n") if c else 0 for n, h, c, _ in sections]
         report: list[PrefixSection] = []
-        for name, heading, count, entries in sections:
+        for i, (name, heading, count, entries) in enumerate(sections):
             if not count:
                 continue
+            room = limit - sum(least[i + 1 :])
             shown = 0
             head_cost = est(heading + "\n")
-            for entry in entries() if used + head_cost < limit else ():
+            for entry in entries() if used + head_cost < room else ():
                 more = est(_more(count - shown - 1, name) + "\n") if count > shown + 1 else 0
                 cost = est(entry + "\n") + (head_cost if shown == 0 else 0)
-                if used + cost + more > limit:
+                if used + cost + more > room:
                     break
                 if shown == 0:
                     lines.append(heading)
                 lines.append(entry)
                 used += cost
                 shown += 1
-            if shown and count > shown:
-                note = _more(count - shown, name)
-                lines.append(note)
-                used += est(note + "\n")
+            note = _more(count - shown, name, shown)
+            cost = est(note + "\n") + (0 if shown else head_cost)
+            if count > shown and (shown or used + cost <= room):
+                lines.extend([note] if shown else [heading, note])
+                used += cost
             report.append(PrefixSection(name=name, shown=shown, omitted=count - shown))
         lines.append(FOOTER)
         text = "\n".join(lines)
