@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from philont import settings
 from philont.clock import Clock, utc_now
+from philont.db.agents import check_name
 from philont.db.backend import Backend, backend_for
 from philont.db.engine import (
     BEGIN_OPTION,
@@ -75,7 +76,7 @@ class Store:
         self.backend: Backend = backend_for(engine)
         if self.backend.name == "postgresql":
             guard_nul(engine)  # a host's engine too: U+0000 is refused by name, not by psycopg
-        self.agent = agent
+        self.agent = None if agent is None else check_name(agent)  # a bad name: any backend
         """The agent units of work serve when ``begin()``/``join()`` name none (PostgreSQL;
         without it, ``$PHILONT_AGENT`` as it is when the unit of work begins)."""
         self._agent_ids: dict[str, int] = {}  # agent name -> registry id (philont.agents)
@@ -210,6 +211,8 @@ class Store:
         )
 
     def _agent(self, agent: str | None) -> str | None:
+        if agent is not None:
+            check_name(agent)  # refused on SQLite too, where the name is not used
         if agent is not None or self.agent is not None or self.backend.name != "postgresql":
             return agent or self.agent
         return os.environ.get(settings.AGENT_ENV) or None

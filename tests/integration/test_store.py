@@ -17,7 +17,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
 from philont import tools
-from philont.errors import StoreClosedError, UnitOfWorkError
+from philont.errors import InvalidInputError, StoreClosedError, UnitOfWorkError
 from philont.memory import Memory
 from philont.services.access import AccessLog
 from philont.services.actions import ActionLog
@@ -487,3 +487,15 @@ def test_join_refuses_a_transaction_on_another_database(tmp_path: Path, kind: st
             assert mem.facts.get("user", "city") is not None
     with Store.open(theirs) as other, other.begin() as mem:
         assert mem.facts.get("user", "city") is None
+
+
+@pytest.mark.parametrize("agent", ["", "Alice", "-a", "a b", "x" * 64, "a;b", 7])
+def test_a_bad_agent_name_is_refused_on_every_backend(store: Store, agent: Any) -> None:
+    # On SQLite the agent is not used, but a name PostgreSQL would refuse is refused here too
+    # (it was ignored: code that worked on a file failed when moved to a server)
+    with pytest.raises(InvalidInputError, match="agent name"):
+        Store(store.engine, agent=agent)
+    with pytest.raises(InvalidInputError, match="agent name"):
+        store.begin(agent=agent)
+    with pytest.raises(InvalidInputError, match="agent name"):
+        store.for_agent(agent)
