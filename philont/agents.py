@@ -15,7 +15,17 @@ from philont.db.agents import Agent
 from philont.errors import InvalidInputError
 from philont.store import Store
 
-__all__ = ["Agent", "agent_id", "count", "create", "delete", "list_agents", "rename", "require"]
+__all__ = [
+    "Agent",
+    "agent_id",
+    "count",
+    "create",
+    "delete",
+    "forget",
+    "list_agents",
+    "rename",
+    "require",
+]
 
 _LOCK = threading.Lock()
 CACHE_SIZE = 100_000
@@ -42,6 +52,12 @@ def agent_id(store: Store, name: str) -> int:
             store._agent_ids.clear()
         store._agent_ids[name] = agent.id
     return agent.id
+
+
+def forget(store: Store, name: str) -> None:
+    """Drop the id cached for ``name`` (it no longer names that agent: renamed or deleted)."""
+    with _LOCK:
+        store._agent_ids.pop(name, None)
 
 
 def require(store: Store, name: str) -> Agent:

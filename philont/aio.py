@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import event
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -32,9 +31,9 @@ from philont.db.engine import (
     BEGIN_OPTION,
     check_file,
     ensure_fts5,
+    guard_nul,
     install_sqlite_hooks,
     is_postgres,
-    refuse_nul,
     require_file,
     require_sqlite_hooks,
     resolve_url,
@@ -42,8 +41,9 @@ from philont.db.engine import (
 )
 from philont.db.retry import DEFAULT_ATTEMPTS, is_busy, translate
 from philont.errors import BackendError, DatabaseBusyError, InvalidInputError
+from philont.log import alembic_at_debug
 from philont.memory import Memory
-from philont.store import Store, ensure_schema
+from philont.store import Store, ensure_schema, ensure_schema_on
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
@@ -74,7 +74,7 @@ def create_async_engine(
         engine = sa_create_async_engine(
             url, pool_pre_ping=True, connect_args={"prepare_threshold": None}
         )
-        event.listen(engine.sync_engine, "before_cursor_execute", refuse_nul)
+        guard_nul(engine.sync_engine)
         return engine
     if url.get_backend_name() != "sqlite":
         raise InvalidInputError(f"unsupported database {url.drivername}: use SQLite or PostgreSQL")
@@ -137,6 +137,11 @@ class AsyncStore:
         """An AsyncStore over the host's async engine (kept open by ``close()``); a SQLite
         one must be philont's (:func:`create_async_engine`), as for ``Store.from_engine``."""
         require_sqlite_hooks(engine.sync_engine, "AsyncStore.from_engine")
+        if is_postgres(engine.url):  # through the host's connections (search_path, credentials)
+            await asyncio.to_thread(_read_scripts)  # the revision scripts, read off the loop
+            async with engine.connect() as conn:
+                await conn.run_sync(lambda sync: ensure_schema_on(sync, upgrade=upgrade))
+            return cls(engine, agent=agent, clock=clock)
         sync_url = engine.url.set(drivername=_sync_driver(engine.url))
         await asyncio.to_thread(ensure_schema, sync_url, upgrade=upgrade)
         return cls(engine, agent=agent, clock=clock)
@@ -220,6 +225,13 @@ class AsyncStore:
 def _in(mem: Memory, work: Callable[[Memory], T]) -> T:
     with mem:
         return work(mem)
+
+
+def _read_scripts() -> None:
+    with alembic_at_debug():
+        from philont.migrate.scripts import script_directory
+
+        script_directory()
 
 
 def _sync_driver(url: URL) -> str:

@@ -7,7 +7,8 @@ import re
 import shutil
 import sqlite3
 import uuid
-from contextlib import closing, suppress
+from collections.abc import Iterator
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ from philont import migrate, settings
 from philont.db.engine import (
     DIR_MODE,
     FILE_MODE,
-    SQLITE_HEADER,
+    file_kind,
     resolve_url,
     sqlite_path,
 )
@@ -32,6 +33,7 @@ from philont.errors import (
 )
 from philont.log import get_logger
 from philont.migrate.plan import plan_from, table_names
+from philont.store import release_shared
 
 log = get_logger(__name__)
 
@@ -169,9 +171,8 @@ def verify(path: Path, *, schema: bool = True) -> Verification:
     ``SchemaError`` when its schema is none this release can adopt (unknown or newer versions,
     unrecognised shapes, no memory tables at all).
     """
-    with path.open("rb") as fh:
-        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-            raise NotADatabaseError(str(path))
+    if file_kind(path) == "other":
+        raise NotADatabaseError(str(path))
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
             rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
@@ -244,9 +245,7 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
         raise DatabasePathError(str(path), "no such file")
     if path.stat().st_size == 0:
         raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
-    with path.open("rb") as fh:
-        head = fh.read(len(SQLITE_HEADER))
-    if head != SQLITE_HEADER:
+    if file_kind(path) == "other":
         raise NotADatabaseError(str(path))
     _ensure_private_dir(settings.backup_dir_for(path))
     try:
@@ -279,25 +278,63 @@ def list_backups(db: DbTarget = None) -> list[BackupInfo]:
 def _healthy(path: Path) -> bool:
     """Philont's open-time test: the file opens and ``PRAGMA quick_check`` says ok."""
     try:
-        with path.open("rb") as fh:
-            if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-                return False
+        if file_kind(path) != "sqlite":
+            return False
         with closing(sqlite3.connect(str(path))) as conn:
             return [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()] == ["ok"]
     except sqlite3.DatabaseError:
         return False
 
 
-def _checkpoint(path: Path) -> None:
-    """Fold the WAL into the file and truncate it; refuse when another connection holds it."""
-    with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
+@contextmanager
+def _held(path: Path) -> Iterator[sqlite3.Connection | None]:
+    """The live file locked against every other connection for the whole restore (None when
+    there is no sound live file to lock). An SQLite connection that is open, even idle
+    between transactions (a Store's pool, a server, another process), keeps a lock that an
+    EXCLUSIVE one waits for: such a file is refused, since that connection would go on
+    reading and writing the replaced file and its writes would be lost. The lock is kept
+    until the new file is in place; the old file is left in rollback-journal mode first, so
+    closing this connection removes no ``-wal`` beside the new file."""
+    if not path.exists() or path.stat().st_size == 0 or not _healthy(path):
+        yield None
+        return
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    try:
         conn.execute(f"PRAGMA busy_timeout = {settings.BUSY_TIMEOUT_MS}")
-        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-    if busy:
-        raise DatabaseBusyError(
-            f"{str(path)!r} is in use by another connection; close it before restoring",
-            path=str(path),
-        )
+        conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        try:
+            conn.execute("BEGIN EXCLUSIVE")
+            conn.execute("COMMIT")  # the lock stays: locking_mode EXCLUSIVE
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) not in _BUSY_CODES:
+                raise
+            raise DatabaseBusyError(
+                f"{str(path)!r} is open in another connection (a Store, a server, another "
+                "process); close it before restoring: it would go on using the replaced file",
+                path=str(path),
+            ) from exc
+        yield conn
+    finally:
+        conn.close()
+
+
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | None, bool]:
+    """Keep the live file before it is replaced: a backup ``memory-<TAG>-pre-restore.sqlite``
+    taken through the locked connection when it is sound, a byte copy when it is damaged.
+    Returns the copy and whether the file was damaged."""
+    if live is not None:
+        _ensure_private_dir(settings.backup_dir_for(path))
+        # not verified: it keeps whatever the live file was, sound or not
+        safety = migrate.backup_file(path, label=PRE_RESTORE_LABEL, source=live)
+        os.chmod(safety, FILE_MODE)
+        live.execute("PRAGMA journal_mode = DELETE")  # folds the WAL in and removes it
+        return safety, False
+    if path.exists() and path.stat().st_size > 0:
+        return _quarantine_copy(path), True
+    return None, False
 
 
 def _quarantine_copy(path: Path) -> Path:
@@ -324,9 +361,8 @@ def _backup_source(source: Path) -> Path:
         raise DatabasePathError(str(source), "it is a directory, not a backup file")
     if not source.is_file():
         raise DatabasePathError(str(source), "no such backup file")
-    with source.open("rb") as fh:
-        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-            raise NotADatabaseError(str(source))
+    if file_kind(source) == "other":
+        raise NotADatabaseError(str(source))
     return source
 
 
@@ -335,11 +371,14 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
 
     The backup is copied beside the database and verified there first (SQLite header,
     ``integrity_check``, FTS5 ``integrity-check``, a schema we can adopt); any failure raises
-    a typed error and leaves the live file untouched. The live file is then kept: a verified
-    online backup ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy
-    ``<db>.corrupt-<TAG>`` when not. Its WAL is checkpointed (another connection holding it
-    raises ``DatabaseBusyError``), stale ``-wal``/``-shm`` files go, and ``os.replace`` puts
-    the copy in place with mode 0600. Other processes must have closed the database.
+    a typed error and leaves the live file untouched. The live file is then locked against
+    every other connection until the copy is in place: one that has it open, even idle (a
+    Store, a server, another process), is waited for up to the busy timeout and then refused
+    with ``DatabaseBusyError``, nothing changed (it would go on using the replaced file, and
+    its writes would be lost). The live file is kept: an online backup
+    ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy ``<db>.corrupt-<TAG>`` when
+    not; stale ``-wal``/``-shm`` files go, and ``os.replace`` puts the copy in place with
+    mode 0600.
     """
     source = _backup_source(Path(backup_file))
     path = _db_file(db)
@@ -353,22 +392,12 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
         shutil.copyfile(source, tmp)
         checked = verify(tmp)
         _fsync(tmp)
-
-        safety: Path | None = None
-        corrupt = False
-        if path.exists() and path.stat().st_size > 0:
-            if _healthy(path):
-                _checkpoint(path)
-                _ensure_private_dir(settings.backup_dir_for(path))
-                # not verified: it keeps whatever the live file was, sound or not
-                safety = migrate.backup_file(path, label=PRE_RESTORE_LABEL)
-                os.chmod(safety, FILE_MODE)
-            else:
-                corrupt = True
-                safety = _quarantine_copy(path)
-        for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-            stale.unlink(missing_ok=True)
-        os.replace(tmp, path)
+        release_shared(path)  # this process's own idle Stores of the file, reopened on use
+        with _held(path) as live:
+            safety, corrupt = _keep_previous(path, live)
+            for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+                stale.unlink(missing_ok=True)
+            os.replace(tmp, path)
     except BaseException:
         _remove_with_companions(tmp)
         raise

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 from philont.clock import Clock
 from philont.db.backend import Backend, Raw
 from philont.db.retry import translate
-from philont.errors import UnitOfWorkError
+from philont.errors import ConflictError, UnitOfWorkError
 
 if TYPE_CHECKING:
     from philont.embed.index import EmbeddingIndex
@@ -121,7 +121,7 @@ class Memory:
             session.begin()
         self._agent = agent_id
         try:
-            self.store.backend.enter(session, agent_id)
+            self._enter_agent(session)
         except BaseException:
             if self._bind is None:
                 session.close()  # ours: nothing began that anybody else would end
@@ -183,6 +183,22 @@ class Memory:
         from philont.agents import agent_id
 
         return agent_id(self.store, self.agent)
+
+    def _enter_agent(self, session: Session) -> None:
+        """Serve this unit of work's agent in ``session``'s transaction. The id the Store
+        cached for the name is confirmed in the same statement: after another process renamed
+        or deleted the agent, the name is looked up again (the agent created if it is gone)
+        instead of serving whichever agent holds that id now."""
+        backend = self.store.backend
+        if backend.enter(session, self._agent, self.agent):
+            return
+        from philont.agents import agent_id, forget
+
+        assert self.agent is not None  # a name-less unit of work is never refused
+        forget(self.store, self.agent)
+        self._agent = agent_id(self.store, self.agent)
+        if not backend.enter(session, self._agent, self.agent):
+            raise ConflictError(f"agent {self.agent!r} was renamed or deleted as it was entered")
 
     def _path(self) -> str | None:
         path = self.store.path

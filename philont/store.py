@@ -21,17 +21,19 @@ from sqlalchemy.orm import Session
 
 from philont import settings
 from philont.clock import Clock, utc_now
+from philont.db.agents import check_name
 from philont.db.backend import Backend, backend_for
 from philont.db.engine import (
     BEGIN_OPTION,
     create_engine,
+    guard_nul,
     is_postgres,
     require_file,
     require_sqlite_hooks,
     resolve_url,
     sqlite_path,
 )
-from philont.errors import SchemaOutOfDateError, StoreClosedError
+from philont.errors import InvalidDatabaseError, SchemaOutOfDateError, StoreClosedError
 from philont.log import alembic_at_debug, get_logger
 
 if TYPE_CHECKING:
@@ -72,7 +74,9 @@ class Store:
         """Prefer :meth:`open` / :meth:`from_engine`, which check the schema first."""
         self.engine = engine
         self.backend: Backend = backend_for(engine)
-        self.agent = agent
+        if self.backend.name == "postgresql":
+            guard_nul(engine)  # a host's engine too: U+0000 is refused by name, not by psycopg
+        self.agent = None if agent is None else check_name(agent)  # a bad name: any backend
         """The agent units of work serve when ``begin()``/``join()`` name none (PostgreSQL;
         without it, ``$PHILONT_AGENT`` as it is when the unit of work begins)."""
         self._agent_ids: dict[str, int] = {}  # agent name -> registry id (philont.agents)
@@ -133,7 +137,11 @@ class Store:
         handling a host's rollback could keep philont's writes."""
         require_file(engine.url)
         require_sqlite_hooks(engine)
-        ensure_schema(engine.url, upgrade=upgrade)
+        if is_postgres(engine.url):
+            with engine.connect() as conn:
+                ensure_schema_on(conn, upgrade=upgrade)
+        else:
+            ensure_schema(engine.url, upgrade=upgrade)
         return cls(engine, agent=agent, clock=clock, embedder=embedder)._checked_embedder()
 
     def _checked_embedder(self) -> Store:
@@ -183,11 +191,28 @@ class Store:
         from philont.memory import Memory
 
         self._check_open()
+        self._check_same_database(bind)
         return Memory(
             self, write=True, clock=clock or self.clock, bind=bind, agent=self._agent(agent)
         )
 
+    def _check_same_database(self, bind: Session | Connection) -> None:
+        """Refuse a Session or Connection on another database than this Store's: its services
+        would write there, with this Store's caches (agent ids, search statistics)."""
+        from philont.db.models import Meta
+
+        # a Session with binds per model: the engine philont's own statements would use
+        engine = bind.engine if isinstance(bind, Connection) else bind.get_bind(Meta).engine
+        if engine is self.engine or _database_of(engine.url) == _database_of(self.engine.url):
+            return
+        raise InvalidDatabaseError(
+            f"store.join: the {type(bind).__name__} is on "
+            f"{engine.url.render_as_string(hide_password=True)}, this Store serves {self.url_text}"
+        )
+
     def _agent(self, agent: str | None) -> str | None:
+        if agent is not None:
+            check_name(agent)  # refused on SQLite too, where the name is not used
         if agent is not None or self.agent is not None or self.backend.name != "postgresql":
             return agent or self.agent
         return os.environ.get(settings.AGENT_ENV) or None
@@ -249,6 +274,16 @@ class Store:
         return f"<Store {self.url_text} ({state})>"
 
 
+def _database_of(url: URL) -> tuple[object, ...]:
+    """What names a database, whatever the driver or password: an SQLite file (resolved), or a
+    PostgreSQL database's name (a server is reached by many spellings: a socket, a host name,
+    an address; a join is refused only when it is surely another database)."""
+    path = sqlite_path(url)
+    if path is not None:
+        return ("sqlite", str(path.resolve()))
+    return (url.get_backend_name(), url.database)
+
+
 def ensure_schema(url: URL, *, upgrade: bool) -> None:
     """Create or upgrade the database at ``url`` to head (``upgrade``), or refuse one that is
     not at head. Reads the revision scripts once per process (see ``philont.migrate``)."""
@@ -261,6 +296,23 @@ def ensure_schema(url: URL, *, upgrade: bool) -> None:
             migrate.check(url)  # raises SchemaOutOfDateError naming the command to run
             raise SchemaOutOfDateError(f"{url.render_as_string()} is not at head")
         migrate.upgrade(url)
+
+
+def ensure_schema_on(conn: Connection, *, upgrade: bool) -> None:
+    """:func:`ensure_schema` through a caller's PostgreSQL connection, as its engine makes
+    them: the schema its search_path names and the credentials it connects with (a host's
+    ``connect_args`` or connect events), where the URL alone may name another schema."""
+    with alembic_at_debug():
+        from philont import migrate
+
+        at_head = migrate.status(conn).at_head
+        conn.rollback()  # the status read began a transaction; the upgrade begins its own
+        if at_head:
+            return
+        if not upgrade:
+            migrate.check(conn)  # raises SchemaOutOfDateError naming the command to run
+            raise SchemaOutOfDateError(f"{conn.engine.url.render_as_string()} is not at head")
+        migrate.upgrade(conn)
 
 
 def _at_head(url: URL) -> bool:
@@ -353,6 +405,20 @@ def _still_there(store: Store) -> bool:
     """An SQLite file deleted or replaced behind the Store's back (a restore, a test that
     recreates it) is opened afresh: a Store must not keep writing to an unlinked file."""
     return store.path is None or _file_id(store.path) == store._file_id
+
+
+def release_shared(path: Path) -> None:
+    """Close the process-wide Stores of the file ``path`` (a restore is about to replace it:
+    their idle connections hold it open). The next use opens the file afresh."""
+    file_id = _file_id(path)
+    with _SHARED_LOCK:
+        for key, store in list(_SHARED.items()):
+            if file_id is not None and store.path is not None and store._file_id == file_id:
+                store.close()
+                del _SHARED[key]
+        for name, store in list(_BY_NAME.items()):
+            if store.closed:
+                del _BY_NAME[name]
 
 
 def close_shared() -> None:

@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from _recall_data import Conversation, sqlite_database
+from _recall_data import ZH_DATA, Conversation, load_zh, sqlite_database
 from _recall_scale import pct, scale_database
 
 from philont.db.queries import vectors as vq
 from philont.embed import FusionWeights, backfill, codec
-from philont.embed.base import Embedder
+from philont.embed.base import Embedder, known_floor, similarity_floor
 from philont.embed.search import _messages, state
 from philont.services.search.scoring import Filter
 from philont.store import Store
@@ -45,6 +45,7 @@ class MiniLM:
 
     model_id = "sentence-transformers/all-MiniLM-L6-v2"
     dimension = 384
+    similarity_floor = known_floor(model_id)
 
     def __init__(self) -> None:
         import os
@@ -70,6 +71,7 @@ class Cached:
         import json
 
         self.inner, self.path, self._hash = inner, path, hashlib.sha256
+        self.similarity_floor = similarity_floor(inner)
         self._json = json
         self.model_id, self.dimension = inner.model_id, inner.dimension
         self._known: dict[str, list[float]] = json.loads(path.read_text()) if path.exists() else {}
@@ -93,6 +95,7 @@ class Timed:
         self.inner = inner
         self.seconds = 0.0
         self.texts = 0
+        self.similarity_floor = similarity_floor(inner)  # the bench sets others to compare
 
     @property
     def model_id(self) -> str:
@@ -129,15 +132,18 @@ def quality(
     weights: Sequence[float],
     score_type: Callable[[], Any],
     ks: Sequence[int],
+    floors: Sequence[float | None] = (),
 ) -> dict[str, Any]:
-    """Scores (bench_recall's ``Score``) of keyword, vector and fused@w searches."""
+    """Scores (bench_recall's ``Score``) of keyword, vector and fused@w searches (with the
+    embedder's similarity floor, and with each of ``floors`` instead: None is no floor)."""
     names = ["keyword", "vector", "vector-exact", *(f"fused@{w:g}" for w in weights)]
+    names += [_floored(w, f) for w in weights for f in floors]
     scores = {n: score_type() for n in names}
     timed = Timed(embedder)
     embed_seconds = backfill_model = 0.0
     for conv in conversations:
-        with sqlite_database(conv) as engine:
-            store = Store(engine, embedder=timed)
+        with sqlite_database(conv) as store:
+            store.embedder = timed
             start, model_before = time.perf_counter(), timed.seconds
             backfill(store, timed)
             embed_seconds += time.perf_counter() - start
@@ -147,6 +153,11 @@ def quality(
                 assert rec is not None
                 for q in conv.questions:
                     _ask(mem, store, timed, rec, q, conv, weights, scores, max(ks))
+                    for f in floors:
+                        own, timed.similarity_floor = timed.similarity_floor, _cosine(f)
+                        _fused(mem, store, q, conv, weights, scores, max(ks), f)
+                        timed.similarity_floor = own
+                _nonsense(mem, timed, floors)
     print(
         f"backfill of the dev set: {embed_seconds:.1f} s, {backfill_model:.1f} s of it in the"
         f" model, {embed_seconds - backfill_model:.2f} s in philont; {timed.texts} texts embedded"
@@ -181,11 +192,63 @@ def _ask(
     every = vq.message_vectors(mem.raw(), list(range(1, 100_000)))
     sims = dict(zip(every, codec.dot(qvec, every.values()), strict=True))
     scores["vector-exact"].add(q, sorted(sims, key=lambda i: (-sims[i], -i))[:k], 0.0)
+    _fused(mem, store, q, conv, weights, scores, k, "own")
+
+
+def _floored(w: float, floor: float | str | None) -> str:
+    if floor == "own":
+        return f"fused@{w:g}"
+    return f"fused@{w:g} floor {'none' if floor is None else f'{floor:g}'}"
+
+
+def _cosine(floor: float | None) -> float:
+    return -1.0 if floor is None else floor
+
+
+def _fused(
+    mem: Any,
+    store: Store,
+    q: Any,
+    conv: Conversation,
+    weights: Sequence[float],
+    scores: dict[str, Any],
+    k: int,
+    floor: float | str | None,
+) -> None:
+    vectors = state(store)
     for w in weights:
         vectors.weights = FusionWeights(w, w, w)
         t = time.perf_counter()
-        hits = [h.id for h in mem.search.messages(q.text, limit=k, now=now)]
-        scores[f"fused@{w:g}"].add(q, hits, time.perf_counter() - t)
+        hits = [h.id for h in mem.search.messages(q.text, limit=k, now=conv.now)]
+        scores[_floored(w, floor)].add(q, hits, time.perf_counter() - t)
+
+
+NONSENSE = (
+    "xqzv blorf wib",
+    "asdfgh jkl",
+    "qwerty uiop",
+    "flibbertigibbet snorkwobble",
+    "lorem ipsum dolor sit amet",
+    "7f3a9c2e",
+)
+"""Queries that mean nothing: the vector channel should find nothing for them."""
+
+
+def _nonsense(mem: Any, embedder: Any, floors: Sequence[float | None]) -> None:
+    """Per conversation: how many messages the fused search returns for :data:`NONSENSE`
+    (none of their words is in the conversation, so every hit is the vector channel's)."""
+    own = embedder.similarity_floor
+    counts = []
+    for f in ("own", *floors):
+        embedder.similarity_floor = own if f == "own" else _cosine(f)
+        counts.append(
+            (
+                "own" if f == "own" else _floored(0, f).split(" ", 1)[1],
+                [len(mem.search.messages(t, limit=10)) for t in NONSENSE],
+            )
+        )
+    embedder.similarity_floor = own
+    print(f"  nonsense queries, hits (of 10) with floor {own:g}: {counts}")
 
 
 def run_quality(
@@ -196,15 +259,27 @@ def run_quality(
     ks: Sequence[int],
     print_scores: Callable[[str, dict[str, Any]], None],
     print_compare: Callable[[str, str, Any, Any], None],
+    floors: Sequence[float | None] = (),
 ) -> None:
     embedder = embedder_named(name)
-    print(f"embedder: {embedder.model_id} (dimension {embedder.dimension})")
-    scores = quality(conversations, embedder, weights, score_type, ks)
+    print(
+        f"embedder: {embedder.model_id} (dimension {embedder.dimension}, similarity floor"
+        f" {similarity_floor(embedder):g})"
+    )
+    scores = quality(conversations, embedder, weights, score_type, ks, floors)
     n_q = sum(len(c.questions) for c in conversations)
     print_scores(f"LoCoMo dev: keyword, vector and fused ({n_q} questions)", scores)
     best = max(weights, key=lambda w: statistics.fmean(scores[f"fused@{w:g}"].recalls(10)))
     print_compare("keyword", f"fused@{best:g}", scores["keyword"], scores[f"fused@{best:g}"])
     print_compare("keyword", "vector", scores["keyword"], scores["vector"])
+    for f in floors:
+        other = _floored(best, f)
+        print_compare(other, f"fused@{best:g}", scores[other], scores[f"fused@{best:g}"])
+    zh = load_zh(ZH_DATA)
+    print_scores(
+        f"Chinese set {ZH_DATA.name}: {len(zh.messages)} messages, {len(zh.questions)} questions",
+        quality([zh], embedder, [best], score_type, ks, floors),
+    )
 
 
 # --- cost at scale ------------------------------------------------------------------------------
@@ -299,6 +374,12 @@ def add_arguments(parser: Any) -> None:
         default=",".join(f"{w:g}" for w in DEFAULT_WEIGHTS),
         help="with --embedder: the fusion weights to compare (comma-separated)",
     )
+    parser.add_argument(
+        "--floors",
+        default="none",
+        help="with --embedder: similarity floors to compare with the embedder's own"
+        " (comma-separated cosines; none: no floor)",
+    )
 
 
 def main(
@@ -311,9 +392,14 @@ def main(
     from _recall_data import load_paths
 
     weights = [float(w) for w in args.weights.split(",") if w.strip()]
+    floors = [
+        None if f.strip() == "none" else float(f) for f in args.floors.split(",") if f.strip()
+    ]
     if args.scale:
         run_scale(args.scale, args.embedder, args.scale_db, FusionWeights().messages)
         return 0
     conversations = load_paths(args.data)
-    run_quality(conversations, args.embedder, weights, score_type, ks, print_scores, print_compare)
+    run_quality(
+        conversations, args.embedder, weights, score_type, ks, print_scores, print_compare, floors
+    )
     return 0

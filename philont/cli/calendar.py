@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich import box
+from rich.table import Column, Table
 from rich.text import Text
 
 from philont import migrate
@@ -17,13 +18,14 @@ from philont.cli.common import (
     DbOption,
     JsonOption,
     emit,
+    fail,
+    open_store,
     out,
     resolve_existing,
 )
 from philont.domain.timeparse import iso
-from philont.errors import CalendarEventNotFoundError
+from philont.errors import CalendarEventNotFoundError, InvalidInputError
 from philont.services.calendar import MAX_LISTING_LIMIT, CalendarService
-from philont.store import Store
 
 calendar_app = typer.Typer(
     help="Calendar events: list them (unreadable rows included) and remove one by id.",
@@ -37,7 +39,7 @@ _TITLE_SHOWN = 80
 def _calendar(db: str | None, *, write: bool) -> Iterator[CalendarService]:
     url = resolve_existing(db)
     migrate.check(url)  # a typed error reaches Commands, which gives it its exit code
-    with Store.open(url, upgrade=False) as store, store.begin(write=write) as mem:
+    with open_store(url) as store, store.begin(write=write) as mem:
         yield mem.calendar
 
 
@@ -55,14 +57,23 @@ def list_events(
     if as_json:
         emit(page.model_dump(mode="json"))
         return
-    table = Table("id", "zone", "rule", "title")
-    table.add_column("starts (UTC)", no_wrap=True)
+    # The id is what `remove` takes: shown whole, never cut to "54874b3c-…" by a narrow terminal.
+    ids = [str(e.id) for e in page.events] + [str(bad.id) for bad in page.skipped]
+    table = Table(
+        Column("id", no_wrap=True, min_width=max(map(len, ids), default=2)),
+        Column("starts (UTC)", overflow="fold"),
+        Column("title", min_width=10, ratio=2, overflow="fold"),
+        Column("zone", min_width=7, ratio=1, overflow="fold"),
+        Column("rule", min_width=7, ratio=1, overflow="fold"),
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     for e in page.events:
-        cells = (e.id, e.timezone, e.rrule or "", e.title[:_TITLE_SHOWN], iso(e.starts_at))
+        cells = (e.id, iso(e.starts_at), e.title[:_TITLE_SHOWN], e.timezone, e.rrule or "")
         table.add_row(*(Text(c) for c in cells))
     for bad in page.skipped:
         reason = Text(f"unreadable: {bad.reason[:_TITLE_SHOWN]}", style="red")
-        table.add_row(Text(str(bad.id)), Text(""), Text(""), reason, Text(""))
+        table.add_row(Text(str(bad.id)), Text(""), reason, Text(""), Text(""))
     out.print(table)
     shown = len(page.events) + len(page.skipped)
     if page.total > shown:
@@ -81,7 +92,9 @@ def remove(
 ) -> None:
     """Remove one event (a whole series), whether or not its stored values can be read."""
     if not event_id.strip():
-        raise typer.Exit(EXIT_USAGE)
+        raise fail(
+            InvalidInputError("ID must not be blank (see `philont calendar list`)"), code=EXIT_USAGE
+        )
     with _calendar(db, write=True) as calendar:
         removed = calendar.delete(event_id)
     if not removed:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,6 +19,9 @@ from philont.errors import (
     PhilontError,
     SchemaOutOfDateError,
 )
+
+if TYPE_CHECKING:
+    from philont.store import Store
 
 # emoji=False: a user's text such as ':a:' is printed as given, never as an emoji
 out = Console(highlight=False, emoji=False)
@@ -45,12 +48,13 @@ def emit(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
-def fail(exc: PhilontError, *, code: int = EXIT_ERROR) -> typer.Exit:
-    """Report a typed error on stderr and return the Exit to raise."""
+def fail(exc: PhilontError, *, code: int | None = None) -> typer.Exit:
+    """Report a typed error on stderr and return the Exit to raise: ``code``, else the
+    error's documented one (:func:`exit_code`)."""
     # Messages quote user text, paths and hints like `pip install 'philont[postgres]'`: they
     # are never read as rich markup.
     err.print(f"[red]error[/red] ({exc.code}): {escape(str(exc))}", markup=True)
-    return typer.Exit(code)
+    return typer.Exit(exit_code(exc) if code is None else code)
 
 
 def exit_code(exc: PhilontError) -> int:
@@ -100,3 +104,21 @@ def resolve_existing(db: str | None) -> URL:
         )
         raise typer.Exit(EXIT_ERROR)
     return url
+
+
+def open_store(url: URL) -> Store:
+    """This command's Store on a database already at head. On PostgreSQL the agent it serves
+    (``--agent``, ``$PHILONT_AGENT``) must exist: looking at memory never creates an agent (a
+    misspelt name is ``agent_not_found``, exit 4, as for ``export``); ``import`` makes its own."""
+    from philont import agents
+    from philont.store import Store
+
+    store = Store.open(url, upgrade=False)
+    name = store._agent(None)
+    if store.backend.name == "postgresql" and name is not None:
+        try:
+            agents.require(store, name)
+        except BaseException:
+            store.close()
+            raise
+    return store

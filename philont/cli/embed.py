@@ -8,10 +8,18 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from philont.cli.common import DbOption, JsonOption, emit, err, fail, out, resolve_existing
+from philont.cli.common import (
+    DbOption,
+    JsonOption,
+    emit,
+    err,
+    fail,
+    open_store,
+    out,
+    resolve_existing,
+)
 from philont.embed import BATCH_SIZE, backfill, embedder_from_spec
 from philont.errors import PhilontError
-from philont.store import Store
 
 __all__ = ["embed"]
 
@@ -39,7 +47,7 @@ def embed(
 ) -> None:
     """Embed pending messages, notes and skills for semantic recall (resumable)."""
     url = resolve_existing(db)
-    store = Store.open(url, upgrade=False)
+    store = open_store(url)
     try:
         if status:
             with store.begin(write=False) as mem:

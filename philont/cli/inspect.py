@@ -23,15 +23,15 @@ from philont.cli.common import (
     emit,
     err,
     fail,
+    open_store,
     out,
     resolve_existing,
 )
-from philont.db.engine import is_postgres
+from philont.db.engine import connect_read_only, is_postgres
 from philont.domain.timeparse import parse_time
 from philont.errors import FactNotFoundError, PhilontError, SkillNotFoundError
 from philont.memory import Memory
 from philont.schemas import inputs
-from philont.store import Store
 
 facts_app = typer.Typer(help="Facts (layer 2) with their decay scores.", no_args_is_help=True)
 notes_app = typer.Typer(help="Notes (layer 1).", no_args_is_help=True)
@@ -63,13 +63,13 @@ def _memory(db: str | None) -> Iterator[Memory]:
     """One unit of work on this command's Store (a database not at head is refused)."""
     url = resolve_existing(db)
     migrate.check(url)
-    with Store.open(url, upgrade=False) as store, store.begin() as mem:
+    with open_store(url) as store, store.begin() as mem:
         yield mem
 
 
 def layer_counts(path: str | Path) -> dict[str, int]:
     """Rows per layer, read-only (tables a database lacks are left out)."""
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+    with closing(connect_read_only(path)) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         return {
             label: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
@@ -115,7 +115,7 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
 def _pg_stats(url: URL) -> tuple[str, int, dict[str, int], dict[str, str]]:
     """Where, bytes (of philont's tables, every agent's), the agent's rows per layer and (no)
     FTS health on PostgreSQL; its GIN search indexes are kept by PostgreSQL itself."""
-    with Store.open(url, upgrade=False) as store, store.begin(write=False) as mem:
+    with open_store(url) as store, store.begin(write=False) as mem:
         raw = mem.raw()
         rows = {
             label: int(raw.rows(f"SELECT count(*) FROM {t}{raw.where()}")[0][0])

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from types import FrameType
 from typing import Annotated, Any
@@ -21,10 +23,11 @@ from philont.cli.common import (
     JsonOption,
     emit,
     fail,
+    open_store,
     out,
     resolve_existing,
 )
-from philont.errors import PhilontError, SchemaOutOfDateError
+from philont.errors import InvalidInputError, PhilontError, SchemaOutOfDateError
 from philont.learning import (
     CaseBook,
     Consolidator,
@@ -63,6 +66,9 @@ def _line(report: ConsolidationReport) -> str:
     if report.verdicts:
         parts.append(f"{len(report.verdicts)} runs judged")
     parts.append(f"{report.tokens_used} tokens")
+    for step, part in (("extraction", report.extraction), ("reflection", report.reflection)):
+        if part is not None and part.problem is not None:  # what the model's answer lost
+            parts.append(f"{step} answer: {part.problem}")
     return f"consolidated batch {report.batch_id}: " + ", ".join(parts)
 
 
@@ -70,7 +76,7 @@ def _print(report: ConsolidationReport, as_json: bool) -> None:
     if as_json:
         print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False), flush=True)
     else:
-        out.print(Text(_line(report)))
+        out.print(Text(_line(report)), soft_wrap=True)  # one line per batch, never wrapped
 
 
 def consolidate(
@@ -105,8 +111,7 @@ def consolidate(
     each new batch of messages. Loops until SIGINT/SIGTERM (a batch in progress is finished
     first); --once runs one tick (exit 1 if a batch failed)."""
     if not model:
-        out.print("[red]error[/red]: give --model (or set $PHILONT_MODEL)")
-        raise typer.Exit(EXIT_ERROR)
+        raise fail(InvalidInputError("give --model SPEC (or set $PHILONT_MODEL)"))
     try:
         schedule = ConsolidatorConfig(
             idle_after=timedelta(seconds=idle_after),
@@ -121,9 +126,8 @@ def consolidate(
     store, worker = _worker(db, model, base_url, schedule, config, judge=judge or verify)
     try:
         if once:
-            reports = worker.tick()
-            for report in reports:
-                _print(report, as_json)
+            with _stop_on_signals() as stop:  # a signal lets the batch in progress finish
+                reports = worker.tick(stop, on_report=lambda report: _print(report, as_json))
             if any(r.status == ConsolidationStatus.FAILED for r in reports):
                 raise typer.Exit(EXIT_ERROR)
             return
@@ -146,7 +150,7 @@ def _worker(
     try:
         migrate.check(url)
         client = model_from_spec(model, base_url=base_url)
-        store = Store.open(url, upgrade=False)
+        store = open_store(url)
     except SchemaOutOfDateError as exc:
         raise fail(exc, code=EXIT_OUT_OF_DATE) from exc
     except PhilontError as exc:
@@ -158,20 +162,27 @@ def _worker(
     return store, worker
 
 
-def _loop(worker: Consolidator, as_json: bool) -> None:
+@contextmanager
+def _stop_on_signals() -> Iterator[threading.Event]:
+    """An event SIGINT and SIGTERM set (instead of killing the process mid-batch)."""
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    if not as_json:
-        out.print(Text("consolidating; stop with Ctrl-C"))
     try:
-        worker.run_forever(stop, on_report=lambda report: _print(report, as_json))
+        yield stop
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _loop(worker: Consolidator, as_json: bool) -> None:
+    with _stop_on_signals() as stop:
+        if not as_json:
+            out.print(Text("consolidating; stop with Ctrl-C"))
+        worker.run_forever(stop, on_report=lambda report: _print(report, as_json))
     if not as_json:
         out.print(Text("stopped"))
 
@@ -182,7 +193,7 @@ def judge_report(db: DbOption = None, as_json: JsonOption = False) -> None:
     url = resolve_existing(db)
     try:
         migrate.check(url)
-        with Store.open(url, upgrade=False) as store, store.begin() as mem:
+        with open_store(url) as store, store.begin() as mem:
             book = CaseBook(mem)
             book.observe()
             rows = book.agreement()

@@ -84,27 +84,38 @@ def check_name(name: object) -> str:
 # --- the transaction's agent ------------------------------------------------------------------
 
 
-def set_local(conn: Connection, agent_id: int) -> None:
+def set_local(conn: Connection, agent_id: int, *, name: str | None = None) -> bool:
     """Name ``agent_id`` the agent of ``conn``'s current transaction (``SET LOCAL``), on the
-    DB-API connection (psycopg's, or the async driver's adapter, which awaits for us)."""
+    DB-API connection (psycopg's, or the async driver's adapter, which awaits for us). With
+    ``name``, only while the registry still gives the agent that name (the same statement):
+    False, nothing set, when it does not."""
     dbapi = conn.connection.dbapi_connection
     assert dbapi is not None, "a connection inside a transaction is checked out"
+    sql = "SELECT set_config(%s, %s, true)"
+    params: list[object] = [AGENT_SETTING, str(int(agent_id))]
+    if name is not None:
+        sql += f" FROM {AGENTS_TABLE} WHERE id = %s AND name = %s"
+        params += [int(agent_id), name]
     cursor = dbapi.cursor()
     try:
-        cursor.execute("SELECT set_config(%s, %s, true)", (AGENT_SETTING, str(int(agent_id))))
-        cursor.fetchall()
+        cursor.execute(sql, params)
+        return bool(cursor.fetchall())
     finally:
         cursor.close()
 
 
-def enter(session: Session, agent_id: int) -> None:
-    """Make ``session``'s current transaction one agent's (both guards, see the module)."""
+def enter(session: Session, agent_id: int, name: str | None = None) -> bool:
+    """Make ``session``'s current transaction one agent's (both guards, see the module). With
+    ``name``, only while ``agent_id`` is still the agent of that name (an id a Store cached
+    outlives a rename or delete by another process): False, nothing changed, when it is not."""
     conn = session.connection()
     scope_engine(conn.engine)
-    set_local(conn, agent_id)
+    if not set_local(conn, agent_id, name=name):
+        return False
     conn.execution_options(**{AGENT_OPTION: agent_id})
     session.info[AGENT_OPTION] = agent_id
     session.info[_CONNECTION] = conn
+    return True
 
 
 def leave(session: Session) -> None:

@@ -172,8 +172,10 @@ class Backend:
         """The agent ``session``'s unit of work serves (None: the database is one agent)."""
         return None
 
-    def enter(self, session: Session, agent: int | None) -> None:
-        """Begin serving ``agent`` in ``session``'s transaction (nothing on SQLite)."""
+    def enter(self, session: Session, agent: int | None, name: str | None = None) -> bool:
+        """Begin serving ``agent`` in ``session``'s transaction (nothing on SQLite). With
+        ``name``, only while the agent still has that name: False, nothing changed, if not."""
+        return True
 
     def leave(self, session: Session) -> None:
         """Stop serving the agent on ``session`` (nothing on SQLite)."""
@@ -224,7 +226,7 @@ class PostgresBackend(Backend):
         agent = session.info.get(AGENT_OPTION)
         return None if agent is None else int(agent)
 
-    def enter(self, session: Session, agent: int | None) -> None:
+    def enter(self, session: Session, agent: int | None, name: str | None = None) -> bool:
         from philont.db import agents
 
         if agent is None:
@@ -232,7 +234,7 @@ class PostgresBackend(Backend):
                 "a PostgreSQL database holds many agents: name one (Store.open(url, "
                 "agent=...), store.begin(agent=...), --agent, $PHILONT_AGENT)"
             )
-        agents.enter(session, agent)
+        return agents.enter(session, agent, name)
 
     def leave(self, session: Session) -> None:
         from philont.db import agents

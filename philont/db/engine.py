@@ -6,8 +6,10 @@ import functools
 import os
 import sqlite3
 import weakref
+from contextlib import closing
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as sa_create_engine
@@ -161,9 +163,7 @@ def check_file(path: Path, *, create: bool) -> None:
     if path.exists():
         if not os.stat(path).st_mode & 0o222:
             raise DatabaseReadOnlyError(str(path))
-        with path.open("rb") as fh:
-            head = fh.read(len(SQLITE_HEADER))
-        if head and head != SQLITE_HEADER:
+        if file_kind(path) == "other":
             raise NotADatabaseError(str(path))
         return
     if not create:
@@ -182,6 +182,37 @@ def check_file(path: Path, *, create: bool) -> None:
         raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
     except OSError as exc:  # a parent that cannot be created (/proc/x/...), a full disk, ...
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
+
+
+def connect_read_only(path: str | Path, *, immutable: bool = False) -> sqlite3.Connection:
+    """A read-only sqlite3 connection to the file ``path`` (``immutable``: without locks or
+    the WAL, for a look at the file itself). Its name is quoted into SQLite's URI form:
+    ``?``, ``#`` and ``%`` in a file name are part of the name, never a query (which would
+    drop ``mode=ro`` and create a stray file), a fragment or an escape."""
+    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
+    return sqlite3.connect(f"file:{quote(os.fspath(path))}?{flags}", uri=True)
+
+
+def file_kind(path: Path) -> str:
+    """What the file ``path`` holds: ``'sqlite'`` (a database SQLite reads; an empty file is a
+    new one), ``'damaged'`` (SQLite's header, but SQLite cannot read it: later checks name
+    what is wrong) or ``'other'`` (not an SQLite database).
+
+    Read through SQLite, never with ``open()``: closing any descriptor of a file drops every
+    POSIX lock this process holds on it, SQLite's included, and a process whose connections
+    lost their lock can have the WAL deleted under them by another process's last close
+    (sqlite.org/howtocorrupt.html, 2.2): its later commits go to an unlinked file. Opened
+    ``immutable``: it takes no lock and leaves no ``-wal``/``-shm`` beside the file."""
+    try:
+        with closing(connect_read_only(path, immutable=True)) as conn:
+            conn.execute("PRAGMA journal_mode").fetchone()
+            return "sqlite"
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_CANTOPEN:
+            raise DatabasePathError(str(path), "it cannot be opened") from exc
+    # SQLite cannot use this file (not a database, or damaged): nothing here has a lock to lose.
+    with path.open("rb") as fh:
+        return "damaged" if fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER else "other"
 
 
 @functools.cache
@@ -314,8 +345,15 @@ def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
         )
     except ModuleNotFoundError as exc:
         raise BackendError("PostgreSQL needs psycopg: pip install 'philont[postgres]'") from exc
-    event.listen(engine, "before_cursor_execute", refuse_nul)
+    guard_nul(engine)
     return engine
+
+
+def guard_nul(engine: Engine) -> None:
+    """Install :func:`refuse_nul` on a PostgreSQL engine (once; a host's engine given to
+    ``Store.from_engine`` too, or its text with U+0000 failed inside the driver)."""
+    if not event.contains(engine, "before_cursor_execute", refuse_nul):
+        event.listen(engine, "before_cursor_execute", refuse_nul)
 
 
 def refuse_nul(

@@ -4,7 +4,10 @@ The detector prefers misses to false alarms: a hit makes the agent search its hi
 pattern demands a participant in the conversation ("I", "you", "we", 我, 你, 我们 …) or an explicit
 past-time marker next to a verb of talking, never a loose keyword. In particular, imperatives such
 as "记得带钥匙" / "remember to call mom", "X 之前" meaning "before X", "之前的文件" ("the earlier
-file") and "I remember that place" do not hit.
+file") and "I remember that place" do not hit; nor does a talk with someone else ("I talked to
+my boss yesterday", "我昨天告诉他了") or the user's own decision ("I decided to buy a car last
+week", "我上个月决定辞职"). Both languages know the same past times: just now, earlier, last
+time, yesterday, the days and weeks before (刚才, 之前, 上次, 昨天, 前天, 上周, 几天前 …).
 
 Chinese patterns are tried first, then English ones; the first hit wins. English patterns use
 ``re.ASCII`` so word boundaries behave like JS ``\\b`` next to CJK text.
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from philont.domain.tokens import utf16_len
+from philont.errors import InvalidInputError
 
 __all__ = ["MIN_MESSAGE_LENGTH", "RecallHit", "detect"]
 
@@ -43,15 +47,24 @@ _ZH_ADVERB = (
     r"|跟你|和你|同你|对你|给你|跟我|和我|对我|给我)"
 )
 # Verbs of conversation. 说 not followed by 服 (说服, to convince); 提 and 谈 only in forms that
-# mean "mention"/"talk about" (so 提交, 提供, 谈恋爱 stay out).
+# mean "mention"/"talk about" (so 提交, 提供, 谈恋爱 stay out). 告诉 only with a participant as
+# object ("我昨天告诉他了" told someone else), 决定 only as what was decided (决定的, 决定过:
+# "我上个月决定辞职" is the user's life), as in English.
+_ZH_TOLD = r"告诉过?(?=\s*[你您我咱])"
 _ZH_TALK = (
     r"(?:说(?!服)|讲|聊|讨论|商量|谈到|谈过|谈的|谈论|提到|提起|提过|提的|提了|问过|问的|问你"
-    r"|告诉|答应|约定|约好|决定)"
+    rf"|{_ZH_TOLD}|答应|约定|约好|决定(?=[的过]))"
 )
 # "verb + 过" (has done): the has-talked forms; 问过 only towards the assistant.
-_ZH_TALKED = r"(?:(?:说(?!服)|讲|聊|讨论|商量|谈到|谈论|提到|提|告诉|答应|约定)过|问过你)"
+_ZH_TALKED = (
+    r"(?:(?:说(?!服)|讲|聊|讨论|商量|谈到|谈论|提到|提|答应|约定)过|告诉过(?=\s*[你您我咱])|问过你)"
+)
 # Past markers that are unambiguous wherever they appear.
-_ZH_PAST_FREE = r"(?:刚才|刚刚|上次|上回儿?|先前|早些时候|前面|那时候?|那次|那天|前几天|当时)"
+_ZH_PAST_FREE = (
+    r"(?:刚才|刚刚|上一?次|上回儿?|先前|早些时候|前面|那时候?|那次|那天|前几天|当时"
+    # the days and weeks before, as the English side has "yesterday", "last week", "… ago"
+    r"|昨天|昨晚|前天|上个?(?:星期|礼拜|月)|上周|[几两三一]天前)"
+)
 # 之前/以前 also mean "before X" ("下班之前"), so they count only at a clause start or right
 # after a participant; the double negative makes the look-behind also accept the string start.
 _ZH_PAST_ANCHORED = r"(?<![^\s我们你咱俩，,。.！!？?、；;：:…])(?:之前|以前)"
@@ -102,7 +115,7 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "接着上次的话题", "继续之前的"
     (
         "zh.continue_from_before",
-        re.compile(r"(?:接着|继续)\s*(?:聊|说|讲|谈)?\s*(?:上次|上回|之前|刚才|刚刚|先前)"),
+        re.compile(rf"(?:接着|继续)\s*(?:聊|说|讲|谈)?\s*(?:{_ZH_PAST_FREE}|之前)"),
     ),
 )
 
@@ -113,21 +126,37 @@ _EN_WHO = r"(?:we|you|I)"
 _EN_APOSTROPHE = "['\u2019]"
 # Verbs of talking; "told"/"asked" only with a participant as object, so "I told my boss" is out.
 _EN_TALKED = (
-    r"(?:talked|discussed|mentioned|agreed|said|told\s+(?:you|me|us)|chatted|spoke"
-    r"|asked\s+(?:you|me)|suggested|decided|promised|explained|went\s+over|covered)"
+    r"(?:talked|discussed|mentioned|said|told\s+(?:you|me|us)|chatted|spoke"
+    r"|asked\s+(?:you|me)|suggested|explained|agreed|decided|promised"
+    # "went over"/"covered" only with what was talked about ("we went over budget" is money)
+    r"|(?:went\s+over|covered)\s+(?:this|that|it|these|those)\b)"
 )
 # A time reference that places the talk in the past. "before" must end the clause, otherwise it
 # is a preposition ("I said I'd finish before Friday"); "earlier than" is a comparison.
+_EN_PAST_WHEN = (
+    r"(?:last\s+(?:time|week|month|night|year|session|conversation|chat)"
+    r"|yesterday|the\s+other\s+day|(?:\w+\s+){1,2}ago)"
+)
+"""Past times that place a talk wherever they stand ("last week we…", "we… last week")."""
 _EN_PAST_TIME = (
     r"(?:earlier(?!\s+than\b)|previously|recently|before(?=\s*(?:[.,;:!?)\"'\u2019]|$))"
-    r"|last\s+(?:time|week|month|night|year|session|conversation|chat)"
-    r"|yesterday|the\s+other\s+day|(?:\w+\s+){1,2}ago)\b"
+    rf"|{_EN_PAST_WHEN})\b"
 )
 # Up to five words of object between verb and time ("discussed this plan last week"), never
-# crossing a sentence end.
-_EN_GAP = r"(?:[^\s.!?]+\s+){0,5}?"
+# crossing a sentence end, nor naming someone else the talk was with or to ("I talked to my
+# boss yesterday", "we discussed it with the team last week" are not this conversation).
+_EN_THIRD_PARTY = (
+    r"(?:to|with)\s+(?:my|his|her|their|the|a|an|some|him|them|someone|somebody|everyone"
+    r"|people|\w+" + _EN_APOSTROPHE + r"s)\b"
+)
+_EN_GAP = rf"(?:(?!{_EN_THIRD_PARTY})[^\s.!?]+\s+){{0,5}}?"
 # "we've", "I'd", "we have already", "you had just" …
 _EN_AUX = rf"(?:{_EN_APOSTROPHE}(?:ve|d))?(?:\s+(?:have|had|already|just|both))*"
+# A decision or promise of the user's alone is their life, not a talk: "I decided to buy a car
+# last week" (one of "we" or "you" is a talk: "we agreed on it yesterday").
+_EN_NOT_MINE_ALONE = (
+    rf"(?!I{_EN_AUX}\s+(?:(?:previously|earlier|recently|once)\s+)?(?:agreed|decided|promised)\b)"
+)
 
 _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "Do you remember what we discussed", "did you still recall"; "do you remember to…" misses,
@@ -163,7 +192,8 @@ _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "en.talked_before",
         re.compile(
-            rf"\b{_EN_WHO}{_EN_AUX}\s+(?:(?:previously|earlier|recently|once)\s+{_EN_TALKED}\b"
+            rf"\b{_EN_NOT_MINE_ALONE}{_EN_WHO}{_EN_AUX}\s+"
+            rf"(?:(?:previously|earlier|recently|once)\s+{_EN_TALKED}\b"
             rf"|{_EN_TALKED}\b\s*{_EN_GAP}{_EN_PAST_TIME})",
             _EN_FLAGS,
         ),
@@ -182,7 +212,7 @@ _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "en.earlier_someone_said",
         re.compile(
-            r"\b(?:earlier|previously|last\s+time|the\s+other\s+day|yesterday)\s*,?\s+"
+            rf"\b(?:earlier|previously|{_EN_PAST_WHEN})\s*,?\s+"
             rf"{_EN_WHO}(?:\s+(?:already|just))?\s+"
             r"(?:said|told\s+(?:you|me|us)|mentioned|asked\s+(?:you|me)|discussed|talked"
             r"|agreed|suggested|recommended|promised)\b",
@@ -214,8 +244,13 @@ def detect(message: str) -> RecallHit | None:
     """Return the first pattern hit if ``message`` refers to a past conversation, else None.
 
     The message is trimmed first; anything shorter than :data:`MIN_MESSAGE_LENGTH` UTF-16 units
-    returns None. The snippet is the matched text, trimmed.
+    returns None. The snippet is the matched text, trimmed. Anything but text is
+    ``InvalidInputError`` naming ``message``.
     """
+    if not isinstance(message, str):
+        raise InvalidInputError(
+            f"message: must be text, got {type(message).__name__}", argument="message"
+        )
     text = message.strip()
     if utf16_len(text) < MIN_MESSAGE_LENGTH:
         return None

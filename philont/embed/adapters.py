@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from philont.embed.base import Embedder
+from philont.embed.base import Embedder, known_floor
 from philont.embed.hashing import HashEmbedder
 from philont.errors import EmbedderError, EmbedderUnavailableError, InvalidInputError
 
@@ -28,11 +28,14 @@ __all__ = ["FastembedEmbedder", "Model2VecEmbedder", "OpenAIEmbedder", "embedder
 
 
 class _Adapter:
-    """What every adapter holds: the id of its model and the dimension of its vectors (set
-    by the adapter's constructor)."""
+    """What every adapter holds: the id of its model, the dimension of its vectors and its
+    cosine floor (set by the adapter's constructor: the ``similarity_floor`` given, else the
+    model's measured one from :data:`~philont.embed.base.KNOWN_FLOORS`, else None, which
+    :func:`~philont.embed.base.similarity_floor` reads as the dimension's noise bound)."""
 
     _model_id: str
     _dimension: int
+    similarity_floor: float | None = None
 
     @property
     def model_id(self) -> str:
@@ -46,7 +49,13 @@ class _Adapter:
 class Model2VecEmbedder(_Adapter):
     """A model2vec ``StaticModel`` loaded from a local directory (or given ready-made)."""
 
-    def __init__(self, path: str | Path | None = None, *, model: Any = None) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        model: Any = None,
+        similarity_floor: float | None = None,
+    ) -> None:
         if model is None:
             if path is None:
                 raise EmbedderUnavailableError("model2vec: give the model's local directory")
@@ -65,6 +74,9 @@ class Model2VecEmbedder(_Adapter):
         self._dimension = int(model.dim)
         name = Path(str(path)).name if path is not None else type(model).__name__
         self._model_id = f"model2vec:{name}"
+        self.similarity_floor = (
+            similarity_floor if similarity_floor is not None else known_floor(name)
+        )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(map(float, row)) for row in self._model.encode(list(texts))]
@@ -73,7 +85,13 @@ class Model2VecEmbedder(_Adapter):
 class FastembedEmbedder(_Adapter):
     """A fastembed ``TextEmbedding`` from fastembed's local cache only."""
 
-    def __init__(self, model_name: str, *, cache_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        cache_dir: str | None = None,
+        similarity_floor: float | None = None,
+    ) -> None:
         try:
             from fastembed import TextEmbedding
         except ModuleNotFoundError as exc:
@@ -90,6 +108,9 @@ class FastembedEmbedder(_Adapter):
         probe = next(iter(self._model.embed(["dimension probe"])))
         self._dimension = len(probe)
         self._model_id = f"fastembed:{model_name}"
+        self.similarity_floor = (
+            similarity_floor if similarity_floor is not None else known_floor(model_name)
+        )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(map(float, row)) for row in self._model.embed(list(texts))]
@@ -108,8 +129,12 @@ class OpenAIEmbedder(_Adapter):
         api_key: str | None = None,
         dimension: int | None = None,
         timeout: float = 30.0,
+        similarity_floor: float | None = None,
     ) -> None:
         self.model = model
+        self.similarity_floor = (
+            similarity_floor if similarity_floor is not None else known_floor(model)
+        )
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.timeout = timeout

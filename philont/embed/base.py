@@ -8,7 +8,24 @@ from typing import Protocol, runtime_checkable
 
 from philont.errors import EmbedderError
 
-__all__ = ["Embedder", "checked_vectors"]
+__all__ = [
+    "KNOWN_FLOORS",
+    "NOISE_SDS",
+    "Embedder",
+    "checked_vectors",
+    "known_floor",
+    "noise_floor",
+    "similarity_floor",
+]
+
+NOISE_SDS = 4.0
+"""The default floor, in standard deviations of the cosine of two unrelated random directions
+(``1/sqrt(dimension)``): one unrelated item in about 30,000 passes it by chance."""
+
+KNOWN_FLOORS: dict[str, float] = {"sentence-transformers/all-MiniLM-L6-v2": 0.35}
+"""Cosine floors of models measured here (docs/embeddings.md, "Similarity floor"), by model
+name. all-MiniLM-L6-v2: on the four LoCoMo dev conversations, nonsense and off-topic queries
+reach at most 0.32 against any turn, while 99% of real questions have a turn above 0.355."""
 
 
 @runtime_checkable
@@ -28,6 +45,40 @@ class Embedder(Protocol):
     def dimension(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
+
+
+def similarity_floor(embedder: Embedder) -> float:
+    """The cosine below which a stored item is not similar to a query at all (it is not a
+    vector candidate): the embedder's own ``similarity_floor`` when it has one, else
+    :data:`NOISE_SDS` ``/ sqrt(dimension)``, the noise of unrelated directions. That default
+    suits embeddings spread evenly over the sphere (the hashing embedder); a learned model's
+    unrelated texts are more alike (all-MiniLM-L6-v2: about 0.1-0.3), so a model should state
+    its floor (the adapters take ``similarity_floor=``; :data:`KNOWN_FLOORS` has measured
+    ones)."""
+    declared = getattr(embedder, "similarity_floor", None)
+    if declared is None:
+        return noise_floor(embedder.dimension)
+    try:
+        floor = float(declared)
+    except (TypeError, ValueError):
+        floor = math.nan
+    if not (math.isfinite(floor) and -1.0 <= floor < 1.0):
+        raise EmbedderError(
+            f"embedder {embedder.model_id!r} states a similarity floor of {declared!r};"
+            " a cosine floor must be at least -1 and below 1"
+        )
+    return floor
+
+
+def noise_floor(dimension: int) -> float:
+    """:data:`NOISE_SDS` ``/ sqrt(dimension)``, at most 0.95 (below 18 dimensions nothing
+    stands out from the noise: only a near-copy passes)."""
+    return min(NOISE_SDS / math.sqrt(dimension), 0.95)
+
+
+def known_floor(model_name: str) -> float | None:
+    """The measured floor of ``model_name`` (a model hub name), if it is in the table."""
+    return KNOWN_FLOORS.get(model_name)
 
 
 def checked_vectors(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:

@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from philont.embed.base import noise_floor
 from philont.errors import InvalidInputError
 
 __all__ = ["HashEmbedder"]
@@ -44,6 +45,13 @@ class HashEmbedder:
     @property
     def dimension(self) -> int:
         return self._dimension
+
+    @property
+    def similarity_floor(self) -> float:
+        """Unrelated texts share no feature: their cosine is hash-collision noise, of standard
+        deviation ``1/sqrt(dimension)``; the floor is
+        :func:`~philont.embed.base.noise_floor` (four of those)."""
+        return noise_floor(self._dimension)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self._one(t) for t in texts]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from philont.db.queries import vectors as q
 from philont.db.vectors import VectorEngine
 from philont.embed import codec
-from philont.embed.base import Embedder, checked_vectors
+from philont.embed.base import Embedder, checked_vectors, similarity_floor
 from philont.embed.fusion import FusionWeights, fuse
 from philont.errors import EmbedderError, EmbedderMismatchError
 from philont.log import get_logger
@@ -131,7 +131,9 @@ def state(store: Store) -> StoreVectors:
 
 def check_embedder(raw: Raw, embedder: Embedder) -> q.IndexRow | None:
     """The index record, or :class:`EmbedderMismatchError` when another model or dimension
-    built the stored vectors (None: nothing is embedded yet)."""
+    built the stored vectors (None: nothing is embedded yet); :class:`EmbedderError` when
+    the embedder states an unusable similarity floor."""
+    similarity_floor(embedder)
     rec = q.record(raw)
     if rec is not None and (rec.model_id, rec.dimension) != (
         embedder.model_id,
@@ -179,13 +181,19 @@ def fuse_channel(
         return dict(keyword), ChannelReport(kind.value, answered, unembedded, str(exc))
     n = max(VECTOR_CANDIDATES, wanted)
     if kind is Kind.MESSAGES:
-        similar = _messages(vectors, raw, rec, qvec, flt, n)
+        nearest = _messages(vectors, raw, rec, qvec, flt, n)
     else:
-        similar = _keyed(mem, raw, kind, qvec, flt, n)
+        nearest = _keyed(mem, raw, kind, qvec, flt, n)
+    floor = similarity_floor(embedder)
+    similar = {k: s for k, s in nearest.items() if s >= floor}
+    note: str | None = None
     if similar:
         answered = (*answered, "vector")
+    elif nearest:
+        note = f"no stored vector is similar enough (cosine floor {floor:.3g})"
+    else:
+        note = "no stored vector passes the filters"
     weight = getattr(vectors.weights, kind.value)
-    note: str | None = None if similar else "no stored vector passes the filters"
     return fuse(keyword, similar, weight), ChannelReport(kind.value, answered, unembedded, note)
 
 

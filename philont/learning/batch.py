@@ -16,12 +16,12 @@ from philont.domain.maturity import Grade
 from philont.learning.config import LearningConfig
 from philont.learning.extract import MemoryWriter, ask_for_memories
 from philont.learning.parse import ExtractionAnswer, SkillAnswer, parse_skills
-from philont.learning.prompts import condense_prompt, render_calls
+from philont.learning.prompts import condense_prompt
 from philont.learning.skills import SkillWriter, ask_for_skills
 from philont.learning.summaries import Summary, ask_for_summaries, long_sessions, write_summaries
-from philont.learning.verify import CaseBook, Judge, JudgeResult, ask_to_condense
+from philont.learning.verify import CaseBook, Judge, JudgeResult, ask_judge, ask_to_condense
 from philont.learning.window import Run, Window, runs_of
-from philont.llm.base import ModelClient
+from philont.llm.base import ModelClient, ask
 from philont.schemas.learning import (
     CaseRecord,
     ExtractionReport,
@@ -90,6 +90,22 @@ class Applied:
     condensed: list[SkillReflectionReport]
     credited: int
 
+    @property
+    def condensed_report(self) -> SkillReflectionReport | None:
+        """Every skill condensed in the pass as one report (a batch report has one slot for
+        them; only the first case's writes used to be kept, the others went unreported)."""
+        if len(self.condensed) <= 1:
+            return self.condensed[0] if self.condensed else None
+        problems = [r.problem for r in self.condensed if r.problem]
+        return SkillReflectionReport(
+            tag="condensed",
+            messages=0,
+            writes=[w for r in self.condensed for w in r.writes],
+            pruned=[name for r in self.condensed for name in r.pruned],
+            problem="; ".join(problems) or None,
+            tokens_used=sum(r.tokens_used for r in self.condensed),
+        )
+
 
 def gather(mem: Memory, window: Window, config: LearningConfig, judge: Judge | None) -> Context:
     """Read what the prompts need: long sessions with their summaries, the runs not judged
@@ -106,9 +122,13 @@ def gather(mem: Memory, window: Window, config: LearningConfig, judge: Judge | N
 
 def _condense_run(model: ModelClient, run: Run, config: LearningConfig) -> Condensed:
     prompt = condense_prompt(
-        run.goal, render_calls(run.trace), run.result, max_chars=config.max_message_chars
+        run.goal,
+        run.trace,
+        run.result,
+        max_chars=config.max_message_chars,
+        total=config.max_prompt_chars,
     )
-    completion = model.complete(prompt)
+    completion = ask(model, prompt)
     return Condensed(parse_skills(completion.text), completion.tokens_used, run=run)
 
 
@@ -124,11 +144,13 @@ def think(
     extraction, extraction_tokens = ask_for_memories(model, window, config)
     skills, skill_tokens = ask_for_skills(model, window, config)
     summaries = ask_for_summaries(model, window, context.summaries, config)
-    judged = tuple((run, judge.judge(run)) for run in context.runs) if judge else ()
+    judged = tuple((run, ask_judge(judge, run)) for run in context.runs) if judge else ()
     condensed: list[Condensed] = []
     if config.verify_then_condense:
         for case in context.pending_cases:
-            answer, tokens = ask_to_condense(model, case, max_chars=config.max_message_chars)
+            answer, tokens = ask_to_condense(
+                model, case, max_chars=config.max_message_chars, total=config.max_prompt_chars
+            )
             condensed.append(Condensed(answer, tokens, case_id=case.id))
         for run, result in judged:
             if result.verdict == Verdict.VERIFIED:

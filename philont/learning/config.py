@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Final
+from typing import Any, Final
 
 from philont.domain.similarity import DUPLICATE_THRESHOLD
 from philont.domain.skill_rules import DEFAULT_MAX_DRAFTS
@@ -25,6 +26,62 @@ def max_drafts_from_env() -> int:
     except ValueError:
         return DEFAULT_MAX_DRAFTS
     return value if value >= 5 else DEFAULT_MAX_DRAFTS
+
+
+Rule = tuple[str, type | tuple[type, ...], Callable[[Any], bool], str]
+"""A setting's rule: its name, the type(s) it must have, the check of its value, and what the
+message says it must be."""
+
+_ZERO: Final = timedelta(0)
+
+
+def _check(config: object, rules: tuple[Rule, ...]) -> None:
+    """Every setting of ``config`` by its rule (a bool is not a number): the first one broken
+    is an :class:`InvalidInputError` naming it and the value given."""
+    for name, kind, ok, must in rules:
+        value = getattr(config, name)
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        wrong_type = not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
+        if wrong_type or not ok(value):
+            raise InvalidInputError(f"{name} must be {must}, got {_shown(value)}", setting=name)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, timedelta):
+        return f"{value.total_seconds():g} seconds"
+    return repr(value)[:80]
+
+
+def _at_least(low: int) -> Callable[[Any], bool]:
+    return lambda value: value >= low
+
+
+def _any(value: object) -> bool:
+    return True
+
+
+LEARNING_RULES: Final[tuple[Rule, ...]] = (
+    ("max_drafts", int, _at_least(1), "a whole number >= 1"),
+    ("duplicate_threshold", (int, float), lambda v: 0.0 < v <= 1.0, "a number in (0, 1]"),
+    ("summary_min_messages", int, _at_least(1), "a whole number >= 1"),
+    ("verify_then_condense", bool, _any, "True or False"),
+    ("max_window_messages", int, _at_least(1), "a whole number >= 1"),
+    ("max_message_chars", int, _at_least(1), "a whole number >= 1"),
+    ("max_prompt_chars", int, _at_least(1), "a whole number >= 1"),
+    ("max_runs_judged", int, _at_least(0), "a whole number >= 0"),
+)
+
+CONSOLIDATOR_RULES: Final[tuple[Rule, ...]] = (
+    ("idle_after", timedelta, lambda v: v >= _ZERO, "a duration >= 0"),
+    ("min_messages", int, _at_least(1), "a whole number >= 1"),
+    ("batch_size", int, _at_least(1), "a whole number >= 1"),
+    ("backlog", bool, _any, "True or False"),
+    ("lease", timedelta, lambda v: v > _ZERO, "a positive duration"),
+    ("retry_base", timedelta, lambda v: v > _ZERO, "a positive duration"),
+    ("retry_max", timedelta, lambda v: v > _ZERO, "a positive duration"),
+    ("interval", timedelta, lambda v: v > _ZERO, "a positive duration"),
+    ("max_batches_per_tick", int, _at_least(1), "a whole number >= 1"),
+)
 
 
 @dataclass(frozen=True)
@@ -47,11 +104,7 @@ class LearningConfig:
 
     def __post_init__(self) -> None:
         zone(self.timezone)  # an unknown zone is refused here, not once per extracted fact
-        if not 0.0 < self.duplicate_threshold <= 1.0:
-            raise InvalidInputError("duplicate_threshold must be in (0, 1]")
-        for name in ("summary_min_messages", "max_window_messages", "max_message_chars"):
-            if getattr(self, name) < 1:
-                raise InvalidInputError(f"{name} must be at least 1")
+        _check(self, LEARNING_RULES)
 
 
 @dataclass(frozen=True)
@@ -75,9 +128,4 @@ class ConsolidatorConfig:
     max_batches_per_tick: int = 10
 
     def __post_init__(self) -> None:
-        if self.batch_size < 1 or self.min_messages < 1 or self.max_batches_per_tick < 1:
-            raise InvalidInputError(
-                "batch_size, min_messages and max_batches_per_tick must be >= 1"
-            )
-        if self.lease <= timedelta(0) or self.retry_base <= timedelta(0):
-            raise InvalidInputError("lease and retry_base must be positive")
+        _check(self, CONSOLIDATOR_RULES)

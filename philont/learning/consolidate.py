@@ -40,8 +40,11 @@ from philont.db.models import Fact, LearningBatch, RawMessage
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain import decay
 from philont.domain.consolidation import batch_end, retry_delay
+from philont.errors import InvalidInputError
 from philont.learning.batch import Applied, apply, gather, think
 from philont.learning.config import ConsolidatorConfig, LearningConfig
+from philont.learning.extract import LOOP_NAMESPACE
+from philont.learning.learner import check_parts
 from philont.learning.verify import Judge
 from philont.learning.window import load_after
 from philont.llm.base import ModelClient
@@ -57,7 +60,7 @@ __all__ = ["CURSOR_KEY", "CURSOR_NAMESPACE", "Consolidator", "read_cursor"]
 
 log = get_logger(__name__)
 
-CURSOR_NAMESPACE = "system"
+CURSOR_NAMESPACE = LOOP_NAMESPACE  # extraction never writes there
 CURSOR_KEY = "last_consolidated_ts"
 BEFORE_START = -1
 """``after_ts`` of the first batch (no cursor yet)."""
@@ -147,11 +150,16 @@ class Consolidator:
         owner: str | None = None,
         embedder: Embedder | None = None,
     ) -> None:
+        config = LearningConfig() if config is None else config
+        schedule = ConsolidatorConfig() if schedule is None else schedule
+        check_parts(model, config, judge)
+        if not isinstance(schedule, ConsolidatorConfig):
+            raise InvalidInputError(f"schedule must be a ConsolidatorConfig, got {schedule!r:.80}")
         self.units = units
         self.embedder = embedder
         self.model = model
-        self.config = config or LearningConfig()
-        self.schedule = schedule or ConsolidatorConfig()
+        self.config = config
+        self.schedule = schedule
         self.judge = judge
         self.clock = clock
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -189,6 +197,9 @@ class Consolidator:
         except Exception as exc:  # a model or storage failure: the batch waits and is retried
             log.exception("consolidator.batch_failed", batch_id=claim.batch_id)
             return self._fail(claim, exc)
+        except BaseException as exc:  # interrupted (Ctrl-C, SystemExit): free the batch now
+            self._release(claim, exc)
+            raise
         return self._report(
             claim,
             Status.CONSOLIDATED,
@@ -196,7 +207,7 @@ class Consolidator:
             reflection=applied.reflection,
             summaries=applied.summaries,
             verdicts=applied.verdicts,
-            condensed=applied.condensed[0] if applied.condensed else None,
+            condensed=applied.condensed_report,
             credited=applied.credited,
             tokens_used=thought.tokens_used,
         )
@@ -215,7 +226,12 @@ class Consolidator:
     def _claim(self, mem: Memory) -> _Claim | ConsolidationReport:
         session = mem.session
         now = self.clock()
-        newest = session.scalar(select(func.max(RawMessage.timestamp)))
+        # A message stamped later than now (a skewed clock, an import) is neither activity nor
+        # part of a batch until its time comes: it would otherwise keep the timeline "not idle"
+        # until then, and learning would stop for everything else.
+        newest = session.scalar(
+            select(func.max(RawMessage.timestamp)).where(RawMessage.timestamp <= now)
+        )
         if newest is None:
             return ConsolidationReport(status=Status.NOTHING_NEW)
         if now - newest < self.schedule.idle_after:
@@ -227,16 +243,16 @@ class Consolidator:
             return self._anchor(mem, newest_ms, now)
         if newest_ms <= after:
             return ConsolidationReport(status=Status.NOTHING_NEW, after_ts=after)
-        until, count = self._next_batch(session, after)
+        until, count = self._next_batch(session, after, now)
         if count < self.schedule.min_messages:
             return ConsolidationReport(status=Status.TOO_FEW, after_ts=after, messages=count)
         return self._take(session, after, until, count, now)
 
-    def _next_batch(self, session: Session, after: int) -> tuple[int, int]:
+    def _next_batch(self, session: Session, after: int, now: datetime) -> tuple[int, int]:
         lo = from_epoch_ms(after)
         stamps = session.scalars(
             select(RawMessage.timestamp)
-            .where(RawMessage.timestamp > lo)
+            .where(RawMessage.timestamp > lo, RawMessage.timestamp <= now)
             .order_by(RawMessage.timestamp)
             .limit(self.schedule.batch_size + 1)
         ).all()
@@ -392,7 +408,20 @@ class Consolidator:
             log.exception("consolidator.fail_not_recorded", batch_id=claim.batch_id)
         return self._report(claim, Status.FAILED, error=error, retry_at=retry_at)
 
-    def _mark_failed(self, claim: _Claim, retry_at: datetime, error: str) -> None:
+    def _release(self, claim: _Claim, exc: BaseException) -> None:
+        """An interrupted batch is not a failed one: give it up at once, uncounted, so the next
+        run takes it (instead of finding it claimed until our lease runs out)."""
+        error = f"interrupted ({type(exc).__name__}) before it was written"
+        try:
+            self._mark_failed(claim, self.clock(), error, attempts=claim.attempts - 1)
+        except Exception:  # the claim then lapses with its lease
+            log.exception("consolidator.release_failed", batch_id=claim.batch_id)
+        log.warning("consolidator.interrupted", batch_id=claim.batch_id)
+
+    def _mark_failed(
+        self, claim: _Claim, retry_at: datetime, error: str, *, attempts: int | None = None
+    ) -> None:
+        kept = {} if attempts is None else {"attempts": attempts}
         with self.units() as mem:
             mem.session.execute(
                 update(LearningBatch)
@@ -407,19 +436,28 @@ class Consolidator:
                     lease_until=None,
                     retry_at=retry_at,
                     last_error=error,
+                    **kept,
                 )
                 .execution_options(synchronize_session=False)
             )
 
     # --- scheduling -----------------------------------------------------------------------
 
-    def tick(self, stop: threading.Event | None = None) -> list[ConsolidationReport]:
+    def tick(
+        self,
+        stop: threading.Event | None = None,
+        *,
+        on_report: Callable[[ConsolidationReport], None] | None = None,
+    ) -> list[ConsolidationReport]:
         """Consolidate batch after batch while there is work (at most
-        ``max_batches_per_tick``); for a host's own scheduler. Returns every report."""
+        ``max_batches_per_tick``); for a host's own scheduler. Returns every report;
+        ``on_report`` also gets each one as soon as its batch is done (progress)."""
         reports = []
         for _ in range(self.schedule.max_batches_per_tick):
             report = self.run_once()
             reports.append(report)
+            if on_report is not None:
+                on_report(report)
             if report.status != Status.CONSOLIDATED or (stop is not None and stop.is_set()):
                 break
         self._embed(stop)
@@ -449,9 +487,7 @@ class Consolidator:
         finished (or failed) first, so stopping leaves no half-written batch."""
         while not stop.is_set():
             try:
-                for report in self.tick(stop):
-                    if on_report is not None:
-                        on_report(report)
+                self.tick(stop, on_report=on_report)
             except Exception:  # storage trouble outside a batch: try again next interval
                 log.exception("consolidator.tick_failed")
             stop.wait(self.schedule.interval.total_seconds())

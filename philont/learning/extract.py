@@ -11,19 +11,28 @@ happened at the window's time, not at the (later) time of extraction.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import select
 
 from philont.db.models import Fact, Note
 from philont.db.types import to_epoch_ms
+from philont.domain.kinds import FactKind
+from philont.domain.timeparse import parse_time
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
-from philont.learning.parse import ActionProposal, ExtractionAnswer, parse_extraction
+from philont.learning.parse import (
+    ActionProposal,
+    ExtractionAnswer,
+    parse_extraction,
+    problem_of,
+)
 from philont.learning.prompts import extract_prompt
 from philont.learning.window import Window
-from philont.llm.base import ModelClient
+from philont.llm.base import ModelClient, ask
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.learning import ExtractionReport, MemoryWrite
@@ -32,13 +41,18 @@ from philont.tools import REGISTRY
 from philont.tools.registry import ToolContext
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from philont.memory import Memory
+    from philont.tools.args import StoreFactArgs
 
 __all__ = ["MemoryWriter", "StoreNoteArgs", "ask_for_memories"]
 
 log = get_logger(__name__)
+
+
+LOOP_NAMESPACE: Final = "system"
+"""Where the consolidator keeps its cursor (``system.last_consolidated_ts``): a conversation
+that talks the model into storing a fact there would move it (skipping messages for good, or
+learning them twice), so extraction refuses the whole namespace."""
 
 
 class StoreNoteArgs(BaseModel):
@@ -63,8 +77,18 @@ def ask_for_memories(
         max_chars=config.max_message_chars,
         total=config.max_prompt_chars,
     )
-    completion = model.complete(prompt)
+    completion = ask(model, prompt)
     return parse_extraction(completion.text), completion.tokens_used
+
+
+def _ms(value: datetime | None) -> int | None:
+    """A time as stored (epoch milliseconds), for comparing with a stored one."""
+    return None if value is None else to_epoch_ms(value)
+
+
+def _same_json(stored: Any, given: Any) -> bool:
+    """Whether two fact values are the same JSON (``True`` is not ``1``, as Python has it)."""
+    return json.dumps(stored, sort_keys=True) == json.dumps(given, sort_keys=True)
 
 
 def _unstorable(value: Any) -> bool:
@@ -109,7 +133,7 @@ class MemoryWriter(Service):
             tag=window.tag,
             messages=len(window.turns),
             writes=sorted(writes, key=lambda w: w.index),
-            problem=answer.problem,
+            problem=problem_of(answer),
             tokens_used=tokens_used,
         )
         log.info(
@@ -148,29 +172,59 @@ class MemoryWriter(Service):
         tool = REGISTRY["store_fact"]
         args = tool.args_model.model_validate(arguments)
         where = {"namespace": args.namespace, "key": args.key}
-        current = self.mem.session.scalars(
-            select(Fact)
-            .where(
-                Fact.namespace == args.namespace,
-                Fact.key == args.key,
-                Fact.superseded_by.is_(None),
-                Fact.forgotten_at.is_(None),
-            )
-            .order_by(Fact.created_at.desc(), Fact.id.desc())
-            .limit(1)
-        ).first()
-        if current is not None and current.value == args.value:
+        if args.namespace.split(".", 1)[0] == LOOP_NAMESPACE:
             return MemoryWrite(
                 **base,
                 **where,
-                id=current.id,
-                outcome="unchanged",
-                detail="the current value is the same",
+                outcome="rejected",
+                code="reserved_namespace",
+                detail=f"namespace {LOOP_NAMESPACE!r} holds the loop's own state (its cursor); "
+                "learning never writes it",
             )
+        known = self._recorded(args)
+        if known is not None:
+            row, detail = known
+            return MemoryWrite(**base, **where, id=row.id, outcome="unchanged", detail=detail)
         context = ToolContext(session_id=window.session_id or window.tag, now=reference)
         output = tool.handler(args, self.mem, context)
         data = output.data if isinstance(output.data, dict) else {}
         return MemoryWrite(**base, **where, id=data.get("id"), outcome="stored", detail=output.text)
+
+    def _recorded(self, args: StoreFactArgs) -> tuple[Fact, str] | None:
+        """The version that already says what ``args`` would store, and why it is the same:
+        for a state, the current version with the same value, kind and validity window; for
+        an event, any version recording the same value at the same time (an event told again
+        is not a new one; the same value at another time is). None: the write is new."""
+        tz = args.timezone
+        when = {
+            name: _ms(parse_time(getattr(args, name), field=name, tz=tz))
+            for name in ("occurred_at", "valid_from", "valid_until")
+        }
+        rows = self.mem.session.scalars(
+            select(Fact)
+            .where(Fact.namespace == args.namespace, Fact.key == args.key)
+            .where(Fact.forgotten_at.is_(None))
+            .order_by(Fact.created_at.desc(), Fact.id.desc())
+        ).all()
+        if args.fact_kind == FactKind.EVENT:
+            same = (
+                row
+                for row in rows
+                if row.fact_kind == FactKind.EVENT
+                and _same_json(row.value, args.value)
+                and _ms(row.occurred_at) == when["occurred_at"]
+            )
+            event = next(same, None)
+            return None if event is None else (event, "the same event is recorded")
+        current = next((row for row in rows if row.superseded_by is None), None)
+        if current is None or current.fact_kind != FactKind.STATE:
+            return None
+        if not _same_json(current.value, args.value):
+            return None
+        window = (_ms(current.valid_from), _ms(current.valid_until))
+        if window != (when["valid_from"], when["valid_until"]):
+            return None
+        return current, "the current value is the same"
 
     def _note(self, base: dict[str, Any], arguments: dict[str, Any], window: Window) -> MemoryWrite:
         args = StoreNoteArgs.model_validate(arguments)

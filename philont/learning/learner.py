@@ -11,13 +11,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from philont.errors import InvalidInputError, InvalidTimeRangeError
+from philont.errors import InvalidInputError, InvalidTimeRangeError, SessionNotFoundError
 from philont.learning.batch import Applied, Context, apply, gather, think
 from philont.learning.config import LearningConfig
 from philont.learning.extract import MemoryWriter, ask_for_memories
 from philont.learning.skills import SkillWriter, ask_for_skills
 from philont.learning.summaries import ask_for_summaries, long_sessions, write_summaries
-from philont.learning.verify import CaseBook, Judge
+from philont.learning.verify import CaseBook, Judge, ask_judge
 from philont.learning.window import Run, Window, load_range, load_session
 from philont.llm.base import ModelClient
 from philont.schemas.learning import (
@@ -32,13 +32,27 @@ from philont.services.base import Service
 if TYPE_CHECKING:
     from philont.memory import Memory
 
-__all__ = ["Learner"]
+__all__ = ["Learner", "check_parts"]
 
 
 def _aware(value: object, name: str) -> datetime:
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
     return value
+
+
+def check_parts(model: object, config: object, judge: object) -> None:
+    """The parts a Learner or Consolidator is made of, each refused by name when it is not
+    what it must be (a model of None or a config given as a dict used to fail later, on every
+    call or batch, as an AttributeError or a model error)."""
+    if not isinstance(model, ModelClient):
+        raise InvalidInputError(
+            f"model must be a model client (complete(prompt) -> Completion), got {model!r:.80}"
+        )
+    if not isinstance(config, LearningConfig):
+        raise InvalidInputError(f"config must be a LearningConfig, got {config!r:.80}")
+    if judge is not None and not isinstance(judge, Judge):
+        raise InvalidInputError(f"judge must be a Judge (a name and judge(run)), got {judge!r:.80}")
 
 
 class Learner(Service):
@@ -53,8 +67,10 @@ class Learner(Service):
         judge: Judge | None = None,
     ) -> None:
         super().__init__(mem)
+        config = LearningConfig() if config is None else config
+        check_parts(model, config, judge)
         self.model = model
-        self.config = config or LearningConfig()
+        self.config = config
         self.judge = judge
 
     def window(
@@ -73,7 +89,13 @@ class Learner(Service):
                 raise InvalidInputError(
                     f"session_id must be a non-blank string, got {session_id!r}"
                 )
-            return load_session(self.mem.session, session_id, limit=limit)
+            window = load_session(self.mem.session, session_id, limit=limit)
+            if not window.turns and self.mem.timeline.get_session(session_id) is None:
+                # a mistyped id used to "learn" from nothing and report 0 messages
+                raise SessionNotFoundError(
+                    f"session_id: no timeline session {session_id!r}", session_id=session_id
+                )
+            return window
         if since is None or until is None:
             raise InvalidInputError("give a session_id, or both since and until")
         since, until = _aware(since, "since"), _aware(until, "until")
@@ -83,6 +105,8 @@ class Learner(Service):
 
     def learn(self, window: Window) -> Applied:
         """The whole loop over a window, as the consolidator runs it on a batch."""
+        if not isinstance(window, Window):
+            raise InvalidInputError(f"window must be a Window (Learner.window), got {window!r:.80}")
         context = gather(self.mem, window, self.config, self.judge)
         thought = think(self.model, window, context, self.config, self.judge)
         name = self.judge.name if self.judge is not None else "judge"
@@ -124,11 +148,18 @@ class Learner(Service):
         )
 
     def judge_run(self, run: Run) -> VerdictRecord:
-        """Have the judge give its verdict on a run and keep it (a verified run becomes a case)."""
+        """Have the judge give its verdict on a run and keep it (a verified run becomes a case).
+        A run is judged once: one that has a verdict gets it back, and the judge is not asked."""
         if self.judge is None:
             raise InvalidInputError("this Learner has no judge")
-        result = self.judge.judge(run)
-        return CaseBook(self.mem).record(run, result, judge=self.judge.name)
+        if not isinstance(run, Run):
+            raise InvalidInputError(f"run must be a Run, got {run!r:.80}")
+        book = CaseBook(self.mem)
+        existing = book.verdict_of(run)
+        if existing is not None:
+            return existing
+        result = ask_judge(self.judge, run)
+        return book.record(run, result, judge=self.judge.name)
 
     def condense(self) -> list[SkillReflectionReport]:
         """Condense the verified cases that have no skill yet (verify-then-condense mode)."""

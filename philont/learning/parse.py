@@ -36,6 +36,7 @@ __all__ = [
     "parse_extraction",
     "parse_skills",
     "parse_summary",
+    "problem_of",
 ]
 
 MAX_ANSWER_CHARS: Final = 1_000_000
@@ -339,6 +340,23 @@ def parse_extraction(text: object) -> ExtractionAnswer:
         arguments = {k: v for k, v in item.items() if k != "action"}
         actions.append(ActionProposal(index, str(action), arguments))
     return ExtractionAnswer(tuple(actions), tuple(rejected), found.problem, found.truncated)
+
+
+def problem_of(answer: SkillAnswer | ExtractionAnswer) -> str | None:
+    """What a report says was wrong with an answer as a whole: why nothing could be read, or
+    that it was cut off (its complete items were used; what followed is lost)."""
+    if answer.problem is not None:
+        return answer.problem
+    if answer.truncated:
+        return (
+            f"the answer was cut off: its {len(answer.rejected) + _used(answer)} complete "
+            "item(s) were read, the rest of it is lost"
+        )
+    return None
+
+
+def _used(answer: SkillAnswer | ExtractionAnswer) -> int:
+    return len(answer.proposals) if isinstance(answer, SkillAnswer) else len(answer.actions)
 
 
 # --- summaries and verdicts -------------------------------------------------------------------

@@ -4,7 +4,8 @@ puts the conversation between markers, as data to learn from, never as instructi
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Final
 
 from philont.domain.timeparse import iso
 from philont.learning.window import Run, ToolCall, Turn, Window
@@ -25,8 +26,30 @@ _DATA_NOTE = (
 )
 
 
+_MARKER_ROOM: Final = 60
+"""Characters kept free for the "[… N earlier … left out]" line."""
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _fit(lines: Sequence[str], budget: int, what: str) -> list[str]:
+    """The newest ``lines`` that fit in ``budget`` characters (newlines included), oldest
+    first, after a line saying how many earlier ones were left out; the newest line is always
+    kept."""
+    kept: list[str] = []
+    size = 0
+    whole = sum(len(line) + 1 for line in lines)
+    room = budget if whole <= budget else budget - _MARKER_ROOM
+    for line in reversed(lines):
+        if kept and size + len(line) + 1 > room:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    if len(kept) < len(lines):
+        kept.append(f"[… {len(lines) - len(kept)} earlier {what} left out]")
+    return list(reversed(kept))
 
 
 def render_turns(turns: Sequence[Turn], *, max_chars: int, total: int) -> str:
@@ -37,93 +60,99 @@ def render_turns(turns: Sequence[Turn], *, max_chars: int, total: int) -> str:
         for t in turns
         if t.role in ("user", "assistant")
     ]
-    kept: list[str] = []
-    size = 0
-    for line in reversed(lines):
-        size += len(line) + 1
-        if size > total and kept:
-            kept.append(f"[… {len(lines) - len(kept)} earlier messages left out]")
-            break
-        kept.append(line)
-    return "\n".join(reversed(kept))
+    return "\n".join(_fit(lines, total, "messages"))
 
 
-def render_calls(calls: Sequence[ToolCall], *, limit: int = 200) -> str:
-    """One line per tool call: number, ✓/✗, tool(params) → result, each part cut short."""
+def render_calls(calls: Sequence[ToolCall], *, limit: int = 200, total: int | None = None) -> str:
+    """One line per tool call: number, ✓/✗, tool(params) → result, each part cut short; the
+    oldest lines are dropped first when the whole exceeds ``total`` characters."""
     lines = []
     for n, call in enumerate(calls, 1):
         params = json.dumps(call.params, ensure_ascii=False, default=str)
         mark = "✓" if call.success else "✗"
         result = _cut(call.result or "", limit)
-        lines.append(f"{n}. {mark} {call.tool_name}({_cut(params, limit)}) → {result}")
+        name = _cut(call.tool_name, limit)
+        lines.append(f"{n}. {mark} {name}({_cut(params, limit)}) → {result}")
+    if total is not None:
+        lines = _fit(lines, total, "tool calls")
     return "\n".join(lines)
 
 
 def _material(window: Window, max_chars: int, total: int) -> str:
-    parts = ["BEGIN", render_turns(window.turns, max_chars=max_chars, total=total)]
+    """The window between BEGIN and END in at most ``total`` characters: the tool calls take
+    at most half, the turns the rest (newest kept first in both)."""
+    calls = ""
     if window.calls:
-        parts += ["", "[Tool calls]", render_calls(window.calls[-200:])]
-    parts.append("END")
-    return "\n".join(parts)
+        calls = "\n".join(["", "[Tool calls]", render_calls(window.calls[-200:], total=total // 2)])
+    turns = render_turns(window.turns, max_chars=max_chars, total=total - len(calls) - 10)
+    return "\n".join(["BEGIN", turns + calls, "END"])
+
+
+def _within(
+    head: Sequence[str], tail: Sequence[str], total: int, body: Callable[[int], str]
+) -> str:
+    """``head``, the body, ``tail`` as one prompt of at most ``total`` characters: the body
+    gets what the fixed parts leave (at least its newest line is kept)."""
+    fixed = sum(len(part) + 1 for part in (*head, *tail))
+    return "\n".join([*head, body(max(total - fixed, 0)), *tail])
+
+
+_JSON_TAIL: Final = ("", "JSON array:")
 
 
 def reflect_prompt(window: Window, *, max_chars: int, total: int) -> str:
-    return "\n".join(
-        [
-            "TASK: reflect",
-            "You maintain the skill library of an assistant. From the conversation and tool",
-            "calls below, propose reusable skills:",
-            "- positive: a procedure that worked and will be needed again (kind: positive);",
-            "- negative: a mistake the user corrected, so it is not repeated (kind: negative);",
-            "  its action_template must have three headings: '## Trigger' (when the mistake",
-            "  happens), '## Avoid' (what not to do) and '## Instead' (what to do).",
-            "Names are kebab-case (a-z, 0-9, '-'); start negative names with 'avoid-'.",
-            "Propose nothing that is specific to one moment. When in doubt, propose nothing.",
-            "Answer with a JSON array only, each item:",
-            '{"name": ..., "kind": "positive"|"negative", "description": ..., '
-            '"when_to_use": ..., "trigger_keywords": [...], "action_template": ...}',
-            "or [] when there is nothing worth keeping.",
-            "",
-            _DATA_NOTE,
-            _material(window, max_chars, total),
-            "",
-            "JSON array:",
-        ]
-    )
+    """At most ``total`` characters (the newest turn is always kept)."""
+    head = [
+        "TASK: reflect",
+        "You maintain the skill library of an assistant. From the conversation and tool",
+        "calls below, propose reusable skills:",
+        "- positive: a procedure that worked and will be needed again (kind: positive);",
+        "- negative: a mistake the user corrected, so it is not repeated (kind: negative);",
+        "  its action_template must have three headings: '## Trigger' (when the mistake",
+        "  happens), '## Avoid' (what not to do) and '## Instead' (what to do).",
+        "Names are kebab-case (a-z, 0-9, '-'); start negative names with 'avoid-'.",
+        "Propose nothing that is specific to one moment. When in doubt, propose nothing.",
+        "Answer with a JSON array only, each item:",
+        '{"name": ..., "kind": "positive"|"negative", "description": ..., '
+        '"when_to_use": ..., "trigger_keywords": [...], "action_template": ...}',
+        "or [] when there is nothing worth keeping.",
+        "",
+        _DATA_NOTE,
+    ]
+    return _within(head, _JSON_TAIL, total, lambda room: _material(window, max_chars, room))
 
 
 def extract_prompt(window: Window, *, timezone: str, max_chars: int, total: int) -> str:
+    """At most ``total`` characters (the newest turn is always kept)."""
     now = iso(window.reference) if window.reference else "unknown"
-    return "\n".join(
-        [
-            "TASK: extract",
-            "You keep the long-term memory of an assistant. From the conversation below,",
-            "extract only what the user alone can tell and what will matter later: facts",
-            "about the user, their projects and decisions, and corrections of the assistant.",
-            "Leave out small talk, passing details, and procedures (those become skills).",
-            f"The conversation ended at {now} (time zone {timezone}). Resolve relative times",
-            "('tomorrow', 'next Monday') against the time of the message that says them, and",
-            "write absolute ISO-8601 times with an offset.",
-            "Answer with a JSON array only, of actions:",
-            '{"action": "store_fact", "namespace": "user.preferences", "key": "diet", '
-            '"value": "vegetarian", "confidence": 1.0, "fact_kind": "state"|"event", '
-            '"occurred_at": ..., "valid_from": ..., "valid_until": ...}',
-            '{"action": "store_note", "content": "...", "importance": 0.5}',
-            "Namespaces: user, user.*, project.<name>, decisions, context. Keys are short",
-            "slugs. Answer [] when nothing is worth keeping.",
-            "",
-            _DATA_NOTE,
-            _material(window, max_chars, total),
-            "",
-            "JSON array:",
-        ]
-    )
+    head = [
+        "TASK: extract",
+        "You keep the long-term memory of an assistant. From the conversation below,",
+        "extract only what the user alone can tell and what will matter later: facts",
+        "about the user, their projects and decisions, and corrections of the assistant.",
+        "Leave out small talk, passing details, and procedures (those become skills).",
+        f"The conversation ended at {now} (time zone {timezone}). Resolve relative times",
+        "('tomorrow', 'next Monday') against the time of the message that says them, and",
+        "write absolute ISO-8601 times with an offset.",
+        "Answer with a JSON array only, of actions:",
+        '{"action": "store_fact", "namespace": "user.preferences", "key": "diet", '
+        '"value": "vegetarian", "confidence": 1.0, "fact_kind": "state"|"event", '
+        '"occurred_at": ..., "valid_from": ..., "valid_until": ...}',
+        '{"action": "store_note", "content": "...", "importance": 0.5}',
+        "Namespaces: user, user.*, project.<name>, decisions, context. Keys are short",
+        "slugs. Answer [] when nothing is worth keeping.",
+        "",
+        _DATA_NOTE,
+    ]
+    return _within(head, _JSON_TAIL, total, lambda room: _material(window, max_chars, room))
 
 
 def summary_prompt(
     turns: Sequence[Turn], previous: str | None, *, max_chars: int, total: int
 ) -> str:
-    lines = [
+    """At most ``total`` characters with the previous summary (the newest turn is always
+    kept)."""
+    head = [
         "TASK: summarize",
         "Summarize this conversation for the assistant's next session: decisions and their",
         "reasons, names of people, projects and files, what is done and what is still open,",
@@ -131,59 +160,48 @@ def summary_prompt(
         "words; end with the open threads, if any.",
     ]
     if previous:
-        lines += ["", "Summary of the earlier part of this session (extend it):", previous]
-    return "\n".join(
-        [
-            *lines,
-            "",
-            _DATA_NOTE,
-            "BEGIN",
-            render_turns(turns, max_chars=max_chars, total=total),
-            "END",
-            "",
-            "Summary:",
-        ]
+        head += ["", "Summary of the earlier part of this session (extend it):", previous]
+    head += ["", _DATA_NOTE, "BEGIN"]
+    tail = ("END", "", "Summary:")
+    return _within(
+        head, tail, total, lambda room: render_turns(turns, max_chars=max_chars, total=room)
     )
 
 
-def judge_prompt(run: Run, *, max_chars: int) -> str:
-    return "\n".join(
-        [
-            "TASK: judge",
-            "Did the assistant achieve the user's goal? Judge from the tool calls and their",
-            "results, not from what the assistant claims. Answer with one JSON object:",
-            '{"verdict": "verified"|"failed"|"unsure", "reason": "<one sentence>"}',
-            "",
-            _DATA_NOTE,
-            "BEGIN",
-            f"Goal: {_cut(run.goal, max_chars)}",
-            "Tool calls:",
-            render_calls(run.trace),
-            f"Final answer: {_cut(run.result, max_chars)}",
-            "END",
-        ]
-    )
+def judge_prompt(run: Run, *, max_chars: int, total: int) -> str:
+    """At most ``total`` characters (the last tool call is always kept)."""
+    head = [
+        "TASK: judge",
+        "Did the assistant achieve the user's goal? Judge from the tool calls and their",
+        "results, not from what the assistant claims. Answer with one JSON object:",
+        '{"verdict": "verified"|"failed"|"unsure", "reason": "<one sentence>"}',
+        "",
+        _DATA_NOTE,
+        "BEGIN",
+        f"Goal: {_cut(run.goal, max_chars)}",
+        "Tool calls:",
+    ]
+    tail = (f"Final answer: {_cut(run.result, max_chars)}", "END")
+    return _within(head, tail, total, lambda room: render_calls(run.trace, total=room))
 
 
-def condense_prompt(goal: str, trace: str, result: str, *, max_chars: int) -> str:
-    return "\n".join(
-        [
-            "TASK: condense",
-            "This run was verified to have achieved its goal. Condense it into one reusable",
-            "positive skill: the general procedure, not this instance's particulars.",
-            "Answer with a JSON array holding one item:",
-            '{"name": "<kebab-case>", "kind": "positive", "description": ..., '
-            '"when_to_use": ..., "trigger_keywords": [...], "action_template": ...}',
-            "or [] if nothing general can be learned from it.",
-            "",
-            _DATA_NOTE,
-            "BEGIN",
-            f"Goal: {_cut(goal, max_chars)}",
-            "Tool calls:",
-            trace,
-            f"Result: {_cut(result, max_chars)}",
-            "END",
-            "",
-            "JSON array:",
-        ]
-    )
+def condense_prompt(
+    goal: str, calls: Sequence[ToolCall], result: str, *, max_chars: int, total: int
+) -> str:
+    """At most ``total`` characters (the last tool call is always kept)."""
+    head = [
+        "TASK: condense",
+        "This run was verified to have achieved its goal. Condense it into one reusable",
+        "positive skill: the general procedure, not this instance's particulars.",
+        "Answer with a JSON array holding one item:",
+        '{"name": "<kebab-case>", "kind": "positive", "description": ..., '
+        '"when_to_use": ..., "trigger_keywords": [...], "action_template": ...}',
+        "or [] if nothing general can be learned from it.",
+        "",
+        _DATA_NOTE,
+        "BEGIN",
+        f"Goal: {_cut(goal, max_chars)}",
+        "Tool calls:",
+    ]
+    tail = (f"Result: {_cut(result, max_chars)}", "END", *_JSON_TAIL)
+    return _within(head, tail, total, lambda room: render_calls(calls, total=room))

@@ -24,10 +24,10 @@ from philont.domain.skill_rules import (
 from philont.domain.skill_score import score_skill
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
-from philont.learning.parse import SkillAnswer, SkillProposal, parse_skills
+from philont.learning.parse import SkillAnswer, SkillProposal, parse_skills, problem_of
 from philont.learning.prompts import reflect_prompt
 from philont.learning.window import Window
-from philont.llm.base import ModelClient
+from philont.llm.base import ModelClient, ask
 from philont.log import get_logger
 from philont.schemas.learning import SkillReflectionReport, SkillWrite
 from philont.services.base import Service
@@ -53,7 +53,7 @@ def ask_for_skills(
     prompt = reflect_prompt(
         window, max_chars=config.max_message_chars, total=config.max_prompt_chars
     )
-    completion = model.complete(prompt)
+    completion = ask(model, prompt)
     return parse_skills(completion.text), completion.tokens_used
 
 
@@ -131,7 +131,7 @@ class SkillWriter(Service):
             messages=messages,
             writes=writes,
             pruned=pruned,
-            problem=answer.problem,
+            problem=problem_of(answer),
             tokens_used=tokens_used,
         )
         log.info(

@@ -14,12 +14,14 @@ from philont.learning.config import LearningConfig
 from philont.learning.parse import parse_summary
 from philont.learning.prompts import summary_prompt
 from philont.learning.window import Window
-from philont.llm.base import ModelClient
+from philont.llm.base import ModelClient, ask
 from philont.log import get_logger
 from philont.schemas.learning import SummaryReport
 from philont.services.notes import SESSION_SUMMARY_PREFIX
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from sqlalchemy.orm import Session
 
     from philont.memory import Memory
@@ -44,25 +46,34 @@ def long_sessions(
     session: Session, window: Window, config: LearningConfig
 ) -> dict[str, str | None]:
     """The sessions of the window with at least ``summary_min_messages`` messages in all, with
-    their current summary (None if they have none yet)."""
+    the summary to extend: the current one when the window begins after the session's first
+    message (it covers what came before), else None — a window holding the session from its
+    start is summarized afresh, so summarizing a session again never counts its turns twice."""
     ids = window.sessions()
     if not ids:
         return {}
     counts = session.execute(
-        select(RawMessage.session_id, func.count())
+        select(RawMessage.session_id, func.count(), func.min(RawMessage.timestamp))
         .where(RawMessage.session_id.in_(ids))
         .group_by(RawMessage.session_id)
     )
-    long_ones = [sid for sid, n in counts if n >= config.summary_min_messages]
+    starts = {sid: first for sid, n, first in counts if n >= config.summary_min_messages}
+    window_first: dict[str, datetime] = {}
+    for turn in window.turns:  # oldest first
+        window_first.setdefault(turn.session_id, turn.timestamp)
+    from_start = {sid for sid, first in starts.items() if window_first[sid] <= first}
     previous = {
         note_id: content
         for note_id, content in session.execute(
             select(Note.id, Note.content).where(
-                Note.id.in_([SESSION_SUMMARY_PREFIX + sid for sid in long_ones])
+                Note.id.in_([SESSION_SUMMARY_PREFIX + sid for sid in starts])
             )
         )
     }
-    return {sid: previous.get(SESSION_SUMMARY_PREFIX + sid) for sid in long_ones if sid in ids}
+    return {
+        sid: None if sid in from_start else previous.get(SESSION_SUMMARY_PREFIX + sid)
+        for sid in starts
+    }
 
 
 def ask_for_summaries(
@@ -78,7 +89,7 @@ def ask_for_summaries(
         prompt = summary_prompt(
             turns, previous, max_chars=config.max_message_chars, total=config.max_prompt_chars
         )
-        completion = model.complete(prompt)
+        completion = ask(model, prompt)
         summaries.append(Summary(sid, parse_summary(completion.text), completion.tokens_used))
     return summaries
 

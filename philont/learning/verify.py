@@ -15,11 +15,11 @@ from sqlalchemy import select
 from philont.db.models import Action, JudgeVerdict, LearningCase, RawMessage, Skill
 from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn, attribute
 from philont.domain.kinds import Role
-from philont.errors import InvalidInputError
+from philont.errors import InvalidInputError, ModelError, PhilontError
 from philont.learning.parse import SkillAnswer, first_object, parse_skills
-from philont.learning.prompts import condense_prompt, judge_prompt, render_calls
+from philont.learning.prompts import condense_prompt, judge_prompt
 from philont.learning.window import Run, ToolCall
-from philont.llm.base import ModelClient
+from philont.llm.base import ModelClient, ask, checked_tokens, foreign_failure
 from philont.log import get_logger
 from philont.schemas.learning import CaseRecord, JudgeAgreement, Verdict, VerdictRecord
 from philont.services.base import Service
@@ -27,7 +27,7 @@ from philont.services.base import Service
 if TYPE_CHECKING:
     pass
 
-__all__ = ["CaseBook", "Judge", "JudgeResult", "ModelJudge", "ask_to_condense"]
+__all__ = ["CaseBook", "Judge", "JudgeResult", "ModelJudge", "ask_judge", "ask_to_condense"]
 
 log = get_logger(__name__)
 
@@ -56,13 +56,22 @@ class ModelJudge:
     """A judge that asks a model, reading its answer defensively: no verdict found is
     ``unsure``, never an exception (model failures still raise ``ModelError``)."""
 
-    def __init__(self, model: ModelClient, *, name: str = "model", max_chars: int = 2_000):
+    def __init__(
+        self,
+        model: ModelClient,
+        *,
+        name: str = "model",
+        max_chars: int = 2_000,
+        max_prompt_chars: int = 120_000,
+    ):
         self.model = model
         self.name = name
         self.max_chars = max_chars
+        self.max_prompt_chars = max_prompt_chars
 
     def judge(self, run: Run) -> JudgeResult:
-        completion = self.model.complete(judge_prompt(run, max_chars=self.max_chars))
+        prompt = judge_prompt(run, max_chars=self.max_chars, total=self.max_prompt_chars)
+        completion = ask(self.model, prompt)
         values = {v.value for v in Verdict}
         found = first_object(completion.text, lambda obj: obj.get("verdict") in values)
         if found is None:
@@ -72,6 +81,28 @@ class ModelJudge:
         reason = found.get("reason")
         text = reason[:1_000] if isinstance(reason, str) else ""
         return JudgeResult(Verdict(found["verdict"]), text, completion.tokens_used)
+
+
+def ask_judge(judge: Judge, run: Run) -> JudgeResult:
+    """``judge.judge(run)`` as the loop asks every judge: a :class:`JudgeResult` with a
+    :class:`Verdict`, a text reason and a token count of at least 0, or a
+    :class:`~philont.errors.ModelError` (a judge's own exception is translated)."""
+    who = f"the judge {type(judge).__name__}"
+    try:
+        result = judge.judge(run)
+    except PhilontError:
+        raise
+    except Exception as exc:
+        raise foreign_failure(exc, who) from exc
+    if not isinstance(result, JudgeResult):
+        raise ModelError(f"{who} returned {type(result).__name__}, not a JudgeResult", client=who)
+    try:
+        verdict = Verdict(result.verdict)
+    except ValueError as exc:
+        raise ModelError(f"{who} gave the verdict {result.verdict!r}", client=who) from exc
+    if not isinstance(result.reason, str):
+        raise ModelError(f"{who} gave a reason that is not text: {result.reason!r}", client=who)
+    return JudgeResult(verdict, result.reason, checked_tokens(result.tokens_used, who=who))
 
 
 def _trace_json(trace: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
@@ -106,11 +137,14 @@ def _trace_calls(case: CaseRecord) -> list[ToolCall]:
 
 
 def ask_to_condense(
-    model: ModelClient, case: CaseRecord, *, max_chars: int
+    model: ModelClient, case: CaseRecord, *, max_chars: int, total: int
 ) -> tuple[SkillAnswer, int]:
-    """The model's condensed skill for one verified case, and the tokens spent."""
-    trace = render_calls(_trace_calls(case))
-    completion = model.complete(condense_prompt(case.goal, trace, case.result, max_chars=max_chars))
+    """The model's condensed skill for one verified case, and the tokens spent (the prompt
+    is at most ``total`` characters)."""
+    prompt = condense_prompt(
+        case.goal, _trace_calls(case), case.result, max_chars=max_chars, total=total
+    )
+    completion = ask(model, prompt)
     return parse_skills(completion.text), completion.tokens_used
 
 
@@ -141,10 +175,26 @@ def _clean(text: str) -> str:
 class CaseBook(Service):
     """Cases and verdicts in one unit of work (flushes, never commits)."""
 
+    def verdict_of(self, run: Run) -> VerdictRecord | None:
+        """The verdict a run (known by its first tool call) already has, if any."""
+        if not run.trace:
+            return None
+        row = self.mem.session.scalars(
+            select(JudgeVerdict)
+            .where(JudgeVerdict.first_action_id == run.trace[0].id)
+            .order_by(JudgeVerdict.id)
+            .limit(1)
+        ).first()
+        return None if row is None else _verdict_record(row)
+
     def record(self, run: Run, result: JudgeResult, *, judge: str) -> VerdictRecord:
-        """Keep a verdict; a verified run also becomes a case."""
+        """Keep a verdict; a verified run also becomes a case. A run is judged once: a run
+        that has a verdict keeps it (returned; no second verdict or case is written)."""
         if not isinstance(run.goal, str) or not run.goal.strip():
             raise InvalidInputError("a run needs a non-blank goal")
+        existing = self.verdict_of(run)
+        if existing is not None:
+            return existing
         now = self.mem.clock()
         case_id = None
         if result.verdict == Verdict.VERIFIED:

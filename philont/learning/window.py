@@ -74,6 +74,8 @@ class Window:
 
 
 def _turns(session: Session, where: Sequence[ColumnElement[bool]], limit: int) -> list[Turn]:
+    """The newest ``limit`` messages matching ``where``, oldest first (a window over the limit
+    keeps its end, as the prompts do: the latest turns matter most)."""
     rows = session.execute(
         select(
             RawMessage.id,
@@ -83,13 +85,14 @@ def _turns(session: Session, where: Sequence[ColumnElement[bool]], limit: int) -
             RawMessage.timestamp,
         )
         .where(*where)
-        .order_by(RawMessage.timestamp, RawMessage.id)
+        .order_by(RawMessage.timestamp.desc(), RawMessage.id.desc())
         .limit(limit)
-    )
-    return [Turn(i, s, str(r), c, t) for i, s, r, c, t in rows]
+    ).all()
+    return [Turn(i, s, str(r), c, t) for i, s, r, c, t in reversed(rows)]
 
 
 def _calls(session: Session, where: Sequence[ColumnElement[bool]], limit: int) -> list[ToolCall]:
+    """The newest ``limit`` tool calls matching ``where``, oldest first."""
     rows = session.execute(
         select(
             Action.id,
@@ -101,21 +104,21 @@ def _calls(session: Session, where: Sequence[ColumnElement[bool]], limit: int) -
             Action.timestamp,
         )
         .where(*where)
-        .order_by(Action.timestamp, Action.id)
+        .order_by(Action.timestamp.desc(), Action.id.desc())
         .limit(limit)
-    )
-    return [ToolCall(*row) for row in rows]
+    ).all()
+    return [ToolCall(*row) for row in reversed(rows)]
 
 
 def load_session(session: Session, session_id: str, *, limit: int) -> Window:
-    """Every message and tool call of one session (at most ``limit`` of each)."""
+    """Every message and tool call of one session (the newest ``limit`` of each)."""
     turns = _turns(session, [RawMessage.session_id == session_id], limit)
     calls = _calls(session, [Action.session_id == session_id], limit)
     return Window(session_id, tuple(turns), tuple(calls), session_id)
 
 
 def load_range(session: Session, since: datetime, until: datetime, *, limit: int) -> Window:
-    """Messages and tool calls with ``since <= time <= until`` (at most ``limit`` of each)."""
+    """Messages and tool calls with ``since <= time <= until`` (the newest ``limit`` of each)."""
     turns = _turns(session, [RawMessage.timestamp >= since, RawMessage.timestamp <= until], limit)
     calls = _calls(session, [Action.timestamp >= since, Action.timestamp <= until], limit)
     tag = f"range:{to_epoch_ms(since)}-{to_epoch_ms(until)}"

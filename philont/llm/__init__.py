@@ -28,6 +28,7 @@ def model_from_spec(
     SDKs' usual environment variables. Raises :class:`~philont.errors.InvalidInputError` for an
     unknown provider and :class:`~philont.errors.ModelUnavailableError` when its SDK is
     missing."""
+    _check_spec_arguments(spec, timeout, max_retries)
     provider, _, rest = spec.partition(":")
     if not rest.strip():
         raise InvalidInputError(
@@ -46,3 +47,14 @@ def model_from_spec(
     raise InvalidInputError(
         f"unknown model provider {provider!r}: use openai:, anthropic: or scripted:"
     )
+
+
+def _check_spec_arguments(spec: object, timeout: object, max_retries: object) -> None:
+    """The arguments of :func:`model_from_spec`, each refused by name (not an AttributeError
+    or the SDK's own error later)."""
+    if not isinstance(spec, str):
+        raise InvalidInputError(f"spec must be text such as 'openai:gpt-4o-mini', got {spec!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise InvalidInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise InvalidInputError(f"max_retries must be a whole number >= 0, got {max_retries!r}")

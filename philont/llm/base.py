@@ -5,9 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from philont.errors import ModelEmptyAnswerError
+from philont.errors import (
+    ModelEmptyAnswerError,
+    ModelError,
+    ModelTimeoutError,
+    ModelUnavailableError,
+    PhilontError,
+)
 
-__all__ = ["Completion", "ModelClient", "estimate_tokens", "require_text"]
+__all__ = [
+    "Completion",
+    "ModelClient",
+    "ask",
+    "checked_tokens",
+    "estimate_tokens",
+    "foreign_failure",
+    "require_text",
+]
 
 
 @dataclass(frozen=True)
@@ -44,3 +58,46 @@ def require_text(text: object, *, who: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise ModelEmptyAnswerError(f"{who} returned an empty answer", client=who)
     return text
+
+
+def checked_tokens(value: object, *, who: str) -> int:
+    """A reported token count: a whole number of at least 0 (None, "not said", is 0); anything
+    else is :class:`ModelError` (it would corrupt every total it is added to)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ModelError(
+            f"{who} reported tokens_used={value!r}; it must be a whole number >= 0", client=who
+        )
+    return value
+
+
+def foreign_failure(exc: Exception, who: str) -> ModelError:
+    """A client's own exception as the typed error the loop handles."""
+    message = f"{who} failed: {type(exc).__name__}: {exc}"[:1_000]
+    if isinstance(exc, TimeoutError):
+        return ModelTimeoutError(message, client=who)
+    if isinstance(exc, ConnectionError):
+        return ModelUnavailableError(message, client=who)
+    return ModelError(message, client=who)
+
+
+def ask(model: ModelClient, prompt: str) -> Completion:
+    """``model.complete(prompt)`` as the loop makes every call: whatever the client does, the
+    result is a :class:`Completion` with text and a token count of at least 0, or a
+    :class:`~philont.errors.ModelError` (a client's own exception, a time-out or connection
+    failure included, is translated; another typed philont error passes as it is)."""
+    who = f"the model client {type(model).__name__}"
+    try:
+        completion = model.complete(prompt)
+    except PhilontError:
+        raise
+    except Exception as exc:
+        raise foreign_failure(exc, who) from exc
+    if not isinstance(completion, Completion):
+        raise ModelError(
+            f"{who} returned {type(completion).__name__}, not a Completion(text, tokens_used)",
+            client=who,
+        )
+    text = require_text(completion.text, who=who)
+    return Completion(text, checked_tokens(completion.tokens_used, who=who))

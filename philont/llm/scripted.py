@@ -54,9 +54,13 @@ class ScriptedModel:
         answer or a function of the prompt. A task without an entry gets an empty answer."""
 
         def respond(prompt: str) -> Answer:
-            entry = answers.get(task_of(prompt) or "")
+            task = task_of(prompt)
+            entry = answers.get(task or "")
             if entry is None:
-                return ModelEmptyAnswerError("the script has no answer for this task")
+                return ModelEmptyAnswerError(
+                    f"the script has no answer for the task {task!r} (it answers "
+                    f"{', '.join(sorted(answers)) or 'nothing'})"
+                )
             return entry(prompt) if callable(entry) else entry
 
         return cls(respond)

@@ -132,8 +132,15 @@ def upgrade(
     return report
 
 
-def status(target: str | Path | URL | None = None) -> Status:
-    """Current revision and ``memory_meta.schema_version``, read without writing."""
+def status(target: Target = None) -> Status:
+    """Current revision and ``memory_meta.schema_version``, read without writing. A
+    PostgreSQL ``Connection`` is read as it is (the schema its search_path names)."""
+    if isinstance(target, Connection):
+        if target.dialect.name == "postgresql":
+            from philont.migrate import postgres
+
+            return postgres.status_on(target, head_revision())
+        target = target.engine.url
     url = resolve_url(target)
     path = sqlite_path(url)
     head = head_revision()
@@ -164,7 +171,7 @@ def _status_pg(url: URL, head: str) -> Status:
     return postgres.status(url, head)
 
 
-def check(target: str | Path | URL | None = None) -> Status:
+def check(target: Target = None) -> Status:
     """Raise ``SchemaOutOfDateError`` (with the command that fixes it) unless at head; a
     database whose records disagree (``schema_version`` ``'99'`` at our head) is refused with
     the error an upgrade would give."""

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from sqlalchemy import Connection, text
 
 from philont import settings
+from philont.db.engine import connect_read_only
 from philont.errors import DatabaseCorruptError, MigrationError
 from philont.migrate.plan import MEMORY_TABLE, table_names
-
-SQLITE_HEADER_WAL = 2
-"""Bytes 18-19 of an SQLite header: 2 when the file is in WAL mode, 1 for a rollback journal."""
 
 
 def philont_tables(tables: set[str]) -> list[str]:
@@ -52,11 +51,10 @@ def check_foreign_keys(conn: Connection) -> None:
 
 
 def is_wal(path: Path) -> bool:
-    """Whether an existing SQLite file is already in WAL mode (read from its header, without
-    opening it: opening with philont's engine switches it)."""
+    """Whether an existing SQLite file is already in WAL mode (as SQLite reads it, without
+    switching it: opening with philont's engine would); False when SQLite cannot tell."""
     try:
-        with path.open("rb") as fh:
-            head = fh.read(20)
-    except OSError:
+        with closing(connect_read_only(path)) as conn:
+            return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
+    except sqlite3.Error:
         return False
-    return len(head) == 20 and head[18] == SQLITE_HEADER_WAL

@@ -47,9 +47,16 @@ PRE_UPGRADE_LABEL = "-pre-upgrade"
 # --- backup ----------------------------------------------------------------------------------
 
 
-def backup_file(path: Path, *, at: datetime | None = None, label: str = "") -> Path:
+def backup_file(
+    path: Path,
+    *,
+    at: datetime | None = None,
+    label: str = "",
+    source: sqlite3.Connection | None = None,
+) -> Path:
     """Online copy (SQLite backup API, consistent under concurrent writers) of ``path`` into its
-    sibling ``backups/`` as ``memory-YYYYMMDDTHHMMSS[label].sqlite``, mode 0600."""
+    sibling ``backups/`` as ``memory-YYYYMMDDTHHMMSS[label].sqlite``, mode 0600; read through
+    ``source`` when given (a connection on ``path`` that holds it locked)."""
     at = at or datetime.now(UTC)
     directory = settings.backup_dir_for(path)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -61,8 +68,12 @@ def backup_file(path: Path, *, at: datetime | None = None, label: str = "") -> P
         target = directory / f"{stem}-{n}.sqlite"
     # Create the file 0600 before SQLite writes a byte into it (no window with wider modes).
     os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    with closing(sqlite3.connect(str(path))) as src, closing(sqlite3.connect(str(target))) as dst:
-        src.backup(dst)
+    with closing(sqlite3.connect(str(target))) as dst:
+        if source is not None:
+            source.backup(dst)
+        else:
+            with closing(sqlite3.connect(str(path))) as src:
+                src.backup(dst)
     target.chmod(0o600)
     return target
 

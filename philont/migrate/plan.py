@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from philont import settings
+from philont.db.engine import connect_read_only
 from philont.errors import (
     DatabaseCorruptError,
     TableNameConflictError,
@@ -81,7 +82,7 @@ class _Plan:
 
 
 def ro_connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    return connect_read_only(path)
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:

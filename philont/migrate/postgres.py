@@ -28,6 +28,7 @@ __all__ = [
     "lock",
     "plan",
     "status",
+    "status_on",
 ]
 
 SQLITE_HISTORY_END = "v035"
@@ -40,8 +41,26 @@ _LEGACY_HINT = (
 )
 
 
+def _first_named(conn: Connection) -> str | None:
+    """The schema the connection's search_path names first (None: ``$user`` or nothing)."""
+    path = str(conn.execute(text("SHOW search_path")).scalar() or "")
+    first = path.split(",")[0].strip()
+    if first.startswith('"') and first.endswith('"'):
+        first = first[1:-1].replace('""', '"')
+    return first if first and first != "$user" else None
+
+
 def _exists(conn: Connection, name: str) -> bool:
-    return bool(conn.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name}).scalar())
+    """``name`` in the schema the layout lives in (the first the search_path names, even
+    before it exists), never a relation of that name further down the path."""
+    found = conn.execute(
+        text(
+            "SELECT to_regclass(quote_ident(coalesce(:s, current_schema()))"
+            " || '.' || quote_ident(:n))"
+        ),
+        {"s": _first_named(conn), "n": name},
+    )
+    return found.scalar() is not None
 
 
 def _revision(conn: Connection) -> str | None:
@@ -73,11 +92,8 @@ def ensure_named_schema(conn: Connection) -> None:
     """Create the schema the connection's search_path names first when it does not exist yet:
     PostgreSQL would otherwise put the layout silently in the next schema of the path
     (usually ``public``)."""
-    path = str(conn.execute(text("SHOW search_path")).scalar() or "")
-    first = path.split(",")[0].strip()
-    if first.startswith('"') and first.endswith('"'):
-        first = first[1:-1].replace('""', '"')
-    if first and first != "$user":
+    first = _first_named(conn)
+    if first is not None:
         quoted = '"' + first.replace('"', '""') + '"'
         conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {quoted}"))
 
@@ -124,11 +140,16 @@ def status(url: URL, head: str) -> Status:
     engine = create_engine(url, create=False)
     try:
         with engine.connect() as conn:
-            revision = _revision(conn)
-            ours = revision is not None and revision > SQLITE_HISTORY_END
-            version = str(settings.SCHEMA_VERSION) if ours else None
-            if ours and not _exists(conn, AGENTS_TABLE):  # pragma: no cover - damaged
-                revision = None
+            return status_on(conn, head)
     finally:
         engine.dispose()
+
+
+def status_on(conn: Connection, head: str) -> Status:
+    """:func:`status` as ``conn`` sees the database (its search_path, its credentials)."""
+    revision = _revision(conn)
+    ours = revision is not None and revision > SQLITE_HISTORY_END
+    version = str(settings.SCHEMA_VERSION) if ours else None
+    if ours and not _exists(conn, AGENTS_TABLE):  # pragma: no cover - damaged
+        revision = None
     return Status(revision=revision, head=head, schema_version=version)

@@ -57,6 +57,13 @@ def _check_argument(name: str, value: object, *, limit_may_be_none: bool) -> Non
         raise InvalidInputError(f"{name}: {problem}", argument=name)
 
 
+def _check_searched(name: str, value: object) -> None:
+    """A searched argument may hold any text, but it must be text (``None``, bytes or a list
+    would otherwise fail deep inside the method with an untyped error)."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name}: must be text, got {type(value).__name__}", argument=name)
+
+
 def _checked(fn: Callable[..., Any], searched_only: frozenset[str]) -> Callable[..., Any]:
     """``fn`` with its arguments checked (:func:`_check_argument`) before it runs, so a
     refused call has touched nothing."""
@@ -72,7 +79,9 @@ def _checked(fn: Callable[..., Any], searched_only: frozenset[str]) -> Callable[
     @functools.wraps(fn)
     def checked(self: Service, *args: Any, **kwargs: Any) -> Any:
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
-            if name not in searched_only:
+            if name in searched_only:
+                _check_searched(name, value)
+            else:
                 _check_argument(name, value, limit_may_be_none=limit_may_be_none)
         return fn(self, *args, **kwargs)
 
@@ -86,9 +95,9 @@ class Service:
     beginning a transaction nobody ends. Services may flush; they never commit.
 
     Every public method of a subclass checks its arguments before it runs: text anywhere in
-    them must be valid Unicode (except the arguments in ``searched_only``), ``limit`` follows
-    the one limit policy (``inputs.Limit``; None only where the method's default is None),
-    and ``session_ids`` is never a single string. A refusal is an
+    them must be valid Unicode (the arguments in ``searched_only`` may hold any text, but must
+    be text), ``limit`` follows the one limit policy (``inputs.Limit``; None only where the
+    method's default is None), and ``session_ids`` is never a single string. A refusal is an
     :class:`~philont.errors.InvalidInputError` naming the argument."""
 
     searched_only: ClassVar[frozenset[str]] = frozenset({"query"})

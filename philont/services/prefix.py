@@ -90,8 +90,8 @@ def _check_limits(limits: PrefixLimits, estimator: TokenEstimator) -> None:
         )
 
 
-def _more(omitted: int, name: str) -> str:
-    return f"  ({omitted} more {name} not shown)"
+def _more(omitted: int, name: str, shown: int = 1) -> str:
+    return f"  ({omitted} {'more ' if shown else ''}{name} not shown)"
 
 
 def _compact_json(stored: str) -> str:
@@ -140,15 +140,16 @@ class MemoryPrefix(Service):
         now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
         raw = self.mem.raw()
         sections: list[_Section] = []
-        if environment:
-            env_line = _cut(environment, 400)
+        # Blank text is no section (it gave a heading over an empty line).
+        env_line = _cut(environment or "", 400)
+        if env_line:
             sections.append(("environment", "## Runtime environment", 1, lambda: [env_line]))
-        if plan:
-            plan_line = _cut(plan, 1200)
+        plan_line = _cut(plan or "", 1200)
+        if plan_line:
             sections.append(("plan", "## Active plan", 1, lambda: [plan_line]))
         facts, total = self._facts(raw, to_epoch_ms(now), limits.facts)
         sections.append(("facts", "## Known facts (most relevant first)", total, facts))
-        sections.extend(self._skills(raw, limits))
+        sections.extend(self._skills(raw, limits, now))
         notes = [
             f"- ({n.importance:.1f}) {_cut(n.content, TEXT_CHARS)}"
             for n in note_rows.most_important(raw, limits.notes)
@@ -186,11 +187,11 @@ class MemoryPrefix(Service):
 
         return lines, len(scored)
 
-    def _skills(self, raw: Raw, limits: PrefixLimits) -> tuple[_Section, _Section]:
+    def _skills(self, raw: Raw, limits: PrefixLimits, now: datetime) -> tuple[_Section, _Section]:
         """Callable positive skills and lessons (negative skills), each ranked by
-        ``score_skill`` at the clock's now, as ``SkillService.list`` ranks them (ties keep
-        use_count, created_at order). They are counted here and ranked only if the budget
-        reaches them."""
+        ``score_skill`` at the prefix's ``now``, as ``SkillService.list`` ranks them at its
+        clock (ties keep use_count, created_at order). They are counted here and ranked only
+        if the budget reaches them."""
         rows = skill_rows.not_deprecated(raw)
 
         def usable(row: RankedSkill) -> bool:
@@ -198,7 +199,6 @@ class MemoryPrefix(Service):
 
         @functools.cache
         def ranked() -> list[RankedSkill]:
-            now = self.clock()
             now_us = to_epoch_ms(now) * 1000 + now.microsecond % 1000  # exact, as datetimes do
 
             def score(row: RankedSkill) -> float:
@@ -248,30 +248,35 @@ class MemoryPrefix(Service):
     def _fill(self, sections: list[_Section], limit: int) -> MemoryPrefixResult:
         """A section is (name, heading, how many entries it has, its best entries in order);
         an entry is taken while it fits together with the note saying how many of its section
-        are left out (if any would be), and entries past the budget are never formatted."""
+        are left out (if any would be), and entries past the budget are never formatted.
+        Room for the heading and the "(N … not shown)" line of every later section is kept,
+        so an earlier section never hides that a later one exists."""
         est = self.estimator
         lines = [HEADER]
         used = est(HEADER + "\n") + est(FOOTER)
+        least = [est(h + "\n") + est(_more(c, n, 0) + "\n") if c else 0 for n, h, c, _ in sections]
         report: list[PrefixSection] = []
-        for name, heading, count, entries in sections:
+        for i, (name, heading, count, entries) in enumerate(sections):
             if not count:
                 continue
+            room = limit - sum(least[i + 1 :])
             shown = 0
             head_cost = est(heading + "\n")
-            for entry in entries() if used + head_cost < limit else ():
+            for entry in entries() if used + head_cost < room else ():
                 more = est(_more(count - shown - 1, name) + "\n") if count > shown + 1 else 0
                 cost = est(entry + "\n") + (head_cost if shown == 0 else 0)
-                if used + cost + more > limit:
+                if used + cost + more > room:
                     break
                 if shown == 0:
                     lines.append(heading)
                 lines.append(entry)
                 used += cost
                 shown += 1
-            if shown and count > shown:
-                note = _more(count - shown, name)
-                lines.append(note)
-                used += est(note + "\n")
+            note = _more(count - shown, name, shown)
+            cost = est(note + "\n") + (0 if shown else head_cost)
+            if count > shown and (shown or used + cost <= room):
+                lines.extend([note] if shown else [heading, note])
+                used += cost
             report.append(PrefixSection(name=name, shown=shown, omitted=count - shown))
         lines.append(FOOTER)
         text = "\n".join(lines)

@@ -24,7 +24,18 @@ class RecallTrigger(Service):
 
     def recall(self, message: str, *, limit: int = RECALL_LIMIT) -> list[MessageHit]:
         """The past messages a triggered ``message`` most likely refers to, best first; ``[]``
-        when it does not refer to the past."""
+        when it does not refer to the past.
+
+        The message itself is never among them: a host has usually stored the turn already,
+        and its own text is always the best match for itself (it came back first, pushing out
+        what was meant). Copies of it are left out as well, whenever they were sent."""
         if detect(message) is None:
             return []
-        return self.mem.search.messages(message, limit=limit)
+        text = message.strip()
+        echoes: set[int] = set()
+        while True:
+            hits = self.mem.search.messages(message, limit=limit, exclude_ids=echoes)
+            found = {h.id for h in hits if h.content.strip() == text}
+            if not found:
+                return hits
+            echoes |= found

@@ -372,14 +372,27 @@ class SkillService(SkillRecipes):
             self._regrade(skill_id, name, current, new, reason=f"outcome:{outcome.value}")
         return self._reload(skill_id)
 
-    def _regrade(self, skill_id: str, name: str, old: Grade, new: Grade, *, reason: str) -> None:
-        # This transaction already holds the write lock on the row: no one can interleave.
+    def _regrade(
+        self,
+        skill_id: str,
+        name: str,
+        old: Grade,
+        new: Grade,
+        *,
+        reason: str,
+        anchor_at: datetime | None = None,
+    ) -> None:
+        """Every grade change: store it, restart the disuse period at ``anchor_at`` if given,
+        log ``skill.grade_changed``. (This transaction already holds the write lock on the
+        row: no one can interleave.)"""
         self.session.execute(
             update(Skill)
             .where(Skill.id == skill_id)
             .values(maturity=new)
             .execution_options(synchronize_session=False)
         )
+        if anchor_at is not None:
+            self._anchor(skill_id, anchor_at)
         log.info("skill.grade_changed", name=name, old=old.value, new=new.value, reason=reason)
 
     def _anchor(self, skill_id: str, at: datetime) -> None:
@@ -410,14 +423,11 @@ class SkillService(SkillRecipes):
         grade = grade_of(grade)
         reason = required_text(reason, "reason")
         skill, _recipe = self._require(name)
-        old = skill.maturity
-        skill.maturity = grade
-        if old == Grade.DEPRECATED and grade != Grade.DEPRECATED:
+        if skill.maturity == Grade.DEPRECATED and grade != Grade.DEPRECATED:
             skill.consecutive_failures = 0
-        self.session.flush()
-        self._anchor(skill.id, self.clock())
-        log.info(
-            "skill.grade_changed", name=skill.name, old=old.value, new=grade.value, reason=reason
+            self.session.flush()
+        self._regrade(
+            skill.id, skill.name, skill.maturity, grade, reason=reason, anchor_at=self.clock()
         )
         return self._reload(skill.id)
 
@@ -463,14 +473,5 @@ class SkillService(SkillRecipes):
             if new == skill.maturity:
                 continue
             changes.append(GradeChange(skill.name, skill.maturity, new))
-            skill.maturity = new
-            self.session.flush()
-            self._anchor(skill.id, now)
-            log.info(
-                "skill.grade_changed",
-                name=skill.name,
-                old=changes[-1].old.value,
-                new=new.value,
-                reason="disuse",
-            )
+            self._regrade(skill.id, skill.name, skill.maturity, new, reason="disuse", anchor_at=now)
         return changes

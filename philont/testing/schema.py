@@ -13,6 +13,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from philont.db.engine import connect_read_only
+
 FTS_SHADOW_SUFFIXES = ("_data", "_idx", "_docsize", "_config", "_content")
 IGNORED_TABLES = {"sqlite_sequence", "sqlite_stat1", "sqlite_stat4"}
 
@@ -46,7 +48,7 @@ def normalized_schema(
 ) -> dict[str, Any]:
     """Describe the schema of an SQLite database (a path or an open ``sqlite3`` connection)."""
     own = isinstance(db, str | Path)
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True) if own else db
+    conn = connect_read_only(db) if isinstance(db, str | Path) else db
     assert isinstance(conn, sqlite3.Connection)
     try:
         return _describe(conn, ignore_tables or set())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import reprlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,10 +75,11 @@ def _parse_arguments(arguments: Mapping[str, Any] | str | bytes | None) -> dict[
 
 def _json_size(value: Any) -> int:
     """Bytes of ``value`` as compact JSON; what cannot be encoded counts as nothing here (the
-    argument models refuse it with their own message)."""
+    argument models refuse it with their own message). ``default=str`` runs the caller's own
+    ``__str__``/``__repr__``, which may raise anything."""
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError, RecursionError):
+    except Exception:  # TypeError, ValueError, RecursionError, or whatever str() raised
         return 0
     return len(text.encode("utf-8", "surrogatepass"))
 
@@ -101,10 +103,22 @@ def capped(text: str, limit: int = MAX_RESULT_CHARS) -> str:
     return f"{head}\n… {len(text) - len(head):,} more characters not shown (ask for less)"
 
 
+_SHOWN = reprlib.Repr()  # keyword arguments need Python 3.12
+_SHOWN.maxlevel = 8
+_SHOWN.maxdict = _SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxset = 40
+_SHOWN.maxstring = _SHOWN.maxother = 300
+
+
 def _unloggable(raw: Any) -> dict[str, Any]:
     """What the action log keeps of arguments it cannot store as they are (not a JSON object,
-    or values JSON cannot hold)."""
-    return {"_raw": repr(raw)[:1000]}  # repr escapes lone surrogates
+    or values JSON cannot hold): a bounded repr, whatever they are (nested deeper than the
+    recursion limit, huge, or with a ``__repr__`` that raises: plain ``repr`` raised out of
+    :func:`call`). repr escapes lone surrogates."""
+    try:
+        shown = _SHOWN.repr(raw)
+    except Exception:  # a container subclass whose own repr machinery fails
+        shown = f"<{type(raw).__name__} that cannot be shown>"
+    return {"_raw": shown[:1000]}
 
 
 def _surrogates_escaped(text: str) -> str:

@@ -40,6 +40,15 @@ UPCOMING_SHOWN = 50
 TITLE_SHOWN = 200
 """Characters of a title, rule or task name shown in one listing line."""
 
+
+def _inline(text: str, limit: int = TITLE_SHOWN) -> str:
+    """Stored text (a title, a task name) inside one line of tool output: its line breaks and
+    runs of whitespace become one space, so "Dentist\n- [task] …" cannot add a line the model
+    reads as another entry; cut to ``limit`` characters with "…"."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 RECURRING_WORDS = re.compile(r"每|每隔|\b(every|each|daily|weekly)\b", re.IGNORECASE)
 
 
@@ -205,7 +214,7 @@ def create_calendar_event(
     )
     repeat = f", repeating {event.rrule}" if event.rrule else ""
     return ToolOutput(
-        f"Created calendar event '{event.title}' @ {iso(event.starts_at)} "
+        f"Created calendar event '{_inline(event.title)}' @ {iso(event.starts_at)} "
         f"({event.timezone}{repeat})",
         _dump(event),
     )
@@ -215,13 +224,13 @@ def _upcoming_items(events: CalendarListing, runs: ScheduleListing) -> list[_Ite
     """Event and task lines, soonest first (events before tasks at the same time)."""
     items: list[_Item] = []
     for o in events.occurrences:
-        repeat = f", {o.event.rrule[:TITLE_SHOWN]}" if o.event.rrule else ""
+        repeat = f", {_inline(o.event.rrule)}" if o.event.rrule else ""
         where = f"{o.event.timezone}{repeat}"
-        line = f"- [event] {o.event.title[:TITLE_SHOWN]} @ {iso(o.starts_at)} ({where})"
+        line = f"- [event] {_inline(o.event.title)} @ {iso(o.starts_at)} ({where})"
         items.append((o.starts_at, 0, line, o))
     for r in runs.runs:
         late = " (overdue)" if r.overdue else ""
-        name, action = r.schedule.name[:TITLE_SHOWN], r.schedule.action_type
+        name, action = _inline(r.schedule.name), r.schedule.action_type
         items.append((r.run_at, 1, f"- [task] {name} @ {iso(r.run_at)} ({action}){late}", r))
     items.sort(key=lambda item: item[:2])
     return items
@@ -283,7 +292,8 @@ def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContex
     )
     how = {"once": "one-time"}.get(record.kind, f"recurring ({record.cron_expr})")
     kind = "🤖 autonomous" if args.action_type == "autonomous_turn" else "🔔 prompt"
-    text = f"Scheduled task '{record.name}' [{how}, {kind}], first run @ {iso(record.next_run_at)}"
+    name, first = _inline(record.name), iso(record.next_run_at)
+    text = f"Scheduled task '{name}' [{how}, {kind}], first run @ {first}"
     if replaced:
         text += f" (replaced {replaced} older task(s) with the same name)"
     if at is not None and RECURRING_WORDS.search(args.message):
@@ -297,7 +307,7 @@ def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContex
 @tool("cancel_schedule", a.CancelScheduleArgs, writes=True)
 def cancel_schedule(args: a.CancelScheduleArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     cancelled = mem.schedules.cancel(name=args.name, id=args.id)
-    names = ", ".join(s.name for s in cancelled)
+    names = ", ".join(_inline(s.name) for s in cancelled)
     return ToolOutput(
         f"Cancelled {len(cancelled)} task(s): {names} (kept in history)",
         {"cancelled_ids": [s.id for s in cancelled]},

@@ -71,7 +71,8 @@ def import_(
     external-content FTS keys on (renumbered only when taken, in merge). Every FTS5 index is
     rebuilt and ``foreign_key_check`` must pass before the commit (``ImportForeignKeyError``
     names the lines of the rows at fault). A target file the import created is removed again
-    when the import fails.
+    when the import fails, unless by then it is someone else's too (open elsewhere, or holding
+    memory another process wrote: a concurrent import of the same path that succeeded).
 
     Into PostgreSQL the file becomes one agent's (``agent``, else ``$PHILONT_AGENT``; created
     when missing) in one transaction that holds that agent's writers off (other agents go on):

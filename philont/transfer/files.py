@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -24,7 +25,10 @@ def _missing_dirs(path: Path) -> list[Path]:
 def removed_on_failure(path: Path | None) -> Iterator[None]:
     """Around work that may create the SQLite file ``path``: if the work fails, a file that did
     not exist is removed (with its -wal/-shm and the directories made for it), and one that
-    existed empty is emptied again. An existing database is left to its own transaction."""
+    existed empty is emptied again. An existing database is left to its own transaction, and
+    so is the file when, by then, it is not only ours: another connection has it open, or it
+    holds memory or tables another process wrote (a second import of the same new path that
+    succeeded meanwhile, a Store that created it first)."""
     if path is None or (path.exists() and path.stat().st_size > 0):
         yield
         return
@@ -33,13 +37,62 @@ def removed_on_failure(path: Path | None) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        for suffix in ("-wal", "-shm", "-journal"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-        if existed:
-            os.truncate(path, 0)
-        else:
-            path.unlink(missing_ok=True)
-        for directory in made:
-            with suppress(OSError):  # not empty (someone else's), or already gone
-                directory.rmdir()
+        with _claimed(path) as ours:
+            if ours:
+                _remove(path, existed=existed)
+        if ours:
+            for directory in made:
+                with suppress(OSError):  # not empty (someone else's), or already gone
+                    directory.rmdir()
         raise
+
+
+@contextmanager
+def _claimed(path: Path) -> Iterator[bool]:
+    """True, with the file locked against every other connection, when nobody else has it
+    open and it holds nothing but what our upgrade wrote (philont's tables, the bootstrap
+    rows); else False, nothing held."""
+    if not path.exists():
+        yield False
+        return
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=0)
+    try:
+        try:
+            conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+            conn.execute("BEGIN EXCLUSIVE")  # the lock stays until the connection closes
+            empty = not _holds_anything(conn)
+            conn.execute("COMMIT")
+            if empty:
+                conn.execute("PRAGMA journal_mode = DELETE")  # closing removes no WAL by name
+        except sqlite3.Error:
+            empty = False  # busy (someone has it open) or unreadable: not ours to remove
+        yield empty
+    finally:
+        conn.close()
+
+
+def _holds_anything(conn: sqlite3.Connection) -> bool:
+    from philont.errors import ConflictError
+    from philont.migrate.checks import philont_tables
+    from philont.migrate.plan import table_names
+    from philont.transfer.load import refuse_unless_empty
+
+    tables = {t for t in table_names(conn) if not t.startswith("sqlite_")}
+    if set(philont_tables(tables)) != tables:
+        return True  # another application's tables
+    if not tables:
+        return False
+    try:
+        refuse_unless_empty(conn)
+    except ConflictError:
+        return True
+    return False
+
+
+def _remove(path: Path, *, existed: bool) -> None:
+    for suffix in ("-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    if existed:
+        os.truncate(path, 0)
+    else:
+        path.unlink(missing_ok=True)

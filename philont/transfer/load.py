@@ -55,7 +55,7 @@ def load_sqlite(
         conn.execute("BEGIN IMMEDIATE")  # take the write lock before checking emptiness
         try:
             if mode == "refuse":
-                _refuse_unless_empty(conn)
+                refuse_unless_empty(conn)
             reader = Reader(fh, known)
             conflicts = MergeConflicts()
             _insert_all(conn, reader, mode, totals, report, progress, conflicts)
@@ -95,7 +95,7 @@ def _check_foreign_keys(conn: sqlite3.Connection, reopen: Reopen, known: dict[st
     raise ImportForeignKeyError(shown + [tuple(v) for v in violations[5:]], lines=lines)
 
 
-def _refuse_unless_empty(conn: _Connection, mark: str = "?") -> None:
+def refuse_unless_empty(conn: _Connection, mark: str = "?") -> None:
     for table in export_tables():
         if table.name == "memory_meta":
             continue
@@ -112,7 +112,7 @@ def _refuse_unless_empty(conn: _Connection, mark: str = "?") -> None:
         if n:
             raise ConflictError(
                 f"the target already holds memory ({table.name}: {n} row(s)); import with "
-                "mode='merge' to add to it, or into a new database",
+                "--merge (mode='merge' from Python) to add to it, or into a new database",
                 table=table.name,
             )
 

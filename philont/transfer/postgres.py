@@ -214,7 +214,7 @@ def _refuse_unless_empty(driver: psycopg.Connection[tuple[Any, ...]], agent_id: 
         if row and row[0]:
             raise ConflictError(
                 f"the agent already holds memory ({table.name}: {row[0]} row(s)); import with "
-                "mode='merge' to add to it, or under a new name",
+                "--merge (mode='merge' from Python) to add to it, or under a new name",
                 table=table.name,
             )
 

@@ -77,3 +77,26 @@ def test_timeline_since_at_the_edge_of_the_calendar_is_a_usage_error(
 ) -> None:
     code, output = run("timeline", "--since", since, "--db", str(tool_db))
     assert code == 2 and "outside the supported times" in " ".join(output.split())
+
+
+@pytest.mark.parametrize("title", ["x", "Dentist appointment with a rather long title " * 2])
+@pytest.mark.parametrize("zone", ["UTC", "America/Argentina/Buenos_Aires"])
+def test_calendar_list_shows_every_id_whole_for_remove(
+    with_bad_row: Path, title: str, zone: str
+) -> None:
+    # At the default 80 columns the id was cut to "54874b3c-…": `remove ID` could not be fed.
+    from datetime import UTC, datetime
+
+    with Memory.open(with_bad_row) as mem:
+        event = mem.calendar.create(
+            title, datetime(2027, 1, 2, 9, tzinfo=UTC), timezone=zone, rrule="FREQ=DAILY"
+        )
+    code, output = run("calendar", "list", "--db", str(with_bad_row))
+    assert code == 0, output
+    assert event.id in output and "bad-1" in output
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t"])
+def test_calendar_remove_of_a_blank_id_says_why(with_bad_row: Path, blank: str) -> None:
+    code, output = run("calendar", "remove", blank, "--db", str(with_bad_row))
+    assert code == 2 and "ID must not be blank" in output  # it exited 2 without a word

@@ -200,3 +200,12 @@ def test_import_merge_of_a_database_whose_message_ids_collide_refuses_with_its_c
     assert code == 5 and "import_merge_conflict" in output and "memory_raw_messages" in output
     with closing(sqlite3.connect(str(filled))) as conn:
         assert list(conn.iterdump()) == before
+
+
+def test_an_import_refused_for_a_non_empty_database_names_the_option_that_merges(
+    filled: Path, tmp_path: Path
+) -> None:
+    dump = tmp_path / "dump.jsonl"
+    assert run("export", str(dump), "--db", str(filled))[0] == 0
+    code, output = run("import", str(dump), "--db", str(filled))
+    assert code == 5 and "--merge" in " ".join(output.split())

@@ -79,7 +79,7 @@ def test_consolidate_once_exits_1_when_the_batch_failed(chatty: Path, tmp_path: 
 def test_consolidate_needs_a_usable_model(chatty: Path, args: list[str]) -> None:
     code, output = run("consolidate", "--db", str(chatty), "--once", *args)
     assert code == 1
-    assert "model" in output
+    assert "error (invalid_input): " in output and "model" in output
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -149,3 +149,91 @@ def test_the_demo_shows_the_learning_loop(tmp_path: Path) -> None:
         assert avoid is not None and avoid.kind == "negative"
         diet = mem.facts.get("user.preferences", "diet")
         assert diet is not None and diet.value == "vegetarian"
+
+
+ONCE_INTERRUPTED = """
+import os, signal, sys
+from philont.cli import app, learning
+from philont.llm import ScriptedModel
+
+def extract(prompt):
+    os.kill(os.getpid(), signal.{sig})  # stopped while the model thinks
+    return "[]"
+
+learning.model_from_spec = lambda spec, base_url=None: ScriptedModel.by_task(
+    {{"extract": extract, "reflect": "[]", "summarize": "s"}}
+)
+app(["consolidate", "--db", sys.argv[1], "--model", "scripted:-", "--once", "--backlog",
+     "--idle-after", "0", "--batch-size", "2", "--min-messages", "1", "--json"])
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_consolidate_once_finishes_the_batch_in_progress_on_a_signal(
+    chatty: Path, sig: str
+) -> None:
+    # --once used to die on SIGTERM (and raise on SIGINT) mid-batch, leaving the batch claimed
+    # for the lease; like the loop, it now finishes the batch, reports it and stops.
+    proc = subprocess.run(
+        [sys.executable, "-c", ONCE_INTERRUPTED.format(sig=sig), str(chatty)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    reports = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["status"] for r in reports] == ["consolidated"]  # then stopped (6 messages)
+    with Memory.open(chatty) as mem:
+        assert read_cursor(mem.session) is not None
+
+
+def test_consolidate_says_when_the_models_answer_lost_something(
+    chatty: Path, tmp_path: Path
+) -> None:
+    # The batch counts as done either way; the line used to say only "0 facts".
+    cut = json.dumps([FACT, FACT | {"key": "street"}])[:-30]
+    model = script(tmp_path, extract=cut, reflect="Sorry, I cannot help with that.")
+    code, output = run(
+        "consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog",
+        "--idle-after", "0", "--json",
+    )  # fmt: skip
+    assert code == 0, output
+    report = json.loads(output.splitlines()[0])
+    assert report["extraction"]["problem"].startswith("the answer was cut off")
+    assert report["reflection"]["problem"] == "no JSON array in the answer"
+    code, output = run(
+        "consolidate", "--db", str(chatty), "--model", model, "--once", "--idle-after", "0",
+    )  # fmt: skip
+    assert "nothing_new" in output  # (the first run's line is checked through _line below)
+
+
+def test_the_consolidate_line_names_the_answers_problems() -> None:
+    from philont.cli.learning import _line
+    from philont.schemas.learning import (
+        ConsolidationReport,
+        ConsolidationStatus,
+        ExtractionReport,
+        SkillReflectionReport,
+    )
+
+    report = ConsolidationReport(
+        status=ConsolidationStatus.CONSOLIDATED,
+        batch_id=1,
+        messages=6,
+        extraction=ExtractionReport(tag="t", messages=6, problem="the answer was cut off: …"),
+        reflection=SkillReflectionReport(tag="t", messages=6, problem="no JSON array"),
+    )
+    line = _line(report)
+    assert "extraction answer: the answer was cut off" in line
+    assert "reflection answer: no JSON array" in line
+
+
+def test_each_batch_is_one_line_however_long(chatty: Path, tmp_path: Path) -> None:
+    # Rich wrapped the line at 80 columns when stdout was not a terminal (a log, a pipe).
+    model = script(tmp_path, extract=json.dumps([FACT]), reflect="no JSON here", summarize="s")
+    code, output = run(
+        "consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog",
+        "--idle-after", "0",
+    )  # fmt: skip
+    assert code == 0, output
+    line, *rest = output.splitlines()
+    assert len(line) > 80 and line.endswith("reflection answer: no JSON array in the answer")
+    assert rest == ["nothing_new"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,6 +21,7 @@ from philont.embed import (
     checked_vectors,
     embedder_from_spec,
 )
+from philont.embed.base import KNOWN_FLOORS, NOISE_SDS, similarity_floor
 from philont.errors import EmbedderError, EmbedderUnavailableError
 
 
@@ -148,3 +149,51 @@ def test_a_hash_spec_with_an_unusable_dimension_is_refused_by_name(spec: str) ->
     # It raised the built-in ValueError, and `philont embed` printed a traceback.
     with pytest.raises(EmbedderUnavailableError, match="dimension must be a whole number"):
         embedder_from_spec(spec)
+
+
+# --- similarity floors -------------------------------------------------------------------------
+
+
+class _Bare:
+    """An embedder of the three protocol members only (no floor of its own)."""
+
+    model_id = "bare"
+    dimension = 100
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0] * self.dimension for _ in texts]
+
+
+class _States(_Bare):
+    def __init__(self, floor: object) -> None:
+        self.similarity_floor = floor
+
+
+@pytest.mark.parametrize("dimension", [8, 64, 384, 4096])
+def test_a_floor_not_stated_is_the_noise_bound_of_the_dimension(dimension: int) -> None:
+    expected = min(NOISE_SDS / dimension**0.5, 0.95)  # 8 dimensions: 1.41, held below 1
+    assert similarity_floor(HashEmbedder(dimension)) == pytest.approx(expected)
+    bare = _Bare()
+    bare.dimension = dimension
+    assert similarity_floor(bare) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("floor", [-1.0, 0.0, 0.35, 0.99])
+def test_a_stated_floor_is_used(floor: float) -> None:
+    assert similarity_floor(_States(floor)) == floor
+
+
+@pytest.mark.parametrize("floor", [float("nan"), float("inf"), 1.0, 1.5, -1.01, "high"])
+def test_an_unusable_stated_floor_is_a_typed_error(floor: object) -> None:
+    with pytest.raises(EmbedderError, match="similarity floor"):
+        similarity_floor(_States(floor))
+
+
+def test_the_adapters_take_a_floor_or_know_the_measured_one(server: str) -> None:
+    named = OpenAIEmbedder("m", base_url=server, dimension=8, similarity_floor=0.42)
+    assert similarity_floor(named) == 0.42
+    unknown = OpenAIEmbedder("m", base_url=server, dimension=64)
+    assert unknown.similarity_floor is None and similarity_floor(unknown) == 0.5
+    model = "sentence-transformers/all-MiniLM-L6-v2"
+    known = OpenAIEmbedder(model, base_url=server, dimension=384)
+    assert similarity_floor(known) == KNOWN_FLOORS[model] == 0.35

@@ -4,6 +4,7 @@ the coarse pass keeps the nearest, and the consolidator keeps vectors current.""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def test_without_an_embedder_search_is_exactly_keyword_search_on_a_file_with_vec
 ) -> None:
     with Store.open(filled) as plain, plain.begin() as mem:
         before = everything(mem)
-    emb = HashEmbedder(64)
+    emb = HashEmbedder(256)  # its noise floor (0.25) is below every query's best match
     with Store.open(filled) as store:
         assert backfill(store, emb).complete
     with Store.open(filled) as plain, plain.begin() as mem:
@@ -131,10 +132,16 @@ def test_searches_say_how_many_recent_items_are_not_embedded_and_keywords_still_
             assert mem.search.notes("zucchini")[0].content == "zucchini soup recipe"
             assert mem.search.reports[Kind.NOTES].unembedded == 1
             window = mem.retriever.retrieve("zucchini", recent_limit=1)
-            assert window.recall_channels == ("keyword", "vector") and window.unembedded == 3
+            # the embedded messages hold no zucchini: nothing is similar enough to answer
+            assert window.recall_channels == ("keyword",) and window.unembedded == 3
+            assert "no stored vector is similar enough" in (
+                mem.search.reports[Kind.MESSAGES].note or ""
+            )
+            hits = mem.search.messages("marathon knee injury", limit=5)
+            assert mem.search.reports[Kind.MESSAGES].answered == ("keyword", "vector")
         result = tools.call("recall_sessions", {"query": "zucchini harvest"}, db=store)
         assert result.ok
-        assert "(answered by: keyword + vector; 3 recent messages not embedded yet" in result.text
+        assert "(answered by: keyword; 3 recent messages not embedded yet" in result.text
 
 
 def test_recall_sessions_without_an_embedder_reads_as_before(filled: Path | URL) -> None:
@@ -145,18 +152,62 @@ def test_recall_sessions_without_an_embedder_reads_as_before(filled: Path | URL)
 
 
 def test_the_vector_channel_finds_what_no_keyword_matches(target: Path | URL) -> None:
-    emb = HashEmbedder(128)
+    emb = HashEmbedder(256)
     with Store.open(target, embedder=emb) as store:
         with store.begin() as mem:
-            mem.timeline.append("the organization of the summer party went well")
+            mem.timeline.append("organization of the party")
             mem.timeline.append("we talked about the weather")
         backfill(store, emb)
         with Store.open(target) as plain, plain.begin() as mem:
-            assert mem.search.messages("organise") == []
+            assert mem.search.messages("organisation") == []
         with store.begin() as mem:
-            hits = mem.search.messages("organise")
-            assert hits[0].content.startswith("the organization")
+            hits = mem.search.messages("organisation")
+            assert hits[0].content == "organization of the party"  # (its reply: a share)
             assert mem.search.reports[Kind.MESSAGES].answered == ("vector",)
+
+
+def _gibberish(rng: random.Random) -> str:
+    """Two to four made-up words (no word of the generated memory, nor any stem of one)."""
+    return " ".join(
+        "".join(rng.choice("bcdfghjklmnpqrstvwxz") + rng.choice("aeiouy") for _ in range(3)) + "q"
+        for _ in range(rng.randint(2, 4))
+    )
+
+
+@pytest.mark.parametrize("dimension", [64, 256])
+def test_a_query_that_matches_nothing_gets_no_semantic_hits(
+    filled: Path | URL, dimension: int
+) -> None:
+    """Without a similarity floor every query got the nearest vectors, however far: a query of
+    made-up words found messages, notes and skills."""
+    emb = HashEmbedder(dimension)
+    rng = random.Random(dimension)
+    with Store.open(filled, embedder=emb) as store:
+        backfill(store, emb)
+        with store.begin() as mem:
+            for query in [_gibberish(rng) for _ in range(12)]:
+                assert mem.search.messages(query) == [], query
+                assert mem.search.notes(query) == [], query
+                assert mem.search.skills(query) == [], query
+                report = mem.search.reports[Kind.MESSAGES]
+                assert report.answered == () and "similar enough" in (report.note or "")
+                assert mem.retriever.retrieve(query, recent_limit=0).messages == []
+            assert mem.search.messages(QUERIES[3])  # a real query still finds by both
+            assert mem.search.reports[Kind.MESSAGES].answered == ("keyword", "vector")
+
+
+def test_a_floor_no_stored_vector_reaches_leaves_exactly_keyword_search(
+    filled: Path | URL,
+) -> None:
+    with Store.open(filled) as plain, plain.begin() as mem:
+        keyword = [[(h.id, h.score) for h in mem.search.messages(q, limit=10)] for q in QUERIES]
+    emb = _Floored(64, 0.999)
+    with Store.open(filled, embedder=emb) as store:
+        backfill(store, emb)
+        with store.begin() as mem:
+            fused = [[(h.id, h.score) for h in mem.search.messages(q, limit=10)] for q in QUERIES]
+            assert mem.search.reports[Kind.MESSAGES].answered == ("keyword",)
+    assert fused == keyword
 
 
 def test_filters_bound_the_vector_search_and_it_matches_an_exact_scan(filled: Path | URL) -> None:
@@ -235,6 +286,18 @@ class _Renamed(HashEmbedder):
     @property
     def model_id(self) -> str:
         return "another-model"
+
+
+class _Floored(HashEmbedder):
+    """The hashing embedder stating another similarity floor."""
+
+    def __init__(self, dimension: int, floor: float) -> None:
+        super().__init__(dimension)
+        self._floor = floor
+
+    @property
+    def similarity_floor(self) -> float:
+        return self._floor
 
 
 def test_a_message_is_embedded_after_the_turn_before_it_in_its_session(target: Path | URL) -> None:

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from philont import migrate
+from philont import migrate, tools
+from philont import settings as philont_settings
 from philont.backup import (
     PRE_RESTORE_LABEL,
     BackupVerificationError,
@@ -27,8 +28,14 @@ from philont.backup import (
     list_backups,
     restore,
 )
-from philont.errors import InvalidInputError, NotADatabaseError, UnknownSchemaVersionError
+from philont.errors import (
+    DatabaseBusyError,
+    InvalidInputError,
+    NotADatabaseError,
+    UnknownSchemaVersionError,
+)
 from philont.migrate.env import PRE_UPGRADE_LABEL
+from philont.store import Store
 
 CopyFixture = Callable[[str], Path]
 AT = datetime(2026, 6, 14, 4, 0, 0, tzinfo=UTC)
@@ -378,3 +385,86 @@ def test_a_restore_and_an_upgrade_keep_their_safety_copies_through_rotation(
     assert safety is not None and safety.exists() and len(upgraded) == 1 and upgraded[0].exists()
     assert _backup_names(populated) == {kept.name, safety.name, upgraded[0].name}
     assert [b.path for b in list_backups(populated) if is_rotating(b.path)] == [kept]
+
+
+HOLD = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("SELECT count(*) FROM memory_facts").fetchall()  # then idle, the file open
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def _idle_store(path: Path) -> Callable[[], None]:
+    store = Store.open(path)
+    with store.begin() as mem:
+        mem.facts.store("user", "city", "Berlin")
+    return store.close
+
+
+def _store_mid_read(path: Path) -> Callable[[], None]:
+    store = Store.open(path)
+    mem = store.begin(write=False).__enter__()
+    mem.facts.list("user")
+    return lambda: (mem.__exit__(None, None, None), store.close())[-1]
+
+
+def _other_process(path: Path) -> Callable[[], None]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
+
+    def stop() -> None:
+        proc.communicate("")
+
+    return stop
+
+
+HOLDERS: dict[str, Callable[[Path], Callable[[], None]]] = {
+    "an idle Store": _idle_store,
+    "a Store reading": _store_mid_read,
+    "another process": _other_process,
+}
+
+
+@pytest.mark.parametrize("holder", sorted(HOLDERS))
+def test_restore_refuses_a_database_that_is_open_and_changes_nothing(
+    populated: Path, monkeypatch: pytest.MonkeyPatch, holder: str
+) -> None:
+    """Whoever has the live file open would go on using the replaced file: its writes after
+    the restore would be lost. The restore waits (the busy timeout) and then refuses."""
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
+    release = HOLDERS[holder](populated)
+    try:
+        before = _message_ids(populated)
+        listing = sorted(p.name for p in populated.parent.rglob("*"))
+        with pytest.raises(DatabaseBusyError, match="close it before restoring"):
+            restore(taken, populated)
+        assert sorted(p.name for p in populated.parent.rglob("*")) == listing
+        assert _message_ids(populated) == before
+    finally:
+        release()
+
+    report = restore(taken, populated)  # nobody has it open any more
+
+    assert report.safety_backup is not None
+    assert _message_ids(populated) == before[:-1]
+    _assert_sound(populated)
+
+
+def test_restore_closes_this_process_shared_stores_of_the_file(populated: Path) -> None:
+    taken = backup(populated, at=AT)
+    assert tools.call(
+        "store_fact", {"namespace": "user", "key": "later", "value": 1}, db=populated
+    ).ok
+
+    restore(taken, populated)
+
+    assert not tools.call("get_fact", {"namespace": "user", "key": "later"}, db=populated).ok

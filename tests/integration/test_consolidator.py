@@ -306,3 +306,62 @@ def test_two_processes_racing_consolidate_each_batch_once(
         race = list(mem.session.scalars(select(Fact.key).where(Fact.namespace == "race")))
     assert race == [f"by_{winner['pid']}"]
     assert batches(units) == [("done", 1)]
+
+
+@pytest.mark.parametrize("interruption", [KeyboardInterrupt, SystemExit])
+def test_an_interrupted_batch_is_free_again_at_once_and_uncounted(
+    units: UnitFactory, clock: FakeClock, interruption: type[BaseException]
+) -> None:
+    # Ctrl-C (or sys.exit) while the model thinks: nothing of the batch is written, and the
+    # next run takes the batch at once (it used to find it claimed until the interrupted
+    # process's 10-minute lease ran out) without counting the interruption as a failure.
+    append(units, clock, 5)
+    idle(clock)
+
+    def interrupted(prompt: str) -> Answer:
+        raise interruption()
+
+    with pytest.raises(interruption):
+        consolidator(units, clock, scripted(interrupted)).run_once()
+    assert (cursor_rows(units), seen(units)) == ([], set())
+    rerun = consolidator(units, clock, scripted()).run_once()
+    assert (rerun.status, rerun.messages, rerun.attempts) == (S.CONSOLIDATED, 5, 1)
+    assert len(seen(units)) == 1
+    assert batches(units) == [("done", 1)]
+
+
+def test_tick_reports_each_batch_as_soon_as_it_is_done(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    append(units, clock, 6)
+    idle(clock)
+    prompts_at_report: list[int] = []
+    model = scripted()
+    worker = consolidator(units, clock, model, batch_size=2)
+    reports = worker.tick(on_report=lambda report: prompts_at_report.append(len(model.prompts)))
+    assert [r.status for r in reports] == [S.CONSOLIDATED] * 3 + [S.NOTHING_NEW]
+    assert prompts_at_report == [2, 4, 6, 6]  # extract + reflect per batch, before the next
+
+
+@pytest.mark.parametrize("backlog", [True, False])
+def test_a_message_stamped_in_the_future_waits_for_its_time_and_stops_nothing(
+    units: UnitFactory, clock: FakeClock, backlog: bool
+) -> None:
+    # One message stamped three hours ahead (a skewed clock, an import) kept the timeline
+    # "not idle" for three hours, and the first run without backlog would anchor the cursor
+    # past every message until then. It is learned from once its time has come.
+    append(units, clock, 5)
+    newest_past = to_epoch_ms(clock.now)
+    append(units, clock, 1, at=clock.now + timedelta(hours=3))
+    idle(clock)
+    worker = consolidator(units, clock, scripted(), backlog=backlog)
+    first = worker.run_once()
+    if backlog:
+        assert (first.status, first.messages, first.until_ts) == (S.CONSOLIDATED, 5, newest_past)
+    else:
+        assert first.status == S.ANCHORED and cursor_rows(units) == [newest_past]
+    assert worker.run_once().status == S.NOTHING_NEW
+    clock.advance(hours=3)  # its time has come, and it is six minutes old
+    last = worker.run_once()
+    assert (last.status, last.messages) == (S.CONSOLIDATED, 1)
+    assert len(seen(units)) == (2 if backlog else 1)

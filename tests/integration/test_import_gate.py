@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from philont import migrate, tools
 from philont.cli import app
+from philont.cli.inspect import layer_counts
 from philont.errors import ConflictError, PhilontError
 from philont.settings import AGENT_ENV
 from philont.store import Store
@@ -476,3 +477,80 @@ def test_on_postgresql_a_missing_parent_and_a_repeated_key_name_their_lines(
     import_(url, _file(tmp_path, export_lines))  # and the file itself goes in
     with Store.open(url) as store, store.begin(write=False) as mem:
         assert len(mem.facts.list(None)) > 0
+
+
+# --- a failed import never removes what others made of the same new path ----------------------
+
+
+def _others_imported(path: Path) -> Callable[[], None]:
+    with Store.open(path) as store, store.begin() as mem:
+        mem.facts.store("user", "city", "Berlin")  # memory another process wrote (and closed)
+    return lambda: None
+
+
+def _a_store_has_it_open(path: Path) -> Callable[[], None]:
+    store = Store.open(path)  # created it (schema only) and keeps it open
+    with store.begin() as mem:
+        mem.facts.list("user")
+    return store.close
+
+
+def _another_applications_table(path: Path) -> Callable[[], None]:
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY)")
+    return lambda: None
+
+
+MEANWHILE: dict[str, Callable[[Path], Callable[[], None]]] = {
+    "another import succeeded": _others_imported,
+    "a Store has it open": _a_store_has_it_open,
+    "another application's table": _another_applications_table,
+}
+
+
+@pytest.mark.parametrize("meanwhile", sorted(MEANWHILE))
+@pytest.mark.parametrize("existed", [False, True], ids=["new path", "empty file"])
+def test_a_failed_import_leaves_a_file_that_others_use_alone(
+    tmp_path: Path, meanwhile: str, existed: bool
+) -> None:
+    """The import made the file, or found it empty; before it failed, someone else used it. The
+    clean-up removed (or emptied) it anyway: a second import of the same new path that had
+    succeeded lost everything, a Store writing to it wrote to an unlinked file."""
+    from philont.transfer.files import removed_on_failure
+
+    path = tmp_path / "memory.sqlite"
+    if existed:
+        path.touch(mode=0o600)
+    release: Callable[[], None] = lambda: None  # noqa: E731
+    with pytest.raises(RuntimeError), removed_on_failure(path):
+        release = MEANWHILE[meanwhile](path)
+        raise RuntimeError("the import failed")
+    try:
+        assert path.stat().st_size > 0
+        with closing(sqlite3.connect(path)) as conn:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        assert "memory_facts" in names or "customers" in names
+    finally:
+        release()
+    if meanwhile == "another import succeeded":
+        with Store.open(path) as store, store.begin() as mem:
+            assert mem.facts.get("user", "city") is not None
+
+
+def test_two_imports_of_one_new_path_at_once_keep_the_one_that_succeeded(
+    export_lines: list[str], tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    source = _file(tmp_path, export_lines)
+    target = tmp_path / "race" / "memory.sqlite"
+    command = [sys.executable, "-m", "philont", "import", str(source), "--db", str(target)]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in "ab"]
+    codes = sorted(run.wait(timeout=300) for run in runs)
+
+    alone = tmp_path / "alone" / "memory.sqlite"
+    import_(alone, source)
+
+    assert codes == [0, 5]  # one imported, the other found it holding memory
+    assert layer_counts(target) == layer_counts(alone)

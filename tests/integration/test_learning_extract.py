@@ -199,10 +199,31 @@ def test_a_long_session_gets_a_rolling_summary_note(mem: Memory, clock: FakeCloc
     note = mem.notes.get("session-summary-s1")
     assert note is not None
     assert (note.content, note.importance, note.session_id) == ("First summary.", 1.0, "s1")
-    learner.summarize("s1")
-    assert "First summary." in model.prompts[1]  # the earlier summary is extended
+    talk = Conversation(mem, clock, "s1")
+    talk.user("One more thing.")
+    learner.summarize("s1")  # the whole session again: summarized afresh, never counted twice
+    assert "First summary." not in model.prompts[1] and "One more thing." in model.prompts[1]
+    assert "I moved to Berlin last week (turn 0)" in model.prompts[1]
     note = mem.notes.get("session-summary-s1")
     assert note is not None and note.content == "Second summary."
+
+
+def test_a_window_after_the_session_start_extends_its_summary(
+    mem: Memory, clock: FakeClock
+) -> None:
+    chat(mem, clock, turns=3)
+    summaries = ["First summary.", "Extended summary."]
+    model = ScriptedModel.by_task(
+        {"extract": "[]", "reflect": "[]", "summarize": lambda prompt: summaries.pop(0)}
+    )
+    learner = Learner(mem, model, config=LearningConfig(summary_min_messages=6))
+    learner.summarize("s1")
+    since = clock.now + timedelta(seconds=1)
+    Conversation(mem, clock, "s1").user("Later, about Paris.")
+    learner.learn(learner.window(since=since, until=clock.now))  # only the new turn
+    summary_prompt = next(p for p in model.prompts[1:] if p.startswith("TASK: summarize"))
+    assert "First summary." in summary_prompt and "Later, about Paris." in summary_prompt
+    assert "turn 0" not in summary_prompt
 
 
 def test_a_short_session_gets_no_summary_and_costs_no_call(mem: Memory, clock: FakeClock) -> None:
@@ -229,6 +250,105 @@ def test_a_window_is_its_session_or_its_time_range(mem: Memory, clock: FakeClock
     start = clock.now - timedelta(minutes=1)  # inclusive: the turn a minute ago is in
     window = learner.window(since=start, until=clock.now)
     assert [t.content for t in window.turns] == ["Noted.", "Unrelated"]
+
+
+@pytest.mark.parametrize("limit", [1, 3, 7])
+def test_a_window_over_its_limit_keeps_its_newest_turns_and_calls(
+    mem: Memory, clock: FakeClock, limit: int
+) -> None:
+    # It kept the oldest: reflecting on a long session never saw its latest turns, and the
+    # extraction prompt said the conversation ended at the last turn it happened to load.
+    talk = Conversation(mem, clock, "s1")
+    for i in range(10):
+        talk.user(f"turn {i}")
+        talk.act("get_fact", namespace="user", key=f"k{i}")
+    start = clock.now - timedelta(days=1)
+    model = ScriptedModel.by_task({"extract": "[]"})
+    learner = Learner(mem, model, config=LearningConfig(max_window_messages=limit))
+    for window in (learner.window(session_id="s1"), learner.window(since=start, until=clock.now)):
+        assert [t.content for t in window.turns] == [f"turn {i}" for i in range(10 - limit, 10)]
+        assert [c.params["key"] for c in window.calls] == [f"k{i}" for i in range(10 - limit, 10)]
+    learner.extract(session_id="s1")
+    assert "turn 9" in model.prompts[0]
+    assert f"ended at {iso(clock.now)}" in model.prompts[0]
+
+
+def gym(occurred_at: str | None = None, **more: Any) -> dict[str, Any]:
+    item = {"action": "store_fact", "namespace": "user.log", "key": "workout", "value": "gym"}
+    return {**item, "fact_kind": "event", "occurred_at": occurred_at, **more}
+
+
+def trip(**more: Any) -> dict[str, Any]:
+    item = {"action": "store_fact", "namespace": "user", "key": "status", "value": "away"}
+    return {**item, **more}
+
+
+MON, WED = "2026-11-30T10:00:00Z", "2026-12-02T10:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("answers", "outcomes"),
+    [
+        # the same value at another time is another event; the same event told again is not
+        ([gym(MON), gym(WED), gym(MON), gym(WED)], ["stored", "stored", "unchanged", "unchanged"]),
+        # a state whose validity window changes is a new version (it kept the old end)
+        (
+            [trip(valid_until=MON), trip(valid_until=WED), trip(valid_until=WED)],
+            ["stored", "stored", "unchanged"],
+        ),
+        ([trip(valid_from=MON), trip(), trip()], ["stored", "stored", "unchanged"]),
+        ([trip(), gym(MON, key="status", value="away")], ["stored", "stored"]),  # kind changed
+        ([trip(), trip(confidence=0.5)], ["stored", "unchanged"]),  # confidence is no content
+        ([trip(value=1), trip(value=True), trip(value=True)], ["stored", "stored", "unchanged"]),
+        ([gym(MON, value=0), gym(MON, value=False)], ["stored", "stored"]),  # False is not 0
+    ],
+)
+def test_a_fact_is_unchanged_only_when_the_write_would_record_nothing_new(
+    mem: Memory, clock: FakeClock, answers: list[dict[str, Any]], outcomes: list[str]
+) -> None:
+    chat(mem, clock)
+    got = []
+    for item in answers:
+        clock.advance(minutes=1)
+        [write] = extract(mem, item)[0].writes
+        got.append(write.outcome)
+    assert got == outcomes
+    stored = outcomes.count("stored")
+    assert counts(mem)[0] == stored
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(
+        st.builds(
+            lambda kind, value, when: gym(when, value=value) if kind else trip(valid_until=when),
+            st.booleans(),
+            st.sampled_from(["a", "b"]),
+            st.sampled_from([MON, WED, None]),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_extracting_an_answer_again_records_nothing_new(
+    engine: Engine, clock: FakeClock, answer: list[dict[str, Any]]
+) -> None:
+    # (each state under a key of its own: two versions of one state in one answer are two
+    # statements, and telling both again restates them in that order)
+    answer = [
+        item if item.get("fact_kind") else {**item, "key": f"status{i}"}
+        for i, item in enumerate(answer)
+    ]
+    with unit_factory(engine, clock)() as unit:
+        chat(unit, clock)
+        try:
+            extract(unit, *answer)
+            first = counts(unit)
+            again = extract(unit, *answer)[0]
+            assert counts(unit) == first
+            assert {w.outcome for w in again.writes} == {"unchanged"}
+        finally:
+            unit.rollback()
 
 
 # --- fuzz: whatever the answer, only what the report calls stored is written --------------------
@@ -274,3 +394,54 @@ def test_any_extraction_answer_writes_exactly_what_it_reports(
             raise _Rollback
     except _Rollback:
         pass
+
+
+THREE_FACTS = json.dumps(
+    [
+        {"action": "store_fact", "namespace": "user", "key": f"k{i}", "value": f"v{i}"}
+        for i in range(3)
+    ]
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, len(THREE_FACTS) - 1))
+def test_an_answer_cut_off_anywhere_says_so_in_the_report(
+    mem: Memory, clock: FakeClock, cut: int
+) -> None:
+    # A cut-off answer kept its complete items and reported nothing: the lost rest was silent
+    # (the consolidator then moved its cursor past the batch for good).
+    chat(mem, clock)
+    answer = THREE_FACTS[:cut]
+    learner = Learner(mem, ScriptedModel.by_task({"extract": answer or " ", "reflect": answer}))
+    if not answer:
+        return
+    extraction = learner.extract(session_id="s1")
+    used = [w for w in extraction.writes if w.outcome in ("stored", "unchanged")]
+    assert len(used) <= 3 and extraction.problem is not None
+    reflection = learner.reflect(session_id="s1")
+    assert reflection.problem is not None
+
+
+@pytest.mark.parametrize(
+    ("namespace", "key"),
+    [("system", "last_consolidated_ts"), ("system", "other"), ("system.sub", "k")],
+)
+def test_extraction_never_writes_the_loops_own_namespace(
+    mem: Memory, clock: FakeClock, namespace: str, key: str
+) -> None:
+    # A conversation that talked the model into "storing" system.last_consolidated_ts moved
+    # the consolidator's cursor: forward, every message until then was never learned from.
+    chat(mem, clock)
+    mem.facts.store("system", "last_consolidated_ts", 1_000)
+    item = {"action": "store_fact", "namespace": namespace, "key": key, "value": 9 * 10**12}
+    report, _ = extract(
+        mem, item, {"action": "store_fact", "namespace": "user", "key": "a", "value": 1}
+    )
+    assert [(w.outcome, w.code) for w in report.writes] == [
+        ("rejected", "reserved_namespace"),
+        ("stored", None),
+    ]
+    cursor = mem.facts.get("system", "last_consolidated_ts")
+    assert cursor is not None and cursor.value == 1_000
+    assert mem.facts.list("system", prefix=True) == [cursor]

@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import Grade
-from philont.errors import InvalidInputError, ModelTimeoutError
+from philont.errors import InvalidInputError, ModelTimeoutError, SessionNotFoundError
 from philont.learning import Learner, LearningConfig
 from philont.llm import Completion, ScriptedModel
 from philont.memory import Memory
@@ -232,6 +232,22 @@ def test_a_bad_window_is_refused_before_anything_runs(mem: Memory) -> None:
         learner.reflect()
     with pytest.raises(InvalidInputError):
         learner.reflect(session_id=" ")
+
+
+def test_an_unknown_session_is_not_found_and_an_empty_one_is_an_empty_window(
+    mem: Memory,
+) -> None:
+    # A mistyped session id "reflected" on nothing and reported 0 messages.
+    learner = Learner(mem, ScriptedModel([]))
+    for step in (learner.reflect, learner.extract):
+        with pytest.raises(SessionNotFoundError) as caught:
+            step(session_id="s-typo")
+        assert "session_id" in caught.value.message
+    with pytest.raises(SessionNotFoundError):
+        learner.summarize("s-typo")
+    mem.timeline.start_session("quiet")
+    report = learner.reflect(session_id="quiet")
+    assert (report.messages, report.writes) == (0, [])
 
 
 # --- fuzz: whatever the answer, the skill layer changes only as the report says ----------------

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, text
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session
 
 from philont import agents, settings, transfer
 from philont.cli.common import EXIT_NOT_FOUND
@@ -153,6 +154,47 @@ def test_agents_are_renamed_with_their_memory(
     assert [a.name for a in agents.list_agents(store, prefix=old) if a.name == old] == []
     with pytest.raises(AgentNotFoundError):
         agents.rename(store, old, pg_agent_name())
+
+
+def _city(store: Store, agent: str, entry: str) -> str | None:
+    """The agent's city, read through a Store-owned unit of work or a host's Session."""
+    if entry == "begin":
+        with store.begin(agent=agent) as mem:
+            fact = mem.facts.get("user", "city")
+    else:
+        with (
+            Session(store.engine) as session,
+            session.begin(),
+            store.join(session, agent=agent) as mem,
+        ):
+            fact = mem.facts.get("user", "city")
+    return None if fact is None else str(fact.value)
+
+
+@pytest.mark.parametrize("entry", ["begin", "join"])
+@pytest.mark.parametrize("change", ["rename", "delete"])
+def test_a_store_follows_an_agent_renamed_or_deleted_by_another_process(
+    pg_layout: Layout, pg_agent_name: Callable[[], str], change: str, entry: str
+) -> None:
+    """A Store caches name -> id; another process (here another Store, its own cache) renames
+    or deletes the agent: the name now means the new registry row, never the old id (which
+    served the renamed agent's memory, or failed with a foreign key error after a delete)."""
+    alice, renamed = pg_agent_name(), pg_agent_name()
+    url = pg_layout.url
+    with Store.open(url, upgrade=False) as store, Store.open(url, upgrade=False) as other:
+        _fill(store, alice, "Onyx")
+        assert _city(store, alice, entry) == "Onyx"  # its id is cached now
+        if change == "rename":
+            agents.rename(other, alice, renamed)
+        else:
+            agents.delete(other, alice)
+
+        assert _city(store, alice, entry) is None  # a new agent of that name
+        with store.begin(agent=alice) as mem:
+            mem.facts.store("user", "city", "Paris")
+        assert _city(other, alice, entry) == "Paris"
+        if change == "rename":
+            assert _city(other, renamed, entry) == "Onyx"  # untouched
 
 
 def test_counting_and_listing_follow_the_registry(
@@ -298,3 +340,44 @@ def test_the_whole_database_dumps_with_default_settings(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "all.dump").stat().st_size > 0
+
+
+LOOKING_COMMANDS = [
+    ["stats"],
+    ["facts", "list"],
+    ["facts", "get", "user", "city"],
+    ["facts", "history", "user", "city"],
+    ["notes", "list"],
+    ["notes", "search", "tea"],
+    ["skills", "list"],
+    ["skills", "show", "greet"],
+    ["skills", "judge-report"],
+    ["timeline"],
+    ["calendar", "list"],
+    ["calendar", "remove", "1"],
+    ["recall", "where do I live?"],
+    ["prefix"],
+    ["embed", "--status"],
+]
+
+
+@pytest.mark.parametrize("command", LOOKING_COMMANDS, ids=" ".join)
+def test_a_command_on_a_misspelt_agent_is_not_found_and_creates_nothing(
+    store: Store, pg_agent_name: Callable[[], str], command: list[str]
+) -> None:
+    """Only import makes an agent; a command that looks at (or edits) an agent's memory under
+    a name nobody has is agent_not_found, exit 4, as export is, and the registry is unchanged
+    (it used to create the agent, bootstrap rows and all, and report it empty)."""
+    from typer.testing import CliRunner
+
+    from philont.cli import app
+
+    name = pg_agent_name()
+    before = agents.count(store)
+    url = store.url.render_as_string(hide_password=False)
+
+    result = CliRunner().invoke(app, ["--agent", name, *command, "--db", url])
+
+    assert result.exit_code == EXIT_NOT_FOUND, result.output
+    assert "agent_not_found" in result.output
+    assert agents.count(store) == before

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy.orm import Session
 
 from philont.domain.maturity import Grade
@@ -121,3 +123,33 @@ def test_lessons_do_not_take_the_places_of_skills(session: Session, clock: FakeC
     section = next(s for s in result.sections if s.name == "skills")
     assert (section.shown, section.omitted) == (2, 0)
     assert result.text.count("\n- skill-") == 2
+
+
+@pytest.mark.parametrize("later_days", [1, 45, 400, 4000])
+def test_a_prefix_at_a_given_now_does_not_depend_on_the_clock(
+    session: Session, clock: FakeClock, later_days: int
+) -> None:
+    # Skills were ranked at the clock's time, not at `now`: a recently used skill sank below a
+    # never-used one in a prefix asked for at the time of that use, once the clock moved on.
+    skills = SkillService(joined(session, clock))
+    skills.create("never-used", "Never used", "a", "1. a")
+    skills.create("just-used", "Used right now", "b", "1. b")
+    skills.record_usage("just-used")
+    at = clock.now
+    expected = MemoryPrefix(joined(session, clock)).build(now=at).text
+    assert expected.index("just-used") < expected.index("never-used")
+    clock.advance(days=later_days)
+    assert MemoryPrefix(joined(session, clock)).build(now=at).text == expected
+
+
+@given(blank=st.text(alphabet=" \t\n\r\u3000\u00a0\u2028", max_size=6))
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_blank_environment_or_plan_adds_no_section(
+    session: Session, clock: FakeClock, blank: str
+) -> None:
+    # "   " gave "## Runtime environment" over an empty line.
+    builder = MemoryPrefix(joined(session, clock))
+    empty = builder.build()
+    result = builder.build(environment=blank, plan=blank)
+    assert result.text == empty.text
+    assert [s.name for s in result.sections] == [s.name for s in empty.sections]

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from philont.db.models import RawMessage
 from philont.domain.kinds import Role
 from philont.errors import InvalidInputError
+from philont.services.recall import RecallTrigger
 from philont.services.retriever import SEPARATOR, TimelineRetriever
 from philont.testing import factories as f
 from tests.support import joined
@@ -264,3 +265,23 @@ def test_an_empty_timeline_gives_an_empty_window(retriever: TimelineRetriever) -
     result = retriever.retrieve("anything at all?")
     assert result.messages == []
     assert (result.recency_count, result.recall_count, result.total_tokens) == (0, 0, 0)
+
+
+# --- the recall trigger's own search ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("copies", [1, 2, 7])
+@pytest.mark.parametrize("limit", [1, 3, 5])
+def test_triggered_recall_never_returns_the_message_itself(
+    session: Session, timeline: Timeline, copies: int, limit: int
+) -> None:
+    # The host stores the turn first; its own text then came back as the best "past" match.
+    ask = "Do you remember what we discussed about pandoc?"
+    meant = timeline.add("Let's convert the report with pandoc to docx")
+    timeline.add("Sounds good.", role=Role.ASSISTANT)
+    for _ in range(copies):
+        timeline.add(f"  {ask}\n")  # the same message, stored (and sent again) around it
+    hits = RecallTrigger(joined(session)).recall(ask, limit=limit)
+    assert [h.content for h in hits if h.content.strip() == ask] == []
+    assert len(hits) == min(limit, 2)  # the two earlier messages; no slot taken by a copy
+    assert limit < 2 or meant.id in [h.id for h in hits]

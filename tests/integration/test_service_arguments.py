@@ -124,6 +124,38 @@ def test_searched_text_may_hold_anything(store: Store) -> None:
         assert mem.retriever.retrieve(BAD).recall_count == 0
 
 
+SEARCHED_CALLS: dict[str, Call] = {
+    "NoteService.search query": lambda m, v: m.notes.search(v),
+    "RecallTrigger.detect message": lambda m, v: m.recall_trigger.detect(v),
+    "RecallTrigger.recall message": lambda m, v: m.recall_trigger.recall(v),
+    "SearchService.messages query": lambda m, v: m.search.messages(v),
+    "SearchService.message_rows query": lambda m, v: m.search.message_rows(v),
+    "SearchService.notes query": lambda m, v: m.search.notes(v),
+    "SearchService.skills query": lambda m, v: m.search.skills(v),
+    "TimelineRetriever.retrieve query": lambda m, v: m.retriever.retrieve(v),
+}
+
+
+def test_every_searched_argument_is_in_the_table() -> None:
+    found = {
+        f"{cls.__name__}.{name} {argument}"
+        for cls in _services()
+        for name, fn in vars(cls).items()
+        if not name.startswith("_") and inspect.isfunction(fn)
+        for argument in inspect.signature(fn).parameters
+        if argument in cls.searched_only
+    }
+    assert found == set(SEARCHED_CALLS)
+
+
+@pytest.mark.parametrize("value", [None, 5, 1.5, b"remember when we", ["remember when we"]])
+@pytest.mark.parametrize("case", sorted(SEARCHED_CALLS))
+def test_searched_text_must_be_text(store: Store, case: str, value: object) -> None:
+    # recall_trigger.detect(None) failed with AttributeError instead of naming the argument
+    argument = case.rsplit(" ", 1)[1]
+    _refused(store, SEARCHED_CALLS[case], value, argument)
+
+
 _TEXT = st.text(st.characters(codec=None, min_codepoint=0x20, max_codepoint=0xE000), max_size=8)
 _NESTED = st.recursive(
     _TEXT | st.integers() | st.none(),

@@ -297,6 +297,28 @@ def test_grade_changes_are_logged_and_plain_outcomes_are_not(skills: SkillServic
     ]
 
 
+def test_every_grade_change_is_stored_and_logged_alike(
+    skills: SkillService, clock: FakeClock
+) -> None:
+    # the ladder, a hand-set grade and disuse all go through one change: same row, same event
+    make(skills)
+    with capture_logs() as logs:
+        outcomes(skills, "berlin-rent", "SS")
+        skills.set_grade("berlin-rent", Grade.STABLE, reason="by hand")
+        clock.advance(days=91)
+        skills.apply_disuse()
+    changes = [
+        (e["old"], e["new"], e["reason"]) for e in logs if e["event"] == "skill.grade_changed"
+    ]
+    assert changes == [
+        ("draft", "confirmed", "outcome:success"),
+        ("confirmed", "stable", "by hand"),
+        ("stable", "confirmed", "disuse"),
+    ]
+    assert skills.get("berlin-rent").grade == Grade.CONFIRMED
+    assert skills.apply_disuse() == []  # the disuse drop restarted the period
+
+
 def test_an_outcome_credited_late_never_moves_last_success_backwards(
     skills: SkillService, clock: FakeClock
 ) -> None:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
 from philont import tools
-from philont.errors import StoreClosedError, UnitOfWorkError
+from philont.errors import InvalidInputError, StoreClosedError, UnitOfWorkError
 from philont.memory import Memory
 from philont.services.access import AccessLog
 from philont.services.actions import ActionLog
@@ -425,3 +426,76 @@ def test_a_deferred_unit_of_work_takes_the_write_lock_only_when_it_writes_and_co
             kept = [n.content for n in mem.notes.list()]
     assert (free_while_reading, free_after_writing, free_in_a_writing_unit) == (True, False, False)
     assert kept == ["written in a write=False unit"]
+
+
+AT_2030 = datetime(2030, 1, 1, 10, tzinfo=UTC)
+NUL_WRITES: dict[str, Any] = {
+    "notes.add": lambda m: m.notes.add("nul\x00inside", importance=0.5),
+    "timeline.append": lambda m: m.timeline.append("nul\x00inside"),
+    "skills.create": lambda m: m.skills.create("nul-skill", "does\x00things", ["do"], "1. do"),
+    "calendar.create": lambda m: m.calendar.create("nul\x00title", AT_2030, timezone="UTC"),
+}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("write", sorted(NUL_WRITES))
+def test_a_host_engine_refuses_nul_text_as_philonts_own_does(
+    pg_layout: Any, pg_agent_name: Any, write: str
+) -> None:
+    """PostgreSQL text cannot hold U+0000: over the host's own engine (Store.from_engine) a
+    service refuses it by name, as over philont's, instead of a raw driver DataError."""
+    from sqlalchemy import create_engine as host_create_engine
+
+    from philont.errors import InvalidInputError
+
+    agent = pg_agent_name()
+    host_engine = host_create_engine(pg_layout.url)
+    try:
+        for store in (Store.from_engine(host_engine, agent=agent), Store.open(pg_layout.url)):
+            with store:
+                with pytest.raises(InvalidInputError, match="NUL"), store.begin(agent=agent) as m:
+                    NUL_WRITES[write](m)
+                with store.begin(agent=agent) as mem:
+                    assert mem.notes.list() == [] and mem.skills.list() == []
+    finally:
+        host_engine.dispose()
+
+
+@pytest.mark.parametrize("kind", ["Session", "Connection"])
+def test_join_refuses_a_transaction_on_another_database(tmp_path: Path, kind: str) -> None:
+    """A Session or Connection of another database: the services wrote into that database,
+    with this Store's caches. Another engine on the same file is the same database."""
+    from philont.db.engine import create_engine
+    from philont.errors import InvalidDatabaseError
+
+    mine, theirs = tmp_path / "mine.sqlite", tmp_path / "theirs.sqlite"
+    with Store.open(mine) as store, Store.open(theirs):
+        for path, refused in ((theirs, True), (mine, False)):
+            engine = create_engine(path)  # the host's own engine
+            try:
+                with engine.connect() as conn, conn.begin():
+                    bind: Session | Connection = Session(conn) if kind == "Session" else conn
+                    if refused:
+                        with pytest.raises(InvalidDatabaseError, match=r"theirs\.sqlite"):
+                            store.join(bind)
+                        continue
+                    with store.join(bind) as mem:
+                        mem.facts.store("user", "city", "Berlin")
+            finally:
+                engine.dispose()
+        with store.begin() as mem:
+            assert mem.facts.get("user", "city") is not None
+    with Store.open(theirs) as other, other.begin() as mem:
+        assert mem.facts.get("user", "city") is None
+
+
+@pytest.mark.parametrize("agent", ["", "Alice", "-a", "a b", "x" * 64, "a;b", 7])
+def test_a_bad_agent_name_is_refused_on_every_backend(store: Store, agent: Any) -> None:
+    # On SQLite the agent is not used, but a name PostgreSQL would refuse is refused here too
+    # (it was ignored: code that worked on a file failed when moved to a server)
+    with pytest.raises(InvalidInputError, match="agent name"):
+        Store(store.engine, agent=agent)
+    with pytest.raises(InvalidInputError, match="agent name"):
+        store.begin(agent=agent)
+    with pytest.raises(InvalidInputError, match="agent name"):
+        store.for_agent(agent)

@@ -79,6 +79,24 @@ def test_messages_as_of_reads_the_timeline_as_it_stood(store: Store, clock: Fake
         assert [h.content for h in got] == ["We looked at the flat on Kastanienallee"]
 
 
+@pytest.mark.parametrize("kind", ["messages", "notes", "skills"])
+def test_an_as_of_before_the_window_finds_nothing_in_every_search(
+    store: Store, clock: FakeClock, kind: str
+) -> None:
+    # as_of caps the window the same way everywhere (messages used to fold it into `until`
+    # and refuse since > as_of as a reversed window, where notes and skills found nothing)
+    with store.begin() as mem:
+        mem.timeline.append("The zip code of the flat is 10405")
+        mem.notes.add("The zip code of the flat is 10405")
+        mem.skills.create("zip-folder", "Pack a folder as zip", "zip", "1. zip -r")
+    later = T0 + timedelta(days=2)
+    with store.begin(write=False) as mem:
+        search = getattr(mem.search, kind)
+        assert search("zip", since=T0 - timedelta(days=1), as_of=later)  # the window holds it
+        assert search("zip", since=T0 + timedelta(days=1), as_of=T0) == []
+        assert search("zip", until=later, as_of=T0 - timedelta(days=1)) == []
+
+
 def test_around_prefers_messages_near_a_time_but_drops_none(store: Store, clock: FakeClock) -> None:
     with store.begin() as mem:
         for month in range(6):

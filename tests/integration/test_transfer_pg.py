@@ -218,12 +218,19 @@ def test_new_ids_on_postgres_continue_above_the_imported_high_water_marks(
 # --- merge and refuse ------------------------------------------------------------------------
 
 
+def _v31_on_a_new_agent(
+    copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
+) -> tuple[Path, PgAgent, ImportReport]:
+    """The v31 fixture's export, and a new agent it was imported into."""
+    out = _export_file(copy_fixture, tmp_path, "v31")
+    pg = pg_agent()
+    return out, pg, import_(pg, out)
+
+
 def test_merge_into_postgres_skips_existing_rows_and_adds_the_missing_ones(
     copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
 ) -> None:
-    out = _export_file(copy_fixture, tmp_path, "v31")
-    pg = pg_agent()
-    import_(pg, out)
+    out, pg, _ = _v31_on_a_new_agent(copy_fixture, pg_agent, tmp_path)
     complete = _state(pg)
     with Store.open(pg.url, agent=pg.name, upgrade=False) as store, store.begin() as mem:
         raw = mem.raw()
@@ -265,9 +272,7 @@ def test_merging_another_agents_export_whose_ids_collide_is_refused_and_changes_
 def test_merging_an_agents_own_export_again_skips_every_row_on_postgres(
     copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
 ) -> None:
-    out = _export_file(copy_fixture, tmp_path, "v31")
-    pg = pg_agent()
-    first = import_(pg, out)
+    out, pg, first = _v31_on_a_new_agent(copy_fixture, pg_agent, tmp_path)
     before = _state(pg)
 
     again = import_(pg, out, mode="merge")
@@ -292,9 +297,7 @@ EDITS = {
 def test_an_edited_row_in_several_postgres_tables_refuses_the_merge_and_changes_nothing(
     copy_fixture: CopyFixture, pg_agent: NewAgent, tmp_path: Path
 ) -> None:
-    out = _export_file(copy_fixture, tmp_path, "v31")
-    pg = pg_agent()
-    import_(pg, out)
+    out, pg, _ = _v31_on_a_new_agent(copy_fixture, pg_agent, tmp_path)
     with Store.open(pg.url, agent=pg.name, upgrade=False) as store, store.begin() as mem:
         raw = mem.raw()
         for table, change in EDITS.items():

@@ -192,3 +192,66 @@ def test_cases_recorded_before_the_mode_is_on_are_condensed_when_it_is(
         assert "Export the invoices table as CSV" in model.prompts[0]
         assert CaseBook(mem).pending_cases() == []
         assert len(CaseBook(mem).cases_of("export-table-as-csv")) == 1
+
+
+@pytest.mark.parametrize("path", ["judge_run", "record", "learn"])
+def test_a_run_is_judged_once_whatever_the_path(
+    units: UnitFactory, clock: FakeClock, path: str
+) -> None:
+    # Learner.judge_run (and CaseBook.record) judged a run again on every call: each call
+    # added a verdict and a case, and the agreement counted one run three times.
+    two_runs(units, clock)
+    judge = RuleJudge()
+    with units() as mem:
+        learner = Learner(
+            mem, ScriptedModel.by_task({"extract": "[]", "reflect": "[]"}), judge=judge
+        )
+        window = learner.window(session_id="s1")
+        runs = runs_of(window)
+        first = [learner.judge_run(run) for run in runs]
+        for _ in range(2):
+            if path == "judge_run":
+                again = [learner.judge_run(run) for run in runs]
+            elif path == "record":
+                book = CaseBook(mem)
+                again = [book.record(run, judge.judge(run), judge=judge.name) for run in runs]
+            else:
+                again = learner.learn(window).verdicts  # the loop: nothing left to judge
+        assert [v.id for v in again] == ([] if path == "learn" else [v.id for v in first])
+        verdicts = mem.session.scalars(select(JudgeVerdict)).all()
+        assert len(verdicts) == 2
+        assert [(a.skill, a.verdicts) for a in learner.judge_report()] == [
+            ("export-csv", 2),
+            (None, 2),
+        ]
+
+
+class EveryRunVerified:
+    name = "all-verified"
+
+    def judge(self, run: Run) -> Any:
+        from philont.learning import JudgeResult
+
+        return JudgeResult(Verdict.VERIFIED, "trusted")
+
+
+def test_every_skill_condensed_in_a_batch_is_in_its_report(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # The batch report kept the first condensed case's writes only.
+    two_runs(units, clock)
+    clock.advance(hours=1)
+    names = iter(["export-table-as-csv", "scrape-price-pages"])
+
+    def condense(prompt: str) -> str:
+        name = next(names)
+        return answer(skill_item(name, description=f"{name} procedure", trigger_keywords=[name]))
+
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "condense": condense})
+    worker = Consolidator(
+        units, model, clock=clock, config=VERIFY, judge=EveryRunVerified(),
+        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
+    )  # fmt: skip
+    report = worker.run_once()
+    assert report.condensed is not None
+    assert report.condensed.names("created") == ["export-table-as-csv", "scrape-price-pages"]

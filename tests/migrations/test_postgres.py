@@ -251,6 +251,45 @@ def test_an_upgrade_makes_the_schema_its_search_path_names_instead_of_using_publ
         _admin(f"DROP SCHEMA IF EXISTS {quoted} CASCADE")
 
 
+@pytest.mark.parametrize("first_exists", [True, False])
+def test_a_layout_further_down_the_search_path_is_not_taken_for_the_first_schemas(
+    scratch: Callable[[], URL], worker_tag: str, first_exists: bool
+) -> None:
+    # The layout lives in the first schema of the path (README). A layout in a later schema
+    # used to answer "at head" for it: nothing was built there and every write went to the
+    # other layout (a layout left in `public` captured every new schema's agents).
+    other = scratch()  # holds a layout
+    migrate.upgrade(other)
+    other_schema = other.query["options"].split("=", 1)[1].split(",")[0]
+    first = f"first_{worker_tag}"
+    _admin(f'DROP SCHEMA IF EXISTS "{first}" CASCADE')
+    if first_exists:
+        _admin(f'CREATE SCHEMA "{first}"')
+    url = server_url_with_path(f"{first},{other_schema},public")
+    try:
+        if first_exists:
+            assert not migrate.status(url).at_head
+        with Store.open(url, agent="alice") as store, store.begin() as mem:
+            mem.facts.store("user", "city", "Berlin")
+        engine = create_engine(server_url())
+        try:
+            with engine.connect() as conn:
+                where = "SELECT schemaname FROM pg_tables WHERE tablename = 'philont_agents'"
+                assert set(conn.execute(text(where)).scalars()) >= {first, other_schema}
+                names = f'SELECT name FROM "{other_schema}".philont_agents'
+                assert "alice" not in set(conn.execute(text(names)).scalars())
+                names = f'SELECT name FROM "{first}".philont_agents'
+                assert "alice" in set(conn.execute(text(names)).scalars())
+        finally:
+            engine.dispose()
+    finally:
+        _admin(f'DROP SCHEMA IF EXISTS "{first}" CASCADE')
+
+
+def server_url_with_path(path: str) -> URL:
+    return make_url(server_url()).update_query_dict({"options": f"-csearch_path={path}"})
+
+
 def test_a_search_path_without_the_extensions_schema_is_refused_before_any_write(
     worker_tag: str,
 ) -> None:
@@ -354,6 +393,11 @@ def test_the_cli_works_for_one_agent(scratch: Callable[[], URL]) -> None:
     assert json.loads(current.stdout)["revision"] == migrate.head_revision()
     stats = subprocess.run([*cli, "stats", "--db", url, "--json"], env=env,
                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert stats.returncode == 4, stats.stderr  # no such agent yet: looking creates none
+    with Store.open(url, upgrade=False) as store, store.begin(agent="cli_agent") as mem:
+        mem.facts.store("user", "city", "Berlin")
+    stats = subprocess.run([*cli, "stats", "--db", url, "--json"], env=env,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert stats.returncode == 0, stats.stderr
 
 
@@ -397,3 +441,43 @@ def test_concurrent_first_upgrades_of_one_database_all_succeed(
     assert [p.returncode for p in procs] == [0, 0, 0], [err for _out, err in outputs]
     applied = sorted((json.loads(out) for out, _err in outputs), key=len)
     assert applied == [[], [], ["v036", "v037"]]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_from_engine_checks_the_database_the_hosts_connections_use(
+    pg_layout: object, kind: str
+) -> None:
+    """A host engine whose database and search_path come from its connect_args, not its URL
+    (credentials, a service name, a token: anything a connect hook supplies): the schema
+    check runs through its connections, not through a connection of its own to the URL."""
+    import asyncio
+
+    from sqlalchemy import create_engine as host_engine
+    from sqlalchemy.ext.asyncio import create_async_engine as host_async_engine
+
+    from philont.aio import AsyncStore
+
+    real = make_url(server_url())
+    url = real.set(database="philont_no_such_database")  # what the URL alone would reach
+    connect = {
+        "dbname": real.database,
+        "options": f"-csearch_path={pg_layout.schema},public",
+    }
+    agent = check_name(f"host-{kind}")
+    if kind == "sync":
+        engine = host_engine(url, connect_args=connect)
+        with Store.from_engine(engine, agent=agent) as store, store.begin() as mem:
+            mem.facts.store("user", "city", "Berlin")
+            assert mem.facts.get("user", "city") is not None
+        engine.dispose()
+        return
+
+    async def run() -> None:
+        engine = host_async_engine(url, connect_args=connect)
+        store = await AsyncStore.from_engine(engine, agent=agent)
+        await store.run(lambda mem: mem.facts.store("user", "city", "Berlin"))
+        assert await store.run(lambda mem: mem.facts.get("user", "city")) is not None
+        await store.close()
+        await engine.dispose()
+
+    asyncio.run(run())

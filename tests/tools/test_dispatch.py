@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,18 @@ ELEVEN = {
     "schedule_reminder",
     "cancel_schedule",
 }
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+class _Unshowable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
 
 
 def test_the_eleven_tools_are_registered_with_their_exact_names() -> None:
@@ -120,8 +133,22 @@ def test_every_successful_call_is_recorded_with_its_params_and_result(
         {"namespace": "user", "key": "k", "value": float("nan")},
         {"namespace": "user", "key": "k", "value": {1, 2}},
         {"namespace": "user", "key": "k", "value": "lone \ud800 surrogate"},
+        # plain repr() of these raised out of call(), which never raises
+        {"namespace": "user", "key": "k", "value": _nested(sys.getrecursionlimit() + 100)},
+        {"namespace": "user", "key": "k", "value": _Unshowable()},
+        {"namespace": "user", "key": "k", "value": [{1, 2}] * 100_000},
     ],
-    ids=["bad JSON", "not an object", "int key", "NaN", "a set", "lone surrogate"],
+    ids=[
+        "bad JSON",
+        "not an object",
+        "int key",
+        "NaN",
+        "a set",
+        "lone surrogate",
+        "deeper than the recursion limit",
+        "a repr that raises",
+        "huge",
+    ],
 )
 def test_arguments_the_log_cannot_store_as_given_are_logged_as_their_repr(
     arguments: object, tool_target: DbTarget
@@ -130,7 +157,8 @@ def test_arguments_the_log_cannot_store_as_given_are_logged_as_their_repr(
     assert not result.ok
     tool_name, success, params, _logged = actions(tool_target)[-1]
     assert (tool_name, success) == ("store_fact", 0)
-    assert set(json.loads(str(params))) == {"_raw"}
+    logged = json.loads(str(params))
+    assert set(logged) == {"_raw"} and 0 < len(logged["_raw"]) <= 1000
 
 
 def test_a_call_inside_the_callers_unit_of_work_joins_it(tool_target: DbTarget) -> None:

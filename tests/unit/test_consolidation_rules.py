@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -74,3 +75,68 @@ def test_a_batch_limit_below_one_is_refused() -> None:
 def test_a_bad_setting_is_refused_when_the_config_is_made(build: Callable[[], object]) -> None:
     with pytest.raises(InvalidInputError):
         build()
+
+
+# Every setting, with values of the wrong type and out of range: each is refused when the
+# config is made, by an InvalidInputError that names the setting (a str compared with an int
+# was a TypeError; verify_then_condense="no" turned the mode on; interval=0 made the loop spin;
+# max_runs_judged=-1 silently left the last run unjudged; max_drafts=0 deleted every draft).
+NOT_A_NUMBER = ["5", None, True, 2.5]
+BAD_SETTINGS: list[tuple[type, str, list[object]]] = [
+    (LearningConfig, "max_drafts", [*NOT_A_NUMBER, 0, -1]),
+    (LearningConfig, "duplicate_threshold", ["0.5", None, True, 0, -0.1, 1.01, float("nan")]),
+    (LearningConfig, "summary_min_messages", [*NOT_A_NUMBER, 0]),
+    (LearningConfig, "verify_then_condense", ["no", 0, 1, None]),
+    (LearningConfig, "max_window_messages", [*NOT_A_NUMBER, 0]),
+    (LearningConfig, "max_message_chars", [*NOT_A_NUMBER, 0]),
+    (LearningConfig, "max_prompt_chars", [*NOT_A_NUMBER, 0, -5]),
+    (LearningConfig, "max_runs_judged", [*NOT_A_NUMBER, -1]),
+    (ConsolidatorConfig, "idle_after", [300, "5m", None, timedelta(seconds=-1)]),
+    (ConsolidatorConfig, "min_messages", [*NOT_A_NUMBER, 0]),
+    (ConsolidatorConfig, "batch_size", [*NOT_A_NUMBER, 0]),
+    (ConsolidatorConfig, "backlog", ["yes", 1, None]),
+    (ConsolidatorConfig, "lease", [600, None, timedelta(0)]),
+    (ConsolidatorConfig, "retry_base", [60, timedelta(0), timedelta(seconds=-5)]),
+    (ConsolidatorConfig, "retry_max", [3600, timedelta(0)]),
+    (ConsolidatorConfig, "interval", [60, 60.0, timedelta(0), timedelta(seconds=-1)]),
+    (ConsolidatorConfig, "max_batches_per_tick", [*NOT_A_NUMBER, 0]),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "name", "value"),
+    [(config, name, value) for config, name, values in BAD_SETTINGS for value in values],
+)
+def test_every_bad_setting_is_refused_by_name(config: type, name: str, value: object) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        config(**{name: value})
+    assert caught.value.message.startswith(f"{name} must be ")
+
+
+def test_every_setting_is_in_the_bad_settings_table() -> None:
+    covered = {(config, name) for config, name, _ in BAD_SETTINGS}
+    every = {
+        (config, f.name)
+        for config in (LearningConfig, ConsolidatorConfig)
+        for f in dataclasses.fields(config)
+        if f.name != "timezone"  # checked as a zone name (above)
+    }
+    assert covered == every
+
+
+@given(
+    st.integers(1, 10**6),
+    st.integers(1, 10**6),
+    st.integers(0, 100),
+    st.floats(0.01, 1.0),
+    st.integers(1, 10**6),
+)
+def test_good_settings_are_kept_as_given(
+    batch: int, drafts: int, judged: int, threshold: float, seconds: int
+) -> None:
+    learning = LearningConfig(
+        max_drafts=drafts, max_runs_judged=judged, duplicate_threshold=threshold
+    )
+    assert (learning.max_drafts, learning.max_runs_judged) == (drafts, judged)
+    schedule = ConsolidatorConfig(batch_size=batch, interval=timedelta(seconds=seconds))
+    assert schedule.batch_size == batch

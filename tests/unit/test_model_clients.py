@@ -268,14 +268,36 @@ def test_a_model_spec_picks_the_provider(stub: Stub, tmp_path: Path) -> None:
     script.write_text(json.dumps({"reflect": "[]"}))
     scripted = model_from_spec(f"scripted:{script}")
     assert scripted.complete("TASK: reflect\n...").text == "[]"
-    with pytest.raises(ModelEmptyAnswerError):
+    with pytest.raises(ModelEmptyAnswerError) as caught:
         scripted.complete("TASK: extract\n...")
+    assert "task 'extract' (it answers reflect)" in caught.value.message  # which one to add
 
 
 @pytest.mark.parametrize("spec", ["openai", "openai:", "gemini:x", ":x", "scripted:/no/such.json"])
 def test_a_bad_model_spec_is_refused(spec: str) -> None:
     with pytest.raises(InvalidInputError):
         model_from_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "name"),
+    [
+        ({"spec": None}, "spec"),
+        ({"spec": 5}, "spec"),
+        ({"spec": b"openai:x"}, "spec"),
+        ({"spec": "anthropic:x", "timeout": 0}, "timeout"),
+        ({"spec": "anthropic:x", "timeout": -1.5}, "timeout"),
+        ({"spec": "anthropic:x", "timeout": "60"}, "timeout"),
+        ({"spec": "anthropic:x", "timeout": True}, "timeout"),
+        ({"spec": "anthropic:x", "max_retries": -1}, "max_retries"),
+        ({"spec": "anthropic:x", "max_retries": 1.5}, "max_retries"),
+    ],
+)
+def test_bad_factory_arguments_are_refused_by_name(arguments: dict[str, Any], name: str) -> None:
+    # A spec that was not text was an AttributeError ('NoneType' has no attribute 'partition').
+    with pytest.raises(InvalidInputError) as caught:
+        model_from_spec(**arguments)
+    assert caught.value.message.startswith(f"{name} must be ")
 
 
 def test_the_scripted_model_answers_in_order_raises_scripted_errors_and_then_runs_out() -> None:

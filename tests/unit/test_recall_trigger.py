@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from philont.domain.recall_trigger import RecallHit, detect
+from philont.errors import InvalidInputError
 
 CHINESE_HITS = [
     "我刚才说搞不定就算了，你咋又想尝试？",
@@ -28,6 +29,17 @@ CHINESE_HITS = [
     "继续之前的话题",
     "前面提到的那本书",
     "你 之前 说过 要帮我",
+    # the days and weeks before, as in English ("yesterday", "last week", "two days ago")
+    "我们昨天讨论的事情",
+    "昨天我们聊了什么",
+    "上周我们讨论的计划",
+    "上礼拜咱们说的那个事",
+    "前天我跟你讲的事情",
+    "我们三天前说好的",
+    "继续昨天的话题",
+    "我昨天跟你说的那个bug",
+    "我上次告诉你的地址",
+    "我们上次决定的方案",
 ]
 
 CHINESE_MISSES = [
@@ -54,6 +66,13 @@ CHINESE_MISSES = [
     "你忘了带钥匙",
     "我谈过恋爱",
     "他说过明天会下雨",  # a third person, not this conversation
+    "我昨天告诉他了",  # told someone else
+    "我之前告诉过他",
+    "我上个月决定辞职",  # the user's own decision, not a talk
+    "我昨天跟老板聊了",
+    "上周末我去爬山了",
+    "两天前我买了车",
+    "记得昨天买的菜放冰箱",
 ]
 
 ENGLISH_HITS = [
@@ -78,6 +97,10 @@ ENGLISH_HITS = [
     "do you still recall my address?",
     "In our previous session you fixed it",
     "继续用English: as you said earlier",
+    "Last week you said to use pandoc.",
+    "Two days ago you told me to rest.",
+    "I told you to use pandoc yesterday",
+    "we agreed on the price last week",
 ]
 
 ENGLISH_MISSES = [
@@ -102,6 +125,21 @@ ENGLISH_MISSES = [
     "What is the time?",
     "yes",
     "Show me the weather",
+    # a talk with someone else, or the user's own life, with a past time next to it
+    "I decided to buy a car last week",
+    "We went over budget last month",
+    "we covered 10 miles yesterday",
+]
+
+# Talk verbs with someone else as the addressee, followed by a past time: never this
+# conversation, whoever the subject and whatever the verb (they hit before).
+THIRD_PARTY_TALKS = [
+    f"{who} {verb} {prep} {whom} {when}"
+    for who in ("I", "We", "you")
+    for verb in ("talked", "spoke", "chatted", "explained it", "discussed it", "agreed")
+    for prep in ("to", "with")
+    for whom in ("my boss", "the doctor", "him", "someone", "Anna's team")
+    for when in ("yesterday", "last week", "two days ago", "earlier.")
 ]
 
 
@@ -129,6 +167,18 @@ def test_an_english_reference_to_a_past_conversation_hits(message: str) -> None:
 @pytest.mark.parametrize("message", ENGLISH_MISSES)
 def test_ordinary_english_messages_do_not_hit(message: str) -> None:
     assert detect(message) is None
+
+
+@pytest.mark.parametrize("message", THIRD_PARTY_TALKS)
+def test_a_talk_with_someone_else_is_not_this_conversation(message: str) -> None:
+    assert detect(message) is None
+
+
+@pytest.mark.parametrize("who", ["We", "you"])
+@pytest.mark.parametrize("when", ["yesterday", "last week", "two days ago", "earlier."])
+def test_the_same_talk_without_a_third_party_still_hits(who: str, when: str) -> None:
+    for verb in ("talked about it", "discussed it", "agreed on it", "mentioned it to me"):
+        assert detect(f"{who} {verb} {when}") is not None, f"{who} {verb} {when}"
 
 
 @pytest.mark.parametrize(
@@ -173,3 +223,9 @@ def test_matching_is_case_insensitive_in_english() -> None:
 
 def test_english_words_glued_to_chinese_text_still_have_word_boundaries() -> None:
     assert detect("嗯do you remember那个") is not None
+
+
+@pytest.mark.parametrize("value", [None, 5, b"remember when we met", ["remember when we met"]])
+def test_anything_but_text_is_refused_by_name(value: object) -> None:
+    with pytest.raises(InvalidInputError, match=r"^message: must be text"):
+        detect(value)  # type: ignore[arg-type]

@@ -154,13 +154,7 @@ class SearchService(Service):
         around: datetime | None = None,
     ) -> list[ScoredMessage]:
         """:meth:`messages` as stored values (:class:`ScoredMessage`), for hot paths."""
-        if as_of is not None:  # the timeline as it stood then: nothing stamped later
-            as_of = inputs.check(inputs.AwareTime, as_of, "as_of")
-            if until is not None:  # checked first: a naive until cannot be compared
-                until = min(inputs.check(inputs.AwareTime, until, "until"), as_of)
-            else:
-                until = as_of
-        flt = _message_filter(since, until, session_ids, roles)
+        flt = _message_filter(since, until, as_of, session_ids, roles)
         plan = self._plan(query)
         raw = self.mem.raw()
         if plan is None:
@@ -404,10 +398,16 @@ def _written(
 def _message_filter(
     since: datetime | None,
     until: datetime | None,
+    as_of: datetime | None,
     session_ids: Sequence[str] | None,
     roles: Iterable[Role | str] | None,
 ) -> MessageFilter:
+    """The filter of a message search; ``as_of`` (the timeline as it stood then) caps the end
+    as it does for notes and skills: an ``as_of`` before ``since`` finds nothing."""
     start, end = inputs.window(since, until, what="search window")
+    if as_of is not None:
+        cap = inputs.check(inputs.AwareTime, as_of, "as_of")
+        end = cap if end is None else min(end, cap)
     sessions: tuple[str, ...] = ()
     if session_ids:  # never one string: Service checks that on entry
         sessions = tuple(dict.fromkeys(str(s) for s in session_ids))
