@@ -41,26 +41,8 @@ _LEGACY_HINT = (
 )
 
 
-def _first_named(conn: Connection) -> str | None:
-    """The schema the connection's search_path names first (None: ``$user`` or nothing)."""
-    path = str(conn.execute(text("SHOW search_path")).scalar() or "")
-    first = path.split(",")[0].strip()
-    if first.startswith('"') and first.endswith('"'):
-        first = first[1:-1].replace('""', '"')
-    return first if first and first != "$user" else None
-
-
 def _exists(conn: Connection, name: str) -> bool:
-    """``name`` in the schema the layout lives in (the first the search_path names, even
-    before it exists), never a relation of that name further down the path."""
-    found = conn.execute(
-        text(
-            "SELECT to_regclass(quote_ident(coalesce(:s, current_schema()))"
-            " || '.' || quote_ident(:n))"
-        ),
-        {"s": _first_named(conn), "n": name},
-    )
-    return found.scalar() is not None
+    return bool(conn.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name}).scalar())
 
 
 def _revision(conn: Connection) -> str | None:
@@ -92,8 +74,11 @@ def ensure_named_schema(conn: Connection) -> None:
     """Create the schema the connection's search_path names first when it does not exist yet:
     PostgreSQL would otherwise put the layout silently in the next schema of the path
     (usually ``public``)."""
-    first = _first_named(conn)
-    if first is not None:
+    path = str(conn.execute(text("SHOW search_path")).scalar() or "")
+    first = path.split(",")[0].strip()
+    if first.startswith('"') and first.endswith('"'):
+        first = first[1:-1].replace('""', '"')
+    if first and first != "$user":
         quoted = '"' + first.replace('"', '""') + '"'
         conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {quoted}"))
 

@@ -251,45 +251,6 @@ def test_an_upgrade_makes_the_schema_its_search_path_names_instead_of_using_publ
         _admin(f"DROP SCHEMA IF EXISTS {quoted} CASCADE")
 
 
-@pytest.mark.parametrize("first_exists", [True, False])
-def test_a_layout_further_down_the_search_path_is_not_taken_for_the_first_schemas(
-    scratch: Callable[[], URL], worker_tag: str, first_exists: bool
-) -> None:
-    # The layout lives in the first schema of the path (README). A layout in a later schema
-    # used to answer "at head" for it: nothing was built there and every write went to the
-    # other layout (a layout left in `public` captured every new schema's agents).
-    other = scratch()  # holds a layout
-    migrate.upgrade(other)
-    other_schema = other.query["options"].split("=", 1)[1].split(",")[0]
-    first = f"first_{worker_tag}"
-    _admin(f'DROP SCHEMA IF EXISTS "{first}" CASCADE')
-    if first_exists:
-        _admin(f'CREATE SCHEMA "{first}"')
-    url = server_url_with_path(f"{first},{other_schema},public")
-    try:
-        if first_exists:
-            assert not migrate.status(url).at_head
-        with Store.open(url, agent="alice") as store, store.begin() as mem:
-            mem.facts.store("user", "city", "Berlin")
-        engine = create_engine(server_url())
-        try:
-            with engine.connect() as conn:
-                where = "SELECT schemaname FROM pg_tables WHERE tablename = 'philont_agents'"
-                assert set(conn.execute(text(where)).scalars()) >= {first, other_schema}
-                names = f'SELECT name FROM "{other_schema}".philont_agents'
-                assert "alice" not in set(conn.execute(text(names)).scalars())
-                names = f'SELECT name FROM "{first}".philont_agents'
-                assert "alice" in set(conn.execute(text(names)).scalars())
-        finally:
-            engine.dispose()
-    finally:
-        _admin(f'DROP SCHEMA IF EXISTS "{first}" CASCADE')
-
-
-def server_url_with_path(path: str) -> URL:
-    return make_url(server_url()).update_query_dict({"options": f"-csearch_path={path}"})
-
-
 def test_a_search_path_without_the_extensions_schema_is_refused_before_any_write(
     worker_tag: str,
 ) -> None:
