@@ -15,11 +15,11 @@ from sqlalchemy import select
 from philont.db.models import Action, JudgeVerdict, LearningCase, RawMessage, Skill
 from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn, attribute
 from philont.domain.kinds import Role
-from philont.errors import InvalidInputError, ModelError, PhilontError
+from philont.errors import InvalidInputError, ModelError
 from philont.learning.parse import SkillAnswer, first_object, parse_skills
 from philont.learning.prompts import condense_prompt, judge_prompt
 from philont.learning.window import Run, ToolCall
-from philont.llm.base import ModelClient, ask, checked_tokens, foreign_failure
+from philont.llm.base import ModelClient, ask, call_foreign, checked_tokens
 from philont.log import get_logger
 from philont.schemas.learning import CaseRecord, JudgeAgreement, Verdict, VerdictRecord
 from philont.services.base import Service
@@ -88,12 +88,7 @@ def ask_judge(judge: Judge, run: Run) -> JudgeResult:
     :class:`Verdict`, a text reason and a token count of at least 0, or a
     :class:`~philont.errors.ModelError` (a judge's own exception is translated)."""
     who = f"the judge {type(judge).__name__}"
-    try:
-        result = judge.judge(run)
-    except PhilontError:
-        raise
-    except Exception as exc:
-        raise foreign_failure(exc, who) from exc
+    result: object = call_foreign(who, lambda: judge.judge(run))
     if not isinstance(result, JudgeResult):
         raise ModelError(f"{who} returned {type(result).__name__}, not a JudgeResult", client=who)
     try:

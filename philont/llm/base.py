@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from philont.errors import (
     ModelEmptyAnswerError,
@@ -17,11 +18,14 @@ __all__ = [
     "Completion",
     "ModelClient",
     "ask",
+    "call_foreign",
     "checked_tokens",
     "estimate_tokens",
-    "foreign_failure",
     "require_text",
 ]
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ def checked_tokens(value: object, *, who: str) -> int:
     return value
 
 
-def foreign_failure(exc: Exception, who: str) -> ModelError:
+def _foreign_failure(exc: Exception, who: str) -> ModelError:
     """A client's own exception as the typed error the loop handles."""
     message = f"{who} failed: {type(exc).__name__}: {exc}"[:1_000]
     if isinstance(exc, TimeoutError):
@@ -82,18 +86,25 @@ def foreign_failure(exc: Exception, who: str) -> ModelError:
     return ModelError(message, client=who)
 
 
+def call_foreign(who: str, call: Callable[[], T]) -> T:
+    """``call()``, a client's or a judge's own code: a typed philont error passes as it is,
+    any other exception (a time-out or connection failure included) becomes a
+    :class:`~philont.errors.ModelError` naming ``who``."""
+    try:
+        return call()
+    except PhilontError:
+        raise
+    except Exception as exc:
+        raise _foreign_failure(exc, who) from exc
+
+
 def ask(model: ModelClient, prompt: str) -> Completion:
     """``model.complete(prompt)`` as the loop makes every call: whatever the client does, the
     result is a :class:`Completion` with text and a token count of at least 0, or a
     :class:`~philont.errors.ModelError` (a client's own exception, a time-out or connection
     failure included, is translated; another typed philont error passes as it is)."""
     who = f"the model client {type(model).__name__}"
-    try:
-        completion = model.complete(prompt)
-    except PhilontError:
-        raise
-    except Exception as exc:
-        raise foreign_failure(exc, who) from exc
+    completion: object = call_foreign(who, lambda: model.complete(prompt))
     if not isinstance(completion, Completion):
         raise ModelError(
             f"{who} returned {type(completion).__name__}, not a Completion(text, tokens_used)",
