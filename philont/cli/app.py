@@ -49,6 +49,7 @@ app.command("embed")(cli_embed.embed)
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
     agent: Annotated[
         str | None,
@@ -60,7 +61,18 @@ def _main(
 ) -> None:
     configure(logging.INFO if verbose else logging.WARNING)
     if agent is not None:
-        os.environ[settings.AGENT_ENV] = agent  # every Store's default agent on PostgreSQL
+        # every Store's default agent on PostgreSQL, for this command only: a command run
+        # in-process (a test, a host) must not leave its agent to the rest of the process
+        before = os.environ.get(settings.AGENT_ENV)
+        os.environ[settings.AGENT_ENV] = agent
+        ctx.call_on_close(lambda: _restore_env(settings.AGENT_ENV, before))
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:

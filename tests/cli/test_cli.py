@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -209,3 +210,21 @@ def test_an_import_refused_for_a_non_empty_database_names_the_option_that_merges
     assert run("export", str(dump), "--db", str(filled))[0] == 0
     code, output = run("import", str(dump), "--db", str(filled))
     assert code == 5 and "--merge" in " ".join(output.split())
+
+
+@pytest.mark.parametrize("before", [None, "someone-else"])
+@pytest.mark.parametrize("command", [["stats"], ["facts", "list"], ["no-such-command"]])
+def test_agent_applies_to_its_command_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str | None, command: list[str]
+) -> None:
+    # --agent used to stay in os.environ after the command: a command run in-process (a test,
+    # a host) then served that agent in every later unit of work of the process
+    if before is None:
+        monkeypatch.delenv("PHILONT_AGENT", raising=False)
+    else:
+        monkeypatch.setenv("PHILONT_AGENT", before)
+    db = tmp_path / "m.sqlite"
+    with Memory.open(db):
+        pass
+    runner.invoke(app, ["--agent", "alice", *command, "--db", str(db)])
+    assert os.environ.get("PHILONT_AGENT") == before
