@@ -4,7 +4,8 @@ Every type here is an ``Annotated`` pydantic type. Tool argument models use them
 services validate their arguments with :func:`check` (``check(Namespace, ns, "namespace")``).
 So a length, a limit or a pattern can only disagree with itself, and a refusal reads the same
 from every path: ``"<argument>: <what is wrong>"`` (an :class:`~philont.errors.InvalidInputError`
-from services, an ``invalid_arguments`` tool result from the dispatcher).
+from services, an ``invalid_arguments`` tool result from the dispatcher). The calendar's and
+the schedules' types are in :mod:`philont.schemas.planning`, built on the rules here.
 """
 
 from __future__ import annotations
@@ -31,19 +32,16 @@ from pydantic import (
 
 from philont.db.types import dumps_compact
 from philont.domain.kinds import AccessTarget, FactKind, Role
-from philont.domain.timepolicy import supported_utc, validate_timezone
+from philont.domain.timepolicy import supported_utc
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
 
 __all__ = [
     "MAX_LIMIT",
     "AccessTargetName",
-    "Author",
     "AwareTime",
     "Confidence",
     "Content",
     "Count",
-    "CronText",
-    "ExternalRef",
     "FactKey",
     "FactKeyLookup",
     "FactKindName",
@@ -56,20 +54,13 @@ __all__ = [
     "NamespaceSelector",
     "Offset",
     "Order",
-    "Project",
     "Query",
-    "RRuleText",
     "RecordId",
     "RoleName",
-    "ScheduleId",
-    "ScheduleMessage",
-    "ScheduleName",
     "SessionId",
     "SkillName",
     "SkillNameLookup",
     "Threshold",
-    "Title",
-    "ZoneName",
     "check",
     "describe",
     "optional",
@@ -112,7 +103,6 @@ WRITABLE_NAMESPACE_SCHEMA: Final = (
 """The advertised rule of a namespace to write: the namespace rule, and not ``self`` or below."""
 KEY_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 SKILL_NAME_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
-PROJECT_PATTERN: Final = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])")
 NON_BLANK_SCHEMA: Final = r"\S"
 """The advertised form of "not blank": JSON Schema patterns search, and this finds one non-space."""
 
@@ -122,7 +112,7 @@ def anchored(pattern: re.Pattern[str]) -> str:
     return f"^{pattern.pattern}$"
 
 
-def _advertised(pattern: str) -> dict[str, Any]:
+def advertised(pattern: str) -> dict[str, Any]:
     """``Field`` arguments that advertise ``pattern`` in the JSON Schema only: the validator
     checks the same rule itself, with the message its callers read."""
     return {"json_schema_extra": {"pattern": pattern}}
@@ -151,7 +141,7 @@ def _storable(value: str) -> str:
     return value
 
 
-def _non_blank(value: str) -> str:
+def non_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be blank")
     return _storable(value)
@@ -207,16 +197,6 @@ def _skill_name(value: str) -> str:
     return value
 
 
-def _project(value: str) -> str:
-    value = value.strip()
-    if PROJECT_PATTERN.fullmatch(value) is None:
-        raise ValueError(
-            "must be kebab-case: 2-60 characters of a-z, 0-9 and '-', without a leading or "
-            f"trailing hyphen (e.g. 'berlin-flat'), got {value!r}"
-        )
-    return value
-
-
 def _id_text(value: str) -> str:
     if value != value.strip() or not value:
         raise ValueError(f"must be 1-{MAX_ID_CHARS} characters without surrounding whitespace")
@@ -241,13 +221,6 @@ def _aware(value: datetime) -> datetime:
     supported times (:mod:`philont.domain.timepolicy`); naive ones are refused, not guessed."""
     utc = supported_utc(value)
     return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
-
-
-def _zone(value: str) -> str:
-    try:
-        return validate_timezone(value)
-    except InvalidInputError as exc:
-        raise ValueError(exc.message) from exc
 
 
 def _number(value: Any) -> Any:
@@ -279,7 +252,7 @@ Namespace = Annotated[
         max_length=MAX_NAMESPACE_CHARS,
         description="Dot-separated lowercase namespace: user, user.preferences, "
         "project.<name>, decisions, context. 'self' is reserved.",
-        **_advertised(WRITABLE_NAMESPACE_SCHEMA),
+        **advertised(WRITABLE_NAMESPACE_SCHEMA),
     ),
     AfterValidator(_namespace),
     UNICODE,
@@ -290,7 +263,7 @@ NamespaceLookup = Annotated[
         min_length=1,
         max_length=MAX_NAMESPACE_CHARS,
         description="The fact's namespace.",
-        **_advertised(anchored(NAMESPACE_PATTERN)),
+        **advertised(anchored(NAMESPACE_PATTERN)),
     ),
     AfterValidator(_namespace_shape),
     UNICODE,
@@ -320,7 +293,7 @@ FactKey = Annotated[
         min_length=1,
         max_length=64,
         description="Short slug naming the fact (home_city, diet, deadline); no spaces or colons.",
-        **_advertised(anchored(KEY_PATTERN)),
+        **advertised(anchored(KEY_PATTERN)),
     ),
     AfterValidator(_key),
     UNICODE,
@@ -331,7 +304,7 @@ FactKeyLookup = Annotated[
         min_length=1,
         max_length=64,
         description="The fact's key.",
-        **_advertised(anchored(KEY_PATTERN)),
+        **advertised(anchored(KEY_PATTERN)),
     ),
     AfterValidator(_key),
     UNICODE,
@@ -418,9 +391,9 @@ Content = Annotated[
         min_length=1,
         max_length=MAX_TEXT_CHARS,
         description="Text stored verbatim.",
-        **_advertised(NON_BLANK_SCHEMA),
+        **advertised(NON_BLANK_SCHEMA),
     ),
-    AfterValidator(_non_blank),
+    AfterValidator(non_blank),
     UNICODE,
 ]
 """Free text stored as given (a note, a message): non-blank, valid Unicode."""
@@ -445,135 +418,6 @@ SkillName = Annotated[
 SkillNameLookup = Annotated[
     StrictStr,
     Field(min_length=1, max_length=MAX_ID_CHARS, description="Exact skill name."),
-    UNICODE,
-]
-ScheduleName = Annotated[
-    StrictStr,
-    Field(
-        min_length=1,
-        max_length=100,
-        description="The task's name.",
-        **_advertised(NON_BLANK_SCHEMA),
-    ),
-    AfterValidator(_non_blank),
-    UNICODE,
-]
-Author = Annotated[
-    StrictStr,
-    Field(
-        min_length=1,
-        max_length=100,
-        description="Who created it (a tool, a user, a job).",
-        **_advertised(NON_BLANK_SCHEMA),
-    ),
-    AfterValidator(_non_blank),
-    UNICODE,
-]
-ScheduleId = Annotated[
-    StrictStr,
-    Field(min_length=1, max_length=MAX_ID_CHARS, description="Exact task id."),
-    UNICODE,
-]
-ScheduleMessage = Annotated[
-    StrictStr,
-    Field(
-        min_length=1,
-        max_length=4000,
-        description="Text to send, or the instruction to carry out.",
-        **_advertised(NON_BLANK_SCHEMA),
-    ),
-    AfterValidator(_non_blank),
-    UNICODE,
-]
-CronText = Annotated[
-    StrictStr,
-    Field(
-        max_length=100,
-        description="5-field cron expression, e.g. '0 9 * * 1-5' (weekdays 09:00).",
-    ),
-    UNICODE,
-]
-
-
-MAX_PROJECT_CHARS: Final = 60
-
-
-def _project_or_none(value: object) -> str | None:
-    """None, or a kebab-case project name; blank text means none (the original ignored a
-    blank project too). At most 60 characters as given, surrounding spaces included (the
-    length the schema advertises)."""
-    if isinstance(value, str) and len(value) > MAX_PROJECT_CHARS:
-        raise ValueError(
-            "must be kebab-case: 2-60 characters of a-z, 0-9 and '-', at most 60 as given "
-            f"(surrounding spaces included), got {len(value)} characters"
-        )
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str):
-        raise ValueError(
-            "must be kebab-case: 2-60 characters of a-z, 0-9 and '-' (e.g. 'berlin-flat'), "
-            f"got {value!r}"
-        )
-    return _project(value)
-
-
-Project = Annotated[
-    str | None,
-    PlainValidator(_project_or_none),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {
-                    "type": "string",
-                    "maxLength": MAX_PROJECT_CHARS,
-                    "pattern": rf"^\s*(?:{PROJECT_PATTERN.pattern})?\s*$",
-                },
-                {"type": "null"},
-            ],
-            "description": "kebab-case project name (2-60 characters) to associate; blank or "
-            "null for none.",
-        }
-    ),
-]
-Title = Annotated[
-    StrictStr,
-    Field(
-        min_length=1,
-        max_length=300,
-        description="What the event is.",
-        **_advertised(NON_BLANK_SCHEMA),
-    ),
-    AfterValidator(_non_blank),
-    UNICODE,
-]
-RRuleText = Annotated[
-    StrictStr,
-    Field(
-        max_length=500,
-        description="RFC 5545 rule, e.g. FREQ=WEEKLY;BYDAY=MO,WE or FREQ=MONTHLY;BYMONTHDAY=1.",
-    ),
-    UNICODE,
-]
-ExternalRef = Annotated[
-    StrictStr,
-    Field(
-        min_length=1,
-        max_length=MAX_ID_CHARS,
-        description="Id in an external calendar (deduplicates).",
-        **_advertised(NON_BLANK_SCHEMA),
-    ),
-    AfterValidator(_non_blank),
-    UNICODE,
-]
-ZoneName = Annotated[
-    StrictStr,
-    Field(
-        min_length=1,
-        max_length=64,
-        description="IANA time zone (Europe/Berlin, UTC) used to read times given without an "
-        "offset.",
-    ),
-    AfterValidator(_zone),
     UNICODE,
 ]
 AwareTime = Annotated[datetime, Field(strict=True), AfterValidator(_aware)]

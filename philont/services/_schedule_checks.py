@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from philont.db.types import dumps_compact
 from philont.errors import InvalidInputError
-from philont.schemas import inputs
+from philont.schemas import inputs, planning
 from philont.schemas.schedules import ActionType, OutcomeStatus
 
 _REPLY_CHANNELS: Final = ("silent", "summary")
@@ -49,7 +49,7 @@ def compose_payload(action: ActionType, message: object, payload: object) -> dic
     else:
         raise InvalidInputError(f"payload must be a JSON object (a dict), got {payload!r}")
     if message is not None:
-        text_message = inputs.check(inputs.ScheduleMessage, message, "message").strip()
+        text_message = inputs.check(planning.ScheduleMessage, message, "message").strip()
         key = "prompt" if action is ActionType.AUTONOMOUS_TURN else "message"
         if key in data and data[key] != text_message:
             raise InvalidInputError(f"message and payload[{key!r}] disagree; give one of them")

@@ -17,7 +17,7 @@ from philont.domain import series, timepolicy
 from philont.domain.rrule_engine import Work, WorkLimitExceeded
 from philont.errors import InvalidInputError, InvalidTimeRangeError, UnreadableRowError
 from philont.log import get_logger
-from philont.schemas import inputs
+from philont.schemas import inputs, planning
 from philont.schemas.calendar import (
     CalendarEventRecord,
     CalendarEvents,
@@ -167,13 +167,13 @@ class CalendarService(Service):
         is **updated in place** (same id and ``created_at``; every other field becomes what this
         call says, so ``None`` clears) instead of a duplicate being added.
         """
-        clean_title = inputs.check(inputs.Title, title, "title").strip()
+        clean_title = inputs.check(planning.Title, title, "title").strip()
         start = _aware(starts_at, "starts_at")
         end = None if ends_at is None else _aware(ends_at, "ends_at")
         checked = series.check_event(start, end, timezone, rrule)
         zone = timepolicy.validate_timezone(timezone)
         fact_id = inputs.optional(inputs.RecordId, related_fact_id, "related_fact_id")
-        ref = inputs.optional(inputs.ExternalRef, external_ref, "external_ref")
+        ref = inputs.optional(planning.ExternalRef, external_ref, "external_ref")
         values: dict[str, Any] = {
             "title": clean_title,
             "starts_at": start,

@@ -22,7 +22,7 @@ from philont.errors import (
     ScheduleNotFoundError,
 )
 from philont.log import get_logger
-from philont.schemas import inputs
+from philont.schemas import inputs, planning
 from philont.schemas.calendar import SkippedRow
 from philont.schemas.schedules import (
     ActionType,
@@ -113,11 +113,11 @@ class ScheduleService(Service):
         created_by: object,
     ) -> Schedule:
         """A validated, not yet added row. Raises before anything is written."""
-        clean_name = inputs.check(inputs.ScheduleName, name, "name").strip()
+        clean_name = inputs.check(planning.ScheduleName, name, "name").strip()
         action = action_type_of(action_type)
         data = compose_payload(action, message, payload)
-        clean_project = inputs.check(inputs.Project, project, "project")
-        author = inputs.check(inputs.Author, created_by, "created_by").strip()
+        clean_project = inputs.check(planning.Project, project, "project")
+        author = inputs.check(planning.Author, created_by, "created_by").strip()
         zone = recurrence.validate_timezone(timezone)
         given = [
             n
@@ -260,10 +260,10 @@ class ScheduleService(Service):
         if name is None and id is None:
             raise InvalidInputError("give name (exact) or id to cancel a schedule")
         conditions: builtins.list[ColumnElement[bool]] = [_ENABLED]
-        clean_name = inputs.optional(inputs.ScheduleName, name, "name")
+        clean_name = inputs.optional(planning.ScheduleName, name, "name")
         clean_name = None if clean_name is None else clean_name.strip()
         if id is not None:
-            conditions.append(Schedule.id == inputs.check(inputs.ScheduleId, id, "id"))
+            conditions.append(Schedule.id == inputs.check(planning.ScheduleId, id, "id"))
             if clean_name is not None:
                 owner = self.session.get(Schedule, id)
                 if owner is not None and owner.name != clean_name:
@@ -312,7 +312,7 @@ class ScheduleService(Service):
 
     def find_by_name(self, name: str) -> ScheduleRecord | None:
         """The newest enabled schedule with exactly this name, or None."""
-        clean = inputs.check(inputs.ScheduleName, name, "name").strip()
+        clean = inputs.check(planning.ScheduleName, name, "name").strip()
         row = self.session.scalars(
             select(Schedule)
             .where(Schedule.name == clean, _ENABLED)
@@ -503,7 +503,7 @@ class ScheduleService(Service):
             )
 
     def _row(self, schedule_id: object) -> Schedule:
-        row = self.session.get(Schedule, inputs.check(inputs.ScheduleId, schedule_id, "id"))
+        row = self.session.get(Schedule, inputs.check(planning.ScheduleId, schedule_id, "id"))
         if row is None:
             raise ScheduleNotFoundError(f"no schedule with id {schedule_id!r}", id=schedule_id)
         return row
@@ -599,7 +599,7 @@ class ScheduleService(Service):
         schedules it replaced); a value that is no schedule's id is read as the key itself, so
         rows Philont wrote under a name, or of a deleted schedule, stay reachable.
         """
-        key = inputs.check(inputs.ScheduleId, schedule_id, "id")
+        key = inputs.check(planning.ScheduleId, schedule_id, "id")
         row = self.session.get(Schedule, key)
         name = key if row is None else row.name
         stmt = (

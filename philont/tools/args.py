@@ -30,8 +30,6 @@ from philont.domain.recurrence import MAX_INTERVAL_MS, MIN_INTERVAL_MS
 from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
 from philont.schemas.inputs import (
     Confidence,
-    CronText,
-    ExternalRef,
     FactKey,
     FactKeyLookup,
     FactKindName,
@@ -40,13 +38,17 @@ from philont.schemas.inputs import (
     Namespace,
     NamespaceLookup,
     NamespaceSelector,
-    Project,
     Query,
+    SkillNameLookup,
+)
+from philont.schemas.planning import (
+    CronText,
+    ExternalRef,
+    Project,
     RRuleText,
     ScheduleId,
     ScheduleMessage,
     ScheduleName,
-    SkillNameLookup,
     Title,
     ZoneName,
 )

@@ -23,7 +23,7 @@ from philont.db.schema import metadata
 from philont.db.types import EpochMillis, IntBool, JsonText, StrEnumText, from_epoch_ms
 from philont.domain import decay, recurrence, series
 from philont.errors import InvalidInputError
-from philont.schemas import inputs, stored
+from philont.schemas import inputs, planning, stored
 from philont.schemas.schedules import ActionType
 from philont.transfer.format import ROWID_KEY, ImportFormatError
 
@@ -104,18 +104,18 @@ SERVICE_TYPES: dict[str, dict[str, Any]] = {
     },
     "memory_calendar": {
         "id": inputs.RecordId,
-        "title": inputs.Title,
-        "timezone": inputs.ZoneName,
+        "title": planning.Title,
+        "timezone": planning.ZoneName,
         "related_fact_id": inputs.RecordId,
-        "external_ref": inputs.ExternalRef,
+        "external_ref": planning.ExternalRef,
     },
     "memory_schedules": {
-        "id": inputs.ScheduleId,
-        "name": inputs.ScheduleName,
+        "id": planning.ScheduleId,
+        "name": planning.ScheduleName,
         "action_type": _Rule(_action_type),
         "payload_json": _Rule(_json_object),
-        "created_by": inputs.Author,
-        "project": inputs.Project,
+        "created_by": planning.Author,
+        "project": planning.Project,
         "consecutive_failures": inputs.Count,
     },
 }
