@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, Text, and_, or_, type_coerce
-from sqlalchemy.orm import aliased
+from sqlalchemy import ColumnElement, Integer, Text, and_, or_, select, type_coerce
+from sqlalchemy.orm import Session, aliased
 
 from philont.db.models import Fact
 from philont.db.types import to_epoch_ms
@@ -16,10 +16,11 @@ from philont.domain import decay
 from philont.domain.facts import is_expired, is_valid_at, rank_score
 from philont.domain.query import like_escape as _like_escape
 from philont.errors import (
+    InvalidInputError,
     NotFoundError,
 )
 from philont.log import get_logger
-from philont.schemas import inputs
+from philont.schemas import inputs, stored
 from philont.schemas.facts import FactRecord
 
 log = get_logger("philont.services.facts")
@@ -61,6 +62,25 @@ def exact_address(namespace: object, key: object) -> ColumnElement[bool]:
     in_namespace = exact_namespace(namespace)
     name: str = inputs.check(inputs.FactKeyLookup, key, "key")
     return and_(in_namespace, Fact.key == name)
+
+
+def held_address(session: Session, namespace: object, key: object) -> ColumnElement[bool]:
+    """:func:`exact_address`, except that an address outside today's rules is read when a
+    stored row has exactly that address: a legacy database (the original checked no
+    namespace) keeps such rows, and what ``list('*')`` shows must be readable by name. An
+    address no row holds is refused with the write's message."""
+    try:
+        return exact_address(namespace, key)
+    except InvalidInputError:
+        try:
+            ns = inputs.check(stored.StoredNamespace, namespace, "namespace")
+            name = inputs.check(stored.StoredFactKey, key, "key")
+        except InvalidInputError:
+            ns = None
+        legacy = and_(Fact.namespace == ns, Fact.key == name) if ns is not None else None
+        if legacy is None or session.scalar(select(Fact.id).where(legacy).limit(1)) is None:
+            raise
+        return legacy
 
 
 def namespace_filter(namespace: str | None, *, prefix: bool) -> ColumnElement[bool] | None:

@@ -18,7 +18,7 @@ from philont.schemas.facts import FactRecord
 from philont.services.base import Service
 from philont.services.fact_base import (
     aware,
-    exact_address,
+    held_address,
     namespace_filter,
     optional_aware,
     to_record,
@@ -56,7 +56,7 @@ class FactTime(Service):
 
         No access refresh and no access-log row (this is an audit query).
         """
-        cond = exact_address(namespace, key)
+        cond = held_address(self.session, namespace, key)
         when = aware(at, "at")
         believed = self._now() if believed_at is None else aware(believed_at, "believed_at")
         rows = self.session.scalars(

@@ -25,8 +25,8 @@ from philont.services.fact_base import (
     FactIdNotFoundError,
     aware,
     current_as_of,
-    exact_address,
     expired,
+    held_address,
     log,
     namespace_filter,
     newest_first,
@@ -166,7 +166,7 @@ class FactService(FactTime):
         passed counts as a miss (Q-S2); the default keeps the original's behaviour.
         A miss writes nothing.
         """
-        stmt = select(Fact).where(exact_address(namespace, key), CURRENT)
+        stmt = select(Fact).where(held_address(self.session, namespace, key), CURRENT)
         rows = newest_first(self.session.scalars(stmt))
         if not rows:
             return None
@@ -261,7 +261,7 @@ class FactService(FactTime):
         """Every version of ``namespace.key``, superseded and forgotten ones included: the
         current version first, then newest first (each record says ``active``)."""
         rows = builtins.list(
-            self.session.scalars(select(Fact).where(exact_address(namespace, key)))
+            self.session.scalars(select(Fact).where(held_address(self.session, namespace, key)))
         )
         by_id = {r.id: r for r in rows}
 

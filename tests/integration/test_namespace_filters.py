@@ -157,7 +157,9 @@ def test_a_selector_is_star_or_a_namespace_by_the_write_rule_with_its_children(
 
 def test_legacy_names_a_write_would_refuse_still_import_and_list(tool_db: Path) -> None:
     """A legacy row's namespace and key (the original checked none) are kept by import as
-    they are and listed by '*'; naming them in a filter is refused like any bad name."""
+    they are and listed by '*'; the services read that exact address by name (what a list
+    shows must be readable: history() of a listed legacy fact was refused), while a filter
+    naming it, or an address no row holds, is refused like any bad name."""
     assert inputs.check(stored.StoredNamespace, "User Prefs", "namespace") == "User Prefs"
     assert inputs.check(stored.StoredFactKey, "_odd key", "key") == "_odd key"
     with closing(sqlite3.connect(str(tool_db))) as conn, conn:
@@ -169,3 +171,12 @@ def test_legacy_names_a_write_would_refuse_still_import_and_list(tool_db: Path) 
         assert [(f.namespace, f.key) for f in mem.facts.list("*")] == [("User Prefs", "_odd key")]
         with pytest.raises(InvalidInputError):
             mem.facts.list("User Prefs")
+        for fact in mem.facts.list("*"):
+            assert [v.value for v in mem.facts.history(fact.namespace, fact.key)] == ["tea"]
+            got = mem.facts.get(fact.namespace, fact.key)
+            assert got is not None and got.value == "tea"
+            then = mem.facts.as_of(fact.namespace, fact.key, at=AT)
+            assert then is not None and then.value == "tea"
+        for namespace, key in [("User Prefs", "other key"), ("User Prefs2", "_odd key")]:
+            with pytest.raises(InvalidInputError):  # not held: the write's refusal
+                mem.facts.get(namespace, key)
