@@ -348,6 +348,13 @@ class ModelEmptyAnswerError(ModelError):
     code = "model_empty_answer"
 
 
+class ModelAnswerError(ModelError):
+    """The model answered, but what the task asked for could not be read from it (no JSON
+    array). The consolidator tries such a batch again, at most ``answer_attempts`` times."""
+
+    code = "model_unreadable_answer"
+
+
 class AgentNotFoundError(NotFoundError):
     """No agent of that name in a PostgreSQL database's agents registry."""
 

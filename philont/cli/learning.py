@@ -100,6 +100,9 @@ def consolidate(
     backlog: Annotated[
         bool, typer.Option("--backlog", help="First run: process the history too.")
     ] = False,
+    answer_attempts: Annotated[
+        int, typer.Option(help="Tries of a batch whose model answer cannot be read.")
+    ] = 3,
     timezone: Annotated[str, typer.Option(help="Zone of times said without one.")] = "UTC",
     judge: Annotated[bool, typer.Option("--judge", help="Judge runs (shadow mode).")] = False,
     verify: Annotated[
@@ -119,6 +122,7 @@ def consolidate(
             min_messages=min_messages,
             backlog=backlog,
             interval=timedelta(seconds=interval),
+            answer_attempts=answer_attempts,
         )
         config = LearningConfig(timezone=timezone, verify_then_condense=verify)
     except PhilontError as exc:

@@ -70,6 +70,16 @@ class Thought:
     judged: tuple[tuple[Run, JudgeResult], ...] = ()
     condensed: tuple[Condensed, ...] = ()
 
+    def unreadable(self) -> list[str]:
+        """The answers nothing could be read from (no JSON array), each as "step: why"; a
+        cut-off answer whose complete items were read is not one of them."""
+        answers: list[tuple[str, ExtractionAnswer | SkillAnswer]] = [
+            ("extraction", self.extraction),
+            ("reflection", self.skills),
+        ]
+        answers += [("condensing", c.answer) for c in self.condensed]
+        return [f"{step}: {a.problem}" for step, a in answers if a.problem is not None]
+
     @property
     def tokens_used(self) -> int:
         return (

@@ -81,6 +81,7 @@ CONSOLIDATOR_RULES: Final[tuple[Rule, ...]] = (
     ("retry_max", timedelta, lambda v: v > _ZERO, "a positive duration"),
     ("interval", timedelta, lambda v: v > _ZERO, "a positive duration"),
     ("max_batches_per_tick", int, _at_least(1), "a whole number >= 1"),
+    ("answer_attempts", int, _at_least(1), "a whole number >= 1"),
 )
 
 
@@ -114,7 +115,11 @@ class ConsolidatorConfig:
     ``backlog=False`` is Philont's first run: the cursor is set to the newest message and the
     history before it is never processed (no bill for a long past). ``lease`` is how long a
     claimed batch stays ours before another process may take it over; a failed batch waits
-    ``retry_base`` doubled per failure, at most ``retry_max``.
+    ``retry_base`` doubled per failure, at most ``retry_max``. A model answer that cannot be
+    read (no JSON array where one was asked for) fails the batch like a model error, so it is
+    asked again; on its ``answer_attempts``-th attempt the batch keeps what could be read and
+    the report says what was lost (a model that never answers in form would otherwise stop
+    learning at that batch for good).
     """
 
     idle_after: timedelta = timedelta(minutes=5)
@@ -126,6 +131,7 @@ class ConsolidatorConfig:
     retry_max: timedelta = timedelta(hours=1)
     interval: timedelta = timedelta(seconds=60)
     max_batches_per_tick: int = 10
+    answer_attempts: int = 3
 
     def __post_init__(self) -> None:
         _check(self, CONSOLIDATOR_RULES)

@@ -40,8 +40,8 @@ from philont.db.models import Fact, LearningBatch, RawMessage
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain import decay
 from philont.domain.consolidation import batch_end, retry_delay
-from philont.errors import InvalidInputError
-from philont.learning.batch import Applied, apply, gather, think
+from philont.errors import InvalidInputError, ModelAnswerError
+from philont.learning.batch import Applied, Thought, apply, gather, think
 from philont.learning.config import ConsolidatorConfig, LearningConfig
 from philont.learning.extract import LOOP_NAMESPACE
 from philont.learning.learner import check_parts
@@ -189,6 +189,7 @@ class Consolidator:
                 window = load_after(mem.session, claim.after, claim.until)
                 context = gather(mem, window, self.config, self.judge)
             thought = think(self.model, window, context, self.config, self.judge)
+            self._check_answers(claim, thought)
             with self.units() as mem:
                 applied = self._finish(mem, claim, window, thought)
         except _LostClaim as exc:
@@ -211,6 +212,17 @@ class Consolidator:
             credited=applied.credited,
             tokens_used=thought.tokens_used,
         )
+
+    def _check_answers(self, claim: _Claim, thought: Thought) -> None:
+        """An answer nothing could be read from fails the batch (it is asked again after the
+        backoff) until its last attempt, which keeps what could be read."""
+        unreadable = thought.unreadable()
+        if unreadable and claim.attempts < self.schedule.answer_attempts:
+            raise ModelAnswerError(
+                f"unreadable answer ({'; '.join(unreadable)}); attempt {claim.attempts} of "
+                f"{self.schedule.answer_attempts}",
+                attempt=claim.attempts,
+            )
 
     def _report(self, claim: _Claim, status: Status, **kw: Any) -> ConsolidationReport:
         return ConsolidationReport(

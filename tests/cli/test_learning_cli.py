@@ -193,7 +193,7 @@ def test_consolidate_says_when_the_models_answer_lost_something(
     model = script(tmp_path, extract=cut, reflect="Sorry, I cannot help with that.")
     code, output = run(
         "consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog",
-        "--idle-after", "0", "--json",
+        "--idle-after", "0", "--json", "--answer-attempts", "1",
     )  # fmt: skip
     assert code == 0, output
     report = json.loads(output.splitlines()[0])
@@ -203,6 +203,21 @@ def test_consolidate_says_when_the_models_answer_lost_something(
         "consolidate", "--db", str(chatty), "--model", model, "--once", "--idle-after", "0",
     )  # fmt: skip
     assert "nothing_new" in output  # (the first run's line is checked through _line below)
+
+
+def test_an_unreadable_answer_fails_the_batch_until_its_last_attempt(
+    chatty: Path, tmp_path: Path
+) -> None:
+    model = script(tmp_path, extract=json.dumps([FACT]), reflect="Sorry.", summarize="s")
+    args = ["consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog"]
+    code, output = run(*args, "--idle-after", "0", "--answer-attempts", "2")
+    assert code == 1, output
+    assert "model_unreadable_answer" in output and "attempt 1 of 2" in output
+    with Memory.open(chatty) as mem:
+        assert read_cursor(mem.session) is None
+    code, output = run("consolidate", "--db", str(chatty), "--model", model, "--answer-attempts",
+                       "0", "--once")  # fmt: skip
+    assert code == 1 and "answer_attempts must be a whole number >= 1" in output, output
 
 
 def test_the_consolidate_line_names_the_answers_problems() -> None:
@@ -231,7 +246,7 @@ def test_each_batch_is_one_line_however_long(chatty: Path, tmp_path: Path) -> No
     model = script(tmp_path, extract=json.dumps([FACT]), reflect="no JSON here", summarize="s")
     code, output = run(
         "consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog",
-        "--idle-after", "0",
+        "--idle-after", "0", "--answer-attempts", "1",
     )  # fmt: skip
     assert code == 0, output
     line, *rest = output.splitlines()

@@ -148,6 +148,48 @@ def test_a_failed_model_call_loses_nothing_and_is_retried_with_backoff(
     assert batches(units) == [("done", 3)]
 
 
+@pytest.mark.parametrize("readable_from", [1, 2, 3, 4, None])
+@pytest.mark.parametrize("step", ["extract", "reflect"])
+def test_an_unreadable_answer_is_asked_again_and_the_last_attempt_keeps_what_it_read(
+    units: UnitFactory, clock: FakeClock, step: str, readable_from: int | None
+) -> None:
+    """Answers with no JSON array fail the batch (nothing written, the cursor kept) until the
+    model answers in form or the batch's third attempt, which is consolidated with what could
+    be read and says what the answer lost."""
+    append(units, clock, 6)
+    idle(clock)
+    asked = 0
+
+    def answer(prompt: str) -> Answer:
+        nonlocal asked
+        asked += 1
+        if readable_from is not None and asked >= readable_from:
+            return fact_answer(prompt) if step == "extract" else "[]"
+        return "Sorry, I cannot help with that."
+
+    tasks: dict[str, Any] = {"extract": fact_answer, "reflect": "[]", "summarize": "summary"}
+    tasks[step] = answer
+    worker = consolidator(units, clock, ScriptedModel.by_task(tasks))
+    reports = []
+    for _ in range(4):
+        reports.append(worker.run_once())
+        if reports[-1].status != S.FAILED:
+            break
+        assert (cursor_rows(units), seen(units)) == ([], set())  # a failed try wrote nothing
+        assert reports[-1].error is not None
+        assert reports[-1].error.startswith("model_unreadable_answer")
+        clock.advance(hours=1)
+    tries = min(readable_from or 3, 3)
+    assert [r.status for r in reports] == [S.FAILED] * (tries - 1) + [S.CONSOLIDATED]
+    done = reports[-1]
+    assert (done.attempts, cursor_rows(units)) == (tries, [done.until_ts])
+    lost = readable_from is None or readable_from > 3
+    assert len(seen(units)) == (0 if step == "extract" and lost else 1)
+    part = done.extraction if step == "extract" else done.reflection
+    assert part is not None
+    assert part.problem == ("no JSON array in the answer" if lost else None)
+
+
 def test_a_batch_never_splits_the_messages_of_one_millisecond(
     units: UnitFactory, clock: FakeClock
 ) -> None:

@@ -100,6 +100,7 @@ BAD_SETTINGS: list[tuple[type, str, list[object]]] = [
     (ConsolidatorConfig, "retry_max", [3600, timedelta(0)]),
     (ConsolidatorConfig, "interval", [60, 60.0, timedelta(0), timedelta(seconds=-1)]),
     (ConsolidatorConfig, "max_batches_per_tick", [*NOT_A_NUMBER, 0]),
+    (ConsolidatorConfig, "answer_attempts", [*NOT_A_NUMBER, 0, -1]),
 ]
 
 
