@@ -207,6 +207,8 @@ def _credit_one(
     attributed: list[ActionEvent] = []
     ended_by = "the end of the log"
     for action in following:
+        if is_neutral(action, window):
+            continue  # a refused fetch or a malformed call: it neither counts nor ends anything
         if _is_retrieval_call(action, window):
             ended_by = "the next retrieval"
             break
@@ -216,8 +218,6 @@ def _credit_one(
         if action.timestamp > deadline:
             ended_by = f"the {window.max_duration} time limit"
             break
-        if is_neutral(action, window):
-            continue  # a refused fetch or a malformed call: neither credit nor blame
         if len(attributed) == window.max_actions:
             ended_by = f"the {window.max_actions}-action limit"
             break

@@ -365,3 +365,22 @@ def test_calls_refused_for_their_arguments_change_no_credit(
     user_turns = [UserTurn(SESSION, at(t)) for t in turns]
     without = [a for a in log if not is_refused_arguments(a.error_code)]
     assert attribute(log, user_turns, window) == attribute(without, user_turns, window)
+
+
+@pytest.mark.parametrize("code", ["invalid_arguments", "reserved_namespace"])
+@pytest.mark.parametrize("turn_seconds", [1.0, 0.5])
+def test_a_refused_call_after_the_next_turn_does_not_change_the_reason(
+    code: str, turn_seconds: float
+) -> None:
+    # Found by the property above: a refused call at or after the next user turn ended the
+    # window ("ended by the next user turn") where the log without it ran out ("the end of the
+    # log"); neutral calls now neither count nor end anything.
+    refused = ActionEvent(
+        id=2, session_id=SESSION, tool_name="bash", success=False, timestamp=at(1.0),
+        error_code=code,
+    )  # fmt: skip
+    log = [fetch(1, 0.0, "pdf-to-word"), refused]
+    turns = [UserTurn(SESSION, at(turn_seconds))]
+    window = AttributionWindow(max_actions=1)
+    assert attribute(log, turns, window) == attribute(log[:1], turns, window)
+    assert attribute(log, turns, window)[0].reason.endswith("the end of the log")
