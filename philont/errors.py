@@ -240,14 +240,13 @@ class TimeOutOfRangeError(InvalidInputError):
 
 
 class ReservedNamespaceError(InvalidInputError):
-    """The ``self`` namespace is written only by the self-reflector."""
+    """The ``self`` namespace is written only by the self-reflector; the model's tool does not
+    write ``system`` (the runtime's own state)."""
 
     code = "reserved_namespace"
 
-    def __init__(self, namespace: str) -> None:
-        super().__init__(
-            f"namespace {namespace!r} is reserved for the self-reflector; store facts elsewhere"
-        )
+    def __init__(self, namespace: str, owner: str = "the self-reflector") -> None:
+        super().__init__(f"namespace {namespace!r} is reserved for {owner}; store facts elsewhere")
         self.namespace = namespace
 
 

@@ -49,10 +49,11 @@ __all__ = ["MemoryWriter", "StoreNoteArgs", "ask_for_memories"]
 log = get_logger(__name__)
 
 
-LOOP_NAMESPACE: Final = "system"
+LOOP_NAMESPACE: Final = inputs.RUNTIME_NAMESPACE_ROOT
 """Where the consolidator keeps its cursor (``system.last_consolidated_ts``): a conversation
 that talks the model into storing a fact there would move it (skipping messages for good, or
-learning them twice), so extraction refuses the whole namespace."""
+learning them twice), so extraction, like the model's ``store_fact``, refuses the whole
+namespace (the tool's own argument type does)."""
 
 
 class StoreNoteArgs(BaseModel):
@@ -172,15 +173,6 @@ class MemoryWriter(Service):
         tool = REGISTRY["store_fact"]
         args = tool.args_model.model_validate(arguments)
         where = {"namespace": args.namespace, "key": args.key}
-        if args.namespace.split(".", 1)[0] == LOOP_NAMESPACE:
-            return MemoryWrite(
-                **base,
-                **where,
-                outcome="rejected",
-                code="reserved_namespace",
-                detail=f"namespace {LOOP_NAMESPACE!r} holds the loop's own state (its cursor); "
-                "learning never writes it",
-            )
         known = self._recorded(args)
         if known is not None:
             row, detail = known

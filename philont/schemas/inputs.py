@@ -49,6 +49,7 @@ __all__ = [
     "FailureThreshold",
     "Importance",
     "Limit",
+    "ModelNamespace",
     "Namespace",
     "NamespaceLookup",
     "NamespaceSelector",
@@ -97,10 +98,24 @@ PREFIX_SUFFIX: Final = ".*"
 RESERVED_NAMESPACE_ROOT: Final = "self"
 """``self`` and every ``self.*`` namespace are written only by the self-reflector (the original
 protected only the exact ``self``; ``self.x`` let a tool call forge self-description)."""
-WRITABLE_NAMESPACE_SCHEMA: Final = (
-    rf"^(?!{RESERVED_NAMESPACE_ROOT}(?:\.|$))(?:{NAMESPACE_PATTERN.pattern})$"
-)
+RUNTIME_NAMESPACE_ROOT: Final = "system"
+"""``system`` holds the runtime's own state (the consolidator's cursor
+``system.last_consolidated_ts``): a host writes it, the model's ``store_fact`` does not (a
+value stored there moved the cursor: learning skipped or repeated messages)."""
+RESERVED_ROOTS: Final = {
+    RESERVED_NAMESPACE_ROOT: "the self-reflector",
+    RUNTIME_NAMESPACE_ROOT: "the runtime's own state (the consolidator's cursor)",
+}
+
+
+def _writable_schema(*reserved: str) -> str:
+    return rf"^(?!(?:{'|'.join(reserved)})(?:\.|$))(?:{NAMESPACE_PATTERN.pattern})$"
+
+
+WRITABLE_NAMESPACE_SCHEMA: Final = _writable_schema(RESERVED_NAMESPACE_ROOT)
 """The advertised rule of a namespace to write: the namespace rule, and not ``self`` or below."""
+MODEL_NAMESPACE_SCHEMA: Final = _writable_schema(*RESERVED_ROOTS)
+"""The same for the model's tool: not ``self``, not ``system``, nor below them."""
 KEY_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 SKILL_NAME_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
 NON_BLANK_SCHEMA: Final = r"\S"
@@ -158,11 +173,20 @@ def _namespace_shape(value: str) -> str:
     return value
 
 
-def _namespace(value: str) -> str:
-    """A namespace to write: the rule, and not ``self`` or below (reads may name it)."""
-    if _namespace_shape(value).split(".", 1)[0] == RESERVED_NAMESPACE_ROOT:
-        raise ReservedNamespaceError(value)
-    return value
+def _reserved(*roots: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        root = _namespace_shape(value).split(".", 1)[0]
+        if root in roots:
+            raise ReservedNamespaceError(value, RESERVED_ROOTS[root])
+        return value
+
+    return check
+
+
+_namespace = _reserved(RESERVED_NAMESPACE_ROOT)
+"""A namespace to write: the rule, and not ``self`` or below (reads may name it)."""
+_model_namespace = _reserved(*RESERVED_ROOTS)
+"""A namespace the model may write: not ``system`` or below either."""
 
 
 def _selector(value: str) -> str:
@@ -257,6 +281,19 @@ Namespace = Annotated[
     AfterValidator(_namespace),
     UNICODE,
 ]
+ModelNamespace = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=MAX_NAMESPACE_CHARS,
+        description="Dot-separated lowercase namespace: user, user.preferences, "
+        "project.<name>, decisions, context. 'self' and 'system' are reserved.",
+        **advertised(MODEL_NAMESPACE_SCHEMA),
+    ),
+    AfterValidator(_model_namespace),
+    UNICODE,
+]
+"""A namespace the model's ``store_fact`` writes (:data:`RUNTIME_NAMESPACE_ROOT`)."""
 NamespaceLookup = Annotated[
     StrictStr,
     Field(

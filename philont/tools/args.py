@@ -35,7 +35,7 @@ from philont.schemas.inputs import (
     FactKindName,
     FactValue,
     Limit,
-    Namespace,
+    ModelNamespace,
     NamespaceLookup,
     NamespaceSelector,
     Query,
@@ -136,7 +136,7 @@ class StoreFactArgs(ToolArgs):
     with valid_until. Convert relative times ("tomorrow") to absolute ISO-8601 first. To add to
     an accumulating value, get_fact first and store the merged value."""
 
-    namespace: Namespace
+    namespace: ModelNamespace
     key: FactKey
     value: FactValue
     confidence: Confidence = 1.0

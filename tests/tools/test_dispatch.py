@@ -72,6 +72,12 @@ def test_the_eleven_tools_are_registered_with_their_exact_names() -> None:
             "invalid_arguments",
         ),
         ("store_fact", {"namespace": "self", "key": "k", "value": 1}, "reserved_namespace"),
+        (
+            "store_fact",
+            {"namespace": "system", "key": "last_consolidated_ts", "value": 9e12},
+            "reserved_namespace",
+        ),
+        ("store_fact", {"namespace": "system.x", "key": "k", "value": 1}, "reserved_namespace"),
         # refused by the shared input types, before any transaction begins
         ("store_fact", {"namespace": "user", "key": "a b", "value": 1}, "invalid_arguments"),
         (
