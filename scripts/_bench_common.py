@@ -373,7 +373,7 @@ _CHITCHAT = [
 _CONSONANTS, _VOWELS = "bcdfghjklmnprstvwz", "aeiou"
 
 
-def _rare_terms(rng: random.Random, n: int) -> list[str]:
+def pseudo_words(rng: random.Random, n: int) -> list[str]:
     """Pseudo-words standing in for names, places, product and project names (a long tail)."""
     out: set[str] = set()
     while len(out) < n:
@@ -397,7 +397,7 @@ class TextGen:
 
     def __init__(self, seed: int = 7) -> None:
         self.rng = random.Random(seed)
-        self.rare = _rare_terms(self.rng, 20_000)
+        self.rare = pseudo_words(self.rng, 20_000)
         self.rng.shuffle(self.rare)  # the frequent head of the tail is not all "ba..."
         words = _COMMON + _TOPICS
         # Common words carry most of the mass; topic words the middle; rare terms the tail.
