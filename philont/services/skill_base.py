@@ -21,6 +21,7 @@ from philont.domain.maturity import (
     callable_skill,
     string_list,
 )
+from philont.domain.skill_score import score_skill
 from philont.errors import (
     InvalidInputError,
     NotFoundError,
@@ -220,6 +221,19 @@ def row_callable(row: Any) -> bool:
         steps=row.steps,
         verification=row.verification,
         tool_policy=row.tool_policy,
+    )
+
+
+def row_score(row: Any, now: datetime) -> float:
+    """:func:`~philont.domain.skill_score.score_skill` of a stored skill (an ORM row or a
+    column row with its counters, ``last_used_at`` and ``kind``) at ``now``."""
+    return score_skill(
+        use_count=row.use_count,
+        success_count=row.success_count,
+        failure_count=row.failure_count,
+        last_used_at=row.last_used_at,
+        now=now,
+        kind=row.kind,
     )
 
 

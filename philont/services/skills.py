@@ -38,7 +38,6 @@ from philont.domain.maturity import (
     is_callable,
     next_grade,
 )
-from philont.domain.skill_score import score_skill
 from philont.errors import (
     ConflictError,
     InvalidInputError,
@@ -67,6 +66,7 @@ from philont.services.skill_base import (
     optional_text,
     required_text,
     row_callable,
+    row_score,
     to_record,
 )
 from philont.services.skill_recipes import SkillRecipes
@@ -125,18 +125,8 @@ class SkillService(SkillRecipes):
             rows = [r for r in rows if row_callable(r)]
         now = self.clock()
 
-        def score(row: Any) -> float:
-            return score_skill(
-                use_count=row.use_count,
-                success_count=row.success_count,
-                failure_count=row.failure_count,
-                last_used_at=row.last_used_at,
-                now=now,
-                kind=row.kind,
-            )
-
         # sorted() is stable also with reverse=True, so ties keep the SQL order.
-        best = sorted(rows, key=score, reverse=True)[:limit]
+        best = sorted(rows, key=lambda row: row_score(row, now), reverse=True)[:limit]
         return [to_record(r, r if r.revision is not None else None) for r in best]
 
     def is_callable(self, name: str) -> bool:
