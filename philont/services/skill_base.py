@@ -7,7 +7,7 @@ import enum
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from sqlalchemy import ColumnElement, case, literal, or_, select
 from sqlalchemy.orm import InstrumentedAttribute
@@ -36,6 +36,8 @@ from philont.schemas.skills import (
 from philont.services.base import Service
 
 log = get_logger("philont.services.skills")
+
+E = TypeVar("E", bound=enum.Enum)
 
 NAME_PATTERN: Final = inputs.SKILL_NAME_PATTERN
 """A new skill's name: a kebab-case slug of 1..80 characters (matched in full)."""
@@ -114,22 +116,21 @@ def lines_of(value: object, field: str) -> list[str]:
 
 
 def kind_of(value: object) -> SkillKind:
-    try:
-        if not isinstance(value, str):
-            raise ValueError(value)
-        return SkillKind(value)
-    except ValueError as exc:
-        raise InvalidInputError(f"kind must be 'positive' or 'negative', got {value!r}") from exc
+    return _member(SkillKind, value, "kind must be 'positive' or 'negative'")
 
 
 def grade_of(value: object) -> Grade:
+    return _member(Grade, value, f"grade must be one of {', '.join(g.value for g in Grade)}")
+
+
+def _member(enum_type: type[E], value: object, refusal: str) -> E:
+    """``value`` (a string) as a member of ``enum_type``, else ``InvalidInputError(refusal)``."""
     try:
         if not isinstance(value, str):
             raise ValueError(value)
-        return Grade(value)
+        return enum_type(value)
     except ValueError as exc:
-        allowed = ", ".join(g.value for g in Grade)
-        raise InvalidInputError(f"grade must be one of {allowed}, got {value!r}") from exc
+        raise InvalidInputError(f"{refusal}, got {value!r}") from exc
 
 
 def aware(value: object, name: str) -> datetime:
