@@ -802,6 +802,21 @@ def load_average() -> str:
     return f"{one:.1f} / {five:.1f} / {fifteen:.1f}"
 
 
+def announce_run() -> tuple[str, datetime]:
+    """Print the machine and its load at the start of a run; return that load and the start."""
+    print(machine_line())
+    load_at_start = load_average()
+    print(f"load average: {load_at_start}")
+    return load_at_start, datetime.now(UTC)
+
+
+def profile_block(prof_text: str, caveat: str) -> list[str]:
+    """A doc section's closing lines for a cProfile summary (none without one)."""
+    if not prof_text:
+        return []
+    return ["", f"Where philont's time goes ({caveat}):", "", "```text", prof_text, "```"]
+
+
 def run_header(command: str, load_at_start: str) -> str:
     """The first lines of a doc section: when, how, on what, and how busy the machine was."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
