@@ -214,17 +214,6 @@ LIST = (
 )
 
 
-def row_callable(row: Any) -> bool:
-    """``to_record(row, ...).callable`` without building the record."""
-    return callable_skill(
-        maturity=row.maturity,
-        recipe_revision=row.revision,
-        steps=row.steps,
-        verification=row.verification,
-        tool_policy=row.tool_policy,
-    )
-
-
 def row_score(row: Any, now: datetime) -> float:
     """:func:`~philont.domain.skill_score.score_skill` of a stored skill (an ORM row or a
     column row with its counters, ``last_used_at`` and ``kind``) at ``now``."""

@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
+from philont.db.queries import skills as skill_rows
 from philont.domain.kinds import AccessTarget, SkillKind
 from philont.domain.maturity import (
     DEFAULT_DISUSE_AFTER,
@@ -65,7 +66,6 @@ from philont.services.skill_base import (
     not_usable_reason,
     optional_text,
     required_text,
-    row_callable,
     row_score,
     to_record,
 )
@@ -122,7 +122,7 @@ class SkillService(SkillRecipes):
             stmt = stmt.where(Skill.maturity.in_([g for g in Grade if is_callable(g)]))
         rows: builtins.list[Any] = builtins.list(self.session.execute(stmt))
         if callable_only:
-            rows = [r for r in rows if row_callable(r)]
+            rows = [r for r in rows if skill_rows.is_callable(r)]
         now = self.clock()
 
         # sorted() is stable also with reverse=True, so ties keep the SQL order.
