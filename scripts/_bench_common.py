@@ -373,7 +373,7 @@ _CHITCHAT = [
 _CONSONANTS, _VOWELS = "bcdfghjklmnprstvwz", "aeiou"
 
 
-def _rare_terms(rng: random.Random, n: int) -> list[str]:
+def pseudo_words(rng: random.Random, n: int) -> list[str]:
     """Pseudo-words standing in for names, places, product and project names (a long tail)."""
     out: set[str] = set()
     while len(out) < n:
@@ -397,7 +397,7 @@ class TextGen:
 
     def __init__(self, seed: int = 7) -> None:
         self.rng = random.Random(seed)
-        self.rare = _rare_terms(self.rng, 20_000)
+        self.rare = pseudo_words(self.rng, 20_000)
         self.rng.shuffle(self.rare)  # the frequent head of the tail is not all "ba..."
         words = _COMMON + _TOPICS
         # Common words carry most of the mass; topic words the middle; rare terms the tail.
@@ -800,6 +800,21 @@ def load_average() -> str:
     except OSError:
         return "unknown"
     return f"{one:.1f} / {five:.1f} / {fifteen:.1f}"
+
+
+def announce_run() -> tuple[str, datetime]:
+    """Print the machine and its load at the start of a run; return that load and the start."""
+    print(machine_line())
+    load_at_start = load_average()
+    print(f"load average: {load_at_start}")
+    return load_at_start, datetime.now(UTC)
+
+
+def profile_block(prof_text: str, caveat: str) -> list[str]:
+    """A doc section's closing lines for a cProfile summary (none without one)."""
+    if not prof_text:
+        return []
+    return ["", f"Where philont's time goes ({caveat}):", "", "```text", prof_text, "```"]
 
 
 def run_header(command: str, load_at_start: str) -> str:

@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+from _bench_common import pseudo_words
 from _recall_data import DEV_DATA, _create, database, load_locomo
 from sqlalchemy import Engine
 
@@ -36,15 +37,6 @@ def pct(sorted_values: Sequence[float], percent: float) -> float:
 
 
 _SEED = 7
-_CONSONANTS, _VOWELS = "bcdfghjklmnprstvwz", "aeiou"
-
-
-def _pseudo_words(rng: random.Random, size: int) -> list[str]:
-    words: set[str] = set()
-    while len(words) < size:
-        n = rng.randint(2, 4)
-        words.add("".join(rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(n)))
-    return sorted(words)
 
 
 def _word_distribution(rng: random.Random) -> tuple[list[str], list[float], list[str]]:
@@ -58,7 +50,7 @@ def _word_distribution(rng: random.Random) -> tuple[list[str], list[float], list
             for _i, _s, _r, text, _at in conv.messages:
                 for w in re.findall(r"[a-z']+", text.lower()):
                     counts[w] = counts.get(w, 0) + 1
-    tail = _pseudo_words(rng, 50_000)
+    tail = pseudo_words(rng, 50_000)
     words = list(counts) + tail
     total = sum(counts.values()) or 1
     # Real words carry 80% of the mass (their own proportions), the tail 20% (Zipf).

@@ -338,10 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sizes.append(FULL_SIZE)
     if max(sizes) >= FULL_SIZE:
         print("warning: 1M messages: seeding takes many minutes the first time", file=sys.stderr)
-    print(bc.machine_line())
-    load_at_start = bc.load_average()
-    print(f"load average: {load_at_start}")
-    started = datetime.now(UTC)
+    load_at_start, started = bc.announce_run()
     results: dict[int, dict[str, Any]] = {}
     for n in sizes:
         print(f"\n{bc.human_count(n)} messages", flush=True)
@@ -498,16 +495,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
             f"Whole run: {elapsed / 60:.1f} min (seeding of uncached databases included).",
         ]
-        if prof_text:
-            body += [
-                "",
-                "Where philont's time goes (cProfile own time; it inflates Python code more"
-                " than C, so read the Python shares as an upper bound):",
-                "",
-                "```text",
-                prof_text,
-                "```",
-            ]
+        body += bc.profile_block(
+            prof_text,
+            "cProfile own time; it inflates Python code more"
+            " than C, so read the Python shares as an upper bound",
+        )
         bc.update_doc_section("context", "\n".join(body))
         print(f"\nupdated {bc.DOC}")
     return 0

@@ -284,10 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = sorted(set(args.messages))
     if max(sizes) >= TARGET_MESSAGES:
         print("warning: 1M messages takes several minutes and a few GB of disk", file=sys.stderr)
-    print(bc.machine_line())
-    load_at_start = bc.load_average()
-    print(f"load average: {load_at_start}")
-    started = datetime.now(UTC)
+    load_at_start, started = bc.announce_run()
     results = [
         measure(args.fixture, n, args.repeat or (3 if n <= 100_000 else 1), not args.no_progress)
         for n in sizes

@@ -430,11 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sizes.append(FULL_SIZE)
     if max(sizes) >= FULL_SIZE:
         print("warning: 1M messages takes several minutes and a few GB of disk", file=sys.stderr)
-    print(bc.machine_line())
-    load_at_start = bc.load_average()
-    print(f"load average: {load_at_start}")
+    load_at_start, started = bc.announce_run()
     work = bc.scratch_dir("write-")
-    started = datetime.now(UTC)
     try:
         results = [run_size(n, args, work) for n in sizes]
         profile = None
@@ -482,16 +479,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
             f"Whole run: {elapsed / 60:.1f} min.",
         ]
-        if prof_text:
-            body += [
-                "",
-                "Where philont's time goes (cProfile own time; it inflates Python code more"
-                " than C, so read the shares as an upper bound for the Python side):",
-                "",
-                "```text",
-                prof_text,
-                "```",
-            ]
+        body += bc.profile_block(
+            prof_text,
+            "cProfile own time; it inflates Python code more"
+            " than C, so read the shares as an upper bound for the Python side",
+        )
         bc.update_doc_section("write", "\n".join(body))
         print(f"\nupdated {bc.DOC}")
     return 0

@@ -11,14 +11,14 @@ it returns the same pool the Python pass would. Nothing in the schema depends on
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from philont.db.backend import Raw
 from philont.db.queries.vectors import MESSAGE_CODES, MESSAGES
 from philont.log import get_logger
 from philont.services.search.scoring import Filter
 
-__all__ = ["SqliteVectors", "VectorEngine", "sqlite_vec_unavailable"]
+__all__ = ["ExtensionVectors", "SqliteVectors", "VectorEngine", "sqlite_vec_unavailable"]
 
 log = get_logger(__name__)
 
@@ -49,6 +49,21 @@ class VectorEngine:
         raise NotImplementedError
 
 
+class ExtensionVectors(VectorEngine):
+    """An engine backed by a database extension: named after it while it is used, ``python``
+    (the portable path) while not, with the reason."""
+
+    extension: ClassVar[str]
+    _reason: str | None
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.extension if self._reason is None else "python"
+
+    def reason(self) -> str | None:
+        return self._reason
+
+
 # --- sqlite-vec --------------------------------------------------------------------------------
 
 _LOADED: dict[int, bool] = {}
@@ -66,18 +81,13 @@ def sqlite_vec_unavailable(conn: Any | None = None) -> str | None:
     return None
 
 
-class SqliteVectors(VectorEngine):
+class SqliteVectors(ExtensionVectors):
     """sqlite-vec's Hamming distance over our plain codes table, when the extension loads."""
 
+    extension = "sqlite-vec"
+
     def __init__(self) -> None:
-        self._reason: str | None = sqlite_vec_unavailable()
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return "sqlite-vec" if self._reason is None else "python"
-
-    def reason(self) -> str | None:
-        return self._reason
+        self._reason = sqlite_vec_unavailable()
 
     def available(self, raw: Raw) -> bool:
         if self._reason is not None:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from philont.db.backend import Raw
 from philont.db.pg_layout import PGVECTOR_TABLE
 from philont.db.queries.vectors import MESSAGE_CODES, MESSAGES
-from philont.db.vectors import VectorEngine
+from philont.db.vectors import ExtensionVectors
 from philont.log import get_logger
 from philont.services.search.scoring import Filter
 
@@ -95,20 +95,15 @@ def _exists(raw: Raw) -> bool:
     return bool(raw.rows(f"SELECT to_regclass('{PGVECTOR_TABLE}') IS NOT NULL")[0][0])
 
 
-class PgVectors(VectorEngine):
+class PgVectors(ExtensionVectors):
     """pgvector's HNSW search where the extension and the agent's copy exist, else the
     portable path."""
 
+    extension = "pgvector"
+
     def __init__(self) -> None:
-        self._reason: str | None = "not checked yet"
+        self._reason = "not checked yet"
         self._version: tuple[int, ...] = ()
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return "pgvector" if self._reason is None else "python"
-
-    def reason(self) -> str | None:
-        return self._reason
 
     def available(self, raw: Raw) -> bool:
         version = pgvector_version(raw)

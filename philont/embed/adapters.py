@@ -37,6 +37,13 @@ class _Adapter:
     _dimension: int
     similarity_floor: float | None = None
 
+    def _identify(self, library: str, name: str, similarity_floor: float | None) -> None:
+        """Model id ``library:name``; the floor given, else ``name``'s measured one (or None)."""
+        self._model_id = f"{library}:{name}"
+        self.similarity_floor = (
+            similarity_floor if similarity_floor is not None else known_floor(name)
+        )
+
     @property
     def model_id(self) -> str:
         return self._model_id
@@ -73,10 +80,7 @@ class Model2VecEmbedder(_Adapter):
         self._model = model
         self._dimension = int(model.dim)
         name = Path(str(path)).name if path is not None else type(model).__name__
-        self._model_id = f"model2vec:{name}"
-        self.similarity_floor = (
-            similarity_floor if similarity_floor is not None else known_floor(name)
-        )
+        self._identify("model2vec", name, similarity_floor)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(map(float, row)) for row in self._model.encode(list(texts))]
@@ -107,10 +111,7 @@ class FastembedEmbedder(_Adapter):
             ) from exc
         probe = next(iter(self._model.embed(["dimension probe"])))
         self._dimension = len(probe)
-        self._model_id = f"fastembed:{model_name}"
-        self.similarity_floor = (
-            similarity_floor if similarity_floor is not None else known_floor(model_name)
-        )
+        self._identify("fastembed", model_name, similarity_floor)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(map(float, row)) for row in self._model.embed(list(texts))]
@@ -132,13 +133,10 @@ class OpenAIEmbedder(_Adapter):
         similarity_floor: float | None = None,
     ) -> None:
         self.model = model
-        self.similarity_floor = (
-            similarity_floor if similarity_floor is not None else known_floor(model)
-        )
+        self._identify("openai", model, similarity_floor)
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.timeout = timeout
-        self._model_id = f"openai:{model}"
         self._dimension = dimension if dimension is not None else len(self.embed(["probe"])[0])
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:

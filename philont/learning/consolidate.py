@@ -25,7 +25,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ColumnElement
 
 from philont.clock import Clock, utc_now
 from philont.db.models import Fact, LearningBatch, RawMessage
@@ -115,6 +116,20 @@ def read_cursor(session: Session) -> int | None:
     (or when the fact holds something that is not a whole number, as Philont reads it)."""
     row = _cursor_row(session)
     return None if row is None else _as_ms(row.value)
+
+
+def _update_batch(
+    session: Session, where: Sequence[ColumnElement[bool]], returning: Any, **values: Any
+) -> Any:
+    """Change the batch row only while ``where`` still holds (a compare-and-set between
+    processes): the ``returning`` column, or None when another process changed it first."""
+    return session.execute(
+        update(LearningBatch)
+        .where(*where)
+        .values(**values)
+        .returning(returning)
+        .execution_options(synchronize_session=False)
+    ).scalar_one_or_none()
 
 
 def _write_cursor(mem: Memory, value: int) -> None:
@@ -301,26 +316,23 @@ class Consolidator:
                 retry_at=row.retry_at,
                 error=row.last_error,
             )
-        taken = session.execute(
-            update(LearningBatch)
-            .where(
+        taken = _update_batch(
+            session,
+            (  # the row as we saw it
                 LearningBatch.id == row.id,
                 LearningBatch.status == row.status,
                 LearningBatch.attempts == row.attempts,
-            )
-            .values(
-                status="claimed",
-                owner=self.owner,
-                attempts=LearningBatch.attempts + 1,
-                claimed_at=now,
-                lease_until=lease_until,
-                until_ts=until,
-                message_count=count,
-                retry_at=None,
-            )
-            .returning(LearningBatch.attempts)
-            .execution_options(synchronize_session=False)
-        ).scalar_one_or_none()
+            ),
+            LearningBatch.attempts,
+            status="claimed",
+            owner=self.owner,
+            attempts=LearningBatch.attempts + 1,
+            claimed_at=now,
+            lease_until=lease_until,
+            until_ts=until,
+            message_count=count,
+            retry_at=None,
+        )
         if taken is None:
             return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
         return _Claim(row.id, after, until, count, taken)
@@ -357,27 +369,28 @@ class Consolidator:
         log.info("consolidator.anchored", cursor=newest_ms)
         return self._report(claim, Status.ANCHORED)
 
+    def _ours(self, claim: _Claim) -> tuple[ColumnElement[bool], ...]:
+        """The batch row is still our claim (one taken over after our lease has a new owner)."""
+        return (
+            LearningBatch.id == claim.batch_id,
+            LearningBatch.owner == self.owner,
+            LearningBatch.status == "claimed",
+        )
+
     def _close(
         self, session: Session, claim: _Claim, *, tokens: int, report: dict[str, Any]
     ) -> None:
-        done = session.execute(
-            update(LearningBatch)
-            .where(
-                LearningBatch.id == claim.batch_id,
-                LearningBatch.owner == self.owner,
-                LearningBatch.status == "claimed",
-            )
-            .values(
-                status="done",
-                finished_at=self.clock(),
-                lease_until=None,
-                tokens_used=tokens,
-                last_error=None,
-                report=report,
-            )
-            .returning(LearningBatch.id)
-            .execution_options(synchronize_session=False)
-        ).scalar_one_or_none()
+        done = _update_batch(
+            session,
+            self._ours(claim),
+            LearningBatch.id,
+            status="done",
+            finished_at=self.clock(),
+            lease_until=None,
+            tokens_used=tokens,
+            last_error=None,
+            report=report,
+        )
         if done is None:
             raise _LostClaim("another process took the batch over (our lease ran out)")
 
@@ -435,22 +448,16 @@ class Consolidator:
     ) -> None:
         kept = {} if attempts is None else {"attempts": attempts}
         with self.units() as mem:
-            mem.session.execute(
-                update(LearningBatch)
-                .where(
-                    LearningBatch.id == claim.batch_id,
-                    LearningBatch.owner == self.owner,
-                    LearningBatch.status == "claimed",
-                )
-                .values(
-                    status="failed",
-                    owner=None,
-                    lease_until=None,
-                    retry_at=retry_at,
-                    last_error=error,
-                    **kept,
-                )
-                .execution_options(synchronize_session=False)
+            _update_batch(
+                mem.session,
+                self._ours(claim),
+                LearningBatch.id,
+                status="failed",
+                owner=None,
+                lease_until=None,
+                retry_at=retry_at,
+                last_error=error,
+                **kept,
             )
 
     # --- scheduling -----------------------------------------------------------------------

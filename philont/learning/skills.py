@@ -21,7 +21,6 @@ from philont.domain.skill_rules import (
     decide_write,
     drafts_to_prune,
 )
-from philont.domain.skill_score import score_skill
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
 from philont.learning.parse import SkillAnswer, SkillProposal, parse_skills, problem_of
@@ -31,6 +30,7 @@ from philont.llm.base import ModelClient, ask
 from philont.log import get_logger
 from philont.schemas.learning import SkillReflectionReport, SkillWrite
 from philont.services.base import Service
+from philont.services.skill_base import row_score
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -234,14 +234,7 @@ class SkillWriter(Service):
                 skill.name,
                 skill.source,
                 revision is not None and revision > NO_RECIPE_REVISION,
-                score_skill(
-                    use_count=skill.use_count,
-                    success_count=skill.success_count,
-                    failure_count=skill.failure_count,
-                    last_used_at=skill.last_used_at,
-                    now=now,
-                    kind=skill.kind,
-                ),
+                row_score(skill, now),
                 skill.created_at,
             )
             for skill, revision in rows

@@ -5,13 +5,8 @@ Needs the extra: ``pip install 'philont[anthropic]'``.
 
 from __future__ import annotations
 
-from philont.errors import (
-    ModelError,
-    ModelHTTPError,
-    ModelTimeoutError,
-    ModelUnavailableError,
-)
-from philont.llm.base import Completion, require_text
+from philont.errors import ModelUnavailableError
+from philont.llm.base import Completion, call_sdk, require_text
 
 __all__ = ["AnthropicModel"]
 
@@ -52,24 +47,17 @@ class AnthropicModel:
             raise ModelUnavailableError(f"cannot set up the Anthropic client: {exc}") from exc
 
     def complete(self, prompt: str) -> Completion:
-        anthropic = self._sdk
-        try:
-            response = self._client.messages.create(
+        response = call_sdk(
+            self._sdk,
+            self._sdk.AnthropicError,
+            "Anthropic",
+            self.model,
+            lambda: self._client.messages.create(
                 model=self.model,
                 max_tokens=self.max_tokens,
                 messages=[{"role": "user", "content": prompt}],
-            )
-        except anthropic.APITimeoutError as exc:  # before APIConnectionError: it is a subclass
-            raise ModelTimeoutError(f"the Anthropic model {self.model!r} timed out") from exc
-        except anthropic.APIStatusError as exc:
-            raise ModelHTTPError(
-                f"the Anthropic server answered HTTP {exc.status_code}: {_short(exc.message)}",
-                status=exc.status_code,
-            ) from exc
-        except anthropic.APIConnectionError as exc:
-            raise ModelUnavailableError(f"cannot reach the Anthropic server: {exc}") from exc
-        except anthropic.AnthropicError as exc:
-            raise ModelError(f"the Anthropic call failed: {_short(str(exc))}") from exc
+            ),
+        )
         blocks = getattr(response, "content", None) or []
         text = "".join(
             block.text
@@ -87,7 +75,3 @@ class AnthropicModel:
             if isinstance(value, int)
         )
         return Completion(text, tokens)
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

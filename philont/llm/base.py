@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from philont.errors import (
     ModelEmptyAnswerError,
     ModelError,
+    ModelHTTPError,
     ModelTimeoutError,
     ModelUnavailableError,
     PhilontError,
@@ -19,6 +20,7 @@ __all__ = [
     "ModelClient",
     "ask",
     "call_foreign",
+    "call_sdk",
     "checked_tokens",
     "estimate_tokens",
     "require_text",
@@ -96,6 +98,31 @@ def call_foreign(who: str, call: Callable[[], T]) -> T:
         raise
     except Exception as exc:
         raise _foreign_failure(exc, who) from exc
+
+
+def call_sdk(
+    sdk: Any, base_error: type[Exception], vendor: str, model: str, call: Callable[[], T]
+) -> T:
+    """``call()``, one request through an official SDK (``anthropic``, ``openai``: they name
+    their exceptions alike), with the SDK's failures as typed philont errors: a time-out, an
+    HTTP status, an unreachable server, any other ``base_error`` of the SDK."""
+    try:
+        return call()
+    except sdk.APITimeoutError as exc:  # before APIConnectionError: it is a subclass
+        raise ModelTimeoutError(f"the {vendor} model {model!r} timed out") from exc
+    except sdk.APIStatusError as exc:
+        raise ModelHTTPError(
+            f"the {vendor} server answered HTTP {exc.status_code}: {_short(exc.message)}",
+            status=exc.status_code,
+        ) from exc
+    except sdk.APIConnectionError as exc:
+        raise ModelUnavailableError(f"cannot reach the {vendor} server: {exc}") from exc
+    except base_error as exc:
+        raise ModelError(f"the {vendor} call failed: {_short(str(exc))}") from exc
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def ask(model: ModelClient, prompt: str) -> Completion:

@@ -8,13 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from philont.errors import (
-    ModelError,
-    ModelHTTPError,
-    ModelTimeoutError,
-    ModelUnavailableError,
-)
-from philont.llm.base import Completion, require_text
+from philont.errors import ModelUnavailableError
+from philont.llm.base import Completion, call_sdk, require_text
 
 __all__ = ["OpenAIModel"]
 
@@ -62,34 +57,23 @@ class OpenAIModel:
             raise ModelUnavailableError(f"cannot set up the OpenAI client: {exc}") from exc
 
     def complete(self, prompt: str) -> Completion:
-        openai = self._sdk
         options: dict[str, Any] = {}
         if self.max_tokens is not None:
             options["max_tokens"] = self.max_tokens
         if self.temperature is not None:
             options["temperature"] = self.temperature
-        try:
-            response = self._client.chat.completions.create(
+        response = call_sdk(
+            self._sdk,
+            self._sdk.OpenAIError,
+            "OpenAI",
+            self.model,
+            lambda: self._client.chat.completions.create(
                 model=self.model, messages=[{"role": "user", "content": prompt}], **options
-            )
-        except openai.APITimeoutError as exc:  # before APIConnectionError: it is a subclass
-            raise ModelTimeoutError(f"the OpenAI model {self.model!r} timed out") from exc
-        except openai.APIStatusError as exc:
-            raise ModelHTTPError(
-                f"the OpenAI server answered HTTP {exc.status_code}: {_short(exc.message)}",
-                status=exc.status_code,
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise ModelUnavailableError(f"cannot reach the OpenAI server: {exc}") from exc
-        except openai.OpenAIError as exc:
-            raise ModelError(f"the OpenAI call failed: {_short(str(exc))}") from exc
+            ),
+        )
         choices = getattr(response, "choices", None) or []
         message = getattr(choices[0], "message", None) if choices else None
         text = require_text(getattr(message, "content", None), who=f"OpenAI model {self.model!r}")
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "total_tokens", 0) if usage is not None else 0
         return Completion(text, tokens if isinstance(tokens, int) else 0)
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -6,7 +6,7 @@ import builtins
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypedDict, Unpack
 
 from sqlalchemy import ColumnElement, Select, and_, case, func, literal, or_, select, text, update
 from sqlalchemy.engine import CursorResult
@@ -53,6 +53,7 @@ __all__ = [
     "PAST_AT_TOLERANCE",
     "PAUSE",
     "ScheduleService",
+    "ScheduleSpec",
 ]
 
 log = get_logger(__name__)
@@ -87,6 +88,23 @@ def _aware(value: object, name: str) -> datetime:
     return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
 
 
+class ScheduleSpec(TypedDict, total=False):
+    """A schedule besides its name, as :meth:`ScheduleService.create` and
+    :meth:`ScheduleService.replace` take it (defaults: no message, no payload, ``timezone``
+    ``"UTC"``, ``action_type`` ``prompt``, no project, ``created_by`` ``DEFAULT_CREATED_BY``;
+    exactly one of ``at``, ``interval_ms``, ``cron``)."""
+
+    message: str | None
+    payload: Mapping[str, Any] | None
+    at: datetime | None
+    interval_ms: int | None
+    cron: str | None
+    timezone: str
+    action_type: str
+    project: str | None
+    created_by: str
+
+
 class ScheduleService(Service):
     """Schedules in Philont's ``memory_schedules`` table.
 
@@ -102,15 +120,15 @@ class ScheduleService(Service):
         self,
         name: object,
         *,
-        message: object,
-        payload: object,
-        at: object,
-        interval_ms: object,
-        cron: object,
-        timezone: object,
-        action_type: object,
-        project: object,
-        created_by: object,
+        message: object = None,
+        payload: object = None,
+        at: object = None,
+        interval_ms: object = None,
+        cron: object = None,
+        timezone: object = "UTC",
+        action_type: object = ActionType.PROMPT,
+        project: object = None,
+        created_by: object = DEFAULT_CREATED_BY,
     ) -> Schedule:
         """A validated, not yet added row. Raises before anything is written."""
         clean_name = inputs.check(planning.ScheduleName, name, "name").strip()
@@ -165,16 +183,7 @@ class ScheduleService(Service):
     def create(
         self,
         name: str,
-        *,
-        message: str | None = None,
-        payload: Mapping[str, Any] | None = None,
-        at: datetime | None = None,
-        interval_ms: int | None = None,
-        cron: str | None = None,
-        timezone: str = "UTC",
-        action_type: str = ActionType.PROMPT,
-        project: str | None = None,
-        created_by: str = DEFAULT_CREATED_BY,
+        **spec: Unpack[ScheduleSpec],
     ) -> ScheduleRecord:
         """Add a schedule (same-named ones are left alone; see :meth:`replace`).
 
@@ -185,18 +194,7 @@ class ScheduleService(Service):
         (it is validated either way). ``message`` goes into the payload where Philont's
         dispatcher looks for it (``message``, or ``prompt`` for ``autonomous_turn``).
         """
-        row = self._build(
-            name,
-            message=message,
-            payload=payload,
-            at=at,
-            interval_ms=interval_ms,
-            cron=cron,
-            timezone=timezone,
-            action_type=action_type,
-            project=project,
-            created_by=created_by,
-        )
+        row = self._build(name, **spec)
         self.session.add(row)
         self.session.flush()
         log.info("schedule.created", id=row.id, name=row.name, cron_expr=row.cron_expr)
@@ -205,16 +203,7 @@ class ScheduleService(Service):
     def replace(
         self,
         name: str,
-        *,
-        message: str | None = None,
-        payload: Mapping[str, Any] | None = None,
-        at: datetime | None = None,
-        interval_ms: int | None = None,
-        cron: str | None = None,
-        timezone: str = "UTC",
-        action_type: str = ActionType.PROMPT,
-        project: str | None = None,
-        created_by: str = DEFAULT_CREATED_BY,
+        **spec: Unpack[ScheduleSpec],
     ) -> tuple[ScheduleRecord, int]:
         """``schedule_reminder``: the new schedule replaces every enabled one with this name.
 
@@ -223,18 +212,7 @@ class ScheduleService(Service):
         therefore leaves the old one running (the original disabled it first). Returns the new
         schedule and how many were replaced.
         """
-        row = self._build(
-            name,
-            message=message,
-            payload=payload,
-            at=at,
-            interval_ms=interval_ms,
-            cron=cron,
-            timezone=timezone,
-            action_type=action_type,
-            project=project,
-            created_by=created_by,
-        )
+        row = self._build(name, **spec)
         result = self.session.execute(
             update(Schedule)
             .where(Schedule.name == row.name, _ENABLED)

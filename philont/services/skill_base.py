@@ -7,7 +7,7 @@ import enum
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from sqlalchemy import ColumnElement, case, literal, or_, select
 from sqlalchemy.orm import InstrumentedAttribute
@@ -21,6 +21,7 @@ from philont.domain.maturity import (
     callable_skill,
     string_list,
 )
+from philont.domain.skill_score import score_skill
 from philont.errors import (
     InvalidInputError,
     NotFoundError,
@@ -35,6 +36,8 @@ from philont.schemas.skills import (
 from philont.services.base import Service
 
 log = get_logger("philont.services.skills")
+
+E = TypeVar("E", bound=enum.Enum)
 
 NAME_PATTERN: Final = inputs.SKILL_NAME_PATTERN
 """A new skill's name: a kebab-case slug of 1..80 characters (matched in full)."""
@@ -113,22 +116,21 @@ def lines_of(value: object, field: str) -> list[str]:
 
 
 def kind_of(value: object) -> SkillKind:
-    try:
-        if not isinstance(value, str):
-            raise ValueError(value)
-        return SkillKind(value)
-    except ValueError as exc:
-        raise InvalidInputError(f"kind must be 'positive' or 'negative', got {value!r}") from exc
+    return _member(SkillKind, value, "kind must be 'positive' or 'negative'")
 
 
 def grade_of(value: object) -> Grade:
+    return _member(Grade, value, f"grade must be one of {', '.join(g.value for g in Grade)}")
+
+
+def _member(enum_type: type[E], value: object, refusal: str) -> E:
+    """``value`` (a string) as a member of ``enum_type``, else ``InvalidInputError(refusal)``."""
     try:
         if not isinstance(value, str):
             raise ValueError(value)
-        return Grade(value)
+        return enum_type(value)
     except ValueError as exc:
-        allowed = ", ".join(g.value for g in Grade)
-        raise InvalidInputError(f"grade must be one of {allowed}, got {value!r}") from exc
+        raise InvalidInputError(f"{refusal}, got {value!r}") from exc
 
 
 def aware(value: object, name: str) -> datetime:
@@ -212,14 +214,16 @@ LIST = (
 )
 
 
-def row_callable(row: Any) -> bool:
-    """``to_record(row, ...).callable`` without building the record."""
-    return callable_skill(
-        maturity=row.maturity,
-        recipe_revision=row.revision,
-        steps=row.steps,
-        verification=row.verification,
-        tool_policy=row.tool_policy,
+def row_score(row: Any, now: datetime) -> float:
+    """:func:`~philont.domain.skill_score.score_skill` of a stored skill (an ORM row or a
+    column row with its counters, ``last_used_at`` and ``kind``) at ``now``."""
+    return score_skill(
+        use_count=row.use_count,
+        success_count=row.success_count,
+        failure_count=row.failure_count,
+        last_used_at=row.last_used_at,
+        now=now,
+        kind=row.kind,
     )
 
 

@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
+from philont.db.queries import skills as skill_rows
 from philont.domain.kinds import AccessTarget, SkillKind
 from philont.domain.maturity import (
     DEFAULT_DISUSE_AFTER,
@@ -38,7 +39,6 @@ from philont.domain.maturity import (
     is_callable,
     next_grade,
 )
-from philont.domain.skill_score import score_skill
 from philont.errors import (
     ConflictError,
     InvalidInputError,
@@ -66,7 +66,7 @@ from philont.services.skill_base import (
     not_usable_reason,
     optional_text,
     required_text,
-    row_callable,
+    row_score,
     to_record,
 )
 from philont.services.skill_recipes import SkillRecipes
@@ -122,21 +122,11 @@ class SkillService(SkillRecipes):
             stmt = stmt.where(Skill.maturity.in_([g for g in Grade if is_callable(g)]))
         rows: builtins.list[Any] = builtins.list(self.session.execute(stmt))
         if callable_only:
-            rows = [r for r in rows if row_callable(r)]
+            rows = [r for r in rows if skill_rows.is_callable(r)]
         now = self.clock()
 
-        def score(row: Any) -> float:
-            return score_skill(
-                use_count=row.use_count,
-                success_count=row.success_count,
-                failure_count=row.failure_count,
-                last_used_at=row.last_used_at,
-                now=now,
-                kind=row.kind,
-            )
-
         # sorted() is stable also with reverse=True, so ties keep the SQL order.
-        best = sorted(rows, key=score, reverse=True)[:limit]
+        best = sorted(rows, key=lambda row: row_score(row, now), reverse=True)[:limit]
         return [to_record(r, r if r.revision is not None else None) for r in best]
 
     def is_callable(self, name: str) -> bool:

@@ -75,7 +75,7 @@ def _holds_anything(conn: sqlite3.Connection) -> bool:
     from philont.errors import ConflictError
     from philont.migrate.checks import philont_tables
     from philont.migrate.plan import table_names
-    from philont.transfer.load import refuse_unless_empty
+    from philont.transfer.merge import refuse_unless_empty
 
     tables = {t for t in table_names(conn) if not t.startswith("sqlite_")}
     if set(philont_tables(tables)) != tables:

@@ -6,7 +6,7 @@ import base64
 import json
 import re
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +49,29 @@ DbTarget = str | Path | URL | None
 
 
 Progress = Callable[[str, int, int], None]
+
+
+def reported(
+    rows: Iterable[tuple[int, str, dict[str, Any]]],
+    totals: dict[str, int],
+    progress: Progress | None,
+) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """An import's ``(line number, table, row)`` as they come, with ``progress(table, n, total)``
+    once a row is handled: every ``PROGRESS_EVERY`` rows of a table and at its last."""
+    done: dict[str, int] = {}
+    for number, name, row in rows:
+        yield number, name, row
+        done[name] = done.get(name, 0) + 1
+        n, total = done[name], totals.get(name, 0)
+        if progress is not None and (n % PROGRESS_EVERY == 0 or n == total):
+            progress(name, n, total)
+
+
+def report_empty(tables: Iterable[str], totals: dict[str, int], progress: Progress | None) -> None:
+    """``progress(table, 0, 0)`` for each table of the file that has no rows."""
+    for name in tables:
+        if progress is not None and not totals.get(name):
+            progress(name, 0, 0)
 
 
 Mode = Literal["refuse", "merge"]

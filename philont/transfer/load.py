@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import Table
 from sqlalchemy.engine import URL
@@ -14,8 +14,6 @@ from philont.db.schema import metadata
 from philont.errors import ConflictError
 from philont.log import get_logger
 from philont.transfer.format import (
-    BOOTSTRAP_ROWS,
-    PROGRESS_EVERY,
     ROWID_KEY,
     ImportForeignKeyError,
     ImportFormatError,
@@ -24,22 +22,20 @@ from philont.transfer.format import (
     Progress,
     export_tables,
     ident,
+    report_empty,
+    reported,
     sqlite_connection,
 )
-from philont.transfer.merge import MergeConflicts, keeps_target, same_row_sql
+from philont.transfer.merge import (
+    MergeConflicts,
+    file_row,
+    on_existing_key,
+    refuse_unless_empty,
+    same_row_sql,
+)
 from philont.transfer.reader import Reader, Reopen, find_lines
 
 log = get_logger(__name__)
-
-
-class _Cursor(Protocol):
-    def fetchone(self) -> Any: ...
-
-
-class _Connection(Protocol):
-    """What the SQLite and the PostgreSQL loaders share: ``execute`` (marks ``?`` or ``%s``)."""
-
-    def execute(self, sql: Any, params: Any = ..., /) -> _Cursor: ...
 
 
 def load_sqlite(
@@ -58,13 +54,12 @@ def load_sqlite(
                 refuse_unless_empty(conn)
             reader = Reader(fh, known)
             conflicts = MergeConflicts()
-            _insert_all(conn, reader, mode, totals, report, progress, conflicts)
+            for number, name, row in reported(reader, totals, progress):
+                _insert_row(conn, number, name, row, mode, report, conflicts)
             conflicts.raise_if_any()  # before anything else: the rollback below undoes all
             assert reader.header is not None  # validated above
             _raise_sequences(conn, reader.header.sequences)
-            for name in reader.header.tables:
-                if progress is not None and not totals.get(name):
-                    progress(name, 0, 0)
+            report_empty(reader.header.tables, totals, progress)
             report.fts_rebuilt = rebuild_fts(conn)
             _check_foreign_keys(conn, reopen, known)
             conn.execute("COMMIT")
@@ -95,46 +90,6 @@ def _check_foreign_keys(conn: sqlite3.Connection, reopen: Reopen, known: dict[st
     raise ImportForeignKeyError(shown + [tuple(v) for v in violations[5:]], lines=lines)
 
 
-def refuse_unless_empty(conn: _Connection, mark: str = "?") -> None:
-    for table in export_tables():
-        if table.name == "memory_meta":
-            continue
-        pk = [c.name for c in table.primary_key.columns]
-        exempt = [key for name, key in BOOTSTRAP_ROWS if name == table.name]
-        where = ""
-        params: list[Any] = []
-        for key in exempt:
-            clause = " AND ".join(f"{ident(c)} = {mark}" for c in pk)
-            where += (" AND " if where else " WHERE ") + f"NOT ({clause})"
-            params.extend(key)
-        row = conn.execute(f"SELECT count(*) FROM {ident(table.name)}{where}", params).fetchone()
-        n = row[0] if row else 0
-        if n:
-            raise ConflictError(
-                f"the target already holds memory ({table.name}: {n} row(s)); import with "
-                "--merge (mode='merge' from Python) to add to it, or into a new database",
-                table=table.name,
-            )
-
-
-def _insert_all(
-    conn: sqlite3.Connection,
-    reader: Reader,
-    mode: Mode,
-    totals: dict[str, int],
-    report: ImportReport,
-    progress: Progress | None,
-    conflicts: MergeConflicts,
-) -> None:
-    done: dict[str, int] = {}
-    for number, name, row in reader:
-        _insert_row(conn, number, name, row, mode, report, conflicts)
-        done[name] = done.get(name, 0) + 1
-        n, total = done[name], totals.get(name, 0)
-        if progress is not None and (n % PROGRESS_EVERY == 0 or n == total):
-            progress(name, n, total)
-
-
 def _insert_row(
     conn: sqlite3.Connection,
     number: int,
@@ -144,20 +99,22 @@ def _insert_row(
     report: ImportReport,
     conflicts: MergeConflicts,
 ) -> None:
-    table = metadata.tables[name]
-    pk = [c.name for c in table.primary_key.columns]
-    key = tuple(row[c] for c in pk)
+    pk, key, values = file_row(name, row)
     where = " AND ".join(f"{ident(c)} = ?" for c in pk)
-    values = {k: v for k, v in row.items() if k != ROWID_KEY}
     if conn.execute(f"SELECT 1 FROM {ident(name)} WHERE {where}", key).fetchone():
-        if mode == "refuse" and (name, key) in BOOTSTRAP_ROWS:
-            sets = ", ".join(f"{ident(c)} = ?" for c in values)
-            conn.execute(f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key))
-            report.replaced.append(f"{name}:{':'.join(map(str, key))}")
-        elif keeps_target(name, key) or _same_row(conn, name, pk, row):
-            report.skipped[name] = report.skipped.get(name, 0) + 1
-        else:
-            conflicts.add(name, key, number)
+        sets = ", ".join(f"{ident(c)} = ?" for c in values)
+        on_existing_key(
+            name,
+            key,
+            number,
+            mode,
+            report,
+            conflicts,
+            replace=lambda: conn.execute(
+                f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key)
+            ),
+            same=lambda: _same_row(conn, name, pk, row),
+        )
         return
     rowid = row.get(ROWID_KEY)
     if rowid is not None:

@@ -1,13 +1,28 @@
-"""Merge mode's rule for a row whose key the target already holds: skipped only when it is the
-same row; a different row under that key refuses the whole import (nothing is dropped)."""
+"""What an import does with the rows the target already holds, on both backends.
+
+Refuse mode: the target must hold nothing but its bootstrap rows (:func:`refuse_unless_empty`),
+which the file's versions replace. Merge mode: a row whose key the target already holds is
+skipped only when it is the same row; a different row under that key refuses the whole import
+(nothing is dropped). :func:`on_existing_key` is that rule for one row.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
+from philont.db.pg_layout import AGENT_COLUMN
+from philont.db.schema import metadata
 from philont.errors import ConflictError
-from philont.transfer.format import BOOTSTRAP_ROWS, ROWID_KEY, ident
+from philont.transfer.format import (
+    BOOTSTRAP_ROWS,
+    ROWID_KEY,
+    ImportReport,
+    Mode,
+    export_tables,
+    ident,
+)
 
 SHOWN = 5  # conflicts named in the message (all are counted)
 
@@ -32,6 +47,84 @@ class ImportMergeConflictError(ConflictError):
         self.counts = counts
         self.first = first
         self.line_number = first[0][2] if first else None
+
+
+class _Cursor(Protocol):
+    def fetchone(self) -> Any: ...
+
+
+class Connection(Protocol):
+    """What the SQLite and the PostgreSQL loaders share: ``execute`` (marks ``?`` or ``%s``)."""
+
+    def execute(self, sql: Any, params: Any = ..., /) -> _Cursor: ...
+
+
+def refuse_unless_empty(conn: Connection, mark: str = "?", *, agent_id: int | None = None) -> None:
+    """Refuse mode's check: :class:`ConflictError` unless the target (the agent ``agent_id`` of
+    a PostgreSQL database) holds nothing but its bootstrap rows."""
+    for table in export_tables():
+        if table.name == "memory_meta":
+            continue
+        pk = [c.name for c in table.primary_key.columns]
+        conditions: list[str] = []
+        params: list[Any] = []
+        if agent_id is not None:
+            conditions.append(f"{AGENT_COLUMN} = {mark}")
+            params.append(agent_id)
+        for name, key in BOOTSTRAP_ROWS:
+            if name == table.name:
+                conditions.append("NOT (" + " AND ".join(f"{ident(c)} = {mark}" for c in pk) + ")")
+                params.extend(key)
+        where = " WHERE " + " AND ".join(conditions) if conditions else ""
+        row = conn.execute(f"SELECT count(*) FROM {ident(table.name)}{where}", params).fetchone()
+        n = row[0] if row else 0
+        if n:
+            holder, instead = (
+                ("the target", "into a new database")
+                if agent_id is None
+                else ("the agent", "under a new name")
+            )
+            raise ConflictError(
+                f"{holder} already holds memory ({table.name}: {n} row(s)); import with "
+                f"--merge (mode='merge' from Python) to add to it, or {instead}",
+                table=table.name,
+            )
+
+
+class FileRow(NamedTuple):
+    """A file row as the loaders insert it: its table's key columns, its key, its values."""
+
+    pk: list[str]
+    key: tuple[Any, ...]
+    values: dict[str, Any]
+
+
+def file_row(name: str, row: dict[str, Any]) -> FileRow:
+    pk = [c.name for c in metadata.tables[name].primary_key.columns]
+    return FileRow(pk, tuple(row[c] for c in pk), {k: v for k, v in row.items() if k != ROWID_KEY})
+
+
+def on_existing_key(
+    name: str,
+    key: tuple[Any, ...],
+    number: int,
+    mode: Mode,
+    report: ImportReport,
+    conflicts: MergeConflicts,
+    *,
+    replace: Callable[[], object],
+    same: Callable[[], bool],
+) -> None:
+    """The file row on line ``number`` has a key the target already holds: in refuse mode a
+    bootstrap row is replaced (``replace()``); a row the target keeps, or the same row
+    (``same()``), is skipped; any other is a merge conflict."""
+    if mode == "refuse" and (name, key) in BOOTSTRAP_ROWS:
+        replace()
+        report.replaced.append(f"{name}:{':'.join(map(str, key))}")
+    elif keeps_target(name, key) or same():
+        report.skipped[name] = report.skipped.get(name, 0) + 1
+    else:
+        conflicts.add(name, key, number)
 
 
 def keeps_target(table: str, key: tuple[Any, ...]) -> bool:

@@ -29,7 +29,6 @@ from philont import migrate, settings
 from philont.db import agents as registry
 from philont.db.engine import create_engine
 from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, counter_tables
-from philont.db.schema import metadata
 from philont.errors import (
     AgentNotFoundError,
     ConflictError,
@@ -40,9 +39,7 @@ from philont.errors import (
 from philont.log import get_logger
 from philont.transfer.export import _header, _pg_order, _same_columns, _write_rows, _writer
 from philont.transfer.format import (
-    BOOTSTRAP_ROWS,
     PROGRESS_EVERY,
-    ROWID_KEY,
     ExportReport,
     ImportForeignKeyError,
     ImportFormatError,
@@ -51,9 +48,17 @@ from philont.transfer.format import (
     Progress,
     export_tables,
     ident,
+    report_empty,
+    reported,
     shown_url,
 )
-from philont.transfer.merge import MergeConflicts, keeps_target, same_row_sql
+from philont.transfer.merge import (
+    MergeConflicts,
+    file_row,
+    on_existing_key,
+    refuse_unless_empty,
+    same_row_sql,
+)
 from philont.transfer.reader import Reader, Reopen
 
 if TYPE_CHECKING:
@@ -181,42 +186,15 @@ def import_agent(
         # The agent's inserts take FOR KEY SHARE on this row (their foreign key): they wait.
         driver.execute("SELECT 1 FROM philont_agents WHERE id = %s FOR UPDATE", (found.id,))
         if mode == "refuse":
-            _refuse_unless_empty(driver, found.id)
+            refuse_unless_empty(driver, "%s", agent_id=found.id)
         reader = Reader(fh, known)
-        done: dict[str, int] = {}
         conflicts = MergeConflicts()
-        for number, table_name, row in reader:
+        for number, table_name, row in reported(reader, totals, progress):
             _insert_row(driver, found.id, number, table_name, row, mode, report, conflicts)
-            done[table_name] = done.get(table_name, 0) + 1
-            n, total = done[table_name], totals.get(table_name, 0)
-            if progress is not None and (n % PROGRESS_EVERY == 0 or n == total):
-                progress(table_name, n, total)
         conflicts.raise_if_any()  # inside the transaction: everything inserted is rolled back
         assert reader.header is not None  # validated before
         _raise_counters(driver, found.id, reader.header.sequences)
-        for table_name in reader.header.tables:
-            if progress is not None and not totals.get(table_name):
-                progress(table_name, 0, 0)
-
-
-def _refuse_unless_empty(driver: psycopg.Connection[tuple[Any, ...]], agent_id: int) -> None:
-    for table in export_tables():
-        if table.name == "memory_meta":
-            continue
-        pk = [c.name for c in table.primary_key.columns]
-        where = f" WHERE {AGENT_COLUMN} = %s"
-        params: list[Any] = [agent_id]
-        for table_name, key in BOOTSTRAP_ROWS:
-            if table_name == table.name:
-                where += " AND NOT (" + " AND ".join(f"{ident(c)} = %s" for c in pk) + ")"
-                params.extend(key)
-        row = driver.execute(f"SELECT count(*) FROM {ident(table.name)}{where}", params).fetchone()
-        if row and row[0]:
-            raise ConflictError(
-                f"the agent already holds memory ({table.name}: {row[0]} row(s)); import with "
-                "--merge (mode='merge' from Python) to add to it, or under a new name",
-                table=table.name,
-            )
+        report_empty(reader.header.tables, totals, progress)
 
 
 def _insert_row(
@@ -231,10 +209,7 @@ def _insert_row(
 ) -> None:
     import psycopg
 
-    table = metadata.tables[name]
-    pk = [c.name for c in table.primary_key.columns]
-    key = tuple(row[c] for c in pk)
-    values = {k: v for k, v in row.items() if k != ROWID_KEY}  # PostgreSQL has no rowid
+    pk, key, values = file_row(name, row)  # values: without the rowid (PostgreSQL has none)
     columns = ", ".join(ident(c) for c in values)
     marks = ", ".join("%s" for _ in values)
     conflict = ", ".join(ident(c) for c in [AGENT_COLUMN, *pk])
@@ -259,18 +234,22 @@ def _insert_row(
         raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
     if cursor.rowcount == 1:
         report.inserted[name] = report.inserted.get(name, 0) + 1
-    elif mode == "refuse" and (name, key) in BOOTSTRAP_ROWS:
-        sets = ", ".join(f"{ident(c)} = %s" for c in values)
-        where = " AND ".join(f"{ident(c)} = %s" for c in pk)
-        driver.execute(
+        return
+    sets = ", ".join(f"{ident(c)} = %s" for c in values)
+    where = " AND ".join(f"{ident(c)} = %s" for c in pk)
+    on_existing_key(
+        name,
+        key,
+        number,
+        mode,
+        report,
+        conflicts,
+        replace=lambda: driver.execute(
             f"UPDATE {ident(name)} SET {sets} WHERE {AGENT_COLUMN} = %s AND {where}",
             (*values.values(), agent_id, *key),
-        )
-        report.replaced.append(f"{name}:{':'.join(map(str, key))}")
-    elif keeps_target(name, key) or _same_row(driver, agent_id, name, pk, row):
-        report.skipped[name] = report.skipped.get(name, 0) + 1
-    else:
-        conflicts.add(name, key, number)
+        ),
+        same=lambda: _same_row(driver, agent_id, name, pk, row),
+    )
 
 
 def _same_row(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from philont.db.backend import Raw
 
@@ -36,40 +36,31 @@ class Placement(NamedTuple):
     timestamp: int
 
 
+R = TypeVar("R", MessageRow, Header, Placement)
+
+
 def by_ids(raw: Raw, ids: Sequence[int]) -> dict[int, MessageRow]:
     """The messages with these ids, by id (missing ones are absent)."""
-    if not ids:
-        return {}
-    cond, params = raw.in_ids("id", ids)
-    rows = raw.named(
-        MessageRow,
-        f"SELECT id, session_id, role, content, timestamp FROM {TABLE}{raw.where(cond)}",
-        params,
-    )
-    return {r.id: r for r in rows}
+    return _by_id(raw, MessageRow, ids)
 
 
 def headers(raw: Raw, ids: Sequence[int]) -> dict[int, Header]:
     """Session, time, role and text of the messages with these ids, by id."""
-    if not ids:
-        return {}
-    cond, params = raw.in_ids("id", ids)
-    rows = raw.named(
-        Header,
-        f"SELECT id, session_id, timestamp, role, content FROM {TABLE}{raw.where(cond)}",
-        params,
-    )
-    return {r.id: r for r in rows}
+    return _by_id(raw, Header, ids)
 
 
 def placements(raw: Raw, ids: Sequence[int]) -> dict[int, Placement]:
     """Session and time of the messages with these ids, by id."""
+    return _by_id(raw, Placement, ids)
+
+
+def _by_id(raw: Raw, row_type: type[R], ids: Sequence[int]) -> dict[int, R]:
+    """The messages with these ids as ``row_type`` (its fields are the columns read), by id."""
     if not ids:
         return {}
     cond, params = raw.in_ids("id", ids)
-    rows = raw.named(
-        Placement, f"SELECT id, session_id, timestamp FROM {TABLE}{raw.where(cond)}", params
-    )
+    columns = ", ".join(row_type._fields)
+    rows = raw.named(row_type, f"SELECT {columns} FROM {TABLE}{raw.where(cond)}", params)
     return {r.id: r for r in rows}
 
 

@@ -22,10 +22,10 @@ class SkillHitRow(NamedTuple):
     maturity: str
     use_count: int | None
     created_at: int
-    recipe_revision: int | None
-    steps_json: str | None
+    revision: int | None  # the recipe's (None: no recipe row)
+    steps: str | None  # JSON text
     verification: str | None
-    tool_policy_json: str | None
+    tool_policy: str | None  # JSON text
 
 
 class RankedSkill(NamedTuple):
@@ -40,20 +40,21 @@ class RankedSkill(NamedTuple):
     success_count: int
     failure_count: int
     last_used_at: int | None
-    recipe_revision: int | None
-    steps_json: str | None
+    revision: int | None  # the recipe's (None: no recipe row)
+    steps: str | None  # JSON text
     verification: str | None
-    tool_policy_json: str | None
+    tool_policy: str | None  # JSON text
 
 
-def is_callable(row: SkillHitRow | RankedSkill) -> bool:
-    """:func:`philont.domain.maturity.callable_skill` of a stored row (recipe JSON as text)."""
+def is_callable(row: Any) -> bool:
+    """:func:`philont.domain.maturity.callable_skill` of a stored skill row with its recipe's
+    columns: a row here (recipe JSON as text) or a column row of ``skill_base.LIST``."""
     return callable_skill(
         maturity=row.maturity,
-        recipe_revision=row.recipe_revision,
-        steps=row.steps_json,
+        recipe_revision=row.revision,
+        steps=row.steps,
         verification=row.verification,
-        tool_policy=row.tool_policy_json,
+        tool_policy=row.tool_policy,
     )
 
 

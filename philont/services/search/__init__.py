@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, Unpack
 
 from philont.db.queries import messages as message_rows
 from philont.db.queries import notes as note_rows
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from philont.embed.search import ChannelReport
     from philont.memory import Memory
 
-__all__ = ["AROUND_DAYS", "CONTEXT_WEIGHTS", "ScoredMessage", "SearchService"]
+__all__ = ["AROUND_DAYS", "CONTEXT_WEIGHTS", "MessageQuery", "ScoredMessage", "SearchService"]
 
 
 AROUND_DAYS = 3.0
@@ -59,6 +59,21 @@ class ScoredMessage(NamedTuple):
     content: str
     timestamp: int  # epoch ms
     score: float
+
+
+class MessageQuery(TypedDict, total=False):
+    """The options of :meth:`SearchService.messages`, which hands them to
+    :meth:`SearchService.message_rows` (where their defaults are)."""
+
+    limit: int
+    since: datetime | None
+    until: datetime | None
+    session_ids: Sequence[str] | None
+    roles: Iterable[Role | str] | None
+    exclude_ids: Collection[int]
+    now: datetime | None
+    as_of: datetime | None
+    around: datetime | None
 
 
 class SearchService(Service):
@@ -93,18 +108,9 @@ class SearchService(Service):
     def messages(
         self,
         query: str,
-        *,
-        limit: int = 10,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        session_ids: Sequence[str] | None = None,
-        roles: Iterable[Role | str] | None = None,
-        exclude_ids: Collection[int] = (),
-        now: datetime | None = None,
-        as_of: datetime | None = None,
-        around: datetime | None = None,
+        **options: Unpack[MessageQuery],
     ) -> list[MessageHit]:
-        """Messages matching ``query``, best first.
+        """Messages matching ``query``, best first (at most ``limit``, default 10).
 
         ``since``/``until`` are inclusive bounds on the timestamp; ``session_ids`` and ``roles``
         restrict (an empty or None value means no restriction); ``exclude_ids`` are never
@@ -115,18 +121,7 @@ class SearchService(Service):
         ``AROUND_DAYS`` of that time the same way. ``as_of`` searches the timeline as it stood
         then (the messages stamped by then).
         """
-        rows = self.message_rows(
-            query,
-            limit=limit,
-            since=since,
-            until=until,
-            session_ids=session_ids,
-            roles=roles,
-            exclude_ids=exclude_ids,
-            now=now,
-            as_of=as_of,
-            around=around,
-        )
+        rows = self.message_rows(query, **options)
         return [
             MessageHit(
                 id=r.id,
