@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from datetime import datetime, timedelta
 
@@ -45,11 +46,15 @@ float as ``timedelta(milliseconds=age_ms) / timedelta(days=1)``."""
 _DAY = timedelta(days=1)
 
 
+@functools.lru_cache(maxsize=4096)
 def namespace_tau_days(namespace: str) -> float:
     """Return the default time constant (days) of a namespace, from its root before the first '.'.
 
     ``user`` never decays (infinity), ``project`` uses 60, ``context`` and ``session`` use 1, and
     every other root uses :data:`DEFAULT_TAU_DAYS`. Matching is case-sensitive.
+
+    Cached: the memory prefix scores every current fact on every turn, and a store holds few
+    namespaces (the rule depends on the text alone).
     """
     root = namespace.split(".", 1)[0]
     return _NAMESPACE_TAU_DAYS.get(root, DEFAULT_TAU_DAYS)

@@ -20,12 +20,18 @@ from philont.schemas.inputs import now_from
 if TYPE_CHECKING:
     from philont.memory import Memory
 
-_CONTAINERS = (list, tuple, set, frozenset)
+_WALKED = (list, tuple, set, frozenset, Mapping)
 
 
 def _lone_surrogate(value: object) -> str | None:
     """Why ``value`` (text, or text inside lists, tuples, sets and mappings at any depth)
     cannot be stored, or None: the database takes valid Unicode only."""
+    # Every argument of every public service call passes here: text and scalars (None,
+    # numbers, times) are answered without setting up the walk.
+    if isinstance(value, str):
+        return inputs.unstorable(value)
+    if not isinstance(value, _WALKED):
+        return None
     stack: list[object] = [value]
     seen: set[int] = set()
     while stack:
@@ -34,7 +40,7 @@ def _lone_surrogate(value: object) -> str | None:
             problem = inputs.unstorable(item)
             if problem is not None:
                 return problem
-        elif isinstance(item, (Mapping, *_CONTAINERS)) and id(item) not in seen:
+        elif isinstance(item, _WALKED) and id(item) not in seen:
             seen.add(id(item))  # a container holding itself is walked once
             if isinstance(item, Mapping):
                 stack.extend(itertools.chain(item.keys(), item.values()))

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from sqlalchemy import Connection, text
@@ -196,6 +196,31 @@ def test_a_joined_unit_of_work_cannot_roll_the_callers_transaction_back(store: S
         pytest.raises(UnitOfWorkError, match="caller"),
     ):
         mem.rollback()
+
+
+# --- lean reads: named rows ----------------------------------------------------------------
+
+
+class _Pair(NamedTuple):
+    namespace: str
+    key: str
+
+
+def test_lean_reads_name_their_rows_and_refuse_a_statement_of_another_shape(
+    store: Store,
+) -> None:
+    with store.begin() as mem:
+        mem.facts.store("user", "name", "Lena")
+        mem.facts.store("user", "city", "Berlin")
+        raw = mem.raw()
+        sql = "SELECT namespace, key{} FROM memory_facts{} ORDER BY key"
+        rows = raw.named(_Pair, sql.format("", raw.where("namespace = 'user'")))
+        assert rows == [("user", "city"), ("user", "name")]
+        assert [type(r) for r in rows] == [_Pair, _Pair]
+        assert [r.key for r in rows] == ["city", "name"]
+        assert raw.named(_Pair, sql.format("", raw.where("namespace = 'none'"))) == []
+        with pytest.raises(TypeError, match="_Pair has 2 fields; the statement selects 3"):
+            raw.named(_Pair, sql.format(", value_json", raw.where()))
 
 
 # --- one Store, many threads -----------------------------------------------------------------
