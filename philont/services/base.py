@@ -15,7 +15,6 @@ from sqlalchemy.orm import Session
 from philont.clock import Clock
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
-from philont.schemas.inputs import now_from
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -122,5 +121,5 @@ class Service:
         return self.mem.clock
 
     def _now(self) -> datetime:
-        """The clock's time, aware UTC at storage precision."""
-        return now_from(self.mem.clock)
+        """The clock's time, aware UTC at storage precision (:meth:`Memory.clock`)."""
+        return self.mem.clock()

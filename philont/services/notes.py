@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from datetime import datetime
 
 from sqlalchemy import ColumnElement, func, or_, select
 
 from philont.db.models import Note
-from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import AccessTarget
 from philont.domain.query import like_escape as _like_escape
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
@@ -47,9 +45,6 @@ match (SQLite refuses an expression deeper than 1000)."""
 
 class NoteService(Service):
     """Notes: free text with an importance in [0, 1], optionally tied to a session."""
-
-    def _now(self) -> datetime:
-        return from_epoch_ms(to_epoch_ms(self.clock()))
 
     def add(
         self,
