@@ -188,16 +188,20 @@ class Backend:
         Store: sqlite-vec on SQLite, pgvector on PostgreSQL, each when available)."""
         raise NotImplementedError
 
-    def storable_text(self, value: str) -> str:
-        """``value`` as this database can store it verbatim, or InvalidInputError."""
+    def storable_text(self, value: str, name: str) -> str:
+        """``value`` as this database can store it verbatim, or InvalidInputError naming the
+        argument ``name``."""
         if not self.keeps_nul and "\x00" in value:
-            raise InvalidInputError("text with a NUL character (U+0000) cannot be stored here")
+            raise InvalidInputError(f"{name}: {NUL_REFUSED}", argument=name)
         return value
 
     def escape_nul(self, value: str) -> str:
         """``value`` with every U+0000 written as ``\\x00`` where the database cannot hold it
         (for records that must be written whatever they were given, like the action log)."""
         return value if self.keeps_nul else value.replace("\x00", "\\x00")
+
+
+NUL_REFUSED = "text with a NUL character (U+0000) cannot be stored in PostgreSQL"
 
 
 class SqliteBackend(Backend):

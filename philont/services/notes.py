@@ -174,8 +174,8 @@ class NoteService(Service):
 
         Each token is an escaped ``LIKE`` substring (``%`` and ``_`` are literal;
         case-insensitive for ASCII only). A blank query finds nothing, and so does a token no
-        stored text can hold (a lone surrogate). No access refresh. Ranked search with stems,
-        substrings and time windows is ``mem.search.notes``.
+        stored text can hold (a lone surrogate; a NUL character on PostgreSQL). No access
+        refresh. Ranked search with stems, substrings and time windows is ``mem.search.notes``.
         """
         query = inputs.check(inputs.Query, query, "query")
         tokens = list(dict.fromkeys(query.split()))
@@ -185,10 +185,17 @@ class NoteService(Service):
                 " must be in a note; mem.search.notes ranks notes by any of them)",
                 argument="query",
             )
-        if not tokens or any(inputs.unstorable(t) for t in tokens):
+        if not tokens or any(self._unheld(t) for t in tokens):
             return []
         stmt = select(Note).where(_ACTIVE, *map(_contains, tokens)).order_by(*_RANKING).limit(limit)
         return [_record(r) for r in self.session.scalars(stmt)]
+
+    def _unheld(self, token: str) -> bool:
+        """Whether no stored note can hold ``token``: a lone surrogate anywhere, a NUL
+        character on PostgreSQL (its text cannot hold one, so it is no match there)."""
+        if inputs.unstorable(token) is not None:
+            return True
+        return "\x00" in token and not self.mem.backend.keeps_nul
 
     def count(self, include_forgotten: bool = False) -> int:
         """How many notes there are (forgotten ones only when asked)."""
