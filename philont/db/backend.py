@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -180,6 +180,14 @@ class Backend:
     def leave(self, session: Session) -> None:
         """Stop serving the agent on ``session`` (nothing on SQLite)."""
 
+    def serialize(self, session: Session, *key: str) -> None:
+        """Make this transaction the only writer of ``key`` (e.g. a fact's table, namespace
+        and key) until it ends, before it reads what it is about to replace. Nothing on
+        SQLite, where a writing unit of work holds the database's one write lock; on
+        PostgreSQL a transaction-scoped advisory lock of the agent and ``key``: two read
+        committed transactions read "no current version" (or the same one) and both wrote
+        a current version."""
+
     def scorer(self) -> Scorer:
         raise NotImplementedError
 
@@ -244,6 +252,10 @@ class PostgresBackend(Backend):
         from philont.db import agents
 
         agents.leave(session)
+
+    def serialize(self, session: Session, *key: str) -> None:
+        lock = "\x1f".join((str(self.agent_of(session)), *key))
+        session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": lock})
 
     def scorer(self) -> Scorer:
         from philont.services.search.postgres import PgScorer

@@ -60,6 +60,8 @@ class NoteService(Service):
         imp = inputs.check(inputs.Importance, importance, "importance")
         sid = inputs.optional(inputs.SessionId, session_id, "session_id")
         note_id = str(uuid.uuid4()) if id is None else inputs.check(inputs.RecordId, id, "id")
+        if id is not None:
+            self.mem.backend.serialize(self.session, "note", note_id)
         if id is not None and self.session.get(Note, note_id) is not None:
             raise ConflictError(f"a note with id {note_id!r} already exists", id=note_id)
         row = Note(
@@ -88,6 +90,7 @@ class NoteService(Service):
         content = inputs.check(inputs.Content, content, "content")
         imp = inputs.check(inputs.Importance, importance, "importance")
         sid = inputs.optional(inputs.SessionId, session_id, "session_id")
+        self.mem.backend.serialize(self.session, "note", note_id)
         row = self.session.get(Note, note_id)
         if row is None:
             row = Note(

@@ -49,6 +49,8 @@ class TimelineService(Service):
         """Open a session (a new UUID unless ``id`` is given; an existing id is a
         :class:`~philont.errors.ConflictError`)."""
         sid = str(uuid.uuid4()) if id is None else inputs.check(inputs.SessionId, id, "session_id")
+        if id is not None:
+            self.mem.backend.serialize(self.session, "session", sid)
         if self.session.get(RawSession, sid) is not None:
             raise ConflictError(f"session {sid!r} already exists", session_id=sid)
         row = RawSession(id=sid, started_at=self._now())
