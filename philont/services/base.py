@@ -3,6 +3,7 @@ what every public method is given on entry."""
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import itertools
@@ -57,11 +58,15 @@ def _refuse(name: str, what: str) -> NoReturn:
     raise InvalidInputError(f"{name}: {what}", argument=name)
 
 
-def _check_declared(name: str, declared: str, value: object, *, keeps_nul: bool) -> None:
+def _check_declared(
+    name: str, declared: str, kind: type | None, value: object, *, keeps_nul: bool
+) -> None:
     """The argument's declared type, checked before it reaches SQL (a non-text id failed
     inside PostgreSQL with a driver error that aborted the whole unit of work, and compared
     as "not found" on SQLite; a NUL character in text failed at the flush on PostgreSQL,
-    rolling back everything the unit of work had done)."""
+    rolling back everything the unit of work had done). ``kind``: the class an argument
+    declared as one class (or it or None) names, when it can be checked
+    (:func:`_declared_class`)."""
     if declared in (_TEXT, _OPTIONAL_TEXT):
         if value is not None or declared == _TEXT:
             _check_text(name, value, "must be text", keeps_nul=keeps_nul)
@@ -77,6 +82,28 @@ def _check_declared(name: str, declared: str, value: object, *, keeps_nul: bool)
     elif declared in _INT_COLLECTIONS and isinstance(value, _CONTAINERS):
         for item in value:
             _check_int(name, item)
+    elif (
+        kind is not None
+        and not isinstance(value, kind)
+        and (value is not None or not declared.endswith(" | None"))
+    ):
+        _refuse(name, f"must be {kind.__name__}, got {type(value).__name__}")
+
+
+def _declared_class(declared: str, namespace: Mapping[str, object]) -> type | None:
+    """The class an annotation ``X`` or ``X | None`` names in the method's module, when an
+    instance check says what it means: not an enum (its values are given as text too), not
+    a protocol, not a name only imported for type checking."""
+    found = namespace.get(declared.removesuffix(" | None"))
+    if not isinstance(found, type) or issubclass(found, enum.Enum):
+        return None
+    if getattr(found, "_is_protocol", False) or found in (str, bool, int, float, object):
+        return None
+    try:
+        isinstance(None, found)  # typing.Any is a class that refuses this
+    except TypeError:
+        return None
+    return found
 
 
 def _check_text(name: str, value: object, rule: str, *, keeps_nul: bool) -> None:
@@ -125,9 +152,12 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
     limit = signature.parameters.get("limit")
     limit_may_be_none = limit is not None and limit.default is None
     searched_only, unstored = cls.searched_only, cls.unstored
+    classes: dict[str, type | None] = {}  # resolved on the first call: the module is complete
 
     @functools.wraps(fn)
     def checked(self: Service, *args: Any, **kwargs: Any) -> Any:
+        if not classes:
+            classes.update({n: _declared_class(d, fn.__globals__) for n, d in declared.items()})
         keeps_nul = self.mem.backend.keeps_nul
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
             if name in searched_only:
@@ -136,7 +166,11 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
             _check_argument(name, value, limit_may_be_none=limit_may_be_none)
             if name in declared:
                 _check_declared(
-                    name, declared[name], value, keeps_nul=keeps_nul or name in unstored
+                    name,
+                    declared[name],
+                    classes[name],
+                    value,
+                    keeps_nul=keeps_nul or name in unstored,
                 )
         return fn(self, *args, **kwargs)
 
@@ -155,7 +189,8 @@ class Service:
     method's default is None), and ``session_ids`` is never a single string. An argument
     declared ``str`` (``str | None``, ``Sequence[str]``) must be text, and on PostgreSQL hold
     no NUL character (unless it is ``unstored``); one declared ``bool`` must be True or False;
-    one declared ``int`` (or a collection of them) a whole number a 64-bit column holds. A
+    one declared ``int`` (or a collection of them) a whole number a 64-bit column holds; one
+    declared as a class (``datetime``, ``FactRecord``; not an enum) an instance of it. A
     refusal is an :class:`~philont.errors.InvalidInputError` naming the argument."""
 
     searched_only: ClassVar[frozenset[str]] = frozenset({"query"})

@@ -438,3 +438,22 @@ def test_link_skill_takes_any_number_of_ids(store: Store) -> None:
         first = mem.actions.query()[0].id
         assert mem.actions.link_skill([first, *range(10**6, 10**6 + 70_000)], "seed") == 1
         assert mem.actions.query(linked_skill="seed")[0].id == first
+
+
+CLASS_CALLS: dict[str, Call] = {
+    "record": lambda m, v: m.facts.score(v),
+    "limits": lambda m, v: m.prefix.build(limits=v),
+    "after": lambda m, v: m.skills.apply_disuse(after=v),
+    "around": lambda m, v: m.retriever.retrieve("x", around=v),
+    "since": lambda m, v: m.actions.query(since=v),
+}
+
+
+@pytest.mark.parametrize("value", ["x", 5, {"facts": 1}])
+@pytest.mark.parametrize("argument", sorted(CLASS_CALLS))
+def test_an_argument_declared_as_a_class_must_be_one(
+    store: Store, argument: str, value: object
+) -> None:
+    # facts.score("x") and prefix.build(limits="x") raised AttributeError; retrieve(around=
+    # "2020") was accepted without a word whenever recall did not run.
+    _refused(store, CLASS_CALLS[argument], value, argument)
