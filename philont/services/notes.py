@@ -176,9 +176,11 @@ class NoteService(Service):
         :data:`MAX_SEARCH_TOKENS` distinct ones), ordered by importance then newest.
 
         Each token is an escaped ``LIKE`` substring (``%`` and ``_`` are literal;
-        case-insensitive for ASCII only). A blank query finds nothing, and so does a token no
-        stored text can hold (a lone surrogate; a NUL character on PostgreSQL). No access
-        refresh. Ranked search with stems, substrings and time windows is ``mem.search.notes``.
+        case-insensitive for ASCII on SQLite; PostgreSQL's ILIKE also folds other letters, by
+        the database's locale: ``ärger`` finds ``Ärger`` there only). A blank query finds
+        nothing, and so does a token no stored text can hold (a lone surrogate; a NUL
+        character on PostgreSQL). No access refresh. Ranked search with stems, substrings and
+        time windows is ``mem.search.notes``.
         """
         query = inputs.check(inputs.Query, query, "query")
         tokens = list(dict.fromkeys(query.split()))
