@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import sqlite3
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +28,7 @@ from philont.clock import Clock
 from philont.db.backend import Backend, Raw
 from philont.db.retry import translate
 from philont.errors import ConflictError, UnitOfWorkError
+from philont.schemas.inputs import now_from
 
 if TYPE_CHECKING:
     from philont.embed.index import EmbeddingIndex
@@ -69,7 +71,7 @@ class Memory:
     ) -> None:
         self.store = store
         self.write = write
-        self.clock = clock
+        self._clock = clock
         self.agent = agent
         """The agent this unit of work serves (PostgreSQL; None on SQLite: a file is one)."""
         self._bind = bind
@@ -77,6 +79,13 @@ class Memory:
         self._session: Session | None = None
         self._agent: int | None = None
         self._state = _State.NEW
+
+    def clock(self) -> datetime:
+        """Now, by the clock this unit of work was given, as a stored value: aware UTC at
+        millisecond precision, so what a write returns equals what a later read gives back
+        (a clock with microseconds is truncated; a naive or non-datetime one is refused by
+        name, :class:`~philont.errors.InvalidInputError` for ``clock()``)."""
+        return now_from(self._clock)
 
     @classmethod
     def open(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -189,6 +189,14 @@ class Backend:
     def leave(self, session: Session) -> None:
         """Stop serving the agent on ``session`` (nothing on SQLite)."""
 
+    def serialize(self, session: Session, *key: str) -> None:
+        """Make this transaction the only writer of ``key`` (e.g. a fact's table, namespace
+        and key) until it ends, before it reads what it is about to replace. Nothing on
+        SQLite, where a writing unit of work holds the database's one write lock; on
+        PostgreSQL a transaction-scoped advisory lock of the agent and ``key``: two read
+        committed transactions read "no current version" (or the same one) and both wrote
+        a current version."""
+
     def scorer(self) -> Scorer:
         raise NotImplementedError
 
@@ -197,16 +205,20 @@ class Backend:
         Store: sqlite-vec on SQLite, pgvector on PostgreSQL, each when available)."""
         raise NotImplementedError
 
-    def storable_text(self, value: str) -> str:
-        """``value`` as this database can store it verbatim, or InvalidInputError."""
+    def storable_text(self, value: str, name: str) -> str:
+        """``value`` as this database can store it verbatim, or InvalidInputError naming the
+        argument ``name``."""
         if not self.keeps_nul and "\x00" in value:
-            raise InvalidInputError("text with a NUL character (U+0000) cannot be stored here")
+            raise InvalidInputError(f"{name}: {NUL_REFUSED}", argument=name)
         return value
 
     def escape_nul(self, value: str) -> str:
         """``value`` with every U+0000 written as ``\\x00`` where the database cannot hold it
         (for records that must be written whatever they were given, like the action log)."""
         return value if self.keeps_nul else value.replace("\x00", "\\x00")
+
+
+NUL_REFUSED = "text with a NUL character (U+0000) cannot be stored in PostgreSQL"
 
 
 class SqliteBackend(Backend):
@@ -249,6 +261,10 @@ class PostgresBackend(Backend):
         from philont.db import agents
 
         agents.leave(session)
+
+    def serialize(self, session: Session, *key: str) -> None:
+        lock = "\x1f".join((str(self.agent_of(session)), *key))
+        session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": lock})
 
     def scorer(self) -> Scorer:
         from philont.services.search.postgres import PgScorer

@@ -24,6 +24,7 @@ class AccessLog(Service):
         self, target_type: AccessTarget, target_id: str, context: str | None = None
     ) -> AccessRecord:
         kind = _target(target_type)
+        target_id = inputs.check(inputs.RecordId, target_id, "target_id")
         at = self._now()
         new_id = access_rows.insert(
             self.mem.raw(),

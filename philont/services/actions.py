@@ -28,13 +28,13 @@ RESULT_MAX_CHARS = 2000
 
 def _check_name(value: object, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{name} must be non-blank text, got {value!r}")
+        raise InvalidInputError(f"{name}: must be non-blank text, got {value!r}", argument=name)
     return value
 
 
 def _check_optional_text(value: object, name: str) -> str | None:
     if value is not None and not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be text or None, got {value!r}")
+        raise InvalidInputError(f"{name}: must be text or None, got {value!r}", argument=name)
     return value
 
 
@@ -42,10 +42,33 @@ def _check_params(value: object) -> tuple[str, dict[str, Any]]:
     """``value`` as stored (compact JSON) and as a read gives it back: encoding it checks it
     now, so nothing is written on failure."""
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise InvalidInputError(f"params must be a dict with string keys, got {value!r}")
-    stored = dumps_compact(value)
+        raise InvalidInputError(
+            f"params: must be a dict with string keys, got {value!r}", argument="params"
+        )
+    try:
+        stored = dumps_compact(value)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"params: {exc.message}", argument="params") from None
     parsed: dict[str, Any] = json.loads(stored)
     return stored, parsed
+
+
+_ID_BATCH = 10_000
+"""Ids per statement of :meth:`ActionLog.link_skill` (each one is a bound parameter)."""
+
+
+def _action_ids(values: Iterable[int]) -> list[int]:
+    """``values`` as whole numbers an id column holds, or InvalidInputError naming them."""
+    ids = list(values)
+    if not all(
+        isinstance(i, int) and not isinstance(i, bool) and -(2**63) <= i < 2**63 for i in ids
+    ):
+        raise InvalidInputError(
+            f"action_ids: must be whole numbers of 64 bits, got {ids[:5]!r}"
+            + (" ..." if len(ids) > 5 else ""),
+            argument="action_ids",
+        )
+    return ids
 
 
 class ActionLog(Service):
@@ -68,26 +91,27 @@ class ActionLog(Service):
         tool = _check_name(tool_name, "tool_name")
         params_json, args = _check_params(params)
         if not isinstance(success, bool):
-            raise InvalidInputError(f"success must be True or False, got {success!r}")
+            raise InvalidInputError(
+                f"success: must be True or False, got {success!r}", argument="success"
+            )
         text = _check_optional_text(result, "result")
         sid = _check_name(session_id, "session_id")
         trig = _check_optional_text(trigger, "trigger")
         skill = None if linked_skill is None else _check_name(linked_skill, "linked_skill")
         stamp = self._now() if at is None else inputs.check(inputs.AwareTime, at, "at")
         kept = None if text is None else text[:RESULT_MAX_CHARS]
-        storable = self.mem.backend.storable_text
         # One lean INSERT: every tool call writes this row, and the ORM's unit of work would
-        # cost more than the insert itself.
+        # cost more than the insert itself. (Its text was checked on entry, NUL included.)
         new_id = action_rows.insert(
             self.mem.raw(),
-            session_id=storable(sid),
-            trigger=None if trig is None else storable(trig),
-            tool_name=storable(tool),
+            session_id=sid,
+            trigger=trig,
+            tool_name=tool,
             params_json=params_json,
-            result=None if kept is None else storable(kept),
+            result=kept,
             success=success,
             timestamp=to_epoch_ms(stamp),
-            linked_skill=None if skill is None else storable(skill),
+            linked_skill=skill,
         )
         log.info("action.recorded", id=new_id, tool_name=tool, success=success, session_id=sid)
         return ActionRecord(
@@ -119,7 +143,9 @@ class ActionLog(Service):
         start, end = inputs.window(since, until)
         order = inputs.check(inputs.Order, order, "order")
         if success is not None and not isinstance(success, bool):
-            raise InvalidInputError(f"success must be True, False or None, got {success!r}")
+            raise InvalidInputError(
+                f"success: must be True, False or None, got {success!r}", argument="success"
+            )
         stmt = select(Action)
         if session_id is not None:
             stmt = stmt.where(Action.session_id == session_id)
@@ -141,23 +167,26 @@ class ActionLog(Service):
 
     def link_skill(self, action_ids: Iterable[int], skill_name: str) -> int:
         """Attribute actions to a skill (overwriting an earlier link); returns how many of the
-        ids exist. This is what outcome attribution needs and the original never did (Q-K2)."""
+        ids exist. This is what outcome attribution needs and the original never did (Q-K2).
+        Any number of ids: they are linked in batches (PostgreSQL takes at most 65,535
+        parameters in one statement)."""
         skill = _check_name(skill_name, "skill_name")
-        ids = list(action_ids)
-        if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-            raise InvalidInputError(f"action ids must be integers, got {ids!r}")
-        if not ids:
-            return 0
-        matched = self.session.scalar(
-            select(func.count()).select_from(Action).where(Action.id.in_(ids))
-        )
-        self.session.execute(
-            update(Action)
-            .where(Action.id.in_(ids))
-            .values(linked_skill=skill)
-            .execution_options(synchronize_session="fetch")
-        )
-        count = int(matched or 0)
+        ids = sorted(set(_action_ids(action_ids)))
+        count = 0
+        for start in range(0, len(ids), _ID_BATCH):
+            batch = ids[start : start + _ID_BATCH]
+            count += int(
+                self.session.scalar(
+                    select(func.count()).select_from(Action).where(Action.id.in_(batch))
+                )
+                or 0
+            )
+            self.session.execute(
+                update(Action)
+                .where(Action.id.in_(batch))
+                .values(linked_skill=skill)
+                .execution_options(synchronize_session="fetch")
+            )
         log.info("action.skill_linked", skill=skill, count=count)
         return count
 

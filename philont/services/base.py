@@ -3,19 +3,20 @@ what every public method is given on entry."""
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import itertools
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from sqlalchemy.orm import Session
 
 from philont.clock import Clock
+from philont.db.backend import NUL_REFUSED
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
-from philont.schemas.inputs import now_from
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -49,6 +50,82 @@ def _lone_surrogate(value: object) -> str | None:
     return None
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+"""Every integer a database column or parameter can hold (SQLite's and PostgreSQL's bigint)."""
+
+_TEXT, _OPTIONAL_TEXT = "str", "str | None"
+_TEXTS = ("Sequence[str]", "Sequence[str] | None")
+_BOOLS = ("bool", "bool | None")
+_INTS = ("int", "int | None")
+_INT_COLLECTIONS = ("Collection[int]", "Iterable[int]")
+
+
+def _refuse(name: str, what: str) -> NoReturn:
+    raise InvalidInputError(f"{name}: {what}", argument=name)
+
+
+def _check_declared(
+    name: str, declared: str, kind: type | None, value: object, *, keeps_nul: bool
+) -> None:
+    """The argument's declared type, checked before it reaches SQL (a non-text id failed
+    inside PostgreSQL with a driver error that aborted the whole unit of work, and compared
+    as "not found" on SQLite; a NUL character in text failed at the flush on PostgreSQL,
+    rolling back everything the unit of work had done). ``kind``: the class an argument
+    declared as one class (or it or None) names, when it can be checked
+    (:func:`_declared_class`)."""
+    if declared in (_TEXT, _OPTIONAL_TEXT):
+        if value is not None or declared == _TEXT:
+            _check_text(name, value, "must be text", keeps_nul=keeps_nul)
+    elif declared in _TEXTS and isinstance(value, _CONTAINERS):
+        for item in value:
+            _check_text(name, item, "must be a sequence of text", keeps_nul=keeps_nul)
+    elif declared in _BOOLS:
+        if not isinstance(value, bool) and not (value is None and declared == _BOOLS[1]):
+            _refuse(name, f"must be True or False, got {value!r}")
+    elif declared in _INTS:
+        if value is not None or declared == _INTS[0]:
+            _check_int(name, value)
+    elif declared in _INT_COLLECTIONS and isinstance(value, _CONTAINERS):
+        for item in value:
+            _check_int(name, item)
+    elif (
+        kind is not None
+        and not isinstance(value, kind)
+        and (value is not None or not declared.endswith(" | None"))
+    ):
+        _refuse(name, f"must be {kind.__name__}, got {type(value).__name__}")
+
+
+def _declared_class(declared: str, namespace: Mapping[str, object]) -> type | None:
+    """The class an annotation ``X`` or ``X | None`` names in the method's module, when an
+    instance check says what it means: not an enum (its values are given as text too), not
+    a protocol, not a name only imported for type checking."""
+    found = namespace.get(declared.removesuffix(" | None"))
+    if not isinstance(found, type) or issubclass(found, enum.Enum):
+        return None
+    if getattr(found, "_is_protocol", False) or found in (str, bool, int, float, object):
+        return None
+    try:
+        isinstance(None, found)  # typing.Any is a class that refuses this
+    except TypeError:
+        return None
+    return found
+
+
+def _check_text(name: str, value: object, rule: str, *, keeps_nul: bool) -> None:
+    if not isinstance(value, str):
+        _refuse(name, f"{rule}, got {type(value).__name__}")
+    if not keeps_nul and "\x00" in value:
+        _refuse(name, NUL_REFUSED)
+
+
+def _check_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        _refuse(name, f"must be a whole number, got {value!r}")
+    if not _INT64[0] <= value <= _INT64[1]:
+        _refuse(name, f"{value} is outside the integers a database holds (64-bit)")
+
+
 def _check_argument(name: str, value: object, *, limit_may_be_none: bool) -> None:
     """The rules every service applies to an argument by its name: one limit policy, a
     sequence of session ids is never one string, and text must be storable."""
@@ -70,25 +147,37 @@ def _check_searched(name: str, value: object) -> None:
         raise InvalidInputError(f"{name}: must be text, got {type(value).__name__}", argument=name)
 
 
-def _checked(fn: Callable[..., Any], searched_only: frozenset[str]) -> Callable[..., Any]:
-    """``fn`` with its arguments checked (:func:`_check_argument`) before it runs, so a
-    refused call has touched nothing."""
+def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
+    """``fn`` with its arguments checked (:func:`_check_argument`, :func:`_check_declared`)
+    before it runs, so a refused call has touched nothing."""
     signature = inspect.signature(fn)
-    positional = [
-        p.name
-        for p in list(signature.parameters.values())[1:]
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
+    params = list(signature.parameters.values())[1:]
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    # Annotations are text here (``from __future__ import annotations``), as written.
+    declared = {p.name: str(p.annotation) for p in params}
     limit = signature.parameters.get("limit")
     limit_may_be_none = limit is not None and limit.default is None
+    searched_only, unstored = cls.searched_only, cls.unstored
+    classes: dict[str, type | None] = {}  # resolved on the first call: the module is complete
 
     @functools.wraps(fn)
     def checked(self: Service, *args: Any, **kwargs: Any) -> Any:
+        if not classes:
+            classes.update({n: _declared_class(d, fn.__globals__) for n, d in declared.items()})
+        keeps_nul = self.mem.backend.keeps_nul
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
             if name in searched_only:
                 _check_searched(name, value)
-            else:
-                _check_argument(name, value, limit_may_be_none=limit_may_be_none)
+                continue
+            _check_argument(name, value, limit_may_be_none=limit_may_be_none)
+            if name in declared:
+                _check_declared(
+                    name,
+                    declared[name],
+                    classes[name],
+                    value,
+                    keeps_nul=keeps_nul or name in unstored,
+                )
         return fn(self, *args, **kwargs)
 
     return checked
@@ -103,18 +192,26 @@ class Service:
     Every public method of a subclass checks its arguments before it runs: text anywhere in
     them must be valid Unicode (the arguments in ``searched_only`` may hold any text, but must
     be text), ``limit`` follows the one limit policy (``inputs.Limit``; None only where the
-    method's default is None), and ``session_ids`` is never a single string. A refusal is an
-    :class:`~philont.errors.InvalidInputError` naming the argument."""
+    method's default is None), and ``session_ids`` is never a single string. An argument
+    declared ``str`` (``str | None``, ``Sequence[str]``) must be text, and on PostgreSQL hold
+    no NUL character (unless it is ``unstored``); one declared ``bool`` must be True or False;
+    one declared ``int`` (or a collection of them) a whole number a 64-bit column holds; one
+    declared as a class (``datetime``, ``FactRecord``; not an enum) an instance of it. A
+    refusal is an :class:`~philont.errors.InvalidInputError` naming the argument."""
 
     searched_only: ClassVar[frozenset[str]] = frozenset({"query"})
     """Arguments that are searched, never stored: any text is a query (the search plan makes
     it safe), lone surrogates included."""
 
+    unstored: ClassVar[frozenset[str]] = frozenset()
+    """Text arguments that never reach the database (a NUL character is fine in them on
+    PostgreSQL too)."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for name, attr in list(vars(cls).items()):
             if not name.startswith("_") and inspect.isfunction(attr):
-                setattr(cls, name, _checked(attr, cls.searched_only))
+                setattr(cls, name, _checked(attr, cls))
 
     def __init__(self, mem: Memory) -> None:
         self.mem = mem
@@ -128,5 +225,5 @@ class Service:
         return self.mem.clock
 
     def _now(self) -> datetime:
-        """The clock's time, aware UTC at storage precision."""
-        return now_from(self.mem.clock)
+        """The clock's time, aware UTC at storage precision (:meth:`Memory.clock`)."""
+        return self.mem.clock()

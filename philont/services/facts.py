@@ -48,8 +48,10 @@ class FactService(FactTime):
     """Facts: (namespace, key) -> JSON value, one row per version.
 
     Invariant kept by every write here: at most one *current* version (not superseded, not
-    forgotten) per (namespace, key). Legacy databases may break it (Q-S1); reads then pick the
-    newest deterministically and the next ``store`` repairs it.
+    forgotten) per (namespace, key), under concurrency too (``Backend.serialize``: on
+    PostgreSQL two read committed writers of one key would both see "no current version").
+    Legacy databases may break it (Q-S1); reads then pick the newest deterministically and the
+    next ``store`` repairs it.
     """
 
     # --- writing ------------------------------------------------------------------------
@@ -126,6 +128,7 @@ class FactService(FactTime):
     ) -> FactRecord:
         """Insert an already validated version and supersede the current ones (no checks:
         a future kernel path for ``self`` facts calls this after its own authorisation)."""
+        self.mem.backend.serialize(self.session, "fact", namespace, key)
         current = newest_first(
             self.session.scalars(
                 select(Fact).where(Fact.namespace == namespace, Fact.key == key, CURRENT)
@@ -315,6 +318,7 @@ class FactService(FactTime):
         row = self._row(fact_id)
         if row.forgotten_at is None:
             return False
+        self.mem.backend.serialize(self.session, "fact", row.namespace, row.key)
         row.forgotten_at = None
         if row.superseded_by is None:
             self._settle_current(row.namespace, row.key)

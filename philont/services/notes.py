@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from datetime import datetime
 
 from sqlalchemy import ColumnElement, func, or_, select
 
 from philont.db.models import Note
-from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import AccessTarget
 from philont.domain.query import like_escape as _like_escape
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
@@ -48,9 +46,6 @@ match (SQLite refuses an expression deeper than 1000)."""
 class NoteService(Service):
     """Notes: free text with an importance in [0, 1], optionally tied to a session."""
 
-    def _now(self) -> datetime:
-        return from_epoch_ms(to_epoch_ms(self.clock()))
-
     def add(
         self,
         content: str,
@@ -65,6 +60,8 @@ class NoteService(Service):
         imp = inputs.check(inputs.Importance, importance, "importance")
         sid = inputs.optional(inputs.SessionId, session_id, "session_id")
         note_id = str(uuid.uuid4()) if id is None else inputs.check(inputs.RecordId, id, "id")
+        if id is not None:
+            self.mem.backend.serialize(self.session, "note", note_id)
         if id is not None and self.session.get(Note, note_id) is not None:
             raise ConflictError(f"a note with id {note_id!r} already exists", id=note_id)
         row = Note(
@@ -93,6 +90,7 @@ class NoteService(Service):
         content = inputs.check(inputs.Content, content, "content")
         imp = inputs.check(inputs.Importance, importance, "importance")
         sid = inputs.optional(inputs.SessionId, session_id, "session_id")
+        self.mem.backend.serialize(self.session, "note", note_id)
         row = self.session.get(Note, note_id)
         if row is None:
             row = Note(
@@ -178,9 +176,11 @@ class NoteService(Service):
         :data:`MAX_SEARCH_TOKENS` distinct ones), ordered by importance then newest.
 
         Each token is an escaped ``LIKE`` substring (``%`` and ``_`` are literal;
-        case-insensitive for ASCII only). A blank query finds nothing, and so does a token no
-        stored text can hold (a lone surrogate). No access refresh. Ranked search with stems,
-        substrings and time windows is ``mem.search.notes``.
+        case-insensitive for ASCII on SQLite; PostgreSQL's ILIKE also folds other letters, by
+        the database's locale: ``ärger`` finds ``Ärger`` there only). A blank query finds
+        nothing, and so does a token no stored text can hold (a lone surrogate; a NUL
+        character on PostgreSQL). No access refresh. Ranked search with stems, substrings and
+        time windows is ``mem.search.notes``.
         """
         query = inputs.check(inputs.Query, query, "query")
         tokens = list(dict.fromkeys(query.split()))
@@ -190,10 +190,17 @@ class NoteService(Service):
                 " must be in a note; mem.search.notes ranks notes by any of them)",
                 argument="query",
             )
-        if not tokens or any(inputs.unstorable(t) for t in tokens):
+        if not tokens or any(self._unheld(t) for t in tokens):
             return []
         stmt = select(Note).where(_ACTIVE, *map(_contains, tokens)).order_by(*_RANKING).limit(limit)
         return [_record(r) for r in self.session.scalars(stmt)]
+
+    def _unheld(self, token: str) -> bool:
+        """Whether no stored note can hold ``token``: a lone surrogate anywhere, a NUL
+        character on PostgreSQL (its text cannot hold one, so it is no match there)."""
+        if inputs.unstorable(token) is not None:
+            return True
+        return "\x00" in token and not self.mem.backend.keeps_nul
 
     def count(self, include_forgotten: bool = False) -> int:
         """How many notes there are (forgotten ones only when asked)."""

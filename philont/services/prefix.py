@@ -120,6 +120,8 @@ class MemoryPrefix(Service):
     """Builds the prefix deterministically from the database and ``now``. Reading facts here
     does not refresh their access time (the original bumped self facts every turn, Q-P3)."""
 
+    unstored = frozenset({"environment", "plan"})  # shown in the prefix, never stored
+
     def __init__(self, mem: Memory, *, estimator: TokenEstimator = default_estimator) -> None:
         super().__init__(mem)
         self.estimator = estimator

@@ -77,6 +77,8 @@ __all__ = ["NAME_PATTERN", "UNSET", "RecipeNotFoundError", "SkillService"]
 class SkillService(SkillRecipes):
     """Skills and their recipes in one unit of work (flushes, never commits)."""
 
+    unstored = frozenset({"reason"})  # set_grade's reason is logged, never stored
+
     def get(self, name: str, *, record_access: bool = True) -> SkillRecord | None:
         """Return the skill named exactly ``name`` (case-sensitive), or None.
 

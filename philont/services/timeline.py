@@ -49,6 +49,8 @@ class TimelineService(Service):
         """Open a session (a new UUID unless ``id`` is given; an existing id is a
         :class:`~philont.errors.ConflictError`)."""
         sid = str(uuid.uuid4()) if id is None else inputs.check(inputs.SessionId, id, "session_id")
+        if id is not None:
+            self.mem.backend.serialize(self.session, "session", sid)
         if self.session.get(RawSession, sid) is not None:
             raise ConflictError(f"session {sid!r} already exists", session_id=sid)
         row = RawSession(id=sid, started_at=self._now())
@@ -87,8 +89,7 @@ class TimelineService(Service):
     ) -> list[SessionRecord]:
         """Sessions started within ``[since, until]`` (inclusive), newest first."""
         start, end = inputs.window(since, until)
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInputError(f"offset must be a non-negative integer, got {offset!r}")
+        offset = inputs.check(inputs.Offset, offset, "offset")
         stmt = (
             select(RawSession)
             .order_by(RawSession.started_at.desc(), RawSession.id.desc())
@@ -126,7 +127,7 @@ class TimelineService(Service):
                 self.mem.raw(),
                 session_id=row["session_id"],
                 role=row["role"].value,
-                content=self.mem.backend.storable_text(row["content"]),
+                content=row["content"],
                 timestamp=to_epoch_ms(row["timestamp"]),
             )
         except IntegrityError:
@@ -142,7 +143,9 @@ class TimelineService(Service):
         return {
             "session_id": inputs.check(inputs.SessionId, session_id, "session_id"),
             "role": inputs.check(inputs.RoleName, role, "role"),
-            "content": inputs.check(inputs.Content, content, "content"),
+            "content": self.mem.backend.storable_text(
+                inputs.check(inputs.Content, content, "content"), "content"
+            ),
             "timestamp": inputs.check(inputs.AwareTime, at, "at")
             if at is not None
             else now or self._now(),

@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 
 from philont import settings
 from philont.db.engine import create_engine
+from philont.errors import ConflictError
 from philont.services.schedules import ScheduleService
 from philont.store import Store
 from tests.pg_support import Layout
@@ -131,3 +132,53 @@ def test_eight_workers_appending_lose_no_message(agent: Engine) -> None:
     assert len(set(every)) == WORKERS * OPS_PER_WORKER
     with Store(agent).begin() as mem:
         assert mem.timeline.count() == WORKERS * OPS_PER_WORKER
+
+
+KEYS = ("city", "diet")
+
+
+def test_eight_workers_storing_the_same_facts_leave_one_current_version_each(
+    agent: Engine,
+) -> None:
+    # Under READ COMMITTED two stores of one key both read "no current version" (or the same
+    # one) and both wrote a current version: get() then picked one of two (the original's
+    # Q-S1, on PostgreSQL only). Unforgetting settles the same way.
+    def work(worker: int) -> None:
+        rng = random.Random(worker)
+        for n in range(OPS_PER_WORKER // 2):
+            key = rng.choice(KEYS)
+            with Store(agent).begin() as mem:
+                stored = mem.facts.store("user", key, f"{worker}-{n}")
+                if n % 5 == 4:
+                    mem.facts.forget(stored.id)
+                    mem.facts.unforget(stored.id)
+
+    _run_workers(work)
+    with Store(agent).begin() as mem:
+        for key in KEYS:
+            history = mem.facts.history("user", key)
+            assert sum(1 for f in history if f.active) == 1
+            chain = {f.supersedes for f in history} - {None}
+            assert len(chain) == len(history) - 1  # one chain, each version replacing one
+
+
+def test_eight_workers_writing_the_same_ids_get_no_driver_error(agent: Engine) -> None:
+    # notes.upsert/add(id=) and timeline.start_session(id) read, then insert: two of them at
+    # once both inserted, and one failed with a raw unique violation.
+    conflicts: list[int] = [0] * WORKERS
+
+    def work(worker: int) -> None:
+        for n in range(OPS_PER_WORKER // 4):
+            with Store(agent).begin() as mem:
+                mem.notes.upsert(f"shared-{n}", f"from {worker}")
+            try:
+                with Store(agent).begin() as mem:
+                    mem.timeline.start_session(f"session-{n}")
+            except ConflictError:
+                conflicts[worker] += 1
+
+    _run_workers(work)
+    with Store(agent).begin() as mem:
+        assert mem.notes.count() == OPS_PER_WORKER // 4
+        assert len(mem.timeline.list_sessions(limit=100)) == OPS_PER_WORKER // 4 + 1  # + global
+    assert sum(conflicts) == (WORKERS - 1) * (OPS_PER_WORKER // 4)

@@ -4,6 +4,7 @@ refusal is an ``InvalidInputError`` naming the argument, and the database is lef
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import pkgutil
@@ -20,12 +21,17 @@ from sqlalchemy.engine import URL
 import philont.embed
 import philont.learning
 import philont.services
+from philont.db.backend import SqliteBackend
 from philont.embed.hashing import HashEmbedder
-from philont.errors import InvalidInputError
+from philont.errors import InvalidInputError, PhilontError
 from philont.learning.verify import CaseBook
 from philont.memory import Memory
+from philont.services.actions import ActionLog
 from philont.services.base import Service, _lone_surrogate
 from philont.services.notes import MAX_SEARCH_TOKENS
+from philont.services.retriever import TimelineRetriever
+from philont.services.search import SearchService
+from philont.services.timeline import TimelineService
 from philont.store import Store
 
 BOTH_BACKENDS = True
@@ -306,3 +312,148 @@ def test_a_naive_until_next_to_as_of_is_refused_by_name(store: Store) -> None:
     # `min(until, as_of)` ran before `until` was checked: a TypeError escaped.
     naive, aware = datetime(2026, 1, 1), datetime(2026, 1, 1, tzinfo=UTC)
     _refused(store, lambda m, v: m.search.messages("hello", until=v, as_of=aware), naive, "until")
+
+
+# --- declared types: text, bools, 64-bit integers; NUL on PostgreSQL -----------------------------
+
+DECLARED_TEXT = sorted(
+    case
+    for case, (argument, _call) in TEXT_CALLS.items()
+    if case not in ("facts.store nested", "skills.create keywords", "skills.set_recipe")
+)  # those three hold JSON values, where a number is a value
+
+
+@pytest.mark.parametrize("value", [5, 1.5, b"bytes", ["text"]])
+@pytest.mark.parametrize("case", DECLARED_TEXT)
+def test_an_argument_declared_text_must_be_text(store: Store, case: str, value: object) -> None:
+    # A number as an id compared as "not found" on SQLite and failed inside PostgreSQL with a
+    # driver error (text = integer) that aborted the whole unit of work.
+    argument, call = TEXT_CALLS[case]
+    _refused(store, call, value, argument)
+
+
+NUL_STORED = sorted(set(DECLARED_TEXT) - {"prefix.build"})  # the prefix never stores its text
+
+
+@pytest.mark.parametrize("case", NUL_STORED)
+def test_a_nul_is_refused_by_name_on_entry_and_the_unit_of_work_goes_on(
+    store: Store, backend: str, case: str
+) -> None:
+    # On PostgreSQL a NUL in text failed at the flush (or in the driver): the session was
+    # rolled back, so the unit of work's earlier writes were lost and its next call failed
+    # with PendingRollbackError. Refused on entry, by name, nothing is lost.
+    argument, call = TEXT_CALLS[case]
+    with store.begin() as mem:
+        mem.facts.store("user", "before", 1)
+        if backend == "postgres":
+            with pytest.raises(InvalidInputError, match=rf"^{argument}: text with a NUL"):
+                call(mem, "a\x00b")
+        else:
+            # SQLite holds a NUL: any text's answer (some calls of the table stop short
+            # of what a real call needs once the text is accepted: a TypeError then)
+            with contextlib.suppress(PhilontError, TypeError):
+                call(mem, "a\x00b")
+        mem.facts.store("user", "after", 2)
+    with store.begin(write=False) as mem:
+        assert {f.key for f in mem.facts.list("user")} >= {"before", "after"}
+
+
+def test_a_nul_in_unstored_or_searched_text_is_no_refusal(store: Store) -> None:
+    with store.begin() as mem:
+        assert "a\x00b" in mem.prefix.build(environment="a\x00b").text
+        assert mem.notes.search("a\x00b") == []
+        assert mem.search.notes("a\x00b") == []
+        mem.facts.store("user", "nul", "a\x00b")  # JSON holds it escaped, on both backends
+        fact = mem.facts.get("user", "nul")
+        assert fact is not None and fact.value == "a\x00b"
+
+
+BOOL_CALLS: dict[str, Call] = {
+    "facts.get include_expired": lambda m, v: m.facts.get("user", "city", include_expired=v),
+    "facts.list ranked": lambda m, v: m.facts.list("user", ranked=v),
+    "notes.list include_forgotten": lambda m, v: m.notes.list(include_forgotten=v),
+    "skills.list callable_only": lambda m, v: m.skills.list(callable_only=v),
+    "actions.query success": lambda m, v: m.actions.query(success=v),
+}
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, None])
+@pytest.mark.parametrize("case", sorted(BOOL_CALLS))
+def test_an_argument_declared_bool_must_be_true_or_false(
+    store: Store, case: str, value: object
+) -> None:
+    # include_expired="no" was truthy: it included expired facts without a word.
+    if value is None and case == "actions.query success":
+        return  # None means "either" there
+    _refused(store, BOOL_CALLS[case], value, case.rsplit(" ", 1)[1])
+
+
+INT_CALLS: dict[str, Call] = {
+    "timeline.list_sessions offset": lambda m, v: m.timeline.list_sessions(offset=v),
+    "actions.link_skill action_ids": lambda m, v: m.actions.link_skill([v], "seed-skill"),
+    "search.messages exclude_ids": lambda m, v: m.search.messages("hello", exclude_ids=[v]),
+    "retriever.retrieve recent_limit": lambda m, v: m.retriever.retrieve("x", recent_limit=v),
+}
+
+
+class _Unbound:
+    """Services bound to no unit of work: enough to run the checks on entry, which come
+    before anything touches a database (a call that passed them would fail here)."""
+
+    backend = SqliteBackend()
+
+    def __getattr__(self, name: str) -> Service:
+        services = {
+            "timeline": TimelineService,
+            "actions": ActionLog,
+            "search": SearchService,
+            "retriever": TimelineRetriever,
+        }
+        return services[name](self)  # type: ignore[arg-type]
+
+
+_CHECK_ONLY: Any = _Unbound()
+
+
+@given(
+    st.one_of(
+        st.integers(min_value=2**63),
+        st.integers(max_value=-(2**63) - 1),
+        st.booleans(),
+        st.floats(allow_nan=False),
+        st.text(max_size=3),
+    )
+)
+def test_an_integer_no_64_bit_column_holds_is_refused_by_name(value: object) -> None:
+    # An offset or an action id of 2**63 failed as OverflowError (SQLite) or a driver error
+    # (PostgreSQL); now every argument declared int is checked on entry.
+    for case, call in INT_CALLS.items():
+        with pytest.raises(InvalidInputError, match=rf"^{case.rsplit(' ', 1)[1]}: "):
+            call(_CHECK_ONLY, value)
+
+
+def test_link_skill_takes_any_number_of_ids(store: Store) -> None:
+    # More than 65,535 ids failed on PostgreSQL (one parameter each in one statement).
+    with store.begin() as mem:
+        first = mem.actions.query()[0].id
+        assert mem.actions.link_skill([first, *range(10**6, 10**6 + 70_000)], "seed") == 1
+        assert mem.actions.query(linked_skill="seed")[0].id == first
+
+
+CLASS_CALLS: dict[str, Call] = {
+    "record": lambda m, v: m.facts.score(v),
+    "limits": lambda m, v: m.prefix.build(limits=v),
+    "after": lambda m, v: m.skills.apply_disuse(after=v),
+    "around": lambda m, v: m.retriever.retrieve("x", around=v),
+    "since": lambda m, v: m.actions.query(since=v),
+}
+
+
+@pytest.mark.parametrize("value", ["x", 5, {"facts": 1}])
+@pytest.mark.parametrize("argument", sorted(CLASS_CALLS))
+def test_an_argument_declared_as_a_class_must_be_one(
+    store: Store, argument: str, value: object
+) -> None:
+    # facts.score("x") and prefix.build(limits="x") raised AttributeError; retrieve(around=
+    # "2020") was accepted without a word whenever recall did not run.
+    _refused(store, CLASS_CALLS[argument], value, argument)
