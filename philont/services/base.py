@@ -21,7 +21,8 @@ from philont.schemas import inputs
 if TYPE_CHECKING:
     from philont.memory import Memory
 
-_WALKED = (list, tuple, set, frozenset, Mapping)
+_CONTAINERS = (list, tuple, set, frozenset)
+_WALKED = (*_CONTAINERS, Mapping)
 
 
 def _lone_surrogate(value: object) -> str | None:
