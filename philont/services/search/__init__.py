@@ -407,9 +407,7 @@ def _message_filter(
     if session_ids:  # never one string: Service checks that on entry
         sessions = tuple(dict.fromkeys(str(s) for s in session_ids))
     role_values: tuple[str, ...] = ()
-    if roles is not None:
-        if isinstance(roles, str):
-            roles = [roles]
+    if roles is not None:  # a sequence, never one string: Service checks that on entry
         try:
             role_values = tuple(dict.fromkeys(Role(r).value for r in roles))
         except ValueError as exc:
