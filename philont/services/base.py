@@ -210,9 +210,22 @@ def _check_searched(name: str, value: object) -> None:
         raise InvalidInputError(f"{name}: must be text, got {type(value).__name__}", argument=name)
 
 
+def _option_types(annotation: str, namespace: Mapping[str, object]) -> dict[str, str]:
+    """The declared types of the keys of ``**options: Unpack[SomeTypedDict]``, as written (a
+    method's typed options are checked like its parameters)."""
+    typed = namespace.get(annotation.removeprefix("Unpack[").removesuffix("]"))
+    if not annotation.startswith("Unpack[") or typed is None:
+        return {}
+    return {
+        key: getattr(value, "__forward_arg__", str(value))
+        for key, value in getattr(typed, "__annotations__", {}).items()
+    }
+
+
 def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
-    """``fn`` with its arguments checked (:func:`_check_argument`, :func:`_check_declared`)
-    before it runs, so a refused call has touched nothing."""
+    """``fn`` with its arguments checked (:func:`_check_argument`, :func:`_check_declared`;
+    the keys of typed ``**options`` too) before it runs, so a refused call has touched
+    nothing."""
     signature = inspect.signature(fn)
     params = list(signature.parameters.values())[1:]
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -221,13 +234,15 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
     limit = signature.parameters.get("limit")
     limit_may_be_none = limit is not None and limit.default is None
     searched_only, unstored = cls.searched_only, cls.unstored
-    classes: dict[
-        str, type | _Container | None
-    ] = {}  # resolved on the first call: the module is complete
+    options = [str(p.annotation) for p in params if p.kind is p.VAR_KEYWORD]
+    # resolved on the first call, when the module is complete
+    classes: dict[str, type | _Container | None] = {}
 
     @functools.wraps(fn)
     def checked(self: Service, *args: Any, **kwargs: Any) -> Any:
         if not classes:
+            for annotation in options:
+                declared.update(_option_types(annotation, fn.__globals__))
             classes.update({n: _declared_class(d, fn.__globals__) for n, d in declared.items()})
         keeps_nul = self.mem.backend.keeps_nul
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
@@ -265,8 +280,9 @@ class Service:
     protocol (an embedder) an instance of it; one declared as a container of items
     (``Sequence[X]``, ``Collection[X]``, ``Iterable[X]``, ``list[X]``) that container, not one
     string, bytes, a mapping or a number (its items are the method's to check, but for text
-    and whole numbers). A refusal is an :class:`~philont.errors.InvalidInputError` naming the
-    argument."""
+    and whole numbers). The keys of typed ``**options`` (``Unpack[SomeTypedDict]``) are
+    checked by their declared types too. A refusal is an
+    :class:`~philont.errors.InvalidInputError` naming the argument."""
 
     searched_only: ClassVar[frozenset[str]] = frozenset({"query"})
     """Arguments that are searched, never stored: any text is a query (the search plan makes
