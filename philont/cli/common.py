@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from sqlalchemy.engine import URL
 from typer.core import TyperGroup
@@ -23,9 +23,38 @@ from philont.errors import (
 if TYPE_CHECKING:
     from philont.store import Store
 
+# Output that is not a terminal is at most this wide: a table at its natural width, never cut.
+PIPED_WIDTH = 10_000
+
+
+class PlainConsole(Console):
+    """A rich Console that, on a stream that is not a terminal (a pipe, a file, a test's
+    capture), writes plain lines: no color (rich's own rule), no wrapping of long lines, and
+    tables at their natural width instead of squeezed into 80 columns with cut cells. On a
+    terminal it is an ordinary Console. Asked at every print: the stream may change (a test
+    runner swaps ``sys.stdout``)."""
+
+    @property
+    def soft_wrap(self) -> bool:
+        return self._soft_wrap or not self.is_terminal
+
+    @soft_wrap.setter
+    def soft_wrap(self, value: bool) -> None:
+        self._soft_wrap = value
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        return size if self.is_terminal else ConsoleDimensions(PIPED_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
 # emoji=False: a user's text such as ':a:' is printed as given, never as an emoji
-out = Console(highlight=False, emoji=False)
-err = Console(stderr=True, highlight=False, emoji=False)
+out = PlainConsole(highlight=False, emoji=False)
+err = PlainConsole(stderr=True, highlight=False, emoji=False)
 
 # Exit codes: 0 ok · 1 error · 2 bad usage · 3 database not at head · 4 not found
 EXIT_ERROR = 1
