@@ -10,6 +10,7 @@ import typer
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from sqlalchemy.engine import URL
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from philont.db.engine import resolve_url, sqlite_path
@@ -97,6 +98,15 @@ def exit_code(exc: PhilontError) -> int:
     return EXIT_ERROR
 
 
+def fail_usage(exc: UsageError) -> typer.Exit:
+    """Report a command line click refused (an unknown option or command, a missing argument, a
+    value out of range) as one line, ``error (usage): ...``, and return the Exit to raise."""
+    where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+    message = " ".join(exc.format_message().split())
+    err.print(f"error (usage): {message}{where}", markup=False)
+    return typer.Exit(EXIT_USAGE)
+
+
 def fail_os(exc: OSError) -> typer.Exit:
     """Report an operating-system error (a path the user gave that is a directory, missing,
     unreadable, on a full disk, ...) as one line, and return the Exit to raise."""
@@ -109,15 +119,28 @@ def fail_os(exc: OSError) -> typer.Exit:
 
 class Commands(TyperGroup):
     """The group every ``philont`` command runs in: the one place where a user error becomes a
-    message and an exit code. A :class:`PhilontError` (typed, with a stable code) and an
-    ``OSError`` (a path the user gave) never reach the terminal as a traceback; anything else is
-    a bug and keeps its traceback."""
+    message and an exit code. A :class:`PhilontError` (typed, with a stable code), an
+    ``OSError`` (a path the user gave) and a usage error (an unknown option, a value click
+    refuses: exit 2) are one line on stderr, never a traceback; anything else is a bug and keeps
+    its traceback. A closed pipe (``philont ... | head``) ends the command quietly."""
+
+    def make_context(self, info_name: str | None, args: list[str], *a: Any, **kw: Any) -> Any:
+        try:  # the options of ``philont`` itself (``--agent``) are parsed here
+            return super().make_context(info_name, args, *a, **kw)
+        except UsageError as exc:
+            raise fail_usage(exc) from exc
 
     def invoke(self, ctx: Any) -> Any:  # typer vendors its own click.Context
         try:
             return super().invoke(ctx)
+        except NoArgsIsHelpError:
+            raise  # a group given no command shows its help
+        except UsageError as exc:
+            raise fail_usage(exc) from exc
         except PhilontError as exc:
             raise fail(exc, code=exit_code(exc)) from exc
+        except BrokenPipeError:
+            raise  # typer's main silences stdout and exits 1
         except OSError as exc:
             raise fail_os(exc) from exc
 
