@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
+from rich.progress import Progress, ProgressColumn
 from sqlalchemy.engine import URL
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
@@ -16,6 +17,7 @@ from typer.core import TyperGroup
 from philont.db.engine import resolve_url, sqlite_path
 from philont.errors import (
     ConflictError,
+    DatabasePathError,
     NotFoundError,
     PhilontError,
     SchemaOutOfDateError,
@@ -110,10 +112,10 @@ def fail_usage(exc: UsageError) -> typer.Exit:
 def fail_os(exc: OSError) -> typer.Exit:
     """Report an operating-system error (a path the user gave that is a directory, missing,
     unreadable, on a full disk, ...) as one line, and return the Exit to raise."""
-    where = f" {exc.filename!r}" if exc.filename else ""
+    where = f"{exc.filename!r}: " if exc.filename else ""
     reason = exc.strerror or str(exc)
     name = errno.errorcode.get(exc.errno or 0, "os_error")
-    err.print(f"error ({name}):{where}: {reason}", markup=False)
+    err.print(f"error ({name}): {where}{reason}", markup=False)
     return typer.Exit(EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_ERROR)
 
 
@@ -146,16 +148,19 @@ class Commands(TyperGroup):
 
 
 def resolve_existing(db: str | None) -> URL:
-    """The database URL, refusing (exit 1) an SQLite file that does not exist yet."""
+    """The database URL, refusing (``database_path``, exit 1) an SQLite file that does not exist
+    yet, as ``philont db current`` and the Store do."""
     url = resolve_url(db)
     path = sqlite_path(url)
     if path is not None and not path.exists():
-        err.print(
-            f"[red]error[/red]: no database at {escape(str(path))}; create it with "
-            "`philont db upgrade`"
-        )
-        raise typer.Exit(EXIT_ERROR)
+        raise DatabasePathError(str(path), "no such file; create it with `philont db upgrade`")
     return url
+
+
+def progress(*columns: str | ProgressColumn) -> Progress:
+    """A progress display on stderr, gone when done; none at all when stderr is not a terminal
+    (a log file or a pipe gets no stray line)."""
+    return Progress(*columns, console=err, transient=True, disable=not err.is_terminal)
 
 
 def open_store(url: URL) -> Store:
