@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as sa_create_engine
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import StaticPool
 
@@ -346,7 +346,19 @@ def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
     except ModuleNotFoundError as exc:
         raise BackendError("PostgreSQL needs psycopg: pip install 'philont[postgres]'") from exc
     guard_nul(engine)
+    event.listen(engine, "handle_error", refuse_unreachable)
     return engine
+
+
+def refuse_unreachable(context: ExceptionContext) -> None:
+    """A PostgreSQL server that cannot be reached (down, a wrong host, port, password or
+    database name) is a typed :class:`BackendError` naming the URL (password hidden), not a
+    driver error: raised while connecting, before any statement."""
+    if context.connection is not None or context.is_pre_ping or context.engine is None:
+        return
+    where = context.engine.url.render_as_string(hide_password=True)
+    reason = " ".join(str(context.original_exception).split())
+    raise BackendError(f"cannot connect to {where}: {reason}", url=where)
 
 
 def guard_nul(engine: Engine) -> None:

@@ -68,12 +68,17 @@ def backup_file(
         target = directory / f"{stem}-{n}.sqlite"
     # Create the file 0600 before SQLite writes a byte into it (no window with wider modes).
     os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    with closing(sqlite3.connect(str(target))) as dst:
-        if source is not None:
-            source.backup(dst)
-        else:
-            with closing(sqlite3.connect(str(path))) as src:
-                src.backup(dst)
+    try:
+        with closing(sqlite3.connect(str(target))) as dst:
+            if source is not None:
+                source.backup(dst)
+            else:
+                with closing(sqlite3.connect(str(path))) as src:
+                    src.backup(dst)
+    except BaseException:  # a failed or interrupted (Ctrl-C) copy leaves no file behind
+        for leftover in (target, Path(f"{target}-journal")):
+            leftover.unlink(missing_ok=True)
+        raise
     target.chmod(0o600)
     return target
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +24,7 @@ runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
 # Commands that would run for long, or serve stdin, on a path they may create.
 CREATE_AND_RUN = {"demo", "mcp"}
+ONE_ERROR_LINE = re.compile(r"error \([A-Za-z_]+\): [^\n]+\n")
 
 
 def _commands(group: click.Command, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -88,7 +90,8 @@ def _assert_explained(result: click.testing.Result, args: list[str]) -> None:
     assert "Traceback" not in result.output, shown
     if result.exit_code != 0:
         assert result.exit_code in (1, 2, 3, 4, 5), shown
-        assert "error" in result.output, shown
+        # one line, `error (<code>): <message>`, and nothing else on stderr (no progress line)
+        assert ONE_ERROR_LINE.fullmatch(result.stderr), shown
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p))
