@@ -154,14 +154,15 @@ def _mkdir_private(path: Path) -> None:
         os.chmod(d, DIR_MODE)  # mkdir's mode is masked by the umask
 
 
-def check_file(path: Path, *, create: bool) -> None:
+def check_file(path: Path, *, create: bool, writable: bool = True) -> None:
     """Refuse, with a typed error and before SQLite touches anything, a path that cannot hold
     a memory database. With ``create`` the parent and ``backups/`` directories are made
-    (0700) and a missing file is created empty with mode 0600."""
+    (0700) and a missing file is created empty with mode 0600. ``writable=False``: the caller
+    only reads (through :func:`connect_read_only`), so a read-only file is fine."""
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
     if path.exists():
-        if not os.stat(path).st_mode & 0o222:
+        if writable and not os.stat(path).st_mode & 0o222:
             raise DatabaseReadOnlyError(str(path))
         if file_kind(path) == "other":
             raise NotADatabaseError(str(path))

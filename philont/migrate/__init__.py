@@ -149,7 +149,7 @@ def status(target: Target = None) -> Status:
     require_file(url, "status()")
     if path is None:
         raise SchemaError("status() needs an SQLite file or a PostgreSQL URL")
-    check_file(path, create=False)
+    check_file(path, create=False, writable=False)  # a read-only file can tell its version
     with closing(ro_connect(path)) as conn:
         tables = table_names(conn)
         revision = None
