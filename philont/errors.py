@@ -354,6 +354,12 @@ class ModelAnswerError(ModelError):
     code = "model_unreadable_answer"
 
 
+class AgentRequiredError(InvalidInputError):
+    """A unit of work on PostgreSQL was begun without naming the agent it serves."""
+
+    code = "agent_required"
+
+
 class AgentNotFoundError(NotFoundError):
     """No agent of that name in a PostgreSQL database's agents registry."""
 
