@@ -105,8 +105,6 @@ class Learner(Service):
 
     def learn(self, window: Window) -> Applied:
         """The whole loop over a window, as the consolidator runs it on a batch."""
-        if not isinstance(window, Window):
-            raise InvalidInputError(f"window must be a Window (Learner.window), got {window!r:.80}")
         context = gather(self.mem, window, self.config, self.judge)
         thought = think(self.model, window, context, self.config, self.judge)
         name = self.judge.name if self.judge is not None else "judge"
@@ -152,8 +150,6 @@ class Learner(Service):
         A run is judged once: one that has a verdict gets it back, and the judge is not asked."""
         if self.judge is None:
             raise InvalidInputError("this Learner has no judge")
-        if not isinstance(run, Run):
-            raise InvalidInputError(f"run must be a Run, got {run!r:.80}")
         book = CaseBook(self.mem)
         existing = book.verdict_of(run)
         if existing is not None:
