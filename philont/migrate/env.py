@@ -27,7 +27,7 @@ from philont.db.engine import (
     sqlite_path,
     tighten_permissions,
 )
-from philont.errors import DatabaseCorruptError
+from philont.db.retry import file_error
 from philont.log import get_logger
 from philont.migrate import postgres as pg
 from philont.migrate.checks import check_foreign_keys, check_integrity, is_wal
@@ -191,7 +191,7 @@ def _run_own(run: _Run) -> None:
         bind = engine
         if run.is_upgrade and not is_postgres(run.url):
             bind = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
-        with _corruption_named(path), bind.connect() as conn, conn.begin():
+        with _storage_errors_named(path), bind.connect() as conn, conn.begin():
             _migrate(run, conn)
     except BaseException:
         run.drop_backup()
@@ -208,9 +208,10 @@ def _run_own(run: _Run) -> None:
 def _precheck(run: _Run, path: Path) -> None:
     """Read-only, before anything is written (even the switch to WAL): refuse a schema we do
     not know and, when there is work to do, a damaged file."""
-    plan = plan_file(path)
+    wait = settings.MIGRATION_BUSY_TIMEOUT_MS / 1000  # as long as for the write lock
+    plan = plan_file(path, timeout=wait)
     if run.is_upgrade and plan.has_data and plan.revision != run.context.script.get_current_head():
-        with closing(ro_connect(path)) as conn:
+        with closing(ro_connect(path, timeout=wait)) as conn:
             check_integrity(conn, path)
         run.checked = True
 
@@ -219,11 +220,11 @@ def _run_on_callers(run: _Run, conn: Connection) -> None:
     """On a caller's Connection (a host's env.py or revision): inside its transaction (begun
     here when it has none, and then committed here), without a backup, file modes untouched."""
     if conn.in_transaction():
-        with _corruption_named(run.path):
+        with _storage_errors_named(run.path):
             _sqlite_transactional(conn)
             _migrate(run, conn)
         return
-    with _corruption_named(run.path), conn.begin():
+    with _storage_errors_named(run.path), conn.begin():
         _sqlite_transactional(conn)
         _migrate(run, conn)
 
@@ -239,16 +240,18 @@ def _sqlite_transactional(conn: Connection) -> None:
 
 
 @contextmanager
-def _corruption_named(path: Path | None) -> Iterator[None]:
-    """SQLite's "malformed" and "not a database" errors, wherever they surface (opening, the
-    WAL switch, reading the schema, a step), as :class:`DatabaseCorruptError`."""
+def _storage_errors_named(path: Path | None) -> Iterator[None]:
+    """SQLite's failures, wherever they surface (opening, the WAL switch, reading the schema,
+    a step), typed: a lock still held by another connection after the wait is
+    :class:`DatabaseBusyError`, a file SQLite will not write :class:`DatabaseReadOnlyError`,
+    "malformed" or "not a database" :class:`DatabaseCorruptError` (never a lock taken for
+    damage, nor damage for a failed step)."""
     try:
         yield
     except (sqlite3.DatabaseError, DBAPIError) as exc:
-        orig = exc.orig if isinstance(exc, DBAPIError) else exc
-        name = str(getattr(orig, "sqlite_errorname", ""))
-        if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
-            raise DatabaseCorruptError(str(path or "the database"), str(orig)) from exc
+        typed = file_error(exc, path=str(path or "the database"))
+        if typed is not None:
+            raise typed from exc
         raise
 
 
