@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from alembic.config import Config
+from alembic.util import CommandError
 from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
@@ -28,6 +29,7 @@ from philont.db.engine import (
     tighten_permissions,
 )
 from philont.db.retry import file_error
+from philont.errors import PhilontError, UnsupportedMigrationError
 from philont.log import get_logger
 from philont.migrate import postgres as pg
 from philont.migrate.checks import check_foreign_keys, check_integrity, is_wal
@@ -123,13 +125,35 @@ class _Run:
             self.backup = None
 
 
-def _is_upgrade(context: Any) -> bool:
-    """True for ``upgrade`` whether it came from the alembic CLI or ``command.upgrade``."""
+def _command(context: Any) -> str | None:
+    """The running Alembic command (``upgrade``, ``downgrade``, ``current``, ...), whether it
+    came from the alembic CLI or ``command.*``."""
     # env.py receives alembic's module-level proxy; the EnvironmentContext behind it carries
     # the command's function (``fn``), which is how we know the command that is running.
     env = getattr(context, "_proxy", context)
     fn = env.context_opts.get("fn")
-    return getattr(fn, "__name__", None) == "upgrade"
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else None
+
+
+def _is_upgrade(context: Any) -> bool:
+    return _command(context) == "upgrade"
+
+
+def _refuse_unsupported(context: Any) -> None:
+    """Before the database is opened (opening switches a file to WAL): no downgrade, no
+    offline SQL."""
+    if _command(context) == "downgrade":
+        raise UnsupportedMigrationError(
+            "philont's schema history is forward-only: `alembic downgrade` is not supported "
+            "and nothing was changed; to go back, restore the copy the upgrade took "
+            "(`philont restore backups/memory-<UTC>-pre-upgrade.sqlite`)"
+        )
+    if context.is_offline_mode():
+        raise UnsupportedMigrationError(
+            "offline SQL (--sql) is not supported: philont's upgrade inspects, locks and backs "
+            "up the database itself; run it online (`alembic -x url=... upgrade head`)"
+        )
 
 
 def _url_from_context(config: Config, x_args: dict[str, str]) -> URL:
@@ -159,7 +183,18 @@ def _new_run(context: Any) -> _Run:
 
 
 def run_env(context: Any) -> None:
-    """Body of ``alembic/env.py`` (online mode only)."""
+    """Body of ``alembic/env.py`` (online mode only). From the alembic command line a typed
+    refusal is alembic's own ``FAILED: error (<code>): <message>`` line, not a traceback."""
+    try:
+        _refuse_unsupported(context)
+        _run_env(context)
+    except PhilontError as exc:
+        if context.config.cmd_opts is None:  # philont.migrate.upgrade() or a host's code
+            raise
+        raise CommandError(f"error ({exc.code}): {exc}") from exc
+
+
+def _run_env(context: Any) -> None:
     run = _new_run(context)
     if run.connection is not None:
         _run_on_callers(run, run.connection)
