@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import uuid
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,26 +59,81 @@ def backup_file(
 ) -> Path:
     """Online copy (SQLite backup API, consistent under concurrent writers) of ``path`` into its
     sibling ``backups/`` as ``memory-YYYYMMDDTHHMMSS[label].sqlite``, mode 0600; read through
-    ``source`` when given (a connection on ``path`` that holds it locked)."""
+    ``source`` when given (a connection on ``path`` that holds it locked).
+
+    The copy is written to a hidden ``.partial`` file, synced, and only then given its name:
+    a process killed mid-copy leaves no half-written file that looks like a backup (its
+    partial file is removed by the next backup into the folder)."""
     at = at or datetime.now(UTC)
     directory = settings.backup_dir_for(path)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _sweep_partials(directory)
     stem = f"memory-{at.astimezone(UTC):%Y%m%dT%H%M%S}{label}"
-    target = directory / f"{stem}.sqlite"
-    n = 1
-    while target.exists():
-        n += 1
-        target = directory / f"{stem}-{n}.sqlite"
+    partial = directory / f".{stem}.sqlite.{PARTIAL}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     # Create the file 0600 before SQLite writes a byte into it (no window with wider modes).
-    os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    with closing(sqlite3.connect(str(target))) as dst:
-        if source is not None:
-            source.backup(dst)
-        else:
-            with closing(sqlite3.connect(str(path))) as src:
-                src.backup(dst)
+    os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    try:
+        with closing(sqlite3.connect(str(partial))) as dst:
+            dst.execute("PRAGMA journal_mode = OFF")  # unnamed until complete: no journal
+            if source is not None:
+                source.backup(dst)
+            else:
+                with closing(sqlite3.connect(str(path))) as src:
+                    src.backup(dst)
+        _fsync(partial)
+        target = _claim_name(partial, directory, stem)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     target.chmod(0o600)
+    with suppress(OSError):  # some filesystems refuse a directory fsync; the name stands
+        _fsync(directory)
     return target
+
+
+PARTIAL = "partial"
+"""Marks a backup still being written (``.memory-<...>.sqlite.partial-<pid>-<id>``)."""
+
+
+def _claim_name(partial: Path, directory: Path, stem: str) -> Path:
+    """Give the finished copy the first free ``stem[-N].sqlite`` (a hard link never replaces
+    a name another backup took meanwhile), then drop its partial name."""
+    n = 1
+    while True:
+        target = directory / (f"{stem}.sqlite" if n == 1 else f"{stem}-{n}.sqlite")
+        try:
+            os.link(partial, target)
+        except FileExistsError:
+            n += 1
+            continue
+        partial.unlink()
+        return target
+
+
+def _sweep_partials(directory: Path) -> None:
+    """Remove partial copies whose writer is gone (killed mid-copy)."""
+    for stale in directory.glob(f".memory-*.sqlite.{PARTIAL}-*"):
+        pid = stale.name.rsplit(f".{PARTIAL}-", 1)[1].split("-", 1)[0]
+        if not pid.isdigit() or not _alive(int(pid)):
+            stale.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 # --- one run of env.py -----------------------------------------------------------------------
