@@ -3,6 +3,7 @@ transaction (ours, or the caller's when a Connection was given)."""
 
 from __future__ import annotations
 
+import logging.config
 import os
 import sqlite3
 import uuid
@@ -203,7 +204,8 @@ def _refuse_unsupported(context: Any) -> None:
         raise UnsupportedMigrationError(
             "philont's schema history is forward-only: `alembic downgrade` is not supported "
             "and nothing was changed; to go back, restore the copy the upgrade took "
-            "(`philont restore backups/memory-<UTC>-pre-upgrade.sqlite`)"
+            "(`philont restore backups/memory-<UTC>-pre-upgrade.sqlite`; on PostgreSQL, "
+            "your own backup of the database)"
         )
     if context.is_offline_mode():
         raise UnsupportedMigrationError(
@@ -241,6 +243,7 @@ def _new_run(context: Any) -> _Run:
 def run_env(context: Any) -> None:
     """Body of ``alembic/env.py`` (online mode only). From the alembic command line a typed
     refusal is alembic's own ``FAILED: error (<code>): <message>`` line, not a traceback."""
+    _cli_logging(context.config)
     try:
         _refuse_unsupported(context)
         _run_env(context)
@@ -248,6 +251,16 @@ def run_env(context: Any) -> None:
         if context.config.cmd_opts is None:  # philont.migrate.upgrade() or a host's code
             raise
         raise CommandError(f"error ({exc.code}): {exc}") from exc
+
+
+def _cli_logging(config: Config) -> None:
+    """On the alembic command line, its ini's ``[loggers]`` (as every Alembic env.py applies
+    them): the upgrade then says each revision it runs and the backup it took. Never from
+    philont's own calls or a host's code (philont configures no logging there)."""
+    name = config.config_file_name
+    if config.cmd_opts is None or not name or not config.file_config.has_section("loggers"):
+        return
+    logging.config.fileConfig(name, disable_existing_loggers=False)
 
 
 def _run_env(context: Any) -> None:

@@ -121,3 +121,27 @@ def test_a_refused_upgrade_is_one_line_and_changes_nothing(
     backups = db.parent / "backups"
     assert not backups.is_dir() or not any(backups.iterdir())
     shutil.rmtree(backups, ignore_errors=True)
+
+
+@pytest.mark.parametrize("ini", ["alembic.ini", "alembic/alembic.ini"], ids=["checkout", "wheel"])
+def test_the_command_line_says_each_revision_and_the_backup_it_took(
+    copy_fixture: CopyFixture, ini: str
+) -> None:
+    db = copy_fixture("v27")
+    proc = _alembic(db, "-c", str(REPO / ini), "upgrade", "head")
+    # -x comes before -c here: alembic takes its global options in any order
+    assert proc.returncode == 0, proc.stderr
+    for rev in range(27, 37):
+        assert f"Running upgrade v{rev:03d} -> v{rev + 1:03d}" in proc.stderr, proc.stderr
+    (backup,) = (db.parent / "backups").glob("memory-*-pre-upgrade.sqlite")
+    assert f"migrate.backup path='{backup}'" in proc.stderr
+    assert "migrate.adopted stamped='v027'" in proc.stderr
+
+
+def test_an_upgrade_from_code_configures_no_logging(copy_fixture: CopyFixture) -> None:
+    import logging
+
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level, logging.getLogger("alembic").level)
+    migrate.upgrade(copy_fixture("v27"))
+    assert (list(root.handlers), root.level, logging.getLogger("alembic").level) == before
