@@ -200,6 +200,13 @@ class MigrationError(SchemaError):
     code = "migration_failed"
 
 
+class UnsupportedMigrationError(SchemaError):
+    """An Alembic command philont's history does not do (a downgrade, offline ``--sql``):
+    refused before the database is opened."""
+
+    code = "migration_unsupported"
+
+
 # --- input -----------------------------------------------------------------------------------
 
 

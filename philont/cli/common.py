@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import sqlite3
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -11,10 +12,12 @@ from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.progress import Progress, ProgressColumn
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from philont.db.engine import resolve_url, sqlite_path
+from philont.db.retry import file_error
 from philont.errors import (
     ConflictError,
     DatabasePathError,
@@ -66,10 +69,21 @@ EXIT_OUT_OF_DATE = 3
 EXIT_NOT_FOUND = 4
 EXIT_CONFLICT = 5
 
+_DB_KEY = "philont_db"
+"""``click.Context.meta`` key (shared by a command's nested contexts): the ``--db`` given."""
+
+
+def _remember_db(ctx: typer.Context, value: str | None) -> str | None:
+    ctx.meta[_DB_KEY] = value
+    return value
+
+
 DbOption = Annotated[
     str | None,
     typer.Option(
-        "--db", help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/memory/...)"
+        "--db",
+        help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/memory/...)",
+        callback=_remember_db,
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
@@ -122,9 +136,11 @@ def fail_os(exc: OSError) -> typer.Exit:
 class Commands(TyperGroup):
     """The group every ``philont`` command runs in: the one place where a user error becomes a
     message and an exit code. A :class:`PhilontError` (typed, with a stable code), an
-    ``OSError`` (a path the user gave) and a usage error (an unknown option, a value click
-    refuses: exit 2) are one line on stderr, never a traceback; anything else is a bug and keeps
-    its traceback. A closed pipe (``philont ... | head``) ends the command quietly."""
+    ``OSError`` (a path the user gave), a usage error (an unknown option, a value click
+    refuses: exit 2) and the file's own state met by SQLite on the way (damaged pages, a lock
+    held past the wait, a read-only file: typed by :func:`philont.db.retry.file_error`) are
+    one line on stderr, never a traceback; anything else is a bug and keeps its traceback. A
+    closed pipe (``philont ... | head``) ends the command quietly."""
 
     def make_context(self, info_name: str | None, args: list[str], *a: Any, **kw: Any) -> Any:
         try:  # the options of ``philont`` itself (``--agent``) are parsed here
@@ -145,6 +161,21 @@ class Commands(TyperGroup):
             raise  # typer's main silences stdout and exits 1
         except OSError as exc:
             raise fail_os(exc) from exc
+        except (sqlite3.Error, DBAPIError) as exc:
+            typed = file_error(exc, path=_db_named(ctx.meta.get(_DB_KEY)))
+            if typed is None:
+                raise  # not the file's state: a bug, with its traceback
+            raise fail(typed, code=exit_code(typed)) from exc
+
+
+def _db_named(db: str | None) -> str:
+    """The database a command was given (or the default one), as the error names it."""
+    try:
+        url = resolve_url(db)
+    except PhilontError:
+        return db or "the memory database"
+    path = sqlite_path(url)
+    return str(path) if path is not None else url.render_as_string(hide_password=True)
 
 
 def resolve_existing(db: str | None) -> URL:
