@@ -254,7 +254,7 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
         raise StorageError(f"backup of {str(path)!r} failed: {exc}", path=str(path)) from exc
     try:
         verify(target, schema=False)
-    except Exception:
+    except BaseException:  # Ctrl-C too: never leave an unverified file among the backups
         _remove_with_companions(target)
         raise
     os.chmod(target, FILE_MODE)

@@ -200,6 +200,13 @@ class MigrationError(SchemaError):
     code = "migration_failed"
 
 
+class UnsupportedMigrationError(SchemaError):
+    """An Alembic command philont's history does not do (a downgrade, offline ``--sql``):
+    refused before the database is opened."""
+
+    code = "migration_unsupported"
+
+
 # --- input -----------------------------------------------------------------------------------
 
 
@@ -369,6 +376,12 @@ class ModelAnswerError(ModelError):
     array). The consolidator tries such a batch again, at most ``answer_attempts`` times."""
 
     code = "model_unreadable_answer"
+
+
+class AgentRequiredError(InvalidInputError):
+    """A unit of work on PostgreSQL was begun without naming the agent it serves."""
+
+    code = "agent_required"
 
 
 class AgentNotFoundError(NotFoundError):

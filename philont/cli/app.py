@@ -18,9 +18,9 @@ from philont.cli import inspect as cli_inspect
 from philont.cli import learning as cli_learning
 from philont.cli import ops as cli_ops
 from philont.cli.calendar import calendar_app
-from philont.cli.common import Commands, DbOption, JsonOption, err, out
+from philont.cli.common import Commands, DbOption, JsonOption, out, progress
 from philont.db.engine import require_file, resolve_url, sqlite_path
-from philont.errors import InvalidDatabaseError
+from philont.errors import BackendError, InvalidDatabaseError
 from philont.logsetup import configure
 
 app = typer.Typer(
@@ -76,19 +76,14 @@ def _restore_env(name: str, value: str | None) -> None:
 
 
 def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
 
     total = len(migrate.history())
-    with Progress(
-        TextColumn("upgrading"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rev]}"),
-        console=err,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("upgrade", total=total, rev="")
-        return migrate.upgrade(db, on_step=lambda rev: progress.update(task, advance=1, rev=rev))
+    with progress(
+        TextColumn("upgrading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rev]}")
+    ) as bar:
+        task = bar.add_task("upgrade", total=total, rev="")
+        return migrate.upgrade(db, on_step=lambda rev: bar.update(task, advance=1, rev=rev))
 
 
 @app.command()
@@ -189,8 +184,7 @@ def mcp(db: DbOption = None) -> None:
     try:
         from philont.mcp.server import run
     except ImportError as exc:
-        err.print(f"error: the MCP server needs `pip install 'philont[mcp]'` ({exc})", markup=False)
-        raise typer.Exit(1) from exc
+        raise BackendError(f"the MCP server needs `pip install 'philont[mcp]'` ({exc})") from exc
     run(db)
 
 

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import errno
 import json
+import sqlite3
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
+from rich.progress import Progress, ProgressColumn
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from philont.db.engine import resolve_url, sqlite_path
+from philont.db.retry import file_error
 from philont.errors import (
     ConflictError,
+    DatabasePathError,
     NotFoundError,
     PhilontError,
     SchemaOutOfDateError,
@@ -23,9 +29,38 @@ from philont.errors import (
 if TYPE_CHECKING:
     from philont.store import Store
 
+# Output that is not a terminal is at most this wide: a table at its natural width, never cut.
+PIPED_WIDTH = 10_000
+
+
+class PlainConsole(Console):
+    """A rich Console that, on a stream that is not a terminal (a pipe, a file, a test's
+    capture), writes plain lines: no color (rich's own rule), no wrapping of long lines, and
+    tables at their natural width instead of squeezed into 80 columns with cut cells. On a
+    terminal it is an ordinary Console. Asked at every print: the stream may change (a test
+    runner swaps ``sys.stdout``)."""
+
+    @property
+    def soft_wrap(self) -> bool:
+        return self._soft_wrap or not self.is_terminal
+
+    @soft_wrap.setter
+    def soft_wrap(self, value: bool) -> None:
+        self._soft_wrap = value
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        return size if self.is_terminal else ConsoleDimensions(PIPED_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
 # emoji=False: a user's text such as ':a:' is printed as given, never as an emoji
-out = Console(highlight=False, emoji=False)
-err = Console(stderr=True, highlight=False, emoji=False)
+out = PlainConsole(highlight=False, emoji=False)
+err = PlainConsole(stderr=True, highlight=False, emoji=False)
 
 # Exit codes: 0 ok · 1 error · 2 bad usage · 3 database not at head · 4 not found
 EXIT_ERROR = 1
@@ -34,10 +69,21 @@ EXIT_OUT_OF_DATE = 3
 EXIT_NOT_FOUND = 4
 EXIT_CONFLICT = 5
 
+_DB_KEY = "philont_db"
+"""``click.Context.meta`` key (shared by a command's nested contexts): the ``--db`` given."""
+
+
+def _remember_db(ctx: typer.Context, value: str | None) -> str | None:
+    ctx.meta[_DB_KEY] = value
+    return value
+
+
 DbOption = Annotated[
     str | None,
     typer.Option(
-        "--db", help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/memory/...)"
+        "--db",
+        help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/memory/...)",
+        callback=_remember_db,
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
@@ -68,42 +114,84 @@ def exit_code(exc: PhilontError) -> int:
     return EXIT_ERROR
 
 
+def fail_usage(exc: UsageError) -> typer.Exit:
+    """Report a command line click refused (an unknown option or command, a missing argument, a
+    value out of range) as one line, ``error (usage): ...``, and return the Exit to raise."""
+    where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+    message = " ".join(exc.format_message().split())
+    err.print(f"error (usage): {message}{where}", markup=False)
+    return typer.Exit(EXIT_USAGE)
+
+
 def fail_os(exc: OSError) -> typer.Exit:
     """Report an operating-system error (a path the user gave that is a directory, missing,
     unreadable, on a full disk, ...) as one line, and return the Exit to raise."""
-    where = f" {exc.filename!r}" if exc.filename else ""
+    where = f"{exc.filename!r}: " if exc.filename else ""
     reason = exc.strerror or str(exc)
     name = errno.errorcode.get(exc.errno or 0, "os_error")
-    err.print(f"error ({name}):{where}: {reason}", markup=False)
+    err.print(f"error ({name}): {where}{reason}", markup=False)
     return typer.Exit(EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_ERROR)
 
 
 class Commands(TyperGroup):
     """The group every ``philont`` command runs in: the one place where a user error becomes a
-    message and an exit code. A :class:`PhilontError` (typed, with a stable code) and an
-    ``OSError`` (a path the user gave) never reach the terminal as a traceback; anything else is
-    a bug and keeps its traceback."""
+    message and an exit code. A :class:`PhilontError` (typed, with a stable code), an
+    ``OSError`` (a path the user gave), a usage error (an unknown option, a value click
+    refuses: exit 2) and the file's own state met by SQLite on the way (damaged pages, a lock
+    held past the wait, a read-only file: typed by :func:`philont.db.retry.file_error`) are
+    one line on stderr, never a traceback; anything else is a bug and keeps its traceback. A
+    closed pipe (``philont ... | head``) ends the command quietly."""
+
+    def make_context(self, info_name: str | None, args: list[str], *a: Any, **kw: Any) -> Any:
+        try:  # the options of ``philont`` itself (``--agent``) are parsed here
+            return super().make_context(info_name, args, *a, **kw)
+        except UsageError as exc:
+            raise fail_usage(exc) from exc
 
     def invoke(self, ctx: Any) -> Any:  # typer vendors its own click.Context
         try:
             return super().invoke(ctx)
+        except NoArgsIsHelpError:
+            raise  # a group given no command shows its help
+        except UsageError as exc:
+            raise fail_usage(exc) from exc
         except PhilontError as exc:
             raise fail(exc, code=exit_code(exc)) from exc
+        except BrokenPipeError:
+            raise  # typer's main silences stdout and exits 1
         except OSError as exc:
             raise fail_os(exc) from exc
+        except (sqlite3.Error, DBAPIError) as exc:
+            typed = file_error(exc, path=_db_named(ctx.meta.get(_DB_KEY)))
+            if typed is None:
+                raise  # not the file's state: a bug, with its traceback
+            raise fail(typed, code=exit_code(typed)) from exc
+
+
+def _db_named(db: str | None) -> str:
+    """The database a command was given (or the default one), as the error names it."""
+    try:
+        url = resolve_url(db)
+    except PhilontError:
+        return db or "the memory database"
+    path = sqlite_path(url)
+    return str(path) if path is not None else url.render_as_string(hide_password=True)
 
 
 def resolve_existing(db: str | None) -> URL:
-    """The database URL, refusing (exit 1) an SQLite file that does not exist yet."""
+    """The database URL, refusing (``database_path``, exit 1) an SQLite file that does not exist
+    yet, as ``philont db current`` and the Store do."""
     url = resolve_url(db)
     path = sqlite_path(url)
     if path is not None and not path.exists():
-        err.print(
-            f"[red]error[/red]: no database at {escape(str(path))}; create it with "
-            "`philont db upgrade`"
-        )
-        raise typer.Exit(EXIT_ERROR)
+        raise DatabasePathError(str(path), "no such file; create it with `philont db upgrade`")
     return url
+
+
+def progress(*columns: str | ProgressColumn) -> Progress:
+    """A progress display on stderr, gone when done; none at all when stderr is not a terminal
+    (a log file or a pipe gets no stray line)."""
+    return Progress(*columns, console=err, transient=True, disable=not err.is_terminal)
 
 
 def open_store(url: URL) -> Store:

@@ -6,20 +6,20 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from philont.cli.common import (
     DbOption,
     JsonOption,
     emit,
-    err,
     fail,
     open_store,
     out,
+    progress,
     resolve_existing,
 )
 from philont.embed import BATCH_SIZE, backfill, embedder_from_spec
-from philont.errors import PhilontError
+from philont.errors import InvalidInputError, PhilontError
 
 __all__ = ["embed"]
 
@@ -55,17 +55,10 @@ def embed(
             _show(report.model_dump(mode="json"), as_json)
             return
         if not embedder:
-            err.print("[red]error[/red]: give --embedder (or set $PHILONT_EMBEDDER)")
-            raise typer.Exit(1)
+            raise InvalidInputError("give --embedder SPEC (or set $PHILONT_EMBEDDER)")
         model = embedder_from_spec(embedder)
-        with Progress(
-            TextColumn("embedding"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-            disable=as_json,
+        with progress(
+            TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
         ) as bar:
             task = bar.add_task("embed", total=None)
             done = backfill(

@@ -13,28 +13,32 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn
 
 from philont import backup as backups
 from philont import transfer
-from philont.cli.common import DbOption, JsonOption, emit, err, out, resolve_existing
+from philont.cli.common import (
+    DbOption,
+    JsonOption,
+    emit,
+    err,
+    out,
+    progress,
+    resolve_existing,
+)
 
 
 @contextmanager
 def _table_progress(verb: str) -> Iterator[Callable[[str, int, int], None]]:
-    with Progress(
-        TextColumn(f"{verb} {{task.description}}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err,
-        transient=True,
-    ) as progress:
+    with progress(
+        TextColumn(f"{verb} {{task.description}}"), BarColumn(), MofNCompleteColumn()
+    ) as bar:
         tasks: dict[str, TaskID] = {}
 
         def update(table: str, done: int, total: int) -> None:
             if table not in tasks:
-                tasks[table] = progress.add_task(table, total=max(total, 1))
-            progress.update(tasks[table], completed=done)
+                tasks[table] = bar.add_task(table, total=max(total, 1))
+            bar.update(tasks[table], completed=done)
 
         yield update
 

@@ -17,7 +17,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from philont.errors import InvalidInputError, UnitOfWorkError
+from philont.errors import AgentRequiredError, InvalidInputError, UnitOfWorkError
 
 if TYPE_CHECKING:
     from philont.db.vectors import VectorEngine
@@ -251,7 +251,7 @@ class PostgresBackend(Backend):
         from philont.db import agents
 
         if agent is None:
-            raise UnitOfWorkError(
+            raise AgentRequiredError(
                 "a PostgreSQL database holds many agents: name one (Store.open(url, "
                 "agent=...), store.begin(agent=...), --agent, $PHILONT_AGENT)"
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sqlite3
+import time
 import weakref
 from contextlib import closing
 from pathlib import Path
@@ -13,11 +14,12 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as sa_create_engine
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from philont import settings
+from philont.db.retry import is_busy
 from philont.errors import (
     BackendError,
     DatabasePathError,
@@ -154,14 +156,15 @@ def _mkdir_private(path: Path) -> None:
         os.chmod(d, DIR_MODE)  # mkdir's mode is masked by the umask
 
 
-def check_file(path: Path, *, create: bool) -> None:
+def check_file(path: Path, *, create: bool, writable: bool = True) -> None:
     """Refuse, with a typed error and before SQLite touches anything, a path that cannot hold
     a memory database. With ``create`` the parent and ``backups/`` directories are made
-    (0700) and a missing file is created empty with mode 0600."""
+    (0700) and a missing file is created empty with mode 0600. ``writable=False``: the caller
+    only reads (through :func:`connect_read_only`), so a read-only file is fine."""
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
     if path.exists():
-        if not os.stat(path).st_mode & 0o222:
+        if writable and not os.stat(path).st_mode & 0o222:
             raise DatabaseReadOnlyError(str(path))
         if file_kind(path) == "other":
             raise NotADatabaseError(str(path))
@@ -184,13 +187,16 @@ def check_file(path: Path, *, create: bool) -> None:
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
 
 
-def connect_read_only(path: str | Path, *, immutable: bool = False) -> sqlite3.Connection:
+def connect_read_only(
+    path: str | Path, *, immutable: bool = False, timeout: float = 5.0
+) -> sqlite3.Connection:
     """A read-only sqlite3 connection to the file ``path`` (``immutable``: without locks or
     the WAL, for a look at the file itself). Its name is quoted into SQLite's URI form:
     ``?``, ``#`` and ``%`` in a file name are part of the name, never a query (which would
-    drop ``mode=ro`` and create a stray file), a fragment or an escape."""
+    drop ``mode=ro`` and create a stray file), a fragment or an escape. ``timeout``: seconds
+    to wait for another connection's lock."""
     flags = "mode=ro&immutable=1" if immutable else "mode=ro"
-    return sqlite3.connect(f"file:{quote(os.fspath(path))}?{flags}", uri=True)
+    return sqlite3.connect(f"file:{quote(os.fspath(path))}?{flags}", uri=True, timeout=timeout)
 
 
 def file_kind(path: Path) -> str:
@@ -258,6 +264,26 @@ def require_sqlite_hooks(engine: Engine, what: str = "Store.from_engine") -> Non
         )
 
 
+def switch_to_wal(cursor: Any, timeout_ms: int) -> None:
+    """``PRAGMA journal_mode = WAL`` on ``cursor``'s connection, waiting up to ``timeout_ms``
+    for another connection's lock. SQLite never calls the busy handler for this switch (it
+    asks for the exclusive lock while holding a read lock), so a rollback-journal file that
+    another connection is writing failed at once with "database is locked", whatever the busy
+    timeout: the switch is retried here until the timeout, as every other lock is waited on."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    delay = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except Exception as exc:
+            left = deadline - time.monotonic()
+            if left <= 0 or not is_busy(exc):
+                raise
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 0.1)
+
+
 def install_sqlite_hooks(
     engine: Engine, *, foreign_keys: bool, busy_timeout_ms: int | None = None
 ) -> None:
@@ -273,7 +299,7 @@ def install_sqlite_hooks(
         # (the original's order could treat a busy database as corrupt, spec Q-D1).
         timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
         cur.execute(f"PRAGMA busy_timeout = {timeout}")
-        cur.execute("PRAGMA journal_mode = WAL")
+        switch_to_wal(cur, timeout)
         cur.execute("PRAGMA synchronous = NORMAL")
         cur.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
         cur.close()
@@ -346,7 +372,19 @@ def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
     except ModuleNotFoundError as exc:
         raise BackendError("PostgreSQL needs psycopg: pip install 'philont[postgres]'") from exc
     guard_nul(engine)
+    event.listen(engine, "handle_error", refuse_unreachable)
     return engine
+
+
+def refuse_unreachable(context: ExceptionContext) -> None:
+    """A PostgreSQL server that cannot be reached (down, a wrong host, port, password or
+    database name) is a typed :class:`BackendError` naming the URL (password hidden), not a
+    driver error: raised while connecting, before any statement."""
+    if context.connection is not None or context.is_pre_ping or context.engine is None:
+        return
+    where = context.engine.url.render_as_string(hide_password=True)
+    reason = " ".join(str(context.original_exception).split())
+    raise BackendError(f"cannot connect to {where}: {reason}", url=where)
 
 
 def guard_nul(engine: Engine) -> None:

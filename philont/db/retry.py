@@ -12,6 +12,7 @@ from sqlalchemy.exc import DBAPIError
 
 from philont.errors import (
     DatabaseBusyError,
+    DatabaseCorruptError,
     DatabaseFullError,
     DatabaseReadOnlyError,
     PhilontError,
@@ -19,7 +20,7 @@ from philont.errors import (
 )
 from philont.log import get_logger
 
-__all__ = ["DEFAULT_ATTEMPTS", "run_with_retry", "translate"]
+__all__ = ["DEFAULT_ATTEMPTS", "file_error", "run_with_retry", "translate"]
 
 log = get_logger(__name__)
 
@@ -38,6 +39,13 @@ _BUSY_MESSAGES = ("database is locked", "database table is locked", "database sc
 _FULL_MESSAGES = ("database or disk is full",)
 _READONLY_MESSAGES = ("attempt to write a readonly database", "readonly database")
 _IOERR_MESSAGES = ("disk i/o error",)
+_SQLITE_CORRUPT = 11
+_SQLITE_NOTADB = 26
+_CORRUPT_MESSAGES = (
+    "database disk image is malformed",
+    "file is not a database",
+    "unsupported file format",  # a schema format number SQLite does not know (a bad header)
+)
 
 _UNNAMED = "the memory database"
 
@@ -132,6 +140,22 @@ def translate(exc: BaseException, *, path: str | None = None) -> PhilontError | 
         return StorageError(
             f"{where} could not be read or written ({detail})", path=path, sqlite_error=detail
         )
+    return None
+
+
+def file_error(exc: BaseException, *, path: str) -> PhilontError | None:
+    """:func:`translate`, and a damaged file (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``, a schema
+    format SQLite cannot read) as :class:`DatabaseCorruptError` naming ``path``; None for
+    anything else. A lock is never taken for damage: a file another connection holds is
+    :class:`DatabaseBusyError`."""
+    typed = translate(exc, path=path)
+    if typed is not None:
+        return typed
+    err = _driver_error(exc)
+    code = getattr(err, "sqlite_errorcode", None)
+    damaged = isinstance(code, int) and code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    if damaged or any(m in str(err).lower() for m in _CORRUPT_MESSAGES):
+        return DatabaseCorruptError(path, str(err))
     return None
 
 

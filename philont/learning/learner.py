@@ -115,10 +115,6 @@ class Learner(Service):
 
     def learn(self, window: Window) -> Applied:
         """The whole loop over a window, as the consolidator runs it on a batch."""
-        if not isinstance(window, Window):
-            raise InvalidInputError.of(
-                "window", f"must be a Window (Learner.window), got {window!r:.80}"
-            )
         context = gather(self.mem, window, self.config, self.judge)
         thought = think(self.model, window, context, self.config, self.judge)
         name = self.judge.name if self.judge is not None else "judge"
@@ -164,8 +160,6 @@ class Learner(Service):
         A run is judged once: one that has a verdict gets it back, and the judge is not asked."""
         if self.judge is None:
             raise InvalidInputError.of("judge", "this Learner was made without one")
-        if not isinstance(run, Run):
-            raise InvalidInputError.of("run", f"must be a Run, got {run!r:.80}")
         book = CaseBook(self.mem)
         existing = book.verdict_of(run)
         if existing is not None:

@@ -13,6 +13,7 @@ and runs the chain from its env.py or a revision (``upgrade(connection)``).
 
 from __future__ import annotations
 
+import sqlite3
 from contextlib import closing
 from pathlib import Path
 
@@ -42,8 +43,10 @@ from philont.migrate.plan import (
     HEAD_PHILONT_VERSION,
     check_recorded,
     parse_schema_version,
+    plan_file,
     ro_connect,
     table_names,
+    unreadable,
 )
 from philont.migrate.report import Status, StepCallback, UpgradeReport
 from philont.migrate.scripts import (
@@ -149,20 +152,27 @@ def status(target: Target = None) -> Status:
     require_file(url, "status()")
     if path is None:
         raise SchemaError("status() needs an SQLite file or a PostgreSQL URL")
-    check_file(path, create=False)
-    with closing(ro_connect(path)) as conn:
-        tables = table_names(conn)
-        revision = None
-        if settings.VERSION_TABLE in tables:
-            row = conn.execute(f"SELECT version_num FROM {settings.VERSION_TABLE}").fetchone()
-            revision = row[0] if row else None
-        version = None
-        if "memory_meta" in tables:
-            row = conn.execute(
-                "SELECT value FROM memory_meta WHERE key = 'schema_version'"
-            ).fetchone()
-            version = None if row is None else str(row[0])
+    check_file(path, create=False, writable=False)  # a read-only file can tell its version
+    try:
+        with closing(ro_connect(path)) as conn:
+            revision, version = _recorded(conn)
+    except sqlite3.DatabaseError as exc:  # locked by a writer, damaged, ...: typed
+        raise unreadable(path, exc) from exc
     return Status(revision=revision, head=head, schema_version=version)
+
+
+def _recorded(conn: sqlite3.Connection) -> tuple[str | None, str | None]:
+    """Our revision and ``memory_meta.schema_version`` as the file records them."""
+    tables = table_names(conn)
+    revision = None
+    if settings.VERSION_TABLE in tables:
+        row = conn.execute(f"SELECT version_num FROM {settings.VERSION_TABLE}").fetchone()
+        revision = row[0] if row else None
+    version = None
+    if "memory_meta" in tables:
+        row = conn.execute("SELECT value FROM memory_meta WHERE key = 'schema_version'").fetchone()
+        version = None if row is None else str(row[0])
+    return revision, version
 
 
 def _status_pg(url: URL, head: str) -> Status:
@@ -172,12 +182,17 @@ def _status_pg(url: URL, head: str) -> Status:
 
 
 def check(target: Target = None) -> Status:
-    """Raise ``SchemaOutOfDateError`` (with the command that fixes it) unless at head; a
-    database whose records disagree (``schema_version`` ``'99'`` at our head) is refused with
-    the error an upgrade would give."""
+    """Raise ``SchemaOutOfDateError`` (with the command that fixes it) unless at head. A
+    database the upgrade would refuse is refused here with the same error, never sent to an
+    upgrade that cannot run: a ``schema_version`` newer than ours (``'32'``) or a revision we
+    do not ship (a later release's), records that disagree (``'99'`` at our head), other
+    tables under philont's names."""
     st = status(target)
     if st.revision == st.head and not st.at_head:
         check_recorded(st.revision, st.schema_version)  # raises: the records disagree
+    path = None if isinstance(target, Connection) else sqlite_path(resolve_url(target))
+    if not st.at_head and path is not None:
+        plan_file(path)  # raises what an upgrade of this file would raise
     if not st.at_head:
         raise SchemaOutOfDateError(
             f"database is at revision {st.revision or '(none)'}, head is {st.head}; run "

@@ -10,7 +10,8 @@ from sqlalchemy import Connection, text
 
 from philont import settings
 from philont.db.engine import connect_read_only
-from philont.errors import DatabaseCorruptError, MigrationError
+from philont.db.retry import translate
+from philont.errors import DatabaseCorruptError, MigrationError, PhilontError
 from philont.migrate.plan import MEMORY_TABLE, table_names
 
 
@@ -28,14 +29,21 @@ def check_integrity(conn: sqlite3.Connection, path: Path | str) -> None:
     try:
         tables = philont_tables(table_names(conn))
     except sqlite3.DatabaseError as exc:
-        raise DatabaseCorruptError(str(path), f"the schema cannot be read: {exc}") from exc
+        raise _failed(path, exc, "the schema cannot be read") from exc
     for table in tables:
         try:
             rows = [r[0] for r in conn.execute(f'PRAGMA quick_check("{table}")').fetchall()]
         except sqlite3.DatabaseError as exc:
-            raise DatabaseCorruptError(str(path), f"{table}: {exc}") from exc
+            raise _failed(path, exc, table) from exc
         if rows != ["ok"]:
             raise DatabaseCorruptError(str(path), f"{table}: " + "; ".join(rows[:3]))
+
+
+def _failed(path: Path | str, exc: sqlite3.DatabaseError, what: str) -> PhilontError:
+    """A lock held by another connection (or a read-only or failing disk) is said as such;
+    anything else that stops the check is damage in ``what``."""
+    typed = translate(exc, path=str(path))
+    return typed or DatabaseCorruptError(str(path), f"{what}: {exc}")
 
 
 def check_foreign_keys(conn: Connection) -> None:

@@ -3,16 +3,19 @@ transaction (ours, or the caller's when a Connection was given)."""
 
 from __future__ import annotations
 
+import logging.config
 import os
 import sqlite3
+import uuid
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from alembic.config import Config
+from alembic.util import CommandError
 from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
@@ -27,7 +30,8 @@ from philont.db.engine import (
     sqlite_path,
     tighten_permissions,
 )
-from philont.errors import DatabaseCorruptError
+from philont.db.retry import file_error
+from philont.errors import PhilontError, UnsupportedMigrationError
 from philont.log import get_logger
 from philont.migrate import postgres as pg
 from philont.migrate.checks import check_foreign_keys, check_integrity, is_wal
@@ -56,26 +60,81 @@ def backup_file(
 ) -> Path:
     """Online copy (SQLite backup API, consistent under concurrent writers) of ``path`` into its
     sibling ``backups/`` as ``memory-YYYYMMDDTHHMMSS[label].sqlite``, mode 0600; read through
-    ``source`` when given (a connection on ``path`` that holds it locked)."""
+    ``source`` when given (a connection on ``path`` that holds it locked).
+
+    The copy is written to a hidden ``.partial`` file, synced, and only then given its name:
+    a process killed mid-copy leaves no half-written file that looks like a backup (its
+    partial file is removed by the next backup into the folder)."""
     at = at or datetime.now(UTC)
     directory = settings.backup_dir_for(path)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _sweep_partials(directory)
     stem = f"memory-{at.astimezone(UTC):%Y%m%dT%H%M%S}{label}"
-    target = directory / f"{stem}.sqlite"
-    n = 1
-    while target.exists():
-        n += 1
-        target = directory / f"{stem}-{n}.sqlite"
+    partial = directory / f".{stem}.sqlite.{PARTIAL}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     # Create the file 0600 before SQLite writes a byte into it (no window with wider modes).
-    os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    with closing(sqlite3.connect(str(target))) as dst:
-        if source is not None:
-            source.backup(dst)
-        else:
-            with closing(sqlite3.connect(str(path))) as src:
-                src.backup(dst)
+    os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    try:
+        with closing(sqlite3.connect(str(partial))) as dst:
+            dst.execute("PRAGMA journal_mode = OFF")  # unnamed until complete: no journal
+            if source is not None:
+                source.backup(dst)
+            else:
+                with closing(sqlite3.connect(str(path))) as src:
+                    src.backup(dst)
+        _fsync(partial)
+        target = _claim_name(partial, directory, stem)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     target.chmod(0o600)
+    with suppress(OSError):  # some filesystems refuse a directory fsync; the name stands
+        _fsync(directory)
     return target
+
+
+PARTIAL = "partial"
+"""Marks a backup still being written (``.memory-<...>.sqlite.partial-<pid>-<id>``)."""
+
+
+def _claim_name(partial: Path, directory: Path, stem: str) -> Path:
+    """Give the finished copy the first free ``stem[-N].sqlite`` (a hard link never replaces
+    a name another backup took meanwhile), then drop its partial name."""
+    n = 1
+    while True:
+        target = directory / (f"{stem}.sqlite" if n == 1 else f"{stem}-{n}.sqlite")
+        try:
+            os.link(partial, target)
+        except FileExistsError:
+            n += 1
+            continue
+        partial.unlink()
+        return target
+
+
+def _sweep_partials(directory: Path) -> None:
+    """Remove partial copies whose writer is gone (killed mid-copy)."""
+    for stale in directory.glob(f".memory-*.sqlite.{PARTIAL}-*"):
+        pid = stale.name.rsplit(f".{PARTIAL}-", 1)[1].split("-", 1)[0]
+        if not pid.isdigit() or not _alive(int(pid)):
+            stale.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 # --- one run of env.py -----------------------------------------------------------------------
@@ -123,13 +182,36 @@ class _Run:
             self.backup = None
 
 
-def _is_upgrade(context: Any) -> bool:
-    """True for ``upgrade`` whether it came from the alembic CLI or ``command.upgrade``."""
+def _command(context: Any) -> str | None:
+    """The running Alembic command (``upgrade``, ``downgrade``, ``current``, ...), whether it
+    came from the alembic CLI or ``command.*``."""
     # env.py receives alembic's module-level proxy; the EnvironmentContext behind it carries
     # the command's function (``fn``), which is how we know the command that is running.
     env = getattr(context, "_proxy", context)
     fn = env.context_opts.get("fn")
-    return getattr(fn, "__name__", None) == "upgrade"
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else None
+
+
+def _is_upgrade(context: Any) -> bool:
+    return _command(context) == "upgrade"
+
+
+def _refuse_unsupported(context: Any) -> None:
+    """Before the database is opened (opening switches a file to WAL): no downgrade, no
+    offline SQL."""
+    if _command(context) == "downgrade":
+        raise UnsupportedMigrationError(
+            "philont's schema history is forward-only: `alembic downgrade` is not supported "
+            "and nothing was changed; to go back, restore the copy the upgrade took "
+            "(`philont restore backups/memory-<UTC>-pre-upgrade.sqlite`; on PostgreSQL, "
+            "your own backup of the database)"
+        )
+    if context.is_offline_mode():
+        raise UnsupportedMigrationError(
+            "offline SQL (--sql) is not supported: philont's upgrade inspects, locks and backs "
+            "up the database itself; run it online (`alembic -x url=... upgrade head`)"
+        )
 
 
 def _url_from_context(config: Config, x_args: dict[str, str]) -> URL:
@@ -159,7 +241,29 @@ def _new_run(context: Any) -> _Run:
 
 
 def run_env(context: Any) -> None:
-    """Body of ``alembic/env.py`` (online mode only)."""
+    """Body of ``alembic/env.py`` (online mode only). From the alembic command line a typed
+    refusal is alembic's own ``FAILED: error (<code>): <message>`` line, not a traceback."""
+    _cli_logging(context.config)
+    try:
+        _refuse_unsupported(context)
+        _run_env(context)
+    except PhilontError as exc:
+        if context.config.cmd_opts is None:  # philont.migrate.upgrade() or a host's code
+            raise
+        raise CommandError(f"error ({exc.code}): {exc}") from exc
+
+
+def _cli_logging(config: Config) -> None:
+    """On the alembic command line, its ini's ``[loggers]`` (as every Alembic env.py applies
+    them): the upgrade then says each revision it runs and the backup it took. Never from
+    philont's own calls or a host's code (philont configures no logging there)."""
+    name = config.config_file_name
+    if config.cmd_opts is None or not name or not config.file_config.has_section("loggers"):
+        return
+    logging.config.fileConfig(name, disable_existing_loggers=False)
+
+
+def _run_env(context: Any) -> None:
     run = _new_run(context)
     if run.connection is not None:
         _run_on_callers(run, run.connection)
@@ -191,7 +295,7 @@ def _run_own(run: _Run) -> None:
         bind = engine
         if run.is_upgrade and not is_postgres(run.url):
             bind = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
-        with _corruption_named(path), bind.connect() as conn, conn.begin():
+        with _storage_errors_named(path), bind.connect() as conn, conn.begin():
             _migrate(run, conn)
     except BaseException:
         run.drop_backup()
@@ -208,9 +312,10 @@ def _run_own(run: _Run) -> None:
 def _precheck(run: _Run, path: Path) -> None:
     """Read-only, before anything is written (even the switch to WAL): refuse a schema we do
     not know and, when there is work to do, a damaged file."""
-    plan = plan_file(path)
+    wait = settings.MIGRATION_BUSY_TIMEOUT_MS / 1000  # as long as for the write lock
+    plan = plan_file(path, timeout=wait)
     if run.is_upgrade and plan.has_data and plan.revision != run.context.script.get_current_head():
-        with closing(ro_connect(path)) as conn:
+        with closing(ro_connect(path, timeout=wait)) as conn:
             check_integrity(conn, path)
         run.checked = True
 
@@ -219,11 +324,11 @@ def _run_on_callers(run: _Run, conn: Connection) -> None:
     """On a caller's Connection (a host's env.py or revision): inside its transaction (begun
     here when it has none, and then committed here), without a backup, file modes untouched."""
     if conn.in_transaction():
-        with _corruption_named(run.path):
+        with _storage_errors_named(run.path):
             _sqlite_transactional(conn)
             _migrate(run, conn)
         return
-    with _corruption_named(run.path), conn.begin():
+    with _storage_errors_named(run.path), conn.begin():
         _sqlite_transactional(conn)
         _migrate(run, conn)
 
@@ -239,16 +344,18 @@ def _sqlite_transactional(conn: Connection) -> None:
 
 
 @contextmanager
-def _corruption_named(path: Path | None) -> Iterator[None]:
-    """SQLite's "malformed" and "not a database" errors, wherever they surface (opening, the
-    WAL switch, reading the schema, a step), as :class:`DatabaseCorruptError`."""
+def _storage_errors_named(path: Path | None) -> Iterator[None]:
+    """SQLite's failures, wherever they surface (opening, the WAL switch, reading the schema,
+    a step), typed: a lock still held by another connection after the wait is
+    :class:`DatabaseBusyError`, a file SQLite will not write :class:`DatabaseReadOnlyError`,
+    "malformed" or "not a database" :class:`DatabaseCorruptError` (never a lock taken for
+    damage, nor damage for a failed step)."""
     try:
         yield
     except (sqlite3.DatabaseError, DBAPIError) as exc:
-        orig = exc.orig if isinstance(exc, DBAPIError) else exc
-        name = str(getattr(orig, "sqlite_errorname", ""))
-        if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
-            raise DatabaseCorruptError(str(path or "the database"), str(orig)) from exc
+        typed = file_error(exc, path=str(path or "the database"))
+        if typed is not None:
+            raise typed from exc
         raise
 
 

@@ -10,8 +10,10 @@ from pathlib import Path
 
 from philont import settings
 from philont.db.engine import connect_read_only
+from philont.db.retry import file_error
 from philont.errors import (
     DatabaseCorruptError,
+    PhilontError,
     TableNameConflictError,
     UnknownSchemaVersionError,
     UnrecognizedSchemaError,
@@ -81,8 +83,14 @@ class _Plan:
     has_data: bool
 
 
-def ro_connect(path: Path) -> sqlite3.Connection:
-    return connect_read_only(path)
+def ro_connect(path: Path, *, timeout: float = 5.0) -> sqlite3.Connection:
+    return connect_read_only(path, timeout=timeout)
+
+
+def unreadable(path: Path, exc: sqlite3.Error) -> PhilontError:
+    """The typed error for a file the read-only inspection could not read: locked by another
+    connection (:class:`DatabaseBusyError`), read-only, an I/O error, else damaged."""
+    return file_error(exc, path=str(path)) or DatabaseCorruptError(str(path), str(exc))
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:
@@ -135,16 +143,17 @@ def check_recorded(revision: str | None, raw_version: str | None) -> None:
         )
 
 
-def plan_file(path: Path) -> _Plan:
+def plan_file(path: Path, *, timeout: float = 5.0) -> _Plan:
     """:func:`plan_from` on a read-only connection to ``path`` (an empty or missing file is a
-    new database); unreadable pages are :class:`DatabaseCorruptError`."""
+    new database), waiting up to ``timeout`` seconds for another connection's lock; a file
+    still locked is :class:`DatabaseBusyError`, unreadable pages :class:`DatabaseCorruptError`."""
     if not path.exists() or path.stat().st_size == 0:
         return _Plan(revision=None, stamp=None, has_data=False)
     try:
-        with closing(ro_connect(path)) as conn:
+        with closing(ro_connect(path, timeout=timeout)) as conn:
             return plan_from(conn)
     except sqlite3.DatabaseError as exc:
-        raise DatabaseCorruptError(str(path), str(exc)) from exc
+        raise unreadable(path, exc) from exc
 
 
 def _schema_version(conn: sqlite3.Connection, tables: set[str]) -> str | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +24,7 @@ runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
 # Commands that would run for long, or serve stdin, on a path they may create.
 CREATE_AND_RUN = {"demo", "mcp"}
+ONE_ERROR_LINE = re.compile(r"error \([A-Za-z_]+\): [^\n]+\n")
 
 
 def _commands(group: click.Command, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -88,7 +90,8 @@ def _assert_explained(result: click.testing.Result, args: list[str]) -> None:
     assert "Traceback" not in result.output, shown
     if result.exit_code != 0:
         assert result.exit_code in (1, 2, 3, 4, 5), shown
-        assert "error" in result.output, shown
+        # one line, `error (<code>): <message>`, and nothing else on stderr (no progress line)
+        assert ONE_ERROR_LINE.fullmatch(result.stderr), shown
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p))
@@ -205,3 +208,22 @@ def test_a_bad_import_from_stdin_names_the_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "line 1" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "m.sqlite").exists()
+
+
+def test_a_read_only_file_can_still_be_looked_at_and_is_never_written(copy_fixture) -> None:  # type: ignore[no-untyped-def]
+    # `db current`, `db check` and `stats` only read, but refused a read-only file (the shared
+    # fixtures are read-only, so a plain `cp` of one gave database_read_only everywhere).
+    import hashlib
+
+    path = copy_fixture("v31")
+    migrate.upgrade(path)
+    path.chmod(0o444)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    for args in (["db", "current", "--json"], ["db", "check"], ["stats", "--json"]):
+        result = runner.invoke(app, [*args, "--db", str(path)])
+        assert result.exit_code == 0, (args, result.output)
+    current = json.loads(runner.invoke(app, ["db", "current", "--json", "--db", str(path)]).stdout)
+    assert current["schema_version"] == "31"
+    result = runner.invoke(app, ["facts", "list", "--db", str(path)])  # a Store writes
+    assert result.exit_code == 1 and "error (database_read_only)" in result.output
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before

@@ -468,3 +468,32 @@ def test_restore_closes_this_process_shared_stores_of_the_file(populated: Path) 
     restore(taken, populated)
 
     assert not tools.call("get_fact", {"namespace": "user", "key": "later"}, db=populated).ok
+
+
+@pytest.mark.parametrize("step", ["copy", "verify"])
+def test_an_interrupted_backup_leaves_no_file(
+    populated: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """Ctrl-C (KeyboardInterrupt) while copying or verifying: nothing half-made or unverified
+    stays among the backups (rotation and restore would take it for a good one)."""
+    import philont.backup as backup_module
+    import philont.migrate.env as env_module
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    if step == "verify":
+        monkeypatch.setattr(backup_module, "verify", interrupted)
+    else:
+        real_connect = sqlite3.connect
+
+        def connect(target: str, *args: object, **kwargs: object) -> sqlite3.Connection:
+            if "backups" in str(target):
+                raise KeyboardInterrupt
+            return real_connect(target, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(env_module.sqlite3, "connect", connect)
+    before = set(philont_settings.backup_dir_for(populated).glob("*"))
+    with pytest.raises(KeyboardInterrupt):
+        backup(populated)
+    assert set(philont_settings.backup_dir_for(populated).glob("*")) == before

@@ -227,5 +227,6 @@ def test_learn_and_judge_run_refuse_what_is_not_a_window_or_a_run(mem: Memory) -
     ):  # type: ignore[arg-type]
         with pytest.raises(InvalidInputError) as caught:
             call()
+        # checked on entry by the services' declared-type check (the Learner is a service)
         assert caught.value.message.startswith(f"{name}: must be")
         assert caught.value.details["argument"] == name

@@ -21,9 +21,9 @@ from philont.db import pg_layout as rules
 from philont.db.agents import check_name
 from philont.db.engine import create_engine
 from philont.errors import (
+    AgentRequiredError,
     InvalidInputError,
     MigrationError,
-    UnitOfWorkError,
     UnrecognizedSchemaError,
 )
 from philont.memory import Memory
@@ -335,7 +335,7 @@ def test_a_unit_of_work_without_an_agent_is_refused(
     assert isinstance(pg_layout, Layout)
     monkeypatch.delenv(settings.AGENT_ENV, raising=False)
     with Store.open(pg_layout.url) as store:  # opening needs no agent: one Store for all
-        with pytest.raises(UnitOfWorkError, match="agent"), store.begin():
+        with pytest.raises(AgentRequiredError, match="agent"), store.begin():
             pass
         with store.begin(agent="named_here") as mem:
             assert mem.agent == "named_here"
