@@ -211,9 +211,26 @@ class UnsupportedMigrationError(SchemaError):
 
 
 class InvalidInputError(PhilontError):
-    """A caller passed a value philont refuses; nothing was written."""
+    """A caller passed a value philont refuses; nothing was written.
+
+    A refusal of one argument says which: its message starts with ``"<argument>: "`` and its
+    ``argument`` detail names it (:meth:`of`). A refusal of how several arguments go together
+    names them all, in the message (``"since, until: "``) and in the ``arguments`` detail
+    (:meth:`of_together`)."""
 
     code = "invalid_input"
+
+    @classmethod
+    def of(cls, argument: str, what: str, **details: Any) -> InvalidInputError:
+        """The refusal of the argument ``argument``: ``"<argument>: <what>"``."""
+        return cls(f"{argument}: {what}", argument=argument, **details)
+
+    @classmethod
+    def of_together(
+        cls, arguments: tuple[str, ...], what: str, **details: Any
+    ) -> InvalidInputError:
+        """The refusal of the arguments ``arguments`` together (none of them is wrong alone)."""
+        return cls(f"{', '.join(arguments)}: {what}", arguments=arguments, **details)
 
 
 class FilePathError(InvalidInputError):

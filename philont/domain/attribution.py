@@ -141,13 +141,13 @@ class AttributionWindow:
 
     def __post_init__(self) -> None:
         if isinstance(self.max_actions, bool) or self.max_actions < 1:
-            raise InvalidInputError(f"max_actions must be >= 1, got {self.max_actions!r}")
+            raise InvalidInputError.of("max_actions", f"must be >= 1, got {self.max_actions!r}")
         if self.max_duration <= timedelta(0):
-            raise InvalidInputError(
-                f"max_duration must be a positive duration, got {self.max_duration}"
+            raise InvalidInputError.of(
+                "max_duration", f"must be a positive duration, got {self.max_duration}"
             )
         if not self.retrieval_tool.strip():
-            raise InvalidInputError("retrieval_tool must not be blank")
+            raise InvalidInputError.of("retrieval_tool", "must not be blank")
 
 
 @dataclass(frozen=True)

@@ -65,25 +65,24 @@ def is_pinned(decay_tau_days: float | None) -> bool:
     return decay_tau_days is not None and decay_tau_days < 0
 
 
-def validate_tau_override(value: float) -> float:
+def validate_tau_override(value: float, name: str = "decay_tau_days") -> float:
     """Return ``value`` if it is acceptable as a new ``decay_tau_days`` override, else raise.
 
     Accepted: a finite number of days > 0, or exactly :data:`PIN_SENTINEL` (returned as a float).
     Refused with :class:`~philont.errors.InvalidInputError`: 0 (the original computes ``0/0`` =
     NaN for it), other negative numbers (only the sentinel pins), infinity (pin instead), NaN,
     booleans and non-numbers. ``None`` ("use the namespace default") is the caller's business.
+    ``name``: the argument the refusal names (``set_tau`` calls it ``days``).
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(
-            f"decay_tau_days must be a number of days, got {value!r}", value=value
-        )
+        raise InvalidInputError.of(name, f"must be a number of days, got {value!r}", value=value)
     tau = float(value)
     if tau == PIN_SENTINEL:
         return PIN_SENTINEL
     if not math.isfinite(tau) or tau <= 0:
-        raise InvalidInputError(
-            f"decay_tau_days must be a finite number of days > 0, or {PIN_SENTINEL} to pin; "
-            f"got {value!r}",
+        raise InvalidInputError.of(
+            name,
+            f"must be a finite number of days > 0, or {PIN_SENTINEL} to pin; got {value!r}",
             value=value,
         )
     return tau
@@ -135,7 +134,7 @@ def score_days(*, confidence: float, age_days: float, tau_days: float) -> float:
 
 def _require_aware(value: datetime, name: str) -> None:
     if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+        raise InvalidInputError.of(name, f"must be a timezone-aware datetime, got {value!r}")
 
 
 def score_fact(

@@ -104,7 +104,7 @@ def next_grade(
         ("consecutive_failures", consecutive_failures),
     ):
         if count < 0:
-            raise InvalidInputError(f"{name} must be >= 0, got {count}", **{name: count})
+            raise InvalidInputError.of(name, f"must be >= 0, got {count}")
 
     if current in (Grade.PLAYBOOK, Grade.DEPRECATED):
         return current
@@ -153,7 +153,7 @@ def parse_grade(value: str | None, fallback: Grade = Grade.DRAFT) -> Grade:
 
 def _require_aware(value: datetime, name: str) -> None:
     if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+        raise InvalidInputError.of(name, f"must be a timezone-aware datetime, got {value!r}")
 
 
 def disuse_grade(
@@ -184,7 +184,7 @@ def disuse_grade(
     if last_used_at is not None:
         _require_aware(last_used_at, "last_used_at")
     if after <= timedelta(0):
-        raise InvalidInputError(f"after must be a positive duration, got {after}")
+        raise InvalidInputError.of("after", f"must be a positive duration, got {after}")
 
     if current not in (Grade.STABLE, Grade.CONFIRMED):
         return current

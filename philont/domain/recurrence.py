@@ -53,9 +53,9 @@ def _zone(name: object) -> zoneinfo.ZoneInfo:
 
 def _aware(value: object, name: str) -> datetime:
     if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime, got {value!r}")
+        raise InvalidInputError.of(name, f"must be a datetime, got {value!r}")
     if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{name} must be timezone-aware, got naive {value.isoformat()}")
+        raise InvalidInputError.of(name, f"must be timezone-aware, got naive {value.isoformat()}")
     return value
 
 
@@ -117,15 +117,15 @@ def validate_interval_ms(value: object) -> int:
     (the original concatenated a string interval into a date thousands of years away).
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(
-            f"interval_ms must be an integer number of milliseconds, got "
-            f"{type(value).__name__} {value!r}",
+        raise InvalidInputError.of(
+            "interval_ms",
+            f"must be an integer number of milliseconds, got {type(value).__name__} {value!r}",
             interval_ms=value,
         )
     if not MIN_INTERVAL_MS <= value <= MAX_INTERVAL_MS:
-        raise InvalidInputError(
-            f"interval_ms must be between {MIN_INTERVAL_MS} (1 s) and {MAX_INTERVAL_MS}, "
-            f"got {value}",
+        raise InvalidInputError.of(
+            "interval_ms",
+            f"must be between {MIN_INTERVAL_MS} (1 s) and {MAX_INTERVAL_MS}, got {value}",
             interval_ms=value,
         )
     return value
@@ -135,20 +135,27 @@ def validate_interval_ms(value: object) -> int:
 def _validate_cron(expr: str) -> str:
     fields = expr.split()
     if len(fields) != 5:
-        raise InvalidInputError(
+        raise InvalidInputError.of(
+            "cron",
             f"cron expression {expr!r} must have exactly 5 fields (minute hour day-of-month "
             f"month day-of-week), it has {len(fields)}",
             cron=expr,
         )
     if "@" in expr:
-        raise InvalidInputError(f"cron expression {expr!r} must not contain '@'", cron=expr)
+        raise InvalidInputError.of(
+            "cron", f"cron expression {expr!r} must not contain '@'", cron=expr
+        )
     normalised = " ".join(fields)
     try:
         croniter(normalised, datetime(2000, 1, 1)).get_next(datetime)
     except CroniterBadDateError as exc:
-        raise InvalidInputError(f"cron expression {expr!r} never fires", cron=expr) from exc
+        raise InvalidInputError.of(
+            "cron", f"cron expression {expr!r} never fires", cron=expr
+        ) from exc
     except (CroniterError, ValueError, TypeError, KeyError) as exc:
-        raise InvalidInputError(f"invalid cron expression {expr!r}: {exc}", cron=expr) from exc
+        raise InvalidInputError.of(
+            "cron", f"invalid cron expression {expr!r}: {exc}", cron=expr
+        ) from exc
     return normalised
 
 
@@ -156,7 +163,7 @@ def validate_cron(expr: object) -> str:
     """A standard 5-field cron expression, whitespace-normalised; ``InvalidInputError`` for
     anything else (6-7 fields, ``@daily`` macros, hashed ``H`` fields, dates that never come)."""
     if not isinstance(expr, str):
-        raise InvalidInputError(f"cron expression must be a string, got {expr!r}")
+        raise InvalidInputError.of("cron", f"must be a string, got {expr!r}")
     return _validate_cron(expr)
 
 

@@ -98,8 +98,8 @@ class Rule:
 
 def bad_rule(rule: str, reason: str) -> InvalidInputError:
     """The error for a refused rule, quoting (the start of) it."""
-    return InvalidInputError(
-        f"invalid RRULE {rule[:120]!r}: {reason}", rrule=rule[:MAX_RULE_LENGTH]
+    return InvalidInputError.of(
+        "rrule", f"invalid RRULE {rule[:120]!r}: {reason}", rrule=rule[:MAX_RULE_LENGTH]
     )
 
 
@@ -238,8 +238,8 @@ def parse_rule(rule: str) -> Rule:
     text, and an INTERVAL whose single step leaves the calendar. Cheap: no expansion.
     """
     if not isinstance(rule, str):
-        raise InvalidInputError(
-            f"rrule must be a string like 'FREQ=WEEKLY;BYDAY=MO', got {type(rule).__name__}"
+        raise InvalidInputError.of(
+            "rrule", f"must be a string like 'FREQ=WEEKLY;BYDAY=MO', got {type(rule).__name__}"
         )
     text = rule.strip().upper()
     if text.startswith("RRULE:"):

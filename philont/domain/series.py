@@ -221,11 +221,13 @@ def validate_rrule(rule: object, start: datetime, tz: object) -> str:
     form is upper case with the parts in RFC order (``FREQ=WEEKLY;BYDAY=MO,WE``).
     """
     if not isinstance(rule, str):
-        raise InvalidInputError(
-            f"rrule must be a string like 'FREQ=WEEKLY;BYDAY=MO', got {type(rule).__name__}"
+        raise InvalidInputError.of(
+            "rrule", f"must be a string like 'FREQ=WEEKLY;BYDAY=MO', got {type(rule).__name__}"
         )
     if not isinstance(tz, str):
-        raise InvalidInputError(f"timezone must be an IANA zone name, got {type(tz).__name__}")
+        raise InvalidInputError.of(
+            "timezone", f"must be an IANA zone name, got {type(tz).__name__}"
+        )
     checked = check_event(start, None, tz, rule)
     assert checked.rrule is not None
     return checked.rrule
@@ -301,7 +303,7 @@ def expand(
     if hi < lo:
         raise InvalidTimeRangeError(lo, hi, "window")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
+        raise InvalidInputError.of("limit", f"must be a positive integer, got {limit!r}")
     count_cap = max(limit, count_limit or 0)
     zone = timepolicy.zone(tz)
     duration = timedelta(0) if end is None else _aware(end, "end") - start

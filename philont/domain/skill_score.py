@@ -44,12 +44,12 @@ _NEGATIVE = SkillKind.NEGATIVE  # an enum member looked up once: every score rea
 
 def _require_aware(value: datetime, name: str) -> None:
     if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+        raise InvalidInputError.of(name, f"must be a timezone-aware datetime, got {value!r}")
 
 
 def _require_count(value: int, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}")
+        raise InvalidInputError.of(name, f"must be an integer >= 0, got {value!r}")
 
 
 def recency(idle_days: float | None, kind: SkillKind) -> float:

@@ -66,13 +66,14 @@ def validate_timezone(name: object) -> str:
     ``posixrules``) and the ``right/`` and ``posix/`` variants of real zones.
     """
     if not isinstance(name, str) or not name.strip():
-        raise InvalidInputError(
-            f"timezone must be an IANA zone name such as 'Europe/Berlin' or 'UTC', got {name!r}"
+        raise InvalidInputError.of(
+            "timezone", f"must be an IANA zone name such as 'Europe/Berlin' or 'UTC', got {name!r}"
         )
     canonical = _zone_names().get(name.strip().casefold())
     if canonical is None:
-        raise InvalidInputError(
-            f"timezone {name[:80]!r} is not an IANA zone name (e.g. 'Europe/Berlin', "
+        raise InvalidInputError.of(
+            "timezone",
+            f"{name[:80]!r} is not an IANA zone name (e.g. 'Europe/Berlin', "
             "'America/New_York', 'UTC')",
             timezone=name[:80],
         )

@@ -33,8 +33,8 @@ class HashEmbedder:
             or not isinstance(dimension, int)
             or not 8 <= dimension <= 4096
         ):
-            raise InvalidInputError(
-                f"dimension must be a whole number from 8 to 4096, got {dimension!r}"
+            raise InvalidInputError.of(
+                "dimension", f"must be a whole number from 8 to 4096, got {dimension!r}"
             )
         self._dimension = dimension
 

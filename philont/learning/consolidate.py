@@ -169,7 +169,9 @@ class Consolidator:
         schedule = ConsolidatorConfig() if schedule is None else schedule
         check_parts(model, config, judge)
         if not isinstance(schedule, ConsolidatorConfig):
-            raise InvalidInputError(f"schedule must be a ConsolidatorConfig, got {schedule!r:.80}")
+            raise InvalidInputError.of(
+                "schedule", f"must be a ConsolidatorConfig, got {schedule!r:.80}"
+            )
         self.units = units
         self.embedder = embedder
         self.model = model

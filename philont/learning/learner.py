@@ -35,9 +35,13 @@ if TYPE_CHECKING:
 __all__ = ["Learner", "check_parts"]
 
 
+_SCOPE = ("session_id", "since", "until")
+"""The arguments that choose a learning window: one session, or a time range."""
+
+
 def _aware(value: object, name: str) -> datetime:
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+        raise InvalidInputError.of(name, f"must be a timezone-aware datetime, got {value!r}")
     return value
 
 
@@ -46,13 +50,15 @@ def check_parts(model: object, config: object, judge: object) -> None:
     what it must be (a model of None or a config given as a dict used to fail later, on every
     call or batch, as an AttributeError or a model error)."""
     if not isinstance(model, ModelClient):
-        raise InvalidInputError(
-            f"model must be a model client (complete(prompt) -> Completion), got {model!r:.80}"
+        raise InvalidInputError.of(
+            "model", f"must be a model client (complete(prompt) -> Completion), got {model!r:.80}"
         )
     if not isinstance(config, LearningConfig):
-        raise InvalidInputError(f"config must be a LearningConfig, got {config!r:.80}")
+        raise InvalidInputError.of("config", f"must be a LearningConfig, got {config!r:.80}")
     if judge is not None and not isinstance(judge, Judge):
-        raise InvalidInputError(f"judge must be a Judge (a name and judge(run)), got {judge!r:.80}")
+        raise InvalidInputError.of(
+            "judge", f"must be a Judge (a name and judge(run)), got {judge!r:.80}"
+        )
 
 
 class Learner(Service):
@@ -84,10 +90,12 @@ class Learner(Service):
         limit = self.config.max_window_messages
         if session_id is not None:
             if since is not None or until is not None:
-                raise InvalidInputError("give a session_id or a time range, not both")
+                raise InvalidInputError.of_together(
+                    _SCOPE, "give a session_id or a time range, not both"
+                )
             if not isinstance(session_id, str) or not session_id.strip():
-                raise InvalidInputError(
-                    f"session_id must be a non-blank string, got {session_id!r}"
+                raise InvalidInputError.of(
+                    "session_id", f"must be a non-blank string, got {session_id!r}"
                 )
             window = load_session(self.mem.session, session_id, limit=limit)
             if not window.turns and self.mem.timeline.get_session(session_id) is None:
@@ -97,7 +105,9 @@ class Learner(Service):
                 )
             return window
         if since is None or until is None:
-            raise InvalidInputError("give a session_id, or both since and until")
+            raise InvalidInputError.of_together(
+                _SCOPE, "give a session_id, or both since and until"
+            )
         since, until = _aware(since, "since"), _aware(until, "until")
         if until < since:
             raise InvalidTimeRangeError(since, until, "learning window")
@@ -149,7 +159,7 @@ class Learner(Service):
         """Have the judge give its verdict on a run and keep it (a verified run becomes a case).
         A run is judged once: one that has a verdict gets it back, and the judge is not asked."""
         if self.judge is None:
-            raise InvalidInputError("this Learner has no judge")
+            raise InvalidInputError.of("judge", "this Learner was made without one")
         book = CaseBook(self.mem)
         existing = book.verdict_of(run)
         if existing is not None:
@@ -160,7 +170,9 @@ class Learner(Service):
     def condense(self) -> list[SkillReflectionReport]:
         """Condense the verified cases that have no skill yet (verify-then-condense mode)."""
         if not self.config.verify_then_condense:
-            raise InvalidInputError("condensing needs LearningConfig(verify_then_condense=True)")
+            raise InvalidInputError.of(
+                "config", "condensing needs LearningConfig(verify_then_condense=True)"
+            )
         empty = Window("condense", (), ())
         context = Context(pending_cases=tuple(CaseBook(self.mem).pending_cases()))
         thought = think(self.model, empty, context, self.config)

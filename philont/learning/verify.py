@@ -186,7 +186,7 @@ class CaseBook(Service):
         """Keep a verdict; a verified run also becomes a case. A run is judged once: a run
         that has a verdict keeps it (returned; no second verdict or case is written)."""
         if not isinstance(run.goal, str) or not run.goal.strip():
-            raise InvalidInputError("a run needs a non-blank goal")
+            raise InvalidInputError.of("run", "needs a non-blank goal")
         existing = self.verdict_of(run)
         if existing is not None:
             return existing

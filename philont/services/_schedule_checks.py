@@ -19,19 +19,17 @@ _REPLY_CHANNELS: Final = ("silent", "summary")
 
 def action_type_of(value: object) -> ActionType:
     allowed = ", ".join(a.value for a in ActionType)
-    if not isinstance(value, str):
-        raise InvalidInputError(f"action_type {value!r} is not one of: {allowed}")
     try:
+        if not isinstance(value, str):
+            raise ValueError(value)
         return ActionType(value)
     except ValueError as exc:
-        raise InvalidInputError(
-            f"action_type {value!r} is not one of: {allowed}", action_type=value
-        ) from exc
+        raise InvalidInputError.of("action_type", f"{value!r} is not one of: {allowed}") from exc
 
 
 def check_count(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
+        raise InvalidInputError.of(name, f"must be a non-negative integer, got {value!r}")
     return value
 
 
@@ -45,31 +43,38 @@ def compose_payload(action: ActionType, message: object, payload: object) -> dic
     if payload is None:
         data: dict[str, Any] = {}
     elif isinstance(payload, Mapping):
-        data = json.loads(dumps_compact(dict(payload)))  # validates and copies
+        try:
+            data = json.loads(dumps_compact(dict(payload)))  # validates and copies
+        except InvalidInputError as exc:
+            raise InvalidInputError.of("payload", exc.message) from None
     else:
-        raise InvalidInputError(f"payload must be a JSON object (a dict), got {payload!r}")
+        raise InvalidInputError.of("payload", f"must be a JSON object (a dict), got {payload!r}")
     if message is not None:
         text_message = inputs.check(planning.ScheduleMessage, message, "message").strip()
         key = "prompt" if action is ActionType.AUTONOMOUS_TURN else "message"
         if key in data and data[key] != text_message:
-            raise InvalidInputError(f"message and payload[{key!r}] disagree; give one of them")
+            raise InvalidInputError.of_together(
+                ("message", "payload"), f"message and payload[{key!r}] disagree; give one of them"
+            )
         data[key] = text_message
     if action is ActionType.AUTONOMOUS_TURN:
         prompt = data.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
-            raise InvalidInputError(
-                "an autonomous_turn schedule needs the prompt to run: pass message='...'"
+            raise InvalidInputError.of_together(
+                ("message", "payload"),
+                "an autonomous_turn schedule needs the prompt to run: pass message='...'",
             )
         data.setdefault("replyChannel", "silent")
         if data["replyChannel"] not in _REPLY_CHANNELS:
-            raise InvalidInputError(
-                f"payload replyChannel must be 'silent' or 'summary', got {data['replyChannel']!r}"
+            raise InvalidInputError.of(
+                "payload",
+                f"replyChannel must be 'silent' or 'summary', got {data['replyChannel']!r}",
             )
     elif action is ActionType.REFLECT:
         session_id = data.get("sessionId")
         if not isinstance(session_id, str) or not session_id.strip():
-            raise InvalidInputError(
-                "a reflect schedule needs the session to reflect on: payload={'sessionId': ...}"
+            raise InvalidInputError.of(
+                "payload", "a reflect schedule needs the session to reflect on: {'sessionId': ...}"
             )
     return data
 
@@ -112,16 +117,16 @@ def checked_outcome(
 ) -> Outcome:
     """``record_outcome``'s arguments, checked (raises before anything is written)."""
     if not isinstance(ok, bool):
-        raise InvalidInputError(f"ok must be True or False, got {ok!r}")
+        raise InvalidInputError.of("ok", f"must be True or False, got {ok!r}")
     fired: datetime = inputs.check(inputs.AwareTime, fired_at, "fired_at")
     if not isinstance(summary, str):
-        raise InvalidInputError(f"summary must be text, got {summary!r}")
+        raise InvalidInputError.of("summary", f"must be text, got {summary!r}")
     if not isinstance(pause, timedelta) or pause <= timedelta(0):
-        raise InvalidInputError(f"pause must be a positive timedelta, got {pause!r}")
+        raise InvalidInputError.of("pause", f"must be a positive timedelta, got {pause!r}")
     try:
         pause_end = fired + pause
     except OverflowError as exc:
-        raise InvalidInputError(f"pause {pause!r} reaches past the calendar") from exc
+        raise InvalidInputError.of("pause", f"{pause!r} reaches past the calendar") from exc
     return Outcome(
         ok=ok,
         fired_at=fired,
@@ -143,8 +148,8 @@ def _status_counts(value: object) -> dict[str, int]:
         isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
         for k, v in value.items()
     ):
-        raise InvalidInputError(
-            f"http_status must map status text to counts, like {{'200': 3}}, got {value!r}"
+        raise InvalidInputError.of(
+            "http_status", f"must map status text to counts, like {{'200': 3}}, got {value!r}"
         )
     return dict(value)
 
@@ -152,8 +157,10 @@ def _status_counts(value: object) -> dict[str, int]:
 def _signatures(value: object) -> list[str]:
     if value is None:
         return []
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise InvalidInputError(f"failure_signatures must be a list of text, got {value!r}")
-    if not all(isinstance(s, str) for s in value):
-        raise InvalidInputError(f"failure_signatures must be a list of text, got {value!r}")
+    if (
+        isinstance(value, str)
+        or not isinstance(value, Sequence)
+        or not all(isinstance(s, str) for s in value)
+    ):
+        raise InvalidInputError.of("failure_signatures", f"must be a list of text, got {value!r}")
     return list(value)

@@ -7,7 +7,8 @@ import enum
 import functools
 import inspect
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
@@ -58,7 +59,7 @@ _TEXT, _OPTIONAL_TEXT = "str", "str | None"
 _TEXTS = ("Sequence[str]", "Sequence[str] | None")
 _BOOLS = ("bool", "bool | None")
 _INTS = ("int", "int | None")
-_INT_COLLECTIONS = ("Collection[int]", "Iterable[int]")
+_INT_COLLECTIONS = ("Collection[int]", "Iterable[int]", "list[int]")
 
 
 def _refuse(name: str, what: str) -> NoReturn:
@@ -66,7 +67,7 @@ def _refuse(name: str, what: str) -> NoReturn:
 
 
 def _check_declared(
-    name: str, declared: str, kind: type | None, value: object, *, keeps_nul: bool
+    name: str, declared: str, kind: type | _Container | None, value: object, *, keeps_nul: bool
 ) -> None:
     """The argument's declared type, checked before it reaches SQL (a non-text id failed
     inside PostgreSQL with a driver error that aborted the whole unit of work, and compared
@@ -89,22 +90,83 @@ def _check_declared(
     elif declared in _INT_COLLECTIONS and isinstance(value, _CONTAINERS):
         for item in value:
             _check_int(name, item)
-    elif (
-        kind is not None
-        and not isinstance(value, kind)
-        and (value is not None or not declared.endswith(" | None"))
-    ):
+    elif kind is not None and (value is not None or not declared.endswith(" | None")):
+        _check_kind(name, kind, value)
+
+
+def _check_kind(name: str, kind: type | _Container, value: object) -> None:
+    if isinstance(kind, _Container):
+        kind.check(name, value)
+    elif not isinstance(value, kind):
         _refuse(name, f"must be {kind.__name__}, got {type(value).__name__}")
 
 
-def _declared_class(declared: str, namespace: Mapping[str, object]) -> type | None:
+@dataclass(frozen=True, slots=True)
+class _Container:
+    """What an argument declared as a sequence (``Sequence[X]``, ``Collection[X]``,
+    ``Iterable[X]``, ``list[X]``; or it or text, or None) must be: the container, not one
+    string, bytes or a mapping. Its items are the method's to check (a model type's, say),
+    except text and whole numbers, which :func:`_check_declared` checks itself."""
+
+    abc: type
+    what: str
+    text: bool  # one string is allowed too (``str | Sequence[str]``)
+
+    def check(self, name: str, value: object) -> None:
+        if isinstance(value, str) and self.text:
+            return
+        if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, self.abc):
+            _refuse(name, f"must be {self.what}, got {type(value).__name__}")
+
+
+_CONTAINER_KINDS = {
+    "Sequence": (Sequence, "a sequence (a list or tuple)"),
+    "list": (Sequence, "a sequence (a list or tuple)"),
+    "Collection": (Collection, "a collection (a list, tuple or set)"),
+    "Iterable": (Iterable, "an iterable (a list, tuple, set or generator)"),
+}
+
+
+def _alternatives(declared: str) -> list[str]:
+    """``declared``'s alternatives (``A | B[C | D]`` -> ``A``, ``B[C | D]``)."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(declared):
+        depth += (char == "[") - (char == "]")
+        if char == "|" and depth == 0:
+            parts.append(declared[start:i].strip())
+            start = i + 1
+    parts.append(declared[start:].strip())
+    return parts
+
+
+def _container(declared: str) -> _Container | None:
+    """The rule of an argument declared as one kind of container of items (or it, text or
+    None), or None."""
+    alternatives = _alternatives(declared)
+    containers = [a for a in alternatives if a.partition("[")[0] in _CONTAINER_KINDS]
+    if len(containers) != 1 or not set(alternatives) - {containers[0]} <= {"str", "None"}:
+        return None
+    abc, what = _CONTAINER_KINDS[containers[0].partition("[")[0]]
+    if "str" in alternatives:
+        what = f"text or {what}"
+    return _Container(abc, what, "str" in alternatives)
+
+
+def _declared_class(declared: str, namespace: Mapping[str, object]) -> type | _Container | None:
     """The class an annotation ``X`` or ``X | None`` names in the method's module, when an
     instance check says what it means: not an enum (its values are given as text too), not
-    a protocol, not a name only imported for type checking."""
+    a protocol that cannot be checked at run time (a ``runtime_checkable`` one can: its
+    methods are there), not a name only imported for type checking; or the rule of a container
+    (:class:`_Container`)."""
+    container = _container(declared)
+    if container is not None:
+        return container
     found = namespace.get(declared.removesuffix(" | None"))
     if not isinstance(found, type) or issubclass(found, enum.Enum):
         return None
-    if getattr(found, "_is_protocol", False) or found in (str, bool, int, float, object):
+    if found in (str, bool, int, float, object) or (
+        getattr(found, "_is_protocol", False) and not getattr(found, "_is_runtime_protocol", False)
+    ):
         return None
     try:
         isinstance(None, found)  # typing.Any is a class that refuses this
@@ -148,9 +210,22 @@ def _check_searched(name: str, value: object) -> None:
         raise InvalidInputError(f"{name}: must be text, got {type(value).__name__}", argument=name)
 
 
+def _option_types(annotation: str, namespace: Mapping[str, object]) -> dict[str, str]:
+    """The declared types of the keys of ``**options: Unpack[SomeTypedDict]``, as written (a
+    method's typed options are checked like its parameters)."""
+    typed = namespace.get(annotation.removeprefix("Unpack[").removesuffix("]"))
+    if not annotation.startswith("Unpack[") or typed is None:
+        return {}
+    return {
+        key: getattr(value, "__forward_arg__", str(value))
+        for key, value in getattr(typed, "__annotations__", {}).items()
+    }
+
+
 def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
-    """``fn`` with its arguments checked (:func:`_check_argument`, :func:`_check_declared`)
-    before it runs, so a refused call has touched nothing."""
+    """``fn`` with its arguments checked (:func:`_check_argument`, :func:`_check_declared`;
+    the keys of typed ``**options`` too) before it runs, so a refused call has touched
+    nothing."""
     signature = inspect.signature(fn)
     params = list(signature.parameters.values())[1:]
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -159,11 +234,15 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
     limit = signature.parameters.get("limit")
     limit_may_be_none = limit is not None and limit.default is None
     searched_only, unstored = cls.searched_only, cls.unstored
-    classes: dict[str, type | None] = {}  # resolved on the first call: the module is complete
+    options = [str(p.annotation) for p in params if p.kind is p.VAR_KEYWORD]
+    # resolved on the first call, when the module is complete
+    classes: dict[str, type | _Container | None] = {}
 
     @functools.wraps(fn)
     def checked(self: Service, *args: Any, **kwargs: Any) -> Any:
         if not classes:
+            for annotation in options:
+                declared.update(_option_types(annotation, fn.__globals__))
             classes.update({n: _declared_class(d, fn.__globals__) for n, d in declared.items()})
         keeps_nul = self.mem.backend.keeps_nul
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
@@ -197,8 +276,13 @@ class Service:
     declared ``str`` (``str | None``, ``Sequence[str]``) must be text, and on PostgreSQL hold
     no NUL character (unless it is ``unstored``); one declared ``bool`` must be True or False;
     one declared ``int`` (or a collection of them) a whole number a 64-bit column holds; one
-    declared as a class (``datetime``, ``FactRecord``; not an enum) an instance of it. A
-    refusal is an :class:`~philont.errors.InvalidInputError` naming the argument."""
+    declared as a class (``datetime``, ``FactRecord``; not an enum) or a ``runtime_checkable``
+    protocol (an embedder) an instance of it; one declared as a container of items
+    (``Sequence[X]``, ``Collection[X]``, ``Iterable[X]``, ``list[X]``) that container, not one
+    string, bytes, a mapping or a number (its items are the method's to check, but for text
+    and whole numbers). The keys of typed ``**options`` (``Unpack[SomeTypedDict]``) are
+    checked by their declared types too. A refusal is an
+    :class:`~philont.errors.InvalidInputError` naming the argument."""
 
     searched_only: ClassVar[frozenset[str]] = frozenset({"query"})
     """Arguments that are searched, never stored: any text is a query (the search plan makes

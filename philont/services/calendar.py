@@ -267,7 +267,7 @@ class CalendarService(Service):
     def find_by_external_ref(self, ref: str) -> CalendarEventRecord | None:
         """The (oldest) event carrying this external reference, or None."""
         if not isinstance(ref, str):
-            raise InvalidInputError(f"external_ref must be text, got {ref!r}")
+            raise InvalidInputError.of("ref", f"must be text, got {ref!r}")
         row = self._by_external_ref(ref)
         return None if row is None else _checked(row)
 
@@ -406,7 +406,9 @@ class CalendarService(Service):
     ) -> CalendarListing:
         """``between(now, now + window)``; ``now`` defaults to the clock."""
         if not isinstance(window, timedelta) or window < timedelta(0):
-            raise InvalidInputError(f"window must be a non-negative timedelta, got {window!r}")
+            raise InvalidInputError.of(
+                "window", f"must be a non-negative timedelta, got {window!r}"
+            )
         start = self._now() if now is None else _aware(now, "now")
         return self.between(start, timepolicy.clamp(start, window), limit=limit)
 

@@ -346,7 +346,7 @@ class FactService(FactTime):
     def set_tau(self, fact_id: str, days: float | None) -> FactRecord:
         """Override the decay time constant of a version (``None``: back to the namespace
         default; :data:`~philont.domain.decay.PIN_SENTINEL`: pin)."""
-        tau = None if days is None else decay.validate_tau_override(days)
+        tau = None if days is None else decay.validate_tau_override(days, "days")
         row = self._row(fact_id)
         row.decay_tau_days = tau
         self.session.flush()

@@ -81,12 +81,15 @@ def _check_limits(limits: PrefixLimits, estimator: TokenEstimator) -> None:
     for name in ("facts", "skills", "lessons", "notes"):
         value = getattr(limits, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidInputError(f"limits.{name} must be a positive integer, got {value!r}")
+            raise InvalidInputError.of(
+                "limits", f"{name} must be a positive integer, got {value!r}"
+            )
     budget, frame = limits.budget_tokens, _frame_tokens(estimator)
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < frame:
-        raise InvalidInputError(
-            f"limits.budget_tokens must be an integer >= {frame} (the header and footer"
-            f" alone), got {budget!r}"
+        raise InvalidInputError.of(
+            "limits",
+            f"budget_tokens must be an integer >= {frame} (the header and footer alone), "
+            f"got {budget!r}",
         )
 
 

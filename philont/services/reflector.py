@@ -90,7 +90,7 @@ def _aware_or_none(value: object, field: str) -> datetime | None:
     if value is None:
         return None
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{field} must be a timezone-aware datetime, got {value!r}")
+        raise InvalidInputError.of(field, f"must be a timezone-aware datetime, got {value!r}")
     return value
 
 
@@ -214,13 +214,15 @@ class ReflectorService(Service):
         :class:`InvalidTimeRangeError` for a bad scope, before anything is written.
         """
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
-            raise InvalidInputError(f"session_id must be a non-blank string, got {session_id!r}")
+            raise InvalidInputError.of(
+                "session_id", f"must be a non-blank string, got {session_id!r}"
+            )
         since = _aware_or_none(since, "since")
         until = _aware_or_none(until, "until")
         if since is not None and until is not None and until < since:
             raise InvalidTimeRangeError(since, until, "reflection scope")
         if not isinstance(window, AttributionWindow):
-            raise InvalidInputError(f"window must be an AttributionWindow, got {window!r}")
+            raise InvalidInputError.of("window", f"must be an AttributionWindow, got {window!r}")
         now = self.clock()
 
         credited: list[CreditRecord] = []

@@ -143,17 +143,19 @@ class ScheduleService(Service):
             if v is not None
         ]
         if len(given) != 1:
-            raise InvalidInputError(
+            raise InvalidInputError.of_together(
+                tuple(given) if given else ("at", "interval_ms", "cron"),
                 "give exactly one of at (one-time), interval_ms (every N ms) or cron "
-                f"(5-field cron in `timezone`); got {', '.join(given) or 'none'}"
+                f"(5-field cron in `timezone`); got {', '.join(given) or 'none'}",
             )
         now = self._now()
         rec: Recurrence
         if at is not None:
             first = _aware(at, "at")
             if first < now - PAST_AT_TOLERANCE:
-                raise InvalidInputError(
-                    f"at {first.isoformat()} is in the past (now is {now.isoformat()}); "
+                raise InvalidInputError.of(
+                    "at",
+                    f"{first.isoformat()} is in the past (now is {now.isoformat()}); "
                     "check the date and time zone",
                     at=first,
                 )
@@ -236,7 +238,9 @@ class ScheduleService(Service):
         :class:`~philont.errors.ScheduleNotFoundError`, whose message lists what is enabled.
         """
         if name is None and id is None:
-            raise InvalidInputError("give name (exact) or id to cancel a schedule")
+            raise InvalidInputError.of_together(
+                ("name", "id"), "give name (exact) or id to cancel a schedule"
+            )
         conditions: builtins.list[ColumnElement[bool]] = [_ENABLED]
         clean_name = inputs.optional(planning.ScheduleName, name, "name")
         clean_name = None if clean_name is None else clean_name.strip()
@@ -245,9 +249,10 @@ class ScheduleService(Service):
             if clean_name is not None:
                 owner = self.session.get(Schedule, id)
                 if owner is not None and owner.name != clean_name:
-                    raise InvalidInputError(
+                    raise InvalidInputError.of_together(
+                        ("name", "id"),
                         f"id {id!r} is the schedule {owner.name!r}, not {clean_name!r}; "
-                        "give one of them"
+                        "give one of them",
                     )
         if clean_name is not None:
             conditions.append(Schedule.name == clean_name)
@@ -404,7 +409,7 @@ class ScheduleService(Service):
         mid-run loses that run rather than repeating it (at most once).
         """
         at = self._now() if now is None else _aware(now, "now")
-        policy = MissedRunPolicy(policy)
+        policy = inputs.check(MissedRunPolicy, policy, "policy")
         self._take_write_lock()
         rows = self._raw(
             select(*_rows.raw_columns(_TABLE))
@@ -481,7 +486,9 @@ class ScheduleService(Service):
             )
 
     def _row(self, schedule_id: object) -> Schedule:
-        row = self.session.get(Schedule, inputs.check(planning.ScheduleId, schedule_id, "id"))
+        row = self.session.get(
+            Schedule, inputs.check(planning.ScheduleId, schedule_id, "schedule_id")
+        )
         if row is None:
             raise ScheduleNotFoundError(f"no schedule with id {schedule_id!r}", id=schedule_id)
         return row
@@ -577,7 +584,7 @@ class ScheduleService(Service):
         schedules it replaced); a value that is no schedule's id is read as the key itself, so
         rows Philont wrote under a name, or of a deleted schedule, stay reachable.
         """
-        key = inputs.check(planning.ScheduleId, schedule_id, "id")
+        key = inputs.check(planning.ScheduleId, schedule_id, "schedule_id")
         row = self.session.get(Schedule, key)
         name = key if row is None else row.name
         stmt = (

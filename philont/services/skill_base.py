@@ -68,7 +68,7 @@ UNSET: Final = Unset.UNSET
 
 def required_text(value: object, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{field} must be a non-blank string, got {value!r}")
+        raise InvalidInputError.of(field, f"must be a non-blank string, got {value!r}")
     return value
 
 
@@ -77,7 +77,7 @@ def optional_text(value: object, field: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InvalidInputError(f"{field} must be a string or None, got {type(value).__name__}")
+        raise InvalidInputError.of(field, f"must be a string or None, got {type(value).__name__}")
     return value if value.strip() else None
 
 
@@ -90,14 +90,14 @@ def keywords_of(value: object) -> list[str]:
         items = []
         for item in value:
             if not isinstance(item, str):
-                raise InvalidInputError(
-                    f"trigger_keywords must be strings, got {type(item).__name__}"
+                raise InvalidInputError.of(
+                    "trigger_keywords", f"must be strings, got {type(item).__name__}"
                 )
             items.append(item)
     else:
-        raise InvalidInputError(
-            "trigger_keywords must be a string or a sequence of strings, "
-            f"got {type(value).__name__}"
+        raise InvalidInputError.of(
+            "trigger_keywords",
+            f"must be a string or a sequence of strings, got {type(value).__name__}",
         )
     return list(dict.fromkeys(item.strip() for item in items if item.strip()))
 
@@ -105,32 +105,32 @@ def keywords_of(value: object) -> list[str]:
 def lines_of(value: object, field: str) -> list[str]:
     """A recipe list (steps, tool policy): a sequence of strings, blank entries dropped."""
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise InvalidInputError(f"{field} must be a list of strings, got {type(value).__name__}")
+        raise InvalidInputError.of(field, f"must be a list of strings, got {type(value).__name__}")
     items: list[str] = []
     for item in value:
         if not isinstance(item, str):
-            raise InvalidInputError(f"{field} entries must be strings, got {type(item).__name__}")
+            raise InvalidInputError.of(field, f"entries must be strings, got {type(item).__name__}")
         if item.strip():
             items.append(item)
     return items
 
 
 def kind_of(value: object) -> SkillKind:
-    return _member(SkillKind, value, "kind must be 'positive' or 'negative'")
+    return _member(SkillKind, value, "kind", "must be 'positive' or 'negative'")
 
 
 def grade_of(value: object) -> Grade:
-    return _member(Grade, value, f"grade must be one of {', '.join(g.value for g in Grade)}")
+    return _member(Grade, value, "grade", f"must be one of {', '.join(g.value for g in Grade)}")
 
 
-def _member(enum_type: type[E], value: object, refusal: str) -> E:
-    """``value`` (a string) as a member of ``enum_type``, else ``InvalidInputError(refusal)``."""
+def _member(enum_type: type[E], value: object, name: str, refusal: str) -> E:
+    """``value`` (a string) as a member of ``enum_type``, else the refusal of ``name``."""
     try:
         if not isinstance(value, str):
             raise ValueError(value)
         return enum_type(value)
     except ValueError as exc:
-        raise InvalidInputError(f"{refusal}, got {value!r}") from exc
+        raise InvalidInputError.of(name, f"{refusal}, got {value!r}") from exc
 
 
 def aware(value: object, name: str) -> datetime:

@@ -184,7 +184,10 @@ class SkillRecipes(SkillBase):
         if action_template is not None:
             skill_changes["action_template"] = required_text(action_template, "action_template")
         if not changes and not skill_changes:
-            raise InvalidInputError("revise_recipe needs at least one field to change")
+            raise InvalidInputError.of_together(
+                ("steps", "verification", "tool_policy", "description", "action_template"),
+                "revise_recipe needs at least one of them to change",
+            )
         skill, recipe = self._require(name)
         if recipe is None or not has_recipe(recipe):
             raise RecipeNotFoundError(skill.name)

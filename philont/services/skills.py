@@ -95,7 +95,9 @@ class SkillService(SkillRecipes):
     def get_by_id(self, skill_id: str) -> SkillRecord | None:
         """Return the skill with this id, or None (no access-log row: an internal lookup)."""
         if not isinstance(skill_id, str):
-            raise InvalidInputError(f"a skill id must be a string, got {type(skill_id).__name__}")
+            raise InvalidInputError.of(
+                "skill_id", f"must be a string, got {type(skill_id).__name__}"
+            )
         found = self._fetch(Skill.id == skill_id)
         return None if found is None else to_record(*found)
 
@@ -166,7 +168,7 @@ class SkillService(SkillRecipes):
         when_to_use = optional_text(when_to_use, "when_to_use")
         grade = grade_of(grade)
         if grade == Grade.DEPRECATED:
-            raise InvalidInputError("a new skill cannot start deprecated", name=name)
+            raise InvalidInputError.of("grade", "a new skill cannot start deprecated", name=name)
         if self._fetch(Skill.name == name) is not None:
             raise ConflictError(f"a skill named {name!r} already exists", name=name)
 
@@ -315,8 +317,10 @@ class SkillService(SkillRecipes):
         recipe revision in force then, when it has been replaced since (``revisions()``).
         """
         if not isinstance(success, bool):
-            raise InvalidInputError(f"success must be a bool, got {type(success).__name__}")
+            raise InvalidInputError.of("success", f"must be a bool, got {type(success).__name__}")
         at = self.clock() if at is None else aware(at, "at")
+        if retrieved_at is not None:  # checked before anything is written
+            retrieved_at = aware(retrieved_at, "retrieved_at")
         name = inputs.check(inputs.SkillNameLookup, name, "name")
         values: dict[str, Any]
         if success:
@@ -349,9 +353,7 @@ class SkillService(SkillRecipes):
             raise SkillNotFoundError(f"no skill named {name!r}", name=name)
         skill_id, current, successes, failures, streak = row
         if retrieved_at is not None:
-            self._charge_replaced_revision(
-                skill_id, success=success, at=aware(retrieved_at, "retrieved_at")
-            )
+            self._charge_replaced_revision(skill_id, success=success, at=retrieved_at)
         outcome = Outcome.SUCCESS if success else Outcome.FAILURE
         new = next_grade(
             current,
@@ -438,7 +440,7 @@ class SkillService(SkillRecipes):
         """
         now = self.clock() if now is None else aware(now, "now")
         if not isinstance(after, timedelta) or after <= timedelta(0):
-            raise InvalidInputError(f"after must be a positive timedelta, got {after!r}")
+            raise InvalidInputError.of("after", f"must be a positive timedelta, got {after!r}")
         stmt = (
             select(Skill, SkillRecipe.grade_anchor_at)
             .outerjoin(SkillRecipe, SkillRecipe.skill_id == Skill.id)

@@ -48,7 +48,7 @@ class TimelineService(Service):
     def start_session(self, id: str | None = None) -> SessionRecord:
         """Open a session (a new UUID unless ``id`` is given; an existing id is a
         :class:`~philont.errors.ConflictError`)."""
-        sid = str(uuid.uuid4()) if id is None else inputs.check(inputs.SessionId, id, "session_id")
+        sid = str(uuid.uuid4()) if id is None else inputs.check(inputs.SessionId, id, "id")
         if id is not None:
             self.mem.backend.serialize(self.session, "session", sid)
         if self.session.get(RawSession, sid) is not None:
@@ -151,14 +151,19 @@ class TimelineService(Service):
             else now or self._now(),
         }
 
-    def _row(self, index: int, msg: MessageIn, now: datetime, *, single: bool) -> dict[str, Any]:
+    def _row(self, index: int, msg: MessageIn, now: datetime) -> dict[str, Any]:
+        """One message of ``append_many``'s batch as column values; a refusal names the
+        argument ``messages`` and the message's ``index``."""
         if not isinstance(msg, MessageIn):
-            raise InvalidInputError(f"message {index} is not a MessageIn: {msg!r}")
+            raise InvalidInputError.of(
+                "messages", f"message {index} is not a MessageIn: {msg!r:.80}", index=index
+            )
         try:
             return self._fields(msg.content, msg.role, msg.session_id, msg.at, now)
         except InvalidInputError as exc:
-            where = "" if single else f"message {index}: "
-            raise InvalidInputError(where + exc.message, index=index) from exc
+            raise InvalidInputError.of(
+                "messages", f"message {index}: {exc.message}", index=index
+            ) from exc
 
     def append_many(self, messages: Sequence[MessageIn]) -> list[MessageRecord]:
         """Append a batch in order, with one multi-row INSERT.
@@ -168,8 +173,7 @@ class TimelineService(Service):
         share one timestamp; their ids keep the batch order.
         """
         now = self._now()
-        single = len(messages) == 1
-        rows = [self._row(i, msg, now, single=single) for i, msg in enumerate(messages)]
+        rows = [self._row(i, msg, now) for i, msg in enumerate(messages)]
         if not rows:
             return []
         self._require_sessions(r["session_id"] for r in rows)
@@ -224,7 +228,7 @@ class TimelineService(Service):
         """
         start, end = inputs.window(since, until)
         direction = inputs.check(inputs.Order, order, "order")
-        role_filter = [inputs.check(inputs.RoleName, r, "role") for r in roles or ()]
+        role_filter = [inputs.check(inputs.RoleName, r, "roles") for r in roles or ()]
         stmt = select(RawMessage)
         if start is not None:
             stmt = stmt.where(RawMessage.timestamp >= start)

@@ -215,7 +215,8 @@ def test_the_parts_of_a_learner_and_a_consolidator_are_refused_by_name(
     for make in makers:
         with pytest.raises(InvalidInputError) as caught:
             make()
-        assert caught.value.message.startswith(f"{name} must be")
+        assert caught.value.message.startswith(f"{name}: must be")
+        assert caught.value.details["argument"] == name
 
 
 def test_learn_and_judge_run_refuse_what_is_not_a_window_or_a_run(mem: Memory) -> None:

@@ -95,9 +95,10 @@ def test_a_budget_that_cannot_hold_the_frame_is_refused_by_name(
     frame = _frame_tokens(default_estimator)
     limits = PrefixLimits(budget_tokens=frame - 1 if budget == "frame-1" else budget)  # type: ignore[arg-type]
     with pytest.raises(
-        InvalidInputError, match=rf"limits\.budget_tokens must be an integer >= {frame}"
-    ):
+        InvalidInputError, match=rf"^limits: budget_tokens must be an integer >= {frame}"
+    ) as caught:
         MemoryPrefix(joined(session, clock)).build(limits=limits)
+    assert caught.value.details["argument"] == "limits"
 
 
 def test_the_least_budget_gives_the_frame_alone(session: Session, clock: FakeClock) -> None:

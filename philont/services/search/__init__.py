@@ -305,7 +305,7 @@ class SearchService(Service):
             try:
                 wanted = SkillKind(kind)
             except ValueError as exc:
-                raise InvalidInputError(f"kind: unknown skill kind {kind!r}") from exc
+                raise InvalidInputError.of("kind", f"unknown skill kind {kind!r}") from exc
             # Philont reads every value other than 'negative' as positive.
             op = "=" if wanted is SkillKind.NEGATIVE else "!="
             parts.append((f"b.kind {op} 'negative'", ()))
@@ -407,13 +407,11 @@ def _message_filter(
     if session_ids:  # never one string: Service checks that on entry
         sessions = tuple(dict.fromkeys(str(s) for s in session_ids))
     role_values: tuple[str, ...] = ()
-    if roles is not None:
-        if isinstance(roles, str):
-            roles = [roles]
+    if roles is not None:  # a sequence, never one string: Service checks that on entry
         try:
             role_values = tuple(dict.fromkeys(Role(r).value for r in roles))
         except ValueError as exc:
-            raise InvalidInputError(f"roles: unknown role in {roles!r}") from exc
+            raise InvalidInputError.of("roles", f"unknown role in {roles!r}") from exc
     return MessageFilter(
         None if start is None else to_epoch_ms(start),
         None if end is None else to_epoch_ms(end),
