@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import builtins
-import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final, TypedDict, Unpack
 
-from sqlalchemy import ColumnElement, Select, and_, case, func, literal, or_, select, text, update
+from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select, text, update
 from sqlalchemy.engine import CursorResult
 
 from philont.db.models import Schedule, ScheduleOutcome
-from philont.db.types import EpochMillis
 from philont.domain import recurrence
-from philont.domain.recurrence import MissedRunPolicy, Recurrence
+from philont.domain.recurrence import MissedRunPolicy
 from philont.errors import (
     InvalidInputError,
     InvalidTimeRangeError,
@@ -25,7 +23,6 @@ from philont.log import get_logger
 from philont.schemas import inputs, planning
 from philont.schemas.calendar import SkippedRow
 from philont.schemas.schedules import (
-    ActionType,
     Claim,
     ScheduleListing,
     ScheduleOutcomeRecord,
@@ -33,17 +30,13 @@ from philont.schemas.schedules import (
     UpcomingRun,
 )
 from philont.services import _rows
-from philont.services._schedule_checks import (
-    Outcome,
-    action_type_of,
-    checked_outcome,
-    compose_payload,
-)
+from philont.services._schedule_checks import checked_outcome
 from philont.services._schedule_rows import DEFAULT_CREATED_BY
 from philont.services._schedule_rows import checked as _checked
 from philont.services._schedule_rows import decode as _decode
 from philont.services._schedule_rows import record as _record
 from philont.services._schedule_rows import row_id as _row_id
+from philont.services._schedule_writes import PAST_AT_TOLERANCE, breaker, new_row, outcome_row
 from philont.services.base import Service
 
 __all__ = [
@@ -63,11 +56,6 @@ FAILURE_THRESHOLD: Final = 3
 
 PAUSE: Final = timedelta(hours=1)
 """How long the circuit breaker pauses a failing schedule (Philont's ``SCHEDULE_PAUSE_MS``)."""
-
-PAST_AT_TOLERANCE: Final = timedelta(minutes=1)
-"""How far in the past a one-shot's ``at`` may lie (clock skew, a slow caller); it then fires at
-the next poll. Older times are refused: they are almost always a wrong date or zone, and the
-original fired them immediately and silently."""
 
 _ID_MAX_LENGTH: Final = 200
 _ENABLED_NAMES_SHOWN: Final = 20
@@ -116,72 +104,6 @@ class ScheduleService(Service):
 
     # --- writing ------------------------------------------------------------------------------
 
-    def _build(
-        self,
-        name: object,
-        *,
-        message: object = None,
-        payload: object = None,
-        at: object = None,
-        interval_ms: object = None,
-        cron: object = None,
-        timezone: object = "UTC",
-        action_type: object = ActionType.PROMPT,
-        project: object = None,
-        created_by: object = DEFAULT_CREATED_BY,
-    ) -> Schedule:
-        """A validated, not yet added row. Raises before anything is written."""
-        clean_name = inputs.check(planning.ScheduleName, name, "name").strip()
-        action = action_type_of(action_type)
-        data = compose_payload(action, message, payload)
-        clean_project = inputs.check(planning.Project, project, "project")
-        author = inputs.check(planning.Author, created_by, "created_by").strip()
-        zone = recurrence.validate_timezone(timezone)
-        given = [
-            n
-            for n, v in (("at", at), ("interval_ms", interval_ms), ("cron", cron))
-            if v is not None
-        ]
-        if len(given) != 1:
-            raise InvalidInputError.of_together(
-                tuple(given) if given else ("at", "interval_ms", "cron"),
-                "give exactly one of at (one-time), interval_ms (every N ms) or cron "
-                f"(5-field cron in `timezone`); got {', '.join(given) or 'none'}",
-            )
-        now = self._now()
-        rec: Recurrence
-        if at is not None:
-            first = _aware(at, "at")
-            if first < now - PAST_AT_TOLERANCE:
-                raise InvalidInputError.of(
-                    "at",
-                    f"{first.isoformat()} is in the past (now is {now.isoformat()}); "
-                    "check the date and time zone",
-                    at=first,
-                )
-            rec = recurrence.ONE_SHOT
-        else:
-            if interval_ms is not None:
-                rec = recurrence.every(interval_ms)
-            else:
-                rec = recurrence.cron_schedule(cron, zone)
-            first = recurrence.first_run(rec, now)
-        return Schedule(
-            id=str(uuid.uuid4()),
-            name=clean_name,
-            cron_expr=rec.expr,
-            next_run_at=first,
-            last_run_at=None,
-            action_type=action.value,
-            payload=data,
-            enabled=True,
-            created_at=now,
-            created_by=author,
-            consecutive_failures=0,
-            paused_until=None,
-            project=clean_project,
-        )
-
     def create(
         self,
         name: str,
@@ -196,7 +118,7 @@ class ScheduleService(Service):
         (it is validated either way). ``message`` goes into the payload where Philont's
         dispatcher looks for it (``message``, or ``prompt`` for ``autonomous_turn``).
         """
-        row = self._build(name, **spec)
+        row = new_row(name, now=self._now(), **spec)  # validated before any write
         self.session.add(row)
         self.session.flush()
         log.info("schedule.created", id=row.id, name=row.name, cron_expr=row.cron_expr)
@@ -214,7 +136,7 @@ class ScheduleService(Service):
         therefore leaves the old one running (the original disabled it first). Returns the new
         schedule and how many were replaced.
         """
-        row = self._build(name, **spec)
+        row = new_row(name, now=self._now(), **spec)  # validated before any write
         result = self.session.execute(
             update(Schedule)
             .where(Schedule.name == row.name, _ENABLED)
@@ -535,27 +457,13 @@ class ScheduleService(Service):
             pause=pause,
         )
         row = self._row(schedule_id)
-        self.session.add(
-            ScheduleOutcome(
-                id=str(uuid.uuid4()),
-                schedule_id=row.name,
-                fired_at=run.fired_at,
-                duration_ms=run.duration_ms,
-                outcome=run.status.value,
-                http_ok_count=run.http_ok,
-                http_fail_count=run.http_fail,
-                http_status=run.http_status,
-                failure_signatures=run.signatures,
-                text_summary=run.summary,
-                created_at=self._now(),
-            )
-        )
+        self.session.add(outcome_row(run, row.name, self._now()))
         fired = run.fired_at
         was_paused = row.paused_until is not None and row.paused_until > fired
         self.session.execute(
             update(Schedule)
             .where(Schedule.id == row.id)
-            .values(**_breaker(run))
+            .values(**breaker(run))
             .execution_options(synchronize_session=False)
         )
         self.session.flush()
@@ -594,22 +502,6 @@ class ScheduleService(Service):
             .limit(limit)
         )
         return [_outcome_record(r) for r in self.session.scalars(stmt)]
-
-
-def _breaker(run: Outcome) -> dict[str, Any]:
-    """The breaker's update, atomic in SQL: a success resets it; a failure counts and, at the
-    threshold, pauses unless a pause is already in force at ``fired_at``."""
-    if run.ok:
-        return {"consecutive_failures": 0, "paused_until": None}
-    failures = Schedule.consecutive_failures + 1
-    not_paused = or_(Schedule.paused_until.is_(None), Schedule.paused_until <= run.fired_at)
-    pause = literal(run.pause_end, EpochMillis())
-    return {
-        "consecutive_failures": failures,
-        "paused_until": case(
-            (and_(failures >= run.threshold, not_paused), pause), else_=Schedule.paused_until
-        ),
-    }
 
 
 def _rowcount(result: object) -> int:
