@@ -8,17 +8,17 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
 import click
 import pytest
-import typer.main
 from typer.testing import CliRunner
 
 from philont import migrate
 from philont.cli import app
+from tests.support import cli_command as _command
+from tests.support import cli_paths
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -27,22 +27,7 @@ CREATE_AND_RUN = {"demo", "mcp"}
 ONE_ERROR_LINE = re.compile(r"error \([A-Za-z_]+\): [^\n]+\n")
 
 
-def _commands(group: click.Command, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    if hasattr(group, "commands"):  # typer vendors its own click: no isinstance checks
-        for name, command in sorted(group.commands.items()):  # type: ignore[attr-defined]
-            yield from _commands(command, (*prefix, name))
-    else:
-        yield prefix
-
-
-COMMANDS = list(_commands(typer.main.get_command(app)))
-
-
-def _command(path: tuple[str, ...]) -> click.Command:
-    command: click.Command = typer.main.get_command(app)
-    for name in path:
-        command = command.commands[name]  # type: ignore[attr-defined]
-    return command
+COMMANDS = list(cli_paths())
 
 
 @pytest.fixture

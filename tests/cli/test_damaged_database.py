@@ -7,42 +7,27 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
-import click
 import pytest
-import typer.main
 from typer.testing import CliRunner
 
 from philont import migrate
 from philont import settings as philont_settings
 from philont.cli import app
 from philont.errors import DatabaseCorruptError, UnknownSchemaVersionError
+from tests.support import cli_command as _command
+from tests.support import cli_paths
 
 runner = CliRunner()
 SKIP = {"demo", "mcp"}  # a scripted run of its own, a server on stdin
 
 
-def _commands(group: click.Command, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    if hasattr(group, "commands"):  # typer vendors its own click: no isinstance checks
-        for name, command in sorted(group.commands.items()):  # type: ignore[attr-defined]
-            yield from _commands(command, (*prefix, name))
-    else:
-        yield prefix
-
-
-def _command(path: tuple[str, ...]) -> click.Command:
-    command: click.Command = typer.main.get_command(app)
-    for name in path:
-        command = command.commands[name]  # type: ignore[attr-defined]
-    return command
-
-
 COMMANDS = [
     p
-    for p in _commands(typer.main.get_command(app))
+    for p in cli_paths()
     if p[0] not in SKIP and any("--db" in getattr(o, "opts", ()) for o in _command(p).params)
 ]
 

@@ -4,32 +4,19 @@ are not taken for Rich markup and dropped."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import click
 import pytest
-import typer.main
 from typer.testing import CliRunner
 
 from philont.cli import app
+from tests.support import cli_command as _command
+from tests.support import cli_paths
 
 runner = CliRunner()
 
 
-def _commands(group: click.Command, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    yield prefix
-    for name, command in sorted(getattr(group, "commands", {}).items()):
-        yield from _commands(command, (*prefix, name))
-
-
-def _command(path: tuple[str, ...]) -> click.Command:
-    command: click.Command = typer.main.get_command(app)
-    for name in path:
-        command = command.commands[name]  # type: ignore[attr-defined]
-    return command
-
-
-COMMANDS = list(_commands(typer.main.get_command(app)))
+COMMANDS = list(cli_paths(groups=True))
 
 
 def _written(command: click.Command) -> str:

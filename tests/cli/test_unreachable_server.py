@@ -5,15 +5,14 @@ listens on port 1."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import click
 import pytest
-import typer.main
 from typer.testing import CliRunner
 
 from philont.cli import app
+from tests.support import cli_command as _command
+from tests.support import cli_paths
 
 pytest.importorskip("psycopg")
 runner = CliRunner()
@@ -22,27 +21,11 @@ UNREACHABLE = "postgresql+psycopg://someone:s3cret-pw@127.0.0.1:1/memory"
 SQLITE_ONLY = {("backup",), ("restore",), ("demo",)}
 
 
-def _commands(group: click.Command, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    children = getattr(group, "commands", None)
-    if children is None:
-        yield prefix
-        return
-    for name, command in sorted(children.items()):
-        yield from _commands(command, (*prefix, name))
-
-
-def _command(path: tuple[str, ...]) -> click.Command:
-    command: click.Command = typer.main.get_command(app)
-    for name in path:
-        command = command.commands[name]  # type: ignore[attr-defined]
-    return command
-
-
 def _takes_db(path: tuple[str, ...]) -> bool:
     return any("--db" in getattr(p, "opts", ()) for p in _command(path).params)
 
 
-COMMANDS = [p for p in _commands(typer.main.get_command(app)) if _takes_db(p) and p != ("mcp",)]
+COMMANDS = [p for p in cli_paths() if _takes_db(p) and p != ("mcp",)]
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p))

@@ -6,40 +6,24 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
 import pytest
-import typer.main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from philont.cli import app
 from philont.memory import Memory
+from tests.support import cli_command as _command
+from tests.support import cli_paths
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _commands(group: click.Command, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    children = getattr(group, "commands", None)
-    if children is None:
-        yield prefix
-        return
-    for name, command in sorted(children.items()):
-        yield from _commands(command, (*prefix, name))
-
-
-def _command(path: tuple[str, ...]) -> click.Command:
-    command: click.Command = typer.main.get_command(app)
-    for name in path:
-        command = command.commands[name]  # type: ignore[attr-defined]
-    return command
-
-
-COMMANDS = list(_commands(typer.main.get_command(app)))
+COMMANDS = list(cli_paths())
 
 
 def _whole_number(param: click.Parameter) -> bool:

@@ -5,9 +5,7 @@ refusal is an ``InvalidInputError`` naming the argument, and the database is lef
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
-import pkgutil
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,9 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy.engine import URL
 
-import philont.embed
-import philont.learning
-import philont.services
 from philont.db.backend import SqliteBackend
 from philont.embed.hashing import HashEmbedder
 from philont.errors import InvalidInputError, PhilontError
@@ -33,6 +28,7 @@ from philont.services.retriever import TimelineRetriever
 from philont.services.search import SearchService
 from philont.services.timeline import TimelineService
 from philont.store import Store
+from tests.support import service_classes
 
 BOTH_BACKENDS = True
 
@@ -226,15 +222,7 @@ LIMIT_CALLS: dict[str, Call] = {
 }
 
 
-def _services() -> Iterator[type[Service]]:
-    for package in (philont.services, philont.learning, philont.embed):
-        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-            importlib.import_module(module.name)
-    pending = [Service]
-    while pending:
-        cls = pending.pop()
-        pending.extend(cls.__subclasses__())
-        yield cls
+_services = service_classes
 
 
 def _takes(fn: Callable[..., Any], name: str) -> bool:

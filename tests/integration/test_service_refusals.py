@@ -10,10 +10,8 @@ untyped error (TypeError, AttributeError, a driver's error) fails the test."""
 from __future__ import annotations
 
 import ast
-import importlib
 import inspect
 import math
-import pkgutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -42,6 +40,7 @@ from philont.schemas.timeline import MessageIn
 from philont.services.base import Service
 from philont.services.prefix import PrefixLimits
 from philont.store import Store
+from tests.support import public_methods
 
 BOTH_BACKENDS = True
 
@@ -216,18 +215,7 @@ ACCESS: dict[str, Callable[[Memory], Service]] = {
 
 def _methods() -> dict[str, tuple[str, Callable[..., Any]]]:
     """Every public method of every service, by ``Class.method``."""
-    for package in (philont.services, philont.learning, philont.embed):
-        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-            importlib.import_module(module.name)
-    found: dict[str, tuple[str, Callable[..., Any]]] = {}
-    pending = [Service]
-    while pending:
-        cls = pending.pop()
-        pending.extend(cls.__subclasses__())
-        for name, fn in vars(cls).items():
-            if not name.startswith("_") and inspect.isfunction(fn):
-                found[f"{cls.__name__}.{name}"] = (cls.__name__, inspect.unwrap(fn))
-    return found
+    return {case: (case.split(".")[0], inspect.unwrap(fn)) for case, fn in public_methods()}
 
 
 METHODS = _methods()

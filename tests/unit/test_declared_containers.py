@@ -7,27 +7,22 @@ a TypeError, ``link_skill(5)`` and ``query(session_ids=5)`` too. The keys of a m
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-import philont.embed
-import philont.learning
-import philont.services
 from philont.db.backend import SqliteBackend
 from philont.embed.index import EmbeddingIndex
 from philont.errors import InvalidInputError
 from philont.services.base import (
-    Service,
     _alternatives,
     _container,
     _declared_class,
     _option_types,
 )
+from tests.support import public_methods
 
 
 class _Mem:
@@ -41,18 +36,7 @@ class _Unbound:
     mem = _Mem()
 
 
-def _public_methods() -> Iterator[tuple[str, Any]]:
-    """``(Class.method, function)`` of every public service method."""
-    for package in (philont.services, philont.learning, philont.embed):
-        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-            importlib.import_module(module.name)
-    pending = [Service]
-    while pending:
-        cls = pending.pop()
-        pending.extend(cls.__subclasses__())
-        for name, fn in vars(cls).items():
-            if not name.startswith("_") and inspect.isfunction(fn):
-                yield f"{cls.__name__}.{name}", fn
+_public_methods = public_methods
 
 
 def _containers() -> Iterator[tuple[str, Any, str, str]]:
