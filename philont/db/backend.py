@@ -208,9 +208,7 @@ class Backend:
     def storable_text(self, value: str, name: str) -> str:
         """``value`` as this database can store it verbatim, or InvalidInputError naming the
         argument ``name``."""
-        if not self.keeps_nul and "\x00" in value:
-            raise InvalidInputError(f"{name}: {NUL_REFUSED}", argument=name)
-        return value
+        return refuse_nul(value, name, keeps_nul=self.keeps_nul)
 
     def escape_nul(self, value: str) -> str:
         """``value`` with every U+0000 written as ``\\x00`` where the database cannot hold it
@@ -219,6 +217,14 @@ class Backend:
 
 
 NUL_REFUSED = "text with a NUL character (U+0000) cannot be stored in PostgreSQL"
+
+
+def refuse_nul(value: str, name: str, *, keeps_nul: bool) -> str:
+    """``value``, or InvalidInputError naming the argument ``name`` when it holds a NUL
+    character a database that does not keep one (PostgreSQL) would be given."""
+    if not keeps_nul and "\x00" in value:
+        raise InvalidInputError(f"{name}: {NUL_REFUSED}", argument=name)
+    return value
 
 
 class SqliteBackend(Backend):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 from sqlalchemy.orm import Session
 
 from philont.clock import Clock
-from philont.db.backend import NUL_REFUSED
+from philont.db.backend import refuse_nul
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
 
@@ -178,8 +178,7 @@ def _declared_class(declared: str, namespace: Mapping[str, object]) -> type | _C
 def _check_text(name: str, value: object, rule: str, *, keeps_nul: bool) -> None:
     if not isinstance(value, str):
         _refuse(name, f"{rule}, got {type(value).__name__}")
-    if not keeps_nul and "\x00" in value:
-        _refuse(name, NUL_REFUSED)
+    refuse_nul(value, name, keeps_nul=keeps_nul)
 
 
 def _check_int(name: str, value: object) -> None:
