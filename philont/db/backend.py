@@ -17,6 +17,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from philont.db import stored_values
 from philont.errors import AgentRequiredError, InvalidInputError, UnitOfWorkError
 
 if TYPE_CHECKING:
@@ -42,14 +43,19 @@ class Raw:
     :meth:`same_agent` / :meth:`key` (PostgreSQL keeps many agents in one set of tables; an
     SQLite file is one agent, so these add nothing there); rows come back as tuples
     (:meth:`rows`) or as the NamedTuple type a query module declares next to its SQL
-    (:meth:`named`).
+    (:meth:`named`). A ``careful`` Raw (a unit of work reading again after a stored value of
+    the wrong kind broke a rule: :func:`philont.db.stored_values.careful`) reads every value
+    :meth:`named` returns as its column's kind.
     """
 
-    __slots__ = ("_conn", "agent", "mark", "postgres")
+    __slots__ = ("_conn", "agent", "careful", "mark", "postgres")
 
-    def __init__(self, conn: _DbApi, *, postgres: bool, agent: int | None = None) -> None:
+    def __init__(
+        self, conn: _DbApi, *, postgres: bool, agent: int | None = None, careful: bool = False
+    ) -> None:
         self._conn = conn
         self.postgres = postgres
+        self.careful = careful
         self.mark = "%s" if postgres else "?"
         if postgres and not isinstance(agent, int):
             raise UnitOfWorkError("a PostgreSQL unit of work serves one agent; none is set")
@@ -109,7 +115,8 @@ class Raw:
             )
         # tuple.__new__(row_type, row) is what row_type._make does per row; mapped in C it
         # costs about 60% of a comprehension calling _make (hot paths read ~500 rows a turn).
-        return list(map(tuple.__new__, repeat(row_type, len(rows)), rows))
+        named = list(map(tuple.__new__, repeat(row_type, len(rows)), rows))
+        return stored_values.clean_named(named) if self.careful else named
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run one statement that returns no rows (a write, a ``SET``)."""
@@ -175,7 +182,12 @@ class Backend:
             session.flush()
         dbapi = session.connection().connection.dbapi_connection
         assert dbapi is not None, "a connection inside a transaction is checked out"
-        return Raw(dbapi, postgres=not self.keeps_nul, agent=self.agent_of(session))
+        return Raw(
+            dbapi,
+            postgres=not self.keeps_nul,
+            agent=self.agent_of(session),
+            careful=stored_values.CAREFUL in session.info,
+        )
 
     def agent_of(self, session: Session) -> int | None:
         """The agent ``session``'s unit of work serves (None: the database is one agent)."""

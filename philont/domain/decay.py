@@ -124,7 +124,7 @@ def score_days(*, confidence: float, age_days: float, tau_days: float) -> float:
             f"tau_days must be >= 0 (resolve pins first), got {tau_days!r}", tau_days=tau_days
         )
     if math.isinf(tau_days):
-        return confidence
+        return confidence * 1.0  # a number, also for a stored confidence of another kind
     if age_days < 0:
         age_days = 0.0
     if tau_days == 0:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from philont.domain import decay
 from philont.domain.timeparse import iso
+from philont.domain.timepolicy import MAX_INSTANT, MIN_INSTANT
 
 __all__ = ["is_expired", "is_valid_at", "rank_score", "time_tag"]
 
@@ -54,7 +55,12 @@ def rank_score(
 
 
 def _iso(ms: int | None, missing: str) -> str:
-    return missing if ms is None else iso(_EPOCH + timedelta(0, 0, 0, ms))
+    if ms is None:
+        return missing
+    try:
+        return iso(_EPOCH + timedelta(0, 0, 0, ms))
+    except (OverflowError, ValueError):  # a stored time past the calendar: its nearest end
+        return iso(MAX_INSTANT if ms > 0 else MIN_INSTANT)
 
 
 def time_tag(

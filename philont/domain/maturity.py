@@ -225,7 +225,7 @@ def string_list(value: object) -> list[str]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return []
     return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 

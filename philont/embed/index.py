@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from philont.db.backend import Raw
 from philont.db.queries import vectors as q
+from philont.db.stored_values import careful_read
 from philont.embed import codec
 from philont.embed.base import Embedder, checked_vectors
 from philont.embed.search import check_embedder, state
@@ -172,6 +173,7 @@ def _write_messages(
 class EmbeddingIndex(Service):
     """``mem.embeddings``: the stored vectors of this database."""
 
+    @careful_read
     def status(self) -> IndexStatus:
         raw = self.mem.raw()
         rec = q.record(raw)

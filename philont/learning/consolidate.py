@@ -38,7 +38,7 @@ from sqlalchemy.sql import ColumnElement
 
 from philont.clock import Clock, utc_now
 from philont.db.models import Fact, LearningBatch, RawMessage
-from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.db.types import bumped, from_epoch_ms, to_epoch_ms
 from philont.domain import decay
 from philont.domain.consolidation import batch_end, retry_delay
 from philont.errors import InvalidInputError, ModelAnswerError
@@ -328,7 +328,7 @@ class Consolidator:
             LearningBatch.attempts,
             status="claimed",
             owner=self.owner,
-            attempts=LearningBatch.attempts + 1,
+            attempts=bumped(LearningBatch.attempts),
             claimed_at=now,
             lease_until=lease_until,
             until_ts=until,

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from sqlalchemy import select
 
 from philont.db.models import Action, JudgeVerdict, LearningCase, RawMessage, Skill
+from philont.db.stored_values import record, report, rows_read
+from philont.db.types import kinds_of
 from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn, attribute
 from philont.domain.kinds import Role
 from philont.errors import InvalidInputError, ModelError
@@ -144,13 +146,27 @@ def ask_to_condense(
 
 
 def _case_record(row: LearningCase) -> CaseRecord:
-    return CaseRecord.model_validate(row)
+    return record(CaseRecord.model_validate, row)
+
+
+def _stored_verdict(row: JudgeVerdict) -> Verdict:
+    """A stored verdict; one this release does not know (another program's) reads as
+    ``unsure``, which neither credits nor blames anything."""
+    try:
+        return Verdict(row.verdict)
+    except ValueError:
+        report("philont_judge_verdicts", "verdict", row.id, row.verdict, Verdict.UNSURE)
+        return Verdict.UNSURE
 
 
 def _verdict_record(row: JudgeVerdict, tokens: int = 0) -> VerdictRecord:
+    return record(lambda r: _verdict(r, tokens), row)
+
+
+def _verdict(row: JudgeVerdict, tokens: int) -> VerdictRecord:
     return VerdictRecord(
         id=row.id,
-        verdict=Verdict(row.verdict),
+        verdict=_stored_verdict(row),
         reason=row.reason,
         goal=row.goal,
         case_id=row.case_id,
@@ -329,22 +345,7 @@ class CaseBook(Service):
         rows = self.mem.session.execute(
             select(JudgeVerdict.skill_name, JudgeVerdict.verdict, JudgeVerdict.observed_outcome)
         ).all()
-        tallies: dict[str | None, list[int]] = defaultdict(lambda: [0, 0, 0])
-        for skill, verdict, observed in rows:
-            for key in {skill, None} if skill is not None else {None}:
-                tally = tallies[key]
-                tally[0] += 1
-                if observed in ("success", "failure"):
-                    tally[1] += 1
-                    tally[2] += (verdict, observed) in _AGREES
-        ordered = [*sorted(k for k in tallies if k is not None), None]
-        return [
-            JudgeAgreement(
-                skill=k, verdicts=tallies[k][0], observed=tallies[k][1], agreed=tallies[k][2]
-            )
-            for k in ordered
-            if k in tallies
-        ]
+        return rows_read(_agreement, list(rows), kinds_of(JudgeVerdict), raw=False)
 
     def verdicts(self, limit: int = 100) -> list[VerdictRecord]:
         rows = self.mem.session.scalars(
@@ -353,3 +354,23 @@ class CaseBook(Service):
             .limit(limit)
         )
         return [_verdict_record(r) for r in rows]
+
+
+def _agreement(rows: list[Any]) -> list[JudgeAgreement]:
+    tallies: dict[str | None, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for row in rows:
+        skill = row.skill_name
+        for key in {skill, None} if skill is not None else {None}:
+            tally = tallies[key]
+            tally[0] += 1
+            if row.observed_outcome in ("success", "failure"):
+                tally[1] += 1
+                tally[2] += (row.verdict, row.observed_outcome) in _AGREES
+    ordered = [*sorted(k for k in tallies if k is not None), None]
+    return [
+        JudgeAgreement(
+            skill=k, verdicts=tallies[k][0], observed=tallies[k][1], agreed=tallies[k][2]
+        )
+        for k in ordered
+        if k in tallies
+    ]

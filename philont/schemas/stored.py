@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final
 from pydantic import AfterValidator, Field, PlainValidator, StrictInt, StrictStr
 
 from philont.db.types import dumps_compact, from_epoch_ms
+from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
 
@@ -37,13 +38,13 @@ INT64_MAX: Final = 2**63 - 1
 
 
 def _epoch_ms(value: int) -> int:
-    """Epoch milliseconds whose datetime :data:`inputs.AwareTime` accepts."""
+    """Epoch milliseconds whose datetime :data:`inputs.AwareTime` accepts. A read clamps a time
+    outside that range (:mod:`philont.db.stored_values`); an import refuses it, so what it
+    writes is what a service could have written (checked here, not left to the clamp)."""
+    if not MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
+        raise ValueError(f"{value} ms is outside the supported times")
     try:
-        moment = from_epoch_ms(value)
-    except (OverflowError, ValueError) as exc:
-        raise ValueError(f"{value} ms is outside the representable range of times") from exc
-    try:
-        inputs.check(inputs.AwareTime, moment, "time")
+        inputs.check(inputs.AwareTime, from_epoch_ms(value), "time")
     except InvalidInputError as exc:
         raise ValueError(f"{value} ms: {exc.message}") from exc
     return value

@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from philont.db import stored_values
 from philont.db.models import Schedule
 from philont.domain import recurrence, timepolicy
 from philont.domain.recurrence import Recurrence
@@ -30,6 +31,11 @@ def _recurrence_of(expr: str | None) -> Recurrence:
 
 
 def record(row: Schedule) -> ScheduleRecord:
+    """A schedule's record from its ORM row (a value of the wrong kind read as its column's)."""
+    return stored_values.record(_orm_record, row)
+
+
+def _orm_record(row: Schedule) -> ScheduleRecord:
     return _record_of(
         {
             "id": row.id,
@@ -77,7 +83,7 @@ def decode(row: _rows.Row) -> ScheduleRecord:
     (rows another program wrote: an impossible time, payload text that is not JSON, ...)."""
     try:
         payload = json.loads(_rows.text_value(row, "payload_json"))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise InvalidInputError(f"payload_json is not JSON ({exc})") from exc
     failures = row["consecutive_failures"]
     if failures is not None and (isinstance(failures, bool) or not isinstance(failures, int)):

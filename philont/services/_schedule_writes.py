@@ -10,7 +10,7 @@ from typing import Any, Final
 from sqlalchemy import and_, case, literal, or_
 
 from philont.db.models import Schedule, ScheduleOutcome
-from philont.db.types import EpochMillis
+from philont.db.types import EpochMillis, bumped
 from philont.domain import recurrence
 from philont.domain.recurrence import Recurrence
 from philont.errors import InvalidInputError
@@ -114,7 +114,7 @@ def breaker(run: Outcome) -> dict[str, Any]:
     threshold, pauses unless a pause is already in force at ``fired_at``."""
     if run.ok:
         return {"consecutive_failures": 0, "paused_until": None}
-    failures = Schedule.consecutive_failures + 1
+    failures = bumped(Schedule.consecutive_failures)
     not_paused = or_(Schedule.paused_until.is_(None), Schedule.paused_until <= run.fired_at)
     pause = literal(run.pause_end, EpochMillis())
     return {

@@ -6,6 +6,7 @@ from sqlalchemy import func, select
 
 from philont.db.models import AccessLogEntry
 from philont.db.queries import access as access_rows
+from philont.db.stored_values import record
 from philont.db.types import to_epoch_ms
 from philont.domain.kinds import AccessTarget
 from philont.schemas import inputs
@@ -56,4 +57,4 @@ class AccessLog(Service):
             .order_by(AccessLogEntry.accessed_at.desc(), AccessLogEntry.id.desc())
             .limit(limit)
         )
-        return [AccessRecord.model_validate(r) for r in self.session.scalars(stmt)]
+        return [record(AccessRecord.model_validate, r) for r in self.session.scalars(stmt)]

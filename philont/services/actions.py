@@ -11,6 +11,7 @@ from sqlalchemy import func, select, update
 
 from philont.db.models import Action
 from philont.db.queries import actions as action_rows
+from philont.db.stored_values import record
 from philont.db.types import dumps_compact, to_epoch_ms
 from philont.errors import InvalidInputError
 from philont.log import get_logger
@@ -163,7 +164,9 @@ class ActionLog(Service):
             stmt = stmt.order_by(Action.timestamp.desc(), Action.id.desc())
         else:
             stmt = stmt.order_by(Action.timestamp, Action.id)
-        return [ActionRecord.model_validate(r) for r in self.session.scalars(stmt.limit(limit))]
+        return [
+            record(ActionRecord.model_validate, r) for r in self.session.scalars(stmt.limit(limit))
+        ]
 
     def link_skill(self, action_ids: Iterable[int], skill_name: str) -> int:
         """Attribute actions to a skill (overwriting an earlier link); returns how many of the

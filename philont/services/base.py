@@ -234,15 +234,17 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
     limit_may_be_none = limit is not None and limit.default is None
     searched_only, unstored = cls.searched_only, cls.unstored
     options = [str(p.annotation) for p in params if p.kind is p.VAR_KEYWORD]
-    # resolved on the first call, when the module is complete
+    # resolved on the first call, when the module is complete (in the module that wrote
+    # ``fn``, also under a decorator such as ``stored_values.careful_read``)
+    names = inspect.unwrap(fn).__globals__
     classes: dict[str, type | _Container | None] = {}
 
     @functools.wraps(fn)
     def checked(self: Service, *args: Any, **kwargs: Any) -> Any:
         if not classes:
             for annotation in options:
-                declared.update(_option_types(annotation, fn.__globals__))
-            classes.update({n: _declared_class(d, fn.__globals__) for n, d in declared.items()})
+                declared.update(_option_types(annotation, names))
+            classes.update({n: _declared_class(d, names) for n, d in declared.items()})
         keeps_nul = self.mem.backend.keeps_nul
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
             if name in searched_only:

@@ -11,7 +11,8 @@ from sqlalchemy import ColumnElement, Integer, Text, and_, or_, select, type_coe
 from sqlalchemy.orm import Session, aliased
 
 from philont.db.models import Fact
-from philont.db.types import to_epoch_ms
+from philont.db.stored_values import UNREADABLE, cleaned
+from philont.db.types import kinds_of, to_epoch_ms
 from philont.domain import decay
 from philont.domain.facts import is_expired, is_valid_at, rank_score
 from philont.domain.query import like_escape as _like_escape
@@ -120,12 +121,15 @@ def expired(row: Fact | Any, now_ms: int) -> bool:
 
 def valid_raw(row: Any, at_ms: int) -> bool:
     """:func:`philont.domain.facts.is_valid_at` of raw stored values (``SCORE_COLUMNS``)."""
-    return is_valid_at(
-        fact_kind=row.fact_kind,
-        valid_from_ms=row.valid_from,
-        valid_until_ms=row.valid_until,
-        at_ms=at_ms,
-    )
+    try:
+        return is_valid_at(
+            fact_kind=row.fact_kind,
+            valid_from_ms=row.valid_from,
+            valid_until_ms=row.valid_until,
+            at_ms=at_ms,
+        )
+    except UNREADABLE:
+        return valid_raw(cleaned(row, FACT_ROW, raw=True), at_ms)
 
 
 def current_as_of(stmt: Any, believed: datetime | None) -> Any:
@@ -144,7 +148,15 @@ def current_as_of(stmt: Any, believed: datetime | None) -> Any:
 
 
 def to_record(row: Fact | Any, *, score: float | None = None) -> FactRecord:
-    """A read model from an ORM row or a column row with the same attribute names."""
+    """A read model from an ORM row or a column row with the same attribute names (a value
+    of the wrong kind is read again as its column's kind: :mod:`philont.db.stored_values`)."""
+    try:
+        return _record(row, score)
+    except UNREADABLE:
+        return _record(cleaned(row, FACT_ROW, raw=False), score)
+
+
+def _record(row: Fact | Any, score: float | None) -> FactRecord:
     return FactRecord(
         id=row.id,
         namespace=row.namespace,
@@ -167,6 +179,7 @@ def to_record(row: Fact | Any, *, score: float | None = None) -> FactRecord:
     )
 
 
+FACT_ROW = kinds_of(Fact)
 CURRENT = and_(Fact.superseded_by.is_(None), Fact.forgotten_at.is_(None))
 FACT_COLUMNS = tuple(getattr(Fact, attr.key) for attr in Fact.__mapper__.column_attrs)
 # Raw stored values (epoch-ms ints, plain text): ranking every current fact on each turn must
@@ -186,24 +199,30 @@ SCORE_COLUMNS = (
 
 def score_raw(row: Any, now_ms: int) -> float:
     """:func:`philont.domain.facts.rank_score` of raw stored values (``SCORE_COLUMNS``)."""
-    return rank_score(
-        namespace=row.namespace,
-        confidence=row.confidence,
-        created_ms=row.created_at,
-        accessed_ms=row.last_accessed_at,
-        tau_override=row.decay_tau_days,
-        now_ms=now_ms,
-    )
+    try:
+        return rank_score(
+            namespace=row.namespace,
+            confidence=row.confidence,
+            created_ms=row.created_at,
+            accessed_ms=row.last_accessed_at,
+            tau_override=row.decay_tau_days,
+            now_ms=now_ms,
+        )
+    except UNREADABLE:
+        return score_raw(cleaned(row, FACT_ROW, raw=True), now_ms)
 
 
-def score_record(row: Fact | FactRecord, now_ms: int) -> float:
+def score_record(row: Fact | FactRecord | Any, now_ms: int) -> float:
     """:func:`philont.domain.facts.rank_score` of an ORM row or a read model."""
     accessed = row.last_accessed_at
-    return rank_score(
-        namespace=row.namespace,
-        confidence=row.confidence,
-        created_ms=to_epoch_ms(row.created_at),
-        accessed_ms=None if accessed is None else to_epoch_ms(accessed),
-        tau_override=row.decay_tau_days,
-        now_ms=now_ms,
-    )
+    try:
+        return rank_score(
+            namespace=row.namespace,
+            confidence=row.confidence,
+            created_ms=to_epoch_ms(row.created_at),
+            accessed_ms=None if accessed is None else to_epoch_ms(accessed),
+            tau_override=row.decay_tau_days,
+            now_ms=now_ms,
+        )
+    except UNREADABLE:
+        return score_record(cleaned(row, FACT_ROW, raw=False), now_ms)

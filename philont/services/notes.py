@@ -8,6 +8,7 @@ import uuid
 from sqlalchemy import ColumnElement, func, or_, select
 
 from philont.db.models import Note
+from philont.db.stored_values import record
 from philont.domain.kinds import AccessTarget
 from philont.domain.query import like_escape as _like_escape
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
@@ -31,7 +32,7 @@ def _contains(token: str) -> ColumnElement[bool]:
 
 
 def _record(row: Note) -> NoteRecord:
-    return NoteRecord.model_validate(row)
+    return record(NoteRecord.model_validate, row)
 
 
 _ACTIVE = Note.forgotten_at.is_(None)

@@ -18,6 +18,7 @@ from philont.db.queries import facts as fact_rows
 from philont.db.queries import notes as note_rows
 from philont.db.queries import skills as skill_rows
 from philont.db.queries.skills import RankedSkill
+from philont.db.stored_values import careful_read
 from philont.db.types import dumps_compact, to_epoch_ms
 from philont.domain import decay
 from philont.domain.facts import is_valid_at, time_tag
@@ -129,6 +130,7 @@ class MemoryPrefix(Service):
         super().__init__(mem)
         self.estimator = estimator
 
+    @careful_read
     def build(
         self,
         *,

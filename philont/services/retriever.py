@@ -10,6 +10,7 @@ from philont.db.backend import Raw
 from philont.db.models import RawMessage
 from philont.db.queries import messages as message_rows
 from philont.db.queries.messages import MessageRow
+from philont.db.stored_values import careful_read
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role
 from philont.domain.tokens import TokenEstimator, default_estimator, utf16_len
@@ -76,6 +77,7 @@ class TimelineRetriever(Service):
         super().__init__(mem)
         self._estimate = estimator
 
+    @careful_read
     def retrieve(
         self,
         query: str = "",

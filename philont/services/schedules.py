@@ -11,6 +11,7 @@ from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select, tex
 from sqlalchemy.engine import CursorResult
 
 from philont.db.models import Schedule, ScheduleOutcome
+from philont.db.stored_values import record
 from philont.domain import recurrence
 from philont.domain.recurrence import MissedRunPolicy
 from philont.errors import (
@@ -69,7 +70,7 @@ _ENABLED: ColumnElement[bool] = Schedule.enabled == True  # noqa: E712
 
 
 def _outcome_record(row: ScheduleOutcome) -> ScheduleOutcomeRecord:
-    return ScheduleOutcomeRecord.model_validate(row)
+    return record(ScheduleOutcomeRecord.model_validate, row)
 
 
 def _aware(value: object, name: str) -> datetime:

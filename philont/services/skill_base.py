@@ -14,6 +14,8 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from philont.db.models import Skill, SkillRecipe
 from philont.db.models.recipes import NO_RECIPE_REVISION
+from philont.db.queries.skills import SKILL_ROW
+from philont.db.stored_values import UNREADABLE, clean
 from philont.db.types import EpochMillis
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
@@ -145,11 +147,28 @@ def later(column: InstrumentedAttribute[datetime | None], at: datetime) -> Colum
 
 
 def has_recipe(recipe: SkillRecipe | Any | None) -> bool:
-    return recipe is not None and recipe.revision > NO_RECIPE_REVISION
+    if recipe is None:
+        return False
+    revision = recipe.revision
+    if revision.__class__ is not int:  # not as stored by us: read as the column's kind
+        revision = clean(recipe, SKILL_ROW, raw=False, fields=("revision",)).revision
+    return bool(revision > NO_RECIPE_REVISION)
 
 
 def to_record(skill: Skill | Any, recipe_row: SkillRecipe | Any | None) -> SkillRecord:
-    """A read model from ORM objects, or from one column row holding both (``LIST``)."""
+    """A read model from ORM objects, or from one column row holding both (``LIST``); a value
+    of the wrong kind is read again as its column's kind (:mod:`philont.db.stored_values`)."""
+    try:
+        return _record(skill, recipe_row)
+    except UNREADABLE:
+        fixed = clean(skill, SKILL_ROW, raw=False)
+        recipe = fixed if recipe_row is skill else clean(recipe_row, SKILL_ROW, raw=False)
+        if fixed is skill and recipe is recipe_row:
+            raise
+        return _record(fixed, recipe)
+
+
+def _record(skill: Skill | Any, recipe_row: SkillRecipe | Any | None) -> SkillRecord:
     recipe: RecipeRecord | None = None
     if recipe_row is not None and has_recipe(recipe_row):
         recipe = RecipeRecord(

@@ -13,12 +13,16 @@ from sqlalchemy.exc import IntegrityError
 
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
+from philont.db.queries.skills import SKILL_ROW
+from philont.db.stored_values import INT64_MAX, clean, record, whole
+from philont.db.types import bumped
 from philont.domain.maturity import (
     string_list,
 )
 from philont.errors import (
     ConflictError,
     InvalidInputError,
+    UnreadableRowError,
 )
 from philont.schemas.skills import (
     RecipeRevisionRecord,
@@ -47,9 +51,10 @@ class SkillRecipes(SkillBase):
             func.coalesce(func.sum(SkillRevision.failure_count), 0),
         ).where(SkillRevision.skill_id == skill.id)
         earlier_successes, earlier_failures = self.session.execute(stmt).one()
+        counts = clean(skill, SKILL_ROW, raw=False, fields=("success_count", "failure_count"))
         return (
-            max(0, skill.success_count - int(earlier_successes)),
-            max(0, skill.failure_count - int(earlier_failures)),
+            max(0, counts.success_count - whole(earlier_successes)),
+            max(0, counts.failure_count - whole(earlier_failures)),
         )
 
     def _charge_replaced_revision(self, skill_id: str, *, success: bool, at: datetime) -> None:
@@ -64,7 +69,7 @@ class SkillRecipes(SkillBase):
                 SkillRevision.created_at <= at,
                 SkillRevision.replaced_at > at,
             )
-            .values({column: column + 1})
+            .values({column: bumped(column)})
             .execution_options(synchronize_session=False)
         )
 
@@ -131,7 +136,8 @@ class SkillRecipes(SkillBase):
                 name=name,
             )
         now = self.clock()
-        if skill.success_count + skill.failure_count > 0:
+        counts = clean(skill, SKILL_ROW, raw=False, fields=("success_count", "failure_count"))
+        if counts.success_count + counts.failure_count > 0:
             self._snapshot(
                 skill,
                 revision=NO_RECIPE_REVISION,
@@ -192,7 +198,13 @@ class SkillRecipes(SkillBase):
         if recipe is None or not has_recipe(recipe):
             raise RecipeNotFoundError(skill.name)
         now = self.clock()
-        old_revision = recipe.revision
+        old_revision = clean(recipe, SKILL_ROW, raw=False, fields=("revision",)).revision
+        if old_revision >= INT64_MAX:
+            raise UnreadableRowError(
+                f"philont_skill_recipes.revision of skill {skill.id!r} is {old_revision} and "
+                "cannot grow (another program stored it)",
+                id=skill.id,
+            )
         self._snapshot(
             skill,
             revision=old_revision,
@@ -226,28 +238,13 @@ class SkillRecipes(SkillBase):
         skill, recipe = self._require(name)
         if recipe is None or not has_recipe(recipe):
             return []
+        skill, recipe = clean(skill, SKILL_ROW, raw=False), clean(recipe, SKILL_ROW, raw=False)
         stmt = (
             select(SkillRevision)
             .where(SkillRevision.skill_id == skill.id)
             .order_by(SkillRevision.revision)
         )
-        history = [
-            RecipeRevisionRecord(
-                revision=row.revision,
-                description=row.description,
-                action_template=row.action_template,
-                trigger_keywords=string_list(row.trigger_keywords),
-                steps=string_list(row.steps),
-                verification=row.verification,
-                tool_policy=string_list(row.tool_policy),
-                success_count=row.success_count,
-                failure_count=row.failure_count,
-                created_at=row.created_at,
-                replaced_at=row.replaced_at,
-                current=False,
-            )
-            for row in self.session.scalars(stmt)
-        ]
+        history = [record(_revision_record, row) for row in self.session.scalars(stmt)]
         successes, failures = self._outcomes_of_current_revision(skill)
         history.append(
             RecipeRevisionRecord(
@@ -266,3 +263,20 @@ class SkillRecipes(SkillBase):
             )
         )
         return history
+
+
+def _revision_record(row: SkillRevision | Any) -> RecipeRevisionRecord:
+    return RecipeRevisionRecord(
+        revision=row.revision,
+        description=row.description,
+        action_template=row.action_template,
+        trigger_keywords=string_list(row.trigger_keywords),
+        steps=string_list(row.steps),
+        verification=row.verification,
+        tool_policy=string_list(row.tool_policy),
+        success_count=row.success_count,
+        failure_count=row.failure_count,
+        created_at=row.created_at,
+        replaced_at=row.replaced_at,
+        current=False,
+    )

@@ -29,6 +29,8 @@ from sqlalchemy.exc import IntegrityError
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.queries import skills as skill_rows
+from philont.db.stored_values import clean, rows_read
+from philont.db.types import bumped
 from philont.domain.kinds import AccessTarget, SkillKind
 from philont.domain.maturity import (
     DEFAULT_DISUSE_AFTER,
@@ -72,6 +74,9 @@ from philont.services.skill_base import (
 from philont.services.skill_recipes import SkillRecipes
 
 __all__ = ["NAME_PATTERN", "UNSET", "RecipeNotFoundError", "SkillService"]
+
+
+_COUNTERS = ("success_count", "failure_count", "consecutive_failures")
 
 
 class SkillService(SkillRecipes):
@@ -125,13 +130,16 @@ class SkillService(SkillRecipes):
         if callable_only:
             stmt = stmt.where(Skill.maturity.in_([g for g in Grade if is_callable(g)]))
         rows: builtins.list[Any] = builtins.list(self.session.execute(stmt))
-        if callable_only:
-            rows = [r for r in rows if skill_rows.is_callable(r)]
         now = self.clock()
 
-        # sorted() is stable also with reverse=True, so ties keep the SQL order.
-        best = sorted(rows, key=lambda row: row_score(row, now), reverse=True)[:limit]
-        return [to_record(r, r if r.revision is not None else None) for r in best]
+        def ranked(rows: builtins.list[Any]) -> builtins.list[SkillRecord]:
+            if callable_only:
+                rows = [r for r in rows if skill_rows.is_callable(r)]
+            # sorted() is stable also with reverse=True, so ties keep the SQL order.
+            best = sorted(rows, key=lambda row: row_score(row, now), reverse=True)[:limit]
+            return [to_record(r, r if r.revision is not None else None) for r in best]
+
+        return rows_read(ranked, rows, skill_rows.SKILL_ROW, raw=False)
 
     def is_callable(self, name: str) -> bool:
         """Return whether :meth:`use` would hand the skill out (grade callable, recipe complete)."""
@@ -265,7 +273,7 @@ class SkillService(SkillRecipes):
         stmt = (
             update(Skill)
             .where(where)
-            .values(use_count=Skill.use_count + 1, last_used_at=self.clock())
+            .values(use_count=bumped(Skill.use_count), last_used_at=self.clock())
             .returning(Skill.id)
             .execution_options(synchronize_session=False)
         )
@@ -325,14 +333,14 @@ class SkillService(SkillRecipes):
         values: dict[str, Any]
         if success:
             values = {
-                "success_count": Skill.success_count + 1,
+                "success_count": bumped(Skill.success_count),
                 "consecutive_failures": 0,
                 "last_success_at": later(Skill.last_success_at, at),
             }
         else:
             values = {
-                "failure_count": Skill.failure_count + 1,
-                "consecutive_failures": func.coalesce(Skill.consecutive_failures, 0) + 1,
+                "failure_count": bumped(Skill.failure_count),
+                "consecutive_failures": bumped(func.coalesce(Skill.consecutive_failures, 0)),
                 "last_failure_at": later(Skill.last_failure_at, at),
             }
         stmt = (
@@ -351,7 +359,10 @@ class SkillService(SkillRecipes):
         row = self.session.execute(stmt).one_or_none()
         if row is None:
             raise SkillNotFoundError(f"no skill named {name!r}", name=name)
-        skill_id, current, successes, failures, streak = row
+        # counters as a read gives them (text another program stored there counts as 0)
+        row = clean(row, skill_rows.SKILL_ROW, raw=False, fields=_COUNTERS)
+        skill_id, current = row.id, row.maturity
+        successes, failures, streak = row.success_count, row.failure_count, row.consecutive_failures
         if retrieved_at is not None:
             self._charge_replaced_revision(skill_id, success=success, at=retrieved_at)
         outcome = Outcome.SUCCESS if success else Outcome.FAILURE

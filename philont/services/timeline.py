@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from philont.db.models import RawMessage, RawSession
 from philont.db.queries import messages as message_rows
+from philont.db.stored_values import record
 from philont.db.types import to_epoch_ms
 from philont.domain.kinds import Role
 from philont.errors import (
@@ -57,7 +58,7 @@ class TimelineService(Service):
         self.session.add(row)
         self.session.flush()
         log.info("timeline.session_started", session_id=sid)
-        return SessionRecord.model_validate(row)
+        return record(SessionRecord.model_validate, row)
 
     def end_session(self, id: str) -> SessionRecord:
         """Mark a session ended. Idempotent: the first ``ended_at`` is kept (the original
@@ -68,7 +69,7 @@ class TimelineService(Service):
             row.ended_at = self._now()
             self.session.flush()
             log.info("timeline.session_ended", session_id=row.id)
-        return SessionRecord.model_validate(row)
+        return record(SessionRecord.model_validate, row)
 
     def _session_row(self, id: str) -> RawSession:
         row = self.session.get(RawSession, id) if isinstance(id, str) else None
@@ -78,7 +79,7 @@ class TimelineService(Service):
 
     def get_session(self, id: str) -> SessionRecord | None:
         row = self.session.get(RawSession, id) if isinstance(id, str) else None
-        return None if row is None else SessionRecord.model_validate(row)
+        return None if row is None else record(SessionRecord.model_validate, row)
 
     def list_sessions(
         self,
@@ -100,7 +101,7 @@ class TimelineService(Service):
             stmt = stmt.where(RawSession.started_at >= start)
         if end is not None:
             stmt = stmt.where(RawSession.started_at <= end)
-        return [SessionRecord.model_validate(r) for r in self.session.scalars(stmt)]
+        return [record(SessionRecord.model_validate, r) for r in self.session.scalars(stmt)]
 
     # --- appending ----------------------------------------------------------------------
 
@@ -207,7 +208,7 @@ class TimelineService(Service):
         )
         if limit is not None:
             stmt = stmt.limit(limit)
-        return [MessageRecord.model_validate(r) for r in self.session.scalars(stmt)]
+        return [record(MessageRecord.model_validate, r) for r in self.session.scalars(stmt)]
 
     def query(
         self,
@@ -242,7 +243,9 @@ class TimelineService(Service):
             stmt = stmt.order_by(RawMessage.timestamp.desc(), RawMessage.id.desc())
         else:
             stmt = stmt.order_by(RawMessage.timestamp, RawMessage.id)
-        return [MessageRecord.model_validate(r) for r in self.session.scalars(stmt.limit(limit))]
+        return [
+            record(MessageRecord.model_validate, r) for r in self.session.scalars(stmt.limit(limit))
+        ]
 
     def last_message(self, role: Role | str) -> MessageRecord | None:
         """The newest message with ``role``, or ``None``."""
@@ -253,7 +256,7 @@ class TimelineService(Service):
             .limit(1)
         )
         row = self.session.scalars(stmt).first()
-        return None if row is None else MessageRecord.model_validate(row)
+        return None if row is None else record(MessageRecord.model_validate, row)
 
     def count(self, session_id: str | None = None) -> int:
         """How many messages there are (in one session when given)."""

@@ -1,5 +1,6 @@
 """Every table of Philont's schema v31, one module per layer; importing this registers them."""
 
+from philont.db.base import Base
 from philont.db.models.calendar import CalendarEvent, Schedule, ScheduleOutcome
 from philont.db.models.knowledge import AccessLogEntry, Fact, Note
 from philont.db.models.learning import JudgeVerdict, LearningBatch, LearningCase
@@ -60,3 +61,6 @@ __all__ = [
     "SkillVector",
     "VectorIndex",
 ]
+from philont.db.types import locate
+
+locate(Base.metadata.tables.values())  # where each column is, for reports of lenient reads

@@ -9,7 +9,7 @@ from sqlalchemy import Index, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from philont.db.base import Base
-from philont.db.types import EpochMillis, Int, IntBool, JsonText
+from philont.db.types import COUNT, EpochMillis, Int, IntBool, JsonText, choices
 
 
 class CalendarEvent(Base):
@@ -66,7 +66,9 @@ class Schedule(Base):
     created_by: Mapped[str] = mapped_column(
         Text, nullable=False, server_default=text("'llm_external'")
     )
-    consecutive_failures: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
+    consecutive_failures: Mapped[int] = mapped_column(
+        Int, nullable=False, server_default=text("0"), info=COUNT
+    )
     paused_until: Mapped[datetime | None] = mapped_column(EpochMillis)
     project: Mapped[str | None] = mapped_column(Text)
     root_pursuit_id: Mapped[str | None] = mapped_column(Text)
@@ -79,9 +81,15 @@ class ScheduleOutcome(Base):
     schedule_id: Mapped[str] = mapped_column(Text, nullable=False)
     fired_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
     duration_ms: Mapped[int] = mapped_column(Int, nullable=False)
-    outcome: Mapped[str] = mapped_column(Text, nullable=False)
-    http_ok_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
-    http_fail_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
+    outcome: Mapped[str] = mapped_column(
+        Text, nullable=False, info=choices(("ok", "partial", "failed"), "partial")
+    )
+    http_ok_count: Mapped[int] = mapped_column(
+        Int, nullable=False, server_default=text("0"), info=COUNT
+    )
+    http_fail_count: Mapped[int] = mapped_column(
+        Int, nullable=False, server_default=text("0"), info=COUNT
+    )
     http_status: Mapped[Any] = mapped_column(
         "http_status_json", JsonText, nullable=False, server_default=text("'{}'")
     )

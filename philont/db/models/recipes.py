@@ -9,7 +9,7 @@ from sqlalchemy import ForeignKey, Index, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from philont.db.base import Base
-from philont.db.types import EpochMillis, Int, JsonText
+from philont.db.types import COUNT, EpochMillis, Int, JsonText
 
 NO_RECIPE_REVISION = 0
 """``revision`` of a row that only carries ``grade_anchor_at`` for a skill without a recipe."""
@@ -40,7 +40,7 @@ class SkillRecipe(Base):
     tool_policy: Mapped[Any] = mapped_column(
         "tool_policy_json", JsonText, nullable=False, server_default=text("'[]'")
     )
-    revision: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("1"))
+    revision: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("1"), info=COUNT)
     grade_anchor_at: Mapped[datetime | None] = mapped_column(EpochMillis)
     updated_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
 
@@ -63,14 +63,18 @@ class SkillRevision(Base):
     skill_id: Mapped[str] = mapped_column(
         Text, ForeignKey("memory_skills.id", ondelete="CASCADE"), nullable=False
     )
-    revision: Mapped[int] = mapped_column(Int, nullable=False)
+    revision: Mapped[int] = mapped_column(Int, nullable=False, info=COUNT)
     description: Mapped[str] = mapped_column(Text, nullable=False)
     action_template: Mapped[str] = mapped_column(Text, nullable=False)
     trigger_keywords: Mapped[Any] = mapped_column(JsonText, nullable=False)
     steps: Mapped[Any] = mapped_column("steps_json", JsonText, nullable=False)
     verification: Mapped[str | None] = mapped_column(Text)
     tool_policy: Mapped[Any] = mapped_column("tool_policy_json", JsonText, nullable=False)
-    success_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
-    failure_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
+    success_count: Mapped[int] = mapped_column(
+        Int, nullable=False, server_default=text("0"), info=COUNT
+    )
+    failure_count: Mapped[int] = mapped_column(
+        Int, nullable=False, server_default=text("0"), info=COUNT
+    )
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
     replaced_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)

@@ -9,7 +9,7 @@ from sqlalchemy import Index, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from philont.db.base import Base
-from philont.db.types import EpochMillis, Int, JsonText, StrEnumText
+from philont.db.types import COUNT, EpochMillis, Int, JsonText, StrEnumText
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import Grade
 
@@ -23,11 +23,17 @@ class Skill(Base):
     description: Mapped[str] = mapped_column(Text, nullable=False)
     trigger_keywords: Mapped[Any] = mapped_column(JsonText, nullable=False)
     action_template: Mapped[str] = mapped_column(Text, nullable=False)
-    use_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
+    use_count: Mapped[int] = mapped_column(
+        Int, nullable=False, server_default=text("0"), info=COUNT
+    )
     last_used_at: Mapped[datetime | None] = mapped_column(EpochMillis)
     created_at: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
-    success_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
-    failure_count: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
+    success_count: Mapped[int] = mapped_column(
+        Int, nullable=False, server_default=text("0"), info=COUNT
+    )
+    failure_count: Mapped[int] = mapped_column(
+        Int, nullable=False, server_default=text("0"), info=COUNT
+    )
     last_failure_at: Mapped[datetime | None] = mapped_column(EpochMillis)
     kind: Mapped[SkillKind] = mapped_column(
         StrEnumText(SkillKind, fallback=SkillKind.POSITIVE),
@@ -40,7 +46,9 @@ class Skill(Base):
         StrEnumText(Grade, fallback=Grade.DRAFT), nullable=False, server_default=text("'draft'")
     )
     last_success_at: Mapped[datetime | None] = mapped_column(EpochMillis)
-    consecutive_failures: Mapped[int] = mapped_column(Int, nullable=False, server_default=text("0"))
+    consecutive_failures: Mapped[int] = mapped_column(
+        Int, nullable=False, server_default=text("0"), info=COUNT
+    )
     when_to_use: Mapped[str | None] = mapped_column(Text)
 
 

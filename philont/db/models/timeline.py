@@ -9,7 +9,7 @@ from sqlalchemy import ForeignKey, Index, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from philont.db.base import Base
-from philont.db.types import EpochMillis, Int, IntBool, JsonText, StrEnumText
+from philont.db.types import OBJECT, EpochMillis, Int, IntBool, JsonText, StrEnumText
 from philont.domain.kinds import Role
 
 
@@ -33,7 +33,8 @@ class RawMessage(Base):
     session_id: Mapped[str] = mapped_column(
         Text, ForeignKey("memory_raw_sessions.id"), nullable=False
     )
-    role: Mapped[Role] = mapped_column(StrEnumText(Role), nullable=False)
+    # Search and the retriever read a role they do not know as a user's (the column's reads too).
+    role: Mapped[Role] = mapped_column(StrEnumText(Role, fallback=Role.USER), nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     timestamp: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)
 
@@ -53,7 +54,7 @@ class Action(Base):
     session_id: Mapped[str] = mapped_column(Text, nullable=False)
     trigger: Mapped[str | None] = mapped_column(Text)
     tool_name: Mapped[str] = mapped_column(Text, nullable=False)
-    params: Mapped[Any] = mapped_column("params_json", JsonText, nullable=False)
+    params: Mapped[Any] = mapped_column("params_json", JsonText, nullable=False, info=OBJECT)
     result: Mapped[str | None] = mapped_column(Text)
     success: Mapped[bool] = mapped_column(IntBool, nullable=False)
     timestamp: Mapped[datetime] = mapped_column(EpochMillis, nullable=False)

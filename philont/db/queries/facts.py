@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from philont.db.backend import Raw
+from philont.db.models import Fact
+from philont.db.stored_values import register
+from philont.db.types import kinds_of
 
 TABLE = "memory_facts"
 
@@ -23,6 +26,9 @@ class CurrentFact(NamedTuple):
     valid_until: int | None
     last_accessed_at: int | None
     decay_tau_days: float | None
+
+
+register(CurrentFact, kinds_of(Fact))
 
 
 def current(raw: Raw) -> list[CurrentFact]:

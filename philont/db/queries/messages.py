@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from typing import NamedTuple, TypeVar
 
 from philont.db.backend import Raw
+from philont.db.models import RawMessage
+from philont.db.stored_values import register
+from philont.db.types import kinds_of
 
 TABLE = "memory_raw_messages"
 
@@ -37,6 +40,8 @@ class Placement(NamedTuple):
 
 
 R = TypeVar("R", MessageRow, Header, Placement)
+for _row_type in (MessageRow, Header, Placement):
+    register(_row_type, kinds_of(RawMessage))
 
 
 def by_ids(raw: Raw, ids: Sequence[int]) -> dict[int, MessageRow]:

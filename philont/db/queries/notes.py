@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from philont.db.backend import Raw
+from philont.db.models import Note
+from philont.db.stored_values import register
+from philont.db.types import kinds_of
 
 TABLE = "memory_notes"
 
@@ -21,8 +24,13 @@ class NoteRow(NamedTuple):
 
 
 class ImportantNote(NamedTuple):
+    id: str
     importance: float
     content: str
+
+
+register(NoteRow, kinds_of(Note))
+register(ImportantNote, kinds_of(Note))
 
 
 def by_keys(raw: Raw, key: str, keys: Sequence[Any]) -> dict[Any, NoteRow]:
@@ -43,7 +51,7 @@ def most_important(raw: Raw, limit: int) -> list[ImportantNote]:
     """Notes not forgotten, most important first, then newest (``NoteService.list``'s order)."""
     return raw.named(
         ImportantNote,
-        f"SELECT importance, content FROM {TABLE}{raw.where('forgotten_at IS NULL')}"
+        f"SELECT id, importance, content FROM {TABLE}{raw.where('forgotten_at IS NULL')}"
         f" ORDER BY importance DESC, created_at DESC, id LIMIT {raw.mark}",
         [limit],
     )

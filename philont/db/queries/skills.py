@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from philont.db.backend import Raw
+from philont.db.models import Skill, SkillRecipe
+from philont.db.stored_values import register
+from philont.db.types import kinds_of
 from philont.domain.maturity import callable_skill
 
 TABLE = "memory_skills"
@@ -44,6 +47,12 @@ class RankedSkill(NamedTuple):
     steps: str | None  # JSON text
     verification: str | None
     tool_policy: str | None  # JSON text
+
+
+SKILL_ROW = kinds_of(Skill, SkillRecipe)
+"""What a skill row with its recipe's columns holds (``steps``, ``tool_policy``: JSON text)."""
+register(SkillHitRow, SKILL_ROW)
+register(RankedSkill, SKILL_ROW)
 
 
 def is_callable(row: Any) -> bool:

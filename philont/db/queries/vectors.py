@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from philont.db.backend import Raw
+from philont.db.models import VectorIndex
+from philont.db.stored_values import register
+from philont.db.types import kinds_of
 from philont.services.search.scoring import Filter
 
 INDEX = "philont_vector_index"
@@ -26,6 +29,9 @@ class IndexRow(NamedTuple):
     dimension: int
     generation: int
     created_at: int
+
+
+register(IndexRow, kinds_of(VectorIndex))
 
 
 class Keyed(NamedTuple):

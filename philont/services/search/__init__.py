@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, Unpack
 from philont.db.queries import messages as message_rows
 from philont.db.queries import notes as note_rows
 from philont.db.queries import skills as skill_rows
+from philont.db.stored_values import careful_read
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain import ranking
 from philont.domain.kinds import Role, SkillKind
@@ -105,6 +106,7 @@ class SearchService(Service):
 
     # --- messages ----------------------------------------------------------------------------
 
+    @careful_read
     def messages(
         self,
         query: str,
@@ -134,6 +136,7 @@ class SearchService(Service):
             for r in rows
         ]
 
+    @careful_read
     def message_rows(
         self,
         query: str,
@@ -222,6 +225,7 @@ class SearchService(Service):
 
     # --- notes -------------------------------------------------------------------------------
 
+    @careful_read
     def notes(
         self,
         query: str,
@@ -281,6 +285,7 @@ class SearchService(Service):
 
     # --- skills ------------------------------------------------------------------------------
 
+    @careful_read
     def skills(
         self,
         query: str,
@@ -445,7 +450,7 @@ def _role(value: str) -> Role:
 def _keywords(value: Any) -> list[str]:
     try:
         parsed = json.loads(value) if isinstance(value, str) else value
-    except ValueError:
+    except (ValueError, RecursionError):
         return [str(value)]
     if isinstance(parsed, list):
         return [str(k) for k in parsed]
