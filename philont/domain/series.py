@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from philont.domain import timepolicy
+from philont.domain import timepolicy, wallclock
 from philont.domain.rrule import Rule, bad_rule, parse_rule, until_fields
 from philont.domain.rrule_engine import Series, Work, WorkLimitExceeded
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
@@ -46,10 +46,6 @@ CHECK_WORK_LIMIT: Final = EVENT_WORK_LIMIT // 2
 costs what entering any later window costs, so half the read limit leaves the other half for
 the window itself."""
 
-_PROBE: Final = timedelta(days=2)
-"""More than any UTC-offset jump (Samoa skipped a whole day in 2011): how far around a point the
-zone is probed for a change of offset."""
-
 
 @dataclass(frozen=True)
 class EventCheck:
@@ -77,43 +73,6 @@ class Expansion:
     steps: int
 
 
-# --- wall-clock <-> instants ---------------------------------------------------------------------
-
-
-def _naive_local(at: datetime, zone: zoneinfo.ZoneInfo) -> tuple[datetime, timedelta]:
-    """An instant as naive wall-clock time of ``zone`` (whole seconds) plus the sub-second rest.
-    Instants come from the supported range, whose margin keeps this from overflowing."""
-    local = at.astimezone(zone)
-    return local.replace(tzinfo=None, microsecond=0), timedelta(microseconds=local.microsecond)
-
-
-def _instant(naive: datetime, zone: zoneinfo.ZoneInfo) -> datetime | None:
-    """A wall-clock time of ``zone`` as a UTC instant; None outside the supported range.
-    Gap times shift forward by the gap; ambiguous ones take their first instant (fold=0)."""
-    try:
-        at = naive.replace(tzinfo=zone).astimezone(UTC)
-    except (OverflowError, ValueError):
-        return None
-    return at if timepolicy.MIN_INSTANT <= at <= timepolicy.MAX_INSTANT else None
-
-
-def _local_bound(at: datetime, zone: zoneinfo.ZoneInfo, side: int) -> datetime:
-    """The wall-clock time of ``zone`` that bounds a scan for instants up to (``side`` +1) or
-    from (-1) ``at``. Wall-clock order is instant order except next to a change of UTC offset,
-    where times shift by at most the size of the change; so the bound is ``at`` in local time
-    widened by the changes found around it (nothing at all in a zone without one nearby)."""
-    offsets = set()
-    for probe in (-_PROBE, timedelta(0), _PROBE):
-        offset = timepolicy.clamp(at, probe).astimezone(zone).utcoffset()
-        offsets.add(offset or timedelta(0))
-    widen = max(offsets) - min(offsets) + timedelta(seconds=1)
-    local, _ = _naive_local(at, zone)
-    try:
-        return local + side * widen
-    except OverflowError:
-        return datetime.max if side > 0 else datetime.min
-
-
 def _until_instant(rule: Rule, zone: zoneinfo.ZoneInfo) -> datetime | None:
     """UNTIL as an instant: ``...Z`` is UTC; a date or a floating time is read in the event's
     zone (a date includes that whole local day). Clamped to the supported range."""
@@ -122,7 +81,7 @@ def _until_instant(rule: Rule, zone: zoneinfo.ZoneInfo) -> datetime | None:
     naive, is_utc = until_fields(rule.until)
     if is_utc:
         return timepolicy.clamp(naive.replace(tzinfo=UTC))
-    local = _instant(naive, zone)
+    local = wallclock.place(naive, zone)
     if local is None:
         return timepolicy.MAX_INSTANT if naive.year > 5000 else timepolicy.MIN_INSTANT
     return local
@@ -170,7 +129,7 @@ def _check_series(
     rule: Rule, start: datetime, duration: timedelta | None, zone_name: str, work_limit: int
 ) -> EventCheck:
     zone = timepolicy.zone(zone_name)
-    naive, sub_second = _naive_local(start, zone)
+    naive, sub_second = wallclock.naive_local(start, zone)
     work = Work(work_limit)
     try:
         series = Series(rule, naive, work)
@@ -179,7 +138,7 @@ def _check_series(
             raise bad_rule(rule.text, f"{reason}, so it never occurs")
         upcoming = series.occurrences_from(naive)
         first = next(upcoming, None)
-        first_at = None if first is None else _instant(first, zone)
+        first_at = None if first is None else wallclock.place(first, zone)
         if first_at is None:
             raise bad_rule(rule.text, "it has no occurrence before the end of the calendar")
         first_at += sub_second
@@ -189,7 +148,7 @@ def _check_series(
         following = next(upcoming, None)
         if duration is not None:
             timepolicy.shifted(first_at, duration, "ends_at")
-            nxt = None if following is None else _instant(following, zone)
+            nxt = None if following is None else wallclock.place(following, zone)
             if nxt is not None and (until is None or nxt <= until):
                 try:
                     timepolicy.shifted(nxt + sub_second, duration, "ends_at")
@@ -206,7 +165,7 @@ def _check_series(
             f"checking it needs more than {work_limit} steps (it occurs too rarely, or its "
             "COUNT reaches too far); use UNTIL, a larger INTERVAL or fewer parts",
         ) from exc
-    last_at = None if last is None else _instant(last, zone)
+    last_at = None if last is None else wallclock.place(last, zone)
     return EventCheck(rule.text, first_at, last_at, work.steps)
 
 
@@ -331,20 +290,20 @@ def _scan(
     work: Work,
 ) -> bool:
     """Feed the overlapping occurrences to ``collect``; False when counting stopped early."""
-    naive, sub_second = _naive_local(start, zone)
+    naive, sub_second = wallclock.naive_local(start, zone)
     series = Series(rule, naive, work)
-    scan_from = _local_bound(timepolicy.clamp(lo, -duration), zone, -1)
-    scan_to = _local_bound(hi, zone, +1)
+    scan_from = wallclock.local_bound(timepolicy.clamp(lo, -duration), zone, -1)
+    scan_to = wallclock.local_bound(hi, zone, +1)
     until = _until_instant(rule, zone)
     if until is not None:
-        scan_to = min(scan_to, _local_bound(until, zone, +1))
+        scan_to = min(scan_to, wallclock.local_bound(until, zone, +1))
     exact = True
     stop = scan_to
     for occurrence in series.occurrences_from(scan_from, scan_to):
         work.spend(1)  # placing it in the zone and in the window: a step of its own
         if occurrence > stop:
             break
-        at = _instant(occurrence, zone)
+        at = wallclock.place(occurrence, zone)
         if at is None:
             if occurrence.year > 5000:
                 break  # the series ends where the supported calendar ends
@@ -364,7 +323,7 @@ def _scan(
             horizon = collect.horizon()
             if horizon is None:
                 break
-            stop = min(stop, _local_bound(horizon, zone, +1))
+            stop = min(stop, wallclock.local_bound(horizon, zone, +1))
             if at <= horizon:
                 collect.add(at)
     return exact
