@@ -14,11 +14,11 @@ import bisect
 import functools
 import zoneinfo
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Final
 
 from philont.domain import timepolicy, wallclock
-from philont.domain.rrule import Rule, bad_rule, parse_rule, until_fields
+from philont.domain.rrule import Freq, Rule, bad_rule, parse_rule, until_fields
 from philont.domain.rrule_engine import Series, Work, WorkLimitExceeded
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
@@ -28,6 +28,7 @@ __all__ = [
     "EVENT_WORK_LIMIT",
     "EventCheck",
     "Expansion",
+    "all_day_dates",
     "check_event",
     "expand",
     "occurrences",
@@ -73,6 +74,21 @@ class Expansion:
     steps: int
 
 
+def all_day_dates(start: datetime, end: datetime | None, tz: str) -> tuple[date, date] | None:
+    """The first and last day (inclusive) of an all-day event or occurrence in its zone ``tz``
+    (:func:`philont.domain.wallclock.all_day_days`); None for any other, and for a zone that is
+    not IANA (a row another program wrote)."""
+    try:
+        zone = timepolicy.zone(tz)
+    except InvalidInputError:
+        return None
+    days = wallclock.all_day_days(start, end, zone)
+    if days is None:
+        return None
+    first = start.astimezone(zone).date()
+    return first, first + timedelta(days=days - 1)
+
+
 def _until_instant(rule: Rule, zone: zoneinfo.ZoneInfo) -> datetime | None:
     """UNTIL as an instant: ``...Z`` is UTC; a date or a floating time is read in the event's
     zone (a date includes that whole local day). Clamped to the supported range."""
@@ -109,27 +125,52 @@ def check_event(
     range, an end before the start, a zone that is not IANA, an RRULE that does not parse, that
     provably never occurs, whose first occurrence lies past the calendar or past its UNTIL,
     whose next occurrence would end past the supported range (a yearly event lasting until
-    9999), or that needs more than ``work_limit`` steps to find its first occurrence or to
+    9999), that repeats more often than daily or by hours, minutes or seconds for an all-day
+    event, or that needs more than ``work_limit`` steps to find its first occurrence or to
     count through its COUNT (what every later listing would pay).
     """
     start = _aware(starts_at, "starts_at")
     end = None if ends_at is None else _aware(ends_at, "ends_at")
     if end is not None and end < start:
-        raise InvalidTimeRangeError(start, end, "calendar event")
+        raise InvalidTimeRangeError(start, end, names=("starts_at", "ends_at"), what="event")
     zone_name = timepolicy.validate_timezone(timezone)
     if rrule is None:
         return EventCheck(None, start, start, 0)
     parsed = parse_rule(rrule)
     duration = None if end is None else end - start
-    return _check_series(parsed, start, duration, zone_name, work_limit)
+    all_day = wallclock.all_day_days(start, end, timepolicy.zone(zone_name)) is not None
+    return _check_series(parsed, start, duration, zone_name, work_limit, all_day)
+
+
+def _series_start(
+    start: datetime, zone: zoneinfo.ZoneInfo, all_day: bool
+) -> tuple[datetime, timedelta]:
+    """The naive local start a series is expanded from, and the sub-second rest. An all-day
+    series runs from midnight even when its first day began later (a zone that skips
+    midnight), so each later day starts at its own first instant."""
+    if all_day:
+        return datetime.combine(start.astimezone(zone).date(), time()), timedelta(0)
+    return wallclock.naive_local(start, zone)
+
+
+_SUB_DAILY: Final = "an all-day event repeats by whole days: FREQ must be DAILY or longer, " + (
+    "without BYHOUR, BYMINUTE or BYSECOND"
+)
 
 
 @functools.lru_cache(maxsize=256)
 def _check_series(
-    rule: Rule, start: datetime, duration: timedelta | None, zone_name: str, work_limit: int
+    rule: Rule,
+    start: datetime,
+    duration: timedelta | None,
+    zone_name: str,
+    work_limit: int,
+    all_day: bool = False,
 ) -> EventCheck:
     zone = timepolicy.zone(zone_name)
-    naive, sub_second = wallclock.naive_local(start, zone)
+    if all_day and (rule.freq > Freq.DAILY or rule.byhour or rule.byminute or rule.bysecond):
+        raise bad_rule(rule.text, _SUB_DAILY)
+    naive, sub_second = _series_start(start, zone, all_day)
     work = Work(work_limit)
     try:
         series = Series(rule, naive, work)
@@ -195,8 +236,32 @@ def validate_rrule(rule: object, start: datetime, tz: object) -> str:
 # --- expanding on read -----------------------------------------------------------------------
 
 
-def _overlaps(at: datetime, duration: timedelta, lo: datetime, hi: datetime) -> bool:
-    return at <= hi and (at >= lo or at + duration > lo)
+def _overlaps(at: datetime, end: datetime, lo: datetime, hi: datetime) -> bool:
+    return at <= hi and (at >= lo or end > lo)
+
+
+@dataclass(frozen=True)
+class _Length:
+    """How long each occurrence lasts: the event's duration, or, for an all-day event, its
+    number of whole local days (a day of a DST change has 23 or 25 hours)."""
+
+    duration: timedelta
+    days: int | None
+    zone: zoneinfo.ZoneInfo
+
+    @property
+    def longest(self) -> timedelta:
+        return self.duration if self.days is None else timedelta(days=self.days + 1)
+
+    def end(self, at: datetime) -> datetime | None:
+        """The end of the occurrence starting at ``at``; None when not representable."""
+        if self.days is None:
+            return None if self.duration > timepolicy.MAX_INSTANT - at else at + self.duration
+        try:
+            last = at.astimezone(self.zone).date() + timedelta(days=self.days)
+        except OverflowError:
+            return None
+        return wallclock.day_start(last, self.zone)
 
 
 class _Collector:
@@ -247,7 +312,10 @@ def expand(
     is still in progress at ``window_start`` (ending exactly at the window start does not).
     Recurrences are expanded in wall-clock time of ``tz`` from the event's local start, so
     "daily at 09:00 Europe/Berlin" stays 09:00 local across DST (gap times shift forward,
-    ambiguous ones take their first instant). Every occurrence lasts ``end - start``.
+    ambiguous ones take their first instant). Every occurrence lasts ``end - start``; an
+    all-day event (from the first instant of a local day to that of a later one, see
+    :func:`philont.domain.wallclock.all_day_days`) lasts as many whole local days, so an
+    occurrence on the day of a DST change still ends at the next midnight.
 
     Bounded: the series is entered at the window (no walk from an old start, except what a
     COUNT needs, counted in bulk), at most ``count_limit`` occurrences are counted (default
@@ -258,31 +326,32 @@ def expand(
     start = _aware(start, "start")
     lo, hi = _aware(window_start, "window_start"), _aware(window_end, "window_end")
     if end is not None and _aware(end, "end") < start:
-        raise InvalidTimeRangeError(start, end, "event")
+        raise InvalidTimeRangeError(start, end, names=("start", "end"), what="event")
     if hi < lo:
-        raise InvalidTimeRangeError(lo, hi, "window")
+        raise InvalidTimeRangeError(lo, hi, names=("window_start", "window_end"), what="window")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidInputError.of("limit", f"must be a positive integer, got {limit!r}")
     count_cap = max(limit, count_limit or 0)
     zone = timepolicy.zone(tz)
-    duration = timedelta(0) if end is None else _aware(end, "end") - start
+    stop = None if end is None else _aware(end, "end")
+    days = None if rrule is None else wallclock.all_day_days(start, stop, zone)
+    length = _Length(timedelta(0) if stop is None else stop - start, days, zone)
     work = work if work is not None else Work(EVENT_WORK_LIMIT)
     collect = _Collector(limit, keep_until)
     exact = True
     if rrule is None:
-        if _overlaps(start, duration, lo, hi):
+        if _overlaps(start, stop or start, lo, hi):
             collect.add(start)
     else:
-        exact = _scan(parse_rule(rrule), start, duration, zone, lo, hi, collect, count_cap, work)
-    items = tuple((at, None if end is None else at + duration) for at in collect.kept)
+        exact = _scan(parse_rule(rrule), start, length, lo, hi, collect, count_cap, work)
+    items = tuple((at, None if stop is None else length.end(at)) for at in collect.kept)
     return Expansion(items, len(collect.seen), exact, work.steps)
 
 
 def _scan(
     rule: Rule,
     start: datetime,
-    duration: timedelta,
-    zone: zoneinfo.ZoneInfo,
+    length: _Length,
     lo: datetime,
     hi: datetime,
     collect: _Collector,
@@ -290,9 +359,10 @@ def _scan(
     work: Work,
 ) -> bool:
     """Feed the overlapping occurrences to ``collect``; False when counting stopped early."""
-    naive, sub_second = wallclock.naive_local(start, zone)
+    zone = length.zone
+    naive, sub_second = _series_start(start, zone, length.days is not None)
     series = Series(rule, naive, work)
-    scan_from = wallclock.local_bound(timepolicy.clamp(lo, -duration), zone, -1)
+    scan_from = wallclock.local_bound(timepolicy.clamp(lo, -length.longest), zone, -1)
     scan_to = wallclock.local_bound(hi, zone, +1)
     until = _until_instant(rule, zone)
     if until is not None:
@@ -311,9 +381,10 @@ def _scan(
         at += sub_second
         if until is not None and at > until:
             continue
-        if duration > timepolicy.MAX_INSTANT - at:
+        end = length.end(at)
+        if end is None:
             break  # its end would not be representable: the series ends here
-        if not _overlaps(at, duration, lo, hi):
+        if not _overlaps(at, end, lo, hi):
             continue
         if exact and len(collect.seen) >= count_cap:
             exact = False

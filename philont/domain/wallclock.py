@@ -80,8 +80,10 @@ def all_day_days(start: datetime, end: datetime | None, zone: zoneinfo.ZoneInfo)
     end)."""
     if end is None or end <= start:
         return None
-    first, last = start.astimezone(zone).date(), end.astimezone(zone).date()
-    if day_start(first, zone) != start or day_start(last, zone) != end:
+    first, after = start.astimezone(zone).date(), end.astimezone(zone).date()
+    if day_start(first, zone) != start or day_start(after, zone) != end:
         return None
-    days = (last - first).days
-    return days if days > 0 else None
+    # The days it covers up to its end (a day the zone skipped entirely, as Samoa skipped
+    # 30 December 2011, is not one of them).
+    last = (end - timedelta(microseconds=1)).astimezone(zone).date()
+    return (last - first).days + 1
