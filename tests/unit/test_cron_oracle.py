@@ -1,4 +1,5 @@
-"""Cron schedules in a zone against a brute-force oracle, around the zone's changes of offset.
+"""Cron schedules in a zone against a brute-force oracle (tests/cron_oracle.py), around the
+zone's changes of offset.
 
 The oracle knows nothing of croniter, ``fold`` or philont: it walks every wall-clock minute of a
 window, matches it with its own reading of the five fields (Vixie cron's: the day-of-month and
@@ -16,7 +17,6 @@ import functools
 import itertools
 import os
 import zoneinfo
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -32,72 +32,12 @@ from philont.domain.recurrence import (
 )
 from philont.domain.timepolicy import validate_timezone
 from philont.errors import InvalidInputError
+from tests.cron_oracle import offset as _offset
+from tests.cron_oracle import oracle as _oracle
 
 HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
-
-_FIELDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
 _WINDOW = timedelta(hours=30)
 _MOST = 150  # fires compared per example (a minutely cron fires 1,800 times in the window)
-
-
-def _values(text: str, lo: int, hi: int) -> set[int]:
-    out: set[int] = set()
-    for part in text.split(","):
-        body, _, step = part.partition("/")
-        if body == "*":
-            first, last = lo, hi
-        elif "-" in body:
-            first, last = map(int, body.split("-"))
-        else:
-            first = int(body)
-            last = hi if step else first
-        out.update(range(first, last + 1, int(step or 1)))
-    return out
-
-
-def _matcher(expr: str) -> Callable[[datetime], bool]:
-    fields = expr.split()
-    minutes, hours, days, months, weekdays = (
-        _values(text, lo, hi) for text, (lo, hi) in zip(fields, _FIELDS, strict=True)
-    )
-    weekdays = {d % 7 for d in weekdays}
-    either = "*" not in fields[2] and "*" not in fields[4]
-
-    def match(wall: datetime) -> bool:
-        if wall.minute not in minutes or wall.hour not in hours or wall.month not in months:
-            return False
-        day, weekday = wall.day in days, wall.isoweekday() % 7 in weekdays
-        return (day or weekday) if either else (day and weekday)
-
-    return match
-
-
-def _offset(at: datetime, zone: zoneinfo.ZoneInfo) -> timedelta:
-    return at.astimezone(zone).utcoffset() or timedelta(0)
-
-
-def _oracle(expr: str, zone_name: str, start: datetime, end: datetime) -> list[datetime]:
-    """Every instant in ``(start, end]`` the cron names, by brute force."""
-    zone = zoneinfo.ZoneInfo(zone_name)
-    offsets = {_offset(start + timedelta(minutes=m), zone) for m in range(-2880, 4 * 2880, 15)}
-    match = _matcher(expr)
-    wall = (start + min(offsets) - timedelta(hours=1)).replace(tzinfo=None, second=0, microsecond=0)
-    last = (end + max(offsets) + timedelta(hours=1)).replace(tzinfo=None)
-    fired: set[datetime] = set()
-    while wall <= last:
-        if match(wall):
-            shown = [
-                (wall - o).replace(tzinfo=UTC)
-                for o in offsets
-                if _offset((wall - o).replace(tzinfo=UTC), zone) == o
-            ]
-            if shown:
-                fired.add(min(shown))
-            else:  # in a gap: moved forward by it (the offset in force just before the gap)
-                before = (wall - max(offsets)).replace(tzinfo=UTC)
-                fired.add((wall - _offset(before, zone)).replace(tzinfo=UTC))
-        wall += timedelta(minutes=1)
-    return sorted(at for at in fired if start < at <= end)
 
 
 @functools.cache
