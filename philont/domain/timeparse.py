@@ -18,12 +18,18 @@ __all__ = ["all_day_span", "event_times", "iso", "parse_time", "zone"]
 
 
 def parse_time(
-    value: str | int | float | None, *, field: str, tz: str = "UTC", end_of_day: bool = False
+    value: str | int | float | None,
+    *,
+    field: str,
+    tz: str = "UTC",
+    end_of_day: bool = False,
+    needs_clock: bool = False,
 ) -> datetime | None:
     """``None``/blank -> None; epoch ms (int) -> UTC; ISO-8601 text -> the instant, in UTC.
 
     A bare date (``2026-01-10``) is that day's midnight in ``tz``, or with ``end_of_day`` (the
-    inclusive end of a window: "until 10 January") its last millisecond.
+    inclusive end of a window: "until 10 January") its last millisecond; with ``needs_clock``
+    (the moment a reminder fires) it is refused by name: midnight is rarely what was meant.
 
     ``tz`` must be an IANA zone (:func:`philont.domain.timepolicy.validate_timezone`) and is
     checked even when no time is given, so a bad zone never passes silently. Every result lies
@@ -44,6 +50,12 @@ def parse_time(
     text = value.strip()
     if not text:
         return None
+    if needs_clock and len(text) == 10:
+        raise InvalidInputError.of(
+            field,
+            f"{text!r} is a date without a time of day; give the time too "
+            f"(e.g. {text}T09:00), in `timezone` or with an offset",
+        )
     try:
         if len(text) == 10:
             last = time(23, 59, 59, 999_000) if end_of_day else time(0)

@@ -253,7 +253,9 @@ class ScheduleReminderArgs(ToolArgs):
 
     name: ScheduleName = Field(description="Task name (a same-named task is replaced).")
     message: ScheduleMessage
-    at: TimeValue | None = Field(default=None, description="One-time: when to fire.")
+    at: TimeValue | None = Field(
+        default=None, description="One-time: when to fire (a date with a time of day)."
+    )
     interval_ms: StrictInt | None = Field(
         default=None,
         ge=MIN_INTERVAL_MS,

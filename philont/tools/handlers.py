@@ -287,7 +287,7 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
 
 @tool("schedule_reminder", a.ScheduleReminderArgs, writes=True)
 def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
-    at = parse_time(args.at, field="at", tz=args.timezone)
+    at = parse_time(args.at, field="at", tz=args.timezone, needs_clock=True)
     record, replaced = mem.schedules.replace(
         args.name,
         message=args.message,

@@ -68,7 +68,13 @@ BAD: dict[str, list[Any]] = {
     "window_days": [0, 91, -1, "7", 1.5, True, 10**30],
     "name": ["", "   ", "x" * 101, 3],
     "message": ["", " ", "x" * 4001],
-    "at": ["2020-01-01T00:00:00Z", "tomorrow", "9999-12-31T23:59:59-14:00", -(2**70)],
+    "at": [
+        "2020-01-01T00:00:00Z",  # in the past
+        "tomorrow",
+        "9999-12-31T23:59:59-14:00",
+        -(2**70),
+        "2031-06-01",  # a date without a time: a reminder at midnight is rarely meant
+    ],
     "interval_ms": [0, 999, 10**15, 1.5, "5000", True],
     "cron": ["61 * * * *", "@daily", "0 0 30 2 *", "* * * *", "0 9 * * 8", "L L L L L"],
     "action_type": ["reflect", "PROMPT", ""],
