@@ -8,15 +8,14 @@ gather for ``GATHER_S``, runs ``PRAGMA wal_checkpoint(PASSIVE)`` on a connection
 (it copies what no reader still needs and never waits for readers or writers; SQLite releases
 the GIL while it works). The writers' own automatic checkpoint stays on at ``SAFETY_PAGES``
 (about 40 MB of WAL) in case the thread falls behind or cannot run. The thread ends after
-``IDLE_S`` without commits and when the engine is disposed; the next commit starts it again
-(in a forked child too). Durability is SQLite's ``synchronous=NORMAL`` in WAL either way.
+``IDLE_S`` without commits and at once when the engine is disposed; the next commit starts it
+again (in a forked child too). Durability is SQLite's ``synchronous=NORMAL`` in WAL either way.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
@@ -45,7 +44,7 @@ class Checkpointer:
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._stopping = False
+        self._halt = threading.Event()
 
     def committed(self) -> None:
         """A transaction committed: wake the thread (start it if it is not running: never
@@ -58,7 +57,7 @@ class Checkpointer:
 
     def _start(self) -> None:
         with self._lock:
-            if self._stopping or (self._thread is not None and self._thread.is_alive()):
+            if self._halt.is_set() or (self._thread is not None and self._thread.is_alive()):
                 return
             self._thread = threading.Thread(
                 target=self._run, name=f"philont-checkpoint:{self.path.name}", daemon=True
@@ -69,23 +68,20 @@ class Checkpointer:
         """End the thread now and close its connection (the engine is disposed); a later
         commit starts a new one."""
         with self._lock:
-            self._stopping = True
+            self._halt.set()
+            self._wake.set()  # out of an idle wait; the halt ends it before any checkpoint
             thread = self._thread
-            self._wake.set()
             if thread is not None and thread is not threading.current_thread():
                 thread.join()
-            self._stopping = False
+            self._halt.clear()
 
     def _run(self) -> None:
         try:
             # mode=rw: a file deleted or moved meanwhile is an error, never a new empty file
             uri = f"file:{quote(str(self.path))}?mode=rw"
             with closing(sqlite3.connect(uri, uri=True, timeout=0)) as conn:
-                while self._wake.wait(IDLE_S) and not self._stopping:
-                    time.sleep(GATHER_S)
+                while self._wake.wait(IDLE_S) and not self._halt.wait(GATHER_S):
                     self._wake.clear()
-                    if self._stopping:
-                        return
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     self.runs += 1
         except sqlite3.Error as exc:  # the writers' SAFETY_PAGES checkpoint still bounds the WAL
