@@ -24,6 +24,7 @@ from philont.domain.kinds import FactKind
 from philont.domain.timeparse import parse_time
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
+from philont.learning.lock import hold_learning_lock
 from philont.learning.parse import (
     ActionProposal,
     ExtractionAnswer,
@@ -121,6 +122,7 @@ class MemoryWriter(Service):
     ) -> ExtractionReport:
         """Apply each proposal in its own savepoint; a refused one is reported with the code
         and message the tool would have given."""
+        hold_learning_lock(self.mem)
         writes = [
             MemoryWrite(
                 index=r.index, action="?", outcome="rejected", code="malformed", detail=r.reason
@@ -197,6 +199,7 @@ class MemoryWriter(Service):
             .where(Fact.namespace == args.namespace, Fact.key == args.key)
             .where(Fact.forgotten_at.is_(None))
             .order_by(Fact.created_at.desc(), Fact.id.desc())
+            .execution_options(populate_existing=True)
         ).all()
         if args.fact_kind == FactKind.EVENT:
             same = (
