@@ -158,6 +158,22 @@ class MemoryWriter(Service):
     def __init__(self, mem: Memory, config: LearningConfig) -> None:
         super().__init__(mem)
         self.config = config
+        self._forgotten_notes: dict[str, list[tuple[str, datetime]]] | None = None
+
+    def _forgotten_note(self, content: str) -> list[tuple[str, datetime]]:
+        """The forgotten notes with ``content``'s :func:`note_key`, as ``(id, forgotten_at)``
+        (read once per answer: no index finds them, and writing it forgets no note)."""
+        if self._forgotten_notes is None:
+            self._forgotten_notes = {}
+            rows = self.mem.session.execute(
+                select(Note.id, Note.content, Note.forgotten_at).where(
+                    Note.forgotten_at.is_not(None)
+                )
+            )
+            for note_id, text, at in rows:
+                if at is not None:
+                    self._forgotten_notes.setdefault(note_key(text), []).append((note_id, at))
+        return self._forgotten_notes.get(note_key(content), [])
 
     def write(
         self, answer: ExtractionAnswer, window: Window, *, tokens_used: int = 0
@@ -165,6 +181,7 @@ class MemoryWriter(Service):
         """Apply each proposal in its own savepoint; a refused one is reported with the code
         and message the tool would have given."""
         hold_learning_lock(self.mem)
+        self._forgotten_notes = None  # read again (under the lock) for this answer
         writes = [
             MemoryWrite(
                 index=r.index, action="?", outcome="rejected", code="malformed", detail=r.reason
@@ -263,11 +280,7 @@ class MemoryWriter(Service):
             return MemoryWrite(
                 **base, id=existing, outcome="unchanged", detail="the same note exists"
             )
-        key = note_key(args.content)
-        forgotten = self.mem.session.execute(
-            select(Note.id, Note.content, Note.forgotten_at).where(Note.forgotten_at.is_not(None))
-        )
-        gone = [(i, at) for i, content, at in forgotten if at and note_key(content) == key]
+        gone = self._forgotten_note(args.content)
         kept = _forgotten(gone, said, "note") if gone else None
         if kept is not None:
             return MemoryWrite(**base, id=kept[0], outcome="forgotten", detail=kept[1])
