@@ -62,12 +62,14 @@ class PlainConsole(Console):
 out = PlainConsole(highlight=False, emoji=False)
 err = PlainConsole(stderr=True, highlight=False, emoji=False)
 
-# Exit codes: 0 ok · 1 error · 2 bad usage · 3 database not at head · 4 not found
+# Exit codes: 0 ok · 1 error · 2 bad usage · 3 database not at head · 4 not found ·
+# 5 refused (a conflict) · 130 interrupted (Ctrl-C: 128 + SIGINT, as a shell says it)
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_OUT_OF_DATE = 3
 EXIT_NOT_FOUND = 4
 EXIT_CONFLICT = 5
+EXIT_INTERRUPTED = 130
 
 _DB_KEY = "philont_db"
 """``click.Context.meta`` key (shared by a command's nested contexts): the ``--db`` given."""
