@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
+from philont.cli import values
 from philont.db.engine import resolve_url, sqlite_path
 from philont.db.retry import file_error
 from philont.errors import (
@@ -86,6 +87,8 @@ DbOption = Annotated[
         "--db",
         help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/memory/...)",
         callback=_remember_db,
+        parser=values.DB,
+        metavar="PATH|URL",
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, TaskID, TextColumn
 
 from philont import backup as backups
 from philont import transfer
+from philont.cli import values
 from philont.cli.common import (
     EXIT_INTERRUPTED,
     DbOption,
@@ -69,9 +70,10 @@ def backup(
     keep: Annotated[
         int | None,
         typer.Option(
-            min=1,
             help="Keep only the newest N ordinary backups (never deletes the -pre-restore and "
             "-pre-upgrade safety copies).",
+            parser=values.value(values.Positive),
+            metavar="N",
         ),
     ] = None,
     db: DbOption = None,
@@ -86,7 +88,7 @@ def backup(
 
 
 def restore(
-    file: Annotated[Path, typer.Argument(help="A backup file to restore.")],
+    file: Annotated[Path, typer.Argument(help="A backup file to restore.", parser=values.PATH)],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -113,7 +115,10 @@ STDIO = "-"
 
 
 def export(
-    file: Annotated[str, typer.Argument(help="Output file (JSON lines); - for stdout.")],
+    file: Annotated[
+        str,
+        typer.Argument(help="Output file (JSON lines); - for stdout.", parser=values.FILE),
+    ],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -136,7 +141,10 @@ def export(
 
 
 def import_(
-    file: Annotated[str, typer.Argument(help="A file written by `philont export`; - for stdin.")],
+    file: Annotated[
+        str,
+        typer.Argument(help="A file written by `philont export`; - for stdin.", parser=values.FILE),
+    ],
     merge: Annotated[
         bool,
         typer.Option(

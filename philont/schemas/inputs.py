@@ -391,7 +391,7 @@ Limit = Annotated[
     Field(ge=1, le=MAX_LIMIT, description=f"Most results to return (1..{MAX_LIMIT})."),
 ]
 Offset = Annotated[StrictInt, Field(ge=0, description="Results to skip.")]
-Count = Annotated[StrictInt, Field(ge=0, description="A whole number, 0 or more.")]
+Count = Annotated[StrictInt, Field(ge=0, le=2**63 - 1, description="A whole number, 0 or more.")]
 
 
 def _query(value: object) -> str:
