@@ -140,6 +140,13 @@ class DatabaseGoneError(StorageError):
         self.path = path
 
 
+class EventLoopError(PhilontError):
+    """An :class:`~philont.aio.AsyncStore` used from an event loop other than its own: its
+    pool and connections belong to the loop it was opened in."""
+
+    code = "wrong_event_loop"
+
+
 class UnitOfWorkError(PhilontError):
     """A unit of work was used outside its ``with`` block: before it began, after it ended, or
     entered twice. Begin a new one (``with store.begin() as mem:``)."""
