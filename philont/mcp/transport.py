@@ -184,9 +184,10 @@ async def stdio_transport(
 ) -> AsyncIterator[Streams]:
     """The read and write streams of :meth:`mcp.server.lowlevel.Server.run` over stdio.
 
-    A client that closes its end of stdout (the server's answers go nowhere) ends the server
-    as stdin's end does; the calls in flight finish first."""
-    source = anyio.wrap_file(stdin or sys.stdin.buffer)
+    A client that closes its end of stdout (the server's answers go nowhere) stops the
+    server quietly (no traceback, no "Exception ignored" at exit); the process ends when stdin
+    ends too, as it does when the client exits."""
+    source = stdin or sys.stdin.buffer
     sink = stdout or sys.stdout.buffer
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
@@ -204,7 +205,7 @@ async def stdio_transport(
 
         async def read() -> None:
             async with to_server:
-                async for line in source:
+                while line := await anyio.to_thread.run_sync(source.readline):
                     checked = check_line(line)
                     if isinstance(checked, SessionMessage):
                         await to_server.send(checked)

@@ -5,10 +5,15 @@ keeps serving (or exits 0 when stdin closes), and stderr stays empty."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +48,27 @@ def holder(db: Path) -> Iterator[sqlite3.Connection]:
     if conn.in_transaction:
         conn.execute("ROLLBACK")
     conn.close()
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": "init",
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+
+
+def _call(request_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
 
 
 def kept(db: Path, key: str) -> tuple[int, int]:
@@ -89,6 +115,40 @@ def test_closing_stdin_mid_call_lets_the_call_end_and_exits_cleanly(
     assert server.close_stdin() == 0
     assert kept(db, "eof") == (1, 1)  # the call had its whole effect; nobody read its answer
     assert server.stderr == b""
+
+
+def test_a_client_that_goes_away_mid_call_leaves_the_call_whole_and_the_server_exits_quietly(
+    db: Path, holder: sqlite3.Connection
+) -> None:
+    # Both pipes closed (the client process died) while a call waits for a lock: its answer
+    # meets a closed pipe, and the server must neither print a traceback nor lose the call.
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "philont", "mcp", "--db", str(db)],
+        stdin=subprocess.PIPE,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+    )
+    os.close(write_end)
+    assert process.stdin is not None and process.stderr is not None
+    with os.fdopen(read_end, "rb") as answers:
+
+        def ask(message: dict[str, Any]) -> None:
+            assert process.stdin is not None
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+            process.stdin.flush()
+
+        ask(INITIALIZE)
+        assert b'"id":"init"' in answers.readline()
+        holder.execute("BEGIN IMMEDIATE")
+        ask(_call("slow", "store_fact", {"namespace": "mid", "key": "gone", "value": 1}))
+        ask({"jsonrpc": "2.0", "id": "started", "method": "ping"})
+        assert b'"id":"started"' in answers.readline()
+    process.stdin.close()  # both ends closed: the client is gone
+    holder.execute("COMMIT")
+    assert process.wait(60) == 0
+    assert process.stderr.read() == b""
+    assert kept(db, "gone") == (1, 1)
 
 
 def test_a_deleted_database_is_a_typed_error_and_the_server_goes_on(
