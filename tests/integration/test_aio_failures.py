@@ -239,6 +239,8 @@ def test_a_cancelled_unit_of_work_has_ended_when_its_caller_goes_on(
         seen = []
         for i in range(6):
             seen.append(await once(astore, f"k{i}"))
+            # nothing of it is still running (a connection being torn down behind the caller)
+            assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
             _second_writer_gets_through_at_once(where, f"k{i}")
         return seen
 
