@@ -123,6 +123,30 @@ class StoreClosedError(StorageError):
     code = "store_closed"
 
 
+class DatabaseGoneError(StorageError):
+    """The SQLite file a Store opened was deleted or replaced behind its back: its
+    connections still hold the old file, which nothing reads, so nothing more is written
+    through them. Open a new Store (restart the server) on the file now at that path."""
+
+    code = "database_gone"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"the memory database {path!r} {reason} after it was opened; nothing was written "
+            "(it would have gone to the old file, which nothing reads). Open it again (restart "
+            "the server): a deleted file is created afresh, a replaced one is used",
+            path=path,
+        )
+        self.path = path
+
+
+class EventLoopError(PhilontError):
+    """An :class:`~philont.aio.AsyncStore` used from an event loop other than its own: its
+    pool and connections belong to the loop it was opened in."""
+
+    code = "wrong_event_loop"
+
+
 class UnitOfWorkError(PhilontError):
     """A unit of work was used outside its ``with`` block: before it began, after it ended, or
     entered twice. Begin a new one (``with store.begin() as mem:``)."""
@@ -246,14 +270,27 @@ class FilePathError(InvalidInputError):
 
 
 class InvalidTimeRangeError(InvalidInputError):
-    """A time window whose end lies before its start."""
+    """A time window whose end lies before its start: a refusal of the two arguments together,
+    named in the message (``"since, until: ..."``) and in ``details["arguments"]``."""
 
     code = "invalid_time_range"
 
-    def __init__(self, start: object, end: object, what: str = "time window") -> None:
-        super().__init__(f"{what}: end ({end}) is earlier than start ({start})")
+    def __init__(
+        self, start: object, end: object, *, names: tuple[str, str], what: str = "time window"
+    ) -> None:
+        first, second = names
+        super().__init__(
+            f"{first}, {second}: the {what} ends before it starts ({second} {_shown(end)} is "
+            f"earlier than {first} {_shown(start)})",
+            arguments=names,
+        )
         self.start = start
         self.end = end
+
+
+def _shown(value: object) -> str:
+    iso = getattr(value, "isoformat", None)
+    return str(iso()) if callable(iso) else repr(value)
 
 
 class TimeOutOfRangeError(InvalidInputError):

@@ -8,23 +8,25 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import typer
+from pydantic import Field
 from rich import box
 from rich.table import Column, Table
 from rich.text import Text
 
 from philont import migrate
 from philont.cli.common import (
-    EXIT_USAGE,
     DbOption,
     JsonOption,
     emit,
-    fail,
     open_store,
     out,
     resolve_existing,
 )
+from philont.cli.values import value
+from philont.domain.series import all_day_dates
 from philont.domain.timeparse import iso
-from philont.errors import CalendarEventNotFoundError, InvalidInputError
+from philont.errors import CalendarEventNotFoundError
+from philont.schemas import inputs
 from philont.services.calendar import MAX_LISTING_LIMIT, CalendarService
 
 calendar_app = typer.Typer(
@@ -33,6 +35,8 @@ calendar_app = typer.Typer(
 )
 
 _TITLE_SHOWN = 80
+Listing = Annotated[int, Field(ge=1, le=MAX_LISTING_LIMIT)]
+"""How many events a listing shows (the calendar's own cap)."""
 
 
 @contextmanager
@@ -46,7 +50,7 @@ def _calendar(db: str | None, *, write: bool) -> Iterator[CalendarService]:
 @calendar_app.command("list")
 def list_events(
     limit: Annotated[
-        int, typer.Option(min=1, max=MAX_LISTING_LIMIT, help="Most events to show.")
+        int, typer.Option(help="Most events to show.", parser=value(Listing), metavar="N")
     ] = 100,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -61,7 +65,7 @@ def list_events(
     ids = [str(e.id) for e in page.events] + [str(bad.id) for bad in page.skipped]
     table = Table(
         Column("id", no_wrap=True, min_width=max(map(len, ids), default=2)),
-        Column("starts (UTC)", overflow="fold"),
+        Column("starts (UTC; all-day: its days)", overflow="fold"),
         Column("title", min_width=10, ratio=2, overflow="fold"),
         Column("zone", min_width=7, ratio=1, overflow="fold"),
         Column("rule", min_width=7, ratio=1, overflow="fold"),
@@ -69,7 +73,11 @@ def list_events(
         pad_edge=False,
     )
     for e in page.events:
-        cells = (e.id, iso(e.starts_at), e.title[:_TITLE_SHOWN], e.timezone, e.rrule or "")
+        days = all_day_dates(e.starts_at, e.ends_at, e.timezone)
+        starts = iso(e.starts_at) if days is None else f"{days[0]} (all day)"
+        if days is not None and days[1] != days[0]:
+            starts = f"{days[0]} to {days[1]} (all day)"
+        cells = (e.id, starts, e.title[:_TITLE_SHOWN], e.timezone, e.rrule or "")
         table.add_row(*(Text(c) for c in cells))
     for bad in page.skipped:
         reason = Text(f"unreadable: {bad.reason[:_TITLE_SHOWN]}", style="red")
@@ -86,15 +94,16 @@ def list_events(
 
 @calendar_app.command("remove")
 def remove(
-    event_id: Annotated[str, typer.Argument(metavar="ID", help="The event's id (see `list`).")],
+    event_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="The event's id (see `list`).", parser=value(inputs.RecordId)
+        ),
+    ],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Remove one event (a whole series), whether or not its stored values can be read."""
-    if not event_id.strip():
-        raise fail(
-            InvalidInputError("ID must not be blank (see `philont calendar list`)"), code=EXIT_USAGE
-        )
     with _calendar(db, write=True) as calendar:
         removed = calendar.delete(event_id)
     if not removed:

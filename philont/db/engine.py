@@ -19,6 +19,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from philont import settings
+from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
 from philont.db.retry import is_busy
 from philont.errors import (
     BackendError,
@@ -288,6 +289,8 @@ def install_sqlite_hooks(
     engine: Engine, *, foreign_keys: bool, busy_timeout_ms: int | None = None
 ) -> None:
     _WITH_HOOKS.add(engine)
+    path = sqlite_path(engine.url)
+    checkpointer = None if path is None else _start_checkpoints(engine, path)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
@@ -301,6 +304,8 @@ def install_sqlite_hooks(
         cur.execute(f"PRAGMA busy_timeout = {timeout}")
         switch_to_wal(cur, timeout)
         cur.execute("PRAGMA synchronous = NORMAL")
+        if checkpointer is not None:
+            cur.execute(f"PRAGMA wal_autocheckpoint = {SAFETY_PAGES}")
         cur.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
         cur.close()
 
@@ -324,6 +329,22 @@ def install_sqlite_hooks(
                 dbapi.cursor().execute(statement)
         except sqlite3.Error as exc:
             raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
+
+
+_CHECKPOINTERS: weakref.WeakKeyDictionary[Engine, Checkpointer] = weakref.WeakKeyDictionary()
+
+
+def _start_checkpoints(engine: Engine, path: Path) -> Checkpointer:
+    """WAL checkpoints of ``engine``'s commits in a background thread (philont.db.checkpoint)."""
+    checkpointer = _CHECKPOINTERS[engine] = Checkpointer(path)
+    event.listen(engine, "commit", lambda _conn: checkpointer.committed())
+    event.listen(engine, "engine_disposed", lambda _engine: checkpointer.stop())
+    return checkpointer
+
+
+def checkpointer_of(engine: Engine) -> Checkpointer | None:
+    """The background checkpointer of a SQLite file engine made here (None otherwise)."""
+    return _CHECKPOINTERS.get(engine)
 
 
 def create_engine(

@@ -4,14 +4,23 @@ Philont's consolidator took at most 1,000 messages after its cursor and moved th
 last one's timestamp, so messages sharing that millisecond beyond the limit were never processed
 (spec §10). Here a batch never ends inside a millisecond: it stops before the last millisecond it
 would have split, or, when that millisecond alone is over the limit, takes all of it.
+
+Nor does a batch its limit cut end inside a run (a user turn and what the agent did until the
+session's next user turn, :func:`philont.learning.window.runs_of`): the judge and the reflection
+would see a request with half of what was done about it, and the rest, in the next batch
+without its request, would never be judged. :func:`whole_runs_end` moves the end back to just
+before the earliest run that would be split; a run longer than a whole batch is still cut, so
+every batch makes progress.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 
-__all__ = ["batch_end", "retry_delay"]
+__all__ = ["Step", "batch_end", "retry_delay", "whole_runs_end"]
 
 
 def batch_end(timestamps: Sequence[int], limit: int) -> int | None:
@@ -32,6 +41,50 @@ def batch_end(timestamps: Sequence[int], limit: int) -> int | None:
         return last
     earlier = [ts for ts in timestamps[:limit] if ts < last]
     return earlier[-1] if earlier else last
+
+
+@dataclass(frozen=True)
+class Step:
+    """A message or tool call of a session: its time (epoch ms) and whether it is a user turn
+    (which starts a run; at one millisecond, it comes before the session's other steps)."""
+
+    at: int
+    session: str
+    user: bool = False
+
+
+def _open_run(steps: Sequence[Step], end: int) -> int | None:
+    """The start of the session's run that goes on past ``end`` (``steps``: one session's, in
+    order), or None: no run has started by ``end``, or the next step after it begins one."""
+    start = None
+    for step in steps:
+        if step.at > end:
+            return None if step.user else start
+        if step.user:
+            start = step.at
+    return None
+
+
+def whole_runs_end(steps: Sequence[Step], until: int, first: int) -> int:
+    """The end (epoch ms, inclusive) of a batch its limit cut at ``until`` that splits no run:
+    the latest end at or before ``until`` that no run goes on past, if the batch then still
+    holds its first message (at ``first``); otherwise ``until`` (a run longer than the batch
+    is cut).
+
+    ``steps``: the batch's messages and tool calls, and, for each session, its first step after
+    ``until`` (whether its run goes on past the cut). A step before the session's first user
+    turn in them belongs to no run (one cut before; it cannot be mended here)."""
+    sessions: dict[str, list[Step]] = defaultdict(list)
+    for step in sorted(steps, key=lambda s: (s.at, not s.user)):
+        sessions[step.session].append(step)
+    end = until
+    while True:
+        starts = [s for s in (_open_run(seq, end) for seq in sessions.values()) if s is not None]
+        if not starts:
+            return end
+        end = min(starts) - 1
+        if end < first:
+            return until
 
 
 def retry_delay(attempts: int, *, base: timedelta, cap: timedelta) -> timedelta:

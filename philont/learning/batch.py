@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from philont.domain.maturity import Grade
 from philont.learning.config import LearningConfig
 from philont.learning.extract import MemoryWriter, ask_for_memories
+from philont.learning.lock import hold_learning_lock
 from philont.learning.parse import ExtractionAnswer, SkillAnswer, parse_skills
 from philont.learning.prompts import condense_prompt
 from philont.learning.skills import SkillWriter, ask_for_skills
@@ -184,7 +185,12 @@ def apply(
     *,
     judge_name: str = "judge",
 ) -> Applied:
-    """Write what :func:`think` produced, in the unit of work ``mem`` (flushes, never commits)."""
+    """Write what :func:`think` produced, in the unit of work ``mem`` (flushes, never commits).
+
+    The agent's other learners wait meanwhile (:mod:`philont.learning.lock`): each check of
+    what is stored (a note, a fact, a skill, a verdict, a condensed case) sees what they wrote,
+    so learners racing over the same messages write what one of them would."""
+    hold_learning_lock(mem)
     extraction = MemoryWriter(mem, config).write(
         thought.extraction, window, tokens_used=thought.extraction_tokens
     )
@@ -206,7 +212,7 @@ def apply(
     condensed = []
     for item in thought.condensed:
         case_id = item.case_id or (case_of_run.get(id(item.run)) if item.run else None)
-        if case_id is None:
+        if case_id is None or book.is_condensed(case_id):  # another learner condensed it
             continue
         report = writer.write(
             item.answer,

@@ -8,7 +8,7 @@ processed), so Philont and philont share it. What differs from Philont's consoli
 * The cursor moves only in the transaction that writes the batch's results: a failed model call
   loses nothing; the batch is retried after a backoff (``retry_base`` doubled per failure).
 * A batch never splits the messages of one millisecond (:func:`~philont.domain.consolidation.
-  batch_end`).
+  batch_end`), nor, when its limit cuts it, a run (:mod:`philont.learning.bounds`).
 * The cursor fact is updated in place: no new fact row per batch (Philont superseded it each
   time). Only the very first cursor is a new row.
 * A batch is claimed atomically before the model is asked: its row in
@@ -38,11 +38,12 @@ from sqlalchemy.sql import ColumnElement
 
 from philont.clock import Clock, utc_now
 from philont.db.models import Fact, LearningBatch, RawMessage
-from philont.db.types import bumped, from_epoch_ms, to_epoch_ms
+from philont.db.types import bumped, to_epoch_ms
 from philont.domain import decay
-from philont.domain.consolidation import batch_end, retry_delay
+from philont.domain.consolidation import retry_delay
 from philont.errors import InvalidInputError, ModelAnswerError
 from philont.learning.batch import Applied, Thought, apply, gather, think
+from philont.learning.bounds import next_batch
 from philont.learning.config import ConsolidatorConfig, LearningConfig
 from philont.learning.extract import LOOP_NAMESPACE
 from philont.learning.learner import check_parts
@@ -272,27 +273,10 @@ class Consolidator:
             return self._anchor(mem, newest_ms, now)
         if newest_ms <= after:
             return ConsolidationReport(status=Status.NOTHING_NEW, after_ts=after)
-        until, count = self._next_batch(session, after, now)
-        if count < self.schedule.min_messages:
-            return ConsolidationReport(status=Status.TOO_FEW, after_ts=after, messages=count)
-        return self._take(session, after, until, count, now)
-
-    def _next_batch(self, session: Session, after: int, now: datetime) -> tuple[int, int]:
-        lo = from_epoch_ms(after)
-        stamps = session.scalars(
-            select(RawMessage.timestamp)
-            .where(RawMessage.timestamp > lo, RawMessage.timestamp <= now)
-            .order_by(RawMessage.timestamp)
-            .limit(self.schedule.batch_size + 1)
-        ).all()
-        until = batch_end([to_epoch_ms(ts) for ts in stamps], self.schedule.batch_size)
-        assert until is not None  # newest > after: there is a message
-        count = session.scalar(
-            select(func.count())
-            .select_from(RawMessage)
-            .where(RawMessage.timestamp > lo, RawMessage.timestamp <= from_epoch_ms(until))
-        )
-        return until, int(count or 0)
+        batch = next_batch(session, after, now, self.schedule.batch_size)
+        if not batch.cut and batch.count < self.schedule.min_messages:
+            return ConsolidationReport(status=Status.TOO_FEW, after_ts=after, messages=batch.count)
+        return self._take(session, after, batch.until, batch.count, now)
 
     def _take(
         self, session: Session, after: int, until: int, count: int, now: datetime

@@ -7,11 +7,16 @@ cannot be stored this way either. ``store_note`` has no tool; its arguments are 
 :class:`StoreNoteArgs` and written by ``NoteService.add``. Relative times are the model's to
 resolve, against the window's own time (the prompt gives it); an event without ``occurred_at``
 happened at the window's time, not at the (later) time of extraction.
+
+What was forgotten is not written again unless it is said again after the forgetting
+(:mod:`philont.domain.forgetting`): each action may cite the message that says it
+(``said_at``, the time the prompt shows for it); such a proposal is reported ``forgotten``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -20,10 +25,12 @@ from sqlalchemy import select
 
 from philont.db.models import Fact, Note
 from philont.db.types import to_epoch_ms
+from philont.domain.forgetting import Said, may_write_again, note_key, said_when
 from philont.domain.kinds import FactKind
-from philont.domain.timeparse import parse_time
+from philont.domain.timeparse import iso, parse_time
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
+from philont.learning.lock import hold_learning_lock
 from philont.learning.parse import (
     ActionProposal,
     ExtractionAnswer,
@@ -92,6 +99,42 @@ def _same_json(stored: Any, given: Any) -> bool:
     return json.dumps(stored, sort_keys=True) == json.dumps(given, sort_keys=True)
 
 
+SAID_AT: Final = "said_at"
+"""The key of an action that cites the message saying it (its time, as the prompt shows it)."""
+
+
+def _cited(value: Any) -> int | None:
+    """A ``said_at`` as epoch ms, or None when it is no time (it is then ignored)."""
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        return None
+    try:
+        return _ms(parse_time(value, field=SAID_AT))
+    except PhilontError:
+        return None
+
+
+def _same_statement(row: Fact, args: StoreFactArgs, occurred_at: int | None) -> bool:
+    """Whether a stored version says what ``args`` says: the same kind and value, and for an
+    event the same time (the same value at another time is another event)."""
+    if row.fact_kind != args.fact_kind or not _same_json(row.value, args.value):
+        return False
+    return args.fact_kind != FactKind.EVENT or _ms(row.occurred_at) == occurred_at
+
+
+def _forgotten(
+    gone: Sequence[tuple[str, datetime]], said: Said | None, what: str
+) -> tuple[str, str] | None:
+    """When the rows forgotten that match a proposal (``(id, forgotten_at)`` each) keep it from
+    being written again: the id of the one forgotten last and why; None when it may be
+    written."""
+    if may_write_again([to_epoch_ms(at) for _, at in gone], said):
+        return None
+    row_id, at = max(gone, key=lambda pair: pair[1])
+    return row_id, (
+        f"the same {what} was forgotten at {iso(at)}; no message of the window after that says it"
+    )
+
+
 def _unstorable(value: Any) -> bool:
     """Whether a JSON value holds text no backend stores (NUL, a lone surrogate)."""
     if isinstance(value, str):
@@ -115,21 +158,41 @@ class MemoryWriter(Service):
     def __init__(self, mem: Memory, config: LearningConfig) -> None:
         super().__init__(mem)
         self.config = config
+        self._forgotten_notes: dict[str, list[tuple[str, datetime]]] | None = None
+
+    def _forgotten_note(self, content: str) -> list[tuple[str, datetime]]:
+        """The forgotten notes with ``content``'s :func:`note_key`, as ``(id, forgotten_at)``
+        (read once per answer: no index finds them, and writing it forgets no note)."""
+        if self._forgotten_notes is None:
+            self._forgotten_notes = {}
+            rows = self.mem.session.execute(
+                select(Note.id, Note.content, Note.forgotten_at).where(
+                    Note.forgotten_at.is_not(None)
+                )
+            )
+            for note_id, text, at in rows:
+                if at is not None:
+                    self._forgotten_notes.setdefault(note_key(text), []).append((note_id, at))
+        return self._forgotten_notes.get(note_key(content), [])
 
     def write(
         self, answer: ExtractionAnswer, window: Window, *, tokens_used: int = 0
     ) -> ExtractionReport:
         """Apply each proposal in its own savepoint; a refused one is reported with the code
         and message the tool would have given."""
+        hold_learning_lock(self.mem)
+        self._forgotten_notes = None  # read again (under the lock) for this answer
         writes = [
             MemoryWrite(
                 index=r.index, action="?", outcome="rejected", code="malformed", detail=r.reason
             )
             for r in answer.rejected
         ]
-        reference = window.reference or self.mem.clock()
+        dialogue = [to_epoch_ms(turn.timestamp) for turn in window.dialogue]
         for proposal in answer.actions:
-            writes.append(self._one(proposal, window, reference))
+            arguments = dict(proposal.arguments)
+            said = said_when(dialogue, _cited(arguments.pop(SAID_AT, None)))
+            writes.append(self._one(proposal, arguments, window, said))
         report = ExtractionReport(
             tag=window.tag,
             messages=len(window.turns),
@@ -142,9 +205,15 @@ class MemoryWriter(Service):
         )
         return report
 
-    def _one(self, proposal: ActionProposal, window: Window, reference: datetime) -> MemoryWrite:
+    def _one(
+        self,
+        proposal: ActionProposal,
+        arguments: dict[str, Any],
+        window: Window,
+        said: Said | None,
+    ) -> MemoryWrite:
         base: dict[str, Any] = {"index": proposal.index, "action": proposal.action}
-        if _unstorable(proposal.arguments):
+        if _unstorable(arguments):
             return MemoryWrite(
                 **base,
                 outcome="rejected",
@@ -154,8 +223,8 @@ class MemoryWriter(Service):
         try:
             with self.mem.session.begin_nested():
                 if proposal.action == "store_fact":
-                    return self._fact(base, proposal.arguments, window, reference)
-                return self._note(base, proposal.arguments, window)
+                    return self._fact(base, arguments, window, said)
+                return self._note(base, arguments, window, said)
         except ValidationError as exc:
             return MemoryWrite(
                 **base, outcome="rejected", code="invalid_arguments", detail=inputs.describe(exc)
@@ -164,61 +233,45 @@ class MemoryWriter(Service):
             return MemoryWrite(**base, outcome="rejected", code=exc.code, detail=exc.message)
 
     def _fact(
-        self, base: dict[str, Any], arguments: dict[str, Any], window: Window, reference: datetime
+        self, base: dict[str, Any], arguments: dict[str, Any], window: Window, said: Said | None
     ) -> MemoryWrite:
-        arguments = dict(arguments)
+        reference = window.reference or self.mem.clock()
         arguments.setdefault("timezone", self.config.timezone)
         if arguments.get("fact_kind") == "event" and arguments.get("occurred_at") in (None, ""):
             arguments["occurred_at"] = to_epoch_ms(reference)
         tool = REGISTRY["store_fact"]
         args = tool.args_model.model_validate(arguments)
         where = {"namespace": args.namespace, "key": args.key}
-        known = self._recorded(args)
-        if known is not None:
-            row, detail = known
-            return MemoryWrite(**base, **where, id=row.id, outcome="unchanged", detail=detail)
-        context = ToolContext(session_id=window.session_id or window.tag, now=reference)
-        output = tool.handler(args, self.mem, context)
-        data = output.data if isinstance(output.data, dict) else {}
-        return MemoryWrite(**base, **where, id=data.get("id"), outcome="stored", detail=output.text)
-
-    def _recorded(self, args: StoreFactArgs) -> tuple[Fact, str] | None:
-        """The version that already says what ``args`` would store, and why it is the same:
-        for a state, the current version with the same value, kind and validity window; for
-        an event, any version recording the same value at the same time (an event told again
-        is not a new one; the same value at another time is). None: the write is new."""
-        tz = args.timezone
         when = {
-            name: _ms(parse_time(getattr(args, name), field=name, tz=tz))
+            name: _ms(parse_time(getattr(args, name), field=name, tz=args.timezone))
             for name in ("occurred_at", "valid_from", "valid_until")
         }
         rows = self.mem.session.scalars(
             select(Fact)
             .where(Fact.namespace == args.namespace, Fact.key == args.key)
-            .where(Fact.forgotten_at.is_(None))
             .order_by(Fact.created_at.desc(), Fact.id.desc())
+            .execution_options(populate_existing=True)
         ).all()
-        if args.fact_kind == FactKind.EVENT:
-            same = (
-                row
-                for row in rows
-                if row.fact_kind == FactKind.EVENT
-                and _same_json(row.value, args.value)
-                and _ms(row.occurred_at) == when["occurred_at"]
-            )
-            event = next(same, None)
-            return None if event is None else (event, "the same event is recorded")
-        current = next((row for row in rows if row.superseded_by is None), None)
-        if current is None or current.fact_kind != FactKind.STATE:
-            return None
-        if not _same_json(current.value, args.value):
-            return None
-        window = (_ms(current.valid_from), _ms(current.valid_until))
-        if window != (when["valid_from"], when["valid_until"]):
-            return None
-        return current, "the current value is the same"
+        known = _recorded(args, [r for r in rows if r.forgotten_at is None], when)
+        if known is not None:
+            row, detail = known
+            return MemoryWrite(**base, **where, id=row.id, outcome="unchanged", detail=detail)
+        gone = [
+            (r.id, at)
+            for r in rows
+            if (at := r.forgotten_at) is not None and _same_statement(r, args, when["occurred_at"])
+        ]
+        kept = _forgotten(gone, said, "fact") if gone else None
+        if kept is not None:
+            return MemoryWrite(**base, **where, id=kept[0], outcome="forgotten", detail=kept[1])
+        context = ToolContext(session_id=window.session_id or window.tag, now=reference)
+        output = tool.handler(args, self.mem, context)
+        data = output.data if isinstance(output.data, dict) else {}
+        return MemoryWrite(**base, **where, id=data.get("id"), outcome="stored", detail=output.text)
 
-    def _note(self, base: dict[str, Any], arguments: dict[str, Any], window: Window) -> MemoryWrite:
+    def _note(
+        self, base: dict[str, Any], arguments: dict[str, Any], window: Window, said: Said | None
+    ) -> MemoryWrite:
         args = StoreNoteArgs.model_validate(arguments)
         existing = self.mem.session.scalars(
             select(Note.id).where(Note.content == args.content, Note.forgotten_at.is_(None))
@@ -227,7 +280,35 @@ class MemoryWriter(Service):
             return MemoryWrite(
                 **base, id=existing, outcome="unchanged", detail="the same note exists"
             )
+        gone = self._forgotten_note(args.content)
+        kept = _forgotten(gone, said, "note") if gone else None
+        if kept is not None:
+            return MemoryWrite(**base, id=kept[0], outcome="forgotten", detail=kept[1])
         note = self.mem.notes.add(
             args.content, importance=args.importance, session_id=window.session_id
         )
         return MemoryWrite(**base, id=note.id, outcome="stored", detail="note stored")
+
+
+def _recorded(
+    args: StoreFactArgs, active: list[Fact], when: dict[str, int | None]
+) -> tuple[Fact, str] | None:
+    """The version (of the ``active`` ones, newest first) that already says what ``args``
+    would store, and why it is the same: for a state, the current version with the same
+    value, kind and validity window; for an event, any version recording the same value at the
+    same time (an event told again is not a new one; the same value at another time is).
+    None: the write is new."""
+    if args.fact_kind == FactKind.EVENT:
+        event = next(
+            (row for row in active if _same_statement(row, args, when["occurred_at"])), None
+        )
+        return None if event is None else (event, "the same event is recorded")
+    current = next((row for row in active if row.superseded_by is None), None)
+    if current is None or current.fact_kind != FactKind.STATE:
+        return None
+    if not _same_json(current.value, args.value):
+        return None
+    window = (_ms(current.valid_from), _ms(current.valid_until))
+    if window != (when["valid_from"], when["valid_until"]):
+        return None
+    return current, "the current value is the same"

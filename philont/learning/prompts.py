@@ -137,8 +137,9 @@ def extract_prompt(window: Window, *, timezone: str, max_chars: int, total: int)
         "Answer with a JSON array only, of actions:",
         '{"action": "store_fact", "namespace": "user.preferences", "key": "diet", '
         '"value": "vegetarian", "confidence": 1.0, "fact_kind": "state"|"event", '
-        '"occurred_at": ..., "valid_from": ..., "valid_until": ...}',
-        '{"action": "store_note", "content": "...", "importance": 0.5}',
+        '"occurred_at": ..., "valid_from": ..., "valid_until": ..., "said_at": ...}',
+        '{"action": "store_note", "content": "...", "importance": 0.5, "said_at": ...}',
+        "said_at: the [time] of the message that says it, copied as shown.",
         "Namespaces: user, user.*, project.<name>, decisions, context. Keys are short",
         "slugs. Answer [] when nothing is worth keeping.",
         "",

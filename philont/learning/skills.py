@@ -23,6 +23,7 @@ from philont.domain.skill_rules import (
 )
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
+from philont.learning.lock import hold_learning_lock
 from philont.learning.parse import SkillAnswer, SkillProposal, parse_skills, problem_of
 from philont.learning.prompts import reflect_prompt
 from philont.learning.window import Window
@@ -109,6 +110,7 @@ class SkillWriter(Service):
         whole or not at all), then prune drafts to the cap. ``verified`` marks proposals
         condensed from judge-verified cases; new skills get ``source`` (default
         ``self:reflect-<tag>``) and ``grade``."""
+        hold_learning_lock(self.mem)
         writes = [
             SkillWrite(proposed=r.name, action="rejected", reason="malformed", detail=r.reason)
             for r in answer.rejected

@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from philont.db.models import Note, RawMessage
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
+from philont.learning.lock import hold_learning_lock
 from philont.learning.parse import parse_summary
 from philont.learning.prompts import summary_prompt
 from philont.learning.window import Window
@@ -96,6 +97,7 @@ def ask_for_summaries(
 
 def write_summaries(mem: Memory, summaries: list[Summary]) -> list[SummaryReport]:
     """Upsert each summary note (a forgotten summary stays forgotten: ``NoteService.upsert``)."""
+    hold_learning_lock(mem)
     reports = []
     for summary in summaries:
         note_id = SESSION_SUMMARY_PREFIX + summary.session_id

@@ -18,6 +18,7 @@ from philont.db.types import kinds_of
 from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn, attribute
 from philont.domain.kinds import Role
 from philont.errors import InvalidInputError, ModelError
+from philont.learning.lock import hold_learning_lock
 from philont.learning.parse import SkillAnswer, first_object, parse_skills
 from philont.learning.prompts import condense_prompt, judge_prompt
 from philont.learning.window import Run, ToolCall
@@ -203,6 +204,7 @@ class CaseBook(Service):
         that has a verdict keeps it (returned; no second verdict or case is written)."""
         if not isinstance(run.goal, str) or not run.goal.strip():
             raise InvalidInputError.of("run", "needs a non-blank goal")
+        hold_learning_lock(self.mem)
         existing = self.verdict_of(run)
         if existing is not None:
             return existing
@@ -263,7 +265,14 @@ class CaseBook(Service):
         )
         return [_case_record(r) for r in rows]
 
+    def is_condensed(self, case_id: str) -> bool:
+        """Whether a skill was condensed from the case already (as stored now: another
+        learner may have condensed it since this one read it as pending)."""
+        stmt = select(LearningCase.condensed_at).where(LearningCase.id == case_id)
+        return self.mem.session.scalar(stmt) is not None
+
     def mark_condensed(self, case_id: str, skill_name: str | None, note: str) -> None:
+        hold_learning_lock(self.mem)
         row = self.mem.session.get(LearningCase, case_id)
         if row is None:
             return

@@ -59,7 +59,8 @@ class SkillReflectionReport(ReadModel):
 
 class MemoryWrite(ReadModel):
     """One proposed ``store_fact`` / ``store_note`` and what came of it (``stored``,
-    ``unchanged`` or ``rejected`` with the tools' own error code and message)."""
+    ``unchanged``, ``forgotten`` — the same was forgotten and not said again since, ``id`` the
+    forgotten row — or ``rejected`` with the tools' own error code and message)."""
 
     index: int
     action: str

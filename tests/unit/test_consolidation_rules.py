@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from philont.domain.consolidation import batch_end, retry_delay
+from philont.domain.consolidation import Step, batch_end, retry_delay, whole_runs_end
 from philont.errors import InvalidInputError
 from philont.learning import ConsolidatorConfig, LearningConfig
 
@@ -45,6 +45,77 @@ def test_no_millisecond_is_ever_split_and_the_limit_holds_when_it_can(
     assert taken == stamps[: len(taken)] and taken  # a prefix, never empty
     if len(taken) > limit:  # only when a single millisecond alone is over the limit
         assert len(set(taken)) == 1
+
+
+def steps(text: str) -> list[Step]:
+    """``"1U:a 2:a 3U:b"``: a step per word, ``<ms>[U]:<session>`` (U: a user turn)."""
+    found = []
+    for word in text.split():
+        at, session = word.split(":")
+        found.append(Step(int(at.rstrip("U")), session, at.endswith("U")))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("text", "until", "first", "end"),
+    [
+        ("1U:a 2:a 3U:a 4U:a", 3, 1, 3),  # the session's next step starts a run: 3 is whole
+        ("1U:a 2:a 3U:a 4:a", 4, 1, 4),  # nothing after the cut: the run is whole so far
+        ("1U:a 2:a 3U:a 4:a 5:a", 4, 1, 2),  # run 3 goes on at 5: the batch ends before it
+        ("1U:a 2:a 3U:a 4:a 9:a 10U:a", 4, 1, 2),  # however much later its next step is
+        ("1U:a 2:a 3U:b 4:b 5U:a 6:a 7:b", 6, 1, 2),  # b's run 3 goes on; a's run 5 with it
+        ("1U:a 2:b 3U:a 4:a 5:b", 4, 1, 4),  # b's steps belong to no run of the batch
+        ("1U:a 2:a 3U:b 4U:a 5:b 6:a", 5, 1, 2),  # before a's run 4 is inside b's run 3: before it
+        ("1U:a 2:a 3:a 4U:a", 2, 1, 2),  # run 1 is longer than the batch: cut at the limit
+        ("3U:a 4:a 5:a", 4, 3, 4),  # (likewise)
+        ("3:a 4U:a 5:a 6:a", 5, 3, 3),  # the rest of a run cut before stays in: progress
+        ("1U:a 2:a 3:a 3U:a", 2, 1, 2),  # a call in the millisecond of a user turn is its run's
+    ],
+)
+def test_a_batch_cut_by_its_limit_ends_before_the_run_it_would_split(
+    text: str, until: int, first: int, end: int
+) -> None:
+    assert whole_runs_end(steps(text), until, first) == end
+
+
+def _splits(all_steps: list[Step], end: int) -> bool:
+    """Whether some run goes on past ``end`` (a run: a user turn and the session's steps
+    until its next user turn) — the definition, checked run by run."""
+    for session in {s.session for s in all_steps}:
+        mine = sorted(
+            (s for s in all_steps if s.session == session), key=lambda s: (s.at, not s.user)
+        )
+        for i, step in enumerate(mine):
+            if not step.user or step.at > end:
+                continue
+            rest = mine[i + 1 :]
+            following = rest[: next((j for j, s in enumerate(rest) if s.user), len(rest))]
+            if any(s.at > end for s in following):
+                return True
+    return False
+
+
+step_lists = st.lists(
+    st.builds(Step, st.integers(0, 30), st.sampled_from("abc"), st.booleans()), max_size=25
+)
+
+
+@given(step_lists, st.integers(0, 30))
+def test_the_end_is_the_latest_that_splits_no_run_or_the_limit_when_none_is(
+    all_steps: list[Step], until: int
+) -> None:
+    batch = [s for s in all_steps if s.at <= until]
+    if not batch:
+        return
+    first = min(s.at for s in batch)
+    # the batch, and each session's first step after the cut
+    after = {}
+    for s in sorted(all_steps, key=lambda s: (s.at, not s.user)):
+        if s.at > until:
+            after.setdefault(s.session, s)
+    end = whole_runs_end(batch + list(after.values()), until, first)
+    clean = [e for e in range(first, until + 1) if not _splits(all_steps, e)]
+    assert end == (max(clean) if clean else until)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,144 @@
+"""WAL checkpoints run in a background thread, not inside the committing caller's commit."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from philont.db import checkpoint
+from philont.db.engine import checkpointer_of, connect_read_only
+from philont.store import Store
+
+
+def _threads(path: Path) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"philont-checkpoint:{path.name}"]
+
+
+def _rows_in_file(path: Path) -> int:
+    """Notes in the database file itself (``immutable``: the WAL is not read)."""
+    with closing(connect_read_only(path, immutable=True)) as conn:
+        return int(conn.execute("SELECT count(*) FROM memory_notes").fetchone()[0])
+
+
+def _live_rows(path: Path) -> int:
+    """Notes as a reader sees them (the WAL included)."""
+    with closing(connect_read_only(path)) as conn:
+        return int(conn.execute("SELECT count(*) FROM memory_notes").fetchone()[0])
+
+
+def _all_in_file(path: Path) -> bool:
+    return _rows_in_file(path) == _live_rows(path)
+
+
+def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.02)
+    return check()
+
+
+def _write_notes(store: Store, n: int) -> None:
+    for i in range(n):
+        with store.begin() as mem:
+            mem.notes.add(f"note {i}")
+
+
+def test_commits_reach_the_database_file_without_an_inline_checkpoint(tmp_path: Path) -> None:
+    db_path = tmp_path / "memory.sqlite"
+    store = Store.open(db_path)
+    try:
+        with store.engine.connect() as conn:
+            # the writers' own checkpoint is only the last resort (SQLite's default is 1,000)
+            pages = conn.execute(text("PRAGMA wal_autocheckpoint")).scalar()
+        assert pages == checkpoint.SAFETY_PAGES
+        _write_notes(store, 30)  # far below SAFETY_PAGES: no writer checkpoints inline
+        assert _live_rows(db_path) == 30
+        # the background thread copies all of it into the file once the commits stop
+        assert _eventually(lambda: _all_in_file(db_path))
+        cp = checkpointer_of(store.engine)
+        assert cp is not None
+        assert _eventually(lambda: cp.runs >= 1)  # counted once its PRAGMA has returned
+    finally:
+        store.close()
+
+
+def test_the_thread_ends_with_the_store_and_when_idle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(checkpoint, "IDLE_S", 0.2)
+    db_path = tmp_path / "memory.sqlite"
+    store = Store.open(db_path)
+    try:
+        _write_notes(store, 1)
+        assert _threads(db_path)
+        assert _eventually(lambda: not _threads(db_path))  # idle: ended, connection closed
+        _write_notes(store, 1)  # the next commit starts it again
+        assert _threads(db_path)
+    finally:
+        store.close()
+    assert not _threads(db_path)  # close() joined it
+
+
+def test_a_disposed_engine_starts_a_new_thread_on_its_next_commit(tmp_path: Path) -> None:
+    db_path = tmp_path / "memory.sqlite"
+    store = Store.open(db_path)
+    try:
+        _write_notes(store, 1)
+        store.engine.dispose()
+        assert not _threads(db_path)
+        _write_notes(store, 2)
+        assert _eventually(lambda: _all_in_file(db_path))
+    finally:
+        store.close()
+
+
+def test_a_removed_file_is_never_created_again_by_the_thread(tmp_path: Path) -> None:
+    cp = checkpoint.Checkpointer(tmp_path / "gone.sqlite")
+    cp.committed()
+    thread = cp._thread
+    assert thread is not None
+    thread.join(5)  # the thread tried, failed (logged) and ended
+    assert not thread.is_alive()
+    assert not (tmp_path / "gone.sqlite").exists()
+
+
+def test_a_forked_child_checkpoints_its_own_commits(tmp_path: Path) -> None:
+    db_path = tmp_path / "memory.sqlite"
+    store = Store.open(db_path)
+    try:
+        _write_notes(store, 1)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports by its exit code
+            code = 1
+            try:
+                store.engine.dispose(close=False)  # the parent's connections are not the child's
+                _write_notes(store, 3)
+                code = 0 if _eventually(lambda: _all_in_file(db_path)) else 2
+            finally:
+                os._exit(code)
+        _pid, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        store.close()
+
+
+def test_closing_the_store_does_not_wait_for_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(checkpoint, "GATHER_S", 60.0)  # the thread now waits a minute
+    monkeypatch.setattr(checkpoint, "IDLE_S", 60.0)
+    store = Store.open(tmp_path / "memory.sqlite")
+    _write_notes(store, 1)
+    started = time.monotonic()
+    store.close()
+    assert time.monotonic() - started < 30  # not the minute: close() cut the waits short
+    assert not _threads(tmp_path / "memory.sqlite")

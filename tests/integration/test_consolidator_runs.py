@@ -1,0 +1,130 @@
+"""A batch its limit cuts ends before the run it would split, so the judge (and the reflection)
+sees each request with everything done about it; a run longer than a batch is still cut, and
+learning goes on."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from philont.db.models import LearningBatch
+from philont.learning import Consolidator, ConsolidatorConfig, JudgeResult, LearningConfig, Run
+from philont.learning.window import runs_of
+from philont.llm import ScriptedModel
+from philont.schemas.learning import ConsolidationStatus, Verdict
+from tests.conftest import FakeClock
+from tests.integration.learning_helpers import Conversation, UnitFactory, unit_factory
+
+BOTH_BACKENDS = True
+
+
+@pytest.fixture
+def units(engine: Engine, clock: FakeClock) -> UnitFactory:
+    return unit_factory(engine, clock)
+
+
+class RecordingJudge:
+    """Verifies every run and keeps what it was shown."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, tuple[str, ...], str]] = []
+
+    def judge(self, run: Run) -> JudgeResult:
+        self.seen.append(shown(run))
+        return JudgeResult(Verdict.VERIFIED, "seen")
+
+
+def shown(run: Run) -> tuple[str, tuple[str, ...], str]:
+    return run.goal, tuple(call.tool_name for call in run.trace), run.result
+
+
+def consolidate(units: UnitFactory, clock: FakeClock, judge: Any, **schedule: Any) -> list[Any]:
+    """Every batch until there is nothing left, an hour after the conversation."""
+    clock.advance(hours=1)
+    worker = Consolidator(
+        units,
+        ScriptedModel.by_task({"extract": "[]", "reflect": "[]"}),
+        clock=clock,
+        judge=judge,
+        config=LearningConfig(summary_min_messages=10_000, max_runs_judged=100),
+        schedule=ConsolidatorConfig(backlog=True, max_batches_per_tick=100, **schedule),
+    )
+    return worker.tick()
+
+
+def every_run(units: UnitFactory) -> list[tuple[str, tuple[str, ...], str]]:
+    """The runs of the whole timeline, read at once."""
+    from philont.learning.window import load_range
+
+    with units(write=False) as mem:
+        start = datetime(2000, 1, 1, tzinfo=UTC)
+        window = load_range(mem.session, start, start + timedelta(days=365 * 100), limit=10**6)
+    return [shown(run) for run in runs_of(window)]
+
+
+def batch_sizes(units: UnitFactory) -> list[int]:
+    with units(write=False) as mem:
+        rows = mem.session.scalars(select(LearningBatch).order_by(LearningBatch.id))
+        return [row.message_count for row in rows]
+
+
+def test_a_run_across_the_batch_limit_is_judged_whole_in_the_next_batch(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    with units() as mem:
+        chat = Conversation(mem, clock, "s1")
+        other = Conversation(mem, clock, "s2")
+        chat.user("Hello")
+        other.user("What time is it?")
+        other.assistant("Noon.")
+        chat.user("Export the invoices table as CSV")  # a run of four messages
+        chat.act("use_skill", name="export-csv")
+        chat.act("sql", query="select * from invoices")
+        chat.assistant("Querying...")
+        chat.act("write_file", path="invoices.csv")
+        chat.assistant("Wrote invoices.csv (120 rows)")
+        other.user("And the date?")
+        chat.user("Now scrape the competitor prices")  # a run with a failing call
+        chat.act("http_get", ok=False, url="https://example.invalid")
+        chat.assistant("The site did not answer.")
+        other.assistant("The 14th.")
+        chat.user("Thanks, that is all")
+        chat.assistant("You are welcome.")
+    judge = RecordingJudge()
+    reports = consolidate(units, clock, judge, batch_size=4)  # min_messages 4, the default
+    # Cut at 4 messages each, the batches split the export run after "Export..." and the
+    # scrape run after "Now scrape...": the judge saw neither run's tool calls, and no run at
+    # all. Now a batch ends before the run it would split (s1's export run in the first
+    # batch, s2's "And the date?" in the second), and is taken although smaller than
+    # min_messages: more messages are waiting.
+    assert judge.seen == every_run(units)
+    assert batch_sizes(units) == [3, 3, 4]
+    assert [r.status for r in reports] == [ConsolidationStatus.CONSOLIDATED] * 3 + [
+        ConsolidationStatus.TOO_FEW  # "Thanks" and its answer wait for more
+    ]
+    assert judge.seen[0] == (
+        "Export the invoices table as CSV",
+        ("use_skill", "sql", "write_file"),
+        "Wrote invoices.csv (120 rows)",
+    )
+
+
+def test_a_run_longer_than_a_batch_is_cut_and_learning_goes_on(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    with units() as mem:
+        chat = Conversation(mem, clock, "s1")
+        chat.user("Migrate the database")
+        for step in range(3):
+            chat.act("sql", query=f"step {step}")
+            chat.assistant(f"Step {step} done.")
+        chat.user("Thanks")
+    reports = consolidate(units, clock, RecordingJudge(), batch_size=2, min_messages=1)
+    statuses = [ConsolidationStatus.CONSOLIDATED] * 3 + [ConsolidationStatus.NOTHING_NEW]
+    assert [r.status for r in reports] == statuses
+    assert batch_sizes(units) == [2, 2, 1]
