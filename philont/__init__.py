@@ -37,6 +37,7 @@ from philont.errors import (
     SkillNotUsableError,
     StorageError,
     StoreClosedError,
+    TransactionConflictError,
     UnitOfWorkError,
 )
 from philont.memory import Memory
@@ -92,6 +93,7 @@ __all__ = [
     "StorageError",
     "Store",
     "StoreClosedError",
+    "TransactionConflictError",
     "UnitOfWorkError",
     "tools",
 ]

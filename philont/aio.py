@@ -18,7 +18,7 @@ AsyncStore opens.
 from __future__ import annotations
 
 import asyncio
-import random
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -39,9 +39,14 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
-from philont.db.retry import DEFAULT_ATTEMPTS, is_busy, translate
-from philont.errors import BackendError, DatabaseBusyError, InvalidInputError
-from philont.log import alembic_at_debug
+from philont.db.retry import DEFAULT_ATTEMPTS, backoff, gave_up, translate
+from philont.errors import (
+    BackendError,
+    DatabaseBusyError,
+    InvalidInputError,
+    TransactionConflictError,
+)
+from philont.log import alembic_at_debug, get_logger
 from philont.memory import Memory
 from philont.store import Store, ensure_schema, ensure_schema_on
 
@@ -53,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["AsyncStore", "create_async_engine"]
 
 T = TypeVar("T")
+
+log = get_logger(__name__)
 
 
 def create_async_engine(
@@ -178,11 +185,17 @@ class AsyncStore:
         session: AsyncSession | None = None,
     ) -> ToolResult:
         """A model tool call (:func:`philont.tools.call`) in a unit of work of its own, or
-        inside the host's ``AsyncSession``. Never raises for bad arguments or tool failures."""
+        inside the host's ``AsyncSession``. Never raises for bad arguments or tool failures.
+        In a unit of work of its own, a busy database or a conflicted transaction runs the
+        whole call again, as :meth:`run` does."""
         from philont.tools import call
 
+        if session is not None:
+            return await self.run(
+                lambda mem: call(name, arguments, db=mem, session_id=session_id), session=session
+            )
         return await self.run(
-            lambda mem: call(name, arguments, db=mem, session_id=session_id), session=session
+            lambda mem: _retried_if_busy(call(name, arguments, db=mem, session_id=session_id))
         )
 
     async def close(self) -> None:
@@ -211,15 +224,30 @@ class AsyncStore:
             raise typed from exc
 
     async def _retrying(self, attempt: Callable[[], Any]) -> Any:
-        """``attempt()`` again (sleeping on the loop, never blocking it) while busy."""
+        """``attempt()`` again (sleeping on the loop, never blocking it) while the database is
+        busy or the transaction conflicted: the rules of
+        :func:`philont.db.retry.run_with_retry`."""
+        started = time.monotonic()
         for n in range(1, DEFAULT_ATTEMPTS + 1):
             try:
                 return await attempt()
-            except DatabaseBusyError as exc:
-                if n == DEFAULT_ATTEMPTS or not is_busy(exc):
-                    raise
-                await asyncio.sleep(min(1.0, 0.05 * 2 ** (n - 1)) * random.uniform(0.5, 1.0))
+            except DatabaseBusyError as exc:  # typed by _own (a conflict is one too)
+                if n == DEFAULT_ATTEMPTS:
+                    raise gave_up(exc, exc, n, time.monotonic() - started) from exc
+                delay = backoff(n)
+                log.info("db.retry", code=exc.code, attempt=n, of=DEFAULT_ATTEMPTS, delay_s=delay)
+                await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _retried_if_busy(result: ToolResult) -> ToolResult:
+    """A tool call's result in a unit of work of the AsyncStore's own; a busy database or a
+    conflicted transaction is raised instead, so that the unit is rolled back and run again
+    (the call wrote nothing, not even its action log row)."""
+    for kind in (TransactionConflictError, DatabaseBusyError):
+        if result.error_code == kind.code:
+            raise kind(result.error or kind.code, tool=result.name)
+    return result
 
 
 def _in(mem: Memory, work: Callable[[Memory], T]) -> T:
