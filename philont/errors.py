@@ -259,14 +259,27 @@ class FilePathError(InvalidInputError):
 
 
 class InvalidTimeRangeError(InvalidInputError):
-    """A time window whose end lies before its start."""
+    """A time window whose end lies before its start: a refusal of the two arguments together,
+    named in the message (``"since, until: ..."``) and in ``details["arguments"]``."""
 
     code = "invalid_time_range"
 
-    def __init__(self, start: object, end: object, what: str = "time window") -> None:
-        super().__init__(f"{what}: end ({end}) is earlier than start ({start})")
+    def __init__(
+        self, start: object, end: object, *, names: tuple[str, str], what: str = "time window"
+    ) -> None:
+        first, second = names
+        super().__init__(
+            f"{first}, {second}: the {what} ends before it starts ({second} {_shown(end)} is "
+            f"earlier than {first} {_shown(start)})",
+            arguments=names,
+        )
         self.start = start
         self.end = end
+
+
+def _shown(value: object) -> str:
+    iso = getattr(value, "isoformat", None)
+    return str(iso()) if callable(iso) else repr(value)
 
 
 class TimeOutOfRangeError(InvalidInputError):

@@ -22,6 +22,7 @@ from philont.cli.common import (
     out,
     resolve_existing,
 )
+from philont.domain.series import all_day_dates
 from philont.domain.timeparse import iso
 from philont.errors import CalendarEventNotFoundError, InvalidInputError
 from philont.services.calendar import MAX_LISTING_LIMIT, CalendarService
@@ -61,7 +62,7 @@ def list_events(
     ids = [str(e.id) for e in page.events] + [str(bad.id) for bad in page.skipped]
     table = Table(
         Column("id", no_wrap=True, min_width=max(map(len, ids), default=2)),
-        Column("starts (UTC)", overflow="fold"),
+        Column("starts (UTC; all-day: its days)", overflow="fold"),
         Column("title", min_width=10, ratio=2, overflow="fold"),
         Column("zone", min_width=7, ratio=1, overflow="fold"),
         Column("rule", min_width=7, ratio=1, overflow="fold"),
@@ -69,7 +70,11 @@ def list_events(
         pad_edge=False,
     )
     for e in page.events:
-        cells = (e.id, iso(e.starts_at), e.title[:_TITLE_SHOWN], e.timezone, e.rrule or "")
+        days = all_day_dates(e.starts_at, e.ends_at, e.timezone)
+        starts = iso(e.starts_at) if days is None else f"{days[0]} (all day)"
+        if days is not None and days[1] != days[0]:
+            starts = f"{days[0]} to {days[1]} (all day)"
+        cells = (e.id, starts, e.title[:_TITLE_SHOWN], e.timezone, e.rrule or "")
         table.add_row(*(Text(c) for c in cells))
     for bad in page.skipped:
         reason = Text(f"unreadable: {bad.reason[:_TITLE_SHOWN]}", style="red")

@@ -9,7 +9,7 @@ import re
 import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from croniter import (  # type: ignore[import-untyped]  # no py.typed, no stubs installed
     CroniterBadDateError,
@@ -17,7 +17,7 @@ from croniter import (  # type: ignore[import-untyped]  # no py.typed, no stubs 
     croniter,
 )
 
-from philont.domain import timepolicy
+from philont.domain import timepolicy, wallclock
 from philont.domain.kinds import ScheduleKind
 from philont.domain.series import DEFAULT_OCCURRENCE_LIMIT, occurrences, validate_rrule
 from philont.domain.timepolicy import validate_timezone
@@ -68,7 +68,13 @@ MAX_INTERVAL_MS: Final = 10 * 366 * 86_400_000
 """About ten years: longer intervals belong in a calendar event."""
 
 _INTERVAL_EXPR_RE: Final = re.compile(r"interval:(\d{1,15})")
-_CRON_MAX_STEPS: Final = 16
+_CRON_TICK: Final = timedelta(minutes=1)
+"""The resolution of cron: two cron times are at least this far apart on the wall clock."""
+_CRON_SCAN_STEPS: Final = 3 * 1441 + 16
+"""Cron times one search may step through. Away from a change of UTC offset it takes one or
+two; next to one it starts up to the change's size before ``after`` and looks as far past the
+first time found (at most a day each way: Samoa skipped a whole day in 2011), one step per
+matching minute."""
 
 
 class MissedRunPolicy(enum.StrEnum):
@@ -131,6 +137,47 @@ def validate_interval_ms(value: object) -> int:
     return value
 
 
+_CRON_NAMES: Final = {
+    name: number
+    for names, first in (
+        ("jan feb mar apr may jun jul aug sep oct nov dec", 1),
+        ("sun mon tue wed thu fri sat", 0),
+    )
+    for number, name in enumerate(names.split(), first)
+}
+_CRON_RANGE: Final = re.compile(r"(\w+)-(\w+)(?:/\d+)?")
+
+
+def _cron_value(text: str) -> int | None:
+    low = text.lower()
+    return int(low) if low.isdigit() else _CRON_NAMES.get(low)
+
+
+def _one_value_ranges(field: str) -> str:
+    """A field with each range that names one value (``1-1``, ``mon-1``, ``5-5/2``) written as
+    that value: croniter reads such a range as ``*``, every value (``0 9 * * 1-1`` fired
+    daily)."""
+    parts = []
+    for part in field.split(","):
+        found = _CRON_RANGE.fullmatch(part)
+        first = None if found is None else _cron_value(found[1])
+        if first is not None and found is not None and first == _cron_value(found[2]):
+            part = found[1]
+        parts.append(part)
+    return ",".join(parts)
+
+
+def _croniter(fields: str, start: datetime) -> Any:
+    """croniter over normalised fields, with cron's rule for the two day fields: a day matches
+    day-of-month OR day-of-week only when both are restricted, i.e. neither contains ``*`` (or
+    croniter's ``?``); otherwise both must match. (croniter ORs them whenever neither is exactly
+    ``*``, so ``0 9 */2 * 1``, every other day that is a Monday, fired on odd days and on
+    Mondays.)"""
+    _, _, days, _, weekdays = fields.split()
+    either = not any(star in field for field in (days, weekdays) for star in "*?")
+    return croniter(fields, start, day_or=either)
+
+
 @functools.lru_cache(maxsize=512)
 def _validate_cron(expr: str) -> str:
     fields = expr.split()
@@ -145,9 +192,9 @@ def _validate_cron(expr: str) -> str:
         raise InvalidInputError.of(
             "cron", f"cron expression {expr!r} must not contain '@'", cron=expr
         )
-    normalised = " ".join(fields)
+    normalised = " ".join(_one_value_ranges(field) for field in fields)
     try:
-        croniter(normalised, datetime(2000, 1, 1)).get_next(datetime)
+        _croniter(normalised, datetime(2000, 1, 1)).get_next(datetime)
     except CroniterBadDateError as exc:
         raise InvalidInputError.of(
             "cron", f"cron expression {expr!r} never fires", cron=expr
@@ -160,54 +207,60 @@ def _validate_cron(expr: str) -> str:
 
 
 def validate_cron(expr: object) -> str:
-    """A standard 5-field cron expression, whitespace-normalised; ``InvalidInputError`` for
-    anything else (6-7 fields, ``@daily`` macros, hashed ``H`` fields, dates that never come)."""
+    """A standard 5-field cron expression, whitespace-normalised (a range naming one value
+    written as that value); ``InvalidInputError`` for anything else (6-7 fields, ``@daily``
+    macros, hashed ``H`` fields, dates that never come)."""
     if not isinstance(expr, str):
         raise InvalidInputError.of("cron", f"must be a string, got {expr!r}")
     return _validate_cron(expr)
 
 
-def _cron_start(after: datetime, zone: zoneinfo.ZoneInfo) -> datetime:
-    """The naive wall time croniter starts after. In the second pass of a repeated hour (clocks
-    went back; ``after`` has fold=1) every wall time of the repeat fired in the first pass, and
-    croniter would step through a whole hour of times already gone: start at the repeat's end
-    (found to the second between ``after`` and ``after`` plus the repeat's length)."""
-    local = after.astimezone(zone)
-    repeat = (local.replace(fold=0).utcoffset() or timedelta(0)) - (
-        local.utcoffset() or timedelta(0)
-    )
-    if not local.fold or repeat <= timedelta(0):
-        return local.replace(tzinfo=None)
-    lo, hi = after, after + repeat  # in the repeat, and past it
-    while hi - lo > timedelta(seconds=1):
-        mid = lo + (hi - lo) / 2
-        lo, hi = (mid, hi) if mid.astimezone(zone).fold else (lo, mid)
-    return (hi.astimezone(zone) - timedelta(seconds=1)).replace(tzinfo=None)
-
-
 def _next_cron(fields: str, zone: zoneinfo.ZoneInfo, after: datetime) -> datetime:
-    # croniter steps naive wall-clock time of the zone; each wall time is then placed in the
-    # zone (gap times shift forward, ambiguous ones take their first instant) and the first
-    # instant strictly after ``after`` wins. So each local wall time fires at most once.
-    it = croniter(fields, _cron_start(after, zone))
+    # croniter steps naive wall-clock time of the zone; each wall time is placed in the zone
+    # (wallclock.place: gap times shift forward, ambiguous ones take their first instant) and
+    # the earliest instant strictly after ``after`` wins, so each local wall time fires once.
+    # Near a change of offset wall order is not instant order (a gap time lands one gap later,
+    # at or after real times that follow it; a repeated hour's second pass comes after its
+    # first): the search starts and stops with that margin (nothing elsewhere).
+    it = _croniter(fields, wallclock.local_bound(after, zone, -1))
+    best: datetime | None = None
+    stop = datetime.max
+    cause: Exception | None = None
     try:
-        for _ in range(_CRON_MAX_STEPS):
-            candidate: datetime = it.get_next(datetime)
-            instant = candidate.replace(tzinfo=zone).astimezone(UTC)
-            if instant > after:
-                return timepolicy.instant(instant, "next cron time")
+        for _ in range(_CRON_SCAN_STEPS):
+            wall: datetime = it.get_next(datetime)
+            if wall > stop:
+                break
+            at = wallclock.place(wall, zone)
+            if at is None:
+                if wall.year > 5000:
+                    break  # the supported calendar ends
+                continue
+            if at > after and (best is None or at < best):
+                best, stop = at, wallclock.local_bound(at, zone, +1)
+                if stop < wall + _CRON_TICK:
+                    break  # no offset change nearby: no later cron time can come before it
+        else:
+            if best is None:
+                raise InvalidInputError(
+                    f"cron expression {fields!r} found no time after {after.isoformat()}"
+                )
     except (CroniterError, OverflowError, ValueError) as exc:
+        cause = exc  # croniter left the calendar while searching
+    if best is None:
         raise TimeOutOfRangeError(
             f"cron expression {fields!r} has no time after {after.isoformat()} within the "
             "supported calendar"
-        ) from exc
-    raise InvalidInputError(f"cron expression {fields!r} found no time after {after.isoformat()}")
+        ) from cause
+    return best
 
 
 def next_cron(expr: str, after: datetime, tz: str = "UTC") -> datetime:
     """The first time strictly after ``after`` that the 5-field cron ``expr`` names, evaluated in
     the zone ``tz`` (``0 9 * * *`` in Europe/Berlin is 09:00 Berlin time in summer and winter),
-    returned as an aware UTC datetime."""
+    returned as an aware UTC datetime. Each wall time fires once: a time the clock skips moves
+    forward by the gap, a time it shows twice fires at its first instant (see
+    :mod:`philont.domain.wallclock`)."""
     fields = validate_cron(expr)
     zone = _zone(tz)
     return _next_cron(fields, zone, _aware(after, "after").astimezone(UTC))

@@ -14,11 +14,11 @@ import bisect
 import functools
 import zoneinfo
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Final
 
-from philont.domain import timepolicy
-from philont.domain.rrule import Rule, bad_rule, parse_rule, until_fields
+from philont.domain import timepolicy, wallclock
+from philont.domain.rrule import Freq, Rule, bad_rule, parse_rule, until_fields
 from philont.domain.rrule_engine import Series, Work, WorkLimitExceeded
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
@@ -28,6 +28,7 @@ __all__ = [
     "EVENT_WORK_LIMIT",
     "EventCheck",
     "Expansion",
+    "all_day_dates",
     "check_event",
     "expand",
     "occurrences",
@@ -45,10 +46,6 @@ CHECK_WORK_LIMIT: Final = EVENT_WORK_LIMIT // 2
 """Steps the check on write may take: finding the first occurrence and counting through a COUNT
 costs what entering any later window costs, so half the read limit leaves the other half for
 the window itself."""
-
-_PROBE: Final = timedelta(days=2)
-"""More than any UTC-offset jump (Samoa skipped a whole day in 2011): how far around a point the
-zone is probed for a change of offset."""
 
 
 @dataclass(frozen=True)
@@ -77,41 +74,19 @@ class Expansion:
     steps: int
 
 
-# --- wall-clock <-> instants ---------------------------------------------------------------------
-
-
-def _naive_local(at: datetime, zone: zoneinfo.ZoneInfo) -> tuple[datetime, timedelta]:
-    """An instant as naive wall-clock time of ``zone`` (whole seconds) plus the sub-second rest.
-    Instants come from the supported range, whose margin keeps this from overflowing."""
-    local = at.astimezone(zone)
-    return local.replace(tzinfo=None, microsecond=0), timedelta(microseconds=local.microsecond)
-
-
-def _instant(naive: datetime, zone: zoneinfo.ZoneInfo) -> datetime | None:
-    """A wall-clock time of ``zone`` as a UTC instant; None outside the supported range.
-    Gap times shift forward by the gap; ambiguous ones take their first instant (fold=0)."""
+def all_day_dates(start: datetime, end: datetime | None, tz: str) -> tuple[date, date] | None:
+    """The first and last day (inclusive) of an all-day event or occurrence in its zone ``tz``
+    (:func:`philont.domain.wallclock.all_day_days`); None for any other, and for a zone that is
+    not IANA (a row another program wrote)."""
     try:
-        at = naive.replace(tzinfo=zone).astimezone(UTC)
-    except (OverflowError, ValueError):
+        zone = timepolicy.zone(tz)
+    except InvalidInputError:
         return None
-    return at if timepolicy.MIN_INSTANT <= at <= timepolicy.MAX_INSTANT else None
-
-
-def _local_bound(at: datetime, zone: zoneinfo.ZoneInfo, side: int) -> datetime:
-    """The wall-clock time of ``zone`` that bounds a scan for instants up to (``side`` +1) or
-    from (-1) ``at``. Wall-clock order is instant order except next to a change of UTC offset,
-    where times shift by at most the size of the change; so the bound is ``at`` in local time
-    widened by the changes found around it (nothing at all in a zone without one nearby)."""
-    offsets = set()
-    for probe in (-_PROBE, timedelta(0), _PROBE):
-        offset = timepolicy.clamp(at, probe).astimezone(zone).utcoffset()
-        offsets.add(offset or timedelta(0))
-    widen = max(offsets) - min(offsets) + timedelta(seconds=1)
-    local, _ = _naive_local(at, zone)
-    try:
-        return local + side * widen
-    except OverflowError:
-        return datetime.max if side > 0 else datetime.min
+    days = wallclock.all_day_days(start, end, zone)
+    if days is None:
+        return None
+    first = start.astimezone(zone).date()
+    return first, first + timedelta(days=days - 1)
 
 
 def _until_instant(rule: Rule, zone: zoneinfo.ZoneInfo) -> datetime | None:
@@ -122,7 +97,7 @@ def _until_instant(rule: Rule, zone: zoneinfo.ZoneInfo) -> datetime | None:
     naive, is_utc = until_fields(rule.until)
     if is_utc:
         return timepolicy.clamp(naive.replace(tzinfo=UTC))
-    local = _instant(naive, zone)
+    local = wallclock.place(naive, zone)
     if local is None:
         return timepolicy.MAX_INSTANT if naive.year > 5000 else timepolicy.MIN_INSTANT
     return local
@@ -150,27 +125,52 @@ def check_event(
     range, an end before the start, a zone that is not IANA, an RRULE that does not parse, that
     provably never occurs, whose first occurrence lies past the calendar or past its UNTIL,
     whose next occurrence would end past the supported range (a yearly event lasting until
-    9999), or that needs more than ``work_limit`` steps to find its first occurrence or to
+    9999), that repeats more often than daily or by hours, minutes or seconds for an all-day
+    event, or that needs more than ``work_limit`` steps to find its first occurrence or to
     count through its COUNT (what every later listing would pay).
     """
     start = _aware(starts_at, "starts_at")
     end = None if ends_at is None else _aware(ends_at, "ends_at")
     if end is not None and end < start:
-        raise InvalidTimeRangeError(start, end, "calendar event")
+        raise InvalidTimeRangeError(start, end, names=("starts_at", "ends_at"), what="event")
     zone_name = timepolicy.validate_timezone(timezone)
     if rrule is None:
         return EventCheck(None, start, start, 0)
     parsed = parse_rule(rrule)
     duration = None if end is None else end - start
-    return _check_series(parsed, start, duration, zone_name, work_limit)
+    all_day = wallclock.all_day_days(start, end, timepolicy.zone(zone_name)) is not None
+    return _check_series(parsed, start, duration, zone_name, work_limit, all_day)
+
+
+def _series_start(
+    start: datetime, zone: zoneinfo.ZoneInfo, all_day: bool
+) -> tuple[datetime, timedelta]:
+    """The naive local start a series is expanded from, and the sub-second rest. An all-day
+    series runs from midnight even when its first day began later (a zone that skips
+    midnight), so each later day starts at its own first instant."""
+    if all_day:
+        return datetime.combine(start.astimezone(zone).date(), time()), timedelta(0)
+    return wallclock.naive_local(start, zone)
+
+
+_SUB_DAILY: Final = "an all-day event repeats by whole days: FREQ must be DAILY or longer, " + (
+    "without BYHOUR, BYMINUTE or BYSECOND"
+)
 
 
 @functools.lru_cache(maxsize=256)
 def _check_series(
-    rule: Rule, start: datetime, duration: timedelta | None, zone_name: str, work_limit: int
+    rule: Rule,
+    start: datetime,
+    duration: timedelta | None,
+    zone_name: str,
+    work_limit: int,
+    all_day: bool = False,
 ) -> EventCheck:
     zone = timepolicy.zone(zone_name)
-    naive, sub_second = _naive_local(start, zone)
+    if all_day and (rule.freq > Freq.DAILY or rule.byhour or rule.byminute or rule.bysecond):
+        raise bad_rule(rule.text, _SUB_DAILY)
+    naive, sub_second = _series_start(start, zone, all_day)
     work = Work(work_limit)
     try:
         series = Series(rule, naive, work)
@@ -179,7 +179,7 @@ def _check_series(
             raise bad_rule(rule.text, f"{reason}, so it never occurs")
         upcoming = series.occurrences_from(naive)
         first = next(upcoming, None)
-        first_at = None if first is None else _instant(first, zone)
+        first_at = None if first is None else wallclock.place(first, zone)
         if first_at is None:
             raise bad_rule(rule.text, "it has no occurrence before the end of the calendar")
         first_at += sub_second
@@ -189,7 +189,7 @@ def _check_series(
         following = next(upcoming, None)
         if duration is not None:
             timepolicy.shifted(first_at, duration, "ends_at")
-            nxt = None if following is None else _instant(following, zone)
+            nxt = None if following is None else wallclock.place(following, zone)
             if nxt is not None and (until is None or nxt <= until):
                 try:
                     timepolicy.shifted(nxt + sub_second, duration, "ends_at")
@@ -206,7 +206,7 @@ def _check_series(
             f"checking it needs more than {work_limit} steps (it occurs too rarely, or its "
             "COUNT reaches too far); use UNTIL, a larger INTERVAL or fewer parts",
         ) from exc
-    last_at = None if last is None else _instant(last, zone)
+    last_at = None if last is None else wallclock.place(last, zone)
     return EventCheck(rule.text, first_at, last_at, work.steps)
 
 
@@ -236,8 +236,32 @@ def validate_rrule(rule: object, start: datetime, tz: object) -> str:
 # --- expanding on read -----------------------------------------------------------------------
 
 
-def _overlaps(at: datetime, duration: timedelta, lo: datetime, hi: datetime) -> bool:
-    return at <= hi and (at >= lo or at + duration > lo)
+def _overlaps(at: datetime, end: datetime, lo: datetime, hi: datetime) -> bool:
+    return at <= hi and (at >= lo or end > lo)
+
+
+@dataclass(frozen=True)
+class _Length:
+    """How long each occurrence lasts: the event's duration, or, for an all-day event, its
+    number of whole local days (a day of a DST change has 23 or 25 hours)."""
+
+    duration: timedelta
+    days: int | None
+    zone: zoneinfo.ZoneInfo
+
+    @property
+    def longest(self) -> timedelta:
+        return self.duration if self.days is None else timedelta(days=self.days + 1)
+
+    def end(self, at: datetime) -> datetime | None:
+        """The end of the occurrence starting at ``at``; None when not representable."""
+        if self.days is None:
+            return None if self.duration > timepolicy.MAX_INSTANT - at else at + self.duration
+        try:
+            last = at.astimezone(self.zone).date() + timedelta(days=self.days)
+        except OverflowError:
+            return None
+        return wallclock.day_start(last, self.zone)
 
 
 class _Collector:
@@ -288,7 +312,10 @@ def expand(
     is still in progress at ``window_start`` (ending exactly at the window start does not).
     Recurrences are expanded in wall-clock time of ``tz`` from the event's local start, so
     "daily at 09:00 Europe/Berlin" stays 09:00 local across DST (gap times shift forward,
-    ambiguous ones take their first instant). Every occurrence lasts ``end - start``.
+    ambiguous ones take their first instant). Every occurrence lasts ``end - start``; an
+    all-day event (from the first instant of a local day to that of a later one, see
+    :func:`philont.domain.wallclock.all_day_days`) lasts as many whole local days, so an
+    occurrence on the day of a DST change still ends at the next midnight.
 
     Bounded: the series is entered at the window (no walk from an old start, except what a
     COUNT needs, counted in bulk), at most ``count_limit`` occurrences are counted (default
@@ -299,31 +326,32 @@ def expand(
     start = _aware(start, "start")
     lo, hi = _aware(window_start, "window_start"), _aware(window_end, "window_end")
     if end is not None and _aware(end, "end") < start:
-        raise InvalidTimeRangeError(start, end, "event")
+        raise InvalidTimeRangeError(start, end, names=("start", "end"), what="event")
     if hi < lo:
-        raise InvalidTimeRangeError(lo, hi, "window")
+        raise InvalidTimeRangeError(lo, hi, names=("window_start", "window_end"), what="window")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidInputError.of("limit", f"must be a positive integer, got {limit!r}")
     count_cap = max(limit, count_limit or 0)
     zone = timepolicy.zone(tz)
-    duration = timedelta(0) if end is None else _aware(end, "end") - start
+    stop = None if end is None else _aware(end, "end")
+    days = None if rrule is None else wallclock.all_day_days(start, stop, zone)
+    length = _Length(timedelta(0) if stop is None else stop - start, days, zone)
     work = work if work is not None else Work(EVENT_WORK_LIMIT)
     collect = _Collector(limit, keep_until)
     exact = True
     if rrule is None:
-        if _overlaps(start, duration, lo, hi):
+        if _overlaps(start, stop or start, lo, hi):
             collect.add(start)
     else:
-        exact = _scan(parse_rule(rrule), start, duration, zone, lo, hi, collect, count_cap, work)
-    items = tuple((at, None if end is None else at + duration) for at in collect.kept)
+        exact = _scan(parse_rule(rrule), start, length, lo, hi, collect, count_cap, work)
+    items = tuple((at, None if stop is None else length.end(at)) for at in collect.kept)
     return Expansion(items, len(collect.seen), exact, work.steps)
 
 
 def _scan(
     rule: Rule,
     start: datetime,
-    duration: timedelta,
-    zone: zoneinfo.ZoneInfo,
+    length: _Length,
     lo: datetime,
     hi: datetime,
     collect: _Collector,
@@ -331,20 +359,21 @@ def _scan(
     work: Work,
 ) -> bool:
     """Feed the overlapping occurrences to ``collect``; False when counting stopped early."""
-    naive, sub_second = _naive_local(start, zone)
+    zone = length.zone
+    naive, sub_second = _series_start(start, zone, length.days is not None)
     series = Series(rule, naive, work)
-    scan_from = _local_bound(timepolicy.clamp(lo, -duration), zone, -1)
-    scan_to = _local_bound(hi, zone, +1)
+    scan_from = wallclock.local_bound(timepolicy.clamp(lo, -length.longest), zone, -1)
+    scan_to = wallclock.local_bound(hi, zone, +1)
     until = _until_instant(rule, zone)
     if until is not None:
-        scan_to = min(scan_to, _local_bound(until, zone, +1))
+        scan_to = min(scan_to, wallclock.local_bound(until, zone, +1))
     exact = True
     stop = scan_to
     for occurrence in series.occurrences_from(scan_from, scan_to):
         work.spend(1)  # placing it in the zone and in the window: a step of its own
         if occurrence > stop:
             break
-        at = _instant(occurrence, zone)
+        at = wallclock.place(occurrence, zone)
         if at is None:
             if occurrence.year > 5000:
                 break  # the series ends where the supported calendar ends
@@ -352,9 +381,10 @@ def _scan(
         at += sub_second
         if until is not None and at > until:
             continue
-        if duration > timepolicy.MAX_INSTANT - at:
+        end = length.end(at)
+        if end is None:
             break  # its end would not be representable: the series ends here
-        if not _overlaps(at, duration, lo, hi):
+        if not _overlaps(at, end, lo, hi):
             continue
         if exact and len(collect.seen) >= count_cap:
             exact = False
@@ -364,7 +394,7 @@ def _scan(
             horizon = collect.horizon()
             if horizon is None:
                 break
-            stop = min(stop, _local_bound(horizon, zone, +1))
+            stop = min(stop, wallclock.local_bound(horizon, zone, +1))
             if at <= horizon:
                 collect.add(at)
     return exact

@@ -8,21 +8,28 @@ raises ``InvalidInputError`` naming the field.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 
+from philont.domain import wallclock
 from philont.domain.timepolicy import from_epoch_ms, instant, validate_timezone, zone
-from philont.errors import InvalidInputError
+from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
-__all__ = ["iso", "parse_time", "zone"]
+__all__ = ["all_day_span", "event_times", "iso", "parse_time", "zone"]
 
 
 def parse_time(
-    value: str | int | float | None, *, field: str, tz: str = "UTC", end_of_day: bool = False
+    value: str | int | float | None,
+    *,
+    field: str,
+    tz: str = "UTC",
+    end_of_day: bool = False,
+    needs_clock: bool = False,
 ) -> datetime | None:
     """``None``/blank -> None; epoch ms (int) -> UTC; ISO-8601 text -> the instant, in UTC.
 
     A bare date (``2026-01-10``) is that day's midnight in ``tz``, or with ``end_of_day`` (the
-    inclusive end of a window: "until 10 January") its last millisecond.
+    inclusive end of a window: "until 10 January") its last millisecond; with ``needs_clock``
+    (the moment a reminder fires) it is refused by name: midnight is rarely what was meant.
 
     ``tz`` must be an IANA zone (:func:`philont.domain.timepolicy.validate_timezone`) and is
     checked even when no time is given, so a bad zone never passes silently. Every result lies
@@ -43,6 +50,12 @@ def parse_time(
     text = value.strip()
     if not text:
         return None
+    if needs_clock and len(text) == 10:
+        raise InvalidInputError.of(
+            field,
+            f"{text!r} is a date without a time of day; give the time too "
+            f"(e.g. {text}T09:00), in `timezone` or with an offset",
+        )
     try:
         if len(text) == 10:
             last = time(23, 59, 59, 999_000) if end_of_day else time(0)
@@ -56,6 +69,86 @@ def parse_time(
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=where)
     return instant(parsed, field)
+
+
+def _day(value: object, field: str) -> date | None:
+    """The date of a bare-date text (``2026-12-04``), None for anything else."""
+    if not isinstance(value, str) or len(value.strip()) != 10:
+        return None
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError as exc:
+        raise InvalidInputError.of(
+            field, f"{value.strip()!r} is not an ISO-8601 date (e.g. 2026-12-04)"
+        ) from exc
+
+
+def all_day_span(
+    first: date, last: date | None, tz: str, names: tuple[str, str] = ("first_day", "last_day")
+) -> tuple[datetime, datetime]:
+    """An all-day event from day ``first`` to day ``last`` (inclusive; None: the one day) in
+    the zone ``tz``, as the instants Philont's columns hold: the first instant of ``first``
+    (its midnight, or the end of a gap that skips midnight) and the first instant of the day
+    after ``last``, the end exclusive as in iCalendar. ``names`` are the arguments the days
+    came from, for the refusals."""
+    where = zone(validate_timezone(tz))
+    end_day = first if last is None else last
+    if end_day < first:
+        raise InvalidTimeRangeError(first, end_day, names=names, what="all-day event")
+    try:
+        start, end = (
+            wallclock.day_start(first, where),
+            wallclock.day_start(end_day + timedelta(days=1), where),
+        )
+    except OverflowError:
+        start = end = None
+    for name, at, day in ((names[0], start, first), (names[1], end, end_day)):
+        if at is None:
+            raise TimeOutOfRangeError(
+                f"{name}: {day.isoformat()} is outside the supported times in {tz}",
+                argument=name,
+            )
+    assert start is not None and end is not None
+    if end == start:  # the zone skipped the whole of it
+        raise InvalidInputError.of(names[0], f"{first.isoformat()} is not a day in {tz}")
+    return start, end
+
+
+def event_times(
+    starts_at: str | int | None, ends_at: str | int | None, *, tz: str
+) -> tuple[datetime, datetime | None]:
+    """A calendar event's start and end from a caller's values (:func:`parse_time` each).
+
+    A date alone (``2026-12-04``) for ``starts_at`` makes an all-day event on that day of
+    ``tz`` (:func:`all_day_span`); ``ends_at`` is then its last day, a date too, inclusive
+    (``2026-12-06``: three days), or absent (one day). A date and a time together are refused,
+    naming both arguments: which one was meant cannot be guessed.
+    """
+    first = _day(starts_at, "starts_at")
+    last = _day(ends_at, "ends_at")
+    if first is not None:
+        if ends_at is not None and last is None and not _blank(ends_at):
+            raise InvalidInputError.of_together(
+                ("starts_at", "ends_at"),
+                "starts_at is a date alone, so this is an all-day event: give ends_at as a "
+                "date too (its last day, e.g. 2026-12-06), or give starts_at a time",
+            )
+        return all_day_span(first, last, tz, ("starts_at", "ends_at"))
+    if last is not None:
+        raise InvalidInputError.of_together(
+            ("starts_at", "ends_at"),
+            f"a date alone ({last.isoformat()}) cannot end a timed event: give the time it "
+            f"ends (e.g. {last.isoformat()}T11:00), or give starts_at as a date too for an "
+            "all-day event",
+        )
+    start = parse_time(starts_at, field="starts_at", tz=tz)
+    if start is None:
+        raise InvalidInputError.of("starts_at", "required: an ISO-8601 time or a date")
+    return start, parse_time(ends_at, field="ends_at", tz=tz)
+
+
+def _blank(value: object) -> bool:
+    return isinstance(value, str) and not value.strip()
 
 
 def iso(value: datetime) -> str:

@@ -122,7 +122,9 @@ class Learner(Service):
             )
         since, until = _aware(since, "since"), _aware(until, "until")
         if until < since:
-            raise InvalidTimeRangeError(since, until, "learning window")
+            raise InvalidTimeRangeError(
+                since, until, names=("since", "until"), what="learning window"
+            )
         return load_range(self.mem.session, since, until, limit=limit)
 
     def learn(self, window: Window) -> Applied:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
 from philont.schemas.base import ReadModel
 
@@ -11,7 +11,10 @@ class CalendarEventRecord(ReadModel):
     """One stored calendar event (a one-shot, or a series when ``rrule`` is set).
 
     ``rrule`` is the normalised RFC 5545 rule; ``timezone`` is the IANA zone the series is
-    expanded in (wall-clock times stay put across DST).
+    expanded in (wall-clock times stay put across DST). ``all_day``: the event covers whole
+    days of that zone, from the first instant of a day to the first instant of a later one
+    (how Philont's columns hold an all-day event; see
+    :func:`philont.domain.wallclock.all_day_days`).
     """
 
     id: str
@@ -24,14 +27,21 @@ class CalendarEventRecord(ReadModel):
     external_ref: str | None
     created_at: datetime
     root_pursuit_id: str | None
+    all_day: bool = False
 
 
 class Occurrence(ReadModel):
-    """One occurrence of an event inside a window (for a one-shot: the event itself)."""
+    """One occurrence of an event inside a window (for a one-shot: the event itself).
+
+    For an all-day event, ``first_day`` and ``last_day`` are its days in the event's zone
+    (inclusive): what to show instead of instants, which fall on another date elsewhere.
+    """
 
     event: CalendarEventRecord
     starts_at: datetime
     ends_at: datetime | None
+    first_day: date | None = None
+    last_day: date | None = None
 
 
 class SkippedRow(ReadModel):

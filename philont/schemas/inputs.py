@@ -484,7 +484,8 @@ def describe(exc: ValidationError, *, prefix: str = "", most: int = 5) -> str:
         loc = [str(p) for p in err.get("loc", ()) if p not in ("function-after", "constrained")]
         where = ".".join([prefix, *loc] if prefix else loc) or "arguments"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        parts.append(f"{where}: {msg}")
+        # A rule that raised its own typed error already named the argument: once is enough.
+        parts.append(f"{where}: {msg.removeprefix(f'{where}: ')}")
     return "; ".join(parts)
 
 
@@ -511,7 +512,7 @@ def window(
     start = optional(AwareTime, since, "since")
     end = optional(AwareTime, until, "until")
     if start is not None and end is not None and end < start:
-        raise InvalidTimeRangeError(start, end, what=what)
+        raise InvalidTimeRangeError(start, end, names=("since", "until"), what=what)
     return start, end
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -13,7 +13,7 @@ from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, u
 from sqlalchemy.engine import CursorResult
 
 from philont.db.models import CalendarEvent
-from philont.domain import series, timepolicy
+from philont.domain import series, timeparse, timepolicy
 from philont.domain.rrule_engine import Work, WorkLimitExceeded
 from philont.errors import InvalidInputError, InvalidTimeRangeError, UnreadableRowError
 from philont.log import get_logger
@@ -59,20 +59,32 @@ def _aware(value: object, name: str) -> datetime:
     return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
 
 
+def _day(value: object, name: str) -> date:
+    if isinstance(value, datetime) or not isinstance(value, date):
+        raise InvalidInputError.of(
+            name, f"must be a date (datetime.date, a day without a time), got {value!r}"
+        )
+    return value
+
+
 def _decode(row: _rows.Row) -> CalendarEventRecord:
     """A stored row as a record, or ``InvalidInputError`` saying which value is unreadable."""
     try:
+        starts_at = timepolicy.stored_instant(row["starts_at"], "starts_at")
+        ends_at = _rows.optional_instant(row, "ends_at")
+        zone = _rows.text_value(row, "timezone")
         return CalendarEventRecord(
             id=_rows.text_value(row, "id"),
             title=_rows.text_value(row, "title"),
-            starts_at=timepolicy.stored_instant(row["starts_at"], "starts_at"),
-            ends_at=_rows.optional_instant(row, "ends_at"),
+            starts_at=starts_at,
+            ends_at=ends_at,
             rrule=_rows.optional_text(row, "rrule"),
-            timezone=_rows.text_value(row, "timezone"),
+            timezone=zone,
             related_fact_id=_rows.optional_text(row, "related_fact_id"),
             external_ref=_rows.optional_text(row, "external_ref"),
             created_at=timepolicy.stored_instant(row["created_at"], "created_at"),
             root_pursuit_id=_rows.optional_text(row, "root_pursuit_id"),
+            all_day=series.all_day_dates(starts_at, ends_at, zone) is not None,
         )
     except ValidationError as exc:
         raise InvalidInputError(f"unreadable values: {exc.error_count()} error(s)") from exc
@@ -104,7 +116,11 @@ class _Listing:
             key = (start, event.starts_at, event.id)
             if len(self.kept) >= self.limit and key >= self.kept[-1][0]:
                 continue
-            occ = Occurrence(event=event, starts_at=start, ends_at=end)
+            days = series.all_day_dates(start, end, event.timezone) if event.all_day else None
+            first, last = days or (None, None)
+            occ = Occurrence(
+                event=event, starts_at=start, ends_at=end, first_day=first, last_day=last
+            )
             bisect.insort(self.kept, (key, occ), key=lambda pair: pair[0])
             if len(self.kept) > self.limit:
                 self.kept.pop()
@@ -183,9 +199,57 @@ class CalendarService(Service):
             "related_fact_id": fact_id,
         }
         event_id, created, pursuit, event = self._store(values, ref)
-        log.info(event, id=event_id, external_ref=ref, recurring=checked.rrule is not None)
+        all_day = series.all_day_dates(start, end, zone) is not None
+        log.info(
+            event,
+            id=event_id,
+            external_ref=ref,
+            recurring=checked.rrule is not None,
+            all_day=all_day,
+        )
         return CalendarEventRecord(
-            id=event_id, external_ref=ref, created_at=created, root_pursuit_id=pursuit, **values
+            id=event_id,
+            external_ref=ref,
+            created_at=created,
+            root_pursuit_id=pursuit,
+            all_day=all_day,
+            **values,
+        )
+
+    def create_all_day(
+        self,
+        title: str,
+        first_day: date,
+        *,
+        last_day: date | None = None,
+        timezone: str,
+        rrule: str | None = None,
+        related_fact_id: str | None = None,
+        external_ref: str | None = None,
+    ) -> CalendarEventRecord:
+        """Store an all-day event from ``first_day`` to ``last_day`` (inclusive; default the one
+        day) of the zone ``timezone``, and return it (``all_day`` true).
+
+        Philont's columns hold it as :meth:`create` would hold the same whole days: ``starts_at``
+        the first instant of ``first_day`` in the zone (its midnight), ``ends_at`` the first
+        instant of the day after ``last_day`` (iCalendar's exclusive end). Listings show its
+        days (``Occurrence.first_day``/``last_day``) and keep it while any of its days remains,
+        so it is listed all day long, never on the day before. ``rrule`` repeats it by days
+        (FREQ DAILY or longer, no BYHOUR/BYMINUTE/BYSECOND). Days are ``datetime.date``; a
+        ``datetime`` is refused (which day would it be?). Everything else as :meth:`create`.
+        """
+        first = _day(first_day, "first_day")
+        last = None if last_day is None else _day(last_day, "last_day")
+        zone = timepolicy.validate_timezone(timezone)
+        start, end = timeparse.all_day_span(first, last, zone)
+        return self.create(
+            title,
+            start,
+            ends_at=end,
+            timezone=zone,
+            rrule=rrule,
+            related_fact_id=related_fact_id,
+            external_ref=external_ref,
         )
 
     def _store(
@@ -307,7 +371,7 @@ class CalendarService(Service):
         """
         lo, hi = _aware(start, "start"), _aware(end, "end")
         if hi < lo:
-            raise InvalidTimeRangeError(lo, hi, "calendar window")
+            raise InvalidTimeRangeError(lo, hi, names=("start", "end"), what="calendar window")
         listing = _Listing(min(limit, MAX_LISTING_LIMIT))
         self._one_shots(listing, lo, hi)
         self._series(listing, lo, hi)

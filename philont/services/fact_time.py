@@ -101,7 +101,7 @@ class FactTime(Service):
         start = optional_aware(since, "since")
         end = optional_aware(until, "until")
         if start is not None and end is not None and end < start:
-            raise InvalidTimeRangeError(start, end, what="events window")
+            raise InvalidTimeRangeError(start, end, names=("since", "until"), what="events window")
         successor = aliased(Fact)
         occurred = func.coalesce(Fact.occurred_at, Fact.created_at)
         stmt = (

@@ -94,7 +94,9 @@ class FactService(FactTime):
         start = optional_aware(valid_from, "valid_from")
         end = optional_aware(valid_until, "valid_until")
         if start is not None and end is not None and end < start:
-            raise InvalidTimeRangeError(start, end, what="valid_until before valid_from")
+            raise InvalidTimeRangeError(
+                start, end, names=("valid_from", "valid_until"), what="validity"
+            )
         tau = None if decay_tau_days is None else decay.validate_tau_override(decay_tau_days)
         now = self._now()
         if kind is FactKind.EVENT and occurred is None:

@@ -220,7 +220,9 @@ class ReflectorService(Service):
         since = _aware_or_none(since, "since")
         until = _aware_or_none(until, "until")
         if since is not None and until is not None and until < since:
-            raise InvalidTimeRangeError(since, until, "reflection scope")
+            raise InvalidTimeRangeError(
+                since, until, names=("since", "until"), what="reflection scope"
+            )
         if not isinstance(window, AttributionWindow):
             raise InvalidInputError.of("window", f"must be an AttributionWindow, got {window!r}")
         now = self.clock()

@@ -262,7 +262,7 @@ class ScheduleService(Service):
         lo = _aware(start, "start")
         hi = _aware(end, "end")
         if hi < lo:
-            raise InvalidTimeRangeError(lo, hi, "schedule window")
+            raise InvalidTimeRangeError(lo, hi, names=("start", "end"), what="schedule window")
         due = and_(
             _ENABLED,
             Schedule.next_run_at <= hi,

@@ -206,11 +206,18 @@ class RecallSessionsArgs(ToolArgs):
 
 
 class CreateCalendarEventArgs(ToolArgs):
-    """Put an event on the calendar, optionally recurring (iCalendar RRULE)."""
+    """Put an event on the calendar, optionally recurring (iCalendar RRULE). For an all-day
+    event (a birthday, a deadline, a holiday) give starts_at as a date alone (2026-12-04), and
+    ends_at, if it lasts several days, as its last day (2026-12-06)."""
 
     title: Title
-    starts_at: TimeValue = Field(description="Start time.")
-    ends_at: TimeValue | None = Field(default=None, description="End time (optional).")
+    starts_at: TimeValue = Field(
+        description="Start time, or a date alone (2026-12-04) for an all-day event."
+    )
+    ends_at: TimeValue | None = Field(
+        default=None,
+        description="End time (optional); for an all-day event its last day, a date.",
+    )
     timezone: ZoneName = Field(
         description="IANA zone the event lives in; recurrences follow its local clock."
     )
@@ -223,12 +230,12 @@ class CreateCalendarEventArgs(ToolArgs):
         range) run here, while the arguments are validated: before any transaction begins, so
         never under the write lock. ``CalendarService.create`` finds the result cached."""
         from philont.domain.series import check_event
-        from philont.domain.timeparse import parse_time
+        from philont.domain.timeparse import event_times
 
-        starts = parse_time(self.starts_at, field="starts_at", tz=self.timezone)
-        if starts is not None:
-            ends = parse_time(self.ends_at, field="ends_at", tz=self.timezone)
-            check_event(starts, ends, self.timezone, self.rrule)
+        if isinstance(self.starts_at, str) and not self.starts_at.strip():
+            return self  # "not given": the tool says starts_at is required
+        starts, ends = event_times(self.starts_at, self.ends_at, tz=self.timezone)
+        check_event(starts, ends, self.timezone, self.rrule)
         return self
 
 
@@ -246,7 +253,9 @@ class ScheduleReminderArgs(ToolArgs):
 
     name: ScheduleName = Field(description="Task name (a same-named task is replaced).")
     message: ScheduleMessage
-    at: TimeValue | None = Field(default=None, description="One-time: when to fire.")
+    at: TimeValue | None = Field(
+        default=None, description="One-time: when to fire (a date with a time of day)."
+    )
     interval_ms: StrictInt | None = Field(
         default=None,
         ge=MIN_INTERVAL_MS,

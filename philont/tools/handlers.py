@@ -4,13 +4,14 @@ text the model reads."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from philont.db.types import dumps_compact
 from philont.domain.kinds import AccessTarget, FactKind, SkillKind
 from philont.domain.maturity import caveat
-from philont.domain.timeparse import iso, parse_time
+from philont.domain.series import all_day_dates
+from philont.domain.timeparse import event_times, iso, parse_time
 from philont.domain.timepolicy import clamp
 from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRangeError
 from philont.memory import Memory
@@ -171,7 +172,7 @@ def recall_sessions(args: a.RecallSessionsArgs, mem: Memory, ctx: ToolContext) -
     since = parse_time(args.since, field="since", tz=args.timezone)
     until = parse_time(args.until, field="until", tz=args.timezone, end_of_day=True)
     if since is not None and until is not None and until < since:
-        raise InvalidTimeRangeError(since, until, "recall_sessions")
+        raise InvalidTimeRangeError(since, until, names=("since", "until"), what="recall window")
     around = parse_time(args.around, field="around", tz=args.timezone)
     hits = mem.search.messages(
         args.query, limit=args.limit, since=since, until=until, now=ctx.now, around=around
@@ -201,23 +202,27 @@ def _channels(mem: Memory) -> list[str]:
 def create_calendar_event(
     args: a.CreateCalendarEventArgs, mem: Memory, ctx: ToolContext
 ) -> ToolOutput:
-    starts = parse_time(args.starts_at, field="starts_at", tz=args.timezone)
-    if starts is None:
-        raise InvalidInputError("starts_at: required")
+    starts, ends = event_times(args.starts_at, args.ends_at, tz=args.timezone)
     event = mem.calendar.create(
         args.title,
         starts,
-        ends_at=parse_time(args.ends_at, field="ends_at", tz=args.timezone),
+        ends_at=ends,
         timezone=args.timezone,
         rrule=args.rrule,
         external_ref=args.external_ref,
     )
     repeat = f", repeating {event.rrule}" if event.rrule else ""
+    days = all_day_dates(event.starts_at, event.ends_at, event.timezone)
+    kind, when = ("", f"@ {iso(event.starts_at)}") if days is None else ("all-day ", _days(*days))
     return ToolOutput(
-        f"Created calendar event '{_inline(event.title)}' @ {iso(event.starts_at)} "
-        f"({event.timezone}{repeat})",
+        f"Created {kind}calendar event '{_inline(event.title)}' {when} ({event.timezone}{repeat})",
         _dump(event),
     )
+
+
+def _days(first: date, last: date) -> str:
+    """An all-day event's days: ``on 2026-12-04`` or ``2026-12-04 to 2026-12-06``."""
+    return f"on {first}" if first == last else f"{first} to {last}"
 
 
 def _upcoming_items(events: CalendarListing, runs: ScheduleListing) -> list[_Item]:
@@ -225,8 +230,11 @@ def _upcoming_items(events: CalendarListing, runs: ScheduleListing) -> list[_Ite
     items: list[_Item] = []
     for o in events.occurrences:
         repeat = f", {_inline(o.event.rrule)}" if o.event.rrule else ""
-        where = f"{o.event.timezone}{repeat}"
-        line = f"- [event] {_inline(o.event.title)} @ {iso(o.starts_at)} ({where})"
+        if o.first_day is not None and o.last_day is not None:
+            when, where = _days(o.first_day, o.last_day), f"all day, {o.event.timezone}{repeat}"
+        else:
+            when, where = f"@ {iso(o.starts_at)}", f"{o.event.timezone}{repeat}"
+        line = f"- [event] {_inline(o.event.title)} {when} ({where})"
         items.append((o.starts_at, 0, line, o))
     for r in runs.runs:
         late = " (overdue)" if r.overdue else ""
@@ -279,7 +287,7 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
 
 @tool("schedule_reminder", a.ScheduleReminderArgs, writes=True)
 def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
-    at = parse_time(args.at, field="at", tz=args.timezone)
+    at = parse_time(args.at, field="at", tz=args.timezone, needs_clock=True)
     record, replaced = mem.schedules.replace(
         args.name,
         message=args.message,

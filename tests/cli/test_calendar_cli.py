@@ -100,3 +100,17 @@ def test_calendar_list_shows_every_id_whole_for_remove(
 def test_calendar_remove_of_a_blank_id_says_why(with_bad_row: Path, blank: str) -> None:
     code, output = run("calendar", "remove", blank, "--db", str(with_bad_row))
     assert code == 2 and "ID must not be blank" in output  # it exited 2 without a word
+
+
+def test_calendar_list_shows_an_all_day_event_by_its_days(tool_db: Path) -> None:
+    from datetime import date
+
+    with Memory.open(tool_db) as mem:
+        mem.calendar.create_all_day(
+            "Trip", date(2026, 12, 4), last_day=date(2026, 12, 6), timezone="America/New_York"
+        )
+    code, output = run("calendar", "list", "--db", str(tool_db))
+    assert code == 0, output
+    assert "2026-12-04 to 2026-12-06 (all day" in " ".join(output.split())
+    code, output = run("calendar", "list", "--db", str(tool_db), "--json")
+    assert json.loads(output)["events"][0]["all_day"] is True

@@ -464,6 +464,34 @@ def test_a_claimed_cron_schedule_moves_to_its_next_cron_time(
     assert claim.schedule.next_run_at == _utc(2026, 6, 15, 7)
 
 
+@pytest.mark.parametrize(
+    "cron", ["*/30 * * * *", "0 2 * * *", "30 1 * * *", "*/30 2 * * *", "15,45 2,3 * * *"]
+)
+@pytest.mark.parametrize(
+    "day_before",
+    [_utc(2026, 3, 28, 12), _utc(2026, 10, 24, 12)],  # Berlin's spring and autumn changes
+    ids=["spring", "autumn"],
+)
+def test_a_poller_claims_each_local_cron_time_once_across_the_change_of_clocks(
+    schedules: ScheduleService, clock: FakeClock, cron: str, day_before: datetime
+) -> None:
+    # Polling every 7 minutes for a day and a half: every intended Berlin wall time is claimed
+    # once (02:30 of the spring gap at 03:30, the repeated autumn hour once), in order, and
+    # each next run lies after the one claimed.
+    from tests.cron_oracle import oracle
+
+    clock.now = day_before
+    rec = schedules.create("berlin", message="m", cron=cron, timezone="Europe/Berlin")
+    occurrences, runs = [], [rec.next_run_at]
+    while clock.now < day_before + timedelta(hours=36):
+        clock.advance(minutes=7)
+        for claim in schedules.claim_due():
+            occurrences.append(claim.occurrence)
+            runs.append(claim.schedule.next_run_at)
+    assert occurrences == oracle(cron, "Europe/Berlin", day_before, occurrences[-1])
+    assert runs == sorted(set(runs))
+
+
 def test_claiming_honours_the_limit_oldest_first(
     schedules: ScheduleService, session: Session, clock: FakeClock
 ) -> None:

@@ -14,7 +14,7 @@ import inspect
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +152,7 @@ GOOD: dict[str, object] = {
     "case_id": "no-such-case",
     "note": "n",
     "tag": "t",
+    "first_day": date(2026, 6, 20),
 }
 """A good value of each required argument, by name."""
 
@@ -367,3 +368,56 @@ def test_a_service_refuses_an_argument_only_by_naming_it() -> None:
     # Messages like "reason must be a non-blank string" named the argument in prose only,
     # with no `argument` detail; every refusal is now built by InvalidInputError.of.
     assert set(_direct_refusals()) == ROW_READERS
+
+
+TIME_PAIRS = (
+    ("start", "end"),
+    ("since", "until"),
+    ("valid_from", "valid_until"),
+    ("starts_at", "ends_at"),
+    ("first_day", "last_day"),
+    ("window_start", "window_end"),
+)
+"""Arguments that bound a span together: the first must not come after the second."""
+
+
+def _reversed_spans() -> Iterator[tuple[str, str, str]]:
+    for case in sorted(METHODS):
+        names = set(_arguments(case)[1])
+        for first, second in TIME_PAIRS:
+            if {first, second} <= names:
+                yield case, first, second
+
+
+REVERSED = list(_reversed_spans())
+
+
+def test_every_span_of_every_service_is_found() -> None:
+    assert len(REVERSED) >= 10, REVERSED  # the walk above, not an empty parametrization
+
+
+@pytest.mark.parametrize(("case", "first", "second"), REVERSED)
+def test_a_span_that_ends_before_it_starts_is_refused_naming_both_bounds(
+    store: Store, case: str, first: str, second: str
+) -> None:
+    # It said "calendar event: end (...) is earlier than start (...)": no argument named, no
+    # `arguments` detail; now like any refused combination: "starts_at, ends_at: ...".
+    seeds = _seeds(store)
+    good, _ = _arguments(case)
+    good = {k: seeds[v.key] if isinstance(v, _Seeded) else v for k, v in good.items()}
+    later: object = NOW + timedelta(days=3)
+    earlier: object = NOW + timedelta(days=2)
+    if first == "first_day":
+        later, earlier = date(2026, 6, 20), date(2026, 6, 19)
+    with store.begin(write=False) as mem:
+        before = _snapshot(mem)
+    kwargs = {**good, first: later, second: earlier}
+    if first == "since":  # the scope is a session or a time range: here the range
+        kwargs.pop("session_id", None)
+    cls, fn = METHODS[case]
+    with store.begin() as mem:
+        with pytest.raises(InvalidInputError) as err:
+            getattr(ACCESS[cls](mem), fn.__name__)(**kwargs)
+        assert _snapshot(mem) == before
+    assert err.value.details.get("arguments") == (first, second), err.value
+    assert err.value.message.startswith(f"{first}, {second}: "), err.value

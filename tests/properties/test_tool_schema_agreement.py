@@ -317,6 +317,36 @@ def test_the_validator_refuses_exactly_what_the_schema_refuses(
         assert f"{touched}" in (got.error or ""), (args, got)
 
 
+# --- what only the validator can judge is refused by name, once --------------------------------
+
+SEMANTIC_BAD = {
+    "timezone": "Mars/Base",
+    "rrule": "FREQ=FORTNIGHTLY",
+    "cron": "61 * * * *",
+    **{name: "next Tuesday" for name in TIME_FIELDS},
+}
+SEMANTIC_CASES = [(t, n) for t in TOOLS for n in PLAIN[t]["properties"] if n in SEMANTIC_BAD]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize(("tool", "name"), SEMANTIC_CASES)
+def test_a_value_only_the_validator_can_judge_is_refused_naming_it_once(
+    tool: str, name: str, data: st.DataObject
+) -> None:
+    # A zone rule raised its own typed error, "timezone: 'X' is not an IANA zone", and the
+    # validator named the argument again: "timezone: timezone: 'X' is not ...".
+    args = {**data.draw(arguments(tool)), name: SEMANTIC_BAD[name]}
+    if json_bytes(args) > MAX_ARGUMENT_BYTES:
+        return  # refused whole, for its size
+    got = tools.check_arguments(tool, args)
+    if got.error_code is None:
+        return  # read by the tool itself (a time for a schedule): tests/tools
+    error = got.error or ""
+    assert name in error.split(": ", 1)[0].split(", "), got  # alone or in a refused combination
+    assert f"{name}: {name}: " not in error, got
+
+
 # --- one size policy -------------------------------------------------------------------------
 
 
