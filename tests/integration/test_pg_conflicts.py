@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -193,6 +194,8 @@ def test_a_consolidator_deadlocked_with_a_host_runs_its_unit_again_and_consolida
     retries = events(logs, "db.retry")
     assert [r["code"] for r in retries] == ["transaction_conflict"]
     assert "deadlock" in retries[0]["reason"]
+    # the host took its locks out of order; the consolidator, both times, in order
+    assert len(events(logs, "db.lock_order")) == 1
 
 
 def test_a_learner_in_store_run_deadlocked_with_a_host_runs_again_and_both_succeed(
@@ -220,15 +223,17 @@ def test_a_learner_in_store_run_deadlocked_with_a_host_runs_again_and_both_succe
         return learner.run(learn)
 
     run = Sides()
-    run.start("host", host_block)
-    run.start("learner", learn_retried)
-    run.join()
+    with capture_logs() as logs:
+        run.start("host", host_block)
+        run.start("learner", learn_retried)
+        run.join()
 
     assert run.errors == {}
     assert run.results["host"] == "committed"
     assert run.results["learner"].facts == 1
     assert len(asked) == 2  # the whole unit ran again, the model asked again
     assert values(host) == ["Berlin", "Paris"]
+    assert len(events(logs, "db.lock_order")) == 1  # the host's; the Learner's unit: in order
 
 
 # --- a tool call ---------------------------------------------------------------------------------
@@ -377,7 +382,7 @@ def test_a_command_runs_its_unit_of_work_again_after_a_lock_timeout(
 
     def holder() -> None:
         with host.begin() as mem:
-            mem.facts.store("user", "city", "Berlin")  # locks Lyon's row (superseded)
+            assert mem.facts.get("user", "city") is not None  # its access time: a row lock
             holding.set()
             assert release.wait(30)
 
@@ -387,13 +392,16 @@ def test_a_command_runs_its_unit_of_work_again_after_a_lock_timeout(
     run.start("holder", holder)
     assert holding.wait(30)
     threading.Timer(0.5, release.set).start()
-    # `facts get` refreshes the access time of the row it reads: Lyon's, locked, at first
+    # `facts get` refreshes the access time of the row it reads too
     db = url.render_as_string(hide_password=False)
     assert host.agent is not None
+    started = time.monotonic()
     result = CliRunner().invoke(
         app, ["--agent", host.agent, "facts", "get", "user", "city", "--json", "--db", db]
     )
+    waited = time.monotonic() - started
     run.join()
     assert run.errors == {}
     assert result.exit_code == 0, (result.output, result.exception)
-    assert json.loads(result.stdout)["value"] == "Berlin"
+    assert json.loads(result.stdout)["value"] == "Lyon"
+    assert waited >= 0.45  # its first attempts timed out (150 ms each) until the holder let go
