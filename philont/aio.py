@@ -18,8 +18,9 @@ AsyncStore opens.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,8 +44,9 @@ from philont.db.retry import DEFAULT_ATTEMPTS, backoff, gave_up, translate
 from philont.errors import (
     BackendError,
     DatabaseBusyError,
+    EventLoopError,
     InvalidInputError,
-    TransactionConflictError,
+    PhilontError,
 )
 from philont.log import alembic_at_debug, get_logger
 from philont.memory import Memory
@@ -100,7 +102,15 @@ def create_async_engine(
 
 class AsyncStore:
     """The async face of a :class:`~philont.store.Store`: one async engine per database per
-    process, units of work run with :meth:`run`, tools with :meth:`call`."""
+    event loop, units of work run with :meth:`run`, tools with :meth:`call`.
+
+    An AsyncStore belongs to the event loop it is opened in (its pool and connections are that
+    loop's): using it from another loop, or another thread's loop, is refused with
+    :class:`~philont.errors.EventLoopError`; open one per loop. A unit of work whose caller is
+    cancelled (a timeout, a client that went away) ends before the cancellation reaches the
+    caller: rolled back, or committed when the cancellation came as it committed, so no
+    transaction or lock outlives it. :meth:`close` waits for the units of work in flight.
+    """
 
     def __init__(
         self,
@@ -112,9 +122,12 @@ class AsyncStore:
     ) -> None:
         """Prefer :meth:`open` / :meth:`from_engine`, which check the schema first."""
         self.engine = engine
+        self._write_engine = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
         self._owns_engine = owns_engine
         # The services run on the sync face of the async engine, inside run_sync.
         self.store = Store(engine.sync_engine, agent=agent, clock=clock)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._in_flight: set[asyncio.Task[Any]] = set()
 
     @classmethod
     async def open(
@@ -130,7 +143,7 @@ class AsyncStore:
         url = resolve_url(target)
         await asyncio.to_thread(ensure_schema, url, upgrade=upgrade)
         engine = create_async_engine(url, busy_timeout_ms=busy_timeout_ms)
-        return cls(engine, agent=agent, clock=clock, owns_engine=True)
+        return cls(engine, agent=agent, clock=clock, owns_engine=True)._bound()
 
     @classmethod
     async def from_engine(
@@ -148,10 +161,10 @@ class AsyncStore:
             await asyncio.to_thread(_read_scripts)  # the revision scripts, read off the loop
             async with engine.connect() as conn:
                 await conn.run_sync(lambda sync: ensure_schema_on(sync, upgrade=upgrade))
-            return cls(engine, agent=agent, clock=clock)
+            return cls(engine, agent=agent, clock=clock)._bound()
         sync_url = engine.url.set(drivername=_sync_driver(engine.url))
         await asyncio.to_thread(ensure_schema, sync_url, upgrade=upgrade)
-        return cls(engine, agent=agent, clock=clock)
+        return cls(engine, agent=agent, clock=clock)._bound()
 
     async def run(
         self,
@@ -163,18 +176,22 @@ class AsyncStore:
         agent: str | None = None,
     ) -> T:
         """Run ``work(mem)`` in one unit of work and return its result. Without ``session`` it
-        is a transaction of its own (committed, or rolled back on an exception; retried a few
-        times when SQLite is busy); with the host's ``AsyncSession`` it runs inside the host's
-        transaction, which the host commits. ``agent`` (PostgreSQL): the agent it serves, else
-        the AsyncStore's default."""
+        is a transaction of its own (committed, or rolled back on an exception; run again a
+        few times when SQLite is busy, from the first retry on holding the write lock from its
+        first statement, or when a PostgreSQL transaction conflicted with a concurrent one,
+        :class:`~philont.errors.TransactionConflictError`); with the host's ``AsyncSession``
+        it runs inside the host's transaction, which the host commits. ``agent``
+        (PostgreSQL): the agent it serves, else the AsyncStore's default."""
+        self._bound()
         if session is not None:
             return await session.run_sync(
                 lambda s: _in(self.store.join(s, clock=clock, agent=agent), work)
             )
-        result: T = await self._retrying(
-            lambda: self._own(work, write=write, clock=clock, agent=agent)
-        )
-        return result
+
+        async def attempt(write_now: bool) -> T:
+            return await self._own(work, write=write_now, clock=clock, agent=agent)
+
+        return await _retrying(attempt, write=write)
 
     async def call(
         self,
@@ -185,69 +202,132 @@ class AsyncStore:
         session: AsyncSession | None = None,
     ) -> ToolResult:
         """A model tool call (:func:`philont.tools.call`) in a unit of work of its own, or
-        inside the host's ``AsyncSession``. Never raises for bad arguments or tool failures.
-        In a unit of work of its own, a busy database or a conflicted transaction runs the
-        whole call again, as :meth:`run` does."""
-        from philont.tools import call
+        inside the host's ``AsyncSession``; never raises (a closed AsyncStore, a busy
+        database, another event loop are results with their codes, as ``tools.call`` reports
+        them). A unit of work of its own begins as ``tools.call``'s does: deferred for a tool
+        that only reads, and retried when busy, holding the write lock from the first retry."""
+        from philont.tools import dispatch
 
-        if session is not None:
-            return await self.run(
-                lambda mem: call(name, arguments, db=mem, session_id=session_id), session=session
-            )
-        return await self.run(
-            lambda mem: _retried_if_busy(call(name, arguments, db=mem, session_id=session_id))
-        )
+        tool_name = name if isinstance(name, str) else repr(name)
+        try:
+            if session is not None:
+                return await self.run(
+                    lambda mem: dispatch.call(name, arguments, db=mem, session_id=session_id),
+                    session=session,
+                )
+            self._bound()
+            prepared = dispatch.prepare(tool_name, arguments)
+
+            async def attempt(write: bool) -> ToolResult:
+                return await self._own(
+                    lambda mem: dispatch.run_prepared(prepared, mem, session_id, joined=True),
+                    write=write,
+                    clock=None,
+                    agent=None,
+                )
+
+            return await _retrying(attempt, write=prepared.writes)
+        except (PhilontError, SQLAlchemyError) as exc:
+            return dispatch.refused(tool_name, exc)
 
     async def close(self) -> None:
-        """Release the connections (if this AsyncStore made the engine)."""
+        """Refuse new units of work, wait for those in flight, then release the connections
+        (if this AsyncStore made the engine). Twice is harmless."""
         self.store.close()
+        while self._in_flight and self._loop is asyncio.get_running_loop():
+            await asyncio.wait(set(self._in_flight))
         if self._owns_engine:
             await self.engine.dispose()
+
+    def _bound(self) -> AsyncStore:
+        """Bind this AsyncStore to the running event loop (the first one it is used in), or
+        refuse another loop: its pool's queue and connections belong to the first."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            raise EventLoopError(
+                f"the AsyncStore of {self.store.url_text} belongs to the event loop it was "
+                "opened in (its pool and connections are that loop's); open one AsyncStore "
+                "per event loop (per thread)"
+            )
+        return self
 
     async def _own(
         self, work: Callable[[Memory], T], *, write: bool, clock: Clock | None, agent: str | None
     ) -> T:
+        """One attempt of a unit of work of its own, in a task of its own that the caller's
+        cancellation reaches once (see :func:`_settled`)."""
+        ending = asyncio.Event()
+        unit = asyncio.ensure_future(self._unit(work, write, clock, agent, ending))
+        self._in_flight.add(unit)
+        unit.add_done_callback(self._in_flight.discard)
+        return await _settled(unit, ending)
+
+    async def _unit(
+        self,
+        work: Callable[[Memory], T],
+        write: bool,
+        clock: Clock | None,
+        agent: str | None,
+        ending: asyncio.Event,
+    ) -> T:
+        """The unit of work; ``ending`` is set once ``work`` has returned (it commits now)."""
         from sqlalchemy.ext.asyncio import AsyncSession
 
-        bind = self.engine
-        if write:
-            bind = bind.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+        bind = self._write_engine if write else self.engine
         try:
             async with AsyncSession(bind, expire_on_commit=False) as s, s.begin():
-                return await s.run_sync(
+                result = await s.run_sync(
                     lambda sync: _in(self.store.join(sync, clock=clock, agent=agent), work)
                 )
+                ending.set()
+                return result
         except SQLAlchemyError as exc:
             typed = translate(exc, path=None if self.store.path is None else str(self.store.path))
             if typed is None:
                 raise
             raise typed from exc
 
-    async def _retrying(self, attempt: Callable[[], Any]) -> Any:
-        """``attempt()`` again (sleeping on the loop, never blocking it) while the database is
-        busy or the transaction conflicted: the rules of
-        :func:`philont.db.retry.run_with_retry`."""
-        started = time.monotonic()
-        for n in range(1, DEFAULT_ATTEMPTS + 1):
-            try:
-                return await attempt()
-            except DatabaseBusyError as exc:  # typed by _own (a conflict is one too)
-                if n == DEFAULT_ATTEMPTS:
-                    raise gave_up(exc, exc, n, time.monotonic() - started) from exc
-                delay = backoff(n)
-                log.info("db.retry", code=exc.code, attempt=n, of=DEFAULT_ATTEMPTS, delay_s=delay)
-                await asyncio.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+async def _settled(unit: asyncio.Future[T], ending: asyncio.Event) -> T:
+    """The result of ``unit``. When the caller is cancelled, ``unit`` is cancelled once if
+    its work is still running (its statement is interrupted, its transaction rolled back) and
+    left to commit if its work has returned, and waited for until it has ended; then the
+    cancellation goes on. So no transaction, lock or connection outlives it: a host that
+    delivers its cancellation again at every await (anyio, so Starlette and the MCP SDK)
+    would otherwise interrupt the rollback or the connection's return to the pool too,
+    leaving the connection to be torn down later and its lock held until then."""
+    try:
+        return await asyncio.shield(unit)
+    except asyncio.CancelledError:
+        if not ending.is_set():
+            unit.cancel()
+        while not unit.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({unit})
+        if not unit.cancelled():
+            unit.exception()  # retrieved: the caller's cancellation is what goes on
+        raise
 
 
-def _retried_if_busy(result: ToolResult) -> ToolResult:
-    """A tool call's result in a unit of work of the AsyncStore's own; a busy database or a
-    conflicted transaction is raised instead, so that the unit is rolled back and run again
-    (the call wrote nothing, not even its action log row)."""
-    for kind in (TransactionConflictError, DatabaseBusyError):
-        if result.error_code == kind.code:
-            raise kind(result.error or kind.code, tool=result.name)
-    return result
+async def _retrying(attempt: Callable[[bool], Awaitable[T]], *, write: bool) -> T:
+    """``attempt(write)`` again while the database is busy or the transaction conflicted with
+    a concurrent one (the rules of :func:`philont.db.retry.run_with_retry`, sleeping on the
+    loop, never blocking it), holding the write lock from the first retry on (see
+    :func:`philont.tools.dispatch.retry_plan`)."""
+    started = time.monotonic()
+    for n in range(1, DEFAULT_ATTEMPTS + 1):
+        try:
+            return await attempt(write)
+        except DatabaseBusyError as exc:  # typed by _own (a conflict is one too)
+            if n == DEFAULT_ATTEMPTS:
+                raise gave_up(exc, exc, n, time.monotonic() - started) from exc
+            write = True
+            delay = backoff(n)
+            log.info("db.retry", code=exc.code, attempt=n, of=DEFAULT_ATTEMPTS, delay_s=delay)
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _in(mem: Memory, work: Callable[[Memory], T]) -> T:

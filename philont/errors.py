@@ -136,6 +136,30 @@ class StoreClosedError(StorageError):
     code = "store_closed"
 
 
+class DatabaseGoneError(StorageError):
+    """The SQLite file a Store opened was deleted or replaced behind its back: its
+    connections still hold the old file, which nothing reads, so nothing more is written
+    through them. Open a new Store (restart the server) on the file now at that path."""
+
+    code = "database_gone"
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"the memory database {path!r} {reason} after it was opened; nothing was written "
+            "(it would have gone to the old file, which nothing reads). Open it again (restart "
+            "the server): a deleted file is created afresh, a replaced one is used",
+            path=path,
+        )
+        self.path = path
+
+
+class EventLoopError(PhilontError):
+    """An :class:`~philont.aio.AsyncStore` used from an event loop other than its own: its
+    pool and connections belong to the loop it was opened in."""
+
+    code = "wrong_event_loop"
+
+
 class UnitOfWorkError(PhilontError):
     """A unit of work was used outside its ``with`` block: before it began, after it ended, or
     entered twice. Begin a new one (``with store.begin() as mem:``)."""

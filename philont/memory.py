@@ -113,7 +113,7 @@ class Memory:
             raise UnitOfWorkError(
                 "this unit of work was already used; begin a new one (with store.begin() as mem:)"
             )
-        self.store._check_open()
+        self.store._check_usable()
         agent_id = self._agent_id()  # before our transaction: creating an agent commits its own
         if isinstance(self._bind, Session):
             session = self._bind

@@ -36,7 +36,12 @@ from philont.db.engine import (
     sqlite_path,
 )
 from philont.db.retry import DEFAULT_ATTEMPTS, run_unit
-from philont.errors import InvalidDatabaseError, SchemaOutOfDateError, StoreClosedError
+from philont.errors import (
+    DatabaseGoneError,
+    InvalidDatabaseError,
+    SchemaOutOfDateError,
+    StoreClosedError,
+)
 from philont.log import alembic_at_debug, get_logger
 
 if TYPE_CHECKING:
@@ -267,6 +272,20 @@ class Store:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError(f"the Store of {self.url_text} is closed")
+
+    def _check_usable(self) -> None:
+        """Refuse a unit of work that would begin on a closed Store, or on an SQLite file
+        deleted or replaced since the Store opened it: its pooled connections still hold the
+        old file, so what they wrote would be lost (and a new connection would make a fresh
+        empty file at the path). One ``stat`` per unit of work."""
+        self._check_open()
+        if self._file_id is None:
+            return
+        path = self.path
+        now = _file_id(path)
+        if now != self._file_id:
+            reason = "was deleted" if now is None else "was replaced by another file"
+            raise DatabaseGoneError(str(path), reason)
 
     def __enter__(self) -> Store:
         return self

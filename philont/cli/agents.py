@@ -12,9 +12,11 @@ from typing import Annotated
 import typer
 
 from philont import agents
+from philont.cli import values
 from philont.cli.common import EXIT_NOT_FOUND, DbOption, JsonOption, emit, fail, out
 from philont.db.engine import resolve_url
 from philont.errors import ConflictError, NotFoundError, PhilontError
+from philont.schemas import inputs
 from philont.store import Store
 
 EXIT_CONFLICT = 5
@@ -40,8 +42,13 @@ def _store(db: str | None) -> Iterator[Store]:
 
 @agents_app.command("list")
 def list_(
-    prefix: Annotated[str, typer.Option(help="Only names starting with this.")] = "",
-    limit: Annotated[int | None, typer.Option(help="At most this many.")] = None,
+    prefix: Annotated[
+        str, typer.Option(help="Only names starting with this.", parser=values.AGENT_PREFIX)
+    ] = "",
+    limit: Annotated[
+        int | None,
+        typer.Option(help="At most this many.", parser=values.value(inputs.Limit), metavar="N"),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -76,8 +83,8 @@ def count(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 @agents_app.command("rename")
 def rename(
-    old: Annotated[str, typer.Argument(help="The agent's name.")],
-    new: Annotated[str, typer.Argument(help="Its new name (not taken).")],
+    old: Annotated[str, typer.Argument(help="The agent's name.", parser=values.AGENT)],
+    new: Annotated[str, typer.Argument(help="Its new name (not taken).", parser=values.AGENT)],
     db: DbOption = None,
 ) -> None:
     """Rename an agent (its memory stays as it is)."""
@@ -88,7 +95,9 @@ def rename(
 
 @agents_app.command("delete")
 def delete(
-    name: Annotated[str, typer.Argument(help="The agent to delete with all its memory.")],
+    name: Annotated[
+        str, typer.Argument(help="The agent to delete with all its memory.", parser=values.AGENT)
+    ],
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -107,8 +116,11 @@ def delete(
 
 @agents_app.command("export-schema")
 def export_schema(
-    schema: Annotated[str, typer.Argument(help="The old per-agent schema (revision v034/v035).")],
-    file: Annotated[Path, typer.Argument(help="Output file (JSON lines).")],
+    schema: Annotated[
+        str,
+        typer.Argument(help="The old per-agent schema (revision v034/v035).", parser=values.SCHEMA),
+    ],
+    file: Annotated[Path, typer.Argument(help="Output file (JSON lines).", parser=values.PATH)],
     db: DbOption = None,
 ) -> None:
     """Export an agent kept in the old schema-per-agent layout; then `philont --agent NAME

@@ -17,11 +17,13 @@ from philont.cli import embed as cli_embed
 from philont.cli import inspect as cli_inspect
 from philont.cli import learning as cli_learning
 from philont.cli import ops as cli_ops
+from philont.cli import values
 from philont.cli.calendar import calendar_app
 from philont.cli.common import Commands, DbOption, JsonOption, out, progress
 from philont.db.engine import require_file, resolve_url, sqlite_path
 from philont.errors import BackendError, InvalidDatabaseError
 from philont.logsetup import configure
+from philont.schemas import stored
 
 app = typer.Typer(
     cls=Commands,
@@ -56,6 +58,8 @@ def _main(
         typer.Option(
             "--agent",
             help="With a PostgreSQL --db URL: the agent to work as. Default $PHILONT_AGENT.",
+            parser=values.AGENT,
+            metavar="NAME",
         ),
     ] = None,
 ) -> None:
@@ -89,7 +93,14 @@ def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:
 @app.command()
 def demo(
     db: DbOption = None,
-    seed: Annotated[int, typer.Option(help="Varies the small talk; same seed, same story.")] = 7,
+    seed: Annotated[
+        int,
+        typer.Option(
+            help="Varies the small talk; same seed, same story.",
+            parser=values.value(stored.Int64),
+            metavar="N",
+        ),
+    ] = 7,
 ) -> None:
     """Main job: play a scripted multi-session conversation on a fresh SQLite file (or --db)
     and show what the memory does — decay, history, honest skill grades, recall, reminders."""

@@ -7,24 +7,25 @@ from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 import typer
+from pydantic import Field
 from rich import box
 from rich.table import Column, Table
 from rich.text import Text
 
 from philont import migrate
 from philont.cli.common import (
-    EXIT_USAGE,
     DbOption,
     JsonOption,
     emit,
-    fail,
     open_store,
     out,
     resolve_existing,
 )
+from philont.cli.values import value
 from philont.domain.series import all_day_dates
 from philont.domain.timeparse import iso
-from philont.errors import CalendarEventNotFoundError, InvalidInputError
+from philont.errors import CalendarEventNotFoundError
+from philont.schemas import inputs
 from philont.services.calendar import MAX_LISTING_LIMIT, CalendarService
 
 calendar_app = typer.Typer(
@@ -34,6 +35,8 @@ calendar_app = typer.Typer(
 
 _TITLE_SHOWN = 80
 T = TypeVar("T")
+Listing = Annotated[int, Field(ge=1, le=MAX_LISTING_LIMIT)]
+"""How many events a listing shows (the calendar's own cap)."""
 
 
 def _calendar(db: str | None, work: Callable[[CalendarService], T], *, write: bool) -> T:
@@ -48,7 +51,7 @@ def _calendar(db: str | None, work: Callable[[CalendarService], T], *, write: bo
 @calendar_app.command("list")
 def list_events(
     limit: Annotated[
-        int, typer.Option(min=1, max=MAX_LISTING_LIMIT, help="Most events to show.")
+        int, typer.Option(help="Most events to show.", parser=value(Listing), metavar="N")
     ] = 100,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -91,15 +94,16 @@ def list_events(
 
 @calendar_app.command("remove")
 def remove(
-    event_id: Annotated[str, typer.Argument(metavar="ID", help="The event's id (see `list`).")],
+    event_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="The event's id (see `list`).", parser=value(inputs.RecordId)
+        ),
+    ],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Remove one event (a whole series), whether or not its stored values can be read."""
-    if not event_id.strip():
-        raise fail(
-            InvalidInputError("ID must not be blank (see `philont calendar list`)"), code=EXIT_USAGE
-        )
     removed = _calendar(db, lambda calendar: calendar.delete(event_id), write=True)
     if not removed:
         raise CalendarEventNotFoundError(event_id)

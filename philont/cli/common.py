@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
+from philont.cli import values
 from philont.db.engine import resolve_url, sqlite_path
 from philont.db.retry import file_error
 from philont.errors import (
@@ -62,12 +63,14 @@ class PlainConsole(Console):
 out = PlainConsole(highlight=False, emoji=False)
 err = PlainConsole(stderr=True, highlight=False, emoji=False)
 
-# Exit codes: 0 ok · 1 error · 2 bad usage · 3 database not at head · 4 not found
+# Exit codes: 0 ok · 1 error · 2 bad usage · 3 database not at head · 4 not found ·
+# 5 refused (a conflict) · 130 interrupted (Ctrl-C: 128 + SIGINT, as a shell says it)
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_OUT_OF_DATE = 3
 EXIT_NOT_FOUND = 4
 EXIT_CONFLICT = 5
+EXIT_INTERRUPTED = 130
 
 _DB_KEY = "philont_db"
 """``click.Context.meta`` key (shared by a command's nested contexts): the ``--db`` given."""
@@ -84,6 +87,8 @@ DbOption = Annotated[
         "--db",
         help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/memory/...)",
         callback=_remember_db,
+        parser=values.DB,
+        metavar="PATH|URL",
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
+from philont.cli import values
 from philont.cli.common import (
     DbOption,
     JsonOption,
@@ -20,6 +21,7 @@ from philont.cli.common import (
 )
 from philont.embed import BATCH_SIZE, backfill, embedder_from_spec
 from philont.errors import InvalidInputError, PhilontError
+from philont.schemas import inputs
 
 __all__ = ["embed"]
 
@@ -27,15 +29,22 @@ __all__ = ["embed"]
 def embed(
     db: DbOption = None,
     embedder: Annotated[
-        str,
+        str | None,
         typer.Option(
             envvar="PHILONT_EMBEDDER",
             # help texts are Rich markup: \\[ keeps a bracket
             help="hash[:DIM], model2vec:DIR, fastembed:MODEL or openai:MODEL\\[@URL]"
             " ($PHILONT_EMBEDDER).",
+            parser=values.EMBEDDER,
+            metavar="SPEC",
         ),
-    ] = "",
-    batch_size: Annotated[int, typer.Option(help="Texts per model call and commit.")] = BATCH_SIZE,
+    ] = None,
+    batch_size: Annotated[
+        int,
+        typer.Option(
+            help="Texts per model call and commit.", parser=values.value(inputs.Limit), metavar="N"
+        ),
+    ] = BATCH_SIZE,
     rebuild: Annotated[
         bool, typer.Option("--rebuild", help="Drop the stored vectors first (another model).")
     ] = False,
@@ -46,6 +55,10 @@ def embed(
     as_json: JsonOption = False,
 ) -> None:
     """Embed pending messages, notes and skills for semantic recall (resumable)."""
+    if embedder is None and not status:
+        raise values.usage_error(
+            InvalidInputError("give --embedder SPEC (or set $PHILONT_EMBEDDER)")
+        )
     url = resolve_existing(db)
     store = open_store(url)
     try:
@@ -53,8 +66,7 @@ def embed(
             report = store.run(lambda mem: mem.embeddings.status(), write=False)
             _show(report.model_dump(mode="json"), as_json)
             return
-        if not embedder:
-            raise InvalidInputError("give --embedder SPEC (or set $PHILONT_EMBEDDER)")
+        assert embedder is not None  # --status, or a usage error above
         model = embedder_from_spec(embedder)
         with progress(
             TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()

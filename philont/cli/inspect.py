@@ -6,32 +6,43 @@ import json
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import Field
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from sqlalchemy.engine import URL
 
 from philont import migrate
+from philont.cli import values
 from philont.cli.common import (
-    EXIT_USAGE,
     DbOption,
     JsonOption,
     emit,
     err,
-    fail,
     open_store,
     out,
     resolve_existing,
 )
+from philont.cli.values import value
 from philont.db.engine import connect_read_only, is_postgres
-from philont.domain.timeparse import parse_time
 from philont.errors import FactNotFoundError, PhilontError, SkillNotFoundError
 from philont.memory import Memory
 from philont.schemas import inputs
+
+LimitOption = Annotated[
+    int, typer.Option(help="Most results to show.", parser=value(inputs.Limit), metavar="N")
+]
+SessionOption = Annotated[
+    str | None,
+    typer.Option(help="Only this session id.", parser=value(inputs.SessionId), metavar="ID"),
+]
+Budget = Annotated[int, Field(ge=100, le=100_000)]
+"""The prefix's token cap (``PrefixLimits.budget_tokens`` needs room for its frame)."""
 
 T = TypeVar("T")
 
@@ -171,14 +182,17 @@ def _fact_row(f: Any, score: float) -> dict[str, Any]:
 @facts_app.command("list")
 def facts_list(
     namespace: Annotated[
-        str, typer.Argument(help="Namespace; 'user.*' includes children; '*' all")
+        str,
+        typer.Argument(
+            help="Namespace; 'user.*' includes children; '*' all",
+            # the list_facts tool's own argument type: refused with the same message
+            parser=value(inputs.NamespaceSelector),
+        ),
     ] = "*",
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Current facts, highest decay score first."""
-    # the list_facts tool's own argument type: the same values refused with the same message
-    namespace = inputs.check(inputs.NamespaceSelector, namespace, "namespace")
     prefix = namespace.endswith(".*")
     records = _run(
         db, lambda mem: mem.facts.list(namespace.removesuffix(".*"), prefix=prefix, ranked=True)
@@ -203,16 +217,16 @@ def facts_list(
     out.print(table)
 
 
-def _check_fact_address(namespace: str, key: str) -> None:
-    """The get_fact tool's argument types: a lookup refused as the tool refuses it."""
-    inputs.check(inputs.NamespaceLookup, namespace, "namespace")
-    inputs.check(inputs.FactKeyLookup, key, "key")
+# The get_fact tool's argument types: a lookup refused as the tool refuses it.
+NamespaceArgument = Annotated[str, typer.Argument(parser=value(inputs.NamespaceLookup))]
+KeyArgument = Annotated[str, typer.Argument(parser=value(inputs.FactKeyLookup))]
 
 
 @facts_app.command("get")
-def facts_get(namespace: str, key: str, db: DbOption = None, as_json: JsonOption = False) -> None:
+def facts_get(
+    namespace: NamespaceArgument, key: KeyArgument, db: DbOption = None, as_json: JsonOption = False
+) -> None:
     """One fact's current value (refreshes its access time, as a read by the agent would)."""
-    _check_fact_address(namespace, key)
 
     def work(mem: Memory) -> dict[str, Any]:
         f = mem.facts.get(namespace, key)
@@ -233,10 +247,9 @@ def facts_get(namespace: str, key: str, db: DbOption = None, as_json: JsonOption
 
 @facts_app.command("history")
 def facts_history(
-    namespace: str, key: str, db: DbOption = None, as_json: JsonOption = False
+    namespace: NamespaceArgument, key: KeyArgument, db: DbOption = None, as_json: JsonOption = False
 ) -> None:
     """Every version of a fact, current first, with its decay score."""
-    _check_fact_address(namespace, key)
     rows = _run(
         db,
         lambda mem: [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)],
@@ -260,7 +273,7 @@ def facts_history(
 
 @notes_app.command("list")
 def notes_list(
-    limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
+    limit: LimitOption = 20,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -301,7 +314,11 @@ def skills_list(
 
 
 @skills_app.command("show")
-def skills_show(name: str, db: DbOption = None, as_json: JsonOption = False) -> None:
+def skills_show(
+    name: Annotated[str, typer.Argument(parser=value(inputs.SkillNameLookup))],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """One skill: grade, counts, template, recipe and its revisions."""
 
     def work(mem: Memory) -> dict[str, Any]:
@@ -329,21 +346,26 @@ def skills_show(name: str, db: DbOption = None, as_json: JsonOption = False) -> 
         )
 
 
+TIME_HELP = "ISO-8601 time, a date, or epoch ms"
+
+
 def timeline(
-    since: Annotated[str | None, typer.Option(help="ISO-8601 time or epoch ms")] = None,
-    until: Annotated[str | None, typer.Option(help="ISO-8601 time or epoch ms")] = None,
-    session: Annotated[str | None, typer.Option(help="Only this session id")] = None,
-    limit: Annotated[int, typer.Option(min=1, max=10000)] = 50,
+    since: Annotated[
+        datetime | None, typer.Option(help=TIME_HELP, parser=values.SINCE, metavar="TIME")
+    ] = None,
+    until: Annotated[
+        datetime | None, typer.Option(help=TIME_HELP, parser=values.UNTIL, metavar="TIME")
+    ] = None,
+    session: SessionOption = None,
+    limit: LimitOption = 50,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Messages of the raw timeline, oldest first."""
     try:
-        start, end = inputs.window(
-            parse_time(since, field="--since"), parse_time(until, field="--until", end_of_day=True)
-        )
-    except PhilontError as exc:  # a bad option value is bad usage
-        raise fail(exc, code=EXIT_USAGE) from exc
+        start, end = inputs.window(since, until, names=("--since", "--until"))
+    except PhilontError as exc:  # --until before --since: a combination of two values
+        raise values.usage_error(exc) from exc
     msgs = _run(
         db,
         lambda mem: mem.timeline.query(
@@ -366,8 +388,12 @@ def timeline(
 
 
 def prefix(
-    environment: Annotated[str | None, typer.Option(help="Host environment line")] = None,
-    budget: Annotated[int, typer.Option(min=100, max=100000, help="Token cap")] = 2000,
+    environment: Annotated[
+        str | None, typer.Option(help="Host environment line", parser=value(inputs.Content))
+    ] = None,
+    budget: Annotated[
+        int, typer.Option(help="Token cap", parser=value(Budget), metavar="TOKENS")
+    ] = 2000,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -391,8 +417,8 @@ def prefix(
 
 @notes_app.command("search")
 def notes_search(
-    query: str,
-    limit: Annotated[int, typer.Option(min=1, max=100)] = 10,
+    query: Annotated[str, typer.Argument(parser=value(inputs.Query))],
+    limit: LimitOption = 10,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -410,11 +436,19 @@ def notes_search(
 
 
 def recall(
-    query: Annotated[str, typer.Argument(help="The user's message for this turn.")],
-    recent: Annotated[int, typer.Option(min=1, max=500, help="Recent messages cap")] = 30,
-    recent_budget: Annotated[int, typer.Option(min=0)] = 8000,
-    recall_budget: Annotated[int, typer.Option(min=0)] = 4000,
-    session: Annotated[str | None, typer.Option(help="Restrict to one session id")] = None,
+    query: Annotated[
+        str, typer.Argument(help="The user's message for this turn.", parser=value(inputs.Query))
+    ],
+    recent: Annotated[
+        int, typer.Option(help="Recent messages cap", parser=value(inputs.Count), metavar="N")
+    ] = 30,
+    recent_budget: Annotated[
+        int, typer.Option(help="Tokens of recent messages", parser=value(inputs.Count))
+    ] = 8000,
+    recall_budget: Annotated[
+        int, typer.Option(help="Tokens of recalled messages", parser=value(inputs.Count))
+    ] = 4000,
+    session: SessionOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from philont import migrate
+from philont.cli import values
 from philont.cli.common import (
     EXIT_ERROR,
     EXIT_OUT_OF_DATE,
@@ -27,7 +28,8 @@ from philont.cli.common import (
     out,
     resolve_existing,
 )
-from philont.errors import InvalidInputError, PhilontError, SchemaOutOfDateError
+from philont.cli.values import value
+from philont.errors import PhilontError, SchemaOutOfDateError
 from philont.learning import (
     CaseBook,
     Consolidator,
@@ -37,6 +39,7 @@ from philont.learning import (
 )
 from philont.llm import model_from_spec
 from philont.memory import Memory
+from philont.schemas import planning
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus, JudgeAgreement
 from philont.store import Store
 
@@ -87,24 +90,48 @@ def consolidate(
         typer.Option(
             envvar="PHILONT_MODEL",
             help="openai:<model>, anthropic:<model> or scripted:<file.json> ($PHILONT_MODEL).",
+            parser=values.MODEL,
+            metavar="SPEC",
         ),
-    ] = "",
+    ] = ...,  # type: ignore[assignment]  # required: a missing --model is a usage error
     base_url: Annotated[
         str | None,
-        typer.Option(envvar="PHILONT_MODEL_BASE_URL", help="An OpenAI-compatible server's URL."),
+        typer.Option(
+            envvar="PHILONT_MODEL_BASE_URL",
+            help="An OpenAI-compatible server's URL.",
+            parser=values.URL,
+            metavar="URL",
+        ),
     ] = None,
     once: Annotated[bool, typer.Option("--once", help="One tick, then exit.")] = False,
-    interval: Annotated[float, typer.Option(help="Seconds between ticks.")] = 60.0,
-    idle_after: Annotated[float, typer.Option(help="Seconds of quiet before a batch.")] = 300.0,
-    batch_size: Annotated[int, typer.Option(help="Most messages per batch.")] = 1_000,
-    min_messages: Annotated[int, typer.Option(help="Fewest new messages worth a batch.")] = 4,
+    interval: Annotated[
+        float, typer.Option(help="Seconds between ticks.", parser=value(values.PositiveSeconds))
+    ] = 60.0,
+    idle_after: Annotated[
+        float,
+        typer.Option(help="Seconds of quiet before a batch.", parser=value(values.Seconds)),
+    ] = 300.0,
+    batch_size: Annotated[
+        int, typer.Option(help="Most messages per batch.", parser=value(values.Positive))
+    ] = 1_000,
+    min_messages: Annotated[
+        int,
+        typer.Option(help="Fewest new messages worth a batch.", parser=value(values.Positive)),
+    ] = 4,
     backlog: Annotated[
         bool, typer.Option("--backlog", help="First run: process the history too.")
     ] = False,
     answer_attempts: Annotated[
-        int, typer.Option(help="Tries of a batch whose model answer cannot be read.")
+        int,
+        typer.Option(
+            help="Tries of a batch whose model answer cannot be read.",
+            parser=value(values.Positive),
+        ),
     ] = 3,
-    timezone: Annotated[str, typer.Option(help="Zone of times said without one.")] = "UTC",
+    timezone: Annotated[
+        str,
+        typer.Option(help="Zone of times said without one.", parser=value(planning.ZoneName)),
+    ] = "UTC",
     judge: Annotated[bool, typer.Option("--judge", help="Judge runs (shadow mode).")] = False,
     verify: Annotated[
         bool, typer.Option("--verify", help="Verify-then-condense (implies --judge).")
@@ -114,20 +141,15 @@ def consolidate(
     """Consolidate the timeline when it has been idle: facts, notes, skills and summaries from
     each new batch of messages. Loops until SIGINT/SIGTERM (a batch in progress is finished
     first); --once runs one tick (exit 1 if a batch failed)."""
-    if not model:
-        raise fail(InvalidInputError("give --model SPEC (or set $PHILONT_MODEL)"))
-    try:
-        schedule = ConsolidatorConfig(
-            idle_after=timedelta(seconds=idle_after),
-            batch_size=batch_size,
-            min_messages=min_messages,
-            backlog=backlog,
-            interval=timedelta(seconds=interval),
-            answer_attempts=answer_attempts,
-        )
-        config = LearningConfig(timezone=timezone, verify_then_condense=verify)
-    except PhilontError as exc:
-        raise fail(exc) from exc
+    schedule = ConsolidatorConfig(
+        idle_after=timedelta(seconds=idle_after),
+        batch_size=batch_size,
+        min_messages=min_messages,
+        backlog=backlog,
+        interval=timedelta(seconds=interval),
+        answer_attempts=answer_attempts,
+    )
+    config = LearningConfig(timezone=timezone, verify_then_condense=verify)
     store, worker = _worker(db, model, base_url, schedule, config, judge=judge or verify)
     try:
         if once:

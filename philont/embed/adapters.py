@@ -179,22 +179,32 @@ def _vectors(answer: Any, expected: int) -> list[list[float]]:
 def embedder_from_spec(spec: str) -> Embedder:
     """An embedder from ``hash[:DIM]``, ``model2vec:DIR``, ``fastembed:MODEL`` or
     ``openai:MODEL[@BASE_URL]`` (the key from ``$OPENAI_API_KEY``)."""
+    kind, rest = check_embedder_spec(spec)
+    if kind == "hash":
+        return HashEmbedder(int(rest) if rest else 64)
+    if kind == "model2vec":
+        return Model2VecEmbedder(rest)
+    if kind == "fastembed":
+        return FastembedEmbedder(rest)
+    model, _, base = rest.partition("@")
+    return OpenAIEmbedder(model, base_url=base) if base else OpenAIEmbedder(model)
+
+
+def check_embedder_spec(spec: str) -> tuple[str, str]:
+    """An embedder spec's kind and the rest, or :class:`EmbedderUnavailableError`: its form,
+    and a hash embedder's dimension; no model is loaded and nothing is connected."""
     kind, _, rest = spec.partition(":")
     if kind == "hash":
         try:
-            return HashEmbedder(int(rest) if rest else 64)
+            HashEmbedder(int(rest) if rest else 64)
         except (ValueError, InvalidInputError) as exc:
             raise EmbedderUnavailableError(
                 f"unusable embedder {spec!r}: the hash dimension must be a whole number from 8"
                 " to 4096"
             ) from exc
-    if kind == "model2vec" and rest:
-        return Model2VecEmbedder(rest)
-    if kind == "fastembed" and rest:
-        return FastembedEmbedder(rest)
-    if kind == "openai" and rest:
-        model, _, base = rest.partition("@")
-        return OpenAIEmbedder(model, base_url=base) if base else OpenAIEmbedder(model)
+        return kind, rest
+    if kind in ("model2vec", "fastembed", "openai") and rest:
+        return kind, rest
     raise EmbedderUnavailableError(
         f"unknown embedder {spec!r}: use hash[:DIM], model2vec:DIR, fastembed:MODEL or "
         "openai:MODEL[@BASE_URL]"

@@ -10,6 +10,7 @@ __all__ = [
     "Completion",
     "ModelClient",
     "ScriptedModel",
+    "check_spec",
     "estimate_tokens",
     "model_from_spec",
     "task_of",
@@ -29,11 +30,7 @@ def model_from_spec(
     unknown provider and :class:`~philont.errors.ModelUnavailableError` when its SDK is
     missing."""
     _check_spec_arguments(spec, timeout, max_retries)
-    provider, _, rest = spec.partition(":")
-    if not rest.strip():
-        raise InvalidInputError(
-            f"model spec {spec!r}: use openai:<model>, anthropic:<model> or scripted:<file.json>"
-        )
+    provider, rest = check_spec(spec)
     if provider == "openai":
         from philont.llm.openai_client import OpenAIModel
 
@@ -42,11 +39,25 @@ def model_from_spec(
         from philont.llm.anthropic_client import AnthropicModel
 
         return AnthropicModel(rest, base_url=base_url, timeout=timeout, max_retries=max_retries)
-    if provider == "scripted":
-        return ScriptedModel.from_file(rest)
-    raise InvalidInputError(
-        f"unknown model provider {provider!r}: use openai:, anthropic: or scripted:"
-    )
+    return ScriptedModel.from_file(rest)
+
+
+PROVIDERS = ("openai", "anthropic", "scripted")
+
+
+def check_spec(spec: str) -> tuple[str, str]:
+    """A model spec's provider and the rest (the model, or the script's file), or
+    :class:`~philont.errors.InvalidInputError`; nothing is loaded or connected."""
+    provider, _, rest = spec.partition(":")
+    if not rest.strip():
+        raise InvalidInputError(
+            f"model spec {spec!r}: use openai:<model>, anthropic:<model> or scripted:<file.json>"
+        )
+    if provider not in PROVIDERS:
+        raise InvalidInputError(
+            f"unknown model provider {provider!r}: use openai:, anthropic: or scripted:"
+        )
+    return provider, rest
 
 
 def _check_spec_arguments(spec: object, timeout: object, max_retries: object) -> None:

@@ -1,21 +1,32 @@
 """The MCP server: the same eleven tools, schemas and texts as ``philont.tools``, over stdio.
 
 Thin by design: the server holds one Store for its life and every call goes through
-``philont.tools.call`` on it (validation, one unit of work, action log). Logs go to stderr only;
-stdout carries the protocol.
+``philont.tools.call`` on it (validation, one unit of work, action log), in a worker thread.
+Logs go to stderr only; stdout carries the protocol (``philont.mcp.transport``: every line a
+client sends gets its JSON-RPC answer).
+
+What a client gets back: a tool's own failure (bad arguments, nothing found, a busy or
+deleted database) is a tool result with ``isError`` and the text ``error (<code>): ...`` the
+model reads; a call the protocol cannot make (an unknown tool) is a JSON-RPC error ``-32602``
+with our code in ``error.data.code``. A call the client cancels (``notifications/cancelled``)
+or abandons (stdin closed) runs to its end in its thread, so it has its whole effect or none
+of it, and is not answered again.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from mcp import types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import McpError
 
 from philont import tools
+from philont.mcp.transport import stdio_transport
 from philont.store import Store
 
 SERVER_NAME = "philont"
@@ -32,21 +43,40 @@ def build_server(store: Store) -> Server:
             for t in tools.anthropic_tools()
         ]
 
-    # Our dispatcher validates (and reports bad arguments as a tool error the model can read),
-    # so the SDK's own jsonschema check is off: both paths give the same texts.
-    @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]  # SDK is untyped
-    async def call_tool(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        result = await anyio.to_thread.run_sync(lambda: tools.call(name, arguments, db=store))
-        return types.CallToolResult(
+    # Our own handler, not the SDK's ``call_tool`` decorator: that one validates against the
+    # schema (our dispatcher does, with the same texts as every other path) and turns every
+    # exception, a protocol error included, into a tool result.
+    async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
+        return await _call(store, request.params.name, request.params.arguments)
+
+    server.request_handlers[types.CallToolRequest] = call_tool
+    return server
+
+
+async def _call(store: Store, name: str, arguments: dict[str, Any] | None) -> types.ServerResult:
+    call = functools.partial(tools.call, name, arguments, db=store)
+    result = await anyio.to_thread.run_sync(call)  # not abandoned when cancelled: it ends first
+    # Cancelled meanwhile (the client's notifications/cancelled, stdin closed): raise here, so
+    # that the SDK does not answer the request a second time.
+    await anyio.lowlevel.checkpoint()
+    if result.error_code == "unknown_tool":
+        raise McpError(
+            types.ErrorData(
+                code=types.INVALID_PARAMS,
+                message=f"Unknown tool: {name[:80]}",
+                data={"code": result.error_code, "message": result.error},
+            )
+        )
+    return types.ServerResult(
+        types.CallToolResult(
             content=[types.TextContent(type="text", text=result.text)], isError=not result.ok
         )
-
-    return server
+    )
 
 
 async def serve_stdio(store: Store) -> None:
     server = build_server(store)
-    async with stdio_server() as (read, write):
+    async with stdio_transport() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 

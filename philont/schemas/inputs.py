@@ -391,7 +391,7 @@ Limit = Annotated[
     Field(ge=1, le=MAX_LIMIT, description=f"Most results to return (1..{MAX_LIMIT})."),
 ]
 Offset = Annotated[StrictInt, Field(ge=0, description="Results to skip.")]
-Count = Annotated[StrictInt, Field(ge=0, description="A whole number, 0 or more.")]
+Count = Annotated[StrictInt, Field(ge=0, le=2**63 - 1, description="A whole number, 0 or more.")]
 
 
 def _query(value: object) -> str:
@@ -505,14 +505,18 @@ def optional(kind: Any, value: object, name: str) -> Any:
 
 
 def window(
-    since: object, until: object, *, what: str = "time window"
+    since: object,
+    until: object,
+    *,
+    what: str = "time window",
+    names: tuple[str, str] = ("since", "until"),
 ) -> tuple[datetime | None, datetime | None]:
     """Inclusive time bounds (either may be None), aware and at storage precision; an end
-    before the start is :class:`InvalidTimeRangeError`."""
-    start = optional(AwareTime, since, "since")
-    end = optional(AwareTime, until, "until")
+    before the start is :class:`InvalidTimeRangeError` naming both ``names``."""
+    start = optional(AwareTime, since, names[0])
+    end = optional(AwareTime, until, names[1])
     if start is not None and end is not None and end < start:
-        raise InvalidTimeRangeError(start, end, names=("since", "until"), what=what)
+        raise InvalidTimeRangeError(start, end, names=names, what=what)
     return start, end
 
 

@@ -5,18 +5,22 @@ from __future__ import annotations
 import functools
 import json
 import reprlib
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
-from philont.db.retry import run_with_retry, translate
+from philont.db.retry import is_busy, run_with_retry, translate
 from philont.domain.attribution import failure_text
-from philont.errors import InvalidDatabaseError, InvalidInputError, PhilontError
+from philont.errors import (
+    DatabaseBusyError,
+    InvalidDatabaseError,
+    InvalidInputError,
+    PhilontError,
+)
 from philont.log import get_logger
 from philont.memory import Memory
 from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe
@@ -25,6 +29,8 @@ from philont.tools.args import ToolArgs
 from philont.tools.registry import REGISTRY, Tool, ToolContext, ToolOutput
 
 log = get_logger(__name__)
+
+T = TypeVar("T")
 
 RESULT_LOG_CHARS = 500
 MAX_RESULT_CHARS = 20_000
@@ -149,20 +155,6 @@ def _store_of(db: object) -> Store | None:
     )
 
 
-@contextmanager
-def _unit_of_work(db: Db, store: Store | None, *, write: bool) -> Iterator[Memory]:
-    """The caller's unit of work, or one of the call's own: a tool that writes takes SQLite's
-    write lock up front (``BEGIN IMMEDIATE``); a read-only tool (and a call refused before it
-    ran) begins deferred and reads without it, taking it only for its bookkeeping rows at the
-    end (the action log, access times), so its search or listing never blocks other writers."""
-    if store is None:
-        assert isinstance(db, Memory)
-        yield db  # the caller's unit of work: join it
-        return
-    with store.begin(write=write) as mem:
-        yield mem
-
-
 def _storage_failure(exc: SQLAlchemyError) -> tuple[str, str]:
     """The (code, message) a tool reports for a database failure."""
     typed = translate(exc)
@@ -191,36 +183,95 @@ def call(
     database named by ``$MEMORY_DB_PATH`` at call time). Anything else is an
     ``invalid_database`` result.
 
-    When the call owns its unit of work, a database locked by another connection is waited for
-    (busy timeout) and the whole call retried a few times, as is a PostgreSQL transaction
-    ended for a concurrent one's sake (a deadlock, a serialization failure, a lock timeout:
-    it was rolled back); when that is exhausted the call fails with code ``database_busy``
-    (``transaction_conflict``) and writes nothing. Joined to the caller's unit of work, the
-    call is not retried: it reports that code, and the caller's transaction goes on.
+    When the call owns its unit of work, a tool that writes takes SQLite's write lock up front
+    (``BEGIN IMMEDIATE``); a read-only tool (and a call refused before it ran) begins deferred
+    and reads without it, taking it only for its bookkeeping rows at the end (the action log,
+    access times), so its search or listing never blocks other writers. A database locked by
+    another connection is waited for (busy timeout) and the whole call retried a few times,
+    from the first retry on holding the lock from its first statement (:func:`retry_plan`),
+    as is a PostgreSQL transaction ended for a concurrent one's sake (a deadlock, a
+    serialization failure, a lock timeout: it was rolled back); when that is exhausted the
+    call fails with code ``database_busy`` (``transaction_conflict``) and writes nothing.
+    Joined to the caller's unit of work, the call is not retried: it reports that code, and
+    the caller's transaction goes on.
     """
     tool_name = name if isinstance(name, str) else repr(name)
     try:
         store = _store_of(db)
+        prepared = prepare(tool_name, arguments)
         if store is None:
-            return _call_once(tool_name, arguments, db, None, session_id)
-        return run_with_retry(lambda: _call_once(tool_name, arguments, db, store, session_id))
-    except PhilontError as exc:  # the database itself could not be opened or written
-        return ToolResult(
-            name=tool_name,
-            ok=False,
-            text=failure_text(exc.code, exc.message),
-            error_code=exc.code,
-            error=exc.message,
-        )
-    except SQLAlchemyError as exc:
+            assert isinstance(db, Memory)
+            result = run_prepared(prepared, db, session_id, joined=True)
+        else:
+            own = functools.partial(_own_call, store, prepared, session_id)
+            result = run_with_retry(retry_plan(own, write=prepared.writes))
+    except (PhilontError, SQLAlchemyError) as exc:  # the database could not be opened or written
+        return refused(tool_name, exc)
+    log.info("tool.called", tool=tool_name, ok=result.ok, code=result.error_code)
+    return result
+
+
+def refused(tool_name: str, exc: PhilontError | SQLAlchemyError) -> ToolResult:
+    """The result of a call the storage refused: a typed error, or a database failure."""
+    if isinstance(exc, PhilontError):
+        code, message, shown = exc.code, exc.message, exc.message
+    else:
         code, message = _storage_failure(exc)
-        return ToolResult(
-            name=tool_name,
-            ok=False,
-            text=failure_text(code, message),
-            error_code=code,
-            error=message if code != "storage_error" else str(exc)[:500],
-        )
+        shown = message if code != "storage_error" else str(exc)[:500]
+    return ToolResult(
+        name=tool_name,
+        ok=False,
+        text=failure_text(code, message),
+        error_code=code,
+        error=shown,
+    )
+
+
+def retry_plan(attempt: Callable[[bool], T], *, write: bool) -> Callable[[], T]:
+    """``attempt(write)`` as the attempts of a retry loop (:func:`run_with_retry`): with
+    ``write`` first, with ``True`` once an attempt was refused for a lock. SQLite never waits
+    to turn a deferred transaction that has read into a writing one (it refuses at once while
+    another connection holds the write lock), so a call that reads and then logs itself would
+    be refused again and again by a steady stream of writers; holding the lock from its first
+    statement it waits its turn (the busy timeout) like every writer."""
+    write_now = [write]
+
+    def once() -> T:
+        try:
+            return attempt(write_now[0])
+        except Exception as exc:
+            if is_busy(exc):
+                write_now[0] = True
+            raise
+
+    return once
+
+
+def _own_call(store: Store, prepared: Prepared, session_id: str, write: bool) -> ToolResult:
+    """One attempt of a call in a unit of work of its own (``write``: ``BEGIN IMMEDIATE``)."""
+    with store.begin(write=write) as mem:
+        return run_prepared(prepared, mem, session_id, joined=False)
+
+
+class Prepared(NamedTuple):
+    """A call checked before any transaction begins (:func:`prepare`): the tool, the
+    arguments as logged, the validated ones, or the failure that stops the call."""
+
+    name: str
+    tool: Tool[Any] | None
+    raw: Any
+    args: ToolArgs | None
+    failure: _Failure | None
+
+    @property
+    def writes(self) -> bool:
+        """Whether the call runs a tool that writes (a refused call only logs itself)."""
+        return self.tool is not None and self.args is not None and self.tool.writes
+
+
+def prepare(tool_name: str, arguments: Mapping[str, Any] | str | bytes | None) -> Prepared:
+    """The call checked once, before its first attempt (see :func:`_prepare`)."""
+    return Prepared(tool_name, *_prepare(tool_name, arguments))
 
 
 def _prepare(
@@ -305,8 +356,11 @@ def _failure_of(exc: Exception, tool_name: str) -> _Failure:
         return _Failure(exc.code, exc.message)
     if isinstance(exc, SQLAlchemyError):
         typed = translate(exc)
-        if typed is not None:
-            log.warning("tool.storage_failed", tool=tool_name, code=typed.code)
+        if typed is not None:  # a busy database is retried: not worth a warning (yet)
+            busy = isinstance(typed, DatabaseBusyError)
+            (log.info if busy else log.warning)(
+                "tool.storage_failed", tool=tool_name, code=typed.code
+            )
             raise typed from exc
         log.exception("tool.storage_error", tool=tool_name)
         return _Failure("storage_error", f"the memory database failed: {type(exc).__name__}")
@@ -319,33 +373,27 @@ def _failure_of(exc: Exception, tool_name: str) -> _Failure:
     return _Failure("internal_error", f"{type(exc).__name__}: {exc}")
 
 
-def _call_once(
-    tool_name: str,
-    arguments: Mapping[str, Any] | str | bytes | None,
-    db: Db,
-    store: Store | None,
-    session_id: str,
-) -> ToolResult:
-    """One attempt of :func:`call`; storage failures raise (and are retried when busy)."""
-    tool, raw, args, failure = _prepare(tool_name, arguments)
-    write = tool is not None and args is not None and tool.writes
-    with _unit_of_work(db, store, write=write) as mem:
-        # Begin now: a busy database fails here, before the tool ran, and the whole attempt
-        # can be retried.
-        mem.session.connection()
-        output: ToolOutput | None = None
-        if failure is None and tool is not None and args is not None:
-            output, failure = _run(tool, args, mem, session_id, joined=store is None)
-        if output is not None:
-            text = capped(output.text)
-        else:
-            assert failure is not None  # no output: a failure says why
-            text = failure_text(failure.code, failure.message)
-        _log_call(mem, tool_name, raw, ok=output is not None, text=text, session_id=session_id)
-    log.info("tool.called", tool=tool_name, ok=output is not None, code=failure and failure.code)
+def run_prepared(prepared: Prepared, mem: Memory, session_id: str, *, joined: bool) -> ToolResult:
+    """One attempt of a call in the active unit of work ``mem`` (``joined``: one the call does
+    not own, where a failed tool is undone by a SAVEPOINT). Storage failures raise: whoever
+    owns the unit of work retries it when busy."""
+    # Begin now: a busy database fails here, before the tool ran, and the whole attempt can be
+    # retried.
+    mem.session.connection()
+    tool, args, failure = prepared.tool, prepared.args, prepared.failure
+    output: ToolOutput | None = None
+    if failure is None and tool is not None and args is not None:
+        output, failure = _run(tool, args, mem, session_id, joined=joined)
+    if output is not None:
+        text = capped(output.text)
+    else:
+        assert failure is not None  # no output: a failure says why
+        text = failure_text(failure.code, failure.message)
+    ok = output is not None
+    _log_call(mem, prepared.name, prepared.raw, ok=ok, text=text, session_id=session_id)
     return ToolResult(
-        name=tool_name,
-        ok=output is not None,
+        name=prepared.name,
+        ok=ok,
         text=text,
         data=None if output is None else output.data,
         error_code=None if failure is None else failure.code,

@@ -14,8 +14,12 @@ from philont.log import get_logger
 from philont.transfer.export import export
 from philont.transfer.files import removed_on_failure
 from philont.transfer.format import (
+    CHECKING,
+    INDEXING,
+    PROGRESS_EVERY,
     DbTarget,
     ExportReport,
+    ExportRowTooLongError,
     ImportForeignKeyError,
     ImportFormatError,
     ImportReport,
@@ -28,11 +32,22 @@ from philont.transfer.format import (
 from philont.transfer.gate import check_row
 from philont.transfer.keys import SeenKeys
 from philont.transfer.load import load_sqlite
-from philont.transfer.merge import ImportMergeConflictError
-from philont.transfer.reader import Reader, Reopen, check_pg_row, reopenable
+from philont.transfer.merge import ImportFactConflictError, ImportMergeConflictError
+from philont.transfer.reader import (
+    Reader,
+    Reopen,
+    check_pg_row,
+    file_position,
+    file_size,
+    reopenable,
+)
 
 __all__ = [
+    "CHECKING",
+    "INDEXING",
     "ExportReport",
+    "ExportRowTooLongError",
+    "ImportFactConflictError",
     "ImportForeignKeyError",
     "ImportFormatError",
     "ImportMergeConflictError",
@@ -66,13 +81,18 @@ def import_(
     (the target keeps its own), refuses the whole import when it differs
     (``ImportMergeConflictError``, counts per table and the first ids with their lines: two
     databases' counter ids, such as message or action ids, name different rows; import into a
-    new database instead). Nothing is ever dropped silently. Explicit ids keep AUTOINCREMENT
-    ids (and the file's ``sqlite_sequence`` high-water marks); ``_rowid`` keeps the rowids
-    external-content FTS keys on (renumbered only when taken, in merge). Every FTS5 index is
-    rebuilt and ``foreign_key_check`` must pass before the commit (``ImportForeignKeyError``
-    names the lines of the rows at fault). A target file the import created is removed again
-    when the import fails, unless by then it is someone else's too (open elsewhere, or holding
-    memory another process wrote: a concurrent import of the same path that succeeded).
+    new database instead), and also when a fact's current version in the file and a different
+    current version in the target would leave its key with two current values
+    (``ImportFactConflictError``). Nothing is ever dropped silently. Explicit ids keep
+    AUTOINCREMENT ids (and the file's ``sqlite_sequence`` high-water marks); ``_rowid`` keeps
+    the rowids external-content FTS keys on (renumbered only when taken, in merge). Every FTS5
+    index is rebuilt and ``foreign_key_check`` must pass before the commit
+    (``ImportForeignKeyError`` names the lines of the rows at fault). ``progress(table, done,
+    total)`` reports the first pass as :data:`CHECKING` (bytes of the file), then each table's
+    rows, then (SQLite) :data:`INDEXING` (full-text indexes rebuilt). No line is read past
+    ``MAX_LINE_CHARS``. A target file the import created is removed again when the import
+    fails, unless by then it is someone else's too (open elsewhere, or holding memory another
+    process wrote: a concurrent import of the same path that succeeded).
 
     Into PostgreSQL the file becomes one agent's (``agent``, else ``$PHILONT_AGENT``; created
     when missing) in one transaction that holds that agent's writers off (other agents go on):
@@ -91,7 +111,7 @@ def import_(
     known = {t.name: t for t in export_tables()}
     report = ImportReport()
     with reopenable(src) as reopen:
-        totals = _validate(reopen, known, postgres=postgres)
+        totals = _validate(reopen, known, postgres=postgres, progress=progress)
         with removed_on_failure(path):
             report.upgrade = migrate.upgrade(url)
             if postgres:
@@ -110,19 +130,28 @@ def import_(
     return report
 
 
-def _validate(reopen: Reopen, known: dict[str, Table], *, postgres: bool) -> dict[str, int]:
-    """The first pass: every line checked, nothing written; rows per table."""
+def _validate(
+    reopen: Reopen, known: dict[str, Table], *, postgres: bool, progress: Progress | None
+) -> dict[str, int]:
+    """The first pass: every line checked, nothing written; rows per table. Its progress is
+    reported as ``progress(CHECKING, bytes read, file size)`` (for a file: a stream without
+    one, such as ``io.StringIO``, reports none)."""
     totals: dict[str, int] = {}
     with reopen() as fh, SeenKeys() as seen:
+        size = None if progress is None else file_size(fh)
         try:
-            for number, name, row in Reader(fh, known):
+            for n, (number, name, row) in enumerate(Reader(fh, known), 1):
                 if postgres:
                     check_pg_row(number, name, row)
                 check_row(number, name, row)
                 seen.add(number, name, row)
                 totals[name] = totals.get(name, 0) + 1
+                if size is not None and progress is not None and n % PROGRESS_EVERY == 0:
+                    progress(CHECKING, min(file_position(fh) or 0, size), size)
         except ImportFormatError:
             seen.flush()  # a repeated key on an earlier line is the first error
             raise
         seen.flush()
+        if size is not None and progress is not None:
+            progress(CHECKING, size, size)
     return totals

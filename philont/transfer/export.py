@@ -15,16 +15,19 @@ from sqlalchemy import Integer, Table
 
 from philont import migrate
 from philont.db.engine import FILE_MODE, is_postgres, resolve_url
+from philont.db.schema import metadata
 from philont.errors import FilePathError, SchemaError, StorageError
 from philont.log import get_logger
 from philont.transfer.format import (
     FORMAT,
     FORMAT_VERSION,
+    MAX_LINE_CHARS,
     PROGRESS_EVERY,
     ROWID_KEY,
     ROWID_TABLES,
     DbTarget,
     ExportReport,
+    ExportRowTooLongError,
     Progress,
     dumps_line,
     encode_value,
@@ -191,7 +194,11 @@ def _write_rows(
     prefix = '{"table":' + dumps_line(name) + ',"row":'
     for record in records:
         row = {n: encode_value(v) for n, v in zip(names, record, strict=True)}
-        fh.write(prefix + dumps_line(row) + "}\n")
+        line = prefix + dumps_line(row) + "}"
+        if len(line) > MAX_LINE_CHARS:
+            key = {c.name: row[c.name] for c in metadata.tables[name].primary_key.columns}
+            raise ExportRowTooLongError(name, key, len(line))
+        fh.write(line + "\n")
         done += 1
         if progress is not None and done % PROGRESS_EVERY == 0 and done != total:
             progress(name, done, total)

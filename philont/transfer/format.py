@@ -45,6 +45,24 @@ B64_KEY = "$b64"
 PROGRESS_EVERY = 1000
 
 
+MAX_LINE_CHARS = 1 << 28
+"""The longest line of an export file, in characters (256 Mi): room for every row a service
+writes (the longest free text, 16 Mi characters, is at most 96 Mi once escaped), and what an
+import reads of a line before it refuses it, so a file that is not ours (a 1 GB line, a binary
+without line breaks) is refused without being read into memory whole. An export refuses a row
+that would not fit, naming it, rather than write a file no import reads."""
+
+
+CHECKING = "(checking)"
+"""The pseudo-table an import reports the progress of its first pass under (every line
+checked, nothing written yet), in bytes of the file: ``progress(CHECKING, done, total)``."""
+
+
+INDEXING = "(indexing)"
+"""The pseudo-table an SQLite import reports rebuilding its full-text indexes under, after the
+rows: ``progress(INDEXING, rebuilt, of)``."""
+
+
 DbTarget = str | Path | URL | None
 
 
@@ -115,6 +133,22 @@ class ImportForeignKeyError(InvalidInputError):
         self.line_number = first
 
 
+class ExportRowTooLongError(StorageError):
+    """A row whose export line would exceed :data:`MAX_LINE_CHARS`: no import could read the
+    file, so none is written."""
+
+    code = "export_row_too_long"
+
+    def __init__(self, table: str, key: dict[str, Any], length: int) -> None:
+        super().__init__(
+            f"{table} row {key!r} is {length:,} characters as an export line, more than the "
+            f"{MAX_LINE_CHARS:,} an import reads; nothing exported",
+            table=table,
+            key=key,
+            length=length,
+        )
+
+
 @dataclass(frozen=True)
 class ExportReport:
     """Rows written per table (in file order) and the schema they came from."""
@@ -175,8 +209,22 @@ def ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+# Characters some line readers take for a line break (``str.splitlines``, JavaScript before
+# ES2019), which JSON leaves unescaped; the control characters among them JSON escapes itself.
+_LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def dumps_line(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    """``obj`` as one line of compact JSON: text as it is (UTF-8), but every character any
+    line reader could split a line at escaped, so that every reader sees the same lines."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    if _LINE_BREAKS.search(text) is None:
+        return text
+    return _LINE_BREAKS.sub(_escaped, text)
 
 
 def encode_value(value: Any) -> Any:

@@ -14,6 +14,7 @@ from philont.db.schema import metadata
 from philont.errors import ConflictError
 from philont.log import get_logger
 from philont.transfer.format import (
+    INDEXING,
     ROWID_KEY,
     ImportForeignKeyError,
     ImportFormatError,
@@ -27,6 +28,7 @@ from philont.transfer.format import (
     sqlite_connection,
 )
 from philont.transfer.merge import (
+    CurrentFacts,
     MergeConflicts,
     file_row,
     on_existing_key,
@@ -53,14 +55,17 @@ def load_sqlite(
             if mode == "refuse":
                 refuse_unless_empty(conn)
             reader = Reader(fh, known)
-            conflicts = MergeConflicts()
+            conflicts, facts = MergeConflicts(), CurrentFacts(conn)
             for number, name, row in reported(reader, totals, progress):
+                if mode == "merge":
+                    facts.see(number, name, row)
                 _insert_row(conn, number, name, row, mode, report, conflicts)
             conflicts.raise_if_any()  # before anything else: the rollback below undoes all
+            facts.raise_if_any()
             assert reader.header is not None  # validated above
             _raise_sequences(conn, reader.header.sequences)
             report_empty(reader.header.tables, totals, progress)
-            report.fts_rebuilt = rebuild_fts(conn)
+            report.fts_rebuilt = rebuild_fts(conn, progress)
             _check_foreign_keys(conn, reopen, known)
             conn.execute("COMMIT")
         except BaseException:
@@ -165,13 +170,18 @@ def _raise_sequences(conn: sqlite3.Connection, sequences: dict[str, int]) -> Non
 _CONTENTLESS = re.compile(r"\bcontent\s*=\s*(''|\"\")", re.I)
 
 
-def rebuild_fts(conn: sqlite3.Connection) -> list[str]:
-    """``'rebuild'`` every FTS5 virtual table that has content to rebuild from."""
-    rebuilt = []
+def rebuild_fts(conn: sqlite3.Connection, progress: Progress | None = None) -> list[str]:
+    """``'rebuild'`` every FTS5 virtual table that has content to rebuild from, reported as
+    ``progress(INDEXING, rebuilt, of)``."""
+    names = []
     for name in fts5_tables(conn):
         sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]
-        if _CONTENTLESS.search(sql):
-            continue
+        if not _CONTENTLESS.search(sql):
+            names.append(name)
+    for done, name in enumerate(names):
+        if progress is not None:
+            progress(INDEXING, done, len(names))
         conn.execute(f"INSERT INTO {ident(name)}({ident(name)}) VALUES ('rebuild')")
-        rebuilt.append(name)
-    return rebuilt
+    if progress is not None:
+        progress(INDEXING, len(names), len(names))
+    return names

@@ -49,8 +49,36 @@ class ImportMergeConflictError(ConflictError):
         self.line_number = first[0][2] if first else None
 
 
+class ImportFactConflictError(ConflictError):
+    """Merging would leave a fact's key with two current values: the file's current version of
+    a ``(namespace, key)`` and a different current version the target holds (the original's
+    defect Q-S1: which one a read returns is then arbitrary); nothing was imported."""
+
+    code = "import_merge_conflict"
+
+    def __init__(self, found: list[tuple[int, str, str, str]], total: int) -> None:
+        shown = "; ".join(
+            f"line {n}: {ns}.{key} (the database's current version is {theirs})"
+            for n, ns, key, theirs in found
+        )
+        super().__init__(
+            f"{total} current fact version(s) of the file have a key whose current version in "
+            f"the target is another ({shown}); merging would leave each such key with two "
+            "current values, so nothing was imported: forget one of the two versions first, "
+            "or import the file into a new database (or under a new agent name)",
+            conflicts=[
+                {"line_number": n, "namespace": ns, "key": key, "current_id": theirs}
+                for n, ns, key, theirs in found
+            ],
+        )
+        self.found = found
+        self.line_number = found[0][0] if found else None
+
+
 class _Cursor(Protocol):
     def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> Any: ...
 
 
 class Connection(Protocol):
@@ -143,6 +171,46 @@ def same_row_sql(
     checks += [f"{ident(c)} {null_safe_eq} {mark}" for c in values if c not in pk]
     sql = f"SELECT 1 FROM {ident(table)} WHERE {where}{' AND '.join(checks)}"
     return sql, (*(row[c] for c in pk), *(v for c, v in values.items() if c not in pk))
+
+
+class CurrentFacts:
+    """Merge mode's check of facts (one current version per key, on both backends): each of
+    the file's current fact versions is looked up by its key in the target; a current version
+    there that is not one of the file's own rows (the file may repeat a row the target holds,
+    and a legacy file may hold two current versions of a key, as its source did) is a
+    conflict, raised by :meth:`raise_if_any` once the whole file is seen."""
+
+    def __init__(self, conn: Connection, mark: str = "?", *, agent_id: int | None = None):
+        self.conn = conn
+        where = f"{AGENT_COLUMN} = {mark} AND " if agent_id is not None else ""
+        self.sql = (
+            f"SELECT id FROM memory_facts WHERE {where}namespace = {mark} AND key = {mark}"
+            " AND superseded_by IS NULL AND forgotten_at IS NULL"
+        )
+        self.scope: tuple[Any, ...] = () if agent_id is None else (agent_id,)
+        self.ours: set[str] = set()
+        self.found: list[tuple[int, str, str, list[str]]] = []
+
+    def see(self, number: int, name: str, row: dict[str, Any]) -> None:
+        """Before the file row on line ``number`` is inserted."""
+        if name != "memory_facts":
+            return
+        self.ours.add(row["id"])
+        if row.get("superseded_by") is not None or row.get("forgotten_at") is not None:
+            return
+        params = (*self.scope, row["namespace"], row["key"])
+        current = [r[0] for r in self.conn.execute(self.sql, params).fetchall()]
+        if any(i != row["id"] for i in current):
+            self.found.append((number, row["namespace"], row["key"], current))
+
+    def raise_if_any(self) -> None:
+        conflicts = []
+        for number, ns, key, current in self.found:
+            theirs = [i for i in current if i not in self.ours]
+            if theirs:
+                conflicts.append((number, ns, key, theirs[0]))
+        if conflicts:
+            raise ImportFactConflictError(conflicts[:SHOWN], len(conflicts))
 
 
 @dataclass

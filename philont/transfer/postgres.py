@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from sqlalchemy import Connection, Table
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
 
 from philont import migrate, settings
 from philont.db import agents as registry
@@ -53,6 +54,7 @@ from philont.transfer.format import (
     shown_url,
 )
 from philont.transfer.merge import (
+    CurrentFacts,
     MergeConflicts,
     file_row,
     on_existing_key,
@@ -85,14 +87,42 @@ def agent_name(agent: str | None) -> str:
 
 @contextmanager
 def _connection(url: URL) -> Iterator[tuple[Connection, psycopg.Connection[tuple[Any, ...]]]]:
-    """A SQLAlchemy connection and the psycopg connection under it, outside a transaction."""
+    """A SQLAlchemy connection and the psycopg connection under it, outside a transaction.
+    Interrupted (Ctrl-C, or any other ``BaseException`` that is not an ``Exception``), the
+    connection is closed instead of returned to the pool: the interrupt may have come in the
+    middle of a statement, which leaves the driver waiting for an answer (``another command
+    is already in progress``), so nothing more can be sent on it; the server rolls back
+    whatever it had open when it closes."""
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
             driver = conn.connection.driver_connection
-            yield conn, cast("psycopg.Connection[tuple[Any, ...]]", driver)
+            try:
+                yield conn, cast("psycopg.Connection[tuple[Any, ...]]", driver)
+            except BaseException as exc:
+                if not isinstance(exc, Exception):
+                    conn.invalidate()
+                raise
     finally:
         engine.dispose()
+
+
+@contextmanager
+def _transaction(conn: Connection) -> Iterator[None]:
+    """``conn.begin()``, committed at the end of the block, rolled back when it raises; a
+    rollback the connection cannot do any more (an interrupt in the middle of a statement,
+    see :func:`_connection`) closes the connection instead, and what the block raised is what
+    propagates, not the failed rollback."""
+    transaction = conn.begin()
+    try:
+        yield
+    except BaseException:
+        try:
+            transaction.rollback()
+        except DBAPIError:
+            conn.invalidate()  # the server rolls back as the connection closes
+        raise
+    transaction.commit()
 
 
 def export_agent(
@@ -109,7 +139,7 @@ def export_agent(
         conn.rollback()  # whatever the pool's ping began: the snapshot starts here
         driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         driver.read_only = True
-        with driver.transaction():
+        with _transaction(conn):  # the first statement begins it, as set above
             found = driver.execute(
                 "SELECT id FROM philont_agents WHERE name = %s", (name,)
             ).fetchone()
@@ -180,7 +210,7 @@ def import_agent(
     """Insert a checked export file's rows as one agent's, in one transaction (see the module
     docstring); a foreign key violation anywhere rolls back everything."""
     name = agent_name(agent)
-    with _connection(url) as (conn, driver), conn.begin(), reopen() as fh:
+    with _connection(url) as (conn, driver), _transaction(conn), reopen() as fh:
         found, _created = registry.create(conn, name)
         registry.set_local(conn, found.id)
         # The agent's inserts take FOR KEY SHARE on this row (their foreign key): they wait.
@@ -188,10 +218,13 @@ def import_agent(
         if mode == "refuse":
             refuse_unless_empty(driver, "%s", agent_id=found.id)
         reader = Reader(fh, known)
-        conflicts = MergeConflicts()
+        conflicts, facts = MergeConflicts(), CurrentFacts(driver, "%s", agent_id=found.id)
         for number, table_name, row in reported(reader, totals, progress):
+            if mode == "merge":
+                facts.see(number, table_name, row)
             _insert_row(driver, found.id, number, table_name, row, mode, report, conflicts)
         conflicts.raise_if_any()  # inside the transaction: everything inserted is rolled back
+        facts.raise_if_any()
         assert reader.header is not None  # validated before
         _raise_counters(driver, found.id, reader.header.sequences)
         report_empty(reader.header.tables, totals, progress)
@@ -213,13 +246,12 @@ def _insert_row(
     columns = ", ".join(ident(c) for c in values)
     marks = ", ".join("%s" for _ in values)
     conflict = ", ".join(ident(c) for c in [AGENT_COLUMN, *pk])
-    try:
-        with driver.transaction():  # a savepoint: the error below is reported, not fatal
-            cursor = driver.execute(
-                f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})"
-                f" ON CONFLICT ({conflict}) DO NOTHING",
-                tuple(values.values()),
-            )
+    try:  # no savepoint: any error ends the import, and the whole transaction is rolled back
+        cursor = driver.execute(
+            f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})"
+            f" ON CONFLICT ({conflict}) DO NOTHING",
+            tuple(values.values()),
+        )
     except psycopg.errors.UniqueViolation as exc:
         raise ConflictError(
             f"line {number}: {name} row conflicts with an existing one ({exc})",
@@ -308,7 +340,7 @@ def export_schema(
         conn.rollback()
         driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         driver.read_only = True
-        with driver.transaction():
+        with _transaction(conn):
             driver.execute("SELECT set_config('search_path', %s, true)", (f'"{schema}"',))
             revision = _legacy_revision(driver, schema)
             tables = export_tables()

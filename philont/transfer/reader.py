@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import json
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -24,6 +26,7 @@ from philont.transfer.format import (
     B64_KEY,
     FORMAT,
     FORMAT_VERSION,
+    MAX_LINE_CHARS,
     ROWID_KEY,
     ROWID_TABLES,
     ImportFormatError,
@@ -140,13 +143,19 @@ class Reader:
         trailer_seen = False
         number = 0
         while True:
-            try:
-                line = self.lines.readline()
+            try:  # at most one character more than a line holds: never a whole 1 GB line
+                line = self.lines.readline(MAX_LINE_CHARS + 1)
             except UnicodeDecodeError as exc:
                 raise ImportFormatError(number + 1, f"not UTF-8 text ({exc.reason})") from exc
             if not line:
                 break
             number += 1
+            if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                raise ImportFormatError(
+                    number,
+                    f"longer than {MAX_LINE_CHARS:,} characters, the longest line an export "
+                    "holds: not an export file",
+                )
             obj = _parse(number, line)
             if trailer_seen:
                 raise ImportFormatError(number, "data after the trailer")
@@ -222,6 +231,24 @@ def reopenable(src: Path | TextIO) -> Iterator[Callable[[], AbstractContextManag
 
 
 Reopen = Callable[[], AbstractContextManager[IO[str]]]
+
+
+def file_size(fh: IO[str]) -> int | None:
+    """The size in bytes of the file behind ``fh``, or None (not a file)."""
+    try:
+        return os.fstat(fh.fileno()).st_size
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def file_position(fh: IO[str]) -> int | None:
+    """How far into its file ``fh`` has read, in bytes (None: not a file); read ahead by the
+    text layer's buffer, so a progress measure, not an offset to seek to."""
+    buffer = getattr(fh, "buffer", None)
+    try:
+        return None if buffer is None else int(buffer.tell())
+    except (OSError, ValueError):
+        return None
 
 
 @cache

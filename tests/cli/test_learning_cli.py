@@ -75,11 +75,14 @@ def test_consolidate_once_exits_1_when_the_batch_failed(chatty: Path, tmp_path: 
         assert read_cursor(mem.session) is None
 
 
-@pytest.mark.parametrize("args", [[], ["--model", "gemini:x"]])
-def test_consolidate_needs_a_usable_model(chatty: Path, args: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [([], "Missing option '--model'"), (["--model", "gemini:x"], "Invalid value for '--model'")],
+)
+def test_consolidate_needs_a_usable_model(chatty: Path, args: list[str], said: str) -> None:
     code, output = run("consolidate", "--db", str(chatty), "--once", *args)
-    assert code == 1
-    assert "error (invalid_input): " in output and "model" in output
+    assert code == 2, output
+    assert output.startswith(f"error (usage): {said}"), output
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -217,7 +220,8 @@ def test_an_unreadable_answer_fails_the_batch_until_its_last_attempt(
         assert read_cursor(mem.session) is None
     code, output = run("consolidate", "--db", str(chatty), "--model", model, "--answer-attempts",
                        "0", "--once")  # fmt: skip
-    assert code == 1 and "answer_attempts must be a whole number >= 1" in output, output
+    assert code == 2, output
+    assert output.startswith("error (usage): Invalid value for '--answer-attempts': "), output
 
 
 def test_the_consolidate_line_names_the_answers_problems() -> None:

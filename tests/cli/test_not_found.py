@@ -4,6 +4,7 @@ services use (fact_not_found, skill_not_found, ...), and exit code 4."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Any
 
@@ -74,11 +75,17 @@ TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12
 SAMPLES = ["", " ", ".*", "*", "user.*", "user", "BAD%NS", "self", "a" * 101, "a" * 200 + ".*"]
 
 
+_BAD_VALUE = re.compile(r"error \(usage\): Invalid value for '(\w+)': (.*) \(see `[^`]*`\)")
+
+
 def _refused(result: Any) -> str | None:
-    """The refusal message of a command, or None when it was not refused as bad input."""
+    """The refusal of a command's value (``namespace: <why>``, as a tool says it; bad usage,
+    exit 2), or None when it was not refused."""
     for line in result.output.splitlines():
-        if line.startswith("error (invalid_input): "):
-            return line.removeprefix("error (invalid_input): ")
+        found = _BAD_VALUE.fullmatch(line)
+        if found:
+            assert result.exit_code == 2, result.output
+            return f"{found[1]}: {found[2]}"
     return None
 
 

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from philont.cli import app
 from philont.memory import Memory
+from philont.schemas.inputs import MAX_LIMIT
 from tests.support import cli_command as _command
 from tests.support import cli_paths
 
@@ -92,7 +93,7 @@ def _required_arguments(path: tuple[str, ...]) -> int:
 @settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(limit=st.one_of(st.integers(max_value=0), st.integers(min_value=1001)))
+@given(limit=st.one_of(st.integers(max_value=0), st.integers(min_value=MAX_LIMIT + 1)))
 def test_a_number_out_of_range_is_one_usage_line(limit: int, tool_db: Path) -> None:
     result = runner.invoke(app, ["notes", "list", "--limit", str(limit), "--db", str(tool_db)])
     _assert_usage(result, ("notes", "list"))

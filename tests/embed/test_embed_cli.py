@@ -52,7 +52,8 @@ def test_philont_embed_refuses_another_model_unless_asked_to_rebuild(tmp_path: P
 
 def test_philont_embed_without_an_embedder_is_a_usage_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["embed", "--db", str(_db(tmp_path))], env={"PHILONT_EMBEDDER": ""})
-    assert result.exit_code == 1 and "--embedder" in result.output
+    assert result.exit_code == 2 and result.output.startswith("error (usage): "), result.output
+    assert "--embedder" in result.output
 
 
 @pytest.mark.parametrize("spec", ["hash:0", "hash:abc"])
@@ -60,5 +61,7 @@ def test_philont_embed_with_an_unusable_dimension_says_so_in_one_line(
     tmp_path: Path, spec: str
 ) -> None:
     result = runner.invoke(app, ["embed", "--db", str(_db(tmp_path)), "--embedder", spec])
-    assert result.exit_code == 1, result.output
-    assert "error (embedder_unavailable)" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2, result.output  # a bad value on the command line
+    assert result.output.startswith("error (usage): Invalid value for '--embedder'")
+    assert "the hash dimension must be a whole number from 8 to 4096" in result.output
+    assert len(result.output.splitlines()) == 1

@@ -101,11 +101,14 @@ def test_a_tool_call_on_such_a_target_is_a_result_naming_the_problem(
 def test_the_command_line_refuses_such_a_db_with_its_code(
     case: str, command: list[str], in_empty_dir: Path
 ) -> None:
-    target, error, _words = BAD_TARGETS[case]
+    """A ``--db`` that cannot name a database is a bad value on the command line: bad usage
+    (exit 2), naming the option and the reason, before anything is opened or created."""
+    target, _error, words = BAD_TARGETS[case]
     result = CliRunner().invoke(app, [*command, "--db", str(target)])
-    assert result.exit_code == 1, result.output
-    assert f"({error.code})" in result.output, result.output
-    assert "Traceback" not in result.output
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error (usage): Invalid value for '--db': "), result.output
+    assert words in result.output and len(result.output.splitlines()) == 1, result.output
+    assert list(in_empty_dir.iterdir()) == []
 
 
 def test_a_store_over_an_in_memory_engine_is_refused_before_any_schema_work() -> None:

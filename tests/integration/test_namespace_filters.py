@@ -5,6 +5,7 @@ reserved for writes, stays readable)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
@@ -78,11 +79,15 @@ def _cli_verdict(*args: str) -> str | None:
     """The command's refusal, without whitespace (the console wraps long lines, wide
     characters anywhere)."""
     result = runner.invoke(app, list(args))
-    _, found, message = result.output.partition("error (invalid_input): ")
-    if found:
-        return "".join(message.split())
+    found = _BAD_VALUE.search(result.output)
+    if found:  # refused while the command line is read: bad usage, naming the argument
+        assert result.exit_code == 2, result.output
+        return "".join(f"{found[1]}: {found[2]}".split())
     assert result.exit_code == 0 or "not_found" in result.output, result.output
     return None
+
+
+_BAD_VALUE = re.compile(r"error \(usage\): Invalid value for '(\w+)': (.*) \(see `[^`]*`\)", re.S)
 
 
 def _flat(message: str | None) -> str | None:

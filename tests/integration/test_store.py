@@ -17,7 +17,12 @@ from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
 from philont import tools
-from philont.errors import InvalidInputError, StoreClosedError, UnitOfWorkError
+from philont.errors import (
+    DatabaseGoneError,
+    InvalidInputError,
+    StoreClosedError,
+    UnitOfWorkError,
+)
 from philont.memory import Memory
 from philont.services.access import AccessLog
 from philont.services.actions import ActionLog
@@ -158,6 +163,29 @@ def test_a_closed_store_begins_nothing(target: Path | URL) -> None:
     store.close()  # twice is harmless
     with pytest.raises(StoreClosedError):
         store.begin()
+
+
+@pytest.mark.parametrize("change", ["deleted", "replaced"])
+def test_a_store_whose_file_went_away_writes_nothing_to_the_old_one(
+    tmp_path: Path, change: str
+) -> None:
+    # Its pooled connections held the old file open: every write "succeeded" into a file
+    # nothing reads any more (and a new connection made an empty database at the path).
+    path = tmp_path / "memory.sqlite"
+    with Store.open(path) as store:
+        assert tools.call("store_fact", {"namespace": "u", "key": "k", "value": 1}, db=store).ok
+        if change == "replaced":
+            Store.open(tmp_path / "other.sqlite").close()
+        for leftover in tmp_path.glob("memory.sqlite*"):
+            leftover.unlink()
+        if change == "replaced":
+            os.replace(tmp_path / "other.sqlite", path)
+        before = sorted((p.name, p.stat().st_size) for p in tmp_path.rglob("*"))
+        with pytest.raises(DatabaseGoneError, match=f"was {change}"), store.begin():
+            pass
+        result = tools.call("store_fact", {"namespace": "u", "key": "k", "value": 2}, db=store)
+        assert result.error_code == "database_gone"
+        assert sorted((p.name, p.stat().st_size) for p in tmp_path.rglob("*")) == before
 
 
 def test_rollback_undoes_the_unit_of_work_so_far_and_goes_on(store: Store) -> None:

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from philont import migrate
+from philont import Store, migrate
 from philont.db.schema import metadata
 from philont.errors import ConflictError, SchemaOutOfDateError
 from philont.transfer import (
+    CHECKING,
+    INDEXING,
     ImportForeignKeyError,
     ImportFormatError,
     export,
@@ -246,7 +248,14 @@ def test_progress_reports_every_table_up_to_its_total(
     assert ("memory_raw_messages", 201, 201) in seen_out
     assert ("memory_raw_messages", 201, 201) in seen_in
     assert {t for t, _, _ in seen_out} == {t.name for t in export_tables()}
-    assert {t for t, _, _ in seen_in} == {t.name for t in export_tables()}
+    tables = {t.name for t in export_tables()}
+    assert {t for t, _, _ in seen_in} == tables | {CHECKING, INDEXING}
+    # the first pass (checking, nothing written) comes first, in bytes of the file, to its end
+    checking = [(done, total) for t, done, total in seen_in if t == CHECKING]
+    assert seen_in[: len(checking)] == [(CHECKING, *c) for c in checking]
+    assert checking[-1] == (out.stat().st_size, out.stat().st_size)
+    assert [d for d, _ in checking] == sorted(d for d, _ in checking)
+    assert [t for t, _, _ in seen_in][-1] == INDEXING
 
 
 def test_import_reads_from_a_text_stream(copy_fixture: CopyFixture, tmp_path: Path) -> None:
@@ -425,3 +434,28 @@ def test_a_malformed_file_does_not_even_create_a_missing_target(
         import_(target, _write(tmp_path, lines))
 
     assert not target.exists()
+
+
+LINE_BREAKS = "\x85\u2028\u2029\x0b\x0c\x1c\x1d\x1e\r"  # str.splitlines breaks at each
+
+
+def test_text_with_characters_readers_break_lines_at_stays_on_one_line(tmp_path: Path) -> None:
+    """Every character some line reader splits at (``str.splitlines``, JavaScript's old
+    parsers) is escaped in the file, so every reader sees one row per line."""
+    source = tmp_path / "source.sqlite"
+    text = "before" + LINE_BREAKS.join("abcdefghij") + "after"
+    with Store.open(source) as store, store.begin() as mem:
+        mem.timeline.append(text)
+        mem.notes.add(text)
+        mem.facts.store("user", "motto", {text: [text]})
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    raw = out.read_text(encoding="utf-8")
+
+    assert raw.splitlines() == raw.split("\n")[:-1]
+    target = tmp_path / "target.sqlite"
+    import_(target, out)
+    with Store.open(target) as store, store.begin() as mem:
+        assert [m.content for m in mem.timeline.query()] == [text]
+        assert mem.notes.list()[0].content == text
+        assert mem.facts.get("user", "motto").value == {text: [text]}  # type: ignore[union-attr]

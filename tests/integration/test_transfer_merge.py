@@ -14,7 +14,13 @@ import pytest
 from philont import Store, migrate
 from philont.db.bootstrap import GLOBAL_SESSION_ID
 from philont.db.schema import metadata
-from philont.transfer import ImportMergeConflictError, export, export_tables, import_
+from philont.transfer import (
+    ImportFactConflictError,
+    ImportMergeConflictError,
+    export,
+    export_tables,
+    import_,
+)
 from philont.transfer.merge import keeps_target
 
 CopyFixture = Callable[[str], Path]
@@ -136,3 +142,59 @@ def test_a_different_row_under_an_existing_key_is_refused_in_every_table_and_nam
         assert tuple(row["row"][c] for c in pk) == edited[table]
         assert key == edited[table][0]
     assert _dump(target) == before
+
+
+def _facts(path: Path, *values: str) -> Path:
+    """A store where user.city took each of ``values`` in turn (the last one current)."""
+    with Store.open(path) as store, store.begin() as mem:
+        for value in values:
+            mem.facts.store("user", "city", value)
+        mem.facts.store("user", "pet", "Miso")
+    return path
+
+
+def test_a_key_current_in_the_file_and_in_the_target_refuses_the_merge_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    a = _facts(tmp_path / "a.sqlite", "Berlin")
+    b = _facts(tmp_path / "b.sqlite", "Rome", "Paris")
+    out = tmp_path / "b.jsonl"
+    export(b, out)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    before = _dump(a)
+
+    with pytest.raises(ImportFactConflictError) as caught:
+        import_(a, out, mode="merge")
+
+    # user.city (Paris) and user.pet are current in both: two conflicts, Rome is history
+    assert caught.value.code == "import_merge_conflict"
+    assert [(ns, key) for _, ns, key, _ in caught.value.found] == [
+        ("user", "city"),
+        ("user", "pet"),
+    ]
+    number = caught.value.line_number
+    assert number is not None and json.loads(lines[number - 1])["row"]["value_json"] == '"Paris"'
+    assert f"line {number}: user.city" in str(caught.value)
+    assert _dump(a) == before
+    with Store.open(a) as store, store.begin() as mem:
+        assert [f.value for f in mem.facts.history("user", "city")] == ["Berlin"]
+
+
+def test_a_file_whose_source_held_two_current_versions_of_a_key_still_merges(
+    tmp_path: Path,
+) -> None:
+    """A legacy database may hold two current versions of a key (the original's Q-S1): the
+    file is imported as its source was; only a conflict with the target refuses it."""
+    b = _facts(tmp_path / "b.sqlite", "Rome", "Paris")
+    with closing(sqlite3.connect(str(b))) as conn, conn:
+        conn.execute("UPDATE memory_facts SET superseded_by = NULL, supersedes = NULL")
+    out = tmp_path / "b.jsonl"
+    export(b, out)
+    target = tmp_path / "target.sqlite"
+    migrate.upgrade(target)
+
+    report = import_(target, out, mode="merge")
+    again = import_(target, out, mode="merge")
+
+    assert report.inserted["memory_facts"] == 3
+    assert again.inserted == {}

@@ -21,6 +21,7 @@ from philont import agents, migrate, transfer
 from philont.errors import ConflictError
 from philont.store import Store
 from philont.transfer import (
+    ImportFactConflictError,
     ImportForeignKeyError,
     ImportFormatError,
     ImportMergeConflictError,
@@ -442,3 +443,26 @@ def test_an_invalid_file_does_not_even_create_the_agent_schema(
         import_(pg, bad)
 
     assert not _agent_exists(pg)
+
+
+def test_a_key_current_in_the_file_and_in_the_postgres_agent_refuses_the_merge(
+    pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    source = tmp_path / "b.sqlite"
+    with Store.open(source) as store, store.begin() as mem:
+        mem.facts.store("user", "city", "Rome")
+        mem.facts.store("user", "city", "Paris")
+    out = tmp_path / "b.jsonl"
+    export(source, out)
+    pg = pg_agent()
+    with Store.open(pg.url, agent=pg.name, upgrade=False) as store, store.begin() as mem:
+        mem.facts.store("user", "city", "Berlin")
+    before = _state(pg)
+
+    with pytest.raises(ImportFactConflictError) as caught:
+        import_(pg, out, mode="merge")
+
+    assert [(ns, key) for _, ns, key, _ in caught.value.found] == [("user", "city")]
+    assert _state(pg) == before
+    again = pg_agent()  # the same file into an agent that does not hold the key: imported
+    assert import_(again, out, mode="merge").inserted["memory_facts"] == 2

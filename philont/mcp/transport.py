@@ -1,0 +1,236 @@
+"""The server's stdio transport: one JSON-RPC message per line, checked before the SDK sees it.
+
+The SDK's own stdio transport answers a line it cannot read with a log notification and no
+response (a client waiting for that id waits forever), reads bytes that are not UTF-8 as
+U+FFFD (so they would be stored), refuses JSON that Python reads (a lone surrogate escape) as
+unreadable, and answers every request it cannot validate with one generic "Invalid request
+parameters", an unknown method included, with a traceback-sized warning on stderr. Here every
+line gets its JSON-RPC answer with a code of ours in ``error.data.code``:
+
+* not JSON, or not UTF-8 text: ``-32700`` parse error (``invalid_json``), with the request's id
+  when it can still be read, else ``null``;
+* JSON that is no JSON-RPC 2.0 message (a batch, a number, no method): ``-32600``
+  (``invalid_request``);
+* an unknown method: ``-32601`` (``unknown_method``);
+* a known method with parameters of the wrong shape: ``-32602`` (``invalid_arguments`` for
+  ``tools/call``, ``invalid_params`` otherwise), naming what is wrong.
+
+A notification the SDK cannot read gets no answer (JSON-RPC answers no notification) and is
+dropped quietly. Text that Python reads but the SDK's parser refuses (a lone surrogate) goes on
+to the tools, which refuse it by name as any other bad argument.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, BinaryIO, get_args
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import types
+from mcp.shared.message import SessionMessage
+from pydantic import BaseModel, ValidationError
+
+from philont.log import get_logger
+from philont.schemas.inputs import describe
+
+log = get_logger(__name__)
+
+Streams = tuple[
+    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
+]
+
+
+def _models(union: Any) -> dict[str, type[BaseModel]]:
+    """The request (or notification) model of each method of a union of them."""
+    return {
+        method: model
+        for model in get_args(union)
+        for method in get_args(model.model_fields["method"].annotation)
+    }
+
+
+REQUESTS = _models(types.ClientRequestType)
+NOTIFICATIONS = _models(types.ClientNotificationType)
+
+
+def error_line(request_id: Any, code: int, message: str, our_code: str, detail: str) -> str:
+    """One JSON-RPC error response (``id`` null when the request's id is unknown)."""
+    error = {"code": code, "message": message, "data": {"code": our_code, "message": detail}}
+    body = {"jsonrpc": "2.0", "id": request_id, "error": error}
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def _request_id(data: Any) -> Any:
+    """The id of a request as JSON-RPC allows it (a string or a whole number), else None."""
+    if not isinstance(data, dict):
+        return None
+    value = data.get("id")
+    return value if isinstance(value, str) or type(value) is int else None
+
+
+def check_line(line: bytes) -> SessionMessage | str | None:
+    """The message a line holds, or the error line that answers it (None: nothing to do)."""
+    if not line.strip():
+        return None
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        found = _parsed(line.decode("utf-8", "replace"))
+        where = f"{exc.reason} at byte {exc.start}"
+        return error_line(
+            _request_id(found), types.PARSE_ERROR, "Parse error", "invalid_json",
+            f"the message is not UTF-8 text ({where})",
+        )  # fmt: skip
+    try:
+        message = types.JSONRPCMessage.model_validate_json(text)
+    except ValidationError:
+        return _read_by_python(text)
+    return _checked(message)
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _read_by_python(text: str) -> SessionMessage | str | None:
+    """A line the SDK's parser refused: JSON that Python reads (a lone surrogate escape goes
+    on, for the tools to refuse by name), or the error that answers it."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return error_line(
+            None, types.PARSE_ERROR, "Parse error", "invalid_json", f"not valid JSON ({exc})"
+        )
+    try:
+        message = types.JSONRPCMessage.model_validate(data)
+    except (ValidationError, RecursionError):
+        what = "a batch (a JSON array), which MCP does not use" if isinstance(data, list) else None
+        return error_line(
+            _request_id(data), types.INVALID_REQUEST, "Invalid Request", "invalid_request",
+            f"not a JSON-RPC 2.0 request, notification or response: {what or _shape(data)}",
+        )  # fmt: skip
+    return _checked(message)
+
+
+def _shape(data: Any) -> str:
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    if data.get("jsonrpc") != "2.0":
+        return 'it needs "jsonrpc": "2.0"'
+    if "method" in data and not isinstance(data["method"], str):
+        return "its method must be a string"
+    if "id" in data and _request_id(data) is None:
+        return "its id must be a string or a whole number (MCP: not null)"
+    if "params" in data and not isinstance(data["params"], dict):
+        return "its params must be an object"
+    return "it needs a method (a request or notification) or a result or error (a response)"
+
+
+def _checked(message: types.JSONRPCMessage) -> SessionMessage | str | None:
+    """``message`` as the SDK will read it, or the error that answers a request it cannot."""
+    root = message.root
+    if _bad_id(root):
+        return error_line(  # read as a notification only because its id is not one
+            None, types.INVALID_REQUEST, "Invalid Request", "invalid_request",
+            "not a JSON-RPC 2.0 request: its id must be a string or a whole number (MCP: not null)",
+        )  # fmt: skip
+    if isinstance(root, types.JSONRPCRequest | types.JSONRPCNotification):
+        shaped = {"method": root.method, "params": root.params}
+        models = REQUESTS if isinstance(root, types.JSONRPCRequest) else NOTIFICATIONS
+        model = models.get(root.method)
+        try:
+            if model is None:
+                raise LookupError(root.method)
+            model.model_validate(shaped)
+        except (LookupError, ValidationError) as exc:
+            if isinstance(root, types.JSONRPCRequest):
+                return _refused(root, exc)
+            log.debug("mcp.notification_dropped", method=root.method[:80])
+            return None
+    return SessionMessage(message)
+
+
+def _bad_id(root: object) -> bool:
+    """Whether ``root`` is a request whose id is not one (``null``, ``true``, ``1.5``), which
+    the SDK reads as a notification of an unknown method and drops: its sender waits
+    forever. (A notification that carries an id goes on, as the SDK reads it.)"""
+    if not isinstance(root, types.JSONRPCNotification) or root.method in NOTIFICATIONS:
+        return False
+    return "id" in (root.model_extra or {})
+
+
+def _refused(root: types.JSONRPCRequest, exc: Exception) -> str:
+    """The error that answers a request for an unknown method, or with bad parameters."""
+    if not isinstance(exc, ValidationError):
+        return error_line(
+            root.id, types.METHOD_NOT_FOUND, "Method not found", "unknown_method",
+            f"no method {root.method[:80]!r}; methods: {', '.join(sorted(REQUESTS))}",
+        )  # fmt: skip
+    ours = "invalid_arguments" if root.method == "tools/call" else "invalid_params"
+    return error_line(root.id, types.INVALID_PARAMS, "Invalid params", ours, describe(exc))
+
+
+@asynccontextmanager
+async def stdio_transport(
+    stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+) -> AsyncIterator[Streams]:
+    """The read and write streams of :meth:`mcp.server.lowlevel.Server.run` over stdio.
+
+    A client that closes its end of stdout (the server's answers go nowhere) stops the
+    server quietly (no traceback, no "Exception ignored" at exit); the process ends when stdin
+    ends too, as it does when the client exits."""
+    source = stdin or sys.stdin.buffer
+    sink = stdout or sys.stdout.buffer
+    to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    lock = anyio.Lock()
+
+    async with anyio.create_task_group() as tg:
+
+        async def emit(line: str) -> None:
+            async with lock:
+                try:
+                    await anyio.to_thread.run_sync(_write, sink, line)
+                except (BrokenPipeError, ConnectionResetError):
+                    _silence(sink)  # the client is gone: no "Exception ignored" at exit
+                    tg.cancel_scope.cancel()
+
+        async def read() -> None:
+            async with to_server:
+                while line := await anyio.to_thread.run_sync(source.readline):
+                    checked = check_line(line)
+                    if isinstance(checked, SessionMessage):
+                        await to_server.send(checked)
+                    elif checked is not None:
+                        await emit(checked)
+
+        async def write() -> None:
+            async with from_server:
+                async for message in from_server:
+                    await emit(message.message.model_dump_json(by_alias=True, exclude_none=True))
+
+        tg.start_soon(read)
+        tg.start_soon(write)
+        yield from_client, to_client
+
+
+def _write(sink: BinaryIO, line: str) -> None:
+    sink.write(line.encode("utf-8", "surrogatepass") + b"\n")
+    sink.flush()
+
+
+def _silence(sink: BinaryIO) -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sink.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a real file (a test's buffer)
+        pass

@@ -1,0 +1,361 @@
+"""An import file that is damaged, of another version, or not ours at all: a typed error that
+names the line, and the target database exactly as it was (a digest of everything in it,
+before and after), on SQLite and on a PostgreSQL agent that already holds memory. A line of
+any length is refused after at most ``MAX_LINE_CHARS`` characters are read (a 1 GB line, a
+binary file without line breaks), never read whole."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tracemalloc
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from philont import agents, migrate, transfer
+from philont.errors import PhilontError
+from philont.store import Store
+from philont.transfer import reader
+from philont.transfer.format import MAX_LINE_CHARS
+from tests.pg_support import Layout
+
+HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _fill(store: Store, tag: str, *, counted: bool = True) -> None:
+    """Some memory of every kind; ``counted=False``: none of the rows with counter ids
+    (messages, actions), which two databases number alike (a merge of those is refused)."""
+    with store.begin() as mem:
+        mem.timeline.start_session(f"{tag}-laptop")
+        mem.facts.store("user", f"{tag}_city", "Berlin")
+        mem.notes.add(f"{tag}: the rent is warm")
+        mem.skills.create(f"{tag}-unzip", "Unpack a zip", ["zip"], "unzip {file}")
+        if counted:
+            for i in range(3):
+                mem.timeline.append(f"{tag} message {i} 🐱", session_id=f"{tag}-laptop")
+            mem.actions.record("unzip", params={"file": "a.zip"}, success=True)
+
+
+@pytest.fixture(scope="module")
+def export_lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """A small memory, written through the services, as export lines (each ending in "\\n")."""
+    path = tmp_path_factory.mktemp("source") / "memory.sqlite"
+    with Store.open(path) as store:
+        _fill(store, "src")
+    buf = io.StringIO()
+    transfer.export(path, buf)
+    return buf.getvalue().splitlines(keepends=True)
+
+
+@dataclass
+class Target:
+    """A database that already holds memory: how to import into it and a digest of it."""
+
+    import_: Callable[[Path], object]
+    digest: Callable[[], str]
+
+
+def _sqlite_digest(path: Path) -> str:
+    with closing(sqlite3.connect(str(path))) as conn:
+        return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    if request.param == "sqlite":
+        path = tmp_path / "target" / "memory.sqlite"
+        with Store.open(path) as store:
+            _fill(store, "tgt", counted=False)
+        return Target(
+            import_=lambda file: transfer.import_(path, file, mode="merge"),
+            digest=lambda: _sqlite_digest(path),
+        )
+    layout: Layout = request.getfixturevalue("pg_layout")
+    agent = layout.new_agent()
+    with Store.open(layout.url, agent=agent, upgrade=False) as store:
+        _fill(store, "tgt", counted=False)
+
+    def digest() -> str:
+        """Every row of the agent (its export, but the moment) and every agent's name."""
+        buf = io.StringIO()
+        transfer.export(layout.url, buf, agent=agent)
+        lines = buf.getvalue().splitlines()
+        header = json.loads(lines[0])
+        header.pop("exported_at")
+        with Store.open(layout.url, upgrade=False) as store:
+            names = [a.name for a in agents.list_agents(store)]
+        text = json.dumps([header, lines[1:], names])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    return Target(
+        import_=lambda file: transfer.import_(layout.url, file, mode="merge", agent=agent),
+        digest=digest,
+    )
+
+
+# --- damage: each returns the file's text (or bytes) and the line the error must name ----------
+
+Damage = Callable[[list[str]], tuple[str | bytes, int]]
+
+
+def _text(lines: list[str]) -> str:
+    return "".join(lines)
+
+
+def _index(lines: list[str], table: str) -> int:
+    return next(i for i, line in enumerate(lines) if line.startswith(f'{{"table":"{table}"'))
+
+
+def _set(lines: list[str], table: str, **values: object) -> tuple[str, int]:
+    i = _index(lines, table)
+    obj = json.loads(lines[i])
+    obj["row"].update(values)
+    edited = [*lines[:i], json.dumps(obj) + "\n", *lines[i + 1 :]]
+    return _text(edited), i + 1
+
+
+def truncated_mid_line(lines: list[str]) -> tuple[str, int]:
+    cut = len(lines) // 2
+    return _text(lines[:cut]) + lines[cut][: len(lines[cut]) // 2], cut + 1
+
+
+def truncated_at_a_line(lines: list[str]) -> tuple[str, int]:
+    return _text(lines[:-3]), len(lines) - 2  # no trailer: named after the last line
+
+
+def empty_file(lines: list[str]) -> tuple[str, int]:
+    return "", 1
+
+
+def newer_format_version(lines: list[str]) -> tuple[str, int]:
+    header = json.loads(lines[0])
+    header["format_version"] = 2
+    return _text([json.dumps(header) + "\n", *lines[1:]]), 1
+
+
+def unknown_schema_revision(lines: list[str]) -> tuple[str, int]:
+    header = json.loads(lines[0])
+    header["schema_revision"] = "v999"
+    return _text([json.dumps(header) + "\n", *lines[1:]]), 1
+
+
+def duplicate_id(lines: list[str]) -> tuple[str, int]:
+    i = _index(lines, "memory_notes")
+    edited = [*lines[: i + 1], lines[i], *lines[i + 1 :]]
+    return _text(edited), i + 2
+
+
+def missing_parent(lines: list[str]) -> tuple[str, int]:
+    return _set(lines, "memory_raw_messages", session_id="no-such-session")
+
+
+def text_for_a_number(lines: list[str]) -> tuple[str, int]:
+    return _set(lines, "memory_notes", importance="very")
+
+
+def number_for_a_text(lines: list[str]) -> tuple[str, int]:
+    return _set(lines, "memory_raw_messages", content=42)
+
+
+def list_for_a_value(lines: list[str]) -> tuple[str, int]:
+    return _set(lines, "memory_facts", confidence=[1])
+
+
+def a_binary_file(lines: list[str]) -> tuple[bytes, int]:
+    return gzip.compress(_text(lines).encode()), 1
+
+
+def a_sqlite_database(lines: list[str]) -> tuple[bytes, int]:
+    return b"SQLite format 3\x00" + bytes(range(256)) * 64, 1
+
+
+def utf16_text(lines: list[str]) -> tuple[bytes, int]:
+    return _text(lines).encode("utf-16"), 1
+
+
+def a_csv_file(lines: list[str]) -> tuple[str, int]:
+    return "id,content\n1,hello\n", 1
+
+
+def another_json_lines_file(lines: list[str]) -> tuple[str, int]:
+    return '{"event": "login", "user": "ana"}\n{"event": "logout"}\n', 1
+
+
+def a_json_array(lines: list[str]) -> tuple[str, int]:
+    return json.dumps([json.loads(line) for line in lines]) + "\n", 1
+
+
+DAMAGES: list[Damage] = [
+    truncated_mid_line,
+    truncated_at_a_line,
+    empty_file,
+    newer_format_version,
+    unknown_schema_revision,
+    duplicate_id,
+    missing_parent,
+    text_for_a_number,
+    number_for_a_text,
+    list_for_a_value,
+    a_binary_file,
+    a_sqlite_database,
+    utf16_text,
+    a_csv_file,
+    another_json_lines_file,
+    a_json_array,
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=lambda d: d.__name__)
+def test_a_bad_file_is_a_typed_error_naming_its_line_and_changes_nothing(
+    damage: Damage, export_lines: list[str], target: Target, tmp_path: Path
+) -> None:
+    content, line_number = damage(export_lines)
+    file = tmp_path / "import.jsonl"
+    if isinstance(content, bytes):
+        file.write_bytes(content)
+    else:
+        file.write_text(content, encoding="utf-8")
+    before = target.digest()
+
+    with pytest.raises(PhilontError) as caught:
+        target.import_(file)
+
+    error = caught.value
+    assert error.code.startswith("import_"), (error.code, error)
+    assert getattr(error, "line_number", None) == line_number, error
+    assert f"line {line_number}" in str(error)
+    assert target.digest() == before
+
+
+def test_the_same_file_undamaged_imports(
+    export_lines: list[str], target: Target, tmp_path: Path
+) -> None:
+    """The control: what the damages start from is a good file for this target."""
+    file = tmp_path / "import.jsonl"
+    file.write_text(_text(export_lines), encoding="utf-8")
+    before = target.digest()
+    target.import_(file)
+    assert target.digest() != before
+
+
+# --- a line of any length --------------------------------------------------------------------
+
+
+def _long_line_file(path: Path, lines: list[str], chars: int) -> Path:
+    """The export with a note whose content is ``chars`` characters, on line 2, written in
+    pieces (the test holds no such string itself)."""
+    head = lines[0]
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(head)
+        fh.write('{"table":"memory_notes","row":{"id":"n","content":"')
+        piece = "x" * (1 << 20)
+        for _ in range(chars // len(piece)):
+            fh.write(piece)
+        fh.write('","importance":0.5}}\n')
+        fh.writelines(lines[1:])
+    return path
+
+
+def test_a_line_longer_than_any_row_is_refused_without_reading_it_whole(
+    export_lines: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cap = 1 << 20
+    monkeypatch.setattr(reader, "MAX_LINE_CHARS", cap, raising=False)
+    file = _long_line_file(tmp_path / "long.jsonl", export_lines, 64 * cap)
+    target = tmp_path / "memory.sqlite"
+    migrate.upgrade(target, backup=False)
+    before = _sqlite_digest(target)
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(transfer.ImportFormatError) as caught:
+            transfer.import_(target, file)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert caught.value.line_number == 2
+    assert f"longer than {cap:,} characters" in str(caught.value)
+    assert peak < 16 * cap, peak  # the 64 MiB line was never held
+    assert _sqlite_digest(target) == before
+
+
+def test_a_line_as_long_as_the_limit_still_imports(
+    export_lines: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cap = 1 << 20
+    monkeypatch.setattr(reader, "MAX_LINE_CHARS", cap)
+    i = _index(export_lines, "memory_notes")
+    obj = json.loads(export_lines[i])
+    obj["row"]["content"] = ""
+    short = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    obj["row"]["content"] = "y" * (cap - len(short))
+    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    assert len(line) == cap + 1
+    file = tmp_path / "edge.jsonl"
+    file.write_text("".join([*export_lines[:i], line, *export_lines[i + 1 :]]), "utf-8")
+    target = tmp_path / "memory.sqlite"
+
+    transfer.import_(target, file)
+
+    with Store.open(target) as store, store.begin() as mem:
+        assert mem.notes.get(obj["row"]["id"]).content == obj["row"]["content"]  # type: ignore[union-attr]
+
+
+def test_an_export_refuses_a_row_no_import_could_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    export_module = importlib.import_module("philont.transfer.export")
+
+    path = tmp_path / "memory.sqlite"
+    with Store.open(path) as store, store.begin() as mem:
+        mem.notes.add("z" * 5000, id="big")
+    monkeypatch.setattr(export_module, "MAX_LINE_CHARS", 4000)
+    out = tmp_path / "out.jsonl"
+
+    with pytest.raises(transfer.ExportRowTooLongError) as caught:
+        transfer.export(path, out)
+
+    assert "memory_notes" in str(caught.value) and "'big'" in str(caught.value)
+    assert not out.exists() and list(tmp_path.glob(".out.jsonl.*")) == []
+
+
+@pytest.mark.skipif(not HEAVY, reason="writes a 1 GB file (PHILONT_HEAVY=1)")
+def test_a_one_gigabyte_line_is_refused_in_bounded_memory(
+    export_lines: list[str], tmp_path: Path
+) -> None:
+    """The real limit, a real 1 GB line, in a process of its own: its peak memory is the
+    limit's worth of text, not the line's."""
+    file = _long_line_file(tmp_path / "huge.jsonl", export_lines, 1 << 30)
+    target = tmp_path / "memory.sqlite"
+    script = (
+        "import resource, sys\n"
+        "from pathlib import Path\n"
+        "from philont import transfer\n"
+        "try:\n"
+        "    transfer.import_(sys.argv[1], Path(sys.argv[2]))\n"
+        "except transfer.ImportFormatError as exc:\n"
+        "    print(exc.line_number, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(target), str(file)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    line, peak_kib = map(int, done.stdout.split())
+    assert line == 2
+    assert peak_kib * 1024 < 4 * MAX_LINE_CHARS, peak_kib

@@ -1,0 +1,164 @@
+"""The MCP server (a real ``philont mcp`` process) answers every line a client sends: what it
+cannot read or run is a JSON-RPC error with our code in ``error.data.code``, what a tool
+refuses is a tool error naming the code, and it goes on serving; stderr stays empty."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from tests.mcp_client import RawClient, error_of, tool_text
+
+Line = dict[str, Any] | str | bytes
+
+PROTOCOL_ERRORS: list[tuple[Line, Any, int, str]] = [
+    # (the line, the id its answer names, the JSON-RPC code, our code)
+    ("this is not json", None, -32700, "invalid_json"),
+    ('{"jsonrpc": "2.0", "id": "cut", "method": "tools/ca', None, -32700, "invalid_json"),
+    (  # bytes that are not UTF-8 (they were read as U+FFFD and stored)
+        b'{"jsonrpc":"2.0","id":"latin1","method":"tools/call","params":{"name":"store_fact",'
+        b'"arguments":{"namespace":"user","key":"city","value":"K\xf6ln"}}}',
+        "latin1",
+        -32700,
+        "invalid_json",
+    ),
+    ("[1, 2, 3]", None, -32600, "invalid_request"),  # a batch
+    ("42", None, -32600, "invalid_request"),
+    ({"jsonrpc": "2.0", "id": "no-method"}, "no-method", -32600, "invalid_request"),
+    ({"jsonrpc": "1.0", "id": "old", "method": "ping"}, "old", -32600, "invalid_request"),
+    ({"jsonrpc": "2.0", "id": "m", "method": "no/such"}, "m", -32601, "unknown_method"),
+    ({"jsonrpc": "2.0", "id": "np", "method": "tools/call"}, "np", -32602, "invalid_arguments"),
+    (
+        {
+            "jsonrpc": "2.0",
+            "id": "sa",
+            "method": "tools/call",
+            "params": {"name": "get_fact", "arguments": "namespace=user"},
+        },
+        "sa",
+        -32602,
+        "invalid_arguments",
+    ),
+    (
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"arguments": {}}},
+        7,
+        -32602,
+        "invalid_arguments",
+    ),
+    (
+        {
+            "jsonrpc": "2.0",
+            "id": "ut",
+            "method": "tools/call",
+            "params": {"name": "delete_everything", "arguments": {}},
+        },
+        "ut",
+        -32602,
+        "unknown_tool",
+    ),
+    (
+        {"jsonrpc": "2.0", "id": "lp", "method": "tools/list", "params": 5},
+        "lp",
+        -32600,
+        "invalid_request",
+    ),
+    (
+        {"jsonrpc": "2.0", "id": "cursor", "method": "tools/list", "params": {"cursor": 5}},
+        "cursor",
+        -32602,
+        "invalid_params",
+    ),
+]
+
+TOOL_ERRORS: list[tuple[Line, Any, str]] = [
+    # (the line, its id, the code the tool result names)
+    (
+        {
+            "jsonrpc": "2.0",
+            "id": "types",
+            "method": "tools/call",
+            "params": {
+                "name": "store_fact",
+                "arguments": {"namespace": 5, "key": ["k"], "value": 1},
+            },
+        },
+        "types",
+        "invalid_arguments",
+    ),
+    (
+        {
+            "jsonrpc": "2.0",
+            "id": "huge",
+            "method": "tools/call",
+            "params": {
+                "name": "store_fact",
+                "arguments": {"namespace": "user", "key": "k", "value": "x" * 10_000_000},
+            },
+        },
+        "huge",
+        "invalid_arguments",
+    ),
+    (  # JSON that Python reads but the SDK's parser refused: the line got no answer at all
+        '{"jsonrpc":"2.0","id":"lone","method":"tools/call","params":{"name":"store_fact",'
+        '"arguments":{"namespace":"user","key":"k","value":"\\ud800"}}}',
+        "lone",
+        "invalid_arguments",
+    ),
+    (
+        {
+            "jsonrpc": "2.0",
+            "id": "nul",
+            "method": "tools/call",
+            "params": {"name": "get_fact", "arguments": {"namespace": "user", "key": "a\u0000b"}},
+        },
+        "nul",
+        "invalid_arguments",
+    ),
+]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RawClient]:
+    client = RawClient(tmp_path / "memory.sqlite")
+    try:
+        client.initialize()
+        yield client
+    finally:
+        client.stop()
+
+
+def test_every_line_gets_its_answer_and_the_server_goes_on(server: RawClient) -> None:
+    unmatched = 0
+    for n, (line, request_id, code, ours) in enumerate(PROTOCOL_ERRORS):
+        server.send(line)
+        if request_id is None:
+            unmatched += 1
+            answer = server.unmatched_answer(unmatched)
+            assert answer["id"] is None, line
+        else:
+            answer = server.answer(request_id)
+        assert error_of(answer) == (code, ours), (line, answer)
+        assert answer["error"]["data"]["message"], line
+        server.round_trip(f"ping-{n}")  # still serving
+    for line, request_id, ours in TOOL_ERRORS:
+        server.send(line)
+        is_error, text = tool_text(server.answer(request_id))
+        assert is_error and text.startswith(f"error ({ours}): "), (request_id, text[:300])
+    server.call("ok", "store_fact", {"namespace": "user", "key": "city", "value": "Köln"})
+    assert tool_text(server.answer("ok"))[0] is False
+    server.call("read", "get_fact", {"namespace": "user", "key": "city"})
+    assert tool_text(server.answer("read"))[1].startswith('"Köln"')  # nothing else was stored
+    assert server.close_stdin() == 0
+    assert server.stderr == b""  # no traceback, no validation dump, no warning
+
+
+def test_an_unknown_tool_is_a_protocol_error_that_lists_the_tools(server: RawClient) -> None:
+    server.call(1, "no_such_tool", {})
+    error = server.answer(1)["error"]
+    assert error["code"] == -32602 and error["message"] == "Unknown tool: no_such_tool"
+    assert error["data"]["code"] == "unknown_tool" and "store_fact" in error["data"]["message"]

@@ -1,0 +1,116 @@
+"""The MCP transport's reading of one line (``philont.mcp.transport.check_line``), on generated
+lines: it never raises, every line but a notification or a blank one is passed on or
+answered, an answer is one JSON-RPC error with our code naming the request when its id can be
+read, and nothing the SDK itself reads is refused."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("mcp")
+
+from mcp import types
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from philont.mcp.transport import NOTIFICATIONS, REQUESTS, check_line
+
+OUR_CODES = {
+    -32700: {"invalid_json"},
+    -32600: {"invalid_request"},
+    -32601: {"unknown_method"},
+    -32602: {"invalid_arguments", "invalid_params"},
+}
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+ids = st.none() | st.integers(-(2**40), 2**40) | st.text(max_size=12) | st.booleans() | st.floats()
+methods = st.sampled_from(sorted(REQUESTS | NOTIFICATIONS)) | st.text(max_size=20)
+params = (
+    st.none()
+    | json_values
+    | st.fixed_dictionaries(
+        {"name": st.sampled_from(["store_fact", "get_fact", "nope"]) | st.integers()},
+        optional={"arguments": json_values, "cursor": json_values, "_meta": json_values},
+    )
+)
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> dict[str, Any]:
+    message: dict[str, Any] = {}
+    if draw(st.booleans()):
+        message["jsonrpc"] = draw(st.sampled_from(["2.0", "2.0", "1.0", 2]))
+    for key, values in (("id", ids), ("method", methods), ("params", params)):
+        if draw(st.booleans()):
+            message[key] = draw(values)
+    return message
+
+
+def _sdk_reads(line: bytes) -> bool:
+    """Whether the SDK's own transport and session read ``line`` as a message they handle."""
+    try:
+        message = types.JSONRPCMessage.model_validate_json(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValidationError):
+        return False
+    root = message.root
+    if isinstance(root, types.JSONRPCRequest):
+        union: Any = types.ClientRequest
+    elif isinstance(root, types.JSONRPCNotification):
+        union = types.ClientNotification
+    else:
+        return True
+    try:
+        union.model_validate({"method": root.method, "params": root.params})
+    except ValidationError:
+        return False
+    return True
+
+
+def _check_answer(line: bytes, answer: str) -> dict[str, Any]:
+    parsed = json.loads(answer)
+    assert parsed["jsonrpc"] == "2.0" and set(parsed) == {"jsonrpc", "id", "error"}
+    assert parsed["id"] is None or isinstance(parsed["id"], str | int)
+    error = parsed["error"]
+    assert error["data"]["code"] in OUR_CODES[error["code"]], (line, error)
+    assert error["message"] and error["data"]["message"]
+    return dict(parsed)
+
+
+@settings(max_examples=300)
+@given(line=st.binary(max_size=200))
+def test_any_bytes_are_passed_on_or_answered_and_never_raise(line: bytes) -> None:
+    checked = check_line(line)
+    if isinstance(checked, str):
+        _check_answer(line, checked)
+    else:
+        assert checked is None or isinstance(checked, SessionMessage)
+
+
+@settings(max_examples=500)
+@given(message=messages())
+def test_every_message_is_passed_on_or_answered_naming_its_request(message: dict[str, Any]) -> None:
+    line = json.dumps(message).encode()
+    checked = check_line(line)
+    readable_id = type(message.get("id")) in (str, int)
+    if _sdk_reads(line):
+        assert isinstance(checked, SessionMessage), (message, checked)
+    elif isinstance(checked, str):
+        answer = _check_answer(line, checked)
+        assert answer["id"] == (message["id"] if readable_id else None), (message, answer)
+    elif checked is None:  # dropped: only a notification (no id, or a notification's method)
+        method = message.get("method")
+        assert isinstance(method, str), message
+        assert "id" not in message or method in NOTIFICATIONS, message
+    if "id" in message and readable_id and message.get("jsonrpc") == "2.0" and "method" in message:
+        assert checked is not None, message  # a request always gets through or an answer
