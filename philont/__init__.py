@@ -39,6 +39,7 @@ from philont.errors import (
     SkillNotUsableError,
     StorageError,
     StoreClosedError,
+    TransactionConflictError,
     UnitOfWorkError,
 )
 from philont.memory import Memory
@@ -96,6 +97,7 @@ __all__ = [
     "StorageError",
     "Store",
     "StoreClosedError",
+    "TransactionConflictError",
     "UnitOfWorkError",
     "tools",
 ]

@@ -9,9 +9,14 @@ On SQLite (one file, one agent) they raise :class:`~philont.errors.InvalidInputE
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from sqlalchemy import Connection
 
 from philont.db import agents as registry
 from philont.db.agents import Agent
+from philont.db.retry import run_with_retry
 from philont.errors import InvalidInputError
 from philont.store import Store
 
@@ -26,6 +31,8 @@ __all__ = [
     "rename",
     "require",
 ]
+
+T = TypeVar("T")
 
 _LOCK = threading.Lock()
 CACHE_SIZE = 100_000
@@ -91,8 +98,7 @@ def count(store: Store) -> int:
 def rename(store: Store, old: str, new: str) -> Agent:
     """Rename an agent (one UPDATE of its registry row; its rows stay where they are)."""
     _postgres(store)
-    with store.engine.connect() as conn, conn.begin():
-        agent = registry.rename(conn, old, new)
+    agent = _in_transaction(store, lambda conn: registry.rename(conn, old, new))
     store._agent_ids.pop(old, None)
     return agent
 
@@ -101,7 +107,17 @@ def delete(store: Store, name: str) -> dict[str, int]:
     """Delete every row of the agent ``name`` and its registry row, in one transaction;
     returns the rows deleted per table."""
     _postgres(store)
-    with store.engine.connect() as conn, conn.begin():
-        deleted = registry.delete(conn, name)
+    deleted = _in_transaction(store, lambda conn: registry.delete(conn, name))
     store._agent_ids.pop(name, None)
     return deleted
+
+
+def _in_transaction(store: Store, work: Callable[[Connection], T]) -> T:
+    """``work(conn)`` in a transaction of its own, run again when it conflicted with a
+    concurrent one: a deadlock with the agent's writers (philont.db.retry.run_with_retry)."""
+
+    def once() -> T:
+        with store.engine.connect() as conn, conn.begin():
+            return work(conn)
+
+    return run_with_retry(once)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -40,7 +40,7 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
-from philont.db.retry import DEFAULT_ATTEMPTS, is_busy, translate
+from philont.db.retry import DEFAULT_ATTEMPTS, backoff, gave_up, translate
 from philont.errors import (
     BackendError,
     DatabaseBusyError,
@@ -48,7 +48,7 @@ from philont.errors import (
     InvalidInputError,
     PhilontError,
 )
-from philont.log import alembic_at_debug
+from philont.log import alembic_at_debug, get_logger
 from philont.memory import Memory
 from philont.store import Store, ensure_schema, ensure_schema_on
 
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 __all__ = ["AsyncStore", "create_async_engine"]
 
 T = TypeVar("T")
+
+log = get_logger(__name__)
 
 
 def create_async_engine(
@@ -174,11 +176,12 @@ class AsyncStore:
         agent: str | None = None,
     ) -> T:
         """Run ``work(mem)`` in one unit of work and return its result. Without ``session`` it
-        is a transaction of its own (committed, or rolled back on an exception; retried a few
-        times when SQLite is busy, from the first retry on holding the write lock from its
-        first statement); with the host's ``AsyncSession`` it runs inside the host's
-        transaction, which the host commits. ``agent`` (PostgreSQL): the agent it serves, else
-        the AsyncStore's default."""
+        is a transaction of its own (committed, or rolled back on an exception; run again a
+        few times when SQLite is busy, from the first retry on holding the write lock from its
+        first statement, or when a PostgreSQL transaction conflicted with a concurrent one,
+        :class:`~philont.errors.TransactionConflictError`); with the host's ``AsyncSession``
+        it runs inside the host's transaction, which the host commits. ``agent``
+        (PostgreSQL): the agent it serves, else the AsyncStore's default."""
         self._bound()
         if session is not None:
             return await session.run_sync(
@@ -309,16 +312,21 @@ async def _settled(unit: asyncio.Future[T], ending: asyncio.Event) -> T:
 
 
 async def _retrying(attempt: Callable[[bool], Awaitable[T]], *, write: bool) -> T:
-    """``attempt(write)`` again while busy (sleeping on the loop, never blocking it), holding
-    the write lock from the first retry on (see :func:`philont.tools.dispatch.retry_plan`)."""
+    """``attempt(write)`` again while the database is busy or the transaction conflicted with
+    a concurrent one (the rules of :func:`philont.db.retry.run_with_retry`, sleeping on the
+    loop, never blocking it), holding the write lock from the first retry on (see
+    :func:`philont.tools.dispatch.retry_plan`)."""
+    started = time.monotonic()
     for n in range(1, DEFAULT_ATTEMPTS + 1):
         try:
             return await attempt(write)
-        except DatabaseBusyError as exc:
-            if n == DEFAULT_ATTEMPTS or not is_busy(exc):
-                raise
+        except DatabaseBusyError as exc:  # typed by _own (a conflict is one too)
+            if n == DEFAULT_ATTEMPTS:
+                raise gave_up(exc, exc, n, time.monotonic() - started) from exc
             write = True
-            await asyncio.sleep(min(1.0, 0.05 * 2 ** (n - 1)) * random.uniform(0.5, 1.0))
+            delay = backoff(n)
+            log.info("db.retry", code=exc.code, attempt=n, of=DEFAULT_ATTEMPTS, delay_s=delay)
+            await asyncio.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

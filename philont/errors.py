@@ -68,6 +68,19 @@ class DatabaseBusyError(StorageError):
     code = "database_busy"
 
 
+class TransactionConflictError(DatabaseBusyError):
+    """PostgreSQL ended this transaction because of a concurrent one: a deadlock (SQLSTATE
+    40P01: two transactions waited for each other's locks), a serialization failure (40001,
+    under REPEATABLE READ or SERIALIZABLE) or a lock not granted within ``lock_timeout``
+    (55P03). The unit of work was rolled back and nothing of it was kept; running it again can
+    succeed. philont's own units of work (``tools.call`` on a Store or path, the MCP server,
+    ``Store.run``, the consolidator, the command line) do so a bounded number of times; a
+    host's ``store.begin()`` block gets this error (its code cannot be replayed by philont).
+    ``details``: ``sqlstate`` and ``reason``."""
+
+    code = "transaction_conflict"
+
+
 class DatabaseFullError(StorageError):
     """The disk (or the configured page limit) is full; nothing of this write was kept."""
 

@@ -9,11 +9,13 @@ to a process-wide Store, for one-off helpers (``Memory.open(path)``, ``tools.cal
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
@@ -33,6 +35,7 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
+from philont.db.retry import DEFAULT_ATTEMPTS, run_unit
 from philont.errors import (
     DatabaseGoneError,
     InvalidDatabaseError,
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
     from philont.services.search.scoring import Scorer
 
 __all__ = ["Store", "shared"]
+
+T = TypeVar("T")
 
 log = get_logger(__name__)
 
@@ -183,6 +188,27 @@ class Store:
 
         self._check_open()
         return Memory(self, write=write, clock=clock or self.clock, agent=self._agent(agent))
+
+    def run(
+        self,
+        work: Callable[[Memory], T],
+        *,
+        write: bool = True,
+        clock: Clock | None = None,
+        agent: str | None = None,
+        attempts: int = DEFAULT_ATTEMPTS,
+    ) -> T:
+        """``work(mem)`` in a unit of work of its own (:meth:`begin`), and its result; run
+        again in a new unit of work when the database was busy (SQLite) or the transaction
+        conflicted with a concurrent one (PostgreSQL: a deadlock, a serialization failure, a
+        lock timeout), at most ``attempts`` times with a jittered backoff
+        (:func:`philont.db.retry.run_with_retry`). Such a failure rolled the unit back, so
+        nothing is written twice, but whatever ``work`` does besides the database (a model
+        call, output) is done again. After the last attempt the error is raised
+        (:class:`~philont.errors.DatabaseBusyError`,
+        :class:`~philont.errors.TransactionConflictError`); any other exception at once."""
+        begin = functools.partial(self.begin, clock=clock, agent=agent)
+        return run_unit(begin, work, write=write, attempts=attempts)
 
     def join(
         self, bind: Session | Connection, *, clock: Clock | None = None, agent: str | None = None

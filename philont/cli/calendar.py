@@ -3,9 +3,8 @@ not (a row another program wrote badly is listed with the reason, and can be rem
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 import typer
 from pydantic import Field
@@ -35,16 +34,18 @@ calendar_app = typer.Typer(
 )
 
 _TITLE_SHOWN = 80
+T = TypeVar("T")
 Listing = Annotated[int, Field(ge=1, le=MAX_LISTING_LIMIT)]
 """How many events a listing shows (the calendar's own cap)."""
 
 
-@contextmanager
-def _calendar(db: str | None, *, write: bool) -> Iterator[CalendarService]:
+def _calendar(db: str | None, work: Callable[[CalendarService], T], *, write: bool) -> T:
+    """``work(calendar)`` in one unit of work, run again when the database was busy or the
+    transaction conflicted (:meth:`Store.run <philont.store.Store.run>`)."""
     url = resolve_existing(db)
     migrate.check(url)  # a typed error reaches Commands, which gives it its exit code
-    with open_store(url) as store, store.begin(write=write) as mem:
-        yield mem.calendar
+    with open_store(url) as store:
+        return store.run(lambda mem: work(mem.calendar), write=write)
 
 
 @calendar_app.command("list")
@@ -56,8 +57,7 @@ def list_events(
     as_json: JsonOption = False,
 ) -> None:
     """Stored events by start time; rows that cannot be read are shown with the reason."""
-    with _calendar(db, write=False) as calendar:
-        page = calendar.list(limit=limit)
+    page = _calendar(db, lambda calendar: calendar.list(limit=limit), write=False)
     if as_json:
         emit(page.model_dump(mode="json"))
         return
@@ -104,8 +104,7 @@ def remove(
     as_json: JsonOption = False,
 ) -> None:
     """Remove one event (a whole series), whether or not its stored values can be read."""
-    with _calendar(db, write=True) as calendar:
-        removed = calendar.delete(event_id)
+    removed = _calendar(db, lambda calendar: calendar.delete(event_id), write=True)
     if not removed:
         raise CalendarEventNotFoundError(event_id)
     if as_json:

@@ -63,8 +63,7 @@ def embed(
     store = open_store(url)
     try:
         if status:
-            with store.begin(write=False) as mem:
-                report = mem.embeddings.status()
+            report = store.run(lambda mem: mem.embeddings.status(), write=False)
             _show(report.model_dump(mode="json"), as_json)
             return
         assert embedder is not None  # --status, or a usage error above

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from collections.abc import Callable
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import Field
@@ -44,6 +44,8 @@ SessionOption = Annotated[
 Budget = Annotated[int, Field(ge=100, le=100_000)]
 """The prefix's token cap (``PrefixLimits.budget_tokens`` needs room for its frame)."""
 
+T = TypeVar("T")
+
 facts_app = typer.Typer(help="Facts (layer 2) with their decay scores.", no_args_is_help=True)
 notes_app = typer.Typer(help="Notes (layer 1).", no_args_is_help=True)
 skills_app = typer.Typer(help="Skills (layer 3): grades, counts, revisions.", no_args_is_help=True)
@@ -69,13 +71,15 @@ def _add(table: Table, *cells: str) -> None:
     table.add_row(*(Text(c) for c in cells))
 
 
-@contextmanager
-def _memory(db: str | None) -> Iterator[Memory]:
-    """One unit of work on this command's Store (a database not at head is refused)."""
+def _run(db: str | None, work: Callable[[Memory], T]) -> T:
+    """``work(mem)`` in one unit of work on this command's Store (a database not at head is
+    refused), run again when the database was busy or the transaction conflicted with a
+    concurrent one (:meth:`Store.run <philont.store.Store.run>`): ``work`` only reads and
+    returns what the command prints."""
     url = resolve_existing(db)
     migrate.check(url)
-    with open_store(url) as store, store.begin() as mem:
-        yield mem
+    with open_store(url) as store:
+        return store.run(work)
 
 
 def layer_counts(path: str | Path) -> dict[str, int]:
@@ -126,21 +130,23 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
 def _pg_stats(url: URL) -> tuple[str, int, dict[str, int], dict[str, str]]:
     """Where, bytes (of philont's tables, every agent's), the agent's rows per layer and (no)
     FTS health on PostgreSQL; its GIN search indexes are kept by PostgreSQL itself."""
-    with open_store(url) as store, store.begin(write=False) as mem:
+
+    def work(mem: Memory) -> tuple[dict[str, int], int, str | None]:
         raw = mem.raw()
         rows = {
             label: int(raw.rows(f"SELECT count(*) FROM {t}{raw.where()}")[0][0])
             for label, t in LAYER_TABLES.items()
         }
         names = list(LAYER_TABLES.values())
-        size = int(
-            raw.rows(
-                "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0)"
-                f" FROM unnest({raw.mark}::text[]) AS t",
-                [names],
-            )[0][0]
-        )
-        agent = mem.agent
+        size = raw.rows(
+            "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0)"
+            f" FROM unnest({raw.mark}::text[]) AS t",
+            [names],
+        )[0][0]
+        return rows, int(size), mem.agent
+
+    with open_store(url) as store:
+        rows, size, agent = store.run(work, write=False)
     where = url.set(query={}).render_as_string(hide_password=True)
     return f"{where} (agent {agent})", size, rows, {}
 
@@ -187,10 +193,11 @@ def facts_list(
     as_json: JsonOption = False,
 ) -> None:
     """Current facts, highest decay score first."""
-    with _memory(db) as mem:
-        prefix = namespace.endswith(".*")
-        records = mem.facts.list(namespace.removesuffix(".*"), prefix=prefix, ranked=True)
-        rows = [_fact_row(f, f.score or 0.0) for f in records]
+    prefix = namespace.endswith(".*")
+    records = _run(
+        db, lambda mem: mem.facts.list(namespace.removesuffix(".*"), prefix=prefix, ranked=True)
+    )
+    rows = [_fact_row(f, f.score or 0.0) for f in records]
     if as_json:
         emit(rows)
         return
@@ -220,11 +227,14 @@ def facts_get(
     namespace: NamespaceArgument, key: KeyArgument, db: DbOption = None, as_json: JsonOption = False
 ) -> None:
     """One fact's current value (refreshes its access time, as a read by the agent would)."""
-    with _memory(db) as mem:
+
+    def work(mem: Memory) -> dict[str, Any]:
         f = mem.facts.get(namespace, key)
         if f is None:
             raise FactNotFoundError(namespace, key)
-        row = _fact_row(f, mem.facts.score(f))
+        return _fact_row(f, mem.facts.score(f))
+
+    row = _run(db, work)
     if as_json:
         emit(row)
     else:
@@ -240,8 +250,10 @@ def facts_history(
     namespace: NamespaceArgument, key: KeyArgument, db: DbOption = None, as_json: JsonOption = False
 ) -> None:
     """Every version of a fact, current first, with its decay score."""
-    with _memory(db) as mem:
-        rows = [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)]
+    rows = _run(
+        db,
+        lambda mem: [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)],
+    )
     if not rows:
         raise FactNotFoundError(namespace, key, active=False)
     if as_json:
@@ -266,8 +278,7 @@ def notes_list(
     as_json: JsonOption = False,
 ) -> None:
     """The most important notes."""
-    with _memory(db) as mem:
-        notes = [n.model_dump(mode="json") for n in mem.notes.list(limit=limit)]
+    notes = [n.model_dump(mode="json") for n in _run(db, lambda mem: mem.notes.list(limit=limit))]
     if as_json:
         emit(notes)
         return
@@ -282,8 +293,8 @@ def skills_list(
     as_json: JsonOption = False,
 ) -> None:
     """Skills ranked by score, with grade and counts."""
-    with _memory(db) as mem:
-        skills = [s.model_dump(mode="json") for s in mem.skills.list(200, include_deprecated=all_)]
+    listed = _run(db, lambda mem: mem.skills.list(200, include_deprecated=all_))
+    skills = [s.model_dump(mode="json") for s in listed]
     if as_json:
         emit(skills)
         return
@@ -309,12 +320,16 @@ def skills_show(
     as_json: JsonOption = False,
 ) -> None:
     """One skill: grade, counts, template, recipe and its revisions."""
-    with _memory(db) as mem:
+
+    def work(mem: Memory) -> dict[str, Any]:
         skill = mem.skills.get(name)
         if skill is None:
             raise SkillNotFoundError(f"no skill named {name!r}", name=name)
         revisions = [r.model_dump(mode="json") for r in mem.skills.revisions(name)]
-        data = {**skill.model_dump(mode="json"), "revisions": revisions}
+        return {**skill.model_dump(mode="json"), "revisions": revisions}
+
+    data = _run(db, work)
+    revisions = data["revisions"]
     if as_json:
         emit(data)
         return
@@ -351,15 +366,17 @@ def timeline(
         start, end = inputs.window(since, until, names=("--since", "--until"))
     except PhilontError as exc:  # --until before --since: a combination of two values
         raise values.usage_error(exc) from exc
-    with _memory(db) as mem:
-        msgs = mem.timeline.query(
+    msgs = _run(
+        db,
+        lambda mem: mem.timeline.query(
             since=start,
             until=end,
             limit=limit,
             order="desc",
             session_ids=[session] if session else None,
-        )
-        rows = [m.model_dump(mode="json") for m in reversed(msgs)]
+        ),
+    )
+    rows = [m.model_dump(mode="json") for m in reversed(msgs)]
     if as_json:
         emit(rows)
         return
@@ -383,10 +400,8 @@ def prefix(
     """The memory prefix the agent would get in its system prompt."""
     from philont.services.prefix import PrefixLimits
 
-    with _memory(db) as mem:
-        result = mem.prefix.build(
-            environment=environment, limits=PrefixLimits(budget_tokens=budget)
-        )
+    limits = PrefixLimits(budget_tokens=budget)
+    result = _run(db, lambda mem: mem.prefix.build(environment=environment, limits=limits))
     if as_json:
         emit(
             {
@@ -408,8 +423,9 @@ def notes_search(
     as_json: JsonOption = False,
 ) -> None:
     """Notes matching a question or keywords, best first."""
-    with _memory(db) as mem:
-        hits = [h.model_dump(mode="json") for h in mem.search.notes(query, limit=limit)]
+    hits = [
+        h.model_dump(mode="json") for h in _run(db, lambda m: m.search.notes(query, limit=limit))
+    ]
     if as_json:
         emit(hits)
         return
@@ -437,15 +453,18 @@ def recall(
     as_json: JsonOption = False,
 ) -> None:
     """What the timeline retriever would put in context for this message."""
-    with _memory(db) as mem:
+
+    def work(mem: Memory) -> tuple[Any, Any]:
         hit = mem.recall_trigger.detect(query)
-        result = mem.retriever.retrieve(
+        return hit, mem.retriever.retrieve(
             query,
             recent_limit=recent,
             recent_budget_tokens=recent_budget,
             recall_budget_tokens=recall_budget,
             session_ids=[session] if session else None,
         )
+
+    hit, result = _run(db, work)
     data = result.model_dump(mode="json")
     data["recall_trigger"] = hit.snippet if hit else None
     if as_json:

@@ -38,8 +38,9 @@ from philont.learning import (
     ModelJudge,
 )
 from philont.llm import model_from_spec
+from philont.memory import Memory
 from philont.schemas import planning
-from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
+from philont.schemas.learning import ConsolidationReport, ConsolidationStatus, JudgeAgreement
 from philont.store import Store
 
 __all__ = ["consolidate", "judge_report", "register"]
@@ -213,16 +214,20 @@ def _loop(worker: Consolidator, as_json: bool) -> None:
         out.print(Text("stopped"))
 
 
+def _agreement(mem: Memory) -> list[JudgeAgreement]:
+    book = CaseBook(mem)
+    book.observe()
+    return book.agreement()
+
+
 def judge_report(db: DbOption = None, as_json: JsonOption = False) -> None:
     """How often the judge's verdicts agreed with the outcomes attribution observed, per skill
     (verified ↔ success, failed ↔ failure)."""
     url = resolve_existing(db)
     try:
         migrate.check(url)
-        with open_store(url) as store, store.begin() as mem:
-            book = CaseBook(mem)
-            book.observe()
-            rows = book.agreement()
+        with open_store(url) as store:
+            rows = store.run(_agreement)
     except SchemaOutOfDateError as exc:
         raise fail(exc, code=EXIT_OUT_OF_DATE) from exc
     except PhilontError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from itertools import repeat
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import URL
@@ -19,14 +19,17 @@ from sqlalchemy.orm import Session
 
 from philont.db import stored_values
 from philont.errors import AgentRequiredError, InvalidInputError, UnitOfWorkError
+from philont.log import get_logger
 
 if TYPE_CHECKING:
     from philont.db.vectors import VectorEngine
     from philont.services.search.scoring import Scorer
 
-__all__ = ["Backend", "PostgresBackend", "Raw", "SqliteBackend", "backend_for"]
+__all__ = ["LOCK_ORDER", "Backend", "PostgresBackend", "Raw", "SqliteBackend", "backend_for"]
 
 R = TypeVar("R", bound=NamedTuple)
+
+log = get_logger(__name__)
 
 
 class _DbApi(Protocol):
@@ -207,7 +210,27 @@ class Backend:
         SQLite, where a writing unit of work holds the database's one write lock; on
         PostgreSQL a transaction-scoped advisory lock of the agent and ``key``: two read
         committed transactions read "no current version" (or the same one) and both wrote
-        a current version."""
+        a current version.
+
+        The order of these locks in one transaction (:data:`LOCK_ORDER`). Two transactions
+        that take two locks in opposite orders deadlock: PostgreSQL ends one of them (SQLSTATE
+        40P01, :class:`~philont.errors.TransactionConflictError`). So philont takes them in
+        one order:
+
+        1. the agent's learning lock, ``("learning",)`` (:mod:`philont.learning.lock`), first:
+           a :class:`~philont.learning.Learner` takes it as it is made, and every writer of
+           the loop (``apply``, extraction, skills, summaries, verdicts, condensing) before
+           anything else, so the fact, note and session locks of the loop come after it;
+        2. key locks, ``("fact", namespace, key)``, ``("note", id)``, ``("session", id)``, as
+           the writes come (one in a tool call; several only under the learning lock, so
+           two units of philont's own never hold two key locks each);
+        3. then whatever the statements lock: rows, the per-agent id counters.
+
+        A transaction that takes the learning lock after a key lock (a host's that stores a
+        fact and then makes a Learner) is logged (``db.lock_order``, WARNING): it may deadlock
+        with a consolidator. Whichever transaction PostgreSQL ends is rolled back; philont's
+        own units of work run again (:func:`philont.db.retry.run_with_retry`), a host's
+        ``store.begin()`` block gets the typed error."""
 
     def scorer(self) -> Scorer:
         raise NotImplementedError
@@ -281,6 +304,7 @@ class PostgresBackend(Backend):
         agents.leave(session)
 
     def serialize(self, session: Session, *key: str) -> None:
+        _check_order(session, key)
         lock = "\x1f".join((str(self.agent_of(session)), *key))
         session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": lock})
 
@@ -293,6 +317,30 @@ class PostgresBackend(Backend):
         from philont.db.vectors_pg import PgVectors
 
         return PgVectors()
+
+
+LOCK_ORDER: Final = {"learning": 0, "fact": 1, "note": 1, "session": 1}
+"""Rank of each kind of :meth:`Backend.serialize` lock: a transaction takes a lower rank
+before a higher one (the order and why: :meth:`Backend.serialize`)."""
+_RANKS_TAKEN = "philont.lock_ranks"
+
+
+def _check_order(session: Session, key: tuple[str, ...]) -> None:
+    """Log a lock taken after one of a higher rank in the same transaction (the ranks taken
+    are kept in ``session.info`` with the transaction they belong to). Taking a lock again
+    is no wait, and no disorder."""
+    rank = LOCK_ORDER.get(key[0], 1) if key else 1
+    transaction = session.get_transaction()
+    seen = session.info.get(_RANKS_TAKEN)
+    taken: set[int] = seen[1] if seen is not None and seen[0] is transaction else set()
+    if rank not in taken and any(r > rank for r in taken):
+        log.warning(
+            "db.lock_order",
+            lock=key[0],
+            detail="the learning lock after a fact, note or session lock in one transaction:"
+            " it may deadlock with a consolidator (make the Learner first)",
+        )
+    session.info[_RANKS_TAKEN] = (transaction, taken | {rank})
 
 
 _SQLITE = SqliteBackend()

@@ -1,4 +1,11 @@
-"""Typed errors for SQLite failures, and bounded retries of a whole unit of work when busy."""
+"""Typed errors for storage failures, and bounded retries of a whole unit of work.
+
+SQLite: a lock held past the busy timeout, a full disk, a read-only file, an I/O error.
+PostgreSQL: a transaction ended because of a concurrent one (a deadlock, a serialization
+failure, a lock not granted within ``lock_timeout``), :class:`TransactionConflictError`. Both
+a busy SQLite file and a PostgreSQL conflict rolled the unit of work back, so running it again
+(:func:`run_with_retry`) cannot apply anything twice.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ import random
 import sqlite3
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TypeVar
 
 from sqlalchemy.exc import DBAPIError
@@ -17,14 +25,27 @@ from philont.errors import (
     DatabaseReadOnlyError,
     PhilontError,
     StorageError,
+    TransactionConflictError,
 )
 from philont.log import get_logger
 
-__all__ = ["DEFAULT_ATTEMPTS", "file_error", "run_with_retry", "translate"]
+__all__ = [
+    "DEFAULT_ATTEMPTS",
+    "PG_CONFLICTS",
+    "backoff",
+    "file_error",
+    "gave_up",
+    "is_busy",
+    "retryable",
+    "run_unit",
+    "run_with_retry",
+    "translate",
+]
 
 log = get_logger(__name__)
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 DEFAULT_ATTEMPTS = 5
 
@@ -48,6 +69,13 @@ _CORRUPT_MESSAGES = (
 )
 
 _UNNAMED = "the memory database"
+
+# PostgreSQL's SQLSTATEs of a transaction ended for a concurrent one's sake (retryable).
+PG_CONFLICTS = {
+    "40P01": "deadlock detected (two transactions waited for each other's locks)",
+    "40001": "serialization failure (a concurrent transaction changed what this one read)",
+    "55P03": "lock not available (not granted within lock_timeout)",
+}
 
 
 def _driver_error(exc: BaseException) -> BaseException:
@@ -80,12 +108,25 @@ def _kind(err: BaseException) -> int | None:
     return None
 
 
-def _first_known(exc: BaseException) -> tuple[BaseException, int] | None:
-    """The first SQLite error we map in ``exc`` and the errors it was raised from.
+def _pg_conflict(err: BaseException) -> str | None:
+    """The SQLSTATE of a PostgreSQL driver error that is a conflict we map (psycopg's
+    ``sqlstate``, psycopg2's ``pgcode``), else None."""
+    for attribute in ("sqlstate", "pgcode"):
+        code = getattr(err, attribute, None)
+        if isinstance(code, str) and code in PG_CONFLICTS:
+            return code
+    return None
+
+
+def _first_known(exc: BaseException) -> tuple[BaseException, int | str] | None:
+    """The first storage error we map in ``exc`` and the errors it was raised from, with its
+    kind: SQLite's primary result code (an int) or a PostgreSQL SQLSTATE of
+    :data:`PG_CONFLICTS` (a str).
 
     Looking behind ``exc`` matters: after SQLITE_FULL or an I/O error SQLite rolls the whole
     transaction back, so the error that surfaces may be the follow-up ``no such savepoint``
-    whose ``__context__`` is the real cause.
+    whose ``__context__`` is the real cause; after a deadlock PostgreSQL's next statement in
+    the transaction fails with "current transaction is aborted", raised while handling it.
     """
     seen: set[int] = set()
     todo: list[BaseException] = [exc]
@@ -99,19 +140,35 @@ def _first_known(exc: BaseException) -> tuple[BaseException, int] | None:
             kind = _kind(err)
             if kind is not None:
                 return err, kind
+        sqlstate = _pg_conflict(err)
+        if sqlstate is not None:
+            return err, sqlstate
         todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
     return None
+
+
+def _conflict(err: BaseException, sqlstate: str, where: str) -> TransactionConflictError:
+    reason = PG_CONFLICTS[sqlstate]
+    first_line = str(err).strip().splitlines()[0] if str(err).strip() else reason
+    return TransactionConflictError(
+        f"{where}: {reason}, SQLSTATE {sqlstate} ({first_line}); the transaction was rolled"
+        " back and nothing of it was kept: run the unit of work again",
+        sqlstate=sqlstate,
+        reason=first_line,
+    )
 
 
 def translate(exc: BaseException, *, path: str | None = None) -> PhilontError | None:
     """The typed philont error for a storage failure, or None when ``exc`` is not one we map.
 
-    Accepts SQLAlchemy ``DBAPIError``s (``OperationalError`` and friends) and raw ``sqlite3``
-    errors, also when they are the cause or context of ``exc``. Locked/busy ->
-    :class:`DatabaseBusyError`; full disk or page limit -> :class:`DatabaseFullError`;
-    read-only -> :class:`DatabaseReadOnlyError` (naming ``path``); disk I/O error ->
-    :class:`StorageError`. A ``PhilontError`` is returned unchanged. The caller raises the
-    result ``from exc`` so the original stays attached as the cause.
+    Accepts SQLAlchemy ``DBAPIError``s (``OperationalError`` and friends), raw ``sqlite3``
+    errors and PostgreSQL driver errors, also when they are the cause or context of ``exc``.
+    Locked/busy -> :class:`DatabaseBusyError`; a PostgreSQL deadlock, serialization failure or
+    lock timeout -> :class:`TransactionConflictError` (a ``DatabaseBusyError``); full disk or
+    page limit -> :class:`DatabaseFullError`; read-only -> :class:`DatabaseReadOnlyError`
+    (naming ``path``); disk I/O error -> :class:`StorageError`. A ``PhilontError`` is returned
+    unchanged. The caller raises the result ``from exc`` so the original stays attached as the
+    cause.
     """
     if isinstance(exc, PhilontError):
         return exc
@@ -121,6 +178,8 @@ def translate(exc: BaseException, *, path: str | None = None) -> PhilontError | 
     err, kind = found
     detail = str(err)
     where = path or _UNNAMED
+    if isinstance(kind, str):
+        return _conflict(err, kind, where)
     if kind in (_SQLITE_BUSY, _SQLITE_LOCKED):
         return DatabaseBusyError(
             f"{where} is locked by another connection ({detail}); try again later",
@@ -160,15 +219,53 @@ def file_error(exc: BaseException, *, path: str) -> PhilontError | None:
 
 
 def _root_detail(exc: BaseException) -> str:
-    """The SQLite message behind ``exc`` (looking through a typed error to its cause)."""
+    """The driver's message behind ``exc`` (looking through a typed error to its cause), its
+    first line (PostgreSQL's go on with the processes of a deadlock)."""
     if isinstance(exc, PhilontError) and exc.__cause__ is not None:
         exc = exc.__cause__
-    return str(_driver_error(exc))
+    text = str(_driver_error(exc)).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def retryable(exc: BaseException) -> DatabaseBusyError | None:
+    """The typed error of ``exc`` when running its unit of work again may succeed: a busy
+    SQLite file (:class:`DatabaseBusyError`) or a PostgreSQL conflict
+    (:class:`TransactionConflictError`); None for anything else."""
+    typed = translate(exc)
+    return typed if isinstance(typed, DatabaseBusyError) else None
 
 
 def is_busy(exc: BaseException) -> bool:
-    """Whether ``exc`` means another connection holds the lock (worth retrying)."""
-    return isinstance(translate(exc), DatabaseBusyError)
+    """Whether ``exc`` means the unit of work may succeed when run again (:func:`retryable`)."""
+    return retryable(exc) is not None
+
+
+def backoff(attempt: int, *, base_delay: float = 0.05, max_delay: float = 1.0) -> float:
+    """Seconds to wait after the ``attempt``-th failure: ``base_delay * 2**(attempt-1)``,
+    capped at ``max_delay``, times a random 0.5..1 (so that two units that conflicted do not
+    meet again at once)."""
+    return min(max_delay, base_delay * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+def gave_up(
+    last: DatabaseBusyError, exc: BaseException, attempts: int, elapsed: float
+) -> Exception:
+    """The error :func:`run_with_retry` raises after ``attempts`` retryable failures, of the
+    last one's kind (raise it ``from exc``, the last failure)."""
+    tries = f"gave up after {attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s"
+    spent = {"attempts": attempts, "elapsed_s": round(elapsed, 3)}
+    if isinstance(last, TransactionConflictError):
+        return TransactionConflictError(
+            f"the memory database: every attempt of the unit of work conflicted with a "
+            f"concurrent transaction and was rolled back; {tries} ({_root_detail(exc)})",
+            sqlstate=last.details.get("sqlstate"),
+            reason=last.details.get("reason"),
+            **spent,
+        )
+    return DatabaseBusyError(
+        f"the memory database stayed locked by another connection: {tries} ({_root_detail(exc)})",
+        **spent,
+    )
 
 
 def run_with_retry(
@@ -178,15 +275,19 @@ def run_with_retry(
     base_delay: float = 0.05,
     max_delay: float = 1.0,
 ) -> T:
-    """Call ``fn`` and return its result, calling it again when the database was busy.
+    """Call ``fn`` and return its result, calling it again when the database was busy (SQLite)
+    or its transaction conflicted with a concurrent one (PostgreSQL: a deadlock, a
+    serialization failure, a lock timeout).
 
     ``fn`` must be a whole unit of work that opens (and commits or rolls back) its own
-    transaction, e.g. ``with Memory(engine) as mem: ...``: a busy failure rolled it back, so
-    running it again cannot apply anything twice. Between attempts it sleeps a jittered
-    exponential backoff (``base_delay * 2**n``, capped at ``max_delay``, times 0.5..1), on top
-    of the ``busy_timeout`` SQLite already waited. Other exceptions propagate unchanged at
-    once. After ``attempts`` busy failures it raises :class:`DatabaseBusyError` naming the
-    attempts and the time spent, with the last failure as its cause.
+    transaction, e.g. ``with store.begin() as mem: ...``: such a failure rolled it back, so
+    running it again cannot apply anything twice (what ``fn`` does besides the database, a
+    model call, is done again). Between attempts it sleeps a jittered exponential backoff
+    (:func:`backoff`), on top of the ``busy_timeout`` SQLite already waited, and logs the retry
+    (``db.retry``: the error's code, the attempt, the delay). Other exceptions propagate
+    unchanged at once. After ``attempts`` such failures it raises the last one's kind,
+    :class:`DatabaseBusyError` or :class:`TransactionConflictError`, naming the attempts and
+    the time spent, with the last failure as its cause.
     """
     if attempts < 1:
         raise ValueError(f"attempts must be at least 1, got {attempts}")
@@ -195,18 +296,37 @@ def run_with_retry(
         try:
             return fn()
         except Exception as exc:
-            if not is_busy(exc):
+            typed = retryable(exc)
+            if typed is None:
                 raise
             if attempt == attempts:
-                elapsed = time.monotonic() - started
-                raise DatabaseBusyError(
-                    f"the memory database stayed locked by another connection: gave up after "
-                    f"{attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s "
-                    f"({_root_detail(exc)})",
-                    attempts=attempts,
-                    elapsed_s=round(elapsed, 3),
-                ) from exc
-            delay = min(max_delay, base_delay * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-            log.info("db.busy_retry", attempt=attempt, of=attempts, delay_s=round(delay, 3))
+                raise gave_up(typed, exc, attempts, time.monotonic() - started) from exc
+            delay = backoff(attempt, base_delay=base_delay, max_delay=max_delay)
+            log.info(
+                "db.retry",
+                code=typed.code,
+                attempt=attempt,
+                of=attempts,
+                delay_s=round(delay, 3),
+                reason=_root_detail(exc)[:200],
+            )
             time.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def run_unit(
+    begin: Callable[..., AbstractContextManager[U]],
+    work: Callable[[U], T],
+    *,
+    write: bool = True,
+    attempts: int = DEFAULT_ATTEMPTS,
+) -> T:
+    """``work(mem)`` in the unit of work ``begin(write=write)`` begins (``store.begin``, a
+    consolidator's ``units``), and its result, under :func:`run_with_retry`: a unit that was
+    busy or conflicted is rolled back and ``work`` runs again in a new one."""
+
+    def once() -> T:
+        with begin(write=write) as mem:
+            return work(mem)
+
+    return run_with_retry(once, attempts=attempts)

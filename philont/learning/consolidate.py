@@ -16,7 +16,8 @@ processed), so Philont and philont share it. What differs from Philont's consoli
   conditional update when it failed or its claimer's lease ran out. The results are written only
   if the claim is still ours and the cursor has not moved, so two processes never consolidate
   the same batch, and a process that lost its claim writes nothing.
-* No transaction is open while a model thinks: claim, read, think, then write.
+* No transaction is open while a model thinks: claim, read, think, then write; a unit of work
+  that was busy or conflicted (a deadlock) runs again (:func:`philont.db.retry.run_unit`).
 """
 
 from __future__ import annotations
@@ -38,17 +39,18 @@ from sqlalchemy.sql import ColumnElement
 
 from philont.clock import Clock, utc_now
 from philont.db.models import Fact, LearningBatch, RawMessage
+from philont.db.retry import run_unit
 from philont.db.types import bumped, to_epoch_ms
 from philont.domain import decay
 from philont.domain.consolidation import retry_delay
 from philont.errors import InvalidInputError, ModelAnswerError
-from philont.learning.batch import Applied, Thought, apply, gather, think
+from philont.learning.batch import Applied, Context, Thought, apply, gather, think
 from philont.learning.bounds import next_batch
 from philont.learning.config import ConsolidatorConfig, LearningConfig
 from philont.learning.extract import LOOP_NAMESPACE
 from philont.learning.learner import check_parts
 from philont.learning.verify import Judge
-from philont.learning.window import load_after
+from philont.learning.window import Window, load_after
 from philont.llm.base import ModelClient
 from philont.log import get_logger
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
@@ -198,18 +200,14 @@ class Consolidator:
     def run_once(self) -> ConsolidationReport:
         """Claim and consolidate at most one batch; never raises for a failed batch (it is
         reported, and retried later)."""
-        with self.units() as mem:
-            claim = self._claim(mem)
+        claim = run_unit(self.units, self._claim)
         if isinstance(claim, ConsolidationReport):
             return claim
         try:
-            with self.units(write=False) as mem:
-                window = load_after(mem.session, claim.after, claim.until)
-                context = gather(mem, window, self.config, self.judge)
+            window, context = run_unit(self.units, lambda mem: self._read(mem, claim), write=False)
             thought = think(self.model, window, context, self.config, self.judge)
             self._check_answers(claim, thought)
-            with self.units() as mem:
-                applied = self._finish(mem, claim, window, thought)
+            applied = run_unit(self.units, lambda mem: self._finish(mem, claim, window, thought))
         except _LostClaim as exc:
             log.warning("consolidator.lost_claim", batch_id=claim.batch_id, reason=str(exc))
             return self._report(claim, Status.LOST_CLAIM, error=str(exc))
@@ -230,6 +228,11 @@ class Consolidator:
             credited=applied.credited,
             tokens_used=thought.tokens_used,
         )
+
+    def _read(self, mem: Memory, claim: _Claim) -> tuple[Window, Context]:
+        """The batch's messages and what the prompts need."""
+        window = load_after(mem.session, claim.after, claim.until)
+        return window, gather(mem, window, self.config, self.judge)
 
     def _check_answers(self, claim: _Claim, thought: Thought) -> None:
         """An answer nothing could be read from fails the batch (it is asked again after the
@@ -433,18 +436,13 @@ class Consolidator:
         self, claim: _Claim, retry_at: datetime, error: str, *, attempts: int | None = None
     ) -> None:
         kept = {} if attempts is None else {"attempts": attempts}
-        with self.units() as mem:
-            _update_batch(
-                mem.session,
-                self._ours(claim),
-                LearningBatch.id,
-                status="failed",
-                owner=None,
-                lease_until=None,
-                retry_at=retry_at,
-                last_error=error,
-                **kept,
-            )
+        failed = dict(status="failed", owner=None, lease_until=None, retry_at=retry_at, **kept)
+        run_unit(
+            self.units,
+            lambda mem: _update_batch(
+                mem.session, self._ours(claim), LearningBatch.id, last_error=error, **failed
+            ),
+        )
 
     # --- scheduling -----------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 extract facts and notes, summarize, judge a run, condense verified cases.
 
 Unlike the consolidator, these call the model while the host's transaction is open (on SQLite a
-write transaction holds the file's lock meanwhile): use them for one session at a time, or use
+write transaction holds the file's lock meanwhile, on PostgreSQL the agent's learning lock is
+held from the Learner's making): use them for one session at a time, or use
 :class:`~philont.learning.consolidate.Consolidator`.
 """
 
@@ -15,6 +16,7 @@ from philont.errors import InvalidInputError, InvalidTimeRangeError, SessionNotF
 from philont.learning.batch import Applied, Context, apply, gather, think
 from philont.learning.config import LearningConfig
 from philont.learning.extract import MemoryWriter, ask_for_memories
+from philont.learning.lock import hold_learning_lock
 from philont.learning.skills import SkillWriter, ask_for_skills
 from philont.learning.summaries import ask_for_summaries, long_sessions, write_summaries
 from philont.learning.verify import CaseBook, Judge, ask_judge
@@ -62,7 +64,13 @@ def check_parts(model: object, config: object, judge: object) -> None:
 
 
 class Learner(Service):
-    """The self-learning loop over one unit of work (flushes, never commits)."""
+    """The self-learning loop over one unit of work (flushes, never commits).
+
+    Making it takes the agent's learning lock (:mod:`philont.learning.lock`; PostgreSQL only)
+    for the rest of the transaction, so make it first in the unit of work: a unit that stored
+    a fact or a note before may deadlock with a consolidator writing the same one (PostgreSQL
+    then ends one of them with :class:`~philont.errors.TransactionConflictError`; run it
+    again, as :meth:`Store.run <philont.store.Store.run>` does)."""
 
     def __init__(
         self,
@@ -78,6 +86,10 @@ class Learner(Service):
         self.model = model
         self.config = config
         self.judge = judge
+        # The agent's learning lock comes first in a transaction, before any key lock
+        # (Backend.serialize): taken now, the unit's later writes cannot deadlock with a
+        # consolidator, which holds it while it writes the same facts and notes.
+        hold_learning_lock(mem)
 
     def window(
         self,

@@ -188,8 +188,12 @@ def call(
     and reads without it, taking it only for its bookkeeping rows at the end (the action log,
     access times), so its search or listing never blocks other writers. A database locked by
     another connection is waited for (busy timeout) and the whole call retried a few times,
-    from the first retry on holding the lock from its first statement (:func:`retry_plan`);
-    when that is exhausted the call fails with code ``database_busy`` and writes nothing.
+    from the first retry on holding the lock from its first statement (:func:`retry_plan`),
+    as is a PostgreSQL transaction ended for a concurrent one's sake (a deadlock, a
+    serialization failure, a lock timeout: it was rolled back); when that is exhausted the
+    call fails with code ``database_busy`` (``transaction_conflict``) and writes nothing.
+    Joined to the caller's unit of work, the call is not retried: it reports that code, and
+    the caller's transaction goes on.
     """
     tool_name = name if isinstance(name, str) else repr(name)
     try:
@@ -346,8 +350,8 @@ def _run(
 
 def _failure_of(exc: Exception, tool_name: str) -> _Failure:
     """What a handler's exception tells the model; storage failures (busy, full, read-only,
-    I/O) are raised instead: SQLite may have rolled the whole transaction back, so not even
-    the action log row can be written."""
+    I/O, a PostgreSQL conflict) are raised instead: the database may have rolled the whole
+    transaction back, so not even the action log row can be written."""
     if isinstance(exc, PhilontError):
         return _Failure(exc.code, exc.message)
     if isinstance(exc, SQLAlchemyError):

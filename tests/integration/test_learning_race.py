@@ -8,8 +8,10 @@ catch them without a migration). The loop's writers now hold the agent's learnin
 already take turns (BEGIN IMMEDIATE), but a learner that read before another one wrote must
 still check again under the lock (a verified case it condensed meanwhile).
 
-The learners wait for each other after reading (a barrier in their first model call), so they
-all write at once.
+The learners of the consolidator's kind (read and think in one unit of work, write in the next)
+wait for each other after reading (a barrier in their first model call), so they all write at
+once. Learners in one unit of work each take turns from the Learner's making (PostgreSQL's
+learning lock, SQLite's write lock).
 """
 
 from __future__ import annotations
@@ -175,12 +177,12 @@ def test_threads_learning_at_once_write_what_one_learner_writes(
         if units == "two":  # read, think, then write in a new unit (the consolidator's way)
             learn_in_two_units(shared, mode, script, barrier.wait)
             return
-        # a host's one unit of work, the model asked inside it; SQLite's writing units take
-        # turns from their start (BEGIN IMMEDIATE): they cannot all wait for each other there
-        wait = barrier.wait if backend == "postgres" else lambda: None
+        # a host's one unit of work, the model asked inside it: such units take turns from
+        # their start (SQLite's BEGIN IMMEDIATE; on PostgreSQL the learning lock, which a
+        # Learner takes as it is made), so they cannot all wait for each other in the model
         with shared.begin() as mem:
             cfg = config(mode, script)
-            learner = Learner(mem, model(wait, script), config=cfg, judge=RuleJudge())
+            learner = Learner(mem, model(lambda: None, script), config=cfg, judge=RuleJudge())
             learner.learn(learner.window(since=START, until=START + timedelta(hours=1)))
 
     run_threads(learn, LEARNERS)
