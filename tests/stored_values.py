@@ -287,7 +287,8 @@ VICTIM_ROWS: dict[str, str] = {
     "memory_facts": "namespace = 'user.home' AND key = 'city' AND value_json = '\"Berlin\"'",
     "memory_notes": "content = 'the quokka note'",
     "memory_skills": "name = 'brew-tea'",
-    "philont_skill_recipes": "1 = 1",
+    # not fold-paper's row: its grade was set by hand, so it has an anchor-only recipe row
+    "philont_skill_recipes": "skill_id = (SELECT id FROM memory_skills WHERE name = 'brew-tea')",
     "philont_skill_revisions": "1 = 1",
     "memory_raw_sessions": "id = 's-victim'",
     "memory_raw_messages": "content = 'we talked about kangaroos'",

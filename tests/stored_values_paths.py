@@ -476,6 +476,9 @@ def check_paths(ctx: Ctx, table: str, *, commands: bool, sqlite_only: bool = Tru
         for shown_table in read.shows:
             if CONTROL_WORDS[shown_table] not in shown:
                 failures.append(
-                    Failure(read.name, AssertionError(f"{shown_table}'s control row is gone"))
+                    Failure(
+                        read.name,
+                        AssertionError(f"{shown_table}'s control row is gone from: {shown}"),
+                    )
                 )
     return failures
