@@ -98,3 +98,20 @@ def skill_rows(mem: Memory) -> dict[str, tuple[Any, ...]]:
 
 def later(clock: FakeClock, **kw: float) -> None:
     clock.now += timedelta(**kw)
+
+
+def csv_then_scrape(mem: Memory, clock: FakeClock, request: str) -> None:
+    """A successful run (``request``: a csv export via the skill ``export-csv``, created here)
+    and a failed one (a scrape through the same skill), then a closing turn."""
+    mem.skills.create("export-csv", "Export a table as CSV", ["csv"], "1. query\n2. write")
+    chat = Conversation(mem, clock, "s1")
+    chat.user(request)
+    chat.act("use_skill", name="export-csv")
+    chat.act("sql", query="select * from invoices")
+    chat.act("write_file", path="invoices.csv")
+    chat.assistant("Wrote invoices.csv (120 rows)")
+    chat.user("Now scrape the competitor prices")
+    chat.act("use_skill", name="export-csv")
+    chat.act("http_get", ok=False, url="https://example.invalid")
+    chat.assistant("The site did not answer.")
+    chat.user("Thanks, that is all")

@@ -45,7 +45,7 @@ from tests.integration.learn_worker import (
     learn_in_two_units,
     model,
 )
-from tests.integration.learning_helpers import Conversation
+from tests.integration.learning_helpers import csv_then_scrape
 
 BOTH_BACKENDS = True
 LEARNERS = 4
@@ -57,18 +57,7 @@ def converse(store: Store, clock: FakeClock, script: str) -> None:
     """Two runs with a skill (one succeeds, one fails), then a closing turn; in the ``bare``
     script, the skill's outcomes are credited at once (no learner has to)."""
     with store.begin() as mem:
-        mem.skills.create("export-csv", "Export a table as CSV", ["csv"], "1. query\n2. write")
-        chat = Conversation(mem, clock, "s1")
-        chat.user("Export the invoices table as CSV, I always want CSV")
-        chat.act("use_skill", name="export-csv")
-        chat.act("sql", query="select * from invoices")
-        chat.act("write_file", path="invoices.csv")
-        chat.assistant("Wrote invoices.csv (120 rows)")
-        chat.user("Now scrape the competitor prices")
-        chat.act("use_skill", name="export-csv")
-        chat.act("http_get", ok=False, url="https://example.invalid")
-        chat.assistant("The site did not answer.")
-        chat.user("Thanks, that is all")
+        csv_then_scrape(mem, clock, "Export the invoices table as CSV, I always want CSV")
         if script == "bare":
             mem.reflector.run()
     clock.advance(hours=1)

@@ -26,9 +26,9 @@ from philont.llm import ScriptedModel
 from philont.schemas.learning import ConsolidationStatus, Verdict
 from tests.conftest import FakeClock
 from tests.integration.learning_helpers import (
-    Conversation,
     UnitFactory,
     answer,
+    csv_then_scrape,
     skill_item,
     unit_factory,
 )
@@ -57,18 +57,7 @@ class RuleJudge:
 def two_runs(units: UnitFactory, clock: FakeClock) -> None:
     """A successful run (csv export via a skill) and a failed one (a scrape)."""
     with units() as mem:
-        mem.skills.create("export-csv", "Export a table as CSV", ["csv"], "1. query\n2. write")
-        chat = Conversation(mem, clock, "s1")
-        chat.user("Export the invoices table as CSV")
-        chat.act("use_skill", name="export-csv")
-        chat.act("sql", query="select * from invoices")
-        chat.act("write_file", path="invoices.csv")
-        chat.assistant("Wrote invoices.csv (120 rows)")
-        chat.user("Now scrape the competitor prices")
-        chat.act("use_skill", name="export-csv")
-        chat.act("http_get", ok=False, url="https://example.invalid")
-        chat.assistant("The site did not answer.")
-        chat.user("Thanks, that is all")
+        csv_then_scrape(mem, clock, "Export the invoices table as CSV")
 
 
 CONDENSED = skill_item(
