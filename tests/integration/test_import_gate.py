@@ -547,10 +547,12 @@ def test_two_imports_of_one_new_path_at_once_keep_the_one_that_succeeded(
     target = tmp_path / "race" / "memory.sqlite"
     command = [sys.executable, "-m", "philont", "import", str(source), "--db", str(target)]
     runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in "ab"]
-    codes = sorted(run.wait(timeout=300) for run in runs)
+    errors = [run.communicate(timeout=300)[1].decode() for run in runs]
+    ended = [(run.returncode, error) for run, error in zip(runs, errors, strict=True)]
+    codes = sorted(code for code, _err in ended)
 
     alone = tmp_path / "alone" / "memory.sqlite"
     import_(alone, source)
 
-    assert codes == [0, 5]  # one imported, the other found it holding memory
+    assert codes == [0, 5], ended  # one imported, the other found it holding memory
     assert layer_counts(target) == layer_counts(alone)
