@@ -20,6 +20,7 @@ from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
 
+from philont.db.retry import is_busy
 from philont.log import get_logger
 
 __all__ = ["GATHER_S", "IDLE_S", "SAFETY_PAGES", "Checkpointer"]
@@ -82,7 +83,19 @@ class Checkpointer:
             with closing(sqlite3.connect(uri, uri=True, timeout=0)) as conn:
                 while self._wake.wait(IDLE_S) and not self._halt.wait(GATHER_S):
                     self._wake.clear()
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    self.runs += 1
+                    self._checkpoint(conn)
         except sqlite3.Error as exc:  # the writers' SAFETY_PAGES checkpoint still bounds the WAL
             log.warning("checkpoint.failed", path=str(self.path), error=str(exc))
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        """One PASSIVE checkpoint. A lock another connection holds (one that keeps the file
+        exclusively, an upgrade before the switch to WAL, a checkpoint of its own) is normal:
+        the next commit tries again."""
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            log.debug("checkpoint.busy", path=str(self.path), error=str(exc))
+            return
+        self.runs += 1

@@ -153,15 +153,33 @@ def _mkdir_private(path: Path) -> None:
         missing.append(p)
         p = p.parent
     for d in reversed(missing):
-        d.mkdir(mode=DIR_MODE)
+        try:
+            d.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+            continue  # another process made it meanwhile: it keeps its mode
         os.chmod(d, DIR_MODE)  # mkdir's mode is masked by the umask
 
 
-def check_file(path: Path, *, create: bool, writable: bool = True) -> None:
+def create_file(path: Path) -> bool:
+    """Create ``path`` empty with mode 0600 unless it exists; whether this call created it
+    (of two processes creating one path at once, exactly one did)."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    os.chmod(path, FILE_MODE)
+    return True
+
+
+def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
     """Refuse, with a typed error and before SQLite touches anything, a path that cannot hold
     a memory database. With ``create`` the parent and ``backups/`` directories are made
-    (0700) and a missing file is created empty with mode 0600. ``writable=False``: the caller
-    only reads (through :func:`connect_read_only`), so a read-only file is fine."""
+    (0700) and a missing file is created empty with mode 0600; whether this call created the
+    file (:func:`create_file`). ``writable=False``: the caller only reads (through
+    :func:`connect_read_only`), so a read-only file is fine."""
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
     if path.exists():
@@ -169,17 +187,13 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> None:
             raise DatabaseReadOnlyError(str(path))
         if file_kind(path) == "other":
             raise NotADatabaseError(str(path))
-        return
+        return False
     if not create:
         raise DatabasePathError(str(path), "no such file")
     try:
         _mkdir_private(path.parent)
         _mkdir_private(settings.backup_dir_for(path))
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
-        os.close(fd)
-        os.chmod(path, FILE_MODE)
-    except FileExistsError:
-        return
+        return create_file(path)
     except NotADirectoryError as exc:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
     except PermissionError as exc:

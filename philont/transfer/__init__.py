@@ -91,8 +91,9 @@ def import_(
     total)`` reports the first pass as :data:`CHECKING` (bytes of the file), then each table's
     rows, then (SQLite) :data:`INDEXING` (full-text indexes rebuilt). No line is read past
     ``MAX_LINE_CHARS``. A target file the import created is removed again when the import
-    fails, unless by then it is someone else's too (open elsewhere, or holding memory another
-    process wrote: a concurrent import of the same path that succeeded).
+    fails, unless by then it is someone else's too (open elsewhere, holding memory another
+    process wrote, or a schema this import's upgrade did not create: a concurrent import of the
+    same path that succeeded, or is about to load its rows).
 
     Into PostgreSQL the file becomes one agent's (``agent``, else ``$PHILONT_AGENT``; created
     when missing) in one transaction that holds that agent's writers off (other agents go on):
@@ -112,8 +113,9 @@ def import_(
     report = ImportReport()
     with reopenable(src) as reopen:
         totals = _validate(reopen, known, postgres=postgres, progress=progress)
-        with removed_on_failure(path):
+        with removed_on_failure(path) as claim:
             report.upgrade = migrate.upgrade(url)
+            claim.upgraded(report.upgrade)
             if postgres:
                 from philont.transfer.postgres import import_agent
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from structlog.testing import capture_logs
 
 from philont.db import checkpoint
 from philont.db.engine import checkpointer_of, connect_read_only
@@ -142,3 +144,29 @@ def test_closing_the_store_does_not_wait_for_the_thread(
     store.close()
     assert time.monotonic() - started < 30  # not the minute: close() cut the waits short
     assert not _threads(tmp_path / "memory.sqlite")
+
+
+def test_a_lock_another_connection_holds_is_waited_out_quietly(tmp_path: Path) -> None:
+    """A checkpoint that met another connection's lock (here: a file another process upgrades,
+    still in rollback-journal mode, its write lock held) printed a `checkpoint.failed` warning on
+    the user's terminal and ended the thread. It is normal: the thread waits for the next
+    commit, whose checkpoint goes through."""
+    db_path = tmp_path / "memory.sqlite"
+    with closing(sqlite3.connect(db_path, isolation_level=None)) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    checkpointer = checkpoint.Checkpointer(db_path)
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        with capture_logs() as logs:
+            checkpointer.committed()
+            assert _eventually(lambda: any(e["event"] == "checkpoint.busy" for e in logs))
+            holder.execute("COMMIT")
+            assert _threads(db_path), "the thread goes on waiting for commits"
+            assert checkpointer.runs == 0
+            checkpointer.committed()
+            assert _eventually(lambda: checkpointer.runs == 1)
+        assert [e for e in logs if e["log_level"] == "warning"] == []
+    finally:
+        holder.close()
+        checkpointer.stop()

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
 
 from philont import migrate, settings
-from philont.db.engine import create_engine, resolve_url, sqlite_path
+from philont.db.engine import check_file, create_engine, resolve_url, sqlite_path
 from philont.errors import DatabasePathError, NotADatabaseError
 
 
@@ -95,3 +96,28 @@ def test_opening_a_non_database_or_a_directory_fails_clearly(tmp_path: Path) -> 
         create_engine(junk)
     with pytest.raises(DatabasePathError):
         create_engine(tmp_path)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+def test_a_directory_another_process_makes_meanwhile_does_not_stop_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    """Two processes creating one new path at once: both see a directory missing, one makes it
+    first. The other's mkdir failed with FileExistsError, which ended check_file before the
+    file was created (an import then failed on a file that was not there)."""
+    db = tmp_path / "a" / "b" / "c" / "memory.sqlite"
+    raced = [db.parent, db.parent.parent, db.parent.parent.parent][depth]
+    original = Path.mkdir
+
+    def mkdir_after_the_other(self: Path, *args: Any, **kwargs: Any) -> None:
+        if self == raced and not self.exists():
+            os.mkdir(self, 0o755)  # the other process got there first
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir_after_the_other)
+    assert check_file(db, create=True) is True
+    monkeypatch.undo()
+    assert db.is_file() and _mode(db) == 0o600
+    assert (db.parent / "backups").is_dir()
+    assert _mode(raced) == 0o755  # the other process's directory keeps its mode
+    assert check_file(db, create=True) is False  # created once

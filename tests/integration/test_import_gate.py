@@ -501,8 +501,14 @@ def _another_applications_table(path: Path) -> Callable[[], None]:
     return lambda: None
 
 
+def _another_import_upgraded_it(path: Path) -> Callable[[], None]:
+    migrate.upgrade(path)  # a concurrent import of the same path, about to load its rows
+    return lambda: None
+
+
 MEANWHILE: dict[str, Callable[[Path], Callable[[], None]]] = {
     "another import succeeded": _others_imported,
+    "another import made its schema": _another_import_upgraded_it,
     "a Store has it open": _a_store_has_it_open,
     "another application's table": _another_applications_table,
 }
@@ -515,7 +521,8 @@ def test_a_failed_import_leaves_a_file_that_others_use_alone(
 ) -> None:
     """The import made the file, or found it empty; before it failed, someone else used it. The
     clean-up removed (or emptied) it anyway: a second import of the same new path that had
-    succeeded lost everything, a Store writing to it wrote to an unlinked file."""
+    succeeded lost everything, a Store writing to it wrote to an unlinked file, and one that
+    had upgraded the file and was about to load it found it gone (both imports failed)."""
     from philont.transfer.files import removed_on_failure
 
     path = tmp_path / "memory.sqlite"
