@@ -223,7 +223,9 @@ class Backend:
            anything else, so the fact, note and session locks of the loop come after it;
         2. key locks, ``("fact", namespace, key)``, ``("note", id)``, ``("session", id)``, as
            the writes come (one in a tool call; several only under the learning lock, so
-           two units of philont's own never hold two key locks each);
+           two units of philont's own never hold two key locks each), and always before
+           the rows of their key are written (a fact's ``get``, which refreshes its access
+           time, and ``forget`` too; ``sweep`` skips rows another transaction holds);
         3. then whatever the statements lock: rows, the per-agent id counters.
 
         A transaction that takes the learning lock after a key lock (a host's that stores a

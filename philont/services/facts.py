@@ -169,8 +169,12 @@ class FactService(FactTime):
         A hit refreshes ``last_accessed_at`` and writes one access-log row (the original did
         neither log, Q-D4). With ``include_expired=False`` a state whose ``valid_until`` has
         passed counts as a miss (Q-S2); the default keeps the original's behaviour.
-        A miss writes nothing.
+        A miss writes nothing. On PostgreSQL it takes the key's lock (``Backend.serialize``)
+        first, like a store: it waits for a concurrent writer of the key to end.
         """
+        # the key's lock before its row's (Backend.serialize's order): a host's get, which
+        # locks the row it refreshes, and then store of the key deadlocked with a tool's store
+        self.mem.backend.serialize(self.session, "fact", namespace, key)
         stmt = select(Fact).where(held_address(self.session, namespace, key), CURRENT)
         rows = newest_first(self.session.scalars(stmt))
         if not rows:
@@ -298,10 +302,18 @@ class FactService(FactTime):
             raise FactIdNotFoundError(str(fact_id))
         return row
 
+    def _locked_row(self, fact_id: str) -> Fact:
+        """The version ``fact_id`` read again under its key's lock (taken before any of the
+        key's rows is written: :meth:`get`), as a concurrent writer of the key left it."""
+        row = self._row(fact_id)
+        self.mem.backend.serialize(self.session, "fact", row.namespace, row.key)
+        self.session.refresh(row)
+        return row
+
     def forget(self, fact_id: str) -> bool:
         """Soft-forget a version; True if it was not forgotten before (the first
         ``forgotten_at`` is kept)."""
-        row = self._row(fact_id)
+        row = self._locked_row(fact_id)
         if row.forgotten_at is not None:
             return False
         row.forgotten_at = self._now()
@@ -317,10 +329,9 @@ class FactService(FactTime):
         becomes current and the others are marked superseded by it, so a key never has two
         current versions.
         """
-        row = self._row(fact_id)
+        row = self._locked_row(fact_id)
         if row.forgotten_at is None:
             return False
-        self.mem.backend.serialize(self.session, "fact", row.namespace, row.key)
         row.forgotten_at = None
         if row.superseded_by is None:
             self._settle_current(row.namespace, row.key)
@@ -410,7 +421,8 @@ class FactService(FactTime):
         self, threshold: float = decay.DEFAULT_FORGET_THRESHOLD, now: datetime | None = None
     ) -> int:
         """Soft-forget every forget candidate (no limit) and return how many. Scores are taken
-        at ``now``; ``forgotten_at`` is the clock's time of the sweep."""
+        at ``now``; ``forgotten_at`` is the clock's time of the sweep. On PostgreSQL a
+        candidate a concurrent transaction is writing is left to the next sweep."""
         candidates = self._candidates(
             inputs.check(inputs.Threshold, threshold, "threshold"), None, None, now
         )
@@ -418,8 +430,13 @@ class FactService(FactTime):
             return 0
         stamp = self._now()
         ids = [rec.id for rec, _ in candidates]
-        for row in self.session.scalars(select(Fact).where(Fact.id.in_(ids))):
+        # Rows a concurrent writer holds are left for the next sweep (SKIP LOCKED, PostgreSQL;
+        # SQLite's unit holds the whole file): a sweep never waits for a row, so it cannot
+        # close a cycle of waits with a writer that holds the row's key lock.
+        free = select(Fact).where(Fact.id.in_(ids), Fact.forgotten_at.is_(None))
+        rows = list(self.session.scalars(free.with_for_update(skip_locked=True)))
+        for row in rows:
             row.forgotten_at = stamp
         self.session.flush()
-        log.info("fact.swept", threshold=threshold, forgotten=len(ids))
-        return len(ids)
+        log.info("fact.swept", threshold=threshold, forgotten=len(rows))
+        return len(rows)

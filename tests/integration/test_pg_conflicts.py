@@ -405,3 +405,76 @@ def test_a_command_runs_its_unit_of_work_again_after_a_lock_timeout(
     assert result.exit_code == 0, (result.output, result.exception)
     assert json.loads(result.stdout)["value"] == "Lyon"
     assert waited >= 0.45  # its first attempts timed out (150 ms each) until the holder let go
+
+
+def test_a_host_that_gets_then_stores_a_fact_waits_for_no_tool_and_no_tool_for_it_forever(
+    sides: Callable[..., tuple[Store, str]], probe: Engine
+) -> None:
+    """A host's get of a fact locked its row (the access time it refreshes) without the key's
+    lock; a tool's store of the key then held the key lock and waited for the row, and the
+    host's store of the key waited for the key lock: a deadlock, and PostgreSQL ended one of
+    them (the host's block with transaction_conflict, or the tool's call, run again). Now get
+    takes the key lock first: the tool waits for the host."""
+    host, _ = sides("host")
+    tool, tool_name = sides("tool")
+    with host.begin() as mem:
+        mem.facts.store("user", "city", "Berlin")
+    assert isinstance(host.clock, FakeClock)
+    host.clock.advance(minutes=1)  # the get has an access time to write
+    got = threading.Event()
+
+    def host_block() -> None:
+        with host.begin() as mem:
+            assert mem.facts.get("user", "city") is not None
+            got.set()
+            wait_until_blocked(probe, tool_name)
+            mem.facts.store("user", "city", "host")
+
+    def tool_call() -> Any:
+        assert got.wait(30)
+        return call("store_fact", {**CITY, "value": "tool"}, db=tool)
+
+    run = Sides()
+    with capture_logs() as logs:
+        run.start("host", host_block)
+        run.start("tool", tool_call)
+        run.join()
+    assert run.errors == {}
+    assert run.results["tool"].ok, run.results["tool"].error
+    assert events(logs, "db.retry") == []  # nobody was ended and run again
+    assert values(host) == ["Berlin", "host", "tool"]
+
+
+def test_a_sweep_leaves_a_row_a_writer_holds_to_the_next_sweep_instead_of_waiting(
+    sides: Callable[..., tuple[Store, str]],
+) -> None:
+    """sweep locked every candidate row, waiting for one a concurrent writer held (here past a
+    150 ms lock_timeout: transaction_conflict, nothing swept); it could close a cycle of waits
+    with a writer that held the row's key lock. Rows a writer holds are now left to the next
+    sweep."""
+    host, _ = sides("host")
+    sweeper, _ = sides("sweeper", lock_timeout="150ms")
+    with host.begin() as mem:
+        for key in ("a", "b", "c"):
+            mem.facts.store("scratch", key, key, confidence=0.01)
+    holding, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with host.begin() as mem:
+            mem.facts.forget(mem.facts.history("scratch", "b")[0].id)  # b's row is held
+            holding.set()
+            assert release.wait(30)
+
+    run = Sides()
+    run.start("holder", holder)
+    assert holding.wait(30)
+    try:
+        with sweeper.begin() as mem:
+            swept = mem.facts.sweep(threshold=0.5)
+    finally:
+        release.set()
+        run.join()
+    assert run.errors == {}
+    assert swept == 2
+    with host.begin(write=False) as mem:
+        assert mem.facts.list("scratch") == []  # a and c swept, b forgotten by the holder
