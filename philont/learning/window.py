@@ -73,9 +73,35 @@ class Window:
         return list(dict.fromkeys(t.session_id for t in self.turns))
 
 
-def _turns(session: Session, where: Sequence[ColumnElement[bool]], limit: int) -> list[Turn]:
-    """The newest ``limit`` messages matching ``where``, oldest first (a window over the limit
-    keeps its end, as the prompts do: the latest turns matter most)."""
+def _limited(
+    session: Session,
+    turns_where: Sequence[ColumnElement[bool]],
+    calls_where: Sequence[ColumnElement[bool]],
+    limit: int,
+) -> tuple[list[Turn], list[ToolCall]]:
+    """The newest ``limit`` messages and the newest ``limit`` tool calls (matching their
+    ``where``),
+    oldest first (a window over the limit keeps its end, as the prompts do: the latest turns
+    matter most), both from one start: when either limit cut its list, both keep only what
+    is newer than the later cut (the newest row a limit left out). Cut apart, the messages
+    reached back further than the calls (or the other way round), and a run at the edge was
+    judged on part of its tool calls. A run whose request is left out has no user turn left:
+    no run is made of it."""
+    # everything after a list's cut is in it; at the cut's millisecond some may be left out
+    turns, turn_cut = _turns(session, turns_where, limit)
+    calls, call_cut = _calls(session, calls_where, limit)
+    cuts = [cut for cut in (turn_cut, call_cut) if cut is not None]
+    if not cuts:
+        return turns, calls
+    start = max(cuts)
+    return [t for t in turns if t.timestamp > start], [c for c in calls if c.timestamp > start]
+
+
+def _turns(
+    session: Session, where: Sequence[ColumnElement[bool]], limit: int
+) -> tuple[list[Turn], datetime | None]:
+    """The newest ``limit`` messages matching ``where``, oldest first, and where the limit cut
+    them: the time of the newest message left out (every later one is in), else None."""
     rows = session.execute(
         select(
             RawMessage.id,
@@ -86,13 +112,17 @@ def _turns(session: Session, where: Sequence[ColumnElement[bool]], limit: int) -
         )
         .where(*where)
         .order_by(RawMessage.timestamp.desc(), RawMessage.id.desc())
-        .limit(limit)
+        .limit(limit + 1)
     ).all()
-    return [Turn(i, s, str(r), c, t) for i, s, r, c, t in reversed(rows)]
+    cut = rows[limit].timestamp if len(rows) > limit else None
+    return [Turn(i, s, str(r), c, t) for i, s, r, c, t in reversed(rows[:limit])], cut
 
 
-def _calls(session: Session, where: Sequence[ColumnElement[bool]], limit: int) -> list[ToolCall]:
-    """The newest ``limit`` tool calls matching ``where``, oldest first."""
+def _calls(
+    session: Session, where: Sequence[ColumnElement[bool]], limit: int
+) -> tuple[list[ToolCall], datetime | None]:
+    """The newest ``limit`` tool calls matching ``where``, oldest first, and where the limit
+    cut them (as :func:`_turns`)."""
     rows = session.execute(
         select(
             Action.id,
@@ -105,22 +135,30 @@ def _calls(session: Session, where: Sequence[ColumnElement[bool]], limit: int) -
         )
         .where(*where)
         .order_by(Action.timestamp.desc(), Action.id.desc())
-        .limit(limit)
+        .limit(limit + 1)
     ).all()
-    return [ToolCall(*row) for row in reversed(rows)]
+    cut = rows[limit].timestamp if len(rows) > limit else None
+    return [ToolCall(*row) for row in reversed(rows[:limit])], cut
 
 
 def load_session(session: Session, session_id: str, *, limit: int) -> Window:
-    """Every message and tool call of one session (the newest ``limit`` of each)."""
-    turns = _turns(session, [RawMessage.session_id == session_id], limit)
-    calls = _calls(session, [Action.session_id == session_id], limit)
+    """Every message and tool call of one session (the newest ``limit`` of each, from one
+    start: :func:`_limited`)."""
+    turns, calls = _limited(
+        session, [RawMessage.session_id == session_id], [Action.session_id == session_id], limit
+    )
     return Window(session_id, tuple(turns), tuple(calls), session_id)
 
 
 def load_range(session: Session, since: datetime, until: datetime, *, limit: int) -> Window:
-    """Messages and tool calls with ``since <= time <= until`` (the newest ``limit`` of each)."""
-    turns = _turns(session, [RawMessage.timestamp >= since, RawMessage.timestamp <= until], limit)
-    calls = _calls(session, [Action.timestamp >= since, Action.timestamp <= until], limit)
+    """Messages and tool calls with ``since <= time <= until`` (the newest ``limit`` of each,
+    from one start: :func:`_limited`)."""
+    turns, calls = _limited(
+        session,
+        [RawMessage.timestamp >= since, RawMessage.timestamp <= until],
+        [Action.timestamp >= since, Action.timestamp <= until],
+        limit,
+    )
     tag = f"range:{to_epoch_ms(since)}-{to_epoch_ms(until)}"
     return Window(tag, tuple(turns), tuple(calls))
 
@@ -129,8 +167,8 @@ def load_after(session: Session, after_ms: int, until_ms: int) -> Window:
     """The consolidator's batch: every message with ``after < time <= until`` (epoch ms, no
     limit: the batch was sized when it was claimed) and the tool calls of the same span."""
     lo, hi = from_epoch_ms(after_ms), from_epoch_ms(until_ms)
-    turns = _turns(session, [RawMessage.timestamp > lo, RawMessage.timestamp <= hi], 10**9)
-    calls = _calls(session, [Action.timestamp > lo, Action.timestamp <= hi], 10**9)
+    turns, _ = _turns(session, [RawMessage.timestamp > lo, RawMessage.timestamp <= hi], 10**9)
+    calls, _ = _calls(session, [Action.timestamp > lo, Action.timestamp <= hi], 10**9)
     return Window(f"range:{after_ms + 1}-{until_ms}", tuple(turns), tuple(calls))
 
 

@@ -16,6 +16,7 @@ from philont.db.models import Fact, Note
 from philont.domain.kinds import FactKind
 from philont.domain.timeparse import iso
 from philont.learning import Learner, LearningConfig
+from philont.learning.window import runs_of
 from philont.llm import ScriptedModel
 from philont.memory import Memory
 from tests.conftest import FakeClock
@@ -445,3 +446,30 @@ def test_extraction_never_writes_the_loops_own_namespace(
     cursor = mem.facts.get("system", "last_consolidated_ts")
     assert cursor is not None and cursor.value == 1_000
     assert mem.facts.list("system", prefix=True) == [cursor]
+
+
+@pytest.mark.parametrize("limit", [2, 5, 9])
+def test_a_window_over_its_limit_judges_no_run_on_part_of_its_calls(
+    mem: Memory, clock: FakeClock, limit: int
+) -> None:
+    """Messages and tool calls were limited apart: with four calls per request the newest
+    ``limit`` calls began inside a run whose request was still among the messages, and that
+    run was judged on the last of its calls only. Both now start after the later cut."""
+    talk = Conversation(mem, clock, "s1")
+    runs: dict[str, list[str]] = {}
+    for i in range(4):
+        talk.user(f"task {i}")
+        runs[f"task {i}"] = [f"k{i}.{j}" for j in range(4)]
+        for key in runs[f"task {i}"]:
+            talk.act("get_fact", namespace="user", key=key)
+        talk.assistant(f"done {i}")
+    learner = Learner(
+        mem, ScriptedModel.by_task({}), config=LearningConfig(max_window_messages=limit)
+    )
+    start = clock.now - timedelta(days=1)
+    for window in (learner.window(session_id="s1"), learner.window(since=start, until=clock.now)):
+        found = runs_of(window)
+        for run in found:
+            assert [c.params["key"] for c in run.trace] == runs[run.goal]
+        # the newest run is in whole when its four calls fit the limit, else no run is
+        assert [run.goal for run in found][-1:] == (["task 3"] if limit >= 4 else [])
