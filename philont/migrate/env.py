@@ -30,7 +30,7 @@ from philont.db.engine import (
     sqlite_path,
     tighten_permissions,
 )
-from philont.db.retry import file_error
+from philont.db.retry import file_error, is_busy
 from philont.errors import PhilontError, UnsupportedMigrationError
 from philont.log import get_logger
 from philont.migrate import postgres as pg
@@ -283,6 +283,8 @@ def _run_own(run: _Run) -> None:
     switched = False
     if path is not None:
         check_file(path, create=run.is_upgrade)
+        if run.is_upgrade:
+            _say_if_waiting(path)
         _precheck(run, path)
         switched = run.is_upgrade and path.stat().st_size > 0 and not is_wal(path)
     engine = create_engine(
@@ -307,6 +309,25 @@ def _run_own(run: _Run) -> None:
             log.info("migrate.wal_enabled", path=str(path))
         if run.ours:
             tighten_permissions(path)
+
+
+def _say_if_waiting(path: Path) -> None:
+    """Log (WARNING: a command shows it) that the upgrade waits for another connection's write
+    lock, when it will: it may wait up to ``MIGRATION_BUSY_TIMEOUT_MS`` without a word."""
+    with closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as probe:
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                log.warning(
+                    "migrate.waiting",
+                    path=str(path),
+                    detail="another connection holds the write lock (another upgrade, an"
+                    " import, a long write); waiting for it",
+                    up_to_s=settings.MIGRATION_BUSY_TIMEOUT_MS // 1000,
+                )
+            return
+        probe.execute("ROLLBACK")
 
 
 def _precheck(run: _Run, path: Path) -> None:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from philont import migrate
 from philont import settings as philont_settings
@@ -67,9 +68,13 @@ def test_an_upgrade_waits_for_a_writer_in_another_process_and_then_runs(
     lock: str, copy_fixture: CopyFixture
 ) -> None:
     db = copy_fixture("v27")
-    with _held(db, lock, 2.0) as holder:
+    with _held(db, lock, 2.0) as holder, capture_logs() as logs:
         report = migrate.upgrade(db)
         assert holder.wait(timeout=30) == 0  # it let go by itself: the upgrade waited for it
+    # it said so (it waited up to 15 minutes without a word)
+    waiting = [e for e in logs if e["event"] == "migrate.waiting"]
+    assert len(waiting) == 1 and waiting[0]["log_level"] == "warning"
+    assert waiting[0]["path"] == str(db)
 
     assert report.applied and report.backup is not None
     st = migrate.status(db)
@@ -105,3 +110,11 @@ def test_a_store_opening_a_file_another_process_writes_waits_for_the_wal_switch(
         finally:
             engine.dispose()
     assert mode == "wal"
+
+
+def test_an_upgrade_nobody_holds_up_says_nothing_of_waiting(copy_fixture: CopyFixture) -> None:
+    db = copy_fixture("v27")
+    with capture_logs() as logs:
+        migrate.upgrade(db)
+        migrate.upgrade(db)  # at head: nothing to wait for either
+    assert [e for e in logs if e["event"] == "migrate.waiting"] == []
