@@ -348,6 +348,8 @@ def check_arguments(
 def _nulls_not_given(tool: Tool[Any], raw: dict[str, Any]) -> dict[str, Any]:
     """``null`` for an optional argument means "not given" (what a strict schema, where every
     argument is required and optional ones are nullable, makes a model send)."""
+    if not any(v is None for v in raw.values()):
+        return raw
     fields = tool.args_model.model_fields
     return {
         k: v
@@ -433,13 +435,16 @@ def _log_call(mem: Memory, prepared: Prepared, *, ok: bool, text: str, session_i
     caller's unit of work down with it. The params as :func:`prepare` encoded them (once),
     or a repr of what the log cannot store as given."""
     storable = mem.backend.escape_nul
-    tool_name = prepared.name
-    name = _surrogates_escaped(tool_name[:100]) if tool_name.strip() else "(no name)"
+    if prepared.tool is not None:  # a registered name: storable as it is
+        name = prepared.tool.name
+    else:
+        tool_name = prepared.name
+        name = storable(_surrogates_escaped(tool_name[:100]) if tool_name.strip() else "(no name)")
     raw, logged = prepared.raw, prepared.logged
     if logged is None and isinstance(raw, Mapping):  # a call refused before its arguments
         logged = _logged_json(dict(raw))  # were parsed (an unknown tool, too large)
     mem.actions.record_call(
-        storable(name),
+        name,
         params_json=dumps_compact(_unloggable(raw)) if logged is None else logged,
         success=ok,
         result=storable(_surrogates_escaped(text[:RESULT_LOG_CHARS])),
