@@ -195,10 +195,14 @@ def call(
 ) -> ToolResult:
     """Run the model tool ``name`` and report the outcome; never raises.
 
-    The tool runs inside a savepoint: when it fails, nothing it did is kept. Every call,
-    successful or not, is recorded in the action log (layer 0.5) with its params, the start of
-    its result text and its success — that record is the only row a failed call leaves (a
-    call the storage refuses — busy, full, read-only — leaves none, and reports that code).
+    When the tool fails, nothing it did is kept: a call that owns its unit of work rolls it
+    back whole (no SAVEPOINT on the way: a successful call pays for none); one that joined the
+    caller's runs the tool in a SAVEPOINT, so only the tool's own writes are undone. Every
+    call, successful or not, is recorded in the action log (layer 0.5) with its params (the
+    JSON :func:`prepare` encoded once; what cannot be stored as given, as a bounded repr), the
+    start of its result text and its success — that record is the only row a failed call
+    leaves (a call the storage refuses — busy, full, read-only — leaves none, and reports that
+    code).
 
     ``db`` is a :class:`~philont.store.Store` (the call runs in a unit of work of its own), an
     active unit of work (``Memory`` inside its ``with`` block: the call joins its transaction),
