@@ -54,6 +54,11 @@ def _check_params(value: object) -> tuple[str, dict[str, Any]]:
     return stored, parsed
 
 
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (what JavaScript's ``JSON.parse`` reads back)."""
+    raise ValueError(f"{name} is not JSON")
+
+
 _ID_BATCH = 10_000
 """Ids per statement of :meth:`ActionLog.link_skill` (each one is a bound parameter)."""
 
@@ -101,20 +106,7 @@ class ActionLog(Service):
         skill = None if linked_skill is None else _check_name(linked_skill, "linked_skill")
         stamp = self._now() if at is None else inputs.check(inputs.AwareTime, at, "at")
         kept = None if text is None else text[:RESULT_MAX_CHARS]
-        # One lean INSERT: every tool call writes this row, and the ORM's unit of work would
-        # cost more than the insert itself. (Its text was checked on entry, NUL included.)
-        new_id = action_rows.insert(
-            self.mem.raw(),
-            session_id=sid,
-            trigger=trig,
-            tool_name=tool,
-            params_json=params_json,
-            result=kept,
-            success=success,
-            timestamp=to_epoch_ms(stamp),
-            linked_skill=skill,
-        )
-        log.info("action.recorded", id=new_id, tool_name=tool, success=success, session_id=sid)
+        new_id = self._insert(tool, params_json, success, kept, sid, trig, skill, stamp)
         return ActionRecord(
             id=new_id,
             session_id=sid,
@@ -126,6 +118,62 @@ class ActionLog(Service):
             timestamp=stamp,
             linked_skill=skill,
         )
+
+    def record_call(
+        self, tool_name: str, *, params_json: str, success: bool, result: str, session_id: str
+    ) -> int:
+        """Log one tool call now whose params are already compact JSON text of an object (what
+        :func:`~philont.db.types.dumps_compact` writes; the dispatcher encoded them once, for
+        its size check) and return the row's id: :meth:`record` without encoding the params
+        again and building the read model nobody reads. Its text was checked on entry like
+        every argument (valid Unicode; on PostgreSQL no NUL); ``params_json`` must parse as
+        a JSON object."""
+        tool = _check_name(tool_name, "tool_name")
+        sid = _check_name(session_id, "session_id")
+        try:
+            is_object = isinstance(json.loads(params_json, parse_constant=_no_constant), dict)
+        except (ValueError, RecursionError):
+            is_object = False
+        if not is_object:
+            raise InvalidInputError(
+                f"params_json: must be the JSON text of an object, got {params_json[:80]!r}",
+                argument="params_json",
+            )
+        if not isinstance(success, bool):
+            raise InvalidInputError(
+                f"success: must be True or False, got {success!r}", argument="success"
+            )
+        kept = result[:RESULT_MAX_CHARS]
+        return self._insert(tool, params_json, success, kept, sid, None, None, self._now())
+
+    def _insert(
+        self,
+        tool: str,
+        params_json: str,
+        success: bool,
+        result: str | None,
+        session_id: str,
+        trigger: str | None,
+        linked_skill: str | None,
+        at: datetime,
+    ) -> int:
+        # One lean INSERT: every tool call writes this row, and the ORM's unit of work would
+        # cost more than the insert itself. (Its text was checked on entry, NUL included.)
+        new_id = action_rows.insert(
+            self.mem.raw(),
+            session_id=session_id,
+            trigger=trigger,
+            tool_name=tool,
+            params_json=params_json,
+            result=result,
+            success=success,
+            timestamp=to_epoch_ms(at),
+            linked_skill=linked_skill,
+        )
+        log.info(
+            "action.recorded", id=new_id, tool_name=tool, success=success, session_id=session_id
+        )
+        return new_id
 
     def query(
         self,

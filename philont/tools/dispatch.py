@@ -14,6 +14,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
 from philont.db.retry import is_busy, run_with_retry, translate
+from philont.db.types import dumps_compact
 from philont.domain.attribution import failure_text
 from philont.errors import (
     DatabaseBusyError,
@@ -58,9 +59,13 @@ class _Failure(Exception):
         self.message = message
 
 
-def _parse_arguments(arguments: Mapping[str, Any] | str | bytes | None) -> dict[str, Any]:
+def _parse_arguments(
+    arguments: Mapping[str, Any] | str | bytes | None,
+) -> tuple[dict[str, Any], str | None]:
+    """The arguments as an object, and as the action log stores them (:func:`_logged_json`):
+    encoded once, here, for the size check and the log row alike."""
     if arguments is None:
-        return {}
+        return {}, "{}"
     if isinstance(arguments, bytes | bytearray):
         try:
             arguments = arguments.decode("utf-8")
@@ -73,10 +78,28 @@ def _parse_arguments(arguments: Mapping[str, Any] | str | bytes | None) -> dict[
         except (json.JSONDecodeError, RecursionError) as exc:
             raise _Failure("invalid_json", f"arguments are not valid JSON: {exc}") from exc
     elif isinstance(arguments, Mapping):
-        _check_size(_json_size(arguments))
+        raw = dict(arguments)
+        logged = _logged_json(raw)
+        # the size of the JSON the log stores, or (what it cannot store as given) of a
+        # rendering that never fails
+        _check_size(_json_size(arguments) if logged is None else len(logged.encode("utf-8")))
+        return raw, logged
     if not isinstance(arguments, Mapping):
         raise _Failure("invalid_arguments", "arguments must be a JSON object")
-    return dict(arguments)
+    raw = dict(arguments)
+    return raw, _logged_json(raw)
+
+
+def _logged_json(raw: dict[str, Any]) -> str | None:
+    """``raw`` as the action log stores it (compact JSON, :func:`dumps_compact`), or None
+    when it cannot be stored as given (a key that is not text, a value JSON cannot hold, a
+    lone surrogate): the log keeps a repr of it instead (:func:`_unloggable`)."""
+    if not all(isinstance(k, str) for k in raw):
+        return None
+    try:
+        return dumps_compact(raw)
+    except InvalidInputError:
+        return None
 
 
 def _json_size(value: Any) -> int:
@@ -172,10 +195,14 @@ def call(
 ) -> ToolResult:
     """Run the model tool ``name`` and report the outcome; never raises.
 
-    The tool runs inside a savepoint: when it fails, nothing it did is kept. Every call,
-    successful or not, is recorded in the action log (layer 0.5) with its params, the start of
-    its result text and its success — that record is the only row a failed call leaves (a
-    call the storage refuses — busy, full, read-only — leaves none, and reports that code).
+    When the tool fails, nothing it did is kept: a call that owns its unit of work rolls it
+    back whole (no SAVEPOINT on the way: a successful call pays for none); one that joined the
+    caller's runs the tool in a SAVEPOINT, so only the tool's own writes are undone. Every
+    call, successful or not, is recorded in the action log (layer 0.5) with its params (the
+    JSON :func:`prepare` encoded once; what cannot be stored as given, as a bounded repr), the
+    start of its result text and its success — that record is the only row a failed call
+    leaves (a call the storage refuses — busy, full, read-only — leaves none, and reports that
+    code).
 
     ``db`` is a :class:`~philont.store.Store` (the call runs in a unit of work of its own), an
     active unit of work (``Memory`` inside its ``with`` block: the call joins its transaction),
@@ -255,11 +282,13 @@ def _own_call(store: Store, prepared: Prepared, session_id: str, write: bool) ->
 
 class Prepared(NamedTuple):
     """A call checked before any transaction begins (:func:`prepare`): the tool, the
-    arguments as logged, the validated ones, or the failure that stops the call."""
+    arguments as given (parsed), as the action log stores them (compact JSON; None: the log
+    keeps their repr), the validated ones, or the failure that stops the call."""
 
     name: str
     tool: Tool[Any] | None
     raw: Any
+    logged: str | None
     args: ToolArgs | None
     failure: _Failure | None
 
@@ -276,27 +305,28 @@ def prepare(tool_name: str, arguments: Mapping[str, Any] | str | bytes | None) -
 
 def _prepare(
     tool_name: str, arguments: Mapping[str, Any] | str | bytes | None
-) -> tuple[Tool[Any] | None, Any, ToolArgs | None, _Failure | None]:
-    """The tool, the parsed arguments (as logged) and the validated ones, or the failure
-    that stops the call — all before any transaction begins (nothing here touches the
-    database, and expensive checks must not hold the write lock)."""
+) -> tuple[Tool[Any] | None, Any, str | None, ToolArgs | None, _Failure | None]:
+    """The tool, the parsed arguments (as given and as logged) and the validated ones, or the
+    failure that stops the call — all before any transaction begins (nothing here touches
+    the database, and expensive checks must not hold the write lock)."""
     tool = REGISTRY.get(tool_name)
     if tool is None:
         failure = _Failure(
             "unknown_tool",
             f"no tool named {tool_name[:80]!r}; tools: {', '.join(sorted(REGISTRY))}",
         )
-        return None, arguments, None, failure
+        return None, arguments, None, None, failure
     try:
-        raw = _parse_arguments(arguments)
+        raw, logged = _parse_arguments(arguments)
     except _Failure as exc:
-        return tool, arguments, None, exc
+        return tool, arguments, None, None, exc
     try:
-        return tool, raw, tool.args_model.model_validate(_nulls_not_given(tool, raw)), None
+        args = tool.args_model.model_validate(_nulls_not_given(tool, raw))
     except ValidationError as exc:
-        return tool, raw, None, _Failure("invalid_arguments", describe(exc))
+        return tool, raw, logged, None, _Failure("invalid_arguments", describe(exc))
     except PhilontError as exc:  # a typed refusal raised by a rule (reserved namespace, ...)
-        return tool, raw, None, _Failure(exc.code, exc.message)
+        return tool, raw, logged, None, _Failure(exc.code, exc.message)
+    return tool, raw, logged, args, None
 
 
 class ArgumentCheck(NamedTuple):
@@ -313,7 +343,7 @@ def check_arguments(
     """What :func:`call` decides before it touches the database: the arguments it would run
     ``name`` with, or the code and message it would refuse them with (the same size policy,
     parsing and argument model). No database is opened."""
-    _tool, _raw, args, failure = _prepare(name, arguments)
+    _tool, _raw, _logged, args, failure = _prepare(name, arguments)
     if failure is not None:
         return ArgumentCheck(None, failure.code, failure.message)
     return ArgumentCheck(args, None, None)
@@ -322,6 +352,8 @@ def check_arguments(
 def _nulls_not_given(tool: Tool[Any], raw: dict[str, Any]) -> dict[str, Any]:
     """``null`` for an optional argument means "not given" (what a strict schema, where every
     argument is required and optional ones are nullable, makes a model send)."""
+    if not any(v is None for v in raw.values()):
+        return raw
     fields = tool.args_model.model_fields
     return {
         k: v
@@ -390,7 +422,7 @@ def run_prepared(prepared: Prepared, mem: Memory, session_id: str, *, joined: bo
         assert failure is not None  # no output: a failure says why
         text = failure_text(failure.code, failure.message)
     ok = output is not None
-    _log_call(mem, prepared.name, prepared.raw, ok=ok, text=text, session_id=session_id)
+    _log_call(mem, prepared, ok=ok, text=text, session_id=session_id)
     return ToolResult(
         name=prepared.name,
         ok=ok,
@@ -401,25 +433,24 @@ def run_prepared(prepared: Prepared, mem: Memory, session_id: str, *, joined: bo
     )
 
 
-def _log_call(
-    mem: Memory, tool_name: str, raw: Any, *, ok: bool, text: str, session_id: str
-) -> None:
+def _log_call(mem: Memory, prepared: Prepared, *, ok: bool, text: str, session_id: str) -> None:
     """The action log row every call leaves. It must be writable whatever the call was
     given: on PostgreSQL a NUL in the name or the result would be refused and take the
-    caller's unit of work down with it."""
+    caller's unit of work down with it. The params as :func:`prepare` encoded them (once),
+    or a repr of what the log cannot store as given."""
     storable = mem.backend.escape_nul
-    name = _surrogates_escaped(tool_name[:100]) if tool_name.strip() else "(no name)"
-    record = functools.partial(
-        mem.actions.record,
-        storable(name),
+    if prepared.tool is not None:  # a registered name: storable as it is
+        name = prepared.tool.name
+    else:
+        tool_name = prepared.name
+        name = storable(_surrogates_escaped(tool_name[:100]) if tool_name.strip() else "(no name)")
+    raw, logged = prepared.raw, prepared.logged
+    if logged is None and isinstance(raw, Mapping):  # a call refused before its arguments
+        logged = _logged_json(dict(raw))  # were parsed (an unknown tool, too large)
+    mem.actions.record_call(
+        name,
+        params_json=dumps_compact(_unloggable(raw)) if logged is None else logged,
         success=ok,
         result=storable(_surrogates_escaped(text[:RESULT_LOG_CHARS])),
         session_id=session_id,
     )
-    if not isinstance(raw, Mapping):
-        record(params=_unloggable(raw))
-        return
-    try:  # the record checks its params before it writes anything
-        record(params=dict(raw))
-    except InvalidInputError:
-        record(params=_unloggable(raw))

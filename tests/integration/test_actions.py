@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from philont.db.models import Action
+from philont.db.types import dumps_compact
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.services.actions import RESULT_MAX_CHARS, ActionLog
 from tests.support import joined
@@ -83,6 +84,62 @@ def test_a_refused_record_raises_invalid_input_and_writes_nothing(
 
     with pytest.raises(InvalidInputError):
         actions.record(args.pop("tool_name"), **args)
+
+    assert _rows(session) == before
+
+
+def test_a_call_recorded_as_json_reads_back_like_a_recorded_one(
+    actions: ActionLog, clock: FakeClock
+) -> None:
+    params = {"namespace": "user", "n": [1, 2.5], "é": None}
+    new_id = actions.record_call(
+        "store_fact",
+        params_json=dumps_compact(params),
+        success=False,
+        result="é" * (RESULT_MAX_CHARS + 50),
+        session_id="s1",
+    )
+    via_record = actions.record("store_fact", params=params, success=False, session_id="s1")
+
+    read = actions.query(order="asc")
+    assert [r.id for r in read] == [new_id, via_record.id]
+    assert read[0].model_dump(exclude={"id", "result"}) == via_record.model_dump(
+        exclude={"id", "result"}
+    )
+    assert read[0].result == "é" * RESULT_MAX_CHARS
+    assert read[0].timestamp == clock.now
+
+
+BAD_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("blank tool name", {"tool_name": " "}),
+    ("params a JSON list", {"params_json": "[1]"}),
+    ("params not JSON", {"params_json": "{x}"}),
+    ("params with NaN", {"params_json": '{"a":NaN}'}),
+    ("params not text", {"params_json": {"a": 1}}),
+    ("a lone surrogate", {"params_json": '{"a":"\ud800"}'}),
+    ("success as int", {"success": 1}),
+    ("result not text", {"result": 42}),
+    ("blank session", {"session_id": ""}),
+    ("session not text", {"session_id": 7}),
+]
+
+
+@pytest.mark.parametrize("overrides", [c[1] for c in BAD_CALLS], ids=[c[0] for c in BAD_CALLS])
+def test_a_refused_record_call_raises_invalid_input_and_writes_nothing(
+    actions: ActionLog, session: Session, overrides: dict[str, Any]
+) -> None:
+    before = _rows(session)
+    args: dict[str, Any] = {
+        "tool_name": "t",
+        "params_json": "{}",
+        "success": True,
+        "result": "",
+        "session_id": "global",
+        **overrides,
+    }
+
+    with pytest.raises(InvalidInputError):
+        actions.record_call(args.pop("tool_name"), **args)
 
     assert _rows(session) == before
 
