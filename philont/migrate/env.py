@@ -313,11 +313,12 @@ def _run_own(run: _Run) -> None:
 
 def _say_if_waiting(path: Path) -> None:
     """Log (WARNING: a command shows it) that the upgrade waits for another connection's write
-    lock, when it will: it may wait up to ``MIGRATION_BUSY_TIMEOUT_MS`` without a word."""
+    lock, when it will: it may wait up to ``MIGRATION_BUSY_TIMEOUT_MS`` without a word. Any
+    other failure is left to the checks that follow (a damaged file is named there)."""
     with closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as probe:
         try:
             probe.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             if is_busy(exc):
                 log.warning(
                     "migrate.waiting",
