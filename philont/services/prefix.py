@@ -98,11 +98,15 @@ def _more(omitted: int, name: str, shown: int = 1) -> str:
     return f"  ({omitted} {'more ' if shown else ''}{name} not shown)"
 
 
+_JSON_WORDS = frozenset({"true", "false", "null"})
+
+
 def _compact_json(stored: str) -> str:
     """``dumps_compact(json.loads(stored))``: a stored value as the model sees it. A plain JSON
     string (the usual value) comes back unchanged, so it skips the round trip: without quotes,
     backslashes, control or other non-printable characters inside, nothing in it is escaped
-    either way."""
+    either way. So do ``true``, ``false``, ``null`` and an integer written as JSON writes it
+    (no leading zero, no ``-0``, no exponent; up to 18 digits)."""
     inner = stored[1:-1]
     if (
         len(stored) >= 2
@@ -111,6 +115,16 @@ def _compact_json(stored: str) -> str:
         and '"' not in inner
         and "\\" not in inner
         and inner.isprintable()
+    ):
+        return stored
+    if stored in _JSON_WORDS:
+        return stored
+    digits = stored[1:] if stored[:1] == "-" else stored
+    if (
+        0 < len(digits) <= 18
+        and digits.isascii()
+        and digits.isdigit()
+        and (digits[0] != "0" or stored == "0")
     ):
         return stored
     return dumps_compact(json.loads(stored))
