@@ -20,14 +20,13 @@ from philont.db.queries import skills as skill_rows
 from philont.db.queries.skills import RankedSkill
 from philont.db.stored_values import UNREADABLE, careful_read
 from philont.db.types import dumps_compact, to_epoch_ms
-from philont.domain import decay
 from philont.domain.facts import is_valid_at, rank_valid, time_tag
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
     caveat,
     parse_grade,
 )
-from philont.domain.skill_score import score_idle
+from philont.domain.skill_score import score_stored
 from philont.domain.tokens import TokenEstimator, default_estimator
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
@@ -49,7 +48,6 @@ TEXT_CHARS = 160
 _KINDS = {k.value: k for k in SkillKind}
 _POSITIVE = SkillKind.POSITIVE  # enum members are slow to look up, and every skill needs it
 _NEGATIVE = SkillKind.NEGATIVE.value  # as stored
-_US_PER_DAY = decay.MS_PER_DAY * 1000
 
 _Entries = Callable[[], Iterable[str]]
 """A section's best entries in order, formatted as they are asked for (a section the budget
@@ -171,11 +169,15 @@ class MemoryPrefix(Service):
         facts, total = self._facts(raw, to_epoch_ms(now), limits.facts)
         sections.append(("facts", "## Known facts (most relevant first)", total, facts))
         sections.extend(self._skills(raw, limits, now))
-        notes = [
-            f"- ({n.importance:.1f}) {_cut(n.content, TEXT_CHARS)}"
-            for n in note_rows.most_important(raw, limits.notes)
-        ]
-        sections.append(("notes", "## Notes", len(notes), lambda: notes))
+        notes = note_rows.most_important(raw, limits.notes)
+        sections.append(
+            (
+                "notes",
+                "## Notes",
+                len(notes),
+                lambda: (f"- ({n.importance:.1f}) {_cut(n.content, TEXT_CHARS)}" for n in notes),
+            )
+        )
         return self._assemble(sections, limits.budget_tokens)
 
     def _facts(self, raw: Raw, now_ms: int, limit: int) -> tuple[_Entries, int]:
@@ -225,20 +227,11 @@ class MemoryPrefix(Service):
         @functools.cache
         def ranked() -> list[RankedSkill]:
             now_us = to_epoch_ms(now) * 1000 + now.microsecond % 1000  # exact, as datetimes do
-
-            def score(row: RankedSkill) -> float:
-                last = row.last_used_at
-                return score_idle(
-                    use_count=row.use_count,
-                    success_count=row.success_count,
-                    failure_count=row.failure_count,
-                    idle_days=None if last is None else (now_us - last * 1000) / _US_PER_DAY,
-                    kind=_stored_kind(row.kind),
-                )
-
+            scores = score_stored(rows, now_us)
             # One stable sort serves both lists: filtering a stably sorted list keeps the
             # order that sorting the filtered rows would give.
-            return sorted(rows, key=score, reverse=True)
+            order = sorted(range(len(rows)), key=scores.__getitem__, reverse=True)
+            return [rows[i] for i in order]
 
         def skills() -> Iterator[str]:
             for s in itertools.islice(filter(usable, ranked()), limits.skills):
