@@ -1,6 +1,7 @@
 """A context turn's retrieval, value for value, on a seeded timeline (a golden file).
 
-``retrieval_golden.json`` holds, for each query, the window ``TimelineRetriever.retrieve``
+``retrieval_golden.json`` (SQLite) and ``retrieval_golden_pg.json`` (PostgreSQL, whose
+scorer differs) hold, for each query, the window ``TimelineRetriever.retrieve``
 builds (ids, sections, roles, token counts) and the ranked recall hits with their scores (the
 float's ``repr``) as the search and retriever gave them before their hot paths were made
 faster. A faster implementation must give the same values. Regenerate only on a deliberate
@@ -16,10 +17,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import URL
+
 from philont.schemas.timeline import MessageIn
 from philont.store import Store
 
-GOLDEN = Path(__file__).with_name("retrieval_golden.json")
+BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
+GOLDEN = {
+    "sqlite": Path(__file__).with_name("retrieval_golden.json"),
+    "postgres": Path(__file__).with_name("retrieval_golden_pg.json"),
+}
 NOW = datetime(2026, 6, 14, 4, 0, tzinfo=UTC)
 
 _EN = [
@@ -128,8 +135,8 @@ def _turn(store: Store, query: str) -> dict[str, Any]:
     }
 
 
-def test_retrieval_is_unchanged(tmp_path: Path) -> None:
-    store = Store.open(tmp_path / "m.sqlite", clock=lambda: NOW)
+def test_retrieval_is_unchanged(backend: str, target: Path | URL) -> None:
+    store = Store.open(target, clock=lambda: NOW)
     try:
         _seed(store)
         got = [_turn(store, q) for q in _QUESTIONS]
@@ -137,8 +144,8 @@ def test_retrieval_is_unchanged(tmp_path: Path) -> None:
         store.close()
     if os.environ.get("PHILONT_REGEN_GOLDEN"):
         lines = ",\n".join(json.dumps(t, ensure_ascii=False) for t in got)
-        GOLDEN.write_text(f"[\n{lines}\n]\n", encoding="utf-8")
-    expected = json.loads(GOLDEN.read_text(encoding="utf-8"))
+        GOLDEN[backend].write_text(f"[\n{lines}\n]\n", encoding="utf-8")
+    expected = json.loads(GOLDEN[backend].read_text(encoding="utf-8"))
     assert [t["query"] for t in got] == [t["query"] for t in expected]
     for turn, want in zip(got, expected, strict=True):
         assert turn == want, turn["query"]
