@@ -128,6 +128,36 @@ def _compact_json(stored: str) -> str:
     return dumps_compact(json.loads(stored))
 
 
+FACT_LINES_KEPT = 4096
+"""How many fact lines :func:`_fact_line` keeps formatted (a line is a few hundred bytes)."""
+
+
+@functools.lru_cache(maxsize=FACT_LINES_KEPT, typed=True)
+def _fact_line(
+    namespace: str,
+    key: str,
+    value_json: str,
+    fact_kind: str,
+    created_ms: int,
+    occurred_ms: int | None,
+    valid_from_ms: int | None,
+    valid_until_ms: int | None,
+) -> str:
+    """A fact's line as the model reads it: its key, compact value and time tag.
+
+    A function of the stored values it is given and of nothing else (not of the clock, the
+    database or the unit of work), so it is kept for the values it was given: the same facts
+    are formatted on every turn, and a write gives other values, which are formatted anew.
+    ``typed``: an integer and an equal float or bool are different values here."""
+    return f"- {namespace}.{key} = {_cut(_compact_json(value_json), VALUE_CHARS)} " + time_tag(
+        fact_kind=fact_kind,
+        created_ms=created_ms,
+        occurred_ms=occurred_ms,
+        valid_from_ms=valid_from_ms,
+        valid_until_ms=valid_until_ms,
+    )
+
+
 def _stored_kind(value: str) -> SkillKind:
     return _KINDS.get(value, _POSITIVE)  # the model reads an unknown kind as positive
 
@@ -201,15 +231,15 @@ class MemoryPrefix(Service):
 
         def lines() -> Iterator[str]:
             for _s, f in scored[:limit]:
-                yield (
-                    f"- {f.namespace}.{f.key} = {_cut(_compact_json(f.value_json), VALUE_CHARS)} "
-                    + time_tag(
-                        fact_kind=f.fact_kind,
-                        created_ms=f.created_at,
-                        occurred_ms=f.occurred_at,
-                        valid_from_ms=f.valid_from,
-                        valid_until_ms=f.valid_until,
-                    )
+                yield _fact_line(
+                    f.namespace,
+                    f.key,
+                    f.value_json,
+                    f.fact_kind,
+                    f.created_at,
+                    f.occurred_at,
+                    f.valid_from,
+                    f.valid_until,
                 )
 
         return lines, len(scored)
