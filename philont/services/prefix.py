@@ -128,11 +128,13 @@ def _compact_json(stored: str) -> str:
     return dumps_compact(json.loads(stored))
 
 
-FACT_LINES_KEPT = 4096
-"""How many fact lines :func:`_fact_line` keeps formatted (a line is a few hundred bytes)."""
+FACT_LINES_KEPT = 1024
+"""How many fact lines :func:`_kept_fact_line` keeps formatted."""
+KEPT_VALUE_CHARS = 1024
+"""Lines are kept only for values up to this long as stored (a line shows 200 characters of
+a value; what a kept line holds stays a few megabytes whatever the facts hold)."""
 
 
-@functools.lru_cache(maxsize=FACT_LINES_KEPT, typed=True)
 def _fact_line(
     namespace: str,
     key: str,
@@ -143,12 +145,9 @@ def _fact_line(
     valid_from_ms: int | None,
     valid_until_ms: int | None,
 ) -> str:
-    """A fact's line as the model reads it: its key, compact value and time tag.
-
-    A function of the stored values it is given and of nothing else (not of the clock, the
-    database or the unit of work), so it is kept for the values it was given: the same facts
-    are formatted on every turn, and a write gives other values, which are formatted anew.
-    ``typed``: an integer and an equal float or bool are different values here."""
+    """A fact's line as the model reads it: its key, compact value and time tag. A function
+    of the stored values it is given and of nothing else (not of the clock, the database or
+    the unit of work)."""
     return f"- {namespace}.{key} = {_cut(_compact_json(value_json), VALUE_CHARS)} " + time_tag(
         fact_kind=fact_kind,
         created_ms=created_ms,
@@ -156,6 +155,12 @@ def _fact_line(
         valid_from_ms=valid_from_ms,
         valid_until_ms=valid_until_ms,
     )
+
+
+_kept_fact_line = functools.lru_cache(maxsize=FACT_LINES_KEPT, typed=True)(_fact_line)
+""":func:`_fact_line`, kept for the values it was given: the same facts are formatted on every
+turn, and a write gives other values, which are formatted anew. ``typed``: an integer and an
+equal float or bool are different values here."""
 
 
 def _stored_kind(value: str) -> SkillKind:
@@ -231,7 +236,8 @@ class MemoryPrefix(Service):
 
         def lines() -> Iterator[str]:
             for _s, f in scored[:limit]:
-                yield _fact_line(
+                line = _kept_fact_line if len(f.value_json) <= KEPT_VALUE_CHARS else _fact_line
+                yield line(
                     f.namespace,
                     f.key,
                     f.value_json,

@@ -17,7 +17,14 @@ from philont.domain.tokens import default_estimator
 from philont.errors import InvalidInputError
 from philont.services.facts import FactService
 from philont.services.notes import NoteService
-from philont.services.prefix import MemoryPrefix, PrefixLimits, _fact_line, _frame_tokens
+from philont.services.prefix import (
+    KEPT_VALUE_CHARS,
+    MemoryPrefix,
+    PrefixLimits,
+    _fact_line,
+    _frame_tokens,
+    _kept_fact_line,
+)
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
 from tests.support import joined
@@ -212,4 +219,18 @@ def test_a_kept_fact_line_is_the_line_of_its_values(calls: list[tuple[Any, ...]]
     # Kept or not, a line is what formatting its values gives (equal values of another type,
     # 1 and 1.0 and True, are kept apart).
     for args in calls + calls[::-1]:
-        assert _fact_line(*args) == _fact_line.__wrapped__(*args)
+        assert _kept_fact_line(*args) == _fact_line(*args)
+
+
+def test_lines_of_long_values_are_formatted_but_not_kept(
+    session: Session, clock: FakeClock
+) -> None:
+    facts = FactService(joined(session, clock))
+    facts.store("user", "essay", "x" * KEPT_VALUE_CHARS)  # stored with its quotes: longer
+    facts.store("user", "city", "Berlin")
+    before = _kept_fact_line.cache_info()
+    text = MemoryPrefix(joined(session, clock)).build().text
+    after = _kept_fact_line.cache_info()
+    assert 'user.city = "Berlin"' in text
+    assert f'user.essay = "{"x" * 198}…' in text  # cut to 200 characters
+    assert (after.hits + after.misses) - (before.hits + before.misses) == 1  # the city's only
