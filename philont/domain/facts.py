@@ -6,13 +6,16 @@ tools and the CLI (through FactRecord).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Protocol, TypeVar
 
 from philont.domain import decay
 from philont.domain.timeparse import iso
 from philont.domain.timepolicy import MAX_INSTANT, MIN_INSTANT
 
-__all__ = ["is_expired", "is_valid_at", "rank_score", "time_tag"]
+__all__ = ["StoredFact", "is_expired", "is_valid_at", "rank_score", "rank_valid", "time_tag"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -52,6 +55,68 @@ def rank_score(
         age_days=(now_ms - anchor) / decay.MS_PER_DAY,
         tau_days=decay.effective_tau_days(namespace, tau_override),
     )
+
+
+class StoredFact(Protocol):
+    """The stored values :func:`rank_valid` reads of a fact (epoch ms, the stored kind text)."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def fact_kind(self) -> str: ...
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def last_accessed_at(self) -> int | None: ...
+    @property
+    def decay_tau_days(self) -> float | None: ...
+    @property
+    def valid_from(self) -> int | None: ...
+    @property
+    def valid_until(self) -> int | None: ...
+
+
+F = TypeVar("F", bound=StoredFact)
+
+
+def rank_valid(facts: Iterable[F], now_ms: int) -> list[tuple[float, F]]:
+    """``(-rank_score, fact)`` of each fact :func:`is_valid_at` ``now_ms``, in the given order.
+
+    The same two rules over many facts at once, for the memory prefix, which ranks every
+    current fact on every turn: the arithmetic is :func:`rank_score`'s (through
+    :func:`decay.score_days`), operation for operation, so the floats are the same, written
+    out in one loop instead of four calls per fact. A value that breaks a rule raises as the
+    rules would.
+    """
+    out: list[tuple[float, F]] = []
+    append = out.append
+    exp, inf = math.exp, math.inf
+    tau_of, effective = decay.namespace_tau_days, decay.effective_tau_days
+    per_day = decay.MS_PER_DAY
+    for f in facts:
+        # is_valid_at
+        if f.fact_kind != "event":
+            start, until = f.valid_from, f.valid_until
+            if (start is not None and start > now_ms) or (until is not None and until < now_ms):
+                continue
+        # rank_score -> score_days(confidence, age_days, effective_tau_days(...))
+        accessed = f.last_accessed_at
+        age = (now_ms - (f.created_at if accessed is None else accessed)) / per_day
+        override = f.decay_tau_days
+        tau = tau_of(f.namespace) if override is None else effective(f.namespace, override)
+        confidence = f.confidence
+        if age < 0:  # a future anchor counts as age 0
+            age = 0.0
+        if tau == inf:  # effective_tau_days never gives NaN or a negative number
+            score = confidence * 1.0
+        elif tau == 0:
+            score = confidence if age == 0 else 0.0
+        else:
+            score = confidence * exp(-age / tau)
+        append((-score, f))
+    return out
 
 
 def _iso(ms: int | None, missing: str) -> str:

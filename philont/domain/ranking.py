@@ -78,9 +78,10 @@ class RankingOptions:
 def total(terms: Sequence[Scores]) -> dict[int, float]:
     """Each message's keyword score: the sum of its per-term scores (positive ones only)."""
     out: dict[int, float] = {}
+    get = out.get  # bound once: this runs over every candidate of every term, every turn
     for scores in terms:
         for msg, score in scores.items():
-            out[msg] = out.get(msg, 0.0) + score
+            out[msg] = get(msg, 0.0) + score
     return {msg: score for msg, score in out.items() if score > 0}
 
 
@@ -172,10 +173,11 @@ def session_coverage(terms: Sequence[Scores], session_of: Mapping[int, str]) -> 
     several turns ("picnic" in one, "church friends" in the next) covers it although no single
     message does. Messages missing from ``session_of`` are not counted."""
     per_term: dict[tuple[str, int], float] = {}
+    best, session = per_term.get, session_of.get
     for t, scores in enumerate(terms):
         for msg, score in scores.items():
-            sid = session_of.get(msg)
-            if sid is not None and score > per_term.get((sid, t), 0.0):
+            sid = session(msg)
+            if sid is not None and score > best((sid, t), 0.0):
                 per_term[(sid, t)] = score
     coverage: dict[str, float] = {}
     for (sid, _t), score in per_term.items():
@@ -193,10 +195,13 @@ def lift_sessions(
     top = max(coverage.values(), default=0.0)
     if weight <= 0 or top <= 0 or len(coverage) < 2:
         return dict(own)
+    # one factor per session (the same expression, so the same float, as per message)
+    factor = {sid: 1.0 + weight * (c / top) ** 2 for sid, c in coverage.items()}
+    missing = 1.0 + weight * (0.0 / top) ** 2  # a session that covers nothing
     lifted = dict(own)
     for msg, sid in session_of.items():
         if msg in lifted:
-            lifted[msg] *= 1.0 + weight * (coverage.get(sid, 0.0) / top) ** 2
+            lifted[msg] *= factor.get(sid, missing)
     return lifted
 
 
@@ -226,17 +231,20 @@ def share_with_neighbours(
     an answer: it earns ``reaction_share`` instead (when that is not negative). ``turns`` holds
     the sources and the neighbours allowed to earn (those that pass the search's filters)."""
     combined = dict(own)
+    turn, earned = turns.get, combined.get
+    reacting = reaction_share >= 0
     for s in sources:
-        src = turns.get(s)
+        src = turn(s)
         if src is None or s not in own:
             continue
         session_id, _role, source_asks = src
         score = own[s]
         for off, weight in weights:
-            n = turns.get(s + off)
+            to = s + off
+            n = turn(to)
             if n is None or n[0] != session_id:
                 continue
-            if off == 1 and reaction_share >= 0 and not source_asks:
+            if off == 1 and reacting and not source_asks:
                 weight = reaction_share
-            combined[s + off] = combined.get(s + off, 0.0) + weight * score
+            combined[to] = earned(to, 0.0) + weight * score
     return combined

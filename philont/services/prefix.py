@@ -18,16 +18,15 @@ from philont.db.queries import facts as fact_rows
 from philont.db.queries import notes as note_rows
 from philont.db.queries import skills as skill_rows
 from philont.db.queries.skills import RankedSkill
-from philont.db.stored_values import careful_read
+from philont.db.stored_values import UNREADABLE, careful_read
 from philont.db.types import dumps_compact, to_epoch_ms
-from philont.domain import decay
-from philont.domain.facts import is_valid_at, time_tag
+from philont.domain.facts import is_valid_at, rank_valid, time_tag
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
     caveat,
     parse_grade,
 )
-from philont.domain.skill_score import score_idle
+from philont.domain.skill_score import score_stored
 from philont.domain.tokens import TokenEstimator, default_estimator
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
@@ -49,7 +48,6 @@ TEXT_CHARS = 160
 _KINDS = {k.value: k for k in SkillKind}
 _POSITIVE = SkillKind.POSITIVE  # enum members are slow to look up, and every skill needs it
 _NEGATIVE = SkillKind.NEGATIVE.value  # as stored
-_US_PER_DAY = decay.MS_PER_DAY * 1000
 
 _Entries = Callable[[], Iterable[str]]
 """A section's best entries in order, formatted as they are asked for (a section the budget
@@ -98,11 +96,15 @@ def _more(omitted: int, name: str, shown: int = 1) -> str:
     return f"  ({omitted} {'more ' if shown else ''}{name} not shown)"
 
 
+_JSON_WORDS = frozenset({"true", "false", "null"})
+
+
 def _compact_json(stored: str) -> str:
     """``dumps_compact(json.loads(stored))``: a stored value as the model sees it. A plain JSON
     string (the usual value) comes back unchanged, so it skips the round trip: without quotes,
     backslashes, control or other non-printable characters inside, nothing in it is escaped
-    either way."""
+    either way. So do ``true``, ``false``, ``null`` and an integer written as JSON writes it
+    (no leading zero, no ``-0``, no exponent; up to 18 digits)."""
     inner = stored[1:-1]
     if (
         len(stored) >= 2
@@ -113,7 +115,52 @@ def _compact_json(stored: str) -> str:
         and inner.isprintable()
     ):
         return stored
+    if stored in _JSON_WORDS:
+        return stored
+    digits = stored[1:] if stored[:1] == "-" else stored
+    if (
+        0 < len(digits) <= 18
+        and digits.isascii()
+        and digits.isdigit()
+        and (digits[0] != "0" or stored == "0")
+    ):
+        return stored
     return dumps_compact(json.loads(stored))
+
+
+FACT_LINES_KEPT = 1024
+"""How many fact lines :func:`_kept_fact_line` keeps formatted."""
+KEPT_VALUE_CHARS = 1024
+"""Lines are kept only for values up to this long as stored (a line shows 200 characters of
+a value; what a kept line holds stays a few megabytes whatever the facts hold)."""
+
+
+def _fact_line(
+    namespace: str,
+    key: str,
+    value_json: str,
+    fact_kind: str,
+    created_ms: int,
+    occurred_ms: int | None,
+    valid_from_ms: int | None,
+    valid_until_ms: int | None,
+) -> str:
+    """A fact's line as the model reads it: its key, compact value and time tag. A function
+    of the stored values it is given and of nothing else (not of the clock, the database or
+    the unit of work)."""
+    return f"- {namespace}.{key} = {_cut(_compact_json(value_json), VALUE_CHARS)} " + time_tag(
+        fact_kind=fact_kind,
+        created_ms=created_ms,
+        occurred_ms=occurred_ms,
+        valid_from_ms=valid_from_ms,
+        valid_until_ms=valid_until_ms,
+    )
+
+
+_kept_fact_line = functools.lru_cache(maxsize=FACT_LINES_KEPT, typed=True)(_fact_line)
+""":func:`_fact_line`, kept for the values it was given: the same facts are formatted on every
+turn, and a write gives other values, which are formatted anew. ``typed``: an integer and an
+equal float or bool are different values here."""
 
 
 def _stored_kind(value: str) -> SkillKind:
@@ -157,39 +204,48 @@ class MemoryPrefix(Service):
         facts, total = self._facts(raw, to_epoch_ms(now), limits.facts)
         sections.append(("facts", "## Known facts (most relevant first)", total, facts))
         sections.extend(self._skills(raw, limits, now))
-        notes = [
-            f"- ({n.importance:.1f}) {_cut(n.content, TEXT_CHARS)}"
-            for n in note_rows.most_important(raw, limits.notes)
-        ]
-        sections.append(("notes", "## Notes", len(notes), lambda: notes))
+        notes = note_rows.most_important(raw, limits.notes)
+        sections.append(
+            (
+                "notes",
+                "## Notes",
+                len(notes),
+                lambda: (f"- ({n.importance:.1f}) {_cut(n.content, TEXT_CHARS)}" for n in notes),
+            )
+        )
         return self._assemble(sections, limits.budget_tokens)
 
     def _facts(self, raw: Raw, now_ms: int, limit: int) -> tuple[_Entries, int]:
         """The best ``limit`` current facts valid at ``now_ms`` by decay score (ties keep
         namespace, key order), as lines formatted on demand; and how many such facts exist."""
-        scored = [
-            (-score_raw(row, now_ms), row)
-            for row in fact_rows.current(raw)
-            if is_valid_at(
-                fact_kind=row.fact_kind,
-                valid_from_ms=row.valid_from,
-                valid_until_ms=row.valid_until,
-                at_ms=now_ms,
-            )
-        ]
+        rows = fact_rows.current(raw)
+        try:
+            scored = rank_valid(rows, now_ms)
+        except UNREADABLE:  # a stored value of another kind: each rule reads it as before
+            scored = [
+                (-score_raw(row, now_ms), row)
+                for row in rows
+                if is_valid_at(
+                    fact_kind=row.fact_kind,
+                    valid_from_ms=row.valid_from,
+                    valid_until_ms=row.valid_until,
+                    at_ms=now_ms,
+                )
+            ]
         scored.sort(key=itemgetter(0))  # stable: equal scores keep the SQL order
 
         def lines() -> Iterator[str]:
             for _s, f in scored[:limit]:
-                yield (
-                    f"- {f.namespace}.{f.key} = {_cut(_compact_json(f.value_json), VALUE_CHARS)} "
-                    + time_tag(
-                        fact_kind=f.fact_kind,
-                        created_ms=f.created_at,
-                        occurred_ms=f.occurred_at,
-                        valid_from_ms=f.valid_from,
-                        valid_until_ms=f.valid_until,
-                    )
+                line = _kept_fact_line if len(f.value_json) <= KEPT_VALUE_CHARS else _fact_line
+                yield line(
+                    f.namespace,
+                    f.key,
+                    f.value_json,
+                    f.fact_kind,
+                    f.created_at,
+                    f.occurred_at,
+                    f.valid_from,
+                    f.valid_until,
                 )
 
         return lines, len(scored)
@@ -207,20 +263,11 @@ class MemoryPrefix(Service):
         @functools.cache
         def ranked() -> list[RankedSkill]:
             now_us = to_epoch_ms(now) * 1000 + now.microsecond % 1000  # exact, as datetimes do
-
-            def score(row: RankedSkill) -> float:
-                last = row.last_used_at
-                return score_idle(
-                    use_count=row.use_count,
-                    success_count=row.success_count,
-                    failure_count=row.failure_count,
-                    idle_days=None if last is None else (now_us - last * 1000) / _US_PER_DAY,
-                    kind=_stored_kind(row.kind),
-                )
-
+            scores = score_stored(rows, now_us)
             # One stable sort serves both lists: filtering a stably sorted list keeps the
             # order that sorting the filtered rows would give.
-            return sorted(rows, key=score, reverse=True)
+            order = sorted(range(len(rows)), key=scores.__getitem__, reverse=True)
+            return [rows[i] for i in order]
 
         def skills() -> Iterator[str]:
             for s in itertools.islice(filter(usable, ranked()), limits.skills):

@@ -17,7 +17,7 @@ from philont.domain.tokens import TokenEstimator, default_estimator, utf16_len
 from philont.schemas import inputs
 from philont.schemas.search import ContextMessage, RetrievalResult
 from philont.services.base import Service
-from philont.services.search import ScoredMessage
+from philont.services.search import ScoredMessage, recall_rows
 from philont.services.search.scoring import Kind
 
 if TYPE_CHECKING:
@@ -148,7 +148,8 @@ class TimelineRetriever(Service):
             return [], 0
         # System messages are rare in the timeline: they are dropped from the hits rather
         # than filtered in SQL, which would join every candidate to its row.
-        hits = self.mem.search.message_rows(
+        hits = recall_rows(  # message_rows, its arguments checked by retrieve already
+            self.mem.search,
             query,
             limit=candidates + RECALL_SLACK,
             session_ids=sessions or None,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from philont.domain.maturity import Grade
@@ -14,7 +17,14 @@ from philont.domain.tokens import default_estimator
 from philont.errors import InvalidInputError
 from philont.services.facts import FactService
 from philont.services.notes import NoteService
-from philont.services.prefix import MemoryPrefix, PrefixLimits, _frame_tokens
+from philont.services.prefix import (
+    KEPT_VALUE_CHARS,
+    MemoryPrefix,
+    PrefixLimits,
+    _fact_line,
+    _frame_tokens,
+    _kept_fact_line,
+)
 from philont.services.skills import SkillService
 from tests.conftest import FakeClock
 from tests.support import joined
@@ -154,3 +164,73 @@ def test_blank_environment_or_plan_adds_no_section(
     result = builder.build(environment=blank, plan=blank)
     assert result.text == empty.text
     assert [s.name for s in result.sections] == [s.name for s in empty.sections]
+
+
+# --- fact lines are kept for the values they were formatted from ---------------------------
+
+
+def test_a_fact_line_follows_every_write_in_place_by_another_connection(tmp_path: Path) -> None:
+    # The strongest case for a kept line: another connection rewrites a fact's value and
+    # times in place (same namespace and key, same row): the next prefix shows the new values.
+    from philont.db.engine import create_engine
+    from philont.store import Store
+
+    now = datetime(2026, 6, 14, 4, 0, tzinfo=UTC)
+    path = tmp_path / "m.sqlite"
+    ours = Store.open(path, clock=lambda: now)
+    other = Store(create_engine(path), clock=lambda: now)
+    try:
+        with ours.begin() as mem:
+            mem.facts.store("user", "city", "Berlin")
+            first = mem.prefix.build().text
+        assert 'user.city = "Berlin" [state ? → ∞ | recorded 2026-06-14T04:00:00.000Z]' in first
+        with other.begin() as mem:
+            mem.session.execute(
+                text(
+                    "UPDATE memory_facts SET value_json = :v, created_at = created_at - 86400000"
+                    " WHERE namespace = 'user' AND key = 'city'"
+                ),
+                {"v": '"Paris"'},
+            )
+        with ours.begin(write=False) as mem:
+            second = mem.prefix.build().text
+        assert 'user.city = "Paris" [state ? → ∞ | recorded 2026-06-13T04:00:00.000Z]' in second
+        assert "Berlin" not in second
+    finally:
+        other.close()
+        ours.close()
+
+
+_ms = st.one_of(st.none(), st.integers(-(10**15), 10**15), st.sampled_from([0, 1, 1000]))
+_line_args = st.tuples(
+    st.sampled_from(["user", "user.home", "project"]),
+    st.sampled_from(["k", "city", "名"]),
+    st.sampled_from(['"Berlin"', "1", "true", '{"a": 1}', '"a\\nb"', "1.0", "[1, 2]"]),
+    st.sampled_from(["state", "event"]),
+    st.one_of(st.integers(0, 10**13), st.sampled_from([1, 1.0, True, 1000, 1000.0])),
+    _ms,
+    _ms,
+    _ms,
+)
+
+
+@given(st.lists(_line_args, min_size=1, max_size=30))
+def test_a_kept_fact_line_is_the_line_of_its_values(calls: list[tuple[Any, ...]]) -> None:
+    # Kept or not, a line is what formatting its values gives (equal values of another type,
+    # 1 and 1.0 and True, are kept apart).
+    for args in calls + calls[::-1]:
+        assert _kept_fact_line(*args) == _fact_line(*args)
+
+
+def test_lines_of_long_values_are_formatted_but_not_kept(
+    session: Session, clock: FakeClock
+) -> None:
+    facts = FactService(joined(session, clock))
+    facts.store("user", "essay", "x" * KEPT_VALUE_CHARS)  # stored with its quotes: longer
+    facts.store("user", "city", "Berlin")
+    before = _kept_fact_line.cache_info()
+    text = MemoryPrefix(joined(session, clock)).build().text
+    after = _kept_fact_line.cache_info()
+    assert 'user.city = "Berlin"' in text
+    assert f'user.essay = "{"x" * 198}…' in text  # cut to 200 characters
+    assert (after.hits + after.misses) - (before.hits + before.misses) == 1  # the city's only

@@ -285,3 +285,22 @@ def test_triggered_recall_never_returns_the_message_itself(
     assert [h.content for h in hits if h.content.strip() == ask] == []
     assert len(hits) == min(limit, 2)  # the two earlier messages; no slot taken by a copy
     assert limit < 2 or meant.id in [h.id for h in hits]
+
+
+def test_recall_asks_search_within_the_one_limit_policy(
+    retriever: TimelineRetriever, timeline: Timeline
+) -> None:
+    # Recall asks search for recall_candidates + RECALL_SLACK hits without the search's entry
+    # checks (retrieve has checked its arguments), but that limit is still checked: refused as
+    # search refused it, with nothing else changed.
+    from philont.schemas.inputs import MAX_LIMIT
+    from philont.services.retriever import RECALL_SLACK
+
+    timeline.add("the deposit for the flat")
+    for _ in range(3):
+        timeline.add("small talk")
+    most = MAX_LIMIT - RECALL_SLACK
+    assert recall_ids(retriever.retrieve("deposit", recall_candidates=most, recent_limit=2))
+    with pytest.raises(InvalidInputError) as refused:
+        retriever.retrieve("deposit", recall_candidates=most + 1, recent_limit=2)
+    assert refused.value.details["argument"] == "limit"

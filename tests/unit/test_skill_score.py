@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import struct
 from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import given
@@ -17,6 +19,7 @@ from philont.domain.skill_score import (
     recency_factor,
     score_idle,
     score_skill,
+    score_stored,
 )
 from philont.errors import InvalidInputError
 
@@ -168,3 +171,63 @@ def test_score_idle_on_stored_times_equals_score_skill_on_datetimes(
         kind=kind,
     )
     assert got == expected
+
+
+# --- score_stored: the prefix's ranking over stored rows is score_idle ----------------------
+
+
+class _Stored(NamedTuple):
+    use_count: Any
+    success_count: Any
+    failure_count: Any
+    last_used_at: Any
+    kind: Any
+
+
+_NOW_US = 1_780_000_000_000_123
+_counter = st.one_of(
+    st.integers(min_value=0, max_value=10**6),
+    st.sampled_from([0, 1, 2, -1, True, 1.0, None, "3"]),
+)
+_stored = st.builds(
+    _Stored,
+    use_count=_counter,
+    success_count=_counter,
+    failure_count=_counter,
+    last_used_at=st.one_of(
+        st.none(), st.integers(min_value=0, max_value=_NOW_US // 500), st.just(_NOW_US // 1000)
+    ),
+    kind=st.sampled_from(["positive", "negative", "Negative", "", None, "other"]),
+)
+
+
+def _one_by_one(rows: list[_Stored], now_us: int) -> list[object]:
+    """What the prefix computed per row before: score_idle of the stored values."""
+    out: list[object] = []
+    for r in rows:
+        last = r.last_used_at
+        try:
+            out.append(
+                score_idle(
+                    use_count=r.use_count,
+                    success_count=r.success_count,
+                    failure_count=r.failure_count,
+                    idle_days=None if last is None else (now_us - last * 1000) / 86_400_000_000,
+                    kind=SkillKind.NEGATIVE if r.kind == "negative" else SkillKind.POSITIVE,
+                )
+            )
+        except InvalidInputError as exc:
+            return [type(exc)]
+    return out
+
+
+@given(st.lists(_stored, max_size=20), st.sampled_from([_NOW_US, _NOW_US + 86_400_000_000 * 400]))
+def test_score_stored_is_score_idle_of_each_row(rows: list[_Stored], now_us: int) -> None:
+    expected = _one_by_one(rows, now_us)
+    try:
+        got: list[object] = list(score_stored(rows, now_us))
+    except InvalidInputError as exc:
+        got = [type(exc)]
+    assert [(type(x), struct.pack("<d", x) if isinstance(x, float) else x) for x in got] == [
+        (type(x), struct.pack("<d", x) if isinstance(x, float) else x) for x in expected
+    ]

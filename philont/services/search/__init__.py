@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, Unpack
 from philont.db.queries import messages as message_rows
 from philont.db.queries import notes as note_rows
 from philont.db.queries import skills as skill_rows
-from philont.db.stored_values import careful_read
+from philont.db.stored_values import careful, careful_read
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain import ranking
 from philont.domain.kinds import Role, SkillKind
@@ -43,7 +43,14 @@ if TYPE_CHECKING:
     from philont.embed.search import ChannelReport
     from philont.memory import Memory
 
-__all__ = ["AROUND_DAYS", "CONTEXT_WEIGHTS", "MessageQuery", "ScoredMessage", "SearchService"]
+__all__ = [
+    "AROUND_DAYS",
+    "CONTEXT_WEIGHTS",
+    "MessageQuery",
+    "ScoredMessage",
+    "SearchService",
+    "recall_rows",
+]
 
 
 AROUND_DAYS = 3.0
@@ -152,6 +159,33 @@ class SearchService(Service):
         around: datetime | None = None,
     ) -> list[ScoredMessage]:
         """:meth:`messages` as stored values (:class:`ScoredMessage`), for hot paths."""
+        return self._message_rows(
+            query,
+            limit=limit,
+            since=since,
+            until=until,
+            session_ids=session_ids,
+            roles=roles,
+            exclude_ids=exclude_ids,
+            now=now,
+            as_of=as_of,
+            around=around,
+        )
+
+    def _message_rows(
+        self,
+        query: str,
+        *,
+        limit: int,
+        since: datetime | None,
+        until: datetime | None,
+        session_ids: Sequence[str] | None,
+        roles: Iterable[Role | str] | None,
+        exclude_ids: Collection[int],
+        now: datetime | None,
+        as_of: datetime | None,
+        around: datetime | None,
+    ) -> list[ScoredMessage]:
         flt = _message_filter(since, until, as_of, session_ids, roles)
         plan = self._plan(query)
         raw = self.mem.raw()
@@ -370,6 +404,39 @@ class SearchService(Service):
     def _score(self, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int) -> dict[Any, float]:
         """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
         return ranking.total(self._terms(kind, plan, flt, wanted))
+
+
+def recall_rows(
+    search: SearchService,
+    query: str,
+    *,
+    limit: int,
+    session_ids: Sequence[str] | None,
+    until: datetime | None,
+    exclude_ids: Collection[int],
+    now: datetime | None,
+    around: datetime | None,
+) -> list[ScoredMessage]:
+    """:meth:`SearchService.message_rows` for the timeline retriever, whose own public method
+    has checked these arguments on entry (the query, the session ids, the times; the excluded
+    ids are ids it read): the entry checks are not run twice on every turn, but for the limit,
+    which the retriever derives from its own arguments. Careful reading as the method's."""
+    inputs.check(inputs.Limit, limit, "limit")
+    return careful(
+        search.session,
+        lambda: search._message_rows(
+            query,
+            limit=limit,
+            since=None,
+            until=until,
+            session_ids=session_ids,
+            roles=None,
+            exclude_ids=exclude_ids,
+            now=now,
+            as_of=None,
+            around=around,
+        ),
+    )
 
 
 def _ms(value: object) -> int:
