@@ -147,31 +147,18 @@ _US_PER_DAY = 86_400_000_000
 
 def score_stored(skills: Iterable[StoredSkill], now_us: int) -> list[float]:
     """:func:`score_idle` of each stored skill at ``now_us`` (epoch microseconds): idle for
-    ``(now_us - last_used_at * 1000) / 86_400_000_000`` days, negative when its stored kind is
-    ``negative`` (any other text reads as positive). For the memory prefix, which ranks every
-    skill on every turn: counters of the usual kind (integers >= 0) are scored here with
-    :func:`score_idle`'s arithmetic, operation for operation (the same floats), anything
-    else by :func:`score_idle` itself (which refuses what it refuses)."""
-    out: list[float] = []
-    append, log, exp = out.append, math.log, math.exp
-    for sk in skills:
-        use, won, lost, last = sk.use_count, sk.success_count, sk.failure_count, sk.last_used_at
-        negative = sk.kind == "negative"
-        idle = None if last is None else (now_us - last * 1000) / _US_PER_DAY
-        if not (
-            type(use) is int and type(won) is int and type(lost) is int and min(use, won, lost) >= 0
-        ):
-            kind = _NEGATIVE if negative else SkillKind.POSITIVE
-            append(
-                score_idle(
-                    use_count=use, success_count=won, failure_count=lost, idle_days=idle, kind=kind
-                )
-            )
-            continue
-        if idle is None:
-            factor = NEVER_USED_RECENCY
-        else:
-            tau = NEGATIVE_RECENCY_TAU_DAYS if negative else POSITIVE_RECENCY_TAU_DAYS
-            factor = exp(-max(0.0, idle) / tau)
-        append(log(2 + use) * ((won + 1) / (won + lost + 2)) * factor)
-    return out
+    ``(now_us - last_used_at * 1000) / 86_400_000_000`` days (None: never used), negative when
+    its stored kind is ``negative`` (any other text reads as positive). For the memory
+    prefix, which ranks every skill on every turn."""
+    return [
+        score_idle(
+            use_count=sk.use_count,
+            success_count=sk.success_count,
+            failure_count=sk.failure_count,
+            idle_days=None
+            if sk.last_used_at is None
+            else (now_us - sk.last_used_at * 1000) / _US_PER_DAY,
+            kind=_NEGATIVE if sk.kind == "negative" else SkillKind.POSITIVE,
+        )
+        for sk in skills
+    ]
