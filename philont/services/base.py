@@ -270,7 +270,10 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
             classes.update({n: _declared_class(d, names) for n, d in declared.items()})
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
             key = (name, type(value))
-            if key in passed and _settled(value):
+            # ASCII text without NUL is settled at a glance; anything else asks _settled
+            if key in passed and (
+                (key[1] is str and value.isascii() and "\x00" not in value) or _settled(value)
+            ):
                 continue  # a value of this kind passed every check before: this one does too
             check(name, value, self.mem.backend.keeps_nul)
             if name != "limit" and _settled(value):
