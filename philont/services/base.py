@@ -250,7 +250,7 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
     names = inspect.unwrap(fn).__globals__
     classes: dict[str, type | _Container | None] = {}
 
-    passed: set[tuple[str, type]] = set()  # (argument, type) of _settled values that passed
+    passed: set[tuple[str, type]] = set()  # (declared argument, type) of settled values passed
 
     def check(name: str, value: object, keeps_nul: bool) -> None:
         if name in searched_only:
@@ -276,8 +276,8 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
             ):
                 continue  # a value of this kind passed every check before: this one does too
             check(name, value, self.mem.backend.keeps_nul)
-            if name != "limit" and _settled(value):
-                passed.add(key)
+            if name in declared and name != "limit" and _settled(value):
+                passed.add(key)  # declared names only: a caller's stray keywords are not kept
         return fn(self, *args, **kwargs)
 
     return checked

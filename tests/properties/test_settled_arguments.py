@@ -101,3 +101,20 @@ def test_text_that_passed_does_not_let_bad_text_of_the_same_argument_through(
 def test_only_values_whose_checks_depend_on_their_type_alone_are_settled() -> None:
     assert all(map(_settled, [None, True, datetime.now(UTC), "text", "日本語", ""]))
     assert not any(map(_settled, ["a\x00b", "bad \udcff", 5, ["a"], b"x", 1.5]))
+
+
+def _with_options(self: Service, **options: Any) -> str:
+    return "ran"
+
+
+def test_only_declared_arguments_are_remembered() -> None:
+    # a method taking any keywords must not keep one entry per stray name it was given
+    method = _checked(_with_options, _Probe)
+    for i in range(50):
+        assert _outcome(method, True, {f"stray_{i}": "text"}) == "ran"
+    remembered = next(
+        cell.cell_contents
+        for cell in method.__closure__ or ()
+        if isinstance(cell.cell_contents, set)
+    )
+    assert remembered == set()
