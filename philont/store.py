@@ -43,10 +43,10 @@ from philont.errors import (
     StoreClosedError,
 )
 from philont.log import alembic_at_debug, get_logger
+from philont.memory import Memory
 
 if TYPE_CHECKING:
     from philont.embed.base import Embedder
-    from philont.memory import Memory
     from philont.services.search.scoring import Scorer
 
 __all__ = ["Store", "shared"]
@@ -101,7 +101,10 @@ class Store:
         option engine per unit of work costs more than an SQLite BEGIN)."""
         self._owns_engine = owns_engine
         self._closed = False
-        self._file_id = _file_id(self.path)
+        self._path = sqlite_path(engine.url)
+        self._path_text = None if self._path is None else str(self._path)
+        """The file as text, stat'ed by every unit of work (a Path costs more than the stat)."""
+        self._file_id = _file_id(self._path_text)
 
     # --- building ------------------------------------------------------------------------
 
@@ -184,8 +187,6 @@ class Store:
         lock is taken only when the unit first writes, so a read never waits for writers; it
         is not read-only (its writes are committed). PostgreSQL begins both alike. ``clock``
         overrides the Store's clock; ``agent`` the Store's default agent (PostgreSQL)."""
-        from philont.memory import Memory
-
         self._check_open()
         return Memory(self, write=write, clock=clock or self.clock, agent=self._agent(agent))
 
@@ -219,8 +220,6 @@ class Store:
         transaction, and an exception in the block undoes what the block wrote (a SAVEPOINT)
         while the caller's transaction goes on. On PostgreSQL the agent is set in the caller's
         transaction (``SET LOCAL``), so it holds until the caller's transaction ends."""
-        from philont.memory import Memory
-
         self._check_open()
         self._check_same_database(bind)
         return Memory(
@@ -281,11 +280,10 @@ class Store:
         self._check_open()
         if self._file_id is None:
             return
-        path = self.path
-        now = _file_id(path)
+        now = _file_id(self._path_text)
         if now != self._file_id:
             reason = "was deleted" if now is None else "was replaced by another file"
-            raise DatabaseGoneError(str(path), reason)
+            raise DatabaseGoneError(str(self._path), reason)
 
     def __enter__(self) -> Store:
         return self
@@ -312,7 +310,7 @@ class Store:
     @property
     def path(self) -> Path | None:
         """The SQLite file, or None (in-memory, PostgreSQL)."""
-        return sqlite_path(self.engine.url)
+        return self._path
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else self.backend.name
@@ -438,12 +436,16 @@ def _same_file(store: Store, given: Path | None) -> bool:
     return store.path is not None and _file_id(given) == store._file_id
 
 
-def _file_id(path: Path | None) -> tuple[int, int] | None:
+def _file_id(path: str | Path | None) -> tuple[int, int] | None:
+    """The file's device and inode (what stays the same while it is the same file), or None
+    when there is none."""
+    if path is None:
+        return None
     try:
-        st = path.stat() if path is not None else None
+        st = os.stat(path)
     except OSError:
         return None
-    return None if st is None else (st.st_dev, st.st_ino)
+    return (st.st_dev, st.st_ino)
 
 
 def _still_there(store: Store) -> bool:

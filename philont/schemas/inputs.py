@@ -29,6 +29,7 @@ from pydantic import (
     ValidationError,
     WithJsonSchema,
 )
+from pydantic_core import SchemaValidator
 
 from philont.db.types import dumps_compact
 from philont.domain.kinds import AccessTarget, FactKind, Role
@@ -466,14 +467,20 @@ Order = Literal["asc", "desc"]
 
 # --- checking --------------------------------------------------------------------------------
 
-_ADAPTERS: dict[int, TypeAdapter[Any]] = {}
+_VALIDATORS: dict[int, tuple[Any, Callable[[object], Any]]] = {}
+"""``id(kind)`` -> (``kind``, its validation). The kind is kept so that its id is never reused."""
 
 
-def _adapter(kind: Any) -> TypeAdapter[Any]:
-    found = _ADAPTERS.get(id(kind))
+def _validator(kind: Any) -> Callable[[object], Any]:
+    """``kind``'s validation: pydantic-core's own, called straight (TypeAdapter's wrapper
+    around it costs more than validating an id; every service call checks a few)."""
+    found = _VALIDATORS.get(id(kind))
     if found is None:
-        found = _ADAPTERS[id(kind)] = TypeAdapter(kind)
-    return found
+        adapter = TypeAdapter(kind)
+        core = adapter.validator
+        validate = core.validate_python if isinstance(core, SchemaValidator) else None
+        found = _VALIDATORS[id(kind)] = (kind, validate or adapter.validate_python)
+    return found[1]
 
 
 def describe(exc: ValidationError, *, prefix: str = "", most: int = 5) -> str:
@@ -494,7 +501,7 @@ def check(kind: Any, value: object, name: str) -> Any:
     :class:`InvalidInputError` naming the argument ``name``. A typed error a rule raises itself
     (e.g. :class:`ReservedNamespaceError`) passes through unchanged."""
     try:
-        return _adapter(kind).validate_python(value)
+        return _validator(kind)(value)
     except ValidationError as exc:
         raise InvalidInputError(describe(exc, prefix=name), argument=name) from None
 

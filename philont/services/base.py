@@ -221,6 +221,17 @@ def _option_types(annotation: str, namespace: Mapping[str, object]) -> dict[str,
     }
 
 
+def _settled(value: object) -> bool:
+    """Whether the checks of an argument (but ``limit``'s) answer ``value`` as they answer any
+    value of its type: true of None, True/False, datetimes, and text that is valid Unicode
+    without a NUL character (they look at its type, its Unicode and its NULs only). A call
+    whose argument of that name and type passed before skips the checks: every service call
+    runs them, and they cost more than the rest of a small call."""
+    if isinstance(value, str):
+        return "\x00" not in value and inputs.unstorable(value) is None
+    return value is None or isinstance(value, bool | datetime)
+
+
 def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
     """``fn`` with its arguments checked (:func:`_check_argument`, :func:`_check_declared`;
     the keys of typed ``**options`` too) before it runs, so a refused call has touched
@@ -239,26 +250,34 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
     names = inspect.unwrap(fn).__globals__
     classes: dict[str, type | _Container | None] = {}
 
+    passed: set[tuple[str, type]] = set()  # (declared argument, type) of settled values passed
+
+    def check(name: str, value: object, keeps_nul: bool) -> None:
+        if name in searched_only:
+            _check_searched(name, value)
+            return
+        _check_argument(name, value, limit_may_be_none=limit_may_be_none)
+        if name in declared:
+            _check_declared(
+                name, declared[name], classes[name], value, keeps_nul=keeps_nul or name in unstored
+            )
+
     @functools.wraps(fn)
     def checked(self: Service, *args: Any, **kwargs: Any) -> Any:
         if not classes:
             for annotation in options:
                 declared.update(_option_types(annotation, names))
             classes.update({n: _declared_class(d, names) for n, d in declared.items()})
-        keeps_nul = self.mem.backend.keeps_nul
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
-            if name in searched_only:
-                _check_searched(name, value)
-                continue
-            _check_argument(name, value, limit_may_be_none=limit_may_be_none)
-            if name in declared:
-                _check_declared(
-                    name,
-                    declared[name],
-                    classes[name],
-                    value,
-                    keeps_nul=keeps_nul or name in unstored,
-                )
+            key = (name, type(value))
+            # ASCII text without NUL is settled at a glance; anything else asks _settled
+            if key in passed and (
+                (key[1] is str and value.isascii() and "\x00" not in value) or _settled(value)
+            ):
+                continue  # a value of this kind passed every check before: this one does too
+            check(name, value, self.mem.backend.keeps_nul)
+            if name in declared and name != "limit" and _settled(value):
+                passed.add(key)  # declared names only: a caller's stray keywords are not kept
         return fn(self, *args, **kwargs)
 
     return checked
