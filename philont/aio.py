@@ -40,7 +40,7 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
-from philont.db.retry import DEFAULT_ATTEMPTS, backoff, gave_up, translate
+from philont.db.retry import RetryPolicy, translate
 from philont.errors import (
     BackendError,
     DatabaseBusyError,
@@ -312,22 +312,28 @@ async def _settled(unit: asyncio.Future[T], ending: asyncio.Event) -> T:
 
 
 async def _retrying(attempt: Callable[[bool], Awaitable[T]], *, write: bool) -> T:
-    """``attempt(write)`` again while the database is busy or the transaction conflicted with
-    a concurrent one (the rules of :func:`philont.db.retry.run_with_retry`, sleeping on the
-    loop, never blocking it), holding the write lock from the first retry on (see
+    """``attempt(write)`` again as :class:`philont.db.retry.RetryPolicy` decides (a conflict,
+    or a busy SQLite returned without waiting out its busy timeout; the rules of
+    :func:`philont.db.retry.run_with_retry`), sleeping on the loop, never blocking it, and
+    holding the write lock from the first retry on (see
     :func:`philont.tools.dispatch.retry_plan`)."""
+    policy = RetryPolicy()
     started = time.monotonic()
-    for n in range(1, DEFAULT_ATTEMPTS + 1):
+    n = 0
+    while True:
+        n += 1
+        began = time.monotonic()
         try:
             return await attempt(write)
         except DatabaseBusyError as exc:  # typed by _own (a conflict is one too)
-            if n == DEFAULT_ATTEMPTS:
-                raise gave_up(exc, exc, n, time.monotonic() - started) from exc
+            now = time.monotonic()
+            verdict = policy.decide(exc, attempt=n, attempt_s=now - began, total_s=now - started)
+            if verdict is None:
+                raise
+            if isinstance(verdict, Exception):
+                raise verdict from exc
             write = True
-            delay = backoff(n)
-            log.info("db.retry", code=exc.code, attempt=n, of=DEFAULT_ATTEMPTS, delay_s=delay)
-            await asyncio.sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover
+            await asyncio.sleep(verdict)
 
 
 def _in(mem: Memory, work: Callable[[Memory], T]) -> T:

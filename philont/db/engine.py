@@ -20,7 +20,7 @@ from sqlalchemy.pool import StaticPool
 
 from philont import settings
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
-from philont.db.retry import is_busy
+from philont.db.retry import is_busy, mark_busy
 from philont.errors import (
     BackendError,
     DatabasePathError,
@@ -291,6 +291,7 @@ def install_sqlite_hooks(
     _WITH_HOOKS.add(engine)
     path = sqlite_path(engine.url)
     checkpointer = None if path is None else _start_checkpoints(engine, path)
+    timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
@@ -300,7 +301,6 @@ def install_sqlite_hooks(
         cur = dbapi_conn.cursor()
         # busy_timeout first, so a locked file is waited on instead of failing the WAL switch
         # (the original's order could treat a busy database as corrupt, spec Q-D1).
-        timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
         cur.execute(f"PRAGMA busy_timeout = {timeout}")
         switch_to_wal(cur, timeout)
         cur.execute("PRAGMA synchronous = NORMAL")
@@ -322,13 +322,22 @@ def install_sqlite_hooks(
         # machinery costs more than the BEGIN itself, on every transaction. A failure (BEGIN
         # IMMEDIATE on a locked file) is raised as SQLAlchemy would have wrapped it.
         dbapi = conn.connection.dbapi_connection
+        started = time.monotonic()
         try:
             if isinstance(dbapi, sqlite3.Connection):
                 dbapi.execute(statement)
             else:  # the async driver's adapter (aiosqlite): a cursor, awaited for us
                 dbapi.cursor().execute(statement)
         except sqlite3.Error as exc:
+            # how long it waited: a lock waited out is given up, not retried (RetryPolicy)
+            mark_busy(exc, timeout_s=timeout / 1000, waited_s=time.monotonic() - started)
             raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
+
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> None:
+        # the busy timeout the failed statement's connection waited with (RetryPolicy)
+        if isinstance(context.original_exception, sqlite3.Error):
+            mark_busy(context.original_exception, timeout_s=timeout / 1000)
 
 
 _CHECKPOINTERS: weakref.WeakKeyDictionary[Engine, Checkpointer] = weakref.WeakKeyDictionary()
