@@ -28,8 +28,10 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
 from philont.clock import Clock, utc_now
+from philont.db import write_gate
 from philont.db.engine import (
     BEGIN_OPTION,
+    busy_timeout_s,
     check_file,
     ensure_fts5,
     guard_nul,
@@ -47,6 +49,7 @@ from philont.errors import (
     EventLoopError,
     InvalidInputError,
     PhilontError,
+    StoreClosedError,
 )
 from philont.log import alembic_at_debug, get_logger
 from philont.memory import Memory
@@ -128,6 +131,10 @@ class AsyncStore:
         self.store = Store(engine.sync_engine, agent=agent, clock=clock)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight: set[asyncio.Task[Any]] = set()
+        self._closing = False
+        self._write_gate = asyncio.Lock() if self.store.backend.name == "sqlite" else None
+        """This AsyncStore's writing units of work take SQLite's lock in the order they came
+        (philont.db.write_gate.queued), instead of polling it from many connections."""
 
     @classmethod
     async def open(
@@ -177,9 +184,11 @@ class AsyncStore:
     ) -> T:
         """Run ``work(mem)`` in one unit of work and return its result. Without ``session`` it
         is a transaction of its own (committed, or rolled back on an exception; run again a
-        few times when SQLite is busy, from the first retry on holding the write lock from its
-        first statement, or when a PostgreSQL transaction conflicted with a concurrent one,
-        :class:`~philont.errors.TransactionConflictError`); with the host's ``AsyncSession``
+        few times when SQLite was busy without waiting out its busy timeout, from the first
+        retry on holding the write lock from its first statement, or when a PostgreSQL
+        transaction conflicted with a concurrent one,
+        :class:`~philont.errors.TransactionConflictError`, as
+        :class:`philont.db.retry.RetryPolicy` decides); with the host's ``AsyncSession``
         it runs inside the host's transaction, which the host commits. ``agent``
         (PostgreSQL): the agent it serves, else the AsyncStore's default."""
         self._bound()
@@ -233,15 +242,21 @@ class AsyncStore:
     async def close(self) -> None:
         """Refuse new units of work, wait for those in flight, then release the connections
         (if this AsyncStore made the engine). Twice is harmless."""
-        self.store.close()
+        # New units of work are refused from here on (_bound); those in flight, queued at the
+        # write gate included, go on (their retries too) before the Store closes.
+        self._closing = True
         while self._in_flight and self._loop is asyncio.get_running_loop():
             await asyncio.wait(set(self._in_flight))
+        self.store.close()
         if self._owns_engine:
             await self.engine.dispose()
 
     def _bound(self) -> AsyncStore:
         """Bind this AsyncStore to the running event loop (the first one it is used in), or
-        refuse another loop: its pool's queue and connections belong to the first."""
+        refuse another loop: its pool's queue and connections belong to the first. Refuse a
+        new unit of work once :meth:`close` began (:class:`~philont.errors.StoreClosedError`)."""
+        if self._closing:
+            raise StoreClosedError(f"the Store of {self.store.url_text} is closed")
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
@@ -276,8 +291,14 @@ class AsyncStore:
         from sqlalchemy.ext.asyncio import AsyncSession
 
         bind = self._write_engine if write else self.engine
+        gate = self._write_gate if write else None
+        timeout_s = busy_timeout_s(self.engine.sync_engine)
         try:
-            async with AsyncSession(bind, expire_on_commit=False) as s, s.begin():
+            async with (
+                write_gate.queued(gate, timeout_s),
+                AsyncSession(bind, expire_on_commit=False) as s,
+                s.begin(),
+            ):
                 result = await s.run_sync(
                     lambda sync: _in(self.store.join(sync, clock=clock, agent=agent), work)
                 )
