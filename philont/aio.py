@@ -132,7 +132,8 @@ class AsyncStore:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight: set[asyncio.Task[Any]] = set()
         self._closing = False
-        self._write_gate = asyncio.Lock() if self.store.backend.name == "sqlite" else None
+        sqlite = self.store.backend.name == "sqlite"
+        self._write_gate = write_gate.AsyncWriteGate() if sqlite else None
         """This AsyncStore's writing units of work take SQLite's lock in the order they came
         (philont.db.write_gate.queued), instead of polling it from many connections."""
 

@@ -353,7 +353,8 @@ def _begin(conn: Any, statement: str, gate: write_gate.WriteGate | None, timeout
         else:  # the async driver's adapter (aiosqlite): a cursor, awaited for us
             dbapi.cursor().execute(statement)
     except BaseException as exc:
-        write_gate.give_back(info)  # a BEGIN that failed holds no lock, so no gate either
+        # a BEGIN that failed holds no lock, so no gate either (and the queue did not move)
+        write_gate.give_back(info, moved=False)
         if not isinstance(exc, sqlite3.Error):
             raise
         # how long it waited: a lock waited out is given up, not retried (RetryPolicy)
@@ -384,13 +385,15 @@ def _queue_for_the_lock(
     dbapi: sqlite3.Connection, info: dict[Any, Any], gate: write_gate.WriteGate, timeout_ms: int
 ) -> None:
     """Take the file's write gate for a writing unit of work (philont.db.write_gate): wait
-    behind this process's other writers, first come first served, for up to the busy timeout;
-    SQLite's own wait for this BEGIN is what is left of it, so the whole wait stays one busy
-    timeout. Not its turn in time: busy, as SQLite would say, having waited it all."""
-    queued = write_gate.take(info, gate, timeout_ms / 1000)
-    if queued is None:
+    behind this process's other writers, first come first served, while they finish
+    transactions; SQLite's own wait for this BEGIN is what is left of the busy timeout since
+    the last one finished. Nothing finished for the busy timeout: busy, as SQLite would say,
+    having waited it all."""
+    since = write_gate.take(info, gate, timeout_ms / 1000)
+    if since is None:
         raise write_gate.too_long(timeout_ms / 1000)
-    _set_busy_timeout(dbapi, info, max(0, timeout_ms - int(queued * 1000)))
+    left = timeout_ms - int(since * 1000)
+    _set_busy_timeout(dbapi, info, timeout_ms if left > timeout_ms * 0.9 else max(0, left))
 
 
 _CHECKPOINTERS: weakref.WeakKeyDictionary[Engine, Checkpointer] = weakref.WeakKeyDictionary()

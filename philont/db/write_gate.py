@@ -7,9 +7,11 @@ thread can lose again and again until its busy timeout is spent (``database_busy
 others go through. philont's writing units of work (``BEGIN IMMEDIATE`` on a sync engine made
 by :func:`philont.db.engine.create_engine`) first take the gate of their file (one per file,
 process-wide); they take SQLite's lock only when it is their turn, so it is free unless another
-process (or a deferred transaction upgrading) holds it. The gate is waited on for at most the
-busy timeout; the time queued is taken off what SQLite's own wait may add, so a unit of work
-still waits one busy timeout in all (:func:`philont.db.engine.install_sqlite_hooks`).
+process (or a deferred transaction upgrading) holds it. The gate is waited on for as long as
+the queue moves (its holders finish transactions); once nothing finished for the busy timeout
+it is given up, and a BEGIN's own wait in SQLite is what is left of the busy timeout since the
+queue last moved: so a file another process keeps locked still fails after about one busy
+timeout, behind the gate or not (:func:`philont.db.engine.install_sqlite_hooks`).
 
 The gate belongs to the pooled DB-API connection that took it (its pool record's ``info``)
 and is given back when the connection goes back to the pool, after its COMMIT or ROLLBACK
@@ -38,9 +40,18 @@ from typing import Any
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
 
-from philont.db.retry import mark_busy
+from philont.db.retry import is_busy, mark_busy
 
-__all__ = ["WriteGate", "gate_for", "give_back", "install", "queued", "take", "too_long"]
+__all__ = [
+    "AsyncWriteGate",
+    "WriteGate",
+    "gate_for",
+    "give_back",
+    "install",
+    "queued",
+    "take",
+    "too_long",
+]
 
 _HELD = "philont_write_gate"
 """The key of the gate a pooled connection holds, in its pool record's ``info``."""
@@ -57,27 +68,40 @@ class WriteGate:
         self._mutex = threading.Lock()
         self._held = False
         self._waiters: collections.deque[threading.Event] = collections.deque()
+        self.moved_at = time.monotonic()
+        """When a holder last gave the gate back after a transaction (not after a failed
+        BEGIN): while that keeps happening the queue moves, and its waiters wait on."""
 
     def acquire(self, timeout: float) -> bool:
-        """Take the gate, waiting up to ``timeout`` seconds behind those who came first;
-        whether it was taken."""
+        """Take the gate, waiting behind those who came first for as long as the queue moves:
+        whether it was taken; False once no holder finished a transaction for ``timeout``
+        seconds since this waiter came (its holder is waiting out another process's lock)."""
         with self._mutex:
             if not self._held and not self._waiters:
                 self._held = True
                 return True
             turn = threading.Event()
             self._waiters.append(turn)
-        if turn.wait(max(timeout, 0.0)):
-            return True
-        with self._mutex:
-            if turn.is_set():  # handed over as the wait ended
+        came = time.monotonic()
+        while True:
+            with self._mutex:
+                left = max(self.moved_at, came) + timeout - time.monotonic()
+            if turn.wait(max(left, 0.0)):
                 return True
-            self._waiters.remove(turn)
-            return False
+            with self._mutex:
+                if turn.is_set():  # handed over as the wait ended
+                    return True
+                if max(self.moved_at, came) + timeout > time.monotonic():
+                    continue  # the queue moved meanwhile
+                self._waiters.remove(turn)
+                return False
 
-    def release(self) -> None:
-        """Hand the gate to the first waiter, or open it."""
+    def release(self, *, moved: bool = True) -> None:
+        """Hand the gate to the first waiter, or open it; ``moved``: after a transaction (the
+        queue moves), not after a BEGIN that failed."""
         with self._mutex:
+            if moved:
+                self.moved_at = time.monotonic()
             if self._waiters:
                 self._waiters.popleft().set()  # still held: it is the waiter's now
             else:
@@ -112,22 +136,23 @@ os.register_at_fork(after_in_child=_after_fork)
 
 def take(info: dict[Any, Any], gate: WriteGate, timeout_s: float) -> float | None:
     """Take ``gate`` for the pooled connection whose record ``info`` this is (unless it holds
-    it already, a second transaction before it went back to the pool): the seconds it waited,
-    or None when it was not its turn within ``timeout_s``."""
-    if info.get(_HELD) is gate:
-        return 0.0
-    started = time.monotonic()
-    if not gate.acquire(timeout_s):
-        return None
-    info[_HELD] = gate
-    return time.monotonic() - started
+    it already, a second transaction before it went back to the pool): the seconds since the
+    queue last moved (what SQLite's own wait may add is the rest of the busy timeout), or None
+    when the queue did not move for ``timeout_s``."""
+    came = time.monotonic()
+    if info.get(_HELD) is not gate:
+        if not gate.acquire(timeout_s):
+            return None
+        info[_HELD] = gate
+    return time.monotonic() - max(gate.moved_at, came)
 
 
-def give_back(info: dict[Any, Any]) -> None:
-    """Release the gate the connection of ``info`` holds, if any (twice is harmless)."""
+def give_back(info: dict[Any, Any], *, moved: bool = True) -> None:
+    """Release the gate the connection of ``info`` holds, if any (twice is harmless);
+    ``moved``: after a transaction, not after a BEGIN that failed."""
     gate = info.pop(_HELD, None)
     if gate is not None:
-        gate.release()
+        gate.release(moved=moved)
 
 
 def install(engine: Engine) -> None:
@@ -152,21 +177,62 @@ def too_long(timeout_s: float) -> sqlite3.OperationalError:
     return err
 
 
+class AsyncWriteGate:
+    """An AsyncStore's gate: ``asyncio.Lock`` (first come, first served) and when a holder
+    last finished a transaction (:attr:`WriteGate.moved_at`)."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.moved_at = time.monotonic()
+
+
+async def _acquire(gate: AsyncWriteGate, timeout_s: float) -> bool:
+    """Take ``gate`` keeping this waiter's place in the queue, for as long as the queue moves
+    (as :meth:`WriteGate.acquire`). Cancelled, or given up: the place is given back, and the
+    gate too if it came meanwhile."""
+    came = time.monotonic()
+    turn = asyncio.ensure_future(gate.lock.acquire())
+    try:
+        while True:
+            left = max(gate.moved_at, came) + timeout_s - time.monotonic()
+            done, _ = await asyncio.wait({turn}, timeout=max(left, 0.0))
+            if done:
+                return True
+            if max(gate.moved_at, came) + timeout_s <= time.monotonic():
+                break
+    except BaseException:
+        _abandon(gate, turn)
+        raise
+    _abandon(gate, turn)
+    return False
+
+
+def _abandon(gate: AsyncWriteGate, turn: asyncio.Future[Any]) -> None:
+    if turn.done() and not turn.cancelled() and turn.exception() is None:
+        gate.lock.release()
+    else:
+        turn.cancel()
+
+
 @contextlib.asynccontextmanager
-async def queued(gate: asyncio.Lock | None, timeout_s: float) -> AsyncIterator[None]:
+async def queued(gate: AsyncWriteGate | None, timeout_s: float) -> AsyncIterator[None]:
     """Hold ``gate`` (an AsyncStore's writing units, first come first served) for the block,
-    waiting up to ``timeout_s`` for it; None: no gate. Not its turn in time: the busy error
-    SQLite would raise, as SQLAlchemy wraps it."""
+    waiting while the queue moves; None: no gate. Nothing finished for ``timeout_s``: the busy
+    error SQLite would raise, as SQLAlchemy wraps it."""
     if gate is None:
         yield
         return
-    try:
-        async with asyncio.timeout(timeout_s):
-            await gate.acquire()
-    except TimeoutError:
+    if not await _acquire(gate, timeout_s):
         err = too_long(timeout_s)
         raise DBAPIError.instance("BEGIN IMMEDIATE", (), err, sqlite3.Error) from err
+    moved = False
     try:
         yield
+        moved = True
+    except BaseException as exc:
+        moved = not is_busy(exc)  # a unit that could not begin did not move the queue
+        raise
     finally:
-        gate.release()
+        if moved:
+            gate.moved_at = time.monotonic()
+        gate.lock.release()

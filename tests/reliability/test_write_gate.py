@@ -18,7 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from philont.db.retry import RetryPolicy, translate
-from philont.db.write_gate import WriteGate, gate_for, queued
+from philont.db.write_gate import AsyncWriteGate, WriteGate, gate_for, queued
 from philont.errors import DatabaseBusyError
 from philont.memory import Memory
 from philont.store import Store
@@ -215,7 +215,7 @@ def test_a_forked_child_finds_the_gate_open(tool_db: Path) -> None:
 
 def test_an_async_gate_is_given_back_when_its_holder_or_a_waiter_is_cancelled() -> None:
     async def main() -> list[str]:
-        gate = asyncio.Lock()
+        gate = AsyncWriteGate()
         order: list[str] = []
         inside = asyncio.Event()
 
@@ -236,7 +236,7 @@ def test_an_async_gate_is_given_back_when_its_holder_or_a_waiter_is_cancelled() 
         doomed.cancel()
         first.cancel()
         await asyncio.wait_for(last, 5)
-        assert not gate.locked()
+        assert not gate.lock.locked()
         return order
 
     assert asyncio.run(main()) == ["last"]
@@ -244,8 +244,8 @@ def test_an_async_gate_is_given_back_when_its_holder_or_a_waiter_is_cancelled() 
 
 def test_an_async_writer_whose_turn_does_not_come_in_time_is_busy_and_not_retried() -> None:
     async def main() -> BaseException:
-        gate = asyncio.Lock()
-        await gate.acquire()
+        gate = AsyncWriteGate()
+        await gate.lock.acquire()
         try:
             async with queued(gate, 0.1):
                 raise AssertionError("never its turn")
