@@ -79,6 +79,21 @@ def test_a_waiter_whose_time_ran_out_leaves_the_queue() -> None:
     assert gate.acquire(0)  # open again: nobody left waiting for a turn that never ends
 
 
+def test_a_waiter_waits_on_past_the_timeout_while_the_queue_moves() -> None:
+    gate = WriteGate()
+    assert gate.acquire(0)
+    got: list[bool] = []
+    waiter = threading.Thread(target=lambda: got.append(gate.acquire(0.3)))
+    waiter.start()
+    for _ in range(8):  # 1.2 s: four timeouts, but a holder finished a transaction meanwhile
+        time.sleep(0.15)
+        gate.moved_at = time.monotonic()
+    assert waiter.is_alive() and not got
+    gate.release()
+    waiter.join(5)
+    assert got == [True]
+
+
 def test_writing_units_of_one_store_take_the_lock_in_the_order_they_came(tool_db: Path) -> None:
     # SQLite's busy handler lets whoever retries first in, so a thread can lose again and again
     # until its busy timeout is spent; behind the gate they go first come, first served.
@@ -149,12 +164,12 @@ def test_a_connection_that_begins_twice_before_going_back_to_the_pool_does_not_w
     assert _free(tool_db)
 
 
-def test_time_queued_behind_this_process_counts_against_the_busy_timeout(
+def test_writers_queued_behind_one_waiting_out_another_process_give_up_with_it(
     store: Store, tool_db: Path
 ) -> None:
     # Another connection holds SQLite's lock all along: the first writer waits one busy
-    # timeout in SQLite while the second queues at the gate; the second then waits only what
-    # is left, so both give up after about one busy timeout, not the second after two.
+    # timeout in SQLite while the second queues at the gate, where nothing moves; the second
+    # gives up too (or waits only what is left), after about one busy timeout, not two.
     other = sqlite3.connect(str(tool_db), isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     took: dict[int, float] = {}
