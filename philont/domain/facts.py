@@ -6,15 +6,13 @@ tools and the CLI (through FactRecord).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, TypeVar
 
 from philont.domain import decay
 from philont.domain.timeparse import iso
 from philont.domain.timepolicy import MAX_INSTANT, MIN_INSTANT
 
-__all__ = ["StoredFact", "is_expired", "is_valid_at", "rank_score", "rank_valid", "time_tag"]
+__all__ = ["is_expired", "is_valid_at", "rank_score", "time_tag"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -54,56 +52,6 @@ def rank_score(
         age_days=(now_ms - anchor) / decay.MS_PER_DAY,
         tau_days=decay.effective_tau_days(namespace, tau_override),
     )
-
-
-class StoredFact(Protocol):
-    """The stored values :func:`rank_valid` reads of a fact (epoch ms, the stored kind text)."""
-
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def confidence(self) -> float: ...
-    @property
-    def fact_kind(self) -> str: ...
-    @property
-    def created_at(self) -> int: ...
-    @property
-    def last_accessed_at(self) -> int | None: ...
-    @property
-    def decay_tau_days(self) -> float | None: ...
-    @property
-    def valid_from(self) -> int | None: ...
-    @property
-    def valid_until(self) -> int | None: ...
-
-
-F = TypeVar("F", bound=StoredFact)
-
-
-def rank_valid(facts: Iterable[F], now_ms: int) -> list[tuple[float, F]]:
-    """``(-rank_score, fact)`` of each fact :func:`is_valid_at` ``now_ms``, in the given order:
-    the two rules over many stored facts at once, for the memory prefix (which ranks every
-    current fact on every turn). A value that breaks a rule raises as the rule does."""
-    return [
-        (
-            -rank_score(
-                namespace=f.namespace,
-                confidence=f.confidence,
-                created_ms=f.created_at,
-                accessed_ms=f.last_accessed_at,
-                tau_override=f.decay_tau_days,
-                now_ms=now_ms,
-            ),
-            f,
-        )
-        for f in facts
-        if is_valid_at(
-            fact_kind=f.fact_kind,
-            valid_from_ms=f.valid_from,
-            valid_until_ms=f.valid_until,
-            at_ms=now_ms,
-        )
-    ]
 
 
 def _iso(ms: int | None, missing: str) -> str:

@@ -18,9 +18,9 @@ from philont.db.queries import facts as fact_rows
 from philont.db.queries import notes as note_rows
 from philont.db.queries import skills as skill_rows
 from philont.db.queries.skills import RankedSkill
-from philont.db.stored_values import UNREADABLE, careful_read
+from philont.db.stored_values import careful_read
 from philont.db.types import dumps_compact, to_epoch_ms
-from philont.domain.facts import is_valid_at, rank_valid, time_tag
+from philont.domain.facts import is_valid_at, time_tag
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
     caveat,
@@ -218,20 +218,16 @@ class MemoryPrefix(Service):
     def _facts(self, raw: Raw, now_ms: int, limit: int) -> tuple[_Entries, int]:
         """The best ``limit`` current facts valid at ``now_ms`` by decay score (ties keep
         namespace, key order), as lines formatted on demand; and how many such facts exist."""
-        rows = fact_rows.current(raw)
-        try:
-            scored = rank_valid(rows, now_ms)
-        except UNREADABLE:  # a stored value of another kind: each rule reads it as before
-            scored = [
-                (-score_raw(row, now_ms), row)
-                for row in rows
-                if is_valid_at(
-                    fact_kind=row.fact_kind,
-                    valid_from_ms=row.valid_from,
-                    valid_until_ms=row.valid_until,
-                    at_ms=now_ms,
-                )
-            ]
+        scored = [
+            (-score_raw(row, now_ms), row)
+            for row in fact_rows.current(raw)
+            if is_valid_at(
+                fact_kind=row.fact_kind,
+                valid_from_ms=row.valid_from,
+                valid_until_ms=row.valid_until,
+                at_ms=now_ms,
+            )
+        ]
         scored.sort(key=itemgetter(0))  # stable: equal scores keep the SQL order
 
         def lines() -> Iterator[str]:

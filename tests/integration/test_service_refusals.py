@@ -123,6 +123,7 @@ GOOD: dict[str, object] = {
     "tool_policy": [],
     "tool_name": "get_fact",
     "params": {},
+    "params_json": "{}",
     "success": True,
     "action_ids": [1],
     "skill_name": "seed-skill",
@@ -177,6 +178,7 @@ OVERRIDES: dict[str, dict[str, object]] = {
     "FactTime.as_of": {"at": NOW},
     "ReflectorService.reflect": {"session_id": "global"},
     "SkillRecipes.revise_recipe": {"name": "recipe-skill", "description": "new", "steps": ["two"]},
+    "ActionLog.record_call": {"result": "the tool's text"},
 }
 """Good values that differ from ``GOOD`` for one method."""
 
