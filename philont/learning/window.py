@@ -80,10 +80,10 @@ def _limited(
     limit: int,
 ) -> tuple[list[Turn], list[ToolCall]]:
     """The newest ``limit`` messages and the newest ``limit`` tool calls (matching their
-    ``where``),
-    oldest first (a window over the limit keeps its end, as the prompts do: the latest turns
-    matter most), both from one start: when either limit cut its list, both keep only what
-    is newer than the later cut (the newest row a limit left out). Cut apart, the messages
+    ``where``), oldest first (a window over the limit keeps its end, as the prompts do: the
+    latest turns matter most), both from one start: when either limit cut its list, both
+    keep only what is newer than the later cut (the newest row a limit left out). Cut apart,
+    the messages
     reached back further than the calls (or the other way round), and a run at the edge was
     judged on part of its tool calls. A run whose request is left out has no user turn left:
     no run is made of it."""

@@ -24,12 +24,11 @@ def _missing_dirs(path: Path) -> list[Path]:
 
 
 class Claim:
-    """What an import made of the file it may remove again: the file itself (created by this
-    process, never by a concurrent one) and its schema (this import's own upgrade created the
-    tables, instead of finding them made by someone else)."""
+    """What an import made of the file it may remove again besides the file itself: its
+    schema (this import's own upgrade created the tables, instead of finding them made by
+    someone else)."""
 
-    def __init__(self, *, made_file: bool) -> None:
-        self.made_file = made_file
+    def __init__(self) -> None:
         self.made_schema = False
 
     def upgraded(self, report: UpgradeReport) -> None:
@@ -47,11 +46,11 @@ def removed_on_failure(path: Path | None) -> Iterator[Claim]:
     schema a concurrent import of the same new path created (that import may be about to fill
     it). Tell the claim what the upgrade did (:meth:`Claim.upgraded`)."""
     if path is None or (path.exists() and path.stat().st_size > 0):
-        yield Claim(made_file=False)
+        yield Claim()
         return
     made = _missing_dirs(path)
     existed = not check_file(path, create=True)
-    claim = Claim(made_file=not existed)
+    claim = Claim()
     try:
         yield claim
     except BaseException:
