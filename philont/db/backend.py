@@ -96,21 +96,32 @@ class Raw:
         """The DB-API connection itself (to load an SQLite extension into it)."""
         return self._conn
 
-    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+    def _execute(self, sql: str, params: Sequence[Any], *, fetch: bool = False) -> Any:
+        """Run one statement and return its rows (``fetch``) or, on SQLite, its ``lastrowid``.
+        The cursor is closed in every case: a cursor left open on a failed or unread statement
+        keeps that statement active, and when the garbage collector frees it later (an exception's
+        traceback holds it in a cycle) it takes its connection's mutex from whatever thread
+        collects. That thread may hold the write lock while the connection is in another
+        thread's busy wait for that lock: both wait the whole busy timeout."""
         cursor = self._conn.cursor()
-        cursor.execute(sql, tuple(params))
-        return cursor
+        try:
+            cursor.execute(sql, tuple(params))
+            if fetch:
+                return cursor.fetchall()
+            return None if self.postgres else cursor.lastrowid
+        finally:
+            cursor.close()
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Every row of one read statement (bound parameters only)."""
-        rows: list[tuple[Any, ...]] = self._execute(sql, params).fetchall()
+        rows: list[tuple[Any, ...]] = self._execute(sql, params, fetch=True)
         return rows
 
     def named(self, row_type: type[R], sql: str, params: Sequence[Any] = ()) -> list[R]:
         """Every row of one read statement as ``row_type`` (its fields are the columns, in the
         order the statement selects them; a statement selecting another number of columns is a
         programming error, raised as TypeError as ``_make`` would)."""
-        rows = self._execute(sql, params).fetchall()
+        rows = self._execute(sql, params, fetch=True)
         if rows and len(rows[0]) != len(row_type._fields):
             raise TypeError(
                 f"{row_type.__name__} has {len(row_type._fields)} fields; the statement selects"
@@ -128,7 +139,11 @@ class Raw:
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one write statement once per parameter row (``executemany``)."""
         if rows:
-            self._conn.cursor().executemany(sql, [tuple(r) for r in rows])
+            cursor = self._conn.cursor()
+            try:
+                cursor.executemany(sql, [tuple(r) for r in rows])
+            finally:
+                cursor.close()
 
     def insert(self, sql: str, params: Sequence[Any]) -> int:
         """Run one single-row INSERT into a table with an integer id and return the id. A
@@ -136,10 +151,10 @@ class Raw:
         PostgreSQL it is contained in a savepoint, so the transaction goes on (as on SQLite)."""
         try:
             if not self.postgres:
-                return int(self._execute(sql, params).lastrowid)
+                return int(self._execute(sql, params))
             self._execute("SAVEPOINT philont_insert", ())
             try:
-                row = self._execute(f"{sql} RETURNING id", params).fetchall()
+                row = self._execute(f"{sql} RETURNING id", params, fetch=True)
             except Exception:
                 self._execute("ROLLBACK TO SAVEPOINT philont_insert", ())
                 raise
