@@ -28,8 +28,10 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
 from philont.clock import Clock, utc_now
+from philont.db import write_gate
 from philont.db.engine import (
     BEGIN_OPTION,
+    busy_timeout_s,
     check_file,
     ensure_fts5,
     guard_nul,
@@ -40,13 +42,14 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
-from philont.db.retry import DEFAULT_ATTEMPTS, backoff, gave_up, translate
+from philont.db.retry import RetryPolicy, translate
 from philont.errors import (
     BackendError,
     DatabaseBusyError,
     EventLoopError,
     InvalidInputError,
     PhilontError,
+    StoreClosedError,
 )
 from philont.log import alembic_at_debug, get_logger
 from philont.memory import Memory
@@ -128,6 +131,11 @@ class AsyncStore:
         self.store = Store(engine.sync_engine, agent=agent, clock=clock)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight: set[asyncio.Task[Any]] = set()
+        self._closing = False
+        sqlite = self.store.backend.name == "sqlite"
+        self._write_gate = write_gate.AsyncWriteGate() if sqlite else None
+        """This AsyncStore's writing units of work take SQLite's lock in the order they came
+        (philont.db.write_gate.queued), instead of polling it from many connections."""
 
     @classmethod
     async def open(
@@ -177,9 +185,11 @@ class AsyncStore:
     ) -> T:
         """Run ``work(mem)`` in one unit of work and return its result. Without ``session`` it
         is a transaction of its own (committed, or rolled back on an exception; run again a
-        few times when SQLite is busy, from the first retry on holding the write lock from its
-        first statement, or when a PostgreSQL transaction conflicted with a concurrent one,
-        :class:`~philont.errors.TransactionConflictError`); with the host's ``AsyncSession``
+        few times when SQLite was busy without waiting out its busy timeout, from the first
+        retry on holding the write lock from its first statement, or when a PostgreSQL
+        transaction conflicted with a concurrent one,
+        :class:`~philont.errors.TransactionConflictError`, as
+        :class:`philont.db.retry.RetryPolicy` decides); with the host's ``AsyncSession``
         it runs inside the host's transaction, which the host commits. ``agent``
         (PostgreSQL): the agent it serves, else the AsyncStore's default."""
         self._bound()
@@ -233,15 +243,21 @@ class AsyncStore:
     async def close(self) -> None:
         """Refuse new units of work, wait for those in flight, then release the connections
         (if this AsyncStore made the engine). Twice is harmless."""
-        self.store.close()
+        # New units of work are refused from here on (_bound); those in flight, queued at the
+        # write gate included, go on (their retries too) before the Store closes.
+        self._closing = True
         while self._in_flight and self._loop is asyncio.get_running_loop():
             await asyncio.wait(set(self._in_flight))
+        self.store.close()
         if self._owns_engine:
             await self.engine.dispose()
 
     def _bound(self) -> AsyncStore:
         """Bind this AsyncStore to the running event loop (the first one it is used in), or
-        refuse another loop: its pool's queue and connections belong to the first."""
+        refuse another loop: its pool's queue and connections belong to the first. Refuse a
+        new unit of work once :meth:`close` began (:class:`~philont.errors.StoreClosedError`)."""
+        if self._closing:
+            raise StoreClosedError(f"the Store of {self.store.url_text} is closed")
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
@@ -276,8 +292,14 @@ class AsyncStore:
         from sqlalchemy.ext.asyncio import AsyncSession
 
         bind = self._write_engine if write else self.engine
+        gate = self._write_gate if write else None
+        timeout_s = busy_timeout_s(self.engine.sync_engine)
         try:
-            async with AsyncSession(bind, expire_on_commit=False) as s, s.begin():
+            async with (
+                write_gate.queued(gate, timeout_s),
+                AsyncSession(bind, expire_on_commit=False) as s,
+                s.begin(),
+            ):
                 result = await s.run_sync(
                     lambda sync: _in(self.store.join(sync, clock=clock, agent=agent), work)
                 )
@@ -312,22 +334,28 @@ async def _settled(unit: asyncio.Future[T], ending: asyncio.Event) -> T:
 
 
 async def _retrying(attempt: Callable[[bool], Awaitable[T]], *, write: bool) -> T:
-    """``attempt(write)`` again while the database is busy or the transaction conflicted with
-    a concurrent one (the rules of :func:`philont.db.retry.run_with_retry`, sleeping on the
-    loop, never blocking it), holding the write lock from the first retry on (see
+    """``attempt(write)`` again as :class:`philont.db.retry.RetryPolicy` decides (a conflict,
+    or a busy SQLite returned without waiting out its busy timeout; the rules of
+    :func:`philont.db.retry.run_with_retry`), sleeping on the loop, never blocking it, and
+    holding the write lock from the first retry on (see
     :func:`philont.tools.dispatch.retry_plan`)."""
+    policy = RetryPolicy()
     started = time.monotonic()
-    for n in range(1, DEFAULT_ATTEMPTS + 1):
+    n = 0
+    while True:
+        n += 1
+        began = time.monotonic()
         try:
             return await attempt(write)
         except DatabaseBusyError as exc:  # typed by _own (a conflict is one too)
-            if n == DEFAULT_ATTEMPTS:
-                raise gave_up(exc, exc, n, time.monotonic() - started) from exc
+            now = time.monotonic()
+            verdict = policy.decide(exc, attempt=n, attempt_s=now - began, total_s=now - started)
+            if verdict is None:
+                raise
+            if isinstance(verdict, Exception):
+                raise verdict from exc
             write = True
-            delay = backoff(n)
-            log.info("db.retry", code=exc.code, attempt=n, of=DEFAULT_ATTEMPTS, delay_s=delay)
-            await asyncio.sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover
+            await asyncio.sleep(verdict)
 
 
 def _in(mem: Memory, work: Callable[[Memory], T]) -> T:

@@ -200,13 +200,16 @@ class Store:
         attempts: int = DEFAULT_ATTEMPTS,
     ) -> T:
         """``work(mem)`` in a unit of work of its own (:meth:`begin`), and its result; run
-        again in a new unit of work when the database was busy (SQLite) or the transaction
-        conflicted with a concurrent one (PostgreSQL: a deadlock, a serialization failure, a
-        lock timeout), at most ``attempts`` times with a jittered backoff
-        (:func:`philont.db.retry.run_with_retry`). Such a failure rolled the unit back, so
-        nothing is written twice, but whatever ``work`` does besides the database (a model
-        call, output) is done again. After the last attempt the error is raised
-        (:class:`~philont.errors.DatabaseBusyError`,
+        again in a new unit of work when the transaction conflicted with a concurrent one
+        (PostgreSQL: a deadlock, a serialization failure, a lock timeout) or SQLite reported
+        busy without waiting (a deferred unit that read and then wrote while another
+        connection wrote: the next attempt begins ``write=True``), at most ``attempts`` times
+        with a jittered backoff (:class:`philont.db.retry.RetryPolicy`). A lock SQLite
+        already waited the whole busy timeout for is not waited for again: that is
+        :class:`~philont.errors.DatabaseBusyError` at once, naming the wait. Such a failure
+        rolled the unit back, so nothing is written twice, but whatever ``work`` does besides
+        the database (a model call, output) is done again. After the last attempt the error is
+        raised (:class:`~philont.errors.DatabaseBusyError`,
         :class:`~philont.errors.TransactionConflictError`); any other exception at once."""
         begin = functools.partial(self.begin, clock=clock, agent=agent)
         return run_unit(begin, work, write=write, attempts=attempts)

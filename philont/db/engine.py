@@ -19,8 +19,9 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from philont import settings
+from philont.db import write_gate
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
-from philont.db.retry import is_busy
+from philont.db.retry import is_busy, mark_busy
 from philont.errors import (
     BackendError,
     DatabasePathError,
@@ -305,6 +306,11 @@ def install_sqlite_hooks(
     _WITH_HOOKS.add(engine)
     path = sqlite_path(engine.url)
     checkpointer = None if path is None else _start_checkpoints(engine, path)
+    timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
+    _BUSY_TIMEOUTS[engine] = timeout
+    gate = None if path is None else write_gate.gate_for(path)
+    if gate is not None:
+        write_gate.install(engine)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
@@ -314,8 +320,8 @@ def install_sqlite_hooks(
         cur = dbapi_conn.cursor()
         # busy_timeout first, so a locked file is waited on instead of failing the WAL switch
         # (the original's order could treat a busy database as corrupt, spec Q-D1).
-        timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
         cur.execute(f"PRAGMA busy_timeout = {timeout}")
+        _record.info[_BUSY_MS] = timeout
         switch_to_wal(cur, timeout)
         cur.execute("PRAGMA synchronous = NORMAL")
         if checkpointer is not None:
@@ -332,17 +338,76 @@ def install_sqlite_hooks(
         if mode not in BEGIN_MODES:
             raise ValueError(f"{BEGIN_OPTION} must be one of {BEGIN_MODES}, got {mode!r}")
         statement = "BEGIN" if mode == "DEFERRED" else f"BEGIN {mode}"
-        # Straight on the DB-API connection: a statement through SQLAlchemy's execution
-        # machinery costs more than the BEGIN itself, on every transaction. A failure (BEGIN
-        # IMMEDIATE on a locked file) is raised as SQLAlchemy would have wrapped it.
-        dbapi = conn.connection.dbapi_connection
-        try:
-            if isinstance(dbapi, sqlite3.Connection):
-                dbapi.execute(statement)
-            else:  # the async driver's adapter (aiosqlite): a cursor, awaited for us
-                dbapi.cursor().execute(statement)
-        except sqlite3.Error as exc:
-            raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
+        _begin(conn, statement, gate if mode == "IMMEDIATE" else None, timeout)
+
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> None:
+        # the busy timeout the failed statement's connection waited with (RetryPolicy)
+        if isinstance(context.original_exception, sqlite3.Error):
+            mark_busy(context.original_exception, timeout_s=timeout / 1000)
+
+
+def _begin(conn: Any, statement: str, gate: write_gate.WriteGate | None, timeout_ms: int) -> None:
+    """Run ``statement`` (a BEGIN) on ``conn``, a writing one behind ``gate`` (sync SQLite).
+
+    Straight on the DB-API connection: a statement through SQLAlchemy's execution machinery
+    costs more than the BEGIN itself, on every transaction. A failure (BEGIN IMMEDIATE on a
+    locked file) is raised as SQLAlchemy would have wrapped it, with how long it waited."""
+    dbapi = conn.connection.dbapi_connection
+    info = conn.connection.info
+    started = time.monotonic()
+    sync = isinstance(dbapi, sqlite3.Connection)
+    try:
+        if gate is not None and sync:
+            _queue_for_the_lock(dbapi, info, gate, timeout_ms)
+        elif sync:
+            _set_busy_timeout(dbapi, info, timeout_ms)  # back from a queued BEGIN's shorter one
+        if sync:
+            dbapi.execute(statement)
+        else:  # the async driver's adapter (aiosqlite): a cursor, awaited for us
+            dbapi.cursor().execute(statement)
+    except BaseException as exc:
+        # a BEGIN that failed holds no lock, so no gate either (and the queue did not move)
+        write_gate.give_back(info, moved=False)
+        if not isinstance(exc, sqlite3.Error):
+            raise
+        # how long it waited: a lock waited out is given up, not retried (RetryPolicy)
+        mark_busy(exc, timeout_s=timeout_ms / 1000, waited_s=time.monotonic() - started)
+        raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
+
+
+_BUSY_TIMEOUTS: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
+
+
+def busy_timeout_s(engine: Engine) -> float:
+    """How long a connection of ``engine`` waits for another's lock, in seconds (the engine's
+    ``busy_timeout_ms``; ``settings.BUSY_TIMEOUT_MS`` for an engine not set up here)."""
+    return _BUSY_TIMEOUTS.get(engine, settings.BUSY_TIMEOUT_MS) / 1000
+
+
+_BUSY_MS = "philont_busy_timeout_ms"
+"""The busy timeout a pooled connection has now (its pool record's ``info``)."""
+
+
+def _set_busy_timeout(dbapi: sqlite3.Connection, info: dict[Any, Any], ms: int) -> None:
+    if info.get(_BUSY_MS) != ms:
+        dbapi.execute(f"PRAGMA busy_timeout = {ms}")
+        info[_BUSY_MS] = ms
+
+
+def _queue_for_the_lock(
+    dbapi: sqlite3.Connection, info: dict[Any, Any], gate: write_gate.WriteGate, timeout_ms: int
+) -> None:
+    """Take the file's write gate for a writing unit of work (philont.db.write_gate): wait
+    behind this process's other writers, first come first served, while they finish
+    transactions; SQLite's own wait for this BEGIN is what is left of the busy timeout since
+    the last one finished. Nothing finished for the busy timeout: busy, as SQLite would say,
+    having waited it all."""
+    since = write_gate.take(info, gate, timeout_ms / 1000)
+    if since is None:
+        raise write_gate.too_long(timeout_ms / 1000)
+    left = timeout_ms - int(since * 1000)
+    _set_busy_timeout(dbapi, info, timeout_ms if left > timeout_ms * 0.9 else max(0, left))
 
 
 _CHECKPOINTERS: weakref.WeakKeyDictionary[Engine, Checkpointer] = weakref.WeakKeyDictionary()

@@ -5,6 +5,18 @@ PostgreSQL: a transaction ended because of a concurrent one (a deadlock, a seria
 failure, a lock not granted within ``lock_timeout``), :class:`TransactionConflictError`. Both
 a busy SQLite file and a PostgreSQL conflict rolled the unit of work back, so running it again
 (:func:`run_with_retry`) cannot apply anything twice.
+
+:class:`RetryPolicy` is the one place that decides whether a failed unit of work runs again.
+It retries what a retry can cure: a PostgreSQL conflict, and an SQLite busy that came back
+without SQLite waiting out its busy timeout (a deferred transaction that read and then wants
+to write while another connection writes, or wrote meanwhile: SQLite refuses that at once,
+without calling its busy handler). A busy after SQLite already waited the whole busy timeout
+(another connection held the lock all along) is given up at once: a retry would wait as long
+again, so a locked file costs one busy timeout, not one per attempt. SQLite's own codes cannot
+tell the two apart (both are plain ``SQLITE_BUSY``; only a stale snapshot is
+``SQLITE_BUSY_SNAPSHOT``), so the wait is measured: the engine's hooks record on the error how
+long its BEGIN waited and the connection's busy timeout (:func:`mark_busy`), and otherwise the
+attempt's own time bounds the wait.
 """
 
 from __future__ import annotations
@@ -14,10 +26,12 @@ import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import NamedTuple, TypeVar
 
 from sqlalchemy.exc import DBAPIError
 
+from philont import settings
 from philont.errors import (
     DatabaseBusyError,
     DatabaseCorruptError,
@@ -32,10 +46,13 @@ from philont.log import get_logger
 __all__ = [
     "DEFAULT_ATTEMPTS",
     "PG_CONFLICTS",
+    "RetryPolicy",
+    "SqliteWait",
     "backoff",
     "file_error",
     "gave_up",
     "is_busy",
+    "mark_busy",
     "retryable",
     "run_unit",
     "run_with_retry",
@@ -55,6 +72,13 @@ _SQLITE_LOCKED = 6
 _SQLITE_READONLY = 8
 _SQLITE_IOERR = 10
 _SQLITE_FULL = 13
+_SQLITE_BUSY_SNAPSHOT = 517  # a stale read snapshot wants to write: SQLite refuses at once
+
+_WAITED_S = "philont_waited_s"
+_TIMEOUT_S = "philont_busy_timeout_s"
+WAITED_OUT = 0.9
+"""A busy SQLite statement waited out the busy timeout when it waited this share of it (SQLite's
+busy handler sleeps until the whole timeout has passed; the margin is the clock's)."""
 
 _BUSY_MESSAGES = ("database is locked", "database table is locked", "database schema is locked")
 _FULL_MESSAGES = ("database or disk is full",)
@@ -247,11 +271,53 @@ def backoff(attempt: int, *, base_delay: float = 0.05, max_delay: float = 1.0) -
     return min(max_delay, base_delay * 2.0 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
 
+def mark_busy(err: BaseException, *, timeout_s: float, waited_s: float | None = None) -> None:
+    """Record on an SQLite error its connection's busy timeout and, when it was measured, how
+    long the failing statement waited (the engine's hooks do, philont.db.engine); what
+    :class:`RetryPolicy` reads to tell a lock waited out from a busy returned at once."""
+    setattr(err, _TIMEOUT_S, timeout_s)
+    if waited_s is not None:
+        setattr(err, _WAITED_S, waited_s)
+
+
+class SqliteWait(NamedTuple):
+    """An SQLite busy that came after SQLite waited out its busy timeout."""
+
+    waited_s: float
+    timeout_s: float
+
+
+def sqlite_wait(exc: BaseException, attempt_s: float) -> SqliteWait | None:
+    """How long SQLite waited for the lock before ``exc``, when that was its whole busy timeout;
+    None when ``exc`` is no SQLite busy, or one that came back without waiting it out
+    (``SQLITE_BUSY_SNAPSHOT``, or measured shorter): a retry can cure those. The wait is the
+    one :func:`mark_busy` recorded, else ``attempt_s`` (the attempt's time bounds it); the
+    timeout is the recorded one, else ``settings.BUSY_TIMEOUT_MS``."""
+    found = _first_known(exc)
+    if found is None or not isinstance(found[0], sqlite3.Error):
+        return None
+    err, kind = found
+    if kind not in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return None
+    if getattr(err, "sqlite_errorcode", None) == _SQLITE_BUSY_SNAPSHOT:
+        return None
+    timeout = getattr(err, _TIMEOUT_S, None)
+    timeout_s = settings.BUSY_TIMEOUT_MS / 1000 if not isinstance(timeout, int | float) else timeout
+    waited = getattr(err, _WAITED_S, None)
+    waited_s = attempt_s if not isinstance(waited, int | float) else waited
+    return SqliteWait(waited_s, timeout_s) if waited_s >= timeout_s * WAITED_OUT else None
+
+
 def gave_up(
-    last: DatabaseBusyError, exc: BaseException, attempts: int, elapsed: float
+    last: DatabaseBusyError,
+    exc: BaseException,
+    attempts: int,
+    elapsed: float,
+    waited: SqliteWait | None = None,
 ) -> Exception:
     """The error :func:`run_with_retry` raises after ``attempts`` retryable failures, of the
-    last one's kind (raise it ``from exc``, the last failure)."""
+    last one's kind (raise it ``from exc``, the last failure); ``waited``: the last one was an
+    SQLite busy after SQLite waited out its busy timeout, which is why it was not retried."""
     tries = f"gave up after {attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s"
     spent = {"attempts": attempts, "elapsed_s": round(elapsed, 3)}
     if isinstance(last, TransactionConflictError):
@@ -262,10 +328,67 @@ def gave_up(
             reason=last.details.get("reason"),
             **spent,
         )
+    if waited is not None:
+        return DatabaseBusyError(
+            f"the memory database stayed locked by another connection: SQLite waited "
+            f"{waited.waited_s:.1f} s for the lock, its whole busy timeout "
+            f"({waited.timeout_s:.1f} s), so a retry would only wait as long again; {tries} "
+            f"({_root_detail(exc)})",
+            waited_s=round(waited.waited_s, 3),
+            busy_timeout_s=waited.timeout_s,
+            **spent,
+        )
     return DatabaseBusyError(
         f"the memory database stayed locked by another connection: {tries} ({_root_detail(exc)})",
         **spent,
     )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Whether and when a failed unit of work runs again: the one place that decides, for
+    every caller (``tools.call``, the MCP server, ``Store.run``, the consolidator, the command
+    line, ``AsyncStore``).
+
+    Retried, at most ``attempts`` times in all, after a jittered exponential backoff
+    (:func:`backoff`): a PostgreSQL conflict, and an SQLite busy that came back without SQLite
+    waiting out its busy timeout (:func:`sqlite_wait`). Given up at once: an SQLite busy after
+    SQLite waited its whole busy timeout (running the unit again would wait as long again).
+    Anything else is not a database's to retry."""
+
+    attempts: int = DEFAULT_ATTEMPTS
+    base_delay: float = 0.05
+    max_delay: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be at least 1, got {self.attempts}")
+
+    def decide(
+        self, exc: BaseException, *, attempt: int, attempt_s: float, total_s: float
+    ) -> float | Exception | None:
+        """After the ``attempt``-th attempt failed with ``exc`` (that attempt took
+        ``attempt_s``, all of them ``total_s``): the seconds to sleep before the next attempt;
+        or the error to give up with (raise it ``from exc``); or None when ``exc`` is not
+        retryable at all (re-raise it unchanged). Logs the retry (``db.retry``)."""
+        typed = retryable(exc)
+        if typed is None:
+            return None
+        waited = (
+            None if isinstance(typed, TransactionConflictError) else sqlite_wait(exc, attempt_s)
+        )
+        if waited is not None or attempt >= self.attempts:
+            return gave_up(typed, exc, attempt, total_s, waited)
+        delay = backoff(attempt, base_delay=self.base_delay, max_delay=self.max_delay)
+        log.info(
+            "db.retry",
+            code=typed.code,
+            attempt=attempt,
+            of=self.attempts,
+            delay_s=round(delay, 3),
+            reason=_root_detail(exc)[:200],
+        )
+        return delay
 
 
 def run_with_retry(
@@ -275,43 +398,39 @@ def run_with_retry(
     base_delay: float = 0.05,
     max_delay: float = 1.0,
 ) -> T:
-    """Call ``fn`` and return its result, calling it again when the database was busy (SQLite)
-    or its transaction conflicted with a concurrent one (PostgreSQL: a deadlock, a
-    serialization failure, a lock timeout).
+    """Call ``fn`` and return its result, calling it again as :class:`RetryPolicy` decides:
+    when its transaction conflicted with a concurrent one (PostgreSQL: a deadlock, a
+    serialization failure, a lock timeout) or SQLite reported busy without waiting out its
+    busy timeout (a deferred transaction that read and then wrote while another connection
+    wrote); a busy after SQLite waited its whole busy timeout is given up at once.
 
     ``fn`` must be a whole unit of work that opens (and commits or rolls back) its own
     transaction, e.g. ``with store.begin() as mem: ...``: such a failure rolled it back, so
     running it again cannot apply anything twice (what ``fn`` does besides the database, a
     model call, is done again). Between attempts it sleeps a jittered exponential backoff
-    (:func:`backoff`), on top of the ``busy_timeout`` SQLite already waited, and logs the retry
-    (``db.retry``: the error's code, the attempt, the delay). Other exceptions propagate
-    unchanged at once. After ``attempts`` such failures it raises the last one's kind,
-    :class:`DatabaseBusyError` or :class:`TransactionConflictError`, naming the attempts and
-    the time spent, with the last failure as its cause.
+    (:func:`backoff`) and logs the retry (``db.retry``). Other exceptions propagate unchanged
+    at once. Giving up raises the last failure's kind, :class:`DatabaseBusyError` (naming how
+    long SQLite waited) or :class:`TransactionConflictError`, naming the attempts and the time
+    spent, with the last failure as its cause.
     """
-    if attempts < 1:
-        raise ValueError(f"attempts must be at least 1, got {attempts}")
+    policy = RetryPolicy(attempts, base_delay, max_delay)
     started = time.monotonic()
-    for attempt in range(1, attempts + 1):
+    attempt = 0
+    while True:
+        attempt += 1
+        began = time.monotonic()
         try:
             return fn()
         except Exception as exc:
-            typed = retryable(exc)
-            if typed is None:
-                raise
-            if attempt == attempts:
-                raise gave_up(typed, exc, attempts, time.monotonic() - started) from exc
-            delay = backoff(attempt, base_delay=base_delay, max_delay=max_delay)
-            log.info(
-                "db.retry",
-                code=typed.code,
-                attempt=attempt,
-                of=attempts,
-                delay_s=round(delay, 3),
-                reason=_root_detail(exc)[:200],
+            now = time.monotonic()
+            verdict = policy.decide(
+                exc, attempt=attempt, attempt_s=now - began, total_s=now - started
             )
-            time.sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover
+            if verdict is None:
+                raise
+            if isinstance(verdict, Exception):
+                raise verdict from exc
+            time.sleep(verdict)
 
 
 def run_unit(
@@ -323,10 +442,19 @@ def run_unit(
 ) -> T:
     """``work(mem)`` in the unit of work ``begin(write=write)`` begins (``store.begin``, a
     consolidator's ``units``), and its result, under :func:`run_with_retry`: a unit that was
-    busy or conflicted is rolled back and ``work`` runs again in a new one."""
+    busy or conflicted is rolled back and ``work`` runs again in a new one. From the first
+    busy on it begins with ``write=True``: SQLite refuses at once, without waiting, to turn a
+    deferred transaction that has read into a writing one while another connection writes, so
+    the next attempt takes the lock up front and waits its turn like every writer."""
+    write_now = [write]
 
     def once() -> T:
-        with begin(write=write) as mem:
-            return work(mem)
+        try:
+            with begin(write=write_now[0]) as mem:
+                return work(mem)
+        except Exception as exc:
+            if is_busy(exc):
+                write_now[0] = True
+            raise
 
     return run_with_retry(once, attempts=attempts)

@@ -214,11 +214,13 @@ def call(
     (``BEGIN IMMEDIATE``); a read-only tool (and a call refused before it ran) begins deferred
     and reads without it, taking it only for its bookkeeping rows at the end (the action log,
     access times), so its search or listing never blocks other writers. A database locked by
-    another connection is waited for (busy timeout) and the whole call retried a few times,
-    from the first retry on holding the lock from its first statement (:func:`retry_plan`),
-    as is a PostgreSQL transaction ended for a concurrent one's sake (a deadlock, a
-    serialization failure, a lock timeout: it was rolled back); when that is exhausted the
-    call fails with code ``database_busy`` (``transaction_conflict``) and writes nothing.
+    another connection is waited for once (busy timeout); a busy SQLite returns at once (a
+    read that then logs itself while another connection writes) is retried, from the first
+    retry on holding the lock from its first statement (:func:`retry_plan`), as is a
+    PostgreSQL transaction ended for a concurrent one's sake (a deadlock, a serialization
+    failure, a lock timeout: it was rolled back) (:class:`philont.db.retry.RetryPolicy`);
+    past that the call fails with code ``database_busy`` (``transaction_conflict``) and
+    writes nothing.
     Joined to the caller's unit of work, the call is not retried: it reports that code, and
     the caller's transaction goes on.
     """

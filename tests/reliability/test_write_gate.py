@@ -1,0 +1,274 @@
+"""The write gate (philont.db.write_gate): one process's writers of one SQLite file take SQLite's
+lock in the order they came, instead of whoever polls SQLite's lock first; every unit of work
+gives the gate back however it ended; a forked child starts with it open; and the time queued
+counts against the busy timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from philont.db.retry import RetryPolicy, translate
+from philont.db.write_gate import AsyncWriteGate, WriteGate, gate_for, queued
+from philont.errors import DatabaseBusyError
+from philont.memory import Memory
+from philont.store import Store
+
+TIMEOUT_MS = 500
+
+
+@pytest.fixture
+def store(tool_db: Path) -> Iterator[Store]:
+    with Store.open(tool_db, busy_timeout_ms=TIMEOUT_MS) as opened:
+        yield opened
+
+
+def _free(path: Path) -> bool:
+    """Whether the file's gate is open (taken and given back at once if so)."""
+    gate = gate_for(path)
+    if gate.acquire(0):
+        gate.release()
+        return True
+    return False
+
+
+def _wait_until(condition: object, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_the_gate_is_handed_over_in_the_order_its_waiters_came() -> None:
+    gate = WriteGate()
+    assert gate.acquire(0)
+    order: list[int] = []
+
+    def waiter(n: int) -> None:
+        assert gate.acquire(5)
+        order.append(n)
+        gate.release()
+
+    threads = []
+    for n in range(8):
+        threads.append(threading.Thread(target=waiter, args=(n,)))
+        threads[-1].start()
+        _wait_until(lambda n=n: len(gate._waiters) == n + 1)  # queued before the next comes
+    gate.release()
+    for t in threads:
+        t.join()
+    assert order == list(range(8))
+
+
+def test_a_waiter_whose_time_ran_out_leaves_the_queue() -> None:
+    gate = WriteGate()
+    assert gate.acquire(0)
+    started = time.monotonic()
+    assert not gate.acquire(0.1)
+    assert time.monotonic() - started >= 0.09
+    gate.release()
+    assert gate.acquire(0)  # open again: nobody left waiting for a turn that never ends
+
+
+def test_a_waiter_waits_on_past_the_timeout_while_the_queue_moves() -> None:
+    gate = WriteGate()
+    assert gate.acquire(0)
+    got: list[bool] = []
+    waiter = threading.Thread(target=lambda: got.append(gate.acquire(0.3)))
+    waiter.start()
+    for _ in range(8):  # 1.2 s: four timeouts, but a holder finished a transaction meanwhile
+        time.sleep(0.15)
+        gate.moved_at = time.monotonic()
+    assert waiter.is_alive() and not got
+    gate.release()
+    waiter.join(5)
+    assert got == [True]
+
+
+def test_writing_units_of_one_store_take_the_lock_in_the_order_they_came(tool_db: Path) -> None:
+    # SQLite's busy handler lets whoever retries first in, so a thread can lose again and again
+    # until its busy timeout is spent; behind the gate they go first come, first served.
+    first_in = threading.Event()
+    go_on = threading.Event()
+    order: list[int] = []
+
+    def first(mem: Memory) -> None:
+        mem.timeline.count()  # the transaction (and the gate) begins with its first statement
+        first_in.set()
+        assert go_on.wait(5)
+        mem.timeline.append("first")
+
+    def later(n: int) -> None:
+        store.run(lambda mem: order.append(n) or mem.timeline.append(f"writer {n}"))
+
+    store = Store.open(tool_db, busy_timeout_ms=20_000)
+    holder = threading.Thread(target=store.run, args=(first,))
+    holder.start()
+    assert first_in.wait(5)
+    gate = gate_for(tool_db)
+    writers = []
+    for n in range(6):
+        writers.append(threading.Thread(target=later, args=(n,)))
+        writers[-1].start()
+        _wait_until(lambda n=n: len(gate._waiters) == n + 1)
+    go_on.set()
+    for t in [holder, *writers]:
+        t.join()
+    store.close()
+    assert order == list(range(6))
+
+
+@pytest.mark.parametrize("ending", ["commit", "exception", "busy BEGIN"])
+def test_a_unit_of_work_gives_the_gate_back_however_it_ended(
+    store: Store, tool_db: Path, ending: str
+) -> None:
+    if ending == "commit":
+        with store.begin() as mem:
+            mem.timeline.append("kept")
+    elif ending == "exception":
+        with pytest.raises(ZeroDivisionError), store.begin() as mem:
+            mem.timeline.append("rolled back")
+            _ = 1 / 0
+    else:
+        other = sqlite3.connect(str(tool_db), isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(DatabaseBusyError), store.begin() as mem:
+                mem.timeline.count()
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+    assert _free(tool_db)
+
+
+def test_a_connection_that_begins_twice_before_going_back_to_the_pool_does_not_wait_on_itself(
+    store: Store, tool_db: Path
+) -> None:
+    started = time.monotonic()
+    with store.write_engine.connect() as conn:
+        for _ in range(2):
+            conn.begin()
+            conn.execute(text("SELECT 1"))
+            conn.commit()
+        assert not _free(tool_db)  # still this connection's until it goes back
+    assert time.monotonic() - started < TIMEOUT_MS / 1000
+    assert _free(tool_db)
+
+
+def test_writers_queued_behind_one_waiting_out_another_process_give_up_with_it(
+    store: Store, tool_db: Path
+) -> None:
+    # Another connection holds SQLite's lock all along: the first writer waits one busy
+    # timeout in SQLite while the second queues at the gate, where nothing moves; the second
+    # gives up too (or waits only what is left), after about one busy timeout, not two.
+    other = sqlite3.connect(str(tool_db), isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    took: dict[int, float] = {}
+
+    def writer(n: int) -> None:
+        started = time.monotonic()
+        with pytest.raises(DatabaseBusyError):
+            store.run(lambda mem: mem.timeline.append("never"))
+        took[n] = time.monotonic() - started
+
+    try:
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert max(took.values()) < 1.6 * TIMEOUT_MS / 1000 + 0.2, took
+    with store.begin() as mem:  # the busy timeout is whole again for the next unit
+        waited = mem.session.connection().exec_driver_sql("PRAGMA busy_timeout").scalar()
+    assert waited == TIMEOUT_MS
+
+
+def _child_takes(path: str, result: multiprocessing.Queue[bool]) -> None:
+    result.put(gate_for(Path(path)).acquire(0.5))
+
+
+def test_a_forked_child_finds_the_gate_open(tool_db: Path) -> None:
+    gate = gate_for(tool_db)
+    held = threading.Event()
+    done = threading.Event()
+
+    def hold() -> None:  # another thread holds it: it does not exist in the child
+        assert gate.acquire(1)
+        held.set()
+        done.wait(10)
+        gate.release()
+
+    keeper = threading.Thread(target=hold)
+    keeper.start()
+    assert held.wait(5)
+    try:
+        ctx = multiprocessing.get_context("fork")
+        result: multiprocessing.Queue[bool] = ctx.Queue()
+        child = ctx.Process(target=_child_takes, args=(str(tool_db), result))
+        child.start()
+        child.join(10)
+        assert result.get(timeout=5) is True
+    finally:
+        done.set()
+        keeper.join()
+
+
+# --- an AsyncStore's writers -----------------------------------------------------------------
+
+
+def test_an_async_gate_is_given_back_when_its_holder_or_a_waiter_is_cancelled() -> None:
+    async def main() -> list[str]:
+        gate = AsyncWriteGate()
+        order: list[str] = []
+        inside = asyncio.Event()
+
+        async def holder() -> None:
+            async with queued(gate, 5):
+                inside.set()
+                await asyncio.sleep(10)
+
+        async def waiter(name: str) -> None:
+            async with queued(gate, 5):
+                order.append(name)
+
+        first = asyncio.ensure_future(holder())
+        await inside.wait()
+        doomed = asyncio.ensure_future(waiter("cancelled while waiting"))
+        last = asyncio.ensure_future(waiter("last"))
+        await asyncio.sleep(0.01)
+        doomed.cancel()
+        first.cancel()
+        await asyncio.wait_for(last, 5)
+        assert not gate.lock.locked()
+        return order
+
+    assert asyncio.run(main()) == ["last"]
+
+
+def test_an_async_writer_whose_turn_does_not_come_in_time_is_busy_and_not_retried() -> None:
+    async def main() -> BaseException:
+        gate = AsyncWriteGate()
+        await gate.lock.acquire()
+        try:
+            async with queued(gate, 0.1):
+                raise AssertionError("never its turn")
+        except DBAPIError as exc:
+            return exc
+        raise AssertionError("not refused")
+
+    exc = asyncio.run(main())
+    assert isinstance(translate(exc), DatabaseBusyError)
+    verdict = RetryPolicy().decide(exc, attempt=1, attempt_s=0.1, total_s=0.1)
+    assert isinstance(verdict, DatabaseBusyError) and "whole busy timeout" in verdict.message
