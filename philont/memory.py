@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import enum
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime
-from functools import cached_property
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import URL
@@ -48,6 +48,33 @@ if TYPE_CHECKING:
     from philont.store import Store
 
 __all__ = ["Memory"]
+
+S = TypeVar("S")
+
+
+class _service(Generic[S]):
+    """A service of a unit of work, made on first use and kept in the instance (as
+    ``functools.cached_property``, without its lock: Python 3.11's takes an ``RLock`` on every
+    first access, which a tool call pays for each service it touches; a unit of work belongs to
+    one thread, and a service made twice would be harmless anyway)."""
+
+    def __init__(self, make: Callable[[Any], S]) -> None:
+        self._make = make
+        self._name = make.__name__
+        self.__doc__ = make.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, mem: None, owner: type | None = None) -> _service[S]: ...
+    @overload
+    def __get__(self, mem: Memory, owner: type | None = None) -> S: ...
+    def __get__(self, mem: Memory | None, owner: type | None = None) -> S | _service[S]:
+        if mem is None:
+            return self
+        value = mem.__dict__[self._name] = self._make(mem)
+        return value
 
 
 class _State(enum.Enum):
@@ -256,85 +283,85 @@ class Memory:
 
     # --- services (created on first use, bound to this unit of work) ---------------------------
 
-    @cached_property
+    @_service
     def facts(self) -> FactService:
         from philont.services.facts import FactService
 
         return FactService(self)
 
-    @cached_property
+    @_service
     def notes(self) -> NoteService:
         from philont.services.notes import NoteService
 
         return NoteService(self)
 
-    @cached_property
+    @_service
     def timeline(self) -> TimelineService:
         from philont.services.timeline import TimelineService
 
         return TimelineService(self)
 
-    @cached_property
+    @_service
     def actions(self) -> ActionLog:
         from philont.services.actions import ActionLog
 
         return ActionLog(self)
 
-    @cached_property
+    @_service
     def skills(self) -> SkillService:
         from philont.services.skills import SkillService
 
         return SkillService(self)
 
-    @cached_property
+    @_service
     def reflector(self) -> ReflectorService:
         from philont.services.reflector import ReflectorService
 
         return ReflectorService(self)
 
-    @cached_property
+    @_service
     def access(self) -> AccessLog:
         from philont.services.access import AccessLog
 
         return AccessLog(self)
 
-    @cached_property
+    @_service
     def search(self) -> SearchService:
         from philont.services.search import SearchService
 
         return SearchService(self)
 
-    @cached_property
+    @_service
     def retriever(self) -> TimelineRetriever:
         from philont.services.retriever import TimelineRetriever
 
         return TimelineRetriever(self)
 
-    @cached_property
+    @_service
     def prefix(self) -> MemoryPrefix:
         from philont.services.prefix import MemoryPrefix
 
         return MemoryPrefix(self)
 
-    @cached_property
+    @_service
     def recall_trigger(self) -> RecallTrigger:
         from philont.services.recall import RecallTrigger
 
         return RecallTrigger(self)
 
-    @cached_property
+    @_service
     def calendar(self) -> CalendarService:
         from philont.services.calendar import CalendarService
 
         return CalendarService(self)
 
-    @cached_property
+    @_service
     def schedules(self) -> ScheduleService:
         from philont.services.schedules import ScheduleService
 
         return ScheduleService(self)
 
-    @cached_property
+    @_service
     def embeddings(self) -> EmbeddingIndex:
         from philont.embed.index import EmbeddingIndex
 

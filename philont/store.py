@@ -415,7 +415,7 @@ _BY_NAME: dict[tuple[tuple[object, ...], int | None], Store] = {}
 resolving a path and rendering its URL costs more than a small tool call's own work."""
 
 
-def _named(target: Target | None) -> tuple[tuple[object, ...], Path | None]:
+def _named(target: Target | None) -> tuple[tuple[object, ...], str | Path | None]:
     """A key for ``target`` as given, and the file it names (None: a URL or in memory)."""
     if isinstance(target, URL):
         return (target,), None
@@ -424,6 +424,8 @@ def _named(target: Target | None) -> tuple[tuple[object, ...], Path | None]:
     text_ = str(target)
     if "://" in text_ or text_ == ":memory:":
         return (text_,), None
+    if text_.startswith("/"):  # absolute, nothing to expand: as given (a Path costs more)
+        return (text_, None), text_
     try:
         path = Path(text_).expanduser()
     except RuntimeError:  # "~someone" without such a user: resolve_url refuses it by name
@@ -431,7 +433,7 @@ def _named(target: Target | None) -> tuple[tuple[object, ...], Path | None]:
     return (str(path), None if path.is_absolute() else os.getcwd()), path
 
 
-def _same_file(store: Store, given: Path | None) -> bool:
+def _same_file(store: Store, given: str | Path | None) -> bool:
     """Whether ``store`` still serves the file ``given`` names: not replaced or deleted behind
     its back, and (through a symbolic link) not pointed elsewhere since."""
     if given is None:

@@ -19,7 +19,7 @@ from philont.schemas import inputs
 from philont.schemas.actions import ActionRecord
 from philont.services.base import Service
 
-__all__ = ["RESULT_MAX_CHARS", "ActionLog"]
+__all__ = ["RESULT_MAX_CHARS", "ActionLog", "ObjectJson", "object_json"]
 
 log = get_logger(__name__)
 
@@ -42,16 +42,41 @@ def _check_optional_text(value: object, name: str) -> str | None:
 def _check_params(value: object) -> tuple[str, dict[str, Any]]:
     """``value`` as stored (compact JSON) and as a read gives it back: encoding it checks it
     now, so nothing is written on failure."""
+    stored = object_json(value)
+    parsed: dict[str, Any] = json.loads(stored)
+    return stored, parsed
+
+
+class ObjectJson(str):
+    """The compact JSON text of an object with text keys, as :func:`object_json` encoded it
+    (:func:`~philont.db.types.dumps_compact`): :meth:`ActionLog.record_call` stores it without
+    parsing it again. Make it only with :func:`object_json`."""
+
+    __slots__ = ()
+
+
+def object_json(value: object) -> ObjectJson:
+    """``value`` (a dict with text keys, JSON values) as :class:`ObjectJson`; InvalidInputError
+    naming ``params`` when it is not one or cannot be encoded (NaN, a lone surrogate, a value
+    JSON cannot hold)."""
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise InvalidInputError(
             f"params: must be a dict with string keys, got {value!r}", argument="params"
         )
     try:
-        stored = dumps_compact(value)
+        return ObjectJson(dumps_compact(value))
     except InvalidInputError as exc:
         raise InvalidInputError(f"params: {exc.message}", argument="params") from None
-    parsed: dict[str, Any] = json.loads(stored)
-    return stored, parsed
+
+
+def _is_object_json(text: str) -> bool:
+    """Whether ``text`` is the JSON text of an object (what ``params_json`` must be)."""
+    if isinstance(text, ObjectJson):
+        return True  # encoded from a dict by object_json: nothing to parse
+    try:
+        return isinstance(json.loads(text, parse_constant=_no_constant), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _no_constant(name: str) -> Any:
@@ -94,12 +119,9 @@ class ActionLog(Service):
     ) -> ActionRecord:
         """Log one tool call (``at`` defaults to now); ``result`` is cut to
         :data:`RESULT_MAX_CHARS` characters. Everything is checked before the insert."""
+        # ``success`` (declared bool) and the types of the others are checked on entry (Service)
         tool = _check_name(tool_name, "tool_name")
         params_json, args = _check_params(params)
-        if not isinstance(success, bool):
-            raise InvalidInputError(
-                f"success: must be True or False, got {success!r}", argument="success"
-            )
         text = _check_optional_text(result, "result")
         sid = _check_name(session_id, "session_id")
         trig = _check_optional_text(trigger, "trigger")
@@ -127,24 +149,17 @@ class ActionLog(Service):
         its size check) and return the row's id: :meth:`record` without encoding the params
         again and building the read model nobody reads. Its text was checked on entry like
         every argument (valid Unicode; on PostgreSQL no NUL); ``params_json`` must parse as
-        a JSON object."""
+        a JSON object (an :class:`ObjectJson` from :func:`object_json` is one, unparsed)."""
         tool = _check_name(tool_name, "tool_name")
         sid = _check_name(session_id, "session_id")
-        try:
-            is_object = isinstance(json.loads(params_json, parse_constant=_no_constant), dict)
-        except (ValueError, RecursionError):
-            is_object = False
-        if not is_object:
+        if not _is_object_json(params_json):
             raise InvalidInputError(
                 f"params_json: must be the JSON text of an object, got {params_json[:80]!r}",
                 argument="params_json",
             )
-        if not isinstance(success, bool):
-            raise InvalidInputError(
-                f"success: must be True or False, got {success!r}", argument="success"
-            )
         kept = result[:RESULT_MAX_CHARS]
-        return self._insert(tool, params_json, success, kept, sid, None, None, self._now())
+        # str(): the exact type, whatever subclass was given (a driver adapts by type)
+        return self._insert(tool, str(params_json), success, kept, sid, None, None, self._now())
 
     def _insert(
         self,

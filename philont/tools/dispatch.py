@@ -14,7 +14,6 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
 from philont.db.retry import is_busy, run_with_retry, translate
-from philont.db.types import dumps_compact
 from philont.domain.attribution import failure_text
 from philont.errors import (
     DatabaseBusyError,
@@ -25,6 +24,7 @@ from philont.errors import (
 from philont.log import get_logger
 from philont.memory import Memory
 from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe
+from philont.services.actions import ObjectJson, object_json
 from philont.store import Store, shared
 from philont.tools.args import ToolArgs
 from philont.tools.registry import REGISTRY, Tool, ToolContext, ToolOutput
@@ -59,13 +59,16 @@ class _Failure(Exception):
         self.message = message
 
 
+_NO_ARGUMENTS = object_json({})
+
+
 def _parse_arguments(
     arguments: Mapping[str, Any] | str | bytes | None,
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[dict[str, Any], ObjectJson | None]:
     """The arguments as an object, and as the action log stores them (:func:`_logged_json`):
     encoded once, here, for the size check and the log row alike."""
     if arguments is None:
-        return {}, "{}"
+        return {}, _NO_ARGUMENTS
     if isinstance(arguments, bytes | bytearray):
         try:
             arguments = arguments.decode("utf-8")
@@ -90,15 +93,13 @@ def _parse_arguments(
     return raw, _logged_json(raw)
 
 
-def _logged_json(raw: dict[str, Any]) -> str | None:
-    """``raw`` as the action log stores it (compact JSON, :func:`dumps_compact`), or None
+def _logged_json(raw: dict[str, Any]) -> ObjectJson | None:
+    """``raw`` as the action log stores it (compact JSON, :func:`object_json`), or None
     when it cannot be stored as given (a key that is not text, a value JSON cannot hold, a
     lone surrogate): the log keeps a repr of it instead (:func:`_unloggable`)."""
-    if not all(isinstance(k, str) for k in raw):
-        return None
     try:
-        return dumps_compact(raw)
-    except InvalidInputError:
+        return object_json(raw)
+    except InvalidInputError:  # a key that is not text, or a value JSON cannot hold
         return None
 
 
@@ -290,7 +291,7 @@ class Prepared(NamedTuple):
     name: str
     tool: Tool[Any] | None
     raw: Any
-    logged: str | None
+    logged: ObjectJson | None
     args: ToolArgs | None
     failure: _Failure | None
 
@@ -307,7 +308,7 @@ def prepare(tool_name: str, arguments: Mapping[str, Any] | str | bytes | None) -
 
 def _prepare(
     tool_name: str, arguments: Mapping[str, Any] | str | bytes | None
-) -> tuple[Tool[Any] | None, Any, str | None, ToolArgs | None, _Failure | None]:
+) -> tuple[Tool[Any] | None, Any, ObjectJson | None, ToolArgs | None, _Failure | None]:
     """The tool, the parsed arguments (as given and as logged) and the validated ones, or the
     failure that stops the call — all before any transaction begins (nothing here touches
     the database, and expensive checks must not hold the write lock)."""
@@ -425,7 +426,7 @@ def run_prepared(prepared: Prepared, mem: Memory, session_id: str, *, joined: bo
         text = failure_text(failure.code, failure.message)
     ok = output is not None
     _log_call(mem, prepared, ok=ok, text=text, session_id=session_id)
-    return ToolResult(
+    return ToolResult(  # model_construct is slower than this validation (2.0 vs 1.2 us)
         name=prepared.name,
         ok=ok,
         text=text,
@@ -451,7 +452,7 @@ def _log_call(mem: Memory, prepared: Prepared, *, ok: bool, text: str, session_i
         logged = _logged_json(dict(raw))  # were parsed (an unknown tool, too large)
     mem.actions.record_call(
         name,
-        params_json=dumps_compact(_unloggable(raw)) if logged is None else logged,
+        params_json=object_json(_unloggable(raw)) if logged is None else logged,
         success=ok,
         result=storable(_surrogates_escaped(text[:RESULT_LOG_CHARS])),
         session_id=session_id,

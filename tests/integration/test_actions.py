@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from philont.db.models import Action
 from philont.db.types import dumps_compact
 from philont.errors import InvalidInputError, InvalidTimeRangeError
-from philont.services.actions import RESULT_MAX_CHARS, ActionLog
+from philont.services.actions import RESULT_MAX_CHARS, ActionLog, ObjectJson, object_json
 from tests.support import joined
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
@@ -108,6 +108,36 @@ def test_a_call_recorded_as_json_reads_back_like_a_recorded_one(
     )
     assert read[0].result == "é" * RESULT_MAX_CHARS
     assert read[0].timestamp == clock.now
+
+
+@pytest.mark.parametrize(
+    "params", [{}, {"a": 1}, {"é": ["x", None, 2.5]}, {"deep": {"list": [{"k": True}]}}]
+)
+def test_params_encoded_by_object_json_are_stored_unparsed_and_read_back_alike(
+    actions: ActionLog, params: dict[str, Any]
+) -> None:
+    encoded = object_json(params)
+    assert isinstance(encoded, ObjectJson)
+    assert encoded == dumps_compact(params)
+
+    new_id = actions.record_call(
+        "t", params_json=encoded, success=True, result="ok", session_id="s"
+    )
+
+    (read,) = actions.query(tool_name="t")
+    assert (read.id, read.params) == (new_id, params)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [[1], "{}", {1: "a"}, {"a": float("nan")}, {"a": "\ud800"}, {"a": object()}, None],
+    ids=["list", "text", "int key", "NaN", "lone surrogate", "object", "None"],
+)
+def test_object_json_refuses_what_is_not_an_object_json_can_hold(value: Any) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        object_json(value)
+    assert err.value.message.startswith("params: ")
+    assert err.value.details["argument"] == "params"
 
 
 BAD_CALLS: list[tuple[str, dict[str, Any]]] = [
