@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from philont import migrate, settings
+from philont import interrupts, migrate, settings
 from philont.cli import agents as cli_agents
 from philont.cli import embed as cli_embed
 from philont.cli import inspect as cli_inspect
@@ -19,7 +20,7 @@ from philont.cli import learning as cli_learning
 from philont.cli import ops as cli_ops
 from philont.cli import values
 from philont.cli.calendar import calendar_app
-from philont.cli.common import Commands, DbOption, JsonOption, out, progress
+from philont.cli.common import Commands, DbOption, JsonOption, out, progress, reached
 from philont.db.engine import require_file, resolve_url, sqlite_path
 from philont.errors import BackendError, InvalidDatabaseError
 from philont.logsetup import configure
@@ -87,7 +88,13 @@ def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:
         TextColumn("upgrading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rev]}")
     ) as bar:
         task = bar.add_task("upgrade", total=total, rev="")
-        return migrate.upgrade(db, on_step=lambda rev: bar.update(task, advance=1, rev=rev))
+
+        def step(rev: str) -> None:
+            bar.update(task, advance=1, rev=rev)
+            if bar.tasks[0].completed < total:
+                reached("upgrade:revisions")
+
+        return migrate.upgrade(db, on_step=step)
 
 
 @app.command()
@@ -200,4 +207,11 @@ def mcp(db: DbOption = None) -> None:
 
 
 def main() -> None:
-    app()
+    """Run the command line: Ctrl-C stops a command with one line and exit 130, except once
+    its work is permanent (:mod:`philont.interrupts`); after the command, it changes nothing."""
+    with interrupts.watch() as state:
+        try:
+            app()
+        finally:
+            state.past = True  # the command is over: its outcome stands
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # ... also while Python shuts down

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import sqlite3
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -16,6 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
+from philont import interrupts
 from philont.cli import values
 from philont.db.engine import resolve_url, sqlite_path
 from philont.db.retry import file_error
@@ -119,6 +123,13 @@ def exit_code(exc: PhilontError) -> int:
     return EXIT_ERROR
 
 
+def interrupted(what: str | None = None) -> typer.Exit:
+    """Report a Ctrl-C (SIGINT) as one line, ``interrupted`` (with ``what`` was left as it
+    was, when the command knows), and return the Exit to raise: 130."""
+    err.print("interrupted" + (f": {what}" if what else ""), markup=False, soft_wrap=True)
+    return typer.Exit(EXIT_INTERRUPTED)
+
+
 def fail_usage(exc: UsageError) -> typer.Exit:
     """Report a command line click refused (an unknown option or command, a missing argument, a
     value out of range) as one line, ``error (usage): ...``, and return the Exit to raise."""
@@ -152,12 +163,16 @@ class Commands(TyperGroup):
             return super().make_context(info_name, args, *a, **kw)
         except UsageError as exc:
             raise fail_usage(exc) from exc
+        except KeyboardInterrupt:
+            raise interrupted() from None
 
     def invoke(self, ctx: Any) -> Any:  # typer vendors its own click.Context
         try:
             return super().invoke(ctx)
         except NoArgsIsHelpError:
             raise  # a group given no command shows its help
+        except KeyboardInterrupt:
+            raise interrupted() from None
         except UsageError as exc:
             raise fail_usage(exc) from exc
         except PhilontError as exc:
@@ -191,6 +206,40 @@ def resolve_existing(db: str | None) -> URL:
     if path is not None and not path.exists():
         raise DatabasePathError(str(path), "no such file; create it with `philont db upgrade`")
     return url
+
+
+PHASES = (
+    "importing:checking",
+    "importing:rows",
+    "importing:indexing",
+    "importing:done",
+    "exporting:rows",
+    "exporting:done",
+    "upgrade:revisions",
+    "embed:batches",
+)
+"""The phases of the long commands (``done``: the work returned, the command not yet ended),
+each a moment where Ctrl-C must end the command as documented (tests/cli/test_ctrl_c.py)."""
+
+HOLD_ENV = "PHILONT_TEST_HOLD"
+"""Tests only: ``PHASE=FILE`` makes a command that reaches PHASE (:func:`reached`) create FILE
+and wait there for a signal, so a test interrupts it inside that phase, not after it."""
+HOLD_LIMIT_S = 60.0
+
+
+def reached(phase: str) -> None:
+    """A long command is inside ``phase`` (one of :data:`PHASES`) with work left. Unless a test
+    holds it there (:data:`HOLD_ENV`), nothing happens."""
+    if phase not in PHASES:
+        raise ValueError(f"unknown phase {phase!r}")
+    wanted, _, marker = os.environ.get(HOLD_ENV, "").partition("=")
+    if wanted != phase or not marker or Path(marker).exists():
+        return
+    Path(marker).touch()
+    deadline = time.monotonic() + HOLD_LIMIT_S
+    # a SIGINT raises here (the eval loop runs at every tick) or is held (philont.interrupts)
+    while time.monotonic() < deadline and not interrupts.held():
+        time.sleep(0.01)
 
 
 def progress(*columns: str | ProgressColumn) -> Progress:

@@ -19,24 +19,28 @@ from philont import backup as backups
 from philont import transfer
 from philont.cli import values
 from philont.cli.common import (
-    EXIT_INTERRUPTED,
     DbOption,
     JsonOption,
     emit,
     err,
+    interrupted,
     out,
     progress,
+    reached,
     resolve_existing,
 )
 
+_PHASES = {transfer.CHECKING: "checking", transfer.INDEXING: "indexing"}
+"""Phases of an import or export besides its rows (:func:`philont.cli.common.reached`)."""
+
 
 @contextmanager
-def _table_progress(verb: str, interrupted: str) -> Iterator[Callable[[str, int, int], None]]:
+def _table_progress(verb: str, left: str) -> Iterator[Callable[[str, int, int], None]]:
     """A bar per table as its rows go (``importing memory_notes 3000/12000``); an import's
     first pass, which checks the whole file before writing anything, as the share of the file
     read (``checking the file 41.2/100.0 MB``), and the search indexes an SQLite import
-    rebuilds at the end. Ctrl-C ends the command with ``interrupted`` on stderr (what was left
-    as it was) and exit 130."""
+    rebuilds at the end. Ctrl-C ends the command with ``interrupted: LEFT`` on stderr (what was
+    left as it was) and exit 130."""
     try:
         with progress(
             TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}")
@@ -50,14 +54,15 @@ def _table_progress(verb: str, interrupted: str) -> Iterator[Callable[[str, int,
                     label, count = "rebuilding search indexes", f"{done}/{total}"
                 else:
                     label, count = f"{verb} {table}", f"{done}/{total}"
+                if done < total:
+                    reached(f"{verb}:{_PHASES.get(table, 'rows')}")
                 if table not in tasks:
                     tasks[table] = bar.add_task(label, total=max(total, 1), count=count)
                 bar.update(tasks[table], completed=done, count=count)
 
             yield update
     except KeyboardInterrupt:
-        err.print(f"interrupted: {interrupted}", markup=False, soft_wrap=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise interrupted(left) from None
 
 
 def _missing(file: str | Path) -> FileNotFoundError:
@@ -128,6 +133,7 @@ def export(
     left = "the output is incomplete" if to_stdout else f"{file} was not written"
     with _table_progress("exporting", left) as progress:
         report = transfer.export(url, sys.stdout if to_stdout else Path(file), progress=progress)
+        reached("exporting:done")
     total = sum(report.rows.values())
     # With -, stdout carries the export itself: the summary goes to stderr.
     if as_json:
@@ -166,6 +172,7 @@ def import_(
         report = transfer.import_(
             db, source, mode="merge" if merge else "refuse", progress=progress
         )
+        reached("importing:done")
     if as_json:
         emit({"inserted": report.inserted, "skipped": report.skipped})
     else:
