@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import sqlite3
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,16 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
-from rich.progress import Progress, ProgressColumn
-from sqlalchemy.engine import URL
-from sqlalchemy.exc import DBAPIError
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from philont import interrupts
-from philont.cli import values
-from philont.db.engine import resolve_url, sqlite_path
-from philont.db.retry import file_error
 from philont.errors import (
     ConflictError,
     DatabasePathError,
@@ -32,6 +27,9 @@ from philont.errors import (
 )
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, ProgressColumn
+    from sqlalchemy.engine import URL
+
     from philont.store import Store
 
 # Output that is not a terminal is at most this wide: a table at its natural width, never cut.
@@ -85,13 +83,21 @@ def _remember_db(ctx: typer.Context, value: str | None) -> str | None:
     return value
 
 
+def _value(name: str, text: str) -> Any:
+    """``philont.cli.values.<name>(text)``: the values module (pydantic, the input types) is
+    loaded by the first command that reads one, not by ``philont --help``."""
+    from philont.cli import values
+
+    return getattr(values, name)(text)
+
+
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
         help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/memory/...)",
         callback=_remember_db,
-        parser=values.DB,
+        parser=lambda text: _value("DB", text),
         metavar="PATH|URL",
     ),
 ]
@@ -181,15 +187,30 @@ class Commands(TyperGroup):
             raise  # typer's main silences stdout and exits 1
         except OSError as exc:
             raise fail_os(exc) from exc
-        except (sqlite3.Error, DBAPIError) as exc:
-            typed = file_error(exc, path=_db_named(ctx.meta.get(_DB_KEY)))
+        except Exception as exc:
+            typed = _file_error(exc, ctx.meta.get(_DB_KEY))
             if typed is None:
                 raise  # not the file's state: a bug, with its traceback
             raise fail(typed, code=exit_code(typed)) from exc
 
 
+def _file_error(exc: Exception, db: str | None) -> PhilontError | None:
+    """The state of the database file that ``exc`` (a driver's error, raised bare or wrapped by
+    SQLAlchemy) reports, typed; None for anything else."""
+    dbapi = sys.modules.get("sqlalchemy.exc")  # not loaded: nothing raised a DBAPIError
+    if not isinstance(exc, sqlite3.Error) and not (
+        dbapi is not None and isinstance(exc, dbapi.DBAPIError)
+    ):
+        return None
+    from philont.db.retry import file_error
+
+    return file_error(exc, path=_db_named(db))
+
+
 def _db_named(db: str | None) -> str:
     """The database a command was given (or the default one), as the error names it."""
+    from philont.db.engine import resolve_url, sqlite_path
+
     try:
         url = resolve_url(db)
     except PhilontError:
@@ -201,6 +222,8 @@ def _db_named(db: str | None) -> str:
 def resolve_existing(db: str | None) -> URL:
     """The database URL, refusing (``database_path``, exit 1) an SQLite file that does not exist
     yet, as ``philont db current`` and the Store do."""
+    from philont.db.engine import resolve_url, sqlite_path
+
     url = resolve_url(db)
     path = sqlite_path(url)
     if path is not None and not path.exists():
@@ -245,6 +268,8 @@ def reached(phase: str) -> None:
 def progress(*columns: str | ProgressColumn) -> Progress:
     """A progress display on stderr, gone when done; none at all when stderr is not a terminal
     (a log file or a pipe gets no stray line)."""
+    from rich.progress import Progress
+
     return Progress(*columns, console=err, transient=True, disable=not err.is_terminal)
 
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from philont import migrate
+from philont.cli import inspect as cli_inspect
 from philont.cli import values
 from philont.cli.common import (
     EXIT_ERROR,
@@ -43,13 +44,7 @@ from philont.schemas import planning
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus, JudgeAgreement
 from philont.store import Store
 
-__all__ = ["consolidate", "judge_report", "register"]
-
-
-def register(app: typer.Typer, skills_app: typer.Typer) -> None:
-    """Add ``consolidate`` to the main app and ``judge-report`` to ``philont skills``."""
-    app.command("consolidate")(consolidate)
-    skills_app.command("judge-report")(judge_report)
+__all__ = ["consolidate", "judge_report", "skills_app"]
 
 
 def _line(report: ConsolidationReport) -> str:
@@ -250,3 +245,8 @@ def judge_report(db: DbOption = None, as_json: JsonOption = False) -> None:
             rate,
         )
     out.print(table)
+
+
+skills_app = cli_inspect.skills_app
+"""``philont skills``: the inspection commands and ``judge-report``."""
+skills_app.command("judge-report")(judge_report)
