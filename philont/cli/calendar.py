@@ -12,7 +12,6 @@ from rich import box
 from rich.table import Column, Table
 from rich.text import Text
 
-from philont import migrate
 from philont.cli.common import (
     DbOption,
     JsonOption,
@@ -42,6 +41,8 @@ Listing = Annotated[int, Field(ge=1, le=MAX_LISTING_LIMIT)]
 def _calendar(db: str | None, work: Callable[[CalendarService], T], *, write: bool) -> T:
     """``work(calendar)`` in one unit of work, run again when the database was busy or the
     transaction conflicted (:meth:`Store.run <philont.store.Store.run>`)."""
+    from philont import migrate
+
     url = resolve_existing(db)
     migrate.check(url)  # a typed error reaches Commands, which gives it its exit code
     with open_store(url) as store:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
 
-from philont import migrate
 from philont.cli.common import DbOption, JsonOption, out, progress, reached
+
+if TYPE_CHECKING:
+    from philont import migrate
 
 db_app = typer.Typer(help="Create, upgrade and inspect the database schema.", no_args_is_help=True)
 
 
 def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+
+    from philont import migrate
 
     total = len(migrate.history())
     with progress(
@@ -51,6 +56,8 @@ def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
 @db_app.command("current")
 def db_current(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Show the revision and memory_meta.schema_version."""
+    from philont import migrate
+
     st = migrate.status(db)
     data = _status_data(st)
     if as_json:
@@ -65,6 +72,8 @@ def db_current(db: DbOption = None, as_json: JsonOption = False) -> None:
 @db_app.command("check")
 def db_check(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Exit 0 at head, 3 (with the command that fixes it, on stderr) when not."""
+    from philont import migrate
+
     st = migrate.check(db)
     if as_json:
         out.print_json(json.dumps(_status_data(st)))
@@ -84,6 +93,8 @@ def _status_data(st: migrate.Status) -> dict[str, object]:
 @db_app.command("history")
 def db_history(as_json: JsonOption = False) -> None:
     """List the revision scripts shipped with philont, oldest first (reads no database)."""
+    from philont import migrate
+
     rows = migrate.history()
     if as_json:
         out.print_json(json.dumps([{"revision": r, "doc": d} for r, d in rows]))

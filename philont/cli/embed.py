@@ -27,7 +27,7 @@ from philont.cli.common import (
     reached,
     resolve_existing,
 )
-from philont.embed import BATCH_SIZE, backfill, embedder_from_spec
+from philont.embed.base import BATCH_SIZE
 from philont.errors import InvalidInputError, PhilontError
 from philont.schemas import inputs
 
@@ -75,6 +75,8 @@ def embed(
             _show(report.model_dump(mode="json"), as_json)
             return
         assert embedder is not None  # --status, or a usage error above
+        from philont.embed import backfill, embedder_from_spec
+
         model = embedder_from_spec(embedder)
         with progress(
             TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()

@@ -11,7 +11,6 @@ from rich.markup import escape
 from philont.cli import inspect as cli_inspect
 from philont.cli import values
 from philont.cli.common import DbOption, out
-from philont.db.engine import require_file, resolve_url, sqlite_path
 from philont.errors import BackendError, InvalidDatabaseError
 from philont.schemas import stored
 
@@ -40,6 +39,8 @@ def demo(
 
 def _demo_file(db: str | None) -> Path | None:
     """The SQLite file the demo plays on (None: a new temporary one)."""
+    from philont.db.engine import require_file, resolve_url, sqlite_path
+
     if db is None:
         return None
     url = resolve_url(db)  # an empty path, a NUL character, ...: refused by name

@@ -15,8 +15,6 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, TaskID, TextColumn
 
-from philont import backup as backups
-from philont import transfer
 from philont.cli import values
 from philont.cli.common import (
     DbOption,
@@ -30,9 +28,6 @@ from philont.cli.common import (
     resolve_existing,
 )
 
-_PHASES = {transfer.CHECKING: "checking", transfer.INDEXING: "indexing"}
-"""Phases of an import or export besides its rows (:func:`philont.cli.common.reached`)."""
-
 
 @contextmanager
 def _table_progress(verb: str, left: str) -> Iterator[Callable[[str, int, int], None]]:
@@ -41,6 +36,9 @@ def _table_progress(verb: str, left: str) -> Iterator[Callable[[str, int, int], 
     read (``checking the file 41.2/100.0 MB``), and the search indexes an SQLite import
     rebuilds at the end. Ctrl-C ends the command with ``interrupted: LEFT`` on stderr (what was
     left as it was) and exit 130."""
+    from philont import transfer
+
+    phases = {transfer.CHECKING: "checking", transfer.INDEXING: "indexing"}  # besides rows
     try:
         with progress(
             TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}")
@@ -55,7 +53,7 @@ def _table_progress(verb: str, left: str) -> Iterator[Callable[[str, int, int], 
                 else:
                     label, count = f"{verb} {table}", f"{done}/{total}"
                 if done < total:
-                    reached(f"{verb}:{_PHASES.get(table, 'rows')}")
+                    reached(f"{verb}:{phases.get(table, 'rows')}")
                 if table not in tasks:
                     tasks[table] = bar.add_task(label, total=max(total, 1), count=count)
                 bar.update(tasks[table], completed=done, count=count)
@@ -85,6 +83,8 @@ def backup(
     as_json: JsonOption = False,
 ) -> None:
     """Online backup (consistent while the agent writes) into the sibling backups/ directory."""
+    from philont import backup as backups
+
     path = backups.backup(resolve_existing(db), keep=keep)
     if as_json:
         emit({"backup": str(path)})
@@ -100,6 +100,8 @@ def restore(
     """Verify a backup, keep the current file as a backup, then put the backup in place."""
     if not file.exists():
         raise _missing(file)
+    from philont import backup as backups
+
     report = backups.restore(file, db)
     data = {
         "restored_from": str(report.restored_from),
@@ -128,6 +130,8 @@ def export(
     as_json: JsonOption = False,
 ) -> None:
     """Export every layer as versioned JSON lines (to a file, or with - to stdout)."""
+    from philont import transfer
+
     url = resolve_existing(db)
     to_stdout = file == STDIO
     left = "the output is incomplete" if to_stdout else f"{file} was not written"
@@ -167,6 +171,8 @@ def import_(
     All or nothing."""
     if file != STDIO and not Path(file).exists():
         raise _missing(file)
+    from philont import transfer
+
     source = sys.stdin if file == STDIO else Path(file)
     with _table_progress("importing", "nothing imported; the database is as it was") as progress:
         report = transfer.import_(
