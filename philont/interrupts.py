@@ -17,21 +17,25 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from types import FrameType
+from typing import TYPE_CHECKING
 
-__all__ = ["Watch", "held", "point_of_no_return", "watch"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import FrameType
+
+__all__ = ["Watch", "check", "held", "point_of_no_return", "watch"]
 
 
-@dataclass
 class Watch:
-    """The state of one watched run: ``past`` once its work became permanent, ``held`` once a
-    SIGINT came after that."""
+    """The state of one watched run: ``interrupted`` once a SIGINT raised, ``past`` once its
+    work became permanent, ``held`` once a SIGINT came after that. (A plain class: this module
+    is imported before the command line's other imports, to watch them.)"""
 
-    past: bool = False
-    held: bool = False
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.past = False
+        self.held = False
 
 
 _current: Watch | None = None
@@ -42,7 +46,19 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
     if current is not None and current.past:
         current.held = True
         return
+    if current is not None:
+        current.interrupted = True  # remembered: the exception may be lost (see check)
     raise KeyboardInterrupt
+
+
+def check() -> None:
+    """Raise ``KeyboardInterrupt`` again if a SIGINT came before the point of no return and the
+    work goes on: the exception raised for it was lost. Python drops an exception raised in a
+    weakref callback or a finalizer (``Exception ignored in: ...``) and goes on, and the
+    signal's handler runs wherever the interpreter happens to be, such a callback included."""
+    current = _current
+    if current is not None and current.interrupted and not current.past:
+        raise KeyboardInterrupt
 
 
 def _main_thread() -> bool:
@@ -78,6 +94,7 @@ def point_of_no_return() -> Iterator[None]:
     if current is None or not _main_thread():
         yield
         return
+    check()  # an interrupt that was lost on the way: never commit past it
     current.past = True
     try:
         yield

@@ -27,6 +27,7 @@ def main() -> None:
         try:
             from philont.cli.root import app
 
+            interrupts.check()  # one whose KeyboardInterrupt an import lost (importlib drops it)
             app()
         except KeyboardInterrupt:  # while starting: the commands catch their own
             sys.stderr.write("interrupted\n")

@@ -18,6 +18,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from philont import interrupts
+from philont.cli.parsers import DB
 from philont.errors import (
     ConflictError,
     DatabasePathError,
@@ -83,21 +84,13 @@ def _remember_db(ctx: typer.Context, value: str | None) -> str | None:
     return value
 
 
-def _value(name: str, text: str) -> Any:
-    """``philont.cli.values.<name>(text)``: the values module (pydantic, the input types) is
-    loaded by the first command that reads one, not by ``philont --help``."""
-    from philont.cli import values
-
-    return getattr(values, name)(text)
-
-
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
         help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/memory/...)",
         callback=_remember_db,
-        parser=lambda text: _value("DB", text),
+        parser=DB,
         metavar="PATH|URL",
     ),
 ]
@@ -255,6 +248,7 @@ def reached(phase: str) -> None:
     holds it there (:data:`HOLD_ENV`), nothing happens."""
     if phase not in PHASES:
         raise ValueError(f"unknown phase {phase!r}")
+    interrupts.check()  # a Ctrl-C whose KeyboardInterrupt was lost stops the work here
     wanted, _, marker = os.environ.get(HOLD_ENV, "").partition("=")
     if wanted != phase or not marker or Path(marker).exists():
         return

@@ -21,6 +21,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from philont import settings
 from philont.cli.common import Commands
+from philont.cli.parsers import AGENT
 
 
 @dataclass(frozen=True)
@@ -175,12 +176,6 @@ app = typer.Typer(
 )
 
 
-def _agent_name(text: str) -> Any:
-    from philont.cli.values import AGENT
-
-    return AGENT(text)
-
-
 @app.callback()
 def _main(
     ctx: typer.Context,
@@ -190,7 +185,7 @@ def _main(
         typer.Option(
             "--agent",
             help="With a PostgreSQL --db URL: the agent to work as. Default $PHILONT_AGENT.",
-            parser=_agent_name,
+            parser=AGENT,
             metavar="NAME",
         ),
     ] = None,
