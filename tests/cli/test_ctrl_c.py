@@ -11,21 +11,28 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from philont import transfer
 from philont.cli.common import HOLD_ENV, PHASES
 from philont.schemas.timeline import MessageIn
 from philont.settings import AGENT_ENV
 from philont.store import Store
-from tests.cli.terminal import run_in_terminal, said
+from tests.cli.terminal import REPO, run_in_terminal, said
 from tests.pg_support import Layout
 
 MESSAGES = 2_500  # more than one progress step (every 1,000 rows) in every phase
@@ -185,3 +192,49 @@ def test_ctrl_c_in_each_phase_of_each_long_command(
     assert run.status == case.status, run.output[-2000:]
     assert case.said(said(run)), said(run)
     assert case.left_alone()
+
+
+# --- Ctrl-C while the command line starts --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def a_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("start") / "memory.sqlite"
+    with Store.open(path) as store, store.begin() as mem:
+        mem.facts.store("user", "city", "Berlin")
+    return path
+
+
+@pytest.mark.parametrize("command", [["--help"], ["stats", "--db"]], ids=" ".join)
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(after=st.floats(min_value=0.0, max_value=0.5))
+def test_ctrl_c_while_the_command_line_starts_is_one_line_and_130(
+    command: list[str], after: float, a_database: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """From the moment ``philont.cli.main`` watches Ctrl-C (before it imports the commands),
+    at any delay. Before that moment SIGINT meets Python's own start and ``import philont``
+    (about 25 ms here: a traceback of those imports, or death by the signal), which no code of
+    philont's can watch."""
+    args = [*command, str(a_database)] if command[-1] == "--db" else command
+    watching = tmp_path_factory.mktemp("start") / "watching"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "philont", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, HOLD_ENV: f"starting={watching}"},
+    )
+    while not watching.exists() and child.poll() is None:
+        time.sleep(0.001)
+    time.sleep(after)
+    child.send_signal(signal.SIGINT)
+    output, errors = child.communicate(timeout=60)
+
+    assert "Traceback" not in errors
+    if child.returncode == 0:  # it had finished its work: the Ctrl-C changed nothing
+        assert errors == "" and output
+    else:
+        assert (child.returncode, errors) == (130, "interrupted\n")
