@@ -7,7 +7,9 @@ permanent (an import's COMMIT, an export's file renamed into place) unwinding wo
 the change stays, the message would deny it. Such a step runs in :func:`point_of_no_return`:
 from its start to the end of the watch, SIGINT is held instead of raised; the step and the
 command finish and report what they did (the Ctrl-C came too late to stop anything). When the
-step itself fails, nothing became permanent and SIGINT raises again.
+step itself fails, nothing became permanent and SIGINT raises again. A SIGINT whose
+``KeyboardInterrupt`` Python dropped (raised inside a weakref callback) is raised again by
+:func:`check`: at each progress step of a long command, and before the point of no return.
 
 Without a watch (a host application using philont as a library) both are no-ops: the host's
 own SIGINT handling is left alone. Signals are the main thread's; elsewhere nothing changes.

@@ -155,7 +155,8 @@ class Commands(TyperGroup):
     refuses: exit 2) and the file's own state met by SQLite on the way (damaged pages, a lock
     held past the wait, a read-only file: typed by :func:`philont.db.retry.file_error`) are
     one line on stderr, never a traceback; anything else is a bug and keeps its traceback. A
-    closed pipe (``philont ... | head``) ends the command quietly."""
+    closed pipe (``philont ... | head``) ends the command quietly; Ctrl-C is ``interrupted``
+    and exit 130 (a command that knows what it left as it was says so itself)."""
 
     def make_context(self, info_name: str | None, args: list[str], *a: Any, **kw: Any) -> Any:
         try:  # the options of ``philont`` itself (``--agent``) are parsed here
