@@ -4,7 +4,7 @@ not (a row another program wrote badly is listed with the reason, and can be rem
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from pydantic import Field
@@ -21,11 +21,13 @@ from philont.cli.common import (
     resolve_existing,
 )
 from philont.cli.values import value
-from philont.domain.series import all_day_dates
+from philont.domain.series import MAX_LISTING_LIMIT, all_day_dates
 from philont.domain.timeparse import iso
 from philont.errors import CalendarEventNotFoundError
 from philont.schemas import inputs
-from philont.services.calendar import MAX_LISTING_LIMIT, CalendarService
+
+if TYPE_CHECKING:
+    from philont.services.calendar import CalendarService
 
 calendar_app = typer.Typer(
     help="Calendar events: list them (unreadable rows included) and remove one by id.",

@@ -72,8 +72,8 @@ def test_philont_help_lists_each_command_as_its_own_help_says() -> None:
 
 
 HEAVY = ("sqlalchemy", "alembic", "pydantic", "numpy", "structlog", "philont.store", "mcp")
-STILL_HEAVY = {"calendar", "consolidate", "skills", "demo", "mcp"}
-"""Commands whose module still loads SQLAlchemy or the learning loop for their --help."""
+STILL_HEAVY = {"consolidate", "skills"}
+"""Commands whose module (the learning loop) still loads SQLAlchemy and Alembic for --help."""
 
 
 def _loaded_by(args: list[str]) -> list[str]:
