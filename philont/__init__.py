@@ -11,8 +11,9 @@ The public API::
     tools.call("get_fact", {"namespace": "user.home", "key": "city"}, db=store)
 
 Errors are :class:`PhilontError` subclasses with a stable ``code``; services return the frozen
-read models exported here. ``import philont`` stays light: the tools (and their recurrence and
-cron libraries), the CLI, Alembic and the MCP server load when first used.
+read models exported here. ``import philont`` stays light: the Store, the unit of work, the
+read models, the tools (and their recurrence and cron libraries), the CLI, Alembic and the MCP
+server load when first used (``philont.Store``, ``from philont import Store``).
 """
 
 from __future__ import annotations
@@ -42,21 +43,21 @@ from philont.errors import (
     TransactionConflictError,
     UnitOfWorkError,
 )
-from philont.memory import Memory
-from philont.schemas.actions import ActionRecord
-from philont.schemas.calendar import CalendarEventRecord, Occurrence
-from philont.schemas.facts import FactRecord
-from philont.schemas.notes import NoteRecord
-from philont.schemas.prefix import MemoryPrefixResult
-from philont.schemas.reflector import ReflectionReport
-from philont.schemas.schedules import ScheduleRecord
-from philont.schemas.search import MessageHit, NoteHit, RetrievalResult, SkillHit
-from philont.schemas.skills import RecipeRecord, SkillRecord
-from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord
-from philont.store import Store
 
 if TYPE_CHECKING:
     from philont import tools
+    from philont.memory import Memory
+    from philont.schemas.actions import ActionRecord
+    from philont.schemas.calendar import CalendarEventRecord, Occurrence
+    from philont.schemas.facts import FactRecord
+    from philont.schemas.notes import NoteRecord
+    from philont.schemas.prefix import MemoryPrefixResult
+    from philont.schemas.reflector import ReflectionReport
+    from philont.schemas.schedules import ScheduleRecord
+    from philont.schemas.search import MessageHit, NoteHit, RetrievalResult, SkillHit
+    from philont.schemas.skills import RecipeRecord, SkillRecord
+    from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord
+    from philont.store import Store
 
 __all__ = [
     "ActionRecord",
@@ -104,9 +105,42 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    if name == "tools":  # loads the eleven tools (and their libraries) on first use
-        import importlib
+_LAZY = {
+    "Memory": "philont.memory",
+    "ActionRecord": "philont.schemas.actions",
+    "CalendarEventRecord": "philont.schemas.calendar",
+    "Occurrence": "philont.schemas.calendar",
+    "FactRecord": "philont.schemas.facts",
+    "NoteRecord": "philont.schemas.notes",
+    "MemoryPrefixResult": "philont.schemas.prefix",
+    "ReflectionReport": "philont.schemas.reflector",
+    "ScheduleRecord": "philont.schemas.schedules",
+    "MessageHit": "philont.schemas.search",
+    "NoteHit": "philont.schemas.search",
+    "RetrievalResult": "philont.schemas.search",
+    "SkillHit": "philont.schemas.search",
+    "RecipeRecord": "philont.schemas.skills",
+    "SkillRecord": "philont.schemas.skills",
+    "MessageIn": "philont.schemas.timeline",
+    "MessageRecord": "philont.schemas.timeline",
+    "SessionRecord": "philont.schemas.timeline",
+    "Store": "philont.store",
+}
+"""Where each export lives: loaded on first use, so that ``import philont`` (and the command
+line's start, its ``--help``) does not pay for SQLAlchemy, pydantic and the services."""
 
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name == "tools":  # loads the eleven tools (and their libraries) on first use
         return importlib.import_module("philont.tools")
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # once
+        return value
     raise AttributeError(f"module 'philont' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

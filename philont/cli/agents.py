@@ -7,17 +7,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from philont import agents
 from philont.cli import values
 from philont.cli.common import EXIT_NOT_FOUND, DbOption, JsonOption, emit, fail, out
-from philont.db.engine import resolve_url
 from philont.errors import ConflictError, NotFoundError, PhilontError
 from philont.schemas import inputs
-from philont.store import Store
+
+if TYPE_CHECKING:
+    from philont.store import Store
 
 EXIT_CONFLICT = 5
 
@@ -29,6 +29,9 @@ agents_app = typer.Typer(
 
 @contextmanager
 def _store(db: str | None) -> Iterator[Store]:
+    from philont.db.engine import resolve_url
+    from philont.store import Store
+
     try:
         with Store.open(resolve_url(db), upgrade=False) as store:
             yield store
@@ -53,6 +56,8 @@ def list_(
     as_json: JsonOption = False,
 ) -> None:
     """Agents by name, with when each was created."""
+    from philont import agents
+
     with _store(db) as store:
         found = agents.list_agents(store, prefix=prefix, limit=limit)
     rows = [
@@ -73,6 +78,8 @@ def list_(
 @agents_app.command("count")
 def count(db: DbOption = None, as_json: JsonOption = False) -> None:
     """How many agents the database holds."""
+    from philont import agents
+
     with _store(db) as store:
         n = agents.count(store)
     if as_json:
@@ -88,6 +95,8 @@ def rename(
     db: DbOption = None,
 ) -> None:
     """Rename an agent (its memory stays as it is)."""
+    from philont import agents
+
     with _store(db) as store:
         agents.rename(store, old, new)
     out.print(f"renamed {old} to {new}", markup=False)
@@ -103,6 +112,8 @@ def delete(
     as_json: JsonOption = False,
 ) -> None:
     """Delete every row of one agent, then the agent (one transaction)."""
+    from philont import agents
+
     with _store(db) as store:
         agents.require(store, name)  # a bad database or an unknown agent is said before asking
         if not yes:
@@ -125,6 +136,7 @@ def export_schema(
 ) -> None:
     """Export an agent kept in the old schema-per-agent layout; then `philont --agent NAME
     import FILE` moves it into the shared layout."""
+    from philont.db.engine import resolve_url
     from philont.transfer.postgres import export_schema as export_legacy
 
     try:

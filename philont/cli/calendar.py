@@ -4,7 +4,7 @@ not (a row another program wrote badly is listed with the reason, and can be rem
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from pydantic import Field
@@ -12,7 +12,6 @@ from rich import box
 from rich.table import Column, Table
 from rich.text import Text
 
-from philont import migrate
 from philont.cli.common import (
     DbOption,
     JsonOption,
@@ -22,11 +21,13 @@ from philont.cli.common import (
     resolve_existing,
 )
 from philont.cli.values import value
-from philont.domain.series import all_day_dates
+from philont.domain.series import MAX_LISTING_LIMIT, all_day_dates
 from philont.domain.timeparse import iso
 from philont.errors import CalendarEventNotFoundError
 from philont.schemas import inputs
-from philont.services.calendar import MAX_LISTING_LIMIT, CalendarService
+
+if TYPE_CHECKING:
+    from philont.services.calendar import CalendarService
 
 calendar_app = typer.Typer(
     help="Calendar events: list them (unreadable rows included) and remove one by id.",
@@ -42,6 +43,8 @@ Listing = Annotated[int, Field(ge=1, le=MAX_LISTING_LIMIT)]
 def _calendar(db: str | None, work: Callable[[CalendarService], T], *, write: bool) -> T:
     """``work(calendar)`` in one unit of work, run again when the database was busy or the
     transaction conflicted (:meth:`Store.run <philont.store.Store.run>`)."""
+    from philont import migrate
+
     url = resolve_existing(db)
     migrate.check(url)  # a typed error reaches Commands, which gives it its exit code
     with open_store(url) as store:

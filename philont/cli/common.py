@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import sqlite3
+import sys
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
-from rich.progress import Progress, ProgressColumn
-from sqlalchemy.engine import URL
-from sqlalchemy.exc import DBAPIError
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
-from philont.cli import values
-from philont.db.engine import resolve_url, sqlite_path
-from philont.db.retry import file_error
+from philont import interrupts
+from philont.cli.parsers import DB
 from philont.errors import (
     ConflictError,
     DatabasePathError,
@@ -28,6 +28,9 @@ from philont.errors import (
 )
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, ProgressColumn
+    from sqlalchemy.engine import URL
+
     from philont.store import Store
 
 # Output that is not a terminal is at most this wide: a table at its natural width, never cut.
@@ -87,7 +90,7 @@ DbOption = Annotated[
         "--db",
         help="Database path or URL (default: $MEMORY_DB_PATH or ~/.philont/memory/...)",
         callback=_remember_db,
-        parser=values.DB,
+        parser=DB,
         metavar="PATH|URL",
     ),
 ]
@@ -119,6 +122,13 @@ def exit_code(exc: PhilontError) -> int:
     return EXIT_ERROR
 
 
+def interrupted(what: str | None = None) -> typer.Exit:
+    """Report a Ctrl-C (SIGINT) as one line, ``interrupted`` (with ``what`` was left as it
+    was, when the command knows), and return the Exit to raise: 130."""
+    err.print("interrupted" + (f": {what}" if what else ""), markup=False, soft_wrap=True)
+    return typer.Exit(EXIT_INTERRUPTED)
+
+
 def fail_usage(exc: UsageError) -> typer.Exit:
     """Report a command line click refused (an unknown option or command, a missing argument, a
     value out of range) as one line, ``error (usage): ...``, and return the Exit to raise."""
@@ -145,19 +155,24 @@ class Commands(TyperGroup):
     refuses: exit 2) and the file's own state met by SQLite on the way (damaged pages, a lock
     held past the wait, a read-only file: typed by :func:`philont.db.retry.file_error`) are
     one line on stderr, never a traceback; anything else is a bug and keeps its traceback. A
-    closed pipe (``philont ... | head``) ends the command quietly."""
+    closed pipe (``philont ... | head``) ends the command quietly; Ctrl-C is ``interrupted``
+    and exit 130 (a command that knows what it left as it was says so itself)."""
 
     def make_context(self, info_name: str | None, args: list[str], *a: Any, **kw: Any) -> Any:
         try:  # the options of ``philont`` itself (``--agent``) are parsed here
             return super().make_context(info_name, args, *a, **kw)
         except UsageError as exc:
             raise fail_usage(exc) from exc
+        except KeyboardInterrupt:
+            raise interrupted() from None
 
     def invoke(self, ctx: Any) -> Any:  # typer vendors its own click.Context
         try:
             return super().invoke(ctx)
         except NoArgsIsHelpError:
             raise  # a group given no command shows its help
+        except KeyboardInterrupt:
+            raise interrupted() from None
         except UsageError as exc:
             raise fail_usage(exc) from exc
         except PhilontError as exc:
@@ -166,15 +181,30 @@ class Commands(TyperGroup):
             raise  # typer's main silences stdout and exits 1
         except OSError as exc:
             raise fail_os(exc) from exc
-        except (sqlite3.Error, DBAPIError) as exc:
-            typed = file_error(exc, path=_db_named(ctx.meta.get(_DB_KEY)))
+        except Exception as exc:
+            typed = _file_error(exc, ctx.meta.get(_DB_KEY))
             if typed is None:
                 raise  # not the file's state: a bug, with its traceback
             raise fail(typed, code=exit_code(typed)) from exc
 
 
+def _file_error(exc: Exception, db: str | None) -> PhilontError | None:
+    """The state of the database file that ``exc`` (a driver's error, raised bare or wrapped by
+    SQLAlchemy) reports, typed; None for anything else."""
+    dbapi = sys.modules.get("sqlalchemy.exc")  # not loaded: nothing raised a DBAPIError
+    if not isinstance(exc, sqlite3.Error) and not (
+        dbapi is not None and isinstance(exc, dbapi.DBAPIError)
+    ):
+        return None
+    from philont.db.retry import file_error
+
+    return file_error(exc, path=_db_named(db))
+
+
 def _db_named(db: str | None) -> str:
     """The database a command was given (or the default one), as the error names it."""
+    from philont.db.engine import resolve_url, sqlite_path
+
     try:
         url = resolve_url(db)
     except PhilontError:
@@ -186,6 +216,8 @@ def _db_named(db: str | None) -> str:
 def resolve_existing(db: str | None) -> URL:
     """The database URL, refusing (``database_path``, exit 1) an SQLite file that does not exist
     yet, as ``philont db current`` and the Store do."""
+    from philont.db.engine import resolve_url, sqlite_path
+
     url = resolve_url(db)
     path = sqlite_path(url)
     if path is not None and not path.exists():
@@ -193,9 +225,46 @@ def resolve_existing(db: str | None) -> URL:
     return url
 
 
+PHASES = (
+    "importing:checking",
+    "importing:rows",
+    "importing:indexing",
+    "importing:done",
+    "exporting:rows",
+    "exporting:done",
+    "upgrade:revisions",
+    "embed:batches",
+)
+"""The phases of the long commands (``done``: the work returned, the command not yet ended),
+each a moment where Ctrl-C must end the command as documented (tests/cli/test_ctrl_c.py)."""
+
+HOLD_ENV = "PHILONT_TEST_HOLD"
+"""Tests only: ``PHASE=FILE`` makes a command that reaches PHASE (:func:`reached`) create FILE
+and wait there for a signal, so a test interrupts it inside that phase, not after it."""
+HOLD_LIMIT_S = 60.0
+
+
+def reached(phase: str) -> None:
+    """A long command is inside ``phase`` (one of :data:`PHASES`) with work left. Unless a test
+    holds it there (:data:`HOLD_ENV`), nothing happens."""
+    if phase not in PHASES:
+        raise ValueError(f"unknown phase {phase!r}")
+    interrupts.check()  # a Ctrl-C whose KeyboardInterrupt was lost stops the work here
+    wanted, _, marker = os.environ.get(HOLD_ENV, "").partition("=")
+    if wanted != phase or not marker or Path(marker).exists():
+        return
+    Path(marker).touch()
+    deadline = time.monotonic() + HOLD_LIMIT_S
+    # a SIGINT raises here (the eval loop runs at every tick) or is held (philont.interrupts)
+    while time.monotonic() < deadline and not interrupts.held():
+        time.sleep(0.01)
+
+
 def progress(*columns: str | ProgressColumn) -> Progress:
     """A progress display on stderr, gone when done; none at all when stderr is not a terminal
     (a log file or a pipe gets no stray line)."""
+    from rich.progress import Progress
+
     return Progress(*columns, console=err, transient=True, disable=not err.is_terminal)
 
 

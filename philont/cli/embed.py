@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from philont.cli import values
 from philont.cli.common import (
@@ -17,9 +24,10 @@ from philont.cli.common import (
     open_store,
     out,
     progress,
+    reached,
     resolve_existing,
 )
-from philont.embed import BATCH_SIZE, backfill, embedder_from_spec
+from philont.embed.base import BATCH_SIZE
 from philont.errors import InvalidInputError, PhilontError
 from philont.schemas import inputs
 
@@ -67,6 +75,8 @@ def embed(
             _show(report.model_dump(mode="json"), as_json)
             return
         assert embedder is not None  # --status, or a usage error above
+        from philont.embed import backfill, embedder_from_spec
+
         model = embedder_from_spec(embedder)
         with progress(
             TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
@@ -78,13 +88,19 @@ def embed(
                 batch_size=batch_size,
                 rebuild=rebuild,
                 full=full,
-                progress=lambda n, total: bar.update(task, completed=n, total=total),
+                progress=lambda n, total: _shown(bar, task, n, total),
             )
         _show(done.model_dump(mode="json"), as_json)
     except PhilontError as exc:
         raise fail(exc) from exc
     finally:
         store.close()
+
+
+def _shown(bar: Progress, task: TaskID, done: int, total: int) -> None:
+    bar.update(task, completed=done, total=total)
+    if done < total:
+        reached("embed:batches")
 
 
 def _show(data: dict[str, object], as_json: bool) -> None:

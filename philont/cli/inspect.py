@@ -8,16 +8,14 @@ from collections.abc import Callable
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import Field
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy.engine import URL
 
-from philont import migrate
 from philont.cli import values
 from philont.cli.common import (
     DbOption,
@@ -29,10 +27,13 @@ from philont.cli.common import (
     resolve_existing,
 )
 from philont.cli.values import value
-from philont.db.engine import connect_read_only, is_postgres
 from philont.errors import FactNotFoundError, PhilontError, SkillNotFoundError
-from philont.memory import Memory
 from philont.schemas import inputs
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+    from philont.memory import Memory
 
 LimitOption = Annotated[
     int, typer.Option(help="Most results to show.", parser=value(inputs.Limit), metavar="N")
@@ -76,6 +77,8 @@ def _run(db: str | None, work: Callable[[Memory], T]) -> T:
     refused), run again when the database was busy or the transaction conflicted with a
     concurrent one (:meth:`Store.run <philont.store.Store.run>`): ``work`` only reads and
     returns what the command prints."""
+    from philont import migrate
+
     url = resolve_existing(db)
     migrate.check(url)
     with open_store(url) as store:
@@ -84,6 +87,8 @@ def _run(db: str | None, work: Callable[[Memory], T]) -> T:
 
 def layer_counts(path: str | Path) -> dict[str, int]:
     """Rows per layer, read-only (tables a database lacks are left out)."""
+    from philont.db.engine import connect_read_only
+
     with closing(connect_read_only(path)) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         return {
@@ -95,6 +100,9 @@ def layer_counts(path: str | Path) -> dict[str, int]:
 
 def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Rows per layer, file size and FTS index health."""
+    from philont import migrate
+    from philont.db.engine import is_postgres
+
     url = resolve_existing(db)
     st = migrate.status(url)
     if is_postgres(url):

@@ -9,13 +9,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from philont import migrate
+from philont.cli import inspect as cli_inspect
 from philont.cli import values
 from philont.cli.common import (
     EXIT_ERROR,
@@ -30,30 +30,22 @@ from philont.cli.common import (
 )
 from philont.cli.values import value
 from philont.errors import PhilontError, SchemaOutOfDateError
-from philont.learning import (
-    CaseBook,
-    Consolidator,
-    ConsolidatorConfig,
-    LearningConfig,
-    ModelJudge,
-)
 from philont.llm import model_from_spec
-from philont.memory import Memory
 from philont.schemas import planning
-from philont.schemas.learning import ConsolidationReport, ConsolidationStatus, JudgeAgreement
-from philont.store import Store
 
-__all__ = ["consolidate", "judge_report", "register"]
+if TYPE_CHECKING:
+    from philont.learning import Consolidator, ConsolidatorConfig, LearningConfig
+    from philont.memory import Memory
+    from philont.schemas.learning import ConsolidationReport, JudgeAgreement
+    from philont.store import Store
 
-
-def register(app: typer.Typer, skills_app: typer.Typer) -> None:
-    """Add ``consolidate`` to the main app and ``judge-report`` to ``philont skills``."""
-    app.command("consolidate")(consolidate)
-    skills_app.command("judge-report")(judge_report)
+__all__ = ["consolidate", "judge_report", "skills_app"]
 
 
 def _line(report: ConsolidationReport) -> str:
     """One line per batch for people."""
+    from philont.schemas.learning import ConsolidationStatus
+
     if report.status != ConsolidationStatus.CONSOLIDATED:
         extra = f" (retry at {report.retry_at:%H:%M:%S})" if report.retry_at else ""
         error = f": {report.error}" if report.error else ""
@@ -141,6 +133,9 @@ def consolidate(
     """Consolidate the timeline when it has been idle: facts, notes, skills and summaries from
     each new batch of messages. Loops until SIGINT/SIGTERM (a batch in progress is finished
     first); --once runs one tick (exit 1 if a batch failed)."""
+    from philont.learning import ConsolidatorConfig, LearningConfig
+    from philont.schemas.learning import ConsolidationStatus
+
     schedule = ConsolidatorConfig(
         idle_after=timedelta(seconds=idle_after),
         batch_size=batch_size,
@@ -173,6 +168,9 @@ def _worker(
     judge: bool,
 ) -> tuple[Store, Consolidator]:
     """The Store (a database not at head is refused) and the consolidator on it."""
+    from philont import migrate
+    from philont.learning import Consolidator, ModelJudge
+
     url = resolve_existing(db)
     try:
         migrate.check(url)
@@ -215,6 +213,8 @@ def _loop(worker: Consolidator, as_json: bool) -> None:
 
 
 def _agreement(mem: Memory) -> list[JudgeAgreement]:
+    from philont.learning import CaseBook
+
     book = CaseBook(mem)
     book.observe()
     return book.agreement()
@@ -223,6 +223,8 @@ def _agreement(mem: Memory) -> list[JudgeAgreement]:
 def judge_report(db: DbOption = None, as_json: JsonOption = False) -> None:
     """How often the judge's verdicts agreed with the outcomes attribution observed, per skill
     (verified ↔ success, failed ↔ failure)."""
+    from philont import migrate
+
     url = resolve_existing(db)
     try:
         migrate.check(url)
@@ -250,3 +252,8 @@ def judge_report(db: DbOption = None, as_json: JsonOption = False) -> None:
             rate,
         )
     out.print(table)
+
+
+skills_app = cli_inspect.skills_app
+"""``philont skills``: the inspection commands and ``judge-report``."""
+skills_app.command("judge-report")(judge_report)

@@ -15,28 +15,30 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, TaskID, TextColumn
 
-from philont import backup as backups
-from philont import transfer
 from philont.cli import values
 from philont.cli.common import (
-    EXIT_INTERRUPTED,
     DbOption,
     JsonOption,
     emit,
     err,
+    interrupted,
     out,
     progress,
+    reached,
     resolve_existing,
 )
 
 
 @contextmanager
-def _table_progress(verb: str, interrupted: str) -> Iterator[Callable[[str, int, int], None]]:
+def _table_progress(verb: str, left: str) -> Iterator[Callable[[str, int, int], None]]:
     """A bar per table as its rows go (``importing memory_notes 3000/12000``); an import's
     first pass, which checks the whole file before writing anything, as the share of the file
     read (``checking the file 41.2/100.0 MB``), and the search indexes an SQLite import
-    rebuilds at the end. Ctrl-C ends the command with ``interrupted`` on stderr (what was left
-    as it was) and exit 130."""
+    rebuilds at the end. Ctrl-C ends the command with ``interrupted: LEFT`` on stderr (what was
+    left as it was) and exit 130."""
+    from philont import transfer
+
+    phases = {transfer.CHECKING: "checking", transfer.INDEXING: "indexing"}  # besides rows
     try:
         with progress(
             TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}")
@@ -50,14 +52,15 @@ def _table_progress(verb: str, interrupted: str) -> Iterator[Callable[[str, int,
                     label, count = "rebuilding search indexes", f"{done}/{total}"
                 else:
                     label, count = f"{verb} {table}", f"{done}/{total}"
+                if done < total:
+                    reached(f"{verb}:{phases.get(table, 'rows')}")
                 if table not in tasks:
                     tasks[table] = bar.add_task(label, total=max(total, 1), count=count)
                 bar.update(tasks[table], completed=done, count=count)
 
             yield update
     except KeyboardInterrupt:
-        err.print(f"interrupted: {interrupted}", markup=False, soft_wrap=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise interrupted(left) from None
 
 
 def _missing(file: str | Path) -> FileNotFoundError:
@@ -80,6 +83,8 @@ def backup(
     as_json: JsonOption = False,
 ) -> None:
     """Online backup (consistent while the agent writes) into the sibling backups/ directory."""
+    from philont import backup as backups
+
     path = backups.backup(resolve_existing(db), keep=keep)
     if as_json:
         emit({"backup": str(path)})
@@ -95,6 +100,8 @@ def restore(
     """Verify a backup, keep the current file as a backup, then put the backup in place."""
     if not file.exists():
         raise _missing(file)
+    from philont import backup as backups
+
     report = backups.restore(file, db)
     data = {
         "restored_from": str(report.restored_from),
@@ -123,11 +130,14 @@ def export(
     as_json: JsonOption = False,
 ) -> None:
     """Export every layer as versioned JSON lines (to a file, or with - to stdout)."""
+    from philont import transfer
+
     url = resolve_existing(db)
     to_stdout = file == STDIO
     left = "the output is incomplete" if to_stdout else f"{file} was not written"
     with _table_progress("exporting", left) as progress:
         report = transfer.export(url, sys.stdout if to_stdout else Path(file), progress=progress)
+        reached("exporting:done")
     total = sum(report.rows.values())
     # With -, stdout carries the export itself: the summary goes to stderr.
     if as_json:
@@ -161,11 +171,14 @@ def import_(
     All or nothing."""
     if file != STDIO and not Path(file).exists():
         raise _missing(file)
+    from philont import transfer
+
     source = sys.stdin if file == STDIO else Path(file)
     with _table_progress("importing", "nothing imported; the database is as it was") as progress:
         report = transfer.import_(
             db, source, mode="merge" if merge else "refuse", progress=progress
         )
+        reached("importing:done")
     if as_json:
         emit({"inserted": report.inserted, "skipped": report.skipped})
     else:

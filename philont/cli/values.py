@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Annotated, Any, Final
 
 from pydantic import Field, StrictFloat, StrictInt
-from pydantic_core import PydanticCustomError
 from typer._click.exceptions import UsageError
 from typer._click.globals import get_current_context
 
+from philont.cli.parsers import AGENT, DB, Value
 from philont.errors import PhilontError
 from philont.schemas import inputs
 
@@ -50,8 +50,6 @@ __all__ = [
 ]
 
 _WHOLE = re.compile(r"[+-]?[0-9]+")
-_NAMED = re.compile(r"^[-\w.]+: ")
-"""The argument's name a rule's message starts with (``timezone: 'CEST' is not ...``)."""
 MAX_SECONDS: Final = 366 * 24 * 3600
 """The longest duration an option takes, in seconds (a year: what a wait can be)."""
 
@@ -72,46 +70,6 @@ def _number(text: str) -> float:
     if not math.isfinite(number):
         raise ValueError(f"{text!r} is not a finite number")
     return number
-
-
-class Value:
-    """A parser for typer (``typer.Option(parser=Value(...))``): the text read (as a whole
-    number, a number, or as it is), then checked by ``kind`` (a pydantic type, checked with
-    :func:`philont.schemas.inputs.check`) or ``rule`` (a function that returns the value to use
-    or raises a :class:`~philont.errors.PhilontError`). A refusal is a pydantic error with the
-    rule's own message, which typer turns into click's ``Invalid value for '<option>'``."""
-
-    def __init__(
-        self,
-        kind: Any = None,
-        *,
-        rule: Callable[[Any], Any] | None = None,
-        read: Callable[[str], Any] = str,
-    ) -> None:
-        assert (kind is None) != (rule is None), "a kind or a rule"
-        self.kind = kind
-        self.rule = rule
-        self.read = read
-
-    def __call__(self, raw: object) -> Any:
-        try:
-            given = self.read(raw) if isinstance(raw, str) else raw  # a default is not text
-            if self.rule is not None:
-                return self.rule(given)
-            return inputs.check(self.kind, given, "value")
-        except (PhilontError, ValueError) as exc:
-            message = exc.message if isinstance(exc, PhilontError) else str(exc)
-            while _NAMED.match(message):  # click names the option itself
-                message = _NAMED.sub("", message, count=1)
-            raise PydanticCustomError("philont_value", "{message}", {"message": message}) from None
-
-    def refuses(self, text: str) -> bool:
-        """Whether this value is refused (what the tests of every option ask)."""
-        try:
-            self(text)
-        except PydanticCustomError:
-            return True
-        return False
 
 
 def value(kind: Any = None, *, rule: Callable[[Any], Any] | None = None) -> Value:
@@ -138,21 +96,6 @@ def usage_error(exc: PhilontError) -> UsageError:
 
 
 # --- the rules of values no service input type describes --------------------------------------
-
-
-def _db(text: str) -> str:
-    """Something that can name a database (not where it is or what is in it: that is the
-    command's to find out, with its own code)."""
-    from philont.db.engine import require_file, resolve_url
-
-    require_file(resolve_url(text), "a command")
-    return text
-
-
-def _agent(text: str) -> str:
-    from philont.db.agents import check_name
-
-    return check_name(text)
 
 
 _AGENT_CHARS = re.compile(r"[a-z0-9_.\-]{0,63}")
@@ -227,8 +170,6 @@ def _url(text: str) -> str:
     return text
 
 
-DB = value(rule=_db)
-AGENT = value(rule=_agent)
 AGENT_PREFIX = value(rule=_agent_prefix)
 FILE = value(rule=_file)
 PATH = value(rule=_path)

@@ -26,6 +26,7 @@ __all__ = [
     "CHECK_WORK_LIMIT",
     "DEFAULT_OCCURRENCE_LIMIT",
     "EVENT_WORK_LIMIT",
+    "MAX_LISTING_LIMIT",
     "EventCheck",
     "Expansion",
     "all_day_dates",
@@ -35,6 +36,8 @@ __all__ = [
     "validate_rrule",
 ]
 
+MAX_LISTING_LIMIT: Final = 1000
+"""Most events one calendar listing returns (the service's cap, the command line's --limit)."""
 DEFAULT_OCCURRENCE_LIMIT: Final = 1000
 """Most occurrences one expansion returns; counted from the window, not from the series start."""
 

@@ -6,17 +6,20 @@ downloaded: :class:`HashEmbedder` (no model, for tests) and the adapters of
 :mod:`philont.embed.adapters`. See docs/embeddings.md.
 """
 
-from philont.embed.adapters import (
-    FastembedEmbedder,
-    Model2VecEmbedder,
-    OpenAIEmbedder,
-    embedder_from_spec,
-)
-from philont.embed.base import Embedder, checked_vectors
-from philont.embed.fusion import FusionWeights, fuse
-from philont.embed.hashing import HashEmbedder
-from philont.embed.index import BATCH_SIZE, backfill
-from philont.embed.search import ChannelReport
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from philont.embed.adapters import (
+        FastembedEmbedder,
+        Model2VecEmbedder,
+        OpenAIEmbedder,
+        embedder_from_spec,
+    )
+    from philont.embed.base import Embedder, checked_vectors
+    from philont.embed.fusion import FusionWeights, fuse
+    from philont.embed.hashing import HashEmbedder
+    from philont.embed.index import BATCH_SIZE, backfill
+    from philont.embed.search import ChannelReport
 
 __all__ = [
     "BATCH_SIZE",
@@ -32,3 +35,30 @@ __all__ = [
     "embedder_from_spec",
     "fuse",
 ]
+
+_LAZY = {
+    "FastembedEmbedder": "philont.embed.adapters",
+    "Model2VecEmbedder": "philont.embed.adapters",
+    "OpenAIEmbedder": "philont.embed.adapters",
+    "embedder_from_spec": "philont.embed.adapters",
+    "Embedder": "philont.embed.base",
+    "checked_vectors": "philont.embed.base",
+    "FusionWeights": "philont.embed.fusion",
+    "fuse": "philont.embed.fusion",
+    "HashEmbedder": "philont.embed.hashing",
+    "BATCH_SIZE": "philont.embed.index",
+    "backfill": "philont.embed.index",
+    "ChannelReport": "philont.embed.search",
+}
+"""Where each export lives: loaded on first use (numpy and the index are not needed to name
+the default batch size, :data:`philont.embed.base.BATCH_SIZE`, or an embedder's spec)."""
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'philont.embed' has no attribute {name!r}")

@@ -8,6 +8,9 @@ from typing import Protocol, runtime_checkable
 
 from philont.errors import EmbedderError
 
+BATCH_SIZE = 64
+"""Texts per model call and per committed batch (:func:`philont.embed.backfill`)."""
+
 __all__ = [
     "KNOWN_FLOORS",
     "NOISE_SDS",

@@ -22,7 +22,7 @@ from philont.db.backend import Raw
 from philont.db.queries import vectors as q
 from philont.db.stored_values import careful_read
 from philont.embed import codec
-from philont.embed.base import Embedder, checked_vectors
+from philont.embed.base import BATCH_SIZE, Embedder, checked_vectors
 from philont.embed.search import check_embedder, state
 from philont.schemas import inputs
 from philont.schemas.embeddings import BackfillReport, IndexStatus
@@ -33,9 +33,6 @@ if TYPE_CHECKING:
     from philont.store import Store
 
 __all__ = ["BATCH_SIZE", "EmbeddingIndex", "Progress", "backfill"]
-
-BATCH_SIZE = 64
-"""Texts per model call and per committed batch."""
 
 Progress = Callable[[int, int], None]
 """Called after each committed batch with (items done, items known to be pending at start)."""

@@ -31,7 +31,6 @@ from pydantic import (
 )
 from pydantic_core import SchemaValidator
 
-from philont.db.types import dumps_compact
 from philont.domain.kinds import AccessTarget, FactKind, Role
 from philont.domain.timepolicy import supported_utc
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
@@ -231,6 +230,8 @@ def _id_text(value: str) -> str:
 def _json_value(value: Any) -> Any:
     if value is None:
         raise ValueError("must not be null (forget the fact instead)")
+    from philont.db.types import dumps_compact  # SQLAlchemy's: not for the CLI's start
+
     # The round trip both validates and gives the value exactly as a later read returns it.
     try:
         text = dumps_compact(value)

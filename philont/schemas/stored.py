@@ -15,7 +15,6 @@ from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, Field, PlainValidator, StrictInt, StrictStr
 
-from philont.db.types import dumps_compact, from_epoch_ms
 from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
@@ -41,6 +40,8 @@ def _epoch_ms(value: int) -> int:
     """Epoch milliseconds whose datetime :data:`inputs.AwareTime` accepts. A read clamps a time
     outside that range (:mod:`philont.db.stored_values`); an import refuses it, so what it
     writes is what a service could have written (checked here, not left to the clamp)."""
+    from philont.db.types import from_epoch_ms  # SQLAlchemy's module: loaded when used
+
     if not MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
         raise ValueError(f"{value} ms is outside the supported times")
     try:
@@ -57,6 +58,8 @@ def _refuse_constant(name: str) -> Any:
 def json_value(text: str) -> Any:
     """The value of stored JSON text, parsed as every read parses it, and refused when it is
     not strict JSON or could not be written back (NaN, lone surrogates)."""
+    from philont.db.types import dumps_compact  # SQLAlchemy's module: loaded when used
+
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:

@@ -41,7 +41,7 @@ log = get_logger(__name__)
 
 DEFAULT_UPCOMING_WINDOW: Final = timedelta(days=7)
 DEFAULT_LISTING_LIMIT: Final = 200
-MAX_LISTING_LIMIT: Final = 1000
+MAX_LISTING_LIMIT: Final = series.MAX_LISTING_LIMIT
 LISTING_WORK_LIMIT: Final = 200_000
 """Steps one listing may spend expanding series (each event at most ``EVENT_WORK_LIMIT``)."""
 LISTING_COUNT_LIMIT: Final = 10_000

@@ -17,6 +17,7 @@ from philont import migrate
 from philont.db.engine import FILE_MODE, is_postgres, resolve_url
 from philont.db.schema import metadata
 from philont.errors import FilePathError, SchemaError, StorageError
+from philont.interrupts import point_of_no_return
 from philont.log import get_logger
 from philont.transfer.format import (
     FORMAT,
@@ -62,7 +63,8 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, out)
+        with point_of_no_return():  # Ctrl-C from here on: too late, the file stands
+            os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

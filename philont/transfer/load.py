@@ -12,6 +12,7 @@ from sqlalchemy.engine import URL
 from philont.backup import fts5_tables
 from philont.db.schema import metadata
 from philont.errors import ConflictError
+from philont.interrupts import point_of_no_return
 from philont.log import get_logger
 from philont.transfer.format import (
     INDEXING,
@@ -67,7 +68,8 @@ def load_sqlite(
             report_empty(reader.header.tables, totals, progress)
             report.fts_rebuilt = rebuild_fts(conn, progress)
             _check_foreign_keys(conn, reopen, known)
-            conn.execute("COMMIT")
+            with point_of_no_return():  # Ctrl-C from here on: too late, the rows stay
+                conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:  # SQLite may already have rolled back (e.g. disk full)
                 conn.execute("ROLLBACK")

@@ -37,6 +37,7 @@ from philont.errors import (
     SchemaError,
     UnrecognizedSchemaError,
 )
+from philont.interrupts import point_of_no_return
 from philont.log import get_logger
 from philont.transfer.export import _header, _pg_order, _same_columns, _write_rows, _writer
 from philont.transfer.format import (
@@ -108,11 +109,12 @@ def _connection(url: URL) -> Iterator[tuple[Connection, psycopg.Connection[tuple
 
 
 @contextmanager
-def _transaction(conn: Connection) -> Iterator[None]:
+def _transaction(conn: Connection, *, permanent: bool = False) -> Iterator[None]:
     """``conn.begin()``, committed at the end of the block, rolled back when it raises; a
     rollback the connection cannot do any more (an interrupt in the middle of a statement,
     see :func:`_connection`) closes the connection instead, and what the block raised is what
-    propagates, not the failed rollback."""
+    propagates, not the failed rollback. ``permanent``: its commit is the work's point of no
+    return (:func:`philont.interrupts.point_of_no_return`: never cut off by Ctrl-C)."""
     transaction = conn.begin()
     try:
         yield
@@ -122,7 +124,11 @@ def _transaction(conn: Connection) -> Iterator[None]:
         except DBAPIError:
             conn.invalidate()  # the server rolls back as the connection closes
         raise
-    transaction.commit()
+    if permanent:
+        with point_of_no_return():
+            transaction.commit()
+    else:
+        transaction.commit()
 
 
 def export_agent(
@@ -210,7 +216,7 @@ def import_agent(
     """Insert a checked export file's rows as one agent's, in one transaction (see the module
     docstring); a foreign key violation anywhere rolls back everything."""
     name = agent_name(agent)
-    with _connection(url) as (conn, driver), _transaction(conn), reopen() as fh:
+    with _connection(url) as (conn, driver), _transaction(conn, permanent=True), reopen() as fh:
         found, _created = registry.create(conn, name)
         registry.set_local(conn, found.id)
         # The agent's inserts take FOR KEY SHARE on this row (their foreign key): they wait.

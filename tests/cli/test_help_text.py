@@ -3,13 +3,18 @@ are not taken for Rich markup and dropped."""
 
 from __future__ import annotations
 
+import ast
 import re
+import subprocess
+import sys
 
 import click
+import click.testing
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
-from philont.cli import app
+from philont.cli import app, root
 from tests.support import cli_command as _command
 from tests.support import cli_paths
 
@@ -46,3 +51,46 @@ def test_mcp_help_names_the_extra_to_install() -> None:
 
 def test_help_texts_with_brackets_are_exercised() -> None:
     assert any(_bracketed(_written(_command(p))) for p in COMMANDS)
+
+
+def _root_help(*, loaded: bool) -> str:
+    group = typer.main.get_command(app)
+    if loaded:
+        dict(group.commands.items())  # type: ignore[attr-defined]  # every command made
+    result = click.testing.CliRunner().invoke(
+        group, ["--help"], prog_name="philont", env={"COLUMNS": "100"}
+    )
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_philont_help_lists_each_command_as_its_own_help_says() -> None:
+    """``philont --help`` lists the commands from a table (it loads none): the table is the
+    commands' own first help paragraphs, in their order."""
+    assert _root_help(loaded=False) == _root_help(loaded=True)
+    assert set(root.COMMANDS) | set(root.GROUPS) == {p[0] for p in COMMANDS if len(p) == 1}
+
+
+HEAVY = ("sqlalchemy", "alembic", "pydantic", "numpy", "structlog", "philont.store", "mcp")
+
+
+def _loaded_by(args: list[str]) -> list[str]:
+    code = (
+        "import sys\n"
+        f"sys.argv = ['philont', *{args!r}]\n"
+        "from philont.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return ast.literal_eval(done.stderr.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_philont_help_loads_no_database_or_model_library() -> None:
+    assert _loaded_by(["--help"]) == []
+
+
+@pytest.mark.parametrize("name", [*root.COMMANDS, *root.GROUPS])
+def test_a_commands_help_loads_no_database_library(name: str) -> None:
+    # pydantic: the values' input types; structlog: the group's callback sets up logging
+    assert [m for m in _loaded_by([name, "--help"]) if m not in ("pydantic", "structlog")] == []
