@@ -82,6 +82,8 @@ def create_async_engine(
     except ImportError as exc:  # pragma: no cover - greenlet is missing
         raise BackendError("async needs pip install 'philont[async]'") from exc
     del agent  # PostgreSQL: the agent is chosen per unit of work (philont.store)
+    entry.check_target(target)
+    entry.check_busy_timeout(busy_timeout_ms)
     url = resolve_url(target)
     if is_postgres(url):  # no server-side prepared statements: PgBouncer-safe (philont.db.engine)
         engine = sa_create_async_engine(

@@ -100,11 +100,13 @@ def check_instance(value: object, kinds: type | tuple[type, ...], name: str) -> 
         _refuse(name, f"must be {' or '.join(k.__name__ for k in wanted)}, got {_kind(value)}")
 
 
-def check_embedder(value: object, name: str = "embedder") -> None:
-    """None (keyword search) or an :class:`philont.embed.base.Embedder`."""
-    if value is None:
+def check_embedder(value: object, name: str = "embedder", *, optional: bool = True) -> None:
+    """An :class:`philont.embed.base.Embedder`; None too where ``optional`` (keyword
+    search)."""
+    if value is None and optional:
         return
     from philont.embed.base import Embedder
 
     if not isinstance(value, Embedder):
-        _refuse(name, f"must be an Embedder (philont.embed) or None, got {_kind(value)}")
+        what = "an Embedder (philont.embed) or None" if optional else "an Embedder (philont.embed)"
+        _refuse(name, f"must be {what}, got {_kind(value)}")

@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ColumnElement
 
+from philont import entry
 from philont.clock import Clock, utc_now
 from philont.db.models import Fact, LearningBatch, RawMessage
 from philont.db.retry import run_unit
@@ -187,6 +188,9 @@ class Consolidator:
     @classmethod
     def for_store(cls, store: Store, model: ModelClient, **kwargs: Any) -> Consolidator:
         """A consolidator whose units of work are ``store.begin()`` (with the same clock)."""
+        from philont.store import Store
+
+        entry.check_instance(store, Store, "store")
         clock: Clock = kwargs.setdefault("clock", store.clock)
         kwargs.setdefault("embedder", store.embedder)
 

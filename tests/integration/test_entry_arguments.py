@@ -18,8 +18,11 @@ from hypothesis import strategies as st
 
 import philont.migrate
 from philont import agents
-from philont.aio import AsyncStore
+from philont.aio import AsyncStore, create_async_engine
+from philont.embed import HashEmbedder, backfill
 from philont.errors import InvalidInputError
+from philont.learning import Consolidator
+from philont.llm import ScriptedModel
 from philont.memory import Memory
 from philont.store import Store, close_shared, shared
 
@@ -42,6 +45,7 @@ NOT_A_TIMEOUT = ANYTHING.filter(
 )
 NOT_TEXT = ANYTHING.filter(lambda v: v is not None and not isinstance(v, str))
 NOT_CALLABLE = ANYTHING.filter(lambda v: not callable(v))
+MODEL = ScriptedModel([])
 SETTINGS = settings(
     max_examples=40,
     deadline=None,
@@ -78,11 +82,12 @@ OPENERS: dict[str, Callable[..., object]] = {
     "Memory.open": Memory.open,
     "shared": shared,
     "AsyncStore.open": lambda *a, **k: asyncio.run(AsyncStore.open(*a, **k)),
+    "create_async_engine": create_async_engine,
     "migrate.upgrade": philont.migrate.upgrade,
     "migrate.status": philont.migrate.status,
     "migrate.check": philont.migrate.check,
 }
-TIMED = ("Store.open", "Memory.open", "shared", "AsyncStore.open")
+TIMED = ("Store.open", "Memory.open", "shared", "AsyncStore.open", "create_async_engine")
 FLAGGED = {"Store.open": "upgrade", "AsyncStore.open": "upgrade", "Memory.open": "write"}
 FLAGGED["migrate.upgrade"] = "backup"
 
@@ -112,7 +117,7 @@ def test_a_flag_is_true_or_false(workdir: Path, opener: str, flag: str, value: o
     _refused(lambda: OPENERS[opener]("m.sqlite", **{flag: value}), flag)
 
 
-@pytest.mark.parametrize("opener", TIMED)
+@pytest.mark.parametrize("opener", TIMED[:-1])
 @SETTINGS
 @given(value=NOT_TEXT)
 def test_an_agent_is_text(workdir: Path, opener: str, value: object) -> None:
@@ -141,6 +146,9 @@ UNITS: dict[str, tuple[str, Callable[[Store, Any], object]]] = {
     "run attempts": ("attempts", lambda s, v: s.run(len, attempts=v)),
     "join bind": ("bind", lambda s, v: s.join(v)),
     "agents.count store": ("store", lambda s, v: agents.count(v)),
+    "Consolidator.for_store store": ("store", lambda s, v: Consolidator.for_store(v, MODEL)),
+    "backfill target": ("target", lambda s, v: backfill(v, HashEmbedder(64))),
+    "backfill embedder": ("embedder", lambda s, v: backfill(s, v)),
 }
 VALID: dict[str, Callable[[object], bool]] = {
     "write": lambda v: isinstance(v, bool),
@@ -150,6 +158,8 @@ VALID: dict[str, Callable[[object], bool]] = {
     "attempts": lambda v: type(v) is int and 1 <= v <= 100,
     "bind": lambda v: False,
     "store": lambda v: False,
+    "target": callable,
+    "embedder": lambda v: False,
 }
 
 
