@@ -1,7 +1,8 @@
 """The arguments of the entry points that open a database or begin a unit of work
 (``Store.open`` / ``from_engine`` / ``begin`` / ``run`` / ``join``, ``AsyncStore``'s,
-``Memory.open``, ``shared()``), checked on entry as a service checks its own
-(:class:`philont.services.base.Service`): a value of the wrong kind is an
+``create_async_engine``, ``Memory.open``, ``shared()``, ``philont.migrate``, ``philont.agents``,
+``Learner``, ``Consolidator``, ``philont.embed.backfill``), checked on entry as a service
+checks its own (:class:`philont.services.base.Service`): a value of the wrong kind is an
 :class:`~philont.errors.InvalidInputError` whose message starts with the argument's name and
 whose ``details["argument"]`` is that name, before anything is opened or begun. Without these
 checks ``Store.open(5)`` made a file named ``5``, ``busy_timeout_ms=-1`` switched SQLite's

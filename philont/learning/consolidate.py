@@ -149,6 +149,18 @@ def _write_cursor(mem: Memory, value: int) -> None:
         mem.session.flush()
 
 
+def _check_units(units: object) -> None:
+    """A units-of-work factory (``units(write=...)`` -> a unit of work); a Store is not one."""
+    from philont.store import Store
+
+    if isinstance(units, Store):
+        raise InvalidInputError.of(
+            "units",
+            "a Store is not a units-of-work factory: use Consolidator.for_store(store, model)",
+        )
+    entry.check_function(units, "units")
+
+
 class Consolidator:
     """Runs the loop over the timeline in batches (see the module docstring).
 
@@ -169,6 +181,10 @@ class Consolidator:
         owner: str | None = None,
         embedder: Embedder | None = None,
     ) -> None:
+        _check_units(units)
+        entry.check_function(clock, "clock")
+        entry.check_embedder(embedder)
+        entry.check_text(owner, "owner")
         config = LearningConfig() if config is None else config
         schedule = ConsolidatorConfig() if schedule is None else schedule
         check_parts(model, config, judge)

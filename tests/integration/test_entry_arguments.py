@@ -21,7 +21,7 @@ from philont import agents
 from philont.aio import AsyncStore, create_async_engine
 from philont.embed import HashEmbedder, backfill
 from philont.errors import InvalidInputError
-from philont.learning import Consolidator
+from philont.learning import Consolidator, Learner
 from philont.llm import ScriptedModel
 from philont.memory import Memory
 from philont.store import Store, close_shared, shared
@@ -147,18 +147,23 @@ UNITS: dict[str, tuple[str, Callable[[Store, Any], object]]] = {
     "join bind": ("bind", lambda s, v: s.join(v)),
     "agents.count store": ("store", lambda s, v: agents.count(v)),
     "Consolidator.for_store store": ("store", lambda s, v: Consolidator.for_store(v, MODEL)),
+    "Consolidator units": ("units", lambda s, v: Consolidator(v, MODEL)),
+    "Consolidator clock": ("clock", lambda s, v: Consolidator(s.begin, MODEL, clock=v)),
+    "Learner mem": ("mem", lambda s, v: Learner(v, MODEL)),
     "backfill target": ("target", lambda s, v: backfill(v, HashEmbedder(64))),
     "backfill embedder": ("embedder", lambda s, v: backfill(s, v)),
 }
 VALID: dict[str, Callable[[object], bool]] = {
     "write": lambda v: isinstance(v, bool),
-    "clock": lambda v: v is None or callable(v),
+    "clock": callable,
     "agent": lambda v: v is None or isinstance(v, str),
     "work": callable,
     "attempts": lambda v: type(v) is int and 1 <= v <= 100,
     "bind": lambda v: False,
     "store": lambda v: False,
     "target": callable,
+    "units": callable,
+    "mem": lambda v: False,
     "embedder": lambda v: False,
 }
 
@@ -170,11 +175,18 @@ def test_a_unit_of_work_refuses_a_bad_argument_before_it_begins(
     store: Store, case: str, value: object
 ) -> None:
     argument, call = UNITS[case]
-    if VALID[argument](value):
+    valid = VALID[argument] if case != "begin clock" else lambda v: v is None or callable(v)
+    if valid(value):
         return
     _refused(lambda: call(store, value), argument)
     with store.begin() as mem:  # nothing was left open: the next unit of work begins at once
         assert mem.facts.count() == 0
+
+
+def test_a_store_given_as_units_of_work_is_refused_with_the_way_to_use_it(store: Store) -> None:
+    refused = r"^units: .*Consolidator.for_store\(store, model\)"
+    with pytest.raises(InvalidInputError, match=refused):
+        Consolidator(store, MODEL)  # type: ignore[arg-type]
 
 
 def test_async_run_refuses_what_it_cannot_call(tmp_path: Path) -> None:
