@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from sqlalchemy import Connection
 
+from philont import entry
 from philont.db import agents as registry
 from philont.db.agents import Agent
 from philont.db.retry import run_with_retry
@@ -40,6 +41,7 @@ CACHE_SIZE = 100_000
 
 
 def _postgres(store: Store) -> None:
+    entry.check_instance(store, Store, "store")
     if store.backend.name != "postgresql":
         raise InvalidInputError(
             "agents live in a PostgreSQL database; an SQLite file holds one agent"

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
+from philont import entry
 from philont.clock import Clock, utc_now
 from philont.db import write_gate
 from philont.db.engine import (
@@ -81,6 +82,8 @@ def create_async_engine(
     except ImportError as exc:  # pragma: no cover - greenlet is missing
         raise BackendError("async needs pip install 'philont[async]'") from exc
     del agent  # PostgreSQL: the agent is chosen per unit of work (philont.store)
+    entry.check_target(target)
+    entry.check_busy_timeout(busy_timeout_ms)
     url = resolve_url(target)
     if is_postgres(url):  # no server-side prepared statements: PgBouncer-safe (philont.db.engine)
         engine = sa_create_async_engine(
@@ -148,6 +151,9 @@ class AsyncStore:
         busy_timeout_ms: int | None = None,
     ) -> AsyncStore:
         """As :meth:`Store.open`; the schema check (and upgrade) runs in a worker thread."""
+        _check_options(agent=agent, upgrade=upgrade, clock=clock)
+        entry.check_target(target)
+        entry.check_busy_timeout(busy_timeout_ms)
         url = resolve_url(target)
         await asyncio.to_thread(ensure_schema, url, upgrade=upgrade)
         engine = create_async_engine(url, busy_timeout_ms=busy_timeout_ms)
@@ -164,6 +170,10 @@ class AsyncStore:
     ) -> AsyncStore:
         """An AsyncStore over the host's async engine (kept open by ``close()``); a SQLite
         one must be philont's (:func:`create_async_engine`), as for ``Store.from_engine``."""
+        from sqlalchemy.ext import asyncio as sa_asyncio
+
+        entry.check_instance(engine, sa_asyncio.AsyncEngine, "engine")
+        _check_options(agent=agent, upgrade=upgrade, clock=clock)
         require_sqlite_hooks(engine.sync_engine, "AsyncStore.from_engine")
         if is_postgres(engine.url):  # through the host's connections (search_path, credentials)
             await asyncio.to_thread(_read_scripts)  # the revision scripts, read off the loop
@@ -192,6 +202,13 @@ class AsyncStore:
         :class:`philont.db.retry.RetryPolicy` decides); with the host's ``AsyncSession``
         it runs inside the host's transaction, which the host commits. ``agent``
         (PostgreSQL): the agent it serves, else the AsyncStore's default."""
+        entry.check_function(work, "work")
+        entry.check_flag(write, "write")
+        entry.check_function(clock, "clock", optional=True)
+        if session is not None:
+            from sqlalchemy.ext import asyncio as sa_asyncio
+
+            entry.check_instance(session, sa_asyncio.AsyncSession, "session")
         self._bound()
         if session is not None:
             return await session.run_sync(
@@ -356,6 +373,13 @@ async def _retrying(attempt: Callable[[bool], Awaitable[T]], *, write: bool) -> 
                 raise verdict from exc
             write = True
             await asyncio.sleep(verdict)
+
+
+def _check_options(*, agent: object, upgrade: object, clock: object) -> None:
+    """The options ``open`` and ``from_engine`` share (:mod:`philont.entry`)."""
+    entry.check_text(agent, "agent")
+    entry.check_flag(upgrade, "upgrade")
+    entry.check_function(clock, "clock")
 
 
 def _in(mem: Memory, work: Callable[[Memory], T]) -> T:

@@ -24,6 +24,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, SessionTransaction
 
+from philont import entry
 from philont.clock import Clock
 from philont.db.backend import Backend, Raw
 from philont.db.retry import translate
@@ -130,6 +131,9 @@ class Memory:
         lock only if it writes — not a read-only one)."""
         from philont.store import shared
 
+        entry.check_flag(write, "write")  # before the Store opens (and creates the file)
+        entry.check_function(clock, "clock", optional=True)
+        entry.check_text(agent, "agent")
         store = shared(target, busy_timeout_ms=busy_timeout_ms)
         return store.begin(write=write, clock=clock, agent=agent)
 

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, scoped_session
 
-from philont import settings
+from philont import entry, settings
 from philont.clock import Clock, utc_now
 from philont.db.agents import check_name
 from philont.db.backend import Backend, backend_for
@@ -126,6 +126,9 @@ class Store:
         agent of its units of work (see the class docstring). ``busy_timeout_ms`` sets how long
         an SQLite connection waits for another's lock. ``embedder``: semantic recall with that
         model (EmbedderMismatchError if the stored vectors are another model's)."""
+        _check_options(agent=agent, upgrade=upgrade, clock=clock, embedder=embedder)
+        entry.check_target(target)
+        entry.check_busy_timeout(busy_timeout_ms)
         url = resolve_url(target)
         require_file(url)
         ensure_schema(url, upgrade=upgrade)
@@ -148,6 +151,8 @@ class Store:
         schema is checked once (upgraded first with ``upgrade=True``). A SQLite engine must
         be philont's (``philont.db.engine.create_engine``): with pysqlite's own transaction
         handling a host's rollback could keep philont's writes."""
+        entry.check_instance(engine, Engine, "engine")
+        _check_options(agent=agent, upgrade=upgrade, clock=clock, embedder=embedder)
         require_file(engine.url)
         require_sqlite_hooks(engine)
         if is_postgres(engine.url):
@@ -187,6 +192,10 @@ class Store:
         lock is taken only when the unit first writes, so a read never waits for writers; it
         is not read-only (its writes are committed). PostgreSQL begins both alike. ``clock``
         overrides the Store's clock; ``agent`` the Store's default agent (PostgreSQL)."""
+        if write.__class__ is not bool:  # every unit of work passes here: the cheap test first
+            entry.check_flag(write, "write")
+        if clock is not None:
+            entry.check_function(clock, "clock")
         self._check_open()
         return Memory(self, write=write, clock=clock or self.clock, agent=self._agent(agent))
 
@@ -211,6 +220,9 @@ class Store:
         the database (a model call, output) is done again. After the last attempt the error is
         raised (:class:`~philont.errors.DatabaseBusyError`,
         :class:`~philont.errors.TransactionConflictError`); any other exception at once."""
+        entry.check_function(work, "work")
+        entry.check_flag(write, "write")
+        entry.check_attempts(attempts)
         begin = functools.partial(self.begin, clock=clock, agent=agent)
         return run_unit(begin, work, write=write, attempts=attempts)
 
@@ -223,6 +235,8 @@ class Store:
         transaction, and an exception in the block undoes what the block wrote (a SAVEPOINT)
         while the caller's transaction goes on. On PostgreSQL the agent is set in the caller's
         transaction (``SET LOCAL``), so it holds until the caller's transaction ends."""
+        entry.check_instance(bind, (Session, scoped_session, Connection), "bind")
+        entry.check_function(clock, "clock", optional=True)
         self._check_open()
         self._check_same_database(bind)
         return Memory(
@@ -245,6 +259,7 @@ class Store:
 
     def _agent(self, agent: str | None) -> str | None:
         if agent is not None:
+            entry.check_text(agent, "agent")
             check_name(agent)  # refused on SQLite too, where the name is not used
         if agent is not None or self.agent is not None or self.backend.name != "postgresql":
             return agent or self.agent
@@ -320,6 +335,14 @@ class Store:
         return f"<Store {self.url_text} ({state})>"
 
 
+def _check_options(*, agent: object, upgrade: object, clock: object, embedder: object) -> None:
+    """The options ``open`` and ``from_engine`` share (:mod:`philont.entry`)."""
+    entry.check_text(agent, "agent")
+    entry.check_flag(upgrade, "upgrade")
+    entry.check_function(clock, "clock")
+    entry.check_embedder(embedder)
+
+
 def _database_of(url: URL) -> tuple[object, ...]:
     """What names a database, whatever the driver or password: an SQLite file (resolved), or a
     PostgreSQL database's name (a server is reached by many spellings: a socket, a host name,
@@ -388,6 +411,9 @@ def shared(
     """The process-wide Store of a path or URL (the default database without one), opened
     (and upgraded) on first use and kept for the life of the process. Thread-safe. With
     ``agent`` (PostgreSQL), a view of it whose default agent that is (same pool)."""
+    entry.check_target(target)
+    entry.check_text(agent, "agent")
+    entry.check_busy_timeout(busy_timeout_ms)
     store = _shared(target, busy_timeout_ms)
     return store if agent is None or store.agent == agent else store.for_agent(agent)
 

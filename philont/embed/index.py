@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from philont import entry
 from philont.db.backend import Raw
 from philont.db.queries import vectors as q
 from philont.db.stored_values import careful_read
@@ -216,6 +217,17 @@ class EmbeddingIndex(Service):
 # --- the resumable loop ------------------------------------------------------------------------
 
 
+def _units(target: object, embedder: object) -> Units:
+    """``backfill``'s units of work, its arguments checked by kind (:mod:`philont.entry`)."""
+    from philont.store import Store  # philont.store imports this package's base
+
+    entry.check_embedder(embedder, optional=False)
+    if isinstance(target, Store):
+        return target.begin
+    entry.check_function(target, "target")  # a units-of-work factory
+    return target  # type: ignore[return-value]
+
+
 def backfill(
     target: Store | Units,
     embedder: Embedder,
@@ -233,7 +245,7 @@ def backfill(
     the stored vectors first (another model's, or to start over); ``full`` also looks for
     messages below the last embedded one that have no vector (rows imported later).
     ``max_batches`` and ``stop`` end the run early (resumed by the next one)."""
-    units: Units = target.begin if hasattr(target, "begin") else target
+    units = _units(target, embedder)
     batch_size = inputs.check(inputs.Limit, batch_size, "batch_size")
     run = _Run(embedder, embedder.model_id)
     with units() as mem:

@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ColumnElement
 
+from philont import entry
 from philont.clock import Clock, utc_now
 from philont.db.models import Fact, LearningBatch, RawMessage
 from philont.db.retry import run_unit
@@ -148,6 +149,18 @@ def _write_cursor(mem: Memory, value: int) -> None:
         mem.session.flush()
 
 
+def _check_units(units: object) -> None:
+    """A units-of-work factory (``units(write=...)`` -> a unit of work); a Store is not one."""
+    from philont.store import Store
+
+    if isinstance(units, Store):
+        raise InvalidInputError.of(
+            "units",
+            "a Store is not a units-of-work factory: use Consolidator.for_store(store, model)",
+        )
+    entry.check_function(units, "units")
+
+
 class Consolidator:
     """Runs the loop over the timeline in batches (see the module docstring).
 
@@ -168,6 +181,10 @@ class Consolidator:
         owner: str | None = None,
         embedder: Embedder | None = None,
     ) -> None:
+        _check_units(units)
+        entry.check_function(clock, "clock")
+        entry.check_embedder(embedder)
+        entry.check_text(owner, "owner")
         config = LearningConfig() if config is None else config
         schedule = ConsolidatorConfig() if schedule is None else schedule
         check_parts(model, config, judge)
@@ -187,6 +204,9 @@ class Consolidator:
     @classmethod
     def for_store(cls, store: Store, model: ModelClient, **kwargs: Any) -> Consolidator:
         """A consolidator whose units of work are ``store.begin()`` (with the same clock)."""
+        from philont.store import Store
+
+        entry.check_instance(store, Store, "store")
         clock: Clock = kwargs.setdefault("clock", store.clock)
         kwargs.setdefault("embedder", store.embedder)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from philont import entry
 from philont.errors import InvalidInputError, InvalidTimeRangeError, SessionNotFoundError
 from philont.learning.batch import Applied, Context, apply, gather, think
 from philont.learning.config import LearningConfig
@@ -80,6 +81,9 @@ class Learner(Service):
         config: LearningConfig | None = None,
         judge: Judge | None = None,
     ) -> None:
+        from philont.memory import Memory  # a unit of work, not a Store (AttributeError before)
+
+        entry.check_instance(mem, Memory, "mem")
         super().__init__(mem)
         config = LearningConfig() if config is None else config
         check_parts(model, config, judge)

@@ -22,7 +22,7 @@ from alembic.config import Config
 from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 
-from philont import settings
+from philont import entry, settings
 from philont.db.engine import (
     check_file,
     is_postgres,
@@ -107,6 +107,9 @@ def upgrade(
     exception it raises aborts the upgrade, which is rolled back as a whole. Safe to call while
     another Alembic command runs in this process (from a host's env.py or revision).
     """
+    _check_target(target)
+    entry.check_flag(backup, "backup")
+    entry.check_function(on_step, "on_step", optional=True)
     if isinstance(target, Connection):
         url = target.engine.url  # the caller's, as it is: its connection is all we use
         cfg = Config()
@@ -135,9 +138,16 @@ def upgrade(
     return report
 
 
+def _check_target(target: object) -> None:
+    """A path, a URL, a Connection or None (:func:`philont.entry.check_target`)."""
+    if not isinstance(target, Connection):
+        entry.check_target(target, "target")
+
+
 def status(target: Target = None) -> Status:
     """Current revision and ``memory_meta.schema_version``, read without writing. A
     PostgreSQL ``Connection`` is read as it is (the schema its search_path names)."""
+    _check_target(target)
     if isinstance(target, Connection):
         if target.dialect.name == "postgresql":
             from philont.migrate import postgres

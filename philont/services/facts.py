@@ -198,7 +198,7 @@ class FactService(FactTime):
 
     def list(
         self,
-        namespace: str | None,
+        namespace: str | None = None,
         *,
         prefix: bool = False,
         ranked: bool = False,
