@@ -18,12 +18,20 @@ line gets its JSON-RPC answer with a code of ours in ``error.data.code``:
 A notification the SDK cannot read gets no answer (JSON-RPC answers no notification) and is
 dropped quietly. Text that Python reads but the SDK's parser refuses (a lone surrogate) goes on
 to the tools, which refuse it by name as any other bad argument.
+
+On pipes (how a client runs the server) the event loop itself reads stdin when it has data and
+writes an answer of at most ``PIPE_BUF`` bytes once stdout has room: no worker thread to wake
+for either, and still nothing that can block the loop. Anything else (a file, a terminal, a
+longer answer) goes through a worker thread as before.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import select
+import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -39,6 +47,9 @@ from philont.log import get_logger
 from philont.schemas.inputs import describe
 
 log = get_logger(__name__)
+
+PIPE_BUF = getattr(select, "PIPE_BUF", 512)
+"""The largest write to a pipe that POSIX makes atomic (512 at least)."""
 
 Streams = tuple[
     MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
@@ -192,20 +203,25 @@ async def stdio_transport(
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     lock = anyio.Lock()
+    out_fd = _fd(sink, stat.S_ISFIFO)
 
     async with anyio.create_task_group() as tg:
 
         async def emit(line: str) -> None:
+            data = line.encode("utf-8", "surrogatepass") + b"\n"
             async with lock:
                 try:
-                    await anyio.to_thread.run_sync(_write, sink, line)
+                    if out_fd is not None and len(data) <= PIPE_BUF:
+                        await _write_pipe(out_fd, data)
+                    else:
+                        await anyio.to_thread.run_sync(_write, sink, data)
                 except (BrokenPipeError, ConnectionResetError):
                     _silence(sink)  # the client is gone: no "Exception ignored" at exit
                     tg.cancel_scope.cancel()
 
         async def read() -> None:
             async with to_server:
-                while line := await anyio.to_thread.run_sync(source.readline):
+                async for line in _lines(source):
                     checked = check_line(line)
                     if isinstance(checked, SessionMessage):
                         await to_server.send(checked)
@@ -222,8 +238,58 @@ async def stdio_transport(
         yield from_client, to_client
 
 
-def _write(sink: BinaryIO, line: str) -> None:
-    sink.write(line.encode("utf-8", "surrogatepass") + b"\n")
+def _fd(stream: BinaryIO, *kinds: Any) -> int | None:
+    """The file descriptor of ``stream`` when it is of one of ``kinds`` (``stat.S_ISFIFO``
+    ...), else None (a regular file, a terminal, a test's buffer, anything on Windows, where
+    the event loop cannot wait for a pipe)."""
+    if sys.platform == "win32":
+        return None
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return fd if any(kind(mode) for kind in kinds) else None
+
+
+async def _lines(source: BinaryIO) -> AsyncIterator[bytes]:
+    """The lines of ``source`` (the last one may lack its newline).
+
+    A pipe or socket is read on the event loop when it has data (``os.read`` on the blocking
+    descriptor returns what is there, without waiting for more): no worker thread to wake per
+    line. Anything else (a file, a terminal, a test's buffer) is read by ``readline`` in a
+    worker thread."""
+    fd = _fd(source, stat.S_ISFIFO, stat.S_ISSOCK)
+    if fd is None:
+        while line := await anyio.to_thread.run_sync(source.readline):
+            yield line
+        return
+    pending = bytearray()
+    while True:
+        await anyio.wait_readable(fd)
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        start = len(pending)
+        pending += chunk
+        while (end := pending.find(b"\n", start)) >= 0:
+            yield bytes(pending[: end + 1])
+            del pending[: end + 1]
+            start = 0
+    if pending:
+        yield bytes(pending)
+
+
+async def _write_pipe(fd: int, data: bytes) -> None:
+    """Write ``data`` (at most ``PIPE_BUF`` bytes) to a pipe from the event loop, once the pipe
+    has a free buffer: a write that small then goes in whole, at once (POSIX: atomic), so
+    a client that stops reading blocks this task, never the event loop."""
+    await anyio.wait_writable(fd)
+    os.write(fd, data)
+
+
+def _write(sink: BinaryIO, data: bytes) -> None:
+    sink.write(data)
     sink.flush()
 
 
