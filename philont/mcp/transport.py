@@ -27,6 +27,7 @@ longer answer) goes through a worker thread as before.
 
 from __future__ import annotations
 
+import array
 import io
 import json
 import os
@@ -283,9 +284,28 @@ async def _lines(source: BinaryIO) -> AsyncIterator[bytes]:
 async def _write_pipe(fd: int, data: bytes) -> None:
     """Write ``data`` (at most ``PIPE_BUF`` bytes) to a pipe from the event loop, once the pipe
     has a free buffer: a write that small then goes in whole, at once (POSIX: atomic), so
-    a client that stops reading blocks this task, never the event loop."""
-    await anyio.wait_writable(fd)
+    a client that stops reading blocks this task, never the event loop. An empty pipe (the
+    client has read every answer, as it has between a request and its answer) has every
+    buffer free: no wait then (one ioctl instead of a pass of the event loop)."""
+    if _unread(fd) != 0:
+        await anyio.wait_writable(fd)
     os.write(fd, data)
+
+
+def _unread(fd: int) -> int:
+    """The bytes in the pipe that the client has not read yet (Linux: ``FIONREAD`` answers for
+    either end of a pipe); -1 where that is unknown."""
+    if sys.platform != "linux":
+        return -1
+    import fcntl
+    import termios
+
+    count = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, count)
+    except OSError:
+        return -1
+    return count[0]
 
 
 def _write(sink: BinaryIO, data: bytes) -> None:

@@ -99,3 +99,41 @@ def test_answers_of_every_size_leave_a_pipe_whole_and_in_order(sizes: list[int])
     assert [len(a["result"]["content"][0]["text"]) for a in answers] == sizes
     assert all(line.endswith(b"\n") for line in received)
     assert any(len(line) <= PIPE_BUF for line in received) or min(sizes) > PIPE_BUF
+
+
+def test_a_client_that_stops_reading_blocks_the_answers_not_the_event_loop() -> None:
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    received: list[bytes] = []
+    ticks_while_stalled: list[int] = []
+
+    def drain() -> None:  # the client reads nothing for 0.5 s, then everything
+        with os.fdopen(out_read, "rb") as client:
+            received.extend(client.readlines())
+
+    async def serve() -> None:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await anyio.sleep(0.01)
+                ticks += 1
+
+        with os.fdopen(in_read, "rb", buffering=0) as stdin, os.fdopen(out_write, "wb") as out:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(tick)
+                async with stdio_transport(stdin, out) as (_from_client, to_client):
+                    async with to_client:
+                        for i in range(200):  # about 220 kB: more than the pipe holds
+                            await to_client.send(_response(i, 1000))
+                    ticks_while_stalled.append(ticks)  # the client has not read yet
+                    os.close(in_write)
+                tg.cancel_scope.cancel()
+
+    reader = threading.Timer(0.5, drain)
+    reader.start()
+    anyio.run(serve)
+    reader.join()
+    assert [json.loads(line)["id"] for line in received] == list(range(200))
+    assert ticks_while_stalled[0] >= 20  # the loop kept running while the pipe was full
