@@ -34,11 +34,12 @@ import os
 import select
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, BinaryIO, get_args
+from typing import Any, BinaryIO, cast, get_args
 
 import anyio
+from anyio.abc import ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import types
 from mcp.shared.message import SessionMessage
@@ -202,7 +203,6 @@ async def stdio_transport(
     source = stdin or sys.stdin.buffer
     sink = stdout or sys.stdout.buffer
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     lock = anyio.Lock()
     out_fd = _fd(sink, stat.S_ISFIFO)
 
@@ -229,14 +229,26 @@ async def stdio_transport(
                     elif checked is not None:
                         await emit(checked)
 
-        async def write() -> None:
-            async with from_server:
-                async for message in from_server:
-                    await emit(message.message.model_dump_json(by_alias=True, exclude_none=True))
-
         tg.start_soon(read)
-        tg.start_soon(write)
-        yield from_client, to_client
+        yield from_client, cast(MemoryObjectSendStream[SessionMessage], _Answers(emit))
+
+
+class _Answers(ObjectSendStream[SessionMessage]):
+    """The SDK's write stream: each message written out by the task that sends it (the
+    request's own), with no task of ours to hand it to in between. Closed (the SDK closes it
+    when stdin ends), it refuses messages as a closed memory stream does."""
+
+    def __init__(self, emit: Callable[[str], Awaitable[None]]) -> None:
+        self._emit = emit
+        self._closed = False
+
+    async def send(self, item: SessionMessage) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        await self._emit(item.message.model_dump_json(by_alias=True, exclude_none=True))
+
+    async def aclose(self) -> None:
+        self._closed = True
 
 
 def _fd(stream: BinaryIO, *kinds: Any) -> int | None:
