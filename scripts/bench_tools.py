@@ -20,7 +20,8 @@ call by call:
 
 Reported: median and p95 per call in us and the ratios to ``service``. The MCP server's
 per-call overhead over ``tools.call`` (stdio round trip with the SDK's client, same calls) is
-reported when the ``mcp`` extra is installed. Target: tool call <= 1.5x the service call.
+reported when the ``mcp`` extra is installed, split into the server's side (a bare client that
+writes a JSON line and reads one) and the SDK client's. Target: tool call <= 1.5x the service call.
 """
 
 from __future__ import annotations
@@ -141,18 +142,19 @@ def _tool(tools: Any, name: str, args: dict[str, Any], db: Any) -> None:
 
 
 def measure_mcp(path: Path, calls: int) -> dict[str, float]:
-    """Median per-call time through the MCP server (stdio, SDK client) and through
-    ``tools.call`` on a path, same calls, in us."""
+    """Median per-call time through the MCP server (stdio) with the SDK's client and with a
+    bare line client (a JSON line written, a line read: the server's side of the round trip
+    plus the pipes), and through ``tools.call`` on a path, same calls, in us."""
     import anyio
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     from philont import tools
 
+    command = [sys.executable, "-m", "philont", "mcp", "--db", str(path)]
+
     async def run() -> list[float]:
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "philont", "mcp", "--db", str(path)]
-        )
+        params = StdioServerParameters(command=command[0], args=command[1:])
         out: list[float] = []
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
@@ -164,12 +166,49 @@ def measure_mcp(path: Path, calls: int) -> dict[str, float]:
         return out
 
     over_mcp = anyio.run(run)
+    over_lines = _line_client(command, calls)
     direct = []
     for _ in range(calls):
         t0 = time.perf_counter_ns()
         tools.call("get_fact", CALLS["get_fact"], db=str(path))
         direct.append((time.perf_counter_ns() - t0) / 1e3)
-    return {"mcp_us": bc.median(over_mcp), "call_us": bc.median(direct)}
+    return {
+        "mcp_us": bc.median(over_mcp),
+        "line_us": bc.median(over_lines),
+        "call_us": bc.median(direct),
+    }
+
+
+def _line_client(command: list[str], calls: int) -> list[float]:
+    """get_fact round trips of a client that writes one JSON line and reads one line back."""
+    import json
+    import subprocess
+
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+
+    def rpc(i: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request = {"jsonrpc": "2.0", "id": i, "method": method, "params": params}
+        stdin.write(json.dumps(request).encode() + b"\n")
+        answer: dict[str, Any] = json.loads(stdout.readline())
+        return answer
+
+    client = {"name": "bench", "version": "1"}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    rpc(0, "initialize", hello)
+    stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    out: list[float] = []
+    for i in range(1, calls + 11):
+        t0 = time.perf_counter_ns()
+        answer = rpc(i, "tools/call", {"name": "get_fact", "arguments": CALLS["get_fact"]})
+        if i > 10:
+            out.append((time.perf_counter_ns() - t0) / 1e3)
+        if answer.get("result", {}).get("isError") is not False:
+            raise RuntimeError(f"get_fact over MCP failed: {answer}")
+    stdin.close()
+    process.wait()
+    return out
 
 
 def main() -> None:
@@ -218,8 +257,11 @@ def main() -> None:
             print("MCP: the mcp extra is not installed; skipped")
         else:
             print(
-                f"MCP get_fact over stdio: {mcp['mcp_us']:.0f} us per call vs tools.call "
-                f"{mcp['call_us']:.0f} us: overhead {mcp['mcp_us'] - mcp['call_us']:.0f} us"
+                f"MCP get_fact over stdio: {mcp['mcp_us']:.0f} us per call with the SDK's "
+                f"client, {mcp['line_us']:.0f} us with a bare line client, vs tools.call "
+                f"{mcp['call_us']:.0f} us: overhead {mcp['mcp_us'] - mcp['call_us']:.0f} us "
+                f"(server side and pipes {mcp['line_us'] - mcp['call_us']:.0f} us, "
+                f"the SDK's client {mcp['mcp_us'] - mcp['line_us']:.0f} us)"
             )
     bc.remove_db(path)
 

@@ -18,18 +18,28 @@ line gets its JSON-RPC answer with a code of ours in ``error.data.code``:
 A notification the SDK cannot read gets no answer (JSON-RPC answers no notification) and is
 dropped quietly. Text that Python reads but the SDK's parser refuses (a lone surrogate) goes on
 to the tools, which refuse it by name as any other bad argument.
+
+On pipes (how a client runs the server) the event loop itself reads stdin when it has data and
+writes an answer of at most ``PIPE_BUF`` bytes once stdout has room: no worker thread to wake
+for either, and still nothing that can block the loop. Anything else (a file, a terminal, a
+longer answer) goes through a worker thread as before.
 """
 
 from __future__ import annotations
 
+import array
+import io
 import json
 import os
+import select
+import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, BinaryIO, get_args
+from typing import Any, BinaryIO, cast, get_args
 
 import anyio
+from anyio.abc import ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import types
 from mcp.shared.message import SessionMessage
@@ -39,6 +49,9 @@ from philont.log import get_logger
 from philont.schemas.inputs import describe
 
 log = get_logger(__name__)
+
+PIPE_BUF = getattr(select, "PIPE_BUF", 512)
+"""The largest write to a pipe that POSIX makes atomic (512 at least)."""
 
 Streams = tuple[
     MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
@@ -190,40 +203,125 @@ async def stdio_transport(
     source = stdin or sys.stdin.buffer
     sink = stdout or sys.stdout.buffer
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     lock = anyio.Lock()
+    out_fd = _fd(sink, stat.S_ISFIFO)
 
     async with anyio.create_task_group() as tg:
 
         async def emit(line: str) -> None:
+            data = line.encode("utf-8", "surrogatepass") + b"\n"
             async with lock:
                 try:
-                    await anyio.to_thread.run_sync(_write, sink, line)
+                    if out_fd is not None and len(data) <= PIPE_BUF:
+                        await _write_pipe(out_fd, data)
+                    else:
+                        await anyio.to_thread.run_sync(_write, sink, data)
                 except (BrokenPipeError, ConnectionResetError):
                     _silence(sink)  # the client is gone: no "Exception ignored" at exit
                     tg.cancel_scope.cancel()
 
         async def read() -> None:
             async with to_server:
-                while line := await anyio.to_thread.run_sync(source.readline):
+                async for line in _lines(source):
                     checked = check_line(line)
                     if isinstance(checked, SessionMessage):
                         await to_server.send(checked)
                     elif checked is not None:
                         await emit(checked)
 
-        async def write() -> None:
-            async with from_server:
-                async for message in from_server:
-                    await emit(message.message.model_dump_json(by_alias=True, exclude_none=True))
-
         tg.start_soon(read)
-        tg.start_soon(write)
-        yield from_client, to_client
+        yield from_client, cast(MemoryObjectSendStream[SessionMessage], _Answers(emit))
 
 
-def _write(sink: BinaryIO, line: str) -> None:
-    sink.write(line.encode("utf-8", "surrogatepass") + b"\n")
+class _Answers(ObjectSendStream[SessionMessage]):
+    """The SDK's write stream: each message written out by the task that sends it (the
+    request's own), with no task of ours to hand it to in between. Closed (the SDK closes it
+    when stdin ends), it refuses messages as a closed memory stream does."""
+
+    def __init__(self, emit: Callable[[str], Awaitable[None]]) -> None:
+        self._emit = emit
+        self._closed = False
+
+    async def send(self, item: SessionMessage) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        await self._emit(item.message.model_dump_json(by_alias=True, exclude_none=True))
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+
+def _fd(stream: BinaryIO, *kinds: Any) -> int | None:
+    """The file descriptor of ``stream`` when it is of one of ``kinds`` (``stat.S_ISFIFO``
+    ...), else None (a regular file, a terminal, a test's buffer, anything on Windows, where
+    the event loop cannot wait for a pipe)."""
+    if sys.platform == "win32":
+        return None
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return fd if any(kind(mode) for kind in kinds) else None
+
+
+async def _lines(source: BinaryIO) -> AsyncIterator[bytes]:
+    """The lines of ``source`` (the last one may lack its newline).
+
+    A pipe or socket is read on the event loop when it has data (``os.read`` on the blocking
+    descriptor returns what is there, without waiting for more): no worker thread to wake per
+    line. Anything else (a file, a terminal, a test's buffer) is read by ``readline`` in a
+    worker thread."""
+    fd = _fd(source, stat.S_ISFIFO, stat.S_ISSOCK)
+    if fd is None:
+        while line := await anyio.to_thread.run_sync(source.readline):
+            yield line
+        return
+    pending = bytearray()
+    while True:
+        await anyio.wait_readable(fd)
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        start = len(pending)
+        pending += chunk
+        while (end := pending.find(b"\n", start)) >= 0:
+            yield bytes(pending[: end + 1])
+            del pending[: end + 1]
+            start = 0
+    if pending:
+        yield bytes(pending)
+
+
+async def _write_pipe(fd: int, data: bytes) -> None:
+    """Write ``data`` (at most ``PIPE_BUF`` bytes) to a pipe from the event loop, once the pipe
+    has a free buffer: a write that small then goes in whole, at once (POSIX: atomic), so
+    a client that stops reading blocks this task, never the event loop. An empty pipe (the
+    client has read every answer, as it has between a request and its answer) has every
+    buffer free: no wait then (one ioctl instead of a pass of the event loop)."""
+    if _unread(fd) != 0:
+        await anyio.wait_writable(fd)
+    os.write(fd, data)
+
+
+def _unread(fd: int) -> int:
+    """The bytes in the pipe that the client has not read yet (Linux: ``FIONREAD`` answers for
+    either end of a pipe); -1 where that is unknown."""
+    if sys.platform != "linux":
+        return -1
+    import fcntl
+    import termios
+
+    count = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, count)
+    except OSError:
+        return -1
+    return count[0]
+
+
+def _write(sink: BinaryIO, data: bytes) -> None:
+    sink.write(data)
     sink.flush()
 
 
