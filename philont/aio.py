@@ -82,7 +82,6 @@ def create_async_engine(
     except ImportError as exc:  # pragma: no cover - greenlet is missing
         raise BackendError("async needs pip install 'philont[async]'") from exc
     del agent  # PostgreSQL: the agent is chosen per unit of work (philont.store)
-    entry.check_target(target)
     entry.check_busy_timeout(busy_timeout_ms)
     url = resolve_url(target)
     if is_postgres(url):  # no server-side prepared statements: PgBouncer-safe (philont.db.engine)
@@ -152,7 +151,6 @@ class AsyncStore:
     ) -> AsyncStore:
         """As :meth:`Store.open`; the schema check (and upgrade) runs in a worker thread."""
         _check_options(agent=agent, upgrade=upgrade, clock=clock)
-        entry.check_target(target)
         entry.check_busy_timeout(busy_timeout_ms)
         url = resolve_url(target)
         await asyncio.to_thread(ensure_schema, url, upgrade=upgrade)

@@ -127,7 +127,6 @@ class Store:
         an SQLite connection waits for another's lock. ``embedder``: semantic recall with that
         model (EmbedderMismatchError if the stored vectors are another model's)."""
         _check_options(agent=agent, upgrade=upgrade, clock=clock, embedder=embedder)
-        entry.check_target(target)
         entry.check_busy_timeout(busy_timeout_ms)
         url = resolve_url(target)
         require_file(url)

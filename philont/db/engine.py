@@ -22,6 +22,7 @@ from philont import settings
 from philont.db import write_gate
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
 from philont.db.retry import is_busy, mark_busy
+from philont.entry import check_busy_timeout, check_target
 from philont.errors import (
     BackendError,
     DatabasePathError,
@@ -51,8 +52,11 @@ def resolve_url(target: str | Path | URL | None = None) -> URL:
     This is the one gate every target passes (Store.open, shared(), tools.call, the CLI's
     ``--db``, migrations): what cannot name a database (an empty path, a NUL character, a
     ``~user`` without such a user, a name too long) is refused with
-    :class:`~philont.errors.DatabasePathError` before anything is opened.
+    :class:`~philont.errors.DatabasePathError` before anything is opened; what is no path,
+    URL or None (a number, a Session) with :class:`~philont.errors.InvalidInputError` naming
+    ``target`` (:func:`philont.entry.check_target`).
     """
+    check_target(target)  # a path, a URL or None: never str() of anything else
     if isinstance(target, URL):
         url = target
     else:
@@ -442,6 +446,7 @@ def create_engine(
     waits for another one's lock (default ``settings.BUSY_TIMEOUT_MS``). Transactions begin
     DEFERRED unless the execution option ``philont_begin="IMMEDIATE"`` is set.
     """
+    check_busy_timeout(busy_timeout_ms)
     url = resolve_url(target)
     if is_postgres(url):
         return _create_pg_engine(url, create=create, echo=echo)

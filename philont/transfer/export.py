@@ -9,14 +9,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from sqlalchemy import Integer, Table
 
 from philont import migrate
 from philont.db.engine import FILE_MODE, is_postgres, resolve_url
 from philont.db.schema import metadata
-from philont.errors import FilePathError, SchemaError, StorageError
+from philont.errors import FilePathError, InvalidInputError, SchemaError, StorageError
 from philont.interrupts import point_of_no_return
 from philont.log import get_logger
 from philont.transfer.format import (
@@ -40,6 +40,19 @@ from philont.transfer.format import (
 )
 
 log = get_logger(__name__)
+
+
+def _sink(out: object) -> Path | TextIO:
+    """``out`` as :func:`export` writes it: a path (text or ``os.PathLike``) or a text stream
+    (anything with ``write``); InvalidInputError naming ``out`` otherwise (``export(db, 5)``
+    failed with AttributeError deep inside, a path given as text with another)."""
+    if isinstance(out, str | os.PathLike):
+        return Path(out)
+    if callable(getattr(out, "write", None)):
+        return cast(TextIO, out)
+    raise InvalidInputError(
+        f"out: must be a path or a text stream, got {type(out).__name__}", argument="out"
+    )
 
 
 @contextmanager
@@ -93,6 +106,7 @@ def export(
     A PostgreSQL URL exports one agent (``agent``, else ``$PHILONT_AGENT``) in the same format
     (``philont.transfer.postgres.export_agent``).
     """
+    out = _sink(out)
     target = resolve_url(db)
     if is_postgres(target):
         from philont.transfer.postgres import export_agent

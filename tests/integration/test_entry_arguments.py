@@ -7,6 +7,7 @@ writing unit begun by a truthy ``write="no"``, no ``TypeError`` from ``store.run
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,12 +20,14 @@ from hypothesis import strategies as st
 import philont.migrate
 from philont import agents
 from philont.aio import AsyncStore, create_async_engine
+from philont.db.engine import create_engine, resolve_url
 from philont.embed import HashEmbedder, backfill
 from philont.errors import InvalidInputError
 from philont.learning import Consolidator, Learner
 from philont.llm import ScriptedModel
 from philont.memory import Memory
 from philont.store import Store, close_shared, shared
+from philont.transfer import export
 
 # Values of every kind but the one an argument takes (each test filters out what is valid).
 ANYTHING = st.one_of(
@@ -86,6 +89,10 @@ OPENERS: dict[str, Callable[..., object]] = {
     "migrate.upgrade": philont.migrate.upgrade,
     "migrate.status": philont.migrate.status,
     "migrate.check": philont.migrate.check,
+    # resolve_url is the one gate: every opener of an engine or a file passes it
+    "create_engine": create_engine,
+    "resolve_url": resolve_url,
+    "export": lambda target, **k: export(target, io.StringIO(), **k),
 }
 TIMED = ("Store.open", "Memory.open", "shared", "AsyncStore.open", "create_async_engine")
 FLAGGED = {"Store.open": "upgrade", "AsyncStore.open": "upgrade", "Memory.open": "write"}
@@ -101,7 +108,7 @@ def test_a_target_that_is_no_path_or_url_is_refused_by_name(
     _refused(lambda: OPENERS[opener](target), "target")
 
 
-@pytest.mark.parametrize("opener", TIMED)
+@pytest.mark.parametrize("opener", [*TIMED, "create_engine"])
 @SETTINGS
 @given(value=NOT_A_TIMEOUT)
 def test_a_busy_timeout_is_whole_milliseconds_sqlite_takes(
@@ -212,3 +219,16 @@ def test_facts_list_lists_every_namespace_without_one(store: Store) -> None:
         mem.facts.store("project.x", "lang", "Python")
         assert [f.key for f in mem.facts.list()] == ["lang", "city"]
         assert len(mem.facts.list()) == mem.facts.count()
+
+
+@SETTINGS
+@given(out=ANYTHING.filter(lambda v: not isinstance(v, str)))
+def test_export_refuses_what_it_cannot_write_to_by_name(store: Store, out: object) -> None:
+    _refused(lambda: export(store.path, out), "out")
+
+
+def test_export_writes_to_a_path_given_as_text(store: Store, tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    report = export(store.path, str(target))  # was AttributeError: 'str' object has no 'write'
+    assert report.path == target
+    assert target.read_text().count("\n") == sum(report.rows.values()) + 2
