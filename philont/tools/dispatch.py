@@ -215,7 +215,7 @@ def call(
     (``BEGIN IMMEDIATE``); a read-only tool (and a call refused before it ran) begins deferred
     and reads without it, taking it only for its bookkeeping rows at the end (the action log,
     access times), so its search or listing never blocks other writers. A database locked by
-    another connection is waited for once (busy timeout); a busy SQLite returns at once (a
+    another connection is waited for once (busy timeout); a busy that SQLite returns at once (a
     read that then logs itself while another connection writes) is retried, from the first
     retry on holding the lock from its first statement (:func:`retry_plan`), as is a
     PostgreSQL transaction ended for a concurrent one's sake (a deadlock, a serialization
