@@ -19,7 +19,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from philont import settings
-from philont.db import write_gate
+from philont.db import cursors, write_gate
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
 from philont.db.retry import is_busy, mark_busy
 from philont.entry import check_busy_timeout, check_target
@@ -315,6 +315,7 @@ def install_sqlite_hooks(
     gate = None if path is None else write_gate.gate_for(path)
     if gate is not None:
         write_gate.install(engine)
+        cursors.install(engine)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
@@ -460,7 +461,9 @@ def create_engine(
         )
     else:
         check_file(path, create=create)
-        engine = sa_create_engine(url, echo=echo)
+        engine = sa_create_engine(
+            url, echo=echo, connect_args={"factory": cursors.TrackedConnection}
+        )
     install_sqlite_hooks(engine, foreign_keys=foreign_keys, busy_timeout_ms=busy_timeout_ms)
     return engine
 
