@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -27,6 +27,9 @@ from philont.cli.common import (
     reached,
     resolve_existing,
 )
+
+if TYPE_CHECKING:
+    from philont.transfer import ImportReport
 
 
 @contextmanager
@@ -180,9 +183,37 @@ def import_(
         )
         reached("importing:done")
     if as_json:
-        emit({"inserted": report.inserted, "skipped": report.skipped})
+        emit(_import_data(report))
     else:
-        out.print(
-            f"imported {sum(report.inserted.values())} rows; skipped "
-            f"{sum(report.skipped.values())} already present"
+        out.print(_import_summary(report.totals()), markup=False)
+
+
+def _import_data(report: ImportReport) -> dict[str, object]:
+    """``--json`` of an import: per table and in total, the file's rows and what became of
+    them (``file_rows = inserted + replaced + skipped + kept + not_imported``)."""
+    from philont.transfer.format import OUTCOMES
+
+    tables = {
+        name: {"file_rows": n} | {o: getattr(report, o).get(name, 0) for o in OUTCOMES}
+        for name, n in report.file_rows.items()
+    }
+    return {"tables": tables, "totals": report.totals(), "replaced_ids": report.replaced_ids}
+
+
+def _import_summary(totals: dict[str, int]) -> str:
+    """One line: what became of every row of the file, each kind named."""
+    added, replaced = totals["inserted"], totals["replaced"]
+    line = f"imported {added + replaced} rows of the {totals['file_rows']} in the file"
+    parts = [f"{added} added"]
+    if replaced:
+        parts.append(f"{replaced} bootstrap rows (the 'global' session, root pursuit) replaced")
+    if totals["skipped"]:
+        parts.append(f"{totals['skipped']} already present, identical: skipped")
+    if totals["kept"]:
+        parts.append(f"{totals['kept']} bootstrap rows kept as the database has them")
+    if totals["not_imported"]:
+        parts.append(
+            f"{totals['not_imported']} memory_meta rows not imported (they describe the "
+            "source's schema; the database keeps its own)"
         )
+    return f"{line}: {'; '.join(parts)}"
