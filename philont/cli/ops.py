@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -66,12 +64,6 @@ def _table_progress(verb: str, left: str) -> Iterator[Callable[[str, int, int], 
         raise interrupted(left) from None
 
 
-def _missing(file: str | Path) -> FileNotFoundError:
-    """A file argument that does not exist: reported as any missing path the user gave is
-    (``error (ENOENT)``, exit 4, by ``philont.cli.common.Commands``)."""
-    return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(file))
-
-
 def backup(
     keep: Annotated[
         int | None,
@@ -101,8 +93,6 @@ def restore(
     as_json: JsonOption = False,
 ) -> None:
     """Verify a backup, keep the current file as a backup, then put the backup in place."""
-    if not file.exists():
-        raise _missing(file)
     from philont import backup as backups
 
     report = backups.restore(file, db)
@@ -172,8 +162,6 @@ def import_(
 ) -> None:
     """Import an export file (or with - stdin); refuses a non-empty database unless --merge.
     All or nothing."""
-    if file != STDIO and not Path(file).exists():
-        raise _missing(file)
     from philont import transfer
 
     source = sys.stdin if file == STDIO else Path(file)

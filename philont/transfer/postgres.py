@@ -39,7 +39,14 @@ from philont.errors import (
 )
 from philont.interrupts import point_of_no_return
 from philont.log import get_logger
-from philont.transfer.export import _header, _pg_order, _same_columns, _write_rows, _writer
+from philont.transfer.export import (
+    _header,
+    _pg_order,
+    _same_columns,
+    _write_rows,
+    _writer,
+    check_output,
+)
 from philont.transfer.format import (
     PROGRESS_EVERY,
     ExportReport,
@@ -345,6 +352,8 @@ def export_schema(
     database at ``url``, in the format :func:`import_agent` (or any import) reads."""
     import psycopg
 
+    if isinstance(out, Path):
+        check_output(out)
     if url.get_backend_name() != "postgresql":
         raise InvalidInputError(
             "an old per-agent schema lives in a PostgreSQL database; give its URL with --db"
