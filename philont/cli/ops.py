@@ -173,7 +173,7 @@ def import_(
     if as_json:
         emit(_import_data(report))
     else:
-        out.print(_import_summary(report.totals()), markup=False)
+        out.print(_import_summary(report.totals()), markup=False, soft_wrap=True)
 
 
 def _import_data(report: ImportReport) -> dict[str, object]:
@@ -189,19 +189,15 @@ def _import_data(report: ImportReport) -> dict[str, object]:
 
 
 def _import_summary(totals: dict[str, int]) -> str:
-    """One line: what became of every row of the file, each kind named."""
+    """One line (never wrapped): what became of every row of the file, each kind named."""
     added, replaced = totals["inserted"], totals["replaced"]
-    line = f"imported {added + replaced} rows of the {totals['file_rows']} in the file"
     parts = [f"{added} added"]
     if replaced:
-        parts.append(f"{replaced} bootstrap rows (the 'global' session, root pursuit) replaced")
+        parts.append(f"{replaced} bootstrap rows replaced ('global' session, root pursuit)")
     if totals["skipped"]:
-        parts.append(f"{totals['skipped']} already present, identical: skipped")
+        parts.append(f"{totals['skipped']} skipped (already there, identical)")
     if totals["kept"]:
         parts.append(f"{totals['kept']} bootstrap rows kept as the database has them")
     if totals["not_imported"]:
-        parts.append(
-            f"{totals['not_imported']} memory_meta rows not imported (they describe the "
-            "source's schema; the database keeps its own)"
-        )
-    return f"{line}: {'; '.join(parts)}"
+        parts.append(f"{totals['not_imported']} memory_meta rows not imported (schema record)")
+    return f"imported {added + replaced} of {totals['file_rows']} rows: {'; '.join(parts)}"

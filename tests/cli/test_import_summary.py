@@ -75,8 +75,8 @@ def test_the_human_line_names_each_kind_and_adds_up(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     line = " ".join(result.stdout.split())
     found = re.fullmatch(
-        r"imported (\d+) rows of the (\d+) in the file: (\d+) added; (\d+) bootstrap rows kept "
-        r"as the database has them; (\d+) memory_meta rows not imported \(.*\)",
+        r"imported (\d+) of (\d+) rows: (\d+) added; (\d+) bootstrap rows kept as the "
+        r"database has them; (\d+) memory_meta rows not imported \(schema record\)",
         line,
     )
     assert found, line
