@@ -19,7 +19,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from philont import settings
-from philont.db import cursors, write_gate
+from philont.db import cursors, fork, write_gate
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
 from philont.db.retry import is_busy, mark_busy
 from philont.entry import check_busy_timeout, check_target
@@ -464,6 +464,7 @@ def create_engine(
         engine = sa_create_engine(
             url, echo=echo, connect_args={"factory": cursors.TrackedConnection}
         )
+        fork.renew_after_fork(engine)
     install_sqlite_hooks(engine, foreign_keys=foreign_keys, busy_timeout_ms=busy_timeout_ms)
     return engine
 
@@ -481,6 +482,7 @@ def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
         raise BackendError("PostgreSQL needs psycopg: pip install 'philont[postgres]'") from exc
     guard_nul(engine)
     event.listen(engine, "handle_error", refuse_unreachable)
+    fork.renew_after_fork(engine)
     return engine
 
 
