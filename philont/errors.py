@@ -70,6 +70,13 @@ class DatabaseBusyError(StorageError):
     code = "database_busy"
 
 
+class PoolTimeoutError(DatabaseBusyError):
+    """Every connection of the Store's pool stayed in use by other units of work of this
+    process for the pool's whole timeout (SQLAlchemy's ``pool_timeout``, 30 s): more units of
+    work at once than the pool holds, each held long. Not run again by philont's retries (a
+    retry would wait as long again). ``details``: ``pool`` (SQLAlchemy's account of it)."""
+
+
 class TransactionConflictError(DatabaseBusyError):
     """PostgreSQL ended this transaction because of a concurrent one: a deadlock (SQLSTATE
     40P01: two transactions waited for each other's locks), a serialization failure (40001,
