@@ -14,12 +14,15 @@ the connection goes back to the pool still holding the read snapshot of that sta
   lock the collecting thread holds (the stall :class:`philont.db.backend.Raw` closes its own
   cursors against).
 
-So every SQLite connection philont makes (:func:`philont.db.engine.create_engine`,
-:func:`philont.aio.create_async_engine`) is a :class:`TrackedConnection` that knows its
-cursors, and the pool closes those still open when it takes the connection back (the unit of
-work has ended, committed or rolled back): their statements are reset by the thread that used
-them. A result read after its unit of work ended fails with "Cannot operate on a closed
-cursor" instead of reading a snapshot of the past.
+So every SQLite connection :func:`philont.db.engine.create_engine` makes is a
+:class:`TrackedConnection` that knows its cursors, and the pool of a file's engine closes
+those still open when it takes the connection back (the unit of work has ended, committed or
+rolled back): their statements are reset by the thread that used them. (An in-memory
+database has one connection, shared, and is not closed behind its users. The async engine's
+driver reads every result whole, so it leaves none half-read.) Being a Python class, a
+:class:`TrackedConnection` also carries attributes (``philont.db.vectors`` marks on it whether
+sqlite-vec loaded). A result read after its unit of work ended fails with "Cannot operate on
+a closed cursor" instead of reading a snapshot of the past.
 """
 
 from __future__ import annotations

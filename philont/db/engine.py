@@ -457,7 +457,10 @@ def create_engine(
     path = sqlite_path(url)
     if path is None:
         engine = sa_create_engine(
-            url, echo=echo, poolclass=StaticPool, connect_args={"check_same_thread": False}
+            url,
+            echo=echo,
+            poolclass=StaticPool,
+            connect_args={"check_same_thread": False, "factory": cursors.TrackedConnection},
         )
     else:
         check_file(path, create=create)
