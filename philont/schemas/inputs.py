@@ -31,6 +31,7 @@ from pydantic import (
 )
 from pydantic_core import SchemaValidator
 
+from philont.db.stored_values import too_deep
 from philont.domain.kinds import AccessTarget, FactKind, Role
 from philont.domain.timepolicy import supported_utc
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
@@ -239,7 +240,10 @@ def _json_value(value: Any) -> Any:
         raise ValueError(exc.message) from exc
     if len(text) > MAX_TEXT_CHARS:
         raise ValueError(f"is {len(text):,} characters of JSON; at most {MAX_TEXT_CHARS:,}")
-    return json.loads(text)
+    parsed = json.loads(text)
+    if (problem := too_deep(parsed, text)) is not None:
+        raise ValueError(problem)
+    return parsed
 
 
 def _aware(value: datetime) -> datetime:
