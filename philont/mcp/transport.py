@@ -50,7 +50,7 @@ from pydantic import BaseModel, ValidationError
 from philont.db.stored_values import MAX_JSON_DEPTH
 from philont.log import get_logger
 from philont.mcp.depth import MAX_MESSAGE_DEPTH, nesting, shallow
-from philont.schemas.inputs import describe
+from philont.schemas.inputs import describe, repeated_key
 
 log = get_logger(__name__)
 
@@ -110,8 +110,23 @@ def check_line(line: bytes) -> SessionMessage | str | None:
     try:
         message = types.JSONRPCMessage.model_validate_json(text)
     except ValidationError:
-        return _read_by_python(text)
-    return _checked(message)
+        return _unambiguous(text, _read_by_python(text))
+    return _unambiguous(text, _checked(message))
+
+
+def _unambiguous(text: str, checked: SessionMessage | str | None) -> SessionMessage | str | None:
+    """``checked``, unless it is a tool call with a key given twice in one object (the SDK's
+    parser keeps the last value; which one was meant cannot be known): that is refused as
+    ``tools.call`` refuses such arguments."""
+    if not isinstance(checked, SessionMessage):
+        return checked
+    root = checked.message.root
+    if not isinstance(root, types.JSONRPCRequest) or root.method != "tools/call":
+        return checked
+    problem = repeated_key(text)
+    if problem is None:
+        return checked
+    return error_line(root.id, types.INVALID_PARAMS, "Invalid params", "invalid_arguments", problem)
 
 
 def _too_deep(text: str, depth: int) -> str | None:
