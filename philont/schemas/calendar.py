@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
+from pydantic import Field
+
 from philont.schemas.base import ReadModel
 
 
@@ -62,6 +64,9 @@ class CalendarListing(ReadModel):
     ``skipped`` names the first of them. ``degraded_rows``: events listed as one-shots because
     their rule or zone cannot be read (as the original program treats them). ``rows_read`` and
     ``work_steps`` report the work done (see :mod:`philont.domain.rrule_engine`).
+    ``capped_series``: with a cap per series (``between(per_series=...)``), each series that
+    had more occurrences in the window than it was allowed to show, by event id: how many it
+    has there (bounded like ``total``).
     """
 
     occurrences: list[Occurrence]
@@ -73,6 +78,7 @@ class CalendarListing(ReadModel):
     degraded_rows: int
     rows_read: int
     work_steps: int
+    capped_series: dict[str, int] = Field(default_factory=dict)
 
 
 class CalendarEvents(ReadModel):

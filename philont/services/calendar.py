@@ -100,7 +100,9 @@ class _Listing:
     """What a listing gathers: the earliest ``limit`` occurrences and the counts."""
 
     limit: int
+    per_series: int | None = None
     kept: list[tuple[tuple[datetime, datetime, str], Occurrence]] = field(default_factory=list)
+    capped: dict[str, int] = field(default_factory=dict)
     total: int = 0
     exact: bool = True
     skipped: list[SkippedRow] = field(default_factory=list)
@@ -148,6 +150,7 @@ class _Listing:
             degraded_rows=self.degraded,
             rows_read=self.rows,
             work_steps=self.steps,
+            capped_series=self.capped,
         )
 
 
@@ -355,9 +358,17 @@ class CalendarService(Service):
     # --- windows --------------------------------------------------------------------------------
 
     def between(
-        self, start: datetime, end: datetime, *, limit: int = DEFAULT_LISTING_LIMIT
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        limit: int = DEFAULT_LISTING_LIMIT,
+        per_series: int | None = None,
     ) -> CalendarListing:
         """The earliest ``limit`` occurrences overlapping ``[start, end]`` and how many there are.
+        ``per_series``: at most that many occurrences of one recurring event (the earliest),
+        so that one frequent series cannot hide every other event; the series cut short are
+        named in ``capped_series``.
 
         An occurrence counts when it starts in the window or is still in progress at ``start``
         (see :func:`philont.domain.series.expand`). ``end < start`` raises
@@ -372,7 +383,9 @@ class CalendarService(Service):
         lo, hi = _aware(start, "start"), _aware(end, "end")
         if hi < lo:
             raise InvalidTimeRangeError(lo, hi, names=("start", "end"), what="calendar window")
-        listing = _Listing(min(limit, MAX_LISTING_LIMIT))
+        if per_series is not None:
+            inputs.check(inputs.Limit, per_series, "per_series")
+        listing = _Listing(min(limit, MAX_LISTING_LIMIT), per_series)
         self._one_shots(listing, lo, hi)
         self._series(listing, lo, hi)
         return listing.result()
@@ -440,7 +453,7 @@ class CalendarService(Service):
                     event.timezone,
                     lo,
                     hi,
-                    limit=listing.limit,
+                    limit=min(listing.limit, listing.per_series or MAX_LISTING_LIMIT),
                     count_limit=counted,
                     keep_until=listing.cutoff(),
                     work=work,
@@ -459,6 +472,11 @@ class CalendarService(Service):
             listing.steps += work.steps
         listing.total += found.total
         listing.exact = listing.exact and found.exact
+        cap = listing.per_series
+        if cap is not None and (
+            found.total > cap or (not found.exact and len(found.items) >= cap)  # counting ran out
+        ):
+            listing.capped[event.id] = max(found.total, len(found.items))
         listing.add(event, found.items)
 
     def upcoming(

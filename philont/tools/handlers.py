@@ -38,6 +38,9 @@ _Item = tuple[datetime, int, str, Any]
 
 UPCOMING_SHOWN = 50
 """Lines ``list_upcoming`` shows (events and tasks together); the rest is counted."""
+UPCOMING_PER_SERIES = 5
+"""Occurrences of one recurring event ``list_upcoming`` shows: a frequent series (every
+minute, say) would otherwise fill every line and hide the other events."""
 TITLE_SHOWN = 200
 """Characters of a title, rule or task name shown in one listing line."""
 
@@ -249,11 +252,23 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
     # Both listings are capped and bounded (see CalendarService.between): the text shows the
     # first UPCOMING_SHOWN lines and says how many more exist; the data carries the counts.
     end = clamp(ctx.now, timedelta(days=args.window_days))
-    events = mem.calendar.between(ctx.now, end, limit=UPCOMING_SHOWN)
+    events = mem.calendar.between(
+        ctx.now, end, limit=UPCOMING_SHOWN, per_series=UPCOMING_PER_SERIES
+    )
     runs = mem.schedules.due_between(ctx.now, end, limit=UPCOMING_SHOWN)
     shown = _upcoming_items(events, runs)[:UPCOMING_SHOWN]
     total = events.total + runs.total
     lines = [line for _, _, line, _ in shown]
+    if events.capped_series:
+        titles = {o.event.id: o.event.title for o in events.occurrences}
+        each = ", ".join(
+            f"'{_inline(titles.get(i, i), 60)}' {n}{'' if events.total_is_exact else '+'}"
+            for i, n in list(events.capped_series.items())[:5]
+        )
+        lines.append(
+            f"(a recurring event shows its first {UPCOMING_PER_SERIES} occurrences here; "
+            f"in the window: {each})"
+        )
     if total > len(shown):
         plus = "" if events.total_is_exact else "+"
         lines.append(
@@ -273,6 +288,7 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
         "more": total - len(shown),
         "total_is_exact": events.total_is_exact,
         "events_total": events.total,
+        "capped_series": events.capped_series,
         "schedules_total": runs.total,
         "skipped_bad_rows": skipped_count,
         "skipped": [row.model_dump() for row in skipped],

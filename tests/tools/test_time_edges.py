@@ -174,8 +174,9 @@ def test_list_upcoming_shows_fifty_lines_and_counts_the_rest(tool_target: DbTarg
 
     assert result.ok
     lines = result.text.splitlines()
-    assert len(lines) == 51 and "more not shown" in lines[-1]
-    assert len(result.text.encode()) <= 51 * 300  # titles are cut to 200 characters
+    # 50 lines, which series were cut short (each shows 5 occurrences), and the count
+    assert len(lines) == 52 and "more not shown" in lines[-1] and "first 5" in lines[-2]
+    assert len(result.text.encode()) <= 52 * 300  # titles are cut to 200 characters
     data = result.data
     assert (data["shown"], len(data["events"])) == (50, 50)
     assert data["more"] == data["total"] - 50 and data["total"] >= 10_000
