@@ -37,7 +37,7 @@ from philont.db.backend import refuse_nul
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
 
-__all__ = ["Rules", "checked", "require", "wrap"]
+__all__ = ["ENTRY_POINTS", "Rules", "check_of", "checked", "wrap"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -114,13 +114,15 @@ def _check_declared(
 
 @dataclass(frozen=True, slots=True)
 class _Instance:
-    """An instance of one of ``kinds`` (a class, a ``runtime_checkable`` protocol)."""
+    """An instance of one of ``kinds`` (a class, a ``runtime_checkable`` protocol), or
+    something to call where ``call`` (``Store | Units``)."""
 
     kinds: tuple[type, ...]
+    call: bool = False
 
     def check(self, name: str, value: object) -> None:
-        if not isinstance(value, self.kinds):
-            wanted = " or ".join(k.__name__ for k in self.kinds)
+        if not isinstance(value, self.kinds) and not (self.call and callable(value)):
+            wanted = " or ".join([k.__name__ for k in self.kinds] + ["callable"] * self.call)
             raise InvalidInputError.of(name, f"must be {wanted}, got {_kind(value)}")
 
 
@@ -234,12 +236,13 @@ def _declared_class(declared: str, namespace: Mapping[str, object]) -> _Rule | N
     found = [namespace.get(a.partition("[")[0]) for a in alternatives]
     if len(found) == 1 and typing.get_origin(found[0]) is typing.Annotated:
         return _Typed(found[0])
-    if len(found) == 1 and _is_call(found[0]):
+    calls = [f for f in found if _is_call(f)]
+    if calls and len(calls) == len(found):
         return _Callable()
-    classes = [_class_of(f) for f in found]
+    classes = [_class_of(f) for f in found if f not in calls]
     if not classes or None in classes:
         return None
-    return _Instance(tuple(c for c in classes if c is not None))
+    return _Instance(tuple(c for c in classes if c is not None), call=bool(calls))
 
 
 def _check_text(name: str, value: object, rule: str, *, keeps_nul: bool) -> None:
@@ -324,11 +327,14 @@ def wrap(fn: F, rules: Rules, keeps_nul: Callable[[Any], bool] | None = None) ->
     has touched nothing. ``keeps_nul(self)``: whether text may hold NUL (the unit of work's
     backend); without it, it may (an entry point stores no text as given)."""
     check, method = _checker(fn, rules, keeps_nul)
+
+    if inspect.iscoroutinefunction(fn):  # checked when awaited, as the call's other errors
+        return _awaited(fn, check, method)
     if method:
 
         @functools.wraps(fn)
         def checked_method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if args or kwargs:  # ``store.begin()``: nothing to check
+            if args or kwargs:
                 check(self, args, kwargs)
             return fn(self, *args, **kwargs)
 
@@ -342,6 +348,15 @@ def wrap(fn: F, rules: Rules, keeps_nul: Callable[[Any], bool] | None = None) ->
     return checked_function  # type: ignore[return-value]
 
 
+def _awaited(fn: F, check: _Check, method: bool) -> F:
+    @functools.wraps(fn)
+    async def checked_coroutine(*args: Any, **kwargs: Any) -> Any:
+        check(args[0] if method else None, args[method:], kwargs)
+        return await fn(*args, **kwargs)
+
+    return checked_coroutine  # type: ignore[return-value]
+
+
 _Check = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
 
 
@@ -350,7 +365,11 @@ def _checker(
 ) -> tuple[_Check, bool]:
     """The check of ``fn``'s arguments (:func:`_check_stored` under ``rules.stored``,
     :func:`_check_declared`; the keys of typed ``**options`` too), and whether ``fn`` is a
-    method (its ``self`` or ``cls`` is not checked)."""
+    method (its ``self`` or ``cls`` is not checked).
+
+    Every service call passes here, and the checks cost more than a small call: an argument
+    of a (name, type) that passed before with a value settled by its type (None, True/False,
+    a datetime; text at a glance, :func:`_settled`) is not checked again."""
     signature = inspect.signature(fn)
     params = list(signature.parameters.values())
     method = bool(params) and params[0].name in ("self", "cls")
@@ -397,14 +416,26 @@ def _checker(
     return check, method
 
 
+ENTRY_POINTS: list[Callable[..., Any]] = []
+"""Every entry point checked here (:func:`checked`, :func:`check_of`), as written."""
+
+
 def checked(fn: F) -> F:
     """An entry point with its arguments checked by their declared types (the module
     docstring) before it runs. Under ``@classmethod``, like this:
     ``@classmethod`` then ``@checked`` then ``def open(cls, ...)``."""
+    ENTRY_POINTS.append(fn)
     return wrap(fn, ENTRY)
 
 
-def require(name: str, value: object, *kinds: type) -> None:
-    """``value`` checked as an argument declared ``kinds[0] | kinds[1] | ...`` would be, for
-    an argument whose class its module can only import when called (an import cycle)."""
-    _Instance(kinds).check(name, value)
+def check_of(fn: Callable[..., Any]) -> Callable[..., None]:
+    """The checks :func:`checked` runs before ``fn``, as a function to call by hand with
+    ``fn``'s arguments: for a hot path whose usual call needs none, tested first
+    (``Store.begin()`` is one call of every unit of work; a wrapper costs more than it)."""
+    ENTRY_POINTS.append(fn)
+    check, method = _checker(fn, ENTRY, None)
+
+    def check_call(*args: Any, **kwargs: Any) -> None:
+        check(args[0] if method else None, args[method:], kwargs)
+
+    return check_call
