@@ -95,7 +95,8 @@ def _check_declared(
     declared as anything else (or it or None), when it can be checked (:func:`_declared_class`)."""
     if declared in (_TEXT, _OPTIONAL_TEXT):
         if value is not None or declared == _TEXT:
-            _check_text(name, value, "must be text", keeps_nul=keeps_nul)
+            rule = "must be text" if declared == _TEXT else "must be text or None"
+            _check_text(name, value, rule, keeps_nul=keeps_nul)
     elif declared in _TEXTS and isinstance(value, _CONTAINERS):
         for item in value:
             _check_text(name, item, "must be a sequence of text", keeps_nul=keeps_nul)
@@ -119,20 +120,25 @@ class _Instance:
 
     kinds: tuple[type, ...]
     call: bool = False
+    none: bool = False  # None is taken too (named in the refusal)
 
     def check(self, name: str, value: object) -> None:
         if not isinstance(value, self.kinds) and not (self.call and callable(value)):
-            wanted = " or ".join([k.__name__ for k in self.kinds] + ["callable"] * self.call)
-            raise InvalidInputError.of(name, f"must be {wanted}, got {_kind(value)}")
+            wanted = [k.__name__ for k in self.kinds] + ["callable"] * self.call
+            wanted += ["None"] * self.none
+            raise InvalidInputError.of(name, f"must be {' or '.join(wanted)}, got {_kind(value)}")
 
 
+@dataclass(frozen=True, slots=True)
 class _Callable:
     """Something to call (``Callable[...]``, ``Clock``, a protocol of ``__call__``)."""
 
-    @staticmethod
-    def check(name: str, value: object) -> None:
+    none: bool = False
+
+    def check(self, name: str, value: object) -> None:
         if not callable(value):
-            raise InvalidInputError.of(name, f"must be callable, got {_kind(value)}")
+            wanted = "callable or None" if self.none else "callable"
+            raise InvalidInputError.of(name, f"must be {wanted}, got {_kind(value)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,18 +237,19 @@ def _declared_class(declared: str, namespace: Mapping[str, object]) -> _Rule | N
     if container is not None:
         return container
     alternatives = [a for a in _alternatives(declared) if a != "None"]
+    none = declared.endswith(" | None")
     if len(alternatives) == 1 and alternatives[0].startswith("Callable["):
-        return _Callable()
+        return _Callable(none)
     found = [namespace.get(a.partition("[")[0]) for a in alternatives]
     if len(found) == 1 and typing.get_origin(found[0]) is typing.Annotated:
         return _Typed(found[0])
     calls = [f for f in found if _is_call(f)]
     if calls and len(calls) == len(found):
-        return _Callable()
+        return _Callable(none)
     classes = [_class_of(f) for f in found if f not in calls]
     if not classes or None in classes:
         return None
-    return _Instance(tuple(c for c in classes if c is not None), call=bool(calls))
+    return _Instance(tuple(c for c in classes if c is not None), call=bool(calls), none=none)
 
 
 def _check_text(name: str, value: object, rule: str, *, keeps_nul: bool) -> None:
