@@ -1,8 +1,10 @@
 """Arguments checked on entry by their declared types: one engine for every public method of a
 service (:class:`philont.services.base.Service`) and every entry point that opens a database or
-begins a unit of work (:func:`checked`: ``Store.open`` / ``from_engine`` / ``begin`` / ``run`` /
-``join``, ``shared()``, ``Memory.open``, ``AsyncStore``'s, the engines, ``philont.migrate``,
-``philont.agents``, ``Learner``, ``Consolidator``, ``philont.embed.backfill``).
+begins a unit of work (:func:`checked`: ``Store.open`` / ``from_engine`` / ``run`` / ``join``,
+``shared()``, ``Memory.open``, ``AsyncStore``'s, ``create_engine``, ``create_async_engine``,
+``resolve_url``, ``philont.migrate``, ``philont.agents``, ``Learner``, ``Consolidator``,
+``philont.embed.backfill``; ``Store.begin`` calls the same checks itself, :func:`check_of`).
+Every one is listed in :data:`ENTRY_POINTS` (a property test goes through them all).
 
 What an argument is declared as is what it must be. ``str`` (``str | None``, ``Sequence[str]``):
 text; ``bool``: True or False, never a truthy stand-in (``write="no"`` began a writing unit);
