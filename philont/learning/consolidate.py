@@ -53,7 +53,6 @@ from philont.learning.config import ConsolidatorConfig, LearningConfig
 from philont.learning.extract import LOOP_NAMESPACE
 from philont.learning.learner import Config, JudgeOf, Model
 from philont.learning.window import Window, load_after
-from philont.llm.base import ModelClient
 from philont.log import get_logger
 from philont.memory import Memory
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
@@ -195,7 +194,7 @@ class Consolidator:
 
     @classmethod
     @checked
-    def for_store(cls, store: Store, model: ModelClient, **kwargs: Any) -> Consolidator:
+    def for_store(cls, store: Store, model: Model, **kwargs: Any) -> Consolidator:
         """A consolidator whose units of work are ``store.begin()`` (with the same clock)."""
         clock: Clock = kwargs.setdefault("clock", store.clock)
         kwargs.setdefault("embedder", store.embedder)

@@ -94,7 +94,6 @@ TAKES: dict[str, Callable[[object], bool]] = {
     "Embedder": _a(Embedder),
     "Embedder | None": _or_none(_a(Embedder)),
     "Model": _a(ModelClient),
-    "ModelClient": _a(ModelClient),
     "Config | None": _or_none(_a(LearningConfig)),
     "JudgeOf | None": _or_none(_a(Judge)),
     "ConsolidatorConfig | None": _or_none(_a(ConsolidatorConfig)),
