@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 
-# every module with entry points, imported so that they are registered
 from philont.arguments import ENTRY_POINTS
 from philont.embed.base import Embedder
 from philont.errors import InvalidInputError
@@ -34,6 +33,20 @@ from philont.learning.verify import Judge
 from philont.llm.base import ModelClient
 from philont.memory import Memory
 from philont.store import Store
+
+MODULES = (
+    "philont.agents",
+    "philont.aio",
+    "philont.db.engine",
+    "philont.embed.index",
+    "philont.learning",
+    "philont.memory",
+    "philont.migrate",
+    "philont.store",
+)
+"""Every module with entry points, imported so that they are registered."""
+for _module in MODULES:
+    importlib.import_module(_module)
 
 ANYTHING = st.one_of(
     st.none(),
