@@ -44,6 +44,7 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
+from philont.db.fork import renew_after_fork
 from philont.db.retry import RetryPolicy, translate
 from philont.errors import (
     BackendError,
@@ -89,6 +90,7 @@ def create_async_engine(
             url, pool_pre_ping=True, connect_args={"prepare_threshold": None}
         )
         guard_nul(engine.sync_engine)
+        renew_after_fork(engine.sync_engine)
         return engine
     if url.get_backend_name() != "sqlite":
         raise InvalidInputError(f"unsupported database {url.drivername}: use SQLite or PostgreSQL")
@@ -102,6 +104,7 @@ def create_async_engine(
     except ModuleNotFoundError as exc:
         raise BackendError("async SQLite needs aiosqlite: pip install 'philont[async]'") from exc
     install_sqlite_hooks(engine.sync_engine, foreign_keys=True, busy_timeout_ms=busy_timeout_ms)
+    renew_after_fork(engine.sync_engine)
     return engine
 
 

@@ -26,6 +26,7 @@ from philont.db.engine import (
 from philont.errors import (
     DatabaseBusyError,
     DatabasePathError,
+    FilePathError,
     InvalidInputError,
     NotADatabaseError,
     StorageError,
@@ -241,6 +242,8 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
     if keep is not None and keep < 1:
         raise InvalidInputError(f"keep must be at least 1, got {keep}", keep=keep)
     path = _db_file(db)
+    if path.is_dir():
+        raise DatabasePathError(str(path), "it is a directory")
     if not path.is_file():
         raise DatabasePathError(str(path), "no such file")
     if path.stat().st_size == 0:
@@ -358,9 +361,9 @@ def _quarantine_copy(path: Path) -> Path:
 def _backup_source(source: Path) -> Path:
     """A file to restore from: an existing SQLite file (typed errors otherwise)."""
     if source.is_dir():
-        raise DatabasePathError(str(source), "it is a directory, not a backup file")
+        raise FilePathError(str(source), "it is a directory, not a backup file")
     if not source.is_file():
-        raise DatabasePathError(str(source), "no such backup file")
+        raise FilePathError(str(source), "no such backup file")
     if file_kind(source) == "other":
         raise NotADatabaseError(str(source))
     return source
@@ -384,7 +387,10 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
     path = _db_file(db)
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
-    _ensure_private_dir(path.parent)
+    try:
+        _ensure_private_dir(path.parent)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise DatabasePathError(str(path), "a parent is not a directory") from exc
     tmp = path.parent / f".{path.name}.restore-{uuid.uuid4().hex}.tmp"
     try:
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)

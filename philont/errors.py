@@ -32,9 +32,11 @@ class StorageError(PhilontError):
 
 
 class DatabasePathError(StorageError):
-    """The path cannot hold a database (it is a directory, or its parent cannot be created)."""
+    """The path cannot hold a database (it is a directory, or its parent cannot be created).
+    Its code is :class:`FilePathError`'s: a path the caller named that cannot be used is one
+    code, whatever the file was for."""
 
-    code = "database_path"
+    code = "file_path"
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"cannot use {path!r} as a memory database: {reason}", path=path)
@@ -66,6 +68,13 @@ class DatabaseBusyError(StorageError):
     """The database stayed locked by another connection past the busy timeout and retries."""
 
     code = "database_busy"
+
+
+class PoolTimeoutError(DatabaseBusyError):
+    """Every connection of the Store's pool stayed in use by other units of work of this
+    process for the pool's whole timeout (SQLAlchemy's ``pool_timeout``, 30 s): more units of
+    work at once than the pool holds, each held long. Not run again by philont's retries (a
+    retry would wait as long again). ``details``: ``pool`` (SQLAlchemy's account of it)."""
 
 
 class TransactionConflictError(DatabaseBusyError):
@@ -271,8 +280,10 @@ class InvalidInputError(PhilontError):
 
 
 class FilePathError(InvalidInputError):
-    """A file the caller named, to read or to write (an export, an import), cannot be used: it
-    is a directory, it is missing, or its directory is."""
+    """A file the caller named, to read or to write (an export, an import, a backup to
+    restore), cannot be used: it is a directory, it is missing, or its directory is, or it
+    cannot be read or written. The same code as :class:`DatabasePathError` (the database's
+    path)."""
 
     code = "file_path"
 

@@ -22,6 +22,7 @@ from philont.cli.parsers import DB
 from philont.errors import (
     ConflictError,
     DatabasePathError,
+    FilePathError,
     NotFoundError,
     PhilontError,
     SchemaOutOfDateError,
@@ -139,13 +140,16 @@ def fail_usage(exc: UsageError) -> typer.Exit:
 
 
 def fail_os(exc: OSError) -> typer.Exit:
-    """Report an operating-system error (a path the user gave that is a directory, missing,
-    unreadable, on a full disk, ...) as one line, and return the Exit to raise."""
-    where = f"{exc.filename!r}: " if exc.filename else ""
+    """Report an operating-system error as one line, and return the Exit to raise (1). One
+    about a path (missing, a directory, unreadable, on a full disk, ...) is what every typed
+    refusal of a path you named is: ``file_path`` naming the path and the reason
+    (:class:`~philont.errors.FilePathError`); one without a path is named by its errno."""
     reason = exc.strerror or str(exc)
+    if exc.filename:
+        return fail(FilePathError(os.fsdecode(exc.filename), reason))
     name = errno.errorcode.get(exc.errno or 0, "os_error")
-    err.print(f"error ({name}): {where}{reason}", markup=False)
-    return typer.Exit(EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_ERROR)
+    err.print(f"error ({name}): {reason}", markup=False)
+    return typer.Exit(EXIT_ERROR)
 
 
 class Commands(TyperGroup):
@@ -214,7 +218,7 @@ def _db_named(db: str | None) -> str:
 
 
 def resolve_existing(db: str | None) -> URL:
-    """The database URL, refusing (``database_path``, exit 1) an SQLite file that does not exist
+    """The database URL, refusing (``file_path``, exit 1) an SQLite file that does not exist
     yet, as ``philont db current`` and the Store do."""
     from philont.db.engine import resolve_url, sqlite_path
 

@@ -173,8 +173,8 @@ def _worker(
 
     url = resolve_existing(db)
     try:
+        client = model_from_spec(model, base_url=base_url)  # a bad script file: nothing opened
         migrate.check(url)
-        client = model_from_spec(model, base_url=base_url)
         store = open_store(url)
     except SchemaOutOfDateError as exc:
         raise fail(exc, code=EXIT_OUT_OF_DATE) from exc

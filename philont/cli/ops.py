@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -27,6 +25,9 @@ from philont.cli.common import (
     reached,
     resolve_existing,
 )
+
+if TYPE_CHECKING:
+    from philont.transfer import ImportReport
 
 
 @contextmanager
@@ -63,12 +64,6 @@ def _table_progress(verb: str, left: str) -> Iterator[Callable[[str, int, int], 
         raise interrupted(left) from None
 
 
-def _missing(file: str | Path) -> FileNotFoundError:
-    """A file argument that does not exist: reported as any missing path the user gave is
-    (``error (ENOENT)``, exit 4, by ``philont.cli.common.Commands``)."""
-    return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(file))
-
-
 def backup(
     keep: Annotated[
         int | None,
@@ -98,8 +93,6 @@ def restore(
     as_json: JsonOption = False,
 ) -> None:
     """Verify a backup, keep the current file as a backup, then put the backup in place."""
-    if not file.exists():
-        raise _missing(file)
     from philont import backup as backups
 
     report = backups.restore(file, db)
@@ -169,8 +162,6 @@ def import_(
 ) -> None:
     """Import an export file (or with - stdin); refuses a non-empty database unless --merge.
     All or nothing."""
-    if file != STDIO and not Path(file).exists():
-        raise _missing(file)
     from philont import transfer
 
     source = sys.stdin if file == STDIO else Path(file)
@@ -180,9 +171,33 @@ def import_(
         )
         reached("importing:done")
     if as_json:
-        emit({"inserted": report.inserted, "skipped": report.skipped})
+        emit(_import_data(report))
     else:
-        out.print(
-            f"imported {sum(report.inserted.values())} rows; skipped "
-            f"{sum(report.skipped.values())} already present"
-        )
+        out.print(_import_summary(report.totals()), markup=False, soft_wrap=True)
+
+
+def _import_data(report: ImportReport) -> dict[str, object]:
+    """``--json`` of an import: per table and in total, the file's rows and what became of
+    them (``file_rows = inserted + replaced + skipped + kept + not_imported``)."""
+    from philont.transfer.format import OUTCOMES
+
+    tables = {
+        name: {"file_rows": n} | {o: getattr(report, o).get(name, 0) for o in OUTCOMES}
+        for name, n in report.file_rows.items()
+    }
+    return {"tables": tables, "totals": report.totals(), "replaced_ids": report.replaced_ids}
+
+
+def _import_summary(totals: dict[str, int]) -> str:
+    """One line (never wrapped): what became of every row of the file, each kind named."""
+    added, replaced = totals["inserted"], totals["replaced"]
+    parts = [f"{added} added"]
+    if replaced:
+        parts.append(f"{replaced} bootstrap rows replaced ('global' session, root pursuit)")
+    if totals["skipped"]:
+        parts.append(f"{totals['skipped']} skipped (already there, identical)")
+    if totals["kept"]:
+        parts.append(f"{totals['kept']} bootstrap rows kept as the database has them")
+    if totals["not_imported"]:
+        parts.append(f"{totals['not_imported']} memory_meta rows not imported (schema record)")
+    return f"imported {added + replaced} of {totals['file_rows']} rows: {'; '.join(parts)}"

@@ -21,7 +21,7 @@ from sqlalchemy.pool import StaticPool
 
 from philont import settings
 from philont.arguments import checked
-from philont.db import write_gate
+from philont.db import cursors, fork, write_gate
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
 from philont.db.retry import is_busy, mark_busy
 from philont.errors import (
@@ -333,6 +333,7 @@ def install_sqlite_hooks(
     gate = None if path is None else write_gate.gate_for(path)
     if gate is not None:
         write_gate.install(engine)
+        cursors.install(engine)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
@@ -474,11 +475,17 @@ def create_engine(
     path = sqlite_path(url)
     if path is None:
         engine = sa_create_engine(
-            url, echo=echo, poolclass=StaticPool, connect_args={"check_same_thread": False}
+            url,
+            echo=echo,
+            poolclass=StaticPool,
+            connect_args={"check_same_thread": False, "factory": cursors.TrackedConnection},
         )
     else:
         check_file(path, create=create)
-        engine = sa_create_engine(url, echo=echo)
+        engine = sa_create_engine(
+            url, echo=echo, connect_args={"factory": cursors.TrackedConnection}
+        )
+        fork.renew_after_fork(engine)
     install_sqlite_hooks(engine, foreign_keys=foreign_keys, busy_timeout_ms=busy_timeout_ms)
     return engine
 
@@ -496,6 +503,7 @@ def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
         raise BackendError("PostgreSQL needs psycopg: pip install 'philont[postgres]'") from exc
     guard_nul(engine)
     event.listen(engine, "handle_error", refuse_unreachable)
+    fork.renew_after_fork(engine)
     return engine
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from philont import settings
 from philont.errors import (
@@ -38,6 +39,7 @@ from philont.errors import (
     DatabaseFullError,
     DatabaseReadOnlyError,
     PhilontError,
+    PoolTimeoutError,
     StorageError,
     TransactionConflictError,
 )
@@ -93,6 +95,8 @@ _CORRUPT_MESSAGES = (
 )
 
 _UNNAMED = "the memory database"
+_POOL = -1
+"""The kind :func:`_first_known` gives SQLAlchemy's pool timeout (no connection came free)."""
 
 # PostgreSQL's SQLSTATEs of a transaction ended for a concurrent one's sake (retryable).
 PG_CONFLICTS = {
@@ -159,6 +163,8 @@ def _first_known(exc: BaseException) -> tuple[BaseException, int | str] | None:
         if id(current) in seen:
             continue
         seen.add(id(current))
+        if isinstance(current, PoolTimeout):
+            return current, _POOL
         err = _driver_error(current)
         if isinstance(err, sqlite3.Error):
             kind = _kind(err)
@@ -204,6 +210,14 @@ def translate(exc: BaseException, *, path: str | None = None) -> PhilontError | 
     where = path or _UNNAMED
     if isinstance(kind, str):
         return _conflict(err, kind, where)
+    if kind == _POOL:
+        return PoolTimeoutError(
+            f"{where}: every connection of the Store's pool stayed in use by other units of "
+            f"work of this process for the pool's whole timeout ({detail}); run fewer units of "
+            "work at once or hold each for less time, or try again later",
+            path=path,
+            pool=detail,
+        )
     if kind in (_SQLITE_BUSY, _SQLITE_LOCKED):
         return DatabaseBusyError(
             f"{where} is locked by another connection ({detail}); try again later",
@@ -374,6 +388,8 @@ class RetryPolicy:
         typed = retryable(exc)
         if typed is None:
             return None
+        if isinstance(typed, PoolTimeoutError):
+            return typed  # it waited the pool's whole timeout: a retry would wait as long
         waited = (
             None if isinstance(typed, TransactionConflictError) else sqlite_wait(exc, attempt_s)
         )

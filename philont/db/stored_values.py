@@ -11,8 +11,9 @@ follows (docs/stored-values.md has the table):
   stays "forever", a far-past time "long ago"); text or a blob reads as the latest time, where
   SQLite itself orders it (after every number), so what Python compares agrees with what SQL
   filtered and sorted.
-* **JSON text** that is not JSON (or is nested too deeply) reads as the stored text itself, a
-  JSON string; a lone surrogate (``"\\ud800"``, which JavaScript writes) as U+FFFD.
+* **JSON text** that is not JSON (or nests deeper than :data:`MAX_JSON_DEPTH`) reads as the
+  stored text itself, a JSON string; a lone surrogate (``"\\ud800"``, which JavaScript
+  writes) as U+FFFD.
 * **enum text** it does not know reads as the column's fallback (the original's own reading:
   a fact kind as ``state``, a skill kind as ``positive``, a grade as ``draft``, a role as
   ``user``), or as the stored text where the column has none.
@@ -50,6 +51,7 @@ from philont.log import get_logger
 __all__ = [
     "CAREFUL",
     "EPOCH",
+    "MAX_JSON_DEPTH",
     "UNREADABLE",
     "careful",
     "careful_read",
@@ -59,6 +61,7 @@ __all__ = [
     "epoch_ms",
     "flag",
     "instant",
+    "json_depth",
     "json_read",
     "json_text",
     "json_value",
@@ -67,6 +70,7 @@ __all__ = [
     "register",
     "report",
     "rows_read",
+    "too_deep",
     "whole",
 ]
 
@@ -179,14 +183,67 @@ def text_of(value: Any) -> str:
     return str(value)
 
 
+MAX_JSON_DEPTH: Final = 100
+"""How deeply a JSON value may nest (arrays and objects, the outermost counts 1): a value
+written is refused deeper (``philont.schemas.inputs.FactValue``), a stored one deeper reads
+as its text (:func:`json_read`). Every record holding a value must stay printable, and
+pydantic's serializer gives up at 255 levels (``model_dump`` raised for a fact nested that
+deep: the tools' ``get_fact``/``list_facts`` of its namespace failed for good)."""
+
+
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deeply ``value`` nests arrays and objects (a scalar: 0), counted up to ``limit +
+    1`` (enough to tell that it is too deep); iterative, so any depth is measured."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        elif not isinstance(item, list | tuple):
+            continue
+        deepest = max(deepest, depth)
+        if depth > limit:
+            return depth
+        todo.extend((child, depth + 1) for child in item if isinstance(child, list | dict))
+    return deepest
+
+
+_DEEP_CHARS: Final = 2 * MAX_JSON_DEPTH
+"""JSON text no longer than this cannot nest deeper (each level takes two characters)."""
+
+
+def _brackets(text: str) -> int:
+    """Opening brackets in JSON text: a bound on how deeply a value in it nests."""
+    return text.count("[") + text.count("{")
+
+
+def _too_deep_text(text: str, value: Any) -> bool:
+    """Whether ``value``, read from ``text``, nests deeper than :data:`MAX_JSON_DEPTH`."""
+    return _brackets(text) > MAX_JSON_DEPTH and json_depth(value) > MAX_JSON_DEPTH
+
+
+def too_deep(value: Any, text: str) -> str | None:
+    """Why ``value`` (encoded as ``text``) may not be stored, nesting deeper than
+    :data:`MAX_JSON_DEPTH`; None when it does not."""
+    if _brackets(text) <= MAX_JSON_DEPTH or (depth := json_depth(value)) <= MAX_JSON_DEPTH:
+        return None
+    return (
+        f"nests lists and objects {depth}+ levels deep; at most {MAX_JSON_DEPTH} "
+        "(store a flatter value)"
+    )
+
+
 def json_read(stored: str | bytes) -> tuple[Any, bool]:
     """The value of a JSON column's stored text, and whether it was read leniently: text that
-    is not strict JSON (JavaScript's ``JSON.parse`` refuses ``NaN`` too), nests too deeply or
-    is a blob reads as the text itself; a lone surrogate reads as U+FFFD."""
+    is not strict JSON (JavaScript's ``JSON.parse`` refuses ``NaN`` too), nests deeper than
+    :data:`MAX_JSON_DEPTH` or is a blob reads as the text itself; a lone surrogate reads as
+    U+FFFD."""
     if stored.__class__ is str:
         try:
             value = _DECODE(stored)
         except (ValueError, RecursionError):
+            return _without_surrogates(stored), True
+        if len(stored) > _DEEP_CHARS and _too_deep_text(stored, value):
             return _without_surrogates(stored), True
         if "\\u" in stored and ("\\ud" in stored or "\\uD" in stored):
             scrubbed = _without_surrogates(value)

@@ -10,6 +10,7 @@ it returns the same pool the Python pass would. Nothing in the schema depends on
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -66,8 +67,13 @@ class ExtensionVectors(VectorEngine):
 
 # --- sqlite-vec --------------------------------------------------------------------------------
 
-_LOADED: dict[int, bool] = {}
-"""id() of each DB-API connection we tried to load sqlite-vec into, and whether it loaded."""
+_LOADED = "philont_sqlite_vec"
+"""The attribute of a DB-API connection that tells whether sqlite-vec was loaded into it: None
+(loaded) or why not. On the connection itself, not in a table keyed by ``id()``: a connection
+closed and freed hands its id to the next one, which then passed for loaded, or for refused
+with no reason told. Every SQLite connection philont makes takes attributes
+(:class:`philont.db.cursors.TrackedConnection`); one that does not is tried each time."""
+_UNTRIED = object()
 
 
 def sqlite_vec_unavailable(conn: Any | None = None) -> str | None:
@@ -93,14 +99,18 @@ class SqliteVectors(ExtensionVectors):
         if self._reason is not None:
             return False
         conn = raw.connection
-        key = id(conn)
-        loaded = _LOADED.get(key)
-        if loaded is None:
-            loaded = self._load(conn)
-            _LOADED[key] = loaded
-        return loaded
+        reason = getattr(conn, _LOADED, _UNTRIED)
+        if reason is _UNTRIED:
+            reason = self._load(conn)
+            with contextlib.suppress(AttributeError):  # a plain sqlite3.Connection
+                setattr(conn, _LOADED, reason)
+        if reason is not None:
+            self._reason = str(reason)
+            return False
+        return True
 
-    def _load(self, conn: Any) -> bool:
+    def _load(self, conn: Any) -> str | None:
+        """Load sqlite-vec into ``conn``: None, or why it did not load."""
         reason = sqlite_vec_unavailable(conn)
         if reason is None:
             try:
@@ -114,10 +124,8 @@ class SqliteVectors(ExtensionVectors):
             except Exception as exc:  # the library is missing or refuses this SQLite
                 reason = f"sqlite-vec did not load: {exc}"
         if reason is not None:
-            self._reason = reason
             log.info("vectors.sqlite_vec_unavailable", reason=reason)
-            return False
-        return True
+        return reason
 
     def nearest_messages(
         self, raw: Raw, query: Sequence[float], query_code: bytes, flt: Filter, pool: int

@@ -8,13 +8,14 @@ raises ``InvalidInputError`` naming the field.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, time, timedelta
 
 from philont.domain import wallclock
 from philont.domain.timepolicy import from_epoch_ms, instant, validate_timezone, zone
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
-__all__ = ["all_day_span", "event_times", "iso", "parse_time", "zone"]
+__all__ = ["all_day_span", "date_alone", "event_times", "iso", "parse_time", "zone"]
 
 
 def parse_time(
@@ -27,8 +28,9 @@ def parse_time(
 ) -> datetime | None:
     """``None``/blank -> None; epoch ms (int) -> UTC; ISO-8601 text -> the instant, in UTC.
 
-    A bare date (``2026-01-10``) is that day's midnight in ``tz``, or with ``end_of_day`` (the
-    inclusive end of a window: "until 10 January") its last millisecond; with ``needs_clock``
+    A bare date (``2026-01-10``, or another form of :func:`date_alone`) is that day's midnight
+    in ``tz``, or with ``end_of_day`` (the inclusive end of a window: "until 10 January") its
+    last millisecond; with ``needs_clock``
     (the moment a reminder fires) it is refused by name: midnight is rarely what was meant.
 
     ``tz`` must be an IANA zone (:func:`philont.domain.timepolicy.validate_timezone`) and is
@@ -50,36 +52,47 @@ def parse_time(
     text = value.strip()
     if not text:
         return None
-    if needs_clock and len(text) == 10:
-        raise InvalidInputError.of(
-            field,
-            f"{text!r} is a date without a time of day; give the time too "
-            f"(e.g. {text}T09:00), in `timezone` or with an offset",
-        )
-    try:
-        if len(text) == 10:
-            last = time(23, 59, 59, 999_000) if end_of_day else time(0)
-            parsed = datetime.combine(date.fromisoformat(text), last)
-        else:
+    day = date_alone(text, field)
+    if day is not None:
+        if needs_clock:
+            raise InvalidInputError.of(
+                field,
+                f"{text!r} is a date without a time of day; give the time too "
+                f"(e.g. {day.isoformat()}T09:00), in `timezone` or with an offset",
+            )
+        parsed = datetime.combine(day, time(23, 59, 59, 999_000) if end_of_day else time(0))
+    else:
+        try:
             parsed = datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError as exc:
-        raise InvalidInputError(
-            f"{field}: {text[:60]!r} is not an ISO-8601 time (e.g. 2026-04-22T09:00:00+02:00)"
-        ) from exc
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"{field}: {text[:60]!r} is not an ISO-8601 time (e.g. 2026-04-22T09:00:00+02:00)"
+            ) from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=where)
     return instant(parsed, field)
 
 
-def _day(value: object, field: str) -> date | None:
-    """The date of a bare-date text (``2026-12-04``), None for anything else."""
-    if not isinstance(value, str) or len(value.strip()) != 10:
+_DATE_SHAPE = re.compile(r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}(?:-?\d)?)", re.ASCII)
+"""Text written as a date alone in one of ISO-8601's forms: calendar (``2026-12-04``,
+``20261204``) or week date (``2026-W49-5``, ``2026W495``; ``2026-W49``, a week, is no day).
+What is a date is decided by this form, never by the text's length: ``20261204`` is the day
+4 December 2026 wherever ``2026-12-04`` is (a whole day, refused for a reminder's time), and
+ten characters that are no date (``1767225600``) are no date either."""
+
+
+def date_alone(value: object, field: str) -> date | None:
+    """The day a date-alone text names (:data:`_DATE_SHAPE`); None for anything else. Text of
+    that form that names no day (``2027-02-29``, ``2026-W49``) is refused by ``field``."""
+    if not isinstance(value, str) or _DATE_SHAPE.fullmatch(text := value.strip()) is None:
         return None
     try:
-        return date.fromisoformat(value.strip())
+        if "W" in text and len(text.replace("-", "")) < 8:
+            raise ValueError("a week, not a day")
+        return date.fromisoformat(text)
     except ValueError as exc:
         raise InvalidInputError.of(
-            field, f"{value.strip()!r} is not an ISO-8601 date (e.g. 2026-12-04)"
+            field, f"{text!r} is not an ISO-8601 date naming a day (e.g. 2026-12-04)"
         ) from exc
 
 
@@ -124,8 +137,8 @@ def event_times(
     (``2026-12-06``: three days), or absent (one day). A date and a time together are refused,
     naming both arguments: which one was meant cannot be guessed.
     """
-    first = _day(starts_at, "starts_at")
-    last = _day(ends_at, "ends_at")
+    first = date_alone(starts_at, "starts_at")
+    last = date_alone(ends_at, "ends_at")
     if first is not None:
         if ends_at is not None and last is None and not _blank(ends_at):
             raise InvalidInputError.of_together(

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from philont.domain.kinds import SkillKind
 from philont.domain.skill_rules import SkillContent
+from philont.schemas.inputs import first_repeated
 from philont.services.skills import NAME_PATTERN
 
 __all__ = [
@@ -82,8 +83,43 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class _Ambiguous(dict[str, Any]):
+    """An object of the answer with a key given twice (``repeated``): which value was meant
+    cannot be known, so the item holding it is rejected, not guessed (the rest is read)."""
+
+    repeated: str = ""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) == len(pairs):
+        return value
+    ambiguous = _Ambiguous(value)
+    ambiguous.repeated = first_repeated(pairs) or ""
+    return ambiguous
+
+
+def _repeated(item: Any) -> str | None:
+    """Why ``item`` is ambiguous (a key given twice in an object anywhere in it), or None."""
+    todo = [item]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, _Ambiguous):
+            return (
+                f"the key {value.repeated[:40]!r} appears twice in one object; which value is "
+                "meant cannot be known"
+            )
+        if isinstance(value, dict):
+            todo.extend(value.values())
+        elif isinstance(value, list):
+            todo.extend(value)
+    return None
+
+
 # strict=False: models often put raw line breaks inside JSON strings (templates).
-_DECODER: Final = json.JSONDecoder(parse_constant=_no_constants, strict=False)
+_DECODER: Final = json.JSONDecoder(
+    parse_constant=_no_constants, strict=False, object_pairs_hook=_pairs
+)
 
 
 def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
@@ -239,6 +275,8 @@ def _skill(item: Any) -> SkillProposal:
     """One proposal from one item; raises ValueError with the reason."""
     if not isinstance(item, dict):
         raise ValueError(f"an item must be an object, got {type(item).__name__}")
+    if (ambiguous := _repeated(item)) is not None:
+        raise ValueError(ambiguous)
     raw_name = item.get("name")
     if not isinstance(raw_name, str) or NAME_PATTERN.fullmatch(raw_name.strip()) is None:
         raise ValueError("name must be a kebab-case slug of 1..80 characters (a-z, 0-9, '-')")
@@ -329,6 +367,9 @@ def parse_extraction(text: object) -> ExtractionAnswer:
                 Rejected(index, f"an item must be an object, not {type(item).__name__}")
             )
             continue
+        if (ambiguous := _repeated(item)) is not None:
+            rejected.append(Rejected(index, ambiguous))
+            continue
         action = item.get("action")
         if action not in EXTRACTION_ACTIONS:
             rejected.append(
@@ -389,6 +430,8 @@ def first_object(text: object, accept: Callable[[dict[str, Any]], bool]) -> dict
     for body in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
         for start in _starts(body, r"\{"):
             decoded = _decode_at(body, start)
-            if decoded is not None and isinstance(decoded[0], dict) and accept(decoded[0]):
+            if decoded is None or not isinstance(decoded[0], dict) or _repeated(decoded[0]):
+                continue  # not an object, or an ambiguous one (a key given twice)
+            if accept(decoded[0]):
                 return decoded[0]
     return None

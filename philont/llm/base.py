@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
 from philont.errors import (
     ModelEmptyAnswerError,
@@ -16,6 +16,7 @@ from philont.errors import (
 )
 
 __all__ = [
+    "MAX_TOKENS_PER_CALL",
     "Completion",
     "ModelClient",
     "ask",
@@ -66,14 +67,28 @@ def require_text(text: object, *, who: str) -> str:
     return text
 
 
+MAX_TOKENS_PER_CALL: Final = 2**40
+"""The most tokens one answer may report (about 10^12, far beyond any model's window). A
+count is stored and summed (a batch's total, a report's) in 64-bit columns: larger ones broke
+the write after the answer was read (``tokens_used: ... is outside the integers a database
+holds``, an ``invalid_input`` that failed the batch and had it asked again and again)."""
+
+
 def checked_tokens(value: object, *, who: str) -> int:
-    """A reported token count: a whole number of at least 0 (None, "not said", is 0); anything
-    else is :class:`ModelError` (it would corrupt every total it is added to)."""
+    """A reported token count: a whole number from 0 to :data:`MAX_TOKENS_PER_CALL` (None,
+    "not said", is 0); anything else is :class:`ModelError` (it would corrupt every total it
+    is added to)."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 0 <= value <= MAX_TOKENS_PER_CALL
+    ):
         raise ModelError(
-            f"{who} reported tokens_used={value!r}; it must be a whole number >= 0", client=who
+            f"{who} reported tokens_used={value!r:.40}; it must be a whole number from 0 to "
+            f"{MAX_TOKENS_PER_CALL:,}",
+            client=who,
         )
     return value
 

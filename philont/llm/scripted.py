@@ -7,7 +7,12 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from philont.errors import InvalidInputError, ModelEmptyAnswerError, ModelUnavailableError
+from philont.errors import (
+    FilePathError,
+    InvalidInputError,
+    ModelEmptyAnswerError,
+    ModelUnavailableError,
+)
 from philont.llm.base import Completion, estimate_tokens, require_text
 
 __all__ = ["Answer", "ScriptedModel", "task_of"]
@@ -69,8 +74,13 @@ class ScriptedModel:
     def from_file(cls, path: str | Path) -> ScriptedModel:
         """A :meth:`by_task` client from a JSON object file mapping task names to answers."""
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:  # the path named cannot be used: as any file path
+            reason = f"cannot read the model script ({exc.strerror or exc})"
+            raise FilePathError(str(path), reason) from exc
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
             raise InvalidInputError(f"cannot read the model script {str(path)!r}: {exc}") from exc
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
             raise InvalidInputError(

@@ -13,7 +13,9 @@ line gets its JSON-RPC answer with a code of ours in ``error.data.code``:
   (``invalid_request``);
 * an unknown method: ``-32601`` (``unknown_method``);
 * a known method with parameters of the wrong shape: ``-32602`` (``invalid_arguments`` for
-  ``tools/call``, ``invalid_params`` otherwise), naming what is wrong.
+  ``tools/call``, ``invalid_params`` otherwise), naming what is wrong; so is a request nested
+  deeper than ``philont.mcp.depth.MAX_MESSAGE_DEPTH`` levels (the SDK's validation gives up at
+  255, Python's JSON near 1,000), with its id.
 
 A notification the SDK cannot read gets no answer (JSON-RPC answers no notification) and is
 dropped quietly. Text that Python reads but the SDK's parser refuses (a lone surrogate) goes on
@@ -45,8 +47,10 @@ from mcp import types
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
+from philont.db.stored_values import MAX_JSON_DEPTH
 from philont.log import get_logger
-from philont.schemas.inputs import describe
+from philont.mcp.depth import MAX_MESSAGE_DEPTH, nesting, shallow
+from philont.schemas.inputs import describe, repeated_key
 
 log = get_logger(__name__)
 
@@ -99,11 +103,51 @@ def check_line(line: bytes) -> SessionMessage | str | None:
             _request_id(found), types.PARSE_ERROR, "Parse error", "invalid_json",
             f"the message is not UTF-8 text ({where})",
         )  # fmt: skip
+    if line.count(b"[") + line.count(b"{") > MAX_MESSAGE_DEPTH:  # else it cannot be too deep
+        depth = nesting(text)
+        if depth > MAX_MESSAGE_DEPTH:
+            return _too_deep(text, depth)
     try:
         message = types.JSONRPCMessage.model_validate_json(text)
     except ValidationError:
-        return _read_by_python(text)
-    return _checked(message)
+        return _unambiguous(text, _read_by_python(text))
+    return _unambiguous(text, _checked(message))
+
+
+def _unambiguous(text: str, checked: SessionMessage | str | None) -> SessionMessage | str | None:
+    """``checked``, unless it is a tool call with a key given twice in one object (the SDK's
+    parser keeps the last value; which one was meant cannot be known): that is refused as
+    ``tools.call`` refuses such arguments."""
+    if not isinstance(checked, SessionMessage):
+        return checked
+    root = checked.message.root
+    if not isinstance(root, types.JSONRPCRequest) or root.method != "tools/call":
+        return checked
+    problem = repeated_key(text)
+    if problem is None:
+        return checked
+    return error_line(root.id, types.INVALID_PARAMS, "Invalid params", "invalid_arguments", problem)
+
+
+def _too_deep(text: str, depth: int) -> str | None:
+    """The answer to a line nested deeper than :data:`MAX_MESSAGE_DEPTH` (None: a
+    notification, dropped), with the id, method and tool name its shallow copy shows."""
+    data = _parsed(shallow(text, MAX_MESSAGE_DEPTH))
+    detail = (
+        f"the message nests {depth:,} levels of arrays and objects; at most "
+        f"{MAX_MESSAGE_DEPTH} (a tool argument's value: at most {MAX_JSON_DEPTH})"
+    )
+    method = data.get("method") if isinstance(data, dict) else None
+    request_id = _request_id(data)
+    if isinstance(method, str) and request_id is None and "id" not in data:
+        log.debug("mcp.notification_dropped", method=method[:80])
+        return None
+    if not isinstance(method, str) or request_id is None:
+        return error_line(
+            request_id, types.INVALID_REQUEST, "Invalid Request", "invalid_request", detail
+        )
+    ours = "invalid_arguments" if method == "tools/call" else "invalid_params"
+    return error_line(request_id, types.INVALID_PARAMS, "Invalid params", ours, detail)
 
 
 def _parsed(text: str) -> Any:

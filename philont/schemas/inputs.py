@@ -31,6 +31,7 @@ from pydantic import (
 )
 from pydantic_core import SchemaValidator
 
+from philont.db.stored_values import too_deep
 from philont.domain.kinds import AccessTarget, FactKind, Role
 from philont.domain.timepolicy import supported_utc
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
@@ -59,6 +60,7 @@ __all__ = [
     "Order",
     "Query",
     "RecordId",
+    "RepeatedKeyError",
     "RoleName",
     "SessionId",
     "SkillName",
@@ -66,7 +68,10 @@ __all__ = [
     "Threshold",
     "check",
     "describe",
+    "first_repeated",
+    "loads_unique",
     "optional",
+    "repeated_key",
     "unstorable",
     "window",
 ]
@@ -133,6 +138,56 @@ def advertised(pattern: str) -> dict[str, Any]:
     """``Field`` arguments that advertise ``pattern`` in the JSON Schema only: the validator
     checks the same rule itself, with the message its callers read."""
     return {"json_schema_extra": {"pattern": pattern}}
+
+
+# --- JSON text from outside ------------------------------------------------------------------
+
+
+class RepeatedKeyError(ValueError):
+    """JSON text with a key given twice in one object: which value was meant cannot be known
+    (Python keeps the last, other readers the first), so it is refused, not guessed."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(
+            f"the key {key[:80]!r} appears twice in one JSON object; which value is meant "
+            "cannot be known (give each key once)"
+        )
+
+
+def first_repeated(pairs: list[tuple[str, Any]]) -> str | None:
+    """The first key given twice among a JSON object's ``pairs``, or None."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    return None
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise RepeatedKeyError(first_repeated(pairs) or "")
+    return value
+
+
+def loads_unique(text: str) -> Any:
+    """``json.loads(text)``, refusing a key given twice in one object
+    (:class:`RepeatedKeyError`; any other problem raises as ``json.loads`` does)."""
+    return json.loads(text, object_pairs_hook=_unique_pairs)
+
+
+def repeated_key(text: str) -> str | None:
+    """Why JSON text is ambiguous (a key given twice in one object), or None (also for text
+    that is not JSON: that is for its reader to say)."""
+    try:
+        loads_unique(text)
+    except RepeatedKeyError as exc:
+        return str(exc)
+    except (ValueError, RecursionError):
+        return None
+    return None
 
 
 # --- rules (each raises ValueError with the message a caller reads) ---------------------------
@@ -241,7 +296,10 @@ def _json_value(value: Any) -> Any:
         raise ValueError(exc.message) from exc
     if len(text) > MAX_TEXT_CHARS:
         raise ValueError(f"is {len(text):,} characters of JSON; at most {MAX_TEXT_CHARS:,}")
-    return json.loads(text)
+    parsed = json.loads(text)
+    if (problem := too_deep(parsed, text)) is not None:
+        raise ValueError(problem)
+    return parsed
 
 
 def _aware(value: datetime) -> datetime:

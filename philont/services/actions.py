@@ -11,7 +11,7 @@ from sqlalchemy import func, select, update
 
 from philont.db.models import Action
 from philont.db.queries import actions as action_rows
-from philont.db.stored_values import record
+from philont.db.stored_values import record, too_deep
 from philont.db.types import dumps_compact, to_epoch_ms
 from philont.errors import InvalidInputError
 from philont.log import get_logger
@@ -58,15 +58,18 @@ class ObjectJson(str):
 def object_json(value: object) -> ObjectJson:
     """``value`` (a dict with text keys, JSON values) as :class:`ObjectJson`; InvalidInputError
     naming ``params`` when it is not one or cannot be encoded (NaN, a lone surrogate, a value
-    JSON cannot hold)."""
+    JSON cannot hold, nesting deeper than a read gives back)."""
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise InvalidInputError(
             f"params: must be a dict with string keys, got {value!r}", argument="params"
         )
     try:
-        return ObjectJson(dumps_compact(value))
+        text = dumps_compact(value)
     except InvalidInputError as exc:
         raise InvalidInputError(f"params: {exc.message}", argument="params") from None
+    if (problem := too_deep(value, text)) is not None:  # a read would give it back as text
+        raise InvalidInputError(f"params: {problem}", argument="params")
+    return ObjectJson(text)
 
 
 def _is_object_json(text: str) -> bool:

@@ -23,7 +23,12 @@ from philont.errors import (
 )
 from philont.log import get_logger
 from philont.memory import Memory
-from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe
+from philont.schemas.inputs import (
+    MAX_ARGUMENT_BYTES,
+    RepeatedKeyError,
+    describe,
+    loads_unique,
+)
 from philont.services.actions import ObjectJson, object_json
 from philont.store import Store, shared
 from philont.tools.args import ToolArgs
@@ -77,7 +82,9 @@ def _parse_arguments(
     if isinstance(arguments, str):
         _check_size(len(arguments.encode("utf-8", "surrogatepass")))
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = loads_unique(arguments) if arguments.strip() else {}
+        except RepeatedKeyError as exc:
+            raise _Failure("invalid_arguments", f"arguments: {exc}") from exc
         except (json.JSONDecodeError, RecursionError) as exc:
             raise _Failure("invalid_json", f"arguments are not valid JSON: {exc}") from exc
     elif isinstance(arguments, Mapping):

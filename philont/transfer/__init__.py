@@ -24,6 +24,7 @@ from philont.transfer.format import (
     ImportFormatError,
     ImportReport,
     Mode,
+    Outcome,
     Progress,
     export_tables,
     shown_url,
@@ -52,6 +53,7 @@ __all__ = [
     "ImportFormatError",
     "ImportMergeConflictError",
     "ImportReport",
+    "Outcome",
     "export",
     "export_tables",
     "import_",
@@ -73,12 +75,16 @@ def import_(
     The whole file is validated first, nothing touched (``ImportFormatError(line_number,
     reason)``): its format, then every value against the types and rules a service write applies
     (:mod:`philont.transfer.gate`), and every unique key once (a repeat names both lines). Then
-    the target is upgraded to head. ``mode="refuse"`` raises ``ConflictError`` when the target
-    holds anything but the bootstrap rows, whose file versions then replace the target's;
+    the target is upgraded to head. Every row of the file gets one outcome
+    (:func:`philont.transfer.merge.place_row`), counted per table in the report, which adds up:
+    ``file_rows = inserted + replaced + skipped + kept + not_imported``. ``memory_meta`` rows
+    describe the source's schema and are never imported (``not_imported``: the target keeps its
+    own). ``mode="refuse"`` raises ``ConflictError`` when the target holds anything but the
+    bootstrap rows, whose file versions then replace the target's (``replaced``);
     ``mode="merge"`` adds the file's rows to a non-empty target: a row whose primary key the
-    target holds is skipped when it is the same row (every column of the file's row equal: merging
-    the same file again changes nothing) and, except for ``memory_meta`` and the bootstrap rows
-    (the target keeps its own), refuses the whole import when it differs
+    target holds is skipped when it is the same row (every column of the file's row equal:
+    merging the same file again changes nothing), a bootstrap row in another version is
+    ``kept`` as the target has it, and any other refuses the whole import when it differs
     (``ImportMergeConflictError``, counts per table and the first ids with their lines: two
     databases' counter ids, such as message or action ids, name different rows; import into a
     new database instead), and also when a fact's current version in the file and a different
@@ -113,6 +119,7 @@ def import_(
     report = ImportReport()
     with reopenable(src) as reopen:
         totals = _validate(reopen, known, postgres=postgres, progress=progress)
+        report.file_rows = dict(totals)
         with removed_on_failure(path) as claim:
             report.upgrade = migrate.upgrade(url)
             claim.upgraded(report.upgrade)
@@ -126,8 +133,7 @@ def import_(
         "transfer.imported",
         db=shown_url(url) if postgres else str(path),
         mode=mode,
-        inserted=sum(report.inserted.values()),
-        skipped=sum(report.skipped.values()),
+        **report.totals(),
     )
     return report
 

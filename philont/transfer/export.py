@@ -47,12 +47,30 @@ def _sink(out: object) -> Path | TextIO:
     (anything with ``write``); InvalidInputError naming ``out`` otherwise (``export(db, 5)``
     failed with AttributeError deep inside, a path given as text with another)."""
     if isinstance(out, str | os.PathLike):
-        return Path(out)
+        path = Path(out)
+        check_output(path)
+        return path
     if callable(getattr(out, "write", None)):
         return cast(TextIO, out)
     raise InvalidInputError(
         f"out: must be a path or a text stream, got {type(out).__name__}", argument="out"
     )
+
+
+def check_output(out: Path) -> None:
+    """Refuse (:class:`FilePathError`, naming the path and the reason) a path no export can be
+    written at, before the database is read: a directory, a missing directory, a parent that
+    is a plain file, a directory that cannot be written."""
+    if out.is_dir():
+        raise FilePathError(str(out), "it is a directory")
+    parent = out.parent
+    if not parent.is_dir():
+        nearest = next(p for p in (parent, *parent.parents) if p.exists())  # / exists
+        if nearest.is_dir():
+            raise FilePathError(str(out), "its directory does not exist")
+        raise FilePathError(str(out), f"a parent is not a directory ({nearest})")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise FilePathError(str(out), "its directory is not writable (permission denied)")
 
 
 @contextmanager
@@ -62,10 +80,7 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
     if not isinstance(out, Path):
         yield out
         return
-    if out.is_dir():
-        raise FilePathError(str(out), "it is a directory")
-    if not out.parent.is_dir():
-        raise FilePathError(str(out), "its directory does not exist")
+    check_output(out)
     tmp = out.parent / f".{out.name}.{uuid.uuid4().hex}.tmp"
     try:
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)

@@ -158,16 +158,48 @@ class ExportReport:
     path: Path | None = None
 
 
+Outcome = Literal["inserted", "replaced", "skipped", "kept", "not_imported"]
+"""What an import did with one row of the file (:func:`philont.transfer.merge.place_row`):
+
+* ``inserted``: added to the target;
+* ``replaced``: a bootstrap row (the 'global' session, the root pursuit: rows every new
+  database is created with) that the file's version replaced (refuse mode);
+* ``skipped``: the target already held the same row (every column equal);
+* ``kept``: a bootstrap row the target holds in another version, which a merge keeps;
+* ``not_imported``: a ``memory_meta`` row: it describes the source's schema, not memory, and
+  the target keeps its own.
+
+Every row of a successful import has exactly one; any other row fails the whole import."""
+
+OUTCOMES: tuple[Outcome, ...] = ("inserted", "replaced", "skipped", "kept", "not_imported")
+
+
 @dataclass
 class ImportReport:
-    """What an import did, per table."""
+    """What an import did, per table: for every table, the rows of the file (``file_rows``)
+    are ``inserted + replaced + skipped + kept + not_imported`` (see :data:`Outcome`); the
+    target gained ``inserted`` rows."""
 
+    file_rows: dict[str, int] = field(default_factory=dict)
     inserted: dict[str, int] = field(default_factory=dict)
-    skipped: dict[str, int] = field(default_factory=dict)  # the same row already present
-    replaced: list[str] = field(default_factory=list)  # "table:id" bootstrap rows taken over
+    replaced: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    kept: dict[str, int] = field(default_factory=dict)
+    not_imported: dict[str, int] = field(default_factory=dict)
+    replaced_ids: list[str] = field(default_factory=list)  # "table:id" of the replaced rows
     rowids_renumbered: dict[str, int] = field(default_factory=dict)  # ``_rowid`` was taken
     fts_rebuilt: list[str] = field(default_factory=list)
     upgrade: migrate.UpgradeReport | None = None
+
+    def count(self, table: str, outcome: Outcome) -> None:
+        counts: dict[str, int] = getattr(self, outcome)
+        counts[table] = counts.get(table, 0) + 1
+
+    def totals(self) -> dict[str, int]:
+        """Rows of the file and of each outcome, over every table."""
+        return {"file_rows": sum(self.file_rows.values())} | {
+            o: sum(getattr(self, o).values()) for o in OUTCOMES
+        }
 
 
 def export_tables() -> list[Table]:

@@ -31,8 +31,9 @@ from philont.transfer.format import (
 from philont.transfer.merge import (
     CurrentFacts,
     MergeConflicts,
+    count_row,
     file_row,
-    on_existing_key,
+    place_row,
     refuse_unless_empty,
     same_row_sql,
 )
@@ -108,21 +109,30 @@ def _insert_row(
 ) -> None:
     pk, key, values = file_row(name, row)
     where = " AND ".join(f"{ident(c)} = ?" for c in pk)
+    sets = ", ".join(f"{ident(c)} = ?" for c in values)
+    outcome = place_row(
+        name,
+        key,
+        number,
+        mode,
+        conflicts,
+        insert=lambda: _insert_new(conn, number, name, row, report),
+        replace=lambda: conn.execute(
+            f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key)
+        ),
+        same=lambda: _same_row(conn, name, pk, row),
+    )
+    count_row(report, name, key, outcome)
+
+
+def _insert_new(
+    conn: sqlite3.Connection, number: int, name: str, row: dict[str, Any], report: ImportReport
+) -> bool:
+    """Insert the file row unless the target holds its primary key (False)."""
+    pk, key, values = file_row(name, row)
+    where = " AND ".join(f"{ident(c)} = ?" for c in pk)
     if conn.execute(f"SELECT 1 FROM {ident(name)} WHERE {where}", key).fetchone():
-        sets = ", ".join(f"{ident(c)} = ?" for c in values)
-        on_existing_key(
-            name,
-            key,
-            number,
-            mode,
-            report,
-            conflicts,
-            replace=lambda: conn.execute(
-                f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key)
-            ),
-            same=lambda: _same_row(conn, name, pk, row),
-        )
-        return
+        return False
     rowid = row.get(ROWID_KEY)
     if rowid is not None:
         if conn.execute(f"SELECT 1 FROM {ident(name)} WHERE rowid = ?", (rowid,)).fetchone():
@@ -143,7 +153,7 @@ def _insert_row(
                 table=name,
             ) from exc
         raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
-    report.inserted[name] = report.inserted.get(name, 0) + 1
+    return True
 
 
 def _same_row(conn: sqlite3.Connection, name: str, pk: list[str], row: dict[str, Any]) -> bool:

@@ -3,7 +3,7 @@
 Refuse mode: the target must hold nothing but its bootstrap rows (:func:`refuse_unless_empty`),
 which the file's versions replace. Merge mode: a row whose key the target already holds is
 skipped only when it is the same row; a different row under that key refuses the whole import
-(nothing is dropped). :func:`on_existing_key` is that rule for one row.
+(nothing is dropped). :func:`place_row` is the one rule for every row of the file.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from philont.transfer.format import (
     ROWID_KEY,
     ImportReport,
     Mode,
+    Outcome,
     export_tables,
     ident,
 )
@@ -132,27 +133,50 @@ def file_row(name: str, row: dict[str, Any]) -> FileRow:
     return FileRow(pk, tuple(row[c] for c in pk), {k: v for k, v in row.items() if k != ROWID_KEY})
 
 
-def on_existing_key(
+def place_row(
     name: str,
     key: tuple[Any, ...],
     number: int,
     mode: Mode,
-    report: ImportReport,
     conflicts: MergeConflicts,
     *,
+    insert: Callable[[], bool],
     replace: Callable[[], object],
     same: Callable[[], bool],
-) -> None:
-    """The file row on line ``number`` has a key the target already holds: in refuse mode a
-    bootstrap row is replaced (``replace()``); a row the target keeps, or the same row
-    (``same()``), is skipped; any other is a merge conflict."""
-    if mode == "refuse" and (name, key) in BOOTSTRAP_ROWS:
+) -> Outcome | None:
+    """The one rule for what an import does with the file row on line ``number``, on both
+    backends: its :data:`~philont.transfer.format.Outcome`, or None for a merge conflict
+    (recorded in ``conflicts``: the whole import fails). A ``memory_meta`` row is never
+    written; else ``insert()`` adds the row unless its key is taken (False). A taken key is,
+    in refuse mode, a bootstrap row, which the file's version replaces (``replace()``); in
+    merge mode the same row (``same()``) is skipped, a bootstrap row in another version kept
+    as the target has it, and any other row a conflict."""
+    if name == "memory_meta":
+        return "not_imported"
+    if insert():
+        return "inserted"
+    bootstrap = (name, key) in BOOTSTRAP_ROWS
+    if mode == "refuse" and bootstrap:
         replace()
-        report.replaced.append(f"{name}:{':'.join(map(str, key))}")
-    elif keeps_target(name, key) or same():
-        report.skipped[name] = report.skipped.get(name, 0) + 1
-    else:
-        conflicts.add(name, key, number)
+        return "replaced"
+    if same():
+        return "skipped"
+    if bootstrap:
+        return "kept"
+    conflicts.add(name, key, number)
+    return None
+
+
+def count_row(
+    report: ImportReport, name: str, key: tuple[Any, ...], outcome: Outcome | None
+) -> None:
+    """Count a row :func:`place_row` placed in the report (a conflict is counted by its
+    :class:`MergeConflicts`)."""
+    if outcome is None:
+        return
+    report.count(name, outcome)
+    if outcome == "replaced":
+        report.replaced_ids.append(f"{name}:{':'.join(map(str, key))}")
 
 
 def keeps_target(table: str, key: tuple[Any, ...]) -> bool:

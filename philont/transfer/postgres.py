@@ -39,7 +39,14 @@ from philont.errors import (
 )
 from philont.interrupts import point_of_no_return
 from philont.log import get_logger
-from philont.transfer.export import _header, _pg_order, _same_columns, _write_rows, _writer
+from philont.transfer.export import (
+    _header,
+    _pg_order,
+    _same_columns,
+    _write_rows,
+    _writer,
+    check_output,
+)
 from philont.transfer.format import (
     PROGRESS_EVERY,
     ExportReport,
@@ -57,8 +64,9 @@ from philont.transfer.format import (
 from philont.transfer.merge import (
     CurrentFacts,
     MergeConflicts,
+    count_row,
     file_row,
-    on_existing_key,
+    place_row,
     refuse_unless_empty,
     same_row_sql,
 )
@@ -246,9 +254,32 @@ def _insert_row(
     report: ImportReport,
     conflicts: MergeConflicts,
 ) -> None:
+    pk, key, values = file_row(name, row)  # values: without the rowid (PostgreSQL has none)
+    sets = ", ".join(f"{ident(c)} = %s" for c in values)
+    where = " AND ".join(f"{ident(c)} = %s" for c in pk)
+    outcome = place_row(
+        name,
+        key,
+        number,
+        mode,
+        conflicts,
+        insert=lambda: _insert_new(driver, number, name, row),
+        replace=lambda: driver.execute(
+            f"UPDATE {ident(name)} SET {sets} WHERE {AGENT_COLUMN} = %s AND {where}",
+            (*values.values(), agent_id, *key),
+        ),
+        same=lambda: _same_row(driver, agent_id, name, pk, row),
+    )
+    count_row(report, name, key, outcome)
+
+
+def _insert_new(
+    driver: psycopg.Connection[tuple[Any, ...]], number: int, name: str, row: dict[str, Any]
+) -> bool:
+    """Insert the file row unless the agent holds its primary key (False)."""
     import psycopg
 
-    pk, key, values = file_row(name, row)  # values: without the rowid (PostgreSQL has none)
+    pk, key, values = file_row(name, row)
     columns = ", ".join(ident(c) for c in values)
     marks = ", ".join("%s" for _ in values)
     conflict = ", ".join(ident(c) for c in [AGENT_COLUMN, *pk])
@@ -270,24 +301,7 @@ def _insert_row(
         raise ImportForeignKeyError([violation], lines=[number]) from exc
     except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
         raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
-    if cursor.rowcount == 1:
-        report.inserted[name] = report.inserted.get(name, 0) + 1
-        return
-    sets = ", ".join(f"{ident(c)} = %s" for c in values)
-    where = " AND ".join(f"{ident(c)} = %s" for c in pk)
-    on_existing_key(
-        name,
-        key,
-        number,
-        mode,
-        report,
-        conflicts,
-        replace=lambda: driver.execute(
-            f"UPDATE {ident(name)} SET {sets} WHERE {AGENT_COLUMN} = %s AND {where}",
-            (*values.values(), agent_id, *key),
-        ),
-        same=lambda: _same_row(driver, agent_id, name, pk, row),
-    )
+    return cursor.rowcount == 1
 
 
 def _same_row(
@@ -338,6 +352,8 @@ def export_schema(
     database at ``url``, in the format :func:`import_agent` (or any import) reads."""
     import psycopg
 
+    if isinstance(out, Path):
+        check_output(out)
     if url.get_backend_name() != "postgresql":
         raise InvalidInputError(
             "an old per-agent schema lives in a PostgreSQL database; give its URL with --db"

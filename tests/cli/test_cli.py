@@ -161,8 +161,9 @@ def test_import_of_a_malformed_file_names_the_line(tmp_path: Path) -> None:
     assert code == 1 and "line" in output
 
 
-def test_restore_of_a_missing_file_is_not_found(tmp_path: Path) -> None:
-    assert run("restore", str(tmp_path / "none.sqlite"), "--db", str(tmp_path / "x"))[0] == 4
+def test_restore_of_a_missing_file_is_a_file_path_error(tmp_path: Path) -> None:
+    code, output = run("restore", str(tmp_path / "none.sqlite"), "--db", str(tmp_path / "x"))
+    assert code == 1 and "error (file_path)" in output and "no such backup file" in output
 
 
 @pytest.mark.parametrize(

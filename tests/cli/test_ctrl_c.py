@@ -113,7 +113,9 @@ def _importing(phase: str, target: Target, export_file: Path, tmp_path: Path) ->
     if phase == "done":
         return Case(
             args,
-            lambda lines: len(lines) == 1 and re.fullmatch(r"imported \d+ rows.*", lines[0]),
+            lambda lines: (
+                len(lines) == 1 and re.fullmatch(r"imported \d+ of \d+ rows: .*", lines[0])
+            ),
             0,
             lambda: target.digest() != before,  # the rows are in, as the line says
         )

@@ -31,9 +31,8 @@ MISSING: list[tuple[list[str], tuple[str, dict[str, str]] | None, str]] = [
     (["facts", "history", "user", "nope"], None, "fact_not_found"),
     (["skills", "show", "nope"], ("use_skill", {"name": "nope"}), "skill_not_found"),
     (["calendar", "remove", "nope"], None, "calendar_event_not_found"),
-    (["restore", "nope.sqlite"], None, "ENOENT"),
-    (["import", "nope.jsonl"], None, "ENOENT"),
 ]
+# A missing file you named is no missing memory: `file_path`, exit 1 (tests/cli/test_file_paths.py).
 
 
 @pytest.mark.parametrize(("command", "tool", "code"), MISSING, ids=lambda v: str(v))

@@ -40,7 +40,8 @@ def test_an_unreachable_server_is_one_typed_line(
         for p in _command(path).params
         if p.param_type_name == "argument" and p.required
     ]
-    options = {"--embedder": "hash:8", "--model": "scripted:none.json"}
+    (tmp_path / "script.json").write_text("{}", encoding="utf-8")  # read before --db is
+    options = {"--embedder": "hash:8", "--model": "scripted:script.json"}
     extra = [v for opt, value in options.items() if _has(path, opt) for v in (opt, value)]
     args = ["--agent", "someone", *path, *arguments, *extra, "--db", UNREACHABLE, "--yes"]
     if not _has(path, "--yes"):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select
 
@@ -26,6 +26,7 @@ from philont.learning import (
     ToolCall,
 )
 from philont.llm import Completion
+from philont.llm.base import MAX_TOKENS_PER_CALL
 from philont.memory import Memory
 from philont.schemas.learning import Verdict
 from tests.conftest import FakeClock
@@ -64,13 +65,19 @@ def usable(outcome: object) -> bool:
     if not isinstance(outcome, Completion):
         return False
     text, tokens = outcome.text, outcome.tokens_used
-    good_tokens = tokens is None or (type(tokens) is int and tokens >= 0)
+    good_tokens = tokens is None or (type(tokens) is int and 0 <= tokens <= MAX_TOKENS_PER_CALL)
     return isinstance(text, str) and bool(text.strip()) and good_tokens
 
 
 texts = st.one_of(st.none(), st.integers(), st.just(""), st.just(" \n"), st.just("[]"))
 tokens = st.one_of(
-    st.none(), st.integers(-3, 3), st.floats(allow_nan=True), st.booleans(), st.just("12")
+    st.none(),
+    st.integers(-3, 3),
+    # a count no 64-bit column holds (summed, stored): it failed the write after the answer
+    st.integers(MAX_TOKENS_PER_CALL - 2, 2**70),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.just("12"),
 )
 outcomes = st.one_of(
     st.sampled_from(FOREIGN),
@@ -96,6 +103,7 @@ def rows(mem: Memory) -> list[int]:
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(outcome=outcomes)
+@example(outcome=Completion("[]", 2**63))  # stored as a total, it failed the write
 def test_a_misbehaving_client_is_a_model_error_and_writes_nothing(
     mem: Memory, step: str, outcome: object
 ) -> None:
@@ -144,6 +152,7 @@ class BadJudge:
         JudgeResult("maybe", "?"),  # type: ignore[arg-type]
         JudgeResult(Verdict.VERIFIED, None),  # type: ignore[arg-type]
         JudgeResult(Verdict.FAILED, "no", tokens_used=-1),
+        JudgeResult(Verdict.FAILED, "no", tokens_used=2**63),
     ],
 )
 def test_a_misbehaving_judge_is_a_model_error_and_writes_nothing(

@@ -24,7 +24,7 @@ from philont.transfer import (
     export_tables,
     import_,
 )
-from philont.transfer.format import ROWID_TABLES
+from philont.transfer.format import OUTCOMES, ROWID_TABLES
 
 CopyFixture = Callable[[str], Path]
 FIXTURES = ("v2", "v27", "v31", "empty-v31")
@@ -114,9 +114,10 @@ def test_export_then_merge_into_a_new_database_reproduces_every_row(
 
     report = import_(target, out, mode="merge")
 
-    assert sum(exported.rows.values()) == sum(report.inserted.values()) + sum(
-        report.skipped.values()
-    )
+    totals = report.totals()
+    assert totals["file_rows"] == sum(exported.rows.values())
+    assert totals["file_rows"] == sum(totals[o] for o in OUTCOMES)
+    assert totals["replaced"] == 0 and totals["not_imported"] == 1  # memory_meta
     for table in export_tables():
         assert _rows(target, table.name, skip_bootstrap=True) == _rows(
             source, table.name, skip_bootstrap=True
@@ -135,7 +136,8 @@ def test_import_into_an_empty_database_is_an_exact_copy_including_bootstrap_rows
 
     report = import_(target, out)
 
-    assert set(report.replaced) == {"memory_raw_sessions:global", "memory_pursuits:default"}
+    assert set(report.replaced_ids) == {"memory_raw_sessions:global", "memory_pursuits:default"}
+    assert report.replaced == {"memory_raw_sessions": 1, "memory_pursuits": 1}
     for table in export_tables():
         order = _pk_order(table.name)
         assert _rows(target, table.name, order=order) == _rows(source, table.name, order=order), (
@@ -302,7 +304,7 @@ def test_merge_skips_rows_whose_id_exists_and_adds_the_missing_ones(
     assert report.inserted == {"memory_raw_messages": 3, "memory_notes": 2}
     assert report.skipped["memory_raw_messages"] == 198
     assert report.skipped["memory_raw_sessions"] == 4
-    assert report.skipped["memory_meta"] == 1
+    assert report.not_imported == {"memory_meta": 1}
     for table in ("memory_raw_messages", "memory_notes", "memory_raw_sessions"):
         assert _rows(target, table) == _rows(source, table)
     _assert_fts_sound(target)

@@ -170,15 +170,16 @@ def test_sqlite_to_postgres_to_sqlite_reproduces_every_row(
         for key in ("format", "format_version", "schema_revision", "schema_version", "tables"):
             assert h[key] == a.header[key], key
     assert (
-        set(into_pg.replaced)
-        == set(into_sqlite.replaced)
+        set(into_pg.replaced_ids)
+        == set(into_sqlite.replaced_ids)
         == {
             "memory_raw_sessions:global",
             "memory_pursuits:default",
         }
     )
     total = sum(a.trailer["rows"].values())
-    assert sum(into_pg.inserted.values()) + len(into_pg.replaced) + 1 == total  # + memory_meta
+    assert sum(into_pg.inserted.values()) + len(into_pg.replaced_ids) + 1 == total  # + memory_meta
+    assert into_pg.not_imported == {"memory_meta": 1}
     assert from_pg.read_text(encoding="utf-8").count("\n") == total + 2
     _assert_fts_sound(target)
 
@@ -246,8 +247,8 @@ def test_merge_into_postgres_skips_existing_rows_and_adds_the_missing_ones(
     assert report.inserted == {"memory_raw_messages": 3, "memory_notes": 2}
     assert report.skipped["memory_raw_messages"] == 198
     assert report.skipped["memory_raw_sessions"] == 4
-    assert report.skipped["memory_meta"] == 1
-    assert report.replaced == []
+    assert report.not_imported == {"memory_meta": 1}
+    assert report.replaced == {} and report.kept == {}
     assert _state(pg) == complete
 
 
@@ -279,9 +280,10 @@ def test_merging_an_agents_own_export_again_skips_every_row_on_postgres(
     again = import_(pg, out, mode="merge")
 
     assert again.inserted == {}
-    assert sum(again.skipped.values()) == sum(first.inserted.values()) + len(first.replaced) + sum(
-        first.skipped.values()
-    )
+    assert sum(again.skipped.values()) == sum(first.inserted.values()) + len(
+        first.replaced_ids
+    ) + sum(first.skipped.values())
+    assert again.not_imported == first.not_imported == {"memory_meta": 1}
     assert _state(pg) == before
 
 

@@ -195,3 +195,31 @@ def test_philonts_date_only_rows_stay_the_instant_it_stored(store: Store, clock:
         )
     assert not event.all_day
     assert "- [event] Lease ends @ 2027-06-19T00:00:00.000Z (Europe/Berlin)" in _listed(store).text
+
+
+@pytest.mark.parametrize("day", ["20260204", "2026-W06-3", "2026W063"])
+def test_every_iso_form_of_a_date_is_a_date_for_the_tools(
+    store: Store, clock: _Clock, tool_target: DbTarget, day: str
+) -> None:
+    """A date in ISO-8601's basic or week form is the same day as ``2026-02-04``: an all-day
+    event, a reminder refused for want of a time of day (writing nothing), a recall window
+    through the end of that day (the original form decided by the text's length)."""
+    made = tools.call(
+        "create_calendar_event",
+        {"title": "Dentist", "starts_at": day, "timezone": "America/Los_Angeles"},
+        db=store,
+    )
+    assert made.ok and made.data["all_day"], made.text
+    assert "all-day calendar event 'Dentist' on 2026-02-04" in made.text
+    before = snapshot(tool_target)
+    at = tools.call("schedule_reminder", {"name": "r", "message": "m", "at": day}, db=store)
+    assert at.error_code == "invalid_input" and "a date without a time of day" in at.text
+    assert snapshot(tool_target) == before
+    with store.begin() as mem:
+        mem.timeline.append("the dentist called back")
+    clock.now = datetime(2026, 2, 4, 20, tzinfo=UTC)
+    with store.begin() as mem:
+        mem.timeline.append("evening: the dentist again")
+    clock.now = datetime(2026, 3, 1, tzinfo=UTC)
+    until = tools.call("recall_sessions", {"query": "dentist", "until": day}, db=store)
+    assert until.ok and "evening" in until.text, until.text
