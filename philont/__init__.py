@@ -18,8 +18,9 @@ server load when first used (``philont.Store``, ``from philont import Store``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from philont import lazy
 from philont.errors import (
     ConflictError,
     DatabaseBusyError,
@@ -127,21 +128,13 @@ _LAZY = {
     "MessageRecord": "philont.schemas.timeline",
     "SessionRecord": "philont.schemas.timeline",
     "Store": "philont.store",
+    "tools": "philont.tools",  # the eleven tools (and their libraries)
 }
 """Where each export lives: loaded on first use, so that ``import philont`` (and the command
 line's start, its ``--help``) does not pay for SQLAlchemy, pydantic and the services."""
 
 
-def __getattr__(name: str) -> Any:
-    import importlib
-
-    if name == "tools":  # loads the eleven tools (and their libraries) on first use
-        return importlib.import_module("philont.tools")
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value  # once
-        return value
-    raise AttributeError(f"module 'philont' has no attribute {name!r}")
+__getattr__ = lazy.exports(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from sqlalchemy import Connection
 
-from philont import entry
+from philont.arguments import checked
 from philont.db import agents as registry
 from philont.db.agents import Agent
 from philont.db.retry import run_with_retry
@@ -41,7 +41,6 @@ CACHE_SIZE = 100_000
 
 
 def _postgres(store: Store) -> None:
-    entry.check_instance(store, Store, "store")
     if store.backend.name != "postgresql":
         raise InvalidInputError(
             "agents live in a PostgreSQL database; an SQLite file holds one agent"
@@ -69,6 +68,7 @@ def forget(store: Store, name: str) -> None:
         store._agent_ids.pop(name, None)
 
 
+@checked
 def require(store: Store, name: str) -> Agent:
     """The agent named ``name``; :class:`~philont.errors.AgentNotFoundError` when there is
     none (nothing is created)."""
@@ -77,6 +77,7 @@ def require(store: Store, name: str) -> Agent:
         return registry.require(conn, name)
 
 
+@checked
 def create(store: Store, name: str) -> tuple[Agent, bool]:
     """The agent named ``name`` and whether this call created it."""
     _postgres(store)
@@ -84,6 +85,7 @@ def create(store: Store, name: str) -> tuple[Agent, bool]:
         return registry.create(conn, name)
 
 
+@checked
 def list_agents(store: Store, *, prefix: str = "", limit: int | None = None) -> list[Agent]:
     """Agents in name order (code points), optionally those whose name starts with ``prefix``."""
     _postgres(store)
@@ -91,12 +93,14 @@ def list_agents(store: Store, *, prefix: str = "", limit: int | None = None) -> 
         return registry.list_agents(conn, prefix=prefix, limit=limit)
 
 
+@checked
 def count(store: Store) -> int:
     _postgres(store)
     with store.engine.connect() as conn:
         return registry.count(conn)
 
 
+@checked
 def rename(store: Store, old: str, new: str) -> Agent:
     """Rename an agent (one UPDATE of its registry row; its rows stay where they are)."""
     _postgres(store)
@@ -105,6 +109,7 @@ def rename(store: Store, old: str, new: str) -> Agent:
     return agent
 
 
+@checked
 def delete(store: Store, name: str) -> dict[str, int]:
     """Delete every row of the agent ``name`` and its registry row, in one transaction;
     returns the rows deleted per table."""

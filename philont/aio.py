@@ -21,17 +21,18 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from philont import entry
+from philont.arguments import checked
 from philont.clock import Clock, utc_now
 from philont.db import write_gate
 from philont.db.engine import (
     BEGIN_OPTION,
+    Target,
     busy_timeout_s,
     check_file,
     ensure_fts5,
@@ -55,11 +56,10 @@ from philont.errors import (
 )
 from philont.log import alembic_at_debug, get_logger
 from philont.memory import Memory
+from philont.schemas.inputs import BusyTimeoutMs
 from philont.store import Store, ensure_schema, ensure_schema_on
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
-
     from philont.tools.dispatch import ToolResult
 
 __all__ = ["AsyncStore", "create_async_engine"]
@@ -69,11 +69,12 @@ T = TypeVar("T")
 log = get_logger(__name__)
 
 
+@checked
 def create_async_engine(
-    target: str | Path | URL | None = None,
+    target: Target | None = None,
     *,
     agent: str | None = None,
-    busy_timeout_ms: int | None = None,
+    busy_timeout_ms: BusyTimeoutMs | None = None,
 ) -> AsyncEngine:
     """An async engine on a memory database, with the same connection set-up as the sync one
     (WAL, busy timeout, foreign keys, transactional BEGIN on SQLite via aiosqlite; psycopg's
@@ -83,7 +84,6 @@ def create_async_engine(
     except ImportError as exc:  # pragma: no cover - greenlet is missing
         raise BackendError("async needs pip install 'philont[async]'") from exc
     del agent  # PostgreSQL: the agent is chosen per unit of work (philont.store)
-    entry.check_busy_timeout(busy_timeout_ms)
     url = resolve_url(target)
     if is_postgres(url):  # no server-side prepared statements: PgBouncer-safe (philont.db.engine)
         engine = sa_create_async_engine(
@@ -143,24 +143,24 @@ class AsyncStore:
         (philont.db.write_gate.queued), instead of polling it from many connections."""
 
     @classmethod
+    @checked
     async def open(
         cls,
-        target: str | Path | URL | None = None,
+        target: Target | None = None,
         *,
         agent: str | None = None,
         upgrade: bool = True,
         clock: Clock = utc_now,
-        busy_timeout_ms: int | None = None,
+        busy_timeout_ms: BusyTimeoutMs | None = None,
     ) -> AsyncStore:
         """As :meth:`Store.open`; the schema check (and upgrade) runs in a worker thread."""
-        _check_options(agent=agent, upgrade=upgrade, clock=clock)
-        entry.check_busy_timeout(busy_timeout_ms)
         url = resolve_url(target)
         await asyncio.to_thread(ensure_schema, url, upgrade=upgrade)
         engine = create_async_engine(url, busy_timeout_ms=busy_timeout_ms)
         return cls(engine, agent=agent, clock=clock, owns_engine=True)._bound()
 
     @classmethod
+    @checked
     async def from_engine(
         cls,
         engine: AsyncEngine,
@@ -171,10 +171,6 @@ class AsyncStore:
     ) -> AsyncStore:
         """An AsyncStore over the host's async engine (kept open by ``close()``); a SQLite
         one must be philont's (:func:`create_async_engine`), as for ``Store.from_engine``."""
-        from sqlalchemy.ext import asyncio as sa_asyncio
-
-        entry.check_instance(engine, sa_asyncio.AsyncEngine, "engine")
-        _check_options(agent=agent, upgrade=upgrade, clock=clock)
         require_sqlite_hooks(engine.sync_engine, "AsyncStore.from_engine")
         if is_postgres(engine.url):  # through the host's connections (search_path, credentials)
             await asyncio.to_thread(_read_scripts)  # the revision scripts, read off the loop
@@ -185,6 +181,7 @@ class AsyncStore:
         await asyncio.to_thread(ensure_schema, sync_url, upgrade=upgrade)
         return cls(engine, agent=agent, clock=clock)._bound()
 
+    @checked
     async def run(
         self,
         work: Callable[[Memory], T],
@@ -203,13 +200,6 @@ class AsyncStore:
         :class:`philont.db.retry.RetryPolicy` decides); with the host's ``AsyncSession``
         it runs inside the host's transaction, which the host commits. ``agent``
         (PostgreSQL): the agent it serves, else the AsyncStore's default."""
-        entry.check_function(work, "work")
-        entry.check_flag(write, "write")
-        entry.check_function(clock, "clock", optional=True)
-        if session is not None:
-            from sqlalchemy.ext import asyncio as sa_asyncio
-
-            entry.check_instance(session, sa_asyncio.AsyncSession, "session")
         self._bound()
         if session is not None:
             return await session.run_sync(
@@ -374,13 +364,6 @@ async def _retrying(attempt: Callable[[bool], Awaitable[T]], *, write: bool) -> 
                 raise verdict from exc
             write = True
             await asyncio.sleep(verdict)
-
-
-def _check_options(*, agent: object, upgrade: object, clock: object) -> None:
-    """The options ``open`` and ``from_engine`` share (:mod:`philont.entry`)."""
-    entry.check_text(agent, "agent")
-    entry.check_flag(upgrade, "upgrade")
-    entry.check_function(clock, "clock")
 
 
 def _in(mem: Memory, work: Callable[[Memory], T]) -> T:

@@ -15,21 +15,20 @@ import enum
 import sqlite3
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from sqlalchemy import Connection
-from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, SessionTransaction
 
-from philont import entry
+from philont.arguments import checked
 from philont.clock import Clock
 from philont.db.backend import Backend, Raw
+from philont.db.engine import Target
 from philont.db.retry import translate
 from philont.errors import ConflictError, UnitOfWorkError
-from philont.schemas.inputs import now_from
+from philont.schemas.inputs import BusyTimeoutMs, now_from
 
 if TYPE_CHECKING:
     from philont.embed.index import EmbeddingIndex
@@ -116,14 +115,15 @@ class Memory:
         return now_from(self._clock)
 
     @classmethod
+    @checked
     def open(
         cls,
-        target: str | Path | URL | None = None,
+        target: Target | None = None,
         *,
         agent: str | None = None,
         write: bool = True,
         clock: Clock | None = None,
-        busy_timeout_ms: int | None = None,
+        busy_timeout_ms: BusyTimeoutMs | None = None,
     ) -> Memory:
         """A unit of work on the process-wide Store of ``target`` (default: the default
         database), created or upgraded on first use: ``with Memory.open(path) as mem:``.
@@ -131,9 +131,6 @@ class Memory:
         lock only if it writes — not a read-only one)."""
         from philont.store import shared
 
-        entry.check_flag(write, "write")  # before the Store opens (and creates the file)
-        entry.check_function(clock, "clock", optional=True)
-        entry.check_text(agent, "agent")
         store = shared(target, busy_timeout_ms=busy_timeout_ms)
         return store.begin(write=write, clock=clock, agent=agent)
 

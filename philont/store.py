@@ -21,12 +21,14 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, scoped_session
 
-from philont import entry, settings
+from philont import settings
+from philont.arguments import check_of, checked
 from philont.clock import Clock, utc_now
 from philont.db.agents import check_name
 from philont.db.backend import Backend, backend_for
 from philont.db.engine import (
     BEGIN_OPTION,
+    Target,
     create_engine,
     guard_nul,
     is_postgres,
@@ -36,6 +38,7 @@ from philont.db.engine import (
     sqlite_path,
 )
 from philont.db.retry import DEFAULT_ATTEMPTS, run_unit
+from philont.embed.base import Embedder
 from philont.errors import (
     DatabaseGoneError,
     InvalidDatabaseError,
@@ -44,9 +47,9 @@ from philont.errors import (
 )
 from philont.log import alembic_at_debug, get_logger
 from philont.memory import Memory
+from philont.schemas.inputs import Attempts, BusyTimeoutMs
 
 if TYPE_CHECKING:
-    from philont.embed.base import Embedder
     from philont.services.search.scoring import Scorer
 
 __all__ = ["Store", "shared"]
@@ -54,8 +57,6 @@ __all__ = ["Store", "shared"]
 T = TypeVar("T")
 
 log = get_logger(__name__)
-
-Target = str | Path | URL
 
 
 class Store:
@@ -109,6 +110,7 @@ class Store:
     # --- building ------------------------------------------------------------------------
 
     @classmethod
+    @checked
     def open(
         cls,
         target: Target | None = None,
@@ -116,7 +118,7 @@ class Store:
         agent: str | None = None,
         upgrade: bool = True,
         clock: Clock = utc_now,
-        busy_timeout_ms: int | None = None,
+        busy_timeout_ms: BusyTimeoutMs | None = None,
         embedder: Embedder | None = None,
     ) -> Store:
         """The Store of a path or URL (default ``$MEMORY_DB_PATH``, then
@@ -126,8 +128,6 @@ class Store:
         agent of its units of work (see the class docstring). ``busy_timeout_ms`` sets how long
         an SQLite connection waits for another's lock. ``embedder``: semantic recall with that
         model (EmbedderMismatchError if the stored vectors are another model's)."""
-        _check_options(agent=agent, upgrade=upgrade, clock=clock, embedder=embedder)
-        entry.check_busy_timeout(busy_timeout_ms)
         url = resolve_url(target)
         require_file(url)
         ensure_schema(url, upgrade=upgrade)
@@ -137,6 +137,7 @@ class Store:
         return store._checked_embedder()
 
     @classmethod
+    @checked
     def from_engine(
         cls,
         engine: Engine,
@@ -150,8 +151,6 @@ class Store:
         schema is checked once (upgraded first with ``upgrade=True``). A SQLite engine must
         be philont's (``philont.db.engine.create_engine``): with pysqlite's own transaction
         handling a host's rollback could keep philont's writes."""
-        entry.check_instance(engine, Engine, "engine")
-        _check_options(agent=agent, upgrade=upgrade, clock=clock, embedder=embedder)
         require_file(engine.url)
         require_sqlite_hooks(engine)
         if is_postgres(engine.url):
@@ -191,13 +190,12 @@ class Store:
         lock is taken only when the unit first writes, so a read never waits for writers; it
         is not read-only (its writes are committed). PostgreSQL begins both alike. ``clock``
         overrides the Store's clock; ``agent`` the Store's default agent (PostgreSQL)."""
-        if write.__class__ is not bool:  # every unit of work passes here: the cheap test first
-            entry.check_flag(write, "write")
-        if clock is not None:
-            entry.check_function(clock, "clock")
+        if write.__class__ is not bool or clock is not None or agent is not None:
+            _check_begin(self, write=write, clock=clock, agent=agent)  # the usual call: none
         self._check_open()
         return Memory(self, write=write, clock=clock or self.clock, agent=self._agent(agent))
 
+    @checked
     def run(
         self,
         work: Callable[[Memory], T],
@@ -205,7 +203,7 @@ class Store:
         write: bool = True,
         clock: Clock | None = None,
         agent: str | None = None,
-        attempts: int = DEFAULT_ATTEMPTS,
+        attempts: Attempts = DEFAULT_ATTEMPTS,
     ) -> T:
         """``work(mem)`` in a unit of work of its own (:meth:`begin`), and its result; run
         again in a new unit of work when the transaction conflicted with a concurrent one
@@ -219,23 +217,26 @@ class Store:
         the database (a model call, output) is done again. After the last attempt the error is
         raised (:class:`~philont.errors.DatabaseBusyError`,
         :class:`~philont.errors.TransactionConflictError`); any other exception at once."""
-        entry.check_function(work, "work")
-        entry.check_flag(write, "write")
-        entry.check_attempts(attempts)
         begin = functools.partial(self.begin, clock=clock, agent=agent)
         return run_unit(begin, work, write=write, attempts=attempts)
 
+    @checked
     def join(
-        self, bind: Session | Connection, *, clock: Clock | None = None, agent: str | None = None
+        self,
+        bind: Session | scoped_session[Session] | Connection,
+        *,
+        clock: Clock | None = None,
+        agent: str | None = None,
     ) -> Memory:
         """A unit of work inside the caller's transaction (a Session or a Connection of this
         database): services flush into it, and the caller commits or rolls back. Use it as
         ``with store.join(session) as mem:``; leaving the block does not end the caller's
         transaction, and an exception in the block undoes what the block wrote (a SAVEPOINT)
         while the caller's transaction goes on. On PostgreSQL the agent is set in the caller's
-        transaction (``SET LOCAL``), so it holds until the caller's transaction ends."""
-        entry.check_instance(bind, (Session, scoped_session, Connection), "bind")
-        entry.check_function(clock, "clock", optional=True)
+        transaction (``SET LOCAL``), so it holds until the caller's transaction ends. A
+        ``scoped_session`` stands for its current Session."""
+        if isinstance(bind, scoped_session):
+            bind = bind()
         self._check_open()
         self._check_same_database(bind)
         return Memory(
@@ -258,7 +259,6 @@ class Store:
 
     def _agent(self, agent: str | None) -> str | None:
         if agent is not None:
-            entry.check_text(agent, "agent")
             check_name(agent)  # refused on SQLite too, where the name is not used
         if agent is not None or self.agent is not None or self.backend.name != "postgresql":
             return agent or self.agent
@@ -334,12 +334,7 @@ class Store:
         return f"<Store {self.url_text} ({state})>"
 
 
-def _check_options(*, agent: object, upgrade: object, clock: object, embedder: object) -> None:
-    """The options ``open`` and ``from_engine`` share (:mod:`philont.entry`)."""
-    entry.check_text(agent, "agent")
-    entry.check_flag(upgrade, "upgrade")
-    entry.check_function(clock, "clock")
-    entry.check_embedder(embedder)
+_check_begin = check_of(Store.begin)
 
 
 def _database_of(url: URL) -> tuple[object, ...]:
@@ -401,18 +396,16 @@ _SHARED: dict[tuple[str, str | None, int | None], Store] = {}
 _SHARED_LOCK = threading.Lock()
 
 
+@checked
 def shared(
     target: Target | None = None,
     *,
     agent: str | None = None,
-    busy_timeout_ms: int | None = None,
+    busy_timeout_ms: BusyTimeoutMs | None = None,
 ) -> Store:
     """The process-wide Store of a path or URL (the default database without one), opened
     (and upgraded) on first use and kept for the life of the process. Thread-safe. With
     ``agent`` (PostgreSQL), a view of it whose default agent that is (same pool)."""
-    entry.check_target(target)
-    entry.check_text(agent, "agent")
-    entry.check_busy_timeout(busy_timeout_ms)
     store = _shared(target, busy_timeout_ms)
     return store if agent is None or store.agent == agent else store.for_agent(agent)
 

@@ -9,9 +9,10 @@ import time
 import weakref
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
+from pydantic import PlainValidator
 from sqlalchemy import Engine, event
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import URL, ExceptionContext, make_url
@@ -19,10 +20,10 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from philont import settings
+from philont.arguments import checked
 from philont.db import cursors, fork, write_gate
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
 from philont.db.retry import is_busy, mark_busy
-from philont.entry import check_busy_timeout, check_target
 from philont.errors import (
     BackendError,
     DatabasePathError,
@@ -33,6 +34,7 @@ from philont.errors import (
     NotADatabaseError,
 )
 from philont.log import get_logger
+from philont.schemas.inputs import BusyTimeoutMs
 
 log = get_logger(__name__)
 
@@ -41,7 +43,24 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-def resolve_url(target: str | Path | URL | None = None) -> URL:
+def target_kind(value: object) -> object:
+    """A database: a path (text or ``os.PathLike``), a SQLAlchemy ``URL``, or None (the
+    default database). What the text says is :func:`resolve_url`'s to check."""
+    if value is None or isinstance(value, str | URL):
+        return value
+    if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
+        return value
+    kind = type(value).__name__
+    raise ValueError(f"must be a path (text or pathlib.Path), a URL or None, got {kind}")
+
+
+Target = Annotated[str | os.PathLike[str] | URL, PlainValidator(target_kind)]
+"""What names a database (:func:`target_kind`): an argument declared so is checked on entry
+(:mod:`philont.arguments`)."""
+
+
+@checked
+def resolve_url(target: Target | None = None) -> URL:
     """A SQLAlchemy URL from an explicit URL or path, else ``$MEMORY_DB_PATH``, else the
     default ``~/.philont/memory/memory.sqlite``.
 
@@ -54,9 +73,8 @@ def resolve_url(target: str | Path | URL | None = None) -> URL:
     ``~user`` without such a user, a name too long) is refused with
     :class:`~philont.errors.DatabasePathError` before anything is opened; what is no path,
     URL or None (a number, a Session) with :class:`~philont.errors.InvalidInputError` naming
-    ``target`` (:func:`philont.entry.check_target`).
+    ``target`` (:data:`Target`, checked on entry: never str() of anything else).
     """
-    check_target(target)  # a path, a URL or None: never str() of anything else
     if isinstance(target, URL):
         url = target
     else:
@@ -431,13 +449,14 @@ def checkpointer_of(engine: Engine) -> Checkpointer | None:
     return _CHECKPOINTERS.get(engine)
 
 
+@checked
 def create_engine(
-    target: str | Path | URL | None = None,
+    target: Target | None = None,
     *,
     foreign_keys: bool = True,
     create: bool = True,
     echo: bool = False,
-    busy_timeout_ms: int | None = None,
+    busy_timeout_ms: BusyTimeoutMs | None = None,
 ) -> Engine:
     """An Engine on a memory database (default: ``$MEMORY_DB_PATH`` or the default path).
 
@@ -447,7 +466,6 @@ def create_engine(
     waits for another one's lock (default ``settings.BUSY_TIMEOUT_MS``). Transactions begin
     DEFERRED unless the execution option ``philont_begin="IMMEDIATE"`` is set.
     """
-    check_busy_timeout(busy_timeout_ms)
     url = resolve_url(target)
     if is_postgres(url):
         return _create_pg_engine(url, create=create, echo=echo)

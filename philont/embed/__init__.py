@@ -6,7 +6,9 @@ downloaded: :class:`HashEmbedder` (no model, for tests) and the adapters of
 :mod:`philont.embed.adapters`. See docs/embeddings.md.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from philont import lazy
 
 if TYPE_CHECKING:
     from philont.embed.adapters import (
@@ -54,11 +56,4 @@ _LAZY = {
 the default batch size, :data:`philont.embed.base.BATCH_SIZE`, or an embedder's spec)."""
 
 
-def __getattr__(name: str) -> Any:
-    import importlib
-
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'philont.embed' has no attribute {name!r}")
+__getattr__ = lazy.exports(__name__, _LAZY)

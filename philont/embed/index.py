@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from philont import entry
+from philont.arguments import checked
 from philont.db.backend import Raw
 from philont.db.queries import vectors as q
 from philont.db.stored_values import careful_read
@@ -28,10 +28,10 @@ from philont.embed.search import check_embedder, state
 from philont.schemas import inputs
 from philont.schemas.embeddings import BackfillReport, IndexStatus
 from philont.services.base import Service
+from philont.store import Store
 
 if TYPE_CHECKING:
     from philont.memory import Memory
-    from philont.store import Store
 
 __all__ = ["BATCH_SIZE", "EmbeddingIndex", "Progress", "backfill"]
 
@@ -217,17 +217,7 @@ class EmbeddingIndex(Service):
 # --- the resumable loop ------------------------------------------------------------------------
 
 
-def _units(target: object, embedder: object) -> Units:
-    """``backfill``'s units of work, its arguments checked by kind (:mod:`philont.entry`)."""
-    from philont.store import Store  # philont.store imports this package's base
-
-    entry.check_embedder(embedder, optional=False)
-    if isinstance(target, Store):
-        return target.begin
-    entry.check_function(target, "target")  # a units-of-work factory
-    return target  # type: ignore[return-value]
-
-
+@checked
 def backfill(
     target: Store | Units,
     embedder: Embedder,
@@ -245,7 +235,7 @@ def backfill(
     the stored vectors first (another model's, or to start over); ``full`` also looks for
     messages below the last embedded one that have no vector (rows imported later).
     ``max_batches`` and ``stop`` end the run early (resumed by the next one)."""
-    units = _units(target, embedder)
+    units = target.begin if isinstance(target, Store) else target
     batch_size = inputs.check(inputs.Limit, batch_size, "batch_size")
     run = _Run(embedder, embedder.model_id)
     with units() as mem:

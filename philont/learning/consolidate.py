@@ -30,36 +30,33 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Annotated, Any, Protocol
 
+from pydantic import PlainValidator
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ColumnElement
 
-from philont import entry
+from philont.arguments import checked
 from philont.clock import Clock, utc_now
 from philont.db.models import Fact, LearningBatch, RawMessage
 from philont.db.retry import run_unit
 from philont.db.types import bumped, to_epoch_ms
 from philont.domain import decay
 from philont.domain.consolidation import retry_delay
-from philont.errors import InvalidInputError, ModelAnswerError
+from philont.embed.base import Embedder
+from philont.errors import ModelAnswerError
 from philont.learning.batch import Applied, Context, Thought, apply, gather, think
 from philont.learning.bounds import next_batch
 from philont.learning.config import ConsolidatorConfig, LearningConfig
 from philont.learning.extract import LOOP_NAMESPACE
-from philont.learning.learner import check_parts
-from philont.learning.verify import Judge
+from philont.learning.learner import Config, JudgeOf, Model
 from philont.learning.window import Window, load_after
-from philont.llm.base import ModelClient
 from philont.log import get_logger
+from philont.memory import Memory
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
-
-if TYPE_CHECKING:
-    from philont.embed.base import Embedder
-    from philont.memory import Memory
-    from philont.store import Store
+from philont.store import Store
 
 __all__ = ["CURSOR_KEY", "CURSOR_NAMESPACE", "Consolidator", "read_cursor"]
 
@@ -149,16 +146,18 @@ def _write_cursor(mem: Memory, value: int) -> None:
         mem.session.flush()
 
 
-def _check_units(units: object) -> None:
+def _units(value: object) -> object:
     """A units-of-work factory (``units(write=...)`` -> a unit of work); a Store is not one."""
-    from philont.store import Store
-
-    if isinstance(units, Store):
-        raise InvalidInputError.of(
-            "units",
-            "a Store is not a units-of-work factory: use Consolidator.for_store(store, model)",
+    if isinstance(value, Store):
+        raise ValueError(
+            "a Store is not a units-of-work factory: use Consolidator.for_store(store, model)"
         )
-    entry.check_function(units, "units")
+    if not callable(value):
+        raise ValueError(f"must be callable, got {type(value).__name__}")
+    return value
+
+
+UnitsOf = Annotated[Units, PlainValidator(_units)]
 
 
 class Consolidator:
@@ -169,29 +168,21 @@ class Consolidator:
     stop event; ``philont consolidate`` does the latter.
     """
 
+    @checked
     def __init__(
         self,
-        units: Units,
-        model: ModelClient,
+        units: UnitsOf,
+        model: Model,
         *,
-        config: LearningConfig | None = None,
+        config: Config | None = None,
         schedule: ConsolidatorConfig | None = None,
-        judge: Judge | None = None,
+        judge: JudgeOf | None = None,
         clock: Clock = utc_now,
         owner: str | None = None,
         embedder: Embedder | None = None,
     ) -> None:
-        _check_units(units)
-        entry.check_function(clock, "clock")
-        entry.check_embedder(embedder)
-        entry.check_text(owner, "owner")
         config = LearningConfig() if config is None else config
         schedule = ConsolidatorConfig() if schedule is None else schedule
-        check_parts(model, config, judge)
-        if not isinstance(schedule, ConsolidatorConfig):
-            raise InvalidInputError.of(
-                "schedule", f"must be a ConsolidatorConfig, got {schedule!r:.80}"
-            )
         self.units = units
         self.embedder = embedder
         self.model = model
@@ -202,11 +193,9 @@ class Consolidator:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     @classmethod
-    def for_store(cls, store: Store, model: ModelClient, **kwargs: Any) -> Consolidator:
+    @checked
+    def for_store(cls, store: Store, model: Model, **kwargs: Any) -> Consolidator:
         """A consolidator whose units of work are ``store.begin()`` (with the same clock)."""
-        from philont.store import Store
-
-        entry.check_instance(store, Store, "store")
         clock: Clock = kwargs.setdefault("clock", store.clock)
         kwargs.setdefault("embedder", store.embedder)
 

@@ -10,9 +10,11 @@ held from the Learner's making): use them for one session at a time, or use
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Annotated
 
-from philont import entry
+from pydantic import PlainValidator
+
+from philont.arguments import checked
 from philont.errors import InvalidInputError, InvalidTimeRangeError, SessionNotFoundError
 from philont.learning.batch import Applied, Context, apply, gather, think
 from philont.learning.config import LearningConfig
@@ -23,6 +25,7 @@ from philont.learning.summaries import ask_for_summaries, long_sessions, write_s
 from philont.learning.verify import CaseBook, Judge, ask_judge
 from philont.learning.window import Run, Window, load_range, load_session
 from philont.llm.base import ModelClient
+from philont.memory import Memory
 from philont.schemas.learning import (
     ExtractionReport,
     JudgeAgreement,
@@ -32,10 +35,7 @@ from philont.schemas.learning import (
 )
 from philont.services.base import Service
 
-if TYPE_CHECKING:
-    from philont.memory import Memory
-
-__all__ = ["Learner", "check_parts"]
+__all__ = ["Config", "JudgeOf", "Learner", "Model"]
 
 
 _SCOPE = ("session_id", "since", "until")
@@ -48,20 +48,31 @@ def _aware(value: object, name: str) -> datetime:
     return value
 
 
-def check_parts(model: object, config: object, judge: object) -> None:
-    """The parts a Learner or Consolidator is made of, each refused by name when it is not
-    what it must be (a model of None or a config given as a dict used to fail later, on every
-    call or batch, as an AttributeError or a model error)."""
-    if not isinstance(model, ModelClient):
-        raise InvalidInputError.of(
-            "model", f"must be a model client (complete(prompt) -> Completion), got {model!r:.80}"
-        )
-    if not isinstance(config, LearningConfig):
-        raise InvalidInputError.of("config", f"must be a LearningConfig, got {config!r:.80}")
-    if judge is not None and not isinstance(judge, Judge):
-        raise InvalidInputError.of(
-            "judge", f"must be a Judge (a name and judge(run)), got {judge!r:.80}"
-        )
+def _model(value: object) -> object:
+    if not isinstance(value, ModelClient):
+        what = "a model client (complete(prompt) -> Completion)"
+        raise ValueError(f"must be {what}, got {value!r:.80}")
+    return value
+
+
+def _config(value: object) -> object:
+    if not isinstance(value, LearningConfig):
+        raise ValueError(f"must be a LearningConfig, got {value!r:.80}")
+    return value
+
+
+def _judge(value: object) -> object:
+    if not isinstance(value, Judge):
+        raise ValueError(f"must be a Judge (a name and judge(run)), got {value!r:.80}")
+    return value
+
+
+# The parts a Learner or Consolidator is made of, each refused by name on entry when it is not
+# what it must be (a model of None or a config given as a dict used to fail later, on every
+# call or batch, as an AttributeError or a model error).
+Model = Annotated[ModelClient, PlainValidator(_model)]
+Config = Annotated[LearningConfig, PlainValidator(_config)]
+JudgeOf = Annotated[Judge, PlainValidator(_judge)]
 
 
 class Learner(Service):
@@ -73,20 +84,17 @@ class Learner(Service):
     then ends one of them with :class:`~philont.errors.TransactionConflictError`; run it
     again, as :meth:`Store.run <philont.store.Store.run>` does)."""
 
+    @checked
     def __init__(
         self,
-        mem: Memory,
-        model: ModelClient,
+        mem: Memory,  # a unit of work, not a Store (AttributeError before)
+        model: Model,
         *,
-        config: LearningConfig | None = None,
-        judge: Judge | None = None,
+        config: Config | None = None,
+        judge: JudgeOf | None = None,
     ) -> None:
-        from philont.memory import Memory  # a unit of work, not a Store (AttributeError before)
-
-        entry.check_instance(mem, Memory, "mem")
         super().__init__(mem)
         config = LearningConfig() if config is None else config
-        check_parts(model, config, judge)
         self.model = model
         self.config = config
         self.judge = judge

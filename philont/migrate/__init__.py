@@ -13,22 +13,26 @@ and runs the chain from its env.py or a revision (``upgrade(connection)``).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from contextlib import closing
-from pathlib import Path
+from typing import Annotated
 
 from alembic import command
 from alembic.config import Config
+from pydantic import PlainValidator
 from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 
-from philont import entry, settings
+from philont import settings
+from philont.arguments import checked
 from philont.db.engine import (
     check_file,
     is_postgres,
     require_file,
     resolve_url,
     sqlite_path,
+    target_kind,
 )
 from philont.errors import (
     MigrationError,
@@ -85,9 +89,16 @@ log = get_logger(__name__)
 
 # --- public API ------------------------------------------------------------------------------
 
-Target = str | Path | URL | Connection | None
+
+def _target(value: object) -> object:
+    return value if isinstance(value, Connection) else target_kind(value)
 
 
+Target = Annotated[str | os.PathLike[str] | URL | Connection | None, PlainValidator(_target)]
+"""A database (:data:`philont.db.engine.Target`) or a Connection to one."""
+
+
+@checked
 def upgrade(
     target: Target = None,
     *,
@@ -107,9 +118,6 @@ def upgrade(
     exception it raises aborts the upgrade, which is rolled back as a whole. Safe to call while
     another Alembic command runs in this process (from a host's env.py or revision).
     """
-    _check_target(target)
-    entry.check_flag(backup, "backup")
-    entry.check_function(on_step, "on_step", optional=True)
     if isinstance(target, Connection):
         url = target.engine.url  # the caller's, as it is: its connection is all we use
         cfg = Config()
@@ -138,16 +146,10 @@ def upgrade(
     return report
 
 
-def _check_target(target: object) -> None:
-    """A path, a URL, a Connection or None (:func:`philont.entry.check_target`)."""
-    if not isinstance(target, Connection):
-        entry.check_target(target, "target")
-
-
+@checked
 def status(target: Target = None) -> Status:
     """Current revision and ``memory_meta.schema_version``, read without writing. A
     PostgreSQL ``Connection`` is read as it is (the schema its search_path names)."""
-    _check_target(target)
     if isinstance(target, Connection):
         if target.dialect.name == "postgresql":
             from philont.migrate import postgres
@@ -191,6 +193,7 @@ def _status_pg(url: URL, head: str) -> Status:
     return postgres.status(url, head)
 
 
+@checked
 def check(target: Target = None) -> Status:
     """Raise ``SchemaOutOfDateError`` (with the command that fixes it) unless at head. A
     database the upgrade would refuse is refused here with the same error, never sent to an

@@ -39,7 +39,9 @@ from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNam
 __all__ = [
     "MAX_LIMIT",
     "AccessTargetName",
+    "Attempts",
     "AwareTime",
+    "BusyTimeoutMs",
     "Confidence",
     "Content",
     "Count",
@@ -451,6 +453,23 @@ Limit = Annotated[
     Field(ge=1, le=MAX_LIMIT, description=f"Most results to return (1..{MAX_LIMIT})."),
 ]
 Offset = Annotated[StrictInt, Field(ge=0, description="Results to skip.")]
+MAX_BUSY_TIMEOUT_MS: Final = 2**31 - 1
+"""The longest busy timeout SQLite takes (its ``sqlite3_busy_timeout`` is a C ``int``)."""
+BusyTimeoutMs = Annotated[
+    StrictInt,
+    Field(
+        ge=0,
+        le=MAX_BUSY_TIMEOUT_MS,
+        description="How long an SQLite connection waits for another's lock, in milliseconds "
+        "(a negative one switched the wait off).",
+    ),
+]
+MAX_ATTEMPTS: Final = 100
+"""The most attempts ``Store.run`` makes of a unit of work."""
+Attempts = Annotated[
+    StrictInt,
+    Field(ge=1, le=MAX_ATTEMPTS, description="How many times a unit of work may run."),
+]
 Count = Annotated[StrictInt, Field(ge=0, le=2**63 - 1, description="A whole number, 0 or more.")]
 
 

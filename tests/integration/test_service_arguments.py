@@ -16,13 +16,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy.engine import URL
 
+from philont.arguments import _lone_surrogate
 from philont.db.backend import SqliteBackend
 from philont.embed.hashing import HashEmbedder
 from philont.errors import InvalidInputError, PhilontError
 from philont.learning.verify import CaseBook
 from philont.memory import Memory
 from philont.services.actions import ActionLog
-from philont.services.base import Service, _lone_surrogate
+from philont.services.base import Service
 from philont.services.notes import MAX_SEARCH_TOKENS
 from philont.services.retriever import TimelineRetriever
 from philont.services.search import SearchService

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from philont.db.backend import SqliteBackend
-from philont.embed.index import EmbeddingIndex
-from philont.errors import InvalidInputError
-from philont.services.base import (
+from philont.arguments import (
     _alternatives,
     _container,
     _declared_class,
     _option_types,
 )
+from philont.db.backend import SqliteBackend
+from philont.embed.index import EmbeddingIndex
+from philont.errors import InvalidInputError
 from tests.support import public_methods
 
 
