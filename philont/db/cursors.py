@@ -67,17 +67,16 @@ def _run(cur: sqlite3.Cursor, method: str, args: tuple[Any, ...]) -> Any:
         raise
 
 
-def close_leftovers(dbapi: object) -> int:
+def close_leftovers(dbapi: object) -> None:
     """Close the cursors of ``dbapi`` (a :class:`TrackedConnection`) still open, resetting
-    their statements; how many were open."""
+    their statements."""
     cursors = getattr(dbapi, "cursors", None)
     if not cursors:
-        return 0
+        return
     left = list(cursors)
     cursors.clear()
     for cur in left:
         cur.close()
-    return len(left)
 
 
 def install(engine: Engine) -> None:

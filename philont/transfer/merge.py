@@ -179,12 +179,6 @@ def count_row(
         report.replaced_ids.append(f"{name}:{':'.join(map(str, key))}")
 
 
-def keeps_target(table: str, key: tuple[Any, ...]) -> bool:
-    """Rows every database carries (its schema's ``memory_meta``, the bootstrap rows): a merge
-    keeps the target's own versions of them."""
-    return table == "memory_meta" or (table, key) in BOOTSTRAP_ROWS
-
-
 def same_row_sql(
     table: str, pk: list[str], row: dict[str, Any], *, mark: str, null_safe_eq: str, where: str = ""
 ) -> tuple[str, tuple[Any, ...]]:

@@ -21,7 +21,7 @@ from philont.transfer import (
     export_tables,
     import_,
 )
-from philont.transfer.merge import keeps_target
+from philont.transfer.format import BOOTSTRAP_ROWS
 
 CopyFixture = Callable[[str], Path]
 
@@ -92,6 +92,12 @@ def test_merging_the_same_export_again_skips_every_row_and_changes_nothing(
     assert _dump(target) == after_first
 
 
+def _kept_as_the_targets(table: str, key: tuple[object, ...]) -> bool:
+    """Rows every database carries (its ``memory_meta``, the bootstrap rows): a merge keeps
+    the target's own versions of them."""
+    return table == "memory_meta" or (table, key) in BOOTSTRAP_ROWS
+
+
 def _edit_one_row(conn: sqlite3.Connection, table: str) -> tuple[object, ...] | None:
     """Change one text column of the first row of ``table`` a merge does not keep as the
     target's (the first column the table's constraints accept changed); the row's key, or None
@@ -100,7 +106,7 @@ def _edit_one_row(conn: sqlite3.Connection, table: str) -> tuple[object, ...] | 
     pk = [c.name for c in t.primary_key.columns]
     keys = ", ".join(f'"{c}"' for c in pk)
     rows = conn.execute(f'SELECT {keys} FROM "{table}" ORDER BY {keys}').fetchall()
-    found = next((r for r in rows if not keeps_target(table, tuple(r))), None)
+    found = next((r for r in rows if not _kept_as_the_targets(table, tuple(r))), None)
     if found is None:
         return None
     where = " AND ".join(f'"{c}" = ?' for c in pk)
