@@ -13,11 +13,11 @@ share of their neighbours' scores. The indexes are revision v036's, led by ``age
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from philont.db import fork
 from philont.db.backend import Raw
 from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
 from philont.db.models import Note, RawMessage, Skill
@@ -163,7 +163,7 @@ def _cut(scored: dict[Any, float]) -> list[Any]:
     return sorted(scored, key=lambda d: (-scored[d], d))[:CANDIDATES_PER_TERM]
 
 
-_LOCK = threading.Lock()
+_LOCK = fork.Lock()
 
 STEM_CACHE = 50_000
 _STEMS: dict[str, str] = {}
