@@ -88,10 +88,12 @@ def test_the_document_frequency_of_a_common_term_is_estimated_from_its_newest_ma
     window = scoring.PRESENCE_WINDOW
     # A full window, one match in every ten of the rowids it spans: a tenth of the documents.
     newest = list(range(100_000, 100_000 - 10 * window, -10))
-    assert scoring.estimate_cjk_df(newest, 100_000) == pytest.approx(10_000, rel=0.02)
+    assert scoring.estimate_cjk_df(newest, 100_000, window, RECENT) == pytest.approx(
+        10_000, rel=0.02
+    )
     # Fewer matches than the window: their share of all the recent rows read.
     few = list(range(100_000, 100_000 - RECENT // 2, -1))[:3]
-    assert scoring.estimate_cjk_df(few, 100_000) == round(3 * 100_000 / RECENT)
+    assert scoring.estimate_cjk_df(few, 100_000, window, RECENT) == round(3 * 100_000 / RECENT)
 
 
 def test_a_rare_term_keeps_the_filters(session: Session) -> None:
