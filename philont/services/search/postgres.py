@@ -21,7 +21,7 @@ from typing import Any
 from philont.db.backend import Raw
 from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
 from philont.db.models import Note, RawMessage, Skill
-from philont.domain.query import LIKE_ESCAPE, SearchPlan, like_pattern
+from philont.domain.query import LIKE_ESCAPE, SearchPlan, fold_case, like_pattern
 from philont.services.search.scoring import (
     BM25_K1,
     BM25_MAX_DF,
@@ -123,7 +123,7 @@ def _trigrams(text: Any) -> int:
 
 def _occurrences(text: Any, needle: str) -> int:
     """Overlapping, case-insensitive occurrences (a trigram phrase match's frequency)."""
-    hay = str(text or "").lower()
+    hay = fold_case(str(text or ""))
     n, at = 0, hay.find(needle)
     while at >= 0:
         n += 1
@@ -324,7 +324,7 @@ class _Run:
             found.setdefault(int(row[0]), []).append(row)
         rare = [(i, df, lex) for i, df, lex in words if df <= BM25_MAX_DF]
         tokens = {
-            r[1]: [_TOKEN.findall(str(t or "").lower()) for t in r[2:]]
+            r[1]: [_TOKEN.findall(fold_case(str(t or ""))) for t in r[2:]]
             for i, _df, _l in rare
             for r in found.get(i, [])
         }
@@ -418,7 +418,7 @@ class _Run:
         columns = ", ".join(c for c, _w in corpus.trigram_columns)
         scan = self._pools.at_least(SUBSTRING_SCAN)
         for term in terms:
-            label = term.label.lower()
+            label = fold_case(term.label)
             rows = self._fetch(
                 f"SELECT b.id, {columns} FROM {corpus.base} AS b WHERE {self._mine}"
                 f" AND {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
