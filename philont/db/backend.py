@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 
-from sqlalchemy import ColumnElement, Engine, LargeBinary, cast, func, text
+from sqlalchemy import ColumnElement, Engine, LargeBinary, and_, cast, func, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import QueryableAttribute, Session
 
 from philont.db import stored_values
-from philont.domain.query import fold_case
+from philont.domain.query import FOLDED_INTO_ASCII, fold_case
 from philont.errors import AgentRequiredError, InvalidInputError, UnitOfWorkError
 from philont.log import get_logger
 
@@ -271,10 +271,18 @@ class Backend:
     ) -> ColumnElement[bool]:
         """``column`` LIKE ``pattern`` (escaped with ``\\``, already folded by
         :func:`~philont.domain.query.fold_case`), the column's text folded the same way: the one
-        case rule on both backends. SQLite's own LIKE folds ASCII only: here through
-        :data:`FOLD_FUNCTION`."""
+        case rule on both backends. SQLite's own LIKE folds ASCII letters only; the fold keeps
+        every character one character and makes ASCII of no other letter than those of
+        FOLDED_INTO_ASCII. So SQLite's LIKE is the rule for a pattern of other ASCII
+        characters; any other pattern is first looked for with those letters and every
+        non-ASCII one as ``_`` (any one character: a necessary condition, fast), and only the
+        rows that pass are folded through :data:`FOLD_FUNCTION` (a Python call each)."""
+        loose = "".join("_" if not c.isascii() or c in FOLDED_INTO_ASCII else c for c in pattern)
+        plain = column.like(loose, escape="\\")
+        if loose == pattern:
+            return plain
         folded: ColumnElement[str] = getattr(func, FOLD_FUNCTION)(cast(column, LargeBinary))
-        return folded.like(pattern, escape="\\")
+        return and_(plain, folded.like(pattern, escape="\\"))
 
     def scorer(self) -> Scorer:
         raise NotImplementedError

@@ -10,6 +10,7 @@ from functools import lru_cache
 from philont.domain.word_forms import compound_parts, other_forms
 
 __all__ = [
+    "FOLDED_INTO_ASCII",
     "LIKE_ESCAPE",
     "MAX_SCAN_CHARS",
     "MAX_TERM_CHARS",
@@ -35,11 +36,18 @@ _SIMPLE_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
 (``lower()`` adds a combining dot above) and Σ (``lower()`` writes ς at the end of a word)."""
 
 
+FOLDED_INTO_ASCII = {"i": "\u0130", "k": "\u212a"}
+"""The only letters beyond ASCII that :func:`fold_case` makes ASCII: İ -> i, the Kelvin sign
+K -> k (every other one stays beyond ASCII)."""
+
+
 def fold_case(text: str) -> str:
     """``text`` lowercased code point by code point (Unicode's simple lowercase mapping: İ -> i,
     Σ -> σ wherever it stands), as the word indexes lowercase documents: SQLite's unicode61 and
     PostgreSQL's parser (``towlower``). The one case rule of search on both backends."""
-    return text.translate(_SIMPLE_LOWER).lower()
+    if "\u0130" in text or "\u03a3" in text:  # rare: str.translate is slow on long text
+        text = text.translate(_SIMPLE_LOWER)
+    return text.lower()
 
 
 @dataclass(frozen=True)

@@ -133,3 +133,32 @@ def test_any_case_of_a_word_finds_any_other(
     store: Store, word: str, written: str, asked: str
 ) -> None:
     assert found(store, CASES[written](word), CASES[asked](word))
+
+
+TRICKY = "aiIkKzÄäöİıKσςΣｆＦ柏林%_\\ "
+"""Letters that fold into ASCII (İ, the Kelvin sign), ASCII ones they fold into, letters that
+fold beyond ASCII, a final sigma, LIKE's wildcards and escape, spaces."""
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    contents=st.lists(
+        st.text(TRICKY, min_size=1, max_size=12).filter(str.strip), min_size=1, max_size=4
+    ),
+    query=st.text(TRICKY, min_size=1, max_size=6).filter(lambda q: q.split() != []),
+)
+def test_notes_search_finds_the_notes_holding_every_folded_token(
+    store: Store, contents: list[str], query: str
+) -> None:
+    with store.begin() as mem:
+        for text in contents:
+            mem.notes.add(text)
+    tokens = [fold_case(t) for t in query.split()]
+    with store.begin(write=False) as mem:
+        every = mem.notes.list(limit=10_000)
+        expected = {n.id for n in every if all(t in fold_case(n.content) for t in tokens)}
+        assert {n.id for n in mem.notes.search(query, limit=10_000)} == expected
