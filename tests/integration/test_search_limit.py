@@ -205,6 +205,27 @@ def test_a_large_limit_returns_that_many_hits_or_every_match(
     assert len({i for i, _s in hits}) == len(hits)
 
 
+def test_more_notes_than_the_contenders_cap(target: Path | URL) -> None:
+    # Notes ranked by importance keep at most MAX_CONTENDERS candidates, or twice the limit.
+    n = scoring.MAX_CONTENDERS + 500
+    with Store.open(target) as store:
+        with store.begin() as mem:
+            rows = [
+                {
+                    "id": f"c{i}",
+                    "content": f"omega {i}",
+                    "importance": (i % 9) / 8,
+                    "created_at": at(i),
+                }
+                for i in range(n)
+            ]
+            mem.session.execute(insert(Note), rows)
+        with store.begin(write=False) as mem:
+            hits = mem.search.notes("omega", limit=n - 100)
+    assert len(hits) == n - 100
+    assert len({h.id for h in hits}) == n - 100
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments", "expected"),
     [
