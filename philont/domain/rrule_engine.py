@@ -29,35 +29,9 @@ from philont.domain.rrule_days import (
 )
 from philont.domain.rrule_grid import DAY, UNIT, Grid, ceil_div, select, time_set
 from philont.domain.rrule_skip import BlockTable, block_table, build_estimate, next_month_in
+from philont.domain.rrule_work import DEFAULT_WORK_LIMIT, Repeats, Work, WorkLimitExceeded
 
-__all__ = ["DEFAULT_WORK_LIMIT", "Series", "Work", "WorkLimitExceeded"]
-
-DEFAULT_WORK_LIMIT: Final = 200_000
-"""Steps one expansion may take: about a tenth of a second of Python."""
-
-
-class WorkLimitExceeded(Exception):
-    """An expansion needed more steps than its ``Work`` allows."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"needs more than {limit} steps")
-        self.limit = limit
-
-
-class Work:
-    """A step counter with a ceiling. A step is O(1) work: a block visited, a candidate day
-    tested, an occurrence produced. Tests read ``steps`` to prove boundedness."""
-
-    __slots__ = ("limit", "steps")
-
-    def __init__(self, limit: int = DEFAULT_WORK_LIMIT) -> None:
-        self.limit = limit
-        self.steps = 0
-
-    def spend(self, n: int = 1) -> None:
-        self.steps += n
-        if self.steps > self.limit:
-            raise WorkLimitExceeded(self.limit)
+__all__ = ["DEFAULT_WORK_LIMIT", "Repeats", "Series", "Work", "WorkLimitExceeded"]
 
 
 def _day_filter(rule: Rule, start: datetime) -> DayFilter:
@@ -109,10 +83,15 @@ class Series:
     Every call shares one :class:`Work`; each block visited, candidate day tested and
     occurrence produced is a step, and :class:`WorkLimitExceeded` ends a call that would need
     more. ``COUNT`` is honoured; UNTIL is left to the caller (it is an instant, not a wall time).
+    With ``repeats`` (see :class:`Repeats`) the wall-clock occurrences that repeat an earlier
+    one's instant are left out and not counted, so COUNT=N still yields N distinct instants.
     """
 
-    def __init__(self, rule: Rule, start: datetime, work: Work | None = None) -> None:
+    def __init__(
+        self, rule: Rule, start: datetime, work: Work | None = None, repeats: Repeats | None = None
+    ) -> None:
         self.rule = rule
+        self.repeats = repeats
         self.work = work if work is not None else Work()
         self.start = start.replace(microsecond=0, tzinfo=None)
         self.start_key = _key(self.start)
@@ -338,12 +317,13 @@ class Series:
         return min(total, cap)
 
     def occurrences_from(
-        self, lower: datetime, upper: datetime | None = None
+        self, lower: datetime, upper: datetime | None = None, *, plain: bool = False
     ) -> Iterator[datetime]:
         """The occurrences at or after ``lower`` (naive wall-clock time), ascending, until
         ``upper`` (inclusive), COUNT is used up, or the calendar ends. With ``upper`` the walk
         stops at the last block that can hold an occurrence before it, even when the series
-        yields nothing there (a rule that never matches costs one step per block, no more)."""
+        yields nothing there (a rule that never matches costs one step per block, no more).
+        ``plain``: every wall-clock occurrence, repeats included, COUNT ignored."""
         key = max(self.start_key, _key(lower))
         if lower.microsecond and key == _key(lower):
             key = (key[0], key[1] + 1) if key[1] < DAY - 1 else (key[0] + 1, 0)
@@ -351,10 +331,11 @@ class Series:
         if key[0] > last_day:
             return
         remaining = None
-        if self.rule.count is not None:
-            remaining = self.rule.count - self.count_before(key, self.rule.count)
+        if self.rule.count is not None and not plain:
+            remaining = self.rule.count - self._distinct_before(key)
             if remaining <= 0:
                 return
+        repeats = None if plain else self.repeats
         k = self._block_at(key[0])
         while (block := self._block(k)) is not None and block[0] <= last_day:
             produced = False
@@ -362,13 +343,27 @@ class Series:
                 at = datetime.fromordinal(day) + timedelta(seconds=second)
                 if upper is not None and at > upper:
                     return
-                yield at
                 produced = True
+                if repeats is not None and repeats.repeats(self, at):
+                    continue
+                yield at
                 if remaining is not None:
                     remaining -= 1
                     if remaining == 0:
                         return
             k = k + 1 if produced else self._skip(k + 1)
+
+    def _distinct_before(self, key: _Key) -> int:
+        """How many occurrences that are no repeat precede ``key`` (at most COUNT)."""
+        assert self.rule.count is not None
+        extra = 0
+        if self.repeats is not None:
+            extra = self.repeats.before(self, datetime.fromordinal(key[0]) + timedelta(0, key[1]))
+        return self.count_before(key, self.rule.count + extra) - extra
+
+    def has(self, wall: datetime) -> bool:
+        """Whether ``wall`` is an occurrence of the plain wall-clock series."""
+        return next(self.occurrences_from(wall, wall, plain=True), None) == wall
 
     def _skip(self, k: int) -> int:
         """The first block at or after ``k`` that can hold an occurrence, found without
@@ -441,10 +436,24 @@ class Series:
     def last(self) -> datetime | None:
         """The COUNT-th occurrence of a COUNT series (None for others, and when the series
         runs past the end of the calendar). Costs about what ``count_before`` of any later
-        point costs, which is what a listing pays for a COUNT series."""
+        point costs, which is what a listing pays for a COUNT series. With repeats: the
+        wall-clock occurrence whose place, less the repeats up to it, is COUNT (the least
+        such, found by raising the place by the repeats until it holds; never a repeat)."""
         count = self.rule.count
         if count is None:
             return None
+        n = count
+        while True:
+            found = self._nth(n)
+            if found is None or self.repeats is None:
+                return found
+            extra = self.repeats.before(self, found + timedelta(seconds=1))
+            if n == count + extra:
+                return found
+            n = count + extra
+
+    def _nth(self, count: int) -> datetime | None:
+        """The ``count``-th wall-clock occurrence (from 1), repeats included."""
         left, k = count, 0
         period = self._period()
         per_period = 0
