@@ -28,6 +28,7 @@ from philont.domain.rrule_days import (
     year_start,
 )
 from philont.domain.rrule_grid import DAY, UNIT, Grid, ceil_div, select, time_set
+from philont.domain.rrule_never import never_reason
 from philont.domain.rrule_skip import BlockTable, block_table, build_estimate, next_month_in
 from philont.domain.rrule_work import DEFAULT_WORK_LIMIT, Repeats, Work, WorkLimitExceeded
 
@@ -69,8 +70,6 @@ takes a few times the work of testing one day)."""
 
 _MAX_PERIOD: Final = 400
 """Longest repeating pattern (in blocks) that COUNT arithmetic uses; longer ones are walked."""
-
-_PERIOD_KIND: Final = {Freq.YEARLY: "year", Freq.MONTHLY: "month", Freq.WEEKLY: "week"}
 
 
 def _key(value: datetime) -> _Key:
@@ -118,6 +117,8 @@ class Series:
         self._table: BlockTable | None = None
         self._empty_blocks = 0
         self._table_after: int | None = None  # empty blocks walked before building a table
+        self._last: datetime | None = None  # what last() found, once it looked
+        self._last_known = False
 
     def _last_block(self) -> int:
         """The index of the last block that starts inside the calendar."""
@@ -332,7 +333,7 @@ class Series:
             return
         remaining = None
         if self.rule.count is not None and not plain:
-            remaining = self.rule.count - self._distinct_before(key)
+            remaining = self.rule.count - self._distinct_before(key, upper)
             if remaining <= 0:
                 return
         repeats = None if plain else self.repeats
@@ -353,13 +354,26 @@ class Series:
                         return
             k = k + 1 if produced else self._skip(k + 1)
 
-    def _distinct_before(self, key: _Key) -> int:
-        """How many occurrences that are no repeat precede ``key`` (at most COUNT)."""
-        assert self.rule.count is not None
-        extra = 0
-        if self.repeats is not None:
-            extra = self.repeats.before(self, datetime.fromordinal(key[0]) + timedelta(0, key[1]))
-        return self.count_before(key, self.rule.count + extra) - extra
+    def _distinct_before(self, key: _Key, upper: datetime | None) -> int:
+        """How many occurrences that are no repeat precede ``key`` (at most COUNT), or, when
+        that cannot matter before ``upper``, how many wall-clock ones do: the repeats are
+        counted only where COUNT can run out inside the walk (they cost a look at each year
+        from the start), and never past the series' last occurrence (:meth:`last`)."""
+        count = self.rule.count
+        assert count is not None
+        wall = self.count_before(key, count)
+        if self.repeats is None or wall == 0:
+            return wall
+        if upper is not None:
+            after = _key(upper + timedelta(seconds=1))
+            if count - wall > self.count_before(after, count) - wall:
+                return wall  # COUNT outlasts the walk however many repeats lie before it
+        lower = datetime.fromordinal(key[0]) + timedelta(0, key[1])
+        end = self.last()
+        if end is not None and lower > end:
+            return count
+        extra = self.repeats.before(self, lower)
+        return self.count_before(key, count + extra) - extra
 
     def has(self, wall: datetime) -> bool:
         """Whether ``wall`` is an occurrence of the plain wall-clock series."""
@@ -442,6 +456,11 @@ class Series:
         count = self.rule.count
         if count is None:
             return None
+        if not self._last_known:
+            self._last, self._last_known = self._find_last(count), True
+        return self._last
+
+    def _find_last(self, count: int) -> datetime | None:
         n = count
         while True:
             found = self._nth(n)
@@ -474,30 +493,5 @@ class Series:
 
     def never_reason(self) -> str | None:
         """Why the rule can never produce an occurrence, when its parts tell that cheaply
-        (bounded work; None means "not obviously empty")."""
-        rule, days = self.rule, self.days
-        if self.grid is not None:
-            if not self.grid.offsets:
-                return f"BYSETPOS picks positions that no single {rule.freq.name} period has"
-            self.work.spend(1 if self.grid.full else len(self.grid.units))
-            if not self.grid.reachable():
-                return "its BYHOUR/BYMINUTE/BYSECOND values never fall on the INTERVAL grid"
-        else:
-            bound = days.max_per_range(_PERIOD_KIND.get(rule.freq, "day")) * len(self.times)
-            if rule.bysetpos and all(abs(p) > bound for p in rule.bysetpos):
-                return f"BYSETPOS asks for positions beyond the {bound} a period can hold"
-            if rule.freq is Freq.MONTHLY and days.months is not None:
-                reached = {(self.origin + k * rule.interval) % 12 + 1 for k in range(12)}
-                if not reached & days.months:
-                    return "with this INTERVAL and start it never reaches its BYMONTH months"
-            if rule.freq is Freq.DAILY and days.weekdays is not None and days.nth is None:
-                first = weekday(self.origin)
-                reached = {(first + k * rule.interval) % 7 for k in range(7)}
-                if not reached & days.weekdays:
-                    return "with this INTERVAL and start it never reaches its BYDAY days"
-        if days.restricts and not any(
-            days.candidates(year_start(y), year_start(y + 1) - 1, work=self.work)
-            for y in range(2000, 2400)  # the Gregorian calendar repeats every 400 years
-        ):
-            return "no date satisfies all of its parts"
-        return None
+        (bounded work; None means "not obviously empty"): :func:`rrule_never.never_reason`."""
+        return never_reason(self)

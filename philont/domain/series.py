@@ -128,9 +128,8 @@ class _ZoneRepeats:
         return wallclock.place(wall, self.zone, self.begin)
 
     def repeats(self, series: Series, wall: datetime) -> bool:
-        at = self.place(wall)
-        source = None if at is None else wallclock.gap_source(at, self.zone)
-        return source is not None and series.start <= source < wall and series.has(source)
+        source = wallclock.skipped_twin(wall, self.zone)
+        return source is not None and series.start <= source and series.has(source)
 
     def before(self, series: Series, lower: datetime) -> int:
         begin = self.place(series.start)
@@ -139,6 +138,7 @@ class _ZoneRepeats:
         # Offsets are under a day: the wall time ``lower`` lies within a day of that UTC time.
         end = timepolicy.clamp(lower.replace(tzinfo=UTC), timedelta(days=1))
         total = 0
+        self.work.spend(end.year - begin.year + 1)  # a look at each year's changes
         for _, after_gap, size in wallclock.gaps_between(begin, end, self.zone):
             self.work.spend(1)
             last = min(after_gap + size, lower) - timedelta(seconds=1)
@@ -165,12 +165,33 @@ class _ZoneRepeats:
         return latest
 
 
+def _within_a_day(series: Series) -> bool:
+    """Whether two occurrences of ``series`` can lie a day or less apart (an upper bound:
+    True where that is not cheap to rule out)."""
+    rule, days = series.rule, series.days
+    if series.grid is not None or len(series.times) > 1:
+        return True
+    if rule.freq is Freq.DAILY and rule.interval >= 2:
+        return False
+    parts = (days.months, days.monthdays, days.yeardays, days.weeknos, days.nth)
+    weekdays = days.weekdays
+    if weekdays is not None and parts == (None,) * 5 and rule.freq in (Freq.DAILY, Freq.WEEKLY):
+        return any((b - a) % 7 == 1 for a in weekdays for b in weekdays)  # two adjacent days
+    kind = {Freq.YEARLY: "year", Freq.MONTHLY: "month", Freq.WEEKLY: "week"}.get(rule.freq)
+    return kind is None or days.max_per_range(kind) > 1
+
+
 def _series(
     rule: Rule, naive: datetime, begin: datetime, zone: zoneinfo.ZoneInfo, work: Work
 ) -> tuple[Series, _ZoneRepeats]:
-    """The wall-clock series from ``naive``, whose own start is the instant ``begin``."""
+    """The wall-clock series from ``naive``, whose own start is the instant ``begin``; with
+    the zone's repeats when two of its occurrences can lie a day or less apart (no gap is
+    longer: Samoa skipped one day), so a sparser series pays nothing for them."""
     zoned = _ZoneRepeats(zone, work, begin)
-    return Series(rule, naive, work, zoned), zoned
+    series = Series(rule, naive, work)
+    if _within_a_day(series):
+        series.repeats = zoned
+    return series, zoned
 
 
 # --- checking on write -----------------------------------------------------------------------

@@ -7,7 +7,7 @@ summer time), and a time the zone shows twice (the autumn overlap) is its first 
 summer-time one. This is RFC 5545's rule for DTSTART and recurrences, and Python's ``fold=0``.
 A calendar series that began in the second pass of a repeated hour stays there (``place``'s
 ``not_before``), and one whose skipped time lands on the instant of another of its occurrences
-counts them as one (:func:`gap_source`, :func:`gaps_between`; see
+counts them as one (:func:`skipped_twin`, :func:`gaps_between`; see
 :class:`philont.domain.rrule_work.Repeats`).
 
 Wall-clock order is instant order except next to a change of UTC offset: there a time skipped
@@ -22,7 +22,7 @@ import functools
 import zoneinfo
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Final
+from typing import Final, NamedTuple
 
 from philont.domain import timepolicy
 
@@ -30,11 +30,11 @@ __all__ = [
     "PROBE",
     "all_day_days",
     "day_start",
-    "gap_source",
     "gaps_between",
     "local_bound",
     "naive_local",
     "place",
+    "skipped_twin",
 ]
 
 PROBE: Final = timedelta(days=2)
@@ -112,9 +112,10 @@ def all_day_days(start: datetime, end: datetime | None, zone: zoneinfo.ZoneInfo)
 
 # --- the gaps of a zone: where wall-clock times are skipped ---------------------------------------
 
-_SAMPLE: Final = timedelta(days=1)
+_SAMPLE: Final = timedelta(days=7)
 """How often a year is probed for a change of offset: closer than any two changes of a zone
-(the shortest DST suspensions, for Ramadan, last weeks)."""
+(the shortest DST suspensions, for Ramadan, last weeks; a change and its undoing within a
+week would go unseen)."""
 
 
 def _offset(at: datetime, zone: zoneinfo.ZoneInfo) -> timedelta:
@@ -134,11 +135,18 @@ def _change_at(lo: datetime, hi: datetime, zone: zoneinfo.ZoneInfo) -> datetime:
     return hi
 
 
+class _Gap(NamedTuple):
+    change: datetime  # the instant the offset grows
+    before: timedelta  # the offset before it
+    size: timedelta  # how much wall-clock time is skipped
+    end: datetime  # the first wall-clock time after the gap (naive)
+
+
 @functools.lru_cache(maxsize=4096)
-def _gaps_of_year(zone: zoneinfo.ZoneInfo, year: int) -> tuple[tuple[datetime, timedelta], ...]:
-    """The changes of ``zone`` in the UTC year ``year`` that skip wall-clock time, as (instant of
-    the change, UTC offset before it): the offset grew, and the times from the change read with
-    the old offset up to it read with the new one do not exist."""
+def _gaps_of_year(zone: zoneinfo.ZoneInfo, year: int) -> tuple[_Gap, ...]:
+    """The changes of ``zone`` in the UTC year ``year`` that skip wall-clock time: where the
+    offset grew, the times from the change read with the old offset up to it read with the
+    new one do not exist."""
     first = max(datetime(year, 1, 1, tzinfo=UTC), timepolicy.MIN_INSTANT)
     end = timepolicy.clamp(datetime(year, 12, 31, tzinfo=UTC), timedelta(days=1))
     gaps = []
@@ -148,7 +156,9 @@ def _gaps_of_year(zone: zoneinfo.ZoneInfo, year: int) -> tuple[tuple[datetime, t
         later = _offset(nxt, zone)
         if later != offset:
             if later > offset:
-                gaps.append((_change_at(at, nxt, zone), offset))
+                change = _change_at(at, nxt, zone)
+                wall = (change + later).replace(tzinfo=None)
+                gaps.append(_Gap(change, offset, later - offset, wall))
             offset = later
         at = nxt
     return tuple(gaps)
@@ -162,22 +172,18 @@ def gaps_between(
     its size). Built once per zone and year."""
     lo, hi = max(lo, timepolicy.MIN_INSTANT), min(hi, timepolicy.MAX_INSTANT)
     for year in range(lo.year, hi.year + 1):
-        for change, before in _gaps_of_year(zone, year):
-            if lo <= change <= hi:
-                skipped = (change + before).replace(tzinfo=None)
-                after = _offset(change, zone)
-                yield skipped, skipped + (after - before), after - before
+        for gap in _gaps_of_year(zone, year):
+            if lo <= gap.change <= hi:
+                yield gap.end - gap.size, gap.end, gap.size
 
 
-def gap_source(at: datetime, zone: zoneinfo.ZoneInfo) -> datetime | None:
-    """The skipped wall-clock time :func:`place` puts at the instant ``at`` (it reads a skipped
-    time with the offset before the gap), when there is one: ``at`` lies within a gap's size
-    after its change, where the wall clock shows that time a gap later. None elsewhere."""
-    for change, before in (
-        *_gaps_of_year(zone, max(at.year - 1, timepolicy.MIN_INSTANT.year)),
-        *_gaps_of_year(zone, at.year),
-    ):
-        size = _offset(change, zone) - before
-        if change <= at < change + size:
-            return (at + before).replace(tzinfo=None)
+def skipped_twin(wall: datetime, zone: zoneinfo.ZoneInfo) -> datetime | None:
+    """The skipped wall-clock time that :func:`place` puts on the instant of ``wall`` (it reads
+    a skipped time with the offset before the gap, which lands a gap later): ``wall`` less the
+    gap's size, when ``wall`` lies within that size after a gap. None elsewhere (an O(1) look
+    at the gaps of its year)."""
+    for year in range(max(wall.year - 1, timepolicy.MIN_INSTANT.year), wall.year + 1):
+        for gap in _gaps_of_year(zone, year):
+            if gap.end <= wall < gap.end + gap.size:
+                return wall - gap.size
     return None

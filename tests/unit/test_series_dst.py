@@ -179,3 +179,17 @@ def test_an_event_starting_in_the_second_pass_of_a_repeated_hour_starts_there() 
     local = [at.astimezone(berlin).strftime("%H:%M%z") for at, _ in got.items]
     assert local == ["02:30+0100", "02:50+0100", "03:10+0100", "03:30+0100"]
     assert check_event(start, None, "Europe/Berlin", "FREQ=DAILY;COUNT=2").first == start
+
+
+def test_a_daily_series_across_samoas_skipped_day_counts_the_day_once() -> None:
+    # 30 December 2011 did not exist in Apia: its 09:00 is read a day later, on the instant of
+    # the 31st's own 09:00. One occurrence, counted once: COUNT=3 still gives three days.
+    apia = zoneinfo.ZoneInfo("Pacific/Apia")
+    start = datetime(2011, 12, 29, 9, 0, tzinfo=apia)
+    got = expand(start, None, "FREQ=DAILY;COUNT=3", "Pacific/Apia", start, start + timedelta(9))
+    assert [at.astimezone(apia).strftime("%m-%d") for at, _ in got.items] == [
+        "12-29",
+        "12-31",
+        "01-01",
+    ]
+    assert check_event(start, None, "Pacific/Apia", "FREQ=DAILY;COUNT=3").last == got.items[-1][0]
