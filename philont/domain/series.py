@@ -398,8 +398,10 @@ def expand(
     Overlap: an occurrence counts when it starts inside the window, or started before it and
     is still in progress at ``window_start`` (ending exactly at the window start does not).
     Recurrences are expanded in wall-clock time of ``tz`` from the event's local start, so
-    "daily at 09:00 Europe/Berlin" stays 09:00 local across DST (gap times shift forward,
-    ambiguous ones take their first instant). Every occurrence lasts ``end - start``; an
+    "daily at 09:00 Europe/Berlin" stays 09:00 local across DST (gap times shift forward, and
+    one that lands on the instant of another occurrence is that occurrence, counted once, so
+    COUNT=N gives N instants; ambiguous ones take their first instant, or their second for a
+    series that began in the second pass). Every occurrence lasts ``end - start``; an
     all-day event (from the first instant of a local day to that of a later one, see
     :func:`philont.domain.wallclock.all_day_days`) lasts as many whole local days, so an
     occurrence on the day of a DST change still ends at the next midnight.
