@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
 
@@ -45,6 +44,8 @@ class Checkpointer:
         """Checkpoints run so far (``PRAGMA wal_checkpoint`` calls that returned)."""
         self._wake = threading.Event()
         self._lock = fork.Lock()
+        self._in_sqlite = fork.Lock(forks_wait=True)
+        """Held while the thread is inside SQLite (connect, checkpoint, close): a fork waits."""
         self._thread: threading.Thread | None = None
         self._halt = threading.Event()
 
@@ -81,10 +82,16 @@ class Checkpointer:
         try:
             # mode=rw: a file deleted or moved meanwhile is an error, never a new empty file
             uri = f"file:{quote(str(self.path))}?mode=rw"
-            with closing(sqlite3.connect(uri, uri=True, timeout=0)) as conn:
+            with self._in_sqlite:
+                conn = sqlite3.connect(uri, uri=True, timeout=0)
+            try:
                 while self._wake.wait(IDLE_S) and not self._halt.wait(GATHER_S):
                     self._wake.clear()
-                    self._checkpoint(conn)
+                    with self._in_sqlite:
+                        self._checkpoint(conn)
+            finally:
+                with self._in_sqlite:
+                    conn.close()
         except sqlite3.Error as exc:  # the writers' SAFETY_PAGES checkpoint still bounds the WAL
             log.warning("checkpoint.failed", path=str(self.path), error=str(exc))
 

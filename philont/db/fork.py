@@ -19,7 +19,10 @@ connection. An engine a host made and gave to ``Store.from_engine`` is the host'
 Every thread lock philont holds is a :class:`Lock` of this module, for the same reason: a child
 has only the thread that forked, so a lock another thread held at that moment would stay held
 in the child for ever, and the child's first use of it (opening a Store, a schema check, a
-checkpoint) would hang. A child gets each of them unlocked.
+checkpoint) would hang. A child gets each of them unlocked. A lock made with
+``forks_wait=True`` guards work a fork must not cut in two (philont's checkpoint thread inside
+SQLite: a mutex of SQLite's that it held would be held for ever in the child, whose first
+connection to that file then hung): a fork waits until no thread holds it.
 """
 
 from __future__ import annotations
@@ -49,10 +52,12 @@ class Lock:
     """A ``threading.Lock`` (``RLock`` with ``reentrant=True``) that a forked child gets
     unlocked, whichever thread of the parent held it."""
 
-    def __init__(self, *, reentrant: bool = False) -> None:
+    def __init__(self, *, reentrant: bool = False, forks_wait: bool = False) -> None:
         self._reentrant = reentrant
         self._lock = self._new()
         _LOCKS.add(self)
+        if forks_wait:
+            _AWAITED.add(self)
 
     def _new(self) -> Any:
         return threading.RLock() if self._reentrant else threading.Lock()
@@ -73,9 +78,24 @@ class Lock:
 
 
 _LOCKS: weakref.WeakSet[Lock] = weakref.WeakSet()
+_AWAITED: weakref.WeakSet[Lock] = weakref.WeakSet()
+_TAKEN: list[Lock] = []
+"""The ``forks_wait`` locks the forking thread holds while it forks."""
+
+
+def _before_fork() -> None:
+    for lock in list(_AWAITED):
+        lock.acquire()
+        _TAKEN.append(lock)
+
+
+def _after_fork_in_parent() -> None:
+    while _TAKEN:
+        _TAKEN.pop().release()
 
 
 def _after_fork() -> None:
+    _TAKEN.clear()
     for lock in list(_LOCKS):
         lock._lock = lock._new()
     for engine in list(_ENGINES):
@@ -84,4 +104,6 @@ def _after_fork() -> None:
         engine.pool = old.recreate()
 
 
-os.register_at_fork(after_in_child=_after_fork)
+os.register_at_fork(
+    before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork
+)

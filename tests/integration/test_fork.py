@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import re
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,32 @@ def test_no_thread_lock_of_philont_is_a_plain_one() -> None:
         if path.name != "fork.py" and plain.search(path.read_text())
     ]
     assert found == []
+
+
+def _after_the_holder(released: list[bool]) -> None:
+    # exit codes: 0 forked after the holder let go, 5 forked while it was inside
+    raise SystemExit(0 if released else 5)
+
+
+def test_a_fork_waits_for_the_checkpoint_thread_to_leave_sqlite(tmp_path: Path) -> None:
+    """A checkpoint cut in two by a fork could leave one of SQLite's mutexes held for ever in
+    the child; the fork waits for the checkpoint thread to be out of SQLite instead."""
+    from philont.db.checkpoint import Checkpointer
+
+    inside = Checkpointer(tmp_path / "m.sqlite")._in_sqlite
+    entered, released = threading.Event(), []
+
+    def checkpointing() -> None:
+        with inside:
+            entered.set()
+            time.sleep(0.3)
+            released.append(True)
+
+    holder = threading.Thread(target=checkpointing)
+    holder.start()
+    assert entered.wait(10)
+    child = multiprocessing.get_context("fork").Process(target=_after_the_holder, args=(released,))
+    child.start()
+    child.join(30)
+    holder.join()
+    assert child.exitcode == 0
