@@ -39,7 +39,7 @@ from philont.db.backend import refuse_nul
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
 
-__all__ = ["ENTRY_POINTS", "Rules", "check_of", "checked", "wrap"]
+__all__ = ["ENTRY_POINTS", "Finds", "Rules", "check_of", "checked", "finds", "wrap"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -283,6 +283,20 @@ def _check_stored(name: str, value: object, *, limit_may_be_none: bool) -> None:
         raise InvalidInputError.of(name, problem)
 
 
+def _unheld_key(
+    name: str, declared: str, kind: _Rule | None, value: object, found: Finds
+) -> object:
+    """What the key ``name`` (checked as declared, a NUL allowed) becomes where text cannot
+    hold a NUL character: None (it is held), :data:`_ABSENT` (text with a NUL), or a sequence
+    without its items with a NUL."""
+    _check_declared(name, declared, kind, value, keeps_nul=True)
+    if isinstance(value, str):
+        return _ABSENT if "\x00" in value else None
+    if isinstance(value, _CONTAINERS) and any(isinstance(v, str) and "\x00" in v for v in value):
+        return [v for v in value if not (isinstance(v, str) and "\x00" in v)]
+    return None
+
+
 def _check_searched(name: str, value: object) -> None:
     """A searched argument may hold any text, but it must be text (``None``, bytes or a list
     would otherwise fail deep inside the method with an untyped error)."""
@@ -314,6 +328,58 @@ def _settled(value: object) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Finds:
+    """What a method that finds rows by text (a lookup, or a change or removal of rows it
+    finds) is given as keys, and what it answers when a key names nothing.
+
+    ``keys``: the text arguments that only name rows, never stored as given; ``typed``: those of
+    them with an input type of their own (:func:`philont.schemas.inputs.check`), checked on entry
+    on every backend. ``absent(service, **arguments)``: the answer when a key holds text this
+    database cannot hold (a NUL character on PostgreSQL): nothing can be stored under it, so the
+    method answers as it does when nothing matches (it may raise the method's not-found error);
+    None: what the return type says (``X | None``: None, a list: ``[]``, ``bool``: False,
+    ``int``: 0). A sequence of keys loses its unheld items (none left: ``absent``)."""
+
+    keys: frozenset[str]
+    typed: Mapping[str, Any]
+    absent: Callable[..., Any] | None
+
+
+_FINDS = "__philont_finds__"
+
+
+def finds(*keys: str, absent: Callable[..., Any] | None = None, **typed: Any) -> Callable[[F], F]:
+    """Mark a public service method as one that finds rows by the text arguments ``keys`` (and
+    the keywords of ``typed``, each with its input type): :class:`Finds`. On PostgreSQL a key
+    holding a NUL character is then "not found", as on SQLite, instead of a refusal."""
+
+    def mark(fn: F) -> F:
+        setattr(fn, _FINDS, Finds(frozenset(keys) | frozenset(typed), typed, absent))
+        return fn
+
+    return mark
+
+
+def finds_of(fn: Callable[..., Any]) -> Finds | None:
+    """``fn``'s :func:`finds` mark, or None."""
+    found = getattr(fn, _FINDS, None)
+    return found if isinstance(found, Finds) else None
+
+
+def _nothing(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The answer of ``fn`` when nothing matches, by its declared return type (:class:`Finds`)."""
+    returned = str(inspect.signature(fn).return_annotation)
+    if returned.endswith(" | None"):
+        return lambda *_, **__: None
+    if returned.startswith(("list[", "builtins.list[")):
+        return lambda *_, **__: []
+    if returned in ("bool", "int"):
+        value = False if returned == "bool" else 0
+        return lambda *_, **__: value
+    raise TypeError(f"{fn.__qualname__} returns {returned}: give finds(..., absent=) its answer")
+
+
+@dataclass(frozen=True, slots=True)
 class Rules:
     """What a family of functions adds to the declared types of its arguments."""
 
@@ -325,6 +391,8 @@ class Rules:
     """Arguments that are searched, never stored: any text, but text."""
     unstored: frozenset[str] = frozenset()
     """Text arguments that never reach the database (a NUL character is fine in them)."""
+    finds: Finds | None = None
+    """The method finds rows by some of its text arguments (:func:`finds`)."""
 
 
 ENTRY = Rules()
@@ -334,8 +402,11 @@ ENTRY = Rules()
 def wrap(fn: F, rules: Rules, keeps_nul: Callable[[Any], bool] | None = None) -> F:
     """``fn`` with its arguments checked (:func:`_checker`) before it runs, so a refused call
     has touched nothing. ``keeps_nul(self)``: whether text may hold NUL (the unit of work's
-    backend); without it, it may (an entry point stores no text as given)."""
+    backend); without it, it may (an entry point stores no text as given). A key of
+    ``rules.finds`` that this database cannot hold answers as nothing found (:class:`Finds`)."""
     check, method = _checker(fn, rules, keeps_nul)
+    if rules.finds is not None:
+        return _finding(fn, check, rules.finds)
 
     if inspect.iscoroutinefunction(fn):  # checked when awaited, as the call's other errors
         return _awaited(fn, check, method)
@@ -357,6 +428,34 @@ def wrap(fn: F, rules: Rules, keeps_nul: Callable[[Any], bool] | None = None) ->
     return checked_function  # type: ignore[return-value]
 
 
+def _finding(fn: F, check: _Check, found: Finds) -> F:
+    """The method ``fn`` (a service's, synchronous) that finds rows by ``found.keys``: run as
+    given, with the unheld items of a sequence of keys left out, or answered by ``absent``
+    when a key (or every item of one) names nothing this database can hold."""
+    if inspect.iscoroutinefunction(fn):
+        raise TypeError(f"{fn.__qualname__}: finds() marks synchronous service methods only")
+    signature = inspect.signature(fn)
+    absent = found.absent or _nothing(fn)
+
+    @functools.wraps(fn)
+    def finding_method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        unheld = check(self, args, kwargs) if args or kwargs else None
+        if not unheld:
+            return fn(self, *args, **kwargs)
+        bound = signature.bind(self, *args, **kwargs)
+        if any(value is _ABSENT or not value for value in unheld.values()):
+            bound.apply_defaults()
+            given = {k: v for k, v in bound.arguments.items() if k != "self"}
+            for name, kind in found.typed.items():  # as the method checks them on SQLite
+                if given.get(name) is not None:
+                    inputs.check(kind, given[name], name)
+            return absent(self, **given)
+        bound.arguments.update(unheld)
+        return fn(*bound.args, **bound.kwargs)
+
+    return finding_method  # type: ignore[return-value]
+
+
 def _awaited(fn: F, check: _Check, method: bool) -> F:
     @functools.wraps(fn)
     async def checked_coroutine(*args: Any, **kwargs: Any) -> Any:
@@ -366,7 +465,11 @@ def _awaited(fn: F, check: _Check, method: bool) -> F:
     return checked_coroutine  # type: ignore[return-value]
 
 
-_Check = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
+_ABSENT: Any = object()
+"""What a key holding text this database cannot hold becomes (:func:`_finding`)."""
+
+_Check = Callable[[Any, tuple[Any, ...], dict[str, Any]], dict[str, Any] | None]
+"""The check of a call's arguments: None, or what its unheld keys become (:func:`_finding`)."""
 
 
 def _checker(
@@ -393,24 +496,32 @@ def _checker(
     # ``fn``, also under a decorator such as ``stored_values.careful_read``)
     names = inspect.unwrap(fn).__globals__
     classes: dict[str, _Rule | None] = {}
+    found = rules.finds
 
     passed: set[tuple[str, type]] = set()  # (declared argument, type) of settled values passed
 
-    def check_one(name: str, value: object, nul_kept: bool) -> None:
+    def check_one(name: str, value: object, nul_kept: bool) -> object:
         if name in rules.searched_only:
             _check_searched(name, value)
-            return
+            return None
         if rules.stored:
             _check_stored(name, value, limit_may_be_none=limit_may_be_none)
-        if name in declared:
-            nul_kept = nul_kept or name in rules.unstored
-            _check_declared(name, declared[name], classes[name], value, keeps_nul=nul_kept)
+        if name not in declared:
+            return None
+        if found is not None and name in found.keys and not nul_kept:
+            return _unheld_key(name, declared[name], classes[name], value, found)
+        nul_kept = nul_kept or name in rules.unstored
+        _check_declared(name, declared[name], classes[name], value, keeps_nul=nul_kept)
+        return None
 
-    def check(first: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def check(
+        first: object, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[str, Any] | None:
         if not classes:
             for annotation in options:
                 declared.update(_option_types(annotation, names))
             classes.update({n: _declared_class(d, names) for n, d in declared.items()})
+        unheld: dict[str, Any] | None = None
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
             key = (name, type(value))
             # ASCII text without NUL is settled at a glance; anything else asks _settled
@@ -418,9 +529,12 @@ def _checker(
                 (key[1] is str and value.isascii() and "\x00" not in value) or _settled(value)
             ):
                 continue  # a value of this kind passed every check before: this one does too
-            check_one(name, value, True if keeps_nul is None else keeps_nul(first))
-            if name in declared and name != "limit" and _settled(value):
+            becomes = check_one(name, value, True if keeps_nul is None else keeps_nul(first))
+            if becomes is not None:
+                unheld = {**(unheld or {}), name: becomes}
+            elif name in declared and name != "limit" and _settled(value):
                 passed.add(key)  # declared names only: a caller's stray keywords are not kept
+        return unheld
 
     return check, method
 

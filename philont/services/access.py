@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
+from philont.arguments import finds
 from philont.db.models import AccessLogEntry
 from philont.db.queries import access as access_rows
 from philont.db.stored_values import record
@@ -38,6 +39,7 @@ class AccessLog(Service):
             id=new_id, target_type=kind, target_id=target_id, accessed_at=at, context=context
         )
 
+    @finds("target_id", target_type=inputs.AccessTargetName)
     def count_for(self, target_type: AccessTarget, target_id: str) -> int:
         stmt = select(func.count()).where(
             AccessLogEntry.target_type == _target(target_type),
@@ -45,6 +47,7 @@ class AccessLog(Service):
         )
         return int(self.session.scalar(stmt) or 0)
 
+    @finds("target_id", target_type=inputs.AccessTargetName)
     def recent_for(
         self, target_type: AccessTarget, target_id: str, limit: int = 20
     ) -> list[AccessRecord]:

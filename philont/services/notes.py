@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import builtins
 import uuid
+from typing import NoReturn
 
 from sqlalchemy import ColumnElement, func, or_, select
 
+from philont.arguments import finds
 from philont.db.models import Note
 from philont.db.stored_values import record
 from philont.domain.kinds import AccessTarget
@@ -42,6 +44,11 @@ _RANKING = (Note.importance.desc(), Note.created_at.desc(), Note.id)
 MAX_SEARCH_TOKENS = 64
 """Distinct words ``NoteService.search`` takes: each is one ``LIKE`` that every note found must
 match (SQLite refuses an expression deeper than 1000)."""
+
+
+def _no_note(id: str) -> NoReturn:
+    """A note id that names no note: :class:`~philont.errors.NoteNotFoundError`."""
+    raise NoteNotFoundError(f"no note with id {id!r}", id=id)
 
 
 class NoteService(Service):
@@ -106,6 +113,7 @@ class NoteService(Service):
         log.info(event, id=note_id, importance=imp, session_id=sid)
         return _record(row)
 
+    @finds("id")
     def get(self, id: str) -> NoteRecord | None:
         """The note, or ``None`` if it is missing or forgotten. A hit refreshes
         ``last_accessed_at`` and writes one access-log row; a miss writes nothing."""
@@ -131,9 +139,10 @@ class NoteService(Service):
     def _row(self, id: str) -> Note:
         row = self.session.get(Note, id) if isinstance(id, str) else None
         if row is None:
-            raise NoteNotFoundError(f"no note with id {id!r}", id=id)
+            _no_note(id)
         return row
 
+    @finds("id", absent=lambda _service, id: _no_note(id))
     def forget(self, id: str) -> bool:
         """Soft-forget a note; True if it was not forgotten before (the first
         ``forgotten_at`` is kept). Unknown id: :class:`~philont.errors.NoteNotFoundError`."""
@@ -145,6 +154,7 @@ class NoteService(Service):
         log.info("note.forgotten", id=row.id)
         return True
 
+    @finds("id", absent=lambda _service, id: _no_note(id))
     def unforget(self, id: str) -> bool:
         """Bring a forgotten note back; True if it was forgotten."""
         row = self._row(id)
@@ -155,6 +165,10 @@ class NoteService(Service):
         log.info("note.unforgotten", id=row.id)
         return True
 
+    @finds(
+        "exclude_session_id",
+        absent=lambda service, **_: service.latest_session_summary(),  # excludes nothing
+    )
     def latest_session_summary(self, exclude_session_id: str | None = None) -> NoteRecord | None:
         """The newest non-forgotten ``session-summary-*`` note, skipping the one of
         ``exclude_session_id`` (normally the session in progress). No access refresh."""
@@ -174,34 +188,31 @@ class NoteService(Service):
 
     def search(self, query: str, limit: int = 5) -> builtins.list[NoteRecord]:
         """Active notes containing every whitespace-separated token of ``query`` (at most
-        :data:`MAX_SEARCH_TOKENS` distinct ones), ordered by importance then newest.
+        :data:`MAX_SEARCH_TOKENS` distinct ones), ordered by importance then newest. A NUL
+        character separates tokens too, as in every search query (``mem.search``'s plan), on
+        both backends.
 
         Each token is an escaped ``LIKE`` substring (``%`` and ``_`` are literal;
         case-insensitive for ASCII on SQLite; PostgreSQL's ILIKE also folds other letters, by
         the database's locale: ``ärger`` finds ``Ärger`` there only). A blank query finds
-        nothing, and so does a token no stored text can hold (a lone surrogate; a NUL
-        character on PostgreSQL). No access refresh. Ranked search with stems, substrings and
+        nothing, and so does a token no stored text can hold (a lone surrogate). No access
+        refresh. Ranked search with stems, substrings and
         time windows is ``mem.search.notes``.
         """
         query = inputs.check(inputs.Query, query, "query")
-        tokens = list(dict.fromkeys(query.split()))
+        # SQLite's LIKE reads its pattern up to a NUL ('Berlin\x00' found '... Berlin'), and
+        # PostgreSQL's text holds none: a NUL is a separator, as in search plans.
+        tokens = list(dict.fromkeys(query.replace("\x00", " ").split()))
         if len(tokens) > MAX_SEARCH_TOKENS:
             raise InvalidInputError(
                 f"query: {len(tokens)} distinct words; at most {MAX_SEARCH_TOKENS} (every one"
                 " must be in a note; mem.search.notes ranks notes by any of them)",
                 argument="query",
             )
-        if not tokens or any(self._unheld(t) for t in tokens):
+        if not tokens or any(inputs.unstorable(t) is not None for t in tokens):
             return []
         stmt = select(Note).where(_ACTIVE, *map(_contains, tokens)).order_by(*_RANKING).limit(limit)
         return [_record(r) for r in self.session.scalars(stmt)]
-
-    def _unheld(self, token: str) -> bool:
-        """Whether no stored note can hold ``token``: a lone surrogate anywhere, a NUL
-        character on PostgreSQL (its text cannot hold one, so it is no match there)."""
-        if inputs.unstorable(token) is not None:
-            return True
-        return "\x00" in token and not self.mem.backend.keeps_nul
 
     def count(self, include_forgotten: bool = False) -> int:
         """How many notes there are (forgotten ones only when asked)."""

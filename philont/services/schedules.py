@@ -5,11 +5,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Final, TypedDict, Unpack
+from typing import Any, Final, NoReturn, TypedDict, Unpack
 
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select, text, update
 from sqlalchemy.engine import CursorResult
 
+from philont.arguments import finds
 from philont.db.models import Schedule, ScheduleOutcome
 from philont.db.stored_values import record
 from philont.domain import recurrence
@@ -94,6 +95,16 @@ class ScheduleSpec(TypedDict, total=False):
     created_by: str
 
 
+def _cancel_unheld(
+    service: ScheduleService, *, name: str | None = None, id: str | None = None
+) -> NoReturn:
+    """``cancel`` where the name or the id cannot exist in this database: what it answers
+    when nothing matches (a held id of another schedule beside the name is still refused)."""
+    if id is not None and "\x00" not in id and name is not None:
+        service._same_schedule(id, name.strip())
+    service._none_enabled(name, id)
+
+
 class ScheduleService(Service):
     """Schedules in Philont's ``memory_schedules`` table.
 
@@ -150,6 +161,7 @@ class ScheduleService(Service):
         log.info("schedule.replaced", id=row.id, name=row.name, replaced=replaced)
         return _record(row), replaced
 
+    @finds(name=planning.ScheduleName, id=planning.ScheduleId, absent=_cancel_unheld)
     def cancel(
         self, *, name: str | None = None, id: str | None = None
     ) -> builtins.list[ScheduleRecord]:
@@ -170,44 +182,53 @@ class ScheduleService(Service):
         if id is not None:
             conditions.append(Schedule.id == inputs.check(planning.ScheduleId, id, "id"))
             if clean_name is not None:
-                owner = self.session.get(Schedule, id)
-                if owner is not None and owner.name != clean_name:
-                    raise InvalidInputError.of_together(
-                        ("name", "id"),
-                        f"id {id!r} is the schedule {owner.name!r}, not {clean_name!r}; "
-                        "give one of them",
-                    )
+                self._same_schedule(id, clean_name)
         if clean_name is not None:
             conditions.append(Schedule.name == clean_name)
         rows = self.session.scalars(
             select(Schedule).where(*conditions).order_by(Schedule.created_at, Schedule.id)
         ).all()
         if not rows:
-            # Each enabled name once, soonest first (PostgreSQL refuses DISTINCT ordered by a
-            # column it does not select: group and order by each name's earliest run).
-            enabled = self.session.scalars(
-                select(Schedule.name)
-                .where(_ENABLED)
-                .group_by(Schedule.name)
-                .order_by(func.min(Schedule.next_run_at), Schedule.name)
-            ).all()
-            shown = ", ".join(enabled[:_ENABLED_NAMES_SHOWN]) or "none"
-            if len(enabled) > _ENABLED_NAMES_SHOWN:
-                shown += f", … ({len(enabled) - _ENABLED_NAMES_SHOWN} more)"
-            raise ScheduleNotFoundError(
-                f"no enabled schedule matches name={name!r} id={id!r}. Currently enabled: {shown}",
-                name=name,
-                id=id,
-                enabled=builtins.list(enabled),
-            )
+            self._none_enabled(name, id)
         for row in rows:
             row.enabled = False
         self.session.flush()
         log.info("schedule.cancelled", ids=[r.id for r in rows], name=clean_name)
         return [_record(r) for r in rows]
 
+    def _same_schedule(self, id: str, name: str) -> None:
+        """Refuse an ``id`` and ``name`` (stripped) given together that name two schedules."""
+        owner = self.session.get(Schedule, id)
+        if owner is not None and owner.name != name:
+            raise InvalidInputError.of_together(
+                ("name", "id"),
+                f"id {id!r} is the schedule {owner.name!r}, not {name!r}; give one of them",
+            )
+
+    def _none_enabled(self, name: str | None, id: str | None) -> NoReturn:
+        """:class:`~philont.errors.ScheduleNotFoundError` for a cancel that matched nothing,
+        listing what is enabled."""
+        # Each enabled name once, soonest first (PostgreSQL refuses DISTINCT ordered by a
+        # column it does not select: group and order by each name's earliest run).
+        enabled = self.session.scalars(
+            select(Schedule.name)
+            .where(_ENABLED)
+            .group_by(Schedule.name)
+            .order_by(func.min(Schedule.next_run_at), Schedule.name)
+        ).all()
+        shown = ", ".join(enabled[:_ENABLED_NAMES_SHOWN]) or "none"
+        if len(enabled) > _ENABLED_NAMES_SHOWN:
+            shown += f", … ({len(enabled) - _ENABLED_NAMES_SHOWN} more)"
+        raise ScheduleNotFoundError(
+            f"no enabled schedule matches name={name!r} id={id!r}. Currently enabled: {shown}",
+            name=name,
+            id=id,
+            enabled=builtins.list(enabled),
+        )
+
     # --- reading ------------------------------------------------------------------------------
 
+    @finds("id")
     def get(self, id: str) -> ScheduleRecord | None:
         """The schedule (enabled or not), or None; :class:`~philont.errors.UnreadableRowError`
         when its stored values cannot be read."""
@@ -216,6 +237,7 @@ class ScheduleService(Service):
         rows = self._raw(select(*_rows.raw_columns(_TABLE)).where(Schedule.id == id))
         return None if not rows else _checked(rows[0])
 
+    @finds(name=planning.ScheduleName)
     def find_by_name(self, name: str) -> ScheduleRecord | None:
         """The newest enabled schedule with exactly this name, or None."""
         clean = inputs.check(planning.ScheduleName, name, "name").strip()
@@ -486,6 +508,7 @@ class ScheduleService(Service):
             )
         return _record(fresh)
 
+    @finds(schedule_id=planning.ScheduleId)
     def outcomes(self, schedule_id: str, limit: int = 5) -> builtins.list[ScheduleOutcomeRecord]:
         """The newest ``limit`` outcomes of a schedule, newest first.
 

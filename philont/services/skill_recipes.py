@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
+from philont.arguments import finds
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.queries.skills import SKILL_ROW
@@ -24,6 +25,7 @@ from philont.errors import (
     InvalidInputError,
     UnreadableRowError,
 )
+from philont.schemas import inputs
 from philont.schemas.skills import (
     RecipeRevisionRecord,
     SkillRecord,
@@ -34,6 +36,7 @@ from philont.services.skill_base import (
     has_recipe,
     lines_of,
     log,
+    no_skill,
     optional_text,
     required_text,
 )
@@ -229,6 +232,7 @@ class SkillRecipes(SkillBase):
         )
         return self._reload(skill.id)
 
+    @finds(name=inputs.SkillNameLookup, absent=no_skill)
     def revisions(self, name: str) -> builtins.list[RecipeRevisionRecord]:
         """Return the skill's revisions, oldest first; the one in force is last, with live counts.
 

@@ -26,6 +26,7 @@ from uuid import uuid4
 from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
+from philont.arguments import finds
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.queries import skills as skill_rows
@@ -65,6 +66,7 @@ from philont.services.skill_base import (
     kind_of,
     later,
     log,
+    no_skill,
     not_usable_reason,
     optional_text,
     required_text,
@@ -84,6 +86,7 @@ class SkillService(SkillRecipes):
 
     unstored = frozenset({"reason"})  # set_grade's reason is logged, never stored
 
+    @finds(name=inputs.SkillNameLookup)
     def get(self, name: str, *, record_access: bool = True) -> SkillRecord | None:
         """Return the skill named exactly ``name`` (case-sensitive), or None.
 
@@ -97,6 +100,7 @@ class SkillService(SkillRecipes):
             self.mem.access.record(AccessTarget.SKILL, found[0].id)
         return to_record(*found)
 
+    @finds("skill_id")
     def get_by_id(self, skill_id: str) -> SkillRecord | None:
         """Return the skill with this id, or None (no access-log row: an internal lookup)."""
         if not isinstance(skill_id, str):
@@ -141,6 +145,7 @@ class SkillService(SkillRecipes):
 
         return rows_read(ranked, rows, skill_rows.SKILL_ROW, raw=False)
 
+    @finds(name=inputs.SkillNameLookup, absent=no_skill)
     def is_callable(self, name: str) -> bool:
         """Return whether :meth:`use` would hand the skill out (grade callable, recipe complete)."""
         return to_record(*self._require(name)).callable
@@ -249,6 +254,7 @@ class SkillService(SkillRecipes):
             )
         return self._reload(skill.id)
 
+    @finds(name=inputs.SkillNameLookup)
     def delete(self, name: str) -> bool:
         """Delete the skill (its recipe and revisions go with it, by ON DELETE CASCADE).
 
@@ -279,6 +285,7 @@ class SkillService(SkillRecipes):
         )
         return self.session.execute(stmt).scalar_one_or_none()
 
+    @finds(name=inputs.SkillNameLookup, absent=no_skill)
     def record_usage(self, name: str) -> SkillRecord:
         """Count one use: ``use_count + 1`` and ``last_used_at = now``, nothing else.
 
@@ -290,6 +297,7 @@ class SkillService(SkillRecipes):
             raise SkillNotFoundError(f"no skill named {name!r}", name=name)
         return self._reload(skill_id)
 
+    @finds(name=inputs.SkillNameLookup, absent=no_skill)
     def use(self, name: str) -> SkillUse:
         """Hand a skill out for use: its record (after counting the use) and its grade caveat.
 
