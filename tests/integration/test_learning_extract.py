@@ -104,18 +104,6 @@ def test_a_fact_the_store_fact_tool_refuses_is_refused_with_the_tools_code(
     assert counts(mem) == before
 
 
-def test_a_nul_in_a_fact_value_is_refused_before_it_reaches_any_backend(
-    mem: Memory, clock: FakeClock
-) -> None:
-    chat(mem, clock)
-    before = counts(mem)
-    report, _ = extract(
-        mem, {"action": "store_fact", "namespace": "u", "key": "k", "value": "a\x00"}
-    )
-    assert [(w.outcome, w.code) for w in report.writes] == [("rejected", "invalid_arguments")]
-    assert counts(mem) == before
-
-
 def test_notes_are_checked_and_malformed_actions_reported(mem: Memory, clock: FakeClock) -> None:
     chat(mem, clock)
     before = counts(mem)
