@@ -412,6 +412,22 @@ def test_an_answer_cut_off_anywhere_says_so_in_the_report(
     assert reflection.problem is not None
 
 
+def test_an_answer_with_a_key_twice_over_lists_writes_nothing_and_says_why(
+    mem: Memory, clock: FakeClock
+) -> None:
+    # {"facts": [a], "facts": [b]} was read as one of the lists, silently
+    chat(mem, clock)
+    before = counts(mem)
+    fact = {"action": "store_fact", "namespace": "user", "key": "k", "value": "v"}
+    answer = f'{{"facts": [{json.dumps(fact)}], "facts": []}}'
+    learner = Learner(mem, ScriptedModel.by_task({"extract": answer, "reflect": answer}))
+    extraction = learner.extract(session_id="s1")
+    assert extraction.writes == [] and counts(mem) == before
+    assert extraction.problem is not None and "'facts' appears twice" in extraction.problem
+    reflection = learner.reflect(session_id="s1")
+    assert reflection.problem is not None and "'facts' appears twice" in reflection.problem
+
+
 @pytest.mark.parametrize(
     ("namespace", "key"),
     [("system", "last_consolidated_ts"), ("system", "other"), ("system.sub", "k")],
