@@ -39,7 +39,7 @@ from philont.db.backend import refuse_nul
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
 
-__all__ = ["ENTRY_POINTS", "Finds", "Rules", "check_of", "checked", "finds", "wrap"]
+__all__ = ["ENTRY_POINTS", "PASS_ON", "Finds", "Rules", "check_of", "checked", "finds", "wrap"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -338,7 +338,8 @@ class Finds:
     database cannot hold (a NUL character on PostgreSQL): nothing can be stored under it, so the
     method answers as it does when nothing matches (it may raise the method's not-found error);
     None: what the return type says (``X | None``: None, a list: ``[]``, ``bool``: False,
-    ``int``: 0). A sequence of keys loses its unheld items (none left: ``absent``)."""
+    ``int``: 0); :data:`PASS_ON`: the method itself. A sequence of keys loses its unheld items
+    (none left: ``absent``)."""
 
     keys: frozenset[str]
     typed: Mapping[str, Any]
@@ -346,6 +347,10 @@ class Finds:
 
 
 _FINDS = "__philont_finds__"
+
+PASS_ON: Any = object()
+"""``finds(..., absent=PASS_ON)``: the method runs as given; it hands its key to lookups that
+answer for it (methods marked ``finds`` themselves)."""
 
 
 def finds(*keys: str, absent: Callable[..., Any] | None = None, **typed: Any) -> Callable[[F], F]:
@@ -440,7 +445,7 @@ def _finding(fn: F, check: _Check, found: Finds) -> F:
     @functools.wraps(fn)
     def finding_method(self: Any, *args: Any, **kwargs: Any) -> Any:
         unheld = check(self, args, kwargs) if args or kwargs else None
-        if not unheld:
+        if not unheld or absent is PASS_ON:
             return fn(self, *args, **kwargs)
         bound = signature.bind(self, *args, **kwargs)
         if any(value is _ABSENT or not value for value in unheld.values()):

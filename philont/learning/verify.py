@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sqlalchemy import select
 
+from philont.arguments import finds
 from philont.db.models import Action, JudgeVerdict, LearningCase, RawMessage, Skill
 from philont.db.stored_values import record, report, rows_read
 from philont.db.types import kinds_of
@@ -265,6 +266,7 @@ class CaseBook(Service):
         )
         return [_case_record(r) for r in rows]
 
+    @finds("case_id")
     def is_condensed(self, case_id: str) -> bool:
         """Whether a skill was condensed from the case already (as stored now: another
         learner may have condensed it since this one read it as pending)."""
@@ -284,6 +286,7 @@ class CaseBook(Service):
         row.condense_note = note[:1_000]
         self.mem.session.flush()
 
+    @finds("skill_name")
     def cases_of(self, skill_name: str) -> list[CaseRecord]:
         """The verified cases a skill was condensed from."""
         rows = self.mem.session.scalars(

@@ -105,6 +105,17 @@ def _cancel_unheld(
     service._none_enabled(name, id)
 
 
+def _no_schedule_id(_service: object, schedule_id: object, **_: object) -> NoReturn:
+    raise ScheduleNotFoundError(f"no schedule with id {schedule_id!r}", id=schedule_id)
+
+
+def _no_outcome_schedule(service: object, schedule_id: str, **run: Any) -> NoReturn:
+    """``record_outcome`` of a schedule id this database cannot hold: the run checked as the
+    method checks it, then the schedule is not found."""
+    checked_outcome(**run)
+    _no_schedule_id(service, schedule_id)
+
+
 class ScheduleService(Service):
     """Schedules in Philont's ``memory_schedules`` table.
 
@@ -435,9 +446,10 @@ class ScheduleService(Service):
             Schedule, inputs.check(planning.ScheduleId, schedule_id, "schedule_id")
         )
         if row is None:
-            raise ScheduleNotFoundError(f"no schedule with id {schedule_id!r}", id=schedule_id)
+            _no_schedule_id(self, schedule_id)
         return row
 
+    @finds(schedule_id=planning.ScheduleId, absent=_no_outcome_schedule)
     def record_outcome(
         self,
         schedule_id: str,

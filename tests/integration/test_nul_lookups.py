@@ -30,6 +30,9 @@ from philont import tools
 from philont.arguments import finds_of
 from philont.db.backend import Backend
 from philont.errors import InvalidInputError, PhilontError
+from philont.learning import Learner
+from philont.learning.verify import CaseBook
+from philont.llm import ScriptedModel
 from philont.memory import Memory
 from philont.store import Store
 from tests.support import service_classes
@@ -40,6 +43,12 @@ NOW = datetime(2026, 6, 14, 12, 0, tzinfo=UTC)
 T0, T1 = NOW - timedelta(days=1), NOW + timedelta(days=1)
 
 Call = Callable[[Memory, str], object]
+_MODEL = ScriptedModel(["[]"] * 1000)
+
+
+def _learner(mem: Memory) -> Learner:
+    return Learner(mem, ScriptedModel(["[]"]))
+
 
 LOOKUPS: dict[str, Call] = {
     "AccessLog.count_for": lambda m, v: m.access.count_for("fact", v),
@@ -50,6 +59,8 @@ LOOKUPS: dict[str, Call] = {
     "ActionLog.query linked_skill": lambda m, v: m.actions.query(linked_skill=v),
     "ActionLog.recent_failures": lambda m, v: m.actions.recent_failures(session_id=v),
     "CalendarService.delete": lambda m, v: m.calendar.delete(v),
+    "CaseBook.cases_of": lambda m, v: CaseBook(m).cases_of(v),
+    "CaseBook.is_condensed": lambda m, v: CaseBook(m).is_condensed(v),
     "CalendarService.find_by_external_ref": lambda m, v: m.calendar.find_by_external_ref(v),
     "CalendarService.get": lambda m, v: m.calendar.get(v),
     "FactService.forget": lambda m, v: m.facts.forget(v),
@@ -65,6 +76,10 @@ LOOKUPS: dict[str, Call] = {
     "FactService.unpin": lambda m, v: m.facts.unpin(v),
     "FactTime.as_of": lambda m, v: m.facts.as_of(v, "city", NOW),
     "FactTime.events": lambda m, v: m.facts.events(v),
+    "Learner.extract": lambda m, v: _learner(m).extract(session_id=v),
+    "Learner.reflect": lambda m, v: _learner(m).reflect(session_id=v),
+    "Learner.summarize": lambda m, v: _learner(m).summarize(v),
+    "Learner.window": lambda m, v: _learner(m).window(session_id=v),
     "NoteService.forget": lambda m, v: m.notes.forget(v),
     "NoteService.get": lambda m, v: m.notes.get(v),
     "NoteService.latest_session_summary": lambda m, v: m.notes.latest_session_summary(v),
@@ -73,7 +88,12 @@ LOOKUPS: dict[str, Call] = {
     "ScheduleService.cancel name": lambda m, v: m.schedules.cancel(name=v),
     "ScheduleService.find_by_name": lambda m, v: m.schedules.find_by_name(v),
     "ScheduleService.get": lambda m, v: m.schedules.get(v),
+    "ReflectorService.reflect": lambda m, v: m.reflector.reflect(_MODEL, session_id=v),
+    "ReflectorService.run": lambda m, v: m.reflector.run(session_id=v),
     "ScheduleService.outcomes": lambda m, v: m.schedules.outcomes(v),
+    "ScheduleService.record_outcome": lambda m, v: m.schedules.record_outcome(
+        v, ok=True, fired_at=NOW, duration_ms=5, summary="done"
+    ),
     "SkillRecipes.revisions": lambda m, v: m.skills.revisions(v),
     "SkillService.delete": lambda m, v: m.skills.delete(v),
     "SkillService.get": lambda m, v: m.skills.get(v),

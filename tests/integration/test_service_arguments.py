@@ -346,6 +346,7 @@ FOUND_BY = {
     "actions.count",
     "calendar.get",
     "calendar.find_by_external_ref",
+    "reflector.run",
 }  # lookups: a NUL is "not found" there on PostgreSQL too (tests/integration/test_nul_lookups.py)
 NUL_STORED = sorted(set(DECLARED_TEXT) - {"prefix.build"} - FOUND_BY)  # the prefix stores none
 
