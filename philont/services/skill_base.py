@@ -267,8 +267,16 @@ class SkillBase(Service):
         row = self.session.execute(stmt).one_or_none()
         return None if row is None else (row[0], row[1])
 
+    def _named(self, name: str) -> str:
+        """``name`` checked as a skill name to look up; :class:`SkillNotFoundError` when this
+        database cannot hold it (a NUL character on PostgreSQL: no skill can have it)."""
+        checked: str = inputs.check(inputs.SkillNameLookup, name, "name")
+        if "\x00" in checked and not self.mem.backend.keeps_nul:
+            no_skill(self, name)
+        return checked
+
     def _require(self, name: str) -> tuple[Skill, SkillRecipe | None]:
-        found = self._fetch(Skill.name == inputs.check(inputs.SkillNameLookup, name, "name"))
+        found = self._fetch(Skill.name == self._named(name))
         if found is None:
             no_skill(self, name)
         return found

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from philont.arguments import finds
+from philont.arguments import PASS_ON, finds
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.queries.skills import SKILL_ROW
@@ -111,6 +111,7 @@ class SkillRecipes(SkillBase):
                 name=skill.name,
             ) from exc
 
+    @finds(name=inputs.SkillNameLookup, absent=PASS_ON)  # its arguments first: _named
     def set_recipe(
         self,
         name: str,
@@ -162,6 +163,7 @@ class SkillRecipes(SkillBase):
         log.info("skill.recipe_set", name=skill.name, revision=1)
         return self._reload(skill.id)
 
+    @finds(name=inputs.SkillNameLookup, absent=PASS_ON)  # its arguments first: _named
     def revise_recipe(
         self,
         name: str,

@@ -26,7 +26,7 @@ from uuid import uuid4
 from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from philont.arguments import finds
+from philont.arguments import PASS_ON, finds
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.queries import skills as skill_rows
@@ -209,6 +209,7 @@ class SkillService(SkillRecipes):
         log.info("skill.created", name=name, skill_id=row.id, kind=kind.value, grade=grade.value)
         return to_record(row, None)
 
+    @finds(name=inputs.SkillNameLookup, absent=PASS_ON)  # its arguments first: _named
     def update(
         self,
         name: str,
@@ -315,6 +316,7 @@ class SkillService(SkillRecipes):
         record = self._reload(skill.id)
         return SkillUse(skill=record, caveat=caveat(record.grade))
 
+    @finds(name=inputs.SkillNameLookup, absent=PASS_ON)  # its arguments first: _named
     def record_outcome(
         self,
         name: str,
@@ -337,7 +339,7 @@ class SkillService(SkillRecipes):
         at = self.clock() if at is None else aware(at, "at")
         if retrieved_at is not None:  # checked before anything is written
             retrieved_at = aware(retrieved_at, "retrieved_at")
-        name = inputs.check(inputs.SkillNameLookup, name, "name")
+        name = self._named(name)
         values: dict[str, Any]
         if success:
             values = {
@@ -426,6 +428,7 @@ class SkillService(SkillRecipes):
             recipe.grade_anchor_at = at
         self.session.flush()
 
+    @finds(name=inputs.SkillNameLookup, absent=PASS_ON)  # its arguments first: _named
     def set_grade(self, name: str, grade: Grade | str, *, reason: str) -> SkillRecord:
         """Set the grade by hand, bypassing the ladder (e.g. revive a deprecated skill as draft).
 

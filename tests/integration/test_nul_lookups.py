@@ -94,12 +94,19 @@ LOOKUPS: dict[str, Call] = {
     "ScheduleService.record_outcome": lambda m, v: m.schedules.record_outcome(
         v, ok=True, fired_at=NOW, duration_ms=5, summary="done"
     ),
+    "SkillRecipes.revise_recipe": lambda m, v: m.skills.revise_recipe(v, steps=["1. do"]),
     "SkillRecipes.revisions": lambda m, v: m.skills.revisions(v),
+    "SkillRecipes.set_recipe": lambda m, v: m.skills.set_recipe(
+        v, steps=["do"], verification="v", tool_policy=[]
+    ),
     "SkillService.delete": lambda m, v: m.skills.delete(v),
     "SkillService.get": lambda m, v: m.skills.get(v),
     "SkillService.get_by_id": lambda m, v: m.skills.get_by_id(v),
     "SkillService.is_callable": lambda m, v: m.skills.is_callable(v),
+    "SkillService.record_outcome": lambda m, v: m.skills.record_outcome(v, success=True),
     "SkillService.record_usage": lambda m, v: m.skills.record_usage(v),
+    "SkillService.set_grade": lambda m, v: m.skills.set_grade(v, "draft", reason="test"),
+    "SkillService.update": lambda m, v: m.skills.update(v, description="new"),
     "SkillService.use": lambda m, v: m.skills.use(v),
     "TimelineService.count": lambda m, v: m.timeline.count(session_id=v),
     "TimelineService.end_session": lambda m, v: m.timeline.end_session(v),
