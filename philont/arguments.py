@@ -18,6 +18,10 @@ rule. A refusal is an :class:`~philont.errors.InvalidInputError` whose message s
 argument's name and whose ``details["argument"]`` is that name, before anything ran. Names
 that only a type checker sees (imported under ``TYPE_CHECKING``) are not checked.
 
+A service method that finds rows by text (a lookup, or a change or removal of the rows it
+finds) names its keys (:mod:`philont.finds`): where text cannot hold a NUL character
+(PostgreSQL), a key holding one is no refusal but "not found", as on SQLite.
+
 Without these checks ``Store.open(5)`` made a file named ``5``, ``busy_timeout_ms=-1`` switched
 SQLite's busy handler off and ``store.run(5)`` failed with ``TypeError: 'int' object is not
 callable``."""
@@ -37,9 +41,10 @@ from typing import Any, TypeVar
 
 from philont.db.backend import refuse_nul
 from philont.errors import InvalidInputError
+from philont.finds import ABSENT, Check, Finds, finding
 from philont.schemas import inputs
 
-__all__ = ["ENTRY_POINTS", "PASS_ON", "Finds", "Rules", "check_of", "checked", "finds", "wrap"]
+__all__ = ["ENTRY_POINTS", "Rules", "check_of", "checked", "wrap"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -287,11 +292,11 @@ def _unheld_key(
     name: str, declared: str, kind: _Rule | None, value: object, found: Finds
 ) -> object:
     """What the key ``name`` (checked as declared, a NUL allowed) becomes where text cannot
-    hold a NUL character: None (it is held), :data:`_ABSENT` (text with a NUL), or a sequence
-    without its items with a NUL."""
+    hold a NUL character: None (it is held), :data:`~philont.finds.ABSENT` (text with a NUL),
+    or a sequence without its items with a NUL."""
     _check_declared(name, declared, kind, value, keeps_nul=True)
     if isinstance(value, str):
-        return _ABSENT if "\x00" in value else None
+        return ABSENT if "\x00" in value else None
     if isinstance(value, _CONTAINERS) and any(isinstance(v, str) and "\x00" in v for v in value):
         return [v for v in value if not (isinstance(v, str) and "\x00" in v)]
     return None
@@ -328,63 +333,6 @@ def _settled(value: object) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Finds:
-    """What a method that finds rows by text (a lookup, or a change or removal of rows it
-    finds) is given as keys, and what it answers when a key names nothing.
-
-    ``keys``: the text arguments that only name rows, never stored as given; ``typed``: those of
-    them with an input type of their own (:func:`philont.schemas.inputs.check`), checked on entry
-    on every backend. ``absent(service, **arguments)``: the answer when a key holds text this
-    database cannot hold (a NUL character on PostgreSQL): nothing can be stored under it, so the
-    method answers as it does when nothing matches (it may raise the method's not-found error);
-    None: what the return type says (``X | None``: None, a list: ``[]``, ``bool``: False,
-    ``int``: 0); :data:`PASS_ON`: the method itself. A sequence of keys loses its unheld items
-    (none left: ``absent``)."""
-
-    keys: frozenset[str]
-    typed: Mapping[str, Any]
-    absent: Callable[..., Any] | None
-
-
-_FINDS = "__philont_finds__"
-
-PASS_ON: Any = object()
-"""``finds(..., absent=PASS_ON)``: the method runs as given; it hands its key to lookups that
-answer for it (methods marked ``finds`` themselves)."""
-
-
-def finds(*keys: str, absent: Callable[..., Any] | None = None, **typed: Any) -> Callable[[F], F]:
-    """Mark a public service method as one that finds rows by the text arguments ``keys`` (and
-    the keywords of ``typed``, each with its input type): :class:`Finds`. On PostgreSQL a key
-    holding a NUL character is then "not found", as on SQLite, instead of a refusal."""
-
-    def mark(fn: F) -> F:
-        setattr(fn, _FINDS, Finds(frozenset(keys) | frozenset(typed), typed, absent))
-        return fn
-
-    return mark
-
-
-def finds_of(fn: Callable[..., Any]) -> Finds | None:
-    """``fn``'s :func:`finds` mark, or None."""
-    found = getattr(fn, _FINDS, None)
-    return found if isinstance(found, Finds) else None
-
-
-def _nothing(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The answer of ``fn`` when nothing matches, by its declared return type (:class:`Finds`)."""
-    returned = str(inspect.signature(fn).return_annotation)
-    if returned.endswith(" | None"):
-        return lambda *_, **__: None
-    if returned.startswith(("list[", "builtins.list[")):
-        return lambda *_, **__: []
-    if returned in ("bool", "int"):
-        value = False if returned == "bool" else 0
-        return lambda *_, **__: value
-    raise TypeError(f"{fn.__qualname__} returns {returned}: give finds(..., absent=) its answer")
-
-
-@dataclass(frozen=True, slots=True)
 class Rules:
     """What a family of functions adds to the declared types of its arguments."""
 
@@ -397,7 +345,7 @@ class Rules:
     unstored: frozenset[str] = frozenset()
     """Text arguments that never reach the database (a NUL character is fine in them)."""
     finds: Finds | None = None
-    """The method finds rows by some of its text arguments (:func:`finds`)."""
+    """The method finds rows by some of its text arguments (:func:`philont.finds.finds`)."""
 
 
 ENTRY = Rules()
@@ -408,10 +356,11 @@ def wrap(fn: F, rules: Rules, keeps_nul: Callable[[Any], bool] | None = None) ->
     """``fn`` with its arguments checked (:func:`_checker`) before it runs, so a refused call
     has touched nothing. ``keeps_nul(self)``: whether text may hold NUL (the unit of work's
     backend); without it, it may (an entry point stores no text as given). A key of
-    ``rules.finds`` that this database cannot hold answers as nothing found (:class:`Finds`)."""
+    ``rules.finds`` that this database cannot hold answers as nothing found
+    (:func:`philont.finds.finding`)."""
     check, method = _checker(fn, rules, keeps_nul)
     if rules.finds is not None:
-        return _finding(fn, check, rules.finds)
+        return finding(fn, check, rules.finds)
 
     if inspect.iscoroutinefunction(fn):  # checked when awaited, as the call's other errors
         return _awaited(fn, check, method)
@@ -433,34 +382,6 @@ def wrap(fn: F, rules: Rules, keeps_nul: Callable[[Any], bool] | None = None) ->
     return checked_function  # type: ignore[return-value]
 
 
-def _finding(fn: F, check: _Check, found: Finds) -> F:
-    """The method ``fn`` (a service's, synchronous) that finds rows by ``found.keys``: run as
-    given, with the unheld items of a sequence of keys left out, or answered by ``absent``
-    when a key (or every item of one) names nothing this database can hold."""
-    if inspect.iscoroutinefunction(fn):
-        raise TypeError(f"{fn.__qualname__}: finds() marks synchronous service methods only")
-    signature = inspect.signature(fn)
-    absent = found.absent or _nothing(fn)
-
-    @functools.wraps(fn)
-    def finding_method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        unheld = check(self, args, kwargs) if args or kwargs else None
-        if not unheld or absent is PASS_ON:
-            return fn(self, *args, **kwargs)
-        bound = signature.bind(self, *args, **kwargs)
-        if any(value is _ABSENT or not value for value in unheld.values()):
-            bound.apply_defaults()
-            given = {k: v for k, v in bound.arguments.items() if k != "self"}
-            for name, kind in found.typed.items():  # as the method checks them on SQLite
-                if given.get(name) is not None:
-                    inputs.check(kind, given[name], name)
-            return absent(self, **given)
-        bound.arguments.update(unheld)
-        return fn(*bound.args, **bound.kwargs)
-
-    return finding_method  # type: ignore[return-value]
-
-
 def _awaited(fn: F, check: _Check, method: bool) -> F:
     @functools.wraps(fn)
     async def checked_coroutine(*args: Any, **kwargs: Any) -> Any:
@@ -470,11 +391,20 @@ def _awaited(fn: F, check: _Check, method: bool) -> F:
     return checked_coroutine  # type: ignore[return-value]
 
 
-_ABSENT: Any = object()
-"""What a key holding text this database cannot hold becomes (:func:`_finding`)."""
+_Check = Check  # None, or what the unheld keys become (philont.finds)
 
-_Check = Callable[[Any, tuple[Any, ...], dict[str, Any]], dict[str, Any] | None]
-"""The check of a call's arguments: None, or what its unheld keys become (:func:`_finding`)."""
+
+def _parameters(fn: Callable[..., Any]) -> tuple[bool, list[str], dict[str, str], list[str]]:
+    """Whether ``fn`` is a method (its ``self`` or ``cls`` is not checked), the names of its
+    positional parameters, the declared type of each parameter (text, as written: annotations
+    are text under ``from __future__ import annotations``) and those of its ``**options``."""
+    params = list(inspect.signature(fn).parameters.values())
+    method = bool(params) and params[0].name in ("self", "cls")
+    params = params[method:]
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    declared = {p.name: str(p.annotation) for p in params}
+    options = [str(p.annotation) for p in params if p.kind is p.VAR_KEYWORD]
+    return method, positional, declared, options
 
 
 def _checker(
@@ -487,16 +417,9 @@ def _checker(
     Every service call passes here, and the checks cost more than a small call: an argument
     of a (name, type) that passed before with a value settled by its type (None, True/False,
     a datetime; text at a glance, :func:`_settled`) is not checked again."""
-    signature = inspect.signature(fn)
-    params = list(signature.parameters.values())
-    method = bool(params) and params[0].name in ("self", "cls")
-    params = params[method:]
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    # Annotations are text here (``from __future__ import annotations``), as written.
-    declared = {p.name: str(p.annotation) for p in params}
-    limit = signature.parameters.get("limit")
+    method, positional, declared, options = _parameters(fn)
+    limit = inspect.signature(fn).parameters.get("limit")
     limit_may_be_none = limit is not None and limit.default is None
-    options = [str(p.annotation) for p in params if p.kind is p.VAR_KEYWORD]
     # resolved on the first call, when the module is complete (in the module that wrote
     # ``fn``, also under a decorator such as ``stored_values.careful_read``)
     names = inspect.unwrap(fn).__globals__

@@ -14,8 +14,9 @@ from typing import Annotated, Any, NoReturn
 
 from pydantic import PlainValidator
 
-from philont.arguments import checked, finds
+from philont.arguments import checked
 from philont.errors import InvalidInputError, InvalidTimeRangeError, SessionNotFoundError
+from philont.finds import finds
 from philont.learning.batch import Applied, Context, apply, gather, think
 from philont.learning.config import LearningConfig
 from philont.learning.extract import MemoryWriter, ask_for_memories

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sqlalchemy import select
 
-from philont.arguments import finds
 from philont.db.models import Action, JudgeVerdict, LearningCase, RawMessage, Skill
 from philont.db.stored_values import record, report, rows_read
 from philont.db.types import kinds_of
 from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn, attribute
 from philont.domain.kinds import Role
 from philont.errors import InvalidInputError, ModelError
+from philont.finds import finds
 from philont.learning.lock import hold_learning_lock
 from philont.learning.parse import SkillAnswer, first_object, parse_skills
 from philont.learning.prompts import condense_prompt, judge_prompt

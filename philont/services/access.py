@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from philont.arguments import finds
 from philont.db.models import AccessLogEntry
 from philont.db.queries import access as access_rows
 from philont.db.stored_values import record
 from philont.db.types import to_epoch_ms
 from philont.domain.kinds import AccessTarget
+from philont.finds import finds
 from philont.schemas import inputs
 from philont.schemas.access import AccessRecord
 from philont.services.base import Service

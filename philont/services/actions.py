@@ -9,12 +9,12 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
-from philont.arguments import finds
 from philont.db.models import Action
 from philont.db.queries import actions as action_rows
 from philont.db.stored_values import record, too_deep
 from philont.db.types import dumps_compact, to_epoch_ms
 from philont.errors import InvalidInputError
+from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.actions import ActionRecord

@@ -12,11 +12,11 @@ from pydantic import ValidationError
 from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import CursorResult
 
-from philont.arguments import finds
 from philont.db.models import CalendarEvent
 from philont.domain import series, timeparse, timepolicy
 from philont.domain.rrule_engine import Work, WorkLimitExceeded
 from philont.errors import InvalidInputError, InvalidTimeRangeError, UnreadableRowError
+from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs, planning
 from philont.schemas.calendar import (

@@ -9,12 +9,12 @@ from datetime import datetime
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import aliased
 
-from philont.arguments import finds
 from philont.db.models import Fact
 from philont.domain.kinds import FactKind
 from philont.errors import (
     InvalidTimeRangeError,
 )
+from philont.finds import finds
 from philont.schemas import inputs
 from philont.schemas.facts import FactRecord
 from philont.services.base import Service

@@ -9,7 +9,6 @@ from typing import Any
 
 from sqlalchemy import or_, select
 
-from philont.arguments import finds
 from philont.db.models import Fact
 from philont.db.types import to_epoch_ms
 from philont.domain import decay
@@ -17,6 +16,7 @@ from philont.domain.kinds import AccessTarget, FactKind
 from philont.errors import (
     InvalidTimeRangeError,
 )
+from philont.finds import finds
 from philont.schemas import inputs
 from philont.schemas.facts import FactRecord
 from philont.services.fact_base import (
@@ -46,7 +46,7 @@ __all__ = [
 
 
 def _no_fact(_service: Any, fact_id: str, **_: Any) -> Any:
-    """A fact id no version can have (:func:`~philont.arguments.finds`): not found."""
+    """A fact id no version can have (:func:`~philont.finds.finds`): not found."""
     raise FactIdNotFoundError(fact_id)
 
 

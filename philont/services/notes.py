@@ -8,12 +8,12 @@ from typing import NoReturn
 
 from sqlalchemy import ColumnElement, func, or_, select
 
-from philont.arguments import finds
 from philont.db.models import Note
 from philont.db.stored_values import record
 from philont.domain.kinds import AccessTarget
 from philont.domain.query import like_escape as _like_escape
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
+from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.notes import NoteRecord

@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Final
 from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import InstrumentedAttribute
 
-from philont.arguments import PASS_ON, finds
 from philont.db.models import Action, RawMessage
 from philont.domain.attribution import (
     ActionEvent,
@@ -65,6 +64,7 @@ from philont.domain.attribution import (
 from philont.domain.kinds import Role
 from philont.domain.maturity import Outcome
 from philont.errors import InvalidInputError, InvalidTimeRangeError
+from philont.finds import PASS_ON, finds
 from philont.log import get_logger
 from philont.schemas.reflector import (
     CreditRecord,

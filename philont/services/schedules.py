@@ -5,12 +5,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Final, NoReturn, TypedDict, Unpack
+from typing import Any, Final, TypedDict, Unpack
 
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select, text, update
 from sqlalchemy.engine import CursorResult
 
-from philont.arguments import finds
 from philont.db.models import Schedule, ScheduleOutcome
 from philont.db.stored_values import record
 from philont.domain import recurrence
@@ -19,8 +18,8 @@ from philont.errors import (
     InvalidInputError,
     InvalidTimeRangeError,
     PhilontError,
-    ScheduleNotFoundError,
 )
+from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs, planning
 from philont.schemas.calendar import SkippedRow
@@ -33,6 +32,14 @@ from philont.schemas.schedules import (
 )
 from philont.services import _rows
 from philont.services._schedule_checks import checked_outcome
+from philont.services._schedule_lookups import (
+    ENABLED,
+    cancel_unheld,
+    no_outcome_schedule,
+    no_schedule_id,
+    none_enabled,
+    same_schedule,
+)
 from philont.services._schedule_rows import DEFAULT_CREATED_BY
 from philont.services._schedule_rows import checked as _checked
 from philont.services._schedule_rows import decode as _decode
@@ -60,14 +67,13 @@ PAUSE: Final = timedelta(hours=1)
 """How long the circuit breaker pauses a failing schedule (Philont's ``SCHEDULE_PAUSE_MS``)."""
 
 _ID_MAX_LENGTH: Final = 200
-_ENABLED_NAMES_SHOWN: Final = 20
 _TABLE = Schedule.__table__
 
 LISTING_LIMIT: Final = 200
 """Default cap of a schedule listing (``list``, ``due_between``)."""
 
 # IntBool binds True as 1, which keeps the partial index idx_schedules_next_run usable.
-_ENABLED: ColumnElement[bool] = Schedule.enabled == True  # noqa: E712
+_ENABLED = ENABLED
 
 
 def _outcome_record(row: ScheduleOutcome) -> ScheduleOutcomeRecord:
@@ -93,27 +99,6 @@ class ScheduleSpec(TypedDict, total=False):
     action_type: str
     project: str | None
     created_by: str
-
-
-def _cancel_unheld(
-    service: ScheduleService, *, name: str | None = None, id: str | None = None
-) -> NoReturn:
-    """``cancel`` where the name or the id cannot exist in this database: what it answers
-    when nothing matches (a held id of another schedule beside the name is still refused)."""
-    if id is not None and "\x00" not in id and name is not None:
-        service._same_schedule(id, name.strip())
-    service._none_enabled(name, id)
-
-
-def _no_schedule_id(_service: object, schedule_id: object, **_: object) -> NoReturn:
-    raise ScheduleNotFoundError(f"no schedule with id {schedule_id!r}", id=schedule_id)
-
-
-def _no_outcome_schedule(service: object, schedule_id: str, **run: Any) -> NoReturn:
-    """``record_outcome`` of a schedule id this database cannot hold: the run checked as the
-    method checks it, then the schedule is not found."""
-    checked_outcome(**run)
-    _no_schedule_id(service, schedule_id)
 
 
 class ScheduleService(Service):
@@ -172,7 +157,7 @@ class ScheduleService(Service):
         log.info("schedule.replaced", id=row.id, name=row.name, replaced=replaced)
         return _record(row), replaced
 
-    @finds(name=planning.ScheduleName, id=planning.ScheduleId, absent=_cancel_unheld)
+    @finds(name=planning.ScheduleName, id=planning.ScheduleId, absent=cancel_unheld)
     def cancel(
         self, *, name: str | None = None, id: str | None = None
     ) -> builtins.list[ScheduleRecord]:
@@ -193,49 +178,19 @@ class ScheduleService(Service):
         if id is not None:
             conditions.append(Schedule.id == inputs.check(planning.ScheduleId, id, "id"))
             if clean_name is not None:
-                self._same_schedule(id, clean_name)
+                same_schedule(self.session, id, clean_name)
         if clean_name is not None:
             conditions.append(Schedule.name == clean_name)
         rows = self.session.scalars(
             select(Schedule).where(*conditions).order_by(Schedule.created_at, Schedule.id)
         ).all()
         if not rows:
-            self._none_enabled(name, id)
+            none_enabled(self.session, name, id)
         for row in rows:
             row.enabled = False
         self.session.flush()
         log.info("schedule.cancelled", ids=[r.id for r in rows], name=clean_name)
         return [_record(r) for r in rows]
-
-    def _same_schedule(self, id: str, name: str) -> None:
-        """Refuse an ``id`` and ``name`` (stripped) given together that name two schedules."""
-        owner = self.session.get(Schedule, id)
-        if owner is not None and owner.name != name:
-            raise InvalidInputError.of_together(
-                ("name", "id"),
-                f"id {id!r} is the schedule {owner.name!r}, not {name!r}; give one of them",
-            )
-
-    def _none_enabled(self, name: str | None, id: str | None) -> NoReturn:
-        """:class:`~philont.errors.ScheduleNotFoundError` for a cancel that matched nothing,
-        listing what is enabled."""
-        # Each enabled name once, soonest first (PostgreSQL refuses DISTINCT ordered by a
-        # column it does not select: group and order by each name's earliest run).
-        enabled = self.session.scalars(
-            select(Schedule.name)
-            .where(_ENABLED)
-            .group_by(Schedule.name)
-            .order_by(func.min(Schedule.next_run_at), Schedule.name)
-        ).all()
-        shown = ", ".join(enabled[:_ENABLED_NAMES_SHOWN]) or "none"
-        if len(enabled) > _ENABLED_NAMES_SHOWN:
-            shown += f", … ({len(enabled) - _ENABLED_NAMES_SHOWN} more)"
-        raise ScheduleNotFoundError(
-            f"no enabled schedule matches name={name!r} id={id!r}. Currently enabled: {shown}",
-            name=name,
-            id=id,
-            enabled=builtins.list(enabled),
-        )
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -446,10 +401,10 @@ class ScheduleService(Service):
             Schedule, inputs.check(planning.ScheduleId, schedule_id, "schedule_id")
         )
         if row is None:
-            _no_schedule_id(self, schedule_id)
+            no_schedule_id(self, schedule_id)
         return row
 
-    @finds(schedule_id=planning.ScheduleId, absent=_no_outcome_schedule)
+    @finds(schedule_id=planning.ScheduleId, absent=no_outcome_schedule)
     def record_outcome(
         self,
         schedule_id: str,

@@ -11,7 +11,6 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from philont.arguments import PASS_ON, finds
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.queries.skills import SKILL_ROW
@@ -25,6 +24,7 @@ from philont.errors import (
     InvalidInputError,
     UnreadableRowError,
 )
+from philont.finds import PASS_ON, finds
 from philont.schemas import inputs
 from philont.schemas.skills import (
     RecipeRevisionRecord,

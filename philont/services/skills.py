@@ -26,7 +26,6 @@ from uuid import uuid4
 from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from philont.arguments import PASS_ON, finds
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.queries import skills as skill_rows
@@ -48,6 +47,7 @@ from philont.errors import (
     SkillNotFoundError,
     SkillNotUsableError,
 )
+from philont.finds import PASS_ON, finds
 from philont.schemas import inputs
 from philont.schemas.skills import (
     GradeChange,

@@ -10,7 +10,6 @@ from typing import Any, NoReturn
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from philont.arguments import finds
 from philont.db.models import RawMessage, RawSession
 from philont.db.queries import messages as message_rows
 from philont.db.stored_values import record
@@ -21,6 +20,7 @@ from philont.errors import (
     InvalidInputError,
     SessionNotFoundError,
 )
+from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord

@@ -4,7 +4,7 @@ SQLite keeps U+0000 (NUL) in text, PostgreSQL's text cannot hold it. A lookup, c
 removal of rows by a name holding a NUL (``facts.get("user", "a\\x00b")``, the ``use_skill`` and
 ``cancel_schedule`` tools) answered "not found" on SQLite but was refused (``invalid_input``)
 on PostgreSQL. Nothing can be stored under such a name on PostgreSQL, so there it is "not found"
-too (:func:`philont.arguments.finds`); a write of such text is still refused there.
+too (:func:`philont.finds.finds`); a write of such text is still refused there.
 
 Each case is answered on the backend under test and compared with what SQLite answers for the
 same text (the reference: it runs the lookup and finds nothing). On SQLite the checks of
@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import URL
 
 from philont import tools
-from philont.arguments import finds_of
 from philont.db.backend import Backend
 from philont.errors import InvalidInputError, PhilontError
+from philont.finds import finds_of
 from philont.learning import Learner
 from philont.learning.verify import CaseBook
 from philont.llm import ScriptedModel
