@@ -37,6 +37,12 @@ GLOBAL_SESSION = "global"
 _ROLES = {r.value: r for r in Role}
 
 
+def _no_sessions(missing: list[str]) -> NoReturn:
+    raise SessionNotFoundError(
+        f"no timeline session {missing[0]!r} (start it first)", session_ids=missing
+    )
+
+
 def _no_session(id: str) -> NoReturn:
     """A session id that names no session: :class:`~philont.errors.SessionNotFoundError`."""
     raise SessionNotFoundError(f"no timeline session {id!r}", session_id=id)
@@ -131,6 +137,7 @@ class TimelineService(Service):
 
     # --- appending ----------------------------------------------------------------------
 
+    @finds("session_id", absent=lambda service, **given: service._append_unheld(**given))
     def append(
         self,
         content: str,
@@ -217,9 +224,15 @@ class TimelineService(Service):
         found = set(self.session.scalars(select(RawSession.id).where(RawSession.id.in_(wanted))))
         missing = sorted(wanted - found)
         if missing:
-            raise SessionNotFoundError(
-                f"no timeline session {missing[0]!r} (start it first)", session_ids=missing
-            )
+            _no_sessions(missing)
+
+    def _append_unheld(
+        self, *, content: object, role: object, session_id: str, at: object
+    ) -> NoReturn:
+        """``append`` to a session id this database cannot hold: its fields checked as
+        ``append`` checks them, then the session is not found (no session can have it)."""
+        self._fields(content, role, session_id, at, None)
+        _no_sessions([session_id])
 
     # --- reading ------------------------------------------------------------------------
 

@@ -108,6 +108,7 @@ LOOKUPS: dict[str, Call] = {
     "SkillService.set_grade": lambda m, v: m.skills.set_grade(v, "draft", reason="test"),
     "SkillService.update": lambda m, v: m.skills.update(v, description="new"),
     "SkillService.use": lambda m, v: m.skills.use(v),
+    "TimelineService.append": lambda m, v: m.timeline.append("hi", session_id=v),
     "TimelineService.count": lambda m, v: m.timeline.count(session_id=v),
     "TimelineService.end_session": lambda m, v: m.timeline.end_session(v),
     "TimelineService.get_session": lambda m, v: m.timeline.get_session(v),
