@@ -8,7 +8,6 @@ On SQLite (one file, one agent) they raise :class:`~philont.errors.InvalidInputE
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -16,6 +15,7 @@ from sqlalchemy import Connection
 
 from philont.arguments import checked
 from philont.db import agents as registry
+from philont.db import fork
 from philont.db.agents import Agent
 from philont.db.retry import run_with_retry
 from philont.errors import InvalidInputError
@@ -35,7 +35,7 @@ __all__ = [
 
 T = TypeVar("T")
 
-_LOCK = threading.Lock()
+_LOCK = fork.Lock()
 CACHE_SIZE = 100_000
 """Agent ids a Store remembers (name -> id); past this the cache starts afresh."""
 

@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from philont.arguments import checked
 from philont.clock import Clock, utc_now
-from philont.db import write_gate
+from philont.db import cursors, write_gate
 from philont.db.engine import (
     BEGIN_OPTION,
     Target,
@@ -100,7 +100,10 @@ def create_async_engine(
     ensure_fts5()
     check_file(path, create=True)
     try:
-        engine = sa_create_async_engine(url.set(drivername="sqlite+aiosqlite"))
+        engine = sa_create_async_engine(  # aiosqlite passes connect_args to sqlite3.connect
+            url.set(drivername="sqlite+aiosqlite"),
+            connect_args={"factory": cursors.TrackedConnection, "check_same_thread": False},
+        )
     except ModuleNotFoundError as exc:
         raise BackendError("async SQLite needs aiosqlite: pip install 'philont[async]'") from exc
     install_sqlite_hooks(engine.sync_engine, foreign_keys=True, busy_timeout_ms=busy_timeout_ms)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -24,6 +23,7 @@ from sqlalchemy.orm import Session, scoped_session
 from philont import settings
 from philont.arguments import check_of, checked
 from philont.clock import Clock, utc_now
+from philont.db import fork
 from philont.db.agents import check_name
 from philont.db.backend import Backend, backend_for
 from philont.db.engine import (
@@ -393,7 +393,7 @@ def _at_head(url: URL) -> bool:
 # --- the process-wide Stores -----------------------------------------------------------------
 
 _SHARED: dict[tuple[str, str | None, int | None], Store] = {}
-_SHARED_LOCK = threading.Lock()
+_SHARED_LOCK = fork.Lock()
 
 
 @checked

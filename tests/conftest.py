@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
@@ -23,6 +24,11 @@ from philont.db.schema import metadata
 from tests import pg_support
 
 FIXTURE_NAMES = ("v2", "v27", "v31", "empty-v31")
+
+# No time limit per generated example: speed lives in the benchmarks, and on a loaded machine
+# hypothesis's default 200 ms deadline failed tests that had found nothing wrong.
+hypothesis_settings.register_profile("philont", deadline=None)
+hypothesis_settings.load_profile("philont")
 
 
 def fixtures_dir() -> Path | None:

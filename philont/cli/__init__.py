@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from philont import interrupts
+from philont import interrupts, lazy
 
 if TYPE_CHECKING:
     from philont.cli.root import app
@@ -56,9 +56,4 @@ def _forget_caught_interrupts() -> None:
     exec("", {})
 
 
-def __getattr__(name: str) -> Any:
-    if name == "app":
-        from philont.cli.root import app
-
-        return app
-    raise AttributeError(f"module 'philont.cli' has no attribute {name!r}")
+__getattr__ = lazy.exports(__name__, {"app": "philont.cli.root"})

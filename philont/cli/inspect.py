@@ -451,7 +451,7 @@ def recall(
         int, typer.Option(help="Recent messages cap", parser=value(inputs.Count), metavar="N")
     ] = 30,
     recent_budget: Annotated[
-        int, typer.Option(help="Tokens of recent messages", parser=value(inputs.Count))
+        int, typer.Option(help="Tokens of recent messages (0: none)", parser=value(inputs.Count))
     ] = 8000,
     recall_budget: Annotated[
         int, typer.Option(help="Tokens of recalled messages", parser=value(inputs.Count))

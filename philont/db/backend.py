@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 
-from sqlalchemy import Engine, text
+from sqlalchemy import ColumnElement, Engine, LargeBinary, and_, cast, func, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import QueryableAttribute, Session
 
 from philont.db import stored_values
+from philont.domain.query import FOLDED_INTO_ASCII, fold_case
 from philont.errors import AgentRequiredError, InvalidInputError, UnitOfWorkError
 from philont.log import get_logger
 
@@ -185,6 +186,22 @@ def _driver_error_base(exc: Exception) -> type[Exception] | None:
     return psycopg.Error if isinstance(exc, psycopg.Error) else None
 
 
+FOLD_FUNCTION = "philont_fold_case"
+"""The SQL function (SQLite; registered on every connection of philont's engines) that
+lowercases stored text by :func:`~philont.domain.query.fold_case`."""
+
+
+def fold_stored(value: bytes | str | None) -> str | None:
+    """:data:`FOLD_FUNCTION` of ``CAST(text AS BLOB)``: the text folded (read as bytes, so text
+    that is not valid UTF-8 is folded too, each stray byte read as U+FFFD; the result is text,
+    as SQLite's LIKE matches no BLOB)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return fold_case(value)
+    return fold_case(bytes(value).decode("utf-8", "replace"))
+
+
 class Backend:
     """What differs between the databases. One instance per Store, shared by its threads."""
 
@@ -249,6 +266,24 @@ class Backend:
         own units of work run again (:func:`philont.db.retry.run_with_retry`), a host's
         ``store.begin()`` block gets the typed error."""
 
+    def folded_like(
+        self, column: ColumnElement[str] | QueryableAttribute[str], pattern: str
+    ) -> ColumnElement[bool]:
+        """``column`` LIKE ``pattern`` (escaped with ``\\``, already folded by
+        :func:`~philont.domain.query.fold_case`), the column's text folded the same way: the one
+        case rule on both backends. SQLite's own LIKE folds ASCII letters only; the fold keeps
+        every character one character and makes ASCII of no other letter than those of
+        FOLDED_INTO_ASCII. So SQLite's LIKE is the rule for a pattern of other ASCII
+        characters; any other pattern is first looked for with those letters and every
+        non-ASCII one as ``_`` (any one character: a necessary condition, fast), and only the
+        rows that pass are folded through :data:`FOLD_FUNCTION` (a Python call each)."""
+        loose = "".join("_" if not c.isascii() or c in FOLDED_INTO_ASCII else c for c in pattern)
+        plain = column.like(loose, escape="\\")
+        if loose == pattern:
+            return plain
+        folded: ColumnElement[str] = getattr(func, FOLD_FUNCTION)(cast(column, LargeBinary))
+        return and_(plain, folded.like(pattern, escape="\\"))
+
     def scorer(self) -> Scorer:
         raise NotImplementedError
 
@@ -298,6 +333,14 @@ class PostgresBackend(Backend):
 
     name = "postgresql"
     keeps_nul = False
+
+    def folded_like(
+        self, column: ColumnElement[str] | QueryableAttribute[str], pattern: str
+    ) -> ColumnElement[bool]:
+        # ILIKE lowercases both sides by the database's LC_CTYPE: under a UTF-8 locale of the C
+        # library (C.UTF-8, en_US.UTF-8...) that is towlower, Unicode's simple mapping, the
+        # rule of fold_case (and the trigram index still serves it).
+        return column.ilike(pattern, escape="\\")
 
     def agent_of(self, session: Session) -> int | None:
         from philont.db.agents import AGENT_OPTION

@@ -20,6 +20,7 @@ from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
 
+from philont.db import fork
 from philont.db.retry import is_busy
 from philont.log import get_logger
 
@@ -43,7 +44,7 @@ class Checkpointer:
         self.runs = 0
         """Checkpoints run so far (``PRAGMA wal_checkpoint`` calls that returned)."""
         self._wake = threading.Event()
-        self._lock = threading.Lock()
+        self._lock = fork.Lock()
         self._thread: threading.Thread | None = None
         self._halt = threading.Event()
 

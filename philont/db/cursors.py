@@ -18,8 +18,9 @@ So every SQLite connection :func:`philont.db.engine.create_engine` makes is a
 :class:`TrackedConnection` that knows its cursors, and the pool of a file's engine closes
 those still open when it takes the connection back (the unit of work has ended, committed or
 rolled back): their statements are reset by the thread that used them. (An in-memory
-database has one connection, shared, and is not closed behind its users. The async engine's
-driver reads every result whole, so it leaves none half-read.) Being a Python class, a
+database has one connection, shared, and is not closed behind its users.) The async engine's
+connections are :class:`TrackedConnection` too, under aiosqlite: a ``yield_per`` (server-side)
+result left half-read held its statement there alike. Being a Python class, a
 :class:`TrackedConnection` also carries attributes (``philont.db.vectors`` marks on it whether
 sqlite-vec loaded). A result read after its unit of work ended fails with "Cannot operate on
 a closed cursor" instead of reading a snapshot of the past.
@@ -68,15 +69,29 @@ def _run(cur: sqlite3.Cursor, method: str, args: tuple[Any, ...]) -> Any:
 
 
 def close_leftovers(dbapi: object) -> None:
-    """Close the cursors of ``dbapi`` (a :class:`TrackedConnection`) still open, resetting
-    their statements."""
-    cursors = getattr(dbapi, "cursors", None)
+    """Close the cursors of ``dbapi`` (a :class:`TrackedConnection`, or SQLAlchemy's aiosqlite
+    adapter around one) still open, resetting their statements."""
+    cursors = getattr(_tracked(dbapi), "cursors", None)
     if not cursors:
         return
     left = list(cursors)
     cursors.clear()
     for cur in left:
         cur.close()
+
+
+def _tracked(dbapi: object) -> object:
+    """The ``sqlite3`` connection of ``dbapi``: itself, or the one under an async driver's
+    adapter (aiosqlite keeps it as ``_conn`` and uses it from its own thread; the async engine
+    makes it with ``check_same_thread=False``, so that its cursors can be closed at checkin,
+    when that thread has nothing of it left to run)."""
+    if isinstance(dbapi, TrackedConnection):
+        return dbapi
+    driver = getattr(dbapi, "driver_connection", None)
+    try:
+        return getattr(driver, "_conn", None)
+    except ValueError:  # aiosqlite: closed already
+        return None
 
 
 def install(engine: Engine) -> None:

@@ -22,6 +22,7 @@ from sqlalchemy.pool import StaticPool
 from philont import settings
 from philont.arguments import checked
 from philont.db import cursors, fork, write_gate
+from philont.db.backend import FOLD_FUNCTION, fold_stored
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
 from philont.db.retry import is_busy, mark_busy
 from philont.errors import (
@@ -351,6 +352,7 @@ def install_sqlite_hooks(
             cur.execute(f"PRAGMA wal_autocheckpoint = {SAFETY_PAGES}")
         cur.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
         cur.close()
+        dbapi_conn.create_function(FOLD_FUNCTION, 1, fold_stored, deterministic=True)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:

@@ -15,17 +15,25 @@ PostgreSQL driver may say goodbye on the socket). A Store opened before the fork
 working in both processes. An in-memory SQLite database is the child's own copy and keeps its
 connection. An engine a host made and gave to ``Store.from_engine`` is the host's to reset
 (SQLAlchemy's recipe: ``engine.dispose(close=False)`` in the child).
+
+Every thread lock philont holds is a :class:`Lock` of this module, for the same reason: a child
+has only the thread that forked, so a lock another thread held at that moment would stay held
+in the child for ever, and the child's first use of it (opening a Store, a schema check, a
+checkpoint) would hang. A child gets each of them unlocked.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import weakref
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
-__all__ = ["renew_after_fork"]
+__all__ = ["Lock", "renew_after_fork"]
 
 _ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
 _KEPT: list[Any] = []
@@ -37,7 +45,39 @@ def renew_after_fork(engine: Engine) -> None:
     _ENGINES.add(engine)
 
 
+class Lock:
+    """A ``threading.Lock`` (``RLock`` with ``reentrant=True``) that a forked child gets
+    unlocked, whichever thread of the parent held it."""
+
+    def __init__(self, *, reentrant: bool = False) -> None:
+        self._reentrant = reentrant
+        self._lock = self._new()
+        _LOCKS.add(self)
+
+    def _new(self) -> Any:
+        return threading.RLock() if self._reentrant else threading.Lock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return bool(self._lock.acquire(blocking, timeout))
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+_LOCKS: weakref.WeakSet[Lock] = weakref.WeakSet()
+
+
 def _after_fork() -> None:
+    for lock in list(_LOCKS):
+        lock._lock = lock._new()
     for engine in list(_ENGINES):
         old = engine.pool
         _KEPT.append(old)

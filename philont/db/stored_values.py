@@ -37,13 +37,13 @@ import functools
 import json
 import math
 import re
-import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any, Final, NamedTuple, TypeVar, cast
 
+from philont.db import fork
 from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
 from philont.errors import InvalidInputError
 from philont.log import get_logger
@@ -96,7 +96,7 @@ row again through :func:`clean`."""
 
 _REPORTED_MAX: Final = 1000
 _reported: set[tuple[str, str, str, str]] = set()
-_reported_lock = threading.Lock()
+_reported_lock = fork.Lock()
 
 
 def _shown(value: Any) -> str:

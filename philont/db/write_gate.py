@@ -40,6 +40,7 @@ from typing import Any
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
 
+from philont.db import fork
 from philont.db.retry import is_busy, mark_busy
 
 __all__ = [
@@ -65,7 +66,7 @@ class WriteGate:
         _GATES.add(self)
 
     def _reset(self) -> None:
-        self._mutex = threading.Lock()
+        self._mutex = fork.Lock()
         self._held = False
         self._waiters: collections.deque[threading.Event] = collections.deque()
         self.moved_at = time.monotonic()
@@ -110,7 +111,7 @@ class WriteGate:
 
 _GATES: weakref.WeakSet[WriteGate] = weakref.WeakSet()
 _BY_FILE: dict[str, WriteGate] = {}
-_REGISTRY = threading.Lock()
+_REGISTRY = fork.Lock()
 
 
 def gate_for(path: Path) -> WriteGate:
@@ -125,8 +126,6 @@ def gate_for(path: Path) -> WriteGate:
 
 def _after_fork() -> None:
     """A child has only the forking thread: gates held or waited on by others are open."""
-    global _REGISTRY
-    _REGISTRY = threading.Lock()
     for gate in list(_GATES):
         gate._reset()
 

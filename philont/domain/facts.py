@@ -71,11 +71,27 @@ def time_tag(
     valid_from_ms: int | None,
     valid_until_ms: int | None,
 ) -> str:
-    """``[event@… | recorded …]`` or ``[state from → until | recorded …]`` (UTC ISO), the tag
-    the model reads next to a fact."""
+    """The tag the model and the user read next to a fact (UTC ISO), the one rule for the
+    prefix, the tools and the command line: when it is true, then when it was recorded.
+
+    * an event: ``[event@<occurred> | recorded …]``, and ``, valid <from> → <until>`` after the
+      time when it was given a validity (how long what happened matters);
+    * a state: ``[state <from> → <until> | recorded …]``, and ``, as of <occurred>`` when it
+      was given the time it was observed or came about.
+
+    ``?`` is an unknown start, ``∞`` no end. A field a fact does not have adds nothing, so
+    most tags are as short as before (they showed neither an event's validity nor a state's
+    time, although both were stored)."""
     if fact_kind == "event":
-        return f"[event@{_iso(occurred_ms, '?')} | recorded {_iso(created_ms, '')}]"
-    return (
-        f"[state {_iso(valid_from_ms, '?')} → {_iso(valid_until_ms, '∞')}"
-        f" | recorded {_iso(created_ms, '')}]"
-    )
+        when = f"event@{_iso(occurred_ms, '?')}"
+        if valid_from_ms is not None or valid_until_ms is not None:
+            when += f", valid {_window(valid_from_ms, valid_until_ms)}"
+    else:
+        when = f"state {_window(valid_from_ms, valid_until_ms)}"
+        if occurred_ms is not None:
+            when += f", as of {_iso(occurred_ms, '')}"
+    return f"[{when} | recorded {_iso(created_ms, '')}]"
+
+
+def _window(valid_from_ms: int | None, valid_until_ms: int | None) -> str:
+    return f"{_iso(valid_from_ms, '?')} → {_iso(valid_until_ms, '∞')}"

@@ -10,11 +10,13 @@ from functools import lru_cache
 from philont.domain.word_forms import compound_parts, other_forms
 
 __all__ = [
+    "FOLDED_INTO_ASCII",
     "LIKE_ESCAPE",
     "MAX_SCAN_CHARS",
     "MAX_TERM_CHARS",
     "SearchPlan",
     "build_plan",
+    "fold_case",
     "like_escape",
     "like_pattern",
     "quote",
@@ -28,6 +30,24 @@ MAX_TERM_CHARS = 64
 
 LIKE_ESCAPE = "\\"
 """The escape character for :func:`like_pattern` (use ``LIKE ? ESCAPE '\\'``)."""
+
+_SIMPLE_LOWER = str.maketrans({"\u0130": "i", "\u03a3": "\u03c3"})
+"""The two letters whose ``str.lower()`` is not Unicode's simple, one-for-one lowercase: İ
+(``lower()`` adds a combining dot above) and Σ (``lower()`` writes ς at the end of a word)."""
+
+
+FOLDED_INTO_ASCII = {"i": "\u0130", "k": "\u212a"}
+"""The only letters beyond ASCII that :func:`fold_case` makes ASCII: İ -> i, the Kelvin sign
+K -> k (every other one stays beyond ASCII)."""
+
+
+def fold_case(text: str) -> str:
+    """``text`` lowercased code point by code point (Unicode's simple lowercase mapping: İ -> i,
+    Σ -> σ wherever it stands), as the word indexes lowercase documents: SQLite's unicode61 and
+    PostgreSQL's parser (``towlower``). The one case rule of search on both backends."""
+    if "\u0130" in text or "\u03a3" in text:  # rare: str.translate is slow on long text
+        text = text.translate(_SIMPLE_LOWER)
+    return text.lower()
 
 
 @dataclass(frozen=True)
@@ -249,7 +269,7 @@ class _Terms:
                     self.cjk.setdefault(gram)
 
     def add_word(self, span: str) -> None:
-        word = _possessive(span.lower().translate(_APOSTROPHES))
+        word = _possessive(fold_case(span).translate(_APOSTROPHES))
         if word in _EN_STOP:
             return
         if len(word) == 1:

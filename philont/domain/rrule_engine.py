@@ -28,36 +28,11 @@ from philont.domain.rrule_days import (
     year_start,
 )
 from philont.domain.rrule_grid import DAY, UNIT, Grid, ceil_div, select, time_set
+from philont.domain.rrule_never import never_reason
 from philont.domain.rrule_skip import BlockTable, block_table, build_estimate, next_month_in
+from philont.domain.rrule_work import DEFAULT_WORK_LIMIT, Repeats, Work, WorkLimitExceeded
 
-__all__ = ["DEFAULT_WORK_LIMIT", "Series", "Work", "WorkLimitExceeded"]
-
-DEFAULT_WORK_LIMIT: Final = 200_000
-"""Steps one expansion may take: about a tenth of a second of Python."""
-
-
-class WorkLimitExceeded(Exception):
-    """An expansion needed more steps than its ``Work`` allows."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"needs more than {limit} steps")
-        self.limit = limit
-
-
-class Work:
-    """A step counter with a ceiling. A step is O(1) work: a block visited, a candidate day
-    tested, an occurrence produced. Tests read ``steps`` to prove boundedness."""
-
-    __slots__ = ("limit", "steps")
-
-    def __init__(self, limit: int = DEFAULT_WORK_LIMIT) -> None:
-        self.limit = limit
-        self.steps = 0
-
-    def spend(self, n: int = 1) -> None:
-        self.steps += n
-        if self.steps > self.limit:
-            raise WorkLimitExceeded(self.limit)
+__all__ = ["DEFAULT_WORK_LIMIT", "Repeats", "Series", "Work", "WorkLimitExceeded"]
 
 
 def _day_filter(rule: Rule, start: datetime) -> DayFilter:
@@ -96,8 +71,6 @@ takes a few times the work of testing one day)."""
 _MAX_PERIOD: Final = 400
 """Longest repeating pattern (in blocks) that COUNT arithmetic uses; longer ones are walked."""
 
-_PERIOD_KIND: Final = {Freq.YEARLY: "year", Freq.MONTHLY: "month", Freq.WEEKLY: "week"}
-
 
 def _key(value: datetime) -> _Key:
     return value.toordinal(), value.hour * 3600 + value.minute * 60 + value.second
@@ -109,10 +82,15 @@ class Series:
     Every call shares one :class:`Work`; each block visited, candidate day tested and
     occurrence produced is a step, and :class:`WorkLimitExceeded` ends a call that would need
     more. ``COUNT`` is honoured; UNTIL is left to the caller (it is an instant, not a wall time).
+    With ``repeats`` (see :class:`Repeats`) the wall-clock occurrences that repeat an earlier
+    one's instant are left out and not counted, so COUNT=N still yields N distinct instants.
     """
 
-    def __init__(self, rule: Rule, start: datetime, work: Work | None = None) -> None:
+    def __init__(
+        self, rule: Rule, start: datetime, work: Work | None = None, repeats: Repeats | None = None
+    ) -> None:
         self.rule = rule
+        self.repeats = repeats
         self.work = work if work is not None else Work()
         self.start = start.replace(microsecond=0, tzinfo=None)
         self.start_key = _key(self.start)
@@ -139,6 +117,8 @@ class Series:
         self._table: BlockTable | None = None
         self._empty_blocks = 0
         self._table_after: int | None = None  # empty blocks walked before building a table
+        self._last: datetime | None = None  # what last() found, once it looked
+        self._last_known = False
 
     def _last_block(self) -> int:
         """The index of the last block that starts inside the calendar."""
@@ -338,12 +318,13 @@ class Series:
         return min(total, cap)
 
     def occurrences_from(
-        self, lower: datetime, upper: datetime | None = None
+        self, lower: datetime, upper: datetime | None = None, *, plain: bool = False
     ) -> Iterator[datetime]:
         """The occurrences at or after ``lower`` (naive wall-clock time), ascending, until
         ``upper`` (inclusive), COUNT is used up, or the calendar ends. With ``upper`` the walk
         stops at the last block that can hold an occurrence before it, even when the series
-        yields nothing there (a rule that never matches costs one step per block, no more)."""
+        yields nothing there (a rule that never matches costs one step per block, no more).
+        ``plain``: every wall-clock occurrence, repeats included, COUNT ignored."""
         key = max(self.start_key, _key(lower))
         if lower.microsecond and key == _key(lower):
             key = (key[0], key[1] + 1) if key[1] < DAY - 1 else (key[0] + 1, 0)
@@ -351,10 +332,11 @@ class Series:
         if key[0] > last_day:
             return
         remaining = None
-        if self.rule.count is not None:
-            remaining = self.rule.count - self.count_before(key, self.rule.count)
+        if self.rule.count is not None and not plain:
+            remaining = self.rule.count - self._distinct_before(key, upper)
             if remaining <= 0:
                 return
+        repeats = None if plain else self.repeats
         k = self._block_at(key[0])
         while (block := self._block(k)) is not None and block[0] <= last_day:
             produced = False
@@ -362,13 +344,40 @@ class Series:
                 at = datetime.fromordinal(day) + timedelta(seconds=second)
                 if upper is not None and at > upper:
                     return
-                yield at
                 produced = True
+                if repeats is not None and repeats.repeats(self, at):
+                    continue
+                yield at
                 if remaining is not None:
                     remaining -= 1
                     if remaining == 0:
                         return
             k = k + 1 if produced else self._skip(k + 1)
+
+    def _distinct_before(self, key: _Key, upper: datetime | None) -> int:
+        """How many occurrences that are no repeat precede ``key`` (at most COUNT), or, when
+        that cannot matter before ``upper``, how many wall-clock ones do: the repeats are
+        counted only where COUNT can run out inside the walk (they cost a look at each year
+        from the start), and never past the series' last occurrence (:meth:`last`)."""
+        count = self.rule.count
+        assert count is not None
+        wall = self.count_before(key, count)
+        if self.repeats is None or wall == 0:
+            return wall
+        if upper is not None:
+            after = _key(upper + timedelta(seconds=1))
+            if count - wall > self.count_before(after, count) - wall:
+                return wall  # COUNT outlasts the walk however many repeats lie before it
+        lower = datetime.fromordinal(key[0]) + timedelta(0, key[1])
+        end = self.last()
+        if end is not None and lower > end:
+            return count
+        extra = self.repeats.before(self, lower)
+        return self.count_before(key, count + extra) - extra
+
+    def has(self, wall: datetime) -> bool:
+        """Whether ``wall`` is an occurrence of the plain wall-clock series."""
+        return next(self.occurrences_from(wall, wall, plain=True), None) == wall
 
     def _skip(self, k: int) -> int:
         """The first block at or after ``k`` that can hold an occurrence, found without
@@ -441,10 +450,29 @@ class Series:
     def last(self) -> datetime | None:
         """The COUNT-th occurrence of a COUNT series (None for others, and when the series
         runs past the end of the calendar). Costs about what ``count_before`` of any later
-        point costs, which is what a listing pays for a COUNT series."""
+        point costs, which is what a listing pays for a COUNT series. With repeats: the
+        wall-clock occurrence whose place, less the repeats up to it, is COUNT (the least
+        such, found by raising the place by the repeats until it holds; never a repeat)."""
         count = self.rule.count
         if count is None:
             return None
+        if not self._last_known:
+            self._last, self._last_known = self._find_last(count), True
+        return self._last
+
+    def _find_last(self, count: int) -> datetime | None:
+        n = count
+        while True:
+            found = self._nth(n)
+            if found is None or self.repeats is None:
+                return found
+            extra = self.repeats.before(self, found + timedelta(seconds=1))
+            if n == count + extra:
+                return found
+            n = count + extra
+
+    def _nth(self, count: int) -> datetime | None:
+        """The ``count``-th wall-clock occurrence (from 1), repeats included."""
         left, k = count, 0
         period = self._period()
         per_period = 0
@@ -465,30 +493,5 @@ class Series:
 
     def never_reason(self) -> str | None:
         """Why the rule can never produce an occurrence, when its parts tell that cheaply
-        (bounded work; None means "not obviously empty")."""
-        rule, days = self.rule, self.days
-        if self.grid is not None:
-            if not self.grid.offsets:
-                return f"BYSETPOS picks positions that no single {rule.freq.name} period has"
-            self.work.spend(1 if self.grid.full else len(self.grid.units))
-            if not self.grid.reachable():
-                return "its BYHOUR/BYMINUTE/BYSECOND values never fall on the INTERVAL grid"
-        else:
-            bound = days.max_per_range(_PERIOD_KIND.get(rule.freq, "day")) * len(self.times)
-            if rule.bysetpos and all(abs(p) > bound for p in rule.bysetpos):
-                return f"BYSETPOS asks for positions beyond the {bound} a period can hold"
-            if rule.freq is Freq.MONTHLY and days.months is not None:
-                reached = {(self.origin + k * rule.interval) % 12 + 1 for k in range(12)}
-                if not reached & days.months:
-                    return "with this INTERVAL and start it never reaches its BYMONTH months"
-            if rule.freq is Freq.DAILY and days.weekdays is not None and days.nth is None:
-                first = weekday(self.origin)
-                reached = {(first + k * rule.interval) % 7 for k in range(7)}
-                if not reached & days.weekdays:
-                    return "with this INTERVAL and start it never reaches its BYDAY days"
-        if days.restricts and not any(
-            days.candidates(year_start(y), year_start(y + 1) - 1, work=self.work)
-            for y in range(2000, 2400)  # the Gregorian calendar repeats every 400 years
-        ):
-            return "no date satisfies all of its parts"
-        return None
+        (bounded work; None means "not obviously empty"): :func:`rrule_never.never_reason`."""
+        return never_reason(self)

@@ -110,6 +110,90 @@ def _aware(value: object, name: str) -> datetime:
     return timepolicy.instant(value, name)
 
 
+class _ZoneRepeats:
+    """:class:`~philont.domain.rrule_engine.Repeats` of a zone: a wall-clock time its clock skips
+    is placed a gap later (:func:`~philont.domain.wallclock.place`), on the instant of the wall
+    time a gap later; when the series has both, the later one (in wall-clock order) is the
+    repeat. So ``FREQ=HOURLY;COUNT=5`` from 00:30 on the spring-forward day in Berlin gives
+    00:30, 01:30, 03:30 (its 02:30), 04:30 and 05:30: five instants, none twice."""
+
+    def __init__(self, zone: zoneinfo.ZoneInfo, work: Work, begin: datetime) -> None:
+        self.zone = zone
+        self.work = work
+        self.begin = begin
+
+    def place(self, wall: datetime) -> datetime | None:
+        """Where an occurrence is: :func:`~philont.domain.wallclock.place`, never before the
+        series' start (whole seconds)."""
+        return wallclock.place(wall, self.zone, self.begin)
+
+    def repeats(self, series: Series, wall: datetime) -> bool:
+        source = wallclock.skipped_twin(wall, self.zone)
+        return source is not None and series.start <= source and series.has(source)
+
+    def before(self, series: Series, lower: datetime) -> int:
+        begin = self.place(series.start)
+        if begin is None or lower <= series.start:
+            return 0
+        # Offsets are under a day: the wall time ``lower`` lies within a day of that UTC time.
+        end = timepolicy.clamp(lower.replace(tzinfo=UTC), timedelta(days=1))
+        total = 0
+        self.work.spend(end.year - begin.year + 1)  # a look at each year's changes
+        for _, after_gap, size in wallclock.gaps_between(begin, end, self.zone):
+            self.work.spend(1)
+            last = min(after_gap + size, lower) - timedelta(seconds=1)
+            for wall in series.occurrences_from(after_gap, last, plain=True):
+                total += self.repeats(series, wall)
+        return total
+
+    def latest(self, series: Series, last: datetime) -> datetime | None:
+        """The latest instant of the occurrences up to ``last`` (in wall-clock order): its
+        own, or that of a skipped time shortly before it, read a gap later (MINUTELY with
+        INTERVAL=45 from 01:59 in Berlin's spring night: 02:44 is at 03:44, after 03:29)."""
+        at = self.place(last)
+        if at is None:
+            return None
+        latest = at
+        for skipped, after_gap, size in wallclock.gaps_between(
+            at - timedelta(days=1), at, self.zone
+        ):
+            lo = max(skipped, last - size + timedelta(seconds=1), series.start)
+            hi = min(after_gap, last) - timedelta(seconds=1)
+            for wall in series.occurrences_from(lo, hi, plain=True):
+                moved = self.place(wall)
+                latest = latest if moved is None else max(latest, moved)
+        return latest
+
+
+def _within_a_day(series: Series) -> bool:
+    """Whether two occurrences of ``series`` can lie a day or less apart (an upper bound:
+    True where that is not cheap to rule out)."""
+    rule, days = series.rule, series.days
+    if series.grid is not None or len(series.times) > 1:
+        return True
+    if rule.freq is Freq.DAILY and rule.interval >= 2:
+        return False
+    parts = (days.months, days.monthdays, days.yeardays, days.weeknos, days.nth)
+    weekdays = days.weekdays
+    if weekdays is not None and parts == (None,) * 5 and rule.freq in (Freq.DAILY, Freq.WEEKLY):
+        return any((b - a) % 7 == 1 for a in weekdays for b in weekdays)  # two adjacent days
+    kind = {Freq.YEARLY: "year", Freq.MONTHLY: "month", Freq.WEEKLY: "week"}.get(rule.freq)
+    return kind is None or days.max_per_range(kind) > 1
+
+
+def _series(
+    rule: Rule, naive: datetime, begin: datetime, zone: zoneinfo.ZoneInfo, work: Work
+) -> tuple[Series, _ZoneRepeats]:
+    """The wall-clock series from ``naive``, whose own start is the instant ``begin``; with
+    the zone's repeats when two of its occurrences can lie a day or less apart (no gap is
+    longer: Samoa skipped one day), so a sparser series pays nothing for them."""
+    zoned = _ZoneRepeats(zone, work, begin)
+    series = Series(rule, naive, work)
+    if _within_a_day(series):
+        series.repeats = zoned
+    return series, zoned
+
+
 # --- checking on write -----------------------------------------------------------------------
 
 
@@ -176,13 +260,13 @@ def _check_series(
     naive, sub_second = _series_start(start, zone, all_day)
     work = Work(work_limit)
     try:
-        series = Series(rule, naive, work)
+        series, zoned = _series(rule, naive, start - sub_second, zone, work)
         reason = series.never_reason()
         if reason is not None:
             raise bad_rule(rule.text, f"{reason}, so it never occurs")
         upcoming = series.occurrences_from(naive)
         first = next(upcoming, None)
-        first_at = None if first is None else wallclock.place(first, zone)
+        first_at = None if first is None else zoned.place(first)
         if first_at is None:
             raise bad_rule(rule.text, "it has no occurrence before the end of the calendar")
         first_at += sub_second
@@ -192,7 +276,7 @@ def _check_series(
         following = next(upcoming, None)
         if duration is not None:
             timepolicy.shifted(first_at, duration, "ends_at")
-            nxt = None if following is None else wallclock.place(following, zone)
+            nxt = None if following is None else zoned.place(following)
             if nxt is not None and (until is None or nxt <= until):
                 try:
                     timepolicy.shifted(nxt + sub_second, duration, "ends_at")
@@ -203,13 +287,13 @@ def _check_series(
                         f"times; a recurring event cannot last {duration.days} days",
                     ) from exc
         last = series.last()
+        last_at = None if last is None else zoned.latest(series, last)
     except WorkLimitExceeded as exc:
         raise bad_rule(
             rule.text,
             f"checking it needs more than {work_limit} steps (it occurs too rarely, or its "
             "COUNT reaches too far); use UNTIL, a larger INTERVAL or fewer parts",
         ) from exc
-    last_at = None if last is None else wallclock.place(last, zone)
     return EventCheck(rule.text, first_at, last_at, work.steps)
 
 
@@ -314,8 +398,10 @@ def expand(
     Overlap: an occurrence counts when it starts inside the window, or started before it and
     is still in progress at ``window_start`` (ending exactly at the window start does not).
     Recurrences are expanded in wall-clock time of ``tz`` from the event's local start, so
-    "daily at 09:00 Europe/Berlin" stays 09:00 local across DST (gap times shift forward,
-    ambiguous ones take their first instant). Every occurrence lasts ``end - start``; an
+    "daily at 09:00 Europe/Berlin" stays 09:00 local across DST (gap times shift forward, and
+    one that lands on the instant of another occurrence is that occurrence, counted once, so
+    COUNT=N gives N instants; ambiguous ones take their first instant, or their second for a
+    series that began in the second pass). Every occurrence lasts ``end - start``; an
     all-day event (from the first instant of a local day to that of a later one, see
     :func:`philont.domain.wallclock.all_day_days`) lasts as many whole local days, so an
     occurrence on the day of a DST change still ends at the next midnight.
@@ -364,7 +450,7 @@ def _scan(
     """Feed the overlapping occurrences to ``collect``; False when counting stopped early."""
     zone = length.zone
     naive, sub_second = _series_start(start, zone, length.days is not None)
-    series = Series(rule, naive, work)
+    series, zoned = _series(rule, naive, start - sub_second, zone, work)
     scan_from = wallclock.local_bound(timepolicy.clamp(lo, -length.longest), zone, -1)
     scan_to = wallclock.local_bound(hi, zone, +1)
     until = _until_instant(rule, zone)
@@ -376,7 +462,7 @@ def _scan(
         work.spend(1)  # placing it in the zone and in the window: a step of its own
         if occurrence > stop:
             break
-        at = wallclock.place(occurrence, zone)
+        at = zoned.place(occurrence)
         if at is None:
             if occurrence.year > 5000:
                 break  # the series ends where the supported calendar ends

@@ -11,13 +11,13 @@ covers them).
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from philont.db import fork
 from philont.db.queries import vectors as q
 from philont.db.vectors import VectorEngine
 from philont.embed import codec
@@ -76,7 +76,7 @@ class StoreVectors:
     def __init__(self, engine: VectorEngine) -> None:
         self.engine = engine
         self.weights = FusionWeights()
-        self._lock = threading.Lock()
+        self._lock = fork.Lock()
         self._codes: OrderedDict[int | None, _Codes] = OrderedDict()  # by agent (None: SQLite)
         self._queries: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
 
@@ -117,7 +117,7 @@ class StoreVectors:
 
 
 _STATES: weakref.WeakKeyDictionary[Store, StoreVectors] = weakref.WeakKeyDictionary()
-_STATES_LOCK = threading.Lock()
+_STATES_LOCK = fork.Lock()
 
 
 def state(store: Store) -> StoreVectors:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 from pydantic import PlainValidator
 
 from philont.arguments import checked
-from philont.errors import InvalidInputError, InvalidTimeRangeError, SessionNotFoundError
+from philont.errors import InvalidInputError, SessionNotFoundError
 from philont.finds import finds
 from philont.learning.batch import Applied, Context, apply, gather, think
 from philont.learning.config import LearningConfig
@@ -27,6 +27,7 @@ from philont.learning.verify import CaseBook, Judge, ask_judge
 from philont.learning.window import Run, Window, load_range, load_session
 from philont.llm.base import ModelClient
 from philont.memory import Memory
+from philont.schemas import inputs
 from philont.schemas.learning import (
     ExtractionReport,
     JudgeAgreement,
@@ -60,12 +61,6 @@ def _no_session(
 
 
 """The arguments that choose a learning window: one session, or a time range."""
-
-
-def _aware(value: object, name: str) -> datetime:
-    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError.of(name, f"must be a timezone-aware datetime, got {value!r}")
-    return value
 
 
 def _model(value: object) -> object:
@@ -151,11 +146,8 @@ class Learner(Service):
             raise InvalidInputError.of_together(
                 _SCOPE, "give a session_id, or both since and until"
             )
-        since, until = _aware(since, "since"), _aware(until, "until")
-        if until < since:
-            raise InvalidTimeRangeError(
-                since, until, names=("since", "until"), what="learning window"
-            )
+        since, until = inputs.window(since, until, what="learning window")
+        assert since is not None and until is not None  # both were given
         return load_range(self.mem.session, since, until, limit=limit)
 
     def learn(self, window: Window) -> Applied:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from philont.db import fork
 from philont.errors import (
     FilePathError,
     InvalidInputError,
@@ -50,7 +50,7 @@ class ScriptedModel:
             self._respond = script
         else:
             self._queue = list(script)
-        self._lock = threading.Lock()
+        self._lock = fork.Lock()
         self.prompts: list[str] = []
 
     @classmethod

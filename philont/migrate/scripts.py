@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +11,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL
 
+from philont.db import fork
 from philont.db.engine import resolve_url
 
 
@@ -63,7 +63,7 @@ def history() -> list[tuple[str, str]]:
     return [(r.revision, (r.doc or "").strip()) for r in reversed(revs)]
 
 
-_ALEMBIC_LOCK = threading.RLock()
+_ALEMBIC_LOCK = fork.Lock(reentrant=True)
 
 
 @contextmanager

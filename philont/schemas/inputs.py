@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import reprlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal, TypeVar
@@ -569,9 +570,17 @@ def describe(exc: ValidationError, *, prefix: str = "", most: int = 5) -> str:
         loc = [str(p) for p in err.get("loc", ()) if p not in ("function-after", "constrained")]
         where = ".".join([prefix, *loc] if prefix else loc) or "arguments"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        shown = _SHORT.repr(err.get("input"))  # what was refused, cut short
+        if err.get("type") != "missing" and "got " not in msg and shown not in msg:
+            msg = f"{msg} (got {shown})"
         # A rule that raised its own typed error already named the argument: once is enough.
         parts.append(f"{where}: {msg.removeprefix(f'{where}: ')}")
     return "; ".join(parts)
+
+
+_SHORT = reprlib.Repr()
+"""How :func:`describe` shows a refused value: a few levels and characters of it."""
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 2, 40, 40, 40
 
 
 def check(kind: Any, value: object, name: str) -> Any:

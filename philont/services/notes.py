@@ -6,11 +6,12 @@ import builtins
 import uuid
 from typing import NoReturn
 
-from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy import func, or_, select
 
 from philont.db.models import Note
 from philont.db.stored_values import record
 from philont.domain.kinds import AccessTarget
+from philont.domain.query import fold_case
 from philont.domain.query import like_escape as _like_escape
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from philont.finds import finds
@@ -27,10 +28,10 @@ SESSION_SUMMARY_PREFIX = "session-summary-"
 """Id prefix of the per-session summary notes (``session-summary-<session id>``)."""
 
 
-def _contains(token: str) -> ColumnElement[bool]:
+def _pattern(token: str) -> str:
     # '%' and '_' typed by the user are literal characters, not wildcards (the original let
     # them through, Q-F4: searching '%' returned every note).
-    return Note.content.ilike(f"%{_like_escape(token)}%", escape="\\")
+    return f"%{_like_escape(fold_case(token))}%"
 
 
 def _record(row: Note) -> NoteRecord:
@@ -192,12 +193,12 @@ class NoteService(Service):
         character separates tokens too, as in every search query (``mem.search``'s plan), on
         both backends.
 
-        Each token is an escaped ``LIKE`` substring (``%`` and ``_`` are literal;
-        case-insensitive for ASCII on SQLite; PostgreSQL's ILIKE also folds other letters, by
-        the database's locale: ``ärger`` finds ``Ärger`` there only). A blank query finds
-        nothing, and so does a token no stored text can hold (a lone surrogate). No access
-        refresh. Ranked search with stems, substrings and
-        time windows is ``mem.search.notes``.
+        Each token is an escaped ``LIKE`` substring (``%`` and ``_`` are literal), matched
+        without case by one rule on both backends (:func:`~philont.domain.query.fold_case`:
+        ``ärger`` finds ``Ärger``, ``istanbul`` ``İstanbul``, ``ｆｏｏ`` ``ＦＯＯ``; accents
+        and ``ς``/``σ`` stay apart). A blank query finds nothing, and so does a token no stored
+        text can hold (a lone surrogate). No access refresh. Ranked search with stems,
+        substrings and time windows is ``mem.search.notes``.
         """
         query = inputs.check(inputs.Query, query, "query")
         # SQLite's LIKE reads its pattern up to a NUL ('Berlin\x00' found '... Berlin'), and
@@ -211,7 +212,8 @@ class NoteService(Service):
             )
         if not tokens or any(inputs.unstorable(t) is not None for t in tokens):
             return []
-        stmt = select(Note).where(_ACTIVE, *map(_contains, tokens)).order_by(*_RANKING).limit(limit)
+        contains = [self.mem.backend.folded_like(Note.content, _pattern(t)) for t in tokens]
+        stmt = select(Note).where(_ACTIVE, *contains).order_by(*_RANKING).limit(limit)
         return [_record(r) for r in self.session.scalars(stmt)]
 
     def count(self, include_forgotten: bool = False) -> int:

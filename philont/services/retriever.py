@@ -69,7 +69,9 @@ class TimelineRetriever(Service):
       reports how many were skipped in ``dropped_system``.
     * Recall ranks by relevance, not recency, fills its budget best match first and skips a
       match that does not fit (its budget is never exceeded); the recency section keeps the
-      original rule that the newest message is always shown, even over budget.
+      original rule that the newest message is always shown, even over budget, unless the
+      budget is 0: ``recent_budget_tokens=0`` (like ``recent_limit=0``) asks for no recent
+      messages at all, and recall may then return the newest ones too.
     * The separator is our own English marker, :data:`SEPARATOR`.
     """
 
@@ -111,6 +113,8 @@ class TimelineRetriever(Service):
         now_ms = None if now is None else to_epoch_ms(inputs.check(inputs.AwareTime, now, "now"))
         raw = self.mem.raw()
 
+        # A budget of 0 is no recency window at all, as a limit of 0 is (nothing passed over).
+        recent_limit = recent_limit if recent_budget_tokens else 0
         recent, recent_tokens = self._recent(
             raw, recent_limit, recent_budget_tokens, sessions, now_ms
         )
@@ -200,7 +204,8 @@ class TimelineRetriever(Service):
         sessions: tuple[str, ...],
         now_ms: int | None,
     ) -> tuple[list[MessageRow], int]:
-        """The recency section, newest first, and its token total."""
+        """The recency section, newest first, and its token total: the newest message even when
+        it alone is over the budget (``retrieve`` passes a limit of 0 for a budget of 0)."""
         if limit == 0:
             return [], 0
         taken: list[MessageRow] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,12 +15,15 @@ from philont import tools
 from philont.db.models import Fact, Note
 from philont.domain.kinds import FactKind
 from philont.domain.timeparse import iso
+from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.learning import Learner, LearningConfig
 from philont.learning.window import runs_of
 from philont.llm import ScriptedModel
 from philont.memory import Memory
 from tests.conftest import FakeClock
 from tests.integration.learning_helpers import Conversation, unit_factory
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 BOTH_BACKENDS = True
 
@@ -239,6 +242,21 @@ def test_a_window_is_its_session_or_its_time_range(mem: Memory, clock: FakeClock
     start = clock.now - timedelta(minutes=1)  # inclusive: the turn a minute ago is in
     window = learner.window(since=start, until=clock.now)
     assert [t.content for t in window.turns] == ["Noted.", "Unrelated"]
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "error", "named"),
+    [
+        (datetime(2026, 1, 1), NOW, InvalidInputError, "since"),  # naive
+        (NOW, "2026-01-02", InvalidInputError, "until"),  # text, not a datetime
+        (NOW, NOW - timedelta(days=1), InvalidTimeRangeError, "learning window"),
+    ],
+)
+def test_a_time_range_window_is_checked_like_every_window(
+    mem: Memory, since: Any, until: Any, error: type[Exception], named: str
+) -> None:
+    with pytest.raises(error, match=named):
+        Learner(mem, ScriptedModel([])).window(since=since, until=until)
 
 
 @pytest.mark.parametrize("limit", [1, 3, 7])

@@ -9,6 +9,7 @@ the next units of work see what another connection committed and write at once."
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -120,3 +121,56 @@ def test_a_result_read_after_its_unit_ended_fails_instead_of_reading_the_past(
     assert isinstance(rows, Iterator)
     with pytest.raises((SQLAlchemyError, sqlite3.ProgrammingError)):
         next(rows)
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    query=st.sampled_from(sorted(set(QUERIES) - {"dbapi"})),  # the adapter has no execute
+    read=st.integers(1, ROWS - 1),
+    write=st.booleans(),
+    how=st.sampled_from(["exception", "result"]),
+    value=st.integers(1000, 10**6),
+)
+def test_nor_does_one_left_by_an_async_unit_of_work(
+    store: Store, query: str, read: int, write: bool, how: str, value: int
+) -> None:
+    """The same through an AsyncStore (aiosqlite): a ``yield_per`` result is a server-side
+    cursor there, which held its statement on the pooled connection alike."""
+    pytest.importorskip("aiosqlite")
+    from philont.aio import AsyncStore
+
+    def half(mem: Memory) -> object:
+        rows = QUERIES[query](mem)
+        for i, _row in enumerate(rows):
+            if i + 1 >= read:
+                if how == "exception":
+                    raise Left
+                return rows
+        raise AssertionError("fewer rows than read")
+
+    def k1(mem: Memory) -> object:
+        sql = text("SELECT value_json FROM memory_facts WHERE key = 'k1'")
+        return mem.session.execute(sql).scalar()
+
+    async def scenario() -> tuple[object, object]:
+        assert store.path is not None
+        astore = await AsyncStore.open(store.path)
+        try:
+            try:
+                kept = await astore.run(half, write=write)
+            except Left as exc:
+                kept = exc
+            changed_elsewhere(store, value)
+            seen = await astore.run(k1, write=False)
+            await astore.run(lambda mem: mem.facts.store("n", "written", value))
+            written = await astore.run(lambda mem: mem.facts.get("n", "written"), write=False)
+            del kept
+            return seen, written
+        finally:
+            await astore.close()
+
+    seen, written = asyncio.run(scenario())
+    assert seen == str(value)
+    assert getattr(written, "value", None) == value

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy.orm import Session
 
 from philont.db.models import RawMessage
@@ -70,6 +72,47 @@ def test_the_newest_message_is_kept_even_over_budget(
     result = retriever.retrieve(recent_budget_tokens=10)
     assert recent_ids(result) == [newest.id]
     assert result.recent_tokens == 600
+
+
+BUDGETS = st.one_of(
+    st.just(0), st.just(1), st.integers(2, 40), st.integers(41, 10**6), st.just(2**31 - 1)
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(budget=BUDGETS)
+def test_a_recency_budget_of_zero_shows_no_recent_message_and_recall_still_works(
+    session: Session, retriever: TimelineRetriever, budget: int
+) -> None:
+    # Built once (the examples only read): an old match, filler, the newest message a match too,
+    # and a system message the recency window would pass over.
+    if session.query(RawMessage).count() == 0:
+        timeline = Timeline(session)
+        timeline.add("we paid the deposit for the flat")
+        for i in range(5):
+            timeline.add(f"lorem ipsum {i}")
+        timeline.add("a system note", Role.SYSTEM)
+        timeline.add("the deposit is back")
+    newest = max(session.query(RawMessage).all(), key=lambda m: m.timestamp)
+    result = retriever.retrieve(
+        "deposit", recent_limit=3, recent_budget_tokens=budget, recall_budget_tokens=1000
+    )
+    matches = {m.id for m in session.query(RawMessage).all() if "deposit" in m.content}
+    if budget == 0:  # asked for no recent messages: none, none passed over
+        assert (result.recency_count, result.recent_tokens, result.dropped_system) == (0, 0, 0)
+        assert recent_ids(result) == []
+        # recall still works, and may now return the newest message (nothing hides it)
+        assert matches <= set(recall_ids(result))  # the newest among them
+        assert SEPARATOR not in [m.content for m in result.messages]
+    else:  # the newest is always shown; more only within the budget
+        assert recent_ids(result)[-1] == newest.id
+        assert result.recency_count == 1 or result.recent_tokens <= budget
+        # recall: the matches the recency window does not show (the old one at least)
+        assert matches - set(recent_ids(result)) <= set(recall_ids(result))
+        assert not set(recall_ids(result)) & set(recent_ids(result))
+    assert result.total_tokens == result.recent_tokens + result.recall_tokens
 
 
 def test_the_recency_budget_is_respected_newest_first_then_shown_in_order(

@@ -4,18 +4,25 @@ function."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.engine import URL
+from typer.testing import CliRunner
 
 from philont import tools
+from philont.cli import app
 from philont.db.types import to_epoch_ms
 from philont.domain import facts as fact_rules
 from philont.domain.kinds import FactKind
 from philont.domain.maturity import Grade, callable_skill
+from philont.domain.timeparse import iso
+from philont.services.prefix import PrefixLimits
 from philont.store import Store
 
 BOTH_BACKENDS = True
@@ -78,58 +85,124 @@ def test_fact_expiry_is_one_rule_for_every_path(
 # --- the fact time tag -----------------------------------------------------------------------
 
 T = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
-TAGS: list[tuple[str, FactKind, datetime | None, datetime | None, str]] = [
-    (
-        "open state",
-        FactKind.STATE,
-        None,
-        None,
-        "[state ? → ∞ | recorded 2026-06-14T12:00:00.000Z]",
-    ),
+REC = " | recorded 2026-06-14T12:00:00.000Z]"
+# (case, kind, occurred_at, valid_from, valid_until, tag)
+TAGS: list[tuple[str, FactKind, datetime | None, datetime | None, datetime | None, str]] = [
+    ("open state", FactKind.STATE, None, None, None, "[state ? → ∞" + REC),
     (
         "bounded state",
         FactKind.STATE,
+        None,
         T,
         T + timedelta(days=90),
-        "[state 2026-05-01T09:30:00.000Z → 2026-07-30T09:30:00.000Z"
-        " | recorded 2026-06-14T12:00:00.000Z]",
+        "[state 2026-05-01T09:30:00.000Z → 2026-07-30T09:30:00.000Z" + REC,
+    ),
+    ("event", FactKind.EVENT, T, None, None, "[event@2026-05-01T09:30:00.000Z" + REC),
+    # The times that were stored but never shown: a state's occurred_at, an event's validity.
+    (
+        "state as of a time",
+        FactKind.STATE,
+        T,
+        None,
+        None,
+        "[state ? → ∞, as of 2026-05-01T09:30:00.000Z" + REC,
     ),
     (
-        "event",
+        "event valid until",
         FactKind.EVENT,
         T,
         None,
-        "[event@2026-05-01T09:30:00.000Z | recorded 2026-06-14T12:00:00.000Z]",
+        T + timedelta(days=90),
+        "[event@2026-05-01T09:30:00.000Z, valid ? → 2026-07-30T09:30:00.000Z" + REC,
+    ),
+    (
+        "event valid from, occurred when stored",
+        FactKind.EVENT,
+        None,
+        T,
+        None,
+        "[event@2026-06-14T12:00:00.000Z, valid 2026-05-01T09:30:00.000Z → ∞" + REC,
     ),
 ]
 
 
-@pytest.mark.parametrize(("case", "kind", "start", "end", "tag"), TAGS, ids=[c[0] for c in TAGS])
+def _tag_on_every_path(
+    store: Store,
+    kind: FactKind,
+    occurred: datetime | None,
+    start: datetime | None,
+    end: datetime | None,
+) -> str:
+    """The tag of one stored fact, checked equal on every path that shows a fact: the record,
+    store_fact's answer, the prefix, get_fact, list_facts (and the command line on SQLite)."""
+    args = {"namespace": "rules", "key": "tag", "value": "v", "fact_kind": kind.value}
+    for name, value in (("occurred_at", occurred), ("valid_from", start), ("valid_until", end)):
+        if value is not None:
+            args[name] = value.isoformat()
+    stored = tools.call("store_fact", args, db=store)
+    assert stored.ok, stored.text
+    with store.begin() as mem:
+        record = mem.facts.get("rules", "tag")
+        assert record is not None
+        tag = record.time_tag()
+        prefix = mem.prefix.build(limits=PrefixLimits(budget_tokens=10**5)).text
+    assert f"Stored rules.tag {tag}" in stored.text
+    # the prefix shows what holds now (not an expired state, nor one yet to begin)
+    assert (f'- rules.tag = "v" {tag}' in prefix) is record.is_valid_at(NOW)
+    assert tag in tools.call("get_fact", {"namespace": "rules", "key": "tag"}, db=store).text
+    listed = tools.call("list_facts", {"namespace": "rules"}, db=store).text
+    assert (tag in listed) is record.is_valid_at(NOW)  # lists what holds now
+    if store.path is not None:
+        shown = CliRunner().invoke(
+            app, ["facts", "get", "rules", "tag", "--db", str(store.path), "--json"]
+        )
+        assert shown.exit_code == 0, shown.output
+        assert json.loads(shown.output)["time"] == tag
+    return tag
+
+
+@pytest.mark.parametrize(
+    ("case", "kind", "occurred", "start", "end", "tag"), TAGS, ids=[c[0] for c in TAGS]
+)
 def test_the_time_tag_is_one_rule_for_every_path(
     store: Store,
     case: str,
     kind: FactKind,
+    occurred: datetime | None,
     start: datetime | None,
     end: datetime | None,
     tag: str,
 ) -> None:
-    with store.begin() as mem:
-        record = mem.facts.store(
-            "rules",
-            "tag",
-            "v",
-            fact_kind=kind,
-            occurred_at=start if kind is FactKind.EVENT else None,
-            valid_from=start if kind is FactKind.STATE else None,
-            valid_until=end,
-        )
-        assert record.time_tag() == tag
-        assert f'- rules.tag = "v" {tag}' in mem.prefix.build().text
-    for name, args in (
-        ("get_fact", {"namespace": "rules", "key": "tag"}),
-        ("list_facts", {"namespace": "rules"}),
-    ):
-        assert tag in tools.call(name, args, db=store).text
+    assert _tag_on_every_path(store, kind, occurred, start, end) == tag
+
+
+times = st.none() | st.datetimes(
+    min_value=datetime(1970, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+).map(lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000))
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(kind=st.sampled_from(FactKind), occurred=times, start=times, end=times)
+def test_every_stored_time_of_a_fact_is_shown_the_same_everywhere(
+    store: Store,
+    kind: FactKind,
+    occurred: datetime | None,
+    start: datetime | None,
+    end: datetime | None,
+) -> None:
+    assume(start is None or end is None or start <= end)
+    tag = _tag_on_every_path(store, kind, occurred, start, end)
+    for value in (occurred, start, end):  # each time it has is in its tag
+        if value is not None:
+            assert iso(value) in tag
+    if kind is FactKind.STATE and occurred is not None:
+        assert f", as of {iso(occurred)} |" in tag
+    if kind is FactKind.EVENT and (start, end) != (None, None):
+        assert ", valid " in tag
 
 
 # --- fact ranking ----------------------------------------------------------------------------

@@ -69,6 +69,13 @@ def test_a_term_more_common_than_the_cap_finds_its_newest_messages(session: Sess
     assert found(session, "上次说的柏林是什么？", limit=5) == ids[::-1][:5]
 
 
+@pytest.mark.parametrize("limit", [20, 45, 100, 400])
+def test_a_common_term_gives_as_many_hits_as_asked_for(session: Session, limit: int) -> None:
+    # Its window of newest rows grows with the limit (scoring.Pools): it held RECENT rows.
+    ids = add(session, berlin(12 * CAP))
+    assert found(session, "柏林", limit=limit) == ids[::-1][:limit]
+
+
 def test_a_rare_term_still_finds_an_old_message_next_to_a_common_one(session: Session) -> None:
     (target,) = add(session, ["在柏林吃了寿司"])
     add(session, berlin(3 * CAP))  # 柏林 is common now; target is older than RECENT messages
@@ -88,10 +95,12 @@ def test_the_document_frequency_of_a_common_term_is_estimated_from_its_newest_ma
     window = scoring.PRESENCE_WINDOW
     # A full window, one match in every ten of the rowids it spans: a tenth of the documents.
     newest = list(range(100_000, 100_000 - 10 * window, -10))
-    assert scoring.estimate_cjk_df(newest, 100_000) == pytest.approx(10_000, rel=0.02)
+    assert scoring.estimate_cjk_df(newest, 100_000, window, RECENT) == pytest.approx(
+        10_000, rel=0.02
+    )
     # Fewer matches than the window: their share of all the recent rows read.
     few = list(range(100_000, 100_000 - RECENT // 2, -1))[:3]
-    assert scoring.estimate_cjk_df(few, 100_000) == round(3 * 100_000 / RECENT)
+    assert scoring.estimate_cjk_df(few, 100_000, window, RECENT) == round(3 * 100_000 / RECENT)
 
 
 def test_a_rare_term_keeps_the_filters(session: Session) -> None:

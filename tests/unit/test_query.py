@@ -13,6 +13,7 @@ from philont.domain.query import (
     MAX_SCAN_CHARS,
     SearchPlan,
     build_plan,
+    fold_case,
     like_pattern,
     quote,
 )
@@ -286,3 +287,33 @@ def test_forms_come_after_the_words_and_name_one_of_them(text: str, n: int) -> N
     assert plan.form_of[:own] == tuple(range(own))
     assert all(base < own for base in plan.form_of[own:])
     assert len(set(plan.words)) == len(plan.words)
+
+
+# --- one case rule: lowercase code point by code point, as the word indexes do -----------------
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("İstanbul", ("istanbul",)),  # str.lower(): "i̇stanbul", a combining dot no index holds
+        ("ΟΔΟΣ", ("οδοσ",)),  # str.lower(): "οδος", the final ς PostgreSQL keeps apart from σ
+        ("Äpfel", ("äpfel",)),
+        ("ＦＯＯ", ("ｆｏｏ",)),  # full-width letters stay full-width (no index maps them to ASCII)
+        ("οδος", ("οδος",)),  # a ς the user typed is kept
+    ],
+)
+def test_query_words_are_lowercased_as_the_indexes_lowercase_documents(
+    query: str, words: tuple[str, ...]
+) -> None:
+    plan = build_plan(query)
+    assert plan is not None
+    assert plan.words == words
+
+
+@given(st.text(max_size=40))
+def test_the_case_fold_maps_each_code_point_to_one_code_point(text: str) -> None:
+    folded = fold_case(text)
+    assert len(folded) == len(text)
+    assert folded == "".join(fold_case(c) for c in text)  # no context (no final sigma rule)
+    assert fold_case(folded) == folded
+    assert all(c == d or c.lower() == d or c in "İΣ" for c, d in zip(text, folded, strict=True))

@@ -29,10 +29,10 @@ from philont.services.base import Service
 from philont.services.search.scoring import (
     CONTEXT_SOURCES,
     CONTEXT_WEIGHTS,
-    RULES_POOL,
     Filter,
     Kind,
     MessageFilter,
+    Pools,
     Scorer,
     and_all,
     best,
@@ -194,7 +194,8 @@ class SearchService(Service):
         excluded = set(exclude_ids)
         now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
         near = None if around is None else inputs.check(inputs.AwareTime, around, "around")
-        own = self._ranked_own(query, plan, flt.as_sql(raw.mark), limit + len(excluded), now, near)
+        pools = Pools.of(limit, excluded=len(excluded))
+        own = self._ranked_own(query, plan, flt.as_sql(raw.mark), pools, now, near)
         own = self._semantic(Kind.MESSAGES, query, own, flt.as_sql(raw.mark), limit + len(excluded))
         if not own:
             return []
@@ -214,22 +215,22 @@ class SearchService(Service):
         query: str,
         plan: SearchPlan,
         flt: Filter,
-        wanted: int,
+        pools: Pools,
         now: datetime,
         around: datetime | None,
     ) -> dict[int, float]:
         """Each candidate message's own score: keywords, then the period and session rules
-        over the best RULES_POOL candidates (one more statement reads their sessions and
+        over the best ``pools.rules`` candidates (one more statement reads their sessions and
         times)."""
         rules = self._rules
-        terms = self._terms(Kind.MESSAGES, plan, flt, wanted)
+        terms = self._terms(Kind.MESSAGES, plan, flt, pools)
         own = ranking.total(terms)
         periods = ranking.query_periods(query, now, rules)
         if around is not None:
             periods.append(ranking.around(around, days=AROUND_DAYS))
         if len(own) < 2 or not (periods or rules.session_weight > 0):
             return own
-        rows = message_rows.placements(self.mem.raw(), best(own, RULES_POOL))
+        rows = message_rows.placements(self.mem.raw(), best(own, pools.rules))
         if periods:
             at = {i: r.timestamp for i, r in rows.items()}
             own = ranking.prefer_periods(own, at, periods, rules.period_weight)
@@ -395,15 +396,15 @@ class SearchService(Service):
         return build_plan(text, forms=self._rules.form_weight > 0)
 
     def _terms(
-        self, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int
+        self, kind: Kind, plan: SearchPlan, flt: Filter, pools: Pools
     ) -> list[ranking.Scores]:
         """Per query word (forms folded into their word) and CJK term, candidate scores."""
-        terms = self._scorer.term_scores(self.mem.raw(), kind, plan, flt, wanted)
+        terms = self._scorer.term_scores(self.mem.raw(), kind, plan, flt, pools)
         return ranking.fold_forms(terms, plan.form_of, self._rules.form_weight)
 
-    def _score(self, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int) -> dict[Any, float]:
+    def _score(self, kind: Kind, plan: SearchPlan, flt: Filter, limit: int) -> dict[Any, float]:
         """Relevance of every candidate (key -> score > 0) that passes ``flt``."""
-        return ranking.total(self._terms(kind, plan, flt, wanted))
+        return ranking.total(self._terms(kind, plan, flt, Pools.of(limit)))
 
 
 def recall_rows(

@@ -13,25 +13,24 @@ share of their neighbours' scores. The indexes are revision v036's, led by ``age
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from philont.db import fork
 from philont.db.backend import Raw
 from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
 from philont.db.models import Note, RawMessage, Skill
-from philont.domain.query import LIKE_ESCAPE, SearchPlan, like_pattern
+from philont.domain.query import LIKE_ESCAPE, SearchPlan, fold_case, like_pattern
 from philont.services.search.scoring import (
     BM25_K1,
     BM25_MAX_DF,
-    CANDIDATES_PER_TERM,
     CJK_INSTANCE_CAP,
-    PRESENCE_WINDOW,
     SUBSTRING_MIN_CHARS,
     SUBSTRING_WEIGHT,
     Filter,
     Kind,
+    Pools,
     Term,
     bm25_idf,
     distinct_at_most,
@@ -45,7 +44,8 @@ BM25_B = 0.75
 """bm25's length normalisation, as in FTS5."""
 
 CJK_NEWEST = 2_000
-"""A short CJK term is looked up in at most its newest this-many documents."""
+"""A short CJK term is looked up in at most its newest this-many documents (or the presence
+pool's size, if larger: :class:`~philont.services.search.scoring.Pools`)."""
 
 LENGTH_SAMPLE = 2_000
 """The average document length (bm25's avgdl) is measured on at most this many documents
@@ -57,7 +57,8 @@ LENGTH_CACHE = 30_000
 """At most this many (agent, table) averages are kept; past it the cache starts afresh."""
 
 SUBSTRING_SCAN = 2_000
-"""A substring look-up reads at most this many matching documents (newest first) to rank."""
+"""A substring look-up reads at most this many matching documents (newest first) to rank (or
+the presence pool's size, if larger)."""
 
 _TOKEN = re.compile(r"[^\W_]+")
 """A token as FTS5's unicode61 tokenizer cuts them: a run of letters and digits."""
@@ -122,7 +123,7 @@ def _trigrams(text: Any) -> int:
 
 def _occurrences(text: Any, needle: str) -> int:
     """Overlapping, case-insensitive occurrences (a trigram phrase match's frequency)."""
-    hay = str(text or "").lower()
+    hay = fold_case(str(text or ""))
     n, at = 0, hay.find(needle)
     while at >= 0:
         n += 1
@@ -157,13 +158,13 @@ def _bm25(tf: float, length: float, avg_length: float) -> float:
     return tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm) if tf > 0 else 0.0
 
 
-def _cut(scored: dict[Any, float]) -> list[Any]:
-    """A term's best CANDIDATES_PER_TERM documents. Equal scores (same frequency, same length)
+def _cut(scored: dict[Any, float], n: int) -> list[Any]:
+    """A term's best ``n`` documents (its pool). Equal scores (same frequency, same length)
     keep the older document, as SQLite's ``ORDER BY score LIMIT`` over FTS5's rowid order does."""
-    return sorted(scored, key=lambda d: (-scored[d], d))[:CANDIDATES_PER_TERM]
+    return sorted(scored, key=lambda d: (-scored[d], d))[:n]
 
 
-_LOCK = threading.Lock()
+_LOCK = fork.Lock()
 
 STEM_CACHE = 50_000
 _STEMS: dict[str, str] = {}
@@ -183,18 +184,22 @@ class PgScorer:
         return "id"  # notes and skills have no rowid here: their text ids key the scores
 
     def term_scores(
-        self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int
+        self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, pools: Pools
     ) -> list[dict[Any, float]]:
         """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
-        return _Run(raw, self._lengths).term_scores(_CORPORA[kind], plan, flt, wanted)
+        run = _Run(raw, self._lengths, pools)
+        return run.term_scores(_CORPORA[kind], plan, flt, pools.wanted)
 
 
 class _Run:
-    """One scoring pass on one connection."""
+    """One scoring pass on one connection, with the pools of the results it asks for."""
 
-    def __init__(self, raw: Raw, lengths: dict[tuple[int, int], tuple[int, float, float]]) -> None:
+    def __init__(
+        self, raw: Raw, lengths: dict[tuple[int, int], tuple[int, float, float]], pools: Pools
+    ) -> None:
         self._raw = raw
         self._lengths = lengths
+        self._pools = pools
         self._agent = int(raw.agent or 0)
         self._mine = raw.mine("b")  # every statement reads the unit of work's agent only
 
@@ -291,7 +296,7 @@ class _Run:
             else:
                 arms.append(
                     f"SELECT * FROM (SELECT {i}, b.id, {nulls} FROM {corpus.base} AS b {where}"
-                    f" ORDER BY {corpus.newest} LIMIT {PRESENCE_WINDOW}) AS p{i}"
+                    f" ORDER BY {corpus.newest} LIMIT {self._pools.presence}) AS p{i}"
                 )
             params += [plan.words[i], *flt.params]
         return " UNION ALL ".join(arms), params
@@ -319,7 +324,7 @@ class _Run:
             found.setdefault(int(row[0]), []).append(row)
         rare = [(i, df, lex) for i, df, lex in words if df <= BM25_MAX_DF]
         tokens = {
-            r[1]: [_TOKEN.findall(str(t or "").lower()) for t in r[2:]]
+            r[1]: [_TOKEN.findall(fold_case(str(t or ""))) for t in r[2:]]
             for i, _df, _l in rare
             for r in found.get(i, [])
         }
@@ -347,11 +352,11 @@ class _Run:
                     scored[r[1]] = idf * _bm25(tf or 1.0, length, avg_length)
                 # bm25 carries one idf factor; weighted by idf once more, as on SQLite.
                 terms[i].df = df
-                terms[i].scores = {d: scored[d] * idf for d in _cut(scored)}
+                terms[i].scores = {d: scored[d] * idf for d in _cut(scored, self._pools.per_term)}
             else:
                 presence = {r[1]: 1.0 for r in rows}
                 if corpus is _MESSAGES:
-                    df = estimate_df(presence, n_docs)
+                    df = estimate_df(presence, n_docs, self._pools.presence)
                 weight = bm25_idf(df, n_docs) ** 2  # presence carries none
                 terms[i].df = df
                 terms[i].scores = {d: weight for d in presence}
@@ -411,12 +416,13 @@ class _Run:
         """Merge substring matches (pg_trgm) into word terms, ranked as SQLite's trigram index
         ranks them (bm25 over trigrams), per document the better of the two scores."""
         columns = ", ".join(c for c, _w in corpus.trigram_columns)
+        scan = self._pools.at_least(SUBSTRING_SCAN)
         for term in terms:
-            label = term.label.lower()
+            label = fold_case(term.label)
             rows = self._fetch(
                 f"SELECT b.id, {columns} FROM {corpus.base} AS b WHERE {self._mine}"
                 f" AND {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
-                f" ORDER BY {corpus.newest} LIMIT {SUBSTRING_SCAN}",
+                f" ORDER BY {corpus.newest} LIMIT {scan}",
                 [like_pattern(term.label), *flt.params],
             )
             hits = len(rows)
@@ -425,7 +431,7 @@ class _Run:
                     self._fetch(
                         f"SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
                         f" WHERE {self._mine} AND {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'"
-                        f" LIMIT {SUBSTRING_SCAN}) AS m",
+                        f" LIMIT {scan}) AS m",
                         [like_pattern(term.label)],
                     )[0][0]
                 )
@@ -441,16 +447,17 @@ class _Run:
                 if tf > 0:
                     scored[r[0]] = idf * _bm25(tf, length, avg_length)
             weight = discount * bm25_idf(max(term.df, len(scored), 1), n_docs)
-            for d in _cut(scored):
+            for d in _cut(scored, self._pools.per_term):
                 term.scores[d] = max(term.scores.get(d, 0.0), scored[d] * weight)
 
     def _cjk_term(self, corpus: _PgCorpus, term: str, flt: Filter, n_docs: int) -> Term:
         """A short CJK term by escaped LIKE over its newest documents; tf counted in Python."""
         columns = ", ".join(c for c, _w in corpus.columns)
+        newest = self._pools.at_least(min(CJK_NEWEST, CJK_INSTANCE_CAP))
         rows = self._fetch(
             f"SELECT b.id, {columns} FROM {corpus.base} AS b WHERE {self._mine}"
             f" AND {corpus.text} LIKE %s ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
-            f" ORDER BY {corpus.newest} LIMIT {min(CJK_NEWEST, CJK_INSTANCE_CAP)}",
+            f" ORDER BY {corpus.newest} LIMIT {newest}",
             [like_pattern(term), *flt.params],
         )
         tfs = {
@@ -460,6 +467,6 @@ class _Run:
             )
             for r in rows
         }
-        df = len(tfs) if len(tfs) < CJK_NEWEST else max(len(tfs), n_docs)
+        df = len(tfs) if len(tfs) < newest else max(len(tfs), n_docs)
         idf = bm25_idf(max(df, 1), n_docs)
         return Term(term, df, {d: idf * idf * saturate(float(tf)) for d, tf in tfs.items()})

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 # scripts/bench_recall.py (no per-question or per-dataset tuning).
 
 CANDIDATES_PER_TERM = 30
-"""Each term contributes its best this-many documents (bm25 order) to the candidate pool."""
+"""Each term contributes its best this-many documents (bm25 order) to the candidate pool (at
+least as many as the search asks for: :class:`Pools`)."""
 
 BM25_MAX_DF = 200
 PRESENCE_WINDOW = 60
@@ -61,7 +62,45 @@ CJK_INSTANCE_CAP = 20_000
 """Notes and skills (small tables): at most this many records matching a CJK term are read by
 LIKE; more marks the term common."""
 
-MAX_LIMIT = 1_000
+
+@dataclass(frozen=True)
+class Pools:
+    """The candidate pools of one search, a function of how many results it asks for (one rule
+    for both backends). For a limit up to CANDIDATES_PER_TERM they are the tuned defaults above
+    (so the ranking of such a search does not depend on its limit); a larger limit grows every
+    pool with ``wanted`` (the limit plus the ids to drop): per term its best ``max(30,
+    wanted)`` documents, a common term its newest ``max(60, 2 * wanted)``, the rules weigh the
+    best ``max(100, wanted)``, and the windows read to find a common term's matches grow
+    with the presence pool. So such a search returns ``limit`` hits whenever that many
+    documents match (and all of them when fewer do)."""
+
+    wanted: int
+    per_term: int
+    presence: int
+    rules: int
+
+    @classmethod
+    def of(cls, limit: int, *, excluded: int = 0) -> Pools:
+        """The pools of a search for ``limit`` results that drops ``excluded`` given ids after
+        ranking (they keep their places in the pools: they lend context). Past the tuned range
+        the pools make room for them too; within it they are the defaults, whatever is
+        excluded."""
+        wanted = limit + excluded
+        n = wanted if limit > CANDIDATES_PER_TERM else 0
+        return cls(
+            wanted=wanted,
+            per_term=max(CANDIDATES_PER_TERM, n),
+            presence=max(PRESENCE_WINDOW, 2 * n),
+            rules=max(RULES_POOL, n),
+        )
+
+    def at_least(self, window: int) -> int:
+        """A window of ``window`` matched documents, never smaller than the presence pool."""
+        return max(window, self.presence)
+
+    def scaled(self, window: int) -> int:
+        """A window of ``window`` rows scanned for the presence pool's matches, grown with it."""
+        return window * self.presence // PRESENCE_WINDOW
 
 
 class Kind(enum.Enum):
@@ -81,9 +120,9 @@ class Scorer(Protocol):
         ...
 
     def term_scores(
-        self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int
+        self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, pools: Pools
     ) -> list[dict[Any, float]]:
-        """Per search term, every candidate's score (the rules of
+        """Per search term, every candidate's score from the term's pool (the rules of
         :mod:`philont.domain.ranking` combine them)."""
         ...
 
@@ -189,13 +228,15 @@ MAX_CONTENDERS = 2_000
 
 def contenders(scores: dict[Any, float], limit: int, ratio: float) -> dict[Any, float]:
     """The candidates scoring at least ``ratio`` times the ``limit``-th best score (at most
-    MAX_CONTENDERS of them), the only ones a later tie-break or prior can still promote."""
+    MAX_CONTENDERS of them, or twice the limit if more), the only ones a later tie-break or
+    prior can still promote."""
     if len(scores) <= limit:
         return scores
     kth = sorted(scores.values(), reverse=True)[limit - 1]
     kept = {i: s for i, s in scores.items() if s >= kth * ratio}
-    if len(kept) > MAX_CONTENDERS:
-        kept = {i: kept[i] for i in best(kept, MAX_CONTENDERS)}
+    cap = max(MAX_CONTENDERS, 2 * limit)
+    if len(kept) > cap:
+        kept = {i: kept[i] for i in best(kept, cap)}
     return kept
 
 
@@ -206,22 +247,20 @@ def distinct_at_most(terms: list[Term], enough: int) -> int:
     return min(enough, len({d for t in terms for d in t.scores}))
 
 
-def estimate_df(newest: dict[int, float], n_docs: int) -> int:
-    """Document frequency of a common term from its newest occurrences: the window's share of
-    the rowid range it spans, scaled to the collection (rowids grow with time)."""
+def estimate_df(newest: dict[int, float], n_docs: int, window: int) -> int:
+    """Document frequency of a common term from its newest occurrences (at most ``window``):
+    the window's share of the rowid range it spans, scaled to the collection (rowids grow with
+    time)."""
     floor = BM25_MAX_DF + 1
-    if len(newest) < PRESENCE_WINDOW:
+    if len(newest) < window:
         return max(floor, len(newest))
     span = max(n_docs - min(newest) + 1, len(newest))
     return min(n_docs, max(floor, round(len(newest) * n_docs / span)))
 
 
-def estimate_cjk_df(newest: list[int], n_docs: int) -> int:
-    """Document frequency of a common CJK term from its newest matches: their share of the
-    rowids they span (of all CJK_RECENT_ROWS read, when fewer than PRESENCE_WINDOW matched),
-    scaled to the collection."""
-    if len(newest) >= PRESENCE_WINDOW:
-        span = n_docs - min(newest) + 1
-    else:
-        span = min(CJK_RECENT_ROWS, n_docs)
+def estimate_cjk_df(newest: list[int], n_docs: int, window: int, recent: int) -> int:
+    """Document frequency of a common CJK term from its newest matches (at most ``window``
+    among the newest ``recent`` rows): their share of the rowids they span (of all ``recent``
+    read, when fewer than ``window`` matched), scaled to the collection."""
+    span = n_docs - min(newest) + 1 if len(newest) >= window else min(recent, n_docs)
     return min(n_docs, max(len(newest), 1, round(len(newest) * n_docs / max(span, 1))))

@@ -13,15 +13,14 @@ from philont.db.models import Note, RawMessage, Skill
 from philont.domain.query import LIKE_ESCAPE, SearchPlan, like_pattern, quote
 from philont.services.search.scoring import (
     BM25_MAX_DF,
-    CANDIDATES_PER_TERM,
     CJK_INSTANCE_CAP,
     CJK_OCCURRENCE_CAP,
     CJK_RECENT_ROWS,
-    PRESENCE_WINDOW,
     SUBSTRING_MIN_CHARS,
     SUBSTRING_WEIGHT,
     Filter,
     Kind,
+    Pools,
     Term,
     bm25_idf,
     distinct_at_most,
@@ -101,17 +100,18 @@ class SqliteScorer:
         return "id" if kind is Kind.MESSAGES else "rowid"
 
     def term_scores(
-        self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, wanted: int
+        self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, pools: Pools
     ) -> list[dict[Any, float]]:
         """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
-        return _Run(raw).term_scores(_CORPORA[kind], plan, flt, wanted)
+        return _Run(raw, pools).term_scores(_CORPORA[kind], plan, flt, pools.wanted)
 
 
 class _Run:
-    """One scoring pass on one connection."""
+    """One scoring pass on one connection, with the pools of the results it asks for."""
 
-    def __init__(self, raw: Raw) -> None:
+    def __init__(self, raw: Raw, pools: Pools) -> None:
         self._raw = raw
+        self._pools = pools
 
     def _fetch(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         return self._raw.rows(sql, params)
@@ -192,7 +192,7 @@ class _Run:
                     f" -bm25({corpus.words}{corpus.words_weights}) AS s{source}"
                     f" WHERE {corpus.words} MATCH ?{flt.where()} ORDER BY s DESC LIMIT ?)"
                 )
-                params += [matches[i], *flt.params, CANDIDATES_PER_TERM]
+                params += [matches[i], *flt.params, self._pools.per_term]
             else:
                 # A common term: present in its newest documents, read newest first without
                 # bm25, so its cost does not grow with the collection.
@@ -201,7 +201,7 @@ class _Run:
                     f"{source} WHERE {corpus.words} MATCH ?{flt.where()}"
                     f" ORDER BY {corpus.words}.rowid DESC LIMIT ?)"
                 )
-                params += [matches[i], *flt.params, PRESENCE_WINDOW]
+                params += [matches[i], *flt.params, self._pools.presence]
         per_arm: dict[int, dict[int, float]] = defaultdict(dict)
         for t, doc, score in self._fetch(" UNION ALL ".join(arms), params):
             per_arm[t][doc] = score
@@ -210,7 +210,7 @@ class _Run:
             if df <= BM25_MAX_DF:
                 weight = bm25_idf(df, n_docs)  # bm25 carries one idf factor, this is the second
             else:
-                df = estimate_df(scores, n_docs)
+                df = estimate_df(scores, n_docs, self._pools.presence)
                 weight = bm25_idf(df, n_docs) ** 2  # presence carries none
             terms[i] = Term(
                 plan.words[i], df, {d: s * weight for d, s in scores.items()}, word=True
@@ -234,7 +234,7 @@ class _Run:
                 f" -bm25({corpus.trigram}{corpus.trigram_weights}) AS s{source}"
                 f" WHERE {corpus.trigram} MATCH ?{flt.where()} ORDER BY s DESC LIMIT ?)"
             )
-            params += [column + quote(term.label), *flt.params, CANDIDATES_PER_TERM]
+            params += [column + quote(term.label), *flt.params, self._pools.per_term]
         per_arm: dict[int, dict[int, float]] = defaultdict(dict)
         for t, doc, score in self._fetch(" UNION ALL ".join(arms), params):
             per_arm[int(t)][int(doc)] = float(score)
@@ -276,6 +276,7 @@ class _Run:
         #    present (tf 1) in its newest matches among the newest messages.
         arms, params = [], []
         where = f" WHERE {flt.sql}" if flt.sql else ""
+        window, recent = self._pools.presence, self._pools.scaled(CJK_RECENT_ROWS)
         for i, term in enumerate(plan.like_terms):
             if counts.get(i, 0) >= CJK_OCCURRENCE_CAP:
                 arms.append(
@@ -283,7 +284,7 @@ class _Run:
                     f" b.content AS c FROM {_MESSAGES.base} AS b{where} ORDER BY b.rowid DESC"
                     " LIMIT ?) WHERE instr(c, ?) > 0 LIMIT ?)"
                 )
-                params += [*flt.params, CJK_RECENT_ROWS, term, PRESENCE_WINDOW]
+                params += [*flt.params, recent, term, window]
             elif counts.get(i, 0) > 0:
                 sql, values = self._cjk_occurrences(term, flt)
                 arms.append(f"SELECT {i}, id, count(*) FROM ({sql} LIMIT ?) GROUP BY id")
@@ -297,7 +298,7 @@ class _Run:
         for i, term in enumerate(plan.like_terms):
             docs = found.get(i, {})
             common = counts.get(i, 0) >= CJK_OCCURRENCE_CAP
-            df = estimate_cjk_df(list(docs), n_docs) if common else len(docs)
+            df = estimate_cjk_df(list(docs), n_docs, window, recent) if common else len(docs)
             weight = bm25_idf(max(df, 1), n_docs)
             weight *= weight
             terms.append(
