@@ -18,6 +18,10 @@ rule. A refusal is an :class:`~philont.errors.InvalidInputError` whose message s
 argument's name and whose ``details["argument"]`` is that name, before anything ran. Names
 that only a type checker sees (imported under ``TYPE_CHECKING``) are not checked.
 
+A service method that finds rows by text (a lookup, or a change or removal of the rows it
+finds) names its keys (:mod:`philont.finds`): where text cannot hold a NUL character
+(PostgreSQL), a key holding one is no refusal but "not found", as on SQLite.
+
 Without these checks ``Store.open(5)`` made a file named ``5``, ``busy_timeout_ms=-1`` switched
 SQLite's busy handler off and ``store.run(5)`` failed with ``TypeError: 'int' object is not
 callable``."""
@@ -37,6 +41,7 @@ from typing import Any, TypeVar
 
 from philont.db.backend import refuse_nul
 from philont.errors import InvalidInputError
+from philont.finds import ABSENT, Check, Finds, finding
 from philont.schemas import inputs
 
 __all__ = ["ENTRY_POINTS", "Rules", "check_of", "checked", "wrap"]
@@ -283,6 +288,20 @@ def _check_stored(name: str, value: object, *, limit_may_be_none: bool) -> None:
         raise InvalidInputError.of(name, problem)
 
 
+def _unheld_key(
+    name: str, declared: str, kind: _Rule | None, value: object, found: Finds
+) -> object:
+    """What the key ``name`` (checked as declared, a NUL allowed) becomes where text cannot
+    hold a NUL character: None (it is held), :data:`~philont.finds.ABSENT` (text with a NUL),
+    or a sequence without its items with a NUL."""
+    _check_declared(name, declared, kind, value, keeps_nul=True)
+    if isinstance(value, str):
+        return ABSENT if "\x00" in value else None
+    if isinstance(value, _CONTAINERS) and any(isinstance(v, str) and "\x00" in v for v in value):
+        return [v for v in value if not (isinstance(v, str) and "\x00" in v)]
+    return None
+
+
 def _check_searched(name: str, value: object) -> None:
     """A searched argument may hold any text, but it must be text (``None``, bytes or a list
     would otherwise fail deep inside the method with an untyped error)."""
@@ -325,6 +344,8 @@ class Rules:
     """Arguments that are searched, never stored: any text, but text."""
     unstored: frozenset[str] = frozenset()
     """Text arguments that never reach the database (a NUL character is fine in them)."""
+    finds: Finds | None = None
+    """The method finds rows by some of its text arguments (:func:`philont.finds.finds`)."""
 
 
 ENTRY = Rules()
@@ -334,8 +355,12 @@ ENTRY = Rules()
 def wrap(fn: F, rules: Rules, keeps_nul: Callable[[Any], bool] | None = None) -> F:
     """``fn`` with its arguments checked (:func:`_checker`) before it runs, so a refused call
     has touched nothing. ``keeps_nul(self)``: whether text may hold NUL (the unit of work's
-    backend); without it, it may (an entry point stores no text as given)."""
+    backend); without it, it may (an entry point stores no text as given). A key of
+    ``rules.finds`` that this database cannot hold answers as nothing found
+    (:func:`philont.finds.finding`)."""
     check, method = _checker(fn, rules, keeps_nul)
+    if rules.finds is not None:
+        return finding(fn, check, rules.finds)
 
     if inspect.iscoroutinefunction(fn):  # checked when awaited, as the call's other errors
         return _awaited(fn, check, method)
@@ -366,7 +391,20 @@ def _awaited(fn: F, check: _Check, method: bool) -> F:
     return checked_coroutine  # type: ignore[return-value]
 
 
-_Check = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
+_Check = Check  # None, or what the unheld keys become (philont.finds)
+
+
+def _parameters(fn: Callable[..., Any]) -> tuple[bool, list[str], dict[str, str], list[str]]:
+    """Whether ``fn`` is a method (its ``self`` or ``cls`` is not checked), the names of its
+    positional parameters, the declared type of each parameter (text, as written: annotations
+    are text under ``from __future__ import annotations``) and those of its ``**options``."""
+    params = list(inspect.signature(fn).parameters.values())
+    method = bool(params) and params[0].name in ("self", "cls")
+    params = params[method:]
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    declared = {p.name: str(p.annotation) for p in params}
+    options = [str(p.annotation) for p in params if p.kind is p.VAR_KEYWORD]
+    return method, positional, declared, options
 
 
 def _checker(
@@ -379,38 +417,39 @@ def _checker(
     Every service call passes here, and the checks cost more than a small call: an argument
     of a (name, type) that passed before with a value settled by its type (None, True/False,
     a datetime; text at a glance, :func:`_settled`) is not checked again."""
-    signature = inspect.signature(fn)
-    params = list(signature.parameters.values())
-    method = bool(params) and params[0].name in ("self", "cls")
-    params = params[method:]
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    # Annotations are text here (``from __future__ import annotations``), as written.
-    declared = {p.name: str(p.annotation) for p in params}
-    limit = signature.parameters.get("limit")
+    method, positional, declared, options = _parameters(fn)
+    limit = inspect.signature(fn).parameters.get("limit")
     limit_may_be_none = limit is not None and limit.default is None
-    options = [str(p.annotation) for p in params if p.kind is p.VAR_KEYWORD]
     # resolved on the first call, when the module is complete (in the module that wrote
     # ``fn``, also under a decorator such as ``stored_values.careful_read``)
     names = inspect.unwrap(fn).__globals__
     classes: dict[str, _Rule | None] = {}
+    found = rules.finds
 
     passed: set[tuple[str, type]] = set()  # (declared argument, type) of settled values passed
 
-    def check_one(name: str, value: object, nul_kept: bool) -> None:
+    def check_one(name: str, value: object, nul_kept: bool) -> object:
         if name in rules.searched_only:
             _check_searched(name, value)
-            return
+            return None
         if rules.stored:
             _check_stored(name, value, limit_may_be_none=limit_may_be_none)
-        if name in declared:
-            nul_kept = nul_kept or name in rules.unstored
-            _check_declared(name, declared[name], classes[name], value, keeps_nul=nul_kept)
+        if name not in declared:
+            return None
+        if found is not None and name in found.keys and not nul_kept:
+            return _unheld_key(name, declared[name], classes[name], value, found)
+        nul_kept = nul_kept or name in rules.unstored
+        _check_declared(name, declared[name], classes[name], value, keeps_nul=nul_kept)
+        return None
 
-    def check(first: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def check(
+        first: object, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> dict[str, Any] | None:
         if not classes:
             for annotation in options:
                 declared.update(_option_types(annotation, names))
             classes.update({n: _declared_class(d, names) for n, d in declared.items()})
+        unheld: dict[str, Any] | None = None
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
             key = (name, type(value))
             # ASCII text without NUL is settled at a glance; anything else asks _settled
@@ -418,9 +457,12 @@ def _checker(
                 (key[1] is str and value.isascii() and "\x00" not in value) or _settled(value)
             ):
                 continue  # a value of this kind passed every check before: this one does too
-            check_one(name, value, True if keeps_nul is None else keeps_nul(first))
-            if name in declared and name != "limit" and _settled(value):
+            becomes = check_one(name, value, True if keeps_nul is None else keeps_nul(first))
+            if becomes is not None:
+                unheld = {**(unheld or {}), name: becomes}
+            elif name in declared and name != "limit" and _settled(value):
                 passed.add(key)  # declared names only: a caller's stray keywords are not kept
+        return unheld
 
     return check, method
 

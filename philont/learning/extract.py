@@ -3,10 +3,12 @@ and ``store_note`` actions, and each goes through the same validation as the too
 
 ``store_fact`` arguments are validated by the tool's own argument model and written by the tool's
 own handler (``philont.tools.REGISTRY``), so a fact the model could not store through the tool
-cannot be stored this way either. ``store_note`` has no tool; its arguments are checked by
-:class:`StoreNoteArgs` and written by ``NoteService.add``. Relative times are the model's to
-resolve, against the window's own time (the prompt gives it); an event without ``occurred_at``
-happened at the window's time, not at the (later) time of extraction.
+cannot be stored this way either, and one it could is (a NUL character in a fact's value too:
+its JSON escapes it, on both backends). ``store_note`` has no tool; its arguments are checked
+by :class:`StoreNoteArgs` and written by ``NoteService.add`` (a NUL character in its content is
+stored on SQLite and refused on PostgreSQL, as that service refuses it). Relative times are the
+model's to resolve, against the window's own time (the prompt gives it); an event without
+``occurred_at`` happened at the window's time, not at the (later) time of extraction.
 
 What was forgotten is not written again unless it is said again after the forgetting
 (:mod:`philont.domain.forgetting`): each action may cite the message that says it
@@ -135,23 +137,6 @@ def _forgotten(
     )
 
 
-def _unstorable(value: Any) -> bool:
-    """Whether a JSON value holds text no backend stores (NUL, a lone surrogate)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            return True
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_unstorable(v) for v in value)
-    return False
-
-
 class MemoryWriter(Service):
     """Writes extraction proposals into one unit of work (flushes, never commits)."""
 
@@ -213,13 +198,6 @@ class MemoryWriter(Service):
         said: Said | None,
     ) -> MemoryWrite:
         base: dict[str, Any] = {"index": proposal.index, "action": proposal.action}
-        if _unstorable(arguments):
-            return MemoryWrite(
-                **base,
-                outcome="rejected",
-                code="invalid_arguments",
-                detail="text must be valid Unicode without NUL characters",
-            )
         try:
             with self.mem.session.begin_nested():
                 if proposal.action == "store_fact":
@@ -273,6 +251,8 @@ class MemoryWriter(Service):
         self, base: dict[str, Any], arguments: dict[str, Any], window: Window, said: Said | None
     ) -> MemoryWrite:
         args = StoreNoteArgs.model_validate(arguments)
+        # refused as NoteService.add refuses it (a NUL on PostgreSQL), before it is looked up
+        self.mem.backend.storable_text(args.content, "content")
         existing = self.mem.session.scalars(
             select(Note.id).where(Note.content == args.content, Note.forgotten_at.is_(None))
         ).first()

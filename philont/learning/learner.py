@@ -10,12 +10,13 @@ held from the Learner's making): use them for one session at a time, or use
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 from pydantic import PlainValidator
 
 from philont.arguments import checked
 from philont.errors import InvalidInputError, SessionNotFoundError
+from philont.finds import finds
 from philont.learning.batch import Applied, Context, apply, gather, think
 from philont.learning.config import LearningConfig
 from philont.learning.extract import MemoryWriter, ask_for_memories
@@ -40,6 +41,25 @@ __all__ = ["Config", "JudgeOf", "Learner", "Model"]
 
 
 _SCOPE = ("session_id", "since", "until")
+
+
+def _no_session(
+    _learner: Any,
+    *,
+    session_id: str,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    **_: Any,
+) -> NoReturn:
+    """A window (a learning step) of a session id this database cannot hold: its scope
+    checked as :meth:`Learner.window` checks it, then the session is not found."""
+    if since is not None or until is not None:
+        raise InvalidInputError.of_together(_SCOPE, "give a session_id or a time range, not both")
+    raise SessionNotFoundError(
+        f"session_id: no timeline session {session_id!r}", session_id=session_id
+    )
+
+
 """The arguments that choose a learning window: one session, or a time range."""
 
 
@@ -98,6 +118,7 @@ class Learner(Service):
         # consolidator, which holds it while it writes the same facts and notes.
         hold_learning_lock(mem)
 
+    @finds("session_id", absent=_no_session)
     def window(
         self,
         *,
@@ -119,9 +140,7 @@ class Learner(Service):
             window = load_session(self.mem.session, session_id, limit=limit)
             if not window.turns and self.mem.timeline.get_session(session_id) is None:
                 # a mistyped id used to "learn" from nothing and report 0 messages
-                raise SessionNotFoundError(
-                    f"session_id: no timeline session {session_id!r}", session_id=session_id
-                )
+                _no_session(self, session_id=session_id)
             return window
         if since is None or until is None:
             raise InvalidInputError.of_together(
@@ -138,6 +157,7 @@ class Learner(Service):
         name = self.judge.name if self.judge is not None else "judge"
         return apply(self.mem, window, thought, self.config, judge_name=name)
 
+    @finds("session_id", absent=_no_session)
     def reflect(
         self,
         *,
@@ -153,6 +173,7 @@ class Learner(Service):
             answer, tag=window.tag, messages=len(window.turns), tokens_used=tokens
         )
 
+    @finds("session_id", absent=_no_session)
     def extract(
         self,
         *,
@@ -165,6 +186,7 @@ class Learner(Service):
         answer, tokens = ask_for_memories(self.model, window, self.config)
         return MemoryWriter(self.mem, self.config).write(answer, window, tokens_used=tokens)
 
+    @finds("session_id", absent=_no_session)
     def summarize(self, session_id: str) -> list[SummaryReport]:
         """Write (or extend) the summary note of a long session; nothing for a short one."""
         window = self.window(session_id=session_id)

@@ -12,6 +12,7 @@ namespaces), and the skill rules (:mod:`philont.domain.skill_rules`) decide what
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import re
@@ -85,9 +86,12 @@ def _no_constants(name: str) -> Any:
 
 class _Ambiguous(dict[str, Any]):
     """An object of the answer with a key given twice (``repeated``): which value was meant
-    cannot be known, so the item holding it is rejected, not guessed (the rest is read)."""
+    cannot be known, so the item holding it is rejected, not guessed (the rest is read). A key
+    given twice with a list as one of its values (``lists``) makes the answer object holding
+    it unreadable as a whole (:func:`_first_array`)."""
 
     repeated: str = ""
+    lists: str | None = None
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -96,7 +100,14 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         return value
     ambiguous = _Ambiguous(value)
     ambiguous.repeated = first_repeated(pairs) or ""
+    counts = collections.Counter(key for key, _ in pairs)
+    ambiguous.lists = next((k for k, v in pairs if counts[k] > 1 and isinstance(v, list)), None)
     return ambiguous
+
+
+class _UnreadableAnswer(ValueError):
+    """An answer object with a key given twice over lists: which list was meant cannot be
+    known (dict() kept the last one; an object under other keys gave its first list)."""
 
 
 def _repeated(item: Any) -> str | None:
@@ -168,7 +179,10 @@ def find_json(text: object, *, keys: tuple[str, ...] = ()) -> JsonFound:
     text = text[:MAX_ANSWER_CHARS]
     bodies = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for body in bodies:
-        found = _first_array(body, keys)
+        try:
+            found = _first_array(body, keys)
+        except _UnreadableAnswer as exc:
+            return JsonFound(problem=str(exc), truncated=cut)
         if found is not None:
             items, truncated = found
             return JsonFound(items=tuple(items), truncated=truncated or cut)
@@ -184,24 +198,42 @@ def _starts(body: str, pattern: str) -> list[int]:
 
 def _first_array(body: str, keys: tuple[str, ...]) -> tuple[list[Any], bool] | None:
     """In order of preference: the first whole array holding an object; the complete elements
-    of the first array cut off before its end; the first whole array at all (e.g. ``[]``)."""
+    of the first array cut off before its end; the first whole array at all (e.g. ``[]``).
+    The array chosen is refused (:class:`_UnreadableAnswer`) when it is one of the lists of an
+    object with a key given twice over lists (``{"facts": [...], "facts": [...]}``)."""
     starts = _starts(body, r"[\[{]")
-    fallback: list[Any] | None = None
+    fallback: tuple[list[Any], int] | None = None
+    spans: list[tuple[int, int, str]] = []  # objects with a key given twice over lists
     for start in starts:
         decoded = _decode_at(body, start)
-        found = None if decoded is None else _as_list(decoded[0], keys)
+        if decoded is None:
+            continue
+        if isinstance(decoded[0], _Ambiguous) and decoded[0].lists:
+            spans.append((start, decoded[1], decoded[0].lists))
+        found = _as_list(decoded[0], keys)
         if found is None:
             continue
         if any(isinstance(item, dict) for item in found):
-            return found, False
+            return _chosen(found, start, spans), False
         if fallback is None:
-            fallback = found
+            fallback = (found, start)
     for start in starts:
         if body[start] == "[":
             prefix = _complete_prefix(body, start)
             if any(isinstance(item, dict) for item in prefix):
-                return prefix, True
-    return None if fallback is None else (fallback, False)
+                return _chosen(prefix, start, spans), True
+    return None if fallback is None else (_chosen(*fallback, spans), False)
+
+
+def _chosen(items: list[Any], start: int, spans: list[tuple[int, int, str]]) -> list[Any]:
+    """``items`` (found at ``start``), unless they lie in an object of ``spans``."""
+    for first, end, key in spans:
+        if first <= start < end:
+            raise _UnreadableAnswer(
+                f"the key {key[:40]!r} appears twice in the answer's object, with a list: which"
+                " list is meant cannot be known"
+            )
+    return items
 
 
 # --- storable text ---------------------------------------------------------------------------

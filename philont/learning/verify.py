@@ -18,6 +18,7 @@ from philont.db.types import kinds_of
 from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn, attribute
 from philont.domain.kinds import Role
 from philont.errors import InvalidInputError, ModelError
+from philont.finds import finds
 from philont.learning.lock import hold_learning_lock
 from philont.learning.parse import SkillAnswer, first_object, parse_skills
 from philont.learning.prompts import condense_prompt, judge_prompt
@@ -265,6 +266,7 @@ class CaseBook(Service):
         )
         return [_case_record(r) for r in rows]
 
+    @finds("case_id")
     def is_condensed(self, case_id: str) -> bool:
         """Whether a skill was condensed from the case already (as stored now: another
         learner may have condensed it since this one read it as pending)."""
@@ -284,6 +286,7 @@ class CaseBook(Service):
         row.condense_note = note[:1_000]
         self.mem.session.flush()
 
+    @finds("skill_name")
     def cases_of(self, skill_name: str) -> list[CaseRecord]:
         """The verified cases a skill was condensed from."""
         rows = self.mem.session.scalars(

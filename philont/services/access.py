@@ -9,6 +9,7 @@ from philont.db.queries import access as access_rows
 from philont.db.stored_values import record
 from philont.db.types import to_epoch_ms
 from philont.domain.kinds import AccessTarget
+from philont.finds import finds
 from philont.schemas import inputs
 from philont.schemas.access import AccessRecord
 from philont.services.base import Service
@@ -38,6 +39,7 @@ class AccessLog(Service):
             id=new_id, target_type=kind, target_id=target_id, accessed_at=at, context=context
         )
 
+    @finds("target_id", target_type=inputs.AccessTargetName)
     def count_for(self, target_type: AccessTarget, target_id: str) -> int:
         stmt = select(func.count()).where(
             AccessLogEntry.target_type == _target(target_type),
@@ -45,6 +47,7 @@ class AccessLog(Service):
         )
         return int(self.session.scalar(stmt) or 0)
 
+    @finds("target_id", target_type=inputs.AccessTargetName)
     def recent_for(
         self, target_type: AccessTarget, target_id: str, limit: int = 20
     ) -> list[AccessRecord]:

@@ -14,6 +14,7 @@ from philont.db.queries import actions as action_rows
 from philont.db.stored_values import record, too_deep
 from philont.db.types import dumps_compact, to_epoch_ms
 from philont.errors import InvalidInputError
+from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.actions import ActionRecord
@@ -105,6 +106,24 @@ def _action_ids(values: Iterable[int]) -> list[int]:
     return ids
 
 
+def _no_actions(
+    _service: Any,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    success: object = None,
+    **_: Any,
+) -> list[ActionRecord]:
+    """``query`` (or ``recent_failures``) by a session, tool or skill name none can have: its
+    arguments checked as it checks them, then no actions."""
+    inputs.window(since, until)
+    if success is not None and not isinstance(success, bool):
+        raise InvalidInputError(
+            f"success: must be True, False or None, got {success!r}", argument="success"
+        )
+    return []
+
+
 class ActionLog(Service):
     """The log of executed tool calls, with success and an optional linked skill."""
 
@@ -193,6 +212,7 @@ class ActionLog(Service):
         )
         return new_id
 
+    @finds("session_id", "tool_name", "linked_skill", order=inputs.Order, absent=_no_actions)
     def query(
         self,
         *,
@@ -259,6 +279,7 @@ class ActionLog(Service):
         log.info("action.skill_linked", skill=skill, count=count)
         return count
 
+    @finds("session_id", absent=_no_actions)
     def recent_failures(
         self, since: datetime | None = None, limit: int = 30, session_id: str | None = None
     ) -> list[ActionRecord]:
@@ -267,6 +288,7 @@ class ActionLog(Service):
             session_id=session_id, since=since, success=False, limit=limit, order="desc"
         )
 
+    @finds("tool_name")
     def count(self, tool_name: str | None = None) -> int:
         """How many actions are logged (of one tool when given)."""
         stmt = select(func.count()).select_from(Action)

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from philont import arguments
 from philont.clock import Clock
+from philont.finds import finds_of
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -19,8 +20,14 @@ if TYPE_CHECKING:
 
 def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
     """``fn`` with its arguments checked before it runs (:func:`philont.arguments.wrap`): by
-    their declared types, and as values a service stores or reads by."""
-    rules = arguments.Rules(stored=True, searched_only=cls.searched_only, unstored=cls.unstored)
+    their declared types, and as values a service stores or reads by; the keys of a method
+    that finds rows (:func:`philont.finds.finds`) as keys."""
+    rules = arguments.Rules(
+        stored=True,
+        searched_only=cls.searched_only,
+        unstored=cls.unstored,
+        finds=finds_of(fn),
+    )
     return arguments.wrap(fn, rules, keeps_nul=_keeps_nul)
 
 
@@ -41,7 +48,13 @@ class Service:
     in them must be valid Unicode (the arguments in ``searched_only`` may hold any text, but
     must be text), ``limit`` follows the one limit policy (``inputs.Limit``; None only where
     the method's default is None), and ``session_ids`` is never a single string. A refusal is
-    an :class:`~philont.errors.InvalidInputError` naming the argument."""
+    an :class:`~philont.errors.InvalidInputError` naming the argument.
+
+    A method that finds rows by text (a lookup, or a change or removal of the rows it finds)
+    marks its keys with :func:`philont.finds.finds`: a key this database cannot hold (a NUL
+    character on PostgreSQL) names nothing, so the method answers "not found" as it does on
+    SQLite (None, ``[]``, False, 0, or its not-found error) instead of refusing the text; a
+    write of such text is refused as above."""
 
     searched_only: ClassVar[frozenset[str]] = frozenset({"query"})
     """Arguments that are searched, never stored: any text is a query (the search plan makes

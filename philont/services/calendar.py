@@ -16,6 +16,7 @@ from philont.db.models import CalendarEvent
 from philont.domain import series, timeparse, timepolicy
 from philont.domain.rrule_engine import Work, WorkLimitExceeded
 from philont.errors import InvalidInputError, InvalidTimeRangeError, UnreadableRowError
+from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs, planning
 from philont.schemas.calendar import (
@@ -287,6 +288,7 @@ class CalendarService(Service):
         values.pop("created_at", None)
         return event_id, created, _optional_pursuit(existing), "calendar.updated"
 
+    @finds("id")
     def delete(self, id: str) -> bool:
         """Delete an event (a whole series), readable or not; True if it existed."""
         if not isinstance(id, str):
@@ -312,6 +314,7 @@ class CalendarService(Service):
         )
         return [row._mapping for row in self.session.execute(stmt)]
 
+    @finds("id")
     def get(self, id: str) -> CalendarEventRecord | None:
         """The event, or None; :class:`~philont.errors.UnreadableRowError` for a stored row
         whose values cannot be read (remove it with :meth:`delete`)."""
@@ -331,6 +334,7 @@ class CalendarService(Service):
         row = self.session.execute(stmt).first()
         return None if row is None else row._mapping
 
+    @finds("ref")
     def find_by_external_ref(self, ref: str) -> CalendarEventRecord | None:
         """The (oldest) event carrying this external reference, or None."""
         if not isinstance(ref, str):

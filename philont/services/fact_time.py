@@ -14,6 +14,8 @@ from philont.domain.kinds import FactKind
 from philont.errors import (
     InvalidTimeRangeError,
 )
+from philont.finds import finds
+from philont.schemas import inputs
 from philont.schemas.facts import FactRecord
 from philont.services.base import Service
 from philont.services.fact_base import (
@@ -30,6 +32,7 @@ class FactTime(Service):
 
     # --- time ---------------------------------------------------------------------------
 
+    @finds(namespace=inputs.NamespaceLookup, key=inputs.FactKeyLookup)
     def as_of(
         self,
         namespace: str,
@@ -80,6 +83,7 @@ class FactTime(Service):
             return None
         return to_record(max(candidates, key=lambda c: c[:3])[3])
 
+    @finds(namespace=inputs.NamespaceSelector)
     def events(
         self,
         namespace: str | None = None,

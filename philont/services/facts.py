@@ -16,6 +16,7 @@ from philont.domain.kinds import AccessTarget, FactKind
 from philont.errors import (
     InvalidTimeRangeError,
 )
+from philont.finds import finds
 from philont.schemas import inputs
 from philont.schemas.facts import FactRecord
 from philont.services.fact_base import (
@@ -42,6 +43,26 @@ __all__ = [
     "FactIdNotFoundError",
     "FactService",
 ]
+
+
+def _no_fact(_service: Any, fact_id: str, **_: Any) -> Any:
+    """A fact id no version can have (:func:`~philont.finds.finds`): not found."""
+    raise FactIdNotFoundError(fact_id)
+
+
+def _no_fact_tau(_service: Any, fact_id: str, days: float | None, **_: Any) -> Any:
+    """``set_tau`` of a fact id no version can have: ``days`` checked first, as the method does."""
+    if days is not None:
+        decay.validate_tau_override(days, "days")
+    raise FactIdNotFoundError(fact_id)
+
+
+def _no_candidates(_service: Any, threshold: Any, namespace: str, **_: Any) -> Any:
+    """``forget_candidates`` of a namespace no fact can have: its arguments checked as the
+    method checks them, then none."""
+    inputs.check(inputs.Threshold, threshold, "threshold")
+    inputs.check(inputs.NamespaceSelector, namespace, "namespace")
+    return []
 
 
 class FactService(FactTime):
@@ -163,6 +184,7 @@ class FactService(FactTime):
 
     # --- reading ------------------------------------------------------------------------
 
+    @finds(namespace=inputs.NamespaceLookup, key=inputs.FactKeyLookup)
     def get(self, namespace: str, key: str, *, include_expired: bool = True) -> FactRecord | None:
         """The current version of ``namespace.key``, or ``None``.
 
@@ -188,6 +210,7 @@ class FactService(FactTime):
         self.mem.access.record(AccessTarget.FACT, row.id, context=f"get {namespace}.{key}")
         return to_record(row)
 
+    @finds("fact_id")
     def get_by_id(self, fact_id: str, include_forgotten: bool = False) -> FactRecord | None:
         """Any version by id (superseded ones too); forgotten ones only when asked. No access
         refresh."""
@@ -196,6 +219,7 @@ class FactService(FactTime):
             return None
         return to_record(row)
 
+    @finds(namespace=inputs.NamespaceSelector)
     def list(
         self,
         namespace: str | None = None,
@@ -266,6 +290,7 @@ class FactService(FactTime):
         stmt = current_as_of(select(*SCORE_COLUMNS).select_from(Fact), believed)
         return sum(1 for r in self.session.execute(stmt) if include_expired or valid_raw(r, at_ms))
 
+    @finds(namespace=inputs.NamespaceLookup, key=inputs.FactKeyLookup)
     def history(self, namespace: str, key: str) -> builtins.list[FactRecord]:
         """Every version of ``namespace.key``, superseded and forgotten ones included: the
         current version first, then newest first (each record says ``active``)."""
@@ -310,6 +335,7 @@ class FactService(FactTime):
         self.session.refresh(row)
         return row
 
+    @finds("fact_id", absent=_no_fact)
     def forget(self, fact_id: str) -> bool:
         """Soft-forget a version; True if it was not forgotten before (the first
         ``forgotten_at`` is kept)."""
@@ -321,6 +347,7 @@ class FactService(FactTime):
         log.info("fact.forgotten", namespace=row.namespace, key=row.key, id=row.id)
         return True
 
+    @finds("fact_id", absent=_no_fact)
     def unforget(self, fact_id: str) -> bool:
         """Bring a forgotten version back; True if it was forgotten (the original said True
         for any existing id).
@@ -356,6 +383,7 @@ class FactService(FactTime):
                 "fact.superseded", namespace=namespace, key=key, old_id=old.id, new_id=winner.id
             )
 
+    @finds("fact_id", absent=_no_fact_tau)
     def set_tau(self, fact_id: str, days: float | None) -> FactRecord:
         """Override the decay time constant of a version (``None``: back to the namespace
         default; :data:`~philont.domain.decay.PIN_SENTINEL`: pin)."""
@@ -366,10 +394,12 @@ class FactService(FactTime):
         log.info("fact.tau_set", namespace=row.namespace, key=row.key, id=row.id, tau_days=tau)
         return to_record(row)
 
+    @finds("fact_id", absent=_no_fact)
     def pin(self, fact_id: str) -> FactRecord:
         """Pin a version: it never decays and is never a forget candidate."""
         return self.set_tau(fact_id, decay.PIN_SENTINEL)
 
+    @finds("fact_id", absent=_no_fact)
     def unpin(self, fact_id: str) -> FactRecord:
         """Unpin a version (its namespace's default time constant applies again)."""
         return self.set_tau(fact_id, None)
@@ -381,6 +411,7 @@ class FactService(FactTime):
         at = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
         return score_record(record, to_epoch_ms(at))
 
+    @finds("namespace", absent=_no_candidates)
     def forget_candidates(
         self,
         threshold: float = decay.DEFAULT_FORGET_THRESHOLD,

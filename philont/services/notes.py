@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import uuid
+from typing import NoReturn
 
 from sqlalchemy import func, or_, select
 
@@ -13,6 +14,7 @@ from philont.domain.kinds import AccessTarget
 from philont.domain.query import fold_case
 from philont.domain.query import like_escape as _like_escape
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
+from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.notes import NoteRecord
@@ -43,6 +45,11 @@ _RANKING = (Note.importance.desc(), Note.created_at.desc(), Note.id)
 MAX_SEARCH_TOKENS = 64
 """Distinct words ``NoteService.search`` takes: each is one ``LIKE`` that every note found must
 match (SQLite refuses an expression deeper than 1000)."""
+
+
+def _no_note(id: str) -> NoReturn:
+    """A note id that names no note: :class:`~philont.errors.NoteNotFoundError`."""
+    raise NoteNotFoundError(f"no note with id {id!r}", id=id)
 
 
 class NoteService(Service):
@@ -107,6 +114,7 @@ class NoteService(Service):
         log.info(event, id=note_id, importance=imp, session_id=sid)
         return _record(row)
 
+    @finds("id")
     def get(self, id: str) -> NoteRecord | None:
         """The note, or ``None`` if it is missing or forgotten. A hit refreshes
         ``last_accessed_at`` and writes one access-log row; a miss writes nothing."""
@@ -132,9 +140,10 @@ class NoteService(Service):
     def _row(self, id: str) -> Note:
         row = self.session.get(Note, id) if isinstance(id, str) else None
         if row is None:
-            raise NoteNotFoundError(f"no note with id {id!r}", id=id)
+            _no_note(id)
         return row
 
+    @finds("id", absent=lambda _service, id: _no_note(id))
     def forget(self, id: str) -> bool:
         """Soft-forget a note; True if it was not forgotten before (the first
         ``forgotten_at`` is kept). Unknown id: :class:`~philont.errors.NoteNotFoundError`."""
@@ -146,6 +155,7 @@ class NoteService(Service):
         log.info("note.forgotten", id=row.id)
         return True
 
+    @finds("id", absent=lambda _service, id: _no_note(id))
     def unforget(self, id: str) -> bool:
         """Bring a forgotten note back; True if it was forgotten."""
         row = self._row(id)
@@ -156,6 +166,10 @@ class NoteService(Service):
         log.info("note.unforgotten", id=row.id)
         return True
 
+    @finds(
+        "exclude_session_id",
+        absent=lambda service, **_: service.latest_session_summary(),  # excludes nothing
+    )
     def latest_session_summary(self, exclude_session_id: str | None = None) -> NoteRecord | None:
         """The newest non-forgotten ``session-summary-*`` note, skipping the one of
         ``exclude_session_id`` (normally the session in progress). No access refresh."""
@@ -175,35 +189,32 @@ class NoteService(Service):
 
     def search(self, query: str, limit: int = 5) -> builtins.list[NoteRecord]:
         """Active notes containing every whitespace-separated token of ``query`` (at most
-        :data:`MAX_SEARCH_TOKENS` distinct ones), ordered by importance then newest.
+        :data:`MAX_SEARCH_TOKENS` distinct ones), ordered by importance then newest. A NUL
+        character separates tokens too, as in every search query (``mem.search``'s plan), on
+        both backends.
 
         Each token is an escaped ``LIKE`` substring (``%`` and ``_`` are literal), matched
         without case by one rule on both backends (:func:`~philont.domain.query.fold_case`:
         ``ärger`` finds ``Ärger``, ``istanbul`` ``İstanbul``, ``ｆｏｏ`` ``ＦＯＯ``; accents
         and ``ς``/``σ`` stay apart). A blank query finds nothing, and so does a token no stored
-        text can hold (a lone surrogate; a NUL character on PostgreSQL). No access refresh.
-        Ranked search with stems, substrings and time windows is ``mem.search.notes``.
+        text can hold (a lone surrogate). No access refresh. Ranked search with stems,
+        substrings and time windows is ``mem.search.notes``.
         """
         query = inputs.check(inputs.Query, query, "query")
-        tokens = list(dict.fromkeys(query.split()))
+        # SQLite's LIKE reads its pattern up to a NUL ('Berlin\x00' found '... Berlin'), and
+        # PostgreSQL's text holds none: a NUL is a separator, as in search plans.
+        tokens = list(dict.fromkeys(query.replace("\x00", " ").split()))
         if len(tokens) > MAX_SEARCH_TOKENS:
             raise InvalidInputError(
                 f"query: {len(tokens)} distinct words; at most {MAX_SEARCH_TOKENS} (every one"
                 " must be in a note; mem.search.notes ranks notes by any of them)",
                 argument="query",
             )
-        if not tokens or any(self._unheld(t) for t in tokens):
+        if not tokens or any(inputs.unstorable(t) is not None for t in tokens):
             return []
         contains = [self.mem.backend.folded_like(Note.content, _pattern(t)) for t in tokens]
         stmt = select(Note).where(_ACTIVE, *contains).order_by(*_RANKING).limit(limit)
         return [_record(r) for r in self.session.scalars(stmt)]
-
-    def _unheld(self, token: str) -> bool:
-        """Whether no stored note can hold ``token``: a lone surrogate anywhere, a NUL
-        character on PostgreSQL (its text cannot hold one, so it is no match there)."""
-        if inputs.unstorable(token) is not None:
-            return True
-        return "\x00" in token and not self.mem.backend.keeps_nul
 
     def count(self, include_forgotten: bool = False) -> int:
         """How many notes there are (forgotten ones only when asked)."""

@@ -64,6 +64,7 @@ from philont.domain.attribution import (
 from philont.domain.kinds import Role
 from philont.domain.maturity import Outcome
 from philont.errors import InvalidInputError, InvalidTimeRangeError
+from philont.finds import PASS_ON, finds
 from philont.log import get_logger
 from philont.schemas.reflector import (
     CreditRecord,
@@ -172,10 +173,26 @@ class _Timeline:
         return stamps[index] if index < len(stamps) else None
 
 
+def _run_scope(
+    session_id: str | None, since: datetime | None, until: datetime | None, window: object
+) -> tuple[datetime | None, datetime | None]:
+    """:meth:`ReflectorService.run`'s scope, checked (``since`` and ``until`` aware)."""
+    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+        raise InvalidInputError.of("session_id", f"must be a non-blank string, got {session_id!r}")
+    since = _aware_or_none(since, "since")
+    until = _aware_or_none(until, "until")
+    if since is not None and until is not None and until < since:
+        raise InvalidTimeRangeError(since, until, names=("since", "until"), what="reflection scope")
+    if not isinstance(window, AttributionWindow):
+        raise InvalidInputError.of("window", f"must be an AttributionWindow, got {window!r}")
+    return since, until
+
+
 class ReflectorService(Service):
     """Turns the action log into skill outcomes (flushes, never commits); :meth:`reflect` turns
     a conversation into skills with a model (the self-learning loop, :mod:`philont.learning`)."""
 
+    @finds("session_id", absent=PASS_ON)  # the Learner answers for it
     def reflect(
         self,
         model: ModelClient,
@@ -196,6 +213,7 @@ class ReflectorService(Service):
             session_id=session_id, since=since, until=until
         )
 
+    @finds("session_id", absent=lambda service, **scope: service._nothing_to_run(**scope))
     def run(
         self,
         *,
@@ -213,18 +231,7 @@ class ReflectorService(Service):
         nothing new; pending retrievals are retried. Raises :class:`InvalidInputError` /
         :class:`InvalidTimeRangeError` for a bad scope, before anything is written.
         """
-        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
-            raise InvalidInputError.of(
-                "session_id", f"must be a non-blank string, got {session_id!r}"
-            )
-        since = _aware_or_none(since, "since")
-        until = _aware_or_none(until, "until")
-        if since is not None and until is not None and until < since:
-            raise InvalidTimeRangeError(
-                since, until, names=("since", "until"), what="reflection scope"
-            )
-        if not isinstance(window, AttributionWindow):
-            raise InvalidInputError.of("window", f"must be an AttributionWindow, got {window!r}")
+        since, until = _run_scope(session_id, since, until, window)
         now = self.clock()
 
         credited: list[CreditRecord] = []
@@ -261,6 +268,19 @@ class ReflectorService(Service):
             pending=report.pending,
         )
         return report
+
+    def _nothing_to_run(
+        self,
+        *,
+        session_id: str,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        window: object = DEFAULT_WINDOW,
+    ) -> ReflectionReport:
+        """:meth:`run` for a session id this database cannot hold: its scope checked, then
+        nothing to credit (no retrieval can be of that session)."""
+        _run_scope(session_id, since, until, window)
+        return ReflectionReport(credited=[], skipped=[], successes=0, failures=0, pending=0)
 
     def _first_unprocessed_retrieval(
         self,

@@ -18,8 +18,8 @@ from philont.errors import (
     InvalidInputError,
     InvalidTimeRangeError,
     PhilontError,
-    ScheduleNotFoundError,
 )
+from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs, planning
 from philont.schemas.calendar import SkippedRow
@@ -32,6 +32,14 @@ from philont.schemas.schedules import (
 )
 from philont.services import _rows
 from philont.services._schedule_checks import checked_outcome
+from philont.services._schedule_lookups import (
+    ENABLED,
+    cancel_unheld,
+    no_outcome_schedule,
+    no_schedule_id,
+    none_enabled,
+    same_schedule,
+)
 from philont.services._schedule_rows import DEFAULT_CREATED_BY
 from philont.services._schedule_rows import checked as _checked
 from philont.services._schedule_rows import decode as _decode
@@ -59,14 +67,13 @@ PAUSE: Final = timedelta(hours=1)
 """How long the circuit breaker pauses a failing schedule (Philont's ``SCHEDULE_PAUSE_MS``)."""
 
 _ID_MAX_LENGTH: Final = 200
-_ENABLED_NAMES_SHOWN: Final = 20
 _TABLE = Schedule.__table__
 
 LISTING_LIMIT: Final = 200
 """Default cap of a schedule listing (``list``, ``due_between``)."""
 
 # IntBool binds True as 1, which keeps the partial index idx_schedules_next_run usable.
-_ENABLED: ColumnElement[bool] = Schedule.enabled == True  # noqa: E712
+_ENABLED = ENABLED
 
 
 def _outcome_record(row: ScheduleOutcome) -> ScheduleOutcomeRecord:
@@ -150,6 +157,7 @@ class ScheduleService(Service):
         log.info("schedule.replaced", id=row.id, name=row.name, replaced=replaced)
         return _record(row), replaced
 
+    @finds(name=planning.ScheduleName, id=planning.ScheduleId, absent=cancel_unheld)
     def cancel(
         self, *, name: str | None = None, id: str | None = None
     ) -> builtins.list[ScheduleRecord]:
@@ -170,36 +178,14 @@ class ScheduleService(Service):
         if id is not None:
             conditions.append(Schedule.id == inputs.check(planning.ScheduleId, id, "id"))
             if clean_name is not None:
-                owner = self.session.get(Schedule, id)
-                if owner is not None and owner.name != clean_name:
-                    raise InvalidInputError.of_together(
-                        ("name", "id"),
-                        f"id {id!r} is the schedule {owner.name!r}, not {clean_name!r}; "
-                        "give one of them",
-                    )
+                same_schedule(self.session, id, clean_name)
         if clean_name is not None:
             conditions.append(Schedule.name == clean_name)
         rows = self.session.scalars(
             select(Schedule).where(*conditions).order_by(Schedule.created_at, Schedule.id)
         ).all()
         if not rows:
-            # Each enabled name once, soonest first (PostgreSQL refuses DISTINCT ordered by a
-            # column it does not select: group and order by each name's earliest run).
-            enabled = self.session.scalars(
-                select(Schedule.name)
-                .where(_ENABLED)
-                .group_by(Schedule.name)
-                .order_by(func.min(Schedule.next_run_at), Schedule.name)
-            ).all()
-            shown = ", ".join(enabled[:_ENABLED_NAMES_SHOWN]) or "none"
-            if len(enabled) > _ENABLED_NAMES_SHOWN:
-                shown += f", … ({len(enabled) - _ENABLED_NAMES_SHOWN} more)"
-            raise ScheduleNotFoundError(
-                f"no enabled schedule matches name={name!r} id={id!r}. Currently enabled: {shown}",
-                name=name,
-                id=id,
-                enabled=builtins.list(enabled),
-            )
+            none_enabled(self.session, name, id)
         for row in rows:
             row.enabled = False
         self.session.flush()
@@ -208,6 +194,7 @@ class ScheduleService(Service):
 
     # --- reading ------------------------------------------------------------------------------
 
+    @finds("id")
     def get(self, id: str) -> ScheduleRecord | None:
         """The schedule (enabled or not), or None; :class:`~philont.errors.UnreadableRowError`
         when its stored values cannot be read."""
@@ -216,6 +203,7 @@ class ScheduleService(Service):
         rows = self._raw(select(*_rows.raw_columns(_TABLE)).where(Schedule.id == id))
         return None if not rows else _checked(rows[0])
 
+    @finds(name=planning.ScheduleName)
     def find_by_name(self, name: str) -> ScheduleRecord | None:
         """The newest enabled schedule with exactly this name, or None."""
         clean = inputs.check(planning.ScheduleName, name, "name").strip()
@@ -413,9 +401,10 @@ class ScheduleService(Service):
             Schedule, inputs.check(planning.ScheduleId, schedule_id, "schedule_id")
         )
         if row is None:
-            raise ScheduleNotFoundError(f"no schedule with id {schedule_id!r}", id=schedule_id)
+            no_schedule_id(self, schedule_id)
         return row
 
+    @finds(schedule_id=planning.ScheduleId, absent=no_outcome_schedule)
     def record_outcome(
         self,
         schedule_id: str,
@@ -486,6 +475,7 @@ class ScheduleService(Service):
             )
         return _record(fresh)
 
+    @finds(schedule_id=planning.ScheduleId)
     def outcomes(self, schedule_id: str, limit: int = 5) -> builtins.list[ScheduleOutcomeRecord]:
         """The newest ``limit`` outcomes of a schedule, newest first.
 

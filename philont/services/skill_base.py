@@ -7,7 +7,7 @@ import enum
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NoReturn, TypeVar
 
 from sqlalchemy import ColumnElement, case, literal, or_, select
 from sqlalchemy.orm import InstrumentedAttribute
@@ -246,6 +246,12 @@ def row_score(row: Any, now: datetime) -> float:
     )
 
 
+def no_skill(_service: object, name: str, **_: object) -> NoReturn:
+    """A name that names no skill: :class:`~philont.errors.SkillNotFoundError` (also the answer
+    of a method that finds a skill by a name this database cannot hold, ``finds``)."""
+    raise SkillNotFoundError(f"no skill named {name!r}", name=name)
+
+
 class SkillBase(Service):
     """Lookups shared by the skill and recipe methods."""
 
@@ -261,10 +267,18 @@ class SkillBase(Service):
         row = self.session.execute(stmt).one_or_none()
         return None if row is None else (row[0], row[1])
 
+    def _named(self, name: str) -> str:
+        """``name`` checked as a skill name to look up; :class:`SkillNotFoundError` when this
+        database cannot hold it (a NUL character on PostgreSQL: no skill can have it)."""
+        checked: str = inputs.check(inputs.SkillNameLookup, name, "name")
+        if "\x00" in checked and not self.mem.backend.keeps_nul:
+            no_skill(self, name)
+        return checked
+
     def _require(self, name: str) -> tuple[Skill, SkillRecipe | None]:
-        found = self._fetch(Skill.name == inputs.check(inputs.SkillNameLookup, name, "name"))
+        found = self._fetch(Skill.name == self._named(name))
         if found is None:
-            raise SkillNotFoundError(f"no skill named {name!r}", name=name)
+            no_skill(self, name)
         return found
 
     def _reload(self, skill_id: str) -> SkillRecord:

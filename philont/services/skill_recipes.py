@@ -24,6 +24,8 @@ from philont.errors import (
     InvalidInputError,
     UnreadableRowError,
 )
+from philont.finds import PASS_ON, finds
+from philont.schemas import inputs
 from philont.schemas.skills import (
     RecipeRevisionRecord,
     SkillRecord,
@@ -34,6 +36,7 @@ from philont.services.skill_base import (
     has_recipe,
     lines_of,
     log,
+    no_skill,
     optional_text,
     required_text,
 )
@@ -108,6 +111,7 @@ class SkillRecipes(SkillBase):
                 name=skill.name,
             ) from exc
 
+    @finds(name=inputs.SkillNameLookup, absent=PASS_ON)  # its arguments first: _named
     def set_recipe(
         self,
         name: str,
@@ -159,6 +163,7 @@ class SkillRecipes(SkillBase):
         log.info("skill.recipe_set", name=skill.name, revision=1)
         return self._reload(skill.id)
 
+    @finds(name=inputs.SkillNameLookup, absent=PASS_ON)  # its arguments first: _named
     def revise_recipe(
         self,
         name: str,
@@ -229,6 +234,7 @@ class SkillRecipes(SkillBase):
         )
         return self._reload(skill.id)
 
+    @finds(name=inputs.SkillNameLookup, absent=no_skill)
     def revisions(self, name: str) -> builtins.list[RecipeRevisionRecord]:
         """Return the skill's revisions, oldest first; the one in force is last, with live counts.
 

@@ -47,6 +47,7 @@ from philont.errors import (
     SkillNotFoundError,
     SkillNotUsableError,
 )
+from philont.finds import PASS_ON, finds
 from philont.schemas import inputs
 from philont.schemas.skills import (
     GradeChange,
@@ -65,6 +66,7 @@ from philont.services.skill_base import (
     kind_of,
     later,
     log,
+    no_skill,
     not_usable_reason,
     optional_text,
     required_text,
@@ -84,6 +86,7 @@ class SkillService(SkillRecipes):
 
     unstored = frozenset({"reason"})  # set_grade's reason is logged, never stored
 
+    @finds(name=inputs.SkillNameLookup)
     def get(self, name: str, *, record_access: bool = True) -> SkillRecord | None:
         """Return the skill named exactly ``name`` (case-sensitive), or None.
 
@@ -97,6 +100,7 @@ class SkillService(SkillRecipes):
             self.mem.access.record(AccessTarget.SKILL, found[0].id)
         return to_record(*found)
 
+    @finds("skill_id")
     def get_by_id(self, skill_id: str) -> SkillRecord | None:
         """Return the skill with this id, or None (no access-log row: an internal lookup)."""
         if not isinstance(skill_id, str):
@@ -141,6 +145,7 @@ class SkillService(SkillRecipes):
 
         return rows_read(ranked, rows, skill_rows.SKILL_ROW, raw=False)
 
+    @finds(name=inputs.SkillNameLookup, absent=no_skill)
     def is_callable(self, name: str) -> bool:
         """Return whether :meth:`use` would hand the skill out (grade callable, recipe complete)."""
         return to_record(*self._require(name)).callable
@@ -204,6 +209,7 @@ class SkillService(SkillRecipes):
         log.info("skill.created", name=name, skill_id=row.id, kind=kind.value, grade=grade.value)
         return to_record(row, None)
 
+    @finds(name=inputs.SkillNameLookup, absent=PASS_ON)  # its arguments first: _named
     def update(
         self,
         name: str,
@@ -249,6 +255,7 @@ class SkillService(SkillRecipes):
             )
         return self._reload(skill.id)
 
+    @finds(name=inputs.SkillNameLookup)
     def delete(self, name: str) -> bool:
         """Delete the skill (its recipe and revisions go with it, by ON DELETE CASCADE).
 
@@ -279,6 +286,7 @@ class SkillService(SkillRecipes):
         )
         return self.session.execute(stmt).scalar_one_or_none()
 
+    @finds(name=inputs.SkillNameLookup, absent=no_skill)
     def record_usage(self, name: str) -> SkillRecord:
         """Count one use: ``use_count + 1`` and ``last_used_at = now``, nothing else.
 
@@ -290,6 +298,7 @@ class SkillService(SkillRecipes):
             raise SkillNotFoundError(f"no skill named {name!r}", name=name)
         return self._reload(skill_id)
 
+    @finds(name=inputs.SkillNameLookup, absent=no_skill)
     def use(self, name: str) -> SkillUse:
         """Hand a skill out for use: its record (after counting the use) and its grade caveat.
 
@@ -307,6 +316,7 @@ class SkillService(SkillRecipes):
         record = self._reload(skill.id)
         return SkillUse(skill=record, caveat=caveat(record.grade))
 
+    @finds(name=inputs.SkillNameLookup, absent=PASS_ON)  # its arguments first: _named
     def record_outcome(
         self,
         name: str,
@@ -329,7 +339,7 @@ class SkillService(SkillRecipes):
         at = self.clock() if at is None else aware(at, "at")
         if retrieved_at is not None:  # checked before anything is written
             retrieved_at = aware(retrieved_at, "retrieved_at")
-        name = inputs.check(inputs.SkillNameLookup, name, "name")
+        name = self._named(name)
         values: dict[str, Any]
         if success:
             values = {
@@ -418,6 +428,7 @@ class SkillService(SkillRecipes):
             recipe.grade_anchor_at = at
         self.session.flush()
 
+    @finds(name=inputs.SkillNameLookup, absent=PASS_ON)  # its arguments first: _named
     def set_grade(self, name: str, grade: Grade | str, *, reason: str) -> SkillRecord:
         """Set the grade by hand, bypassing the ladder (e.g. revive a deprecated skill as draft).
 

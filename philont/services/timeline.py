@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -20,6 +20,7 @@ from philont.errors import (
     InvalidInputError,
     SessionNotFoundError,
 )
+from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord
@@ -34,6 +35,35 @@ GLOBAL_SESSION = "global"
 
 
 _ROLES = {r.value: r for r in Role}
+
+
+def _no_sessions(missing: list[str]) -> NoReturn:
+    raise SessionNotFoundError(
+        f"no timeline session {missing[0]!r} (start it first)", session_ids=missing
+    )
+
+
+def _no_session(id: str) -> NoReturn:
+    """A session id that names no session: :class:`~philont.errors.SessionNotFoundError`."""
+    raise SessionNotFoundError(f"no timeline session {id!r}", session_id=id)
+
+
+def _no_messages(
+    _service: Any,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    order: object = "desc",
+    roles: Sequence[Role | str] | None = None,
+    **_: Any,
+) -> list[MessageRecord]:
+    """``query`` of sessions none of which can exist: its arguments checked as it checks
+    them, then no messages."""
+    inputs.window(since, until)
+    inputs.check(inputs.Order, order, "order")
+    for role in roles or ():
+        inputs.check(inputs.RoleName, role, "roles")
+    return []
 
 
 class TimelineService(Service):
@@ -60,6 +90,7 @@ class TimelineService(Service):
         log.info("timeline.session_started", session_id=sid)
         return record(SessionRecord.model_validate, row)
 
+    @finds("id", absent=lambda _service, id: _no_session(id))
     def end_session(self, id: str) -> SessionRecord:
         """Mark a session ended. Idempotent: the first ``ended_at`` is kept (the original
         overwrote it on every call). Unknown id:
@@ -74,9 +105,10 @@ class TimelineService(Service):
     def _session_row(self, id: str) -> RawSession:
         row = self.session.get(RawSession, id) if isinstance(id, str) else None
         if row is None:
-            raise SessionNotFoundError(f"no timeline session {id!r}", session_id=id)
+            _no_session(id)
         return row
 
+    @finds("id")
     def get_session(self, id: str) -> SessionRecord | None:
         row = self.session.get(RawSession, id) if isinstance(id, str) else None
         return None if row is None else record(SessionRecord.model_validate, row)
@@ -105,6 +137,7 @@ class TimelineService(Service):
 
     # --- appending ----------------------------------------------------------------------
 
+    @finds("session_id", absent=lambda service, **given: service._append_unheld(**given))
     def append(
         self,
         content: str,
@@ -191,12 +224,19 @@ class TimelineService(Service):
         found = set(self.session.scalars(select(RawSession.id).where(RawSession.id.in_(wanted))))
         missing = sorted(wanted - found)
         if missing:
-            raise SessionNotFoundError(
-                f"no timeline session {missing[0]!r} (start it first)", session_ids=missing
-            )
+            _no_sessions(missing)
+
+    def _append_unheld(
+        self, *, content: object, role: object, session_id: str, at: object
+    ) -> NoReturn:
+        """``append`` to a session id this database cannot hold: its fields checked as
+        ``append`` checks them, then the session is not found (no session can have it)."""
+        self._fields(content, role, session_id, at, None)
+        _no_sessions([session_id])
 
     # --- reading ------------------------------------------------------------------------
 
+    @finds("session_id", absent=lambda _service, session_id, **_: _no_session(session_id))
     def messages(self, session_id: str, limit: int | None = None) -> list[MessageRecord]:
         """Messages of a session, oldest first (then by id). Unknown session:
         :class:`~philont.errors.SessionNotFoundError`."""
@@ -210,6 +250,7 @@ class TimelineService(Service):
             stmt = stmt.limit(limit)
         return [record(MessageRecord.model_validate, r) for r in self.session.scalars(stmt)]
 
+    @finds("session_ids", absent=_no_messages)
     def query(
         self,
         *,
@@ -258,6 +299,7 @@ class TimelineService(Service):
         row = self.session.scalars(stmt).first()
         return None if row is None else record(MessageRecord.model_validate, row)
 
+    @finds("session_id")
     def count(self, session_id: str | None = None) -> int:
         """How many messages there are (in one session when given)."""
         stmt = select(func.count()).select_from(RawMessage)

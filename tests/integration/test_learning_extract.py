@@ -107,18 +107,6 @@ def test_a_fact_the_store_fact_tool_refuses_is_refused_with_the_tools_code(
     assert counts(mem) == before
 
 
-def test_a_nul_in_a_fact_value_is_refused_before_it_reaches_any_backend(
-    mem: Memory, clock: FakeClock
-) -> None:
-    chat(mem, clock)
-    before = counts(mem)
-    report, _ = extract(
-        mem, {"action": "store_fact", "namespace": "u", "key": "k", "value": "a\x00"}
-    )
-    assert [(w.outcome, w.code) for w in report.writes] == [("rejected", "invalid_arguments")]
-    assert counts(mem) == before
-
-
 def test_notes_are_checked_and_malformed_actions_reported(mem: Memory, clock: FakeClock) -> None:
     chat(mem, clock)
     before = counts(mem)
@@ -440,6 +428,22 @@ def test_an_answer_cut_off_anywhere_says_so_in_the_report(
     assert len(used) <= 3 and extraction.problem is not None
     reflection = learner.reflect(session_id="s1")
     assert reflection.problem is not None
+
+
+def test_an_answer_with_a_key_twice_over_lists_writes_nothing_and_says_why(
+    mem: Memory, clock: FakeClock
+) -> None:
+    # {"facts": [a], "facts": [b]} was read as one of the lists, silently
+    chat(mem, clock)
+    before = counts(mem)
+    fact = {"action": "store_fact", "namespace": "user", "key": "k", "value": "v"}
+    answer = f'{{"facts": [{json.dumps(fact)}], "facts": []}}'
+    learner = Learner(mem, ScriptedModel.by_task({"extract": answer, "reflect": answer}))
+    extraction = learner.extract(session_id="s1")
+    assert extraction.writes == [] and counts(mem) == before
+    assert extraction.problem is not None and "'facts' appears twice" in extraction.problem
+    reflection = learner.reflect(session_id="s1")
+    assert reflection.problem is not None and "'facts' appears twice" in reflection.problem
 
 
 @pytest.mark.parametrize(
