@@ -232,18 +232,22 @@ def _plain(value: object) -> object:
     return value
 
 
-_WITH_NUL = st.builds(
-    lambda text, at: text[:at] + "\x00" + text[at:],
-    st.text(max_size=12),
-    st.integers(min_value=0, max_value=12),
-) | st.sampled_from(
-    [
-        *("\x00", "a\x00b", "seed-skill\x00", "city\x00", "user\x00", "global\x00", "daily\x00"),
-        *("n1\x00", "Berlin\x00", "Berlin\x00zzz", "hello\x00Berlin", "remember\x00Berlin"),
-        " \x00 ",
-    ]
-)
+def _with_nul(text: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.builds(
+        lambda text, at: text[:at] + "\x00" + text[at:], text, st.integers(0, 12)
+    ) | st.sampled_from(_NEAR_NAMES)
+
+
+_NEAR_NAMES = [
+    *("\x00", "a\x00b", "seed-skill\x00", "city\x00", "user\x00", "global\x00", "daily\x00"),
+    *("n1\x00", "Berlin\x00", "Berlin\x00zzz", "hello\x00Berlin", "remember\x00Berlin"),
+    " \x00 ",
+]
+_WITH_NUL = _with_nul(st.text(max_size=12))
 """Text with a NUL character: around any text, next to the names that exist."""
+_ASCII_WITH_NUL = _with_nul(st.text(st.characters(max_codepoint=127), max_size=12))
+"""The same around ASCII text, for what the backends search alike: their word indexes fold
+other letters apart (SQLite's strips accents, PostgreSQL's ``english`` does not; README)."""
 
 _PROPERTY = settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -262,7 +266,7 @@ def test_a_lookup_by_text_with_a_nul_answers_as_on_sqlite(
 
 @pytest.mark.parametrize("case", sorted(SEARCHES))
 @_PROPERTY
-@given(value=_WITH_NUL)
+@given(value=_ASCII_WITH_NUL)
 def test_a_search_with_a_nul_finds_what_it_finds_on_sqlite(
     store: Store, reference: Store, checks: str, case: str, value: str
 ) -> None:
@@ -289,7 +293,7 @@ def _tool(store: Store, name: str, arguments: dict[str, Any]) -> object:
 
 @pytest.mark.parametrize("case", sorted(TOOLS))
 @_PROPERTY
-@given(value=_WITH_NUL)
+@given(value=_ASCII_WITH_NUL)  # some tools search (see the searches above)
 def test_a_tool_given_a_nul_answers_as_on_sqlite(
     store: Store, reference: Store, checks: str, case: str, value: str
 ) -> None:
