@@ -364,7 +364,7 @@ class Series:
         wall = self.count_before(key, count)
         if self.repeats is None or wall == 0:
             return wall
-        if upper is not None:
+        if upper is not None and wall < count:  # (at COUNT already, so is every later point)
             after = _key(upper + timedelta(seconds=1))
             if count - wall > self.count_before(after, count) - wall:
                 return wall  # COUNT outlasts the walk however many repeats lie before it
@@ -373,7 +373,7 @@ class Series:
         if end is not None and lower > end:
             return count
         extra = self.repeats.before(self, lower)
-        return self.count_before(key, count + extra) - extra
+        return wall if extra == 0 else self.count_before(key, count + extra) - extra
 
     def has(self, wall: datetime) -> bool:
         """Whether ``wall`` is an occurrence of the plain wall-clock series."""

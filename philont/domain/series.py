@@ -245,6 +245,27 @@ _SUB_DAILY: Final = "an all-day event repeats by whole days: FREQ must be DAILY 
 )
 
 
+LOOK_BACK_COUNT: Final = 500
+"""Occurrences in progress that a listing must always be able to count within its work limit
+(it shows the earliest, and counts more only while its work lasts: the count is then marked
+inexact)."""
+
+
+def _check_look_back(rule: Rule, duration: timedelta, apart: timedelta, per_step: int) -> None:
+    """Refuse an event whose occurrences last so long, and cost so many steps each, that a
+    listing could not look back over those still in progress within its work limit: it counts
+    up to LOOK_BACK_COUNT of them, each costing about what finding the second occurrence cost
+    (``per_step``). A yearly rule thinned by BYSETPOS lasting 3,000 years cost 105 steps per
+    occurrence and 52,000 for one listing."""
+    in_progress = min(LOOK_BACK_COUNT, duration / max(apart, timedelta(seconds=1)))
+    if in_progress * max(per_step, 1) > EVENT_WORK_LIMIT // 2:
+        raise bad_rule(
+            rule.text,
+            f"occurrences lasting {duration.days} days, each this costly to find, are too many"
+            " to look back over in a listing; make it shorter or the rule simpler",
+        )
+
+
 @functools.lru_cache(maxsize=256)
 def _check_series(
     rule: Rule,
@@ -273,10 +294,13 @@ def _check_series(
         until = _until_instant(rule, zone)
         if until is not None and until < first_at:
             raise bad_rule(rule.text, "UNTIL lies before the first occurrence")
+        spent = work.steps
         following = next(upcoming, None)
         if duration is not None:
             timepolicy.shifted(first_at, duration, "ends_at")
             nxt = None if following is None else zoned.place(following)
+            if nxt is not None:
+                _check_look_back(rule, duration, nxt - first_at, work.steps - spent)
             if nxt is not None and (until is None or nxt <= until):
                 try:
                     timepolicy.shifted(nxt + sub_second, duration, "ends_at")

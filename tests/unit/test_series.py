@@ -42,6 +42,8 @@ def _utc(*args: int) -> datetime:
         (_utc(1990, 1, 1), None, "FREQ=DAILY;BYMONTHDAY=1,15;COUNT=900000", "needs more than"),
         (_utc(2026, 1, 1), None, "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;INTERVAL=4", "no occurrence"),
         (_utc(9999, 12, 29), None, "FREQ=YEARLY;BYMONTH=1", "no occurrence before the end"),
+        # a listing counted 500 in-progress occurrences at 105 steps each (52,000 > 50,000)
+        (_utc(1, 1, 2), _utc(3170, 1, 1), "FREQ=YEARLY;BYDAY=MO,TU;BYSETPOS=1", "look back"),
     ],
 )
 def test_rules_a_listing_could_not_handle_are_refused_on_write(
@@ -245,6 +247,13 @@ def _accepted_rules_can_always_be_listed(
         assert starts == sorted(starts) and len(starts) <= got.total
         assert all(at <= hi for at in starts)
         assert work.steps <= EVENT_WORK_LIMIT
+
+
+def test_a_count_series_from_year_one_listed_at_the_end_of_the_calendar() -> None:
+    # found by the heavy test below: once repeats across DST were counted, a window past the
+    # series' end walked the series three times (50,470 steps for one that costs 16,807)
+    rule = "FREQ=DAILY;COUNT=390;BYMONTH=1,2;BYMINUTE=0;BYSECOND=0;BYDAY=MO;BYSETPOS=1"
+    _accepted_rules_can_always_be_listed((rule, datetime(1, 1, 2, tzinfo=UTC), "UTC"), -1, 0.0)
 
 
 durations = st.sampled_from([-1, 0, 3600, 86_400 * 400, 10**11]) | st.integers(-1, 10**9)
