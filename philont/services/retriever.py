@@ -14,6 +14,7 @@ from philont.db.stored_values import careful_read
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role
 from philont.domain.tokens import TokenEstimator, default_estimator, utf16_len
+from philont.finds import finds
 from philont.schemas import inputs
 from philont.schemas.search import ContextMessage, RetrievalResult
 from philont.services.base import Service
@@ -54,6 +55,36 @@ _LLM_ROLE: dict[str, Literal["user", "assistant"]] = {
 }
 
 
+def _checked(query: object, *, now: object, around: object, **counts: object) -> str:
+    """``retrieve``'s arguments checked: its query (returned), counts and times."""
+    checked: str = inputs.check(inputs.Query, query, "query")
+    for name, value in counts.items():
+        inputs.check(inputs.Count, value, name)
+    for name, value in (("now", now), ("around", around)):
+        if value is not None:
+            inputs.check(inputs.AwareTime, value, name)
+    return checked
+
+
+def _nothing_retrieved(
+    _service: object, *, query: object, session_ids: object, **given: object
+) -> RetrievalResult:
+    """``retrieve`` in sessions none of which can exist (:mod:`philont.finds`): its arguments
+    checked as it checks them, then an empty window."""
+    _checked(query, **given)
+    return RetrievalResult(
+        recall_channels=(),
+        unembedded=0,
+        messages=[],
+        recency_count=0,
+        recall_count=0,
+        recent_tokens=0,
+        recall_tokens=0,
+        total_tokens=0,
+        dropped_system=0,
+    )
+
+
 class TimelineRetriever(Service):
     """Build the conversation context of a turn: a recency section and a keyword-recall section.
 
@@ -79,6 +110,7 @@ class TimelineRetriever(Service):
         super().__init__(mem)
         self._estimate = estimator
 
+    @finds("session_ids", absent=_nothing_retrieved)
     @careful_read
     def retrieve(
         self,
@@ -101,16 +133,17 @@ class TimelineRetriever(Service):
         non-empty, then the recent messages (chronological), with roles mapped for an LLM
         (tool -> user).
         """
-        query = inputs.check(inputs.Query, query, "query")
-        for name, value in (
-            ("recent_budget_tokens", recent_budget_tokens),
-            ("recall_budget_tokens", recall_budget_tokens),
-            ("recent_limit", recent_limit),
-            ("recall_candidates", recall_candidates),
-        ):
-            inputs.check(inputs.Count, value, name)
+        query = _checked(
+            query,
+            recent_budget_tokens=recent_budget_tokens,
+            recall_budget_tokens=recall_budget_tokens,
+            recent_limit=recent_limit,
+            recall_candidates=recall_candidates,
+            now=now,
+            around=around,
+        )
         sessions = tuple(dict.fromkeys(session_ids or ()))
-        now_ms = None if now is None else to_epoch_ms(inputs.check(inputs.AwareTime, now, "now"))
+        now_ms = None if now is None else to_epoch_ms(now)
         raw = self.mem.raw()
 
         # A budget of 0 is no recency window at all, as a limit of 0 is (nothing passed over).

@@ -108,6 +108,27 @@ LOOKUPS: dict[str, Call] = {
     "SkillService.set_grade": lambda m, v: m.skills.set_grade(v, "draft", reason="test"),
     "SkillService.update": lambda m, v: m.skills.update(v, description="new"),
     "SkillService.use": lambda m, v: m.skills.use(v),
+    "SearchService.message_rows": lambda m, v: m.search.message_rows("Berlin", session_ids=[v]),
+    "SearchService.message_rows among others": lambda m, v: m.search.message_rows(
+        "Berlin", session_ids=[v, "global"]
+    ),
+    "SearchService.message_rows reversed window": lambda m, v: m.search.message_rows(
+        "Berlin", session_ids=[v], since=T1, until=T0
+    ),
+    "SearchService.messages": lambda m, v: m.search.messages("hello", session_ids=[v]),
+    "SearchService.messages among others": lambda m, v: m.search.messages(
+        "hello", session_ids=["global", v]
+    ),
+    "SearchService.messages naive now": lambda m, v: m.search.messages(
+        "hello", session_ids=[v], now=datetime(2026, 1, 1)
+    ),
+    "TimelineRetriever.retrieve": lambda m, v: m.retriever.retrieve("Berlin", session_ids=[v]),
+    "TimelineRetriever.retrieve among others": lambda m, v: m.retriever.retrieve(
+        "Berlin", session_ids=[v, "global"]
+    ),
+    "TimelineRetriever.retrieve negative budget": lambda m, v: m.retriever.retrieve(
+        "Berlin", session_ids=[v], recall_budget_tokens=-1
+    ),
     "TimelineService.append": lambda m, v: m.timeline.append("hi", session_id=v),
     "TimelineService.count": lambda m, v: m.timeline.count(session_id=v),
     "TimelineService.end_session": lambda m, v: m.timeline.end_session(v),
@@ -224,11 +245,13 @@ def _answer(store: Store, call: Call, value: str) -> object:
 
 def _plain(value: object) -> object:
     """A comparable view of an answer: records by what they hold (not their ids)."""
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+    if isinstance(value, str | bytes | int | float | None):
+        return value
     for name in ("content", "name", "value", "title"):
         if hasattr(value, name):
             return (type(value).__name__, getattr(value, name))
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
     return value
 
 

@@ -23,6 +23,7 @@ from philont.domain.maturity import Grade, is_callable, parse_grade
 from philont.domain.query import SearchPlan, build_plan
 from philont.domain.ranking import RankingOptions
 from philont.errors import InvalidInputError
+from philont.finds import PASS_ON, finds
 from philont.schemas import inputs
 from philont.schemas.search import MessageHit, NoteHit, SkillHit
 from philont.services.base import Service
@@ -84,6 +85,24 @@ class MessageQuery(TypedDict, total=False):
     around: datetime | None
 
 
+def _no_message_rows(
+    service: SearchService,
+    *,
+    since: datetime | None,
+    until: datetime | None,
+    as_of: datetime | None,
+    roles: Iterable[Role | str] | None,
+    now: datetime | None,
+    around: datetime | None,
+    **_: Any,
+) -> list[ScoredMessage]:
+    """``message_rows`` in sessions none of which can exist (:mod:`philont.finds`): its options
+    checked as it checks them, then no messages."""
+    _message_filter(since, until, as_of, None, roles)
+    service._times(now, around)
+    return []
+
+
 class SearchService(Service):
     """Relevance-ranked keyword search (one mechanism for messages, notes and skills).
 
@@ -113,6 +132,7 @@ class SearchService(Service):
 
     # --- messages ----------------------------------------------------------------------------
 
+    @finds("session_ids", absent=PASS_ON)  # message_rows answers
     @careful_read
     def messages(
         self,
@@ -143,6 +163,7 @@ class SearchService(Service):
             for r in rows
         ]
 
+    @finds("session_ids", absent=_no_message_rows)
     @careful_read
     def message_rows(
         self,
@@ -187,13 +208,12 @@ class SearchService(Service):
         around: datetime | None,
     ) -> list[ScoredMessage]:
         flt = _message_filter(since, until, as_of, session_ids, roles)
+        now, near = self._times(now, around)
         plan = self._plan(query)
         raw = self.mem.raw()
         if plan is None:
             return []
         excluded = set(exclude_ids)
-        now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
-        near = None if around is None else inputs.check(inputs.AwareTime, around, "around")
         pools = Pools.of(limit, excluded=len(excluded))
         own = self._ranked_own(query, plan, flt.as_sql(raw.mark), pools, now, near)
         own = self._semantic(Kind.MESSAGES, query, own, flt.as_sql(raw.mark), limit + len(excluded))
@@ -207,6 +227,13 @@ class SearchService(Service):
         return [
             ScoredMessage(*row, combined[i]) for i in ranked if (row := fetched.get(i)) is not None
         ]
+
+    def _times(
+        self, now: datetime | None, around: datetime | None
+    ) -> tuple[datetime, datetime | None]:
+        """A message search's ``now`` (default: the clock) and ``around``, checked."""
+        now = self._now() if now is None else inputs.check(inputs.AwareTime, now, "now")
+        return now, None if around is None else inputs.check(inputs.AwareTime, around, "around")
 
     # --- issue #16: the ranking rules of philont.domain.ranking --------------------------------
 
