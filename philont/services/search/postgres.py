@@ -188,7 +188,7 @@ class PgScorer:
     ) -> list[dict[Any, float]]:
         """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
         run = _Run(raw, self._lengths, pools)
-        return run.term_scores(_CORPORA[kind], plan, flt, pools.wanted)
+        return run.term_scores(_CORPORA[kind], plan, flt)
 
 
 class _Run:
@@ -207,9 +207,10 @@ class _Run:
         return self._raw.rows(sql, params)
 
     def term_scores(
-        self, corpus: _PgCorpus, plan: SearchPlan, flt: Filter, wanted: int
+        self, corpus: _PgCorpus, plan: SearchPlan, flt: Filter
     ) -> list[dict[Any, float]]:
         """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
+        wanted = self._pools.wanted
         n_docs, oid, stats = self._pg_statistics(corpus, plan)
         if n_docs == 0:
             return []

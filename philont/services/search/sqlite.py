@@ -103,7 +103,7 @@ class SqliteScorer:
         self, raw: Raw, kind: Kind, plan: SearchPlan, flt: Filter, pools: Pools
     ) -> list[dict[Any, float]]:
         """Per search term, the score of every candidate (key -> score) that passes ``flt``."""
-        return _Run(raw, pools).term_scores(_CORPORA[kind], plan, flt, pools.wanted)
+        return _Run(raw, pools).term_scores(_CORPORA[kind], plan, flt)
 
 
 class _Run:
@@ -117,8 +117,9 @@ class _Run:
         return self._raw.rows(sql, params)
 
     def term_scores(
-        self, corpus: _Corpus, plan: SearchPlan, sql_filter: Filter, wanted: int
+        self, corpus: _Corpus, plan: SearchPlan, sql_filter: Filter
     ) -> list[dict[Any, float]]:
+        wanted = self._pools.wanted
         n_docs, counts = self._statistics(corpus, plan)
         if n_docs == 0:
             return []
