@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import URL
 
-from philont import migrate, settings
+from philont import filewrite, migrate, settings
 from philont.db.engine import (
     DIR_MODE,
     FILE_MODE,
@@ -369,6 +370,23 @@ def _backup_source(source: Path) -> Path:
     return source
 
 
+_COPYING = "cannot write the backup's copy beside it"
+COPY_CHUNK = 1 << 20
+"""Bytes read and written at a time when a restore copies a backup beside the database."""
+
+
+def _copy_beside(source: Path, fd: int, path: Path) -> None:
+    """Copy the backup ``source`` into ``fd``, a new file beside the database ``path``: a write
+    that fails there (a full disk, a file size limit) refuses ``path`` (DatabasePathError),
+    never the backup being read (:mod:`philont.filewrite`)."""
+    with (
+        filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
+        io.BufferedWriter(raw) as dst,
+        open(source, "rb") as src,
+    ):
+        shutil.copyfileobj(src, dst, COPY_CHUNK)
+
+
 def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
     """Replace the live database with a verified copy of ``backup_file``, atomically.
 
@@ -393,11 +411,10 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
     tmp = path.parent / f".{path.name}.restore-{uuid.uuid4().hex}.tmp"
     try:
-        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
-        os.close(fd)
-        shutil.copyfile(source, tmp)
+        _copy_beside(source, os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE), path)
         checked = verify(tmp)
-        _fsync(tmp)
+        with filewrite.writes_named(path, DatabasePathError, _COPYING):
+            _fsync(tmp)
         release_shared(path)  # this process's own idle Stores of the file, reopened on use
         with _held(path) as live:
             safety, corrupt = _keep_previous(path, live)

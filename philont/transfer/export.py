@@ -13,7 +13,7 @@ from typing import Any, TextIO, cast
 
 from sqlalchemy import Integer, Table
 
-from philont import migrate
+from philont import filewrite, migrate
 from philont.db.engine import FILE_MODE, is_postgres, resolve_url
 from philont.db.schema import metadata
 from philont.errors import FilePathError, InvalidInputError, SchemaError, StorageError
@@ -76,7 +76,8 @@ def check_output(out: Path) -> None:
 @contextmanager
 def _writer(out: Path | TextIO) -> Iterator[TextIO]:
     """A text stream for ``out``; a path is written to a private temp file renamed on success,
-    so a failed export never leaves a plausible-looking partial file behind."""
+    so a failed export never leaves a plausible-looking partial file behind, and a write that
+    fails there is :class:`FilePathError` naming ``out`` (:mod:`philont.filewrite`)."""
     if not isinstance(out, Path):
         yield out
         return
@@ -86,12 +87,11 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
     except OSError as exc:
         raise FilePathError(str(out), f"cannot write beside it ({exc.strerror})") from exc
-    try:
-        with open(fd, "w", encoding="utf-8", newline="\n") as fh:
+    try:  # a write that fails (a full disk, a size limit) is FilePathError naming ``out``
+        with filewrite.text_writer(fd, out) as fh:
             yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        with point_of_no_return():  # Ctrl-C from here on: too late, the file stands
+            filewrite.fsync(fh, out)
+        with point_of_no_return(), filewrite.writes_named(out):  # Ctrl-C: too late now
             os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
