@@ -50,7 +50,8 @@ def _line(report: ConsolidationReport) -> str:
         extra = f" (retry at {report.retry_at:%H:%M:%S})" if report.retry_at else ""
         error = f": {report.error}" if report.error else ""
         return f"{report.status.value}{extra}{error}"
-    parts = [f"{report.messages} messages"]
+    late = report.after_ts is not None and report.after_ts == report.until_ts  # cursor stays
+    parts = [f"{report.messages} {'late ' if late else ''}messages"]
     if report.extraction is not None:
         parts.append(f"{report.extraction.facts} facts, {report.extraction.notes} notes")
     if report.reflection is not None:

@@ -16,12 +16,17 @@ processed), so Philont and philont share it. What differs from Philont's consoli
   conditional update when it failed or its claimer's lease ran out. The results are written only
   if the claim is still ours and the cursor has not moved, so two processes never consolidate
   the same batch, and a process that lost its claim writes nothing.
+* Messages that arrive late (stamped at or before the cursor after it moved past their time:
+  a clock stepped back, ``append(at=...)``) are learned from in batches of their own, once
+  (:mod:`philont.learning.late`); the cursor alone, a time, never saw them.
 * No transaction is open while a model thinks: claim, read, think, then write; a unit of work
   that was busy or conflicted (a deadlock) runs again (:func:`philont.db.retry.run_unit`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import socket
 import threading
@@ -40,19 +45,27 @@ from sqlalchemy.sql import ColumnElement
 
 from philont.arguments import checked
 from philont.clock import Clock, utc_now
-from philont.db.models import Fact, LearningBatch, RawMessage
+from philont.db.models import LearningBatch, RawMessage
 from philont.db.retry import run_unit
 from philont.db.types import bumped, to_epoch_ms
-from philont.domain import decay
 from philont.domain.consolidation import retry_delay
 from philont.embed.base import Embedder
 from philont.errors import ModelAnswerError
 from philont.learning.batch import Applied, Context, Thought, apply, gather, think
 from philont.learning.bounds import next_batch
 from philont.learning.config import ConsolidatorConfig, LearningConfig
-from philont.learning.extract import LOOP_NAMESPACE
+from philont.learning.cursor import CURSOR_KEY, CURSOR_NAMESPACE, read_cursor, write_cursor
+from philont.learning.late import (
+    SEEN_KEY,
+    Late,
+    late_messages,
+    load_batch,
+    load_late,
+    newest_id,
+    watermark,
+)
 from philont.learning.learner import Config, JudgeOf, Model
-from philont.learning.window import Window, load_after
+from philont.learning.window import Window
 from philont.log import get_logger
 from philont.memory import Memory
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
@@ -62,8 +75,6 @@ __all__ = ["CURSOR_KEY", "CURSOR_NAMESPACE", "Consolidator", "read_cursor"]
 
 log = get_logger(__name__)
 
-CURSOR_NAMESPACE = LOOP_NAMESPACE  # extraction never writes there
-CURSOR_KEY = "last_consolidated_ts"
 BEFORE_START = -1
 """``after_ts`` of the first batch (no cursor yet)."""
 
@@ -83,40 +94,12 @@ class _Claim:
     until: int
     messages: int
     attempts: int
+    seen: int = 0  # the late-message watermark (philont.learning.late): claimed, then as read
+    late: Late | None = None  # a batch of late messages, the cursor staying
 
 
 class _LostClaim(Exception):
     """The batch is no longer ours (lease taken over, or the cursor moved): write nothing."""
-
-
-def _cursor_row(session: Session) -> Fact | None:
-    return session.scalars(
-        select(Fact)
-        .where(
-            Fact.namespace == CURSOR_NAMESPACE,
-            Fact.key == CURSOR_KEY,
-            Fact.superseded_by.is_(None),
-            Fact.forgotten_at.is_(None),
-        )
-        .order_by(Fact.created_at.desc(), Fact.id.desc())
-        .limit(1)
-        .execution_options(populate_existing=True)
-    ).first()
-
-
-def _as_ms(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not value.is_integer():
-        return None
-    return int(value)
-
-
-def read_cursor(session: Session) -> int | None:
-    """The cursor (epoch ms of the last consolidated message), or None before the first batch
-    (or when the fact holds something that is not a whole number, as Philont reads it)."""
-    row = _cursor_row(session)
-    return None if row is None else _as_ms(row.value)
 
 
 def _update_batch(
@@ -131,19 +114,6 @@ def _update_batch(
         .returning(returning)
         .execution_options(synchronize_session=False)
     ).scalar_one_or_none()
-
-
-def _write_cursor(mem: Memory, value: int) -> None:
-    """Move the cursor: in place when the fact exists (no new version per batch). It is
-    pinned: moving it never refreshes its access time, so with decay the sweep would forget
-    it after a few years, and the messages after it would never be learned from (Q-D5)."""
-    row = _cursor_row(mem.session)
-    if row is None:
-        mem.facts.store(CURSOR_NAMESPACE, CURSOR_KEY, value, decay_tau_days=decay.PIN_SENTINEL)
-    else:
-        row.value = value
-        row.decay_tau_days = decay.PIN_SENTINEL
-        mem.session.flush()
 
 
 def _units(value: object) -> object:
@@ -213,7 +183,8 @@ class Consolidator:
         if isinstance(claim, ConsolidationReport):
             return claim
         try:
-            window, context = run_unit(self.units, lambda mem: self._read(mem, claim), write=False)
+            read = functools.partial(self._read, claim=claim)
+            claim, window, context = run_unit(self.units, read, write=False)
             thought = think(self.model, window, context, self.config, self.judge)
             self._check_answers(claim, thought)
             applied = run_unit(self.units, lambda mem: self._finish(mem, claim, window, thought))
@@ -238,10 +209,15 @@ class Consolidator:
             tokens_used=thought.tokens_used,
         )
 
-    def _read(self, mem: Memory, claim: _Claim) -> tuple[Window, Context]:
-        """The batch's messages and what the prompts need."""
-        window = load_after(mem.session, claim.after, claim.until)
-        return window, gather(mem, window, self.config, self.judge)
+    def _read(self, mem: Memory, claim: _Claim) -> tuple[_Claim, Window, Context]:
+        """The batch's messages and what the prompts need, and the claim with the watermark
+        after the batch (written with it)."""
+        if claim.late is None:
+            window, seen = load_batch(mem.session, claim.after, claim.until, claim.seen)
+        else:
+            window, seen = load_late(mem.session, claim.late, claim.after)
+        context = gather(mem, window, self.config, self.judge)
+        return dataclasses.replace(claim, seen=seen), window, context
 
     def _check_answers(self, claim: _Claim, thought: Thought) -> None:
         """An answer nothing could be read from fails the batch (it is asked again after the
@@ -283,15 +259,29 @@ class Consolidator:
         newest_ms = to_epoch_ms(newest)
         if cursor is None and not self.schedule.backlog:
             return self._anchor(mem, newest_ms, now)
+        seen = watermark(session, after)
+        if seen is None:  # none kept yet: what came before is taken as learned from
+            seen = 0 if cursor is None else newest_id(session, until_ms=after)
+        late = late_messages(session, after, seen, self.schedule.batch_size)
+        if late is not None:  # stamped at or before the cursor after it moved: first
+            return self._take(session, after, after, late.count, now, seen=seen, late=late)
         if newest_ms <= after:
             return ConsolidationReport(status=Status.NOTHING_NEW, after_ts=after)
         batch = next_batch(session, after, now, self.schedule.batch_size)
         if not batch.cut and batch.count < self.schedule.min_messages:
             return ConsolidationReport(status=Status.TOO_FEW, after_ts=after, messages=batch.count)
-        return self._take(session, after, batch.until, batch.count, now)
+        return self._take(session, after, batch.until, batch.count, now, seen=seen)
 
     def _take(
-        self, session: Session, after: int, until: int, count: int, now: datetime
+        self,
+        session: Session,
+        after: int,
+        until: int,
+        count: int,
+        now: datetime,
+        *,
+        seen: int = 0,
+        late: Late | None = None,
     ) -> _Claim | ConsolidationReport:
         """Claim the batch after ``after``: insert its row, or take over a failed or abandoned
         one; every other case is somebody else's batch."""
@@ -302,7 +292,7 @@ class Consolidator:
             .execution_options(populate_existing=True)
         ).first()
         if row is None:
-            return self._insert_claim(session, after, until, count, now)
+            return self._insert_claim(session, _Claim(0, after, until, count, 1, seen, late), now)
         if row.status == "claimed" and row.lease_until is not None and row.lease_until > now:
             return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
         if row.status == "failed" and row.retry_at is not None and row.retry_at > now:
@@ -323,8 +313,8 @@ class Consolidator:
             ),
             LearningBatch.attempts,
             status="claimed",
-            owner=self.owner,
-            attempts=bumped(LearningBatch.attempts),
+            owner=self.owner,  # a done row is one of late messages: its attempts start again
+            attempts=1 if row.status == "done" else bumped(LearningBatch.attempts),
             claimed_at=now,
             lease_until=lease_until,
             until_ts=until,
@@ -333,15 +323,15 @@ class Consolidator:
         )
         if taken is None:
             return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
-        return _Claim(row.id, after, until, count, taken)
+        return _Claim(row.id, after, until, count, taken, seen, late)
 
     def _insert_claim(
-        self, session: Session, after: int, until: int, count: int, now: datetime
+        self, session: Session, claim: _Claim, now: datetime
     ) -> _Claim | ConsolidationReport:
         fresh = LearningBatch(
-            after_ts=after,
-            until_ts=until,
-            message_count=count,
+            after_ts=claim.after,
+            until_ts=claim.until,
+            message_count=claim.messages,
             status="claimed",
             owner=self.owner,
             attempts=1,
@@ -353,8 +343,8 @@ class Consolidator:
             with session.begin_nested():
                 session.add(fresh)
         except IntegrityError:  # another process inserted it first
-            return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
-        return _Claim(fresh.id, after, until, count, 1)
+            return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=claim.after)
+        return dataclasses.replace(claim, batch_id=fresh.id)
 
     def _anchor(self, mem: Memory, newest_ms: int, now: datetime) -> ConsolidationReport:
         """Philont's first run: the cursor starts at the newest message, the past is skipped.
@@ -362,8 +352,9 @@ class Consolidator:
         claim = self._take(mem.session, BEFORE_START, newest_ms, 0, now)
         if isinstance(claim, ConsolidationReport):
             return claim
-        _write_cursor(mem, newest_ms)
-        self._close(mem.session, claim, tokens=0, report={"anchored": True})
+        write_cursor(mem, newest_ms)
+        report = {"anchored": True, SEEN_KEY: newest_id(mem.session)}  # the past is skipped
+        self._close(mem.session, claim, tokens=0, report=report)
         log.info("consolidator.anchored", cursor=newest_ms)
         return self._report(claim, Status.ANCHORED)
 
@@ -409,9 +400,11 @@ class Consolidator:
                 "skills_updated": applied.reflection.updated,
                 "summaries": sum(1 for s in applied.summaries if s.written),
                 "verdicts": len(applied.verdicts),
+                SEEN_KEY: claim.seen,
             },
         )
-        _write_cursor(mem, claim.until)
+        if claim.late is None:  # late messages leave the cursor where it is
+            write_cursor(mem, claim.until)
         log.info("consolidator.batch_done", batch_id=claim.batch_id, until=claim.until)
         return applied
 

@@ -163,11 +163,17 @@ def load_range(session: Session, since: datetime, until: datetime, *, limit: int
     return Window(tag, tuple(turns), tuple(calls))
 
 
-def load_after(session: Session, after_ms: int, until_ms: int) -> Window:
+def load_after(
+    session: Session, after_ms: int, until_ms: int, *, max_id: int | None = None
+) -> Window:
     """The consolidator's batch: every message with ``after < time <= until`` (epoch ms, no
-    limit: the batch was sized when it was claimed) and the tool calls of the same span."""
+    limit: the batch was sized when it was claimed; with ``max_id``, none with a later id) and
+    the tool calls of the same span."""
     lo, hi = from_epoch_ms(after_ms), from_epoch_ms(until_ms)
-    turns, _ = _turns(session, [RawMessage.timestamp > lo, RawMessage.timestamp <= hi], 10**9)
+    where = [RawMessage.timestamp > lo, RawMessage.timestamp <= hi]
+    if max_id is not None:
+        where.append(RawMessage.id <= max_id)
+    turns, _ = _turns(session, where, 10**9)
     calls, _ = _calls(session, [Action.timestamp > lo, Action.timestamp <= hi], 10**9)
     return Window(f"range:{after_ms + 1}-{until_ms}", tuple(turns), tuple(calls))
 

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,22 @@ def test_consolidate_once_writes_the_batch_and_moves_the_cursor(
         "--idle-after", "0",
     )  # fmt: skip
     assert code == 0 and json.loads(output)["status"] == "nothing_new"
+
+
+def test_consolidate_says_which_batch_held_late_messages(chatty: Path, tmp_path: Path) -> None:
+    # said an hour before the cursor, after it moved: learned from in a batch of its own
+    model = script(tmp_path, extract=json.dumps([FACT]), reflect="[]", summarize="s")
+    args = ("consolidate", "--db", str(chatty), "--model", model, "--once", "--idle-after", "0")
+    assert run(*args, "--backlog")[0] == 0
+    with Memory.open(chatty) as mem:
+        cursor = read_cursor(mem.session)
+        assert cursor is not None
+        mem.timeline.append("I moved to Paris", at=mem.clock() - timedelta(hours=1))
+    code, output = run(*args)
+    assert code == 0, output
+    assert "consolidated batch 2: 1 late messages, 0 facts" in output  # Berlin: unchanged
+    with Memory.open(chatty) as mem:
+        assert read_cursor(mem.session) == cursor
 
 
 def test_consolidate_once_exits_1_when_the_batch_failed(chatty: Path, tmp_path: Path) -> None:

@@ -1,0 +1,188 @@
+"""Messages that arrive late, stamped at or before the consolidator's cursor after it moved past
+their time (a clock stepped back, a process whose clock runs behind, ``append(at=...)`` of what
+was said earlier), are learned from once. The cursor is a time, so they were in no batch and
+the consolidator never learned from them: after an NTP step back of an hour, everything the
+user said in that hour was lost to learning (``nothing_new`` for ever)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine, select
+
+from philont.db.models import LearningBatch
+from philont.learning import Consolidator, ConsolidatorConfig, LearningConfig
+from philont.llm import ScriptedModel
+from philont.schemas.learning import ConsolidationStatus as S
+from tests.conftest import FakeClock
+from tests.integration.learning_helpers import UnitFactory, unit_factory
+
+BOTH_BACKENDS = True
+WORD = "said-"
+
+
+@pytest.fixture
+def units(engine: Engine, clock: FakeClock) -> UnitFactory:
+    return unit_factory(engine, clock)
+
+
+def words(prompt: str) -> list[str]:
+    """The words of the user turns a prompt shows (each message is ``said-<word>``)."""
+    return [line.rsplit(WORD, 1)[-1] for line in prompt.splitlines() if f"] [user] {WORD}" in line]
+
+
+class Recorder:
+    """A model that stores one fact per user message it is shown, and counts what it saw."""
+
+    def __init__(self) -> None:
+        self.seen: Counter[str] = Counter()
+        self.model = ScriptedModel.by_task(
+            {"extract": self.extract, "reflect": "[]", "summarize": "summary"}
+        )
+
+    def extract(self, prompt: str) -> str:
+        said = words(prompt)
+        self.seen.update(said)
+        facts = [{"action": "store_fact", "namespace": "seen", "key": w, "value": 1} for w in said]
+        return json.dumps(facts)
+
+
+def consolidator(
+    units: UnitFactory, clock: FakeClock, model: ScriptedModel, **schedule: object
+) -> Consolidator:
+    options: dict[str, object] = {"backlog": True, "min_messages": 1}
+    options.update(schedule)
+    return Consolidator(
+        units,
+        model,
+        clock=clock,
+        config=LearningConfig(summary_min_messages=10_000),
+        schedule=ConsolidatorConfig(**options),  # type: ignore[arg-type]
+    )
+
+
+def say(units: UnitFactory, *said: str, at: datetime | None = None) -> None:
+    with units() as mem:
+        for word in said:
+            mem.timeline.append(f"{WORD}{word}", role="user", at=at)
+
+
+def drain(worker: Consolidator, clock: FakeClock) -> list[S]:
+    """Run batches until there is nothing to do, the timeline idle."""
+    clock.advance(minutes=6)
+    statuses = []
+    for _ in range(50):
+        report = worker.run_once()
+        statuses.append(report.status)
+        if report.status != S.CONSOLIDATED:
+            return statuses
+    raise AssertionError(f"no end: {statuses}")
+
+
+def test_what_is_said_after_the_clock_steps_back_is_learned_once(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    recorder = Recorder()
+    worker = consolidator(units, clock, recorder.model)
+    say(units, "a1")
+    clock.advance(seconds=10)
+    say(units, "a2")
+    assert drain(worker, clock) == [S.CONSOLIDATED, S.NOTHING_NEW]
+    clock.advance(hours=-1)  # the host's clock is corrected an hour back
+    for word in ("b1", "b2", "b3"):
+        clock.advance(seconds=10)
+        say(units, word)
+    assert drain(worker, clock) == [S.CONSOLIDATED, S.NOTHING_NEW]
+    assert recorder.seen == Counter(a1=1, a2=1, b1=1, b2=1, b3=1)
+    assert drain(consolidator(units, clock, recorder.model), clock) == [S.NOTHING_NEW]
+
+
+def test_messages_appended_with_an_earlier_time_are_learned_once(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # a transcript of what was said offline, and a message from before 1970 (no cursor
+    # value comes before it: a first batch never took it either)
+    recorder = Recorder()
+    worker = consolidator(units, clock, recorder.model)
+    say(units, "old", at=datetime(1960, 5, 1, tzinfo=UTC))
+    say(units, "now")
+    assert drain(worker, clock) == [S.CONSOLIDATED, S.CONSOLIDATED, S.NOTHING_NEW]
+    say(units, "offline1", "offline2", at=clock.now - timedelta(days=3))
+    say(units, "later")
+    assert drain(worker, clock) == [S.CONSOLIDATED, S.CONSOLIDATED, S.NOTHING_NEW]
+    assert recorder.seen == Counter(old=1, now=1, offline1=1, offline2=1, later=1)
+    with units(write=False) as mem:
+        assert {f.key for f in mem.facts.list("seen")} == set(recorder.seen)
+
+
+def test_many_late_messages_come_in_batches_of_the_batch_size(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    recorder = Recorder()
+    worker = consolidator(units, clock, recorder.model, batch_size=4)
+    say(units, "first")
+    drain(worker, clock)
+    say(units, *(f"late{i}" for i in range(10)), at=clock.now - timedelta(hours=2))
+    statuses = drain(worker, clock)
+    assert statuses == [S.CONSOLIDATED] * 3 + [S.NOTHING_NEW]
+    assert recorder.seen == Counter({"first": 1, **{f"late{i}": 1 for i in range(10)}})
+    with units(write=False) as mem:
+        rows = mem.session.scalars(select(LearningBatch.message_count).order_by(LearningBatch.id))
+        assert list(rows) == [1, 2]  # 4, 4, 2: the late batches reuse the row after the cursor
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[tuple[str, int]]:
+    """Steps: ("say", seconds relative to now: back in time or at now), ("clock", seconds to
+    move the clock, back or forward), ("run", which of two consolidators)."""
+    step = st.one_of(
+        st.tuples(st.just("say"), st.sampled_from([0, 0, -30, -600, -7_200, -86_400 * 400])),
+        st.tuples(st.just("clock"), st.integers(-7_200, 7_200)),
+        st.tuples(st.just("run"), st.integers(0, 1)),
+    )
+    return draw(st.lists(step, max_size=25))
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(history=histories())
+def test_every_message_is_learned_exactly_once_whatever_the_clock_does(
+    units: UnitFactory, clock: FakeClock, history: list[tuple[str, int]]
+) -> None:
+    # One database for all examples: each example's messages are its own words, and what
+    # came before stays learned (the cursor and its watermark carry on).
+    recorder = Recorder()
+    workers = [
+        consolidator(units, clock, recorder.model, batch_size=3, idle_after=timedelta(0)),
+        consolidator(units, clock, recorder.model, batch_size=3, idle_after=timedelta(0)),
+    ]
+    said = []
+    prefix = next(EXAMPLES)
+    latest = clock.now
+    for kind, value in history:
+        if kind == "say":
+            word = f"{prefix}x{len(said)}"
+            said.append(word)
+            clock.advance(milliseconds=1)
+            say(units, word, at=clock.now + timedelta(seconds=value))
+            latest = max(latest, clock.now)
+        elif kind == "clock":
+            clock.advance(seconds=value)
+        else:
+            workers[value].run_once()
+    clock.now = max(clock.now, latest)  # every message's time has come
+    for worker in workers:
+        drain(worker, clock)
+    assert recorder.seen == Counter(said)
+
+
+EXAMPLES = (f"e{i}" for i in itertools.count())
