@@ -112,7 +112,8 @@ def load_late(session: Session, late: Late, cursor: int) -> tuple[Window, int]:
     """A batch of late messages as a window, oldest first (no tool calls: the calls of their
     time were in the batches that read it), and ``H`` after it."""
     turns = _late_turns(session, cursor, late.after, late.until)
-    return Window(f"late:{late.after + 1}-{late.until}", tuple(turns), ()), late.until
+    tag = f"late:{late.after + 1}-{late.until}"
+    return Window(tag, tuple(turns), (), None, from_epoch_ms(cursor)), late.until
 
 
 def load_batch(session: Session, after: int, until: int, seen: int) -> tuple[Window, int]:

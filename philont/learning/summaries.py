@@ -43,13 +43,30 @@ class Summary:
     tokens_used: int
 
 
+def _from_start(session: Session, window: Window, sid: str, stamps: list[datetime]) -> bool:
+    """Whether the window's messages of a session (their times, oldest first) are every
+    message of it up to the last of them, and up to the cursor before a consolidator's batch
+    (what earlier batches learned): a batch of late messages may hold a session's first
+    message and none of the others a summary covers."""
+    bound = stamps[-1]
+    if window.learned_until is not None:
+        bound = max(bound, window.learned_until)
+    count = session.scalar(
+        select(func.count())
+        .select_from(RawMessage)
+        .where(RawMessage.session_id == sid, RawMessage.timestamp <= bound)
+    )
+    return count == len(stamps)
+
+
 def long_sessions(
     session: Session, window: Window, config: LearningConfig
 ) -> dict[str, str | None]:
     """The sessions of the window with at least ``summary_min_messages`` messages in all, with
-    the summary to extend: the current one when the window begins after the session's first
-    message (it covers what came before), else None — a window holding the session from its
-    start is summarized afresh, so summarizing a session again never counts its turns twice."""
+    the summary to extend: the current one unless the window holds the session from its start
+    (its first message and every one after it up to the window's last, and up to the cursor
+    before a consolidator's batch), else None — such a window is summarized afresh, so
+    summarizing a session again never counts its turns twice."""
     ids = window.sessions()
     if not ids:
         return {}
@@ -59,10 +76,14 @@ def long_sessions(
         .group_by(RawMessage.session_id)
     )
     starts = {sid: first for sid, n, first in counts if n >= config.summary_min_messages}
-    window_first: dict[str, datetime] = {}
+    held: dict[str, list[datetime]] = {}
     for turn in window.turns:  # oldest first
-        window_first.setdefault(turn.session_id, turn.timestamp)
-    from_start = {sid for sid, first in starts.items() if window_first[sid] <= first}
+        held.setdefault(turn.session_id, []).append(turn.timestamp)
+    from_start = {
+        sid
+        for sid, first in starts.items()
+        if held[sid][0] <= first and _from_start(session, window, sid, held[sid])
+    }
     previous = {
         note_id: content
         for note_id, content in session.execute(

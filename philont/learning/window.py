@@ -59,6 +59,9 @@ class Window:
     turns: tuple[Turn, ...]
     calls: tuple[ToolCall, ...]
     session_id: str | None = None
+    learned_until: datetime | None = None
+    """A consolidator's batch: the cursor before it (messages up to then were learned from
+    in earlier batches, the window's late ones excepted); None for a host's window."""
 
     @property
     def reference(self) -> datetime | None:
@@ -175,7 +178,7 @@ def load_after(
         where.append(RawMessage.id <= max_id)
     turns, _ = _turns(session, where, 10**9)
     calls, _ = _calls(session, [Action.timestamp > lo, Action.timestamp <= hi], 10**9)
-    return Window(f"range:{after_ms + 1}-{until_ms}", tuple(turns), tuple(calls))
+    return Window(f"range:{after_ms + 1}-{until_ms}", tuple(turns), tuple(calls), None, lo)
 
 
 # --- runs (verify-then-condense) ----------------------------------------------------------------

@@ -137,6 +137,43 @@ def test_many_late_messages_come_in_batches_of_the_batch_size(
         assert list(rows) == [1, 2]  # 4, 4, 2: the late batches reuse the row after the cursor
 
 
+def test_a_late_message_before_a_session_s_first_extends_its_summary(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # A late window is not the session from its start because its first message is the
+    # session's first: it holds that message only. Written afresh from it, the summary of
+    # everything else the session said was lost.
+    prompts: list[str] = []
+
+    def summarize(prompt: str) -> str:
+        prompts.append(prompt)
+        return f"summary {len(prompts)}"
+
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": summarize})
+    worker = Consolidator(
+        units,
+        model,
+        clock=clock,
+        config=LearningConfig(summary_min_messages=2),
+        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
+    )
+    with units() as mem:
+        mem.timeline.start_session("s")
+        start = clock.now
+        for word in ("one", "two", "three"):
+            clock.advance(seconds=10)
+            mem.timeline.append(f"{WORD}{word}", session_id="s")
+    drain(worker, clock)
+    with units() as mem:
+        mem.timeline.append(f"{WORD}zero", session_id="s", at=start - timedelta(minutes=1))
+    drain(worker, clock)
+    assert len(prompts) == 2
+    assert "Summary of the earlier part of this session (extend it):\nsummary 1" in prompts[1]
+    with units(write=False) as mem:
+        note = mem.notes.get("session-summary-s")
+        assert note is not None and note.content == "summary 2"
+
+
 @st.composite
 def histories(draw: st.DrawFn) -> list[tuple[str, int]]:
     """Steps: ("say", seconds relative to now: back in time or at now), ("clock", seconds to
