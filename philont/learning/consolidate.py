@@ -32,12 +32,10 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Protocol
+from typing import Any
 
-from pydantic import PlainValidator
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -54,7 +52,14 @@ from philont.errors import ModelAnswerError
 from philont.learning.batch import Applied, Context, Thought, apply, gather, think
 from philont.learning.bounds import next_batch
 from philont.learning.config import ConsolidatorConfig, LearningConfig
-from philont.learning.cursor import CURSOR_KEY, CURSOR_NAMESPACE, read_cursor, write_cursor
+from philont.learning.cursor import (
+    BEFORE_START,
+    CURSOR_KEY,
+    CURSOR_NAMESPACE,
+    expected_cursor,
+    read_cursor,
+    write_cursor,
+)
 from philont.learning.late import (
     SEEN_KEY,
     Late,
@@ -65,6 +70,7 @@ from philont.learning.late import (
     watermark,
 )
 from philont.learning.learner import Config, JudgeOf, Model
+from philont.learning.units import UnitsOf
 from philont.learning.window import Window
 from philont.log import get_logger
 from philont.memory import Memory
@@ -75,16 +81,8 @@ __all__ = ["CURSOR_KEY", "CURSOR_NAMESPACE", "Consolidator", "read_cursor"]
 
 log = get_logger(__name__)
 
-BEFORE_START = -1
-"""``after_ts`` of the first batch (no cursor yet)."""
 
 Status = ConsolidationStatus
-
-
-class Units(Protocol):
-    """Begins a unit of work: ``with units(write=True) as mem: ...`` commits on success."""
-
-    def __call__(self, *, write: bool = True) -> AbstractContextManager[Memory]: ...
 
 
 @dataclass(frozen=True)
@@ -114,20 +112,6 @@ def _update_batch(
         .returning(returning)
         .execution_options(synchronize_session=False)
     ).scalar_one_or_none()
-
-
-def _units(value: object) -> object:
-    """A units-of-work factory (``units(write=...)`` -> a unit of work); a Store is not one."""
-    if isinstance(value, Store):
-        raise ValueError(
-            "a Store is not a units-of-work factory: use Consolidator.for_store(store, model)"
-        )
-    if not callable(value):
-        raise ValueError(f"must be callable, got {type(value).__name__}")
-    return value
-
-
-UnitsOf = Annotated[Units, PlainValidator(_units)]
 
 
 class Consolidator:
@@ -293,6 +277,10 @@ class Consolidator:
         ).first()
         if row is None:
             return self._insert_claim(session, _Claim(0, after, until, count, 1, seen, late), now)
+        if row.status == "done" and read_cursor(session) != expected_cursor(after):
+            # done by another process since we read the cursor (PostgreSQL: each statement
+            # sees what was committed before it): not ours to take over
+            return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
         if row.status == "claimed" and row.lease_until is not None and row.lease_until > now:
             return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
         if row.status == "failed" and row.retry_at is not None and row.retry_at > now:
@@ -385,8 +373,7 @@ class Consolidator:
 
     def _finish(self, mem: Memory, claim: _Claim, window: Any, thought: Any) -> Applied:
         cursor = read_cursor(mem.session)
-        expected = None if claim.after == BEFORE_START else claim.after
-        if cursor != expected:
+        if cursor != expected_cursor(claim.after):
             raise _LostClaim(f"the cursor moved to {cursor} while the batch was worked on")
         applied = apply(mem, window, thought, self.config, judge_name=self._judge_name)
         self._close(

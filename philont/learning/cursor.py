@@ -15,10 +15,19 @@ from philont.learning.extract import LOOP_NAMESPACE
 if TYPE_CHECKING:
     from philont.memory import Memory
 
-__all__ = ["CURSOR_KEY", "CURSOR_NAMESPACE", "read_cursor", "write_cursor"]
+__all__ = [
+    "BEFORE_START",
+    "CURSOR_KEY",
+    "CURSOR_NAMESPACE",
+    "expected_cursor",
+    "read_cursor",
+    "write_cursor",
+]
 
 CURSOR_NAMESPACE = LOOP_NAMESPACE  # extraction never writes there
 CURSOR_KEY = "last_consolidated_ts"
+BEFORE_START = -1
+"""``after_ts`` of the first batch (no cursor yet)."""
 
 
 def _cursor_row(session: Session) -> Fact | None:
@@ -62,3 +71,8 @@ def write_cursor(mem: Memory, value: int) -> None:
         row.value = value
         row.decay_tau_days = decay.PIN_SENTINEL
         mem.session.flush()
+
+
+def expected_cursor(after: int) -> int | None:
+    """The cursor while the batch after ``after`` is still to be done."""
+    return None if after == BEFORE_START else after

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, event, select
 
 from philont.db.models import LearningBatch
 from philont.learning import Consolidator, ConsolidatorConfig, LearningConfig
@@ -172,6 +174,48 @@ def test_a_late_message_before_a_session_s_first_extends_its_summary(
     with units(write=False) as mem:
         note = mem.notes.get("session-summary-s")
         assert note is not None and note.content == "summary 2"
+
+
+def test_a_consolidator_that_read_the_cursor_before_another_s_batch_was_done_claims_nothing(
+    units: UnitFactory, clock: FakeClock, engine: Engine, backend: str
+) -> None:
+    # On PostgreSQL (READ COMMITTED) a claim that read the cursor before another process
+    # wrote its batch, and the batch row after that, found the row done and took it over:
+    # a wasted model call, and the row that recorded the watermark of the new cursor
+    # overwritten, so a message that came late after that was taken as learned from.
+    if backend != "postgres":
+        pytest.skip("SQLite's claims hold the write lock: the other batch waits")
+    recorder = Recorder()
+    first = consolidator(units, clock, recorder.model)
+    second = consolidator(units, clock, recorder.model)
+    say(units, "a1")
+    drain(first, clock)
+    say(units, "b1")
+    clock.advance(minutes=6)
+    fired = threading.Event()
+
+    def meanwhile(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if fired.is_set() or "philont_learning_batches" not in statement:
+            return
+        if threading.current_thread() is not claimer:
+            return
+        fired.set()  # the second one has read the cursor: the first one does the batch now
+        helper = threading.Thread(target=first.run_once)
+        helper.start()
+        helper.join()
+
+    claimer = threading.current_thread()
+    event.listen(engine, "before_cursor_execute", meanwhile)
+    try:
+        report = second.run_once()
+    finally:
+        event.remove(engine, "before_cursor_execute", meanwhile)
+    assert fired.is_set()
+    assert report.status in (S.CLAIMED_ELSEWHERE, S.NOTHING_NEW)
+    assert recorder.seen == Counter(a1=1, b1=1)
+    say(units, "late", at=clock.now - timedelta(hours=1))
+    drain(first, clock)
+    assert recorder.seen == Counter(a1=1, b1=1, late=1)
 
 
 @st.composite
