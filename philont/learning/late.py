@@ -9,10 +9,11 @@ with ``time <= C`` and ``id <= H`` has been in a batch, and none with ``time <= 
 ``id > H`` has. A message with ``time <= C`` and ``id > H`` is late. ``H`` is written with each
 batch into its row's report (``seen_id``), no column added. Late messages are learned from in a
 batch of their own before the batches after the cursor (at most ``batch_size`` of them, by id;
-the cursor stays), and each batch's new ``H`` is found as it is written: the id before the
-first message it should have covered and did not (one committed after the batch was read),
-else the newest id. Tracking begins at the first batch of a database that has no watermark yet
-(one consolidated before, by Philont or an older philont): what came late before is not known.
+the cursor stays; ``H`` after it is the last id it took). A batch after the cursor reads the
+newest id first and then, in the same snapshot, its messages up to that id and those that came
+late since it was claimed; ``H`` after it is that id. Tracking begins at the first batch of a
+database that has no watermark yet (one consolidated before, by Philont or an older philont):
+what came late before is not known.
 """
 
 from __future__ import annotations
