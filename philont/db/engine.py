@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sqlite3
 import time
 import weakref
@@ -107,11 +108,18 @@ def _check_text(text_: str) -> None:
         raise DatabasePathError(text_, "it contains a NUL character (U+0000)")
 
 
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
+
+
 def _parsed(text_: str) -> URL:
+    """``text_`` as a URL, or :class:`~philont.errors.InvalidDatabaseError` (SQLAlchemy says
+    ArgumentError for most text and a plain ValueError for a port that is no number); the
+    message shows the text with its password hidden, as the URL of any other refusal."""
     try:
         return make_url(text_)
-    except ArgumentError as exc:
-        raise InvalidDatabaseError(f"{text_!r} is not a database URL ({exc})") from exc
+    except (ArgumentError, ValueError) as exc:
+        shown = _PASSWORD.sub(r"\1***@", text_)
+        raise InvalidDatabaseError(f"{shown!r} is not a database URL ({exc})") from exc
 
 
 def _file_path(text_: str) -> Path:
