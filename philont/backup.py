@@ -240,7 +240,7 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
     copies, and any other file, are never counted nor deleted. Returns the path.
     """
     if keep is not None and keep < 1:
-        raise InvalidInputError(f"keep must be at least 1, got {keep}", keep=keep)
+        raise InvalidInputError.of("keep", f"must be at least 1, got {keep}", keep=keep)
     path = _db_file(db)
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
