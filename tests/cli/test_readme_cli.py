@@ -113,3 +113,20 @@ def test_db_check_and_history_answer_in_json(tmp_path: Path) -> None:
     history = runner.invoke(app, ["db", "history", "--json"])
     assert history.exit_code == 0, history.output
     assert json.loads(history.output)[-1]["revision"] == json.loads(checked.output)["head"]
+
+
+def _params(command: click.Command) -> list[click.Parameter]:
+    children = getattr(command, "commands", {})
+    return [*command.params, *(p for c in children.values() for p in _params(c))]
+
+
+def test_every_environment_variable_an_option_reads_is_in_the_readme() -> None:
+    """An option that falls back to an environment variable says so in ``--help``; the README
+    names the variable too (``$PHILONT_MODEL`` was only in ``--help``)."""
+    envvars = {
+        name
+        for param in _params(ROOT)
+        for name in ([param.envvar] if isinstance(param.envvar, str) else param.envvar or [])
+    }
+    assert {"PHILONT_MODEL", "PHILONT_EMBEDDER"} <= envvars
+    assert {name for name in envvars if f"${name}" not in README} == set()
