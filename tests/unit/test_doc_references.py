@@ -1,0 +1,53 @@
+"""Every ``philont.…`` name README.md and docs/*.md give resolves to a module or an attribute
+of one, and every file or folder of the repository they name exists: a rename that leaves the
+docs behind fails here."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+NOT_CODE = {
+    "philont.agent_id": "the PostgreSQL setting that carries a transaction's agent",
+    "philont.domain.facts.rank_valid": "benchmarks.md's history: measured, then folded back",
+}
+NOT_IN_A_CHECKOUT = {"philont/_alembic": "the wheel's copy of alembic/"}
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for part in parts[i:]:
+            if not hasattr(found, part):
+                return False
+            found = getattr(found, part)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.name)
+def test_every_philont_name_the_docs_give_exists(doc: Path) -> None:
+    names = set(re.findall(r"\bphilont(?:\.[A-Za-z_]\w*)+", doc.read_text("utf-8")))
+    missing = {n for n in names if n not in NOT_CODE and not _resolves(n)}
+    assert missing == set(), f"{doc.name} names what philont no longer has"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.name)
+def test_every_repository_path_the_docs_give_exists(doc: Path) -> None:
+    text = doc.read_text("utf-8")
+    paths = {  # not a pattern ("v001…", "test_*.py")
+        m.group(1).rstrip(".")
+        for m in re.finditer(r"(?<![\w/.-])((?:philont|tests|scripts|alembic|docs)/[\w./-]+)", text)
+        if text[m.end() : m.end() + 1] not in ("…", "*")
+    }
+    missing = {p for p in paths if p not in NOT_IN_A_CHECKOUT and not (ROOT / p).exists()}
+    assert missing == set(), f"{doc.name} names files that are not there"
