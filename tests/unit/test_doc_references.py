@@ -51,3 +51,23 @@ def test_every_repository_path_the_docs_give_exists(doc: Path) -> None:
     }
     missing = {p for p in paths if p not in NOT_IN_A_CHECKOUT and not (ROOT / p).exists()}
     assert missing == set(), f"{doc.name} names files that are not there"
+
+
+def test_every_service_method_the_docs_call_on_mem_exists(tmp_path: Path) -> None:
+    """``mem.facts.history``, ``mem.calendar.between``, ``mem.search.reports``, ...: looked up
+    on a real unit of work (its services are made on first use)."""
+    from philont import Store
+
+    said = {
+        (doc.name, service, member)
+        for doc in DOCS
+        for service, member in re.findall(r"\bmem\.([a-z_]+)(?:\.([a-z_]+))?", doc.read_text())
+    }
+    assert len(said) > 20
+    with Store.open(tmp_path / "m.sqlite") as store, store.begin(write=False) as mem:
+        missing = {
+            (doc, service, member)
+            for doc, service, member in said
+            if not hasattr(mem, service) or (member and not hasattr(getattr(mem, service), member))
+        }
+    assert missing == set()
