@@ -71,3 +71,14 @@ def test_every_service_method_the_docs_call_on_mem_exists(tmp_path: Path) -> Non
             if not hasattr(mem, service) or (member and not hasattr(getattr(mem, service), member))
         }
     assert missing == set()
+
+
+def test_every_extra_the_docs_install_is_declared() -> None:
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    named = {x for doc in DOCS for x in re.findall(r"philont\[([a-z0-9-]+)\]", doc.read_text())}
+    assert {"async", "postgres", "mcp", "testing"} <= named
+    assert named - set(declared) == set()
