@@ -126,3 +126,17 @@ def test_the_command_lines_defaults_are_the_services() -> None:
     assert recall["recent_budget"] == RETRIEVE["recent_budget_tokens"].default
     assert recall["recall_budget"] == RETRIEVE["recall_budget_tokens"].default
     assert _defaults("prefix")["budget"] == PrefixLimits().budget_tokens
+
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_the_similarity_floor_readme_gives_an_embedder_that_states_none() -> None:
+    from philont.embed import HashEmbedder
+    from philont.embed.base import KNOWN_FLOORS, similarity_floor
+
+    text = _text("README.md")
+    assert "gets `4 / sqrt(dimension)` (at most 0.95)" in text
+    assert f"all-MiniLM-L6-v2's measured floor ({KNOWN_FLOORS[MINILM]})" in text
+    for dimension in (8, 16, 64, 384):
+        assert similarity_floor(HashEmbedder(dimension)) == min(4 / dimension**0.5, 0.95)
