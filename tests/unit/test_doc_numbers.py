@@ -17,6 +17,8 @@ from philont.cli import app
 from philont.db import checkpoint, pg_layout, retry, stored_values
 from philont.db.schema import metadata
 from philont.domain import query, recurrence
+from philont.domain.attribution import AttributionWindow
+from philont.domain.similarity import DUPLICATE_THRESHOLD
 from philont.domain.skill_rules import DEFAULT_MAX_DRAFTS
 from philont.learning import ConsolidatorConfig, LearningConfig
 from philont.llm.base import MAX_TOKENS_PER_CALL
@@ -42,6 +44,7 @@ def _n(value: int) -> str:
 
 RETRIEVE = inspect.signature(TimelineRetriever.retrieve).parameters
 LEARNING, SCHEDULE = LearningConfig(), ConsolidatorConfig()
+WINDOW = AttributionWindow()
 
 README = [
     f"`busy_timeout` ({settings.BUSY_TIMEOUT_MS // 1000} s;",
@@ -86,6 +89,8 @@ LEARNING_DOC = [
     f"its claimer's lease ({SCHEDULE.lease.seconds // 60} min)",
     f"`answer_attempts`-th attempt ({SCHEDULE.answer_attempts};",
     f"{retry.DEFAULT_ATTEMPTS} attempts in all (`philont.db.retry.run_unit`",
+    f"the next user turn, {WINDOW.max_duration.seconds // 60} min or {WINDOW.max_actions} actions)",
+    f"near-duplicate (≥ {DUPLICATE_THRESHOLD}) of a same-kind",
 ]
 
 
