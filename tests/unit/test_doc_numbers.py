@@ -145,3 +145,16 @@ def test_the_similarity_floor_readme_gives_an_embedder_that_states_none() -> Non
     assert f"all-MiniLM-L6-v2's measured floor ({KNOWN_FLOORS[MINILM]})" in text
     for dimension in (8, 16, 64, 384):
         assert similarity_floor(HashEmbedder(dimension)) == min(4 / dimension**0.5, 0.95)
+
+
+def test_the_readmes_tools_are_the_tools() -> None:
+    from philont import tools
+
+    text = _text("README.md")
+    listed = re.search(r"## The (\w+) model tools `([a-z_ ·]+)`", text)
+    assert listed is not None
+    names = listed.group(2).split(" · ")
+    assert sorted(names) == sorted(t["name"] for t in tools.anthropic_tools())
+    words = ["ten", "eleven", "twelve", "thirteen"]
+    assert listed.group(1) == words[len(names) - 10]
+    assert text.count(f"the same {listed.group(1)} tools") == 1
