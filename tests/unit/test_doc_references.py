@@ -82,3 +82,29 @@ def test_every_extra_the_docs_install_is_declared() -> None:
     named = {x for doc in DOCS for x in re.findall(r"philont\[([a-z0-9-]+)\]", doc.read_text())}
     assert {"async", "postgres", "mcp", "testing"} <= named
     assert named - set(declared) == set()
+
+
+def test_the_read_models_are_frozen_and_the_readmes_examples_are_exported() -> None:
+    """README: services "return frozen pydantic read models (the modules of
+    ``philont.schemas``; the common ones ... also from ``philont``)"."""
+    import inspect
+    import pkgutil
+
+    from pydantic import BaseModel
+
+    import philont
+    import philont.schemas
+
+    models = [
+        cls
+        for info in pkgutil.iter_modules(philont.schemas.__path__, "philont.schemas.")
+        for cls in vars(importlib.import_module(info.name)).values()
+        if inspect.isclass(cls) and issubclass(cls, BaseModel) and cls.__module__ == info.name
+    ]
+    assert len(models) > 30
+    assert [m.__name__ for m in models if not m.model_config.get("frozen")] == []
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert "the common ones, `FactRecord`, `MessageHit`, ..., also from `philont`" in " ".join(
+        readme.split()
+    )
+    assert hasattr(philont, "FactRecord") and hasattr(philont, "MessageHit")
