@@ -20,6 +20,7 @@ from philont.db.engine import (
     DIR_MODE,
     FILE_MODE,
     file_kind,
+    missing_reason,
     resolve_url,
     sqlite_path,
 )
@@ -245,7 +246,7 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
     if not path.is_file():
-        raise DatabasePathError(str(path), "no such file")
+        raise DatabasePathError(str(path), missing_reason(path))
     if path.stat().st_size == 0:
         raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
     if file_kind(path) == "other":
@@ -363,7 +364,10 @@ def _backup_source(source: Path) -> Path:
     if source.is_dir():
         raise FilePathError(str(source), "it is a directory, not a backup file")
     if not source.is_file():
-        raise FilePathError(str(source), "no such backup file")
+        reason = missing_reason(source)
+        raise FilePathError(
+            str(source), "no such backup file" if reason == "no such file" else reason
+        )
     if file_kind(source) == "other":
         raise NotADatabaseError(str(source))
     return source

@@ -206,6 +206,15 @@ def create_file(path: Path) -> bool:
     return True
 
 
+def missing_reason(path: Path) -> str:
+    """Why ``path``, which does not exist, cannot be used as it is: a plain file where one of
+    its directories belongs (nothing can create it there), else it is not there."""
+    nearest = next((p for p in path.parents if p.exists()), None)
+    if nearest is not None and not nearest.is_dir():
+        return f"a parent is not a directory ({nearest})"
+    return "no such file"
+
+
 def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
     """Refuse, with a typed error and before SQLite touches anything, a path that cannot hold
     a memory database. With ``create`` the parent and ``backups/`` directories are made
@@ -221,7 +230,7 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
             raise NotADatabaseError(str(path))
         return False
     if not create:
-        raise DatabasePathError(str(path), "no such file")
+        raise DatabasePathError(str(path), missing_reason(path))
     try:
         _mkdir_private(path.parent)
         _mkdir_private(settings.backup_dir_for(path))
