@@ -212,7 +212,7 @@ def _postgres(code: str, tmp_path: Path, request: pytest.FixtureRequest) -> None
 
 
 def _tools(code: str, tmp_path: Path) -> None:
-    os.environ["MEMORY_DB_PATH"] = str(tmp_path / "tools.sqlite")
+    assert os.environ["MEMORY_DB_PATH"] == str(tmp_path / "tools.sqlite")  # the test's
     try:
         ns: dict[str, Any] = {}
         exec(code, ns)
@@ -224,14 +224,12 @@ def _tools(code: str, tmp_path: Path) -> None:
         assert set(tools.openai_tools()[0]["function"]) == {"name", "description", "parameters"}
         assert set(tools.anthropic_tools()[0]) == {"name", "description", "input_schema"}
     finally:
-        del os.environ["MEMORY_DB_PATH"]
         close_shared()
 
 
 def _model_dir(tmp_path: Path) -> str:
     from tests.embed.test_adapters import _tiny_model2vec
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     return str(_tiny_model2vec(tmp_path / "potion-base-8M"))
 
 
@@ -314,6 +312,8 @@ def test_the_block_runs_and_does_what_its_text_says(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PHILONT_AGENT", raising=False)
+    monkeypatch.setenv("MEMORY_DB_PATH", str(tmp_path / "tools.sqlite"))  # tools.call's default
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a model on disk, never fetched
     runner = RUNNERS[marker]
     if runner is _postgres:
         runner(_block(marker), tmp_path, request)
