@@ -91,8 +91,13 @@ def resolve_url(target: Target | None = None) -> URL:
         else:
             return URL.create("sqlite+pysqlite", database=str(_file_path(text_)))
     _check_url(url)
+    if url.get_backend_name() not in ("sqlite", "postgresql"):
+        raise InvalidDatabaseError(
+            f"unsupported database {url.drivername} ({url.render_as_string()!r}): "
+            "use SQLite or PostgreSQL"
+        )
     if url.get_backend_name() == "postgresql" and url.get_driver_name() != "psycopg":
-        raise InvalidInputError(
+        raise InvalidDatabaseError(
             f"PostgreSQL is supported through psycopg 3: use postgresql+psycopg://, "
             f"not {url.drivername}://"
         )
@@ -489,7 +494,9 @@ def create_engine(
     if is_postgres(url):
         return _create_pg_engine(url, create=create, echo=echo)
     if url.get_backend_name() != "sqlite":
-        raise InvalidInputError(f"unsupported database {url.drivername}: use SQLite or PostgreSQL")
+        raise InvalidDatabaseError(
+            f"unsupported database {url.drivername}: use SQLite or PostgreSQL"
+        )
     ensure_fts5()
     path = sqlite_path(url)
     if path is None:

@@ -46,6 +46,10 @@ BAD_TARGETS: dict[str, tuple[object, type[PhilontError], str]] = {
         "not a database URL",
     ),
     "url with an unclosed ipv6 host": ("postgresql+psycopg://[::1", InvalidDatabaseError, "URL"),
+    # neither SQLite nor PostgreSQL: was invalid_input from Store.open, and from `philont stats
+    # --db` schema_error ("status() needs ...") after the command began, not a bad --db value
+    "another database's url": ("mysql://app:s3cret@host/db", InvalidDatabaseError, "SQLite or"),
+    "postgres without psycopg 3": ("postgresql+asyncpg://h/db", InvalidDatabaseError, "psycopg"),
     "sqlite url with a host": ("sqlite://relative.db", InvalidDatabaseError, "names a host"),
 }
 IDS = list(BAD_TARGETS)
