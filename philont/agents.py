@@ -42,8 +42,8 @@ CACHE_SIZE = 100_000
 
 def _postgres(store: Store) -> None:
     if store.backend.name != "postgresql":
-        raise InvalidInputError(
-            "agents live in a PostgreSQL database; an SQLite file holds one agent"
+        raise InvalidInputError.of(
+            "store", "agents live in a PostgreSQL database; an SQLite file holds one agent"
         )
 
 

@@ -585,3 +585,6 @@ def test_the_agent_functions_refuse_a_bad_name_naming_their_argument(
                 attempt()
     if pg:
         assert agents.list_agents(store, prefix=good) == []
+    else:  # a good name, but an SQLite file holds one agent: the store is what is refused
+        with pytest.raises(InvalidInputError, match=r"^store: agents live in a PostgreSQL"):
+            agents.count(store)
