@@ -42,8 +42,8 @@ CACHE_SIZE = 100_000
 
 def _postgres(store: Store) -> None:
     if store.backend.name != "postgresql":
-        raise InvalidInputError(
-            "agents live in a PostgreSQL database; an SQLite file holds one agent"
+        raise InvalidInputError.of(
+            "store", "agents live in a PostgreSQL database; an SQLite file holds one agent"
         )
 
 
@@ -72,6 +72,7 @@ def forget(store: Store, name: str) -> None:
 def require(store: Store, name: str) -> Agent:
     """The agent named ``name``; :class:`~philont.errors.AgentNotFoundError` when there is
     none (nothing is created)."""
+    registry.check_name(name, "name")
     _postgres(store)
     with store.engine.connect() as conn:
         return registry.require(conn, name)
@@ -80,6 +81,7 @@ def require(store: Store, name: str) -> Agent:
 @checked
 def create(store: Store, name: str) -> tuple[Agent, bool]:
     """The agent named ``name`` and whether this call created it."""
+    registry.check_name(name, "name")
     _postgres(store)
     with store.engine.connect() as conn, conn.begin():
         return registry.create(conn, name)
@@ -103,6 +105,8 @@ def count(store: Store) -> int:
 @checked
 def rename(store: Store, old: str, new: str) -> Agent:
     """Rename an agent (one UPDATE of its registry row; its rows stay where they are)."""
+    registry.check_name(old, "old")
+    registry.check_name(new, "new")
     _postgres(store)
     agent = _in_transaction(store, lambda conn: registry.rename(conn, old, new))
     store._agent_ids.pop(old, None)
@@ -113,6 +117,7 @@ def rename(store: Store, old: str, new: str) -> Agent:
 def delete(store: Store, name: str) -> dict[str, int]:
     """Delete every row of the agent ``name`` and its registry row, in one transaction;
     returns the rows deleted per table."""
+    registry.check_name(name, "name")
     _postgres(store)
     deleted = _in_transaction(store, lambda conn: registry.delete(conn, name))
     store._agent_ids.pop(name, None)

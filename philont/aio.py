@@ -50,7 +50,7 @@ from philont.errors import (
     BackendError,
     DatabaseBusyError,
     EventLoopError,
-    InvalidInputError,
+    InvalidDatabaseError,
     PhilontError,
     StoreClosedError,
 )
@@ -93,7 +93,9 @@ def create_async_engine(
         renew_after_fork(engine.sync_engine)
         return engine
     if url.get_backend_name() != "sqlite":
-        raise InvalidInputError(f"unsupported database {url.drivername}: use SQLite or PostgreSQL")
+        raise InvalidDatabaseError(
+            f"unsupported database {url.drivername}: use SQLite or PostgreSQL"
+        )
     require_file(url, "an async memory")
     path = sqlite_path(url)
     assert path is not None  # require_file

@@ -309,16 +309,19 @@ def _check_searched(name: str, value: object) -> None:
         raise InvalidInputError.of(name, f"must be text, got {_kind(value)}")
 
 
-def _option_types(annotation: str, namespace: Mapping[str, object]) -> dict[str, str]:
+def _option_types(options: list[str], namespace: Mapping[str, object]) -> dict[str, str]:
     """The declared types of the keys of ``**options: Unpack[SomeTypedDict]``, as written (a
-    method's typed options are checked like its parameters)."""
-    typed = namespace.get(annotation.removeprefix("Unpack[").removesuffix("]"))
-    if not annotation.startswith("Unpack[") or typed is None:
-        return {}
-    return {
-        key: getattr(value, "__forward_arg__", str(value))
-        for key, value in getattr(typed, "__annotations__", {}).items()
-    }
+    method's typed options are checked like its parameters; a keyword that is neither one of
+    them nor a parameter is refused, as Python refuses it for a method without options)."""
+    types: dict[str, str] = {}
+    for annotation in options:
+        typed = namespace.get(annotation.removeprefix("Unpack[").removesuffix("]"))
+        if annotation.startswith("Unpack[") and typed is not None:
+            types.update(
+                (key, getattr(value, "__forward_arg__", str(value)))
+                for key, value in getattr(typed, "__annotations__", {}).items()
+            )
+    return types
 
 
 def _settled(value: object) -> bool:
@@ -427,6 +430,7 @@ def _checker(
     found = rules.finds
 
     passed: set[tuple[str, type]] = set()  # (declared argument, type) of settled values passed
+    closed: list[bool] = []  # typed **options: a key they do not declare is no argument
 
     def check_one(name: str, value: object, nul_kept: bool) -> object:
         if name in rules.searched_only:
@@ -446,11 +450,14 @@ def _checker(
         first: object, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> dict[str, Any] | None:
         if not classes:
-            for annotation in options:
-                declared.update(_option_types(annotation, names))
+            keys = _option_types(options, names)
+            declared.update(keys)
+            closed.append(bool(keys))
             classes.update({n: _declared_class(d, names) for n, d in declared.items()})
         unheld: dict[str, Any] | None = None
         for name, value in itertools.chain(zip(positional, args, strict=False), kwargs.items()):
+            if closed[0] and name not in declared:  # as Python refuses it for a parameter
+                raise TypeError(f"{fn.__qualname__}() got an unexpected keyword argument {name!r}")
             key = (name, type(value))
             # ASCII text without NUL is settled at a glance; anything else asks _settled
             if key in passed and (

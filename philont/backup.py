@@ -21,6 +21,7 @@ from philont.db.engine import (
     DIR_MODE,
     FILE_MODE,
     file_kind,
+    missing_reason,
     resolve_url,
     sqlite_path,
 )
@@ -241,12 +242,12 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
     copies, and any other file, are never counted nor deleted. Returns the path.
     """
     if keep is not None and keep < 1:
-        raise InvalidInputError(f"keep must be at least 1, got {keep}", keep=keep)
+        raise InvalidInputError.of("keep", f"must be at least 1, got {keep}", keep=keep)
     path = _db_file(db)
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
     if not path.is_file():
-        raise DatabasePathError(str(path), "no such file")
+        raise DatabasePathError(str(path), missing_reason(path))
     if path.stat().st_size == 0:
         raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
     if file_kind(path) == "other":
@@ -364,7 +365,10 @@ def _backup_source(source: Path) -> Path:
     if source.is_dir():
         raise FilePathError(str(source), "it is a directory, not a backup file")
     if not source.is_file():
-        raise FilePathError(str(source), "no such backup file")
+        reason = missing_reason(source)
+        raise FilePathError(
+            str(source), "no such backup file" if reason == "no such file" else reason
+        )
     if file_kind(source) == "other":
         raise NotADatabaseError(str(source))
     return source

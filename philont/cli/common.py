@@ -220,12 +220,15 @@ def _db_named(db: str | None) -> str:
 def resolve_existing(db: str | None) -> URL:
     """The database URL, refusing (``file_path``, exit 1) an SQLite file that does not exist
     yet, as ``philont db current`` and the Store do."""
-    from philont.db.engine import resolve_url, sqlite_path
+    from philont.db.engine import missing_reason, resolve_url, sqlite_path
 
     url = resolve_url(db)
     path = sqlite_path(url)
     if path is not None and not path.exists():
-        raise DatabasePathError(str(path), "no such file; create it with `philont db upgrade`")
+        reason = missing_reason(path)
+        if reason == "no such file":  # `philont db upgrade` can create it (not under a file)
+            reason += "; create it with `philont db upgrade`"
+        raise DatabasePathError(str(path), reason)
     return url
 
 

@@ -71,12 +71,14 @@ class Agent:
     created_at_ms: int
 
 
-def check_name(name: object) -> str:
-    """An agent's name: 1-63 characters of ``a-z 0-9 _ . -``, not starting with ``.``/``-``."""
+def check_name(name: object, argument: str = "agent") -> str:
+    """An agent's name: 1-63 characters of ``a-z 0-9 _ . -``, not starting with ``.``/``-``;
+    else the refusal of the argument ``argument`` (named, as every argument's refusal)."""
     if not isinstance(name, str) or not _NAME.match(name):
-        raise InvalidInputError(
-            f"agent name {name!r} must be 1-63 characters of a-z, 0-9, _, . and - "
-            "(not starting with . or -)"
+        raise InvalidInputError.of(
+            argument,
+            f"{name!r} is no agent name: 1-63 characters of a-z, 0-9, _, . and - "
+            "(not starting with . or -)",
         )
     return name
 
@@ -274,7 +276,8 @@ def count(conn: Connection) -> int:
 
 def rename(conn: Connection, old: str, new: str) -> Agent:
     """Give an agent a new name (its rows keep their ``agent_id``: one UPDATE)."""
-    check_name(new)
+    check_name(old, "old")
+    check_name(new, "new")
     agent = require(conn, old)
     if find(conn, new) is not None:
         raise ConflictError(f"an agent named {new!r} exists already")

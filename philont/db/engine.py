@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sqlite3
 import time
 import weakref
@@ -90,8 +91,13 @@ def resolve_url(target: Target | None = None) -> URL:
         else:
             return URL.create("sqlite+pysqlite", database=str(_file_path(text_)))
     _check_url(url)
+    if url.get_backend_name() not in ("sqlite", "postgresql"):
+        raise InvalidDatabaseError(
+            f"unsupported database {url.drivername} ({url.render_as_string()!r}): "
+            "use SQLite or PostgreSQL"
+        )
     if url.get_backend_name() == "postgresql" and url.get_driver_name() != "psycopg":
-        raise InvalidInputError(
+        raise InvalidDatabaseError(
             f"PostgreSQL is supported through psycopg 3: use postgresql+psycopg://, "
             f"not {url.drivername}://"
         )
@@ -107,11 +113,18 @@ def _check_text(text_: str) -> None:
         raise DatabasePathError(text_, "it contains a NUL character (U+0000)")
 
 
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
+
+
 def _parsed(text_: str) -> URL:
+    """``text_`` as a URL, or :class:`~philont.errors.InvalidDatabaseError` (SQLAlchemy says
+    ArgumentError for most text and a plain ValueError for a port that is no number); the
+    message shows the text with its password hidden, as the URL of any other refusal."""
     try:
         return make_url(text_)
-    except ArgumentError as exc:
-        raise InvalidDatabaseError(f"{text_!r} is not a database URL ({exc})") from exc
+    except (ArgumentError, ValueError) as exc:
+        shown = _PASSWORD.sub(r"\1***@", text_)
+        raise InvalidDatabaseError(f"{shown!r} is not a database URL ({exc})") from exc
 
 
 def _file_path(text_: str) -> Path:
@@ -198,6 +211,15 @@ def create_file(path: Path) -> bool:
     return True
 
 
+def missing_reason(path: Path) -> str:
+    """Why ``path``, which does not exist, cannot be used as it is: a plain file where one of
+    its directories belongs (nothing can create it there), else it is not there."""
+    nearest = next((p for p in path.parents if p.exists()), None)
+    if nearest is not None and not nearest.is_dir():
+        return f"a parent is not a directory ({nearest})"
+    return "no such file"
+
+
 def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
     """Refuse, with a typed error and before SQLite touches anything, a path that cannot hold
     a memory database. With ``create`` the parent and ``backups/`` directories are made
@@ -213,7 +235,7 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
             raise NotADatabaseError(str(path))
         return False
     if not create:
-        raise DatabasePathError(str(path), "no such file")
+        raise DatabasePathError(str(path), missing_reason(path))
     try:
         _mkdir_private(path.parent)
         _mkdir_private(settings.backup_dir_for(path))
@@ -472,7 +494,9 @@ def create_engine(
     if is_postgres(url):
         return _create_pg_engine(url, create=create, echo=echo)
     if url.get_backend_name() != "sqlite":
-        raise InvalidInputError(f"unsupported database {url.drivername}: use SQLite or PostgreSQL")
+        raise InvalidDatabaseError(
+            f"unsupported database {url.drivername}: use SQLite or PostgreSQL"
+        )
     ensure_fts5()
     path = sqlite_path(url)
     if path is None:

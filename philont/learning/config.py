@@ -43,7 +43,7 @@ def _check(config: object, rules: tuple[Rule, ...]) -> None:
         kinds = kind if isinstance(kind, tuple) else (kind,)
         wrong_type = not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
         if wrong_type or not ok(value):
-            raise InvalidInputError(f"{name} must be {must}, got {_shown(value)}", setting=name)
+            raise InvalidInputError.of(name, f"must be {must}, got {_shown(value)}", setting=name)
 
 
 def _shown(value: object) -> str:

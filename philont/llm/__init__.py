@@ -50,12 +50,14 @@ def check_spec(spec: str) -> tuple[str, str]:
     :class:`~philont.errors.InvalidInputError`; nothing is loaded or connected."""
     provider, _, rest = spec.partition(":")
     if not rest.strip():
-        raise InvalidInputError(
-            f"model spec {spec!r}: use openai:<model>, anthropic:<model> or scripted:<file.json>"
+        raise InvalidInputError.of(
+            "spec",
+            f"{spec!r} is no model spec: use openai:<model>, anthropic:<model> or "
+            "scripted:<file.json>",
         )
     if provider not in PROVIDERS:
-        raise InvalidInputError(
-            f"unknown model provider {provider!r}: use openai:, anthropic: or scripted:"
+        raise InvalidInputError.of(
+            "spec", f"unknown model provider {provider!r}: use openai:, anthropic: or scripted:"
         )
     return provider, rest
 
@@ -64,8 +66,14 @@ def _check_spec_arguments(spec: object, timeout: object, max_retries: object) ->
     """The arguments of :func:`model_from_spec`, each refused by name (not an AttributeError
     or the SDK's own error later)."""
     if not isinstance(spec, str):
-        raise InvalidInputError(f"spec must be text such as 'openai:gpt-4o-mini', got {spec!r}")
+        raise InvalidInputError.of(
+            "spec", f"must be text such as 'openai:gpt-4o-mini', got {spec!r}"
+        )
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise InvalidInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        raise InvalidInputError.of(
+            "timeout", f"must be a positive number of seconds, got {timeout!r}"
+        )
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise InvalidInputError(f"max_retries must be a whole number >= 0, got {max_retries!r}")
+        raise InvalidInputError.of(
+            "max_retries", f"must be a whole number >= 0, got {max_retries!r}"
+        )

@@ -68,17 +68,19 @@ def _dump(record: Any) -> Any:
 def store_fact(args: a.StoreFactArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     if isinstance(args.value, str):
         if AUTH_HEADER.match(args.value):
-            raise InvalidInputError(
-                "value looks like a whole HTTP header line; store only the bare value, and never "
-                "store secrets you were not asked to keep"
+            raise InvalidInputError.of(
+                "value",
+                "looks like a whole HTTP header line; store only the bare value, and never "
+                "store secrets you were not asked to keep",
             )
         if AUTH_SCHEME.match(args.value):
-            raise InvalidInputError(
-                "value carries an auth-scheme prefix followed by a credential "
-                f"({args.value[:12]!r}…); store the bare token only if the user asked you to"
+            raise InvalidInputError.of(
+                "value",
+                "carries an auth-scheme prefix followed by a credential "
+                f"({args.value[:12]!r}…); store the bare token only if the user asked you to",
             )
     if args.value is None:
-        raise InvalidInputError("value must not be null")
+        raise InvalidInputError.of("value", "must not be null")
     record = mem.facts.store(
         args.namespace,
         args.key,

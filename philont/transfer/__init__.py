@@ -111,7 +111,7 @@ def import_(
     (``philont.transfer.postgres.import_agent``).
     """
     if mode not in ("refuse", "merge"):
-        raise InvalidInputError(f"mode must be 'refuse' or 'merge', got {mode!r}", mode=mode)
+        raise InvalidInputError.of("mode", f"must be 'refuse' or 'merge', got {mode!r}", mode=mode)
     url = resolve_url(db)
     postgres = is_postgres(url)
     path = None if postgres else sqlite_file(url)[1]

@@ -87,9 +87,10 @@ def agent_name(agent: str | None) -> str:
     """``agent``, else ``$PHILONT_AGENT``; a PostgreSQL export or import is of one agent."""
     name = agent or os.environ.get(settings.AGENT_ENV) or None
     if name is None:
-        raise InvalidInputError(
+        raise InvalidInputError.of(
+            "agent",
             "a PostgreSQL database holds many agents: name the one to export or import "
-            "(agent=..., philont --agent NAME ...)"
+            "(agent=..., philont --agent NAME ...)",
         )
     return registry.check_name(name)
 
@@ -355,8 +356,8 @@ def export_schema(
     if isinstance(out, Path):
         check_output(out)
     if url.get_backend_name() != "postgresql":
-        raise InvalidInputError(
-            "an old per-agent schema lives in a PostgreSQL database; give its URL with --db"
+        raise InvalidInputError.of(
+            "url", "an old per-agent schema lives in a PostgreSQL database; give its URL with --db"
         )
     with _connection(url) as (conn, driver):
         conn.rollback()

@@ -18,6 +18,7 @@ from typing import IO, Any, TextIO
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql
 
+from philont.db.engine import missing_reason
 from philont.db.schema import metadata
 from philont.errors import FilePathError
 from philont.log import get_logger
@@ -197,7 +198,7 @@ def reopenable(src: Path | TextIO) -> Iterator[Callable[[], AbstractContextManag
         if src.is_dir():
             raise FilePathError(str(src), "it is a directory")
         if not src.is_file():
-            raise FilePathError(str(src), "no such file")
+            raise FilePathError(str(src), missing_reason(src))
 
         @contextmanager
         def _open_path() -> Iterator[IO[str]]:

@@ -107,7 +107,8 @@ FILE_COMMANDS: list[FileCommand] = [
 ]
 
 
-def _assert_refused(world: World, args: list[str], place: Path) -> None:
+def _assert_refused(world: World, args: list[str], place: Path) -> str:
+    """The one line of the refusal (after checking it and that nothing was written)."""
     before = _tree(world.base)
     result = runner.invoke(app, args)
     shown = f"{args}: {result.output}"
@@ -117,6 +118,7 @@ def _assert_refused(world: World, args: list[str], place: Path) -> None:
     assert found[1] == str(place), shown  # the path as it was named
     assert result.stdout == "", shown
     assert _tree(world.base) == before, shown  # nothing written, nothing created
+    return result.stderr
 
 
 def _skip_as_root(place: str) -> None:
@@ -134,7 +136,9 @@ def test_a_file_argument_that_cannot_be_used_is_file_path_exit_1(
     if output and place == "missing":
         pytest.skip("an output file that does not exist yet is written")
     where = world.place(place, output=output)
-    _assert_refused(world, build(world, where), where)
+    line = _assert_refused(world, build(world, where), where)
+    if place == "under-a-file":  # the plain file is the reason, not "no such file"
+        assert "not a directory" in line.lower(), line
 
 
 # Commands that create a database where none is (a missing --db is theirs to make).
@@ -173,7 +177,9 @@ def test_a_db_path_that_cannot_be_used_is_file_path_exit_1(
     if place == "no-permission":  # a database in a directory that cannot be entered
         where = world.base / "locked" / "memory.sqlite"
         (world.base / "locked").chmod(0)
-    _assert_refused(world, _db_args(path, world, where), where)
+    line = _assert_refused(world, _db_args(path, world, where), where)
+    if place == "under-a-file":  # the reason is the plain file, never advice that cannot work
+        assert "a parent is not a directory" in line, line  # was "create it with db upgrade"
 
 
 def test_the_table_covers_every_command_that_takes_a_file() -> None:

@@ -113,3 +113,46 @@ def test_db_check_and_history_answer_in_json(tmp_path: Path) -> None:
     history = runner.invoke(app, ["db", "history", "--json"])
     assert history.exit_code == 0, history.output
     assert json.loads(history.output)[-1]["revision"] == json.loads(checked.output)["head"]
+
+
+def _params(command: click.Command) -> list[click.Parameter]:
+    children = getattr(command, "commands", {})
+    return [*command.params, *(p for c in children.values() for p in _params(c))]
+
+
+def test_every_environment_variable_an_option_reads_is_in_the_readme() -> None:
+    """An option that falls back to an environment variable says so in ``--help``; the README
+    names the variable too (``$PHILONT_MODEL`` was only in ``--help``)."""
+    envvars = {
+        name
+        for param in _params(ROOT)
+        for name in ([param.envvar] if isinstance(param.envvar, str) else param.envvar or [])
+    }
+    assert {"PHILONT_MODEL", "PHILONT_EMBEDDER"} <= envvars
+    assert {name for name in envvars if f"${name}" not in README} == set()
+
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def test_every_command_line_written_in_the_docs_names_a_command_and_its_options() -> None:
+    """Beyond the table: ``philont agents list [--prefix P]``, ``philont --agent alice export
+    FILE --db URL``, ``philont consolidate --model SPEC`` ... anywhere in README.md or docs/:
+    the words after ``philont`` name a command, and every ``--option`` written up to the end
+    of that code span is one of its options (or the root's)."""
+    usage = re.compile(r"\bphilont (?:--agent \S+ )?([a-z][a-z -]*)(.*)")
+    checked = 0
+    for doc in DOCS:
+        text = doc.read_text("utf-8")
+        shell = re.findall(r"```sh\n(.*?)```", text, re.S)
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        spans = re.findall(r"`([^`]+)`", prose) + [ln for b in shell for ln in b.splitlines()]
+        for words, rest in (m.groups() for span in spans if (m := usage.search(span))):
+            path, command = _walk(words.split(), ROOT)
+            if not path:
+                continue  # prose such as "philont is ..."
+            given = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", words + rest))
+            assert given <= _options(command) | _options(ROOT) | {"--help"}, (doc.name, words)
+            checked += 1
+    assert checked > 30

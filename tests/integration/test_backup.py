@@ -172,8 +172,9 @@ def test_rotation_counts_every_memory_backup_like_philont(live: Path) -> None:
 
 @pytest.mark.parametrize("keep", [0, -1])
 def test_keeping_fewer_than_one_backup_is_refused(live: Path, keep: int) -> None:
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"^keep: must be at least 1") as raised:
         backup(live, keep=keep)
+    assert raised.value.details["argument"] == "keep"  # named, as every argument's refusal
     assert list_backups(live) == []
 
 

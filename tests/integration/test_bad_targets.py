@@ -39,6 +39,17 @@ BAD_TARGETS: dict[str, tuple[object, type[PhilontError], str]] = {
     "url with a name too long": (f"sqlite:////tmp/{LONG_NAME}", DatabasePathError, "too long"),
     "unknown user": ("~no-such-user-philont/memory.sqlite", DatabasePathError, "'~'"),
     "unparsable url": ("://nothing", InvalidDatabaseError, "not a database URL"),
+    # make_url raises a plain ValueError for a port that is no number (was raised as it was)
+    "url with a port that is no number": (
+        "postgresql+psycopg://app:s3cret@host:abc/db",
+        InvalidDatabaseError,
+        "not a database URL",
+    ),
+    "url with an unclosed ipv6 host": ("postgresql+psycopg://[::1", InvalidDatabaseError, "URL"),
+    # neither SQLite nor PostgreSQL: was invalid_input from Store.open, and from `philont stats
+    # --db` schema_error ("status() needs ...") after the command began, not a bad --db value
+    "another database's url": ("mysql://app:s3cret@host/db", InvalidDatabaseError, "SQLite or"),
+    "postgres without psycopg 3": ("postgresql+asyncpg://h/db", InvalidDatabaseError, "psycopg"),
     "sqlite url with a host": ("sqlite://relative.db", InvalidDatabaseError, "names a host"),
 }
 IDS = list(BAD_TARGETS)
@@ -83,6 +94,7 @@ def test_a_target_that_cannot_be_a_database_is_refused_by_name(
         OPENERS[opener](target)
     assert type(raised.value) is error  # not a subclass, not the built-in ValueError
     assert words in str(raised.value)
+    assert "s3cret" not in str(raised.value)  # a URL's password is never shown
 
 
 @pytest.mark.parametrize("case", IDS)
@@ -94,6 +106,7 @@ def test_a_tool_call_on_such_a_target_is_a_result_naming_the_problem(
     assert not result.ok
     assert result.error_code == error.code
     assert words in (result.error or "")
+    assert "s3cret" not in result.text
 
 
 @pytest.mark.parametrize("case", [c for c in IDS if isinstance(BAD_TARGETS[c][0], str)])
@@ -108,6 +121,7 @@ def test_the_command_line_refuses_such_a_db_with_its_code(
     assert result.exit_code == 2, result.output
     assert result.output.startswith("error (usage): Invalid value for '--db': "), result.output
     assert words in result.output and len(result.output.splitlines()) == 1, result.output
+    assert "s3cret" not in result.output
     assert list(in_empty_dir.iterdir()) == []
 
 

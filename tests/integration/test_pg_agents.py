@@ -381,3 +381,19 @@ def test_a_command_on_a_misspelt_agent_is_not_found_and_creates_nothing(
     assert result.exit_code == EXIT_NOT_FOUND, result.output
     assert "agent_not_found" in result.output
     assert agents.count(store) == before
+
+
+def test_an_export_without_an_agent_is_refused_naming_agent(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PostgreSQL database holds many agents: an export that names none is the refusal of
+    its ``agent`` argument (named, as every argument's refusal is; an import reads its file
+    first, then refuses the same way)."""
+    from philont.errors import InvalidInputError
+
+    monkeypatch.delenv(settings.AGENT_ENV, raising=False)
+    out = tmp_path / "x.jsonl"
+    with pytest.raises(InvalidInputError, match=r"^agent: a PostgreSQL database holds") as e:
+        transfer.export(store.url, out)
+    assert e.value.details["argument"] == "agent"
+    assert not out.exists()

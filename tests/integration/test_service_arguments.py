@@ -473,3 +473,45 @@ def test_an_argument_declared_as_a_class_must_be_one(
     # facts.score("x") and prefix.build(limits="x") raised AttributeError; retrieve(around=
     # "2020") was accepted without a word whenever recall did not run.
     _refused(store, CLASS_CALLS[argument], value, argument)
+
+
+# --- typed **options --------------------------------------------------------------------------
+
+OPTION_CALLS: dict[str, Callable[[Memory, dict[str, Any]], object]] = {
+    # a method whose ``**options: Unpack[...]`` are checked: a good call, given extra keys
+    "SearchService.messages": lambda m, extra: m.search.messages("hello", **extra),
+    "ScheduleService.create": lambda m, extra: m.schedules.create(
+        "job", message="m", interval_ms=60_000, **extra
+    ),
+    "ScheduleService.replace": lambda m, extra: m.schedules.replace(
+        "job", message="m", interval_ms=60_000, **extra
+    ),
+}
+
+
+def test_every_method_with_typed_options_is_in_the_table() -> None:
+    found = {
+        f"{cls.__name__}.{name}"
+        for cls in _services()
+        for name, fn in vars(cls).items()
+        if not name.startswith("_")
+        and inspect.isfunction(fn)
+        and any(
+            p.kind is p.VAR_KEYWORD and str(p.annotation).startswith("Unpack[")
+            for p in inspect.signature(fn).parameters.values()
+        )
+    }
+    assert found == set(OPTION_CALLS)
+
+
+@pytest.mark.parametrize("case", sorted(OPTION_CALLS))
+def test_a_key_the_typed_options_do_not_declare_is_refused_naming_the_method(
+    store: Store, case: str
+) -> None:
+    """As Python refuses an unknown keyword of any method (``facts.store(bogus=1)``), naming
+    the method called; it was a TypeError of an inner function (``new_row() got ...``)."""
+    with store.begin() as mem:
+        with pytest.raises(TypeError, match=rf"^{case}\(\) got an unexpected keyword argument"):
+            OPTION_CALLS[case](mem, {"bogus": 1})
+        assert mem.schedules.get("job") is None  # nothing was written
+        OPTION_CALLS[case](mem, {})  # the unit of work goes on, and the good call runs

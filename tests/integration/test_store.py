@@ -547,10 +547,44 @@ def test_a_bad_agent_name_is_refused_on_every_backend(store: Store, agent: Any) 
     # On SQLite the agent is not used, but a name PostgreSQL would refuse is refused here too
     # (it was ignored: code that worked on a file failed when moved to a server)
     # (a name that is no text is refused as such by name: ``agent: must be text ...``)
-    refused = r"agent name|^agent: must be text"
-    with pytest.raises(InvalidInputError, match=refused):
-        Store(store.engine, agent=agent)
-    with pytest.raises(InvalidInputError, match=refused):
-        store.begin(agent=agent)
-    with pytest.raises(InvalidInputError, match=refused):
-        store.for_agent(agent)
+    # Refused as every argument is, by name: ``agent: 'a b' is no agent name ...`` and
+    # details["argument"] (it said "agent name 'a b' must be ..." with no details)
+    refused = r"^agent: (must be text|.* is no agent name: 1-63 characters)"
+    for attempt in (
+        lambda: Store(store.engine, agent=agent),
+        lambda: store.begin(agent=agent),
+        lambda: store.for_agent(agent),
+    ):
+        with pytest.raises(InvalidInputError, match=refused) as raised:
+            attempt()
+        assert raised.value.details["argument"] == "agent"
+
+
+@pytest.mark.parametrize("agent", ["", "Alice", "a b", "x" * 64])
+def test_the_agent_functions_refuse_a_bad_name_naming_their_argument(
+    store: Store, agent: str, request: pytest.FixtureRequest
+) -> None:
+    """``philont.agents``' names are refused by the argument that holds them, before anything
+    is asked of the database (on SQLite too, where these functions serve no agent)."""
+    from philont import agents
+
+    pg = store.backend.name == "postgresql"
+    good = request.getfixturevalue("pg_agent_name")() if pg else "alice"
+    calls: dict[str, Any] = {
+        "name": [
+            lambda: agents.create(store, agent),
+            lambda: agents.require(store, agent),
+            lambda: agents.delete(store, agent),
+        ],
+        "old": [lambda: agents.rename(store, agent, good)],
+        "new": [lambda: agents.rename(store, good, agent)],
+    }
+    for argument, attempts in calls.items():
+        for attempt in attempts:
+            with pytest.raises(InvalidInputError, match=f"^{argument}: .* is no agent name"):
+                attempt()
+    if pg:
+        assert agents.list_agents(store, prefix=good) == []
+    else:  # a good name, but an SQLite file holds one agent: the store is what is refused
+        with pytest.raises(InvalidInputError, match=r"^store: agents live in a PostgreSQL"):
+            agents.count(store)

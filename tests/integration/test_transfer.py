@@ -14,7 +14,7 @@ import pytest
 
 from philont import Store, migrate
 from philont.db.schema import metadata
-from philont.errors import ConflictError, SchemaOutOfDateError
+from philont.errors import ConflictError, InvalidInputError, SchemaOutOfDateError
 from philont.transfer import (
     CHECKING,
     INDEXING,
@@ -461,3 +461,19 @@ def test_text_with_characters_readers_break_lines_at_stays_on_one_line(tmp_path:
         assert [m.content for m in mem.timeline.query()] == [text]
         assert mem.notes.list()[0].content == text
         assert mem.facts.get("user", "motto").value == {text: [text]}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", ["replace", "", "MERGE"])
+def test_an_unknown_import_mode_is_refused_by_name_and_creates_nothing(
+    tmp_path: Path, mode: str
+) -> None:
+    source = tmp_path / "source.sqlite"
+    with Store.open(source):
+        pass
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    target = tmp_path / "target.sqlite"
+    with pytest.raises(InvalidInputError, match=r"^mode: must be 'refuse' or 'merge'") as raised:
+        import_(target, out, mode=mode)  # type: ignore[arg-type]
+    assert raised.value.details["argument"] == "mode"  # named, as every argument's refusal
+    assert not target.exists()

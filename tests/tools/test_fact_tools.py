@@ -37,7 +37,10 @@ def test_storing_a_key_again_supersedes_and_says_so(tool_target: DbTarget) -> No
 def test_the_auth_guard_refuses_credentials_but_not_ordinary_sentences(
     value: str, ok: bool, tool_target: DbTarget
 ) -> None:
-    assert call(tool_target, "store_fact", namespace="user", key="k", value=value).ok is ok
+    result = call(tool_target, "store_fact", namespace="user", key="k", value=value)
+    assert result.ok is ok
+    if not ok:  # named as every refusal of one argument is (it said "value looks like ...")
+        assert result.error is not None and result.error.startswith("value: "), result.error
 
 
 @pytest.mark.parametrize(

@@ -182,7 +182,9 @@ BAD_SETTINGS: list[tuple[type, str, list[object]]] = [
 def test_every_bad_setting_is_refused_by_name(config: type, name: str, value: object) -> None:
     with pytest.raises(InvalidInputError) as caught:
         config(**{name: value})
-    assert caught.value.message.startswith(f"{name} must be ")
+    # named as every argument's refusal is: "<name>: must be ...", details["argument"]
+    assert caught.value.message.startswith(f"{name}: must be ")
+    assert caught.value.details["argument"] == name
 
 
 def test_every_setting_is_in_the_bad_settings_table() -> None:

@@ -126,7 +126,7 @@ def _typed_options() -> Iterator[tuple[str, Any, str, str]]:
             if param.kind is not param.VAR_KEYWORD:
                 continue
             for key, declared in _option_types(
-                str(param.annotation), unwrapped.__globals__
+                [str(param.annotation)], unwrapped.__globals__
             ).items():
                 if declared in simple or _declared_class(declared, unwrapped.__globals__):
                     yield case, fn, key, declared

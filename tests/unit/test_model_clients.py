@@ -275,8 +275,11 @@ def test_a_model_spec_picks_the_provider(stub: Stub, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("spec", ["openai", "openai:", "gemini:x", ":x", "scripted:/no/such.json"])
 def test_a_bad_model_spec_is_refused(spec: str) -> None:
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError) as caught:
         model_from_spec(spec)
+    if not spec.startswith("scripted:"):  # a file that cannot be read: file_path, its path
+        assert caught.value.message.startswith("spec: ")
+        assert caught.value.details["argument"] == "spec"
 
 
 @pytest.mark.parametrize(
@@ -297,7 +300,9 @@ def test_bad_factory_arguments_are_refused_by_name(arguments: dict[str, Any], na
     # A spec that was not text was an AttributeError ('NoneType' has no attribute 'partition').
     with pytest.raises(InvalidInputError) as caught:
         model_from_spec(**arguments)
-    assert caught.value.message.startswith(f"{name} must be ")
+    # named as every argument's refusal is (it said "spec must be ..." with no details)
+    assert caught.value.message.startswith(f"{name}: must be ")
+    assert caught.value.details["argument"] == name
 
 
 def test_the_scripted_model_answers_in_order_raises_scripted_errors_and_then_runs_out() -> None:
