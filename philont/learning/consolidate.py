@@ -16,9 +16,10 @@ processed), so Philont and philont share it. What differs from Philont's consoli
   conditional update when it failed or its claimer's lease ran out. The results are written only
   if the claim is still ours and the cursor has not moved, so two processes never consolidate
   the same batch, and a process that lost its claim writes nothing.
-* Messages that arrive late (stamped at or before the cursor after it moved past their time:
-  a clock stepped back, ``append(at=...)``) are learned from in batches of their own, once
-  (:mod:`philont.learning.late`); the cursor alone, a time, never saw them.
+* Messages and tool calls that arrive late (stamped at or before the cursor after it moved
+  past their time: a clock stepped back, ``append(at=...)``) are learned from in batches of
+  their own, once, the calls with the messages of their time (:mod:`philont.learning.late`);
+  the cursor alone, a time, never saw them.
 * No transaction is open while a model thinks: claim, read, think, then write; a unit of work
   that was busy or conflicted (a deadlock) runs again (:func:`philont.db.retry.run_unit`).
 """
@@ -43,7 +44,7 @@ from sqlalchemy.sql import ColumnElement
 
 from philont.arguments import checked
 from philont.clock import Clock, utc_now
-from philont.db.models import LearningBatch, RawMessage
+from philont.db.models import Action, LearningBatch, RawMessage
 from philont.db.retry import run_unit
 from philont.db.types import bumped, to_epoch_ms
 from philont.domain.consolidation import retry_delay
@@ -61,13 +62,15 @@ from philont.learning.cursor import (
     write_cursor,
 )
 from philont.learning.late import (
+    CALLS_KEY,
     SEEN_KEY,
     Late,
-    late_messages,
+    Seen,
+    late_rows,
     load_batch,
     load_late,
     newest_id,
-    watermark,
+    watermarks,
 )
 from philont.learning.learner import Config, JudgeOf, Model
 from philont.learning.units import UnitsOf
@@ -83,6 +86,7 @@ log = get_logger(__name__)
 
 
 Status = ConsolidationStatus
+NONE_SEEN = Seen()
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,8 @@ class _Claim:
     until: int
     messages: int
     attempts: int
-    seen: int = 0  # the late-message watermark (philont.learning.late): claimed, then as read
-    late: Late | None = None  # a batch of late messages, the cursor staying
+    seen: Seen = NONE_SEEN  # the late-row watermarks (philont.learning.late): claimed, then as read
+    late: Late | None = None  # a batch of late rows, the cursor staying
 
 
 class _LostClaim(Exception):
@@ -194,8 +198,8 @@ class Consolidator:
         )
 
     def _read(self, mem: Memory, claim: _Claim) -> tuple[_Claim, Window, Context]:
-        """The batch's messages and what the prompts need, and the claim with the watermark
-        after the batch (written with it)."""
+        """The batch's messages and tool calls, what the prompts need, and the claim with the
+        watermarks after the batch (written with it)."""
         if claim.late is None:
             window, seen = load_batch(mem.session, claim.after, claim.until, claim.seen)
         else:
@@ -243,10 +247,8 @@ class Consolidator:
         newest_ms = to_epoch_ms(newest)
         if cursor is None and not self.schedule.backlog:
             return self._anchor(mem, newest_ms, now)
-        seen = watermark(session, after)
-        if seen is None:  # none kept yet: what came before is taken as learned from
-            seen = 0 if cursor is None else newest_id(session, until_ms=after)
-        late = late_messages(session, after, seen, self.schedule.batch_size)
+        seen = self._watermarks(session, cursor, after)
+        late = late_rows(session, after, seen, self.schedule.batch_size)
         if late is not None:  # stamped at or before the cursor after it moved: first
             return self._take(session, after, after, late.count, now, seen=seen, late=late)
         if newest_ms <= after:
@@ -256,6 +258,17 @@ class Consolidator:
             return ConsolidationReport(status=Status.TOO_FEW, after_ts=after, messages=batch.count)
         return self._take(session, after, batch.until, batch.count, now, seen=seen)
 
+    @staticmethod
+    def _watermarks(session: Session, cursor: int | None, after: int) -> Seen:
+        """The late-row watermarks at the cursor; one none kept yet for (a database consolidated
+        by Philont or an older philont) takes what came before as learned from."""
+        messages, calls = watermarks(session, after)
+        if messages is None:
+            messages = 0 if cursor is None else newest_id(session, until_ms=after)
+        if calls is None:
+            calls = 0 if cursor is None else newest_id(session, until_ms=after, table=Action)
+        return Seen(messages, calls)
+
     def _take(
         self,
         session: Session,
@@ -264,7 +277,7 @@ class Consolidator:
         count: int,
         now: datetime,
         *,
-        seen: int = 0,
+        seen: Seen = NONE_SEEN,
         late: Late | None = None,
     ) -> _Claim | ConsolidationReport:
         """Claim the batch after ``after``: insert its row, or take over a failed or abandoned
@@ -301,7 +314,7 @@ class Consolidator:
             ),
             LearningBatch.attempts,
             status="claimed",
-            owner=self.owner,  # a done row is one of late messages: its attempts start again
+            owner=self.owner,  # a done row is one of late rows: its attempts start again
             attempts=1 if row.status == "done" else bumped(LearningBatch.attempts),
             claimed_at=now,
             lease_until=lease_until,
@@ -341,7 +354,11 @@ class Consolidator:
         if isinstance(claim, ConsolidationReport):
             return claim
         write_cursor(mem, newest_ms)
-        report = {"anchored": True, SEEN_KEY: newest_id(mem.session)}  # the past is skipped
+        report = {  # the past is skipped
+            "anchored": True,
+            SEEN_KEY: newest_id(mem.session),
+            CALLS_KEY: newest_id(mem.session, table=Action),
+        }
         self._close(mem.session, claim, tokens=0, report=report)
         log.info("consolidator.anchored", cursor=newest_ms)
         return self._report(claim, Status.ANCHORED)
@@ -387,10 +404,11 @@ class Consolidator:
                 "skills_updated": applied.reflection.updated,
                 "summaries": sum(1 for s in applied.summaries if s.written),
                 "verdicts": len(applied.verdicts),
-                SEEN_KEY: claim.seen,
+                SEEN_KEY: claim.seen.messages,
+                CALLS_KEY: claim.seen.calls,
             },
         )
-        if claim.late is None:  # late messages leave the cursor where it is
+        if claim.late is None:  # late rows leave the cursor where it is
             write_cursor(mem, claim.until)
         log.info("consolidator.batch_done", batch_id=claim.batch_id, until=claim.until)
         return applied

@@ -1,131 +1,186 @@
-"""Messages that arrive late: stamped at or before the consolidator's cursor after the cursor
-moved past their time (a clock stepped back, a process whose clock runs behind another's, a
-host appending what was said earlier with ``at=``, an import). The cursor is a time (Philont's
-``system.last_consolidated_ts``), so such a message was never in any batch, and the consolidator
-never learned from it.
+"""Messages and tool calls that arrive late: stamped at or before the consolidator's cursor
+after the cursor moved past their time (a clock stepped back, a process whose clock runs behind
+another's, a host appending what was said or done earlier with ``at=``, an import). The cursor
+is a time (Philont's ``system.last_consolidated_ts``), so such a row was never in any batch,
+and the consolidator never learned from it: a late message was never read, a late tool call
+never judged nor reflected on.
 
-Next to the cursor ``C`` the consolidator keeps a watermark ``H``, a message id: every message
-with ``time <= C`` and ``id <= H`` has been in a batch, and none with ``time <= C`` and
-``id > H`` has. A message with ``time <= C`` and ``id > H`` is late. ``H`` is written with each
-batch into its row's report (``seen_id``), no column added. Late messages are learned from in a
-batch of their own before the batches after the cursor (at most ``batch_size`` of them, by id;
-the cursor stays; ``H`` after it is the last id it took). A batch after the cursor reads the
-newest id first and then, in the same snapshot, its messages up to that id and those that came
-late since it was claimed; ``H`` after it is that id. Tracking begins at the first batch of a
-database that has no watermark yet (one consolidated before, by Philont or an older philont):
-what came late before is not known.
+Next to the cursor ``C`` the consolidator keeps two watermarks, a message id ``H`` and a tool
+call id ``A``: every message with ``time <= C`` and ``id <= H`` has been in a batch, and none
+with ``time <= C`` and ``id > H`` has; the same for tool calls and ``A``. A row with ``time <=
+C`` and an id over its watermark is late. Both are written with each batch into its row's
+report (``seen_id``, ``seen_action_id``), no column added. Late rows are learned from in a
+batch of their own before the batches after the cursor (the cursor stays): at most
+``batch_size`` late messages by id and at most ``batch_size`` late tool calls by id; while more
+late messages wait than the batch takes, only the late calls stamped before the next of them
+(so a request and the calls made about it until the next request, stepped back together, share
+a batch: its run is judged whole). ``H`` and ``A`` after it are the last ids it took. A batch
+after the cursor reads the newest ids first and then, in the same snapshot, its rows up to
+those ids and those that came late since it was claimed; ``H`` and ``A`` after it are those
+ids. Tracking begins at the first batch of a database that has no watermark yet (one
+consolidated before, by Philont or an older philont): what came late before is not known.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from philont.db.models import LearningBatch, RawMessage
+from philont.db.models import Action, LearningBatch, RawMessage
 from philont.db.types import from_epoch_ms
-from philont.learning.window import Turn, Window, _turns, load_after
+from philont.learning.window import ToolCall, Turn, Window, _calls, _turns, load_after
 
-__all__ = ["SEEN_KEY", "Late", "late_messages", "load_batch", "load_late", "newest_id", "watermark"]
+__all__ = [
+    "CALLS_KEY",
+    "SEEN_KEY",
+    "Late",
+    "Seen",
+    "late_rows",
+    "load_batch",
+    "load_late",
+    "newest_id",
+    "watermarks",
+]
 
 SEEN_KEY = "seen_id"
-"""The key of a batch row's report that holds the watermark after it."""
+"""The key of a batch row's report that holds the message watermark after it."""
+CALLS_KEY = "seen_action_id"
+"""The key of a batch row's report that holds the tool call watermark after it."""
+
+_ALL = 10**9
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The watermarks: message id ``messages`` (``H``), tool call id ``calls`` (``A``)."""
+
+    messages: int = 0
+    calls: int = 0
 
 
 @dataclass(frozen=True)
 class Late:
-    """A batch of late messages: those with ``time <= cursor`` and ``after < id <= until``."""
+    """A batch of late rows (``time <= cursor``): the messages with ``seen.messages < id <=
+    until.messages`` (``count`` of them) and the tool calls with ``seen.calls < id <=
+    until.calls``."""
 
-    after: int
-    until: int
+    seen: Seen
+    until: Seen
     count: int
 
 
-def _seen(report: Any) -> int | None:
-    value = report.get(SEEN_KEY) if isinstance(report, dict) else None
+def _seen(report: Any, key: str) -> int | None:
+    value = report.get(key) if isinstance(report, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def watermark(session: Session, cursor: int) -> int | None:
-    """``H`` for the cursor ``cursor``: from the row of the batch after the cursor when a batch
-    of late messages was done there (its report stays while the row is claimed again, failed,
-    or retried), else from the batch that moved the cursor there; None when none recorded one."""
+def watermarks(session: Session, cursor: int) -> tuple[int | None, int | None]:
+    """``H`` and ``A`` for the cursor ``cursor``: each from the row of the batch after the
+    cursor when a batch of late rows was done there (its report stays while the row is claimed
+    again, failed, or retried), else from the batch that moved the cursor there; None when
+    none recorded one."""
     after = session.scalar(
         select(LearningBatch.report)
         .where(LearningBatch.after_ts == cursor)
         .execution_options(populate_existing=True)
     )
-    seen = _seen(after)
-    if seen is not None:
-        return seen
-    reports = session.scalars(
-        select(LearningBatch.report)
-        .where(LearningBatch.status == "done", LearningBatch.until_ts == cursor)
-        .order_by(LearningBatch.id.desc())
-        .execution_options(populate_existing=True)
+    found = [_seen(after, SEEN_KEY), _seen(after, CALLS_KEY)]
+    if None not in found:
+        return found[0], found[1]
+    reports = list(
+        session.scalars(
+            select(LearningBatch.report)
+            .where(LearningBatch.status == "done", LearningBatch.until_ts == cursor)
+            .order_by(LearningBatch.id.desc())
+            .execution_options(populate_existing=True)
+        )
     )
-    return next((s for s in map(_seen, reports) if s is not None), None)
+    for n, key in enumerate((SEEN_KEY, CALLS_KEY)):
+        if found[n] is None:
+            found[n] = next((s for s in (_seen(r, key) for r in reports) if s is not None), None)
+    return found[0], found[1]
 
 
-def newest_id(session: Session, *, until_ms: int | None = None) -> int:
-    """The newest message id (of those stamped no later than ``until_ms``), 0 for none."""
+def newest_id(
+    session: Session, *, until_ms: int | None = None, table: type[RawMessage | Action] = RawMessage
+) -> int:
+    """The newest message (or tool call) id, of those stamped no later than ``until_ms``; 0 for
+    none."""
     if until_ms is None:
-        return int(session.scalar(select(func.max(RawMessage.id))) or 0)
-    newest = session.scalar(  # back from the newest id: the messages there are near the cursor
-        select(RawMessage.id)
-        .where(RawMessage.timestamp <= from_epoch_ms(until_ms))
-        .order_by(RawMessage.id.desc())
+        return int(session.scalar(select(func.max(table.id))) or 0)
+    newest = session.scalar(  # back from the newest id: the rows there are near the cursor
+        select(table.id)
+        .where(table.timestamp <= from_epoch_ms(until_ms))
+        .order_by(table.id.desc())
         .limit(1)
     )
     return int(newest or 0)
 
 
-def late_messages(session: Session, cursor: int, seen: int, limit: int) -> Late | None:
-    """The next batch of late messages (the first ``limit`` by id), or None."""
-    ids = list(
-        session.scalars(
-            select(RawMessage.id)
-            .where(RawMessage.id > seen, RawMessage.timestamp <= from_epoch_ms(cursor))
-            .order_by(RawMessage.id)
-            .limit(limit)
-        )
-    )
-    return Late(seen, ids[-1], len(ids)) if ids else None
+def late_rows(session: Session, cursor: int, seen: Seen, limit: int) -> Late | None:
+    """The next batch of late rows (see the module docstring), or None when none is late."""
+    stamp = from_epoch_ms(cursor)
+    messages = session.execute(
+        select(RawMessage.id, RawMessage.timestamp)
+        .where(RawMessage.id > seen.messages, RawMessage.timestamp <= stamp)
+        .order_by(RawMessage.id)
+        .limit(limit + 1)
+    ).all()
+    taken = messages[:limit]
+    where = [Action.id > seen.calls, Action.timestamp <= stamp]
+    if len(messages) > limit:  # more wait: the calls made before the next one only
+        where.append(Action.timestamp < messages[limit][1])
+    calls = list(session.scalars(select(Action.id).where(*where).order_by(Action.id).limit(limit)))
+    if not taken and not calls:
+        return None
+    until = Seen(taken[-1][0] if taken else seen.messages, calls[-1] if calls else seen.calls)
+    return Late(seen, until, len(taken))
 
 
 def _late_turns(session: Session, cursor: int, after_id: int, until_id: int) -> list[Turn]:
-    turns, _ = _turns(
-        session,
-        [
-            RawMessage.id > after_id,
-            RawMessage.id <= until_id,
-            RawMessage.timestamp <= from_epoch_ms(cursor),
-        ],
-        10**9,
+    stamp = from_epoch_ms(cursor)
+    where = [RawMessage.id > after_id, RawMessage.id <= until_id, RawMessage.timestamp <= stamp]
+    return _turns(session, where, _ALL)[0]
+
+
+def _late_calls(session: Session, cursor: int, after_id: int, until_id: int) -> list[ToolCall]:
+    stamp = from_epoch_ms(cursor)
+    where = [Action.id > after_id, Action.id <= until_id, Action.timestamp <= stamp]
+    return _calls(session, where, _ALL)[0]
+
+
+def load_late(session: Session, late: Late, cursor: int) -> tuple[Window, Seen]:
+    """A batch of late rows as a window, oldest first, and the watermarks after it."""
+    turns = _late_turns(session, cursor, late.seen.messages, late.until.messages)
+    calls = _late_calls(session, cursor, late.seen.calls, late.until.calls)
+    tag = (
+        f"late:{late.seen.messages + 1}-{late.until.messages}"
+        f"/calls:{late.seen.calls + 1}-{late.until.calls}"
     )
-    return turns
+    return Window(tag, tuple(turns), tuple(calls), None, from_epoch_ms(cursor)), late.until
 
 
-def load_late(session: Session, late: Late, cursor: int) -> tuple[Window, int]:
-    """A batch of late messages as a window, oldest first (no tool calls: the calls of their
-    time were in the batches that read it), and ``H`` after it."""
-    turns = _late_turns(session, cursor, late.after, late.until)
-    tag = f"late:{late.after + 1}-{late.until}"
-    return Window(tag, tuple(turns), (), None, from_epoch_ms(cursor)), late.until
+def _merged(early: Sequence[Any], late: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(sorted((*late, *early), key=lambda row: (row.timestamp, row.id)))
 
 
-def load_batch(session: Session, after: int, until: int, seen: int) -> tuple[Window, int]:
+def load_batch(session: Session, after: int, until: int, seen: Seen) -> tuple[Window, Seen]:
     """The batch after the cursor ``after`` up to ``until`` (epoch ms) as a window, with the
-    messages that came late since it was claimed (``time <= after``, ``id > seen``), and ``H``
-    after it: the newest id, read first, in the same snapshot (on SQLite one unit of work is
-    one snapshot); every message the window holds is no newer."""
-    newest = newest_id(session)
-    window = load_after(session, after, until, max_id=newest)
-    late = _late_turns(session, after, seen, newest)
-    if late:
-        turns = sorted((*late, *window.turns), key=lambda t: (t.timestamp, t.id))
-        window = dataclasses.replace(window, turns=tuple(turns))
-    return window, max(seen, newest)
+    rows that came late since it was claimed (``time <= after``, id over its watermark), and
+    the watermarks after it: the newest ids, read first, in the same snapshot (on SQLite one
+    unit of work is one snapshot; on PostgreSQL one agent's ids are handed out in commit
+    order); every row the window holds is no newer."""
+    newest = Seen(newest_id(session), newest_id(session, table=Action))
+    window = load_after(session, after, until, max_id=newest.messages, max_call_id=newest.calls)
+    turns = _late_turns(session, after, seen.messages, newest.messages)
+    calls = _late_calls(session, after, seen.calls, newest.calls)
+    if turns or calls:
+        window = dataclasses.replace(
+            window, turns=_merged(window.turns, turns), calls=_merged(window.calls, calls)
+        )
+    return window, Seen(max(seen.messages, newest.messages), max(seen.calls, newest.calls))

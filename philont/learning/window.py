@@ -167,17 +167,25 @@ def load_range(session: Session, since: datetime, until: datetime, *, limit: int
 
 
 def load_after(
-    session: Session, after_ms: int, until_ms: int, *, max_id: int | None = None
+    session: Session,
+    after_ms: int,
+    until_ms: int,
+    *,
+    max_id: int | None = None,
+    max_call_id: int | None = None,
 ) -> Window:
     """The consolidator's batch: every message with ``after < time <= until`` (epoch ms, no
     limit: the batch was sized when it was claimed; with ``max_id``, none with a later id) and
-    the tool calls of the same span."""
+    the tool calls of the same span (with ``max_call_id``, none with a later id)."""
     lo, hi = from_epoch_ms(after_ms), from_epoch_ms(until_ms)
     where = [RawMessage.timestamp > lo, RawMessage.timestamp <= hi]
     if max_id is not None:
         where.append(RawMessage.id <= max_id)
+    calls_where = [Action.timestamp > lo, Action.timestamp <= hi]
+    if max_call_id is not None:
+        calls_where.append(Action.id <= max_call_id)
     turns, _ = _turns(session, where, 10**9)
-    calls, _ = _calls(session, [Action.timestamp > lo, Action.timestamp <= hi], 10**9)
+    calls, _ = _calls(session, calls_where, 10**9)
     return Window(f"range:{after_ms + 1}-{until_ms}", tuple(turns), tuple(calls), None, lo)
 
 

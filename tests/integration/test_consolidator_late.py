@@ -1,8 +1,9 @@
-"""Messages that arrive late, stamped at or before the consolidator's cursor after it moved past
-their time (a clock stepped back, a process whose clock runs behind, ``append(at=...)`` of what
-was said earlier), are learned from once. The cursor is a time, so they were in no batch and
-the consolidator never learned from them: after an NTP step back of an hour, everything the
-user said in that hour was lost to learning (``nothing_new`` for ever)."""
+"""Messages and tool calls that arrive late, stamped at or before the consolidator's cursor after
+it moved past their time (a clock stepped back, a process whose clock runs behind,
+``append(at=...)`` of what was said earlier), are learned from once. The cursor is a time, so
+they were in no batch and the consolidator never learned from them: after an NTP step back of
+an hour, everything the user said in that hour was lost to learning (``nothing_new`` for
+ever), and the tool calls of that hour were never judged nor reflected on."""
 
 from __future__ import annotations
 
@@ -19,9 +20,11 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, event, select
 
 from philont.db.models import LearningBatch
-from philont.learning import Consolidator, ConsolidatorConfig, LearningConfig
+from philont.learning import Consolidator, ConsolidatorConfig, JudgeResult, LearningConfig, Run
+from philont.learning.window import Window
 from philont.llm import ScriptedModel
 from philont.schemas.learning import ConsolidationStatus as S
+from philont.schemas.learning import Verdict
 from tests.conftest import FakeClock
 from tests.integration.learning_helpers import UnitFactory, unit_factory
 
@@ -55,18 +58,57 @@ class Recorder:
         return json.dumps(facts)
 
 
+class Watching(Consolidator):
+    """A consolidator that keeps the window of every batch it wrote."""
+
+    windows: list[Window]
+
+    def _finish(self, mem: Any, claim: Any, window: Any, thought: Any) -> Any:
+        applied = super()._finish(mem, claim, window, thought)
+        self.windows.append(window)
+        return applied
+
+
+class RecordingJudge:
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, list[str]]] = []
+
+    def judge(self, run: Run) -> JudgeResult:
+        self.runs.append((run.goal, [c.tool_name for c in run.trace]))
+        return JudgeResult(Verdict.VERIFIED, "ok", 0)
+
+
 def consolidator(
-    units: UnitFactory, clock: FakeClock, model: ScriptedModel, **schedule: object
+    units: UnitFactory,
+    clock: FakeClock,
+    model: ScriptedModel,
+    windows: list[Window] | None = None,
+    judge: RecordingJudge | None = None,
+    **schedule: object,
 ) -> Consolidator:
     options: dict[str, object] = {"backlog": True, "min_messages": 1}
     options.update(schedule)
-    return Consolidator(
+    worker = Watching(
         units,
         model,
         clock=clock,
+        judge=judge,
         config=LearningConfig(summary_min_messages=10_000),
         schedule=ConsolidatorConfig(**options),  # type: ignore[arg-type]
     )
+    worker.windows = [] if windows is None else windows
+    return worker
+
+
+def call(units: UnitFactory, tool: str, *, at: datetime | None = None, sid: str = "global") -> int:
+    with units() as mem:
+        return mem.actions.record(tool, params={}, success=True, session_id=sid, at=at).id
+
+
+def calls_seen(windows: list[Window]) -> Counter[int]:
+    return Counter(c.id for w in windows for c in w.calls)
 
 
 def say(units: UnitFactory, *said: str, at: datetime | None = None) -> None:
@@ -218,12 +260,106 @@ def test_a_consolidator_that_read_the_cursor_before_another_s_batch_was_done_cla
     assert recorder.seen == Counter(a1=1, b1=1, late=1)
 
 
+def test_tool_calls_made_after_the_clock_steps_back_are_judged_and_reflected_on(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # The late batch held the hour's messages but none of its tool calls: the run of the
+    # request made in that hour had no trace, so the judge never saw it, and the reflection
+    # never saw what the agent did.
+    prompts: list[str] = []
+
+    def reflect(prompt: str) -> str:
+        prompts.append(prompt)
+        return "[]"
+
+    judge = RecordingJudge()
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": reflect, "summarize": "summary"})
+    worker = consolidator(units, clock, model, judge=judge)
+    say(units, "a1")
+    assert drain(worker, clock) == [S.CONSOLIDATED, S.NOTHING_NEW]
+    clock.advance(hours=-1)  # the host's clock is corrected an hour back
+    clock.advance(seconds=10)
+    say(units, "b1")
+    for tool in ("fetch", "parse"):
+        clock.advance(seconds=10)
+        call(units, tool)
+    assert drain(worker, clock) == [S.CONSOLIDATED, S.NOTHING_NEW]
+    assert judge.runs == [(f"{WORD}b1", ["fetch", "parse"])]
+    assert "[Tool calls]" in prompts[-1] and "fetch" in prompts[-1] and "parse" in prompts[-1]
+
+
+def test_late_requests_over_the_batch_size_are_judged_with_their_own_tool_calls(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # Three requests after the clock stepped back, two per batch: each run whole, the calls
+    # after the second request in its batch, not in the third request's batch (where no run
+    # has them: the judge would never see them).
+    judge = RecordingJudge()
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": "summary"})
+    worker = consolidator(units, clock, model, judge=judge, batch_size=2)
+    say(units, "a1")
+    drain(worker, clock)
+    clock.advance(hours=-1)
+    for n in (1, 2, 3):
+        clock.advance(seconds=10)
+        say(units, f"b{n}")
+        clock.advance(seconds=10)
+        call(units, f"tool{n}")
+    assert drain(worker, clock) == [S.CONSOLIDATED, S.CONSOLIDATED, S.NOTHING_NEW]
+    assert judge.runs == [(f"{WORD}b{n}", [f"tool{n}"]) for n in (1, 2, 3)]
+
+
+def test_tool_calls_logged_late_are_in_exactly_one_batch_window(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # Calls logged with an earlier time, alone (their messages were learned from), with late
+    # messages, and while a batch after the cursor is being taken: each in one window.
+    recorder = Recorder()
+    worker = consolidator(units, clock, recorder.model, batch_size=2)
+    say(units, "a1")
+    drain(worker, clock)
+    alone = [call(units, f"alone{i}", at=clock.now - timedelta(hours=1)) for i in range(3)]
+    assert drain(worker, clock) == [S.CONSOLIDATED, S.CONSOLIDATED, S.NOTHING_NEW]  # 2, 1
+    said_at = clock.now - timedelta(minutes=30)
+    say(units, "late1", "late2", "late3", at=said_at)
+    together = [call(units, f"with{i}", at=said_at + timedelta(seconds=i)) for i in range(2)]
+    say(units, "new")
+    statuses = drain(worker, clock)
+    assert statuses[-1] == S.NOTHING_NEW
+    assert calls_seen(worker.windows) == Counter(alone + together)
+    assert recorder.seen == Counter(a1=1, late1=1, late2=1, late3=1, new=1)
+
+
+def test_a_database_without_a_tool_call_watermark_starts_tracking_at_its_next_batch(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # A batch row written by an older philont (seen_id, no seen_action_id): the calls logged
+    # before are taken as reflected on; those logged late after that batch are not.
+    recorder = Recorder()
+    worker = consolidator(units, clock, recorder.model)
+    say(units, "a1")
+    call(units, "early")
+    drain(worker, clock)
+    with units() as mem:
+        for row in mem.session.scalars(select(LearningBatch)):
+            row.report = {k: v for k, v in (row.report or {}).items() if k != "seen_action_id"}
+    before = len(worker.windows)
+    call(units, "old", at=clock.now - timedelta(hours=1))  # before tracking: not known
+    say(units, "b1")
+    drain(worker, clock)
+    late = call(units, "late", at=clock.now - timedelta(hours=1))
+    drain(worker, clock)
+    assert calls_seen(worker.windows[before:]) == Counter([late])
+
+
 @st.composite
 def histories(draw: st.DrawFn) -> list[tuple[str, int]]:
-    """Steps: ("say", seconds relative to now: back in time or at now), ("clock", seconds to
-    move the clock, back or forward), ("run", which of two consolidators)."""
+    """Steps: ("say" or "call", seconds relative to now: back in time or at now), ("clock",
+    seconds to move the clock, back or forward), ("run", which of two consolidators)."""
+    back = st.sampled_from([0, 0, -30, -600, -7_200, -86_400 * 400])
     step = st.one_of(
-        st.tuples(st.just("say"), st.sampled_from([0, 0, -30, -600, -7_200, -86_400 * 400])),
+        st.tuples(st.just("say"), back),
+        st.tuples(st.just("call"), back),
         st.tuples(st.just("clock"), st.integers(-7_200, 7_200)),
         st.tuples(st.just("run"), st.integers(0, 1)),
     )
@@ -236,17 +372,20 @@ def histories(draw: st.DrawFn) -> list[tuple[str, int]]:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(history=histories())
-def test_every_message_is_learned_exactly_once_whatever_the_clock_does(
+def test_every_message_and_tool_call_is_learned_exactly_once_whatever_the_clock_does(
     units: UnitFactory, clock: FakeClock, history: list[tuple[str, int]]
 ) -> None:
     # One database for all examples: each example's messages are its own words, and what
-    # came before stays learned (the cursor and its watermark carry on).
+    # came before stays learned (the cursor and its watermarks carry on). Each tool call is in
+    # exactly one batch's window.
     recorder = Recorder()
+    windows: list[Window] = []
     workers = [
-        consolidator(units, clock, recorder.model, batch_size=3, idle_after=timedelta(0)),
-        consolidator(units, clock, recorder.model, batch_size=3, idle_after=timedelta(0)),
+        consolidator(units, clock, recorder.model, windows, batch_size=3, idle_after=timedelta(0))
+        for _ in range(2)
     ]
     said = []
+    called = []
     prefix = next(EXAMPLES)
     latest = clock.now
     for kind, value in history:
@@ -256,14 +395,22 @@ def test_every_message_is_learned_exactly_once_whatever_the_clock_does(
             clock.advance(milliseconds=1)
             say(units, word, at=clock.now + timedelta(seconds=value))
             latest = max(latest, clock.now)
+        elif kind == "call":
+            clock.advance(milliseconds=1)
+            called.append(call(units, f"{prefix}t", at=clock.now + timedelta(seconds=value)))
+            latest = max(latest, clock.now)
         elif kind == "clock":
             clock.advance(seconds=value)
         else:
             workers[value].run_once()
     clock.now = max(clock.now, latest)  # every message's time has come
+    clock.advance(milliseconds=1)  # a message after every call: a batch reaches them all
+    said.append(f"{prefix}end")
+    say(units, said[-1])
     for worker in workers:
         drain(worker, clock)
     assert recorder.seen == Counter(said)
+    assert calls_seen(windows) == Counter(called)
 
 
 EXAMPLES = (f"e{i}" for i in itertools.count())
