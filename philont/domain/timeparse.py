@@ -2,7 +2,8 @@
 
 The original silently dropped what it could not parse and read offset-less text in the server's
 local zone (spec Q-S7). Here: an offset or ``Z`` is honoured; text without one (and a bare date,
-read as midnight) is read in the zone the caller states; epoch milliseconds are UTC; anything else
+read as midnight) is read in the zone the caller states; epoch milliseconds are UTC (a number the
+size of epoch seconds is refused, :func:`philont.domain.timepolicy.seconds_sized`); anything else
 raises ``InvalidInputError`` naming the field.
 """
 
@@ -12,7 +13,7 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 
 from philont.domain import wallclock
-from philont.domain.timepolicy import from_epoch_ms, instant, validate_timezone, zone
+from philont.domain.timepolicy import given_epoch_ms, instant, validate_timezone, zone
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
 __all__ = ["all_day_span", "date_alone", "event_times", "iso", "parse_time", "zone"]
@@ -48,7 +49,7 @@ def parse_time(
             raise InvalidInputError(f"{field}: epoch milliseconds must be a whole number")
         value = int(value)
     if isinstance(value, int):
-        return from_epoch_ms(value, field)
+        return given_epoch_ms(value, field)
     text = value.strip()
     if not text:
         return None
