@@ -13,7 +13,10 @@ line gets its JSON-RPC answer with a code of ours in ``error.data.code``:
   (``invalid_request``);
 * an unknown method: ``-32601`` (``unknown_method``);
 * a known method with parameters of the wrong shape: ``-32602`` (``invalid_arguments`` for
-  ``tools/call``, ``invalid_params`` otherwise), naming what is wrong; so is a request nested
+  ``tools/call``, ``invalid_params`` otherwise), naming what is wrong; so is a tool call whose
+  arguments the SDK would not pass on as sent (a key given twice, a number that is not finite:
+  ``NaN``, ``1e400``, an integer too long to read, which the SDK turns into ``null``, "not
+  given"), and a request nested
   deeper than ``philont.mcp.depth.MAX_MESSAGE_DEPTH`` levels (the SDK's validation gives up at
   255, Python's JSON near 1,000), with its id.
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 import array
 import io
 import json
+import math
 import os
 import select
 import stat
@@ -115,18 +119,46 @@ def check_line(line: bytes) -> SessionMessage | str | None:
 
 
 def _unambiguous(text: str, checked: SessionMessage | str | None) -> SessionMessage | str | None:
-    """``checked``, unless it is a tool call with a key given twice in one object (the SDK's
-    parser keeps the last value; which one was meant cannot be known): that is refused as
-    ``tools.call`` refuses such arguments."""
+    """``checked``, unless it is a tool call whose arguments the SDK cannot pass on as they
+    were sent: a key given twice in one object (the SDK's parser keeps the last value; which
+    one was meant cannot be known), or a number that is not finite (:func:`_not_finite`: the
+    SDK re-reads a request through its JSON form, where it becomes ``null``, "not given").
+    Those are refused as ``tools.call`` refuses such arguments."""
     if not isinstance(checked, SessionMessage):
         return checked
     root = checked.message.root
     if not isinstance(root, types.JSONRPCRequest) or root.method != "tools/call":
         return checked
-    problem = repeated_key(text)
+    params = root.params or {}
+    problem = repeated_key(text) or _not_finite(params.get("arguments"), ())
     if problem is None:
         return checked
     return error_line(root.id, types.INVALID_PARAMS, "Invalid params", "invalid_arguments", problem)
+
+
+def _not_finite(value: Any, path: tuple[str | int, ...]) -> str | None:
+    """Why an argument holds a number that is not finite (``NaN``, ``Infinity``, ``1e400``, or
+    an integer too long to read), naming it as :func:`philont.schemas.inputs.describe` names
+    an argument; None when there is none. The line's depth is bounded before this runs."""
+    if isinstance(value, float) and not math.isfinite(value):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+        return (
+            f"{where or 'arguments'}: a number that is not finite (NaN, Infinity, or beyond "
+            f"±1.8e308 such as 1e400, or an integer of more than {_MAX_DIGITS:,} digits); a "
+            "number a tool takes must fit a 64-bit float"
+        )
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        found = _not_finite(item, (*path, key))
+        if found is not None:
+            return found
+    return None
 
 
 def _too_deep(text: str, depth: int) -> str | None:
@@ -152,16 +184,32 @@ def _too_deep(text: str, depth: int) -> str | None:
 
 def _parsed(text: str) -> Any:
     try:
-        return json.loads(text)
+        return _loads(text)
     except (ValueError, RecursionError):
         return None
+
+
+_MAX_DIGITS = sys.get_int_max_str_digits() or sys.maxsize
+"""The longest integer Python reads from text (its default guard against slow conversions)."""
+
+
+def _whole(digits: str) -> int | float:
+    """A JSON integer; one too long to read is an infinity (refused by :func:`_not_finite`
+    with the request's id: ``json.loads`` raised, and the line was answered without one)."""
+    if len(digits.lstrip("-")) > _MAX_DIGITS:
+        return -math.inf if digits.startswith("-") else math.inf
+    return int(digits)
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_int=_whole)
 
 
 def _read_by_python(text: str) -> SessionMessage | str | None:
     """A line the SDK's parser refused: JSON that Python reads (a lone surrogate escape goes
     on, for the tools to refuse by name), or the error that answers it."""
     try:
-        data = json.loads(text)
+        data = _loads(text)
     except (ValueError, RecursionError) as exc:
         return error_line(
             None, types.PARSE_ERROR, "Parse error", "invalid_json", f"not valid JSON ({exc})"
