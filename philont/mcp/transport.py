@@ -20,9 +20,13 @@ line gets its JSON-RPC answer with a code of ours in ``error.data.code``:
   deeper than ``philont.mcp.depth.MAX_MESSAGE_DEPTH`` levels (the SDK's validation gives up at
   255, Python's JSON near 1,000), with its id.
 
-A notification the SDK cannot read gets no answer (JSON-RPC answers no notification) and is
-dropped quietly. Text that Python reads but the SDK's parser refuses (a lone surrogate) goes on
-to the tools, which refuse it by name as any other bad argument.
+* a request other than ``initialize`` or ``ping`` before the session is initialized:
+  ``-32600`` (``not_initialized``), saying to send ``initialize`` first (:class:`_Handshake`).
+
+A notification the SDK cannot read (or one sent before ``initialize``) gets no answer (JSON-RPC
+answers no notification) and is dropped quietly, as is any response the client sends (the
+server sends no requests). Text that Python reads but the SDK's parser refuses (a lone
+surrogate) goes on to the tools, which refuse it by name as any other bad argument.
 
 On pipes (how a client runs the server) the event loop itself reads stdin when it has data and
 writes an answer of at most ``PIPE_BUF`` bytes once stdout has room: no worker thread to wake
@@ -283,6 +287,40 @@ def _refused(root: types.JSONRPCRequest, exc: Exception) -> str:
     return error_line(root.id, types.INVALID_PARAMS, "Invalid params", ours, describe(exc))
 
 
+class _Handshake:
+    """The messages the SDK may be given at this point of the session. Before ``initialize``
+    (or ``notifications/initialized``, which the SDK takes as well) it refuses every request
+    but ``ping`` with a bare "Invalid request parameters" and a warning on stderr: here such a
+    request is answered ``-32600`` (``not_initialized``) saying what to send first, and a
+    notification is dropped. A response from the client is always dropped (debug log): the
+    server sends no requests, so it answers none, and the SDK would report an "Internal Server
+    Error" to the client and on stderr."""
+
+    def __init__(self) -> None:
+        self.ready = False
+
+    def check(self, checked: SessionMessage | str | None) -> SessionMessage | str | None:
+        if not isinstance(checked, SessionMessage):
+            return checked
+        root = checked.message.root
+        if isinstance(root, types.JSONRPCResponse | types.JSONRPCError):
+            log.debug("mcp.response_dropped", id=str(root.id)[:80])
+            return None
+        method = root.method
+        if method in ("initialize", "notifications/initialized"):
+            self.ready = True
+        if self.ready or method == "ping":
+            return checked
+        if isinstance(root, types.JSONRPCNotification):
+            log.debug("mcp.notification_dropped", method=method[:80])
+            return None
+        return error_line(
+            root.id, types.INVALID_REQUEST, "Invalid Request", "not_initialized",
+            f"{method[:80]!r} before the session is initialized: send initialize first "
+            "(then notifications/initialized), as an MCP client does",
+        )  # fmt: skip
+
+
 @asynccontextmanager
 async def stdio_transport(
     stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
@@ -313,9 +351,10 @@ async def stdio_transport(
                     tg.cancel_scope.cancel()
 
         async def read() -> None:
+            session = _Handshake()
             async with to_server:
                 async for line in _lines(source):
-                    checked = check_line(line)
+                    checked = session.check(check_line(line))
                     if isinstance(checked, SessionMessage):
                         await to_server.send(checked)
                     elif checked is not None:
