@@ -20,6 +20,8 @@ line gets its JSON-RPC answer with a code of ours in ``error.data.code``:
   deeper than ``philont.mcp.depth.MAX_MESSAGE_DEPTH`` levels (the SDK's validation gives up at
   255, Python's JSON near 1,000), with its id.
 
+* a line longer than :data:`philont.mcp.lines.MAX_LINE_BYTES`, never held whole: as a request
+  with bad parameters (:func:`oversized`), with the id and method its head shows;
 * a request other than ``initialize`` or ``ping`` before the session is initialized:
   ``-32600`` (``not_initialized``), saying to send ``initialize`` first (:class:`_Handshake`).
 
@@ -37,7 +39,6 @@ longer answer) goes through a worker thread as before.
 from __future__ import annotations
 
 import array
-import io
 import json
 import math
 import os
@@ -58,7 +59,9 @@ from pydantic import BaseModel, ValidationError
 from philont.db.stored_values import MAX_JSON_DEPTH
 from philont.log import get_logger
 from philont.mcp.depth import MAX_MESSAGE_DEPTH, nesting, shallow
-from philont.schemas.inputs import describe, repeated_key
+from philont.mcp.lines import MAX_LINE_BYTES, Oversized, fd_of, head_fields
+from philont.mcp.lines import lines as _lines
+from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe, repeated_key
 
 log = get_logger(__name__)
 
@@ -178,6 +181,25 @@ def _too_deep(text: str, depth: int) -> str | None:
     if isinstance(method, str) and request_id is None and "id" not in data:
         log.debug("mcp.notification_dropped", method=method[:80])
         return None
+    if not isinstance(method, str) or request_id is None:
+        return error_line(
+            request_id, types.INVALID_REQUEST, "Invalid Request", "invalid_request", detail
+        )
+    ours = "invalid_arguments" if method == "tools/call" else "invalid_params"
+    return error_line(request_id, types.INVALID_PARAMS, "Invalid params", ours, detail)
+
+
+def oversized(line: Oversized) -> str:
+    """The answer to a line longer than :data:`MAX_LINE_BYTES` (never read whole), with the
+    id and method its head shows (a notification that long is answered too: whether it has an
+    id later on cannot be known, and its sender may be waiting)."""
+    data = head_fields(line.head.decode("utf-8", "replace"))
+    detail = (
+        f"the message is more than {MAX_LINE_BYTES:,} bytes ({line.size:,} read); a tool's "
+        f"arguments are at most {MAX_ARGUMENT_BYTES:,} bytes of JSON (store large content in "
+        "pieces, or keep a reference instead)"
+    )
+    method, request_id = data.get("method"), _request_id(data)
     if not isinstance(method, str) or request_id is None:
         return error_line(
             request_id, types.INVALID_REQUEST, "Invalid Request", "invalid_request", detail
@@ -334,7 +356,7 @@ async def stdio_transport(
     sink = stdout or sys.stdout.buffer
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     lock = anyio.Lock()
-    out_fd = _fd(sink, stat.S_ISFIFO)
+    out_fd = fd_of(sink, stat.S_ISFIFO)
 
     async with anyio.create_task_group() as tg:
 
@@ -354,7 +376,8 @@ async def stdio_transport(
             session = _Handshake()
             async with to_server:
                 async for line in _lines(source):
-                    checked = session.check(check_line(line))
+                    given = check_line(line) if isinstance(line, bytes) else oversized(line)
+                    checked = session.check(given)
                     if isinstance(checked, SessionMessage):
                         await to_server.send(checked)
                     elif checked is not None:
@@ -380,48 +403,6 @@ class _Answers(ObjectSendStream[SessionMessage]):
 
     async def aclose(self) -> None:
         self._closed = True
-
-
-def _fd(stream: BinaryIO, *kinds: Any) -> int | None:
-    """The file descriptor of ``stream`` when it is of one of ``kinds`` (``stat.S_ISFIFO``
-    ...), else None (a regular file, a terminal, a test's buffer, anything on Windows, where
-    the event loop cannot wait for a pipe)."""
-    if sys.platform == "win32":
-        return None
-    try:
-        fd = stream.fileno()
-        mode = os.fstat(fd).st_mode
-    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-        return None
-    return fd if any(kind(mode) for kind in kinds) else None
-
-
-async def _lines(source: BinaryIO) -> AsyncIterator[bytes]:
-    """The lines of ``source`` (the last one may lack its newline).
-
-    A pipe or socket is read on the event loop when it has data (``os.read`` on the blocking
-    descriptor returns what is there, without waiting for more): no worker thread to wake per
-    line. Anything else (a file, a terminal, a test's buffer) is read by ``readline`` in a
-    worker thread."""
-    fd = _fd(source, stat.S_ISFIFO, stat.S_ISSOCK)
-    if fd is None:
-        while line := await anyio.to_thread.run_sync(source.readline):
-            yield line
-        return
-    pending = bytearray()
-    while True:
-        await anyio.wait_readable(fd)
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        start = len(pending)
-        pending += chunk
-        while (end := pending.find(b"\n", start)) >= 0:
-            yield bytes(pending[: end + 1])
-            del pending[: end + 1]
-            start = 0
-    if pending:
-        yield bytes(pending)
 
 
 async def _write_pipe(fd: int, data: bytes) -> None:
