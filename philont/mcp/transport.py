@@ -62,6 +62,7 @@ from philont.mcp.depth import MAX_MESSAGE_DEPTH, nesting, shallow
 from philont.mcp.lines import MAX_LINE_BYTES, Oversized, fd_of, head_fields
 from philont.mcp.lines import lines as _lines
 from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe, repeated_key
+from philont.tools.dispatch import not_an_object
 
 log = get_logger(__name__)
 
@@ -305,8 +306,15 @@ def _refused(root: types.JSONRPCRequest, exc: Exception) -> str:
             root.id, types.METHOD_NOT_FOUND, "Method not found", "unknown_method",
             f"no method {root.method[:80]!r}; methods: {', '.join(sorted(REQUESTS))}",
         )  # fmt: skip
-    ours = "invalid_arguments" if root.method == "tools/call" else "invalid_params"
-    return error_line(root.id, types.INVALID_PARAMS, "Invalid params", ours, describe(exc))
+    if root.method != "tools/call":
+        return error_line(
+            root.id, types.INVALID_PARAMS, "Invalid params", "invalid_params", describe(exc)
+        )
+    detail = describe(exc)
+    given = (root.params or {}).get("arguments")
+    if isinstance(given, str):  # text, perhaps the arguments' JSON encoded once more
+        detail = f"params.arguments: must be a JSON object, {not_an_object(given)}"
+    return error_line(root.id, types.INVALID_PARAMS, "Invalid params", "invalid_arguments", detail)
 
 
 class _Handshake:

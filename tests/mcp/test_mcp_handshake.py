@@ -4,10 +4,11 @@ code of ours, no word of what to do) and a warning on stderr; a response the cli
 server asks nothing, so it answers nothing) made the SDK send an "Internal Server Error" log
 notification and write to stderr. Now the early request is refused with its id and says to
 initialize first, an early notification and any response are dropped quietly, and the server
-serves normally once initialized."""
+serves normally once initialized. (And arguments a host sent as JSON text are named as such.)"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -51,5 +52,28 @@ def test_a_response_from_the_client_is_dropped_quietly(tmp_path: Path) -> None:
         assert client.close_stdin() == 0
         assert client.unmatched == []
         assert client.stderr == b""
+    finally:
+        client.stop()
+
+
+def test_arguments_sent_as_json_text_are_named_as_encoded_twice(tmp_path: Path) -> None:
+    """A host that serializes the model's arguments once more sends them as a string: the
+    refusal said only "Input should be a valid dictionary"; it now says what happened."""
+    client = RawClient(tmp_path / "memory.sqlite")
+    try:
+        client.initialize()
+        arguments = json.dumps({"namespace": "user"})
+        client.call("twice", "list_facts", arguments)
+        client.call("text", "list_facts", "namespace=user")
+        twice, text = client.answer("twice"), client.answer("text")
+        assert error_of(twice) == error_of(text) == (-32602, "invalid_arguments")
+        assert twice["error"]["data"]["message"] == (
+            "params.arguments: must be a JSON object, got a JSON string holding one: the "
+            "arguments were JSON-encoded twice; send the object"
+        )
+        assert text["error"]["data"]["message"] == (
+            "params.arguments: must be a JSON object, got a JSON string"
+        )
+        assert client.close_stdin() == 0 and client.stderr == b""
     finally:
         client.stop()
