@@ -2,7 +2,8 @@
 
 The original silently dropped what it could not parse and read offset-less text in the server's
 local zone (spec Q-S7). Here: an offset or ``Z`` is honoured; text without one (and a bare date,
-read as midnight) is read in the zone the caller states; epoch milliseconds are UTC; anything else
+read as midnight) is read in the zone the caller states; epoch milliseconds are UTC (a number the
+size of epoch seconds is refused, :func:`philont.domain.timepolicy.seconds_sized`); anything else
 raises ``InvalidInputError`` naming the field.
 """
 
@@ -12,10 +13,10 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 
 from philont.domain import wallclock
-from philont.domain.timepolicy import from_epoch_ms, instant, validate_timezone, zone
+from philont.domain.timepolicy import given_epoch_ms, instant, validate_timezone, zone
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
-__all__ = ["all_day_span", "date_alone", "event_times", "iso", "parse_time", "zone"]
+__all__ = ["all_day_span", "date_alone", "event_times", "iso", "parse_time", "wall_note", "zone"]
 
 
 def parse_time(
@@ -48,7 +49,7 @@ def parse_time(
             raise InvalidInputError(f"{field}: epoch milliseconds must be a whole number")
         value = int(value)
     if isinstance(value, int):
-        return from_epoch_ms(value, field)
+        return given_epoch_ms(value, field)
     text = value.strip()
     if not text:
         return None
@@ -158,6 +159,37 @@ def event_times(
     if start is None:
         raise InvalidInputError.of("starts_at", "required: an ISO-8601 time or a date")
     return start, parse_time(ends_at, field="ends_at", tz=tz)
+
+
+def wall_note(value: object, *, field: str, tz: str) -> str | None:
+    """What the caller should know about a local time given without an offset (read in
+    ``tz``) that the zone's clocks skip or show twice: where :func:`parse_time` placed it (a
+    skipped time moves forward by the gap; a repeated one is its first instant). None for
+    anything else (an offset, epoch milliseconds, a date alone, a time shown once)."""
+    if not isinstance(value, str) or date_alone(value, field) is not None:
+        return None
+    try:
+        naive = datetime.fromisoformat(value.strip().replace("z", "Z"))
+        where = zone(validate_timezone(tz))
+        first = naive.replace(tzinfo=where, fold=0)
+        shown = first.astimezone(UTC).astimezone(where)
+        second = naive.replace(tzinfo=where, fold=1)
+    except (ValueError, OverflowError, InvalidInputError):
+        return None
+    if naive.tzinfo is not None:
+        return None
+    wall = naive.strftime("%Y-%m-%d %H:%M")
+    if shown.replace(tzinfo=None) != naive:
+        return (
+            f"{field}: {wall} does not exist in {tz} (the clocks skip it); taken as "
+            f"{shown.isoformat()}"
+        )
+    if first.utcoffset() != second.utcoffset():
+        return (
+            f"{field}: {wall} happens twice in {tz} (the clocks go back); taken as the first, "
+            f"{first.isoformat()}; give {second.isoformat()} for the second"
+        )
+    return None
 
 
 def _blank(value: object) -> bool:

@@ -26,9 +26,12 @@ __all__ = [
     "MAX_INSTANT",
     "MIN_EPOCH_MS",
     "MIN_INSTANT",
+    "SECONDS_SIZED_MS",
     "clamp",
     "from_epoch_ms",
+    "given_epoch_ms",
     "instant",
+    "seconds_sized",
     "shifted",
     "stored_instant",
     "supported_utc",
@@ -43,6 +46,13 @@ MIN_EPOCH_MS: Final = -62_135_510_400_000
 """``MIN_INSTANT`` in epoch milliseconds."""
 MAX_EPOCH_MS: Final = 253_402_214_399_999
 """``MAX_INSTANT`` in epoch milliseconds."""
+
+SECONDS_SIZED_MS: Final = 100_000_000_000
+"""Epoch milliseconds a caller gives (a model, a command line) are at least this large in size
+(12 digits), or 0: a smaller number (1966-10-31 .. 1973-03-03 as milliseconds) is the size of
+epoch *seconds* of any time up to the year 5138, the commonest time mistake, which read as
+milliseconds was silently a time in January 1970. Those days are still given as ISO-8601 text.
+Stored values are not judged by this (``stored_instant``)."""
 
 _RANGE_TEXT: Final = "0001-01-02T00:00:00Z .. 9999-12-30T23:59:59.999Z"
 _EXCLUDED_ZONES: Final = frozenset({"Factory", "localtime", "posixrules"})
@@ -144,6 +154,33 @@ def from_epoch_ms(value: object, field: str) -> datetime:
     if not MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
         raise _out_of_range(field, f"{value} ms")
     return EPOCH + timedelta(0, 0, 0, value)
+
+
+def seconds_sized(value: int) -> str | None:
+    """Why ``value`` is refused as epoch milliseconds a caller gave (:data:`SECONDS_SIZED_MS`),
+    naming the time it means as seconds and the milliseconds to send for it; None: it is not."""
+    if value == 0 or not -SECONDS_SIZED_MS < value < SECONDS_SIZED_MS:
+        return None  # 0 is the same instant in seconds and in milliseconds
+    as_ms = (EPOCH + timedelta(milliseconds=value)).isoformat().replace("+00:00", "Z")
+    meant = ""
+    if MIN_EPOCH_MS <= value * 1000 <= MAX_EPOCH_MS:
+        as_s = (EPOCH + timedelta(seconds=value)).isoformat().replace("+00:00", "Z")
+        meant = f"; for {as_s} send {value * 1000}"
+    return (
+        f"{value} looks like epoch seconds, but this takes epoch milliseconds (as milliseconds "
+        f"it is {as_ms}){meant}, or ISO-8601 text (a time from 1966-10-31 to 1973-03-03 only "
+        "as text)"
+    )
+
+
+def given_epoch_ms(value: object, field: str) -> datetime:
+    """Whole epoch milliseconds a caller gave, as :func:`from_epoch_ms`; a seconds-sized
+    number (:func:`seconds_sized`) is refused by ``field``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        problem = seconds_sized(value)
+        if problem is not None:
+            raise InvalidInputError.of(field, problem)
+    return from_epoch_ms(value, field)
 
 
 def stored_instant(raw: object, field: str) -> datetime:

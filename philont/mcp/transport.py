@@ -13,13 +13,22 @@ line gets its JSON-RPC answer with a code of ours in ``error.data.code``:
   (``invalid_request``);
 * an unknown method: ``-32601`` (``unknown_method``);
 * a known method with parameters of the wrong shape: ``-32602`` (``invalid_arguments`` for
-  ``tools/call``, ``invalid_params`` otherwise), naming what is wrong; so is a request nested
+  ``tools/call``, ``invalid_params`` otherwise), naming what is wrong; so is a tool call whose
+  arguments the SDK would not pass on as sent (a key given twice, a number that is not finite:
+  ``NaN``, ``1e400``, an integer too long to read, which the SDK turns into ``null``, "not
+  given"), and a request nested
   deeper than ``philont.mcp.depth.MAX_MESSAGE_DEPTH`` levels (the SDK's validation gives up at
   255, Python's JSON near 1,000), with its id.
 
-A notification the SDK cannot read gets no answer (JSON-RPC answers no notification) and is
-dropped quietly. Text that Python reads but the SDK's parser refuses (a lone surrogate) goes on
-to the tools, which refuse it by name as any other bad argument.
+* a line longer than :data:`philont.mcp.lines.MAX_LINE_BYTES`, never held whole: as a request
+  with bad parameters (:func:`oversized`), with the id and method its head shows;
+* a request other than ``initialize`` or ``ping`` before the session is initialized:
+  ``-32600`` (``not_initialized``), saying to send ``initialize`` first (:class:`_Handshake`).
+
+A notification the SDK cannot read (or one sent before ``initialize``) gets no answer (JSON-RPC
+answers no notification) and is dropped quietly, as is any response the client sends (the
+server sends no requests). Text that Python reads but the SDK's parser refuses (a lone
+surrogate) goes on to the tools, which refuse it by name as any other bad argument.
 
 On pipes (how a client runs the server) the event loop itself reads stdin when it has data and
 writes an answer of at most ``PIPE_BUF`` bytes once stdout has room: no worker thread to wake
@@ -30,8 +39,8 @@ longer answer) goes through a worker thread as before.
 from __future__ import annotations
 
 import array
-import io
 import json
+import math
 import os
 import select
 import stat
@@ -50,7 +59,10 @@ from pydantic import BaseModel, ValidationError
 from philont.db.stored_values import MAX_JSON_DEPTH
 from philont.log import get_logger
 from philont.mcp.depth import MAX_MESSAGE_DEPTH, nesting, shallow
-from philont.schemas.inputs import describe, repeated_key
+from philont.mcp.lines import MAX_LINE_BYTES, Oversized, fd_of, head_fields
+from philont.mcp.lines import lines as _lines
+from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe, repeated_key
+from philont.tools.dispatch import not_an_object
 
 log = get_logger(__name__)
 
@@ -115,18 +127,46 @@ def check_line(line: bytes) -> SessionMessage | str | None:
 
 
 def _unambiguous(text: str, checked: SessionMessage | str | None) -> SessionMessage | str | None:
-    """``checked``, unless it is a tool call with a key given twice in one object (the SDK's
-    parser keeps the last value; which one was meant cannot be known): that is refused as
-    ``tools.call`` refuses such arguments."""
+    """``checked``, unless it is a tool call whose arguments the SDK cannot pass on as they
+    were sent: a key given twice in one object (the SDK's parser keeps the last value; which
+    one was meant cannot be known), or a number that is not finite (:func:`_not_finite`: the
+    SDK re-reads a request through its JSON form, where it becomes ``null``, "not given").
+    Those are refused as ``tools.call`` refuses such arguments."""
     if not isinstance(checked, SessionMessage):
         return checked
     root = checked.message.root
     if not isinstance(root, types.JSONRPCRequest) or root.method != "tools/call":
         return checked
-    problem = repeated_key(text)
+    params = root.params or {}
+    problem = repeated_key(text) or _not_finite(params.get("arguments"), ())
     if problem is None:
         return checked
     return error_line(root.id, types.INVALID_PARAMS, "Invalid params", "invalid_arguments", problem)
+
+
+def _not_finite(value: Any, path: tuple[str | int, ...]) -> str | None:
+    """Why an argument holds a number that is not finite (``NaN``, ``Infinity``, ``1e400``, or
+    an integer too long to read), naming it as :func:`philont.schemas.inputs.describe` names
+    an argument; None when there is none. The line's depth is bounded before this runs."""
+    if isinstance(value, float) and not math.isfinite(value):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+        return (
+            f"{where or 'arguments'}: a number that is not finite (NaN, Infinity, or beyond "
+            f"±1.8e308 such as 1e400, or an integer of more than {_MAX_DIGITS:,} digits); a "
+            "number a tool takes must fit a 64-bit float"
+        )
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        found = _not_finite(item, (*path, key))
+        if found is not None:
+            return found
+    return None
 
 
 def _too_deep(text: str, depth: int) -> str | None:
@@ -150,18 +190,53 @@ def _too_deep(text: str, depth: int) -> str | None:
     return error_line(request_id, types.INVALID_PARAMS, "Invalid params", ours, detail)
 
 
+def oversized(line: Oversized) -> str:
+    """The answer to a line longer than :data:`MAX_LINE_BYTES` (never read whole), with the
+    id and method its head shows (a notification that long is answered too: whether it has an
+    id later on cannot be known, and its sender may be waiting)."""
+    data = head_fields(line.head.decode("utf-8", "replace"))
+    detail = (
+        f"the message is more than {MAX_LINE_BYTES:,} bytes ({line.size:,} read); a tool's "
+        f"arguments are at most {MAX_ARGUMENT_BYTES:,} bytes of JSON (store large content in "
+        "pieces, or keep a reference instead)"
+    )
+    method, request_id = data.get("method"), _request_id(data)
+    if not isinstance(method, str) or request_id is None:
+        return error_line(
+            request_id, types.INVALID_REQUEST, "Invalid Request", "invalid_request", detail
+        )
+    ours = "invalid_arguments" if method == "tools/call" else "invalid_params"
+    return error_line(request_id, types.INVALID_PARAMS, "Invalid params", ours, detail)
+
+
 def _parsed(text: str) -> Any:
     try:
-        return json.loads(text)
+        return _loads(text)
     except (ValueError, RecursionError):
         return None
+
+
+_MAX_DIGITS = sys.get_int_max_str_digits() or sys.maxsize
+"""The longest integer Python reads from text (its default guard against slow conversions)."""
+
+
+def _whole(digits: str) -> int | float:
+    """A JSON integer; one too long to read is an infinity (refused by :func:`_not_finite`
+    with the request's id: ``json.loads`` raised, and the line was answered without one)."""
+    if len(digits.lstrip("-")) > _MAX_DIGITS:
+        return -math.inf if digits.startswith("-") else math.inf
+    return int(digits)
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_int=_whole)
 
 
 def _read_by_python(text: str) -> SessionMessage | str | None:
     """A line the SDK's parser refused: JSON that Python reads (a lone surrogate escape goes
     on, for the tools to refuse by name), or the error that answers it."""
     try:
-        data = json.loads(text)
+        data = _loads(text)
     except (ValueError, RecursionError) as exc:
         return error_line(
             None, types.PARSE_ERROR, "Parse error", "invalid_json", f"not valid JSON ({exc})"
@@ -231,8 +306,49 @@ def _refused(root: types.JSONRPCRequest, exc: Exception) -> str:
             root.id, types.METHOD_NOT_FOUND, "Method not found", "unknown_method",
             f"no method {root.method[:80]!r}; methods: {', '.join(sorted(REQUESTS))}",
         )  # fmt: skip
-    ours = "invalid_arguments" if root.method == "tools/call" else "invalid_params"
-    return error_line(root.id, types.INVALID_PARAMS, "Invalid params", ours, describe(exc))
+    if root.method != "tools/call":
+        return error_line(
+            root.id, types.INVALID_PARAMS, "Invalid params", "invalid_params", describe(exc)
+        )
+    detail = describe(exc)
+    given = (root.params or {}).get("arguments")
+    if isinstance(given, str):  # text, perhaps the arguments' JSON encoded once more
+        detail = f"params.arguments: must be a JSON object, {not_an_object(given)}"
+    return error_line(root.id, types.INVALID_PARAMS, "Invalid params", "invalid_arguments", detail)
+
+
+class _Handshake:
+    """The messages the SDK may be given at this point of the session. Before ``initialize``
+    (or ``notifications/initialized``, which the SDK takes as well) it refuses every request
+    but ``ping`` with a bare "Invalid request parameters" and a warning on stderr: here such a
+    request is answered ``-32600`` (``not_initialized``) saying what to send first, and a
+    notification is dropped. A response from the client is always dropped (debug log): the
+    server sends no requests, so it answers none, and the SDK would report an "Internal Server
+    Error" to the client and on stderr."""
+
+    def __init__(self) -> None:
+        self.ready = False
+
+    def check(self, checked: SessionMessage | str | None) -> SessionMessage | str | None:
+        if not isinstance(checked, SessionMessage):
+            return checked
+        root = checked.message.root
+        if isinstance(root, types.JSONRPCResponse | types.JSONRPCError):
+            log.debug("mcp.response_dropped", id=str(root.id)[:80])
+            return None
+        method = root.method
+        if method in ("initialize", "notifications/initialized"):
+            self.ready = True
+        if self.ready or method == "ping":
+            return checked
+        if isinstance(root, types.JSONRPCNotification):
+            log.debug("mcp.notification_dropped", method=method[:80])
+            return None
+        return error_line(
+            root.id, types.INVALID_REQUEST, "Invalid Request", "not_initialized",
+            f"{method[:80]!r} before the session is initialized: send initialize first "
+            "(then notifications/initialized), as an MCP client does",
+        )  # fmt: skip
 
 
 @asynccontextmanager
@@ -248,7 +364,7 @@ async def stdio_transport(
     sink = stdout or sys.stdout.buffer
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     lock = anyio.Lock()
-    out_fd = _fd(sink, stat.S_ISFIFO)
+    out_fd = fd_of(sink, stat.S_ISFIFO)
 
     async with anyio.create_task_group() as tg:
 
@@ -265,9 +381,11 @@ async def stdio_transport(
                     tg.cancel_scope.cancel()
 
         async def read() -> None:
+            session = _Handshake()
             async with to_server:
                 async for line in _lines(source):
-                    checked = check_line(line)
+                    given = check_line(line) if isinstance(line, bytes) else oversized(line)
+                    checked = session.check(given)
                     if isinstance(checked, SessionMessage):
                         await to_server.send(checked)
                     elif checked is not None:
@@ -293,48 +411,6 @@ class _Answers(ObjectSendStream[SessionMessage]):
 
     async def aclose(self) -> None:
         self._closed = True
-
-
-def _fd(stream: BinaryIO, *kinds: Any) -> int | None:
-    """The file descriptor of ``stream`` when it is of one of ``kinds`` (``stat.S_ISFIFO``
-    ...), else None (a regular file, a terminal, a test's buffer, anything on Windows, where
-    the event loop cannot wait for a pipe)."""
-    if sys.platform == "win32":
-        return None
-    try:
-        fd = stream.fileno()
-        mode = os.fstat(fd).st_mode
-    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-        return None
-    return fd if any(kind(mode) for kind in kinds) else None
-
-
-async def _lines(source: BinaryIO) -> AsyncIterator[bytes]:
-    """The lines of ``source`` (the last one may lack its newline).
-
-    A pipe or socket is read on the event loop when it has data (``os.read`` on the blocking
-    descriptor returns what is there, without waiting for more): no worker thread to wake per
-    line. Anything else (a file, a terminal, a test's buffer) is read by ``readline`` in a
-    worker thread."""
-    fd = _fd(source, stat.S_ISFIFO, stat.S_ISSOCK)
-    if fd is None:
-        while line := await anyio.to_thread.run_sync(source.readline):
-            yield line
-        return
-    pending = bytearray()
-    while True:
-        await anyio.wait_readable(fd)
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        start = len(pending)
-        pending += chunk
-        while (end := pending.find(b"\n", start)) >= 0:
-            yield bytes(pending[: end + 1])
-            del pending[: end + 1]
-            start = 0
-    if pending:
-        yield bytes(pending)
 
 
 async def _write_pipe(fd: int, data: bytes) -> None:

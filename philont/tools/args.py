@@ -27,7 +27,7 @@ from pydantic import (
 
 from philont.domain.kinds import FactKind
 from philont.domain.recurrence import MAX_INTERVAL_MS, MIN_INTERVAL_MS
-from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
+from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS, SECONDS_SIZED_MS, seconds_sized
 from philont.schemas.inputs import (
     Confidence,
     FactKey,
@@ -56,7 +56,7 @@ from philont.schemas.planning import (
 
 def _time_value(value: object) -> str | int:
     """ISO-8601 text (read by the handler, in ``timezone``), or whole epoch milliseconds in
-    the supported times (the range the schema advertises)."""
+    the supported times and not the size of epoch seconds (the ranges the schema advertises)."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool) or not isinstance(value, int):
@@ -66,6 +66,9 @@ def _time_value(value: object) -> str | int:
             f"{value} epoch milliseconds is outside the supported times "
             f"({MIN_EPOCH_MS}..{MAX_EPOCH_MS})"
         )
+    problem = seconds_sized(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -76,11 +79,14 @@ TimeValue = Annotated[
         {
             "anyOf": [
                 {"type": "string"},
-                {"type": "integer", "minimum": MIN_EPOCH_MS, "maximum": MAX_EPOCH_MS},
+                {"type": "integer", "minimum": SECONDS_SIZED_MS, "maximum": MAX_EPOCH_MS},
+                {"type": "integer", "minimum": MIN_EPOCH_MS, "maximum": -SECONDS_SIZED_MS},
+                {"type": "integer", "minimum": 0, "maximum": 0},  # the same instant in seconds
             ],
             "description": (
                 "ISO-8601 time with an offset (2026-04-22T09:00:00+02:00, or Z for UTC), or "
-                "epoch milliseconds. Text without an offset is read in `timezone`."
+                "epoch milliseconds (13 digits today; epoch seconds are refused). Text without "
+                "an offset is read in `timezone`."
             ),
         }
     ),

@@ -95,9 +95,29 @@ def _parse_arguments(
         _check_size(_json_size(arguments) if logged is None else len(logged.encode("utf-8")))
         return raw, logged
     if not isinstance(arguments, Mapping):
-        raise _Failure("invalid_arguments", "arguments must be a JSON object")
+        raise _Failure(
+            "invalid_arguments", f"arguments must be a JSON object, {not_an_object(arguments)}"
+        )
     raw = dict(arguments)
     return raw, _logged_json(raw)
+
+
+_JSON_TYPES = {str: "a JSON string", list: "a JSON array", bool: "true or false", int: "a number",
+               float: "a number", type(None): "null"}  # fmt: skip
+
+
+def not_an_object(value: object) -> str:
+    """What was given instead of an object, and, for text that holds one, that the arguments
+    were encoded twice (a host that serialized the model's JSON once more)."""
+    got = f"got {_JSON_TYPES.get(type(value), type(value).__name__)}"
+    if isinstance(value, str):
+        try:
+            inner = json.loads(value)
+        except (ValueError, RecursionError):
+            return got
+        if isinstance(inner, dict):
+            return f"{got} holding one: the arguments were JSON-encoded twice; send the object"
+    return got
 
 
 def _logged_json(raw: dict[str, Any]) -> ObjectJson | None:

@@ -11,7 +11,7 @@ from philont.db.types import dumps_compact
 from philont.domain.kinds import AccessTarget, FactKind, SkillKind
 from philont.domain.maturity import caveat
 from philont.domain.series import all_day_dates
-from philont.domain.timeparse import event_times, iso, parse_time
+from philont.domain.timeparse import event_times, iso, parse_time, wall_note
 from philont.domain.timepolicy import clamp
 from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRangeError
 from philont.memory import Memory
@@ -219,10 +219,18 @@ def create_calendar_event(
     repeat = f", repeating {event.rrule}" if event.rrule else ""
     days = all_day_dates(event.starts_at, event.ends_at, event.timezone)
     kind, when = ("", f"@ {iso(event.starts_at)}") if days is None else ("all-day ", _days(*days))
-    return ToolOutput(
-        f"Created {kind}calendar event '{_inline(event.title)}' {when} ({event.timezone}{repeat})",
-        _dump(event),
+    text = (
+        f"Created {kind}calendar event '{_inline(event.title)}' {when} ({event.timezone}{repeat})"
     )
+    notes = _wall_notes(args.timezone, starts_at=args.starts_at, ends_at=args.ends_at)
+    return ToolOutput(text + notes, _dump(event))
+
+
+def _wall_notes(tz: str, **given: object) -> str:
+    """Lines saying where a local time the zone skips or repeats was placed (see
+    :func:`philont.domain.timeparse.wall_note`), so the model can tell the user or correct it."""
+    notes = [note for name, v in given.items() if (note := wall_note(v, field=name, tz=tz))]
+    return "".join(f"\nNote: {note}" for note in notes)
 
 
 def _days(first: date, last: date) -> str:
@@ -322,6 +330,7 @@ def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContex
     text = f"Scheduled task '{name}' [{how}, {kind}], first run @ {first}"
     if replaced:
         text += f" (replaced {replaced} older task(s) with the same name)"
+    text += _wall_notes(args.timezone, at=args.at)
     if at is not None and RECURRING_WORDS.search(args.message):
         text += (
             ". Note: this fires once; for a repeating reminder call schedule_reminder again "

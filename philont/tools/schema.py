@@ -3,7 +3,11 @@ the argument models."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import json
+from typing import Annotated, Any
+
+from pydantic import TypeAdapter
 
 from philont.tools.registry import REGISTRY, Tool
 
@@ -17,10 +21,33 @@ def parameters_schema(tool: Tool[Any]) -> dict[str, Any]:
     cleaned: dict[str, Any] = _clean(schema, defs)
     required = set(cleaned.get("required", ()))
     cleaned["properties"] = {
-        name: prop if name in required else _nullable(prop)
+        name: _described(tool, name, prop if name in required else _nullable(prop))
         for name, prop in cleaned["properties"].items()
     }
     return cleaned
+
+
+def _described(tool: Tool[Any], name: str, prop: dict[str, Any]) -> dict[str, Any]:
+    """``prop`` with its input type's description (how a time is written, ...) added to the
+    argument's own when the schema lost it: pydantic lets a required argument's description
+    replace its type's (an optional one keeps it on its branch)."""
+    own = _type_description(tool.name, name)
+    if not own or own in json.dumps(prop, ensure_ascii=False):
+        return prop
+    given = prop.get("description")
+    return {**prop, "description": f"{given} {own}" if given else own}
+
+
+@functools.cache
+def _type_description(tool: str, name: str) -> str | None:
+    """The description the input type of ``tool``'s argument ``name`` gives itself, if any."""
+    field = REGISTRY[tool].args_model.model_fields[name]
+    annotation: Any = field.annotation
+    if field.metadata:
+        annotation = Annotated[(annotation, *field.metadata)]
+    schema = TypeAdapter(annotation).json_schema()
+    found = schema.get("description")
+    return found if isinstance(found, str) else None
 
 
 def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +138,11 @@ def _strict_value(node: dict[str, Any], *, nullable: bool) -> dict[str, Any]:
     """One property: typed branches only (nested anyOf flattened), null added when the
     argument is optional, unsupported keywords dropped, the description kept."""
     description = " ".join(_descriptions(node))
-    branches = [b for b in map(_strict_branch, _flatten(node)) if b is not None]
+    branches: list[dict[str, Any]] = []
+    for branch in map(_strict_branch, _flatten(node)):
+        # two ranges of one type (a time's integers) are one branch without their bounds
+        if branch is not None and branch not in branches:
+            branches.append(branch)
     if nullable and {"type": "null"} not in branches:
         branches.append({"type": "null"})
     out: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}

@@ -6,6 +6,7 @@ read, and nothing the SDK itself reads is refused."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -57,13 +58,26 @@ def messages(draw: st.DrawFn) -> dict[str, Any]:
     return message
 
 
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    return all(_finite(v) for v in value) if isinstance(value, list) else True
+
+
 def _sdk_reads(line: bytes) -> bool:
-    """Whether the SDK's own transport and session read ``line`` as a message they handle."""
+    """Whether the SDK's own transport and session read ``line`` as a message they handle
+    (and a tool call's arguments as they were sent: a number that is not finite is ``null``
+    once the SDK has re-read the request)."""
     try:
         message = types.JSONRPCMessage.model_validate_json(line.decode("utf-8"))
     except (UnicodeDecodeError, ValidationError):
         return False
     root = message.root
+    calls = isinstance(root, types.JSONRPCRequest) and root.method == "tools/call"
+    if calls and not _finite((root.params or {}).get("arguments")):  # type: ignore[union-attr]
+        return False
     if isinstance(root, types.JSONRPCRequest):
         union: Any = types.ClientRequest
     elif isinstance(root, types.JSONRPCNotification):

@@ -125,7 +125,7 @@ SEMANTIC: dict[str, st.SearchStrategy[Any]] = {
 }
 """Arguments with a rule beyond their schema, and valid values for their text."""
 CALENDAR_RANGE = (
-    int(datetime(1971, 1, 1, tzinfo=UTC).timestamp() * 1000),
+    int(datetime(1974, 1, 1, tzinfo=UTC).timestamp() * 1000),  # milliseconds, not seconds' size
     int(datetime(2200, 1, 1, tzinfo=UTC).timestamp() * 1000),
 )
 

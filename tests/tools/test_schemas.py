@@ -217,3 +217,31 @@ def test_cancel_schedule_describes_name_as_the_task_to_cancel(shape: str) -> Non
     name = SHAPES[shape]["cancel_schedule"]["parameters"]["properties"]["name"]["description"]
     assert name.startswith("The exact name of the task to cancel"), name
     assert "replace" not in name
+
+
+def _type_descriptions() -> list[tuple[str, str, str]]:
+    """(tool, argument, the description its input type gives itself) for every such argument."""
+    from typing import Annotated
+
+    from pydantic import TypeAdapter
+
+    found = []
+    for tool in sorted(PLAIN):
+        for name, field in tools.REGISTRY[tool].args_model.model_fields.items():
+            annotation = field.annotation
+            if field.metadata:
+                annotation = Annotated[(annotation, *field.metadata)]
+            own = TypeAdapter(annotation).json_schema().get("description")
+            if own:
+                found.append((tool, name, own))
+    return found
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize(("tool", "name", "own"), _type_descriptions())
+def test_every_argument_says_what_its_type_says(tool: str, name: str, own: str, shape: str) -> None:
+    """A required argument with a description of its own lost its type's (pydantic replaces
+    it): create_calendar_event's starts_at never said how a time is written (an offset, or
+    read in `timezone`; epoch milliseconds), while the optional ends_at did."""
+    prop = SHAPES[shape][tool]["parameters"]["properties"][name]
+    assert own in str(prop), (tool, name, prop)
