@@ -16,7 +16,16 @@ from philont.domain import wallclock
 from philont.domain.timepolicy import given_epoch_ms, instant, validate_timezone, zone
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
-__all__ = ["all_day_span", "date_alone", "event_times", "iso", "parse_time", "wall_note", "zone"]
+__all__ = [
+    "all_day_span",
+    "date_alone",
+    "event_times",
+    "iso",
+    "parse_time",
+    "shown_at",
+    "wall_note",
+    "zone",
+]
 
 
 def parse_time(
@@ -210,3 +219,34 @@ def iso(value: datetime) -> str:
         utc.second,
         utc.microsecond // 1000,
     )
+
+
+UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu"})
+"""Zone names that are UTC itself: an item in one of them is shown as the UTC instant alone."""
+
+
+def shown_at(value: datetime, tz: str | None) -> str:
+    """How a tool's text shows an instant that belongs to a zone: its wall time there with the
+    zone's offset at that instant, then the UTC instant, ``2026-03-30 09:00+02:00 Europe/Berlin
+    = 2026-03-30T07:00:00.000Z`` (the offset tells the two passes of a repeated hour apart;
+    seconds appear when the wall time has them). No zone, a UTC zone, or a zone that cannot
+    be read (a row another program wrote): :func:`iso` alone."""
+    if tz is None or tz in UTC_NAMES:
+        return iso(value)
+    try:
+        local = value.astimezone(zone(tz))
+    except (InvalidInputError, ValueError, OverflowError):
+        return iso(value)
+    offset = local.utcoffset() or timedelta(0)
+    sign, size = ("-", -offset) if offset < timedelta(0) else ("+", offset)
+    minutes, seconds = divmod(int(size.total_seconds()), 60)
+    off = f"{sign}{minutes // 60:02d}:{minutes % 60:02d}" + (f":{seconds:02d}" if seconds else "")
+    wall = "%04d-%02d-%02d %02d:%02d" % (  # noqa: UP031 - as iso(): years below 1000 too
+        local.year,
+        local.month,
+        local.day,
+        local.hour,
+        local.minute,
+    )
+    wall += f":{local.second:02d}" if local.second else ""
+    return f"{wall}{off} {tz} = {iso(value)}"

@@ -7,13 +7,22 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import FromClause, Label, type_coerce
+from sqlalchemy import ColumnElement, FromClause, Label, type_coerce
+from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.types import NullType
 
 from philont.domain.timepolicy import stored_instant
 from philont.errors import InvalidInputError
 
-__all__ = ["SKIPPED_SHOWN", "Row", "optional_instant", "optional_text", "raw_columns", "text_value"]
+__all__ = [
+    "SKIPPED_SHOWN",
+    "Row",
+    "code_point_order",
+    "optional_instant",
+    "optional_text",
+    "raw_columns",
+    "text_value",
+]
 
 Row = Mapping[Any, Any]
 """A row as the database handed it over (``Row._mapping``)."""
@@ -26,6 +35,15 @@ def raw_columns(table: FromClause) -> list[Label[Any]]:
     """Every column of ``table`` as the database hands it over (no type conversion), labelled
     with its attribute key."""
     return [type_coerce(col, NullType()).label(col.key) for col in table.c]
+
+
+def code_point_order(column: InstrumentedAttribute[str], session: Session) -> ColumnElement[str]:
+    """``column`` to sort by in code point order, as Python compares text and as SQLite's BINARY
+    collation does: PostgreSQL's default collation follows the server's locale, so listings
+    tied on time would otherwise come back in another order there."""
+    if session.get_bind().dialect.name == "postgresql":
+        return column.collate("C")
+    return column.expression
 
 
 def text_value(row: Row, name: str) -> str:

@@ -102,7 +102,7 @@ class _Listing:
 
     limit: int
     per_series: int | None = None
-    kept: list[tuple[tuple[datetime, datetime, str], Occurrence]] = field(default_factory=list)
+    kept: list[tuple[tuple[datetime, str, str], Occurrence]] = field(default_factory=list)
     capped: dict[str, int] = field(default_factory=dict)
     total: int = 0
     exact: bool = True
@@ -116,7 +116,7 @@ class _Listing:
         self, event: CalendarEventRecord, items: tuple[tuple[datetime, datetime | None], ...]
     ) -> None:
         for start, end in items:
-            key = (start, event.starts_at, event.id)
+            key = (start, event.title, event.id)  # a tie on time: by title, then id
             if len(self.kept) >= self.limit and key >= self.kept[-1][0]:
                 continue
             days = series.all_day_dates(start, end, event.timezone) if event.all_day else None
@@ -306,10 +306,12 @@ class CalendarService(Service):
     # --- reading one ----------------------------------------------------------------------------
 
     def _raw(self, *where: ColumnElement[bool], limit: int | None = None) -> list[_rows.Row]:
+        """Rows by start, then title (code point order), then id: the order of listings."""
+        title = _rows.code_point_order(CalendarEvent.title, self.session)
         stmt = (
             select(*_rows.raw_columns(_TABLE))
             .where(*where)
-            .order_by(CalendarEvent.starts_at, CalendarEvent.id)
+            .order_by(CalendarEvent.starts_at, title, CalendarEvent.id)
             .limit(limit)
         )
         return [row._mapping for row in self.session.execute(stmt)]
@@ -369,7 +371,8 @@ class CalendarService(Service):
         limit: int = DEFAULT_LISTING_LIMIT,
         per_series: int | None = None,
     ) -> CalendarListing:
-        """The earliest ``limit`` occurrences overlapping ``[start, end]`` and how many there are.
+        """The earliest ``limit`` occurrences overlapping ``[start, end]`` and how many there are;
+        ordered by start, then title (code point order, on every backend), then event id.
         ``per_series``: at most that many occurrences of one recurring event (the earliest),
         so that one frequent series cannot hide every other event; the series cut short are
         named in ``capped_series``.

@@ -245,8 +245,9 @@ class ScheduleService(Service):
         listed, and one paused into the window is listed at its resume time). Runs that were due
         before ``start`` and are not held by a pause have not fired yet; they are included with
         ``overdue=True`` because they fire at the next poll. ``end < start``:
-        :class:`~philont.errors.InvalidTimeRangeError`. Ordered and limited in SQL; rows whose
-        values cannot be read are skipped and counted, never fatal.
+        :class:`~philont.errors.InvalidTimeRangeError`. Ordered by run time, then name (code
+        point order, on every backend), then id, and limited in SQL; rows whose values cannot be
+        read are skipped and counted, never fatal.
         """
         lo = _aware(start, "start")
         hi = _aware(end, "end")
@@ -265,7 +266,7 @@ class ScheduleService(Service):
         stmt = (
             select(*_rows.raw_columns(_TABLE))
             .where(due)
-            .order_by(run_at, Schedule.created_at, Schedule.id)
+            .order_by(run_at, _rows.code_point_order(Schedule.name, self.session), Schedule.id)
             .limit(limit)
         )
         runs: builtins.list[UpcomingRun] = []

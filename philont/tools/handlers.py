@@ -11,7 +11,7 @@ from philont.db.types import dumps_compact
 from philont.domain.kinds import AccessTarget, FactKind, SkillKind
 from philont.domain.maturity import caveat
 from philont.domain.series import all_day_dates
-from philont.domain.timeparse import event_times, iso, parse_time, wall_note
+from philont.domain.timeparse import event_times, iso, parse_time, shown_at, wall_note
 from philont.domain.timepolicy import clamp
 from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRangeError
 from philont.memory import Memory
@@ -216,12 +216,13 @@ def create_calendar_event(
         rrule=args.rrule,
         external_ref=args.external_ref,
     )
-    repeat = f", repeating {event.rrule}" if event.rrule else ""
+    repeat = f"repeating {event.rrule}" if event.rrule else ""
     days = all_day_dates(event.starts_at, event.ends_at, event.timezone)
-    kind, when = ("", f"@ {iso(event.starts_at)}") if days is None else ("all-day ", _days(*days))
-    text = (
-        f"Created {kind}calendar event '{_inline(event.title)}' {when} ({event.timezone}{repeat})"
-    )
+    if days is None:
+        kind, when = "", _at(event.starts_at, event.timezone, repeat)
+    else:
+        kind, when = "all-day ", f"{_days(*days)} ({_joined(event.timezone, repeat)})"
+    text = f"Created {kind}calendar event '{_inline(event.title)}' {when}"
     notes = _wall_notes(args.timezone, starts_at=args.starts_at, ends_at=args.ends_at)
     return ToolOutput(text + notes, _dump(event))
 
@@ -233,26 +234,43 @@ def _wall_notes(tz: str, **given: object) -> str:
     return "".join(f"\nNote: {note}" for note in notes)
 
 
+def _joined(*parts: str) -> str:
+    return ", ".join(p for p in parts if p)
+
+
+def _at(when: datetime, tz: str, *notes: str) -> str:
+    """``@`` and an instant of an item in zone ``tz`` (:func:`shown_at`: its wall time there and
+    the UTC instant), then ``notes`` in parentheses; the zone joins them when the time shown
+    does not name it (a UTC zone, or one that cannot be read)."""
+    shown = shown_at(when, tz)
+    named = shown != iso(when)
+    inside = _joined(*notes) if named else _joined(tz, *notes)
+    return f"@ {shown}" + (f" ({inside})" if inside else "")
+
+
 def _days(first: date, last: date) -> str:
     """An all-day event's days: ``on 2026-12-04`` or ``2026-12-04 to 2026-12-06``."""
     return f"on {first}" if first == last else f"{first} to {last}"
 
 
 def _upcoming_items(events: CalendarListing, runs: ScheduleListing) -> list[_Item]:
-    """Event and task lines, soonest first (events before tasks at the same time)."""
+    """Event and task lines, soonest first; at the same time events before tasks, each in the
+    order their service lists them (by title or name, then id)."""
     items: list[_Item] = []
     for o in events.occurrences:
-        repeat = f", {_inline(o.event.rrule)}" if o.event.rrule else ""
+        repeat = _inline(o.event.rrule) if o.event.rrule else ""
         if o.first_day is not None and o.last_day is not None:
-            when, where = _days(o.first_day, o.last_day), f"all day, {o.event.timezone}{repeat}"
+            days = _days(o.first_day, o.last_day)
+            when = f"{days} ({_joined('all day', o.event.timezone, repeat)})"
         else:
-            when, where = f"@ {iso(o.starts_at)}", f"{o.event.timezone}{repeat}"
-        line = f"- [event] {_inline(o.event.title)} {when} ({where})"
+            when = _at(o.starts_at, o.event.timezone, repeat)
+        line = f"- [event] {_inline(o.event.title)} {when}"
         items.append((o.starts_at, 0, line, o))
     for r in runs.runs:
         late = " (overdue)" if r.overdue else ""
         name, action = _inline(r.schedule.name), r.schedule.action_type
-        items.append((r.run_at, 1, f"- [task] {name} @ {iso(r.run_at)} ({action}){late}", r))
+        when = shown_at(r.run_at, r.schedule.cron_timezone)
+        items.append((r.run_at, 1, f"- [task] {name} @ {when} ({action}){late}", r))
     items.sort(key=lambda item: item[:2])
     return items
 
@@ -326,7 +344,7 @@ def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContex
     )
     how = {"once": "one-time"}.get(record.kind, f"recurring ({record.cron_expr})")
     kind = "🤖 autonomous" if args.action_type == "autonomous_turn" else "🔔 prompt"
-    name, first = _inline(record.name), iso(record.next_run_at)
+    name, first = _inline(record.name), shown_at(record.next_run_at, record.cron_timezone)
     text = f"Scheduled task '{name}' [{how}, {kind}], first run @ {first}"
     if replaced:
         text += f" (replaced {replaced} older task(s) with the same name)"
