@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from philont.errors import (
     ModelUnavailableError,
 )
 from philont.llm.base import Completion, estimate_tokens, require_text
+from philont.schemas.inputs import loads_unique
 
 __all__ = ["Answer", "ScriptedModel", "task_of"]
 
@@ -72,15 +72,18 @@ class ScriptedModel:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
-        """A :meth:`by_task` client from a JSON object file mapping task names to answers."""
+        """A :meth:`by_task` client from a JSON object file mapping task names to answers.
+        A file that cannot be read is :class:`~philont.errors.FilePathError`; one that is not
+        UTF-8 JSON (a byte order mark allowed), gives a task twice or an answer that is not
+        text, :class:`~philont.errors.InvalidInputError`."""
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            raw = Path(path).read_bytes()
         except OSError as exc:  # the path named cannot be used: as any file path
             reason = f"cannot read the model script ({exc.strerror or exc})"
             raise FilePathError(str(path), reason) from exc
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
+        try:  # UTF-8 (a BOM allowed), no key given twice: which answer is meant is not known
+            data = loads_unique(raw.decode("utf-8-sig"))
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, RepeatedKeyError too
             raise InvalidInputError(f"cannot read the model script {str(path)!r}: {exc}") from exc
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
             raise InvalidInputError(

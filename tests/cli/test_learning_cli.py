@@ -273,3 +273,18 @@ def test_each_batch_is_one_line_however_long(chatty: Path, tmp_path: Path) -> No
     line, *rest = output.splitlines()
     assert len(line) > 80 and line.endswith("reflection answer: no JSON array in the answer")
     assert rest == ["nothing_new"]
+
+
+@pytest.mark.parametrize(
+    "content", [b'{"reflect": "caf\xe9"}', b'{"reflect": "[]", "reflect": "x"}', b"[" * 3_000]
+)
+def test_a_model_script_that_cannot_be_read_is_one_line(
+    chatty: Path, tmp_path: Path, content: bytes
+) -> None:
+    # A Latin-1 script was a UnicodeDecodeError traceback, a deep one a RecursionError.
+    path = tmp_path / "script.json"
+    path.write_bytes(content)
+    code, output = run("consolidate", "--db", str(chatty), "--model", f"scripted:{path}", "--once")
+    assert code == 1, output
+    assert output.startswith("error (invalid_input): cannot read the model script"), output
+    assert len(output.strip().splitlines()) == 1, output

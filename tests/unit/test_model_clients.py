@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from philont.errors import (
     InvalidInputError,
@@ -328,3 +330,43 @@ def test_the_scripted_model_estimates_tokens_from_prompt_and_answer() -> None:
 )
 def test_the_task_of_a_prompt_is_its_first_line_marker(prompt: str, task: str | None) -> None:
     assert task_of(prompt) == task
+
+
+_NOT_UTF8 = st.binary(min_size=1, max_size=40).filter(lambda b: not _utf8(b))
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    content=st.one_of(
+        _NOT_UTF8.map(lambda b: b'{"reflect": "' + b + b'"}'),  # Latin-1 text, binary junk
+        st.sampled_from([b"\xff\xfe{}", b'{"reflect": "\xe9t\xe9"}']),
+        st.integers(1, 3).map(lambda n: b'{"reflect": "[]", ' * n + b'"reflect": "x"' + b"}" * n),
+        st.integers(2_000, 5_000).map(lambda n: b"[" * n + b"]" * n),  # nested past the limit
+    )
+)
+def test_a_model_script_that_cannot_be_read_is_refused_by_name(
+    tmp_path: Path, content: bytes
+) -> None:
+    # A script that was not UTF-8 raised UnicodeDecodeError (a traceback on the command line),
+    # one nested too deep RecursionError; a key given twice was read as its last value.
+    path = tmp_path / "script.json"
+    path.write_bytes(content)
+    with pytest.raises(InvalidInputError) as caught:
+        model_from_spec(f"scripted:{path}")
+    assert caught.value.message.startswith(f"cannot read the model script {str(path)!r}")
+
+
+def test_a_model_script_may_begin_with_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"reflect": "[]"}).encode())
+    assert model_from_spec(f"scripted:{path}").complete("TASK: reflect\n").text == "[]"
