@@ -76,8 +76,7 @@ class ModelJudge:
     def judge(self, run: Run) -> JudgeResult:
         prompt = judge_prompt(run, max_chars=self.max_chars, total=self.max_prompt_chars)
         completion = ask(self.model, prompt)
-        values = {v.value for v in Verdict}
-        found = first_object(completion.text, lambda obj: obj.get("verdict") in values)
+        found = first_object(completion.text, _has_verdict)
         if found is None:
             return JudgeResult(
                 Verdict.UNSURE, "no verdict in the judge's answer", completion.tokens_used
@@ -85,6 +84,17 @@ class ModelJudge:
         reason = found.get("reason")
         text = reason[:1_000] if isinstance(reason, str) else ""
         return JudgeResult(Verdict(found["verdict"]), text, completion.tokens_used)
+
+
+_VERDICTS = frozenset(v.value for v in Verdict)
+
+
+def _has_verdict(obj: dict[str, Any]) -> bool:
+    """Whether an object of the judge's answer gives a verdict. Its value may be any JSON: a
+    list or an object (unhashable) was a TypeError that failed the batch as a model error,
+    asked again and again without end."""
+    verdict = obj.get("verdict")
+    return isinstance(verdict, str) and verdict in _VERDICTS
 
 
 def ask_judge(judge: Judge, run: Run) -> JudgeResult:

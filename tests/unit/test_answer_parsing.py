@@ -4,6 +4,7 @@ nothing half-written."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,6 +21,10 @@ from philont.learning.parse import (
     parse_skills,
     parse_summary,
 )
+from philont.learning.verify import ModelJudge
+from philont.learning.window import Run, ToolCall
+from philont.llm import ScriptedModel
+from philont.schemas.learning import Verdict
 from philont.services.skills import NAME_PATTERN
 
 NEGATIVE_TEMPLATE = "## Trigger\nrelative times\n## Avoid\nrunning now\n## Instead\nschedule it"
@@ -338,3 +343,19 @@ def test_a_cut_off_answer_keeps_whole_items_only(items: list[dict[str, Any]], da
     whole = parse_skills(body).proposals
     assert result.proposals == whole[: len(result.proposals)]
     _check_invariants(result)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(["verdict", "reason", "other"]), json_values), prose)
+def test_any_judge_answer_gives_a_verdict_never_an_exception(
+    answer: dict[str, Any], before: str
+) -> None:
+    # {"verdict": ["verified"]} was a TypeError (unhashable): the batch failed as a model
+    # error, and was asked again without end
+    judge = ModelJudge(ScriptedModel(lambda prompt: before + json.dumps(answer)))
+    run = Run("goal", (ToolCall(1, "s", "t", {}, "ok", True, datetime.now(UTC)),), "done")
+    result = judge.judge(run)
+    verdict = answer.get("verdict")
+    expected = verdict if isinstance(verdict, str) and verdict in set(Verdict) else "unsure"
+    assert result.verdict == Verdict(expected)
+    assert isinstance(result.reason, str)
