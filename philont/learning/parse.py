@@ -13,6 +13,7 @@ namespaces), and the skill rules (:mod:`philont.domain.skill_rules`) decide what
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import json
 import re
@@ -80,10 +81,6 @@ class JsonFound:
 # --- finding the JSON ---------------------------------------------------------------------------
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 class _Ambiguous(dict[str, Any]):
     """An object of the answer with a key given twice (``repeated``): which value was meant
     cannot be known, so the item holding it is rejected, not guessed (the rest is read). A key
@@ -110,11 +107,39 @@ class _UnreadableAnswer(ValueError):
     known (dict() kept the last one; an object under other keys gave its first list)."""
 
 
+class _Unreadable:
+    """What stands in an answer for a value the decoder cannot read: ``NaN`` or ``Infinity``,
+    a number of more digits than Python converts (``sys.get_int_max_str_digits``), an element
+    of the answer's array nested deeper than the decoder recurses or that is no JSON. Only the
+    item holding it is rejected: the decoder's error used to end the answer there (every item
+    after it lost, the answer said to be cut off) or make it unreadable as a whole."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"<{self.reason}>"
+
+
+def _no_constants(name: str) -> _Unreadable:
+    return _Unreadable(f"{name} is not JSON")
+
+
+def _int(text: str) -> int | _Unreadable:
+    try:
+        return int(text)
+    except ValueError:
+        return _Unreadable(f"a number of {len(text)} digits cannot be read")
+
+
 def _repeated(item: Any) -> str | None:
-    """Why ``item`` is ambiguous (a key given twice in an object anywhere in it), or None."""
+    """Why ``item`` cannot be used as it is written (a key given twice in an object anywhere
+    in it, a value the decoder could not read), or None."""
     todo = [item]
     while todo:
         value = todo.pop()
+        if isinstance(value, _Unreadable):
+            return value.reason
         if isinstance(value, _Ambiguous):
             return (
                 f"the key {value.repeated[:40]!r} appears twice in one object; which value is "
@@ -129,7 +154,7 @@ def _repeated(item: Any) -> str | None:
 
 # strict=False: models often put raw line breaks inside JSON strings (templates).
 _DECODER: Final = json.JSONDecoder(
-    parse_constant=_no_constants, strict=False, object_pairs_hook=_pairs
+    parse_constant=_no_constants, strict=False, object_pairs_hook=_pairs, parse_int=_int
 )
 
 
@@ -140,21 +165,47 @@ def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
         return None
 
 
-def _complete_prefix(text: str, start: int) -> list[Any]:
-    """The complete elements of a JSON array that starts at ``text[start] == '['`` but never
-    closes (the answer was cut off): every element that decodes whole, in order."""
+_TOKENS: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+def _bracket_ends(text: str) -> dict[int, int]:
+    """Where each bracket of ``text`` that is closed ends (one past its closing bracket),
+    strings skipped."""
+    ends: dict[int, int] = {}
+    opened: list[int] = []
+    for match in _TOKENS.finditer(text):
+        char = match.group()
+        if char in "[{":
+            opened.append(match.start())
+        elif char in "]}" and opened:
+            ends[opened.pop()] = match.end()
+    return ends
+
+
+def _elements(text: str, start: int, ends: Callable[[], dict[int, int]]) -> tuple[list[Any], bool]:
+    """The elements of the JSON array that starts at ``text[start] == '['``, as far as they
+    decode whole, in order, and whether the array closes after them (no: it was cut off, or
+    went on in no JSON). An object or array element that cannot be decoded (nested too deep,
+    not JSON) but closes is an :class:`_Unreadable` (its end found by ``ends()``, where each
+    bracket's match ends)."""
     items: list[Any] = []
     pos = start + 1
     length = len(text)
     while pos < length:
         while pos < length and text[pos] in " \t\r\n,":
             pos += 1
-        decoded = _decode_at(text, pos)
-        if decoded is None:
-            break
-        items.append(decoded[0])
-        pos = decoded[1]
-    return items
+        if text.startswith("]", pos):
+            return items, True
+        try:
+            value, pos = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError) as exc:
+            end = ends().get(pos)  # an object or array that closes: only it is lost
+            if end is None:
+                break
+            why = "nested too deep" if isinstance(exc, RecursionError) else "not JSON"
+            value, pos = _Unreadable(f"the item is {why}"), end
+        items.append(value)
+    return items, False
 
 
 def _as_list(value: Any, keys: tuple[str, ...]) -> list[Any] | None:
@@ -217,11 +268,12 @@ def _first_array(body: str, keys: tuple[str, ...]) -> tuple[list[Any], bool] | N
             return _chosen(found, start, spans), False
         if fallback is None:
             fallback = (found, start)
+    ends = functools.cache(lambda: _bracket_ends(body))
     for start in starts:
         if body[start] == "[":
-            prefix = _complete_prefix(body, start)
+            prefix, closed = _elements(body, start, ends)
             if any(isinstance(item, dict) for item in prefix):
-                return _chosen(prefix, start, spans), True
+                return _chosen(prefix, start, spans), not closed
     return None if fallback is None else (_chosen(*fallback, spans), False)
 
 
@@ -305,10 +357,10 @@ def _keywords(value: Any) -> tuple[str, ...]:
 
 def _skill(item: Any) -> SkillProposal:
     """One proposal from one item; raises ValueError with the reason."""
-    if not isinstance(item, dict):
-        raise ValueError(f"an item must be an object, got {type(item).__name__}")
     if (ambiguous := _repeated(item)) is not None:
         raise ValueError(ambiguous)
+    if not isinstance(item, dict):
+        raise ValueError(f"an item must be an object, got {type(item).__name__}")
     raw_name = item.get("name")
     if not isinstance(raw_name, str) or NAME_PATTERN.fullmatch(raw_name.strip()) is None:
         raise ValueError("name must be a kebab-case slug of 1..80 characters (a-z, 0-9, '-')")
@@ -394,13 +446,13 @@ def parse_extraction(text: object) -> ExtractionAnswer:
         if index >= MAX_ITEMS:
             rejected.append(Rejected(index, f"more than {MAX_ITEMS} items"))
             continue
+        if (ambiguous := _repeated(item)) is not None:
+            rejected.append(Rejected(index, ambiguous))
+            continue
         if not isinstance(item, dict):
             rejected.append(
                 Rejected(index, f"an item must be an object, not {type(item).__name__}")
             )
-            continue
-        if (ambiguous := _repeated(item)) is not None:
-            rejected.append(Rejected(index, ambiguous))
             continue
         action = item.get("action")
         if action not in EXTRACTION_ACTIONS:

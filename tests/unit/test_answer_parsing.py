@@ -151,7 +151,20 @@ CASES: list[tuple[str, str, list[str], list[str], str | None]] = [
         ["twice"],
         None,
     ),
-    ("NaN is not JSON", '[{"name": "a", "x": NaN}]', [], [], "no JSON array"),
+    (  # the item holding it is rejected; the whole answer was unreadable
+        "NaN is not JSON",
+        '[{"name": "a", "x": NaN}, ' + json.dumps(skill("fine-one")) + "]",
+        ["fine-one"],
+        ["NaN is not JSON"],
+        None,
+    ),
+    (  # the rest was lost and the answer said to be cut off
+        "an item that is no JSON, between two that are",
+        "[" + json.dumps(skill("one")) + ", {'name': 'two'}, " + json.dumps(skill("three")) + "]",
+        ["one", "three"],
+        ["not JSON"],
+        None,
+    ),
 ]
 
 
@@ -359,3 +372,40 @@ def test_any_judge_answer_gives_a_verdict_never_an_exception(
     expected = verdict if isinstance(verdict, str) and verdict in set(Verdict) else "unsure"
     assert result.verdict == Verdict(expected)
     assert isinstance(result.reason, str)
+
+
+UNREADABLE_ITEMS = st.one_of(
+    st.integers(4_301, 6_000).map(lambda n: '{"name": "big", "value": ' + "9" * n + "}"),
+    st.sampled_from(["NaN", "Infinity", "-Infinity"]).map(lambda c: '{"value": ' + c + "}"),
+    st.integers(1_100, 3_000).map(lambda n: '{"value": ' + "[" * n + "]" * n + "}"),
+    st.integers(1_100, 3_000).map(lambda n: "[" * n + "]" * n),
+    st.sampled_from(["{'name': 'x'}", '{"a": 1,}', '{"a": [1, 2,]}', '{"a" 1}', '{"a": tru}']),
+)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    st.lists(proposal_items, min_size=1, max_size=4, unique_by=lambda item: item["name"]),
+    UNREADABLE_ITEMS,
+    st.data(),
+)
+def test_an_item_the_decoder_cannot_read_loses_only_itself(
+    items: list[dict[str, Any]], bad: str, data: st.DataObject
+) -> None:
+    # A number of more than 4,300 digits, a NaN, a value nested too deep or an item that is
+    # no JSON made the whole answer unreadable or ended it there ("cut off"): every other
+    # item was lost (the batch was asked again, and its last attempt kept nothing).
+    at = data.draw(st.integers(0, len(items)))
+    texts = [json.dumps(item, ensure_ascii=False) for item in items]
+    answer = "[" + ", ".join([*texts[:at], bad, *texts[at:]]) + "]"
+    result = parse_skills(answer)
+    assert [p.name for p in result.proposals] == [item["name"] for item in items]
+    assert [r.index for r in result.rejected] == [at]
+    assert result.problem is None and not result.truncated
+    notes = [{"action": "store_note", "content": item["name"]} for item in items]
+    texts = [json.dumps(note) for note in notes]
+    answer = "[" + ", ".join([*texts[:at], bad, *texts[at:]]) + "]"
+    extraction = parse_extraction(answer)
+    assert [a.arguments for a in extraction.actions] == [{"content": n["content"]} for n in notes]
+    assert [r.index for r in extraction.rejected] == [at]
+    assert extraction.problem is None and not extraction.truncated
