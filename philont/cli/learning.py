@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -133,7 +134,7 @@ def consolidate(
 ) -> None:
     """Consolidate the timeline when it has been idle: facts, notes, skills and summaries from
     each new batch of messages. Loops until SIGINT/SIGTERM (a batch in progress is finished
-    first); --once runs one tick (exit 1 if a batch failed)."""
+    first; a second signal stops at once); --once runs one tick (exit 1 if a batch failed)."""
     from philont.learning import ConsolidatorConfig, LearningConfig
     from philont.schemas.learning import ConsolidationStatus
 
@@ -188,13 +189,25 @@ def _worker(
     return store, worker
 
 
+STOPPING = (
+    "stopping once the batch in progress is written (a model may take minutes); "
+    "Ctrl-C again to stop now, giving it up\n"
+)
+
+
 @contextmanager
 def _stop_on_signals() -> Iterator[threading.Event]:
-    """An event SIGINT and SIGTERM set (instead of killing the process mid-batch)."""
+    """An event SIGINT and SIGTERM set (instead of killing the process mid-batch), saying so
+    on stderr; a second one stops now (``KeyboardInterrupt``: the batch in progress is given
+    up, uncounted, and the command says ``interrupted``, exit 130). The second one used to be
+    ignored too: the command went on until the batch was done, however long its model took."""
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
         stop.set()
+        os.write(2, STOPPING.encode())  # not the console: it may be printing right now
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -66,7 +66,7 @@ COMMANDS = {
         "learning:consolidate",
         "Consolidate the timeline when it has been idle: facts, notes, skills and summaries from\n"
         "each new batch of messages. Loops until SIGINT/SIGTERM (a batch in progress is finished\n"
-        "first); --once runs one tick (exit 1 if a batch failed).",
+        "first; a second signal stops at once); --once runs one tick (exit 1 if a batch failed).",
     ),
     "embed": Lazy(
         "embed:embed",

@@ -11,10 +11,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from philont import Memory
 from philont.cli import app
+from philont.db.models import LearningBatch
 from philont.learning import CaseBook, JudgeResult, Run, ToolCall
 from philont.learning.consolidate import read_cursor
 from philont.schemas.learning import Verdict
@@ -288,3 +290,43 @@ def test_a_model_script_that_cannot_be_read_is_one_line(
     assert code == 1, output
     assert output.startswith("error (invalid_input): cannot read the model script"), output
     assert len(output.strip().splitlines()) == 1, output
+
+
+SIGNALLED_TWICE = """
+import os, signal, sys
+from philont.cli import app, learning
+from philont.llm import ScriptedModel
+
+def extract(prompt):
+    os.kill(os.getpid(), signal.{first})  # the batch goes on
+    os.kill(os.getpid(), signal.{second})  # stop now
+    return "[]"
+
+learning.model_from_spec = lambda spec, base_url=None: ScriptedModel.by_task(
+    {{"extract": extract, "reflect": "[]", "summarize": "s"}}
+)
+app(["consolidate", "--db", sys.argv[1], "--model", "scripted:-", "--backlog",
+     "--idle-after", "0", "--batch-size", "2", "--min-messages", "1", "--json", *sys.argv[2:]])
+"""
+
+
+@pytest.mark.parametrize("once", [["--once"], []])
+@pytest.mark.parametrize(("first", "second"), [("SIGINT", "SIGINT"), ("SIGTERM", "SIGINT")])
+def test_a_second_signal_stops_consolidate_now(
+    chatty: Path, once: list[str], first: str, second: str
+) -> None:
+    # The second Ctrl-C was ignored like the first: the command went on until the batch was
+    # written, however long the model took (minutes with a slow server), and said nothing.
+    proc = subprocess.run(
+        [sys.executable, "-c", SIGNALLED_TWICE.format(first=first, second=second),
+         str(chatty), *once],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 130, (proc.stdout, proc.stderr)
+    assert proc.stdout == ""  # no batch was written
+    assert proc.stderr.startswith("stopping once the batch in progress is written"), proc.stderr
+    assert proc.stderr.rstrip().endswith("interrupted"), proc.stderr
+    with Memory.open(chatty) as mem:
+        assert read_cursor(mem.session) is None
+        (batch,) = mem.session.scalars(select(LearningBatch)).all()
+        assert (batch.status, batch.attempts) == ("failed", 0)  # given up, uncounted
