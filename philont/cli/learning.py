@@ -24,6 +24,7 @@ from philont.cli.common import (
     DbOption,
     JsonOption,
     emit,
+    err,
     fail,
     open_store,
     out,
@@ -152,6 +153,9 @@ def consolidate(
         if once:
             with _stop_on_signals() as stop:  # a signal lets the batch in progress finish
                 reports = worker.tick(stop, on_report=lambda report: _print(report, as_json))
+            most = schedule.max_batches_per_tick
+            if len(reports) == most and reports[-1].status == ConsolidationStatus.CONSOLIDATED:
+                err.print(f"stopped after {most} batches, a tick's most: more may wait (run again)")
             if any(r.status == ConsolidationStatus.FAILED for r in reports):
                 raise typer.Exit(EXIT_ERROR)
             return

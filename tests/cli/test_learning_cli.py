@@ -330,3 +330,24 @@ def test_a_second_signal_stops_consolidate_now(
         assert read_cursor(mem.session) is None
         (batch,) = mem.session.scalars(select(LearningBatch)).all()
         assert (batch.status, batch.attempts) == ("failed", 0)  # given up, uncounted
+
+
+def test_consolidate_once_says_when_it_stopped_at_a_ticks_most(
+    tool_db: Path, tmp_path: Path
+) -> None:
+    # --once stopped after ten batches with exit 0 and nothing said: a history of more looked
+    # consolidated when most of it was waiting.
+    with Memory.open(tool_db) as mem:
+        start = mem.clock() - timedelta(hours=1)
+        for i in range(12):
+            mem.timeline.append(f"message {i}", at=start + timedelta(seconds=i))
+    model = script(tmp_path, extract="[]", reflect="[]", summarize="s")
+    args = ["consolidate", "--db", str(tool_db), "--model", model, "--once", "--backlog"]
+    args += ["--idle-after", "0", "--batch-size", "1", "--min-messages", "1"]
+    code, output = run(*args)
+    assert code == 0, output
+    assert output.count("consolidated batch") == 10
+    assert "stopped after 10 batches, a tick's most: more may wait (run again)" in output
+    code, output = run(*args)  # the other two: nothing said
+    assert code == 0 and output.count("consolidated batch") == 2, output
+    assert "more may wait" not in output
