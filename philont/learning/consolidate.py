@@ -73,6 +73,7 @@ from philont.learning.late import (
     watermarks,
 )
 from philont.learning.learner import Config, JudgeOf, Model
+from philont.learning.parse import storable
 from philont.learning.units import UnitsOf
 from philont.learning.window import Window
 from philont.log import get_logger
@@ -422,7 +423,10 @@ class Consolidator:
         retry_at = now + retry_delay(
             claim.attempts, base=self.schedule.retry_base, cap=self.schedule.retry_max
         )
-        error = f"{getattr(exc, 'code', type(exc).__name__)}: {exc}"[:1_000]
+        # the message may hold a client's or server's text: as it is, a NUL or a lone
+        # surrogate in it failed the row's write (the batch stayed claimed until its lease ran
+        # out, not backed off) and the report's printing (a traceback on the command line)
+        error = storable(f"{getattr(exc, 'code', type(exc).__name__)}: {exc}"[:1_000])
         try:
             self._mark_failed(claim, retry_at, error)
         except Exception:  # the claim then lapses with its lease, and the batch is retried

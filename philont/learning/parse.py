@@ -40,6 +40,7 @@ __all__ = [
     "parse_skills",
     "parse_summary",
     "problem_of",
+    "storable",
 ]
 
 MAX_ANSWER_CHARS: Final = 1_000_000
@@ -291,6 +292,13 @@ def _chosen(items: list[Any], start: int, spans: list[tuple[int, int, str]]) -> 
 # --- storable text ---------------------------------------------------------------------------
 
 
+def storable(text: str) -> str:
+    """Foreign text (a model's, a client's error message) as every backend stores it and every
+    output prints it: NUL characters dropped (PostgreSQL refuses them), lone surrogates as
+    U+FFFD (no database or UTF-8 output takes them)."""
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
 def _text_problem(value: str) -> str | None:
     """Why a string cannot be stored: a NUL (PostgreSQL text) or a lone surrogate."""
     if "\x00" in value:
@@ -385,7 +393,7 @@ def _skill(item: Any) -> SkillProposal:
 
 def _name_of(item: Any) -> str | None:
     name = item.get("name") if isinstance(item, dict) else None
-    return name[:80] if isinstance(name, str) else None
+    return storable(name[:80]) if isinstance(name, str) else None
 
 
 def parse_skills(text: object) -> SkillAnswer:
@@ -496,8 +504,7 @@ def parse_summary(text: object) -> str | None:
     fenced = _FENCE.fullmatch(body)
     if fenced:
         body = fenced.group(1).strip()
-    body = body.replace("\x00", "")
-    body = body.encode("utf-8", "replace").decode("utf-8")
+    body = storable(body)
     if not body:
         return None
     if len(body) > MAX_SUMMARY_CHARS:

@@ -20,7 +20,7 @@ from philont.domain.kinds import Role
 from philont.errors import InvalidInputError, ModelError
 from philont.finds import finds
 from philont.learning.lock import hold_learning_lock
-from philont.learning.parse import SkillAnswer, first_object, parse_skills
+from philont.learning.parse import SkillAnswer, first_object, parse_skills, storable
 from philont.learning.prompts import condense_prompt, judge_prompt
 from philont.learning.window import Run, ToolCall
 from philont.llm.base import ModelClient, ask, call_foreign, checked_tokens
@@ -190,11 +190,6 @@ def _verdict(row: JudgeVerdict, tokens: int) -> VerdictRecord:
     )
 
 
-def _clean(text: str) -> str:
-    """Text storable on every backend (PostgreSQL refuses NUL)."""
-    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
-
-
 class CaseBook(Service):
     """Cases and verdicts in one unit of work (flushes, never commits)."""
 
@@ -226,12 +221,12 @@ class CaseBook(Service):
             self.mem.session.add(
                 LearningCase(
                     id=case_id,
-                    goal=_clean(run.goal),
+                    goal=storable(run.goal),
                     trace=_trace_json(run.trace),
-                    result=_clean(run.result),
+                    result=storable(run.result),
                     session_id=run.session_id,
                     judge=judge,
-                    reason=_clean(result.reason) or None,
+                    reason=storable(result.reason) or None,
                     created_at=now,
                 )
             )
@@ -239,9 +234,9 @@ class CaseBook(Service):
         row = JudgeVerdict(
             case_id=case_id,
             session_id=run.session_id,
-            goal=_clean(run.goal),
+            goal=storable(run.goal),
             verdict=result.verdict.value,
-            reason=_clean(result.reason) or None,
+            reason=storable(result.reason) or None,
             judge=judge,
             skill_name=run.skill_name,
             retrieval_action_id=run.retrieval_action_id,

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import itertools
 import json
+from datetime import timedelta
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 from sqlalchemy import Engine
 
 from philont import tools
+from philont.db.models import LearningBatch
 from philont.errors import PhilontError
-from philont.learning import Learner
+from philont.learning import Consolidator, ConsolidatorConfig, Learner
 from philont.learning.extract import StoreNoteArgs
-from philont.llm import ScriptedModel
+from philont.llm import Completion, ScriptedModel
 from philont.memory import Memory
 from philont.schemas import inputs
 from tests.conftest import FakeClock
@@ -136,3 +138,54 @@ def test_a_lone_surrogate_is_refused_as_the_tool_and_the_argument_model_refuse_i
         expected = [_direct(mem, item) for item in items]
         report = Learner(mem, ScriptedModel([json.dumps(items)])).extract(session_id="s1")
         assert [(w.outcome, w.code, w.detail) for w in report.writes] == expected
+
+
+hostile_text = st.text(
+    alphabet=st.one_of(st.characters(), st.sampled_from(["\x00", "\ud800", "\udfff"])),
+    min_size=1,
+    max_size=12,
+)
+
+
+class _Model:
+    """Answers each task; its extraction fails with ``error`` when one is given."""
+
+    def __init__(self, reflect: str, error: Exception | None) -> None:
+        self.reflect, self.error = reflect, error
+
+    def complete(self, prompt: str) -> Completion:
+        if self.error is not None and prompt.startswith("TASK: extract"):
+            raise self.error
+        return Completion(self.reflect if prompt.startswith("TASK: reflect") else "[]", 1)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@example(text="\ud800", fails=True)
+@example(text="\x00", fails=True)
+@example(text="\ud800", fails=False)
+@given(text=hostile_text, fails=st.booleans())
+def test_foreign_text_in_a_batch_is_stored_and_reported_as_text(
+    engine: Engine, clock: FakeClock, text: str, fails: bool
+) -> None:
+    # A client's error message or a rejected proposal's name holding a NUL or a lone
+    # surrogate: the failed batch's row could not be written (it stayed claimed until its
+    # lease ran out, instead of backing off) and the report could not be printed (--json: a
+    # UnicodeEncodeError traceback, after the batch was written).
+    units = unit_factory(engine, clock)
+    with units() as unit:
+        Conversation(unit, clock).user("I moved to Berlin")
+    clock.advance(days=1)  # past an earlier example's backoff
+    reflect = json.dumps([{"name": text, "description": "d"}])  # rejected, by its name
+    model = _Model(reflect, RuntimeError(f"the server said {text}") if fails else None)
+    schedule = ConsolidatorConfig(backlog=True, min_messages=1, idle_after=timedelta(0))
+    report = Consolidator(units, model, clock=clock, schedule=schedule).run_once()
+    json.dumps(report.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
+    assert report.status == ("failed" if fails else "consolidated"), report
+    with units() as unit:
+        row = unit.session.get(LearningBatch, report.batch_id)
+        assert row is not None and row.status == ("failed" if fails else "done")
+        assert (row.last_error is not None) == fails
