@@ -1,9 +1,15 @@
 """The prompts of the loop. Each opens with ``TASK: <name>`` (scripted clients route on it) and
-puts the conversation between markers, as data to learn from, never as instructions."""
+puts the conversation between markers, as data to learn from, never as instructions.
+
+The data is one line per message and per tool call: a line break inside one (any that
+``str.splitlines`` knows) is shown as ``⏎``. Kept as it was, a message or a tool's result (a
+web page) could end the data early with a line ``END``, or pass for a turn of the user with a
+line ``[time] [user] ...``, and be taken for what the user said (a fact stored about them)."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Final
 
@@ -30,7 +36,14 @@ _MARKER_ROOM: Final = 60
 """Characters kept free for the "[… N earlier … left out]" line."""
 
 
+_LINE_BREAKS: Final = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+NEW_LINE: Final = "\u23ce"
+"""How a line break inside one message or tool call is shown (``⏎``)."""
+
+
 def _cut(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters of it (then ``…``)."""
+    text = _LINE_BREAKS.sub(NEW_LINE, text)
     return text if len(text) <= limit else text[:limit] + "…"
 
 
