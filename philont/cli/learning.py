@@ -107,11 +107,11 @@ def consolidate(
         typer.Option(help="Seconds of quiet before a batch.", parser=value(values.Seconds)),
     ] = 300.0,
     batch_size: Annotated[
-        int, typer.Option(help="Most messages per batch.", parser=value(values.Positive))
+        int, typer.Option(help="Most messages per batch.", parser=value(values.Setting))
     ] = 1_000,
     min_messages: Annotated[
         int,
-        typer.Option(help="Fewest new messages worth a batch.", parser=value(values.Positive)),
+        typer.Option(help="Fewest new messages worth a batch.", parser=value(values.Setting)),
     ] = 4,
     backlog: Annotated[
         bool, typer.Option("--backlog", help="First run: process the history too.")
@@ -120,7 +120,7 @@ def consolidate(
         int,
         typer.Option(
             help="Tries of a batch whose model answer cannot be read.",
-            parser=value(values.Positive),
+            parser=value(values.Setting),
         ),
     ] = 3,
     timezone: Annotated[

@@ -44,13 +44,14 @@ __all__ = [
     "Positive",
     "PositiveSeconds",
     "Seconds",
+    "Setting",
     "Value",
     "usage_error",
     "value",
 ]
 
 _WHOLE = re.compile(r"[+-]?[0-9]+")
-MAX_SECONDS: Final = 366 * 24 * 3600
+MAX_SECONDS: Final = int(inputs.MAX_SETTING_DURATION.total_seconds())
 """The longest duration an option takes, in seconds (a year: what a wait can be)."""
 
 
@@ -182,6 +183,8 @@ URL = value(rule=_url)
 
 Positive = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
 """A whole number, 1 or more, that a database holds."""
+Setting = Annotated[StrictInt, Field(ge=1, le=inputs.MAX_SETTING)]
+"""A count setting of the learning loop (``inputs.MAX_SETTING``)."""
 Seconds = Annotated[StrictFloat, Field(ge=0, le=MAX_SECONDS)]
 """A duration in seconds, 0 to a year."""
 PositiveSeconds = Annotated[StrictFloat, Field(gt=0, le=MAX_SECONDS)]

@@ -92,5 +92,7 @@ def retry_delay(attempts: int, *, base: timedelta, cap: timedelta) -> timedelta:
     doubled per earlier failure, at most ``cap``."""
     if attempts < 1:
         return timedelta(0)
-    doubled: timedelta = base * (2 ** min(attempts - 1, 30))
-    return min(cap, doubled)
+    # in whole microseconds: base * 2**30 may be past timedelta's range (an OverflowError)
+    micro = timedelta(microseconds=1)
+    doubled = base // micro * 2 ** min(attempts - 1, 30)
+    return timedelta(microseconds=min(cap // micro, doubled))

@@ -12,6 +12,7 @@ from philont.domain.similarity import DUPLICATE_THRESHOLD
 from philont.domain.skill_rules import DEFAULT_MAX_DRAFTS
 from philont.domain.timeparse import zone
 from philont.errors import InvalidInputError
+from philont.schemas.inputs import MAX_SETTING, MAX_SETTING_DURATION
 
 __all__ = ["MAX_DRAFTS_ENV", "ConsolidatorConfig", "LearningConfig", "max_drafts_from_env"]
 
@@ -53,7 +54,21 @@ def _shown(value: object) -> str:
 
 
 def _at_least(low: int) -> Callable[[Any], bool]:
-    return lambda value: value >= low
+    """From ``low`` to :data:`MAX_SETTING`."""
+    return lambda value: low <= value <= MAX_SETTING
+
+
+_COUNT: Final = f"a whole number from 1 to {MAX_SETTING:,}"
+_WAIT: Final = f"a duration from 0 to {MAX_SETTING_DURATION.days} days"
+_POSITIVE_WAIT: Final = f"a positive duration of at most {MAX_SETTING_DURATION.days} days"
+
+
+def _wait(value: timedelta) -> bool:
+    return _ZERO <= value <= MAX_SETTING_DURATION
+
+
+def _positive_wait(value: timedelta) -> bool:
+    return _ZERO < value <= MAX_SETTING_DURATION
 
 
 def _any(value: object) -> bool:
@@ -61,27 +76,27 @@ def _any(value: object) -> bool:
 
 
 LEARNING_RULES: Final[tuple[Rule, ...]] = (
-    ("max_drafts", int, _at_least(1), "a whole number >= 1"),
+    ("max_drafts", int, _at_least(1), _COUNT),
     ("duplicate_threshold", (int, float), lambda v: 0.0 < v <= 1.0, "a number in (0, 1]"),
-    ("summary_min_messages", int, _at_least(1), "a whole number >= 1"),
+    ("summary_min_messages", int, _at_least(1), _COUNT),
     ("verify_then_condense", bool, _any, "True or False"),
-    ("max_window_messages", int, _at_least(1), "a whole number >= 1"),
-    ("max_message_chars", int, _at_least(1), "a whole number >= 1"),
-    ("max_prompt_chars", int, _at_least(1), "a whole number >= 1"),
-    ("max_runs_judged", int, _at_least(0), "a whole number >= 0"),
+    ("max_window_messages", int, _at_least(1), _COUNT),
+    ("max_message_chars", int, _at_least(1), _COUNT),
+    ("max_prompt_chars", int, _at_least(1), _COUNT),
+    ("max_runs_judged", int, _at_least(0), f"a whole number from 0 to {MAX_SETTING:,}"),
 )
 
 CONSOLIDATOR_RULES: Final[tuple[Rule, ...]] = (
-    ("idle_after", timedelta, lambda v: v >= _ZERO, "a duration >= 0"),
-    ("min_messages", int, _at_least(1), "a whole number >= 1"),
-    ("batch_size", int, _at_least(1), "a whole number >= 1"),
+    ("idle_after", timedelta, _wait, _WAIT),
+    ("min_messages", int, _at_least(1), _COUNT),
+    ("batch_size", int, _at_least(1), _COUNT),
     ("backlog", bool, _any, "True or False"),
-    ("lease", timedelta, lambda v: v > _ZERO, "a positive duration"),
-    ("retry_base", timedelta, lambda v: v > _ZERO, "a positive duration"),
-    ("retry_max", timedelta, lambda v: v > _ZERO, "a positive duration"),
-    ("interval", timedelta, lambda v: v > _ZERO, "a positive duration"),
-    ("max_batches_per_tick", int, _at_least(1), "a whole number >= 1"),
-    ("answer_attempts", int, _at_least(1), "a whole number >= 1"),
+    ("lease", timedelta, _positive_wait, _POSITIVE_WAIT),
+    ("retry_base", timedelta, _positive_wait, _POSITIVE_WAIT),
+    ("retry_max", timedelta, _positive_wait, _POSITIVE_WAIT),
+    ("interval", timedelta, _positive_wait, _POSITIVE_WAIT),
+    ("max_batches_per_tick", int, _at_least(1), _COUNT),
+    ("answer_attempts", int, _at_least(1), _COUNT),
 )
 
 

@@ -15,7 +15,7 @@ import math
 import re
 import reprlib
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import (
@@ -39,6 +39,8 @@ from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNam
 
 __all__ = [
     "MAX_LIMIT",
+    "MAX_SETTING",
+    "MAX_SETTING_DURATION",
     "AccessTargetName",
     "Attempts",
     "AwareTime",
@@ -472,6 +474,13 @@ Attempts = Annotated[
     Field(ge=1, le=MAX_ATTEMPTS, description="How many times a unit of work may run."),
 ]
 Count = Annotated[StrictInt, Field(ge=0, le=2**63 - 1, description="A whole number, 0 or more.")]
+MAX_SETTING: Final = 2**31 - 1
+"""The largest count a setting of the learning loop takes (a batch's size, a window's, a
+prompt's characters, attempts): ``n + 1`` rows are asked for to see whether more wait, which
+no 64-bit ``LIMIT`` held for the largest 64-bit count (an ``OverflowError`` at every claim)."""
+MAX_SETTING_DURATION: Final = timedelta(days=366)
+"""The longest duration a setting of the learning loop takes (a wait, a lease, a backoff):
+a year, as the command line's options (a longer one overflowed the clock's arithmetic)."""
 
 
 def _query(value: object) -> str:

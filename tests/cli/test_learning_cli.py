@@ -351,3 +351,16 @@ def test_consolidate_once_says_when_it_stopped_at_a_ticks_most(
     code, output = run(*args)  # the other two: nothing said
     assert code == 0 and output.count("consolidated batch") == 2, output
     assert "more may wait" not in output
+
+
+@pytest.mark.parametrize("option", ["--batch-size", "--min-messages", "--answer-attempts"])
+@pytest.mark.parametrize("number", [2**31, 2**63 - 1])
+def test_a_count_past_the_largest_setting_is_a_usage_error(
+    chatty: Path, tmp_path: Path, option: str, number: int
+) -> None:
+    # --batch-size 9223372036854775807 was taken, then an OverflowError traceback at the claim
+    model = script(tmp_path, extract="[]", reflect="[]", summarize="s")
+    args = ["consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog"]
+    code, output = run(*args, option, str(number))
+    assert code == 2, output
+    assert output.startswith(f"error (usage): Invalid value for '{option}': "), output

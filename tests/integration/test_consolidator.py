@@ -12,15 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 
 from philont.db.models import Fact, LearningBatch
 from philont.db.types import to_epoch_ms
 from philont.errors import ModelHTTPError
-from philont.learning import Consolidator, ConsolidatorConfig, LearningConfig, read_cursor
+from philont.learning import (
+    Consolidator,
+    ConsolidatorConfig,
+    Learner,
+    LearningConfig,
+    read_cursor,
+)
 from philont.learning.consolidate import CURSOR_KEY, CURSOR_NAMESPACE
 from philont.llm import ScriptedModel
 from philont.llm.scripted import Answer
+from philont.schemas.inputs import MAX_SETTING, MAX_SETTING_DURATION
 from philont.schemas.learning import ConsolidationStatus as S
 from tests.conftest import FakeClock
 from tests.integration.learning_helpers import UnitFactory, unit_factory
@@ -407,3 +414,32 @@ def test_a_message_stamped_in_the_future_waits_for_its_time_and_stops_nothing(
     last = worker.run_once()
     assert (last.status, last.messages) == (S.CONSOLIDATED, 1)
     assert len(seen(units)) == (2 if backlog else 1)
+
+
+def test_the_largest_settings_consolidate_and_back_off_without_overflowing(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # A batch_size of 2**63 - 1 (the command line took it) was an OverflowError at every claim
+    # (LIMIT n + 1), a window limit as large one in Learner.window, and a retry_base of a day
+    # one out of run_once at the 31st failure (base * 2**30): untyped, after the config had
+    # been taken. Now the settings stop at MAX_SETTING and a year, and the largest work.
+    most = {"batch_size": MAX_SETTING, "max_batches_per_tick": MAX_SETTING}
+    most |= {"answer_attempts": MAX_SETTING, "lease": MAX_SETTING_DURATION}
+    most |= {"retry_base": MAX_SETTING_DURATION, "retry_max": MAX_SETTING_DURATION}
+    append(units, clock, 3)
+    idle(clock)
+    config = LearningConfig(max_window_messages=MAX_SETTING, max_runs_judged=MAX_SETTING)
+    down = ScriptedModel.by_task({"extract": ModelHTTPError("down", status=503)})
+    schedule = ConsolidatorConfig(backlog=True, min_messages=1, **most)
+    worker = Consolidator(units, down, clock=clock, config=config, schedule=schedule)
+    for attempt in (1, 2, 31, 32):
+        with units() as mem:  # as if it had failed this often
+            mem.session.execute(update(LearningBatch).values(attempts=attempt - 1))
+        report = worker.run_once()
+        assert (report.status, report.attempts) == (S.FAILED, attempt), report
+        assert report.retry_at == clock.now + MAX_SETTING_DURATION
+        clock.advance(days=367)
+    worker.model = scripted()
+    assert worker.run_once().status == S.CONSOLIDATED
+    with units() as mem:
+        assert len(Learner(mem, worker.model, config=config).window(session_id="global").turns) == 3

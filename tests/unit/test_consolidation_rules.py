@@ -7,12 +7,13 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from philont.domain.consolidation import Step, batch_end, retry_delay, whole_runs_end
 from philont.errors import InvalidInputError
 from philont.learning import ConsolidatorConfig, LearningConfig
+from philont.schemas.inputs import MAX_SETTING, MAX_SETTING_DURATION
 
 
 @pytest.mark.parametrize(
@@ -128,6 +129,24 @@ def test_a_failed_batch_waits_twice_as_long_each_time_up_to_the_cap(
     assert delay == timedelta(minutes=minutes)
 
 
+@settings(max_examples=300)
+@example(31, timedelta(days=1), timedelta(days=1))
+@given(
+    st.integers(0, 10**6),
+    st.timedeltas(min_value=timedelta(microseconds=1), max_value=MAX_SETTING_DURATION),
+    st.timedeltas(min_value=timedelta(microseconds=1), max_value=MAX_SETTING_DURATION),
+)
+def test_a_retry_delay_is_the_doubled_base_up_to_the_cap_for_any_setting(
+    attempts: int, base: timedelta, cap: timedelta
+) -> None:
+    # base * 2**30 past timedelta's range (a base of a day, the 31st failure) was an
+    # OverflowError out of run_once instead of a backoff
+    delay = retry_delay(attempts, base=base, cap=cap)
+    exact = base // timedelta(microseconds=1) * 2 ** min(max(attempts - 1, 0), 30)
+    expected = 0 if attempts < 1 else min(cap // timedelta(microseconds=1), exact)
+    assert delay == timedelta(microseconds=expected)
+
+
 def test_a_batch_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError):
         batch_end([1], 0)
@@ -153,25 +172,28 @@ def test_a_bad_setting_is_refused_when_the_config_is_made(build: Callable[[], ob
 # was a TypeError; verify_then_condense="no" turned the mode on; interval=0 made the loop spin;
 # max_runs_judged=-1 silently left the last run unjudged; max_drafts=0 deleted every draft).
 NOT_A_NUMBER = ["5", None, True, 2.5]
+# no 64-bit LIMIT held n + 1 of the largest 64-bit count; a year and more overflowed the clock
+TOO_MANY = [MAX_SETTING + 1, 2**63 - 1]
+TOO_LONG = [MAX_SETTING_DURATION + timedelta(microseconds=1), timedelta.max]
 BAD_SETTINGS: list[tuple[type, str, list[object]]] = [
-    (LearningConfig, "max_drafts", [*NOT_A_NUMBER, 0, -1]),
+    (LearningConfig, "max_drafts", [*NOT_A_NUMBER, 0, -1, *TOO_MANY]),
     (LearningConfig, "duplicate_threshold", ["0.5", None, True, 0, -0.1, 1.01, float("nan")]),
-    (LearningConfig, "summary_min_messages", [*NOT_A_NUMBER, 0]),
+    (LearningConfig, "summary_min_messages", [*NOT_A_NUMBER, 0, *TOO_MANY]),
     (LearningConfig, "verify_then_condense", ["no", 0, 1, None]),
-    (LearningConfig, "max_window_messages", [*NOT_A_NUMBER, 0]),
-    (LearningConfig, "max_message_chars", [*NOT_A_NUMBER, 0]),
-    (LearningConfig, "max_prompt_chars", [*NOT_A_NUMBER, 0, -5]),
-    (LearningConfig, "max_runs_judged", [*NOT_A_NUMBER, -1]),
-    (ConsolidatorConfig, "idle_after", [300, "5m", None, timedelta(seconds=-1)]),
-    (ConsolidatorConfig, "min_messages", [*NOT_A_NUMBER, 0]),
-    (ConsolidatorConfig, "batch_size", [*NOT_A_NUMBER, 0]),
+    (LearningConfig, "max_window_messages", [*NOT_A_NUMBER, 0, *TOO_MANY]),
+    (LearningConfig, "max_message_chars", [*NOT_A_NUMBER, 0, *TOO_MANY]),
+    (LearningConfig, "max_prompt_chars", [*NOT_A_NUMBER, 0, -5, *TOO_MANY]),
+    (LearningConfig, "max_runs_judged", [*NOT_A_NUMBER, -1, *TOO_MANY]),
+    (ConsolidatorConfig, "idle_after", [300, "5m", None, timedelta(seconds=-1), *TOO_LONG]),
+    (ConsolidatorConfig, "min_messages", [*NOT_A_NUMBER, 0, *TOO_MANY]),
+    (ConsolidatorConfig, "batch_size", [*NOT_A_NUMBER, 0, *TOO_MANY]),
     (ConsolidatorConfig, "backlog", ["yes", 1, None]),
-    (ConsolidatorConfig, "lease", [600, None, timedelta(0)]),
-    (ConsolidatorConfig, "retry_base", [60, timedelta(0), timedelta(seconds=-5)]),
-    (ConsolidatorConfig, "retry_max", [3600, timedelta(0)]),
-    (ConsolidatorConfig, "interval", [60, 60.0, timedelta(0), timedelta(seconds=-1)]),
-    (ConsolidatorConfig, "max_batches_per_tick", [*NOT_A_NUMBER, 0]),
-    (ConsolidatorConfig, "answer_attempts", [*NOT_A_NUMBER, 0, -1]),
+    (ConsolidatorConfig, "lease", [600, None, timedelta(0), *TOO_LONG]),
+    (ConsolidatorConfig, "retry_base", [60, timedelta(0), timedelta(seconds=-5), *TOO_LONG]),
+    (ConsolidatorConfig, "retry_max", [3600, timedelta(0), *TOO_LONG]),
+    (ConsolidatorConfig, "interval", [60, 60.0, timedelta(0), timedelta(seconds=-1), *TOO_LONG]),
+    (ConsolidatorConfig, "max_batches_per_tick", [*NOT_A_NUMBER, 0, *TOO_MANY]),
+    (ConsolidatorConfig, "answer_attempts", [*NOT_A_NUMBER, 0, -1, *TOO_MANY]),
 ]
 
 

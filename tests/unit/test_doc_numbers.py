@@ -91,6 +91,8 @@ LEARNING_DOC = [
     f"{retry.DEFAULT_ATTEMPTS} attempts in all (`philont.db.retry.run_unit`",
     f"the next user turn, {WINDOW.max_duration.seconds // 60} min or {WINDOW.max_actions} actions)",
     f"near-duplicate (≥ {DUPLICATE_THRESHOLD}) of a same-kind",
+    f"any count above {_n(inputs.MAX_SETTING)} (`MAX_SETTING`)",
+    f"a duration over {inputs.MAX_SETTING_DURATION.days} days)",
 ]
 
 
