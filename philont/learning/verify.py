@@ -25,6 +25,7 @@ from philont.learning.prompts import condense_prompt, judge_prompt
 from philont.learning.window import Run, ToolCall
 from philont.llm.base import ModelClient, ask, call_foreign, checked_tokens
 from philont.log import get_logger
+from philont.schemas.inputs import MAX_SETTING
 from philont.schemas.learning import CaseRecord, JudgeAgreement, Verdict, VerdictRecord
 from philont.services.base import Service
 
@@ -68,6 +69,24 @@ class ModelJudge:
         max_chars: int = 2_000,
         max_prompt_chars: int = 120_000,
     ):
+        # refused by name now: taken as given, each failed every batch's judging as a model
+        # error (None as the model, "5" as a size), asked again without end
+        if not isinstance(model, ModelClient):
+            raise InvalidInputError.of(
+                "model",
+                f"must be a model client (complete(prompt) -> Completion), got {model!r:.80}",
+            )
+        if not isinstance(name, str) or not name.strip() or storable(name) != name:
+            raise InvalidInputError.of("name", f"must be non-blank storable text, got {name!r:.80}")
+        for argument, value in (("max_chars", max_chars), ("max_prompt_chars", max_prompt_chars)):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 1 <= value <= MAX_SETTING
+            ):
+                raise InvalidInputError.of(
+                    argument, f"must be a whole number from 1 to {MAX_SETTING:,}, got {value!r:.80}"
+                )
         self.model = model
         self.name = name
         self.max_chars = max_chars

@@ -239,3 +239,28 @@ def test_learn_and_judge_run_refuse_what_is_not_a_window_or_a_run(mem: Memory) -
         # checked on entry by the services' declared-type check (the Learner is a service)
         assert caught.value.message.startswith(f"{name}: must be")
         assert caught.value.details["argument"] == name
+
+
+@pytest.mark.parametrize(
+    ("arguments", "name"),
+    [
+        ({"model": None}, "model"),
+        ({"model": "openai:gpt-4o-mini"}, "model"),
+        ({"name": None}, "name"),
+        ({"name": " "}, "name"),
+        ({"name": "a\x00b"}, "name"),
+        ({"max_chars": 0}, "max_chars"),
+        ({"max_chars": True}, "max_chars"),
+        ({"max_prompt_chars": "5"}, "max_prompt_chars"),
+        ({"max_prompt_chars": 2**63}, "max_prompt_chars"),
+    ],
+)
+def test_a_model_judge_refuses_what_it_cannot_judge_with_by_name(
+    arguments: dict[str, Any], name: str
+) -> None:
+    # Taken as given, each failed the judging of every batch as a model error (an
+    # AttributeError, a TypeError), asked again without end.
+    with pytest.raises(InvalidInputError) as caught:
+        ModelJudge(**{"model": GOOD_MODEL, **arguments})
+    assert caught.value.message.startswith(f"{name}: must be ")
+    assert caught.value.details["argument"] == name
