@@ -216,7 +216,7 @@ class MemoryWriter(Service):
         reference = window.reference or self.mem.clock()
         arguments.setdefault("timezone", self.config.timezone)
         if arguments.get("fact_kind") == "event" and arguments.get("occurred_at") in (None, ""):
-            arguments["occurred_at"] = to_epoch_ms(reference)
+            arguments["occurred_at"] = iso(reference)  # as text: epoch ms of 1966-1973 are refused
         tool = REGISTRY["store_fact"]
         args = tool.args_model.model_validate(arguments)
         where = {"namespace": args.namespace, "key": args.key}

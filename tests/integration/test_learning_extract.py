@@ -495,3 +495,34 @@ def test_a_window_over_its_limit_judges_no_run_on_part_of_its_calls(
             assert [c.params["key"] for c in run.trace] == runs[run.goal]
         # the newest run is in whole when its four calls fit the limit, else no run is
         assert [run.goal for run in found][-1:] == (["task 3"] if limit >= 4 else [])
+
+
+_SESSIONS = iter(range(10**9))
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.one_of(
+        st.datetimes(datetime(1966, 10, 31), datetime(1973, 3, 3), timezones=st.just(UTC)),
+        st.datetimes(datetime(1, 1, 3), datetime(9999, 12, 29), timezones=st.just(UTC)),
+    )
+)
+def test_an_event_without_its_time_happened_at_the_windows_time_whenever_that_was(
+    mem: Memory, clock: FakeClock, said: datetime
+) -> None:
+    # The window's time was given to the tool as epoch milliseconds, which it refuses from
+    # 1966-10-31 to 1973-03-03 (they look like seconds): such an event was "invalid_arguments".
+    said = said.replace(microsecond=said.microsecond // 1000 * 1000)
+    sid = f"past-{next(_SESSIONS)}"
+    mem.timeline.start_session(sid)
+    mem.timeline.append("I ran a marathon", session_id=sid, at=said)
+    event = {"action": "store_fact", "namespace": "user.sport", "key": sid, "value": "marathon"}
+    model = ScriptedModel([json.dumps([{**event, "fact_kind": "event"}])])
+    report = Learner(mem, model).extract(session_id=sid)
+    assert [w.outcome for w in report.writes] == ["stored"], report.writes
+    stored = mem.facts.get("user.sport", sid)
+    assert stored is not None and stored.occurred_at == said
