@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from philont.db.models import Fact
 from philont.domain import decay
+from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
 from philont.learning.extract import LOOP_NAMESPACE
 
 if TYPE_CHECKING:
@@ -50,12 +51,16 @@ def _as_ms(value: Any) -> int | None:
         return None
     if isinstance(value, float) and not value.is_integer():
         return None
-    return int(value)
+    # A number past the times a message can have (another program's, a typo) is read as the
+    # nearest end of them: as it was, one no 64-bit column holds failed every claim with an
+    # OverflowError (a traceback on the command line), for good.
+    return min(max(int(value), MIN_EPOCH_MS - 1), MAX_EPOCH_MS)
 
 
 def read_cursor(session: Session) -> int | None:
     """The cursor (epoch ms of the last consolidated message), or None before the first batch
-    (or when the fact holds something that is not a whole number, as Philont reads it)."""
+    (or when the fact holds something that is not a whole number, as Philont reads it); a
+    number before or after every time a message can have is read as that end."""
     row = _cursor_row(session)
     return None if row is None else _as_ms(row.value)
 

@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Engine, select, update
 
 from philont.db.models import Fact, LearningBatch
 from philont.db.types import to_epoch_ms
+from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
 from philont.errors import ModelHTTPError
 from philont.learning import (
     Consolidator,
@@ -443,3 +446,33 @@ def test_the_largest_settings_consolidate_and_back_off_without_overflowing(
     assert worker.run_once().status == S.CONSOLIDATED
     with units() as mem:
         assert len(Learner(mem, worker.model, config=config).window(session_id="global").turns) == 3
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.one_of(
+        st.integers(-(10**30), -(2**63)),
+        st.integers(2**63, 10**30),
+        st.integers(MAX_EPOCH_MS - 5, MAX_EPOCH_MS + 5),
+        st.integers(MIN_EPOCH_MS - 5, MIN_EPOCH_MS + 5),
+        st.sampled_from([1e300, -1e300, 2.0**63]),
+    )
+)
+@example(10**20)
+def test_a_cursor_past_every_time_a_message_can_have_is_read_as_that_end(
+    units: UnitFactory, clock: FakeClock, value: float
+) -> None:
+    # Stored by another program (or by hand): one no 64-bit column holds failed every claim
+    # with an OverflowError, for good.
+    append(units, clock, 2)
+    with units() as mem:
+        mem.facts.store(CURSOR_NAMESPACE, CURSOR_KEY, value)
+    idle(clock)
+    report = consolidator(units, clock, scripted()).run_once()
+    assert report.status in (S.CONSOLIDATED, S.NOTHING_NEW), report
+    with units() as mem:
+        assert MIN_EPOCH_MS - 1 <= (read_cursor(mem.session) or 0) <= MAX_EPOCH_MS
