@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -75,8 +75,15 @@ class Late:
 
 
 def _seen(report: Any, key: str) -> int | None:
+    """A watermark of a batch row's report; one past what an id column holds (a row edited by
+    hand) is read as the largest id (as it was, it failed every claim with an OverflowError)."""
     value = report.get(key) if isinstance(report, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return min(max(value, 0), _MAX_ID)
+
+
+_MAX_ID: Final = 2**63 - 1
 
 
 def watermarks(session: Session, cursor: int) -> tuple[int | None, int | None]:

@@ -476,3 +476,21 @@ def test_a_cursor_past_every_time_a_message_can_have_is_read_as_that_end(
     assert report.status in (S.CONSOLIDATED, S.NOTHING_NEW), report
     with units() as mem:
         assert MIN_EPOCH_MS - 1 <= (read_cursor(mem.session) or 0) <= MAX_EPOCH_MS
+
+
+@pytest.mark.parametrize("key", ["seen_id", "seen_action_id"])
+@pytest.mark.parametrize("value", [10**20, 2**63, -(10**20)])
+def test_a_watermark_no_id_column_holds_is_read_as_the_nearest_id(
+    units: UnitFactory, clock: FakeClock, key: str, value: int
+) -> None:
+    # a batch row's report edited by hand: the watermark failed every claim (OverflowError)
+    append(units, clock, 2)
+    idle(clock)
+    worker = consolidator(units, clock, scripted())
+    assert worker.run_once().status == S.CONSOLIDATED
+    with units() as mem:
+        row = mem.session.scalars(select(LearningBatch)).one()
+        row.report = {**row.report, key: value}
+    append(units, clock, 2)
+    idle(clock)
+    assert worker.run_once().status == S.CONSOLIDATED
