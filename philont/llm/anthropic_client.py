@@ -6,7 +6,7 @@ Needs the extra: ``pip install 'philont[anthropic]'``.
 from __future__ import annotations
 
 from philont.errors import ModelUnavailableError
-from philont.llm.base import Completion, call_sdk, require_text
+from philont.llm.base import Completion, call_sdk, reported_tokens, require_text
 
 __all__ = ["AnthropicModel"]
 
@@ -66,12 +66,7 @@ class AnthropicModel:
         )
         text = require_text(text, who=f"Anthropic model {self.model!r}")
         usage = getattr(response, "usage", None)
-        tokens = sum(
-            value
-            for value in (
-                getattr(usage, "input_tokens", 0),
-                getattr(usage, "output_tokens", 0),
-            )
-            if isinstance(value, int)
+        tokens = reported_tokens(
+            getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
         )
         return Completion(text, tokens)

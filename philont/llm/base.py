@@ -24,6 +24,7 @@ __all__ = [
     "call_sdk",
     "checked_tokens",
     "estimate_tokens",
+    "reported_tokens",
     "require_text",
 ]
 
@@ -91,6 +92,17 @@ def checked_tokens(value: object, *, who: str) -> int:
             client=who,
         )
     return value
+
+
+def reported_tokens(*parts: object) -> int:
+    """What a server reported a call cost (the sum of ``parts``, each a count it may not
+    give), for an adapter of ours: a part that is no whole number from 0 to
+    :data:`MAX_TOKENS_PER_CALL` is not said (0), and so is a sum past it. A server's odd
+    accounting (a -1 for unknown) is no reason to lose its answer: taken as it was, it was a
+    :class:`ModelError` on every call, and the batch was asked again without end."""
+    counts = [p for p in parts if type(p) is int and 0 <= p <= MAX_TOKENS_PER_CALL]
+    total = sum(counts)
+    return total if total <= MAX_TOKENS_PER_CALL else 0
 
 
 def _foreign_failure(exc: Exception, who: str) -> ModelError:

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from philont.errors import ModelUnavailableError
-from philont.llm.base import Completion, call_sdk, require_text
+from philont.llm.base import Completion, call_sdk, reported_tokens, require_text
 
 __all__ = ["OpenAIModel"]
 
@@ -75,5 +75,4 @@ class OpenAIModel:
         message = getattr(choices[0], "message", None) if choices else None
         text = require_text(getattr(message, "content", None), who=f"OpenAI model {self.model!r}")
         usage = getattr(response, "usage", None)
-        tokens = getattr(usage, "total_tokens", 0) if usage is not None else 0
-        return Completion(text, tokens if isinstance(tokens, int) else 0)
+        return Completion(text, reported_tokens(getattr(usage, "total_tokens", None)))

@@ -26,6 +26,7 @@ from philont.errors import (
 )
 from philont.llm import Completion, ModelClient, ScriptedModel, model_from_spec, task_of
 from philont.llm.anthropic_client import AnthropicModel
+from philont.llm.base import MAX_TOKENS_PER_CALL, ask
 from philont.llm.openai_client import OpenAIModel
 
 
@@ -370,3 +371,22 @@ def test_a_model_script_may_begin_with_a_byte_order_mark(tmp_path: Path) -> None
     path = tmp_path / "script.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"reflect": "[]"}).encode())
     assert model_from_spec(f"scripted:{path}").complete("TASK: reflect\n").text == "[]"
+
+
+ODD_COUNTS = [-1, -5, MAX_TOKENS_PER_CALL + 1, 2**70, 1.5, None]  # the SDKs read "12" as 12
+
+
+@pytest.mark.parametrize("count", ODD_COUNTS)
+def test_a_servers_odd_token_count_is_not_said_and_the_answer_is_kept(
+    stub: Stub, count: object
+) -> None:
+    # A count outside 0..2**40 (a -1 for unknown) was passed on as it was: every call was a
+    # ModelError, and the batch was asked again without end, its answers lost.
+    answer = openai_answer("[]")
+    answer["usage"]["total_tokens"] = count
+    stub.replies = [Reply(body=answer)]
+    assert ask(openai_client(stub), "TASK: reflect\n") == Completion("[]", 0)
+    answer = anthropic_answer([{"type": "text", "text": "[]"}])
+    answer["usage"] = {"input_tokens": count, "output_tokens": 9}
+    stub.replies = [Reply(body=answer)]
+    assert ask(anthropic_client(stub), "TASK: reflect\n").tokens_used == 9
