@@ -194,7 +194,7 @@ def _worker(
 
 
 STOPPING = (
-    "stopping once the batch in progress is written (a model may take minutes); "
+    "stopping: a batch in progress is written first (its model may take minutes); "
     "Ctrl-C again to stop now, giving it up\n"
 )
 

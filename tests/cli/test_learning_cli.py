@@ -324,7 +324,7 @@ def test_a_second_signal_stops_consolidate_now(
     )  # fmt: skip
     assert proc.returncode == 130, (proc.stdout, proc.stderr)
     assert proc.stdout == ""  # no batch was written
-    assert proc.stderr.startswith("stopping once the batch in progress is written"), proc.stderr
+    assert proc.stderr.startswith("stopping: a batch in progress is written first"), proc.stderr
     assert proc.stderr.rstrip().endswith("interrupted"), proc.stderr
     with Memory.open(chatty) as mem:
         assert read_cursor(mem.session) is None
