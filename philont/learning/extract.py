@@ -144,6 +144,7 @@ class MemoryWriter(Service):
         super().__init__(mem)
         self.config = config
         self._forgotten_notes: dict[str, list[tuple[str, datetime]]] | None = None
+        self._active_notes: dict[str, str] | None = None
 
     def _forgotten_note(self, content: str) -> list[tuple[str, datetime]]:
         """The forgotten notes with ``content``'s :func:`note_key`, as ``(id, forgotten_at)``
@@ -160,13 +161,29 @@ class MemoryWriter(Service):
                     self._forgotten_notes.setdefault(note_key(text), []).append((note_id, at))
         return self._forgotten_notes.get(note_key(content), [])
 
+    def _active_note(self, content: str) -> str | None:
+        """The id of an active note with ``content``'s :func:`note_key` (read once per answer,
+        as the forgotten ones: the same note differing in case, spacing or Unicode form was
+        stored again, five copies from one answer, while forgetting one of them kept them all
+        from being written again)."""
+        if self._active_notes is None:
+            rows = self.mem.session.execute(
+                select(Note.id, Note.content)
+                .where(Note.forgotten_at.is_(None))
+                .order_by(Note.created_at, Note.id)
+            )
+            self._active_notes = {}
+            for note_id, text in rows:
+                self._active_notes.setdefault(note_key(text), note_id)
+        return self._active_notes.get(note_key(content))
+
     def write(
         self, answer: ExtractionAnswer, window: Window, *, tokens_used: int = 0
     ) -> ExtractionReport:
         """Apply each proposal in its own savepoint; a refused one is reported with the code
         and message the tool would have given."""
         hold_learning_lock(self.mem)
-        self._forgotten_notes = None  # read again (under the lock) for this answer
+        self._forgotten_notes = self._active_notes = None  # read again (under the lock)
         writes = [
             MemoryWrite(
                 index=r.index, action="?", outcome="rejected", code="malformed", detail=r.reason
@@ -255,7 +272,7 @@ class MemoryWriter(Service):
         self.mem.backend.storable_text(args.content, "content")
         existing = self.mem.session.scalars(
             select(Note.id).where(Note.content == args.content, Note.forgotten_at.is_(None))
-        ).first()
+        ).first() or self._active_note(args.content)
         if existing is not None:
             return MemoryWrite(
                 **base, id=existing, outcome="unchanged", detail="the same note exists"
@@ -267,6 +284,8 @@ class MemoryWriter(Service):
         note = self.mem.notes.add(
             args.content, importance=args.importance, session_id=window.session_id
         )
+        if self._active_notes is not None:
+            self._active_notes.setdefault(note_key(args.content), note.id)
         return MemoryWrite(**base, id=note.id, outcome="stored", detail="note stored")
 
 

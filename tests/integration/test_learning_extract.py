@@ -526,3 +526,44 @@ def test_an_event_without_its_time_happened_at_the_windows_time_whenever_that_wa
     assert [w.outcome for w in report.writes] == ["stored"], report.writes
     stored = mem.facts.get("user.sport", sid)
     assert stored is not None and stored.occurred_at == said
+
+
+def _variant(text: str, how: list[int]) -> str:
+    """``text`` as a model may write it again: case, spacing, Unicode form changed."""
+    for step in how:
+        if step == 0:
+            text = text.upper()
+        elif step == 1:
+            text = "  " + text.replace(" ", " \n\t ") + " "
+        elif step == 2:  # fullwidth forms (NFKC folds them back)
+            text = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+        else:
+            text = text.swapcase()
+    return text
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.text(alphabet="abcdefghij .,", min_size=1, max_size=30).filter(str.strip),
+    st.lists(st.lists(st.integers(0, 3), max_size=3), min_size=1, max_size=4),
+)
+def test_the_same_note_in_another_case_spacing_or_unicode_form_is_stored_once(
+    mem: Memory, clock: FakeClock, text: str, variants: list[list[int]]
+) -> None:
+    # Each was stored as a new note (five copies from one answer), while forgetting one of
+    # them kept every form from being written again: "the same note" is note_key's.
+    sid = f"notes-{next(_SESSIONS)}"
+    mem.timeline.start_session(sid)
+    mem.timeline.append("I am vegetarian", session_id=sid)
+    before = counts(mem)[1]
+    text = f"{sid}: {text}"  # a note no earlier example stored
+    first = [{"action": "store_note", "content": _variant(text, how)} for how in variants]
+    Learner(mem, ScriptedModel([json.dumps(first)])).extract(session_id=sid)
+    again = [{"action": "store_note", "content": _variant(text, how[::-1])} for how in variants]
+    report = Learner(mem, ScriptedModel([json.dumps(again)])).extract(session_id=sid)
+    assert [w.outcome for w in report.writes] == ["unchanged"] * len(variants)
+    assert counts(mem)[1] == before + 1
