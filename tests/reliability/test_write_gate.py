@@ -225,6 +225,43 @@ def test_a_forked_child_finds_the_gate_open(tool_db: Path) -> None:
         keeper.join()
 
 
+def test_a_child_forked_while_others_queue_and_hold_the_gates_mutex_takes_it_at_once(
+    tool_db: Path,
+) -> None:
+    # At the fork one thread holds the gate, one waits in its queue and one is inside its
+    # mutex: none of them exists in the child, which finds the gate open and its queue empty.
+    gate = gate_for(tool_db)
+    assert gate.acquire(1)
+    waiting = threading.Thread(target=lambda: gate.acquire(10) and gate.release())
+    waiting.start()
+    _wait_until(lambda: len(gate._waiters) == 1)
+    inside, done = threading.Event(), threading.Event()
+
+    def hold_the_mutex() -> None:
+        with gate._mutex:
+            inside.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=hold_the_mutex)
+    holder.start()
+    assert inside.wait(5)
+    try:
+        ctx = multiprocessing.get_context("fork")
+        result: multiprocessing.Queue[bool] = ctx.Queue()
+        child = ctx.Process(target=_child_takes, args=(str(tool_db), result))
+        child.start()
+        child.join(10)
+        if child.is_alive():  # hung on the mutex
+            child.kill()
+        assert result.get(timeout=1) is True
+    finally:
+        done.set()
+        holder.join()
+        gate.release()
+        waiting.join()
+    assert _free(tool_db)
+
+
 # --- an AsyncStore's writers -----------------------------------------------------------------
 
 
