@@ -19,7 +19,7 @@ from philont.errors import FilePathError, PhilontError
 if TYPE_CHECKING:  # collections.abc.Buffer from Python 3.12 on
     from typing_extensions import Buffer
 
-__all__ = ["NamedWrites", "cannot_write", "fsync", "text_writer", "writes_named"]
+__all__ = ["NamedWrites", "cannot_write", "fsync", "may", "text_writer", "writes_named"]
 
 Refusal = Callable[[str, str], PhilontError]
 """How a failed write is reported: ``(path, reason) -> error`` (``FilePathError`` or
@@ -27,6 +27,12 @@ Refusal = Callable[[str, str], PhilontError]
 
 
 WRITING = "cannot write it"
+
+
+def may(path: Path, mode: int) -> bool:
+    """Whether this process may access ``path`` as ``mode`` (``os.R_OK``, ``os.W_OK`` ...):
+    by its effective ids and capabilities, as an ``open`` would be judged, not its real ids."""
+    return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
 
 
 def cannot_write(

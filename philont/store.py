@@ -29,6 +29,7 @@ from philont.db.backend import Backend, backend_for
 from philont.db.engine import (
     BEGIN_OPTION,
     Target,
+    check_file,
     create_engine,
     guard_nul,
     is_postgres,
@@ -384,6 +385,8 @@ def _at_head(url: URL) -> bool:
     path = sqlite_path(url)
     if not is_postgres(url) and (path is None or not path.exists() or path.stat().st_size == 0):
         return False
+    if path is not None:  # refused before a look at the schema leaves -wal and -shm beside it
+        check_file(path, create=False)
     try:
         return migrate.status(url).at_head
     except Exception:  # anything odd: let upgrade() inspect and report it properly

@@ -3,11 +3,15 @@ of every service method and every command."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib
 import inspect
+import os
 import pkgutil
 import sqlite3
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +98,52 @@ def cli_command(path: tuple[str, ...]) -> Any:
     for name in path:
         command = command.commands[name]  # type: ignore[attr-defined]
     return command
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+_CAP_VERSION_3 = 0x20080522
+_DAC_OVERRIDE = (1 << 1) | (1 << 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+
+
+def _capabilities(change: Callable[[int], int]) -> int:
+    """Set this thread's effective capabilities to ``change(current)``; the current ones."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    current = int(data[0].effective)
+    data[0].effective = change(current)
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    return current
+
+
+@contextlib.contextmanager
+def file_permissions_apply() -> Iterator[None]:
+    """Run the block with file permission bits enforced, as they are for any user but root.
+
+    Root (CI runs as root) may read and write anything: inside the block this thread drops the
+    two capabilities that let it (and threads it starts inherit that), so a file with mode 0 or
+    a directory without write permission refuses it too. Root still reaches its own files that
+    its owner bits allow (the interpreter under /root), which switching to another user would
+    not. Outside Linux or as another user: nothing to do."""
+    if os.geteuid() != 0 or not sys.platform.startswith("linux"):
+        yield
+        return
+    saved = _capabilities(lambda current: current & ~_DAC_OVERRIDE)
+    try:
+        yield
+    finally:
+        _capabilities(lambda _: saved)

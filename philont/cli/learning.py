@@ -52,8 +52,12 @@ def _line(report: ConsolidationReport) -> str:
         extra = f" (retry at {report.retry_at:%H:%M:%S})" if report.retry_at else ""
         error = f": {report.error}" if report.error else ""
         return f"{report.status.value}{extra}{error}"
-    late = report.after_ts is not None and report.after_ts == report.until_ts  # cursor stays
-    parts = [f"{report.messages} {'late ' if late else ''}messages"]
+    late = "late " if report.late else ""
+    parts = []  # what it learned from: a late batch may hold tool calls only
+    if report.messages or not report.tool_calls:
+        parts.append(f"{report.messages} {late}messages")
+    if report.tool_calls:
+        parts.append(f"{report.tool_calls} {late}tool calls")
     if report.extraction is not None:
         parts.append(f"{report.extraction.facts} facts, {report.extraction.notes} notes")
     if report.reflection is not None:

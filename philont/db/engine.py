@@ -20,7 +20,7 @@ from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import StaticPool
 
-from philont import settings
+from philont import filewrite, settings
 from philont.arguments import checked
 from philont.db import cursors, fork, write_gate
 from philont.db.backend import FOLD_FUNCTION, fold_stored
@@ -229,8 +229,13 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
     if path.exists():
+        if not filewrite.may(path, os.R_OK):
+            raise DatabasePathError(str(path), "permission denied: this process may not read it")
         if writable and not os.stat(path).st_mode & 0o222:
             raise DatabaseReadOnlyError(str(path))
+        if writable and not filewrite.may(path, os.W_OK):
+            reason = "permission denied: this process may not write it"
+            raise DatabaseReadOnlyError(str(path), reason)
         if file_kind(path) == "other":
             raise NotADatabaseError(str(path))
         return False

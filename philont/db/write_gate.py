@@ -62,11 +62,15 @@ class WriteGate:
     """A lock handed to its waiters in the order they came (``threading.Lock`` is not fair)."""
 
     def __init__(self) -> None:
-        self._reset()
+        self._mutex = fork.Lock()
+        """Guards the holder, the queue and ``moved_at``; a forked child gets it unlocked
+        (:mod:`philont.db.fork`)."""
+        self._open()
         _GATES.add(self)
 
-    def _reset(self) -> None:
-        self._mutex = fork.Lock()
+    def _open(self) -> None:
+        """Nobody holds the gate, nobody waits: a new gate, or a forked child's (run where only
+        the forking thread is left, outside every method of the gate: no mutex to take)."""
         self._held = False
         self._waiters: collections.deque[threading.Event] = collections.deque()
         self.moved_at = time.monotonic()
@@ -127,7 +131,7 @@ def gate_for(path: Path) -> WriteGate:
 def _after_fork() -> None:
     """A child has only the forking thread: gates held or waited on by others are open."""
     for gate in list(_GATES):
-        gate._reset()
+        gate._open()
 
 
 os.register_at_fork(after_in_child=_after_fork)

@@ -364,12 +364,15 @@ class Series:
         wall = self.count_before(key, count)
         if self.repeats is None or wall == 0:
             return wall
-        if upper is not None and wall < count:  # (at COUNT already, so is every later point)
-            after = _key(upper + timedelta(seconds=1))
-            if count - wall > self.count_before(after, count) - wall:
-                return wall  # COUNT outlasts the walk however many repeats lie before it
         lower = datetime.fromordinal(key[0]) + timedelta(0, key[1])
-        end = self.last()
+        if wall < count:  # every wall-clock occurrence before ``key`` counted, none past COUNT
+            if upper is not None:
+                after = _key(upper + timedelta(seconds=1))
+                if count - wall > self.count_before(after, count) - wall:
+                    return wall  # COUNT outlasts the walk however many repeats lie before it
+            # so ``key`` is not past the last one (:meth:`last`): no walk to it, nor a recount
+            return wall - self.repeats.before(self, lower)
+        end = self.last()  # at COUNT already, wall-clock: past the last one, COUNT ran out
         if end is not None and lower > end:
             return count
         extra = self.repeats.before(self, lower)

@@ -189,6 +189,8 @@ class Consolidator:
         return self._report(
             claim,
             Status.CONSOLIDATED,
+            messages=len(window.turns),
+            tool_calls=len(window.calls),
             extraction=applied.extraction,
             reflection=applied.reflection,
             summaries=applied.summaries,
@@ -220,15 +222,15 @@ class Consolidator:
             )
 
     def _report(self, claim: _Claim, status: Status, **kw: Any) -> ConsolidationReport:
-        return ConsolidationReport(
-            status=status,
-            batch_id=claim.batch_id,
-            after_ts=claim.after,
-            until_ts=claim.until,
-            messages=claim.messages,
-            attempts=claim.attempts,
-            **kw,
-        )
+        fields: dict[str, Any] = {
+            "batch_id": claim.batch_id,
+            "after_ts": claim.after,
+            "until_ts": claim.until,
+            "late": claim.late is not None,
+            "messages": claim.messages,
+            "attempts": claim.attempts,
+        }
+        return ConsolidationReport(status=status, **(fields | kw))
 
     def _claim(self, mem: Memory) -> _Claim | ConsolidationReport:
         session = mem.session

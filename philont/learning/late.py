@@ -28,12 +28,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from philont.db.models import Action, LearningBatch, RawMessage
 from philont.db.types import from_epoch_ms
-from philont.learning.window import ToolCall, Turn, Window, _calls, _turns, load_after
+from philont.learning.window import ToolCall, Turn, Window, load_after, load_rows
 
 __all__ = [
     "CALLS_KEY",
@@ -51,8 +51,6 @@ SEEN_KEY = "seen_id"
 """The key of a batch row's report that holds the message watermark after it."""
 CALLS_KEY = "seen_action_id"
 """The key of a batch row's report that holds the tool call watermark after it."""
-
-_ALL = 10**9
 
 
 @dataclass(frozen=True)
@@ -96,10 +94,10 @@ def watermarks(session: Session, cursor: int) -> tuple[int | None, int | None]:
         .where(LearningBatch.after_ts == cursor)
         .execution_options(populate_existing=True)
     )
-    found = [_seen(after, SEEN_KEY), _seen(after, CALLS_KEY)]
-    if None not in found:
-        return found[0], found[1]
-    reports = list(
+    messages, calls = _seen(after, SEEN_KEY), _seen(after, CALLS_KEY)
+    if messages is not None and calls is not None:
+        return messages, calls
+    moved_here = list(  # newest first
         session.scalars(
             select(LearningBatch.report)
             .where(LearningBatch.status == "done", LearningBatch.until_ts == cursor)
@@ -107,10 +105,16 @@ def watermarks(session: Session, cursor: int) -> tuple[int | None, int | None]:
             .execution_options(populate_existing=True)
         )
     )
-    for n, key in enumerate((SEEN_KEY, CALLS_KEY)):
-        if found[n] is None:
-            found[n] = next((s for s in (_seen(r, key) for r in reports) if s is not None), None)
-    return found[0], found[1]
+    if messages is None:
+        messages = _first_seen(moved_here, SEEN_KEY)
+    if calls is None:
+        calls = _first_seen(moved_here, CALLS_KEY)
+    return messages, calls
+
+
+def _first_seen(reports: Sequence[Any], key: str) -> int | None:
+    """The first watermark ``key`` that one of ``reports`` holds."""
+    return next((seen for r in reports if (seen := _seen(r, key)) is not None), None)
 
 
 def newest_id(
@@ -149,22 +153,27 @@ def late_rows(session: Session, cursor: int, seen: Seen, limit: int) -> Late | N
     return Late(seen, until, len(taken))
 
 
-def _late_turns(session: Session, cursor: int, after_id: int, until_id: int) -> list[Turn]:
+def _between(
+    session: Session, cursor: int, seen: Seen, until: Seen
+) -> tuple[list[Turn], list[ToolCall]]:
+    """The rows stamped at or before the cursor whose id is over the watermark ``seen`` and at
+    most ``until`` (messages by :attr:`Seen.messages`, tool calls by :attr:`Seen.calls`),
+    oldest first."""
     stamp = from_epoch_ms(cursor)
-    where = [RawMessage.id > after_id, RawMessage.id <= until_id, RawMessage.timestamp <= stamp]
-    return _turns(session, where, _ALL)[0]
 
+    def where(table: type[RawMessage | Action], lo: int, hi: int) -> list[ColumnElement[bool]]:
+        return [table.id > lo, table.id <= hi, table.timestamp <= stamp]
 
-def _late_calls(session: Session, cursor: int, after_id: int, until_id: int) -> list[ToolCall]:
-    stamp = from_epoch_ms(cursor)
-    where = [Action.id > after_id, Action.id <= until_id, Action.timestamp <= stamp]
-    return _calls(session, where, _ALL)[0]
+    return load_rows(
+        session,
+        where(RawMessage, seen.messages, until.messages),
+        where(Action, seen.calls, until.calls),
+    )
 
 
 def load_late(session: Session, late: Late, cursor: int) -> tuple[Window, Seen]:
     """A batch of late rows as a window, oldest first, and the watermarks after it."""
-    turns = _late_turns(session, cursor, late.seen.messages, late.until.messages)
-    calls = _late_calls(session, cursor, late.seen.calls, late.until.calls)
+    turns, calls = _between(session, cursor, late.seen, late.until)
     tag = (
         f"late:{late.seen.messages + 1}-{late.until.messages}"
         f"/calls:{late.seen.calls + 1}-{late.until.calls}"
@@ -184,8 +193,7 @@ def load_batch(session: Session, after: int, until: int, seen: Seen) -> tuple[Wi
     order); every row the window holds is no newer."""
     newest = Seen(newest_id(session), newest_id(session, table=Action))
     window = load_after(session, after, until, max_id=newest.messages, max_call_id=newest.calls)
-    turns = _late_turns(session, after, seen.messages, newest.messages)
-    calls = _late_calls(session, after, seen.calls, newest.calls)
+    turns, calls = _between(session, after, seen, newest)
     if turns or calls:
         window = dataclasses.replace(
             window, turns=_merged(window.turns, turns), calls=_merged(window.calls, calls)

@@ -122,43 +122,30 @@ def write_summaries(mem: Memory, summaries: list[Summary]) -> list[SummaryReport
     reports = []
     for summary in summaries:
         note_id = SESSION_SUMMARY_PREFIX + summary.session_id
-        if summary.text is None:
-            reports.append(
-                SummaryReport(
-                    session_id=summary.session_id,
-                    note_id=None,
-                    written=False,
-                    detail="the model gave no usable summary",
-                    tokens_used=summary.tokens_used,
-                )
-            )
-            continue
-        try:
-            with mem.session.begin_nested():
-                mem.notes.upsert(
-                    note_id,
-                    summary.text,
-                    importance=SUMMARY_IMPORTANCE,
-                    session_id=summary.session_id,
-                )
-        except PhilontError as exc:
-            reports.append(
-                SummaryReport(
-                    session_id=summary.session_id,
-                    note_id=None,
-                    written=False,
-                    detail=f"{exc.code}: {exc.message}",
-                    tokens_used=summary.tokens_used,
-                )
-            )
-            continue
+        problem = _write(mem, note_id, summary)
         reports.append(
             SummaryReport(
                 session_id=summary.session_id,
-                note_id=note_id,
-                written=True,
+                note_id=note_id if problem is None else None,
+                written=problem is None,
+                detail=problem or "",
                 tokens_used=summary.tokens_used,
             )
         )
-        log.info("learning.summary_written", session_id=summary.session_id, note_id=note_id)
+        if problem is None:
+            log.info("learning.summary_written", session_id=summary.session_id, note_id=note_id)
     return reports
+
+
+def _write(mem: Memory, note_id: str, summary: Summary) -> str | None:
+    """Upsert the summary's note: None, or why it was not written."""
+    if summary.text is None:
+        return "the model gave no usable summary"
+    try:
+        with mem.session.begin_nested():
+            mem.notes.upsert(
+                note_id, summary.text, importance=SUMMARY_IMPORTANCE, session_id=summary.session_id
+            )
+    except PhilontError as exc:
+        return f"{exc.code}: {exc.message}"
+    return None

@@ -22,6 +22,7 @@ __all__ = [
     "Window",
     "load_after",
     "load_range",
+    "load_rows",
     "load_session",
     "runs_of",
 ]
@@ -100,48 +101,64 @@ def _limited(
     return [t for t in turns if t.timestamp > start], [c for c in calls if c.timestamp > start]
 
 
+def _newest(
+    session: Session,
+    columns: Sequence[Any],
+    where: Sequence[ColumnElement[bool]],
+    limit: int | None,
+) -> tuple[list[Any], datetime | None]:
+    """The newest ``limit`` rows matching ``where`` (None: all), oldest first, and where the
+    limit cut them: the time of the newest row left out (every later one is in), else None.
+    ``columns`` begin with the id and end with the time."""
+    row_id, stamp = columns[0], columns[-1]
+    query = select(*columns).where(*where).order_by(stamp.desc(), row_id.desc())
+    rows = session.execute(query if limit is None else query.limit(limit + 1)).all()
+    cut = rows[limit][-1] if limit is not None and len(rows) > limit else None
+    return list(reversed(rows[:limit])), cut
+
+
 def _turns(
-    session: Session, where: Sequence[ColumnElement[bool]], limit: int
+    session: Session, where: Sequence[ColumnElement[bool]], limit: int | None
 ) -> tuple[list[Turn], datetime | None]:
-    """The newest ``limit`` messages matching ``where``, oldest first, and where the limit cut
-    them: the time of the newest message left out (every later one is in), else None."""
-    rows = session.execute(
-        select(
-            RawMessage.id,
-            RawMessage.session_id,
-            RawMessage.role,
-            RawMessage.content,
-            RawMessage.timestamp,
-        )
-        .where(*where)
-        .order_by(RawMessage.timestamp.desc(), RawMessage.id.desc())
-        .limit(limit + 1)
-    ).all()
-    cut = rows[limit].timestamp if len(rows) > limit else None
-    return [Turn(i, s, str(r), c, t) for i, s, r, c, t in reversed(rows[:limit])], cut
+    """The newest ``limit`` messages matching ``where`` (None: all), oldest first, and where
+    the limit cut them (:func:`_newest`)."""
+    columns = (
+        RawMessage.id,
+        RawMessage.session_id,
+        RawMessage.role,
+        RawMessage.content,
+        RawMessage.timestamp,
+    )
+    rows, cut = _newest(session, columns, where, limit)
+    return [Turn(i, s, str(r), c, t) for i, s, r, c, t in rows], cut
 
 
 def _calls(
-    session: Session, where: Sequence[ColumnElement[bool]], limit: int
+    session: Session, where: Sequence[ColumnElement[bool]], limit: int | None
 ) -> tuple[list[ToolCall], datetime | None]:
-    """The newest ``limit`` tool calls matching ``where``, oldest first, and where the limit
-    cut them (as :func:`_turns`)."""
-    rows = session.execute(
-        select(
-            Action.id,
-            Action.session_id,
-            Action.tool_name,
-            Action.params,
-            Action.result,
-            Action.success,
-            Action.timestamp,
-        )
-        .where(*where)
-        .order_by(Action.timestamp.desc(), Action.id.desc())
-        .limit(limit + 1)
-    ).all()
-    cut = rows[limit].timestamp if len(rows) > limit else None
-    return [ToolCall(*row) for row in reversed(rows[:limit])], cut
+    """The newest ``limit`` tool calls matching ``where`` (None: all), oldest first, and
+    where the limit cut them (:func:`_newest`)."""
+    columns = (
+        Action.id,
+        Action.session_id,
+        Action.tool_name,
+        Action.params,
+        Action.result,
+        Action.success,
+        Action.timestamp,
+    )
+    rows, cut = _newest(session, columns, where, limit)
+    return [ToolCall(*row) for row in rows], cut
+
+
+def load_rows(
+    session: Session,
+    turns_where: Sequence[ColumnElement[bool]],
+    calls_where: Sequence[ColumnElement[bool]],
+) -> tuple[list[Turn], list[ToolCall]]:
+    """Every message matching ``turns_where`` and every tool call matching ``calls_where``,
+    oldest first (no limit: a consolidator's batch was sized when it was claimed)."""
+    return _turns(session, turns_where, None)[0], _calls(session, calls_where, None)[0]
 
 
 def load_session(session: Session, session_id: str, *, limit: int) -> Window:
@@ -184,8 +201,7 @@ def load_after(
     calls_where = [Action.timestamp > lo, Action.timestamp <= hi]
     if max_call_id is not None:
         calls_where.append(Action.id <= max_call_id)
-    turns, _ = _turns(session, where, 10**9)
-    calls, _ = _calls(session, calls_where, 10**9)
+    turns, calls = load_rows(session, where, calls_where)
     return Window(f"range:{after_ms + 1}-{until_ms}", tuple(turns), tuple(calls), None, lo)
 
 

@@ -89,6 +89,10 @@ back to the model is capped separately by size (``philont.tools.dispatch``)."""
 
 MAX_NAMESPACE_CHARS: Final = 100
 MAX_ID_CHARS: Final = 200
+SESSION_SUMMARY_PREFIX: Final = "session-summary-"
+"""Id prefix of the per-session summary notes (``session-summary-<session id>``)."""
+MAX_RECORD_ID_CHARS: Final = len(SESSION_SUMMARY_PREFIX) + MAX_ID_CHARS
+"""A record's id (a note's, ...): room for the summary note of any session id (216)."""
 MAX_TEXT_CHARS: Final = 16 * 1024 * 1024
 """Free text stored verbatim (notes, messages): at most this many characters (a tool call's
 whole arguments are capped lower: :data:`MAX_ARGUMENT_BYTES`)."""
@@ -281,10 +285,13 @@ def _skill_name(value: str) -> str:
     return value
 
 
-def _id_text(value: str) -> str:
-    if value != value.strip() or not value:
-        raise ValueError(f"must be 1-{MAX_ID_CHARS} characters without surrounding whitespace")
-    return _storable(value)
+def _id_text(limit: int) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value != value.strip() or not value:
+            raise ValueError(f"must be 1-{limit} characters without surrounding whitespace")
+        return _storable(value)
+
+    return check
 
 
 def _json_value(value: Any) -> Any:
@@ -508,7 +515,7 @@ Query = Annotated[
 SessionId = Annotated[
     StrictStr,
     Field(min_length=1, max_length=MAX_ID_CHARS, description="A conversation session id."),
-    AfterValidator(_id_text),
+    AfterValidator(_id_text(MAX_ID_CHARS)),
     UNICODE,
 ]
 Content = Annotated[
@@ -525,8 +532,8 @@ Content = Annotated[
 """Free text stored as given (a note, a message): non-blank, valid Unicode."""
 RecordId = Annotated[
     StrictStr,
-    Field(min_length=1, max_length=MAX_ID_CHARS, description="A record's id."),
-    AfterValidator(_id_text),
+    Field(min_length=1, max_length=MAX_RECORD_ID_CHARS, description="A record's id."),
+    AfterValidator(_id_text(MAX_RECORD_ID_CHARS)),
     UNICODE,
 ]
 RoleName = Annotated[Role, Field(description="Who wrote the message.")]

@@ -161,7 +161,13 @@ class ConsolidationReport(ReadModel):
     batch_id: int | None = None
     after_ts: int | None = None
     until_ts: int | None = None
+    late: bool = False
+    """A batch of late messages and tool calls (stamped at or before the cursor, which stays)."""
     messages: int = 0
+    """The batch's messages: as claimed; once consolidated, those learned from (its window's,
+    late ones that joined it included)."""
+    tool_calls: int = 0
+    """Once consolidated, the tool calls learned from (its window's); else 0."""
     attempts: int = 0
     retry_at: datetime | None = None
     error: str | None = None

@@ -17,15 +17,13 @@ from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs
+from philont.schemas.inputs import SESSION_SUMMARY_PREFIX
 from philont.schemas.notes import NoteRecord
 from philont.services.base import Service
 
 __all__ = ["SESSION_SUMMARY_PREFIX", "NoteService"]
 
 log = get_logger(__name__)
-
-SESSION_SUMMARY_PREFIX = "session-summary-"
-"""Id prefix of the per-session summary notes (``session-summary-<session id>``)."""
 
 
 def _pattern(token: str) -> str:

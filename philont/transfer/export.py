@@ -69,7 +69,7 @@ def check_output(out: Path) -> None:
         if nearest.is_dir():
             raise FilePathError(str(out), "its directory does not exist")
         raise FilePathError(str(out), f"a parent is not a directory ({nearest})")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if not filewrite.may(parent, os.W_OK | os.X_OK):
         raise FilePathError(str(out), "its directory is not writable (permission denied)")
 
 

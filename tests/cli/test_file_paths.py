@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from philont import migrate
 from philont.cli import app
 from philont.transfer import export
-from tests.support import cli_command, cli_paths
+from tests.support import cli_command, cli_paths, file_permissions_apply
 
 runner = CliRunner()
 PLACES = ("missing", "missing-directory", "directory", "under-a-file", "no-permission")
@@ -110,7 +110,8 @@ FILE_COMMANDS: list[FileCommand] = [
 def _assert_refused(world: World, args: list[str], place: Path) -> str:
     """The one line of the refusal (after checking it and that nothing was written)."""
     before = _tree(world.base)
-    result = runner.invoke(app, args)
+    with file_permissions_apply():  # "no-permission" refuses root too
+        result = runner.invoke(app, args)
     shown = f"{args}: {result.output}"
     assert result.exit_code == 1, shown
     found = LINE.fullmatch(result.stderr)
@@ -121,17 +122,11 @@ def _assert_refused(world: World, args: list[str], place: Path) -> str:
     return result.stderr
 
 
-def _skip_as_root(place: str) -> None:
-    if place == "no-permission" and os.geteuid() == 0:
-        pytest.skip("root may read and write anything")
-
-
 @pytest.mark.parametrize("command", FILE_COMMANDS, ids=lambda c: c[0])
 @pytest.mark.parametrize("place", PLACES)
 def test_a_file_argument_that_cannot_be_used_is_file_path_exit_1(
     command: FileCommand, place: str, world: World
 ) -> None:
-    _skip_as_root(place)
     _, build, output = command
     if output and place == "missing":
         pytest.skip("an output file that does not exist yet is written")
@@ -168,7 +163,6 @@ def _db_args(path: tuple[str, ...], world: World, db: Path) -> list[str]:
 def test_a_db_path_that_cannot_be_used_is_file_path_exit_1(
     path: tuple[str, ...], place: str, world: World
 ) -> None:
-    _skip_as_root(place)
     if path == ("agents", "export-schema"):
         pytest.skip("its --db must be a PostgreSQL URL: an SQLite path is refused as such")
     if path in CREATES and place in ("missing", "missing-directory"):

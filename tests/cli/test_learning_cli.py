@@ -82,6 +82,29 @@ def test_consolidate_says_which_batch_held_late_messages(chatty: Path, tmp_path:
         assert read_cursor(mem.session) == cursor
 
 
+def test_consolidate_says_a_late_batch_of_tool_calls_alone_learned_from_its_calls(
+    chatty: Path, tmp_path: Path
+) -> None:
+    # logged an hour before the cursor, after it moved, with no late message: it was reported
+    # as a batch of "0 late messages"
+    model = script(tmp_path, extract="[]", reflect="[]", summarize="s")
+    args = ("consolidate", "--db", str(chatty), "--model", model, "--once", "--idle-after", "0")
+    assert run(*args, "--backlog")[0] == 0
+    for json_form in (False, True):
+        with Memory.open(chatty) as mem:
+            for tool in ("fetch", "parse"):
+                mem.actions.record(
+                    tool, params={}, success=True, at=mem.clock() - timedelta(hours=1)
+                )
+        code, output = run(*args, *(["--json"] if json_form else []))
+        assert code == 0, output
+        if json_form:
+            report = json.loads(output.splitlines()[0])  # JSON Lines: then nothing_new
+            assert (report["late"], report["messages"], report["tool_calls"]) == (True, 0, 2)
+        else:
+            assert "consolidated batch 2: 2 late tool calls, 0 facts" in output, output
+
+
 def test_consolidate_once_exits_1_when_the_batch_failed(chatty: Path, tmp_path: Path) -> None:
     model = script(tmp_path, reflect="[]")  # no answer for the extraction: an empty answer
     code, output = run(

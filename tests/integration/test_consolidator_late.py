@@ -414,3 +414,28 @@ def test_every_message_and_tool_call_is_learned_exactly_once_whatever_the_clock_
 
 
 EXAMPLES = (f"e{i}" for i in itertools.count())
+
+
+def test_a_batch_reports_the_messages_and_tool_calls_it_learned_from(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # A batch of late tool calls alone was reported as one of "0 late messages".
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": "summary"})
+    worker = consolidator(units, clock, model, batch_size=2)
+    call(units, "fetch")
+    clock.advance(seconds=1)
+    say(units, "a1")
+    clock.advance(minutes=6)
+    reports = [worker.run_once()]
+    for i in range(3):
+        call(units, f"alone{i}", at=clock.now - timedelta(hours=1))
+    say(units, "late1", at=clock.now - timedelta(minutes=30))
+    clock.advance(minutes=6)
+    reports += [worker.run_once() for _ in range(3)]
+    got = [(r.status, r.late, r.messages, r.tool_calls) for r in reports]
+    assert got == [
+        (S.CONSOLIDATED, False, 1, 1),
+        (S.CONSOLIDATED, True, 1, 2),  # the message and the calls before it, by id
+        (S.CONSOLIDATED, True, 0, 1),
+        (S.NOTHING_NEW, False, 0, 0),
+    ]

@@ -17,9 +17,11 @@ from philont.domain.kinds import FactKind
 from philont.domain.timeparse import iso
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.learning import Learner, LearningConfig
+from philont.learning.summaries import Summary, write_summaries
 from philont.learning.window import runs_of
 from philont.llm import ScriptedModel
 from philont.memory import Memory
+from philont.schemas.inputs import MAX_ID_CHARS
 from tests.conftest import FakeClock
 from tests.integration.learning_helpers import Conversation, unit_factory
 
@@ -231,6 +233,25 @@ def test_an_empty_summary_answer_writes_no_note(mem: Memory, clock: FakeClock) -
     [report] = Learner(mem, model, config=LearningConfig(summary_min_messages=2)).summarize("s1")
     assert not report.written
     assert mem.notes.get("session-summary-s1") is None
+
+
+def test_each_summary_is_reported_written_or_with_why_not(mem: Memory) -> None:
+    # the longest session id too: a record id has room for the summary note's prefix (its note
+    # id was too long, and every batch of such a session reported the summary invalid_input)
+    longest = "s" * MAX_ID_CHARS
+    summaries = [Summary("s1", "About Berlin.", 3), Summary("s2", None, 2)]
+    summaries.append(Summary(longest, "x", 1))
+    reports = write_summaries(mem, summaries)
+    assert [(r.session_id, r.note_id, r.written, r.tokens_used) for r in reports] == [
+        ("s1", "session-summary-s1", True, 3),
+        ("s2", None, False, 2),
+        (longest, f"session-summary-{longest}", True, 1),
+    ]
+    assert [r.detail for r in reports] == ["", "the model gave no usable summary", ""]
+    note = mem.notes.get("session-summary-s1")
+    assert note is not None and note.content == "About Berlin."
+    long_note = mem.notes.get(f"session-summary-{longest}")
+    assert long_note is not None and long_note.session_id == longest
 
 
 def test_a_window_is_its_session_or_its_time_range(mem: Memory, clock: FakeClock) -> None:

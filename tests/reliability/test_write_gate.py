@@ -199,6 +199,18 @@ def _child_takes(path: str, result: multiprocessing.Queue[bool]) -> None:
     result.put(gate_for(Path(path)).acquire(0.5))
 
 
+def _a_forked_child_takes_the_gate(path: Path) -> bool:
+    ctx = multiprocessing.get_context("fork")
+    result: multiprocessing.Queue[bool] = ctx.Queue()
+    child = ctx.Process(target=_child_takes, args=(str(path), result))
+    child.start()
+    child.join(10)
+    if child.is_alive():  # hung on a lock
+        child.kill()
+        return False
+    return result.get(timeout=5)
+
+
 def test_a_forked_child_finds_the_gate_open(tool_db: Path) -> None:
     gate = gate_for(tool_db)
     held = threading.Event()
@@ -214,15 +226,41 @@ def test_a_forked_child_finds_the_gate_open(tool_db: Path) -> None:
     keeper.start()
     assert held.wait(5)
     try:
-        ctx = multiprocessing.get_context("fork")
-        result: multiprocessing.Queue[bool] = ctx.Queue()
-        child = ctx.Process(target=_child_takes, args=(str(tool_db), result))
-        child.start()
-        child.join(10)
-        assert result.get(timeout=5) is True
+        assert _a_forked_child_takes_the_gate(tool_db)
     finally:
         done.set()
         keeper.join()
+
+
+def test_a_child_forked_while_others_queue_and_hold_the_gates_mutex_takes_it_at_once(
+    tool_db: Path,
+) -> None:
+    # At the fork the forking thread holds the gate, another waits in its queue and a third is
+    # inside its mutex: the child (its forking thread busy with other things) finds the gate
+    # open, its queue empty and its mutex free.
+    gate = gate_for(tool_db)
+    assert gate.acquire(1)
+    waiting = threading.Thread(target=lambda: gate.acquire(10) and gate.release())
+    waiting.start()
+    _wait_until(lambda: len(gate._waiters) == 1)
+    inside, done = threading.Event(), threading.Event()
+
+    def hold_the_mutex() -> None:
+        with gate._mutex:
+            inside.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=hold_the_mutex)
+    holder.start()
+    assert inside.wait(5)
+    try:
+        assert _a_forked_child_takes_the_gate(tool_db)
+    finally:
+        done.set()
+        holder.join()
+        gate.release()
+        waiting.join()
+    assert _free(tool_db)
 
 
 # --- an AsyncStore's writers -----------------------------------------------------------------
