@@ -72,6 +72,9 @@ class Late:
     count: int
 
 
+_MAX_ID: Final = 2**63 - 1
+
+
 def _seen(report: Any, key: str) -> int | None:
     """A watermark of a batch row's report; one past what an id column holds (a row edited by
     hand) is read as the largest id (as it was, it failed every claim with an OverflowError)."""
@@ -79,9 +82,6 @@ def _seen(report: Any, key: str) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool):
         return None
     return min(max(value, 0), _MAX_ID)
-
-
-_MAX_ID: Final = 2**63 - 1
 
 
 def watermarks(session: Session, cursor: int) -> tuple[int | None, int | None]:
