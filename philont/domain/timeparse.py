@@ -13,7 +13,7 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 
 from philont.domain import wallclock
-from philont.domain.timepolicy import given_epoch_ms, instant, validate_timezone, zone
+from philont.domain.timepolicy import UTC_NAMES, given_epoch_ms, instant, validate_timezone, zone
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
 __all__ = [
@@ -219,10 +219,6 @@ def iso(value: datetime) -> str:
         utc.second,
         utc.microsecond // 1000,
     )
-
-
-UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu"})
-"""Zone names that are UTC itself: an item in one of them is shown as the UTC instant alone."""
 
 
 def shown_at(value: datetime, tz: str | None) -> str:

@@ -27,6 +27,7 @@ __all__ = [
     "MIN_EPOCH_MS",
     "MIN_INSTANT",
     "SECONDS_SIZED_MS",
+    "UTC_NAMES",
     "clamp",
     "from_epoch_ms",
     "given_epoch_ms",
@@ -53,6 +54,11 @@ SECONDS_SIZED_MS: Final = 100_000_000_000
 epoch *seconds* of any time up to the year 5138, the commonest time mistake, which read as
 milliseconds was silently a time in January 1970. Those days are still given as ISO-8601 text.
 Stored values are not judged by this (``stored_instant``)."""
+
+UTC_NAMES: Final = frozenset(
+    {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu"}
+)
+"""Zone names that are UTC itself: an item in one of them is shown as the UTC instant alone."""
 
 _RANGE_TEXT: Final = "0001-01-02T00:00:00Z .. 9999-12-30T23:59:59.999Z"
 _EXCLUDED_ZONES: Final = frozenset({"Factory", "localtime", "posixrules"})
