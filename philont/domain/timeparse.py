@@ -1,10 +1,12 @@
 """Times from the model: ISO-8601 text or epoch milliseconds to aware datetimes, or a clear error.
 
 The original silently dropped what it could not parse and read offset-less text in the server's
-local zone (spec Q-S7). Here: an offset or ``Z`` is honoured; text without one (and a bare date,
-read as midnight) is read in the zone the caller states; epoch milliseconds are UTC (a number the
-size of epoch seconds is refused, :func:`philont.domain.timepolicy.seconds_sized`); anything else
-raises ``InvalidInputError`` naming the field.
+local zone (spec Q-S7). Here: an offset or ``Z`` is honoured (an offset no place uses, beyond
+-12:00 .. +14:00, is refused: :func:`philont.domain.timepolicy.real_offset`); text without one
+(and a bare date, read as midnight) is read in the zone the caller states; epoch milliseconds
+are UTC (a number the size of epoch seconds is refused,
+:func:`philont.domain.timepolicy.seconds_sized`); anything else raises ``InvalidInputError``
+naming the field.
 """
 
 from __future__ import annotations
@@ -13,7 +15,15 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 
 from philont.domain import wallclock
-from philont.domain.timepolicy import UTC_NAMES, given_epoch_ms, instant, validate_timezone, zone
+from philont.domain.timepolicy import (
+    UTC_NAMES,
+    given_epoch_ms,
+    instant,
+    offset_text,
+    real_offset,
+    validate_timezone,
+    zone,
+)
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
 __all__ = [
@@ -79,8 +89,10 @@ def parse_time(
                 f"{field}: {text[:60]!r} is not an ISO-8601 time (e.g. 2026-04-22T09:00:00+02:00)"
             ) from exc
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=where)
-    return instant(parsed, field)
+        return instant(parsed.replace(tzinfo=where), field)
+    found = instant(parsed, field)  # a time outside the calendar says so first
+    real_offset(parsed, field)
+    return found
 
 
 _DATE_SHAPE = re.compile(r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}(?:-?\d)?)", re.ASCII)
@@ -233,10 +245,7 @@ def shown_at(value: datetime, tz: str | None) -> str:
         local = value.astimezone(zone(tz))
     except (InvalidInputError, ValueError, OverflowError):
         return iso(value)
-    offset = local.utcoffset() or timedelta(0)
-    sign, size = ("-", -offset) if offset < timedelta(0) else ("+", offset)
-    minutes, seconds = divmod(int(size.total_seconds()), 60)
-    off = f"{sign}{minutes // 60:02d}:{minutes % 60:02d}" + (f":{seconds:02d}" if seconds else "")
+    off = offset_text(local.utcoffset() or timedelta(0))
     wall = "%04d-%02d-%02d %02d:%02d" % (  # noqa: UP031 - as iso(): years below 1000 too
         local.year,
         local.month,

@@ -24,14 +24,18 @@ from philont.errors import InvalidInputError, TimeOutOfRangeError
 __all__ = [
     "MAX_EPOCH_MS",
     "MAX_INSTANT",
+    "MAX_OFFSET",
     "MIN_EPOCH_MS",
     "MIN_INSTANT",
+    "MIN_OFFSET",
     "SECONDS_SIZED_MS",
     "UTC_NAMES",
     "clamp",
     "from_epoch_ms",
     "given_epoch_ms",
     "instant",
+    "offset_text",
+    "real_offset",
     "seconds_sized",
     "shifted",
     "stored_instant",
@@ -54,6 +58,12 @@ SECONDS_SIZED_MS: Final = 100_000_000_000
 epoch *seconds* of any time up to the year 5138, the commonest time mistake, which read as
 milliseconds was silently a time in January 1970. Those days are still given as ISO-8601 text.
 Stored values are not judged by this (``stored_instant``)."""
+
+MIN_OFFSET: Final = timedelta(hours=-12)
+MAX_OFFSET: Final = timedelta(hours=14)
+"""The UTC offsets places use (Etc/GMT+12 .. Kiritimati), and have used since 1867. RFC 3339
+lets text carry up to +/-23:59; an offset outside these is a typo (``+15:00`` for
+``+05:00``), not a place."""
 
 UTC_NAMES: Final = frozenset(
     {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu"}
@@ -104,6 +114,37 @@ def _zone(canonical: str) -> zoneinfo.ZoneInfo:
 def zone(name: object) -> zoneinfo.ZoneInfo:
     """The ``ZoneInfo`` of an accepted zone name (see :func:`validate_timezone`)."""
     return _zone(validate_timezone(name))
+
+
+def offset_text(offset: timedelta) -> str:
+    """A UTC offset as ISO-8601 writes it, ``+02:00``, ``-04:56:02`` (seconds when it has them)."""
+    sign, size = ("-", -offset) if offset < timedelta(0) else ("+", offset)
+    minutes, seconds = divmod(int(size.total_seconds()), 60)
+    return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}" + (f":{seconds:02d}" if seconds else "")
+
+
+@functools.cache
+def _local_mean_times() -> frozenset[timedelta]:
+    """The offsets outside ``MIN_OFFSET..MAX_OFFSET`` that a zone's clock once showed: local
+    mean times before 1868 (Manila's -15:56:08, Sitka's +14:58:47), each a zone's first."""
+    first = (MIN_INSTANT.astimezone(_zone(name)).utcoffset() for name in _zone_names().values())
+    return frozenset(o for o in first if o is not None and not MIN_OFFSET <= o <= MAX_OFFSET)
+
+
+def real_offset(value: datetime, field: str) -> datetime:
+    """``value`` when its UTC offset (naive: none) is one a place uses, ``MIN_OFFSET`` to
+    ``MAX_OFFSET``, or the local mean time of a zone outside them (what :func:`shown_at
+    <philont.domain.timeparse.shown_at>` prints for such a zone's old dates, so it reads
+    back); anything else is ``InvalidInputError`` naming ``field``."""
+    offset = value.utcoffset()
+    if offset is None or MIN_OFFSET <= offset <= MAX_OFFSET or offset in _local_mean_times():
+        return value
+    raise InvalidInputError.of(
+        field,
+        f"UTC offset {offset_text(offset)} is not one any place uses "
+        "(they run from -12:00 to +14:00); check the offset, or give the time without one "
+        "and name its zone in `timezone`",
+    )
 
 
 # --- instants --------------------------------------------------------------------------------

@@ -6,11 +6,11 @@ import zoneinfo
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from philont.domain import timepolicy
-from philont.domain.timeparse import parse_time
+from philont.domain.timeparse import parse_time, shown_at
 from philont.domain.timepolicy import (
     MAX_EPOCH_MS,
     MAX_INSTANT,
@@ -153,3 +153,41 @@ def test_shifted_refuses_to_leave_the_range_and_clamp_stays_inside_it() -> None:
     assert clamp(MIN_INSTANT, -timedelta(days=999_999_999)) == MIN_INSTANT
     moment = datetime(2026, 1, 1, tzinfo=UTC)
     assert clamp(moment, timedelta(days=1)) == moment + timedelta(days=1)
+
+
+@given(
+    local=st.datetimes(min_value=datetime(1900, 1, 2), max_value=datetime(9999, 12, 29)),
+    minutes=st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1),
+    seconds=st.sampled_from([0, 0, 0, 17]),
+)
+def test_an_offset_no_place_uses_is_refused_by_name_and_every_real_one_is_read(
+    local: datetime, minutes: int, seconds: int
+) -> None:
+    # RFC 3339 text may carry up to +/-23:59; places use -12:00 .. +14:00 (and, before 1868,
+    # a few local mean times beyond: Manila's -15:56:08), never +15:00 or -13:00.
+    offset = timedelta(minutes=minutes, seconds=seconds if minutes >= 0 else -seconds)
+    text = local.replace(tzinfo=timezone(offset)).isoformat()
+    if timedelta(hours=-12) <= offset <= timedelta(hours=14):
+        assert parse_time(text, field="at") == local.replace(tzinfo=timezone(offset))
+    else:
+        with pytest.raises(InvalidInputError, match="is not one any place uses") as caught:
+            parse_time(text, field="at")
+        assert caught.value.details["argument"] == "at"
+        assert not isinstance(caught.value, TimeOutOfRangeError)
+
+
+@given(
+    zone=st.sampled_from(IANA_NAMES),
+    at=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+)
+@example(zone="Asia/Manila", at=datetime(1800, 1, 1))  # -15:56:08, local mean time
+@example(zone="America/Metlakatla", at=datetime(1800, 1, 1))  # +15:13:42
+@example(zone="UTC", at=datetime(2026, 1, 1))
+def test_every_wall_time_shown_reads_back_with_its_offset(zone: str, at: datetime) -> None:
+    # What shown_at prints for an item (local mean times of old dates included) is text a
+    # model may send back: it names the same instant.
+    utc = at.replace(microsecond=0, tzinfo=UTC)
+    parts = shown_at(utc, zone).split(" ")
+    if len(parts) == 1:  # a UTC zone: the instant alone
+        return
+    assert parse_time(f"{parts[0]}T{parts[1]}", field="at") == utc
