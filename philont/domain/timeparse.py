@@ -82,17 +82,44 @@ def parse_time(
             )
         parsed = datetime.combine(day, time(23, 59, 59, 999_000) if end_of_day else time(0))
     else:
-        try:
-            parsed = datetime.fromisoformat(text.replace("z", "Z"))
-        except ValueError as exc:
-            raise InvalidInputError(
-                f"{field}: {text[:60]!r} is not an ISO-8601 time (e.g. 2026-04-22T09:00:00+02:00)"
-            ) from exc
+        parsed = _date_and_time(text, field)
     if parsed.tzinfo is None:
         return instant(parsed.replace(tzinfo=where), field)
     found = instant(parsed, field)  # a time outside the calendar says so first
     real_offset(parsed, field)
     return found
+
+
+_TIME_SHAPE = re.compile(
+    r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}(?:-?\d)?)"  # the date, as _DATE_SHAPE
+    r"[Tt ]\d{2}(?::?\d{2}(?::?(?P<second>\d{2})(?:[.,]\d+)?)?)?"  # T or a space, the time
+    r"(?:[Zz]|[+-]\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d+)?)?)?)?",  # the offset
+    re.ASCII,
+)
+"""A date and a time of day in one of ISO-8601's forms (with RFC 3339's space for the ``T``).
+Python's reader takes more, and guesses: any character between the date and the time
+(``2026-04-01x09:00``), nothing of what follows a NUL (``2026-04-01T09:00Z\x00 or later``);
+text outside this shape is refused instead."""
+
+
+def _date_and_time(text: str, field: str) -> datetime:
+    """ISO-8601 text of a date and a time (:data:`_TIME_SHAPE`) as a datetime, naive when it
+    carries no offset; anything else is ``InvalidInputError`` naming ``field``."""
+    shape = _TIME_SHAPE.fullmatch(text)
+    if shape is not None and shape["second"] == "60":
+        raise InvalidInputError.of(
+            field,
+            f"{text[:60]!r} names a leap second (second 60); times here count no leap seconds "
+            "(as POSIX and JavaScript time do): give second 59 or the next minute",
+        )
+    try:
+        if shape is None:
+            raise ValueError("not of ISO-8601's shape")
+        return datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError as exc:
+        raise InvalidInputError.of(
+            field, f"{text[:60]!r} is not an ISO-8601 time (e.g. 2026-04-22T09:00:00+02:00)"
+        ) from exc
 
 
 _DATE_SHAPE = re.compile(r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}(?:-?\d)?)", re.ASCII)

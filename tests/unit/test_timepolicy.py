@@ -191,3 +191,43 @@ def test_every_wall_time_shown_reads_back_with_its_offset(zone: str, at: datetim
     if len(parts) == 1:  # a UTC zone: the instant alone
         return
     assert parse_time(f"{parts[0]}T{parts[1]}", field="at") == utc
+
+
+ISO_ALPHABET = frozenset("0123456789TtZzW+-:., ")
+
+
+@given(
+    local=st.datetimes(min_value=datetime(1900, 1, 2), max_value=datetime(9999, 12, 29)),
+    offset=st.none() | st.integers(min_value=-12 * 60, max_value=14 * 60),
+    sep=st.sampled_from(["T", "t", " "]),
+    junk=st.characters(codec="utf-8").filter(lambda c: c not in ISO_ALPHABET),
+    where=st.integers(min_value=1, max_value=40),
+)
+def test_time_text_is_read_only_in_iso_8601s_shape_never_guessed(
+    local: datetime, offset: int | None, sep: str, junk: str, where: int
+) -> None:
+    # Python's reader took any character between date and time (2026-04-01x09:00) and ignored
+    # what followed a NUL (2026-04-01T09:00Z\x00 or later): read as something else, silently.
+    tz = None if offset is None else timezone(timedelta(minutes=offset))
+    text = local.replace(tzinfo=tz).isoformat(sep=sep)
+    assert parse_time(text, field="at") == local.replace(tzinfo=tz or UTC)
+    spoiled = text[:where] + junk + text[where:]
+    if spoiled.strip() != text:  # junk at an end that is whitespace is only trimmed
+        with pytest.raises(InvalidInputError) as caught:
+            parse_time(spoiled, field="at")
+        assert caught.value.details["argument"] == "at"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2026-04-01T09:00Z\x00x", "2026-04-01x09:00", "2026-04-01\x0009:00", "2026-04-01\n09:00"],
+)
+def test_text_pythons_reader_guessed_at_is_refused(text: str) -> None:
+    with pytest.raises(InvalidInputError, match="is not an ISO-8601 time"):
+        parse_time(text, field="at")
+
+
+@pytest.mark.parametrize("text", ["2016-12-31T23:59:60Z", "2016-12-31 235960.5+01:00"])
+def test_a_leap_second_is_refused_as_one(text: str) -> None:
+    with pytest.raises(InvalidInputError, match="names a leap second"):
+        parse_time(text, field="at")
