@@ -38,6 +38,7 @@ __all__ = [
     "real_offset",
     "seconds_sized",
     "shifted",
+    "shown_integer",
     "stored_instant",
     "supported_utc",
     "validate_timezone",
@@ -194,12 +195,26 @@ def instant(value: object, field: str) -> datetime:
         raise TimeOutOfRangeError(f"{field}: {exc}", field=field) from exc
 
 
+def shown_integer(value: int) -> str:
+    """An integer a caller gave, for a message: whole up to 20 digits, else its size
+    (``~10^4000``): a number of thousands of digits is not echoed back, and Python refuses to
+    write one of more than 4300 digits at all."""
+    if -(10**20) < value < 10**20:
+        return str(value)
+    size = abs(value)
+    magnitude = int((size.bit_length() - 1) * 0.30102999566398120)  # log10, or one below
+    magnitude += size >= 10 ** (magnitude + 1)
+    return f"{'-' if value < 0 else ''}~10^{magnitude}"
+
+
 def from_epoch_ms(value: object, field: str) -> datetime:
     """Whole epoch milliseconds (an int) as an aware UTC datetime inside the range."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{field}: epoch milliseconds must be an integer, got {value!r}")
+        raise InvalidInputError(
+            f"{field}: epoch milliseconds must be an integer, got {value!r:.80}"
+        )
     if not MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
-        raise _out_of_range(field, f"{value} ms")
+        raise _out_of_range(field, f"{shown_integer(value)} ms")
     return EPOCH + timedelta(0, 0, 0, value)
 
 

@@ -231,3 +231,14 @@ def test_text_pythons_reader_guessed_at_is_refused(text: str) -> None:
 def test_a_leap_second_is_refused_as_one(text: str) -> None:
     with pytest.raises(InvalidInputError, match="names a leap second"):
         parse_time(text, field="at")
+
+
+@given(digits=st.integers(min_value=21, max_value=4300), negative=st.booleans())
+def test_a_huge_epoch_millisecond_value_is_refused_by_its_size_not_echoed(
+    digits: int, negative: bool
+) -> None:
+    value = (-1 if negative else 1) * 10 ** (digits - 1)
+    with pytest.raises(TimeOutOfRangeError) as caught:
+        from_epoch_ms(value, "at")
+    assert f"~10^{digits - 1} ms" in str(caught.value) and len(str(caught.value)) < 200
+    assert timepolicy.shown_integer(10**20 - 1) == str(10**20 - 1)
