@@ -91,15 +91,16 @@ def parse_time(
 
 
 _TIME_SHAPE = re.compile(
-    r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}(?:-?\d)?)"  # the date, as _DATE_SHAPE
+    r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}-?\d)"  # a day, as _DATE_SHAPE (a week is none)
     r"[Tt ]\d{2}(?::?\d{2}(?::?(?P<second>\d{2})(?:[.,]\d+)?)?)?"  # T or a space, the time
     r"(?:[Zz]|[+-]\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d+)?)?)?)?",  # the offset
     re.ASCII,
 )
 """A date and a time of day in one of ISO-8601's forms (with RFC 3339's space for the ``T``).
 Python's reader takes more, and guesses: any character between the date and the time
-(``2026-04-01x09:00``), nothing of what follows a NUL (``2026-04-01T09:00Z\x00 or later``);
-text outside this shape is refused instead."""
+(``2026-04-01x09:00``), nothing of what follows a NUL (``2026-04-01T09:00Z\x00 or later``),
+the Monday of a week given without its day (``2026-W14T09:00``); text outside this shape is
+refused instead."""
 
 
 def _date_and_time(text: str, field: str) -> datetime:
