@@ -29,6 +29,7 @@ __all__ = [
     "INTERVAL_PREFIX",
     "MAX_INTERVAL_MS",
     "MIN_INTERVAL_MS",
+    "ONCE_PREFIX",
     "ONE_SHOT",
     "MissedRunPolicy",
     "Recurrence",
@@ -39,6 +40,7 @@ __all__ = [
     "next_after",
     "next_cron",
     "occurrences",
+    "one_shot",
     "parse_schedule_expr",
     "validate_cron",
     "validate_interval_ms",
@@ -63,6 +65,7 @@ def _aware(value: object, name: str) -> datetime:
 
 INTERVAL_PREFIX: Final = "interval:"
 CRON_PREFIX: Final = "cron:"
+ONCE_PREFIX: Final = "once@"
 MIN_INTERVAL_MS: Final = 1000
 MAX_INTERVAL_MS: Final = 10 * 366 * 86_400_000
 """About ten years: longer intervals belong in a calendar event."""
@@ -95,7 +98,8 @@ class MissedRunPolicy(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Recurrence:
-    """How a schedule repeats: once, every ``interval_ms``, or on a cron grid in ``timezone``."""
+    """How a schedule repeats: once, every ``interval_ms``, or on a cron grid in ``timezone``.
+    A one-shot's ``timezone`` is the zone its time was given in (for showing it), or None."""
 
     kind: ScheduleKind
     interval_ms: int | None = None
@@ -104,16 +108,26 @@ class Recurrence:
 
     @property
     def expr(self) -> str | None:
-        """The ``memory_schedules.cron_expr`` text: NULL, ``interval:<ms>`` (Philont's format)
-        or ``cron:<5 fields>@<zone>`` (ours; Philont reads it as a one-shot and won't crash)."""
+        """The ``memory_schedules.cron_expr`` text: NULL, ``interval:<ms>`` (Philont's format),
+        ``cron:<5 fields>@<zone>`` or ``once@<zone>`` (ours; Philont reads both as a one-shot
+        and won't crash: for ``once@<zone>`` that is exactly what it is)."""
         if self.kind is ScheduleKind.INTERVAL:
             return f"{INTERVAL_PREFIX}{self.interval_ms}"
         if self.kind is ScheduleKind.CRON:
             return f"{CRON_PREFIX}{self.cron}@{self.timezone}"
-        return None
+        return None if self.timezone is None else f"{ONCE_PREFIX}{self.timezone}"
 
 
 ONE_SHOT: Final = Recurrence(ScheduleKind.ONCE)
+
+
+def one_shot(tz: object = "UTC") -> Recurrence:
+    """A one-shot whose time was given in the IANA zone ``tz``: it keeps the zone so listings
+    show its wall time there; a UTC zone is not kept (the row is then Philont's, NULL)."""
+    name = validate_timezone(tz)
+    if name in timepolicy.UTC_NAMES:
+        return ONE_SHOT
+    return Recurrence(ScheduleKind.ONCE, timezone=name)
 
 
 def validate_interval_ms(value: object) -> int:
@@ -279,7 +293,7 @@ def cron_schedule(expr: object, tz: object = "UTC") -> Recurrence:
 def parse_schedule_expr(expr: str | None) -> Recurrence:
     """Read ``memory_schedules.cron_expr``: NULL or empty is a one-shot, ``interval:<ms>`` with a
     positive integer (Philont's rule; rows it wrote may be below our 1 s creation minimum),
-    ``cron:<5 fields>@<zone>``. Anything else raises ``InvalidInputError``."""
+    ``cron:<5 fields>@<zone>``, ``once@<zone>``. Anything else raises ``InvalidInputError``."""
     if expr is None or expr == "":
         return ONE_SHOT
     match = _INTERVAL_EXPR_RE.fullmatch(expr)
@@ -290,6 +304,8 @@ def parse_schedule_expr(expr: str | None) -> Recurrence:
     elif expr.startswith(CRON_PREFIX):
         body, _, tz = expr[len(CRON_PREFIX) :].rpartition("@")
         return cron_schedule(body, tz) if body else cron_schedule(tz, "UTC")
+    elif expr.startswith(ONCE_PREFIX):
+        return one_shot(expr[len(ONCE_PREFIX) :])
     raise InvalidInputError(f"cannot read schedule expression {expr!r}", cron_expr=expr)
 
 

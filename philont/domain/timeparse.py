@@ -1,10 +1,12 @@
 """Times from the model: ISO-8601 text or epoch milliseconds to aware datetimes, or a clear error.
 
 The original silently dropped what it could not parse and read offset-less text in the server's
-local zone (spec Q-S7). Here: an offset or ``Z`` is honoured; text without one (and a bare date,
-read as midnight) is read in the zone the caller states; epoch milliseconds are UTC (a number the
-size of epoch seconds is refused, :func:`philont.domain.timepolicy.seconds_sized`); anything else
-raises ``InvalidInputError`` naming the field.
+local zone (spec Q-S7). Here: an offset or ``Z`` is honoured (an offset no place uses, beyond
+-12:00 .. +14:00, is refused: :func:`philont.domain.timepolicy.real_offset`); text without one
+(and a bare date, read as midnight) is read in the zone the caller states; epoch milliseconds
+are UTC (a number the size of epoch seconds is refused,
+:func:`philont.domain.timepolicy.seconds_sized`); anything else raises ``InvalidInputError``
+naming the field.
 """
 
 from __future__ import annotations
@@ -13,7 +15,15 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 
 from philont.domain import wallclock
-from philont.domain.timepolicy import given_epoch_ms, instant, validate_timezone, zone
+from philont.domain.timepolicy import (
+    UTC_NAMES,
+    given_epoch_ms,
+    instant,
+    offset_text,
+    real_offset,
+    validate_timezone,
+    zone,
+)
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
 __all__ = [
@@ -72,15 +82,45 @@ def parse_time(
             )
         parsed = datetime.combine(day, time(23, 59, 59, 999_000) if end_of_day else time(0))
     else:
-        try:
-            parsed = datetime.fromisoformat(text.replace("z", "Z"))
-        except ValueError as exc:
-            raise InvalidInputError(
-                f"{field}: {text[:60]!r} is not an ISO-8601 time (e.g. 2026-04-22T09:00:00+02:00)"
-            ) from exc
+        parsed = _date_and_time(text, field)
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=where)
-    return instant(parsed, field)
+        return instant(parsed.replace(tzinfo=where), field)
+    found = instant(parsed, field)  # a time outside the calendar says so first
+    real_offset(parsed, field)
+    return found
+
+
+_TIME_SHAPE = re.compile(
+    r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}-?\d)"  # a day, as _DATE_SHAPE (a week is none)
+    r"[Tt ]\d{2}(?::?\d{2}(?::?(?P<second>\d{2})(?:[.,]\d+)?)?)?"  # T or a space, the time
+    r"(?:[Zz]|[+-]\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d+)?)?)?)?",  # the offset
+    re.ASCII,
+)
+"""A date and a time of day in one of ISO-8601's forms (with RFC 3339's space for the ``T``).
+Python's reader takes more, and guesses: any character between the date and the time
+(``2026-04-01x09:00``), nothing of what follows a NUL (``2026-04-01T09:00Z\x00 or later``),
+the Monday of a week given without its day (``2026-W14T09:00``); text outside this shape is
+refused instead."""
+
+
+def _date_and_time(text: str, field: str) -> datetime:
+    """ISO-8601 text of a date and a time (:data:`_TIME_SHAPE`) as a datetime, naive when it
+    carries no offset; anything else is ``InvalidInputError`` naming ``field``."""
+    shape = _TIME_SHAPE.fullmatch(text)
+    if shape is not None and shape["second"] == "60":
+        raise InvalidInputError.of(
+            field,
+            f"{text[:60]!r} names a leap second (second 60); times here count no leap seconds "
+            "(as POSIX and JavaScript time do): give second 59 or the next minute",
+        )
+    try:
+        if shape is None:
+            raise ValueError("not of ISO-8601's shape")
+        return datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError as exc:
+        raise InvalidInputError.of(
+            field, f"{text[:60]!r} is not an ISO-8601 time (e.g. 2026-04-22T09:00:00+02:00)"
+        ) from exc
 
 
 _DATE_SHAPE = re.compile(r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}(?:-?\d)?)", re.ASCII)
@@ -221,10 +261,6 @@ def iso(value: datetime) -> str:
     )
 
 
-UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu"})
-"""Zone names that are UTC itself: an item in one of them is shown as the UTC instant alone."""
-
-
 def shown_at(value: datetime, tz: str | None) -> str:
     """How a tool's text shows an instant that belongs to a zone: its wall time there with the
     zone's offset at that instant, then the UTC instant, ``2026-03-30 09:00+02:00 Europe/Berlin
@@ -237,10 +273,7 @@ def shown_at(value: datetime, tz: str | None) -> str:
         local = value.astimezone(zone(tz))
     except (InvalidInputError, ValueError, OverflowError):
         return iso(value)
-    offset = local.utcoffset() or timedelta(0)
-    sign, size = ("-", -offset) if offset < timedelta(0) else ("+", offset)
-    minutes, seconds = divmod(int(size.total_seconds()), 60)
-    off = f"{sign}{minutes // 60:02d}:{minutes % 60:02d}" + (f":{seconds:02d}" if seconds else "")
+    off = offset_text(local.utcoffset() or timedelta(0))
     wall = "%04d-%02d-%02d %02d:%02d" % (  # noqa: UP031 - as iso(): years below 1000 too
         local.year,
         local.month,

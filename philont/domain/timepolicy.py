@@ -24,15 +24,21 @@ from philont.errors import InvalidInputError, TimeOutOfRangeError
 __all__ = [
     "MAX_EPOCH_MS",
     "MAX_INSTANT",
+    "MAX_OFFSET",
     "MIN_EPOCH_MS",
     "MIN_INSTANT",
+    "MIN_OFFSET",
     "SECONDS_SIZED_MS",
+    "UTC_NAMES",
     "clamp",
     "from_epoch_ms",
     "given_epoch_ms",
     "instant",
+    "offset_text",
+    "real_offset",
     "seconds_sized",
     "shifted",
+    "shown_integer",
     "stored_instant",
     "supported_utc",
     "validate_timezone",
@@ -53,6 +59,17 @@ SECONDS_SIZED_MS: Final = 100_000_000_000
 epoch *seconds* of any time up to the year 5138, the commonest time mistake, which read as
 milliseconds was silently a time in January 1970. Those days are still given as ISO-8601 text.
 Stored values are not judged by this (``stored_instant``)."""
+
+MIN_OFFSET: Final = timedelta(hours=-12)
+MAX_OFFSET: Final = timedelta(hours=14)
+"""The UTC offsets places use (Etc/GMT+12 .. Kiritimati), and have used since 1867. RFC 3339
+lets text carry up to +/-23:59; an offset outside these is a typo (``+15:00`` for
+``+05:00``), not a place."""
+
+UTC_NAMES: Final = frozenset(
+    {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu"}
+)
+"""Zone names that are UTC itself: an item in one of them is shown as the UTC instant alone."""
 
 _RANGE_TEXT: Final = "0001-01-02T00:00:00Z .. 9999-12-30T23:59:59.999Z"
 _EXCLUDED_ZONES: Final = frozenset({"Factory", "localtime", "posixrules"})
@@ -98,6 +115,37 @@ def _zone(canonical: str) -> zoneinfo.ZoneInfo:
 def zone(name: object) -> zoneinfo.ZoneInfo:
     """The ``ZoneInfo`` of an accepted zone name (see :func:`validate_timezone`)."""
     return _zone(validate_timezone(name))
+
+
+def offset_text(offset: timedelta) -> str:
+    """A UTC offset as ISO-8601 writes it, ``+02:00``, ``-04:56:02`` (seconds when it has them)."""
+    sign, size = ("-", -offset) if offset < timedelta(0) else ("+", offset)
+    minutes, seconds = divmod(int(size.total_seconds()), 60)
+    return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}" + (f":{seconds:02d}" if seconds else "")
+
+
+@functools.cache
+def _local_mean_times() -> frozenset[timedelta]:
+    """The offsets outside ``MIN_OFFSET..MAX_OFFSET`` that a zone's clock once showed: local
+    mean times before 1868 (Manila's -15:56:08, Sitka's +14:58:47), each a zone's first."""
+    first = (MIN_INSTANT.astimezone(_zone(name)).utcoffset() for name in _zone_names().values())
+    return frozenset(o for o in first if o is not None and not MIN_OFFSET <= o <= MAX_OFFSET)
+
+
+def real_offset(value: datetime, field: str) -> datetime:
+    """``value`` when its UTC offset (naive: none) is one a place uses, ``MIN_OFFSET`` to
+    ``MAX_OFFSET``, or the local mean time of a zone outside them (what :func:`shown_at
+    <philont.domain.timeparse.shown_at>` prints for such a zone's old dates, so it reads
+    back); anything else is ``InvalidInputError`` naming ``field``."""
+    offset = value.utcoffset()
+    if offset is None or MIN_OFFSET <= offset <= MAX_OFFSET or offset in _local_mean_times():
+        return value
+    raise InvalidInputError.of(
+        field,
+        f"UTC offset {offset_text(offset)} is not one any place uses "
+        "(they run from -12:00 to +14:00); check the offset, or give the time without one "
+        "and name its zone in `timezone`",
+    )
 
 
 # --- instants --------------------------------------------------------------------------------
@@ -147,12 +195,26 @@ def instant(value: object, field: str) -> datetime:
         raise TimeOutOfRangeError(f"{field}: {exc}", field=field) from exc
 
 
+def shown_integer(value: int) -> str:
+    """An integer a caller gave, for a message: whole up to 20 digits, else its size
+    (``~10^4000``): a number of thousands of digits is not echoed back, and Python refuses to
+    write one of more than 4300 digits at all."""
+    if -(10**20) < value < 10**20:
+        return str(value)
+    size = abs(value)
+    magnitude = int((size.bit_length() - 1) * 0.30102999566398120)  # log10, or one below
+    magnitude += size >= 10 ** (magnitude + 1)
+    return f"{'-' if value < 0 else ''}~10^{magnitude}"
+
+
 def from_epoch_ms(value: object, field: str) -> datetime:
     """Whole epoch milliseconds (an int) as an aware UTC datetime inside the range."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{field}: epoch milliseconds must be an integer, got {value!r}")
+        raise InvalidInputError(
+            f"{field}: epoch milliseconds must be an integer, got {value!r:.80}"
+        )
     if not MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
-        raise _out_of_range(field, f"{value} ms")
+        raise _out_of_range(field, f"{shown_integer(value)} ms")
     return EPOCH + timedelta(0, 0, 0, value)
 
 

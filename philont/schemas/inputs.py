@@ -594,8 +594,18 @@ def describe(exc: ValidationError, *, prefix: str = "", most: int = 5) -> str:
     return "; ".join(parts)
 
 
-_SHORT = reprlib.Repr()
-"""How :func:`describe` shows a refused value: a few levels and characters of it."""
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        try:
+            return super().repr_int(x, level)
+        except ValueError:  # more digits than Python will write (sys.get_int_max_str_digits)
+            digits = int(abs(x).bit_length() * 0.30102999566398120) + 1
+            return f"<an integer of about {digits} digits>"
+
+
+_SHORT = _ShortRepr()
+"""How :func:`describe` shows a refused value: a few levels and characters of it (an integer
+too long for Python to write is shown by its size, never raised on)."""
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 2, 40, 40, 40
 
 

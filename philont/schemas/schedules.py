@@ -33,8 +33,10 @@ class OutcomeStatus(enum.StrEnum):
 class ScheduleRecord(ReadModel):
     """One stored schedule.
 
-    ``cron_expr`` is the stored text; ``kind``, ``interval_ms``, ``cron`` and ``cron_timezone``
-    are what it means (``kind`` is ``once`` for rows whose expression cannot be read).
+    ``cron_expr`` is the stored text; ``kind``, ``interval_ms``, ``cron``, ``cron_timezone``
+    and ``timezone`` are what it means (``kind`` is ``once`` for rows whose expression cannot be
+    read). ``timezone`` is the zone its times are shown in: a cron schedule's, or the one a
+    one-shot's time was given in; None for UTC and for intervals.
     """
 
     id: str
@@ -44,6 +46,7 @@ class ScheduleRecord(ReadModel):
     interval_ms: int | None
     cron: str | None
     cron_timezone: str | None
+    timezone: str | None
     next_run_at: datetime
     last_run_at: datetime | None
     action_type: str

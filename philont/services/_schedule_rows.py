@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from philont.db import stored_values
 from philont.db.models import Schedule
 from philont.domain import recurrence, timepolicy
-from philont.domain.recurrence import Recurrence
+from philont.domain.recurrence import Recurrence, ScheduleKind
 from philont.errors import InvalidInputError, UnreadableRowError
 from philont.schemas.schedules import ScheduleRecord
 from philont.services import _rows
@@ -64,7 +64,8 @@ def _record_of(values: Mapping[str, Any]) -> ScheduleRecord:
         cron_expr=values["cron_expr"],
         interval_ms=rec.interval_ms,
         cron=rec.cron,
-        cron_timezone=rec.timezone,
+        cron_timezone=rec.timezone if rec.kind is ScheduleKind.CRON else None,
+        timezone=rec.timezone,
         next_run_at=values["next_run_at"],
         last_run_at=values["last_run_at"],
         action_type=values["action_type"],

@@ -68,7 +68,7 @@ def new_row(
                 "check the date and time zone",
                 at=first,
             )
-        rec = recurrence.ONE_SHOT
+        rec = recurrence.one_shot(zone)
     else:
         if interval_ms is not None:
             rec = recurrence.every(interval_ms)

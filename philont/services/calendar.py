@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import bisect
 import uuid
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, Final
 
-from pydantic import ValidationError
 from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import CursorResult
 
 from philont.db.models import CalendarEvent
 from philont.domain import series, timeparse, timepolicy
 from philont.domain.rrule_engine import Work, WorkLimitExceeded
-from philont.errors import InvalidInputError, InvalidTimeRangeError, UnreadableRowError
+from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs, planning
@@ -23,10 +20,11 @@ from philont.schemas.calendar import (
     CalendarEventRecord,
     CalendarEvents,
     CalendarListing,
-    Occurrence,
     SkippedRow,
 )
 from philont.services import _rows
+from philont.services._calendar_listing import Listing
+from philont.services._calendar_rows import checked, decode, optional_pursuit, row_id
 from philont.services.base import Service
 
 __all__ = [
@@ -66,93 +64,6 @@ def _day(value: object, name: str) -> date:
             name, f"must be a date (datetime.date, a day without a time), got {value!r}"
         )
     return value
-
-
-def _decode(row: _rows.Row) -> CalendarEventRecord:
-    """A stored row as a record, or ``InvalidInputError`` saying which value is unreadable."""
-    try:
-        starts_at = timepolicy.stored_instant(row["starts_at"], "starts_at")
-        ends_at = _rows.optional_instant(row, "ends_at")
-        zone = _rows.text_value(row, "timezone")
-        return CalendarEventRecord(
-            id=_rows.text_value(row, "id"),
-            title=_rows.text_value(row, "title"),
-            starts_at=starts_at,
-            ends_at=ends_at,
-            rrule=_rows.optional_text(row, "rrule"),
-            timezone=zone,
-            related_fact_id=_rows.optional_text(row, "related_fact_id"),
-            external_ref=_rows.optional_text(row, "external_ref"),
-            created_at=timepolicy.stored_instant(row["created_at"], "created_at"),
-            root_pursuit_id=_rows.optional_text(row, "root_pursuit_id"),
-            all_day=series.all_day_dates(starts_at, ends_at, zone) is not None,
-        )
-    except ValidationError as exc:
-        raise InvalidInputError(f"unreadable values: {exc.error_count()} error(s)") from exc
-
-
-def _row_id(row: _rows.Row) -> str | None:
-    value = row.get("id")
-    return value if isinstance(value, str) else None
-
-
-@dataclass
-class _Listing:
-    """What a listing gathers: the earliest ``limit`` occurrences and the counts."""
-
-    limit: int
-    per_series: int | None = None
-    kept: list[tuple[tuple[datetime, str, str], Occurrence]] = field(default_factory=list)
-    capped: dict[str, int] = field(default_factory=dict)
-    total: int = 0
-    exact: bool = True
-    skipped: list[SkippedRow] = field(default_factory=list)
-    skipped_count: int = 0
-    degraded: int = 0
-    rows: int = 0
-    steps: int = 0
-
-    def add(
-        self, event: CalendarEventRecord, items: tuple[tuple[datetime, datetime | None], ...]
-    ) -> None:
-        for start, end in items:
-            key = (start, event.title, event.id)  # a tie on time: by title, then id
-            if len(self.kept) >= self.limit and key >= self.kept[-1][0]:
-                continue
-            days = series.all_day_dates(start, end, event.timezone) if event.all_day else None
-            first, last = days or (None, None)
-            occ = Occurrence(
-                event=event, starts_at=start, ends_at=end, first_day=first, last_day=last
-            )
-            bisect.insort(self.kept, (key, occ), key=lambda pair: pair[0])
-            if len(self.kept) > self.limit:
-                self.kept.pop()
-
-    def cutoff(self) -> datetime | None:
-        """Occurrences starting after this cannot be shown any more (only counted)."""
-        return self.kept[-1][0][0] if len(self.kept) >= self.limit else None
-
-    def skip(self, row_id: str | None, reason: str) -> None:
-        self.skipped_count += 1
-        if len(self.skipped) < _rows.SKIPPED_SHOWN:
-            self.skipped.append(SkippedRow(id=row_id, reason=reason))
-        log.warning("calendar.skipped_row", id=row_id, reason=reason)
-
-    def result(self) -> CalendarListing:
-        shown = [occ for _, occ in self.kept]
-        total = max(self.total, len(shown))
-        return CalendarListing(
-            occurrences=shown,
-            total=total,
-            more=total - len(shown),
-            total_is_exact=self.exact,
-            skipped_bad_rows=self.skipped_count,
-            skipped=self.skipped,
-            degraded_rows=self.degraded,
-            rows_read=self.rows,
-            work_steps=self.steps,
-            capped_series=self.capped,
-        )
 
 
 class CalendarService(Service):
@@ -286,7 +197,7 @@ class CalendarService(Service):
         )
         self.session.flush()
         values.pop("created_at", None)
-        return event_id, created, _optional_pursuit(existing), "calendar.updated"
+        return event_id, created, optional_pursuit(existing), "calendar.updated"
 
     @finds("id")
     def delete(self, id: str) -> bool:
@@ -323,7 +234,7 @@ class CalendarService(Service):
         if not isinstance(id, str):
             return None
         rows = self._raw(CalendarEvent.id == id, limit=1)
-        return None if not rows else _checked(rows[0])
+        return None if not rows else checked(rows[0])
 
     def _by_external_ref(self, ref: str) -> _rows.Row | None:
         # Philont never prevented duplicates; the oldest one is "the" event.
@@ -342,7 +253,7 @@ class CalendarService(Service):
         if not isinstance(ref, str):
             raise InvalidInputError.of("ref", f"must be text, got {ref!r}")
         row = self._by_external_ref(ref)
-        return None if row is None else _checked(row)
+        return None if row is None else checked(row)
 
     def count(self) -> int:
         """How many events (series count once) are stored."""
@@ -356,9 +267,9 @@ class CalendarService(Service):
         events, skipped = [], []
         for row in self._raw(limit=lim):
             try:
-                events.append(_decode(row))
+                events.append(decode(row))
             except InvalidInputError as exc:
-                skipped.append(SkippedRow(id=_row_id(row), reason=str(exc)))
+                skipped.append(SkippedRow(id=row_id(row), reason=str(exc)))
         return CalendarEvents(events=events, skipped=skipped, total=self.count())
 
     # --- windows --------------------------------------------------------------------------------
@@ -392,12 +303,12 @@ class CalendarService(Service):
             raise InvalidTimeRangeError(lo, hi, names=("start", "end"), what="calendar window")
         if per_series is not None:
             inputs.check(inputs.Limit, per_series, "per_series")
-        listing = _Listing(min(limit, MAX_LISTING_LIMIT), per_series)
+        listing = Listing(min(limit, MAX_LISTING_LIMIT), per_series)
         self._one_shots(listing, lo, hi)
         self._series(listing, lo, hi)
         return listing.result()
 
-    def _one_shots(self, listing: _Listing, lo: datetime, hi: datetime) -> None:
+    def _one_shots(self, listing: Listing, lo: datetime, hi: datetime) -> None:
         overlapping = and_(
             _ONE_SHOT,
             CalendarEvent.starts_at <= hi,
@@ -411,15 +322,15 @@ class CalendarService(Service):
         for row in self._raw(overlapping, limit=listing.limit):
             listing.rows += 1
             try:
-                record = _decode(row)
+                record = decode(row)
             except InvalidInputError as exc:
                 listing.total -= 1
-                listing.skip(_row_id(row), str(exc))
+                listing.skip(row_id(row), str(exc))
                 continue
             end = record.ends_at if record.ends_at and record.ends_at >= record.starts_at else None
             listing.add(record, ((record.starts_at, end),))
 
-    def _series(self, listing: _Listing, lo: datetime, hi: datetime) -> None:
+    def _series(self, listing: Listing, lo: datetime, hi: datetime) -> None:
         recurring = and_(_RECURRING, CalendarEvent.starts_at <= hi)
         stmt = (
             select(*_rows.raw_columns(_TABLE))
@@ -440,14 +351,14 @@ class CalendarService(Service):
             examined += 1
             listing.rows += 1
             try:
-                record = _decode(row)
+                record = decode(row)
             except InvalidInputError as exc:
-                listing.skip(_row_id(row), str(exc))
+                listing.skip(row_id(row), str(exc))
                 continue
             self._expand_into(listing, record, lo, hi, min(series.EVENT_WORK_LIMIT, left))
 
     def _expand_into(
-        self, listing: _Listing, event: CalendarEventRecord, lo: datetime, hi: datetime, steps: int
+        self, listing: Listing, event: CalendarEventRecord, lo: datetime, hi: datetime, steps: int
     ) -> None:
         work = Work(steps)
         counted = max(LISTING_COUNT_LIMIT - listing.total, 0)
@@ -500,20 +411,3 @@ class CalendarService(Service):
             )
         start = self._now() if now is None else _aware(now, "now")
         return self.between(start, timepolicy.clamp(start, window), limit=limit)
-
-
-def _checked(row: _rows.Row) -> CalendarEventRecord:
-    try:
-        return _decode(row)
-    except InvalidInputError as exc:
-        row_id = _row_id(row)
-        raise UnreadableRowError(
-            f"calendar event {row_id!r} cannot be read ({exc}); remove it with "
-            f"`philont calendar remove {row_id}`",
-            id=row_id,
-        ) from exc
-
-
-def _optional_pursuit(row: _rows.Row) -> str | None:
-    value = row["root_pursuit_id"]
-    return value if isinstance(value, str) else None

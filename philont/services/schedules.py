@@ -106,8 +106,10 @@ class ScheduleService(Service):
 
     ``cron_expr`` keeps Philont's format: NULL for a one-shot, ``interval:<ms>`` for an interval
     (the original can still run these), and ours for cron, ``cron:<5 fields>@<IANA zone>`` (e.g.
-    ``cron:0 9 * * 1-5@Europe/Berlin``). Philont's reader treats an expression it does not know
-    as a one-shot: it cannot run a cron schedule repeatedly, but it does not crash on one.
+    ``cron:0 9 * * 1-5@Europe/Berlin``), and for a one-shot given in a zone other than UTC,
+    ``once@<IANA zone>`` (the zone it is shown in). Philont's reader treats an expression it does
+    not know as a one-shot: it cannot run a cron schedule repeatedly, but it does not crash on
+    one, and it runs a ``once@`` row exactly as it runs its own one-shots.
     """
 
     # --- writing ------------------------------------------------------------------------------
@@ -122,8 +124,10 @@ class ScheduleService(Service):
         Exactly one of ``at`` (one-shot; aware; at most ``PAST_AT_TOLERANCE`` in the past),
         ``interval_ms`` (an int, 1 s to ~10 years; first run ``now + interval``, which anchors
         the grid) or ``cron`` (5 fields, evaluated in ``timezone``; first run the next cron time).
-        Passing two is an error, not a silent choice. ``timezone`` only matters for ``cron``
-        (it is validated either way). ``message`` goes into the payload where Philont's
+        Passing two is an error, not a silent choice. ``timezone`` is where ``cron`` is
+        evaluated; a one-shot keeps it (``cron_expr`` ``once@<zone>``, NULL for UTC) so its time
+        is shown at its wall time there; an interval ignores it (it is validated either way).
+        ``message`` goes into the payload where Philont's
         dispatcher looks for it (``message``, or ``prompt`` for ``autonomous_turn``).
         """
         row = new_row(name, now=self._now(), **spec)  # validated before any write

@@ -27,7 +27,13 @@ from pydantic import (
 
 from philont.domain.kinds import FactKind
 from philont.domain.recurrence import MAX_INTERVAL_MS, MIN_INTERVAL_MS
-from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS, SECONDS_SIZED_MS, seconds_sized
+from philont.domain.timepolicy import (
+    MAX_EPOCH_MS,
+    MIN_EPOCH_MS,
+    SECONDS_SIZED_MS,
+    seconds_sized,
+    shown_integer,
+)
 from philont.schemas.inputs import (
     Confidence,
     FactKey,
@@ -63,7 +69,7 @@ def _time_value(value: object) -> str | int:
         raise ValueError(f"must be ISO-8601 text or epoch milliseconds, got {type(value).__name__}")
     if not MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
         raise ValueError(
-            f"{value} epoch milliseconds is outside the supported times "
+            f"{shown_integer(value)} epoch milliseconds is outside the supported times "
             f"({MIN_EPOCH_MS}..{MAX_EPOCH_MS})"
         )
     problem = seconds_sized(value)

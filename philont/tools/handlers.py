@@ -269,7 +269,7 @@ def _upcoming_items(events: CalendarListing, runs: ScheduleListing) -> list[_Ite
     for r in runs.runs:
         late = " (overdue)" if r.overdue else ""
         name, action = _inline(r.schedule.name), r.schedule.action_type
-        when = shown_at(r.run_at, r.schedule.cron_timezone)
+        when = shown_at(r.run_at, r.schedule.timezone)
         items.append((r.run_at, 1, f"- [task] {name} @ {when} ({action}){late}", r))
     items.sort(key=lambda item: item[:2])
     return items
@@ -344,7 +344,7 @@ def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContex
     )
     how = {"once": "one-time"}.get(record.kind, f"recurring ({record.cron_expr})")
     kind = "🤖 autonomous" if args.action_type == "autonomous_turn" else "🔔 prompt"
-    name, first = _inline(record.name), shown_at(record.next_run_at, record.cron_timezone)
+    name, first = _inline(record.name), shown_at(record.next_run_at, record.timezone)
     text = f"Scheduled task '{name}' [{how}, {kind}], first run @ {first}"
     if replaced:
         text += f" (replaced {replaced} older task(s) with the same name)"

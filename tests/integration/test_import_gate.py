@@ -273,6 +273,8 @@ SPECIAL = [
     "interval:60000",
     "cron:0 9 * * *@Europe/Berlin",
     "cron:bad",
+    "once@Europe/Berlin",
+    "once@Mars/Olympus",
     "state",
     "event",
     "assistant",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import queue as queue_module
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -11,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from sqlalchemy import Engine, event, func, select
+from sqlalchemy import Engine, event, func, select, text, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
@@ -104,6 +106,55 @@ def test_a_cron_schedule_stores_its_zone_in_the_expression(
     )
     assert rec.cron_expr == "cron:0 9 * * 1-5@Europe/Berlin"
     assert rec.next_run_at == _utc(2026, 6, 15, 7)  # Monday 09:00 summer time
+
+
+_PHILONT_INTERVAL = re.compile(r"^interval:(\d+)$")
+
+
+def _philont_next_run(expr: str | None, last: int) -> int | None:
+    """The original's ``computeNextRun`` (spec 13.2): None makes a row a one-shot."""
+    match = None if not expr else _PHILONT_INTERVAL.match(expr)
+    return None if match is None or int(match[1]) <= 0 else last + int(match[1])
+
+
+def test_a_one_shot_keeps_the_zone_it_was_given_in_and_stays_a_one_shot_for_philont(
+    schedules: ScheduleService, session: Session, clock: FakeClock
+) -> None:
+    at = clock.now + timedelta(hours=2)
+    rec = schedules.create("dentist", message="Call", at=at, timezone="europe/berlin")
+
+    assert (rec.kind, rec.timezone, rec.cron_timezone) == (ScheduleKind.ONCE, "Europe/Berlin", None)
+    assert rec.cron_expr == "once@Europe/Berlin"
+    assert schedules.get(rec.id) == rec
+    assert schedules.list() == [rec]  # the raw-value reader agrees with the ORM one
+    # What the original reads from the row: due at next_run_at, then no next run, so markRun
+    # disables it (a one-shot), payload where its dispatcher looks.
+    row = session.execute(
+        text("SELECT cron_expr, next_run_at, payload_json FROM memory_schedules")
+    ).one()
+    assert row.next_run_at == int(at.timestamp() * 1000)
+    assert _philont_next_run(row.cron_expr, row.next_run_at) is None
+    assert json.loads(row.payload_json) == {"message": "Call"}
+    clock.now = at
+    (claim,) = schedules.claim_due()
+    assert (claim.schedule.enabled, claim.schedule.timezone) == (False, "Europe/Berlin")
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Etc/UTC", "zulu"])
+def test_a_one_shot_given_in_utc_is_stored_as_philont_stores_it(
+    schedules: ScheduleService, clock: FakeClock, zone: str
+) -> None:
+    rec = schedules.create("dentist", message="m", at=clock.now + timedelta(hours=1), timezone=zone)
+    assert (rec.cron_expr, rec.timezone) == (None, None)
+
+
+def test_a_once_row_with_a_zone_nobody_knows_is_a_plain_one_shot(
+    schedules: ScheduleService, session: Session, clock: FakeClock
+) -> None:
+    rec = schedules.create("dentist", message="m", at=clock.now + timedelta(hours=1))
+    session.execute(update(Schedule).values(cron_expr="once@Mars/Olympus_Mons"))
+    got = schedules.get(rec.id)
+    assert got is not None and (got.kind, got.timezone) == (ScheduleKind.ONCE, None)
 
 
 @pytest.mark.parametrize(

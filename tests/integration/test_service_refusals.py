@@ -343,7 +343,7 @@ def test_every_refusal_names_its_argument_and_changes_nothing(store: Store, case
     assert [p for p in problems if p is not None] == []
 
 
-ROW_READERS = {"_rows.text_value", "_schedule_rows.decode", "calendar._decode"}
+ROW_READERS = {"_rows.text_value", "_schedule_rows.decode", "_calendar_rows.decode"}
 """Functions that refuse a stored row's value (turned into ``UnreadableRowError`` by their
 callers), not an argument."""
 

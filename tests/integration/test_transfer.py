@@ -7,6 +7,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -477,3 +478,20 @@ def test_an_unknown_import_mode_is_refused_by_name_and_creates_nothing(
         import_(target, out, mode=mode)  # type: ignore[arg-type]
     assert raised.value.details["argument"] == "mode"  # named, as every argument's refusal
     assert not target.exists()
+
+
+def test_a_one_shot_keeps_its_zone_through_export_and_import(tmp_path: Path) -> None:
+    # cron_expr 'once@<zone>' is ours (Philont has no timezone column on schedules): the import
+    # gate reads it as the schedule service does, so an export of ours imports.
+    source = _fresh(tmp_path, "source")
+    with Store.open(source) as store, store.begin() as mem:
+        made = mem.schedules.create(
+            "call", message="m", at=datetime(2030, 1, 1, tzinfo=UTC), timezone="Asia/Tokyo"
+        )
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    target = _fresh(tmp_path)
+    import_(target, out)
+    with Store.open(target) as store, store.begin(write=False) as mem:
+        got = mem.schedules.get(made.id)
+    assert got is not None and (got.cron_expr, got.timezone) == ("once@Asia/Tokyo", "Asia/Tokyo")

@@ -41,3 +41,22 @@ def test_any_other_json_value_is_named_by_its_type(value: Any) -> None:
         except ValueError:
             pass
     assert got.error == f"arguments must be a JSON object, got {NAMES[type(value)]}", got
+
+
+TOO_LONG_TO_PRINT = 10**5000  # Python writes at most 4300 digits (sys.get_int_max_str_digits)
+
+
+@given(
+    tool=st.sampled_from(sorted(tools.REGISTRY)),
+    data=st.data(),
+    wrap=st.sampled_from([lambda n: n, lambda n: -n, lambda n: [n], lambda n: {"k": [n]}]),
+)
+def test_an_integer_too_long_to_print_is_refused_by_its_size_never_raised(
+    tool: str, data: st.DataObject, wrap: Any
+) -> None:
+    # A host's Python caller can pass one (JSON text cannot: the parser refuses it first).
+    # Describing the refusal printed it, which raised ValueError out of tools.call.
+    field = data.draw(st.sampled_from(sorted(tools.REGISTRY[tool].args_model.model_fields)))
+    got = tools.check_arguments(tool, {field: wrap(TOO_LONG_TO_PRINT)})
+    assert got.error_code == "invalid_arguments", got
+    assert len(got.error or "") < 1000, got.error

@@ -65,6 +65,42 @@ def test_times_at_the_ends_of_the_calendar_are_invalid_input_through_every_tool(
     assert snapshot(tool_target) == before
 
 
+@pytest.mark.parametrize(("tool", "base", "field"), CASES)
+def test_an_offset_no_place_uses_is_invalid_input_through_every_tool(
+    tool: str, base: dict[str, Any], field: str, tool_target: DbTarget
+) -> None:
+    # -12:00 .. +14:00 are the offsets places use; +15:00 is a typo for +05:00, not a place.
+    before = snapshot(tool_target)
+    for offset in ("+15:00", "-13:00", "+14:01", "-12:30", "+23:59"):
+        value = f"2027-06-01T09:00:00{offset}"
+        result = tools.call(tool, _arguments(base, field, value), db=tool_target)
+        assert not result.ok and result.error_code == "invalid_input", (value, result.text)
+        assert f"{field}: UTC offset {offset} is not one any place uses" in (result.error or "")
+    assert snapshot(tool_target) == before
+    for offset in ("+14:00", "-12:00", "+12:45"):
+        value = f"2027-06-01T09:00:00{offset}"
+        result = tools.call(tool, _arguments(base, field, value), db=tool_target)
+        assert result.ok or "offset" not in (result.error or ""), (value, result.text)
+
+
+@pytest.mark.parametrize(("tool", "base", "field"), CASES)
+def test_time_text_python_would_guess_at_is_invalid_input_through_every_tool(
+    tool: str, base: dict[str, Any], field: str, tool_target: DbTarget
+) -> None:
+    # Python's reader took these as 2027-06-01 09:00 (what follows a NUL ignored, any
+    # character between date and time); a leap second was "not an ISO-8601 time".
+    before = snapshot(tool_target)
+    for value in (
+        "2027-06-01T09:00Z\x00 or a week later",
+        "2027-06-01x09:00",
+        "2027-06-30T23:59:60Z",
+    ):
+        result = tools.call(tool, _arguments(base, field, value), db=tool_target)
+        assert not result.ok and result.error_code == "invalid_input", (value, result.text)
+        assert (result.error or "").startswith(f"{field}: "), result.error
+    assert snapshot(tool_target) == before
+
+
 @pytest.mark.parametrize(("tool", "base"), [(t, b) for t, b, _ in TIME_TOOLS])
 def test_one_zone_policy_holds_for_every_tool_even_without_a_time(
     tool: str, base: dict[str, Any], tool_target: DbTarget

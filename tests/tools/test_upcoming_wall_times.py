@@ -1,9 +1,10 @@
 """What ``list_upcoming`` tells a model about when things happen.
 
-1. An item with a zone (a calendar event's zone, a cron reminder's zone) is shown at its wall
-   time there, with the zone's offset at that instant, next to the UTC instant: the model
-   talking to the user in that zone need not convert (it got DST days wrong). The text is
-   read back here and must name the same instant, in the zone's offset of that day.
+1. An item with a zone (a calendar event's zone, a cron reminder's zone, the zone a one-shot
+   reminder was given in) is shown at its wall time there, with the zone's offset at that
+   instant, next to the UTC instant: the model talking to the user in that zone need not
+   convert (it got DST days wrong). The text is read back here and must name the same
+   instant, in the zone's offset of that day.
 2. Items at the same moment are listed by title (events) or name (tasks), then id: the same
    order whatever order they were created in, on SQLite and PostgreSQL alike (ids are random).
 """
@@ -138,6 +139,36 @@ def test_a_cron_reminder_is_shown_at_its_wall_time_in_its_zone(
     assert _read_back(made.text, zone) == first
 
 
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(zone=st.sampled_from(ZONES), at=instants, with_offset=st.booleans())
+def test_a_one_shot_reminder_is_shown_at_its_wall_time_in_the_zone_it_was_given_in(
+    fresh: Opener, zone: str, at: datetime, with_offset: bool
+) -> None:
+    # The wall time as the user said it (no offset, read in `timezone`) or with its offset:
+    # either way the reminder keeps its zone and is listed at its wall time there.
+    local = at.astimezone(ZoneInfo(zone))
+    given_at = local.isoformat() if with_offset else local.replace(tzinfo=None).isoformat()
+    now = at - timedelta(hours=1)
+    with Store.open(fresh(), clock=lambda: now) as store:
+        made = tools.call(
+            "schedule_reminder",
+            {"name": "call mum", "message": "call", "at": given_at, "timezone": zone},
+            db=store,
+        )
+        assert made.ok, made.error
+        listed = tools.call("list_upcoming", {"window_days": 1}, db=store)
+    assert listed.ok, listed.error
+    first = datetime.fromisoformat(made.data["next_run_at"])
+    (line,) = listed.text.splitlines()
+    assert line.startswith("- [task] call mum @ "), line
+    assert _read_back(line, zone) == first
+    assert _read_back(made.text, zone) == first
+    assert made.data["cron_expr"] == f"once@{zone}"
+    assert (made.data["kind"], made.data["timezone"]) == ("once", zone)
+
+
 def test_items_without_a_zone_are_shown_as_before(fresh: Opener) -> None:
     now = datetime(2026, 3, 29, 0, 0, tzinfo=UTC)
     at = now + timedelta(hours=3)
@@ -147,15 +178,16 @@ def test_items_without_a_zone_are_shown_as_before(fresh: Opener) -> None:
             {"title": "Call", "starts_at": at.isoformat(), "timezone": "UTC"},
             db=store,
         )
-        tools.call(
-            "schedule_reminder",
-            {"name": "once", "message": "hi", "at": at.isoformat(), "timezone": "Europe/Berlin"},
-            db=store,
-        )
+        once = {"name": "once", "message": "hi", "at": at.isoformat(), "timezone": "Etc/UTC"}
+        made = tools.call("schedule_reminder", once, db=store)
+        every = {"name": "tick", "message": "hi", "interval_ms": 3 * 3600_000}
+        tools.call("schedule_reminder", every | {"timezone": "Europe/Berlin"}, db=store)
         listed = tools.call("list_upcoming", {"window_days": 1}, db=store)
+    assert made.data["cron_expr"] is None  # a UTC one-shot is stored as Philont stores it
     assert listed.text.splitlines() == [
         f"- [event] Call @ {iso(at)} (UTC)",
         f"- [task] once @ {iso(at)} (prompt)",
+        f"- [task] tick @ {iso(at)} (prompt)",
     ]
 
 

@@ -6,11 +6,11 @@ import zoneinfo
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from philont.domain import timepolicy
-from philont.domain.timeparse import parse_time
+from philont.domain.timeparse import parse_time, shown_at
 from philont.domain.timepolicy import (
     MAX_EPOCH_MS,
     MAX_INSTANT,
@@ -153,3 +153,99 @@ def test_shifted_refuses_to_leave_the_range_and_clamp_stays_inside_it() -> None:
     assert clamp(MIN_INSTANT, -timedelta(days=999_999_999)) == MIN_INSTANT
     moment = datetime(2026, 1, 1, tzinfo=UTC)
     assert clamp(moment, timedelta(days=1)) == moment + timedelta(days=1)
+
+
+@given(
+    local=st.datetimes(min_value=datetime(1900, 1, 2), max_value=datetime(9999, 12, 29)),
+    minutes=st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1),
+    seconds=st.sampled_from([0, 0, 0, 17]),
+)
+def test_an_offset_no_place_uses_is_refused_by_name_and_every_real_one_is_read(
+    local: datetime, minutes: int, seconds: int
+) -> None:
+    # RFC 3339 text may carry up to +/-23:59; places use -12:00 .. +14:00 (and, before 1868,
+    # a few local mean times beyond: Manila's -15:56:08), never +15:00 or -13:00.
+    offset = timedelta(minutes=minutes, seconds=seconds if minutes >= 0 else -seconds)
+    text = local.replace(tzinfo=timezone(offset)).isoformat()
+    if timedelta(hours=-12) <= offset <= timedelta(hours=14):
+        assert parse_time(text, field="at") == local.replace(tzinfo=timezone(offset))
+    else:
+        with pytest.raises(InvalidInputError, match="is not one any place uses") as caught:
+            parse_time(text, field="at")
+        assert caught.value.details["argument"] == "at"
+        assert not isinstance(caught.value, TimeOutOfRangeError)
+
+
+@given(
+    zone=st.sampled_from(IANA_NAMES),
+    at=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+)
+@example(zone="Asia/Manila", at=datetime(1800, 1, 1))  # -15:56:08, local mean time
+@example(zone="America/Metlakatla", at=datetime(1800, 1, 1))  # +15:13:42
+@example(zone="UTC", at=datetime(2026, 1, 1))
+def test_every_wall_time_shown_reads_back_with_its_offset(zone: str, at: datetime) -> None:
+    # What shown_at prints for an item (local mean times of old dates included) is text a
+    # model may send back: it names the same instant.
+    utc = at.replace(microsecond=0, tzinfo=UTC)
+    parts = shown_at(utc, zone).split(" ")
+    if len(parts) == 1:  # a UTC zone: the instant alone
+        return
+    assert parse_time(f"{parts[0]}T{parts[1]}", field="at") == utc
+
+
+ISO_ALPHABET = frozenset("0123456789TtZzW+-:., ")
+
+
+@given(
+    local=st.datetimes(min_value=datetime(1900, 1, 2), max_value=datetime(9999, 12, 29)),
+    offset=st.none() | st.integers(min_value=-12 * 60, max_value=14 * 60),
+    sep=st.sampled_from(["T", "t", " "]),
+    junk=st.characters(codec="utf-8").filter(lambda c: c not in ISO_ALPHABET),
+    where=st.integers(min_value=1, max_value=40),
+)
+def test_time_text_is_read_only_in_iso_8601s_shape_never_guessed(
+    local: datetime, offset: int | None, sep: str, junk: str, where: int
+) -> None:
+    # Python's reader took any character between date and time (2026-04-01x09:00) and ignored
+    # what followed a NUL (2026-04-01T09:00Z\x00 or later): read as something else, silently.
+    tz = None if offset is None else timezone(timedelta(minutes=offset))
+    text = local.replace(tzinfo=tz).isoformat(sep=sep)
+    assert parse_time(text, field="at") == local.replace(tzinfo=tz or UTC)
+    spoiled = text[:where] + junk + text[where:]
+    if spoiled.strip() != text:  # junk at an end that is whitespace is only trimmed
+        with pytest.raises(InvalidInputError) as caught:
+            parse_time(spoiled, field="at")
+        assert caught.value.details["argument"] == "at"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-04-01T09:00Z\x00x",
+        "2026-04-01x09:00",
+        "2026-04-01\x0009:00",
+        "2026-04-01\n09:00",
+        "2026-W14T09:00Z",  # a week, no day: it was its Monday
+        "2026W14T09:00Z",
+    ],
+)
+def test_text_pythons_reader_guessed_at_is_refused(text: str) -> None:
+    with pytest.raises(InvalidInputError, match="is not an ISO-8601 time"):
+        parse_time(text, field="at")
+
+
+@pytest.mark.parametrize("text", ["2016-12-31T23:59:60Z", "2016-12-31 235960.5+01:00"])
+def test_a_leap_second_is_refused_as_one(text: str) -> None:
+    with pytest.raises(InvalidInputError, match="names a leap second"):
+        parse_time(text, field="at")
+
+
+@given(digits=st.integers(min_value=21, max_value=4300), negative=st.booleans())
+def test_a_huge_epoch_millisecond_value_is_refused_by_its_size_not_echoed(
+    digits: int, negative: bool
+) -> None:
+    value = (-1 if negative else 1) * 10 ** (digits - 1)
+    with pytest.raises(TimeOutOfRangeError) as caught:
+        from_epoch_ms(value, "at")
+    assert f"~10^{digits - 1} ms" in str(caught.value) and len(str(caught.value)) < 200
+    assert timepolicy.shown_integer(10**20 - 1) == str(10**20 - 1)
