@@ -148,7 +148,7 @@ def use_skill(args: a.UseSkillArgs, mem: Memory, ctx: ToolContext) -> ToolOutput
 def search_notes(args: a.SearchNotesArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     hits = mem.search.notes(args.query, limit=args.limit)
     if not hits:
-        return ToolOutput(f"No notes match {args.query!r}.", [])
+        return ToolOutput(f"No notes match {_inline(args.query)!r}.", [])
     for h in hits:
         mem.access.record(AccessTarget.NOTE, h.id, context="search_notes")
     return ToolOutput("\n".join(f"- {h.content}" for h in hits), [_dump(h) for h in hits])
@@ -161,7 +161,7 @@ def search_skills(args: a.SearchSkillsArgs, mem: Memory, ctx: ToolContext) -> To
     kind = None if args.include_negative else SkillKind.POSITIVE
     hits = mem.search.skills(args.query, limit=args.limit, kind=kind)
     if not hits:
-        return ToolOutput(f"No skills match {args.query!r}.", [])
+        return ToolOutput(f"No skills match {_inline(args.query)!r}.", [])
     lines = []
     for h in hits:
         tag = "⚠️ [avoid] " if h.kind == SkillKind.NEGATIVE else ""
@@ -183,7 +183,7 @@ def recall_sessions(args: a.RecallSessionsArgs, mem: Memory, ctx: ToolContext) -
         args.query, limit=args.limit, since=since, until=until, now=ctx.now, around=around
     )
     if not hits:
-        text = f"No past messages match {args.query!r}. Try search_notes or list_facts."
+        text = f"No past messages match {_inline(args.query)!r}. Try search_notes or list_facts."
         return ToolOutput("\n".join([text, *_channels(mem)]), [])
     lines = [
         f"- {iso(h.timestamp)} [{h.role}] (session {h.session_id}): {h.content[:300]}"

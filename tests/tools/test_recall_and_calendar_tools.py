@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from philont import Memory, tools
@@ -226,3 +226,18 @@ def test_a_bare_date_as_until_takes_in_that_whole_day(tool_target: DbTarget, tz:
         result = call(tool_target, "recall_sessions", query="Berlin", timezone=tz, **window)
         assert result.ok and "signed the Berlin lease" in result.text, window
         assert "heating" not in result.text
+
+
+@pytest.mark.parametrize("tool", ["search_notes", "search_skills", "recall_sessions"])
+@given(words=st.lists(st.sampled_from(["zqx", "\n", "\r\n", "\u2028", " ", "END"]), max_size=40))
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_query_nothing_matches_is_echoed_on_one_line_and_cut(
+    seeded: DbTarget, tool: str, words: list[str]
+) -> None:
+    # A long query was echoed whole (20,000 characters for a 200k one) in "No ... match".
+    query = "zqxv" + "".join(words) + "y" * 5_000
+    result = call(seeded, tool, query=query)
+    assert result.ok and result.data == []
+    echoed = result.text.splitlines()[0]
+    assert echoed.startswith("No ") and repr(_inline(query)) in echoed
+    assert len(echoed) < TITLE_SHOWN + 80
