@@ -280,50 +280,84 @@ def list_backups(db: DbTarget = None) -> list[BackupInfo]:
     ]
 
 
-def _healthy(path: Path) -> bool:
-    """Philont's open-time test: the file opens and ``PRAGMA quick_check`` says ok."""
-    try:
-        if file_kind(path) != "sqlite":
-            return False
-        with closing(sqlite3.connect(str(path))) as conn:
-            return [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()] == ["ok"]
-    except sqlite3.DatabaseError:
-        return False
-
-
 @contextmanager
 def _held(path: Path) -> Iterator[sqlite3.Connection | None]:
     """The live file locked against every other connection for the whole restore (None when
-    there is no sound live file to lock). An SQLite connection that is open, even idle
-    between transactions (a Store's pool, a server, another process), keeps a lock that an
-    EXCLUSIVE one waits for: such a file is refused, since that connection would go on
-    reading and writing the replaced file and its writes would be lost. The lock is kept
-    until the new file is in place; the old file is left in rollback-journal mode first, so
-    closing this connection removes no ``-wal`` beside the new file."""
-    if not path.exists() or path.stat().st_size == 0 or not _healthy(path):
+    there is no sound live file to lock: missing, empty or damaged). An SQLite connection
+    that is open, even idle between transactions (a Store's pool, a server, another
+    process), keeps a lock that an EXCLUSIVE one waits for: such a file is refused with
+    ``DatabaseBusyError`` (:func:`_lock`), since that connection would go on reading and
+    writing the replaced file and its writes would be lost. Whether the file is sound is
+    asked under the lock: a lock held by another connection is never taken for damage. The
+    lock is kept until the new file is in place; the old file is left in rollback-journal
+    mode first, so closing this connection removes no ``-wal`` beside the new file."""
+    if not path.exists() or path.stat().st_size == 0:
         yield None
         return
-    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=0)
     try:
-        conn.execute(f"PRAGMA busy_timeout = {settings.BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-        try:
-            conn.execute("BEGIN EXCLUSIVE")
-            conn.execute("COMMIT")  # the lock stays: locking_mode EXCLUSIVE
-        except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", None) not in _BUSY_CODES:
-                raise
-            raise DatabaseBusyError(
-                f"{str(path)!r} is open in another connection (a Store, a server, another "
-                "process); close it before restoring: it would go on using the replaced file",
-                path=str(path),
-            ) from exc
-        yield conn
+        sound = _lock(conn, path) and _quick_check(conn)
+        if not sound:
+            conn.close()  # damaged: kept as a byte copy, nothing of it is read through SQLite
+        yield conn if sound else None
     finally:
         conn.close()
 
 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _is_lock(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY_CODES
+
+
+def _lock(conn: sqlite3.Connection, path: Path) -> bool:
+    """Lock ``path`` through ``conn`` (``locking_mode`` EXCLUSIVE: kept after the transaction);
+    False when SQLite cannot use the file (damaged). Another connection's lock is waited for
+    (up to the busy timeout) only when it may be let go: a transaction, or the checkpoint of
+    a closing connection. A WAL file whose lock is held by connections that merely have it
+    open (each keeps a shared lock while it is open, idle or not) is refused at once: waiting
+    would not end that, and the refusal would only come later."""
+    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+    try:
+        try:
+            conn.execute("BEGIN EXCLUSIVE")
+        except sqlite3.OperationalError as exc:
+            if not _is_lock(exc) or _kept_open(path):
+                raise
+            conn.execute(f"PRAGMA busy_timeout = {settings.BUSY_TIMEOUT_MS}")
+            conn.execute("BEGIN EXCLUSIVE")
+        conn.execute("COMMIT")  # the lock stays: locking_mode EXCLUSIVE
+    except sqlite3.DatabaseError as exc:
+        if not _is_lock(exc):
+            return False
+        raise DatabaseBusyError(
+            f"{str(path)!r} is open in another connection (a Store, a server, another "
+            "process); close it before restoring: it would go on using the replaced file",
+            path=str(path),
+        ) from exc
+    return True
+
+
+def _kept_open(path: Path) -> bool:
+    """Whether the lock on ``path`` that a restore cannot take is one held for as long as
+    other connections are open: the file is in WAL mode and they can read it (a reader
+    cannot while a lock that ends by itself is held: a commit in rollback-journal mode, a
+    closing connection's checkpoint)."""
+    try:
+        with closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as probe:
+            mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
+    except sqlite3.DatabaseError:
+        return False
+    return str(mode).lower() == "wal"
+
+
+def _quick_check(conn: sqlite3.Connection) -> bool:
+    """Philont's open-time test, on the locked file: ``PRAGMA quick_check`` says ok."""
+    try:
+        return [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()] == ["ok"]
+    except sqlite3.DatabaseError:
+        return False
 
 
 def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | None, bool]:
@@ -379,6 +413,14 @@ COPY_CHUNK = 1 << 20
 """Bytes read and written at a time when a restore copies a backup beside the database."""
 
 
+def _same_file(source: Path, path: Path) -> bool:
+    """Whether ``source`` is the database file ``path`` itself (by another name, a link)."""
+    try:
+        return path.exists() and os.path.samefile(source, path)
+    except OSError:
+        return False
+
+
 def _copy_beside(source: Path, fd: int, path: Path) -> None:
     """Copy the backup ``source`` into ``fd``, a new file beside the database ``path``: a write
     that fails there (a full disk, a file size limit) refuses ``path`` (DatabasePathError),
@@ -394,13 +436,14 @@ def _copy_beside(source: Path, fd: int, path: Path) -> None:
 def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
     """Replace the live database with a verified copy of ``backup_file``, atomically.
 
-    The backup is copied beside the database and verified there first (SQLite header,
-    ``integrity_check``, FTS5 ``integrity-check``, a schema we can adopt); any failure raises
-    a typed error and leaves the live file untouched. The live file is then locked against
-    every other connection until the copy is in place: one that has it open, even idle (a
-    Store, a server, another process), is waited for up to the busy timeout and then refused
-    with ``DatabaseBusyError``, nothing changed (it would go on using the replaced file, and
-    its writes would be lost). The live file is kept: an online backup
+    First the live file is locked against every other connection, until the copy is in
+    place: one that has it open, even idle (a Store, a server, another process), would go on
+    using the replaced file and its writes would be lost, so the restore is refused with
+    ``DatabaseBusyError``, nothing changed, at once (a lock that ends by itself, a commit in
+    rollback-journal mode, is waited for up to the busy timeout). Then the backup is copied
+    beside the database and verified there (SQLite header, ``integrity_check``, FTS5
+    ``integrity-check``, a schema we can adopt); any failure raises a typed error and leaves
+    the live file untouched. The live file is kept: an online backup
     ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy ``<db>.corrupt-<TAG>`` when
     not; stale ``-wal``/``-shm`` files go, and ``os.replace`` puts the copy in place with
     mode 0600.
@@ -409,18 +452,23 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
     path = _db_file(db)
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
+    if _same_file(source, path):
+        raise InvalidInputError.of(
+            "backup_file", f"{str(source)!r} is the database itself: nothing to restore"
+        )
     try:
         _ensure_private_dir(path.parent)
     except (FileExistsError, NotADirectoryError) as exc:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
     tmp = path.parent / f".{path.name}.restore-{uuid.uuid4().hex}.tmp"
+    release_shared(path)  # this process's own idle Stores of the file, reopened on use
     try:
-        _copy_beside(source, os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE), path)
-        checked = verify(tmp)
-        with filewrite.writes_named(path, DatabasePathError, _COPYING):
-            _fsync(tmp)
-        release_shared(path)  # this process's own idle Stores of the file, reopened on use
         with _held(path) as live:
+            fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+            _copy_beside(source, fd, path)
+            checked = verify(tmp)
+            with filewrite.writes_named(path, DatabasePathError, _COPYING):
+                _fsync(tmp)
             safety, corrupt = _keep_previous(path, live)
             for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
                 stale.unlink(missing_ok=True)

@@ -8,6 +8,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from contextlib import closing
@@ -438,7 +439,7 @@ def test_restore_refuses_a_database_that_is_open_and_changes_nothing(
     populated: Path, monkeypatch: pytest.MonkeyPatch, holder: str
 ) -> None:
     """Whoever has the live file open would go on using the replaced file: its writes after
-    the restore would be lost. The restore waits (the busy timeout) and then refuses."""
+    the restore would be lost. The restore refuses."""
     taken = backup(populated, at=AT)
     _add_message(populated, "written after the backup")
     monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
@@ -458,6 +459,94 @@ def test_restore_refuses_a_database_that_is_open_and_changes_nothing(
     assert report.safety_backup is not None
     assert _message_ids(populated) == before[:-1]
     _assert_sound(populated)
+
+
+@pytest.mark.parametrize("holder", sorted(HOLDERS))
+def test_restore_refuses_a_database_kept_open_at_once_before_copying_anything(
+    populated: Path, monkeypatch: pytest.MonkeyPatch, holder: str
+) -> None:
+    """A WAL file that another connection has open stays locked for as long as it is open:
+    waiting the busy timeout (here an hour) would not end that. The refusal comes at once,
+    before the backup is copied or verified (a large one would take long for nothing)."""
+    import philont.backup as backup_module
+
+    taken = backup(populated, at=AT)
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 3_600_000)
+    copied: list[Path] = []
+    real_copy = backup_module._copy_beside
+    monkeypatch.setattr(
+        backup_module, "_copy_beside", lambda s, fd, p: (copied.append(s), real_copy(s, fd, p))
+    )
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            restore(taken, populated)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    release = HOLDERS[holder](populated)
+    try:
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(120)  # far below the busy timeout: only a refusal that did not wait ends
+        assert not worker.is_alive(), "restore waited for a connection that stays open"
+    finally:
+        release()
+    assert len(outcome) == 1 and isinstance(outcome[0], DatabaseBusyError)
+    assert copied == []
+
+
+LOCK_EXCLUSIVELY = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+conn.execute("BEGIN EXCLUSIVE")
+conn.execute("COMMIT")  # the lock stays
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_restore_takes_a_locked_database_for_busy_never_for_damaged(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection holding the file locked (locking_mode EXCLUSIVE) made it unreadable to
+    the health check, which took it for damaged: the restore then kept a '.corrupt' byte copy,
+    deleted the -wal of the file the other process had open and replaced it under it."""
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    before = _message_ids(populated)
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LOCK_EXCLUSIVELY, str(populated)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
+        listing = sorted(p.name for p in populated.parent.rglob("*"))
+        with pytest.raises(DatabaseBusyError, match="close it before restoring"):
+            restore(taken, populated)
+        assert sorted(p.name for p in populated.parent.rglob("*")) == listing
+    finally:
+        proc.communicate("")
+    assert _message_ids(populated) == before
+    assert not list(populated.parent.glob("*.corrupt-*"))
+
+
+def test_restore_refuses_the_database_itself(populated: Path) -> None:
+    """Restoring the live file onto itself restores nothing (and reading it while it is
+    locked would drop the lock): refused by name, the file unchanged."""
+    before = _sha(populated)
+    link = populated.parent / "another-name.sqlite"
+    os.link(populated, link)
+    for source in (populated, link):
+        with pytest.raises(InvalidInputError, match="the database itself"):
+            restore(source, populated)
+    assert _sha(populated) == before
 
 
 def test_restore_closes_this_process_shared_stores_of_the_file(populated: Path) -> None:
