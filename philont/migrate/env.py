@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging.config
 import os
 import sqlite3
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,7 +32,7 @@ from philont.db.engine import (
     tighten_permissions,
 )
 from philont.db.retry import file_error, is_busy
-from philont.errors import PhilontError, UnsupportedMigrationError
+from philont.errors import DatabaseBusyError, PhilontError, UnsupportedMigrationError
 from philont.log import get_logger
 from philont.migrate import postgres as pg
 from philont.migrate.checks import check_foreign_keys, check_integrity, is_wal
@@ -79,8 +80,9 @@ def backup_file(
             if source is not None:
                 source.backup(dst)
             else:
-                with closing(sqlite3.connect(str(path))) as src:
-                    src.backup(dst)
+                # timeout 0: the waiting is _gives_up's, where Ctrl-C can end it
+                with closing(sqlite3.connect(str(path), timeout=0)) as src:
+                    src.backup(dst, progress=_gives_up(path), sleep=BUSY_SLEEP_S)
         _fsync(partial)
         target = _claim_name(partial, directory, stem)
     except BaseException:
@@ -90,6 +92,35 @@ def backup_file(
     with suppress(OSError):  # some filesystems refuse a directory fsync; the name stands
         _fsync(directory)
     return target
+
+
+BUSY_SLEEP_S = 0.05
+"""Seconds between a backup's tries to read a file another connection holds locked."""
+
+
+def _gives_up(path: Path) -> Callable[[int, int, int], None]:
+    """The progress callback of an online backup of ``path``: Python's backup tries again for
+    as long as the file is locked, with no limit and deaf to Ctrl-C (its loop runs no Python
+    code); this callback is Python code (a KeyboardInterrupt is raised in it) and ends the
+    backup with ``DatabaseBusyError`` once the file has stayed locked for the busy timeout."""
+    timeout_s = settings.BUSY_TIMEOUT_MS / 1000
+    deadline: list[float] = []
+
+    def progress(status: int, _remaining: int, _total: int) -> None:
+        if status & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            deadline.clear()
+            return
+        now = time.monotonic()
+        if not deadline:
+            deadline.append(now + timeout_s)
+        elif now >= deadline[0]:
+            raise DatabaseBusyError(
+                f"{str(path)!r} stayed locked by another connection for the busy timeout "
+                f"({timeout_s:g} s) and could not be read for a backup; try again later",
+                path=str(path),
+            )
+
+    return progress
 
 
 PARTIAL = "partial"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sqlite3
 import stat
 import subprocess
@@ -519,14 +520,8 @@ def test_restore_takes_a_locked_database_for_busy_never_for_damaged(
     _add_message(populated, "written after the backup")
     before = _message_ids(populated)
     monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", LOCK_EXCLUSIVELY, str(populated)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    proc = _locked_by_another_process(populated)
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
         listing = sorted(p.name for p in populated.parent.rglob("*"))
         with pytest.raises(DatabaseBusyError, match="close it before restoring"):
             restore(taken, populated)
@@ -535,6 +530,84 @@ def test_restore_takes_a_locked_database_for_busy_never_for_damaged(
         proc.communicate("")
     assert _message_ids(populated) == before
     assert not list(populated.parent.glob("*.corrupt-*"))
+
+
+def _locked_by_another_process(path: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LOCK_EXCLUSIVELY, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
+    return proc
+
+
+def test_a_backup_of_a_file_kept_locked_gives_up_after_the_busy_timeout(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's online backup tried again for as long as the file was locked: forever, when
+    another connection keeps it locked (``philont backup`` hung, and so did an upgrade's
+    pre-upgrade copy). It gives up after the busy timeout: database_busy, no file left."""
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
+    backups = philont_settings.backup_dir_for(populated)
+    before = sorted(backups.iterdir())
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            backup(populated)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    proc = _locked_by_another_process(populated)
+    try:
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(120)
+        assert not worker.is_alive(), "the backup never gave up"
+    finally:
+        proc.communicate("")
+    assert len(outcome) == 1 and isinstance(outcome[0], DatabaseBusyError)
+    assert sorted(backups.iterdir()) == before
+
+
+BACKUP_UNTIL_INTERRUPTED = """
+import sys
+from philont import settings
+from philont.backup import backup
+settings.BUSY_TIMEOUT_MS = 3_600_000
+try:
+    backup(sys.argv[1])
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_ends_a_backup_waiting_for_a_locked_file(populated: Path) -> None:
+    """The wait for a locked file is Python code: Ctrl-C ends it (it ran no Python code, so
+    SIGINT was never acted on) and leaves no file among the backups."""
+    backups = philont_settings.backup_dir_for(populated)
+    holder = _locked_by_another_process(populated)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", BACKUP_UNTIL_INTERRUPTED, str(populated)],
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        try:
+            for _ in range(600):  # the partial copy exists: the backup is under way
+                if list(backups.glob(".memory-*partial*")) or proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(120) == 130
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        holder.communicate("")
+    assert list(backups.iterdir()) == []
 
 
 def test_restore_refuses_the_database_itself(populated: Path) -> None:
