@@ -252,7 +252,6 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
         raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
     if file_kind(path) == "other":
         raise NotADatabaseError(str(path))
-    _ensure_private_dir(settings.backup_dir_for(path))
     try:
         target = migrate.backup_file(path, at=at)
     except sqlite3.DatabaseError as exc:
@@ -365,7 +364,6 @@ def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | 
     taken through the locked connection when it is sound, a byte copy when it is damaged.
     Returns the copy and whether the file was damaged."""
     if live is not None:
-        _ensure_private_dir(settings.backup_dir_for(path))
         # not verified: it keeps whatever the live file was, sound or not
         safety = migrate.backup_file(path, label=PRE_RESTORE_LABEL, source=live)
         os.chmod(safety, FILE_MODE)
