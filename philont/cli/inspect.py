@@ -504,7 +504,7 @@ def recall(
         out.print(f"[yellow]recall trigger:[/yellow] {escape(hit.snippet)}")
     for m in result.messages:
         style = {"recall": "magenta", "separator": "dim", "recent": "white"}[m.section]
-        out.print(f"[{style}]{m.section:9}[/{style}] {m.role}: {escape(m.content[:200])}")
+        out.print(f"[{style}]{m.section:9}[/{style}] {escape(m.role)}: {escape(m.content[:200])}")
     out.print(
         f"[dim]recent {result.recency_count} msgs / {result.recent_tokens} tokens · recalled "
         f"{result.recall_count} msgs / {result.recall_tokens} tokens · total "

@@ -27,6 +27,7 @@ from philont.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from philont.backup import RestoreReport
     from philont.transfer import ImportReport
 
 
@@ -84,7 +85,7 @@ def backup(
     if as_json:
         emit({"backup": str(path)})
     else:
-        out.print(f"backup written: {path}")
+        out.print(f"backup written: {path}", markup=False)
 
 
 def restore(
@@ -106,9 +107,18 @@ def restore(
         emit(data)
     else:
         out.print(
-            f"restored {report.restored_from} into {report.database} "
-            f"(previous file kept as {data['previous_kept_as']})"
+            f"restored {report.restored_from} into {report.database} ({_kept(report)})",
+            markup=False,
         )
+
+
+def _kept(report: RestoreReport) -> str:
+    """What became of the file a restore replaced, as the command says it."""
+    if report.safety_backup is None:
+        return "there was no previous database"
+    if report.previous_was_corrupt:
+        return f"the previous file was damaged; its bytes are kept as {report.safety_backup}"
+    return f"previous file kept as {report.safety_backup}"
 
 
 STDIO = "-"

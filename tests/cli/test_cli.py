@@ -154,6 +154,30 @@ def test_backup_export_import_and_restore_round_trip(filled: Path, tmp_path: Pat
     assert not tools.call("get_fact", {"namespace": "user", "key": "later"}, db=filled).ok
 
 
+@pytest.mark.parametrize("folder", ["[bold]home", "[red]x[/red]", "a [link=y]b", "plain"])
+def test_backup_and_restore_print_the_paths_as_they_are(tmp_path: Path, folder: str) -> None:
+    """Their lines went through rich markup: a folder named '[bold]home' was printed as
+    'home', a path that does not exist, to copy into the next command."""
+    db = tmp_path / folder / "memory.sqlite"
+    db.parent.mkdir(parents=True)
+    migrate.upgrade(db)
+    code, output = run("backup", "--db", str(db))
+    taken = next((db.parent / "backups").glob("memory-2*.sqlite"))
+    assert (code, output) == (0, f"backup written: {taken}\n")
+
+    code, output = run("restore", str(taken), "--db", str(db))
+    safety = next((db.parent / "backups").glob("*-pre-restore.sqlite"))
+    assert code == 0
+    assert output == f"restored {taken} into {db} (previous file kept as {safety})\n"
+
+    fresh = tmp_path / folder / "new.sqlite"
+    code, output = run("restore", str(taken), "--db", str(fresh))
+    assert (code, output) == (
+        0,
+        f"restored {taken} into {fresh} (there was no previous database)\n",
+    )
+
+
 def test_import_of_a_malformed_file_names_the_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"format":"philont-export","format_version":1}\nnot json\n')
