@@ -34,6 +34,7 @@ from philont.errors import (
     StorageError,
     UnrecognizedSchemaError,
 )
+from philont.interrupts import point_of_no_return
 from philont.log import get_logger
 from philont.migrate.plan import plan_from, table_names
 from philont.store import release_shared
@@ -261,12 +262,13 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
     except BaseException:  # Ctrl-C too: never leave an unverified file among the backups
         _remove_with_companions(target)
         raise
-    os.chmod(target, FILE_MODE)
-    log.info("backup.taken", path=str(target), size=target.stat().st_size)
-    if keep is not None:
-        removed = _rotate(path, keep, target)
-        if removed:
-            log.info("backup.rotated", removed=[str(p) for p in removed])
+    with point_of_no_return():  # the backup is taken: Ctrl-C from here on is too late
+        os.chmod(target, FILE_MODE)
+        log.info("backup.taken", path=str(target), size=target.stat().st_size)
+        if keep is not None:
+            removed = _rotate(path, keep, target)
+            if removed:
+                log.info("backup.rotated", removed=[str(p) for p in removed])
     return target
 
 
@@ -460,6 +462,8 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
     tmp = path.parent / f".{path.name}.restore-{uuid.uuid4().hex}.tmp"
     release_shared(path)  # this process's own idle Stores of the file, reopened on use
+    safety: Path | None = None
+    replaced = False
     try:
         with _held(path) as live:
             fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
@@ -470,9 +474,13 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
             safety, corrupt = _keep_previous(path, live)
             for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
                 stale.unlink(missing_ok=True)
-            os.replace(tmp, path)
+            with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done
+                os.replace(tmp, path)
+                replaced = True
     except BaseException:
         _remove_with_companions(tmp)
+        if safety is not None and not replaced:  # no restore: no copy of a file it replaced
+            _remove_with_companions(safety)
         raise
     os.chmod(path, FILE_MODE)
     with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands

@@ -81,7 +81,10 @@ def backup(
     """Online backup (consistent while the agent writes) into the sibling backups/ directory."""
     from philont import backup as backups
 
-    path = backups.backup(resolve_existing(db), keep=keep)
+    try:
+        path = backups.backup(resolve_existing(db), keep=keep)
+    except KeyboardInterrupt:
+        raise interrupted("no backup was taken") from None
     if as_json:
         emit({"backup": str(path)})
     else:
@@ -96,7 +99,10 @@ def restore(
     """Verify a backup, keep the current file as a backup, then put the backup in place."""
     from philont import backup as backups
 
-    report = backups.restore(file, db)
+    try:
+        report = backups.restore(file, db)
+    except KeyboardInterrupt:
+        raise interrupted("the database was left as it was") from None
     data = {
         "restored_from": str(report.restored_from),
         "database": str(report.database),

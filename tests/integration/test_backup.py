@@ -622,6 +622,62 @@ def test_restore_refuses_the_database_itself(populated: Path) -> None:
     assert _sha(populated) == before
 
 
+def _replace_then(path: Path, monkeypatch: pytest.MonkeyPatch, then: Callable[[], None]) -> None:
+    """Make the restore's rename into ``path`` call ``then`` (after it when it is a signal,
+    instead of it when it raises)."""
+    import philont.backup as backup_module
+
+    real = os.replace
+
+    def replace(src: object, dst: object) -> None:
+        if Path(str(dst)) == path:
+            then()
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backup_module.os, "replace", replace)
+
+
+def test_ctrl_c_before_the_rename_leaves_the_database_and_no_safety_copy(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted before the new file is in place, nothing was restored: the database is as
+    it was and no '-pre-restore' copy claims a restore replaced it."""
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    before = _message_ids(populated)
+    listing = sorted(p.name for p in populated.parent.rglob("*"))
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    _replace_then(populated, monkeypatch, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        restore(taken, populated)
+    assert sorted(p.name for p in populated.parent.rglob("*")) == listing
+    assert _message_ids(populated) == before
+
+
+def test_ctrl_c_once_the_file_is_in_place_is_too_late_to_undo_the_restore(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGINT that arrives with the rename (under the command line's watch) is held: the
+    restore finishes and reports what it did, instead of 'interrupted' over a replaced file."""
+    from philont import interrupts
+
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    before = _message_ids(populated)
+    _replace_then(populated, monkeypatch, lambda: os.kill(os.getpid(), signal.SIGINT))
+    with interrupts.watch():
+        try:
+            report = restore(taken, populated)
+        except KeyboardInterrupt:
+            pytest.fail("interrupted after the file was replaced: reported as not restored")
+        assert interrupts.held()
+    assert report.safety_backup is not None and report.safety_backup.exists()
+    assert _message_ids(populated) == before[:-1]
+
+
 def test_restore_closes_this_process_shared_stores_of_the_file(populated: Path) -> None:
     taken = backup(populated, at=AT)
     assert tools.call(
