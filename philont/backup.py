@@ -8,7 +8,7 @@ import re
 import shutil
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -52,6 +52,15 @@ the only files rotation counts and deletes. A labelled copy (``-pre-restore``, t
 _SEQ = re.compile(r"(.*)-(\d+)")
 
 DbTarget = str | Path | URL | None
+
+Progress = Callable[[str, int, int], None]
+"""``progress(step, done, total)`` as a backup or a restore goes: :data:`COPYING` (bytes of a
+restore's copy; 0/1 then 1/1 for a backup's online copy, one SQLite step), :data:`VERIFYING`
+(checks done: ``integrity_check``, then each FTS5 index) and :data:`KEEPING` (a restore's copy
+of the database it replaces). A step ends with ``done == total``."""
+COPYING = "copying"
+VERIFYING = "verifying"
+KEEPING = "keeping the current database"
 
 
 class BackupVerificationError(StorageError):
@@ -167,7 +176,7 @@ def fts5_tables(conn: sqlite3.Connection) -> list[str]:
     return sorted(name for name, sql in rows if re.search(r"\busing\s+fts5\b", sql, re.I))
 
 
-def verify(path: Path, *, schema: bool = True) -> Verification:
+def verify(path: Path, *, schema: bool = True, progress: Progress | None = None) -> Verification:
     """Check a database file (meant for copies we own: the FTS check opens it read-write).
 
     Raises ``NotADatabaseError`` when it is not SQLite and ``BackupVerificationError`` when
@@ -177,21 +186,25 @@ def verify(path: Path, *, schema: bool = True) -> Verification:
     """
     if file_kind(path) == "other":
         raise NotADatabaseError(str(path))
+    step = progress or _no_progress
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
+            fts = fts5_tables(conn)
+            step(VERIFYING, 0, 1 + len(fts))
             rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
             if rows != ["ok"]:
                 raise BackupVerificationError(path, "integrity_check: " + "; ".join(rows[:5]))
-            fts = fts5_tables(conn)
+            step(VERIFYING, 1, 1 + len(fts))
             conn.execute("BEGIN")
             try:
-                for name in fts:
+                for done, name in enumerate(fts, start=2):
                     try:
                         conn.execute(
                             f'INSERT INTO "{name}"("{name}", rank) VALUES (\'integrity-check\', 1)'
                         )
                     except sqlite3.DatabaseError as exc:
                         raise BackupVerificationError(path, f"{name}: {exc}") from exc
+                    step(VERIFYING, done, 1 + len(fts))
             finally:
                 conn.execute("ROLLBACK")
             version = None
@@ -234,13 +247,20 @@ def _rotate(db_path: Path, keep: int, newest: Path) -> list[Path]:
 # --- public API ------------------------------------------------------------------------------
 
 
-def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None = None) -> Path:
+def backup(
+    db: DbTarget = None,
+    *,
+    keep: int | None = None,
+    at: datetime | None = None,
+    progress: Progress | None = None,
+) -> Path:
     """Take an online backup (SQLite backup API: consistent while others write) of the database
     into its sibling ``backups/`` as ``memory-YYYYMMDDTHHMMSS.sqlite`` (UTC of ``at``, default
     now; ``-2``, ``-3``… when taken), mode 0600 in a 0700 directory, verify it, then keep only
     the newest ``keep`` ordinary backups (``None``: delete nothing). Only names ``backup``
     gives count and go (:func:`is_rotating`): the ``-pre-restore`` and ``-pre-upgrade`` safety
     copies, and any other file, are never counted nor deleted. Returns the path.
+    ``progress(step, done, total)`` reports as it goes (:data:`Progress`).
     """
     if keep is not None and keep < 1:
         raise InvalidInputError.of("keep", f"must be at least 1, got {keep}", keep=keep)
@@ -253,12 +273,15 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
         raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
     if file_kind(path) == "other":
         raise NotADatabaseError(str(path))
+    step = progress or _no_progress
+    step(COPYING, 0, 1)
     try:
         target = migrate.backup_file(path, at=at)
     except sqlite3.DatabaseError as exc:
         raise StorageError(f"backup of {str(path)!r} failed: {exc}", path=str(path)) from exc
+    step(COPYING, 1, 1)
     try:
-        verify(target, schema=False)
+        verify(target, schema=False, progress=progress)
     except BaseException:  # Ctrl-C too: never leave an unverified file among the backups
         _remove_with_companions(target)
         raise
@@ -361,6 +384,10 @@ def _quick_check(conn: sqlite3.Connection) -> bool:
         return False
 
 
+def _no_progress(_step: str, _done: int, _total: int) -> None:
+    pass
+
+
 def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | None, bool]:
     """Keep the live file before it is replaced: a backup ``memory-<TAG>-pre-restore.sqlite``
     taken through the locked connection when it is sound, a byte copy when it is damaged.
@@ -421,19 +448,29 @@ def _same_file(source: Path, path: Path) -> bool:
         return False
 
 
-def _copy_beside(source: Path, fd: int, path: Path) -> None:
+def _copy_beside(source: Path, fd: int, path: Path, progress: Progress) -> None:
     """Copy the backup ``source`` into ``fd``, a new file beside the database ``path``: a write
     that fails there (a full disk, a file size limit) refuses ``path`` (DatabasePathError),
-    never the backup being read (:mod:`philont.filewrite`)."""
+    never the backup being read (:mod:`philont.filewrite`). Bytes copied go to ``progress``."""
     with (
         filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
         io.BufferedWriter(raw) as dst,
         open(source, "rb") as src,
     ):
-        shutil.copyfileobj(src, dst, COPY_CHUNK)
+        total = os.fstat(src.fileno()).st_size
+        done = 0
+        progress(COPYING, done, total)
+        while chunk := src.read(COPY_CHUNK):
+            dst.write(chunk)
+            done += len(chunk)
+            progress(COPYING, min(done, total), total)
+        if done != total:  # grew while copied: a step still ends with done == total
+            progress(COPYING, done, done)
 
 
-def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
+def restore(
+    backup_file: Path, db: DbTarget = None, *, progress: Progress | None = None
+) -> RestoreReport:
     """Replace the live database with a verified copy of ``backup_file``, atomically.
 
     First the live file is locked against every other connection, until the copy is in
@@ -446,8 +483,9 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
     the live file untouched. The live file is kept: an online backup
     ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy ``<db>.corrupt-<TAG>`` when
     not; stale ``-wal``/``-shm`` files go, and ``os.replace`` puts the copy in place with
-    mode 0600.
+    mode 0600. ``progress(step, done, total)`` reports as it goes (:data:`Progress`).
     """
+    step = progress or _no_progress
     source = _backup_source(Path(backup_file))
     path = _db_file(db)
     if path.is_dir():
@@ -467,11 +505,13 @@ def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
     try:
         with _held(path) as live:
             fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
-            _copy_beside(source, fd, path)
-            checked = verify(tmp)
+            _copy_beside(source, fd, path, step)
+            checked = verify(tmp, progress=step)
             with filewrite.writes_named(path, DatabasePathError, _COPYING):
                 _fsync(tmp)
+            step(KEEPING, 0, 1)
             safety, corrupt = _keep_previous(path, live)
+            step(KEEPING, 1, 1)
             for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
                 stale.unlink(missing_ok=True)
             with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done

@@ -65,6 +65,32 @@ def _table_progress(verb: str, left: str) -> Iterator[Callable[[str, int, int], 
         raise interrupted(left) from None
 
 
+@contextmanager
+def _step_progress(left: str) -> Iterator[Callable[[str, int, int], None]]:
+    """A bar per step of a backup or a restore as it goes (``copying 41.2/100.0 MB``,
+    ``verifying 3/7``: the integrity check, then each search index), on stderr when it is a
+    terminal. Ctrl-C ends the command with ``interrupted: LEFT`` (what was left as it was) and
+    exit 130; the steps past the point of no return hold it instead (philont.interrupts)."""
+    from philont import backup as backups
+
+    try:
+        with progress(
+            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}")
+        ) as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def update(step: str, done: int, total: int) -> None:
+                big = step == backups.COPYING and total > 1
+                count = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if big else f"{done}/{total}"
+                if step not in tasks:
+                    tasks[step] = bar.add_task(step, total=max(total, 1), count=count)
+                bar.update(tasks[step], completed=done, total=max(total, 1), count=count)
+
+            yield update
+    except KeyboardInterrupt:
+        raise interrupted(left) from None
+
+
 def backup(
     keep: Annotated[
         int | None,
@@ -81,10 +107,8 @@ def backup(
     """Online backup (consistent while the agent writes) into the sibling backups/ directory."""
     from philont import backup as backups
 
-    try:
-        path = backups.backup(resolve_existing(db), keep=keep)
-    except KeyboardInterrupt:
-        raise interrupted("no backup was taken") from None
+    with _step_progress("no backup was taken") as steps:
+        path = backups.backup(resolve_existing(db), keep=keep, progress=steps)
     if as_json:
         emit({"backup": str(path)})
     else:
@@ -99,10 +123,8 @@ def restore(
     """Verify a backup, keep the current file as a backup, then put the backup in place."""
     from philont import backup as backups
 
-    try:
-        report = backups.restore(file, db)
-    except KeyboardInterrupt:
-        raise interrupted("the database was left as it was") from None
+    with _step_progress("the database was left as it was") as steps:
+        report = backups.restore(file, db, progress=steps)
     data = {
         "restored_from": str(report.restored_from),
         "database": str(report.database),

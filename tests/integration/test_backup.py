@@ -678,6 +678,47 @@ def test_ctrl_c_once_the_file_is_in_place_is_too_late_to_undo_the_restore(
     assert _message_ids(populated) == before[:-1]
 
 
+def _steps(events: list[tuple[str, int, int]]) -> list[str]:
+    """The steps in the order they began; each reported in order and ended (done == total)."""
+    order: list[str] = []
+    for step, done, total in events:
+        if step not in order:
+            order.append(step)
+        assert 0 <= done <= total
+    for step in order:
+        mine = [(d, t) for s, d, t in events if s == step]
+        assert [d for d, _ in mine] == sorted(d for d, _ in mine)
+        assert mine[-1][0] == mine[-1][1]
+    return order
+
+
+def test_a_backup_and_a_restore_report_their_steps_as_they_go(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large database took a while in silence: each step now reports as it goes (the
+    restore's copy by the byte, verification by check), for the command's progress bars."""
+    import philont.backup as backup_module
+
+    monkeypatch.setattr(backup_module, "COPY_CHUNK", 16 * 1024)
+    events: list[tuple[str, int, int]] = []
+    taken = backup(populated, at=AT, progress=lambda *e: events.append(e))
+    assert _steps(events) == [backup_module.COPYING, backup_module.VERIFYING]
+    with closing(sqlite3.connect(taken)) as conn:
+        fts = len(backup_module.fts5_tables(conn))
+    assert events[-1] == (backup_module.VERIFYING, 1 + fts, 1 + fts)
+
+    events.clear()
+    restore(taken, populated, progress=lambda *e: events.append(e))
+    assert _steps(events) == [
+        backup_module.COPYING,
+        backup_module.VERIFYING,
+        backup_module.KEEPING,
+    ]
+    copied = [e for e in events if e[0] == backup_module.COPYING]
+    assert copied[-1][1] == taken.stat().st_size
+    assert len(copied) > taken.stat().st_size // (16 * 1024)
+
+
 def test_restore_closes_this_process_shared_stores_of_the_file(populated: Path) -> None:
     taken = backup(populated, at=AT)
     assert tools.call(
