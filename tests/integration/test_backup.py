@@ -413,14 +413,20 @@ def _store_mid_read(path: Path) -> Callable[[], None]:
     return lambda: (mem.__exit__(None, None, None), store.close())[-1]
 
 
-def _other_process(path: Path) -> Callable[[], None]:
+def _holding(script: str, path: Path) -> subprocess.Popen[str]:
+    """Another process running ``script`` on ``path``, once it says the file is open."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(path)],
+        [sys.executable, "-c", script, str(path)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
+    return proc
+
+
+def _other_process(path: Path) -> Callable[[], None]:
+    proc = _holding(HOLD, path)
 
     def stop() -> None:
         proc.communicate("")
@@ -462,6 +468,25 @@ def test_restore_refuses_a_database_that_is_open_and_changes_nothing(
     _assert_sound(populated)
 
 
+def _ends(work: Callable[[], object], never: str) -> BaseException | None:
+    """What ``work`` raised (None: it returned), run in a thread given two minutes: far less
+    than any busy timeout these tests set, far more than work that does not wait takes."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            work()
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), never
+    return outcome[0]
+
+
 @pytest.mark.parametrize("holder", sorted(HOLDERS))
 def test_restore_refuses_a_database_kept_open_at_once_before_copying_anything(
     populated: Path, monkeypatch: pytest.MonkeyPatch, holder: str
@@ -478,24 +503,12 @@ def test_restore_refuses_a_database_kept_open_at_once_before_copying_anything(
     monkeypatch.setattr(
         backup_module, "_copy_beside", lambda s, fd, p: (copied.append(s), real_copy(s, fd, p))
     )
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            restore(taken, populated)
-            outcome.append(None)
-        except BaseException as exc:
-            outcome.append(exc)
-
     release = HOLDERS[holder](populated)
-    try:
-        worker = threading.Thread(target=run, daemon=True)
-        worker.start()
-        worker.join(120)  # far below the busy timeout: only a refusal that did not wait ends
-        assert not worker.is_alive(), "restore waited for a connection that stays open"
+    try:  # far below the busy timeout: only a refusal that did not wait ends
+        outcome = _ends(lambda: restore(taken, populated), "restore waited for an open file")
     finally:
         release()
-    assert len(outcome) == 1 and isinstance(outcome[0], DatabaseBusyError)
+    assert isinstance(outcome, DatabaseBusyError)
     assert copied == []
 
 
@@ -533,14 +546,7 @@ def test_restore_takes_a_locked_database_for_busy_never_for_damaged(
 
 
 def _locked_by_another_process(path: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", LOCK_EXCLUSIVELY, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
-    return proc
+    return _holding(LOCK_EXCLUSIVELY, path)
 
 
 def test_a_backup_of_a_file_kept_locked_gives_up_after_the_busy_timeout(
@@ -552,24 +558,12 @@ def test_a_backup_of_a_file_kept_locked_gives_up_after_the_busy_timeout(
     monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
     backups = philont_settings.backup_dir_for(populated)
     before = sorted(backups.iterdir())
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            backup(populated)
-            outcome.append(None)
-        except BaseException as exc:
-            outcome.append(exc)
-
     proc = _locked_by_another_process(populated)
     try:
-        worker = threading.Thread(target=run, daemon=True)
-        worker.start()
-        worker.join(120)
-        assert not worker.is_alive(), "the backup never gave up"
+        outcome = _ends(lambda: backup(populated), "the backup never gave up")
     finally:
         proc.communicate("")
-    assert len(outcome) == 1 and isinstance(outcome[0], DatabaseBusyError)
+    assert isinstance(outcome, DatabaseBusyError)
     assert sorted(backups.iterdir()) == before
 
 
