@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -122,20 +123,30 @@ def restore(
 ) -> None:
     """Verify a backup, keep the current file as a backup, then put the backup in place."""
     from philont import backup as backups
+    from philont import migrate
 
     with _step_progress("the database was left as it was") as steps:
         report = backups.restore(file, db, progress=steps)
+    head = migrate.head_revision()
     data = {
         "restored_from": str(report.restored_from),
         "database": str(report.database),
         "previous_kept_as": str(report.safety_backup) if report.safety_backup else None,
         "revision": report.revision,
+        "at_head": report.revision == head,
     }
     if as_json:
         emit(data)
-    else:
+        return
+    out.print(
+        f"restored {report.restored_from} into {report.database} ({_kept(report)})",
+        markup=False,
+    )
+    if report.revision != head:  # an older backup, a Philont v1 file: every command says 3
         out.print(
-            f"restored {report.restored_from} into {report.database} ({_kept(report)})",
+            f"it is at revision {report.revision}, head is {head}: run `philont db upgrade "
+            f"--db {shlex.quote(str(report.database))}` before using it (it keeps a "
+            "-pre-upgrade copy)",
             markup=False,
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -176,6 +177,27 @@ def test_backup_and_restore_print_the_paths_as_they_are(tmp_path: Path, folder: 
         0,
         f"restored {taken} into {fresh} (there was no previous database)\n",
     )
+
+
+def test_a_restored_older_database_is_said_to_need_an_upgrade(
+    copy_fixture: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A backup from an older release, or a Philont v1 file, is restored as it is: every
+    command then refuses it (exit 3) until it is upgraded, so the restore says so."""
+    db = tmp_path / "my memory" / "memory.sqlite"
+    db.parent.mkdir()
+    migrate.upgrade(db)
+    old = copy_fixture("v31")
+    head = migrate.head_revision()
+
+    code, output = run("restore", str(old), "--db", str(db))
+    assert code == 0
+    assert output.splitlines()[1] == (
+        f"it is at revision v031, head is {head}: run `philont db upgrade --db '{db}'` before "
+        "using it (it keeps a -pre-upgrade copy)"
+    )
+    code, output = run("restore", str(old), "--db", str(db), "--json")
+    assert json.loads(output)["at_head"] is False
 
 
 def test_import_of_a_malformed_file_names_the_line(tmp_path: Path) -> None:
