@@ -448,24 +448,46 @@ def _same_file(source: Path, path: Path) -> bool:
         return False
 
 
-def _copy_beside(source: Path, fd: int, path: Path, progress: Progress) -> None:
-    """Copy the backup ``source`` into ``fd``, a new file beside the database ``path``: a write
-    that fails there (a full disk, a file size limit) refuses ``path`` (DatabasePathError),
-    never the backup being read (:mod:`philont.filewrite`). Bytes copied go to ``progress``."""
-    with (
-        filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
-        io.BufferedWriter(raw) as dst,
-        open(source, "rb") as src,
-    ):
-        total = os.fstat(src.fileno()).st_size
-        done = 0
-        progress(COPYING, done, total)
-        while chunk := src.read(COPY_CHUNK):
-            dst.write(chunk)
-            done += len(chunk)
-            progress(COPYING, min(done, total), total)
-        if done != total:  # grew while copied: a step still ends with done == total
-            progress(COPYING, done, done)
+def _copy_beside(copies: list[tuple[Path, Path]], path: Path, progress: Progress) -> None:
+    """Copy each backup file (the backup, its ``-wal``) into a new file beside the database
+    ``path``: a write that fails there (a full disk, a file size limit) refuses ``path``
+    (DatabasePathError), never the backup being read (:mod:`philont.filewrite`). Bytes copied
+    go to ``progress``, one step for all."""
+    total = sum(source.stat().st_size for source, _ in copies)
+    done = 0
+    progress(COPYING, done, total)
+    for source, target in copies:
+        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+        with (
+            filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
+            io.BufferedWriter(raw) as dst,
+            open(source, "rb") as src,
+        ):
+            while chunk := src.read(COPY_CHUNK):
+                dst.write(chunk)
+                done += len(chunk)
+                progress(COPYING, min(done, total), total)
+    if done != total:  # grew while copied: a step still ends with done == total
+        progress(COPYING, done, done)
+
+
+def _with_wal(source: Path, tmp: Path) -> list[tuple[Path, Path]]:
+    """What a restore copies: the backup, and the ``-wal`` beside it when that holds changes
+    (a copy of a database in WAL mode taken with its ``-wal``: without it, what the ``-wal``
+    holds would be silently missing)."""
+    wal = Path(f"{source}-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        return [(source, tmp), (wal, Path(f"{tmp}-wal"))]
+    return [(source, tmp)]
+
+
+def _fold_wal(tmp: Path) -> None:
+    """Fold the copied ``-wal`` into the copy (``journal_mode = DELETE`` checkpoints it and
+    removes it): the copy alone is put in place."""
+    with closing(sqlite3.connect(str(tmp), isolation_level=None)) as conn:
+        mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+    if str(mode).lower() != "delete" or Path(f"{tmp}-wal").exists():
+        raise StorageError(f"the -wal copied beside {str(tmp)!r} could not be folded into it")
 
 
 def restore(
@@ -480,7 +502,9 @@ def restore(
     rollback-journal mode, is waited for up to the busy timeout). Then the backup is copied
     beside the database and verified there (SQLite header, ``integrity_check``, FTS5
     ``integrity-check``, a schema we can adopt); any failure raises a typed error and leaves
-    the live file untouched. The live file is kept: an online backup
+    the live file untouched. A ``-wal`` beside the backup that holds changes (a copy of a
+    database in WAL mode taken with it) is copied too and folded into the copy. The live file
+    is kept: an online backup
     ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy ``<db>.corrupt-<TAG>`` when
     not; stale ``-wal``/``-shm`` files go, and ``os.replace`` puts the copy in place with
     mode 0600. ``progress(step, done, total)`` reports as it goes (:data:`Progress`).
@@ -504,9 +528,12 @@ def restore(
     replaced = False
     try:
         with _held(path) as live:
-            fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
-            _copy_beside(source, fd, path, step)
-            checked = verify(tmp, progress=step)
+            copies = _with_wal(source, tmp)
+            _copy_beside(copies, path, step)
+            checked = verify(tmp, progress=step)  # a copied -wal is read as part of it
+            if len(copies) > 1:
+                with filewrite.writes_named(path, DatabasePathError, _COPYING):
+                    _fold_wal(tmp)
             with filewrite.writes_named(path, DatabasePathError, _COPYING):
                 _fsync(tmp)
             step(KEEPING, 0, 1)

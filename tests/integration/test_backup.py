@@ -713,6 +713,38 @@ def test_a_backup_and_a_restore_report_their_steps_as_they_go(
     assert len(copied) > taken.stat().st_size // (16 * 1024)
 
 
+def test_a_backup_copied_with_its_wal_is_restored_with_what_the_wal_holds(
+    populated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy of a database in WAL mode taken with its -wal (``cp`` of a running one): what the
+    -wal holds was silently missing from the restored file (the restore copied the main file
+    alone). The -wal is copied beside it and folded in; the backup's own files are left as
+    they were."""
+    from philont.db import checkpoint
+
+    monkeypatch.setattr(checkpoint, "GATHER_S", 3600.0)  # the writes stay in the -wal alone
+    other = tmp_path / "elsewhere" / "memory.sqlite"
+    other.parent.mkdir()
+    with Store.open(other) as store:
+        with store.begin() as mem:
+            for i in range(5):
+                mem.facts.store("user", f"k{i}", i)
+        copy = tmp_path / "copied.sqlite"
+        for suffix in ("", "-wal"):
+            Path(f"{copy}{suffix}").write_bytes(Path(f"{other}{suffix}").read_bytes())
+        with store.begin(write=False) as mem:
+            expected = sorted(f.key for f in mem.facts.list("user"))
+    assert Path(f"{copy}-wal").stat().st_size > 0
+    kept = {p.name: _sha(p) for p in tmp_path.glob("copied.sqlite*")}
+
+    restore(copy, populated)
+
+    with Store.open(populated) as store, store.begin(write=False) as mem:
+        assert sorted(f.key for f in mem.facts.list("user")) == expected
+    assert {p.name: _sha(p) for p in tmp_path.glob("copied.sqlite*")} == kept
+    _assert_sound(populated)
+
+
 def test_restore_closes_this_process_shared_stores_of_the_file(populated: Path) -> None:
     taken = backup(populated, at=AT)
     assert tools.call(
