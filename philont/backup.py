@@ -25,6 +25,7 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
+from philont.db.retry import cannot_open
 from philont.errors import (
     DatabaseBusyError,
     DatabasePathError,
@@ -134,8 +135,11 @@ def _fsync(path: Path, *, directory: bool = False) -> None:
 
 
 def _remove_with_companions(path: Path) -> None:
+    """Remove a file we made and its companions, after a failure: an unlink that fails too (a
+    read-only file system refuses even a missing name) must not hide the failure reported."""
     for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-        p.unlink(missing_ok=True)
+        with suppress(OSError):
+            p.unlink(missing_ok=True)
 
 
 def _order_key(path: Path) -> tuple[str, int, str]:
@@ -353,6 +357,8 @@ def _lock(conn: sqlite3.Connection, path: Path) -> bool:
             conn.execute("BEGIN EXCLUSIVE")
         conn.execute("COMMIT")  # the lock stays: locking_mode EXCLUSIVE
     except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_CANTOPEN:
+            raise cannot_open(path, str(exc)) from exc  # what it needs beside it: no damage
         if not _is_lock(exc):
             return False
         raise DatabaseBusyError(
@@ -457,7 +463,8 @@ def _copy_beside(copies: list[tuple[Path, Path]], path: Path, progress: Progress
     done = 0
     progress(COPYING, done, total)
     for source, target in copies:
-        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+        with filewrite.writes_named(path, DatabasePathError, _COPYING):
+            fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
         with (
             filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
             io.BufferedWriter(raw) as dst,

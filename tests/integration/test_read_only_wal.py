@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from philont import migrate, tools
+from philont import backup, migrate, tools
 from philont.cli import app
 from philont.cli.inspect import READ_ONLY_FTS, layer_counts
-from philont.errors import DatabaseReadOnlyError
+from philont.errors import DatabasePathError, DatabaseReadOnlyError
 from philont.store import Store
 
 runner = CliRunner()
@@ -135,3 +135,21 @@ def test_with_its_shm_it_is_read_with_what_the_wal_holds(files: dict[str, Path])
     path = files["both"]
     assert migrate.status(path).at_head
     assert layer_counts(path)["facts"] == 2
+
+
+@pytest.mark.parametrize("name", ["clean", "both", "new"])
+def test_a_restore_into_it_names_the_database_and_changes_nothing(
+    files: dict[str, Path], tmp_path: Path, name: str
+) -> None:
+    """The copy a restore writes beside the database cannot be made there: the refusal names
+    the database (it named the hidden temporary file, or the failed clean-up of it hid the
+    reason), and the directory is as it was."""
+    target = next(iter(files.values())).parent / f"{name}.sqlite"
+    source = tmp_path / "backup.sqlite"
+    _store_fact(source, "from_the_backup")
+    listing = _listing(target.parent)
+    with pytest.raises(DatabasePathError) as caught:
+        backup.restore(source, target)
+    assert caught.value.path == str(target)
+    assert "cannot write the backup's copy beside it" in caught.value.reason
+    assert _listing(target.parent) == listing
