@@ -8,7 +8,7 @@ import re
 import shutil
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +25,7 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
+from philont.db.retry import cannot_open
 from philont.errors import (
     DatabaseBusyError,
     DatabasePathError,
@@ -34,6 +35,7 @@ from philont.errors import (
     StorageError,
     UnrecognizedSchemaError,
 )
+from philont.interrupts import point_of_no_return
 from philont.log import get_logger
 from philont.migrate.plan import plan_from, table_names
 from philont.store import release_shared
@@ -51,6 +53,15 @@ the only files rotation counts and deletes. A labelled copy (``-pre-restore``, t
 _SEQ = re.compile(r"(.*)-(\d+)")
 
 DbTarget = str | Path | URL | None
+
+Progress = Callable[[str, int, int], None]
+"""``progress(step, done, total)`` as a backup or a restore goes: :data:`COPYING` (bytes of a
+restore's copy; 0/1 then 1/1 for a backup's online copy, one SQLite step), :data:`VERIFYING`
+(checks done: ``integrity_check``, then each FTS5 index) and :data:`KEEPING` (a restore's copy
+of the database it replaces). A step ends with ``done == total``."""
+COPYING = "copying"
+VERIFYING = "verifying"
+KEEPING = "keeping the current database"
 
 
 class BackupVerificationError(StorageError):
@@ -124,8 +135,11 @@ def _fsync(path: Path, *, directory: bool = False) -> None:
 
 
 def _remove_with_companions(path: Path) -> None:
+    """Remove a file we made and its companions, after a failure: an unlink that fails too (a
+    read-only file system refuses even a missing name) must not hide the failure reported."""
     for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-        p.unlink(missing_ok=True)
+        with suppress(OSError):
+            p.unlink(missing_ok=True)
 
 
 def _order_key(path: Path) -> tuple[str, int, str]:
@@ -166,7 +180,7 @@ def fts5_tables(conn: sqlite3.Connection) -> list[str]:
     return sorted(name for name, sql in rows if re.search(r"\busing\s+fts5\b", sql, re.I))
 
 
-def verify(path: Path, *, schema: bool = True) -> Verification:
+def verify(path: Path, *, schema: bool = True, progress: Progress | None = None) -> Verification:
     """Check a database file (meant for copies we own: the FTS check opens it read-write).
 
     Raises ``NotADatabaseError`` when it is not SQLite and ``BackupVerificationError`` when
@@ -176,21 +190,25 @@ def verify(path: Path, *, schema: bool = True) -> Verification:
     """
     if file_kind(path) == "other":
         raise NotADatabaseError(str(path))
+    step = progress or _no_progress
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
+            fts = fts5_tables(conn)
+            step(VERIFYING, 0, 1 + len(fts))
             rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
             if rows != ["ok"]:
                 raise BackupVerificationError(path, "integrity_check: " + "; ".join(rows[:5]))
-            fts = fts5_tables(conn)
+            step(VERIFYING, 1, 1 + len(fts))
             conn.execute("BEGIN")
             try:
-                for name in fts:
+                for done, name in enumerate(fts, start=2):
                     try:
                         conn.execute(
                             f'INSERT INTO "{name}"("{name}", rank) VALUES (\'integrity-check\', 1)'
                         )
                     except sqlite3.DatabaseError as exc:
                         raise BackupVerificationError(path, f"{name}: {exc}") from exc
+                    step(VERIFYING, done, 1 + len(fts))
             finally:
                 conn.execute("ROLLBACK")
             version = None
@@ -233,13 +251,20 @@ def _rotate(db_path: Path, keep: int, newest: Path) -> list[Path]:
 # --- public API ------------------------------------------------------------------------------
 
 
-def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None = None) -> Path:
+def backup(
+    db: DbTarget = None,
+    *,
+    keep: int | None = None,
+    at: datetime | None = None,
+    progress: Progress | None = None,
+) -> Path:
     """Take an online backup (SQLite backup API: consistent while others write) of the database
     into its sibling ``backups/`` as ``memory-YYYYMMDDTHHMMSS.sqlite`` (UTC of ``at``, default
     now; ``-2``, ``-3``… when taken), mode 0600 in a 0700 directory, verify it, then keep only
     the newest ``keep`` ordinary backups (``None``: delete nothing). Only names ``backup``
     gives count and go (:func:`is_rotating`): the ``-pre-restore`` and ``-pre-upgrade`` safety
     copies, and any other file, are never counted nor deleted. Returns the path.
+    ``progress(step, done, total)`` reports as it goes (:data:`Progress`).
     """
     if keep is not None and keep < 1:
         raise InvalidInputError.of("keep", f"must be at least 1, got {keep}", keep=keep)
@@ -252,22 +277,25 @@ def backup(db: DbTarget = None, *, keep: int | None = None, at: datetime | None 
         raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
     if file_kind(path) == "other":
         raise NotADatabaseError(str(path))
-    _ensure_private_dir(settings.backup_dir_for(path))
+    step = progress or _no_progress
+    step(COPYING, 0, 1)
     try:
         target = migrate.backup_file(path, at=at)
     except sqlite3.DatabaseError as exc:
         raise StorageError(f"backup of {str(path)!r} failed: {exc}", path=str(path)) from exc
+    step(COPYING, 1, 1)
     try:
-        verify(target, schema=False)
+        verify(target, schema=False, progress=progress)
     except BaseException:  # Ctrl-C too: never leave an unverified file among the backups
         _remove_with_companions(target)
         raise
-    os.chmod(target, FILE_MODE)
-    log.info("backup.taken", path=str(target), size=target.stat().st_size)
-    if keep is not None:
-        removed = _rotate(path, keep, target)
-        if removed:
-            log.info("backup.rotated", removed=[str(p) for p in removed])
+    with point_of_no_return():  # the backup is taken: Ctrl-C from here on is too late
+        os.chmod(target, FILE_MODE)
+        log.info("backup.taken", path=str(target), size=target.stat().st_size)
+        if keep is not None:
+            removed = _rotate(path, keep, target)
+            if removed:
+                log.info("backup.rotated", removed=[str(p) for p in removed])
     return target
 
 
@@ -280,45 +308,26 @@ def list_backups(db: DbTarget = None) -> list[BackupInfo]:
     ]
 
 
-def _healthy(path: Path) -> bool:
-    """Philont's open-time test: the file opens and ``PRAGMA quick_check`` says ok."""
-    try:
-        if file_kind(path) != "sqlite":
-            return False
-        with closing(sqlite3.connect(str(path))) as conn:
-            return [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()] == ["ok"]
-    except sqlite3.DatabaseError:
-        return False
-
-
 @contextmanager
 def _held(path: Path) -> Iterator[sqlite3.Connection | None]:
     """The live file locked against every other connection for the whole restore (None when
-    there is no sound live file to lock). An SQLite connection that is open, even idle
-    between transactions (a Store's pool, a server, another process), keeps a lock that an
-    EXCLUSIVE one waits for: such a file is refused, since that connection would go on
-    reading and writing the replaced file and its writes would be lost. The lock is kept
-    until the new file is in place; the old file is left in rollback-journal mode first, so
-    closing this connection removes no ``-wal`` beside the new file."""
-    if not path.exists() or path.stat().st_size == 0 or not _healthy(path):
+    there is no sound live file to lock: missing, empty or damaged). An SQLite connection
+    that is open, even idle between transactions (a Store's pool, a server, another
+    process), keeps a lock that an EXCLUSIVE one waits for: such a file is refused with
+    ``DatabaseBusyError`` (:func:`_lock`), since that connection would go on reading and
+    writing the replaced file and its writes would be lost. Whether the file is sound is
+    asked under the lock: a lock held by another connection is never taken for damage. The
+    lock is kept until the new file is in place; the old file is left in rollback-journal
+    mode first, so closing this connection removes no ``-wal`` beside the new file."""
+    if not path.exists() or path.stat().st_size == 0:
         yield None
         return
-    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=0)
     try:
-        conn.execute(f"PRAGMA busy_timeout = {settings.BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-        try:
-            conn.execute("BEGIN EXCLUSIVE")
-            conn.execute("COMMIT")  # the lock stays: locking_mode EXCLUSIVE
-        except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", None) not in _BUSY_CODES:
-                raise
-            raise DatabaseBusyError(
-                f"{str(path)!r} is open in another connection (a Store, a server, another "
-                "process); close it before restoring: it would go on using the replaced file",
-                path=str(path),
-            ) from exc
-        yield conn
+        sound = _lock(conn, path) and _quick_check(conn)
+        if not sound:
+            conn.close()  # damaged: kept as a byte copy, nothing of it is read through SQLite
+        yield conn if sound else None
     finally:
         conn.close()
 
@@ -326,12 +335,70 @@ def _held(path: Path) -> Iterator[sqlite3.Connection | None]:
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
+def _is_lock(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY_CODES
+
+
+def _lock(conn: sqlite3.Connection, path: Path) -> bool:
+    """Lock ``path`` through ``conn`` (``locking_mode`` EXCLUSIVE: kept after the transaction);
+    False when SQLite cannot use the file (damaged). Another connection's lock is waited for
+    (up to the busy timeout) only when it may be let go: a transaction, or the checkpoint of
+    a closing connection. A WAL file whose lock is held by connections that merely have it
+    open (each keeps a shared lock while it is open, idle or not) is refused at once: waiting
+    would not end that, and the refusal would only come later."""
+    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+    try:
+        try:
+            conn.execute("BEGIN EXCLUSIVE")
+        except sqlite3.OperationalError as exc:
+            if not _is_lock(exc) or _kept_open(path):
+                raise
+            conn.execute(f"PRAGMA busy_timeout = {settings.BUSY_TIMEOUT_MS}")
+            conn.execute("BEGIN EXCLUSIVE")
+        conn.execute("COMMIT")  # the lock stays: locking_mode EXCLUSIVE
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_CANTOPEN:
+            raise cannot_open(path, str(exc)) from exc  # what it needs beside it: no damage
+        if not _is_lock(exc):
+            return False
+        raise DatabaseBusyError(
+            f"{str(path)!r} is open in another connection (a Store, a server, another "
+            "process); close it before restoring: it would go on using the replaced file",
+            path=str(path),
+        ) from exc
+    return True
+
+
+def _kept_open(path: Path) -> bool:
+    """Whether the lock on ``path`` that a restore cannot take is one held for as long as
+    other connections are open: the file is in WAL mode and they can read it (a reader
+    cannot while a lock that ends by itself is held: a commit in rollback-journal mode, a
+    closing connection's checkpoint)."""
+    try:
+        with closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as probe:
+            mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
+    except sqlite3.DatabaseError:
+        return False
+    return str(mode).lower() == "wal"
+
+
+def _quick_check(conn: sqlite3.Connection) -> bool:
+    """Philont's open-time test, on the locked file: ``PRAGMA quick_check`` says ok."""
+    try:
+        return [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()] == ["ok"]
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _no_progress(_step: str, _done: int, _total: int) -> None:
+    pass
+
+
 def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | None, bool]:
     """Keep the live file before it is replaced: a backup ``memory-<TAG>-pre-restore.sqlite``
     taken through the locked connection when it is sound, a byte copy when it is damaged.
     Returns the copy and whether the file was damaged."""
     if live is not None:
-        _ensure_private_dir(settings.backup_dir_for(path))
         # not verified: it keeps whatever the live file was, sound or not
         safety = migrate.backup_file(path, label=PRE_RESTORE_LABEL, source=live)
         os.chmod(safety, FILE_MODE)
@@ -379,54 +446,115 @@ COPY_CHUNK = 1 << 20
 """Bytes read and written at a time when a restore copies a backup beside the database."""
 
 
-def _copy_beside(source: Path, fd: int, path: Path) -> None:
-    """Copy the backup ``source`` into ``fd``, a new file beside the database ``path``: a write
-    that fails there (a full disk, a file size limit) refuses ``path`` (DatabasePathError),
-    never the backup being read (:mod:`philont.filewrite`)."""
-    with (
-        filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
-        io.BufferedWriter(raw) as dst,
-        open(source, "rb") as src,
-    ):
-        shutil.copyfileobj(src, dst, COPY_CHUNK)
+def _same_file(source: Path, path: Path) -> bool:
+    """Whether ``source`` is the database file ``path`` itself (by another name, a link)."""
+    try:
+        return path.exists() and os.path.samefile(source, path)
+    except OSError:
+        return False
 
 
-def restore(backup_file: Path, db: DbTarget = None) -> RestoreReport:
+def _copy_beside(copies: list[tuple[Path, Path]], path: Path, progress: Progress) -> None:
+    """Copy each backup file (the backup, its ``-wal``) into a new file beside the database
+    ``path``: a write that fails there (a full disk, a file size limit) refuses ``path``
+    (DatabasePathError), never the backup being read (:mod:`philont.filewrite`). Bytes copied
+    go to ``progress``, one step for all."""
+    total = sum(source.stat().st_size for source, _ in copies)
+    done = 0
+    progress(COPYING, done, total)
+    for source, target in copies:
+        with filewrite.writes_named(path, DatabasePathError, _COPYING):
+            fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+        with (
+            filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
+            io.BufferedWriter(raw) as dst,
+            open(source, "rb") as src,
+        ):
+            while chunk := src.read(COPY_CHUNK):
+                dst.write(chunk)
+                done += len(chunk)
+                progress(COPYING, min(done, total), total)
+    if done != total:  # grew while copied: a step still ends with done == total
+        progress(COPYING, done, done)
+
+
+def _with_wal(source: Path, tmp: Path) -> list[tuple[Path, Path]]:
+    """What a restore copies: the backup, and the ``-wal`` beside it when that holds changes
+    (a copy of a database in WAL mode taken with its ``-wal``: without it, what the ``-wal``
+    holds would be silently missing)."""
+    wal = Path(f"{source}-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        return [(source, tmp), (wal, Path(f"{tmp}-wal"))]
+    return [(source, tmp)]
+
+
+def _fold_wal(tmp: Path) -> None:
+    """Fold the copied ``-wal`` into the copy (``journal_mode = DELETE`` checkpoints it and
+    removes it): the copy alone is put in place."""
+    with closing(sqlite3.connect(str(tmp), isolation_level=None)) as conn:
+        mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+    if str(mode).lower() != "delete" or Path(f"{tmp}-wal").exists():
+        raise StorageError(f"the -wal copied beside {str(tmp)!r} could not be folded into it")
+
+
+def restore(
+    backup_file: Path, db: DbTarget = None, *, progress: Progress | None = None
+) -> RestoreReport:
     """Replace the live database with a verified copy of ``backup_file``, atomically.
 
-    The backup is copied beside the database and verified there first (SQLite header,
-    ``integrity_check``, FTS5 ``integrity-check``, a schema we can adopt); any failure raises
-    a typed error and leaves the live file untouched. The live file is then locked against
-    every other connection until the copy is in place: one that has it open, even idle (a
-    Store, a server, another process), is waited for up to the busy timeout and then refused
-    with ``DatabaseBusyError``, nothing changed (it would go on using the replaced file, and
-    its writes would be lost). The live file is kept: an online backup
+    First the live file is locked against every other connection, until the copy is in
+    place: one that has it open, even idle (a Store, a server, another process), would go on
+    using the replaced file and its writes would be lost, so the restore is refused with
+    ``DatabaseBusyError``, nothing changed, at once (a lock that ends by itself, a commit in
+    rollback-journal mode, is waited for up to the busy timeout). Then the backup is copied
+    beside the database and verified there (SQLite header, ``integrity_check``, FTS5
+    ``integrity-check``, a schema we can adopt); any failure raises a typed error and leaves
+    the live file untouched. A ``-wal`` beside the backup that holds changes (a copy of a
+    database in WAL mode taken with it) is copied too and folded into the copy. The live file
+    is kept: an online backup
     ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy ``<db>.corrupt-<TAG>`` when
     not; stale ``-wal``/``-shm`` files go, and ``os.replace`` puts the copy in place with
-    mode 0600.
+    mode 0600. ``progress(step, done, total)`` reports as it goes (:data:`Progress`).
     """
+    step = progress or _no_progress
     source = _backup_source(Path(backup_file))
     path = _db_file(db)
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
+    if _same_file(source, path):
+        raise InvalidInputError.of(
+            "backup_file", f"{str(source)!r} is the database itself: nothing to restore"
+        )
     try:
         _ensure_private_dir(path.parent)
     except (FileExistsError, NotADirectoryError) as exc:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
     tmp = path.parent / f".{path.name}.restore-{uuid.uuid4().hex}.tmp"
+    release_shared(path)  # this process's own idle Stores of the file, reopened on use
+    safety: Path | None = None
+    replaced = False
     try:
-        _copy_beside(source, os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE), path)
-        checked = verify(tmp)
-        with filewrite.writes_named(path, DatabasePathError, _COPYING):
-            _fsync(tmp)
-        release_shared(path)  # this process's own idle Stores of the file, reopened on use
         with _held(path) as live:
+            copies = _with_wal(source, tmp)
+            _copy_beside(copies, path, step)
+            checked = verify(tmp, progress=step)  # a copied -wal is read as part of it
+            if len(copies) > 1:
+                with filewrite.writes_named(path, DatabasePathError, _COPYING):
+                    _fold_wal(tmp)
+            with filewrite.writes_named(path, DatabasePathError, _COPYING):
+                _fsync(tmp)
+            step(KEEPING, 0, 1)
             safety, corrupt = _keep_previous(path, live)
+            step(KEEPING, 1, 1)
             for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
                 stale.unlink(missing_ok=True)
-            os.replace(tmp, path)
+            with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done
+                os.replace(tmp, path)
+                replaced = True
     except BaseException:
         _remove_with_companions(tmp)
+        if safety is not None and not replaced:  # no restore: no copy of a file it replaced
+            _remove_with_companions(safety)
         raise
     os.chmod(path, FILE_MODE)
     with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands

@@ -108,4 +108,4 @@ def _show(data: dict[str, object], as_json: bool) -> None:
         emit(data)
         return
     for key, value in data.items():
-        out.print(f"{key}: {value}")
+        out.print(f"{key}: {value}", markup=False)

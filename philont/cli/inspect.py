@@ -129,9 +129,9 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
         _add(table, label, str(n))
     out.print(table)
     for name, state in fts.items():
-        shown = "[green]ok[/green]" if state == "ok" else f"[red]{escape(state)}[/red]"
-        out.print(f"FTS {name}: {shown}")
-    if any(v != "ok" for v in fts.values()):
+        color = "green" if state == "ok" else "yellow" if state == READ_ONLY_FTS else "red"
+        out.print(f"FTS {name}: [{color}]{escape(state)}[/{color}]")
+    if any(v not in ("ok", READ_ONLY_FTS) for v in fts.values()):
         raise typer.Exit(1)
 
 
@@ -159,8 +159,29 @@ def _pg_stats(url: URL) -> tuple[str, int, dict[str, int], dict[str, str]]:
     return f"{where} (agent {agent})", size, rows, {}
 
 
+READ_ONLY_FTS = "unchecked: the database is read-only"
+"""An FTS index ``stats`` cannot check: its ``integrity-check`` is an INSERT, refused there."""
+
+
+def _stats_connection(path: str) -> sqlite3.Connection:
+    """A connection that may write (the FTS check is an INSERT command), or a read-only one
+    when SQLite cannot open the file so (:func:`philont.db.engine.connect_read_only` reads a
+    WAL file in a directory that is not writable, or says why it cannot)."""
+    from philont.db.engine import connect_read_only
+
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN:
+            raise
+        return connect_read_only(path)
+    return conn
+
+
 def _sqlite_stats(path: str) -> tuple[str, int, dict[str, int], dict[str, str]]:
-    with closing(sqlite3.connect(path)) as conn:
+    with closing(_stats_connection(path)) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         fts: dict[str, str] = {}
         for name in sorted(t for t in tables if t.endswith("_fts")):
@@ -168,7 +189,8 @@ def _sqlite_stats(path: str) -> tuple[str, int, dict[str, int], dict[str, str]]:
                 conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
                 fts[name] = "ok"
             except sqlite3.DatabaseError as exc:
-                fts[name] = f"BROKEN: {exc}"
+                readonly = getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_READONLY
+                fts[name] = READ_ONLY_FTS if readonly else f"BROKEN: {exc}"
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         size = pages * conn.execute("PRAGMA page_size").fetchone()[0]
     return path, int(size), layer_counts(path), fts
@@ -482,7 +504,7 @@ def recall(
         out.print(f"[yellow]recall trigger:[/yellow] {escape(hit.snippet)}")
     for m in result.messages:
         style = {"recall": "magenta", "separator": "dim", "recent": "white"}[m.section]
-        out.print(f"[{style}]{m.section:9}[/{style}] {m.role}: {escape(m.content[:200])}")
+        out.print(f"[{style}]{m.section:9}[/{style}] {escape(m.role)}: {escape(m.content[:200])}")
     out.print(
         f"[dim]recent {result.recency_count} msgs / {result.recent_tokens} tokens · recalled "
         f"{result.recall_count} msgs / {result.recall_tokens} tokens · total "

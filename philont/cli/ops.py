@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from philont.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from philont.backup import RestoreReport
     from philont.transfer import ImportReport
 
 
@@ -64,6 +66,32 @@ def _table_progress(verb: str, left: str) -> Iterator[Callable[[str, int, int], 
         raise interrupted(left) from None
 
 
+@contextmanager
+def _step_progress(left: str) -> Iterator[Callable[[str, int, int], None]]:
+    """A bar per step of a backup or a restore as it goes (``copying 41.2/100.0 MB``,
+    ``verifying 3/7``: the integrity check, then each search index), on stderr when it is a
+    terminal. Ctrl-C ends the command with ``interrupted: LEFT`` (what was left as it was) and
+    exit 130; the steps past the point of no return hold it instead (philont.interrupts)."""
+    from philont import backup as backups
+
+    try:
+        with progress(
+            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}")
+        ) as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def update(step: str, done: int, total: int) -> None:
+                big = step == backups.COPYING and total > 1
+                count = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if big else f"{done}/{total}"
+                if step not in tasks:
+                    tasks[step] = bar.add_task(step, total=max(total, 1), count=count)
+                bar.update(tasks[step], completed=done, total=max(total, 1), count=count)
+
+            yield update
+    except KeyboardInterrupt:
+        raise interrupted(left) from None
+
+
 def backup(
     keep: Annotated[
         int | None,
@@ -80,11 +108,12 @@ def backup(
     """Online backup (consistent while the agent writes) into the sibling backups/ directory."""
     from philont import backup as backups
 
-    path = backups.backup(resolve_existing(db), keep=keep)
+    with _step_progress("no backup was taken") as steps:
+        path = backups.backup(resolve_existing(db), keep=keep, progress=steps)
     if as_json:
         emit({"backup": str(path)})
     else:
-        out.print(f"backup written: {path}")
+        out.print(f"backup written: {path}", markup=False)
 
 
 def restore(
@@ -94,21 +123,41 @@ def restore(
 ) -> None:
     """Verify a backup, keep the current file as a backup, then put the backup in place."""
     from philont import backup as backups
+    from philont import migrate
 
-    report = backups.restore(file, db)
+    with _step_progress("the database was left as it was") as steps:
+        report = backups.restore(file, db, progress=steps)
+    head = migrate.head_revision()
     data = {
         "restored_from": str(report.restored_from),
         "database": str(report.database),
         "previous_kept_as": str(report.safety_backup) if report.safety_backup else None,
         "revision": report.revision,
+        "at_head": report.revision == head,
     }
     if as_json:
         emit(data)
-    else:
+        return
+    out.print(
+        f"restored {report.restored_from} into {report.database} ({_kept(report)})",
+        markup=False,
+    )
+    if report.revision != head:  # an older backup, a Philont v1 file: every command says 3
         out.print(
-            f"restored {report.restored_from} into {report.database} "
-            f"(previous file kept as {data['previous_kept_as']})"
+            f"it is at revision {report.revision}, head is {head}: run `philont db upgrade "
+            f"--db {shlex.quote(str(report.database))}` before using it (it keeps a "
+            "-pre-upgrade copy)",
+            markup=False,
         )
+
+
+def _kept(report: RestoreReport) -> str:
+    """What became of the file a restore replaced, as the command says it."""
+    if report.safety_backup is None:
+        return "there was no previous database"
+    if report.previous_was_corrupt:
+        return f"the previous file was damaged; its bytes are kept as {report.safety_backup}"
+    return f"previous file kept as {report.safety_backup}"
 
 
 STDIO = "-"

@@ -25,7 +25,7 @@ from philont.arguments import checked
 from philont.db import cursors, fork, write_gate
 from philont.db.backend import FOLD_FUNCTION, fold_stored
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
-from philont.db.retry import is_busy, mark_busy
+from philont.db.retry import cannot_open, is_busy, mark_busy
 from philont.errors import (
     BackendError,
     DatabasePathError,
@@ -260,9 +260,38 @@ def connect_read_only(
     the WAL, for a look at the file itself). Its name is quoted into SQLite's URI form:
     ``?``, ``#`` and ``%`` in a file name are part of the name, never a query (which would
     drop ``mode=ro`` and create a stray file), a fragment or an escape. ``timeout``: seconds
-    to wait for another connection's lock."""
+    to wait for another connection's lock.
+
+    A WAL-mode file is read through its ``-shm`` file, which SQLite creates beside it when
+    missing; where it cannot (the directory is not writable: a read-only mount, another
+    user's folder) :func:`_without_shm` reads it as it is or refuses it by name, never as
+    "unable to open database file" (which was reported as a damaged database)."""
     flags = "mode=ro&immutable=1" if immutable else "mode=ro"
-    return sqlite3.connect(f"file:{quote(os.fspath(path))}?{flags}", uri=True, timeout=timeout)
+    conn = sqlite3.connect(f"file:{quote(os.fspath(path))}?{flags}", uri=True, timeout=timeout)
+    if immutable:
+        return conn
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()  # the first read opens the WAL's index
+    except sqlite3.Error as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN:
+            raise
+        return _without_shm(Path(path), exc, timeout)
+    return conn
+
+
+def _without_shm(path: Path, exc: sqlite3.Error, timeout: float) -> sqlite3.Connection:
+    """``path`` exists but SQLite cannot open what it needs beside it to read it (``exc``):
+    with no ``-shm`` in a directory that is not writable, a WAL-mode file whose ``-wal`` holds
+    nothing is read as it is (``immutable``: everything committed is in the file). One whose
+    ``-wal`` holds changes cannot be read without creating ``-shm`` (``immutable`` would
+    silently read it without them), nor can anything else SQLite cannot open: the typed
+    refusal of :func:`~philont.db.retry.cannot_open`."""
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    empty_wal = not wal.exists() or wal.stat().st_size == 0
+    if empty_wal and not shm.exists() and not os.access(path.parent, os.W_OK):
+        return connect_read_only(path, immutable=True, timeout=timeout)
+    raise cannot_open(path, str(exc)) from exc
 
 
 def file_kind(path: Path) -> str:
@@ -373,7 +402,15 @@ def install_sqlite_hooks(
         # (the original's order could treat a busy database as corrupt, spec Q-D1).
         cur.execute(f"PRAGMA busy_timeout = {timeout}")
         _record.info[_BUSY_MS] = timeout
-        switch_to_wal(cur, timeout)
+        try:
+            switch_to_wal(cur, timeout)
+        except sqlite3.Error as exc:  # the first read: SQLite opens what it needs beside the file
+            if (
+                path is None
+                or getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN
+            ):
+                raise
+            raise cannot_open(path, str(exc)) from exc
         cur.execute("PRAGMA synchronous = NORMAL")
         if checkpointer is not None:
             cur.execute(f"PRAGMA wal_autocheckpoint = {SAFETY_PAGES}")

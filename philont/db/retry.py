@@ -21,12 +21,14 @@ attempt's own time bounds the wait.
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from sqlalchemy.exc import DBAPIError
@@ -37,6 +39,7 @@ from philont.errors import (
     DatabaseBusyError,
     DatabaseCorruptError,
     DatabaseFullError,
+    DatabasePathError,
     DatabaseReadOnlyError,
     PhilontError,
     PoolTimeoutError,
@@ -88,6 +91,7 @@ _READONLY_MESSAGES = ("attempt to write a readonly database", "readonly database
 _IOERR_MESSAGES = ("disk i/o error",)
 _SQLITE_CORRUPT = 11
 _SQLITE_NOTADB = 26
+_SQLITE_CANTOPEN = 14
 _CORRUPT_MESSAGES = (
     "database disk image is malformed",
     "file is not a database",
@@ -250,10 +254,30 @@ def file_error(exc: BaseException, *, path: str) -> PhilontError | None:
         return typed
     err = _driver_error(exc)
     code = getattr(err, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF == _SQLITE_CANTOPEN and os.path.exists(path):
+        return cannot_open(Path(path), str(err))
     damaged = isinstance(code, int) and code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
     if damaged or any(m in str(err).lower() for m in _CORRUPT_MESSAGES):
         return DatabaseCorruptError(path, str(err))
     return None
+
+
+def cannot_open(path: Path, detail: str) -> PhilontError:
+    """Why SQLite cannot open (``SQLITE_CANTOPEN``) the existing database file ``path``: what it
+    needs beside it cannot be made. A WAL-mode file is read through its ``-shm`` file (and
+    written through ``-wal``), which SQLite creates beside it when missing: in a directory
+    that is not writable (a read-only mount, another user's folder) that is
+    :class:`DatabaseReadOnlyError` saying so; anything else :class:`DatabasePathError` with
+    SQLite's reason. Never a damaged database."""
+    shm = Path(f"{path}-shm")
+    if not shm.exists() and not os.access(path.parent, os.W_OK):
+        return DatabaseReadOnlyError(
+            str(path),
+            f"its directory is not writable, and SQLite must create {shm.name!r} there to "
+            "open a database in WAL mode; make the directory writable, or copy the database "
+            "(with its -wal file, if there is one) into a writable one",
+        )
+    return DatabasePathError(str(path), f"SQLite cannot open it or the files beside it ({detail})")
 
 
 def _root_detail(exc: BaseException) -> str:

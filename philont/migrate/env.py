@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging.config
 import os
 import sqlite3
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,7 +32,13 @@ from philont.db.engine import (
     tighten_permissions,
 )
 from philont.db.retry import file_error, is_busy
-from philont.errors import PhilontError, UnsupportedMigrationError
+from philont.errors import (
+    DatabaseBusyError,
+    FilePathError,
+    PhilontError,
+    UnsupportedMigrationError,
+)
+from philont.filewrite import cannot_write
 from philont.log import get_logger
 from philont.migrate import postgres as pg
 from philont.migrate.checks import check_foreign_keys, check_integrity, is_wal
@@ -66,23 +73,25 @@ def backup_file(
     a process killed mid-copy leaves no half-written file that looks like a backup (its
     partial file is removed by the next backup into the folder)."""
     at = at or datetime.now(UTC)
-    directory = settings.backup_dir_for(path)
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _sweep_partials(directory)
-    stem = f"memory-{at.astimezone(UTC):%Y%m%dT%H%M%S}{label}"
-    partial = directory / f".{stem}.sqlite.{PARTIAL}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    # Create the file 0600 before SQLite writes a byte into it (no window with wider modes).
-    os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    directory = backup_dir(path)
+    with _writing_into(directory):
+        _sweep_partials(directory)
+        stem = f"memory-{at.astimezone(UTC):%Y%m%dT%H%M%S}{label}"
+        partial = directory / f".{stem}.sqlite.{PARTIAL}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        # Create the file 0600 before SQLite writes a byte into it (no window with wider modes).
+        os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     try:
-        with closing(sqlite3.connect(str(partial))) as dst:
-            dst.execute("PRAGMA journal_mode = OFF")  # unnamed until complete: no journal
-            if source is not None:
-                source.backup(dst)
-            else:
-                with closing(sqlite3.connect(str(path))) as src:
-                    src.backup(dst)
-        _fsync(partial)
-        target = _claim_name(partial, directory, stem)
+        with _writing_into(directory):
+            with closing(sqlite3.connect(str(partial))) as dst:
+                dst.execute("PRAGMA journal_mode = OFF")  # unnamed until complete: no journal
+                if source is not None:
+                    source.backup(dst)
+                else:
+                    # timeout 0: the waiting is _gives_up's, where Ctrl-C can end it
+                    with closing(sqlite3.connect(str(path), timeout=0)) as src:
+                        src.backup(dst, progress=_gives_up(path), sleep=BUSY_SLEEP_S)
+            _fsync(partial)
+            target = _claim_name(partial, directory, stem)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
@@ -90,6 +99,81 @@ def backup_file(
     with suppress(OSError):  # some filesystems refuse a directory fsync; the name stands
         _fsync(directory)
     return target
+
+
+WRITING_BACKUPS = "cannot write a backup into it"
+
+
+def backup_dir(path: Path) -> Path:
+    """The ``backups/`` directory beside the database ``path``, made (mode 0700) when missing;
+    one that cannot be (a plain file has its name, a parent cannot be written) is
+    :class:`FilePathError` naming it."""
+    directory = settings.backup_dir_for(path)
+    if directory.is_dir():
+        return directory
+    if directory.exists():
+        raise FilePathError(str(directory), "it is not a directory, and backups go into it")
+    with _writing_into(directory):
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(directory, 0o700)  # mkdir's mode is masked by the umask
+    return directory
+
+
+@contextmanager
+def _writing_into(directory: Path) -> Iterator[None]:
+    """A backup that cannot be written into ``directory`` (a full disk, a file size limit, a
+    read-only folder) is :class:`FilePathError` naming that directory: never an error that
+    names the database (whose disk may be another, and which nothing wrote to) or a hidden
+    partial file."""
+    try:
+        yield
+    except OSError as exc:
+        raise cannot_write(directory, exc, doing=WRITING_BACKUPS) from exc
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", 0) not in _COPY_WRITE_FAILED:
+            raise
+        raise FilePathError(str(directory), f"{WRITING_BACKUPS} ({exc})") from exc
+
+
+_COPY_WRITE_FAILED = frozenset(
+    (
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_IOERR_WRITE,  # a file size limit (EFBIG), a failing device
+        sqlite3.SQLITE_IOERR_FSYNC,
+        sqlite3.SQLITE_IOERR_TRUNCATE,
+    )
+)
+"""SQLite's failures of a write: during a backup only the copy is written (the database is
+read), so they are the copy's directory's, whatever SQLite names."""
+
+
+BUSY_SLEEP_S = 0.05
+"""Seconds between a backup's tries to read a file another connection holds locked."""
+
+
+def _gives_up(path: Path) -> Callable[[int, int, int], None]:
+    """The progress callback of an online backup of ``path``: Python's backup tries again for
+    as long as the file is locked, with no limit and deaf to Ctrl-C (its loop runs no Python
+    code); this callback is Python code (a KeyboardInterrupt is raised in it) and ends the
+    backup with ``DatabaseBusyError`` once the file has stayed locked for the busy timeout."""
+    timeout_s = settings.BUSY_TIMEOUT_MS / 1000
+    deadline: list[float] = []
+
+    def progress(status: int, _remaining: int, _total: int) -> None:
+        if status & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            deadline.clear()
+            return
+        now = time.monotonic()
+        if not deadline:
+            deadline.append(now + timeout_s)
+        elif now >= deadline[0]:
+            raise DatabaseBusyError(
+                f"{str(path)!r} stayed locked by another connection for the busy timeout "
+                f"({timeout_s:g} s) and could not be read for a backup; try again later",
+                path=str(path),
+            )
+
+    return progress
 
 
 PARTIAL = "partial"

@@ -29,6 +29,7 @@ from philont.transfer.format import (
     DbTarget,
     ExportReport,
     ExportRowTooLongError,
+    ExportTextNotUtf8Error,
     Progress,
     dumps_line,
     encode_value,
@@ -209,8 +210,47 @@ def _export_table(
         order = ", ".join(ident(c.name) for c in table.primary_key.columns)
     else:
         order = "rowid"
-    cursor = conn.execute(f"SELECT {select} FROM {ident(table.name)} ORDER BY {order}")
-    _write_rows(fh, table.name, names, cursor, total, progress)
+    query = f"SELECT {select} FROM {ident(table.name)} ORDER BY {order}"
+    try:
+        _write_rows(fh, table.name, names, conn.execute(query), total, progress)
+    except sqlite3.OperationalError as exc:
+        if not str(exc).startswith(_NOT_UTF8):
+            raise
+        raise _not_utf8(conn, table, names, query) from exc
+
+
+_NOT_UTF8 = "Could not decode to UTF-8"
+"""How sqlite3 says a stored TEXT value is not UTF-8 (it has no error code of its own)."""
+
+
+class _Undecodable(bytes):
+    """Stored text that is not UTF-8, as :func:`_not_utf8`'s reading returns it."""
+
+
+def _decoded(raw: bytes) -> str | _Undecodable:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _Undecodable(raw)
+
+
+def _not_utf8(
+    conn: sqlite3.Connection, table: Table, names: list[str], query: str
+) -> ExportTextNotUtf8Error:
+    """The first row and column of ``table`` whose stored text is not UTF-8, read again in the
+    export's snapshot with a decoding that keeps such text as bytes (only when the export
+    failed on it: the usual reading stays sqlite3's own)."""
+    keys = [c.name for c in table.primary_key.columns]
+    conn.text_factory = _decoded
+    try:
+        for record in conn.execute(query):
+            row = dict(zip(names, record, strict=True))
+            bad = next((n for n, v in row.items() if isinstance(v, _Undecodable)), None)
+            if bad is not None:
+                return ExportTextNotUtf8Error(table.name, {k: row[k] for k in keys}, bad)
+    finally:
+        conn.text_factory = str
+    raise StorageError(f"{table.name}: a stored text is not UTF-8, but none was found again")
 
 
 def _write_rows(

@@ -149,6 +149,23 @@ class ExportRowTooLongError(StorageError):
         )
 
 
+class ExportTextNotUtf8Error(StorageError):
+    """A stored text value that is not valid UTF-8 (written by another program): an export
+    carries values as they are stored and cannot carry it, so none is written."""
+
+    code = "export_text_not_utf8"
+
+    def __init__(self, table: str, key: dict[str, Any], column: str) -> None:
+        super().__init__(
+            f"{table} row {key!r}: {column} holds text that is not valid UTF-8 (written by "
+            "another program); an export carries text as it is stored, so nothing was exported: "
+            "correct or remove that value first",
+            table=table,
+            key=key,
+            column=column,
+        )
+
+
 @dataclass(frozen=True)
 class ExportReport:
     """Rows written per table (in file order) and the schema they came from."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -152,6 +153,51 @@ def test_backup_export_import_and_restore_round_trip(filled: Path, tmp_path: Pat
     code, output = run("restore", str(backup), "--db", str(filled), "--json")
     assert code == 0 and json.loads(output)["previous_kept_as"]
     assert not tools.call("get_fact", {"namespace": "user", "key": "later"}, db=filled).ok
+
+
+@pytest.mark.parametrize("folder", ["[bold]home", "[red]x[/red]", "a [link=y]b", "plain"])
+def test_backup_and_restore_print_the_paths_as_they_are(tmp_path: Path, folder: str) -> None:
+    """Their lines went through rich markup: a folder named '[bold]home' was printed as
+    'home', a path that does not exist, to copy into the next command."""
+    db = tmp_path / folder / "memory.sqlite"
+    db.parent.mkdir(parents=True)
+    migrate.upgrade(db)
+    code, output = run("backup", "--db", str(db))
+    taken = next((db.parent / "backups").glob("memory-2*.sqlite"))
+    assert (code, output) == (0, f"backup written: {taken}\n")
+
+    code, output = run("restore", str(taken), "--db", str(db))
+    safety = next((db.parent / "backups").glob("*-pre-restore.sqlite"))
+    assert code == 0
+    assert output == f"restored {taken} into {db} (previous file kept as {safety})\n"
+
+    fresh = tmp_path / folder / "new.sqlite"
+    code, output = run("restore", str(taken), "--db", str(fresh))
+    assert (code, output) == (
+        0,
+        f"restored {taken} into {fresh} (there was no previous database)\n",
+    )
+
+
+def test_a_restored_older_database_is_said_to_need_an_upgrade(
+    copy_fixture: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A backup from an older release, or a Philont v1 file, is restored as it is: every
+    command then refuses it (exit 3) until it is upgraded, so the restore says so."""
+    db = tmp_path / "my memory" / "memory.sqlite"
+    db.parent.mkdir()
+    migrate.upgrade(db)
+    old = copy_fixture("v31")
+    head = migrate.head_revision()
+
+    code, output = run("restore", str(old), "--db", str(db))
+    assert code == 0
+    assert output.splitlines()[1] == (
+        f"it is at revision v031, head is {head}: run `philont db upgrade --db '{db}'` before "
+        "using it (it keeps a -pre-upgrade copy)"
+    )
+    code, output = run("restore", str(old), "--db", str(db), "--json")
+    assert json.loads(output)["at_head"] is False
 
 
 def test_import_of_a_malformed_file_names_the_line(tmp_path: Path) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from contextlib import closing
@@ -411,14 +413,20 @@ def _store_mid_read(path: Path) -> Callable[[], None]:
     return lambda: (mem.__exit__(None, None, None), store.close())[-1]
 
 
-def _other_process(path: Path) -> Callable[[], None]:
+def _holding(script: str, path: Path) -> subprocess.Popen[str]:
+    """Another process running ``script`` on ``path``, once it says the file is open."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(path)],
+        [sys.executable, "-c", script, str(path)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
+    return proc
+
+
+def _other_process(path: Path) -> Callable[[], None]:
+    proc = _holding(HOLD, path)
 
     def stop() -> None:
         proc.communicate("")
@@ -438,7 +446,7 @@ def test_restore_refuses_a_database_that_is_open_and_changes_nothing(
     populated: Path, monkeypatch: pytest.MonkeyPatch, holder: str
 ) -> None:
     """Whoever has the live file open would go on using the replaced file: its writes after
-    the restore would be lost. The restore waits (the busy timeout) and then refuses."""
+    the restore would be lost. The restore refuses."""
     taken = backup(populated, at=AT)
     _add_message(populated, "written after the backup")
     monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
@@ -457,6 +465,283 @@ def test_restore_refuses_a_database_that_is_open_and_changes_nothing(
 
     assert report.safety_backup is not None
     assert _message_ids(populated) == before[:-1]
+    _assert_sound(populated)
+
+
+def _ends(work: Callable[[], object], never: str) -> BaseException | None:
+    """What ``work`` raised (None: it returned), run in a thread given two minutes: far less
+    than any busy timeout these tests set, far more than work that does not wait takes."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            work()
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), never
+    return outcome[0]
+
+
+@pytest.mark.parametrize("holder", sorted(HOLDERS))
+def test_restore_refuses_a_database_kept_open_at_once_before_copying_anything(
+    populated: Path, monkeypatch: pytest.MonkeyPatch, holder: str
+) -> None:
+    """A WAL file that another connection has open stays locked for as long as it is open:
+    waiting the busy timeout (here an hour) would not end that. The refusal comes at once,
+    before the backup is copied or verified (a large one would take long for nothing)."""
+    import philont.backup as backup_module
+
+    taken = backup(populated, at=AT)
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 3_600_000)
+    copied: list[Path] = []
+    real_copy = backup_module._copy_beside
+    monkeypatch.setattr(
+        backup_module, "_copy_beside", lambda s, fd, p: (copied.append(s), real_copy(s, fd, p))
+    )
+    release = HOLDERS[holder](populated)
+    try:  # far below the busy timeout: only a refusal that did not wait ends
+        outcome = _ends(lambda: restore(taken, populated), "restore waited for an open file")
+    finally:
+        release()
+    assert isinstance(outcome, DatabaseBusyError)
+    assert copied == []
+
+
+LOCK_EXCLUSIVELY = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+conn.execute("BEGIN EXCLUSIVE")
+conn.execute("COMMIT")  # the lock stays
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_restore_takes_a_locked_database_for_busy_never_for_damaged(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection holding the file locked (locking_mode EXCLUSIVE) made it unreadable to
+    the health check, which took it for damaged: the restore then kept a '.corrupt' byte copy,
+    deleted the -wal of the file the other process had open and replaced it under it."""
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    before = _message_ids(populated)
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
+    proc = _locked_by_another_process(populated)
+    try:
+        listing = sorted(p.name for p in populated.parent.rglob("*"))
+        with pytest.raises(DatabaseBusyError, match="close it before restoring"):
+            restore(taken, populated)
+        assert sorted(p.name for p in populated.parent.rglob("*")) == listing
+    finally:
+        proc.communicate("")
+    assert _message_ids(populated) == before
+    assert not list(populated.parent.glob("*.corrupt-*"))
+
+
+def _locked_by_another_process(path: Path) -> subprocess.Popen[str]:
+    return _holding(LOCK_EXCLUSIVELY, path)
+
+
+def test_a_backup_of_a_file_kept_locked_gives_up_after_the_busy_timeout(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's online backup tried again for as long as the file was locked: forever, when
+    another connection keeps it locked (``philont backup`` hung, and so did an upgrade's
+    pre-upgrade copy). It gives up after the busy timeout: database_busy, no file left."""
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
+    backups = philont_settings.backup_dir_for(populated)
+    before = sorted(backups.iterdir())
+    proc = _locked_by_another_process(populated)
+    try:
+        outcome = _ends(lambda: backup(populated), "the backup never gave up")
+    finally:
+        proc.communicate("")
+    assert isinstance(outcome, DatabaseBusyError)
+    assert sorted(backups.iterdir()) == before
+
+
+BACKUP_UNTIL_INTERRUPTED = """
+import sys
+from philont import settings
+from philont.backup import backup
+settings.BUSY_TIMEOUT_MS = 3_600_000
+try:
+    backup(sys.argv[1])
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_ends_a_backup_waiting_for_a_locked_file(populated: Path) -> None:
+    """The wait for a locked file is Python code: Ctrl-C ends it (it ran no Python code, so
+    SIGINT was never acted on) and leaves no file among the backups."""
+    backups = philont_settings.backup_dir_for(populated)
+    holder = _locked_by_another_process(populated)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", BACKUP_UNTIL_INTERRUPTED, str(populated)],
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        try:
+            for _ in range(600):  # the partial copy exists: the backup is under way
+                if list(backups.glob(".memory-*partial*")) or proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(120) == 130
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        holder.communicate("")
+    assert list(backups.iterdir()) == []
+
+
+def test_restore_refuses_the_database_itself(populated: Path) -> None:
+    """Restoring the live file onto itself restores nothing (and reading it while it is
+    locked would drop the lock): refused by name, the file unchanged."""
+    before = _sha(populated)
+    link = populated.parent / "another-name.sqlite"
+    os.link(populated, link)
+    for source in (populated, link):
+        with pytest.raises(InvalidInputError, match="the database itself"):
+            restore(source, populated)
+    assert _sha(populated) == before
+
+
+def _replace_then(path: Path, monkeypatch: pytest.MonkeyPatch, then: Callable[[], None]) -> None:
+    """Make the restore's rename into ``path`` call ``then`` (after it when it is a signal,
+    instead of it when it raises)."""
+    import philont.backup as backup_module
+
+    real = os.replace
+
+    def replace(src: object, dst: object) -> None:
+        if Path(str(dst)) == path:
+            then()
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backup_module.os, "replace", replace)
+
+
+def test_ctrl_c_before_the_rename_leaves_the_database_and_no_safety_copy(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted before the new file is in place, nothing was restored: the database is as
+    it was and no '-pre-restore' copy claims a restore replaced it."""
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    before = _message_ids(populated)
+    listing = sorted(p.name for p in populated.parent.rglob("*"))
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    _replace_then(populated, monkeypatch, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        restore(taken, populated)
+    assert sorted(p.name for p in populated.parent.rglob("*")) == listing
+    assert _message_ids(populated) == before
+
+
+def test_ctrl_c_once_the_file_is_in_place_is_too_late_to_undo_the_restore(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGINT that arrives with the rename (under the command line's watch) is held: the
+    restore finishes and reports what it did, instead of 'interrupted' over a replaced file."""
+    from philont import interrupts
+
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    before = _message_ids(populated)
+    _replace_then(populated, monkeypatch, lambda: os.kill(os.getpid(), signal.SIGINT))
+    with interrupts.watch():
+        try:
+            report = restore(taken, populated)
+        except KeyboardInterrupt:
+            pytest.fail("interrupted after the file was replaced: reported as not restored")
+        assert interrupts.held()
+    assert report.safety_backup is not None and report.safety_backup.exists()
+    assert _message_ids(populated) == before[:-1]
+
+
+def _steps(events: list[tuple[str, int, int]]) -> list[str]:
+    """The steps in the order they began; each reported in order and ended (done == total)."""
+    order: list[str] = []
+    for step, done, total in events:
+        if step not in order:
+            order.append(step)
+        assert 0 <= done <= total
+    for step in order:
+        mine = [(d, t) for s, d, t in events if s == step]
+        assert [d for d, _ in mine] == sorted(d for d, _ in mine)
+        assert mine[-1][0] == mine[-1][1]
+    return order
+
+
+def test_a_backup_and_a_restore_report_their_steps_as_they_go(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large database took a while in silence: each step now reports as it goes (the
+    restore's copy by the byte, verification by check), for the command's progress bars."""
+    import philont.backup as backup_module
+
+    monkeypatch.setattr(backup_module, "COPY_CHUNK", 16 * 1024)
+    events: list[tuple[str, int, int]] = []
+    taken = backup(populated, at=AT, progress=lambda *e: events.append(e))
+    assert _steps(events) == [backup_module.COPYING, backup_module.VERIFYING]
+    with closing(sqlite3.connect(taken)) as conn:
+        fts = len(backup_module.fts5_tables(conn))
+    assert events[-1] == (backup_module.VERIFYING, 1 + fts, 1 + fts)
+
+    events.clear()
+    restore(taken, populated, progress=lambda *e: events.append(e))
+    assert _steps(events) == [
+        backup_module.COPYING,
+        backup_module.VERIFYING,
+        backup_module.KEEPING,
+    ]
+    copied = [e for e in events if e[0] == backup_module.COPYING]
+    assert copied[-1][1] == taken.stat().st_size
+    assert len(copied) > taken.stat().st_size // (16 * 1024)
+
+
+def test_a_backup_copied_with_its_wal_is_restored_with_what_the_wal_holds(
+    populated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy of a database in WAL mode taken with its -wal (``cp`` of a running one): what the
+    -wal holds was silently missing from the restored file (the restore copied the main file
+    alone). The -wal is copied beside it and folded in; the backup's own files are left as
+    they were."""
+    from philont.db import checkpoint
+
+    monkeypatch.setattr(checkpoint, "GATHER_S", 3600.0)  # the writes stay in the -wal alone
+    other = tmp_path / "elsewhere" / "memory.sqlite"
+    other.parent.mkdir()
+    with Store.open(other) as store:
+        with store.begin() as mem:
+            for i in range(5):
+                mem.facts.store("user", f"k{i}", i)
+        copy = tmp_path / "copied.sqlite"
+        for suffix in ("", "-wal"):
+            Path(f"{copy}{suffix}").write_bytes(Path(f"{other}{suffix}").read_bytes())
+        with store.begin(write=False) as mem:
+            expected = sorted(f.key for f in mem.facts.list("user"))
+    assert Path(f"{copy}-wal").stat().st_size > 0
+    kept = {p.name: _sha(p) for p in tmp_path.glob("copied.sqlite*")}
+
+    restore(copy, populated)
+
+    with Store.open(populated) as store, store.begin(write=False) as mem:
+        assert sorted(f.key for f in mem.facts.list("user")) == expected
+    assert {p.name: _sha(p) for p in tmp_path.glob("copied.sqlite*")} == kept
     _assert_sound(populated)
 
 

@@ -359,3 +359,42 @@ def test_a_one_gigabyte_line_is_refused_in_bounded_memory(
     line, peak_kib = map(int, done.stdout.split())
     assert line == 2
     assert peak_kib * 1024 < 4 * MAX_LINE_CHARS, peak_kib
+
+
+NOT_UTF8 = [b"a\xffb", b"\xed\xa0\x80", b"\xc3", b"ok \x80\x80 then more"]
+"""Stored text no UTF-8 decoder reads: a stray byte, an encoded surrogate (CESU-8), a cut
+sequence, continuation bytes alone."""
+
+
+@pytest.mark.parametrize("raw", NOT_UTF8, ids=repr)
+@pytest.mark.parametrize(
+    ("table", "column", "key"),
+    [
+        ("memory_notes", "content", "id"),
+        ("memory_facts", "value_json", "id"),
+        ("memory_raw_messages", "content", "id"),
+    ],
+)
+def test_an_export_names_stored_text_that_is_not_utf8_and_writes_nothing(
+    tmp_path: Path, table: str, column: str, key: str, raw: bytes
+) -> None:
+    """Text another program wrote as bytes that are not UTF-8 failed the export with sqlite3's
+    bare OperationalError (a traceback from `philont export`): now the typed refusal names the
+    table, the row and the column, and no file is written."""
+    path = tmp_path / "memory.sqlite"
+    with Store.open(path) as store:
+        _fill(store, "x")
+    with closing(sqlite3.connect(path)) as conn, conn:
+        row_key = conn.execute(f"SELECT {key} FROM {table} ORDER BY rowid LIMIT 1").fetchone()[0]
+        conn.execute(
+            f"UPDATE {table} SET {column} = CAST(? AS TEXT) WHERE {key} = ?", (raw, row_key)
+        )
+    out = tmp_path / "out.jsonl"
+
+    with pytest.raises(transfer.ExportTextNotUtf8Error) as caught:
+        transfer.export(path, out)
+
+    assert caught.value.details["table"] == table
+    assert caught.value.details["key"] == {key: row_key}
+    assert caught.value.details["column"] == column
+    assert not out.exists() and [p.name for p in tmp_path.glob(".out*")] == []

@@ -185,3 +185,49 @@ def test_a_write_to_a_full_device_is_the_refusal_of_the_named_path(tmp_path: Pat
         fh.flush()
     assert caught.value.reason == f"cannot write it ({os.strerror(errno.ENOSPC)})"
     assert fh.closed
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(limit=st.integers(min_value=0, max_value=1_200_000))
+def test_a_backup_past_a_file_size_limit_names_the_backups_folder_or_is_whole(
+    database: Path, limit: int
+) -> None:
+    """The copy is the only file a backup writes: a write it cannot make is the refusal of the
+    backups folder (``file_path``), never a storage error or a full disk of the database,
+    which nothing wrote to (its disk may be another), and no partial copy stays."""
+    folder = database.parent / "backups"
+    before = sorted(folder.iterdir())
+    try:
+        with size_limit(limit):
+            taken = backup.backup(database)
+    except FilePathError as exc:
+        assert exc.path == str(folder)
+        assert exc.reason.startswith("cannot write a backup into it (")
+    else:
+        backup.verify(taken)
+        taken.unlink()
+    assert sorted(folder.iterdir()) == before
+
+
+def test_a_restore_whose_safety_copy_cannot_be_written_names_the_backups_folder(
+    tmp_path: Path,
+) -> None:
+    """The copy of the live file kept before a restore goes into backups/: when it cannot be
+    written there the restore is refused naming that folder (it said the database was full),
+    and nothing changed."""
+    live = _filled(tmp_path / "memory.sqlite", 5)
+    kept = backup.backup(live)
+    _filled(live, 200)  # the live file, copied first, is the larger one
+    before = _digest(live)
+    folder = live.parent / "backups"
+    listing = sorted(folder.iterdir())
+    limit = (kept.stat().st_size + live.stat().st_size) // 2
+    with size_limit(limit), pytest.raises(FilePathError) as caught:
+        backup.restore(kept, live)
+    assert caught.value.path == str(folder)
+    assert _digest(live) == before
+    assert sorted(folder.iterdir()) == listing and _leftovers(tmp_path) == []
