@@ -234,8 +234,7 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         if writable and not os.stat(path).st_mode & 0o222:
             raise DatabaseReadOnlyError(str(path))
         if writable and not filewrite.may(path, os.W_OK):
-            reason = "permission denied: this process may not write it"
-            raise DatabaseReadOnlyError(str(path), reason)
+            raise DatabaseReadOnlyError(str(path), _not_writable(path))
         if file_kind(path) == "other":
             raise NotADatabaseError(str(path))
         return False
@@ -251,6 +250,13 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
     except OSError as exc:  # a parent that cannot be created (/proc/x/...), a full disk, ...
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
+
+
+def _not_writable(path: Path) -> str:
+    """Why this process may not write the file ``path``, which it may read."""
+    if os.statvfs(path).f_flag & os.ST_RDONLY:
+        return "it is on a read-only file system"
+    return "permission denied: this process may not write it"
 
 
 def connect_read_only(
@@ -289,7 +295,7 @@ def _without_shm(path: Path, exc: sqlite3.Error, timeout: float) -> sqlite3.Conn
     refusal of :func:`~philont.db.retry.cannot_open`."""
     wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
     empty_wal = not wal.exists() or wal.stat().st_size == 0
-    if empty_wal and not shm.exists() and not os.access(path.parent, os.W_OK):
+    if empty_wal and not shm.exists() and not filewrite.may(path.parent, os.W_OK):
         return connect_read_only(path, immutable=True, timeout=timeout)
     raise cannot_open(path, str(exc)) from exc
 

@@ -34,7 +34,7 @@ from typing import NamedTuple, TypeVar
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from philont import settings
+from philont import filewrite, settings
 from philont.errors import (
     DatabaseBusyError,
     DatabaseCorruptError,
@@ -270,7 +270,7 @@ def cannot_open(path: Path, detail: str) -> PhilontError:
     :class:`DatabaseReadOnlyError` saying so; anything else :class:`DatabasePathError` with
     SQLite's reason. Never a damaged database."""
     shm = Path(f"{path}-shm")
-    if not shm.exists() and not os.access(path.parent, os.W_OK):
+    if not shm.exists() and not filewrite.may(path.parent, os.W_OK):
         return DatabaseReadOnlyError(
             str(path),
             f"its directory is not writable, and SQLite must create {shm.name!r} there to "
