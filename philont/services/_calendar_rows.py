@@ -10,7 +10,7 @@ from philont.errors import InvalidInputError, UnreadableRowError
 from philont.schemas.calendar import CalendarEventRecord
 from philont.services import _rows
 
-__all__ = ["checked", "decode", "optional_pursuit", "row_id"]
+__all__ = ["checked", "decode", "optional_pursuit"]
 
 
 def decode(row: _rows.Row) -> CalendarEventRecord:
@@ -36,16 +36,11 @@ def decode(row: _rows.Row) -> CalendarEventRecord:
         raise InvalidInputError(f"unreadable values: {exc.error_count()} error(s)") from exc
 
 
-def row_id(row: _rows.Row) -> str | None:
-    value = row.get("id")
-    return value if isinstance(value, str) else None
-
-
 def checked(row: _rows.Row) -> CalendarEventRecord:
     try:
         return decode(row)
     except InvalidInputError as exc:
-        id_ = row_id(row)
+        id_ = _rows.row_id(row)
         raise UnreadableRowError(
             f"calendar event {id_!r} cannot be read ({exc}); remove it with "
             f"`philont calendar remove {id_}`",

@@ -21,6 +21,7 @@ __all__ = [
     "optional_instant",
     "optional_text",
     "raw_columns",
+    "row_id",
     "text_value",
 ]
 
@@ -51,6 +52,12 @@ def text_value(row: Row, name: str) -> str:
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} is not text ({type(value).__name__})")
     return value
+
+
+def row_id(row: Row) -> str | None:
+    """The row's id when it is text (to name an unreadable row), else None."""
+    value = row.get("id")
+    return value if isinstance(value, str) else None
 
 
 def optional_text(row: Row, name: str) -> str | None:

@@ -17,7 +17,7 @@ from philont.errors import InvalidInputError, UnreadableRowError
 from philont.schemas.schedules import ScheduleRecord
 from philont.services import _rows
 
-__all__ = ["DEFAULT_CREATED_BY", "checked", "decode", "record", "row_id"]
+__all__ = ["DEFAULT_CREATED_BY", "checked", "decode", "record"]
 
 DEFAULT_CREATED_BY: Final = "llm_external"
 
@@ -110,15 +110,10 @@ def decode(row: _rows.Row) -> ScheduleRecord:
         raise InvalidInputError(f"unreadable values: {exc.error_count()} error(s)") from exc
 
 
-def row_id(row: _rows.Row) -> str | None:
-    value = row.get("id")
-    return value if isinstance(value, str) else None
-
-
 def checked(row: _rows.Row) -> ScheduleRecord:
     try:
         return decode(row)
     except InvalidInputError as exc:
         raise UnreadableRowError(
-            f"schedule {row_id(row)!r} cannot be read ({exc})", id=row_id(row)
+            f"schedule {_rows.row_id(row)!r} cannot be read ({exc})", id=_rows.row_id(row)
         ) from exc

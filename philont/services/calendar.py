@@ -24,7 +24,8 @@ from philont.schemas.calendar import (
 )
 from philont.services import _rows
 from philont.services._calendar_listing import Listing
-from philont.services._calendar_rows import checked, decode, optional_pursuit, row_id
+from philont.services._calendar_rows import checked, decode, optional_pursuit
+from philont.services._rows import row_id
 from philont.services.base import Service
 
 __all__ = [

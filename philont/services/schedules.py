@@ -44,7 +44,6 @@ from philont.services._schedule_rows import DEFAULT_CREATED_BY
 from philont.services._schedule_rows import checked as _checked
 from philont.services._schedule_rows import decode as _decode
 from philont.services._schedule_rows import record as _record
-from philont.services._schedule_rows import row_id as _row_id
 from philont.services._schedule_writes import PAST_AT_TOLERANCE, breaker, new_row, outcome_row
 from philont.services.base import Service
 
@@ -235,7 +234,7 @@ class ScheduleService(Service):
             try:
                 found.append(_decode(row))
             except InvalidInputError as exc:
-                log.warning("schedule.skipped_row", id=_row_id(row), reason=str(exc))
+                log.warning("schedule.skipped_row", id=_rows.row_id(row), reason=str(exc))
         return found
 
     def due_between(
@@ -279,8 +278,8 @@ class ScheduleService(Service):
             try:
                 record = _decode(row)
             except InvalidInputError as exc:
-                skipped.append(SkippedRow(id=_row_id(row), reason=str(exc)))
-                log.warning("schedule.skipped_row", id=_row_id(row), reason=str(exc))
+                skipped.append(SkippedRow(id=_rows.row_id(row), reason=str(exc)))
+                log.warning("schedule.skipped_row", id=_rows.row_id(row), reason=str(exc))
                 continue
             when = record.next_run_at
             if record.paused_until is not None and record.paused_until > when:
@@ -391,7 +390,7 @@ class ScheduleService(Service):
     def _disable_unreadable(self, row: _rows.Row, reason: str) -> None:
         # A due row nobody can read would be selected again at every poll (and, soonest
         # first, crowd out readable ones): stop it, keep it for inspection, say so.
-        row_id = _row_id(row)
+        row_id = _rows.row_id(row)
         log.warning("schedule.unreadable_row_disabled", id=row_id, reason=reason)
         if row_id is not None:
             self.session.execute(
