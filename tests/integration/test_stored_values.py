@@ -83,12 +83,10 @@ def _first_per_kind() -> list[tuple[str, str, str, str]]:
     seen: set[tuple[str, str, bool]] = set()
     chosen = []
     for table, column, label, literal in cases(VALUES):
-        kind = kind_of(metadata.tables[table].c[column])
-        key = (table, kind, label == "not-utf8")
-        if key[2] or (table, kind, False) not in seen:
-            if key not in seen:
-                chosen.append((table, column, label, literal))
+        key = (table, kind_of(metadata.tables[table].c[column]), label == "not-utf8")
+        if key not in seen:
             seen.add(key)
+            chosen.append((table, column, label, literal))
     return chosen
 
 
