@@ -48,6 +48,10 @@ def kind_of(column: Column[Any]) -> str:
 # What SQLite keeps for each SQL literal in a column of that kind's affinity (INTEGER, REAL,
 # TEXT; numeric text is converted by the affinity, so only non-numeric text stays text).
 JS_MAX_DATE = "8640000000000000"  # 8.64e15 ms: JavaScript's largest Date (year 275760)
+NOT_UTF8 = "CAST(x'66ff6f22' AS TEXT)"
+"""Text that is not UTF-8 (``f``, a stray byte 0xff, ``o"``): a hand edit or another program
+can store it in any column, where sqlite3 could not decode it."""
+
 BAD_VALUES: dict[str, dict[str, str]] = {
     "epoch": {
         "js-max-date": JS_MAX_DATE,
@@ -60,6 +64,7 @@ BAD_VALUES: dict[str, dict[str, str]] = {
         "real-fraction": "1714000000000.5",
         "text": "'yesterday'",
         "blob": "x'00ff'",
+        "not-utf8": NOT_UTF8,
     },
     "json": {
         "not-json": "'{not json'",
@@ -72,9 +77,23 @@ BAD_VALUES: dict[str, dict[str, str]] = {
         "null": "'null'",
         "list-of-mixed": "'[1,null,{}]'",
         "blob": "x'00ff'",
+        "not-utf8": NOT_UTF8,
     },
-    "enum": {"unknown": "'bogus'", "empty": "''", "number": "7", "blob": "x'00ff'"},
-    "flag": {"two": "2", "negative": "-1", "text": "'yes'", "real": "0.5", "blob": "x'00ff'"},
+    "enum": {
+        "unknown": "'bogus'",
+        "empty": "''",
+        "number": "7",
+        "blob": "x'00ff'",
+        "not-utf8": NOT_UTF8,
+    },
+    "flag": {
+        "two": "2",
+        "negative": "-1",
+        "text": "'yes'",
+        "real": "0.5",
+        "blob": "x'00ff'",
+        "not-utf8": NOT_UTF8,
+    },
     "int": {
         "text": "'many'",
         "real-fraction": "1.5",
@@ -83,6 +102,7 @@ BAD_VALUES: dict[str, dict[str, str]] = {
         "negative": "-5",
         "int64-max": str(2**63 - 1),
         "blob": "x'00ff'",
+        "not-utf8": NOT_UTF8,
     },
     "real": {
         "text": "'high'",
@@ -91,9 +111,10 @@ BAD_VALUES: dict[str, dict[str, str]] = {
         "huge": "1e308",
         "negative": "-3",
         "blob": "x'00ff'",
+        "not-utf8": NOT_UTF8,
     },
-    "text": {"blob": "x'00ff'", "number": "42", "empty": "''"},
-    "blob": {"text": "'not bytes'", "empty": "x''"},
+    "text": {"blob": "x'00ff'", "number": "42", "empty": "''", "not-utf8": NOT_UTF8},
+    "blob": {"text": "'not bytes'", "empty": "x''", "not-utf8": NOT_UTF8},
 }
 """Per kind: a label and the SQL literal that stores the bad value."""
 

@@ -24,17 +24,115 @@ result left half-read held its statement there alike. Being a Python class, a
 :class:`TrackedConnection` also carries attributes (``philont.db.vectors`` marks on it whether
 sqlite-vec loaded). A result read after its unit of work ended fails with "Cannot operate on
 a closed cursor" instead of reading a snapshot of the past.
+
+Their cursors (:class:`Cursor`) also read stored TEXT that is not UTF-8 (a hand edit, another
+program: ``CAST(x'ff' AS TEXT)``), on which ``sqlite3`` fails ("Could not decode to UTF-8
+column ..."), every read of the statement's rows lost: such a row is read again, the bad
+bytes as U+FFFD, and reported (docs/stored-values.md). The statement stays on the row it could
+not decode, so it is converted again, with a decoding that replaces, and the fetch goes on
+with sqlite3's own; nothing is run twice. Every read of an SQLite engine made here (the ORM's,
+the lean reads', the async engine's through aiosqlite) fetches through these methods; rows
+that decode cost what they did (the C fetch, one Python call per fetch).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import weakref
-from typing import Any
+from collections.abc import Callable
+from itertools import islice
+from typing import Any, Final
 
 from sqlalchemy import Engine, event
 
-__all__ = ["TrackedConnection", "close_leftovers", "install"]
+from philont.db import stored_values
+
+__all__ = ["NOT_UTF8", "Cursor", "TrackedConnection", "close_leftovers", "install"]
+
+NOT_UTF8: Final = "Could not decode to UTF-8"
+"""How ``sqlite3`` says a stored TEXT value is not UTF-8 (it has no error code of its own)."""
+
+
+class Cursor(sqlite3.Cursor):
+    """A ``sqlite3`` cursor whose fetches read a row with text that is not UTF-8 with U+FFFD
+    in place of the bad bytes (see the module's docstring)."""
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.OperationalError as exc:
+            if not _undecodable(self, exc):
+                raise
+        return _replaced(self)
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        wanted = self.arraysize if size is None else size
+        rows: list[Any] = []
+        while True:
+            try:
+                rows.extend(islice(self, wanted - len(rows)))  # kept when a row fails
+                return rows
+            except sqlite3.OperationalError as exc:
+                if not _undecodable(self, exc):
+                    raise
+            rows.append(_replaced(self))
+
+    def fetchall(self) -> list[Any]:
+        rows: list[Any] = []
+        while True:
+            try:
+                rows.extend(self)  # the C loop of fetchall; the rows before a failure are kept
+                return rows
+            except sqlite3.OperationalError as exc:
+                if not _undecodable(self, exc):
+                    raise
+            rows.append(_replaced(self))
+
+
+def _undecodable(cur: sqlite3.Cursor, exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc`` is sqlite3's failure to decode a stored text with its own decoding."""
+    return str(exc).startswith(NOT_UTF8) and cur.connection.text_factory is str
+
+
+def _replaced(cur: sqlite3.Cursor) -> Any:
+    """The row ``cur`` failed to decode (its statement is still on it), converted again with
+    the bad bytes of its text read as U+FFFD, each such value reported; the connection's
+    decoding is sqlite3's own again afterwards."""
+    bad: list[tuple[bytes, str]] = []
+    conn = cur.connection
+    conn.text_factory = _replacing(bad)
+    try:
+        row = sqlite3.Cursor.fetchone(cur)
+    finally:
+        conn.text_factory = str
+    names = [d[0] for d in cur.description or ()]
+    for name, value in zip(names, row or (), strict=False):
+        for stored, read in bad:
+            if value is read:
+                stored_values.report(_tables_with(name), name, None, stored, read)
+    return row
+
+
+def _replacing(bad: list[tuple[bytes, str]]) -> Callable[[bytes], str]:
+    def decode(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            read = raw.decode("utf-8", "replace")
+            bad.append((raw, read))
+            return read
+
+    return decode
+
+
+def _tables_with(column: str) -> str:
+    """The tables of ours with a column ``column`` (a statement's result names no table),
+    ``|``-joined; ``?`` for a result column no table or more than three tables have (an
+    expression, a label, ``id``)."""
+    from philont.db.schema import metadata  # the failure path only
+
+    names = sorted(t.name for t in metadata.tables.values() if column in t.c)
+    return "|".join(names) if 0 < len(names) <= 3 else "?"
 
 
 class TrackedConnection(sqlite3.Connection):
@@ -46,8 +144,8 @@ class TrackedConnection(sqlite3.Connection):
         super().__init__(*args, **kwargs)
         self.cursors: weakref.WeakSet[sqlite3.Cursor] = weakref.WeakSet()
 
-    def cursor(self, *args: Any, **kwargs: Any) -> Any:
-        cur = super().cursor(*args, **kwargs)
+    def cursor(self, factory: Any = Cursor) -> Any:
+        cur = super().cursor(factory)
         self.cursors.add(cur)
         return cur
 

@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, update
 
 from philont.db.models import Fact
 from philont.db.types import to_epoch_ms
@@ -205,8 +205,12 @@ class FactService(FactTime):
         now = self._now()
         if not include_expired and expired(row, to_epoch_ms(now)):
             return None
-        row.last_accessed_at = now
-        self.session.flush()
+        # by its id as read, in the row object too (``evaluate``): an id stored as text that
+        # is not UTF-8 reads with U+FFFD and matches no row, which a flush refused as stale
+        self.session.execute(
+            update(Fact).where(Fact.id == row.id).values(last_accessed_at=now),
+            execution_options={"synchronize_session": "evaluate"},
+        )
         self.mem.access.record(AccessTarget.FACT, row.id, context=f"get {namespace}.{key}")
         return to_record(row)
 
@@ -274,7 +278,8 @@ class FactService(FactTime):
                 select(*FACT_COLUMNS).where(Fact.id.in_([i for _, i in chosen]))
             )
         }
-        return [to_record(full[i], score=score) for score, i in chosen]
+        # an id stored as text that is not UTF-8 reads with U+FFFD and finds no row again
+        return [to_record(full[i], score=score) for score, i in chosen if i in full]
 
     def count(
         self,

@@ -28,6 +28,7 @@ from philont.errors import (
     InvalidInputError,
     NotFoundError,
     SkillNotFoundError,
+    UnreadableRowError,
 )
 from philont.log import get_logger
 from philont.schemas import inputs
@@ -283,5 +284,10 @@ class SkillBase(Service):
 
     def _reload(self, skill_id: str) -> SkillRecord:
         found = self._fetch(Skill.id == skill_id)
-        assert found is not None, "the row was written in this transaction"
+        if found is None:  # its stored id is not UTF-8: read with U+FFFD, it finds no row
+            raise UnreadableRowError(
+                f"skill {skill_id!r}: its stored id is not UTF-8 text (another program stored "
+                "it), so the skill cannot be written",
+                id=skill_id,
+            )
         return to_record(*found)

@@ -14,6 +14,7 @@ from typing import Any, TextIO, cast
 from sqlalchemy import Integer, Table
 
 from philont import filewrite, migrate
+from philont.db.cursors import NOT_UTF8
 from philont.db.engine import FILE_MODE, is_postgres, resolve_url
 from philont.db.schema import metadata
 from philont.errors import FilePathError, InvalidInputError, SchemaError, StorageError
@@ -214,13 +215,9 @@ def _export_table(
     try:
         _write_rows(fh, table.name, names, conn.execute(query), total, progress)
     except sqlite3.OperationalError as exc:
-        if not str(exc).startswith(_NOT_UTF8):
+        if not str(exc).startswith(NOT_UTF8):
             raise
         raise _not_utf8(conn, table, names, query) from exc
-
-
-_NOT_UTF8 = "Could not decode to UTF-8"
-"""How sqlite3 says a stored TEXT value is not UTF-8 (it has no error code of its own)."""
 
 
 class _Undecodable(bytes):

@@ -12,6 +12,7 @@ default a sample of the values per kind, and the commands once per table and kin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -23,8 +24,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from philont import migrate, tools, transfer
+from philont.aio import AsyncStore
 from philont.db import stored_values
 from philont.db.schema import metadata
 from philont.domain.timepolicy import MAX_INSTANT, MIN_INSTANT
@@ -52,14 +55,14 @@ from tests.stored_values_paths import Ctx, check_paths
 HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
 
 SAMPLE: dict[str, tuple[str, ...]] = {
-    "epoch": ("js-max-date", "js-min-date", "real-minus-inf", "real-fraction", "text"),
-    "json": ("not-json", "deep", "lone-surrogate", "null", "blob"),
-    "enum": ("unknown", "blob"),
-    "flag": ("two", "text"),
-    "int": ("text", "real-1e20", "negative"),
-    "real": ("text", "inf"),
-    "text": ("blob",),
-    "blob": ("text",),
+    "epoch": ("js-max-date", "js-min-date", "real-minus-inf", "real-fraction", "text", "not-utf8"),
+    "json": ("not-json", "deep", "lone-surrogate", "null", "blob", "not-utf8"),
+    "enum": ("unknown", "blob", "not-utf8"),
+    "flag": ("two", "text", "not-utf8"),
+    "int": ("text", "real-1e20", "negative", "not-utf8"),
+    "real": ("text", "inf", "not-utf8"),
+    "text": ("blob", "not-utf8"),
+    "blob": ("text", "not-utf8"),
 }
 """The values every run tries (the heavy variant tries all of ``BAD_VALUES``)."""
 
@@ -75,13 +78,14 @@ CASES = list(cases(VALUES))
 
 
 def _first_per_kind() -> list[tuple[str, str, str, str]]:
-    """One case per table and kind (its first column of that kind, the first sampled value)."""
-    seen: set[tuple[str, str]] = set()
+    """One case per table and kind (its first column of that kind, the first sampled value),
+    and one with text that is not UTF-8 (which sqlite3 itself failed to read)."""
+    seen: set[tuple[str, str, bool]] = set()
     chosen = []
     for table, column, label, literal in cases(VALUES):
-        kind = kind_of(metadata.tables[table].c[column])
-        if (table, kind) not in seen:
-            seen.add((table, kind))
+        key = (table, kind_of(metadata.tables[table].c[column]), label == "not-utf8")
+        if key not in seen:
+            seen.add(key)
             chosen.append((table, column, label, literal))
     return chosen
 
@@ -133,6 +137,72 @@ def test_the_doc_lists_every_column_by_its_kind() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "stored-values.md").read_text(encoding="utf-8")
     table = doc[doc.index("| table | columns by kind |") :].splitlines()[2:]
     assert table == column_lines()
+
+
+# --- text that is not UTF-8: read with U+FFFD, reported once, never rewritten ------------------
+
+
+def test_text_that_is_not_utf8_reads_with_a_replacement_reported_once_never_rewritten(
+    memory: tuple[Seeded, Ctx], tmp_path: Path
+) -> None:
+    path = tmp_path / "memory.sqlite"
+    shutil.copyfile(memory[0].path, path)
+    stored = b'"\xc3\xa9\xfe\xfe~"'  # "é", two stray bytes, "~" (unique to this test)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            "UPDATE memory_facts SET value_json = CAST(? AS TEXT) WHERE namespace = ?"
+            " AND key = ? AND superseded_by IS NULL",
+            (stored, *VICTIM_FACT),
+        )
+    store = Store.open(path, clock=lambda: NOW)
+    with capture_logs() as logs:
+        try:
+            for _ in range(2):
+                got = tools.call("get_fact", {"namespace": "user.home", "key": "city"}, db=store)
+                assert got.ok and "é\ufffd\ufffd~" in got.text, got.text
+                with store.begin() as mem:
+                    fact = mem.facts.get(*VICTIM_FACT)
+                    assert fact is not None and fact.value == "é\ufffd\ufffd~"
+                    listed = {f.key: f.value for f in mem.facts.list("*", include_expired=True)}
+                    assert listed["city"] == "é\ufffd\ufffd~"
+                    assert "é\ufffd\ufffd~" in mem.prefix.build(now=NOW).text
+        finally:
+            store.close()
+    reports = [r for r in logs if r["event"] == "stored_value.read_leniently"]
+    assert [(r["column"], r["stored"], r["read_as"]) for r in reports] == [
+        ("value_json", repr(stored), repr('"é\ufffd\ufffd~"'))
+    ]
+    with closing(sqlite3.connect(path)) as conn:
+        conn.text_factory = bytes
+        kept = conn.execute(
+            "SELECT value_json FROM memory_facts WHERE namespace = ? AND key = ?"
+            " AND superseded_by IS NULL",
+            VICTIM_FACT,
+        ).fetchone()[0]
+    assert kept == stored  # read, never rewritten
+
+
+def test_the_async_store_reads_text_that_is_not_utf8_too(
+    memory: tuple[Seeded, Ctx], tmp_path: Path
+) -> None:
+    path = tmp_path / "memory.sqlite"
+    shutil.copyfile(memory[0].path, path)
+    _set(path, "value_json", "CAST(x'22c3a9ff22' AS TEXT)")  # "é", a stray byte
+
+    async def read() -> tuple[list[object], str]:
+        store = await AsyncStore.open(path, clock=lambda: NOW)
+        try:
+            listed = await store.run(
+                lambda m: [f.value for f in m.facts.list("*", include_expired=True)]
+            )
+            got = await store.call("get_fact", {"namespace": VICTIM_FACT[0], "key": VICTIM_FACT[1]})
+            assert got.ok, got.text
+            return listed, got.text
+        finally:
+            await store.close()
+
+    listed, text = asyncio.run(read())
+    assert "é\ufffd" in listed and "é\ufffd" in text
 
 
 # --- far-off times: read as the nearest supported time, compared as such, never rewritten ----
