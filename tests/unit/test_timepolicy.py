@@ -160,14 +160,18 @@ def test_shifted_refuses_to_leave_the_range_and_clamp_stays_inside_it() -> None:
     minutes=st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1),
     seconds=st.sampled_from([0, 0, 0, 17]),
 )
+@example(local=datetime(2000, 1, 1), minutes=-861, seconds=0)  # -14:21, a zone's local mean time
+@example(local=datetime(2000, 1, 1), minutes=-13 * 60, seconds=0)
 def test_an_offset_no_place_uses_is_refused_by_name_and_every_real_one_is_read(
     local: datetime, minutes: int, seconds: int
 ) -> None:
     # RFC 3339 text may carry up to +/-23:59; places use -12:00 .. +14:00 (and, before 1868,
-    # a few local mean times beyond: Manila's -15:56:08), never +15:00 or -13:00.
+    # a few local mean times beyond: Manila's -15:56:08, -14:21 of another), never +15:00 or
+    # -13:00.
     offset = timedelta(minutes=minutes, seconds=seconds if minutes >= 0 else -seconds)
     text = local.replace(tzinfo=timezone(offset)).isoformat()
-    if timedelta(hours=-12) <= offset <= timedelta(hours=14):
+    real = timedelta(hours=-12) <= offset <= timedelta(hours=14)
+    if real or offset in timepolicy._local_mean_times():
         assert parse_time(text, field="at") == local.replace(tzinfo=timezone(offset))
     else:
         with pytest.raises(InvalidInputError, match="is not one any place uses") as caught:
