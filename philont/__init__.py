@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from philont.schemas.schedules import ScheduleRecord
     from philont.schemas.search import MessageHit, NoteHit, RetrievalResult, SkillHit
     from philont.schemas.skills import RecipeRecord, SkillRecord
-    from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord
+    from philont.schemas.timeline import MessageIn, MessageRecord, SessionOverview, SessionRecord
     from philont.store import Store
 
 __all__ = [
@@ -93,6 +93,7 @@ __all__ = [
     "ScheduleRecord",
     "SchemaError",
     "SchemaOutOfDateError",
+    "SessionOverview",
     "SessionRecord",
     "SkillHit",
     "SkillNotFoundError",
@@ -126,6 +127,7 @@ _LAZY = {
     "SkillRecord": "philont.schemas.skills",
     "MessageIn": "philont.schemas.timeline",
     "MessageRecord": "philont.schemas.timeline",
+    "SessionOverview": "philont.schemas.timeline",
     "SessionRecord": "philont.schemas.timeline",
     "Store": "philont.store",
     "tools": "philont.tools",  # the eleven tools (and their libraries)

@@ -65,7 +65,8 @@ def _service(mem: Any, name: str, args: dict[str, Any]) -> Any:
         return mem.facts.get(args["namespace"], args["key"])
     if name == "store_fact":
         return mem.facts.store(args["namespace"], args["key"], args["value"])
-    return mem.search.messages(args["query"], limit=args["limit"])
+    hits = mem.search.messages(args["query"], limit=args["limit"])
+    return mem.timeline.overviews([h.session_id for h in hits])
 
 
 BATCH = 25

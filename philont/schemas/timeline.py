@@ -16,6 +16,13 @@ class SessionRecord(ReadModel):
     ended_at: datetime | None
 
 
+class SessionOverview(SessionRecord):
+    """A session with the content of its summary note (``session-summary-<id>``, written by the
+    learning loop), or None."""
+
+    summary: str | None
+
+
 class MessageRecord(ReadModel):
     id: int
     session_id: str

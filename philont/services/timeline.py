@@ -7,10 +7,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import and_, func, insert, literal, select
 from sqlalchemy.exc import IntegrityError
 
-from philont.db.models import RawMessage, RawSession
+from philont.db.models import Note, RawMessage, RawSession
 from philont.db.queries import messages as message_rows
 from philont.db.stored_values import record
 from philont.db.types import to_epoch_ms
@@ -23,7 +23,8 @@ from philont.errors import (
 from philont.finds import finds
 from philont.log import get_logger
 from philont.schemas import inputs
-from philont.schemas.timeline import MessageIn, MessageRecord, SessionRecord
+from philont.schemas.inputs import SESSION_SUMMARY_PREFIX
+from philont.schemas.timeline import MessageIn, MessageRecord, SessionOverview, SessionRecord
 from philont.services.base import Service
 
 __all__ = ["GLOBAL_SESSION", "TimelineService"]
@@ -112,6 +113,30 @@ class TimelineService(Service):
     def get_session(self, id: str) -> SessionRecord | None:
         row = self.session.get(RawSession, id) if isinstance(id, str) else None
         return None if row is None else record(SessionRecord.model_validate, row)
+
+    @finds("session_ids", absent=lambda *_, **__: {})
+    def overviews(self, session_ids: Sequence[str]) -> dict[str, SessionOverview]:
+        """The sessions of ``session_ids`` that exist, by id, each with the content of its
+        summary note (``session-summary-<id>``; None without one or when it is forgotten), in
+        one query. Unknown ids are left out."""
+        wanted = list(set(session_ids))
+        if not wanted:
+            return {}
+        summary = and_(
+            Note.id == literal(SESSION_SUMMARY_PREFIX) + RawSession.id, Note.forgotten_at.is_(None)
+        )
+        stmt = (
+            select(RawSession, Note.content)
+            .outerjoin(Note, summary)
+            .where(RawSession.id.in_(wanted))
+        )
+        return {
+            row.id: SessionOverview(
+                **record(SessionRecord.model_validate, row).model_dump(),
+                summary=content if isinstance(content, str) else None,
+            )
+            for row, content in self.session.execute(stmt)
+        }
 
     def list_sessions(
         self,

@@ -202,7 +202,8 @@ class RecallSessionsArgs(ToolArgs):
     when…", "as I said earlier"). Prefer get_fact/search_notes when a fact or note suffices.
     since/until restrict to a time window (both inclusive); around prefers messages within 3
     days of a time without excluding the others (use it for "around Easter", "in early May");
-    a date the query itself names ("on 3 May 2023", "last week") is preferred the same way."""
+    a date the query itself names ("on 3 May 2023", "last week") is preferred the same way.
+    Hits are grouped by session, with the session's summary when one was written."""
 
     query: Query
     since: TimeValue | None = Field(default=None, description="Only messages at or after this.")

@@ -17,7 +17,10 @@ from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRang
 from philont.memory import Memory
 from philont.schemas.calendar import CalendarListing
 from philont.schemas.schedules import ScheduleListing
+from philont.schemas.search import MessageHit
+from philont.schemas.timeline import SessionRecord
 from philont.services.search.scoring import Kind
+from philont.services.timeline import GLOBAL_SESSION
 from philont.tools import args as a
 from philont.tools.registry import ToolContext, ToolOutput, tool
 
@@ -185,11 +188,45 @@ def recall_sessions(args: a.RecallSessionsArgs, mem: Memory, ctx: ToolContext) -
     if not hits:
         text = f"No past messages match {_inline(args.query)!r}. Try search_notes or list_facts."
         return ToolOutput("\n".join([text, *_channels(mem)]), [])
-    lines = [
-        f"- {iso(h.timestamp)} [{h.role}] (session {h.session_id}): {h.content[:300]}"
-        for h in sorted(hits, key=lambda h: (h.timestamp, h.id))
-    ]
-    return ToolOutput("\n".join([*lines, *_channels(mem)]), [_dump(h) for h in hits])
+    return ToolOutput(
+        "\n".join([*_by_session(hits, mem), *_channels(mem)]), [_dump(h) for h in hits]
+    )
+
+
+HIT_SHOWN = 300
+"""Characters of a message ``recall_sessions`` shows."""
+SUMMARY_SHOWN = 600
+"""Characters of a session's summary note ``recall_sessions`` shows."""
+
+
+def _by_session(hits: list[MessageHit], mem: Memory) -> list[str]:
+    """The hits grouped by session (sessions in the order of their first hit, hits oldest
+    first), each session headed by its time span and its summary note if it has one (spec
+    14.7; the original showed only the 3 newest hits of the pseudo-session ``global``, Q-T3).
+    Every stored text is one line, so a message cannot add a line that reads as another hit."""
+    groups: dict[str, list[MessageHit]] = {}
+    for h in sorted(hits, key=lambda h: (h.timestamp, h.id)):
+        groups.setdefault(h.session_id, []).append(h)
+    sessions = mem.timeline.overviews(list(groups))
+    lines: list[str] = []
+    for sid, group in groups.items():
+        found = sessions.get(sid)
+        # The pseudo-session's start is when the database was made, not a conversation's.
+        span = "" if found is None or sid == GLOBAL_SESSION else f" ({_span(found)})"
+        lines.append(f"Session {_inline(sid)}{span}:")
+        if found is not None and found.summary is not None:
+            lines.append(f"  summary: {_inline(found.summary, SUMMARY_SHOWN)}")
+        lines.extend(
+            f"  - {iso(h.timestamp)} [{h.role}]: {_inline(h.content, HIT_SHOWN)}" for h in group
+        )
+    return lines
+
+
+def _span(session: SessionRecord) -> str:
+    ended = session.ended_at
+    return f"started {iso(session.started_at)}, " + (
+        "still open" if ended is None else f"ended {iso(ended)}"
+    )
 
 
 def _channels(mem: Memory) -> list[str]:

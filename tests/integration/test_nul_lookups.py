@@ -136,6 +136,7 @@ LOOKUPS: dict[str, Call] = {
     "TimelineService.messages": lambda m, v: m.timeline.messages(v),
     "TimelineService.query": lambda m, v: m.timeline.query(session_ids=[v]),
     "TimelineService.query among others": lambda m, v: m.timeline.query(session_ids=[v, "global"]),
+    "TimelineService.overviews": lambda m, v: sorted(m.timeline.overviews([v, "global"])),
 }  # fmt: skip
 """Every public method marked ``finds``, by each of its keys that is text."""
 

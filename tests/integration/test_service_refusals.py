@@ -150,6 +150,7 @@ GOOD: dict[str, object] = {
     "result": JudgeResult(Verdict.UNSURE),
     "judge": "judge",
     "first_action_ids": [1],
+    "session_ids": ["global"],
     "case_id": "no-such-case",
     "note": "n",
     "tag": "t",
