@@ -25,7 +25,7 @@ from philont.arguments import checked
 from philont.db import cursors, fork, write_gate
 from philont.db.backend import FOLD_FUNCTION, fold_stored
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
-from philont.db.retry import cannot_open, is_busy, mark_busy
+from philont.db.retry import cannot_open, is_busy, mark_busy, shm_cannot_be_made
 from philont.errors import (
     BackendError,
     DatabasePathError,
@@ -293,9 +293,9 @@ def _without_shm(path: Path, exc: sqlite3.Error, timeout: float) -> sqlite3.Conn
     ``-wal`` holds changes cannot be read without creating ``-shm`` (``immutable`` would
     silently read it without them), nor can anything else SQLite cannot open: the typed
     refusal of :func:`~philont.db.retry.cannot_open`."""
-    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    wal = Path(f"{path}-wal")
     empty_wal = not wal.exists() or wal.stat().st_size == 0
-    if empty_wal and not shm.exists() and not filewrite.may(path.parent, os.W_OK):
+    if empty_wal and shm_cannot_be_made(path):
         return connect_read_only(path, immutable=True, timeout=timeout)
     raise cannot_open(path, str(exc)) from exc
 
