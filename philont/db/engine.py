@@ -576,6 +576,24 @@ def create_engine(
         )
     ensure_fts5()
     path = sqlite_path(url)
+    if path is not None:
+        check_file(path, create=create)
+    return sqlite_engine(url, foreign_keys=foreign_keys, echo=echo, busy_timeout_ms=busy_timeout_ms)
+
+
+def sqlite_engine(
+    url: URL,
+    *,
+    foreign_keys: bool = True,
+    echo: bool = False,
+    busy_timeout_ms: int | None = None,
+) -> Engine:
+    """The engine :func:`create_engine` makes on the SQLite ``url`` (resolved), without its
+    look at the file: for a caller that has just checked it (:func:`check_file`), as
+    ``Store.open``'s schema check and an upgrade do, so that opening a database looks at its
+    file once."""
+    ensure_fts5()
+    path = sqlite_path(url)
     if path is None:
         engine = sa_create_engine(
             url,
@@ -584,7 +602,6 @@ def create_engine(
             connect_args={"check_same_thread": False, "factory": cursors.TrackedConnection},
         )
     else:
-        check_file(path, create=create)
         engine = sa_create_engine(
             url, echo=echo, connect_args={"factory": cursors.TrackedConnection}
         )
