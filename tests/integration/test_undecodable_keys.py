@@ -159,3 +159,56 @@ def test_updating_or_deleting_such_a_skill_is_refused(template: Seeded, copy: Pa
     finally:
         store.close()
     assert _stored(copy, "memory_skills", rowid) == before
+
+
+def _other_texts() -> list[tuple[str, str]]:
+    """Every text column that is not a key, of a table the ORM writes."""
+    found = []
+    for mapper in Base.registry.mappers:
+        for attr in mapper.column_attrs:
+            column = attr.columns[0]
+            if not column.primary_key and column.type.python_type is str:
+                found.append((mapper.local_table.name, column.name))
+    return sorted(found)
+
+
+OTHER_TEXTS = _other_texts()
+
+
+def _column_bytes(path: Path, table: str, column: str, rowid: int) -> object:
+    with closing(sqlite3.connect(path)) as conn:
+        conn.text_factory = bytes
+        return conn.execute(
+            f'SELECT "{column}" FROM "{table}" WHERE rowid = ?', (rowid,)
+        ).fetchone()
+
+
+@pytest.mark.parametrize(("table", "column"), OTHER_TEXTS, ids=[f"{t}.{c}" for t, c in OTHER_TEXTS])
+def test_a_write_of_another_column_keeps_the_bytes_of_one_that_is_not_utf8(
+    template: Seeded, copy: Path, table: str, column: str
+) -> None:
+    """Such text elsewhere in the row (a fact's namespace or key, a skill's name) does not keep
+    the row from being written by its key; the write sets only what it changes, so the stored
+    bytes stay (never the U+FFFD they were read as)."""
+    rowid = template.victims[table]
+    _spoil(copy, table, column, rowid)
+    before = _column_bytes(copy, table, column, rowid)
+    mapper = _mapper(table)
+    others = [
+        a.key
+        for a in mapper.column_attrs
+        if not a.columns[0].primary_key and a.columns[0].name != column
+    ]
+    if not others:
+        pytest.skip("no other column to write")
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        with store.begin() as mem:
+            row = mem.session.scalars(
+                select(mapper.class_).where(literal_column("rowid") == rowid)
+            ).one()
+            flag_modified(row, others[0])
+            mem.session.flush()
+    finally:
+        store.close()
+    assert _column_bytes(copy, table, column, rowid) == before
