@@ -1,8 +1,9 @@
 """Opening a database looks at its file once (``check_file``: is it a directory, readable,
 writable, an SQLite file, which opens it). ``Store.open`` and ``AsyncStore.open`` looked at it
-in their schema check, again in the status read it makes, and again when they made the engine
-(three opens of a file at head); an upgrade looked at it twice too (its own check and its
-engine's). Counted through every module's ``check_file``, the real one underneath."""
+in their schema check, again in the status read it makes, and again when they made the engine;
+an upgrade looked at it in its own check and again for its engine. Measured on main: 3 calls
+for a file at head, 3 for a new file, 5 for one upgraded; now 1, 1 and 2. Counted through every
+module's ``check_file``, the real one underneath."""
 
 from __future__ import annotations
 
