@@ -101,6 +101,17 @@ def create_async_engine(
     assert path is not None  # require_file
     ensure_fts5()
     check_file(path, create=True)
+    return _sqlite_async_engine(url, busy_timeout_ms)
+
+
+def _sqlite_async_engine(url: URL, busy_timeout_ms: int | None) -> AsyncEngine:
+    """:func:`create_async_engine`'s engine on the SQLite file of ``url``, which the caller has
+    just checked (``check_file``; ``AsyncStore.open``'s schema check does)."""
+    try:
+        from sqlalchemy.ext.asyncio import create_async_engine as sa_create_async_engine
+    except ImportError as exc:  # pragma: no cover - greenlet is missing
+        raise BackendError("async needs pip install 'philont[async]'") from exc
+    ensure_fts5()
     try:
         engine = sa_create_async_engine(  # aiosqlite passes connect_args to sqlite3.connect
             url.set(drivername="sqlite+aiosqlite"),
@@ -160,8 +171,11 @@ class AsyncStore:
     ) -> AsyncStore:
         """As :meth:`Store.open`; the schema check (and upgrade) runs in a worker thread."""
         url = resolve_url(target)
-        await asyncio.to_thread(ensure_schema, url, upgrade=upgrade)
-        engine = create_async_engine(url, busy_timeout_ms=busy_timeout_ms)
+        await asyncio.to_thread(ensure_schema, url, upgrade=upgrade)  # checks an SQLite file
+        if is_postgres(url):
+            engine = create_async_engine(url, busy_timeout_ms=busy_timeout_ms)
+        else:
+            engine = _sqlite_async_engine(url, busy_timeout_ms)
         return cls(engine, agent=agent, clock=clock, owns_engine=True)._bound()
 
     @classmethod

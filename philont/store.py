@@ -36,6 +36,7 @@ from philont.db.engine import (
     require_file,
     require_sqlite_hooks,
     resolve_url,
+    sqlite_engine,
     sqlite_path,
 )
 from philont.db.retry import DEFAULT_ATTEMPTS, run_unit
@@ -131,8 +132,11 @@ class Store:
         model (EmbedderMismatchError if the stored vectors are another model's)."""
         url = resolve_url(target)
         require_file(url)
-        ensure_schema(url, upgrade=upgrade)
-        engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
+        ensure_schema(url, upgrade=upgrade)  # an SQLite file is checked there (check_file)
+        if is_postgres(url):
+            engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
+        else:
+            engine = sqlite_engine(url, busy_timeout_ms=busy_timeout_ms)
         log.debug("store.opened", url=url.render_as_string(), backend=engine.dialect.name)
         store = cls(engine, agent=agent, clock=clock, owns_engine=True, embedder=embedder)
         return store._checked_embedder()
@@ -350,7 +354,10 @@ def _database_of(url: URL) -> tuple[object, ...]:
 
 def ensure_schema(url: URL, *, upgrade: bool) -> None:
     """Create or upgrade the database at ``url`` to head (``upgrade``), or refuse one that is
-    not at head. Reads the revision scripts once per process (see ``philont.migrate``)."""
+    not at head. Reads the revision scripts once per process (see ``philont.migrate``). An
+    SQLite file it returns for has been checked for writing (``check_file``: by its look at
+    the schema, or by the upgrade that created or upgraded it): an engine made right after
+    (``sqlite_engine``) need not look at the file again."""
     with alembic_at_debug():  # Alembic logs at INFO from its first import on
         from philont import migrate
 
@@ -388,7 +395,7 @@ def _at_head(url: URL) -> bool:
     if path is not None:  # refused before a look at the schema leaves -wal and -shm beside it
         check_file(path, create=False)
     try:
-        return migrate.status(url).at_head
+        return (migrate.status(url) if path is None else migrate.file_status(path)).at_head
     except Exception:  # anything odd: let upgrade() inspect and report it properly
         return False
 

@@ -63,23 +63,13 @@ class Value:
 
 
 def _db(text: str) -> str:
-    """Something that can name a database (not where it is or what is in it: that is the
-    command's to find out, with its own code). A path the file system will not let us look at
-    (a directory without permission, a loop of links) is such a "where": the command refuses
-    it as it refuses every path named (``file_path``, exit 1); a name too long is the text's."""
-    import errno
-
+    """Something that can name a database, by its text alone (not where it is or what is in
+    it: that is the command's to find out, with its own code: a path the file system will not
+    let us use, a folder without permission, a loop of links, is refused as every path named,
+    ``file_path``, exit 1)."""
     from philont.db.engine import require_file, resolve_url
-    from philont.errors import DatabasePathError
 
-    try:
-        url = resolve_url(text)
-    except DatabasePathError as exc:
-        cause = exc.__cause__
-        if isinstance(cause, OSError) and cause.errno != errno.ENAMETOOLONG:
-            return text
-        raise
-    require_file(url, "a command")
+    require_file(resolve_url(text, text_only=True), "a command")
     return text
 
 

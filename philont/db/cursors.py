@@ -32,7 +32,10 @@ bytes as U+FFFD, and reported (docs/stored-values.md). The statement stays on th
 not decode, so it is converted again, with a decoding that replaces, and the fetch goes on
 with sqlite3's own; nothing is run twice. Every read of an SQLite engine made here (the ORM's,
 the lean reads', the async engine's through aiosqlite) fetches through these methods; rows
-that decode cost what they did (the C fetch, one Python call per fetch).
+that decode cost what they did (the C fetch, one Python call per fetch). What was read so is
+kept on the connection for its unit of work: a row whose key it is cannot be written (sqlite3
+cannot send the stored bytes back as text), and :func:`refuse_undecoded_key` refuses its
+UPDATE or DELETE by name.
 """
 
 from __future__ import annotations
@@ -43,11 +46,20 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any, Final
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Connection, Engine, event, inspect
+from sqlalchemy.orm import Mapper
 
 from philont.db import stored_values
+from philont.errors import UnreadableRowError
 
-__all__ = ["NOT_UTF8", "Cursor", "TrackedConnection", "close_leftovers", "install"]
+__all__ = [
+    "NOT_UTF8",
+    "Cursor",
+    "TrackedConnection",
+    "close_leftovers",
+    "install",
+    "refuse_undecoded_key",
+]
 
 NOT_UTF8: Final = "Could not decode to UTF-8"
 """How ``sqlite3`` says a stored TEXT value is not UTF-8 (it has no error code of its own)."""
@@ -110,6 +122,9 @@ def _replaced(cur: sqlite3.Cursor) -> Any:
         for stored, read in bad:
             if value is read:
                 stored_values.report(_tables_with(name), name, None, stored, read)
+    undecoded = getattr(conn, "undecoded", None)
+    if undecoded is not None:
+        undecoded.update((read, stored) for stored, read in bad)
     return row
 
 
@@ -143,6 +158,9 @@ class TrackedConnection(sqlite3.Connection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cursors: weakref.WeakSet[sqlite3.Cursor] = weakref.WeakSet()
+        self.undecoded: dict[str, bytes] = {}
+        """The text its cursors read with U+FFFD in this unit of work, and the bytes stored
+        (:func:`refuse_undecoded_key`)."""
 
     def cursor(self, factory: Any = Cursor) -> Any:
         cur = super().cursor(factory)
@@ -168,8 +186,13 @@ def _run(cur: sqlite3.Cursor, method: str, args: tuple[Any, ...]) -> Any:
 
 def close_leftovers(dbapi: object) -> None:
     """Close the cursors of ``dbapi`` (a :class:`TrackedConnection`, or SQLAlchemy's aiosqlite
-    adapter around one) still open, resetting their statements."""
-    cursors = getattr(_tracked(dbapi), "cursors", None)
+    adapter around one) still open, resetting their statements; forget what they read with
+    U+FFFD (the unit of work that read it has ended)."""
+    tracked = _tracked(dbapi)
+    undecoded = getattr(tracked, "undecoded", None)
+    if undecoded:
+        undecoded.clear()
+    cursors = getattr(tracked, "cursors", None)
     if not cursors:
         return
     left = list(cursors)
@@ -190,6 +213,34 @@ def _tracked(dbapi: object) -> object:
         return getattr(driver, "_conn", None)
     except ValueError:  # aiosqlite: closed already
         return None
+
+
+def refuse_undecoded_key(mapper: Mapper[Any], connection: Connection, target: object) -> None:
+    """Before the ORM updates or deletes a row of ours (a mapper event of every model,
+    :mod:`philont.db.base`): refuse, with :class:`~philont.errors.UnreadableRowError`, a row
+    whose primary key was stored as text that is not UTF-8. Its key was read with U+FFFD, so
+    the statement, keyed by it, would match no row: SQLAlchemy's untyped ``StaleDataError``
+    for an UPDATE (storing a new version of such a fact, updating such a skill), a warning and
+    nothing deleted for a DELETE. sqlite3 cannot send the stored bytes back as text, so the row
+    cannot be addressed by its key; nothing is run, and the unit of work rolls back."""
+    undecoded = getattr(_tracked(connection.connection.dbapi_connection), "undecoded", None)
+    if not undecoded:
+        return  # the usual case: nothing read in this unit of work needed U+FFFD
+    key = inspect(target).key
+    if key is None:
+        return
+    for column, value in zip(mapper.primary_key, key[1], strict=False):
+        stored = undecoded.get(value) if isinstance(value, str) else None
+        if stored is not None:
+            table = mapper.local_table.description
+            raise UnreadableRowError(
+                f"{table} row {value!r}: its stored {column.name} is not UTF-8 text ({stored!r}, "
+                "stored by another program), so the row cannot be written: nothing was changed",
+                table=table,
+                column=column.name,
+                id=value,
+                stored=repr(stored),
+            )
 
 
 def install(engine: Engine) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -25,7 +26,7 @@ from philont.arguments import checked
 from philont.db import cursors, fork, write_gate
 from philont.db.backend import FOLD_FUNCTION, fold_stored
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
-from philont.db.retry import cannot_open, is_busy, mark_busy
+from philont.db.retry import cannot_open, is_busy, mark_busy, shm_cannot_be_made
 from philont.errors import (
     BackendError,
     DatabasePathError,
@@ -62,7 +63,7 @@ Target = Annotated[str | os.PathLike[str] | URL, PlainValidator(target_kind)]
 
 
 @checked
-def resolve_url(target: Target | None = None) -> URL:
+def resolve_url(target: Target | None = None, *, text_only: bool = False) -> URL:
     """A SQLAlchemy URL from an explicit URL or path, else ``$MEMORY_DB_PATH``, else the
     default ``~/.philont/memory/memory.sqlite``.
 
@@ -72,10 +73,17 @@ def resolve_url(target: Target | None = None) -> URL:
 
     This is the one gate every target passes (Store.open, shared(), tools.call, the CLI's
     ``--db``, migrations): what cannot name a database (an empty path, a NUL character, a
-    ``~user`` without such a user, a name too long) is refused with
-    :class:`~philont.errors.DatabasePathError` before anything is opened; what is no path,
-    URL or None (a number, a Session) with :class:`~philont.errors.InvalidInputError` naming
-    ``target`` (:data:`Target`, checked on entry: never str() of anything else).
+    ``~user`` without such a user, a name too long, a character no file name can hold) is
+    refused with :class:`~philont.errors.DatabasePathError` before anything is opened; what
+    is no path, URL or None (a number, a Session) with
+    :class:`~philont.errors.InvalidInputError` naming ``target`` (:data:`Target`, checked on
+    entry: never str() of anything else). A file's path is then made absolute, its links
+    resolved: what the file system says on the way (a folder it may not search, a loop of
+    links, a name too long for it) is a :class:`~philont.errors.DatabasePathError` too.
+
+    ``text_only``: the text alone is checked, the file system never asked (the command line's
+    ``--db``, whose "where" is the command's to find out); a file's URL then names the path as
+    written, ``~`` expanded, neither made absolute nor resolved.
     """
     if isinstance(target, URL):
         url = target
@@ -89,8 +97,8 @@ def resolve_url(target: Target | None = None) -> URL:
         elif text_ == ":memory:":
             return URL.create("sqlite+pysqlite", database=":memory:")
         else:
-            return URL.create("sqlite+pysqlite", database=str(_file_path(text_)))
-    _check_url(url)
+            return URL.create("sqlite+pysqlite", database=str(_file_path(text_, text_only)))
+    _check_url(url, text_only)
     if url.get_backend_name() not in ("sqlite", "postgresql"):
         raise InvalidDatabaseError(
             f"unsupported database {url.drivername} ({url.render_as_string()!r}): "
@@ -127,21 +135,42 @@ def _parsed(text_: str) -> URL:
         raise InvalidDatabaseError(f"{shown!r} is not a database URL ({exc})") from exc
 
 
-def _file_path(text_: str) -> Path:
-    """The absolute path ``text_`` names, once the file system has been asked about it: a name
-    too long or a ``~user`` without such a user is refused here by name, not by the first
-    ``stat`` somewhere later."""
+NAME_MAX = 255
+"""The longest name of one file or folder, in bytes (Linux's and macOS's file systems)."""
+PATH_MAX = 4096
+"""The longest path the operating system takes, in bytes (Linux's)."""
+
+
+def _file_path(text_: str, text_only: bool = False) -> Path:
+    """The path ``text_`` names, by its text: a ``~user`` without such a user, a character no
+    file name can hold (a lone surrogate), a name longer than any file system's
+    (:data:`NAME_MAX`, :data:`PATH_MAX`) are refused by name. Then (unless ``text_only``) the
+    absolute path, once the file system has been asked about it: what it says (a folder it
+    may not search, a loop of links, a name too long for this one) is refused here by name,
+    not by the first ``stat`` somewhere later."""
     try:
-        path = Path(text_).expanduser().resolve()
-        path.exists()
-    except RuntimeError as exc:  # expanduser: no such user, or no home directory
+        path = Path(text_).expanduser()
+    except RuntimeError as exc:  # no such user, or no home directory
         raise DatabasePathError(text_, f"'~' cannot be expanded ({exc})") from exc
+    try:
+        name = os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        raise DatabasePathError(text_, f"it cannot be a file name ({exc.reason})") from exc
+    if len(name) >= PATH_MAX or any(len(part) > NAME_MAX for part in name.split(b"/")):
+        raise DatabasePathError(text_, os.strerror(errno.ENAMETOOLONG))
+    if text_only:
+        return path
+    try:
+        path = path.resolve()
+        path.exists()
+    except RuntimeError as exc:  # resolve: a loop of symbolic links
+        raise DatabasePathError(text_, f"{os.strerror(errno.ELOOP)} ({exc})") from exc
     except OSError as exc:
         raise DatabasePathError(text_, exc.strerror or str(exc)) from exc
     return path
 
 
-def _check_url(url: URL) -> None:
+def _check_url(url: URL, text_only: bool = False) -> None:
     """A URL given as such passes the same checks as a path (its parts, and its SQLite file)."""
     for part in (url.database, url.host, url.username, url.password):
         if isinstance(part, str) and "\x00" in part:
@@ -153,7 +182,7 @@ def _check_url(url: URL) -> None:
         )
     path = sqlite_path(url)
     if path is not None:
-        _file_path(str(path))
+        _file_path(str(path), text_only)
 
 
 def is_postgres(url: URL) -> bool:
@@ -293,9 +322,9 @@ def _without_shm(path: Path, exc: sqlite3.Error, timeout: float) -> sqlite3.Conn
     ``-wal`` holds changes cannot be read without creating ``-shm`` (``immutable`` would
     silently read it without them), nor can anything else SQLite cannot open: the typed
     refusal of :func:`~philont.db.retry.cannot_open`."""
-    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    wal = Path(f"{path}-wal")
     empty_wal = not wal.exists() or wal.stat().st_size == 0
-    if empty_wal and not shm.exists() and not filewrite.may(path.parent, os.W_OK):
+    if empty_wal and shm_cannot_be_made(path):
         return connect_read_only(path, immutable=True, timeout=timeout)
     raise cannot_open(path, str(exc)) from exc
 
@@ -547,6 +576,24 @@ def create_engine(
         )
     ensure_fts5()
     path = sqlite_path(url)
+    if path is not None:
+        check_file(path, create=create)
+    return sqlite_engine(url, foreign_keys=foreign_keys, echo=echo, busy_timeout_ms=busy_timeout_ms)
+
+
+def sqlite_engine(
+    url: URL,
+    *,
+    foreign_keys: bool = True,
+    echo: bool = False,
+    busy_timeout_ms: int | None = None,
+) -> Engine:
+    """The engine :func:`create_engine` makes on the SQLite ``url`` (resolved), without its
+    look at the file: for a caller that has just checked it (:func:`check_file`), as
+    ``Store.open``'s schema check and an upgrade do, so that opening a database looks at its
+    file once."""
+    ensure_fts5()
+    path = sqlite_path(url)
     if path is None:
         engine = sa_create_engine(
             url,
@@ -555,7 +602,6 @@ def create_engine(
             connect_args={"check_same_thread": False, "factory": cursors.TrackedConnection},
         )
     else:
-        check_file(path, create=create)
         engine = sa_create_engine(
             url, echo=echo, connect_args={"factory": cursors.TrackedConnection}
         )

@@ -61,6 +61,7 @@ __all__ = [
     "retryable",
     "run_unit",
     "run_with_retry",
+    "shm_cannot_be_made",
     "translate",
 ]
 
@@ -269,15 +270,23 @@ def cannot_open(path: Path, detail: str) -> PhilontError:
     that is not writable (a read-only mount, another user's folder) that is
     :class:`DatabaseReadOnlyError` saying so; anything else :class:`DatabasePathError` with
     SQLite's reason. Never a damaged database."""
-    shm = Path(f"{path}-shm")
-    if not shm.exists() and not filewrite.may(path.parent, os.W_OK):
+    if shm_cannot_be_made(path):
+        shm = f"{path.name}-shm"
         return DatabaseReadOnlyError(
             str(path),
-            f"its directory is not writable, and SQLite must create {shm.name!r} there to "
+            f"its directory is not writable, and SQLite must create {shm!r} there to "
             "open a database in WAL mode; make the directory writable, or copy the database "
             "(with its -wal file, if there is one) into a writable one",
         )
     return DatabasePathError(str(path), f"SQLite cannot open it or the files beside it ({detail})")
+
+
+def shm_cannot_be_made(path: Path) -> bool:
+    """Whether SQLite, to read the WAL-mode file ``path``, would have to create its ``-shm``
+    file and cannot: there is none, and the directory is not writable (a read-only mount,
+    another user's folder). The one answer :func:`cannot_open` and
+    :func:`philont.db.engine.connect_read_only` act on."""
+    return not Path(f"{path}-shm").exists() and not filewrite.may(path.parent, os.W_OK)
 
 
 def _root_detail(exc: BaseException) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from contextlib import closing
+from pathlib import Path
 from typing import Annotated
 
 from alembic import command
@@ -72,6 +73,7 @@ __all__ = [
     "alembic_ini",
     "backup_file",
     "check",
+    "file_status",
     "head_revision",
     "history",
     "host_include_name",
@@ -165,12 +167,18 @@ def status(target: Target = None) -> Status:
     if path is None:
         raise SchemaError("status() needs an SQLite file or a PostgreSQL URL")
     check_file(path, create=False, writable=False)  # a read-only file can tell its version
+    return file_status(path)
+
+
+def file_status(path: Path) -> Status:
+    """:func:`status` of the SQLite file ``path``, which the caller has just checked
+    (:func:`~philont.db.engine.check_file`: ``Store.open`` looks at its file once)."""
     try:
         with closing(ro_connect(path)) as conn:
             revision, version = _recorded(conn)
     except sqlite3.DatabaseError as exc:  # locked by a writer, damaged, ...: typed
         raise unreadable(path, exc) from exc
-    return Status(revision=revision, head=head, schema_version=version)
+    return Status(revision=revision, head=head_revision(), schema_version=version)
 
 
 def _recorded(conn: sqlite3.Connection) -> tuple[str | None, str | None]:

@@ -28,6 +28,7 @@ from philont.db.engine import (
     create_engine,
     is_postgres,
     resolve_url,
+    sqlite_engine,
     sqlite_path,
     tighten_permissions,
 )
@@ -371,11 +372,11 @@ def _run_own(run: _Run) -> None:
             _say_if_waiting(path)
         _precheck(run, path)
         switched = run.is_upgrade and path.stat().st_size > 0 and not is_wal(path)
-    engine = create_engine(
-        run.url,
-        foreign_keys=False,
-        create=run.is_upgrade,
-        busy_timeout_ms=settings.MIGRATION_BUSY_TIMEOUT_MS,
+    timeout = settings.MIGRATION_BUSY_TIMEOUT_MS
+    engine = (
+        create_engine(run.url, foreign_keys=False, create=run.is_upgrade, busy_timeout_ms=timeout)
+        if path is None
+        else sqlite_engine(run.url, foreign_keys=False, busy_timeout_ms=timeout)  # checked above
     )
     try:
         bind = engine

@@ -21,7 +21,7 @@ from philont.transfer import export
 from tests.support import cli_command, cli_paths, file_permissions_apply
 
 runner = CliRunner()
-PLACES = ("missing", "missing-directory", "directory", "under-a-file", "no-permission")
+PLACES = ("missing", "missing-directory", "directory", "under-a-file", "no-permission", "link-loop")
 LINE = re.compile(r"error \(file_path\): cannot use '([^\n]+)'[^\n]*: [^\n]+\n")
 
 
@@ -47,6 +47,11 @@ class World:
         if kind == "under-a-file":
             (self.base / "plain.txt").write_text("text\n", encoding="utf-8")
             return self.base / "plain.txt" / "x.x"
+        if kind == "link-loop":  # two symbolic links naming each other
+            for name, other in (("loop-a", "loop-b"), ("loop-b", "loop-a")):
+                if not (self.base / name).is_symlink():
+                    (self.base / name).symlink_to(other)
+            return self.base / "loop-a"
         assert kind == "no-permission"
         locked = self.base / "locked"
         locked.mkdir(exist_ok=True)
@@ -130,6 +135,8 @@ def test_a_file_argument_that_cannot_be_used_is_file_path_exit_1(
     _, build, output = command
     if output and place == "missing":
         pytest.skip("an output file that does not exist yet is written")
+    if output and place == "link-loop":
+        pytest.skip("an output file replaces what is at its path, a link too")
     where = world.place(place, output=output)
     line = _assert_refused(world, build(world, where), where)
     if place == "under-a-file":  # the plain file is the reason, not "no such file"

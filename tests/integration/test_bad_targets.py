@@ -38,6 +38,8 @@ BAD_TARGETS: dict[str, tuple[object, type[PhilontError], str]] = {
     "name too long": (LONG_NAME, DatabasePathError, "too long"),
     "url with a name too long": (f"sqlite:////tmp/{LONG_NAME}", DatabasePathError, "too long"),
     "unknown user": ("~no-such-user-philont/memory.sqlite", DatabasePathError, "'~'"),
+    # a lone surrogate no file name can hold: was UnicodeEncodeError from the path's resolve()
+    "a surrogate": ("\ud800.sqlite", DatabasePathError, "cannot be a file name"),
     "unparsable url": ("://nothing", InvalidDatabaseError, "not a database URL"),
     # make_url raises a plain ValueError for a port that is no number (was raised as it was)
     "url with a port that is no number": (
@@ -132,3 +134,45 @@ def test_a_store_over_an_in_memory_engine_is_refused_before_any_schema_work() ->
             Store.from_engine(engine, upgrade=True)
     finally:
         engine.dispose()
+
+
+def test_a_loop_of_links_is_named_as_such(tmp_path: Path) -> None:
+    """Was "'~' cannot be expanded (Symlink loop ...)": resolve()'s RuntimeError for a loop was
+    taken for expanduser()'s."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    for target in (tmp_path / "a", tmp_path / "a" / "memory.sqlite"):
+        with pytest.raises(DatabasePathError, match="symbolic links") as raised:
+            Store.open(target)
+        assert "'~'" not in str(raised.value)
+
+
+TEXTS = ["memory.sqlite", "/no/such/dir/m.sqlite", "~/m.sqlite", "sqlite:///rel/m.sqlite"]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_db_option_reads_its_text_and_asks_the_file_system_nothing(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--db`` is checked by its text alone (``resolve_url(text_only=True)``): where the path
+    leads (a folder without permission, a loop of links) is the command's to find out, and
+    its ``file_path`` refusal (exit 1), not a usage error."""
+    from philont.cli.parsers import DB
+
+    asked: list[object] = []
+
+    def ask(*args: object, **kwargs: object) -> None:
+        asked.append(args)
+        raise OSError("the file system was asked")
+
+    with monkeypatch.context() as patched:  # only around the parser: pytest stats files too
+        for name in ("stat", "lstat", "readlink", "getcwd", "access", "scandir"):
+            patched.setattr(os, name, ask)
+        try:
+            read = DB(text)
+            refused = [DB.refuses(t) for t in ("x" * 300, "a/" * 2100, "\ud800")]
+        except Exception as exc:  # shown below, once the file system is back
+            read, refused = repr(exc), []
+    assert asked == []
+    assert read == text
+    assert refused == [True, True, True]

@@ -1,0 +1,214 @@
+"""A row whose key was stored as text that is not UTF-8 (another program, a hand edit) is read
+with U+FFFD in place of the bad bytes (docs/stored-values.md), so its key names no row: an
+UPDATE or DELETE by it matches nothing. Through the ORM that was SQLAlchemy's untyped
+``StaleDataError`` (storing a new version of such a fact, updating a skill) or a warning and
+nothing deleted (deleting a skill, which then said it had). Now every ORM write of such a row,
+in every table, is :class:`UnreadableRowError` naming it, before any statement, and the stored
+bytes stay as they were. Generated from the models: every text column of a primary key.
+SQLite only: PostgreSQL refuses to store such text."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import literal_column, select
+from sqlalchemy.orm import Mapper
+from sqlalchemy.orm.attributes import flag_modified
+
+from philont import tools
+from philont.aio import AsyncStore
+from philont.db.base import Base
+from philont.db.schema import metadata
+from philont.errors import UnreadableRowError
+from philont.store import Store
+from tests.stored_values import NOW, VICTIM_FACT, Seeded, seed
+
+
+def _text_keys() -> list[tuple[str, str]]:
+    assert metadata.tables  # every model imported (philont.db.schema)
+    found = []
+    for mapper in Base.registry.mappers:
+        for column in mapper.primary_key:
+            if column.type.python_type is str:
+                found.append((mapper.local_table.name, column.name))
+    return sorted(found)
+
+
+TEXT_KEYS = _text_keys()
+
+
+def _mapper(table: str) -> Mapper[Any]:
+    return next(m for m in Base.registry.mappers if m.local_table.name == table)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
+    return seed(tmp_path_factory.mktemp("undecodable-keys") / "memory.sqlite")
+
+
+@pytest.fixture
+def copy(template: Seeded, tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "memory.sqlite"
+    shutil.copyfile(template.path, path)
+    yield path
+
+
+def _spoil(path: Path, table: str, column: str, rowid: int) -> bytes:
+    """Append a stray byte 0xff to ``column`` of the row: its text is no longer UTF-8."""
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            f'UPDATE "{table}" SET "{column}" = CAST(CAST("{column}" AS BLOB) || x\'ff\' AS TEXT)'
+            " WHERE rowid = ?",
+            (rowid,),
+        )
+    return _stored(path, table, rowid)
+
+
+def _stored(path: Path, table: str, rowid: int) -> bytes:
+    """The row as stored, every value as its bytes (what a write must not change)."""
+    with closing(sqlite3.connect(path)) as conn:
+        conn.text_factory = bytes
+        row = conn.execute(f'SELECT * FROM "{table}" WHERE rowid = ?', (rowid,)).fetchone()
+    return repr(row).encode()
+
+
+@pytest.mark.parametrize("write", ["update", "delete"])
+@pytest.mark.parametrize(("table", "column"), TEXT_KEYS, ids=[f"{t}.{c}" for t, c in TEXT_KEYS])
+def test_an_orm_write_of_a_row_whose_key_is_not_utf8_is_refused_by_name(
+    template: Seeded, copy: Path, table: str, column: str, write: str
+) -> None:
+    rowid = template.victims[table]
+    before = _spoil(copy, table, column, rowid)
+    mapper = _mapper(table)
+    others = [a.key for a in mapper.column_attrs if not a.columns[0].primary_key]
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        with pytest.raises(UnreadableRowError, match="not UTF-8") as raised, store.begin() as mem:
+            row = mem.session.scalars(
+                select(mapper.class_).where(literal_column("rowid") == rowid)
+            ).one()
+            if write == "update":
+                if not others:
+                    pytest.skip("a table of keys only: nothing to update")
+                flag_modified(row, others[0])  # written again as it was read
+            else:
+                mem.session.delete(row)
+            mem.session.flush()
+    finally:
+        store.close()
+    assert raised.value.details["table"] == table and raised.value.details["column"] == column
+    assert _stored(copy, table, rowid) == before
+
+
+def test_storing_a_new_version_of_such_a_fact_is_refused_and_changes_nothing(
+    template: Seeded, copy: Path
+) -> None:
+    rowid = template.victims["memory_facts"]
+    before = _spoil(copy, "memory_facts", "id", rowid)
+    with closing(sqlite3.connect(copy)) as conn:
+        count = conn.execute("SELECT count(*) FROM memory_facts").fetchone()[0]
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        for write in (
+            lambda m: m.facts.store(*VICTIM_FACT, "Hamburg"),
+            lambda m: m.facts.store(*VICTIM_FACT, "Hamburg", confidence=0.5),
+        ):
+            with pytest.raises(UnreadableRowError, match="memory_facts"), store.begin() as mem:
+                write(mem)
+        args = {"namespace": VICTIM_FACT[0], "key": VICTIM_FACT[1], "value": "Hamburg"}
+        result = tools.call("store_fact", args, db=store)
+        assert not result.ok and result.error_code == "unreadable_row", result.text
+    finally:
+        store.close()
+
+    async def in_async() -> None:
+        astore = await AsyncStore.open(copy, clock=lambda: NOW)
+        try:
+            with pytest.raises(UnreadableRowError):
+                await astore.run(lambda m: m.facts.store(*VICTIM_FACT, "Hamburg"))
+        finally:
+            await astore.close()
+
+    asyncio.run(in_async())
+    assert _stored(copy, "memory_facts", rowid) == before
+    with closing(sqlite3.connect(copy)) as conn:
+        assert conn.execute("SELECT count(*) FROM memory_facts").fetchone()[0] == count
+
+
+def test_updating_or_deleting_such_a_skill_is_refused(template: Seeded, copy: Path) -> None:
+    """The delete used to say it had deleted the skill (SQLAlchemy warned, nothing was)."""
+    rowid = template.victims["memory_skills"]
+    before = _spoil(copy, "memory_skills", "id", rowid)
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        for write in (
+            lambda m: m.skills.update("brew-tea", description="brew it"),
+            lambda m: m.skills.delete("brew-tea"),
+        ):
+            with pytest.raises(UnreadableRowError, match="memory_skills"), store.begin() as mem:
+                write(mem)
+        with store.begin() as mem:  # the others are written as ever
+            assert mem.skills.update("fold-paper", description="fold it").description == "fold it"
+    finally:
+        store.close()
+    assert _stored(copy, "memory_skills", rowid) == before
+
+
+def _other_texts() -> list[tuple[str, str]]:
+    """Every text column that is not a key, of a table the ORM writes."""
+    found = []
+    for mapper in Base.registry.mappers:
+        for attr in mapper.column_attrs:
+            column = attr.columns[0]
+            if not column.primary_key and column.type.python_type is str:
+                found.append((mapper.local_table.name, column.name))
+    return sorted(found)
+
+
+OTHER_TEXTS = _other_texts()
+
+
+def _column_bytes(path: Path, table: str, column: str, rowid: int) -> object:
+    with closing(sqlite3.connect(path)) as conn:
+        conn.text_factory = bytes
+        return conn.execute(
+            f'SELECT "{column}" FROM "{table}" WHERE rowid = ?', (rowid,)
+        ).fetchone()
+
+
+@pytest.mark.parametrize(("table", "column"), OTHER_TEXTS, ids=[f"{t}.{c}" for t, c in OTHER_TEXTS])
+def test_a_write_of_another_column_keeps_the_bytes_of_one_that_is_not_utf8(
+    template: Seeded, copy: Path, table: str, column: str
+) -> None:
+    """Such text elsewhere in the row (a fact's namespace or key, a skill's name) does not keep
+    the row from being written by its key; the write sets only what it changes, so the stored
+    bytes stay (never the U+FFFD they were read as)."""
+    rowid = template.victims[table]
+    _spoil(copy, table, column, rowid)
+    before = _column_bytes(copy, table, column, rowid)
+    mapper = _mapper(table)
+    others = [
+        a.key
+        for a in mapper.column_attrs
+        if not a.columns[0].primary_key and a.columns[0].name != column
+    ]
+    if not others:
+        pytest.skip("no other column to write")
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        with store.begin() as mem:
+            row = mem.session.scalars(
+                select(mapper.class_).where(literal_column("rowid") == rowid)
+            ).one()
+            flag_modified(row, others[0])
+            mem.session.flush()
+    finally:
+        store.close()
+    assert _column_bytes(copy, table, column, rowid) == before
