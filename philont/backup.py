@@ -371,15 +371,58 @@ def _lock(conn: sqlite3.Connection, path: Path) -> bool:
 
 def _kept_open(path: Path) -> bool:
     """Whether the lock on ``path`` that a restore cannot take is one held for as long as
-    other connections are open: the file is in WAL mode and they can read it (a reader
-    cannot while a lock that ends by itself is held: a commit in rollback-journal mode, a
-    closing connection's checkpoint)."""
+    other connections are open, rather than one that ends by itself (a commit in
+    rollback-journal mode, a closing connection's checkpoint: those are waited for).
+
+    Told from the system's table of locks (Linux ``/proc/locks``: nothing is opened, read or
+    written, so the ``-shm`` other processes share is left as it is and no lock of this
+    process is dropped). Connections that have a WAL file open hold locks on its ``-shm``:
+    kept open, unless one of them holds SQLite's EXCLUSIVE lock on the file (the last one,
+    checkpointing as it closes). A connection in ``locking_mode`` EXCLUSIVE keeps that lock
+    and its WAL index in its own memory, no lock on the ``-shm``: kept open too. Where the
+    table shows no lock on the file, a reader is asked instead: it can read a WAL file other
+    connections have open, not one locked by a lock that ends by itself (nor, there, one in
+    ``locking_mode`` EXCLUSIVE: waited for)."""
+    try:
+        held, shm = _locks_on(path), _locks_on(Path(f"{path}-shm"))
+    except OSError:
+        held, shm = [], []
+    if held:
+        last = _SHARED_FIRST + _SHARED_SIZE - 1
+        exclusive = any(
+            kind == "WRITE" and start <= _SHARED_FIRST and last <= end for kind, start, end in held
+        )
+        if shm:
+            return not exclusive
+        return exclusive and Path(f"{path}-wal").exists()
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as probe:
             mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
     except sqlite3.DatabaseError:
         return False
     return str(mode).lower() == "wal"
+
+
+_SHARED_FIRST = 0x40000000 + 2  # SQLite's lock bytes: PENDING_BYTE + 2, the SHARED range
+_SHARED_SIZE = 510
+
+
+def _locks_on(path: Path) -> list[tuple[str, int, int]]:
+    """``(READ|WRITE, first byte, last byte)`` of each POSIX lock held on ``path`` by any
+    process (none when the file is missing); OSError where ``/proc/locks`` cannot be read."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return []
+    name = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    found = []
+    for line in Path("/proc/locks").read_text().splitlines():
+        # "1: POSIX  ADVISORY  WRITE 1234 fe:00:56789 1073741826 1073742335"; "1: -> ..." waits
+        fields = line.split()
+        if len(fields) == 8 and fields[1] in ("POSIX", "OFDLCK") and fields[5] == name:
+            end = 2**63 - 1 if fields[7] == "EOF" else int(fields[7])
+            found.append((fields[3], int(fields[6]), end))
+    return found
 
 
 def _quick_check(conn: sqlite3.Connection) -> bool:

@@ -106,6 +106,15 @@ def _assert_sound(path: Path) -> None:
             conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
 
 
+def _on_disk(path: Path) -> dict[str, tuple[str, int] | None]:
+    """What a refused operation must leave as it was: every file beside the database (its
+    ``-wal`` and ``-shm`` included) and the backups, by content and modification time."""
+    return {
+        str(p.relative_to(path.parent)): None if p.is_dir() else (_sha(p), p.stat().st_mtime_ns)
+        for p in sorted(path.parent.rglob("*"))
+    }
+
+
 def _message_ids(path: Path) -> list[int]:
     with closing(sqlite3.connect(str(path))) as conn:
         return [r[0] for r in conn.execute("SELECT id FROM memory_raw_messages ORDER BY id")]
@@ -434,10 +443,31 @@ def _other_process(path: Path) -> Callable[[], None]:
     return stop
 
 
+LOCK_EXCLUSIVELY = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+conn.execute("BEGIN EXCLUSIVE")
+conn.execute("COMMIT")  # the lock stays
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def _exclusive_process(path: Path) -> Callable[[], None]:
+    proc = _holding(LOCK_EXCLUSIVELY, path)
+
+    def stop() -> None:
+        proc.communicate("")
+
+    return stop
+
+
 HOLDERS: dict[str, Callable[[Path], Callable[[], None]]] = {
     "an idle Store": _idle_store,
     "a Store reading": _store_mid_read,
     "another process": _other_process,
+    "another process, locking_mode EXCLUSIVE": _exclusive_process,
 }
 
 
@@ -447,19 +477,22 @@ def test_restore_refuses_a_database_that_is_open_and_changes_nothing(
 ) -> None:
     """Whoever has the live file open would go on using the replaced file: its writes after
     the restore would be lost. The restore refuses."""
+    from philont.db import checkpoint
+
     taken = backup(populated, at=AT)
     _add_message(populated, "written after the backup")
     monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(checkpoint, "GATHER_S", 3600.0)  # a Store holding it changes nothing
+    before = _message_ids(populated)
     release = HOLDERS[holder](populated)
     try:
-        before = _message_ids(populated)
-        listing = sorted(p.name for p in populated.parent.rglob("*"))
+        on_disk = _on_disk(populated)
         with pytest.raises(DatabaseBusyError, match="close it before restoring"):
             restore(taken, populated)
-        assert sorted(p.name for p in populated.parent.rglob("*")) == listing
-        assert _message_ids(populated) == before
+        assert _on_disk(populated) == on_disk
     finally:
         release()
+    assert _message_ids(populated) == before
 
     report = restore(taken, populated)  # nobody has it open any more
 
@@ -510,17 +543,6 @@ def test_restore_refuses_a_database_kept_open_at_once_before_copying_anything(
         release()
     assert isinstance(outcome, DatabaseBusyError)
     assert copied == []
-
-
-LOCK_EXCLUSIVELY = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-conn.execute("BEGIN EXCLUSIVE")
-conn.execute("COMMIT")  # the lock stays
-print("open", flush=True)
-sys.stdin.read()
-"""
 
 
 def test_restore_takes_a_locked_database_for_busy_never_for_damaged(
