@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import io
 import os
 import re
 import shutil
 import sqlite3
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
@@ -317,13 +319,18 @@ def _held(path: Path) -> Iterator[sqlite3.Connection | None]:
     ``DatabaseBusyError`` (:func:`_lock`), since that connection would go on reading and
     writing the replaced file and its writes would be lost. Whether the file is sound is
     asked under the lock: a lock held by another connection is never taken for damage. The
-    lock is kept until the new file is in place; the old file is left in rollback-journal
-    mode first, so closing this connection removes no ``-wal`` beside the new file."""
+    lock is kept until the new file is in place. A ``-wal`` the live file has (a crashed
+    process's) stays as it is when the restore is refused: closing this connection
+    checkpoints nothing (:func:`_no_checkpoint_on_close`). Once all is checked and kept,
+    the old file is left in rollback-journal mode, so closing this connection removes no
+    ``-wal`` beside the new file."""
     if not path.exists() or path.stat().st_size == 0:
         yield None
         return
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=0)
     try:
+        if Path(f"{path}-wal").exists():  # else closing removes the -wal it made, and only that
+            _no_checkpoint_on_close(conn)
         sound = _lock(conn, path) and _quick_check(conn)
         if not sound:
             conn.close()  # damaged: kept as a byte copy, nothing of it is read through SQLite
@@ -423,6 +430,36 @@ def _locks_on(path: Path) -> list[tuple[str, int, int]]:
             end = 2**63 - 1 if fields[7] == "EOF" else int(fields[7])
             found.append((fields[3], int(fields[6]), end))
     return found
+
+
+_NO_CKPT_ON_CLOSE = 1006
+"""``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`` (SQLite 3.16; ``sqlite3.SQLITE_DBCONFIG_…`` from
+Python 3.12)."""
+
+
+def _no_checkpoint_on_close(conn: sqlite3.Connection) -> bool:
+    """Make closing ``conn`` leave the file's ``-wal`` alone (the last connection to close
+    folds it into the file and removes it); whether that is so. Python 3.12's
+    ``Connection.setconfig``; on CPython 3.11, whose connection object begins with its
+    ``sqlite3 *``, the same ``sqlite3_db_config`` call through ctypes, on Linux only (where a
+    variadic call is made as a plain one). Elsewhere False: closing folds the ``-wal`` in."""
+    setconfig = getattr(conn, "setconfig", None)
+    if setconfig is not None:
+        setconfig(_NO_CKPT_ON_CLOSE, True)
+        return bool(conn.getconfig(_NO_CKPT_ON_CLOSE))  # type: ignore[attr-defined]
+    if (
+        sys.implementation.name != "cpython"
+        or sys.version_info[:2] != (3, 11)
+        or not sys.platform.startswith("linux")
+    ):
+        return False
+    library = ctypes.CDLL(sys.modules["_sqlite3"].__file__)  # the SQLite it is linked with
+    handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__)
+    now = ctypes.c_int(-1)
+    code = library.sqlite3_db_config(
+        handle, ctypes.c_int(_NO_CKPT_ON_CLOSE), ctypes.c_int(1), ctypes.byref(now)
+    )
+    return code == 0 and now.value == 1
 
 
 def _quick_check(conn: sqlite3.Connection) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import sqlite3
 import stat
@@ -32,8 +33,11 @@ from philont.backup import (
 )
 from philont.errors import (
     DatabaseBusyError,
+    DatabasePathError,
+    FilePathError,
     InvalidInputError,
     NotADatabaseError,
+    PhilontError,
     UnknownSchemaVersionError,
 )
 from philont.migrate.env import PRE_UPGRADE_LABEL
@@ -805,3 +809,108 @@ def test_an_interrupted_backup_leaves_no_file(
     with pytest.raises(KeyboardInterrupt):
         backup(populated)
     assert set(philont_settings.backup_dir_for(populated).glob("*")) == before
+
+
+# --- a refused restore changes nothing on disk -----------------------------------------------
+
+LEAVE_A_WAL = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA wal_autocheckpoint = 0")
+conn.execute(
+    "INSERT INTO memory_raw_messages (session_id, role, content, timestamp)"
+    " VALUES ('global', 'user', 'left in the -wal', 1)"
+)
+os._exit(0)  # as a crash: the -wal keeps the change, nobody folds it in
+"""
+
+
+@pytest.fixture
+def left_wal(populated: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A live file whose last process died with changes in its ``-wal`` (nobody has it
+    open), and a backup of it taken before them (bigger than the backup: it grew since)."""
+    taken = backup(populated, at=AT)
+    for n in range(200):
+        _add_message(populated, f"grown since the backup {n} " + "x" * 200)
+    subprocess.run([sys.executable, "-c", LEAVE_A_WAL, str(populated)], check=True)
+    assert Path(f"{populated}-wal").stat().st_size > 0
+    keep = tmp_path / "kept.sqlite"
+    keep.write_bytes(taken.read_bytes())
+    taken.unlink()
+    return populated, keep
+
+
+def _unknown_schema(taken: Path, to: Path) -> Path:
+    to.write_bytes(taken.read_bytes())
+    with closing(sqlite3.connect(str(to))) as conn, conn:
+        conn.execute("UPDATE philont_alembic_version SET version_num = 'v999'")
+    return to
+
+
+def _not_a_database(_taken: Path, to: Path) -> Path:
+    to.write_bytes(b"not a database at all\n" * 100)
+    return to
+
+
+BAD_BACKUPS: dict[str, Callable[[Path, Path], Path]] = {
+    "corrupt": _corrupt_copy,
+    "of an unknown schema": _unknown_schema,
+    "not a database": _not_a_database,
+    "missing": lambda _taken, to: to,
+}
+
+
+def _refused(live: Path, work: Callable[[], object]) -> BaseException:
+    """What ``work`` (a restore onto ``live``) raised, checking it changed nothing on disk."""
+    on_disk = _on_disk(live)
+    with pytest.raises(BaseException) as caught:
+        work()
+    assert _on_disk(live) == on_disk, f"{caught.value!r} changed the files"
+    return caught.value
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_BACKUPS))
+def test_a_restore_refusing_a_bad_backup_leaves_every_file_as_it_was(
+    left_wal: tuple[Path, Path], tmp_path: Path, bad: str
+) -> None:
+    """The live file's leftover ``-wal`` was folded into it when the refused restore closed
+    its connection: same content, but a refusal must change nothing on disk."""
+    live, taken = left_wal
+    source = BAD_BACKUPS[bad](taken, tmp_path / "bad.sqlite")
+    assert isinstance(_refused(live, lambda: restore(source, live)), PhilontError)
+
+
+def test_a_restore_interrupted_at_any_step_or_out_of_space_leaves_every_file_as_it_was(
+    left_wal: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Ctrl-C at each step a restore reports (up to the rename), and a file size limit that
+    stops the copy of the backup or the safety copy of the live file: nothing changed."""
+    from tests.reliability.test_file_size_limit import size_limit
+
+    live, taken = left_wal
+    template = tmp_path / "template"
+    shutil.copytree(live.parent, template)
+    events: list[tuple[str, int, int]] = []
+    restore(taken, live, progress=lambda *event: events.append(event))
+    assert len(events) > 4
+
+    def fresh() -> None:
+        shutil.rmtree(live.parent)
+        shutil.copytree(template, live.parent)
+
+    for n, event in enumerate(events[:-1]):  # the last: the copy is in place, too late
+        fresh()
+        seen: list[object] = []
+
+        def interrupt(*_: object, n: int = n, seen: list[object] = seen) -> None:
+            seen.append(_)
+            if len(seen) > n:
+                raise KeyboardInterrupt
+
+        outcome = _refused(live, lambda: restore(taken, live, progress=interrupt))
+        assert isinstance(outcome, KeyboardInterrupt), event
+    for limit in (taken.stat().st_size // 2, taken.stat().st_size + 4096):
+        fresh()
+        with size_limit(limit):
+            outcome = _refused(live, lambda: restore(taken, live))
+        assert isinstance(outcome, DatabasePathError | FilePathError), limit
