@@ -42,6 +42,7 @@ from philont.errors import (
 )
 from philont.migrate.env import PRE_UPGRADE_LABEL
 from philont.store import Store
+from tests.support import file_permissions_apply
 
 CopyFixture = Callable[[str], Path]
 AT = datetime(2026, 6, 14, 4, 0, 0, tzinfo=UTC)
@@ -914,3 +915,23 @@ def test_a_restore_interrupted_at_any_step_or_out_of_space_leaves_every_file_as_
         with size_limit(limit):
             outcome = _refused(live, lambda: restore(taken, live))
         assert isinstance(outcome, DatabasePathError | FilePathError), limit
+
+
+def test_a_restore_sqlite_cannot_lock_for_a_wal_it_cannot_open_is_refused_for_that(
+    populated: Path, tmp_path: Path
+) -> None:
+    """SQLITE_CANTOPEN while taking the lock (the ``-wal`` beside the database cannot be
+    opened): refused naming the database and SQLite's reason, never taken for damage (no
+    '.corrupt' copy, no safety copy), nothing changed."""
+    taken = backup(populated, at=AT)
+    kept = tmp_path / "kept.sqlite"
+    kept.write_bytes(taken.read_bytes())
+    wal = Path(f"{populated}-wal")
+    wal.write_bytes(b"")
+    wal.chmod(0)
+    on_disk = _on_disk(populated)
+    with file_permissions_apply(), pytest.raises(DatabasePathError) as caught:
+        restore(kept, populated)
+    assert _on_disk(populated) == on_disk
+    assert caught.value.path == str(populated)
+    assert "SQLite cannot open it or the files beside it" in str(caught.value)
