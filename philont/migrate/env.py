@@ -199,11 +199,12 @@ def _sweep_partials(directory: Path) -> None:
     """Remove partial copies whose writer is gone (killed mid-copy)."""
     for stale in directory.glob(f".memory-*.sqlite.{PARTIAL}-*"):
         pid = stale.name.rsplit(f".{PARTIAL}-", 1)[1].split("-", 1)[0]
-        if not pid.isdigit() or not _alive(int(pid)):
+        if not pid.isdigit() or not alive(int(pid)):
             stale.unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (a writer whose leftovers must not be swept)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -935,3 +935,44 @@ def test_a_restore_sqlite_cannot_lock_for_a_wal_it_cannot_open_is_refused_for_th
     assert _on_disk(populated) == on_disk
     assert caught.value.path == str(populated)
     assert "SQLite cannot open it or the files beside it" in str(caught.value)
+
+
+RESTORE_KILLED_MID_COPY = """
+import os, signal, sys
+from pathlib import Path
+import philont.backup as backup_module
+
+def progress(step, done, total):
+    if step == backup_module.COPYING and 0 < done < total:  # part of the copy is written
+        os.kill(os.getpid(), signal.SIGKILL)
+
+backup_module.COPY_CHUNK = 4096
+backup_module.restore(Path(sys.argv[1]), sys.argv[2], progress=progress)
+"""
+
+
+def _copies_beside(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.glob(f".{path.name}.restore-*"))
+
+
+def test_the_copy_a_restore_killed_mid_way_left_is_removed_by_the_next(
+    populated: Path, tmp_path: Path
+) -> None:
+    """A restore killed while it copied the backup beside the database left that copy (as big
+    as the backup, hidden) for ever, one more each time; the next restore removes it, never
+    the copy of a restore still running."""
+    taken = backup(populated, at=AT)
+    kept = tmp_path / "kept.sqlite"
+    kept.write_bytes(taken.read_bytes())
+    killed = subprocess.run(
+        [sys.executable, "-c", RESTORE_KILLED_MID_COPY, str(kept), str(populated)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert killed.returncode == -signal.SIGKILL
+    assert len(_copies_beside(populated)) == 1
+    running = populated.parent / f".{populated.name}.restore-{os.getpid()}-abc.tmp"
+    running.write_bytes(b"a copy being written")
+
+    restore(kept, populated)
+
+    assert _copies_beside(populated) == [running.name]
