@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import ctypes
-import glob
 import io
 import os
 import re
 import shutil
 import sqlite3
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
@@ -40,7 +38,6 @@ from philont.errors import (
 )
 from philont.interrupts import point_of_no_return
 from philont.log import get_logger
-from philont.migrate.env import alive
 from philont.migrate.plan import plan_from, table_names
 from philont.store import release_shared
 
@@ -580,16 +577,8 @@ def _fold_wal(tmp: Path) -> None:
 
 
 RESTORE_COPY = ".restore-"
-"""Marks a restore's copy of a backup beside the database (``.<db>.restore-<pid>-<id>.tmp``)."""
-
-
-def _sweep_copies(path: Path) -> None:
-    """Remove the copies beside ``path`` that restores killed mid-way left (their process is
-    gone): each is as big as a backup, and nothing else would ever remove it."""
-    for stale in path.parent.glob(f".{glob.escape(path.name)}{RESTORE_COPY}*.tmp"):
-        pid = stale.name[len(f".{path.name}{RESTORE_COPY}") :].split("-", 1)[0]
-        if not pid.isdigit() or not alive(int(pid)):
-            _remove_with_companions(stale)
+"""Marks a restore's copy of a backup beside the database (``.<db>.restore-<pid>-<id>.tmp``,
+:func:`philont.filewrite.temp_beside`)."""
 
 
 def restore(
@@ -624,8 +613,7 @@ def restore(
         _ensure_private_dir(path.parent)
     except (FileExistsError, NotADirectoryError) as exc:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
-    _sweep_copies(path)
-    tmp = path.parent / f".{path.name}{RESTORE_COPY}{os.getpid()}-{uuid.uuid4().hex}.tmp"
+    tmp = filewrite.temp_beside(path, RESTORE_COPY)  # and a killed restore's copy goes
     release_shared(path)  # this process's own idle Stores of the file, reopened on use
     safety: Path | None = None
     replaced = False

@@ -21,7 +21,7 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
-from philont import settings
+from philont import filewrite, settings
 from philont.db.engine import (
     BEGIN_OPTION,
     check_file,
@@ -199,19 +199,8 @@ def _sweep_partials(directory: Path) -> None:
     """Remove partial copies whose writer is gone (killed mid-copy)."""
     for stale in directory.glob(f".memory-*.sqlite.{PARTIAL}-*"):
         pid = stale.name.rsplit(f".{PARTIAL}-", 1)[1].split("-", 1)[0]
-        if not pid.isdigit() or not alive(int(pid)):
+        if not pid.isdigit() or not filewrite.alive(int(pid)):
             stale.unlink(missing_ok=True)
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` is running (a writer whose leftovers must not be swept)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _fsync(path: Path) -> None:
