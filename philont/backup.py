@@ -515,7 +515,13 @@ def _backup_source(source: Path) -> Path:
         raise FilePathError(
             str(source), "no such backup file" if reason == "no such file" else reason
         )
-    if file_kind(source) == "other":
+    if not filewrite.may(source, os.R_OK):
+        raise FilePathError(str(source), "it cannot be read (permission denied)")
+    try:
+        kind = file_kind(source)
+    except DatabasePathError as exc:  # SQLite cannot open it: a backup, not the database
+        raise FilePathError(str(source), exc.reason) from exc
+    if kind == "other":
         raise NotADatabaseError(str(source))
     return source
 

@@ -976,3 +976,21 @@ def test_the_copy_a_restore_killed_mid_way_left_is_removed_by_the_next(
     restore(kept, populated)
 
     assert _copies_beside(populated) == [running.name]
+
+
+def test_a_backup_this_process_may_not_read_is_refused_as_the_backup_it_is(
+    populated: Path, tmp_path: Path
+) -> None:
+    """An unreadable backup file was 'cannot use ... as a memory database: it cannot be
+    opened': the database's refusal, for a file that is not the database."""
+    taken = backup(populated, at=AT)
+    kept = tmp_path / "kept.sqlite"
+    kept.write_bytes(taken.read_bytes())
+    kept.chmod(0)
+    on_disk = _on_disk(populated)
+    with file_permissions_apply(), pytest.raises(FilePathError) as caught:
+        restore(kept, populated)
+    assert caught.value.path == str(kept)
+    assert "permission denied" in str(caught.value)
+    assert "memory database" not in str(caught.value)
+    assert _on_disk(populated) == on_disk
