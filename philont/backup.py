@@ -127,6 +127,15 @@ def _ensure_private_dir(directory: Path) -> None:
         os.chmod(directory, DIR_MODE)
 
 
+def _missing_dirs(*directories: Path) -> list[Path]:
+    """The directories among ``directories`` and their parents that do not exist yet, the
+    deepest first: what a refused restore removes again once it made them."""
+    missing = {
+        d for directory in directories for d in (directory, *directory.parents) if not d.exists()
+    }
+    return sorted(missing, key=lambda d: len(d.parts), reverse=True)
+
+
 def _fsync(path: Path, *, directory: bool = False) -> None:
     fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
     try:
@@ -615,6 +624,7 @@ def restore(
         raise InvalidInputError.of(
             "backup_file", f"{str(source)!r} is the database itself: nothing to restore"
         )
+    made = _missing_dirs(path.parent, settings.backup_dir_for(path))
     try:
         _ensure_private_dir(path.parent)
     except (FileExistsError, NotADirectoryError) as exc:
@@ -645,6 +655,10 @@ def restore(
         _remove_with_companions(tmp)
         if safety is not None and not replaced:  # no restore: no copy of a file it replaced
             _remove_with_companions(safety)
+        if not replaced:  # nor the directories it made for them (those still empty)
+            for directory in made:
+                with suppress(OSError):
+                    directory.rmdir()
         raise
     os.chmod(path, FILE_MODE)
     with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from philont import migrate, tools
 from philont import settings as philont_settings
 from philont.backup import (
+    KEEPING,
     PRE_RESTORE_LABEL,
     BackupVerificationError,
     backup,
@@ -994,3 +995,36 @@ def test_a_backup_this_process_may_not_read_is_refused_as_the_backup_it_is(
     assert "permission denied" in str(caught.value)
     assert "memory database" not in str(caught.value)
     assert _on_disk(populated) == on_disk
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_BACKUPS))
+def test_a_restore_refused_onto_a_new_directory_leaves_no_directory_behind(
+    populated: Path, tmp_path: Path, bad: str
+) -> None:
+    """Restoring onto a database in a directory that does not exist yet makes it (and the
+    ``backups/`` beside the file); a refused restore left them, empty, behind."""
+    source = BAD_BACKUPS[bad](backup(populated, at=AT), tmp_path / "bad.sqlite")
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(PhilontError):
+        restore(source, tmp_path / "new" / "deeper" / "memory.sqlite")
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_restore_interrupted_after_its_safety_copy_leaves_no_backups_directory(
+    live: Path, tmp_path: Path
+) -> None:
+    """The first restore of a file makes ``backups/`` for its safety copy: interrupted before
+    the rename, it removes the copy and the directory it made for it."""
+    taken = backup(live, at=AT)
+    source = tmp_path / "kept.sqlite"
+    source.write_bytes(taken.read_bytes())
+    shutil.rmtree(taken.parent)
+    before = sorted(tmp_path.rglob("*"))
+
+    def interrupt(step: str, done: int, total: int) -> None:
+        if step == KEEPING and done == total:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        restore(source, live, progress=interrupt)
+    assert sorted(tmp_path.rglob("*")) == before
