@@ -136,6 +136,14 @@ def _missing_dirs(*directories: Path) -> list[Path]:
     return sorted(missing, key=lambda d: len(d.parts), reverse=True)
 
 
+def _remove_empty(directories: list[Path]) -> None:
+    """Remove each of ``directories`` (deepest first) that is empty: one another process put
+    a file in meanwhile stays."""
+    for directory in directories:
+        with suppress(OSError):
+            directory.rmdir()
+
+
 def _fsync(path: Path, *, directory: bool = False) -> None:
     fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
     try:
@@ -289,6 +297,7 @@ def backup(
         raise NotADatabaseError(str(path))
     step = progress or _no_progress
     step(COPYING, 0, 1)
+    made = _missing_dirs(settings.backup_dir_for(path))
     try:
         target = migrate.backup_file(path, at=at)
     except sqlite3.DatabaseError as exc:
@@ -298,6 +307,7 @@ def backup(
         verify(target, schema=False, progress=progress)
     except BaseException:  # Ctrl-C too: never leave an unverified file among the backups
         _remove_with_companions(target)
+        _remove_empty(made)  # nor the directory made for it
         raise
     with point_of_no_return():  # the backup is taken: Ctrl-C from here on is too late
         os.chmod(target, FILE_MODE)
@@ -655,10 +665,8 @@ def restore(
         _remove_with_companions(tmp)
         if safety is not None and not replaced:  # no restore: no copy of a file it replaced
             _remove_with_companions(safety)
-        if not replaced:  # nor the directories it made for them (those still empty)
-            for directory in made:
-                with suppress(OSError):
-                    directory.rmdir()
+        if not replaced:  # nor the directories it made for them
+            _remove_empty(made)
         raise
     os.chmod(path, FILE_MODE)
     with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands

@@ -71,8 +71,10 @@ def backup_file(
 
     The copy is written to a hidden ``.partial`` file, synced, and only then given its name:
     a process killed mid-copy leaves no half-written file that looks like a backup (its
-    partial file is removed by the next backup into the folder)."""
+    partial file is removed by the next backup into the folder). One that fails leaves no
+    file, nor the ``backups/`` it made."""
     at = at or datetime.now(UTC)
+    made = not settings.backup_dir_for(path).exists()
     directory = backup_dir(path)
     with _writing_into(directory):
         _sweep_partials(directory)
@@ -94,6 +96,9 @@ def backup_file(
             target = _claim_name(partial, directory, stem)
     except BaseException:
         partial.unlink(missing_ok=True)
+        if made:  # nor the directory made for it (unless another backup is in it)
+            with suppress(OSError):
+                directory.rmdir()
         raise
     target.chmod(0o600)
     with suppress(OSError):  # some filesystems refuse a directory fsync; the name stands

@@ -26,6 +26,7 @@ from philont import settings as philont_settings
 from philont.backup import (
     KEEPING,
     PRE_RESTORE_LABEL,
+    VERIFYING,
     BackupVerificationError,
     backup,
     is_rotating,
@@ -1028,3 +1029,39 @@ def test_a_restore_interrupted_after_its_safety_copy_leaves_no_backups_directory
     with pytest.raises(KeyboardInterrupt):
         restore(source, live, progress=interrupt)
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def _stop_at_verifying(step: str, done: int, total: int) -> None:
+    if step == VERIFYING:
+        raise KeyboardInterrupt
+
+
+def _interrupted_verifying(path: Path) -> object:
+    return backup(path, progress=_stop_at_verifying)
+
+
+def _busy(path: Path) -> object:
+    proc = _locked_by_another_process(path)
+    try:
+        return backup(path)
+    finally:
+        proc.communicate("")
+
+
+FAILED_BACKUPS: dict[str, Callable[[Path], object]] = {
+    "interrupted while verifying": _interrupted_verifying,
+    "the file kept locked by another process": _busy,
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILED_BACKUPS))
+def test_the_first_backup_of_a_file_leaves_no_backups_directory_when_it_fails(
+    live: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The first backup makes ``backups/``: one that fails leaves no file, nor that directory."""
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
+    philont_settings.backup_dir_for(live).rmdir()  # the upgrade made it, empty
+    before = _on_disk(live)
+    with pytest.raises((KeyboardInterrupt, DatabaseBusyError)):
+        FAILED_BACKUPS[case](live)
+    assert _on_disk(live) == before
