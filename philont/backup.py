@@ -471,12 +471,14 @@ def _no_checkpoint_on_close(conn: sqlite3.Connection) -> bool:
         or not sys.platform.startswith("linux")
     ):
         return False
-    library = ctypes.CDLL(sys.modules["_sqlite3"].__file__)  # the SQLite it is linked with
+    try:  # the SQLite the module is linked with (None: built into the interpreter)
+        library = ctypes.CDLL(getattr(sys.modules.get("_sqlite3"), "__file__", None))
+        db_config = library.sqlite3_db_config
+    except (OSError, AttributeError):
+        return False
     handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__)
     now = ctypes.c_int(-1)
-    code = library.sqlite3_db_config(
-        handle, ctypes.c_int(_NO_CKPT_ON_CLOSE), ctypes.c_int(1), ctypes.byref(now)
-    )
+    code = db_config(handle, ctypes.c_int(_NO_CKPT_ON_CLOSE), ctypes.c_int(1), ctypes.byref(now))
     return code == 0 and now.value == 1
 
 
