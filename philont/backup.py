@@ -340,8 +340,8 @@ def _held(path: Path) -> Iterator[sqlite3.Connection | None]:
     lock is kept until the new file is in place. A ``-wal`` the live file has (a crashed
     process's) stays as it is when the restore is refused: closing this connection
     checkpoints nothing (:func:`_no_checkpoint_on_close`). Once all is checked and kept,
-    the old file is left in rollback-journal mode, so closing this connection removes no
-    ``-wal`` beside the new file."""
+    just before the rename, the old file is left in rollback-journal mode, so closing this
+    connection removes no ``-wal`` beside the new file."""
     if not path.exists() or path.stat().st_size == 0:
         yield None
         return
@@ -502,7 +502,6 @@ def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | 
         # not verified: it keeps whatever the live file was, sound or not
         safety = migrate.backup_file(path, label=PRE_RESTORE_LABEL, source=live)
         os.chmod(safety, FILE_MODE)
-        live.execute("PRAGMA journal_mode = DELETE")  # folds the WAL in and removes it
         return safety, False
     if path.exists() and path.stat().st_size > 0:
         return _quarantine_copy(path), True
@@ -658,9 +657,11 @@ def restore(
             step(KEEPING, 0, 1)
             safety, corrupt = _keep_previous(path, live)
             step(KEEPING, 1, 1)
-            for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-                stale.unlink(missing_ok=True)
             with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done
+                if live is not None:  # the live file changes only now: its -wal folded in
+                    live.execute("PRAGMA journal_mode = DELETE")  # and removed
+                for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+                    stale.unlink(missing_ok=True)
                 os.replace(tmp, path)
                 replaced = True
     except BaseException:
