@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import io
 import os
 import re
 import shutil
 import sqlite3
-import uuid
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
@@ -124,6 +125,23 @@ def _ensure_private_dir(directory: Path) -> None:
     if not directory.is_dir():
         directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         os.chmod(directory, DIR_MODE)
+
+
+def _missing_dirs(*directories: Path) -> list[Path]:
+    """The directories among ``directories`` and their parents that do not exist yet, the
+    deepest first: what a refused restore removes again once it made them."""
+    missing = {
+        d for directory in directories for d in (directory, *directory.parents) if not d.exists()
+    }
+    return sorted(missing, key=lambda d: len(d.parts), reverse=True)
+
+
+def _remove_empty(directories: list[Path]) -> None:
+    """Remove each of ``directories`` (deepest first) that is empty: one another process put
+    a file in meanwhile stays."""
+    for directory in directories:
+        with suppress(OSError):
+            directory.rmdir()
 
 
 def _fsync(path: Path, *, directory: bool = False) -> None:
@@ -279,6 +297,7 @@ def backup(
         raise NotADatabaseError(str(path))
     step = progress or _no_progress
     step(COPYING, 0, 1)
+    made = _missing_dirs(settings.backup_dir_for(path))
     try:
         target = migrate.backup_file(path, at=at)
     except sqlite3.DatabaseError as exc:
@@ -288,6 +307,7 @@ def backup(
         verify(target, schema=False, progress=progress)
     except BaseException:  # Ctrl-C too: never leave an unverified file among the backups
         _remove_with_companions(target)
+        _remove_empty(made)  # nor the directory made for it
         raise
     with point_of_no_return():  # the backup is taken: Ctrl-C from here on is too late
         os.chmod(target, FILE_MODE)
@@ -317,13 +337,18 @@ def _held(path: Path) -> Iterator[sqlite3.Connection | None]:
     ``DatabaseBusyError`` (:func:`_lock`), since that connection would go on reading and
     writing the replaced file and its writes would be lost. Whether the file is sound is
     asked under the lock: a lock held by another connection is never taken for damage. The
-    lock is kept until the new file is in place; the old file is left in rollback-journal
-    mode first, so closing this connection removes no ``-wal`` beside the new file."""
+    lock is kept until the new file is in place. A ``-wal`` the live file has (a crashed
+    process's) stays as it is when the restore is refused: closing this connection
+    checkpoints nothing (:func:`_no_checkpoint_on_close`). Once all is checked and kept,
+    just before the rename, the old file is left in rollback-journal mode, so closing this
+    connection removes no ``-wal`` beside the new file."""
     if not path.exists() or path.stat().st_size == 0:
         yield None
         return
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=0)
     try:
+        if Path(f"{path}-wal").exists():  # else closing removes the -wal it made, and only that
+            _no_checkpoint_on_close(conn)
         sound = _lock(conn, path) and _quick_check(conn)
         if not sound:
             conn.close()  # damaged: kept as a byte copy, nothing of it is read through SQLite
@@ -371,15 +396,90 @@ def _lock(conn: sqlite3.Connection, path: Path) -> bool:
 
 def _kept_open(path: Path) -> bool:
     """Whether the lock on ``path`` that a restore cannot take is one held for as long as
-    other connections are open: the file is in WAL mode and they can read it (a reader
-    cannot while a lock that ends by itself is held: a commit in rollback-journal mode, a
-    closing connection's checkpoint)."""
+    other connections are open, rather than one that ends by itself (a commit in
+    rollback-journal mode, a closing connection's checkpoint: those are waited for).
+
+    Told from the system's table of locks (Linux ``/proc/locks``: nothing is opened, read or
+    written, so the ``-shm`` other processes share is left as it is and no lock of this
+    process is dropped). Connections that have a WAL file open hold locks on its ``-shm``:
+    kept open, unless one of them holds SQLite's EXCLUSIVE lock on the file (the last one,
+    checkpointing as it closes). A connection in ``locking_mode`` EXCLUSIVE keeps that lock
+    and its WAL index in its own memory, no lock on the ``-shm``: kept open too. Where the
+    table shows no lock on the file, a reader is asked instead: it can read a WAL file other
+    connections have open, not one locked by a lock that ends by itself (nor, there, one in
+    ``locking_mode`` EXCLUSIVE: waited for)."""
+    try:
+        held, shm = _locks_on(path), _locks_on(Path(f"{path}-shm"))
+    except OSError:
+        held, shm = [], []
+    if held:
+        last = _SHARED_FIRST + _SHARED_SIZE - 1
+        exclusive = any(
+            kind == "WRITE" and start <= _SHARED_FIRST and last <= end for kind, start, end in held
+        )
+        if shm:
+            return not exclusive
+        return exclusive and Path(f"{path}-wal").exists()
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as probe:
             mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
     except sqlite3.DatabaseError:
         return False
     return str(mode).lower() == "wal"
+
+
+_SHARED_FIRST = 0x40000000 + 2  # SQLite's lock bytes: PENDING_BYTE + 2, the SHARED range
+_SHARED_SIZE = 510
+
+
+def _locks_on(path: Path) -> list[tuple[str, int, int]]:
+    """``(READ|WRITE, first byte, last byte)`` of each POSIX lock held on ``path`` by any
+    process (none when the file is missing); OSError where ``/proc/locks`` cannot be read."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return []
+    name = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    found = []
+    for line in Path("/proc/locks").read_text().splitlines():
+        # "1: POSIX  ADVISORY  WRITE 1234 fe:00:56789 1073741826 1073742335"; "1: -> ..." waits
+        fields = line.split()
+        if len(fields) == 8 and fields[1] in ("POSIX", "OFDLCK") and fields[5] == name:
+            end = 2**63 - 1 if fields[7] == "EOF" else int(fields[7])
+            found.append((fields[3], int(fields[6]), end))
+    return found
+
+
+_NO_CKPT_ON_CLOSE = 1006
+"""``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`` (SQLite 3.16; ``sqlite3.SQLITE_DBCONFIG_…`` from
+Python 3.12)."""
+
+
+def _no_checkpoint_on_close(conn: sqlite3.Connection) -> bool:
+    """Make closing ``conn`` leave the file's ``-wal`` alone (the last connection to close
+    folds it into the file and removes it); whether that is so. Python 3.12's
+    ``Connection.setconfig``; on CPython 3.11, whose connection object begins with its
+    ``sqlite3 *``, the same ``sqlite3_db_config`` call through ctypes, on Linux only (where a
+    variadic call is made as a plain one). Elsewhere False: closing folds the ``-wal`` in."""
+    setconfig = getattr(conn, "setconfig", None)
+    if setconfig is not None:
+        setconfig(_NO_CKPT_ON_CLOSE, True)
+        return bool(conn.getconfig(_NO_CKPT_ON_CLOSE))  # type: ignore[attr-defined]
+    if (
+        sys.implementation.name != "cpython"
+        or sys.version_info[:2] != (3, 11)
+        or not sys.platform.startswith("linux")
+    ):
+        return False
+    try:  # the SQLite the module is linked with (None: built into the interpreter)
+        library = ctypes.CDLL(getattr(sys.modules.get("_sqlite3"), "__file__", None))
+        db_config = library.sqlite3_db_config
+    except (OSError, AttributeError):
+        return False
+    handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__)
+    now = ctypes.c_int(-1)
+    code = db_config(handle, ctypes.c_int(_NO_CKPT_ON_CLOSE), ctypes.c_int(1), ctypes.byref(now))
+    return code == 0 and now.value == 1
 
 
 def _quick_check(conn: sqlite3.Connection) -> bool:
@@ -402,7 +502,6 @@ def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | 
         # not verified: it keeps whatever the live file was, sound or not
         safety = migrate.backup_file(path, label=PRE_RESTORE_LABEL, source=live)
         os.chmod(safety, FILE_MODE)
-        live.execute("PRAGMA journal_mode = DELETE")  # folds the WAL in and removes it
         return safety, False
     if path.exists() and path.stat().st_size > 0:
         return _quarantine_copy(path), True
@@ -436,7 +535,13 @@ def _backup_source(source: Path) -> Path:
         raise FilePathError(
             str(source), "no such backup file" if reason == "no such file" else reason
         )
-    if file_kind(source) == "other":
+    if not filewrite.may(source, os.R_OK):
+        raise FilePathError(str(source), "it cannot be read (permission denied)")
+    try:
+        kind = file_kind(source)
+    except DatabasePathError as exc:  # SQLite cannot open it: a backup, not the database
+        raise FilePathError(str(source), exc.reason) from exc
+    if kind == "other":
         raise NotADatabaseError(str(source))
     return source
 
@@ -497,6 +602,11 @@ def _fold_wal(tmp: Path) -> None:
         raise StorageError(f"the -wal copied beside {str(tmp)!r} could not be folded into it")
 
 
+RESTORE_COPY = ".restore-"
+"""Marks a restore's copy of a backup beside the database (``.<db>.restore-<pid>-<id>.tmp``,
+:func:`philont.filewrite.temp_beside`)."""
+
+
 def restore(
     backup_file: Path, db: DbTarget = None, *, progress: Progress | None = None
 ) -> RestoreReport:
@@ -525,11 +635,12 @@ def restore(
         raise InvalidInputError.of(
             "backup_file", f"{str(source)!r} is the database itself: nothing to restore"
         )
+    made = _missing_dirs(path.parent, settings.backup_dir_for(path))
     try:
         _ensure_private_dir(path.parent)
     except (FileExistsError, NotADirectoryError) as exc:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
-    tmp = path.parent / f".{path.name}.restore-{uuid.uuid4().hex}.tmp"
+    tmp = filewrite.temp_beside(path, RESTORE_COPY)  # and a killed restore's copy goes
     release_shared(path)  # this process's own idle Stores of the file, reopened on use
     safety: Path | None = None
     replaced = False
@@ -546,15 +657,19 @@ def restore(
             step(KEEPING, 0, 1)
             safety, corrupt = _keep_previous(path, live)
             step(KEEPING, 1, 1)
-            for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-                stale.unlink(missing_ok=True)
             with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done
+                if live is not None:  # the live file changes only now: its -wal folded in
+                    live.execute("PRAGMA journal_mode = DELETE")  # and removed
+                for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+                    stale.unlink(missing_ok=True)
                 os.replace(tmp, path)
                 replaced = True
     except BaseException:
         _remove_with_companions(tmp)
         if safety is not None and not replaced:  # no restore: no copy of a file it replaced
             _remove_with_companions(safety)
+        if not replaced:  # nor the directories it made for them
+            _remove_empty(made)
         raise
     os.chmod(path, FILE_MODE)
     with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands

@@ -7,10 +7,12 @@ reading for the copy it could not write)."""
 
 from __future__ import annotations
 
+import glob
 import io
 import os
+import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -19,7 +21,16 @@ from philont.errors import FilePathError, PhilontError
 if TYPE_CHECKING:  # collections.abc.Buffer from Python 3.12 on
     from typing_extensions import Buffer
 
-__all__ = ["NamedWrites", "cannot_write", "fsync", "may", "text_writer", "writes_named"]
+__all__ = [
+    "NamedWrites",
+    "alive",
+    "cannot_write",
+    "fsync",
+    "may",
+    "temp_beside",
+    "text_writer",
+    "writes_named",
+]
 
 Refusal = Callable[[str, str], PhilontError]
 """How a failed write is reported: ``(path, reason) -> error`` (``FilePathError`` or
@@ -85,3 +96,29 @@ def fsync(fh: TextIO, named: Path) -> None:
     with writes_named(named):
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (a writer whose files must not be swept)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def temp_beside(path: Path, mark: str) -> Path:
+    """A new hidden name beside ``path`` for the file written to take its place
+    (``.<name><mark><pid>-<id>.tmp``), once those a writer killed mid-way left there are
+    removed (their process is gone: ``kill -9``, a power loss; each can be as big as the file
+    and nothing else would ever remove it), with their ``-wal``/``-shm``/``-journal``."""
+    lead = f".{path.name}{mark}"
+    for stale in path.parent.glob(f"{glob.escape(lead)}*.tmp"):
+        pid = stale.name[len(lead) :].split("-", 1)[0]
+        if not pid.isdigit() or not alive(int(pid)):
+            for p in (stale, *(Path(f"{stale}{s}") for s in ("-wal", "-shm", "-journal"))):
+                with suppress(OSError):
+                    p.unlink(missing_ok=True)
+    return path.parent / f"{lead}{os.getpid()}-{uuid.uuid4().hex}.tmp"

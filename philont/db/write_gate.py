@@ -16,7 +16,8 @@ timeout, behind the gate or not (:func:`philont.db.engine.install_sqlite_hooks`)
 The gate belongs to the pooled DB-API connection that took it (its pool record's ``info``)
 and is given back when the connection goes back to the pool, after its COMMIT or ROLLBACK
 (or when the pool invalidates or closes it): a unit of work cannot leave the block without
-giving it back, whatever ended it. A forked child starts with every gate open.
+giving it back, whatever ended it. A forked child starts with every gate open, and what the
+parent's connections held is not the child's to hold or give back (:data:`_HELD`).
 
 Async engines (aiosqlite) do not use it (waiting on a thread lock would block their event
 loop): an :class:`~philont.aio.AsyncStore`'s writing units of work queue at an ``asyncio.Lock``
@@ -55,7 +56,11 @@ __all__ = [
 ]
 
 _HELD = "philont_write_gate"
-"""The key of the gate a pooled connection holds, in its pool record's ``info``."""
+"""The key of the gate a pooled connection holds, in its pool record's ``info``, with the process
+that took it: a forked child has copies of the parent's records (a unit of work the forking
+thread was inside), and a copy neither holds the child's gate (it waits its turn like any
+other) nor gives it back when its connection goes back to the pool (the child's gate may be
+another holder's by then: it would be open twice)."""
 
 
 class WriteGate:
@@ -143,19 +148,19 @@ def take(info: dict[Any, Any], gate: WriteGate, timeout_s: float) -> float | Non
     queue last moved (what SQLite's own wait may add is the rest of the busy timeout), or None
     when the queue did not move for ``timeout_s``."""
     came = time.monotonic()
-    if info.get(_HELD) is not gate:
+    if info.get(_HELD) != (gate, os.getpid()):
         if not gate.acquire(timeout_s):
             return None
-        info[_HELD] = gate
+        info[_HELD] = (gate, os.getpid())
     return time.monotonic() - max(gate.moved_at, came)
 
 
 def give_back(info: dict[Any, Any], *, moved: bool = True) -> None:
     """Release the gate the connection of ``info`` holds, if any (twice is harmless);
     ``moved``: after a transaction, not after a BEGIN that failed."""
-    gate = info.pop(_HELD, None)
-    if gate is not None:
-        gate.release(moved=moved)
+    held = info.pop(_HELD, None)
+    if held is not None and held[1] == os.getpid():
+        held[0].release(moved=moved)
 
 
 def install(engine: Engine) -> None:

@@ -21,7 +21,7 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
-from philont import settings
+from philont import filewrite, settings
 from philont.db.engine import (
     BEGIN_OPTION,
     check_file,
@@ -72,8 +72,10 @@ def backup_file(
 
     The copy is written to a hidden ``.partial`` file, synced, and only then given its name:
     a process killed mid-copy leaves no half-written file that looks like a backup (its
-    partial file is removed by the next backup into the folder)."""
+    partial file is removed by the next backup into the folder). One that fails leaves no
+    file, nor the ``backups/`` it made."""
     at = at or datetime.now(UTC)
+    made = not settings.backup_dir_for(path).exists()
     directory = backup_dir(path)
     with _writing_into(directory):
         _sweep_partials(directory)
@@ -95,6 +97,9 @@ def backup_file(
             target = _claim_name(partial, directory, stem)
     except BaseException:
         partial.unlink(missing_ok=True)
+        if made:  # nor the directory made for it (unless another backup is in it)
+            with suppress(OSError):
+                directory.rmdir()
         raise
     target.chmod(0o600)
     with suppress(OSError):  # some filesystems refuse a directory fsync; the name stands
@@ -200,18 +205,8 @@ def _sweep_partials(directory: Path) -> None:
     """Remove partial copies whose writer is gone (killed mid-copy)."""
     for stale in directory.glob(f".memory-*.sqlite.{PARTIAL}-*"):
         pid = stale.name.rsplit(f".{PARTIAL}-", 1)[1].split("-", 1)[0]
-        if not pid.isdigit() or not _alive(int(pid)):
+        if not pid.isdigit() or not filewrite.alive(int(pid)):
             stale.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _fsync(path: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -75,6 +74,10 @@ def check_output(out: Path) -> None:
         raise FilePathError(str(out), "its directory is not writable (permission denied)")
 
 
+EXPORT_COPY = ".export-"
+"""Marks an export being written beside its file (``.<file>.export-<pid>-<id>.tmp``)."""
+
+
 @contextmanager
 def _writer(out: Path | TextIO) -> Iterator[TextIO]:
     """A text stream for ``out``; a path is written to a private temp file renamed on success,
@@ -84,7 +87,7 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
         yield out
         return
     check_output(out)
-    tmp = out.parent / f".{out.name}.{uuid.uuid4().hex}.tmp"
+    tmp = filewrite.temp_beside(out, EXPORT_COPY)  # and a killed export's file goes
     try:
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
     except OSError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import sqlite3
 import stat
@@ -23,7 +24,9 @@ from hypothesis import strategies as st
 from philont import migrate, tools
 from philont import settings as philont_settings
 from philont.backup import (
+    KEEPING,
     PRE_RESTORE_LABEL,
+    VERIFYING,
     BackupVerificationError,
     backup,
     is_rotating,
@@ -32,12 +35,16 @@ from philont.backup import (
 )
 from philont.errors import (
     DatabaseBusyError,
+    DatabasePathError,
+    FilePathError,
     InvalidInputError,
     NotADatabaseError,
+    PhilontError,
     UnknownSchemaVersionError,
 )
 from philont.migrate.env import PRE_UPGRADE_LABEL
 from philont.store import Store
+from tests.support import file_permissions_apply
 
 CopyFixture = Callable[[str], Path]
 AT = datetime(2026, 6, 14, 4, 0, 0, tzinfo=UTC)
@@ -104,6 +111,15 @@ def _assert_sound(path: Path) -> None:
         assert "memory_raw_messages_fts" in names
         for name in names:
             conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
+
+
+def _on_disk(path: Path) -> dict[str, tuple[str, int] | None]:
+    """What a refused operation must leave as it was: every file beside the database (its
+    ``-wal`` and ``-shm`` included) and the backups, by content and modification time."""
+    return {
+        str(p.relative_to(path.parent)): None if p.is_dir() else (_sha(p), p.stat().st_mtime_ns)
+        for p in sorted(path.parent.rglob("*"))
+    }
 
 
 def _message_ids(path: Path) -> list[int]:
@@ -434,10 +450,31 @@ def _other_process(path: Path) -> Callable[[], None]:
     return stop
 
 
+LOCK_EXCLUSIVELY = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+conn.execute("BEGIN EXCLUSIVE")
+conn.execute("COMMIT")  # the lock stays
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def _exclusive_process(path: Path) -> Callable[[], None]:
+    proc = _holding(LOCK_EXCLUSIVELY, path)
+
+    def stop() -> None:
+        proc.communicate("")
+
+    return stop
+
+
 HOLDERS: dict[str, Callable[[Path], Callable[[], None]]] = {
     "an idle Store": _idle_store,
     "a Store reading": _store_mid_read,
     "another process": _other_process,
+    "another process, locking_mode EXCLUSIVE": _exclusive_process,
 }
 
 
@@ -447,19 +484,22 @@ def test_restore_refuses_a_database_that_is_open_and_changes_nothing(
 ) -> None:
     """Whoever has the live file open would go on using the replaced file: its writes after
     the restore would be lost. The restore refuses."""
+    from philont.db import checkpoint
+
     taken = backup(populated, at=AT)
     _add_message(populated, "written after the backup")
     monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(checkpoint, "GATHER_S", 3600.0)  # a Store holding it changes nothing
+    before = _message_ids(populated)
     release = HOLDERS[holder](populated)
     try:
-        before = _message_ids(populated)
-        listing = sorted(p.name for p in populated.parent.rglob("*"))
+        on_disk = _on_disk(populated)
         with pytest.raises(DatabaseBusyError, match="close it before restoring"):
             restore(taken, populated)
-        assert sorted(p.name for p in populated.parent.rglob("*")) == listing
-        assert _message_ids(populated) == before
+        assert _on_disk(populated) == on_disk
     finally:
         release()
+    assert _message_ids(populated) == before
 
     report = restore(taken, populated)  # nobody has it open any more
 
@@ -510,17 +550,6 @@ def test_restore_refuses_a_database_kept_open_at_once_before_copying_anything(
         release()
     assert isinstance(outcome, DatabaseBusyError)
     assert copied == []
-
-
-LOCK_EXCLUSIVELY = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-conn.execute("BEGIN EXCLUSIVE")
-conn.execute("COMMIT")  # the lock stays
-print("open", flush=True)
-sys.stdin.read()
-"""
 
 
 def test_restore_takes_a_locked_database_for_busy_never_for_damaged(
@@ -783,3 +812,256 @@ def test_an_interrupted_backup_leaves_no_file(
     with pytest.raises(KeyboardInterrupt):
         backup(populated)
     assert set(philont_settings.backup_dir_for(populated).glob("*")) == before
+
+
+# --- a refused restore changes nothing on disk -----------------------------------------------
+
+LEAVE_A_WAL = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA wal_autocheckpoint = 0")
+conn.execute(
+    "INSERT INTO memory_raw_messages (session_id, role, content, timestamp)"
+    " VALUES ('global', 'user', 'left in the -wal', 1)"
+)
+os._exit(0)  # as a crash: the -wal keeps the change, nobody folds it in
+"""
+
+
+@pytest.fixture
+def left_wal(populated: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A live file whose last process died with changes in its ``-wal`` (nobody has it
+    open), and a backup of it taken before them (bigger than the backup: it grew since)."""
+    taken = backup(populated, at=AT)
+    for n in range(200):
+        _add_message(populated, f"grown since the backup {n} " + "x" * 200)
+    subprocess.run([sys.executable, "-c", LEAVE_A_WAL, str(populated)], check=True)
+    assert Path(f"{populated}-wal").stat().st_size > 0
+    keep = tmp_path / "kept.sqlite"
+    keep.write_bytes(taken.read_bytes())
+    taken.unlink()
+    return populated, keep
+
+
+def _unknown_schema(taken: Path, to: Path) -> Path:
+    to.write_bytes(taken.read_bytes())
+    with closing(sqlite3.connect(str(to))) as conn, conn:
+        conn.execute("UPDATE philont_alembic_version SET version_num = 'v999'")
+    return to
+
+
+def _not_a_database(_taken: Path, to: Path) -> Path:
+    to.write_bytes(b"not a database at all\n" * 100)
+    return to
+
+
+BAD_BACKUPS: dict[str, Callable[[Path, Path], Path]] = {
+    "corrupt": _corrupt_copy,
+    "of an unknown schema": _unknown_schema,
+    "not a database": _not_a_database,
+    "missing": lambda _taken, to: to,
+}
+
+
+def _refused(live: Path, work: Callable[[], object]) -> BaseException:
+    """What ``work`` (a restore onto ``live``) raised, checking it changed nothing on disk."""
+    on_disk = _on_disk(live)
+    with pytest.raises(BaseException) as caught:
+        work()
+    assert _on_disk(live) == on_disk, f"{caught.value!r} changed the files"
+    return caught.value
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_BACKUPS))
+def test_a_restore_refusing_a_bad_backup_leaves_every_file_as_it_was(
+    left_wal: tuple[Path, Path], tmp_path: Path, bad: str
+) -> None:
+    """The live file's leftover ``-wal`` was folded into it when the refused restore closed
+    its connection: same content, but a refusal must change nothing on disk."""
+    live, taken = left_wal
+    source = BAD_BACKUPS[bad](taken, tmp_path / "bad.sqlite")
+    assert isinstance(_refused(live, lambda: restore(source, live)), PhilontError)
+
+
+def test_a_restore_interrupted_at_any_step_or_out_of_space_leaves_every_file_as_it_was(
+    left_wal: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Ctrl-C at each step a restore reports (up to the rename), and a file size limit that
+    stops the copy of the backup or the safety copy of the live file: nothing changed."""
+    from tests.reliability.test_file_size_limit import size_limit
+
+    live, taken = left_wal
+    template = tmp_path / "template"
+    shutil.copytree(live.parent, template)
+    events: list[tuple[str, int, int]] = []
+    restore(taken, live, progress=lambda *event: events.append(event))
+    assert len(events) > 4
+
+    def fresh() -> None:
+        shutil.rmtree(live.parent)
+        shutil.copytree(template, live.parent)
+
+    for n, event in enumerate(events):  # each is reported before the rename
+        fresh()
+        seen: list[object] = []
+
+        def interrupt(*_: object, n: int = n, seen: list[object] = seen) -> None:
+            seen.append(_)
+            if len(seen) > n:
+                raise KeyboardInterrupt
+
+        outcome = _refused(live, lambda: restore(taken, live, progress=interrupt))
+        assert isinstance(outcome, KeyboardInterrupt), event
+    for limit in (taken.stat().st_size // 2, taken.stat().st_size + 4096):
+        fresh()
+        with size_limit(limit):
+            outcome = _refused(live, lambda: restore(taken, live))
+        assert isinstance(outcome, DatabasePathError | FilePathError), limit
+
+
+def test_a_restore_sqlite_cannot_lock_for_a_wal_it_cannot_open_is_refused_for_that(
+    populated: Path, tmp_path: Path
+) -> None:
+    """SQLITE_CANTOPEN while taking the lock (the ``-wal`` beside the database cannot be
+    opened): refused naming the database and SQLite's reason, never taken for damage (no
+    '.corrupt' copy, no safety copy), nothing changed."""
+    taken = backup(populated, at=AT)
+    kept = tmp_path / "kept.sqlite"
+    kept.write_bytes(taken.read_bytes())
+    wal = Path(f"{populated}-wal")
+    wal.write_bytes(b"")
+    wal.chmod(0)
+    on_disk = _on_disk(populated)
+    with file_permissions_apply(), pytest.raises(DatabasePathError) as caught:
+        restore(kept, populated)
+    assert _on_disk(populated) == on_disk
+    assert caught.value.path == str(populated)
+    assert "SQLite cannot open it or the files beside it" in str(caught.value)
+
+
+RESTORE_KILLED_MID_COPY = """
+import os, signal, sys
+from pathlib import Path
+import philont.backup as backup_module
+
+def progress(step, done, total):
+    if step == backup_module.COPYING and 0 < done < total:  # part of the copy is written
+        os.kill(os.getpid(), signal.SIGKILL)
+
+backup_module.COPY_CHUNK = 4096
+backup_module.restore(Path(sys.argv[1]), sys.argv[2], progress=progress)
+"""
+
+
+def _copies_beside(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.glob(f".{path.name}.restore-*"))
+
+
+def test_the_copy_a_restore_killed_mid_way_left_is_removed_by_the_next(
+    populated: Path, tmp_path: Path
+) -> None:
+    """A restore killed while it copied the backup beside the database left that copy (as big
+    as the backup, hidden) for ever, one more each time; the next restore removes it, never
+    the copy of a restore still running."""
+    taken = backup(populated, at=AT)
+    kept = tmp_path / "kept.sqlite"
+    kept.write_bytes(taken.read_bytes())
+    killed = subprocess.run(
+        [sys.executable, "-c", RESTORE_KILLED_MID_COPY, str(kept), str(populated)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert killed.returncode == -signal.SIGKILL
+    assert len(_copies_beside(populated)) == 1
+    running = populated.parent / f".{populated.name}.restore-{os.getpid()}-abc.tmp"
+    running.write_bytes(b"a copy being written")
+
+    restore(kept, populated)
+
+    assert _copies_beside(populated) == [running.name]
+
+
+def test_a_backup_this_process_may_not_read_is_refused_as_the_backup_it_is(
+    populated: Path, tmp_path: Path
+) -> None:
+    """An unreadable backup file was 'cannot use ... as a memory database: it cannot be
+    opened': the database's refusal, for a file that is not the database."""
+    taken = backup(populated, at=AT)
+    kept = tmp_path / "kept.sqlite"
+    kept.write_bytes(taken.read_bytes())
+    kept.chmod(0)
+    on_disk = _on_disk(populated)
+    with file_permissions_apply(), pytest.raises(FilePathError) as caught:
+        restore(kept, populated)
+    assert caught.value.path == str(kept)
+    assert "permission denied" in str(caught.value)
+    assert "memory database" not in str(caught.value)
+    assert _on_disk(populated) == on_disk
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_BACKUPS))
+def test_a_restore_refused_onto_a_new_directory_leaves_no_directory_behind(
+    populated: Path, tmp_path: Path, bad: str
+) -> None:
+    """Restoring onto a database in a directory that does not exist yet makes it (and the
+    ``backups/`` beside the file); a refused restore left them, empty, behind."""
+    source = BAD_BACKUPS[bad](backup(populated, at=AT), tmp_path / "bad.sqlite")
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(PhilontError):
+        restore(source, tmp_path / "new" / "deeper" / "memory.sqlite")
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_restore_interrupted_after_its_safety_copy_leaves_no_backups_directory(
+    live: Path, tmp_path: Path
+) -> None:
+    """The first restore of a file makes ``backups/`` for its safety copy: interrupted before
+    the rename, it removes the copy and the directory it made for it."""
+    taken = backup(live, at=AT)
+    source = tmp_path / "kept.sqlite"
+    source.write_bytes(taken.read_bytes())
+    shutil.rmtree(taken.parent)
+    before = sorted(tmp_path.rglob("*"))
+
+    def interrupt(step: str, done: int, total: int) -> None:
+        if step == KEEPING and done == total:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        restore(source, live, progress=interrupt)
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def _stop_at_verifying(step: str, done: int, total: int) -> None:
+    if step == VERIFYING:
+        raise KeyboardInterrupt
+
+
+def _interrupted_verifying(path: Path) -> object:
+    return backup(path, progress=_stop_at_verifying)
+
+
+def _busy(path: Path) -> object:
+    proc = _locked_by_another_process(path)
+    try:
+        return backup(path)
+    finally:
+        proc.communicate("")
+
+
+FAILED_BACKUPS: dict[str, Callable[[Path], object]] = {
+    "interrupted while verifying": _interrupted_verifying,
+    "the file kept locked by another process": _busy,
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILED_BACKUPS))
+def test_the_first_backup_of_a_file_leaves_no_backups_directory_when_it_fails(
+    live: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The first backup makes ``backups/``: one that fails leaves no file, nor that directory."""
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 200)
+    philont_settings.backup_dir_for(live).rmdir()  # the upgrade made it, empty
+    before = _on_disk(live)
+    with pytest.raises((KeyboardInterrupt, DatabaseBusyError)):
+        FAILED_BACKUPS[case](live)
+    assert _on_disk(live) == before

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime
@@ -230,6 +234,44 @@ def test_an_export_to_a_path_is_private(copy_fixture: CopyFixture, tmp_path: Pat
     out = tmp_path / "export.jsonl"
     export(_upgraded(copy_fixture, "v31"), out)
     assert out.stat().st_mode & 0o777 == 0o600
+
+
+EXPORT_KILLED_MID_WAY = """
+import os, signal, sys
+from pathlib import Path
+from philont.transfer import export
+
+def progress(table, done, total):  # the header and some rows are written
+    os.kill(os.getpid(), signal.SIGKILL)
+
+export(sys.argv[1], Path(sys.argv[2]), progress=progress)
+"""
+
+
+def test_the_file_an_export_killed_mid_way_left_is_removed_by_the_next(
+    copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    """An export killed while it wrote left its hidden file beside the one it was to write,
+    for ever (as big as the export: one more each time); the next export there removes it,
+    never the file of an export still running."""
+    source = _upgraded(copy_fixture, "v31")
+    out = tmp_path / "export ?#[x].jsonl"
+    killed = subprocess.run(
+        [sys.executable, "-c", EXPORT_KILLED_MID_WAY, str(source), str(out)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert killed.returncode == -signal.SIGKILL
+    left = [p.name for p in tmp_path.iterdir() if p.name.startswith(f".{out.name}")]
+    assert len(left) == 1 and not out.exists(), left
+    running = tmp_path / f".{out.name}.export-{os.getpid()}-abc.tmp"
+    running.write_text("an export being written")
+
+    export(source, out)
+
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(f".{out.name}")) == [
+        running.name
+    ]
+    assert out.is_file()
 
 
 def test_exporting_a_database_below_head_is_refused(copy_fixture: CopyFixture) -> None:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from philont.db.retry import RetryPolicy, translate
-from philont.db.write_gate import AsyncWriteGate, WriteGate, gate_for, queued
+from philont.db.write_gate import AsyncWriteGate, WriteGate, gate_for, give_back, queued, take
 from philont.errors import DatabaseBusyError
 from philont.memory import Memory
 from philont.store import Store
@@ -260,6 +261,50 @@ def test_a_child_forked_while_others_queue_and_hold_the_gates_mutex_takes_it_at_
         holder.join()
         gate.release()
         waiting.join()
+    assert _free(tool_db)
+
+
+def _in_a_child(check: Callable[[], bool]) -> bool:
+    """Whether ``check`` holds in a child forked here (by ``os.fork``, from this thread)."""
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest machinery, only an exit code
+        code = 1
+        try:
+            code = 0 if check() else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_write_the_parent_was_inside_at_a_fork_neither_holds_nor_gives_back_the_childs_gate(
+    tool_db: Path,
+) -> None:
+    """A unit of work the forking thread was inside: its pooled connection's record says it
+    holds the gate, and the child has a copy. In the child that copy took the gate to be held
+    already (a second transaction wrote beside the child's own holder) and its check-in gave
+    the gate back while the child's own holder had it: the gate open twice."""
+    gate = gate_for(tool_db)
+    parents: dict[str, object] = {}
+    assert take(parents, gate, 1) is not None  # the parent is inside a write
+
+    def child() -> bool:
+        own: dict[str, object] = {}
+        if take(own, gate, 1) is None:  # the child's gate starts open
+            return False
+        if take(parents, gate, 0.05) is not None:  # the copy must wait its turn like any other
+            return False
+        give_back(parents)  # the copy's connection goes back to its pool
+        others: dict[str, object] = {}
+        still_held = take(others, gate, 0.05) is None
+        give_back(own)
+        return still_held and take(others, gate, 1) is not None
+
+    try:
+        assert _in_a_child(child)
+        assert not gate.acquire(0)  # the parent's write is unaffected: it holds the gate
+    finally:
+        give_back(parents)
     assert _free(tool_db)
 
 
