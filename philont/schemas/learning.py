@@ -169,6 +169,14 @@ class ConsolidationReport(ReadModel):
     tool_calls: int = 0
     """Once consolidated, the tool calls learned from (its window's); else 0."""
     attempts: int = 0
+    """The batch's tries (this one included), whatever became of them."""
+    unreadable_answers: int = 0
+    """The batch's tries whose model answer could not be read (at most ``answer_attempts``;
+    the last of them, kept with what could be read, included)."""
+    outages: int = 0
+    """The batch's tries that failed otherwise: the model unreachable, erring, timing out or
+    answering nothing, or storage trouble. Retried without limit; they never spend the
+    unreadable answers' budget."""
     retry_at: datetime | None = None
     error: str | None = None
     extraction: ExtractionReport | None = None

@@ -200,6 +200,64 @@ def test_an_unreadable_answer_is_asked_again_and_the_last_attempt_keeps_what_it_
     assert part.problem == ("no JSON array in the answer" if lost else None)
 
 
+@given(
+    kinds=st.lists(st.sampled_from(["outage", "unreadable"]), min_size=1, max_size=7),
+    budget=st.integers(1, 3),
+)
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(kinds=["outage"] * 3 + ["unreadable"] * 3, budget=2)
+def test_outages_and_unreadable_answers_are_counted_apart(
+    units: UnitFactory, clock: FakeClock, kinds: list[str], budget: int
+) -> None:
+    """Each try fails as ``kinds`` says (then answers in form): an outage never spends the
+    unreadable answers' budget, nor an unreadable answer the outages' backoff; each kind backs
+    off by its own count and the report (and the row) says how many of each. They shared the
+    batch's attempts: after ``budget`` outages the first unreadable answer was kept at once."""
+    append(units, clock, 4)  # each example: a new batch after the cursor
+    idle(clock)
+    plan = list(kinds)
+
+    def answer(prompt: str) -> Answer:
+        kind = plan[0] if plan else None
+        if kind == "outage":
+            return ModelHTTPError("overloaded", status=529)
+        return "Sorry, I cannot help with that." if kind == "unreadable" else fact_answer(prompt)
+
+    worker = consolidator(units, clock, scripted(answer), answer_attempts=budget)
+    counts = {"outage": 0, "unreadable": 0}
+    for tries in range(1, len(kinds) + 2):
+        report = worker.run_once()
+        assert report.attempts == tries
+        kind = plan.pop(0) if plan else None
+        if kind is None or (kind == "unreadable" and counts["unreadable"] + 1 == budget):
+            break  # consolidated: answered in form, or the last unreadable answer kept
+        counts[kind] += 1
+        assert report.status == S.FAILED
+        assert (report.outages, report.unreadable_answers) == (
+            counts["outage"],
+            counts["unreadable"],
+        )
+        assert report.retry_at == clock.now + timedelta(minutes=2 ** (counts[kind] - 1))
+        assert (report.error or "").startswith(
+            "model_http_error" if kind == "outage" else "model_unreadable_answer"
+        )
+        clock.advance(hours=2)
+    if kind == "unreadable":
+        counts["unreadable"] += 1
+    assert report.status == S.CONSOLIDATED, report
+    assert (report.outages, report.unreadable_answers) == (counts["outage"], counts["unreadable"])
+    assert plan == [] or kind == "unreadable"
+    with units(write=False) as mem:
+        row = mem.session.get(LearningBatch, report.batch_id)
+        assert row is not None and row.status == "done"
+        assert (row.report["outages"], row.report["unreadable_answers"]) == (
+            counts["outage"],
+            counts["unreadable"],
+        )
+
+
 def test_a_batch_never_splits_the_messages_of_one_millisecond(
     units: UnitFactory, clock: FakeClock
 ) -> None:
