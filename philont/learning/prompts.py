@@ -4,7 +4,12 @@ puts the conversation between markers, as data to learn from, never as instructi
 The data is one line per message and per tool call: a line break inside one (any that
 ``str.splitlines`` knows) is shown as ``⏎``. Kept as it was, a message or a tool's result (a
 web page) could end the data early with a line ``END``, or pass for a turn of the user with a
-line ``[time] [user] ...``, and be taken for what the user said (a fact stored about them)."""
+line ``[time] [user] ...``, and be taken for what the user said (a fact stored about them).
+Every stored text a prompt shows (a message, a tool's name, parameters and result, a run's
+goal and answer, a case's trace, the previous summary of a session) goes through
+:func:`_cut`, the one-line rule; the previous summary did not (a summary note holding a line
+``END`` or ``[time] [user] ...``, written by a host or by a model misled by the session,
+posed as the end of the data or as the user), and it had no limit."""
 
 from __future__ import annotations
 
@@ -173,8 +178,9 @@ def summary_prompt(
         "the user's stated preferences. Plain prose, third person, past tense, at most 200",
         "words; end with the open threads, if any.",
     ]
-    if previous:
-        head += ["", "Summary of the earlier part of this session (extend it):", previous]
+    if previous:  # one line after a label (a summary "END" is no line "END"), at most half
+        earlier = _cut(previous, max(total // 2, 1))  # the prompt: the conversation gets the rest
+        head += ["", f"Summary of the earlier part of this session (extend it): {earlier}"]
     head += ["", _DATA_NOTE, "BEGIN"]
     tail = ("END", "", "Summary:")
     return _within(
