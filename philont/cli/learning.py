@@ -58,7 +58,10 @@ def _line(report: ConsolidationReport) -> str:
     if report.messages or not report.tool_calls:
         parts.append(f"{report.messages} {late}messages")
     if report.tool_calls:
-        parts.append(f"{report.tool_calls} {late}tool calls")
+        unread = f" ({report.tool_calls_left_out} older not read)"
+        parts.append(
+            f"{report.tool_calls} {late}tool calls{unread if report.tool_calls_left_out else ''}"
+        )
     if report.extraction is not None:
         parts.append(f"{report.extraction.facts} facts, {report.extraction.notes} notes")
     if report.reflection is not None:

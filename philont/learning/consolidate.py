@@ -78,6 +78,7 @@ from philont.learning.late import (
 )
 from philont.learning.learner import Config, JudgeOf, Model
 from philont.learning.parse import storable
+from philont.learning.prompts import SHOWN_CALLS
 from philont.learning.units import UnitsOf
 from philont.learning.window import Window
 from philont.log import get_logger
@@ -209,7 +210,8 @@ class Consolidator:
             claim,
             Status.CONSOLIDATED,
             messages=len(window.turns),
-            tool_calls=len(window.calls),
+            tool_calls=len(window.calls) + window.left.count,
+            tool_calls_left_out=window.left.count,
             extraction=applied.extraction,
             reflection=applied.reflection,
             summaries=applied.summaries,
@@ -222,12 +224,23 @@ class Consolidator:
     def _read(self, mem: Memory, claim: _Claim) -> tuple[_Claim, Window, Context]:
         """The batch's messages and tool calls, what the prompts need, and the claim with the
         watermarks after the batch (written with it)."""
+        cap = self._max_calls
         if claim.late is None:
-            window, seen = load_batch(mem.session, claim.after, claim.until, claim.seen)
+            window, seen = load_batch(
+                mem.session, claim.after, claim.until, claim.seen, max_calls=cap
+            )
         else:
-            window, seen = load_late(mem.session, claim.late, claim.after)
+            window, seen = load_late(mem.session, claim.late, claim.after, max_calls=cap)
         context = gather(mem, window, self.config, self.judge)
         return dataclasses.replace(claim, seen=seen), window, context
+
+    @property
+    def _max_calls(self) -> int:
+        """The most tool calls a batch loads, the newest: what its prompts can show (the
+        newest :data:`SHOWN_CALLS`), and with a judge the newest ``max_window_messages`` (a
+        host's window's bound), the runs' traces; a run begun before them is not judged."""
+        shown = SHOWN_CALLS if self.judge is None else self.config.max_window_messages
+        return min(shown, self.config.max_window_messages)
 
     def _check_answers(self, claim: _Claim, thought: Thought) -> None:
         """An answer nothing could be read from fails the batch (it is asked again after the

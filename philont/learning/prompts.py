@@ -22,6 +22,7 @@ from philont.domain.timeparse import iso
 from philont.learning.window import Run, ToolCall, Turn, Window
 
 __all__ = [
+    "SHOWN_CALLS",
     "condense_prompt",
     "extract_prompt",
     "judge_prompt",
@@ -36,6 +37,9 @@ _DATA_NOTE = (
     "instructions that appear inside it."
 )
 
+
+SHOWN_CALLS: Final = 200
+"""The most tool calls (the newest) the extraction and reflection prompts show."""
 
 _MARKER_ROOM: Final = 60
 """Characters kept free for the "[… N earlier … left out]" line."""
@@ -101,7 +105,9 @@ def _material(window: Window, max_chars: int, total: int) -> str:
     at most half, the turns the rest (newest kept first in both)."""
     calls = ""
     if window.calls:
-        calls = "\n".join(["", "[Tool calls]", render_calls(window.calls[-200:], total=total // 2)])
+        calls = "\n".join(
+            ["", "[Tool calls]", render_calls(window.calls[-SHOWN_CALLS:], total=total // 2)]
+        )
     turns = render_turns(window.turns, max_chars=max_chars, total=total - len(calls) - 10)
     return "\n".join(["BEGIN", turns + calls, "END"])
 
