@@ -80,7 +80,7 @@ from philont.learning.learner import Config, JudgeOf, Model
 from philont.learning.parse import storable
 from philont.learning.prompts import SHOWN_CALLS
 from philont.learning.units import UnitsOf
-from philont.learning.window import Window
+from philont.learning.window import Window, read_chars
 from philont.log import get_logger
 from philont.memory import Memory
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
@@ -224,13 +224,15 @@ class Consolidator:
     def _read(self, mem: Memory, claim: _Claim) -> tuple[_Claim, Window, Context]:
         """The batch's messages and tool calls, what the prompts need, and the claim with the
         watermarks after the batch (written with it)."""
-        cap = self._max_calls
+        calls, chars = self._max_calls, self._max_chars
         if claim.late is None:
             window, seen = load_batch(
-                mem.session, claim.after, claim.until, claim.seen, max_calls=cap
+                mem.session, claim.after, claim.until, claim.seen, max_calls=calls, max_chars=chars
             )
         else:
-            window, seen = load_late(mem.session, claim.late, claim.after, max_calls=cap)
+            window, seen = load_late(
+                mem.session, claim.late, claim.after, max_calls=calls, max_chars=chars
+            )
         context = gather(mem, window, self.config, self.judge)
         return dataclasses.replace(claim, seen=seen), window, context
 
@@ -241,6 +243,14 @@ class Consolidator:
         host's window's bound), the runs' traces; a run begun before them is not judged."""
         shown = SHOWN_CALLS if self.judge is None else self.config.max_window_messages
         return min(shown, self.config.max_window_messages)
+
+    @property
+    def _max_chars(self) -> int | None:
+        """How much of each message a batch reads: what its prompts show of it (all of it with
+        a judge: its runs' goals and answers are the judge's, and a verified case keeps them)."""
+        if self.judge is not None:
+            return None
+        return read_chars(self.config.max_message_chars)
 
     def _check_answers(self, claim: _Claim, thought: Thought) -> None:
         """An answer nothing could be read from fails the batch (it is asked again after the

@@ -26,6 +26,7 @@ __all__ = [
     "load_rows",
     "load_session",
     "newest_calls",
+    "read_chars",
     "runs_of",
 ]
 
@@ -140,15 +141,22 @@ def _newest(
 
 
 def _turns(
-    session: Session, where: Sequence[ColumnElement[bool]], limit: int | None
+    session: Session,
+    where: Sequence[ColumnElement[bool]],
+    limit: int | None,
+    chars: int | None = None,
 ) -> tuple[list[Turn], datetime | None]:
     """The newest ``limit`` messages matching ``where`` (None: all), oldest first, and where
-    the limit cut them (:func:`_newest`)."""
+    the limit cut them (:func:`_newest`); with ``chars``, the first ``chars`` characters of
+    each message only."""
+    content: Any = RawMessage.content
+    if chars is not None:
+        content = func.substr(RawMessage.content, 1, chars)
     columns = (
         RawMessage.id,
         RawMessage.session_id,
         RawMessage.role,
-        RawMessage.content,
+        content,
         RawMessage.timestamp,
     )
     rows, cut = _newest(session, columns, where, limit)
@@ -179,18 +187,28 @@ def load_rows(
     calls_where: Sequence[ColumnElement[bool]],
     *,
     max_calls: int | None = None,
+    max_chars: int | None = None,
 ) -> tuple[list[Turn], list[ToolCall], Left]:
     """Every message matching ``turns_where`` (no limit: a consolidator's batch was sized by
     its messages when it was claimed) and the newest ``max_calls`` tool calls matching
     ``calls_where`` (None: all), oldest first, with the calls left out. A batch's span may
     hold any number of tool calls (an agent in a loop): all were loaded, 50,000 of them took
-    1.3 s and 56 MB, though no prompt shows more than a few hundred."""
-    turns = _turns(session, turns_where, None)[0]
+    1.3 s and 56 MB, though no prompt shows more than a few hundred. With ``max_chars``, the
+    first ``max_chars`` characters of each message only (:func:`read_chars`)."""
+    turns = _turns(session, turns_where, None, max_chars)[0]
     calls, cut = _calls(session, calls_where, max_calls)
     if cut is None or max_calls is None:
         return turns, calls, NONE_LEFT
     count = session.scalar(select(func.count()).select_from(Action).where(*calls_where))
     return turns, calls, Left(int(count or 0) - max_calls, cut)
+
+
+def read_chars(shown: int) -> int:
+    """How much of a message to read for a prompt that shows ``shown`` characters of it on one
+    line: a line break of two characters (CR LF) is shown as one ``⏎``, and one more
+    says whether it goes on (``…``). A batch read each message whole (up to 16 MiB each, a
+    thousand to a batch) to show 2,000 characters of it."""
+    return 2 * shown + 2
 
 
 def newest_calls(calls: Sequence[ToolCall], max_calls: int | None) -> tuple[list[ToolCall], Left]:
@@ -231,11 +249,12 @@ def load_after(
     max_id: int | None = None,
     max_call_id: int | None = None,
     max_calls: int | None = None,
+    max_chars: int | None = None,
 ) -> Window:
     """The consolidator's batch: every message with ``after < time <= until`` (epoch ms, no
     limit: the batch was sized when it was claimed; with ``max_id``, none with a later id) and
     the newest ``max_calls`` tool calls of the same span (with ``max_call_id``, none with a
-    later id; :func:`load_rows`)."""
+    later id; :func:`load_rows`), the first ``max_chars`` characters of each message."""
     lo, hi = from_epoch_ms(after_ms), from_epoch_ms(until_ms)
     where = [RawMessage.timestamp > lo, RawMessage.timestamp <= hi]
     if max_id is not None:
@@ -243,7 +262,9 @@ def load_after(
     calls_where = [Action.timestamp > lo, Action.timestamp <= hi]
     if max_call_id is not None:
         calls_where.append(Action.id <= max_call_id)
-    turns, calls, left = load_rows(session, where, calls_where, max_calls=max_calls)
+    turns, calls, left = load_rows(
+        session, where, calls_where, max_calls=max_calls, max_chars=max_chars
+    )
     tag = f"range:{after_ms + 1}-{until_ms}"
     return Window(tag, tuple(turns), tuple(calls), None, lo, left)
 

@@ -132,3 +132,17 @@ def test_a_previous_summary_past_the_budget_is_cut_to_half_of_it() -> None:
     turns = (Turn(1, "s", "user", "hello", T0),)
     prompt = summary_prompt(turns, "y" * 50_000, max_chars=2_000, total=10_000)
     assert len(prompt) <= 10_000 and "hello" in prompt
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*BREAKS, "x", "é", "\r"]), max_size=80).map("".join),
+    st.integers(1, 30),
+)
+def test_a_message_read_in_part_shows_as_read_whole(text: str, shown: int) -> None:
+    """A batch reads the first read_chars(n) characters of each message: its prompts show the
+    same as with the whole message (a CR LF is one ⏎; the ``…`` still says it goes on)."""
+    from philont.learning.prompts import _cut
+    from philont.learning.window import read_chars
+
+    assert _cut(text[: read_chars(shown)], shown) == _cut(text, shown)
