@@ -53,7 +53,7 @@ from philont.db.retry import run_unit
 from philont.db.types import bumped, to_epoch_ms
 from philont.domain.consolidation import retry_delay
 from philont.embed.base import Embedder
-from philont.errors import ModelAnswerError
+from philont.errors import ModelAnswerError, PhilontError
 from philont.learning.batch import Applied, Context, Thought, apply, gather, think
 from philont.learning.bounds import next_batch
 from philont.learning.config import ConsolidatorConfig, LearningConfig
@@ -200,7 +200,17 @@ class Consolidator:
         except _LostClaim as exc:
             log.warning("consolidator.lost_claim", batch_id=claim.batch_id, reason=str(exc))
             return self._report(claim, Status.LOST_CLAIM, error=str(exc))
-        except Exception as exc:  # a model or storage failure: the batch waits and is retried
+        except PhilontError as exc:  # typed (a model's failure, a busy database): one line
+            # the report says it; a traceback's locals held the batch's messages (on the command
+            # line 174 lines of stderr for an answer that could not be read)
+            log.warning(
+                "consolidator.batch_failed",
+                batch_id=claim.batch_id,
+                error=exc.code,
+                reason=str(exc),
+            )
+            return self._fail(claim, exc)
+        except Exception as exc:  # anything else: a bug, with its traceback; retried
             log.exception("consolidator.batch_failed", batch_id=claim.batch_id)
             return self._fail(claim, exc)
         except BaseException as exc:  # interrupted (Ctrl-C, SystemExit): free the batch now

@@ -258,6 +258,23 @@ def test_outages_and_unreadable_answers_are_counted_apart(
         )
 
 
+def test_a_typed_failure_is_logged_in_one_line_without_the_batch(
+    units: UnitFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A model's failure (typed: its report says it) was logged with its traceback, whose
+    locals (printed on the command line: 174 lines of stderr) held the batch's messages."""
+    append(units, clock, 4)
+    idle(clock)
+    worker = consolidator(units, clock, scripted("Sorry, I cannot help with that."))
+    with caplog.at_level("DEBUG", logger="philont.learning.consolidate"):
+        report = worker.run_once()
+    assert report.status == S.FAILED
+    (failed,) = [r for r in caplog.records if "consolidator.batch_failed" in r.getMessage()]
+    assert (failed.levelname, bool(failed.exc_info)) == ("WARNING", False)
+    assert "error='model_unreadable_answer'" in failed.getMessage()
+    assert "message m" not in caplog.text  # no message of the batch
+
+
 def test_a_batch_never_splits_the_messages_of_one_millisecond(
     units: UnitFactory, clock: FakeClock
 ) -> None:
