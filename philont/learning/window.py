@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from philont.db.models import Action, RawMessage
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role
+from philont.schemas.inputs import MAX_TEXT_CHARS
 
 __all__ = [
     "Left",
@@ -203,12 +204,14 @@ def load_rows(
     return turns, calls, Left(int(count or 0) - max_calls, cut)
 
 
-def read_chars(shown: int) -> int:
+def read_chars(shown: int) -> int | None:
     """How much of a message to read for a prompt that shows ``shown`` characters of it on one
     line: a line break of two characters (CR LF) is shown as one ``⏎``, and one more
     says whether it goes on (``…``). A batch read each message whole (up to 16 MiB each, a
-    thousand to a batch) to show 2,000 characters of it."""
-    return 2 * shown + 2
+    thousand to a batch) to show 2,000 characters of it. None (all of it) when that is no
+    less than a message can hold: PostgreSQL's ``substr`` takes a 32-bit count."""
+    chars = 2 * shown + 2
+    return None if chars > MAX_TEXT_CHARS else chars
 
 
 def newest_calls(calls: Sequence[ToolCall], max_calls: int | None) -> tuple[list[ToolCall], Left]:

@@ -506,7 +506,12 @@ def test_the_largest_settings_consolidate_and_back_off_without_overflowing(
     most |= {"retry_base": MAX_SETTING_DURATION, "retry_max": MAX_SETTING_DURATION}
     append(units, clock, 3)
     idle(clock)
-    config = LearningConfig(max_window_messages=MAX_SETTING, max_runs_judged=MAX_SETTING)
+    config = LearningConfig(
+        max_window_messages=MAX_SETTING,
+        max_runs_judged=MAX_SETTING,
+        max_message_chars=MAX_SETTING,
+        max_prompt_chars=MAX_SETTING,
+    )
     down = ScriptedModel.by_task({"extract": ModelHTTPError("down", status=503)})
     schedule = ConsolidatorConfig(backlog=True, min_messages=1, **most)
     worker = Consolidator(units, down, clock=clock, config=config, schedule=schedule)
