@@ -258,6 +258,32 @@ def test_outages_and_unreadable_answers_are_counted_apart(
         )
 
 
+def test_a_batch_of_late_messages_counts_its_unreadable_answers_afresh(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    """A batch of late rows takes over the row of the batch after the cursor when one was done
+    there: its unreadable answers start at 0 (the done batch's are in the row's report)."""
+    append(units, clock, 4)
+    idle(clock)
+    worker = consolidator(units, clock, scripted("Sorry."), answer_attempts=2)
+    assert worker.run_once().status == S.FAILED
+    clock.advance(hours=1)
+    done = worker.run_once()
+    assert (done.status, done.unreadable_answers) == (S.CONSOLIDATED, 2)
+    rows = []
+    for _ in range(2):  # a row inserted for the first late batch, then taken over when done
+        append(units, clock, 1, at=clock.now - timedelta(days=1))  # late: before the cursor
+        idle(clock)
+        late = worker.run_once()
+        assert (late.status, late.late) == (S.FAILED, True)
+        assert (late.unreadable_answers, late.outages, late.attempts) == (1, 0, 1)
+        clock.advance(hours=1)
+        kept = worker.run_once()
+        assert (kept.status, kept.unreadable_answers, kept.attempts) == (S.CONSOLIDATED, 2, 2)
+        rows.append(kept.batch_id)
+    assert rows[0] == rows[1] != done.batch_id
+
+
 def test_a_typed_failure_is_logged_in_one_line_without_the_batch(
     units: UnitFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
