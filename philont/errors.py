@@ -434,7 +434,8 @@ class ModelEmptyAnswerError(ModelError):
 
 class ModelAnswerError(ModelError):
     """The model answered, but what the task asked for could not be read from it (no JSON
-    array). The consolidator tries such a batch again, at most ``answer_attempts`` times."""
+    array). The consolidator asks such a batch again until its ``answer_attempts``-th unreadable
+    answer (outages not counted)."""
 
     code = "model_unreadable_answer"
 

@@ -17,6 +17,11 @@ skill re-proposed every time and a hostile name). Reported:
 * that running again writes nothing new: a second consolidator finds nothing to do, and
   re-learning the first batch's window with the same answers leaves every table's content
   (hash of all rows) unchanged.
+
+``--tool-calls N`` measures instead reading one batch whose span holds N tool calls (an agent
+in a loop) and six messages: every call (as before), and the newest a batch reads without a
+judge (200) and with one (``max_window_messages``, 5,000); time and peak Python memory
+(tracemalloc, in a run of its own), each in turn in one process.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import json
 import sqlite3
 import sys
 import time
+import tracemalloc
 from collections.abc import Sequence
 from contextlib import closing
 from datetime import timedelta
@@ -37,6 +43,8 @@ import _bench_common as bc
 
 from philont.db.types import from_epoch_ms
 from philont.learning import Consolidator, ConsolidatorConfig, Learner, LearningConfig
+from philont.learning.late import Seen, load_batch
+from philont.learning.prompts import SHOWN_CALLS
 from philont.learning.window import load_after
 from philont.llm import Completion, ScriptedModel, task_of
 from philont.store import Store
@@ -196,12 +204,62 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def tool_calls(n: int) -> int:
+    """Read one batch of six messages and ``n`` tool calls, reading every call or the newest."""
+    work = bc.scratch_dir("philont-bench-learning-calls-")
+    db = work / "memory.sqlite"
+    bc.new_db(db)
+    start = bc.HISTORY_END_MS
+    with closing(bc.connect_raw(db)) as conn:
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO memory_raw_messages (session_id, role, content, timestamp)"
+            " VALUES ('global', ?, ?, ?)",
+            [("user" if i % 2 == 0 else "assistant", f"message {i}", start + i) for i in range(6)],
+        )
+        conn.executemany(
+            "INSERT INTO memory_actions (session_id, tool_name, params_json, result, success,"
+            " timestamp) VALUES ('global', 'fetch', ?, ?, 1, ?)",
+            [(json.dumps({"url": f"https://example.com/{i}"}), "r" * 200, start + 2 + i % 3000)
+             for i in range(n)],
+        )  # fmt: skip
+        conn.execute("COMMIT")
+    bc.finish_db(db)
+    until = start + 3_002
+    rows = []
+    with Store.open(db, upgrade=False) as store:
+        for label, cap in (
+            ("every call (as before)", None),
+            ("no judge (newest 200)", SHOWN_CALLS),
+            ("a judge (newest 5,000)", LearningConfig().max_window_messages),
+        ):
+            took = []
+            for _ in range(3):  # the time untraced, best of three; then the memory
+                with store.begin(write=False) as mem:
+                    began = time.perf_counter()
+                    load_batch(mem.session, -1, until, Seen(), max_calls=cap)
+                    took.append(time.perf_counter() - began)
+            with store.begin(write=False) as mem:
+                tracemalloc.start()
+                window, _seen = load_batch(mem.session, -1, until, Seen(), max_calls=cap)
+                peak = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
+            rows.append([label, len(window.calls), window.left.count,
+                         bc.fmt_num(min(took) * 1000, 0), bc.fmt_num(peak / 1e6, 1)])  # fmt: skip
+    print(f"\none batch: 6 messages, {n:,} tool calls (best of 3; peak traced)")
+    print(bc.table(["read", "calls read", "left out", "ms", "peak MB"], rows))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--messages", type=bc.parse_count, default=10_000)
     parser.add_argument("--batch", type=int, default=1_000, help="messages per batch")
+    parser.add_argument("--tool-calls", type=bc.parse_count, help="one batch of N tool calls")
     args = parser.parse_args(argv)
     print(bc.machine_line())
+    if args.tool_calls is not None:
+        return tool_calls(args.tool_calls)
     result = run(args)
     times = [t for _n, t, _f in result["batches"]]
     floors = [f for _n, _t, f in result["batches"]]

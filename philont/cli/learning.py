@@ -51,13 +51,17 @@ def _line(report: ConsolidationReport) -> str:
     if report.status != ConsolidationStatus.CONSOLIDATED:
         extra = f" (retry at {report.retry_at:%H:%M:%S})" if report.retry_at else ""
         error = f": {report.error}" if report.error else ""
-        return f"{report.status.value}{extra}{error}"
+        failures = f" [{_failures(report)}]" if _failures(report) else ""
+        return f"{report.status.value}{extra}{failures}{error}"
     late = "late " if report.late else ""
     parts = []  # what it learned from: a late batch may hold tool calls only
     if report.messages or not report.tool_calls:
         parts.append(f"{report.messages} {late}messages")
     if report.tool_calls:
-        parts.append(f"{report.tool_calls} {late}tool calls")
+        unread = f" ({report.tool_calls_left_out} older not read)"
+        parts.append(
+            f"{report.tool_calls} {late}tool calls{unread if report.tool_calls_left_out else ''}"
+        )
     if report.extraction is not None:
         parts.append(f"{report.extraction.facts} facts, {report.extraction.notes} notes")
     if report.reflection is not None:
@@ -68,11 +72,20 @@ def _line(report: ConsolidationReport) -> str:
         parts.append(f"{written} summaries")
     if report.verdicts:
         parts.append(f"{len(report.verdicts)} runs judged")
+    if _failures(report):  # the failed tries before, and an unreadable answer kept
+        parts.append(_failures(report))
     parts.append(f"{report.tokens_used} tokens")
     for step, part in (("extraction", report.extraction), ("reflection", report.reflection)):
         if part is not None and part.problem is not None:  # what the model's answer lost
             parts.append(f"{step} answer: {part.problem}")
     return f"consolidated batch {report.batch_id}: " + ", ".join(parts)
+
+
+def _failures(report: ConsolidationReport) -> str:
+    """The batch's failed tries by kind, ``unreadable answers 1, outages 2`` (none: "")."""
+    if not (report.unreadable_answers or report.outages):
+        return ""
+    return f"unreadable answers {report.unreadable_answers}, outages {report.outages}"
 
 
 def _print(report: ConsolidationReport, as_json: bool) -> None:
@@ -123,7 +136,7 @@ def consolidate(
     answer_attempts: Annotated[
         int,
         typer.Option(
-            help="Tries of a batch whose model answer cannot be read.",
+            help="Unreadable model answers a batch gets (the last is kept); outages not counted.",
             parser=value(values.Setting),
         ),
     ] = 3,

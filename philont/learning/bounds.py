@@ -13,10 +13,12 @@ from sqlalchemy.orm import Session
 
 from philont.db.models import Action, RawMessage
 from philont.db.types import from_epoch_ms, to_epoch_ms
-from philont.domain.consolidation import Step, batch_end, whole_runs_end
+from philont.domain.consolidation import Step, batch_end, last_calls, whole_runs_end
 from philont.domain.kinds import Role
 
 __all__ = ["Bounds", "next_batch"]
+
+_CALLS_PER_FETCH = 2_000
 
 
 @dataclass(frozen=True)
@@ -64,13 +66,13 @@ def _steps(session: Session, lo: datetime, hi: datetime, now: datetime) -> list[
             RawMessage.timestamp > lo, RawMessage.timestamp <= hi
         )
     ).all()
-    calls = session.execute(
-        select(Action.timestamp, Action.session_id).where(
-            Action.timestamp > lo, Action.timestamp <= hi
-        )
-    ).all()
     steps = [Step(to_epoch_ms(at), sid, role == Role.USER) for at, sid, role in messages]
-    steps += [Step(to_epoch_ms(at), sid) for at, sid in calls]
+    calls = session.execute(  # read in parts, only the last of each gap kept (last_calls)
+        select(Action.timestamp, Action.session_id)
+        .where(Action.timestamp > lo, Action.timestamp <= hi)
+        .execution_options(yield_per=_CALLS_PER_FETCH)
+    )
+    steps += last_calls(steps, ((to_epoch_ms(at), sid) for at, sid in calls))
     for sid in sorted({step.session for step in steps if step.user}):
         steps += _next_steps(session, sid, hi, now)
     return steps

@@ -132,9 +132,10 @@ class ConsolidatorConfig:
     claimed batch stays ours before another process may take it over; a failed batch waits
     ``retry_base`` doubled per failure, at most ``retry_max``. A model answer that cannot be
     read (no JSON array where one was asked for) fails the batch like a model error, so it is
-    asked again; on its ``answer_attempts``-th attempt the batch keeps what could be read and
-    the report says what was lost (a model that never answers in form would otherwise stop
-    learning at that batch for good).
+    asked again; its ``answer_attempts``-th unreadable answer is kept with what could be read
+    and the report says what was lost (a model that never answers in form would otherwise stop
+    learning at that batch for good). Outages (the model unreachable or erring) are counted
+    apart and never spend that budget; each kind backs off by its own count.
     """
 
     idle_after: timedelta = timedelta(minutes=5)

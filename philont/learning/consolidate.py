@@ -6,7 +6,11 @@ The cursor is Philont's fact ``system.last_consolidated_ts`` (epoch ms of the la
 processed), so Philont and philont share it. What differs from Philont's consolidator (§10):
 
 * The cursor moves only in the transaction that writes the batch's results: a failed model call
-  loses nothing; the batch is retried after a backoff (``retry_base`` doubled per failure).
+  loses nothing; the batch is retried after a backoff (``retry_base`` doubled per failure of
+  the same kind). The two kinds are counted apart, in the batch row's report: an answer that
+  could not be read (``unreadable_answers``, at most ``answer_attempts`` of them) and every
+  other failure, an outage (``outages``: the model unreachable, erring or silent, storage
+  trouble), retried without limit and never spending the answers' budget.
 * A batch never splits the messages of one millisecond (:func:`~philont.domain.consolidation.
   batch_end`), nor, when its limit cuts it, a run (:mod:`philont.learning.bounds`).
 * The cursor fact is updated in place: no new fact row per batch (Philont superseded it each
@@ -49,7 +53,7 @@ from philont.db.retry import run_unit
 from philont.db.types import bumped, to_epoch_ms
 from philont.domain.consolidation import retry_delay
 from philont.embed.base import Embedder
-from philont.errors import ModelAnswerError
+from philont.errors import ModelAnswerError, PhilontError
 from philont.learning.batch import Applied, Context, Thought, apply, gather, think
 from philont.learning.bounds import next_batch
 from philont.learning.config import ConsolidatorConfig, LearningConfig
@@ -74,8 +78,9 @@ from philont.learning.late import (
 )
 from philont.learning.learner import Config, JudgeOf, Model
 from philont.learning.parse import storable
+from philont.learning.prompts import SHOWN_CALLS
 from philont.learning.units import UnitsOf
-from philont.learning.window import Window
+from philont.learning.window import Window, read_chars
 from philont.log import get_logger
 from philont.memory import Memory
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
@@ -88,6 +93,16 @@ log = get_logger(__name__)
 
 Status = ConsolidationStatus
 NONE_SEEN = Seen()
+UNREADABLE_KEY = "unreadable_answers"
+"""The key of a batch row's report counting its tries whose answer could not be read."""
+OUTAGES_KEY = "outages"
+"""The key of a batch row's report counting its tries that failed otherwise (an outage)."""
+
+
+def _count(report: Any, key: str) -> int:
+    """A failure count of a batch row's report (0 when none, or not a count: edited by hand)."""
+    value = report.get(key) if isinstance(report, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,9 @@ class _Claim:
     attempts: int
     seen: Seen = NONE_SEEN  # the late-row watermarks (philont.learning.late): claimed, then as read
     late: Late | None = None  # a batch of late rows, the cursor staying
+    unreadable: int = 0  # earlier tries whose answer could not be read
+    outages: int = 0  # earlier tries that failed otherwise
+    kept: Any = None  # the row's report when claimed (a late batch's watermarks stay in it)
 
 
 class _LostClaim(Exception):
@@ -176,11 +194,23 @@ class Consolidator:
             claim, window, context = run_unit(self.units, read, write=False)
             thought = think(self.model, window, context, self.config, self.judge)
             self._check_answers(claim, thought)
+            if thought.unreadable():  # the last try allowed: kept with what could be read
+                claim = dataclasses.replace(claim, unreadable=claim.unreadable + 1)
             applied = run_unit(self.units, lambda mem: self._finish(mem, claim, window, thought))
         except _LostClaim as exc:
             log.warning("consolidator.lost_claim", batch_id=claim.batch_id, reason=str(exc))
             return self._report(claim, Status.LOST_CLAIM, error=str(exc))
-        except Exception as exc:  # a model or storage failure: the batch waits and is retried
+        except PhilontError as exc:  # typed (a model's failure, a busy database): one line
+            # the report says it; a traceback's locals held the batch's messages (on the command
+            # line 174 lines of stderr for an answer that could not be read)
+            log.warning(
+                "consolidator.batch_failed",
+                batch_id=claim.batch_id,
+                error=exc.code,
+                reason=str(exc),
+            )
+            return self._fail(claim, exc)
+        except Exception as exc:  # anything else: a bug, with its traceback; retried
             log.exception("consolidator.batch_failed", batch_id=claim.batch_id)
             return self._fail(claim, exc)
         except BaseException as exc:  # interrupted (Ctrl-C, SystemExit): free the batch now
@@ -190,7 +220,8 @@ class Consolidator:
             claim,
             Status.CONSOLIDATED,
             messages=len(window.turns),
-            tool_calls=len(window.calls),
+            tool_calls=len(window.calls) + window.left.count,
+            tool_calls_left_out=window.left.count,
             extraction=applied.extraction,
             reflection=applied.reflection,
             summaries=applied.summaries,
@@ -203,22 +234,47 @@ class Consolidator:
     def _read(self, mem: Memory, claim: _Claim) -> tuple[_Claim, Window, Context]:
         """The batch's messages and tool calls, what the prompts need, and the claim with the
         watermarks after the batch (written with it)."""
+        calls, chars = self._max_calls, self._max_chars
         if claim.late is None:
-            window, seen = load_batch(mem.session, claim.after, claim.until, claim.seen)
+            window, seen = load_batch(
+                mem.session, claim.after, claim.until, claim.seen, max_calls=calls, max_chars=chars
+            )
         else:
-            window, seen = load_late(mem.session, claim.late, claim.after)
+            window, seen = load_late(
+                mem.session, claim.late, claim.after, max_calls=calls, max_chars=chars
+            )
         context = gather(mem, window, self.config, self.judge)
         return dataclasses.replace(claim, seen=seen), window, context
 
+    @property
+    def _max_calls(self) -> int:
+        """The most tool calls a batch loads, the newest: what its prompts can show (the
+        newest :data:`SHOWN_CALLS`), and with a judge the newest ``max_window_messages`` (a
+        host's window's bound), the runs' traces; a run begun before them is not judged."""
+        shown = SHOWN_CALLS if self.judge is None else self.config.max_window_messages
+        return min(shown, self.config.max_window_messages)
+
+    @property
+    def _max_chars(self) -> int | None:
+        """How much of each message a batch reads: what its prompts show of it (all of it with
+        a judge: its runs' goals and answers are the judge's, and a verified case keeps them)."""
+        if self.judge is not None:
+            return None
+        return read_chars(self.config.max_message_chars)
+
     def _check_answers(self, claim: _Claim, thought: Thought) -> None:
         """An answer nothing could be read from fails the batch (it is asked again after the
-        backoff) until its last attempt, which keeps what could be read."""
+        backoff) until the batch's ``answer_attempts``-th such answer, which keeps what could be
+        read. Only unreadable answers count: a batch whose model was unreachable for its
+        first tries still gets every one of them (they shared one count, and an outage of
+        ``answer_attempts`` tries left the first unreadable answer no second ask)."""
         unreadable = thought.unreadable()
-        if unreadable and claim.attempts < self.schedule.answer_attempts:
+        nth = claim.unreadable + 1
+        if unreadable and nth < self.schedule.answer_attempts:
             raise ModelAnswerError(
-                f"unreadable answer ({'; '.join(unreadable)}); attempt {claim.attempts} of "
+                f"unreadable answer ({'; '.join(unreadable)}); unreadable answer {nth} of "
                 f"{self.schedule.answer_attempts}",
-                attempt=claim.attempts,
+                attempt=nth,
             )
 
     def _report(self, claim: _Claim, status: Status, **kw: Any) -> ConsolidationReport:
@@ -229,6 +285,8 @@ class Consolidator:
             "late": claim.late is not None,
             "messages": claim.messages,
             "attempts": claim.attempts,
+            "unreadable_answers": claim.unreadable,
+            "outages": claim.outages,
         }
         return ConsolidationReport(status=status, **(fields | kw))
 
@@ -305,6 +363,8 @@ class Consolidator:
                 batch_id=row.id,
                 after_ts=after,
                 attempts=row.attempts,
+                unreadable_answers=_count(row.report, UNREADABLE_KEY),
+                outages=_count(row.report, OUTAGES_KEY),
                 retry_at=row.retry_at,
                 error=row.last_error,
             )
@@ -327,7 +387,19 @@ class Consolidator:
         )
         if taken is None:
             return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=after)
-        return _Claim(row.id, after, until, count, taken, seen, late)
+        again = row.status != "done"  # a done row is one of late rows: its counts start again
+        return _Claim(
+            row.id,
+            after,
+            until,
+            count,
+            taken,
+            seen,
+            late,
+            unreadable=_count(row.report, UNREADABLE_KEY) if again else 0,
+            outages=_count(row.report, OUTAGES_KEY) if again else 0,
+            kept=row.report,
+        )
 
     def _insert_claim(
         self, session: Session, claim: _Claim, now: datetime
@@ -407,6 +479,8 @@ class Consolidator:
                 "skills_updated": applied.reflection.updated,
                 "summaries": sum(1 for s in applied.summaries if s.written),
                 "verdicts": len(applied.verdicts),
+                UNREADABLE_KEY: claim.unreadable,
+                OUTAGES_KEY: claim.outages,
                 SEEN_KEY: claim.seen.messages,
                 CALLS_KEY: claim.seen.calls,
             },
@@ -421,16 +495,26 @@ class Consolidator:
         return getattr(self.judge, "name", "judge") if self.judge is not None else "judge"
 
     def _fail(self, claim: _Claim, exc: Exception) -> ConsolidationReport:
+        """Count the failure by its kind (an unreadable answer, or an outage) and back off by
+        the failures of that kind."""
         now = self.clock()
+        if isinstance(exc, ModelAnswerError):
+            claim = dataclasses.replace(claim, unreadable=claim.unreadable + 1)
+            failures = claim.unreadable
+        else:
+            claim = dataclasses.replace(claim, outages=claim.outages + 1)
+            failures = claim.outages
         retry_at = now + retry_delay(
-            claim.attempts, base=self.schedule.retry_base, cap=self.schedule.retry_max
+            failures, base=self.schedule.retry_base, cap=self.schedule.retry_max
         )
         # the message may hold a client's or server's text: as it is, a NUL or a lone
         # surrogate in it failed the row's write (the batch stayed claimed until its lease ran
         # out, not backed off) and the report's printing (a traceback on the command line)
         error = storable(f"{getattr(exc, 'code', type(exc).__name__)}: {exc}"[:1_000])
+        kept = claim.kept if isinstance(claim.kept, dict) else {}
+        report = kept | {UNREADABLE_KEY: claim.unreadable, OUTAGES_KEY: claim.outages}
         try:
-            self._mark_failed(claim, retry_at, error)
+            self._mark_failed(claim, retry_at, error, report=report)
         except Exception:  # the claim then lapses with its lease, and the batch is retried
             log.exception("consolidator.fail_not_recorded", batch_id=claim.batch_id)
         return self._report(claim, Status.FAILED, error=error, retry_at=retry_at)
@@ -446,9 +530,17 @@ class Consolidator:
         log.warning("consolidator.interrupted", batch_id=claim.batch_id)
 
     def _mark_failed(
-        self, claim: _Claim, retry_at: datetime, error: str, *, attempts: int | None = None
+        self,
+        claim: _Claim,
+        retry_at: datetime,
+        error: str,
+        *,
+        attempts: int | None = None,
+        report: dict[str, Any] | None = None,
     ) -> None:
-        kept = {} if attempts is None else {"attempts": attempts}
+        kept: dict[str, Any] = {} if attempts is None else {"attempts": attempts}
+        if report is not None:
+            kept["report"] = report
         failed = dict(status="failed", owner=None, lease_until=None, retry_at=retry_at, **kept)
         run_unit(
             self.units,

@@ -33,7 +33,15 @@ from sqlalchemy.orm import Session
 
 from philont.db.models import Action, LearningBatch, RawMessage
 from philont.db.types import from_epoch_ms
-from philont.learning.window import ToolCall, Turn, Window, load_after, load_rows
+from philont.learning.window import (
+    Left,
+    ToolCall,
+    Turn,
+    Window,
+    load_after,
+    load_rows,
+    newest_calls,
+)
 
 __all__ = [
     "CALLS_KEY",
@@ -154,11 +162,16 @@ def late_rows(session: Session, cursor: int, seen: Seen, limit: int) -> Late | N
 
 
 def _between(
-    session: Session, cursor: int, seen: Seen, until: Seen
-) -> tuple[list[Turn], list[ToolCall]]:
+    session: Session,
+    cursor: int,
+    seen: Seen,
+    until: Seen,
+    max_calls: int | None,
+    max_chars: int | None = None,
+) -> tuple[list[Turn], list[ToolCall], Left]:
     """The rows stamped at or before the cursor whose id is over the watermark ``seen`` and at
-    most ``until`` (messages by :attr:`Seen.messages`, tool calls by :attr:`Seen.calls`),
-    oldest first."""
+    most ``until`` (messages by :attr:`Seen.messages`, tool calls by :attr:`Seen.calls`; the
+    newest ``max_calls`` of those), oldest first, and the tool calls left out."""
     stamp = from_epoch_ms(cursor)
 
     def where(table: type[RawMessage | Action], lo: int, hi: int) -> list[ColumnElement[bool]]:
@@ -168,34 +181,65 @@ def _between(
         session,
         where(RawMessage, seen.messages, until.messages),
         where(Action, seen.calls, until.calls),
+        max_calls=max_calls,
+        max_chars=max_chars,
     )
 
 
-def load_late(session: Session, late: Late, cursor: int) -> tuple[Window, Seen]:
-    """A batch of late rows as a window, oldest first, and the watermarks after it."""
-    turns, calls = _between(session, cursor, late.seen, late.until)
+def load_late(
+    session: Session,
+    late: Late,
+    cursor: int,
+    *,
+    max_calls: int | None = None,
+    max_chars: int | None = None,
+) -> tuple[Window, Seen]:
+    """A batch of late rows as a window, oldest first (the newest ``max_calls`` tool calls),
+    and the watermarks after it."""
+    turns, calls, left = _between(session, cursor, late.seen, late.until, max_calls, max_chars)
     tag = (
         f"late:{late.seen.messages + 1}-{late.until.messages}"
         f"/calls:{late.seen.calls + 1}-{late.until.calls}"
     )
-    return Window(tag, tuple(turns), tuple(calls), None, from_epoch_ms(cursor)), late.until
+    window = Window(tag, tuple(turns), tuple(calls), None, from_epoch_ms(cursor), left)
+    return window, late.until
 
 
 def _merged(early: Sequence[Any], late: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(sorted((*late, *early), key=lambda row: (row.timestamp, row.id)))
 
 
-def load_batch(session: Session, after: int, until: int, seen: Seen) -> tuple[Window, Seen]:
+def load_batch(
+    session: Session,
+    after: int,
+    until: int,
+    seen: Seen,
+    *,
+    max_calls: int | None = None,
+    max_chars: int | None = None,
+) -> tuple[Window, Seen]:
     """The batch after the cursor ``after`` up to ``until`` (epoch ms) as a window, with the
     rows that came late since it was claimed (``time <= after``, id over its watermark), and
     the watermarks after it: the newest ids, read first, in the same snapshot (on SQLite one
     unit of work is one snapshot; on PostgreSQL one agent's ids are handed out in commit
-    order); every row the window holds is no newer."""
+    order); every row the window holds is no newer. Of its tool calls, the newest
+    ``max_calls`` (the others counted in :attr:`Window.left`); the first ``max_chars``
+    characters of each message."""
     newest = Seen(newest_id(session), newest_id(session, table=Action))
-    window = load_after(session, after, until, max_id=newest.messages, max_call_id=newest.calls)
-    turns, calls = _between(session, after, seen, newest)
+    window = load_after(
+        session,
+        after,
+        until,
+        max_id=newest.messages,
+        max_call_id=newest.calls,
+        max_calls=max_calls,
+        max_chars=max_chars,
+    )
+    turns, calls, left = _between(session, after, seen, newest, max_calls, max_chars)
     if turns or calls:
+        kept, dropped = newest_calls(_merged(window.calls, calls), max_calls)
+        left = window.left.plus(left.count, left.newest).plus(dropped.count, dropped.newest)
         window = dataclasses.replace(
-            window, turns=_merged(window.turns, turns), calls=_merged(window.calls, calls)
+            window, turns=_merged(window.turns, turns), calls=tuple(kept), left=left
         )
     return window, Seen(max(seen.messages, newest.messages), max(seen.calls, newest.calls))

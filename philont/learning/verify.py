@@ -146,12 +146,18 @@ def _trace_json(trace: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
     ]
 
 
+def _action_id(value: object) -> int:
+    """A stored step's ``action_id``: 0 when it is no whole number (a trace another program or a
+    hand wrote; ``int()`` of it failed every batch while the case waited, without end)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def _trace_calls(case: CaseRecord) -> list[ToolCall]:
     """A stored trace back as tool calls (what the condense prompt shows)."""
     steps = case.trace if isinstance(case.trace, list) else []
     return [
         ToolCall(
-            int(step.get("action_id") or 0),
+            _action_id(step.get("action_id")),
             case.session_id or "",
             str(step.get("tool", "?")),
             step.get("params"),

@@ -8,14 +8,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from philont.db.models import Action, RawMessage
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role
+from philont.schemas.inputs import MAX_TEXT_CHARS
 
 __all__ = [
+    "Left",
     "Run",
     "ToolCall",
     "Turn",
@@ -24,6 +26,8 @@ __all__ = [
     "load_range",
     "load_rows",
     "load_session",
+    "newest_calls",
+    "read_chars",
     "runs_of",
 ]
 
@@ -51,6 +55,24 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Left:
+    """Tool calls a window left out: how many, and the time of the newest of them (every
+    call after it is in; a run that began at or before it may lack some of its calls)."""
+
+    count: int = 0
+    newest: datetime | None = None
+
+    def plus(self, count: int, newest: datetime | None) -> Left:
+        if not count:
+            return self
+        times = [t for t in (self.newest, newest) if t is not None]
+        return Left(self.count + count, max(times) if times else None)
+
+
+NONE_LEFT = Left()
+
+
+@dataclass(frozen=True)
 class Window:
     """Messages and tool calls of one session or time range, oldest first. ``tag`` names it
     (the session id, or ``range:<from ms>-<to ms>``); ``reference`` is its own "now": the time
@@ -63,6 +85,8 @@ class Window:
     learned_until: datetime | None = None
     """A consolidator's batch: the cursor before it (messages up to then were learned from
     in earlier batches, the window's late ones excepted); None for a host's window."""
+    left: Left = NONE_LEFT
+    """A consolidator's batch: its older tool calls not loaded (no prompt shows them)."""
 
     @property
     def reference(self) -> datetime | None:
@@ -118,15 +142,22 @@ def _newest(
 
 
 def _turns(
-    session: Session, where: Sequence[ColumnElement[bool]], limit: int | None
+    session: Session,
+    where: Sequence[ColumnElement[bool]],
+    limit: int | None,
+    chars: int | None = None,
 ) -> tuple[list[Turn], datetime | None]:
     """The newest ``limit`` messages matching ``where`` (None: all), oldest first, and where
-    the limit cut them (:func:`_newest`)."""
+    the limit cut them (:func:`_newest`); with ``chars``, the first ``chars`` characters of
+    each message only."""
+    content: Any = RawMessage.content
+    if chars is not None:
+        content = func.substr(RawMessage.content, 1, chars)
     columns = (
         RawMessage.id,
         RawMessage.session_id,
         RawMessage.role,
-        RawMessage.content,
+        content,
         RawMessage.timestamp,
     )
     rows, cut = _newest(session, columns, where, limit)
@@ -155,10 +186,40 @@ def load_rows(
     session: Session,
     turns_where: Sequence[ColumnElement[bool]],
     calls_where: Sequence[ColumnElement[bool]],
-) -> tuple[list[Turn], list[ToolCall]]:
-    """Every message matching ``turns_where`` and every tool call matching ``calls_where``,
-    oldest first (no limit: a consolidator's batch was sized when it was claimed)."""
-    return _turns(session, turns_where, None)[0], _calls(session, calls_where, None)[0]
+    *,
+    max_calls: int | None = None,
+    max_chars: int | None = None,
+) -> tuple[list[Turn], list[ToolCall], Left]:
+    """Every message matching ``turns_where`` (no limit: a consolidator's batch was sized by
+    its messages when it was claimed) and the newest ``max_calls`` tool calls matching
+    ``calls_where`` (None: all), oldest first, with the calls left out. A batch's span may
+    hold any number of tool calls (an agent in a loop): all were loaded, 50,000 of them took
+    1.3 s and 56 MB, though no prompt shows more than a few hundred. With ``max_chars``, the
+    first ``max_chars`` characters of each message only (:func:`read_chars`)."""
+    turns = _turns(session, turns_where, None, max_chars)[0]
+    calls, cut = _calls(session, calls_where, max_calls)
+    if cut is None or max_calls is None:
+        return turns, calls, NONE_LEFT
+    count = session.scalar(select(func.count()).select_from(Action).where(*calls_where))
+    return turns, calls, Left(int(count or 0) - max_calls, cut)
+
+
+def read_chars(shown: int) -> int | None:
+    """How much of a message to read for a prompt that shows ``shown`` characters of it on one
+    line: a line break of two characters (CR LF) is shown as one ``⏎``, and one more
+    says whether it goes on (``…``). A batch read each message whole (up to 16 MiB each, a
+    thousand to a batch) to show 2,000 characters of it. None (all of it) when that is no
+    less than a message can hold: PostgreSQL's ``substr`` takes a 32-bit count."""
+    chars = 2 * shown + 2
+    return None if chars > MAX_TEXT_CHARS else chars
+
+
+def newest_calls(calls: Sequence[ToolCall], max_calls: int | None) -> tuple[list[ToolCall], Left]:
+    """The newest ``max_calls`` of ``calls`` (oldest first), and those left out."""
+    if max_calls is None or len(calls) <= max_calls:
+        return list(calls), NONE_LEFT
+    dropped = len(calls) - max_calls
+    return list(calls[dropped:]), Left(dropped, calls[dropped - 1].timestamp)
 
 
 def load_session(session: Session, session_id: str, *, limit: int) -> Window:
@@ -190,10 +251,13 @@ def load_after(
     *,
     max_id: int | None = None,
     max_call_id: int | None = None,
+    max_calls: int | None = None,
+    max_chars: int | None = None,
 ) -> Window:
     """The consolidator's batch: every message with ``after < time <= until`` (epoch ms, no
     limit: the batch was sized when it was claimed; with ``max_id``, none with a later id) and
-    the tool calls of the same span (with ``max_call_id``, none with a later id)."""
+    the newest ``max_calls`` tool calls of the same span (with ``max_call_id``, none with a
+    later id; :func:`load_rows`), the first ``max_chars`` characters of each message."""
     lo, hi = from_epoch_ms(after_ms), from_epoch_ms(until_ms)
     where = [RawMessage.timestamp > lo, RawMessage.timestamp <= hi]
     if max_id is not None:
@@ -201,8 +265,11 @@ def load_after(
     calls_where = [Action.timestamp > lo, Action.timestamp <= hi]
     if max_call_id is not None:
         calls_where.append(Action.id <= max_call_id)
-    turns, calls = load_rows(session, where, calls_where)
-    return Window(f"range:{after_ms + 1}-{until_ms}", tuple(turns), tuple(calls), None, lo)
+    turns, calls, left = load_rows(
+        session, where, calls_where, max_calls=max_calls, max_chars=max_chars
+    )
+    tag = f"range:{after_ms + 1}-{until_ms}"
+    return Window(tag, tuple(turns), tuple(calls), None, lo, left)
 
 
 # --- runs (verify-then-condense) ----------------------------------------------------------------
@@ -236,11 +303,14 @@ def runs_of(window: Window) -> list[Run]:
     for call in window.calls:
         calls_by_session[call.session_id].append(call)
     runs: list[tuple[datetime, Run]] = []
+    cut = window.left.newest  # a run begun by then may lack calls left out: not made
     for sid in window.sessions():
         turns = [t for t in window.turns if t.session_id == sid]
         starts = [i for i, t in enumerate(turns) if t.role == Role.USER]
         for n, i in enumerate(starts):
             begin = turns[i].timestamp
+            if cut is not None and begin <= cut:
+                continue
             end = turns[starts[n + 1]].timestamp if n + 1 < len(starts) else None
             span = turns[i + 1 : starts[n + 1]] if n + 1 < len(starts) else turns[i + 1 :]
             trace = tuple(

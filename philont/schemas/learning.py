@@ -167,8 +167,21 @@ class ConsolidationReport(ReadModel):
     """The batch's messages: as claimed; once consolidated, those learned from (its window's,
     late ones that joined it included)."""
     tool_calls: int = 0
-    """Once consolidated, the tool calls learned from (its window's); else 0."""
+    """Once consolidated, the tool calls of its window (late ones that joined it included);
+    else 0."""
+    tool_calls_left_out: int = 0
+    """Of ``tool_calls``, the older ones not read: no prompt of the batch would show them
+    (the extraction and reflection prompts show the newest 200; with a judge, the newest
+    ``max_window_messages`` are read for the runs' traces)."""
     attempts: int = 0
+    """The batch's tries (this one included), whatever became of them."""
+    unreadable_answers: int = 0
+    """The batch's tries whose model answer could not be read (at most ``answer_attempts``;
+    the last of them, kept with what could be read, included)."""
+    outages: int = 0
+    """The batch's tries that failed otherwise: the model unreachable, erring, timing out or
+    answering nothing, or storage trouble. Retried without limit; they never spend the
+    unreadable answers' budget."""
     retry_at: datetime | None = None
     error: str | None = None
     extraction: ExtractionReport | None = None

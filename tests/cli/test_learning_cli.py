@@ -257,7 +257,7 @@ def test_an_unreadable_answer_fails_the_batch_until_its_last_attempt(
     args = ["consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog"]
     code, output = run(*args, "--idle-after", "0", "--answer-attempts", "2")
     assert code == 1, output
-    assert "model_unreadable_answer" in output and "attempt 1 of 2" in output
+    assert "model_unreadable_answer" in output and "unreadable answer 1 of 2" in output
     with Memory.open(chatty) as mem:
         assert read_cursor(mem.session) is None
     code, output = run("consolidate", "--db", str(chatty), "--model", model, "--answer-attempts",
@@ -285,6 +285,30 @@ def test_the_consolidate_line_names_the_answers_problems() -> None:
     line = _line(report)
     assert "extraction answer: the answer was cut off" in line
     assert "reflection answer: no JSON array" in line
+
+
+def test_the_consolidate_line_counts_unreadable_answers_and_outages_apart() -> None:
+    from datetime import UTC, datetime
+
+    from philont.cli.learning import _line
+    from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
+
+    failed = ConsolidationReport(
+        status=ConsolidationStatus.FAILED,
+        attempts=3,
+        unreadable_answers=1,
+        outages=2,
+        retry_at=datetime(2026, 1, 1, 12, 0, tzinfo=UTC),
+        error="model_http_error: overloaded",
+    )
+    assert _line(failed) == (
+        "failed (retry at 12:00:00) [unreadable answers 1, outages 2]: model_http_error: overloaded"
+    )
+    done = ConsolidationReport(
+        status=ConsolidationStatus.CONSOLIDATED, batch_id=4, messages=2, outages=1
+    )
+    assert "unreadable answers 0, outages 1" in _line(done)
+    assert "outages" not in _line(done.model_copy(update={"outages": 0}))
 
 
 def test_each_batch_is_one_line_however_long(chatty: Path, tmp_path: Path) -> None:

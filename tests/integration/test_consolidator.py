@@ -200,6 +200,107 @@ def test_an_unreadable_answer_is_asked_again_and_the_last_attempt_keeps_what_it_
     assert part.problem == ("no JSON array in the answer" if lost else None)
 
 
+@given(
+    kinds=st.lists(st.sampled_from(["outage", "unreadable"]), min_size=1, max_size=7),
+    budget=st.integers(1, 3),
+)
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(kinds=["outage"] * 3 + ["unreadable"] * 3, budget=2)
+def test_outages_and_unreadable_answers_are_counted_apart(
+    units: UnitFactory, clock: FakeClock, kinds: list[str], budget: int
+) -> None:
+    """Each try fails as ``kinds`` says (then answers in form): an outage never spends the
+    unreadable answers' budget, nor an unreadable answer the outages' backoff; each kind backs
+    off by its own count and the report (and the row) says how many of each. They shared the
+    batch's attempts: after ``budget`` outages the first unreadable answer was kept at once."""
+    append(units, clock, 4)  # each example: a new batch after the cursor
+    idle(clock)
+    plan = list(kinds)
+
+    def answer(prompt: str) -> Answer:
+        kind = plan[0] if plan else None
+        if kind == "outage":
+            return ModelHTTPError("overloaded", status=529)
+        return "Sorry, I cannot help with that." if kind == "unreadable" else fact_answer(prompt)
+
+    worker = consolidator(units, clock, scripted(answer), answer_attempts=budget)
+    counts = {"outage": 0, "unreadable": 0}
+    for tries in range(1, len(kinds) + 2):
+        report = worker.run_once()
+        assert report.attempts == tries
+        kind = plan.pop(0) if plan else None
+        if kind is None or (kind == "unreadable" and counts["unreadable"] + 1 == budget):
+            break  # consolidated: answered in form, or the last unreadable answer kept
+        counts[kind] += 1
+        assert report.status == S.FAILED
+        assert (report.outages, report.unreadable_answers) == (
+            counts["outage"],
+            counts["unreadable"],
+        )
+        assert report.retry_at == clock.now + timedelta(minutes=2 ** (counts[kind] - 1))
+        assert (report.error or "").startswith(
+            "model_http_error" if kind == "outage" else "model_unreadable_answer"
+        )
+        clock.advance(hours=2)
+    if kind == "unreadable":
+        counts["unreadable"] += 1
+    assert report.status == S.CONSOLIDATED, report
+    assert (report.outages, report.unreadable_answers) == (counts["outage"], counts["unreadable"])
+    assert plan == [] or kind == "unreadable"
+    with units(write=False) as mem:
+        row = mem.session.get(LearningBatch, report.batch_id)
+        assert row is not None and row.status == "done"
+        assert (row.report["outages"], row.report["unreadable_answers"]) == (
+            counts["outage"],
+            counts["unreadable"],
+        )
+
+
+def test_a_batch_of_late_messages_counts_its_unreadable_answers_afresh(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    """A batch of late rows takes over the row of the batch after the cursor when one was done
+    there: its unreadable answers start at 0 (the done batch's are in the row's report)."""
+    append(units, clock, 4)
+    idle(clock)
+    worker = consolidator(units, clock, scripted("Sorry."), answer_attempts=2)
+    assert worker.run_once().status == S.FAILED
+    clock.advance(hours=1)
+    done = worker.run_once()
+    assert (done.status, done.unreadable_answers) == (S.CONSOLIDATED, 2)
+    rows = []
+    for _ in range(2):  # a row inserted for the first late batch, then taken over when done
+        append(units, clock, 1, at=clock.now - timedelta(days=1))  # late: before the cursor
+        idle(clock)
+        late = worker.run_once()
+        assert (late.status, late.late) == (S.FAILED, True)
+        assert (late.unreadable_answers, late.outages, late.attempts) == (1, 0, 1)
+        clock.advance(hours=1)
+        kept = worker.run_once()
+        assert (kept.status, kept.unreadable_answers, kept.attempts) == (S.CONSOLIDATED, 2, 2)
+        rows.append(kept.batch_id)
+    assert rows[0] == rows[1] != done.batch_id
+
+
+def test_a_typed_failure_is_logged_in_one_line_without_the_batch(
+    units: UnitFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A model's failure (typed: its report says it) was logged with its traceback, whose
+    locals (printed on the command line: 174 lines of stderr) held the batch's messages."""
+    append(units, clock, 4)
+    idle(clock)
+    worker = consolidator(units, clock, scripted("Sorry, I cannot help with that."))
+    with caplog.at_level("DEBUG", logger="philont.learning.consolidate"):
+        report = worker.run_once()
+    assert report.status == S.FAILED
+    (failed,) = [r for r in caplog.records if "consolidator.batch_failed" in r.getMessage()]
+    assert (failed.levelname, bool(failed.exc_info)) == ("WARNING", False)
+    assert "error='model_unreadable_answer'" in failed.getMessage()
+    assert "message m" not in caplog.text  # no message of the batch
+
+
 def test_a_batch_never_splits_the_messages_of_one_millisecond(
     units: UnitFactory, clock: FakeClock
 ) -> None:
@@ -431,7 +532,12 @@ def test_the_largest_settings_consolidate_and_back_off_without_overflowing(
     most |= {"retry_base": MAX_SETTING_DURATION, "retry_max": MAX_SETTING_DURATION}
     append(units, clock, 3)
     idle(clock)
-    config = LearningConfig(max_window_messages=MAX_SETTING, max_runs_judged=MAX_SETTING)
+    config = LearningConfig(
+        max_window_messages=MAX_SETTING,
+        max_runs_judged=MAX_SETTING,
+        max_message_chars=MAX_SETTING,
+        max_prompt_chars=MAX_SETTING,
+    )
     down = ScriptedModel.by_task({"extract": ModelHTTPError("down", status=503)})
     schedule = ConsolidatorConfig(backlog=True, min_messages=1, **most)
     worker = Consolidator(units, down, clock=clock, config=config, schedule=schedule)

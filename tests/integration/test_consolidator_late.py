@@ -212,7 +212,7 @@ def test_a_late_message_before_a_session_s_first_extends_its_summary(
         mem.timeline.append(f"{WORD}zero", session_id="s", at=start - timedelta(minutes=1))
     drain(worker, clock)
     assert len(prompts) == 2
-    assert "Summary of the earlier part of this session (extend it):\nsummary 1" in prompts[1]
+    assert "Summary of the earlier part of this session (extend it): summary 1" in prompts[1]
     with units(write=False) as mem:
         note = mem.notes.get("session-summary-s")
         assert note is not None and note.content == "summary 2"

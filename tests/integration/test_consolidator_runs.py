@@ -128,3 +128,79 @@ def test_a_run_longer_than_a_batch_is_cut_and_learning_goes_on(
     statuses = [ConsolidationStatus.CONSOLIDATED] * 3 + [ConsolidationStatus.NOTHING_NEW]
     assert [r.status for r in reports] == statuses
     assert batch_sizes(units) == [2, 2, 1]
+
+
+@pytest.mark.parametrize(
+    ("judged", "window", "read"), [(True, 50, 50), (False, 5_000, 200), (False, 50, 50)]
+)
+def test_a_batch_reads_only_the_tool_calls_its_prompts_can_show(
+    units: UnitFactory, clock: FakeClock, judged: bool, window: int, read: int
+) -> None:
+    """A batch loaded every tool call of its span (50,000: 1.3 s and 56 MB), though its prompts
+    show the newest 200, and with a judge the runs' traces. Now it reads the newest of them
+    (200; with a judge ``max_window_messages``) and counts the rest; a run begun before the
+    calls read is not judged (its trace would lack calls), the newer runs are, whole."""
+    with units() as mem:
+        chat = Conversation(mem, clock, "s1")
+        chat.user("Crawl the site")
+        for page in range(230):
+            chat.act("fetch", minutes=0.01, page=page)
+        chat.assistant("Crawled.")
+        chat.user("Now the sitemap")
+        for step in range(3):
+            chat.act("sitemap", minutes=0.01, step=step)
+        chat.assistant("Done.")
+    clock.advance(hours=1)
+    judge = RecordingJudge() if judged else None
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]"})
+    worker = Consolidator(
+        units,
+        model,
+        clock=clock,
+        judge=judge,
+        config=LearningConfig(summary_min_messages=10_000, max_window_messages=window),
+        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
+    )
+    report = worker.run_once()
+    assert (report.status, report.tool_calls) == (ConsolidationStatus.CONSOLIDATED, 233)
+    assert report.tool_calls_left_out == 233 - read
+    if judge is not None:
+        assert judge.seen == [("Now the sitemap", ("sitemap",) * 3, "Done.")]
+    reflect = next(p for p in model.prompts if p.startswith("TASK: reflect"))
+    first = 233 - read  # the newest calls: 3 sitemaps and the pages from this one
+    assert "sitemap" in reflect and '{"page": 229}' in reflect
+    assert f'{{"page": {first}}}' in reflect and f'{{"page": {first - 1}}}' not in reflect
+
+
+def test_a_batch_reads_of_each_message_what_its_prompts_show(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    """A batch read every message whole (up to 16 MiB each, a thousand to a batch) to show
+    ``max_message_chars`` of it; now it reads what the prompts show, and they are the same."""
+    from philont.learning.late import Seen, load_batch
+    from philont.learning.prompts import extract_prompt
+    from philont.learning.window import load_after, read_chars
+
+    texts = ["a\r\n" * 40_000, "b" * 100_000, "short", "\u2028c" * 30]
+    with units() as mem:
+        chat = Conversation(mem, clock, "s1")
+        for text in texts:
+            chat.user(text)
+    clock.advance(hours=1)
+    config = LearningConfig(summary_min_messages=10_000, max_message_chars=25)
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]"})
+    worker = Consolidator(
+        units, model, clock=clock, config=config,
+        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
+    )  # fmt: skip
+    report = worker.run_once()
+    assert report.status == ConsolidationStatus.CONSOLIDATED
+    with units(write=False) as mem:
+        whole = load_after(mem.session, -1, report.until_ts or 0)
+        read, _ = load_batch(
+            mem.session, -1, report.until_ts or 0, Seen(), max_chars=read_chars(25)
+        )
+    assert [t.content for t in whole.turns] == texts
+    assert [len(t.content) for t in read.turns] == [52, 52, 5, 52]
+    extract = next(p for p in model.prompts if p.startswith("TASK: extract"))
+    assert extract == extract_prompt(whole, timezone="UTC", max_chars=25, total=120_000)

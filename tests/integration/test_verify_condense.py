@@ -244,3 +244,48 @@ def test_every_skill_condensed_in_a_batch_is_in_its_report(
     report = worker.run_once()
     assert report.condensed is not None
     assert report.condensed.names("created") == ["export-table-as-csv", "scrape-price-pages"]
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"action_id": "seven", "tool": "sql"},
+        {"action_id": {"n": 1}, "tool": "sql"},
+        {"action_id": [3], "tool": "sql", "params": {"q": 1}},
+        {"action_id": True, "tool": None, "result": 5, "success": "yes"},
+    ],
+)
+def test_a_case_whose_stored_trace_is_not_ours_is_condensed_and_stops_nothing(
+    units: UnitFactory, clock: FakeClock, step: dict[str, Any]
+) -> None:
+    """A verified case whose trace another program (or a hand) wrote: an ``action_id`` that
+    is no whole number failed reading it (ValueError, TypeError) in every batch,
+    which were failed and retried without end: learning stopped there for good."""
+    from philont.db.models import LearningCase
+
+    with units() as mem:
+        mem.timeline.append("Hello there", role="user")
+        mem.session.add(
+            LearningCase(
+                id="hand-made",
+                goal="Export the invoices",
+                trace=[step],
+                result="done",
+                created_at=clock.now,
+            )
+        )
+    clock.advance(hours=1)
+    model = ScriptedModel.by_task(
+        {"extract": "[]", "reflect": "[]", "condense": answer([CONDENSED])}
+    )
+    worker = Consolidator(
+        units,
+        model,
+        clock=clock,
+        config=VERIFY,
+        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
+    )
+    report = worker.run_once()
+    assert report.status == ConsolidationStatus.CONSOLIDATED, report.error
+    condense = next(p for p in model.prompts if p.startswith("TASK: condense"))
+    assert "Goal: Export the invoices" in condense

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from philont.domain.consolidation import Step, batch_end, retry_delay, whole_runs_end
+from philont.domain.consolidation import (
+    Step,
+    batch_end,
+    last_calls,
+    retry_delay,
+    whole_runs_end,
+)
 from philont.errors import InvalidInputError
 from philont.learning import ConsolidatorConfig, LearningConfig
 from philont.schemas.inputs import MAX_SETTING, MAX_SETTING_DURATION
@@ -117,6 +123,38 @@ def test_the_end_is_the_latest_that_splits_no_run_or_the_limit_when_none_is(
     end = whole_runs_end(batch + list(after.values()), until, first)
     clean = [e for e in range(first, until + 1) if not _splits(all_steps, e)]
     assert end == (max(clean) if clean else until)
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(
+        st.builds(Step, st.integers(0, 30), st.sampled_from("abc"), st.booleans()), max_size=20
+    ),
+    st.lists(st.tuples(st.integers(0, 30), st.sampled_from("abc")), max_size=40),
+    st.integers(0, 30),
+)
+def test_the_last_call_of_each_gap_ends_a_batch_where_every_call_does(
+    messages: list[Step], calls: list[tuple[int, str]], until: int
+) -> None:
+    """A cut batch's end is found from its messages and the last tool call of each session
+    between two of its messages (``last_calls``): the same end as from every call (which were
+    each read, 50,000 at every claim of an agent in a loop)."""
+    inside = [m for m in messages if m.at <= until]
+    if not inside:
+        return
+    first = min(m.at for m in inside)
+    span = [(at, sid) for at, sid in calls if at <= until]
+    after: dict[str, Step] = {}
+    later = [*messages, *(Step(at, sid) for at, sid in calls)]
+    for step in sorted(later, key=lambda s: (s.at, not s.user)):
+        if step.at > until:
+            after.setdefault(step.session, step)
+    every = [*inside, *(Step(at, sid) for at, sid in span), *after.values()]
+    kept = last_calls(inside, span)
+    assert len(kept) <= len(inside) + 3  # one per gap: a session has one more than messages
+    assert whole_runs_end([*inside, *kept, *after.values()], until, first) == whole_runs_end(
+        every, until, first
+    )
 
 
 @pytest.mark.parametrize(

@@ -87,7 +87,7 @@ LEARNING_DOC = [
     f"at most `batch_size` ({_n(SCHEDULE.batch_size)})",
     f"at least `min_messages` ({SCHEDULE.min_messages})",
     f"its claimer's lease ({SCHEDULE.lease.seconds // 60} min)",
-    f"`answer_attempts`-th attempt ({SCHEDULE.answer_attempts};",
+    f"`answer_attempts`-th unreadable answer ({SCHEDULE.answer_attempts};",
     f"{retry.DEFAULT_ATTEMPTS} attempts in all (`philont.db.retry.run_unit`",
     f"the next user turn, {WINDOW.max_duration.seconds // 60} min or {WINDOW.max_actions} actions)",
     f"near-duplicate (≥ {DUPLICATE_THRESHOLD}) of a same-kind",

@@ -71,3 +71,78 @@ def test_no_message_or_tool_call_ends_the_data_or_passes_for_a_turn(
             lines = data_lines(prompt)
             assert len(lines) == len(run.trace) + 3  # Goal, Tool calls:, calls, the answer
             assert sum(1 for line in lines if CALL.match(line)) == len(run.trace)
+
+
+def _prompts(text: str, timezone: str = "UTC") -> list[str]:
+    """Every prompt of the loop with ``text`` in each stored text it shows: messages, a tool's
+    name, parameters (key and value) and result, a run's goal and answer, a stored case's trace,
+    the previous summary of a session."""
+    from philont.learning.verify import _trace_calls
+    from philont.schemas.learning import CaseRecord
+
+    turns = tuple(
+        Turn(i, "s", role, text, T0 + timedelta(seconds=i))
+        for i, role in enumerate(["user", "assistant", "user"])
+    )
+    calls = tuple(
+        ToolCall(i, "s", text, {text: text, "n": [text]}, text, bool(i % 2), T0) for i in range(3)
+    )
+    window = Window("s", turns, calls, "s")
+    run = Run(text, calls, text, "s")
+    case = CaseRecord(
+        id="c",
+        goal=text,
+        trace=[{"tool": text, "params": {text: text}, "result": text, "success": True}] * 2,
+        result=text,
+        session_id="s",
+        skill_id=None,
+        created_at=T0,
+        condensed_at=None,
+        condense_note=None,
+    )
+    size = {"max_chars": 2_000, "total": 120_000}
+    return [
+        reflect_prompt(window, **size),
+        extract_prompt(window, timezone=timezone, **size),
+        summary_prompt(turns, text, **size),
+        judge_prompt(run, **size),
+        condense_prompt(run.goal, run.trace, run.result, **size),
+        condense_prompt(case.goal, _trace_calls(case), case.result, **size),
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(hostile.filter(bool))
+def test_no_stored_text_adds_a_line_to_any_prompt(text: str) -> None:
+    """Whatever any stored text holds, each prompt has the lines it has with a plain word in
+    its place: no text ends the data, opens it again, or poses as a turn or a tool call (the
+    previous summary was put in as it was: a summary note with a line ``END`` ...)."""
+    for plain, forged in zip(_prompts("x"), _prompts(text), strict=True):
+        assert len(forged.splitlines()) == len(plain.splitlines()), forged
+        assert forged.split("\n") == forged.splitlines()  # no break str.splitlines sees alone
+        for line in ("BEGIN", "END"):
+            assert forged.splitlines().count(line) == plain.splitlines().count(line), forged
+        for shape in (TURN, CALL):
+            assert sum(1 for line in forged.splitlines() if shape.match(line)) == sum(
+                1 for line in plain.splitlines() if shape.match(line)
+            ), forged
+
+
+def test_a_previous_summary_past_the_budget_is_cut_to_half_of_it() -> None:
+    turns = (Turn(1, "s", "user", "hello", T0),)
+    prompt = summary_prompt(turns, "y" * 50_000, max_chars=2_000, total=10_000)
+    assert len(prompt) <= 10_000 and "hello" in prompt
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*BREAKS, "x", "é", "\r"]), max_size=80).map("".join),
+    st.integers(1, 30),
+)
+def test_a_message_read_in_part_shows_as_read_whole(text: str, shown: int) -> None:
+    """A batch reads the first read_chars(n) characters of each message: its prompts show the
+    same as with the whole message (a CR LF is one ⏎; the ``…`` still says it goes on)."""
+    from philont.learning.prompts import _cut
+    from philont.learning.window import read_chars
+
+    assert _cut(text[: read_chars(shown)], shown) == _cut(text, shown)
