@@ -25,6 +25,7 @@ from philont.errors import (
     SchemaOutOfDateError,
 )
 from philont.memory import Memory
+from philont.tools.registry import REGISTRY
 from tests.support import file_permissions_apply
 
 NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
@@ -75,6 +76,11 @@ def _fill(path: Path) -> None:
         mem.timeline.start_session("s1")
         mem.timeline.append("I moved to Lisbon last year", session_id="s1")
         mem.skills.create("brew-tea", "Brew tea", "tea", "boil water, steep three minutes")
+    with Store.open(path, clock=_clock) as store:  # closed: no shared Store keeps the file
+        seeded = tools.call(
+            "schedule_reminder", {**CALLS["schedule_reminder"], "name": "seeded"}, db=store
+        )
+    assert seeded.ok, seeded
 
 
 @pytest.fixture
@@ -136,19 +142,53 @@ def test_every_write_is_refused_as_read_only_and_changes_no_file(
     assert _files(path) == before
 
 
-def test_tools_read_and_their_writes_are_refused(files: tuple[Path, Path]) -> None:
-    path, _ = files
+CALLS: dict[str, dict[str, object]] = {
+    "store_fact": {"namespace": "user", "key": "k", "value": 1},
+    "get_fact": {"namespace": "user", "key": "city"},
+    "list_facts": {"namespace": "user"},
+    "use_skill": {"name": "brew-tea"},
+    "search_notes": {"query": "cats"},
+    "search_skills": {"query": "tea"},
+    "recall_sessions": {"query": "Lisbon"},
+    "create_calendar_event": {
+        "title": "Dentist",
+        "starts_at": "2031-06-01T09:00:00",
+        "ends_at": "2031-06-01T10:00:00",
+        "timezone": "Europe/Berlin",
+    },
+    "list_upcoming": {"window_days": 7},
+    "schedule_reminder": {
+        "name": "water",
+        "message": "water the plants",
+        "cron": "*/30 2 * * *",
+        "timezone": "Europe/Berlin",
+    },
+    "cancel_schedule": {"name": "seeded"},
+}
+"""Good arguments of every model tool (each succeeds on a writable copy)."""
+
+
+def test_every_tool_is_called_here() -> None:
+    assert set(CALLS) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY), ids=str)
+def test_a_reading_tool_works_and_a_writing_one_is_refused(
+    files: tuple[Path, Path], name: str
+) -> None:
+    path, copy = files
+    with Store.open(copy) as store:
+        writable = tools.call(name, CALLS[name], db=store)
+    assert writable.ok, writable
     before = _files(path)["memory.sqlite"]
     with file_permissions_apply(), Store.open(path, read_only=True) as store:
-        listed = tools.call("list_facts", {"namespace": "user"}, db=store)
-        recalled = tools.call("recall_sessions", {"query": "Lisbon"}, db=store)
-        searched = tools.call("search_notes", {"query": "cats"}, db=store)
-        stored = tools.call("store_fact", {"namespace": "user", "key": "k", "value": 1}, db=store)
-    assert listed.ok and "Lisbon" in listed.text, listed
-    assert recalled.ok and "Lisbon" in recalled.text, recalled
-    assert searched.ok and "cats" in searched.text, searched
-    assert stored.error_code == "database_read_only", stored
-    assert "opened read-only" in (stored.error or "")
+        called = tools.call(name, CALLS[name], db=store)
+    if REGISTRY[name].writes:
+        assert called.error_code == "database_read_only", called
+        assert "opened read-only" in (called.error or ""), called
+    else:
+        assert called.ok, called
+        assert called.text == writable.text
     assert _files(path)["memory.sqlite"] == before
 
 
