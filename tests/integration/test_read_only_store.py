@@ -218,13 +218,33 @@ def test_the_reading_commands_read_a_read_only_file(
     assert _files(path)["memory.sqlite"] == before
 
 
-def test_a_database_not_at_head_is_refused_naming_the_upgrade(tmp_path: Path) -> None:
-    path = tmp_path / "empty.sqlite"
-    path.touch(mode=0o444)
+@pytest.mark.parametrize("fixture", ["empty", "v31", "v2"], ids=str)
+def test_a_database_not_at_head_is_refused_naming_the_upgrade(
+    tmp_path: Path, copy_fixture: Callable[[str], Path], fixture: str
+) -> None:
+    if fixture == "empty":
+        path = tmp_path / "empty.sqlite"
+        path.touch()
+    else:
+        path = copy_fixture(fixture)
+    path.chmod(0o444)
+    listing = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     with file_permissions_apply(), pytest.raises(SchemaOutOfDateError, match="philont db upgrade"):
         Store.open(path, read_only=True)
-    assert path.read_bytes() == b""
-    assert os.listdir(tmp_path) == ["empty.sqlite"]
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == listing
+
+
+def test_it_reads_what_a_writer_commits_meanwhile(files: tuple[Path, Path]) -> None:
+    path, _ = files
+    path.chmod(0o644)
+    with Store.open(path, read_only=True) as reader, Store.open(path) as writer:
+        with reader.begin() as mem:
+            assert mem.facts.get("user", "later") is None
+        with writer.begin() as mem:
+            mem.facts.store("user", "later", "committed")
+        with reader.begin() as mem:
+            fact = mem.facts.get("user", "later")
+        assert fact is not None and fact.value == "committed"
 
 
 def test_a_missing_file_is_refused_never_created(tmp_path: Path) -> None:
