@@ -27,7 +27,7 @@ from philont.clock import Clock
 from philont.db.backend import Backend, Raw
 from philont.db.engine import Target
 from philont.db.retry import translate
-from philont.errors import ConflictError, UnitOfWorkError
+from philont.errors import ConflictError, DatabaseReadOnlyError, PhilontError, UnitOfWorkError
 from philont.schemas.inputs import BusyTimeoutMs, now_from
 
 if TYPE_CHECKING:
@@ -200,14 +200,27 @@ class Memory:
                 finally:
                     session.close()
         except (SQLAlchemyError, sqlite3.Error) as err:
-            typed = translate(err, path=self._path())
+            typed = self._typed(err)
             if typed is None:
                 raise
             raise typed from err
         if isinstance(exc, SQLAlchemyError | sqlite3.Error):
-            typed = translate(exc, path=self._path())
+            typed = self._typed(exc)
             if typed is not None:
                 raise typed from exc
+
+    def _typed(self, exc: BaseException) -> PhilontError | None:
+        """``exc``'s typed error (:func:`~philont.db.retry.translate`); on a read-only Store
+        SQLite's refusal of a write says that the Store was opened read-only."""
+        typed = translate(exc, path=self._path())
+        if isinstance(typed, DatabaseReadOnlyError) and self.store.read_only:
+            return self.store.refused_write()
+        return typed
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the Store was opened read-only: reads then refresh no access times."""
+        return self.store.read_only
 
     def _agent_id(self) -> int | None:
         """The registry id of this unit of work's agent (PostgreSQL), the agent created if new;

@@ -33,16 +33,19 @@ from philont.db.engine import (
     create_engine,
     guard_nul,
     is_postgres,
+    refused_write,
     require_file,
     require_sqlite_hooks,
     resolve_url,
     sqlite_engine,
     sqlite_path,
+    sqlite_read_only_engine,
 )
 from philont.db.retry import DEFAULT_ATTEMPTS, run_unit
 from philont.embed.base import Embedder
 from philont.errors import (
     DatabaseGoneError,
+    DatabaseReadOnlyError,
     InvalidDatabaseError,
     SchemaOutOfDateError,
     StoreClosedError,
@@ -83,9 +86,13 @@ class Store:
         clock: Clock = utc_now,
         owns_engine: bool = False,
         embedder: Embedder | None = None,
+        read_only: bool = False,
     ) -> None:
         """Prefer :meth:`open` / :meth:`from_engine`, which check the schema first."""
         self.engine = engine
+        self.read_only = read_only
+        """Opened with ``read_only=True``: every write is refused
+        (:meth:`refused_write`), reads refresh no access times."""
         self.backend: Backend = backend_for(engine)
         if self.backend.name == "postgresql":
             guard_nul(engine)  # a host's engine too: U+0000 is refused by name, not by psycopg
@@ -99,7 +106,9 @@ class Store:
         (the default) is keyword search exactly. See philont.embed."""
         self.scorer: Scorer = self.backend.scorer()
         """The backend's search scoring, one per Store (it caches statistics of this database)."""
-        self.write_engine = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+        self.write_engine = (
+            engine if read_only else engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+        )
         """The engine whose transactions take SQLite's write lock up front (built once: an
         option engine per unit of work costs more than an SQLite BEGIN)."""
         self._owns_engine = owns_engine
@@ -122,6 +131,7 @@ class Store:
         clock: Clock = utc_now,
         busy_timeout_ms: BusyTimeoutMs | None = None,
         embedder: Embedder | None = None,
+        read_only: bool = False,
     ) -> Store:
         """The Store of a path or URL (default ``$MEMORY_DB_PATH``, then
         ``~/.philont/memory/memory.sqlite``). With ``upgrade`` (default) the database is
@@ -129,9 +139,19 @@ class Store:
         :class:`~philont.errors.SchemaOutOfDateError`. On PostgreSQL ``agent`` is the default
         agent of its units of work (see the class docstring). ``busy_timeout_ms`` sets how long
         an SQLite connection waits for another's lock. ``embedder``: semantic recall with that
-        model (EmbedderMismatchError if the stored vectors are another model's)."""
+        model (EmbedderMismatchError if the stored vectors are another model's).
+
+        ``read_only=True`` (SQLite): read a file this process may not write (a read-only file
+        or file system, a backup to inspect). SQLite opens it ``mode=ro`` and nothing is
+        created, upgraded or written: a database not at head is refused
+        (:class:`~philont.errors.SchemaOutOfDateError`, naming ``philont db upgrade``), every
+        write with :class:`~philont.errors.DatabaseReadOnlyError` saying the Store is
+        read-only, and reads refresh no access times. PostgreSQL is refused
+        (:class:`~philont.errors.InvalidDatabaseError`)."""
         url = resolve_url(target)
         require_file(url)
+        if read_only:
+            return cls._open_read_only(url, agent, clock, busy_timeout_ms, embedder)
         ensure_schema(url, upgrade=upgrade)  # an SQLite file is checked there (check_file)
         if is_postgres(url):
             engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
@@ -140,6 +160,35 @@ class Store:
         log.debug("store.opened", url=url.render_as_string(), backend=engine.dialect.name)
         store = cls(engine, agent=agent, clock=clock, owns_engine=True, embedder=embedder)
         return store._checked_embedder()
+
+    @classmethod
+    def _open_read_only(
+        cls,
+        url: URL,
+        agent: str | None,
+        clock: Clock,
+        busy_timeout_ms: int | None,
+        embedder: Embedder | None,
+    ) -> Store:
+        if is_postgres(url):
+            raise InvalidDatabaseError(
+                "Store.open(read_only=True) reads SQLite files only; on PostgreSQL connect "
+                "as a role that may only read instead"
+            )
+        path = sqlite_path(url)
+        if path is not None:  # a missing file is refused, never created
+            check_file(path, create=False, writable=False)
+        ensure_schema(url, upgrade=False, writable=False)
+        engine = sqlite_read_only_engine(url, busy_timeout_ms=busy_timeout_ms)
+        log.debug("store.opened", url=url.render_as_string(), backend="sqlite", read_only=True)
+        store = cls(
+            engine, agent=agent, clock=clock, owns_engine=True, embedder=embedder, read_only=True
+        )
+        return store._checked_embedder()
+
+    def refused_write(self) -> DatabaseReadOnlyError:
+        """The error of a write to a Store opened with ``read_only=True``."""
+        return refused_write(self._path)
 
     @classmethod
     @checked
@@ -271,7 +320,13 @@ class Store:
 
     def for_agent(self, agent: str) -> Store:
         """A Store on the same engine (the same pool) whose default agent is ``agent``."""
-        view = Store(self.engine, agent=agent, clock=self.clock, embedder=self.embedder)
+        view = Store(
+            self.engine,
+            agent=agent,
+            clock=self.clock,
+            embedder=self.embedder,
+            read_only=self.read_only,
+        )
         view.scorer, view._agent_ids = self.scorer, self._agent_ids  # shared caches
         return view
 
@@ -352,16 +407,17 @@ def _database_of(url: URL) -> tuple[object, ...]:
     return (url.get_backend_name(), url.database)
 
 
-def ensure_schema(url: URL, *, upgrade: bool) -> None:
+def ensure_schema(url: URL, *, upgrade: bool, writable: bool = True) -> None:
     """Create or upgrade the database at ``url`` to head (``upgrade``), or refuse one that is
     not at head. Reads the revision scripts once per process (see ``philont.migrate``). An
     SQLite file it returns for has been checked for writing (``check_file``: by its look at
     the schema, or by the upgrade that created or upgraded it): an engine made right after
-    (``sqlite_engine``) need not look at the file again."""
+    (``sqlite_engine``) need not look at the file again; ``writable=False``: for reading
+    (a read-only Store), the file need not be writable."""
     with alembic_at_debug():  # Alembic logs at INFO from its first import on
         from philont import migrate
 
-        if _at_head(url):
+        if _at_head(url, writable=writable):
             return
         if not upgrade:
             migrate.check(url)  # raises SchemaOutOfDateError naming the command to run
@@ -386,14 +442,14 @@ def ensure_schema_on(conn: Connection, *, upgrade: bool) -> None:
         migrate.upgrade(conn)
 
 
-def _at_head(url: URL) -> bool:
+def _at_head(url: URL, *, writable: bool = True) -> bool:
     from philont import migrate
 
     path = sqlite_path(url)
     if not is_postgres(url) and (path is None or not path.exists() or path.stat().st_size == 0):
         return False
     if path is not None:  # refused before a look at the schema leaves -wal and -shm beside it
-        check_file(path, create=False)
+        check_file(path, create=False, writable=writable)
     try:
         return (migrate.status(url) if path is None else migrate.file_status(path)).at_head
     except Exception:  # anything odd: let upgrade() inspect and report it properly

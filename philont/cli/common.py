@@ -275,14 +275,15 @@ def progress(*columns: str | ProgressColumn) -> Progress:
     return Progress(*columns, console=err, transient=True, disable=not err.is_terminal)
 
 
-def open_store(url: URL) -> Store:
-    """This command's Store on a database already at head. On PostgreSQL the agent it serves
-    (``--agent``, ``$PHILONT_AGENT``) must exist: looking at memory never creates an agent (a
-    misspelt name is ``agent_not_found``, exit 4, as for ``export``); ``import`` makes its own."""
+def open_store(url: URL, *, read_only: bool = False) -> Store:
+    """This command's Store on a database already at head (``read_only``: opened so, see
+    ``Store.open``). On PostgreSQL the agent it serves (``--agent``, ``$PHILONT_AGENT``) must
+    exist: looking at memory never creates an agent (a misspelt name is ``agent_not_found``,
+    exit 4, as for ``export``); ``import`` makes its own."""
     from philont import agents
     from philont.store import Store
 
-    store = Store.open(url, upgrade=False)
+    store = Store.open(url, upgrade=False, read_only=read_only)
     name = store._agent(None)
     if store.backend.name == "postgresql" and name is not None:
         try:

@@ -27,7 +27,12 @@ from philont.cli.common import (
     resolve_existing,
 )
 from philont.cli.values import value
-from philont.errors import FactNotFoundError, PhilontError, SkillNotFoundError
+from philont.errors import (
+    DatabaseReadOnlyError,
+    FactNotFoundError,
+    PhilontError,
+    SkillNotFoundError,
+)
 from philont.schemas import inputs
 
 if TYPE_CHECKING:
@@ -76,13 +81,22 @@ def _run(db: str | None, work: Callable[[Memory], T]) -> T:
     """``work(mem)`` in one unit of work on this command's Store (a database not at head is
     refused), run again when the database was busy or the transaction conflicted with a
     concurrent one (:meth:`Store.run <philont.store.Store.run>`): ``work`` only reads and
-    returns what the command prints."""
+    returns what the command prints. A file this process may not write (a read-only file
+    or file system, a WAL-mode file in a read-only folder) is read through a read-only Store
+    (``Store.open(read_only=True)``: reads then refresh no access times)."""
     from philont import migrate
+    from philont.db.engine import is_postgres
 
     url = resolve_existing(db)
     migrate.check(url)
-    with open_store(url) as store:
-        return store.run(work)
+    try:
+        with open_store(url) as store:
+            return store.run(work)
+    except DatabaseReadOnlyError:
+        if is_postgres(url):
+            raise
+    with open_store(url, read_only=True) as store:
+        return store.run(work, write=False)
 
 
 def layer_counts(path: str | Path) -> dict[str, int]:

@@ -26,7 +26,7 @@ from philont.arguments import checked
 from philont.db import cursors, fork, write_gate
 from philont.db.backend import FOLD_FUNCTION, fold_stored
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
-from philont.db.retry import cannot_open, is_busy, mark_busy, shm_cannot_be_made
+from philont.db.retry import cannot_open, is_busy, mark_busy, shm_cannot_be_made, translate
 from philont.errors import (
     BackendError,
     DatabasePathError,
@@ -289,20 +289,25 @@ def _not_writable(path: Path) -> str:
 
 
 def connect_read_only(
-    path: str | Path, *, immutable: bool = False, timeout: float = 5.0
+    path: str | Path,
+    *,
+    immutable: bool = False,
+    timeout: float = 5.0,
+    factory: type[sqlite3.Connection] = sqlite3.Connection,
 ) -> sqlite3.Connection:
     """A read-only sqlite3 connection to the file ``path`` (``immutable``: without locks or
     the WAL, for a look at the file itself). Its name is quoted into SQLite's URI form:
     ``?``, ``#`` and ``%`` in a file name are part of the name, never a query (which would
     drop ``mode=ro`` and create a stray file), a fragment or an escape. ``timeout``: seconds
-    to wait for another connection's lock.
+    to wait for another connection's lock; ``factory``: the connection's class.
 
     A WAL-mode file is read through its ``-shm`` file, which SQLite creates beside it when
     missing; where it cannot (the directory is not writable: a read-only mount, another
     user's folder) :func:`_without_shm` reads it as it is or refuses it by name, never as
     "unable to open database file" (which was reported as a damaged database)."""
     flags = "mode=ro&immutable=1" if immutable else "mode=ro"
-    conn = sqlite3.connect(f"file:{quote(os.fspath(path))}?{flags}", uri=True, timeout=timeout)
+    name = f"file:{quote(os.fspath(path))}?{flags}"
+    conn = sqlite3.connect(name, uri=True, timeout=timeout, factory=factory)
     if immutable:
         return conn
     try:
@@ -311,11 +316,13 @@ def connect_read_only(
         conn.close()
         if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN:
             raise
-        return _without_shm(Path(path), exc, timeout)
+        return _without_shm(Path(path), exc, timeout, factory)
     return conn
 
 
-def _without_shm(path: Path, exc: sqlite3.Error, timeout: float) -> sqlite3.Connection:
+def _without_shm(
+    path: Path, exc: sqlite3.Error, timeout: float, factory: type[sqlite3.Connection]
+) -> sqlite3.Connection:
     """``path`` exists but SQLite cannot open what it needs beside it to read it (``exc``):
     with no ``-shm`` in a directory that is not writable, a WAL-mode file whose ``-wal`` holds
     nothing is read as it is (``immutable``: everything committed is in the file). One whose
@@ -325,7 +332,7 @@ def _without_shm(path: Path, exc: sqlite3.Error, timeout: float) -> sqlite3.Conn
     wal = Path(f"{path}-wal")
     empty_wal = not wal.exists() or wal.stat().st_size == 0
     if empty_wal and shm_cannot_be_made(path):
-        return connect_read_only(path, immutable=True, timeout=timeout)
+        return connect_read_only(path, immutable=True, timeout=timeout, factory=factory)
     raise cannot_open(path, str(exc)) from exc
 
 
@@ -415,14 +422,22 @@ def switch_to_wal(cursor: Any, timeout_ms: int) -> None:
 
 
 def install_sqlite_hooks(
-    engine: Engine, *, foreign_keys: bool, busy_timeout_ms: int | None = None
+    engine: Engine,
+    *,
+    foreign_keys: bool,
+    busy_timeout_ms: int | None = None,
+    read_only: bool = False,
 ) -> None:
+    """philont's set-up of ``engine``'s connections (see :func:`has_sqlite_hooks`).
+    ``read_only`` (:func:`sqlite_read_only_engine`): connections that never write, so no
+    WAL switch, checkpoints or write gate, and every transaction begins DEFERRED."""
     _WITH_HOOKS.add(engine)
     path = sqlite_path(engine.url)
-    checkpointer = None if path is None else _start_checkpoints(engine, path)
+    writes = path is not None and not read_only
+    checkpointer = _start_checkpoints(engine, path) if writes and path is not None else None
     timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
     _BUSY_TIMEOUTS[engine] = timeout
-    gate = None if path is None else write_gate.gate_for(path)
+    gate = write_gate.gate_for(path) if writes and path is not None else None
     if gate is not None:
         write_gate.install(engine)
         cursors.install(engine)
@@ -438,7 +453,8 @@ def install_sqlite_hooks(
         cur.execute(f"PRAGMA busy_timeout = {timeout}")
         _record.info[_BUSY_MS] = timeout
         try:
-            switch_to_wal(cur, timeout)
+            if not read_only:  # a read-only file is read in the journal mode it has
+                switch_to_wal(cur, timeout)
         except sqlite3.Error as exc:  # the first read: SQLite opens what it needs beside the file
             if (
                 path is None
@@ -446,7 +462,8 @@ def install_sqlite_hooks(
             ):
                 raise
             raise cannot_open(path, str(exc)) from exc
-        cur.execute("PRAGMA synchronous = NORMAL")
+        if not read_only:
+            cur.execute("PRAGMA synchronous = NORMAL")
         if checkpointer is not None:
             cur.execute(f"PRAGMA wal_autocheckpoint = {SAFETY_PAGES}")
         cur.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
@@ -461,14 +478,26 @@ def install_sqlite_hooks(
         mode = conn.get_execution_options().get(BEGIN_OPTION, "DEFERRED")
         if mode not in BEGIN_MODES:
             raise ValueError(f"{BEGIN_OPTION} must be one of {BEGIN_MODES}, got {mode!r}")
+        if read_only:  # SQLite refuses BEGIN IMMEDIATE on a read-only connection
+            mode = "DEFERRED"
         statement = "BEGIN" if mode == "DEFERRED" else f"BEGIN {mode}"
         _begin(conn, statement, gate if mode == "IMMEDIATE" else None, timeout)
 
     @event.listens_for(engine, "handle_error")
     def _on_error(context: ExceptionContext) -> None:
         # the busy timeout the failed statement's connection waited with (RetryPolicy)
-        if isinstance(context.original_exception, sqlite3.Error):
-            mark_busy(context.original_exception, timeout_s=timeout / 1000)
+        _on_sqlite_error(context.original_exception, timeout, path if read_only else None)
+
+
+def _on_sqlite_error(exc: BaseException, timeout_ms: int, read_only: Path | None) -> None:
+    """Mark a failed statement's error with the busy timeout its connection waited
+    (RetryPolicy); on a read-only engine (of the file ``read_only``) SQLite's refusal of a
+    write is :func:`refused_write`, naming the read-only Store, on every path alike."""
+    if not isinstance(exc, sqlite3.Error):
+        return
+    mark_busy(exc, timeout_s=timeout_ms / 1000)
+    if read_only is not None and isinstance(translate(exc), DatabaseReadOnlyError):
+        raise refused_write(read_only) from exc
 
 
 def _begin(conn: Any, statement: str, gate: write_gate.WriteGate | None, timeout_ms: int) -> None:
@@ -607,6 +636,33 @@ def sqlite_engine(
         )
         fork.renew_after_fork(engine)
     install_sqlite_hooks(engine, foreign_keys=foreign_keys, busy_timeout_ms=busy_timeout_ms)
+    return engine
+
+
+def refused_write(path: Path | None) -> DatabaseReadOnlyError:
+    """The error of a write on a read-only Store's connection (SQLite refused it)."""
+    reason = "the Store was opened read-only (Store.open(..., read_only=True))"
+    return DatabaseReadOnlyError(str(path), reason)
+
+
+def sqlite_read_only_engine(url: URL, *, busy_timeout_ms: int | None = None) -> Engine:
+    """An engine that only reads the SQLite file ``url`` names (``Store.open(...,
+    read_only=True)``): each connection is :func:`connect_read_only`'s (``mode=ro``;
+    ``immutable`` for a WAL-mode file whose ``-shm`` cannot be made and whose ``-wal`` holds
+    nothing), so SQLite refuses every write and creates nothing beside the file."""
+    ensure_fts5()
+    path = sqlite_path(url)
+    if path is None:
+        raise DatabasePathError(str(url.database), "a read-only Store needs a database file")
+    timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
+
+    def connect() -> sqlite3.Connection:
+        return connect_read_only(path, timeout=timeout / 1000, factory=cursors.TrackedConnection)
+
+    engine = sa_create_engine(url, creator=connect)
+    fork.renew_after_fork(engine)
+    cursors.install(engine)
+    install_sqlite_hooks(engine, foreign_keys=True, busy_timeout_ms=timeout, read_only=True)
     return engine
 
 

@@ -189,8 +189,9 @@ class FactService(FactTime):
         """The current version of ``namespace.key``, or ``None``.
 
         A hit refreshes ``last_accessed_at`` and writes one access-log row (the original did
-        neither log, Q-D4). With ``include_expired=False`` a state whose ``valid_until`` has
-        passed counts as a miss (Q-S2); the default keeps the original's behaviour.
+        neither log, Q-D4; a read-only Store does neither). With ``include_expired=False`` a
+        state whose ``valid_until`` has passed counts as a miss (Q-S2); the default keeps the
+        original's behaviour.
         A miss writes nothing. On PostgreSQL it takes the key's lock (``Backend.serialize``)
         first, like a store: it waits for a concurrent writer of the key to end.
         """
@@ -205,6 +206,8 @@ class FactService(FactTime):
         now = self._now()
         if not include_expired and expired(row, to_epoch_ms(now)):
             return None
+        if self.mem.read_only:  # a read-only Store: nothing to refresh (nor can it be)
+            return to_record(row)
         # by its id as read, in the row object too (``evaluate``): an id stored as text that
         # is not UTF-8 reads with U+FFFD and matches no row, which a flush refused as stale
         self.session.execute(

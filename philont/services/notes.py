@@ -115,10 +115,13 @@ class NoteService(Service):
     @finds("id")
     def get(self, id: str) -> NoteRecord | None:
         """The note, or ``None`` if it is missing or forgotten. A hit refreshes
-        ``last_accessed_at`` and writes one access-log row; a miss writes nothing."""
+        ``last_accessed_at`` and writes one access-log row (not on a read-only Store); a miss
+        writes nothing."""
         row = self.session.get(Note, id) if isinstance(id, str) else None
         if row is None or row.forgotten_at is not None:
             return None
+        if self.mem.read_only:  # a read-only Store: nothing to refresh (nor can it be)
+            return _record(row)
         row.last_accessed_at = self._now()
         self.session.flush()
         self.mem.access.record(AccessTarget.NOTE, row.id, context="get")

@@ -91,12 +91,12 @@ class SkillService(SkillRecipes):
         """Return the skill named exactly ``name`` (case-sensitive), or None.
 
         A found skill gets an access-log row (target ``skill``) unless ``record_access`` is
-        False. Reading never changes counters or the grade.
+        False or the Store is read-only. Reading never changes counters or the grade.
         """
         found = self._fetch(Skill.name == inputs.check(inputs.SkillNameLookup, name, "name"))
         if found is None:
             return None
-        if record_access:
+        if record_access and not self.mem.read_only:
             self.mem.access.record(AccessTarget.SKILL, found[0].id)
         return to_record(*found)
 

@@ -230,7 +230,8 @@ def call(
     JSON :func:`prepare` encoded once; what cannot be stored as given, as a bounded repr), the
     start of its result text and its success — that record is the only row a failed call
     leaves (a call the storage refuses — busy, full, read-only — leaves none, and reports that
-    code).
+    code). On a Store opened read-only nothing is logged: a tool that only reads works, one
+    that writes reports ``database_read_only``.
 
     ``db`` is a :class:`~philont.store.Store` (the call runs in a unit of work of its own), an
     active unit of work (``Memory`` inside its ``with`` block: the call joins its transaction),
@@ -452,7 +453,8 @@ def run_prepared(prepared: Prepared, mem: Memory, session_id: str, *, joined: bo
         assert failure is not None  # no output: a failure says why
         text = failure_text(failure.code, failure.message)
     ok = output is not None
-    _log_call(mem, prepared, ok=ok, text=text, session_id=session_id)
+    if not mem.read_only:  # a read-only Store (Store.open(read_only=True)) logs nothing
+        _log_call(mem, prepared, ok=ok, text=text, session_id=session_id)
     return ToolResult(  # model_construct is slower than this validation (2.0 vs 1.2 us)
         name=prepared.name,
         ok=ok,

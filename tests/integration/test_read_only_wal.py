@@ -131,6 +131,29 @@ def test_a_store_on_it_is_refused_as_read_only(files: dict[str, Path], name: str
     assert called.error_code == "database_read_only"
 
 
+@pytest.mark.parametrize("name", ["clean", "both"])
+def test_a_read_only_store_and_the_reading_commands_read_it(
+    files: dict[str, Path], name: str
+) -> None:
+    """``Store.open(read_only=True)`` reads it (``clean`` as it is, ``immutable``; ``both``
+    through its -shm, with what its -wal holds) and refuses writes; the reading commands use
+    one by themselves. Nothing in the directory changes."""
+    path = files[name]
+    listing = {p.name: p.read_bytes() for p in path.parent.iterdir()}
+    keys = ["first"] if name == "clean" else ["first", "second"]
+    with Store.open(path, read_only=True) as store:
+        with store.begin() as mem:
+            assert sorted(f.key for f in mem.facts.list("user")) == keys
+            assert mem.facts.get("user", "first") is not None
+        with pytest.raises(DatabaseReadOnlyError, match="opened read-only"), store.begin() as mem:
+            mem.facts.store("user", "third", "refused")
+    for args in (["facts", "list"], ["facts", "get", "user", "first"], ["prefix"]):
+        result = runner.invoke(app, [*args, "--db", str(path)])
+        assert result.exit_code == 0, (args, result.output)
+        assert "first" in result.output, (args, result.output)
+    assert {p.name: p.read_bytes() for p in path.parent.iterdir()} == listing
+
+
 def test_with_its_shm_it_is_read_with_what_the_wal_holds(files: dict[str, Path]) -> None:
     path = files["both"]
     assert migrate.status(path).at_head

@@ -1,0 +1,258 @@
+"""A read-only Store (``Store.open(path, read_only=True)``) on a file this process may not
+write: every read works and answers what a writable Store answers (without refreshing access
+times), every write is refused with ``DatabaseReadOnlyError`` saying the Store was opened
+read-only, and the files are left as they were. The CLI's reading commands fall back to it.
+Before, any Store on such a file was refused, and so was every command. Run with the
+permission bits enforced, root included (:func:`tests.support.file_permissions_apply`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from philont import Store, tools
+from philont.cli import app
+from philont.errors import (
+    DatabasePathError,
+    DatabaseReadOnlyError,
+    InvalidDatabaseError,
+    SchemaOutOfDateError,
+)
+from philont.memory import Memory
+from philont.tools.registry import REGISTRY
+from tests.support import file_permissions_apply
+
+NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
+
+
+def _clock() -> datetime:
+    return NOW
+
+
+runner = CliRunner()
+
+
+def _note_id(mem: Memory) -> str:
+    return mem.notes.list()[0].id
+
+
+READS: dict[str, Callable[[Memory], object]] = {
+    "facts.get": lambda mem: mem.facts.get("user", "city"),
+    "facts.list": lambda mem: mem.facts.list("user"),
+    "notes.get": lambda mem: mem.notes.get(_note_id(mem)),
+    "notes.list": lambda mem: mem.notes.list(),
+    "skills.get": lambda mem: mem.skills.get("brew-tea"),
+    "search.notes": lambda mem: mem.search.notes("cats"),
+    "search.messages": lambda mem: mem.search.messages("Lisbon"),
+    "timeline.messages": lambda mem: mem.timeline.messages("s1"),
+    "retriever.retrieve": lambda mem: mem.retriever.retrieve("Lisbon"),
+    "prefix.build": lambda mem: mem.prefix.build(),
+    "recall_trigger.recall": lambda mem: mem.recall_trigger.recall("remember Lisbon?"),
+    "access.count_for": lambda mem: mem.access.count_for("fact", "x"),
+}
+
+WRITES: dict[str, Callable[[Memory], object]] = {
+    "facts.store": lambda mem: mem.facts.store("user", "new", "value"),
+    "facts.forget": lambda mem: mem.facts.forget(mem.facts.list("user")[0].id),
+    "notes.add": lambda mem: mem.notes.add("another note"),
+    "notes.forget": lambda mem: mem.notes.forget(_note_id(mem)),
+    "timeline.append": lambda mem: mem.timeline.append("hello", session_id="s1"),
+    "timeline.start_session": lambda mem: mem.timeline.start_session(),
+    "access.record": lambda mem: mem.access.record("fact", "x"),
+}
+
+
+def _fill(path: Path) -> None:
+    with Store.open(path, clock=_clock) as store, store.begin() as mem:
+        mem.facts.store("user", "city", "Lisbon")
+        note = mem.notes.add("the user has two cats")
+        mem.notes.get(note.id)  # last accessed NOW, as a writable Store's get would say
+        mem.timeline.start_session("s1")
+        mem.timeline.append("I moved to Lisbon last year", session_id="s1")
+        mem.skills.create("brew-tea", "Brew tea", "tea", "boil water, steep three minutes")
+    with Store.open(path, clock=_clock) as store:  # closed: no shared Store keeps the file
+        seeded = tools.call(
+            "schedule_reminder", {**CALLS["schedule_reminder"], "name": "seeded"}, db=store
+        )
+    assert seeded.ok, seeded
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """(a read-only database file, a writable copy of it)."""
+    path = tmp_path / "ro" / "memory.sqlite"
+    path.parent.mkdir()
+    _fill(path)
+    copy = tmp_path / "copy.sqlite"
+    shutil.copyfile(path, copy)
+    path.chmod(0o444)
+    yield path, copy
+    path.chmod(0o600)
+
+
+def _files(path: Path) -> dict[str, tuple[bytes, int]]:
+    """The database and its -wal and -shm: their bytes and modification times."""
+    found = (Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm"))
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in found if p.exists()}
+
+
+@pytest.mark.parametrize("read", READS, ids=str)
+def test_a_read_only_store_reads_what_a_writable_one_does(
+    files: tuple[Path, Path], read: str
+) -> None:
+    path, copy = files
+    with Store.open(copy, clock=_clock) as store, store.begin() as mem:
+        expected = READS[read](mem)
+    before = _files(path)["memory.sqlite"]
+    with file_permissions_apply():
+        with pytest.raises(DatabaseReadOnlyError):
+            Store.open(path)
+        with Store.open(path, read_only=True, clock=_clock) as store:
+            assert store.read_only
+            with store.begin() as mem:  # write=True too: a read-only Store only reads
+                got = READS[read](mem)
+    assert got == expected
+    assert _files(path)["memory.sqlite"] == before
+
+
+@pytest.mark.parametrize("write", WRITES, ids=str)
+@pytest.mark.parametrize("begin_write", [True, False], ids=["write", "deferred"])
+def test_every_write_is_refused_as_read_only_and_changes_no_file(
+    files: tuple[Path, Path], write: str, begin_write: bool
+) -> None:
+    path, _ = files
+    with file_permissions_apply(), Store.open(path, read_only=True) as store:
+        with store.begin() as mem:  # a read first: what SQLite keeps beside it, if any
+            mem.facts.list("user")
+        before = _files(path)
+        with (
+            pytest.raises(DatabaseReadOnlyError, match="opened read-only"),
+            store.begin(write=begin_write) as mem,
+        ):
+            WRITES[write](mem)
+        assert _files(path) == before
+        with store.begin() as mem:
+            assert [f.key for f in mem.facts.list("user")] == ["city"]
+    assert _files(path) == before
+
+
+CALLS: dict[str, dict[str, object]] = {
+    "store_fact": {"namespace": "user", "key": "k", "value": 1},
+    "get_fact": {"namespace": "user", "key": "city"},
+    "list_facts": {"namespace": "user"},
+    "use_skill": {"name": "brew-tea"},
+    "search_notes": {"query": "cats"},
+    "search_skills": {"query": "tea"},
+    "recall_sessions": {"query": "Lisbon"},
+    "create_calendar_event": {
+        "title": "Dentist",
+        "starts_at": "2031-06-01T09:00:00",
+        "ends_at": "2031-06-01T10:00:00",
+        "timezone": "Europe/Berlin",
+    },
+    "list_upcoming": {"window_days": 7},
+    "schedule_reminder": {
+        "name": "water",
+        "message": "water the plants",
+        "cron": "*/30 2 * * *",
+        "timezone": "Europe/Berlin",
+    },
+    "cancel_schedule": {"name": "seeded"},
+}
+"""Good arguments of every model tool (each succeeds on a writable copy)."""
+
+
+def test_every_tool_is_called_here() -> None:
+    assert set(CALLS) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY), ids=str)
+def test_a_reading_tool_works_and_a_writing_one_is_refused(
+    files: tuple[Path, Path], name: str
+) -> None:
+    path, copy = files
+    with Store.open(copy) as store:
+        writable = tools.call(name, CALLS[name], db=store)
+    assert writable.ok, writable
+    before = _files(path)["memory.sqlite"]
+    with file_permissions_apply(), Store.open(path, read_only=True) as store:
+        called = tools.call(name, CALLS[name], db=store)
+    if REGISTRY[name].writes:
+        assert called.error_code == "database_read_only", called
+        assert "opened read-only" in (called.error or ""), called
+    else:
+        assert called.ok, called
+        assert called.text == writable.text
+    assert _files(path)["memory.sqlite"] == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["facts", "list"],
+        ["facts", "get", "user", "city"],
+        ["notes", "list"],
+        ["skills", "list"],
+        ["skills", "show", "brew-tea"],
+        ["notes", "search", "cats"],
+        ["timeline", "--session", "s1"],
+        ["prefix"],
+        ["recall", "remember Lisbon?"],
+    ],
+    ids=" ".join,
+)
+def test_the_reading_commands_read_a_read_only_file(
+    files: tuple[Path, Path], args: list[str]
+) -> None:
+    path, _ = files
+    before = _files(path)["memory.sqlite"]
+    with file_permissions_apply():
+        result = runner.invoke(app, [*args, "--db", str(path)])
+    assert result.exit_code == 0, result.output
+    assert _files(path)["memory.sqlite"] == before
+
+
+@pytest.mark.parametrize("fixture", ["empty", "v31", "v2"], ids=str)
+def test_a_database_not_at_head_is_refused_naming_the_upgrade(
+    tmp_path: Path, copy_fixture: Callable[[str], Path], fixture: str
+) -> None:
+    if fixture == "empty":
+        path = tmp_path / "empty.sqlite"
+        path.touch()
+    else:
+        path = copy_fixture(fixture)
+    path.chmod(0o444)
+    listing = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with file_permissions_apply(), pytest.raises(SchemaOutOfDateError, match="philont db upgrade"):
+        Store.open(path, read_only=True)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == listing
+
+
+def test_it_reads_what_a_writer_commits_meanwhile(files: tuple[Path, Path]) -> None:
+    path, _ = files
+    path.chmod(0o644)
+    with Store.open(path, read_only=True) as reader, Store.open(path) as writer:
+        with reader.begin() as mem:
+            assert mem.facts.get("user", "later") is None
+        with writer.begin() as mem:
+            mem.facts.store("user", "later", "committed")
+        with reader.begin() as mem:
+            fact = mem.facts.get("user", "later")
+        assert fact is not None and fact.value == "committed"
+
+
+def test_a_missing_file_is_refused_never_created(tmp_path: Path) -> None:
+    with pytest.raises(DatabasePathError, match="no such file"):
+        Store.open(tmp_path / "missing.sqlite", read_only=True)
+    assert os.listdir(tmp_path) == []
+
+
+def test_postgresql_is_refused_by_name() -> None:
+    with pytest.raises(InvalidDatabaseError, match="SQLite files only"):
+        Store.open("postgresql+psycopg://nobody@127.0.0.1:1/none", read_only=True)
