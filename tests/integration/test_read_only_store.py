@@ -177,11 +177,11 @@ def test_a_reading_tool_works_and_a_writing_one_is_refused(
     files: tuple[Path, Path], name: str
 ) -> None:
     path, copy = files
-    with Store.open(copy) as store:
+    with Store.open(copy, clock=_clock) as store:  # one time for both: texts compared
         writable = tools.call(name, CALLS[name], db=store)
     assert writable.ok, writable
     before = _files(path)["memory.sqlite"]
-    with file_permissions_apply(), Store.open(path, read_only=True) as store:
+    with file_permissions_apply(), Store.open(path, read_only=True, clock=_clock) as store:
         called = tools.call(name, CALLS[name], db=store)
     if REGISTRY[name].writes:
         assert called.error_code == "database_read_only", called
