@@ -18,6 +18,7 @@ from philont.cli.common import (
     emit,
     open_store,
     out,
+    read_memory,
     resolve_existing,
 )
 from philont.cli.values import value
@@ -45,6 +46,8 @@ def _calendar(db: str | None, work: Callable[[CalendarService], T], *, write: bo
     transaction conflicted (:meth:`Store.run <philont.store.Store.run>`)."""
     from philont import migrate
 
+    if not write:  # a file this process may not write is read through a read-only Store
+        return read_memory(db, lambda mem: work(mem.calendar))
     url = resolve_existing(db)
     migrate.check(url)  # a typed error reaches Commands, which gives it its exit code
     with open_store(url) as store:

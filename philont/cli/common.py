@@ -8,8 +8,9 @@ import os
 import sqlite3
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console, ConsoleDimensions
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, ProgressColumn
     from sqlalchemy.engine import URL
 
+    from philont.memory import Memory
     from philont.store import Store
 
 # Output that is not a terminal is at most this wide: a table at its natural width, never cut.
@@ -292,3 +294,29 @@ def open_store(url: URL, *, read_only: bool = False) -> Store:
             store.close()
             raise
     return store
+
+
+T = TypeVar("T")
+
+
+def read_memory(db: str | None, work: Callable[[Memory], T]) -> T:
+    """``work(mem)`` in one unit of work on this command's Store (a database not at head is
+    refused), run again when the database was busy or the transaction conflicted with a
+    concurrent one (:meth:`Store.run <philont.store.Store.run>`): ``work`` only reads and
+    returns what the command prints. A file this process may not write (a read-only file
+    or file system, a WAL-mode file in a read-only folder) is read through a read-only Store
+    (``Store.open(read_only=True)``: reads then refresh no access times)."""
+    from philont import migrate
+    from philont.db.engine import is_postgres
+    from philont.errors import DatabaseReadOnlyError
+
+    url = resolve_existing(db)
+    migrate.check(url)
+    try:
+        with open_store(url) as store:
+            return store.run(work)
+    except DatabaseReadOnlyError:
+        if is_postgres(url):
+            raise
+    with open_store(url, read_only=True) as store:
+        return store.run(work, write=False)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
@@ -24,11 +23,11 @@ from philont.cli.common import (
     err,
     open_store,
     out,
+    read_memory,
     resolve_existing,
 )
 from philont.cli.values import value
 from philont.errors import (
-    DatabaseReadOnlyError,
     FactNotFoundError,
     PhilontError,
     SkillNotFoundError,
@@ -75,28 +74,6 @@ LAYER_TABLES = {
 def _add(table: Table, *cells: str) -> None:
     """Add a row of plain text (no rich markup: values like '[state …]' must show as they are)."""
     table.add_row(*(Text(c) for c in cells))
-
-
-def _run(db: str | None, work: Callable[[Memory], T]) -> T:
-    """``work(mem)`` in one unit of work on this command's Store (a database not at head is
-    refused), run again when the database was busy or the transaction conflicted with a
-    concurrent one (:meth:`Store.run <philont.store.Store.run>`): ``work`` only reads and
-    returns what the command prints. A file this process may not write (a read-only file
-    or file system, a WAL-mode file in a read-only folder) is read through a read-only Store
-    (``Store.open(read_only=True)``: reads then refresh no access times)."""
-    from philont import migrate
-    from philont.db.engine import is_postgres
-
-    url = resolve_existing(db)
-    migrate.check(url)
-    try:
-        with open_store(url) as store:
-            return store.run(work)
-    except DatabaseReadOnlyError:
-        if is_postgres(url):
-            raise
-    with open_store(url, read_only=True) as store:
-        return store.run(work, write=False)
 
 
 def layer_counts(path: str | Path) -> dict[str, int]:
@@ -238,7 +215,7 @@ def facts_list(
 ) -> None:
     """Current facts, highest decay score first."""
     prefix = namespace.endswith(".*")
-    records = _run(
+    records = read_memory(
         db, lambda mem: mem.facts.list(namespace.removesuffix(".*"), prefix=prefix, ranked=True)
     )
     rows = [_fact_row(f, f.score or 0.0) for f in records]
@@ -278,7 +255,7 @@ def facts_get(
             raise FactNotFoundError(namespace, key)
         return _fact_row(f, mem.facts.score(f))
 
-    row = _run(db, work)
+    row = read_memory(db, work)
     if as_json:
         emit(row)
     else:
@@ -294,7 +271,7 @@ def facts_history(
     namespace: NamespaceArgument, key: KeyArgument, db: DbOption = None, as_json: JsonOption = False
 ) -> None:
     """Every version of a fact, current first, with its decay score."""
-    rows = _run(
+    rows = read_memory(
         db,
         lambda mem: [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)],
     )
@@ -322,7 +299,9 @@ def notes_list(
     as_json: JsonOption = False,
 ) -> None:
     """The most important notes."""
-    notes = [n.model_dump(mode="json") for n in _run(db, lambda mem: mem.notes.list(limit=limit))]
+    notes = [
+        n.model_dump(mode="json") for n in read_memory(db, lambda mem: mem.notes.list(limit=limit))
+    ]
     if as_json:
         emit(notes)
         return
@@ -337,7 +316,7 @@ def skills_list(
     as_json: JsonOption = False,
 ) -> None:
     """Skills ranked by score, with grade and counts."""
-    listed = _run(db, lambda mem: mem.skills.list(200, include_deprecated=all_))
+    listed = read_memory(db, lambda mem: mem.skills.list(200, include_deprecated=all_))
     skills = [s.model_dump(mode="json") for s in listed]
     if as_json:
         emit(skills)
@@ -372,7 +351,7 @@ def skills_show(
         revisions = [r.model_dump(mode="json") for r in mem.skills.revisions(name)]
         return {**skill.model_dump(mode="json"), "revisions": revisions}
 
-    data = _run(db, work)
+    data = read_memory(db, work)
     revisions = data["revisions"]
     if as_json:
         emit(data)
@@ -410,7 +389,7 @@ def timeline(
         start, end = inputs.window(since, until, names=("--since", "--until"))
     except PhilontError as exc:  # --until before --since: a combination of two values
         raise values.usage_error(exc) from exc
-    msgs = _run(
+    msgs = read_memory(
         db,
         lambda mem: mem.timeline.query(
             since=start,
@@ -445,7 +424,7 @@ def prefix(
     from philont.services.prefix import PrefixLimits
 
     limits = PrefixLimits(budget_tokens=budget)
-    result = _run(db, lambda mem: mem.prefix.build(environment=environment, limits=limits))
+    result = read_memory(db, lambda mem: mem.prefix.build(environment=environment, limits=limits))
     if as_json:
         emit(
             {
@@ -468,7 +447,8 @@ def notes_search(
 ) -> None:
     """Notes matching a question or keywords, best first."""
     hits = [
-        h.model_dump(mode="json") for h in _run(db, lambda m: m.search.notes(query, limit=limit))
+        h.model_dump(mode="json")
+        for h in read_memory(db, lambda m: m.search.notes(query, limit=limit))
     ]
     if as_json:
         emit(hits)
@@ -508,7 +488,7 @@ def recall(
             session_ids=[session] if session else None,
         )
 
-    hit, result = _run(db, work)
+    hit, result = read_memory(db, work)
     data = result.model_dump(mode="json")
     data["recall_trigger"] = hit.snippet if hit else None
     if as_json:

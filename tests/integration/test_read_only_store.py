@@ -204,6 +204,7 @@ def test_a_reading_tool_works_and_a_writing_one_is_refused(
         ["timeline", "--session", "s1"],
         ["prefix"],
         ["recall", "remember Lisbon?"],
+        ["calendar", "list"],
     ],
     ids=" ".join,
 )
