@@ -16,9 +16,9 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from philont.domain import wallclock
 from philont.domain.timepolicy import (
-    UTC_NAMES,
     given_epoch_ms,
     instant,
+    is_utc,
     offset_text,
     real_offset,
     validate_timezone,
@@ -267,7 +267,7 @@ def shown_at(value: datetime, tz: str | None) -> str:
     = 2026-03-30T07:00:00.000Z`` (the offset tells the two passes of a repeated hour apart;
     seconds appear when the wall time has them). No zone, a UTC zone, or a zone that cannot
     be read (a row another program wrote): :func:`iso` alone."""
-    if tz is None or tz in UTC_NAMES:
+    if tz is None or is_utc(tz):
         return iso(value)
     try:
         local = value.astimezone(zone(tz))

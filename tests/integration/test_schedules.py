@@ -140,7 +140,10 @@ def test_a_one_shot_keeps_the_zone_it_was_given_in_and_stays_a_one_shot_for_phil
     assert (claim.schedule.enabled, claim.schedule.timezone) == (False, "Europe/Berlin")
 
 
-@pytest.mark.parametrize("zone", ["UTC", "Etc/UTC", "zulu"])
+@pytest.mark.parametrize(
+    "zone",
+    ["UTC", "Etc/UTC", "zulu", "Etc/GMT", "gmt", "Etc/GMT-0", "Etc/GMT+0", "GMT0", "Greenwich"],
+)
 def test_a_one_shot_given_in_utc_is_stored_as_philont_stores_it(
     schedules: ScheduleService, clock: FakeClock, zone: str
 ) -> None:
