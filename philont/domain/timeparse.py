@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from philont.domain import wallclock
 from philont.domain.timepolicy import (
@@ -80,7 +81,9 @@ def parse_time(
                 f"{text!r} is a date without a time of day; give the time too "
                 f"(e.g. {day.isoformat()}T09:00), in `timezone` or with an offset",
             )
-        parsed = datetime.combine(day, time(23, 59, 59, 999_000) if end_of_day else time(0))
+        if end_of_day:
+            return _day_end(day, where, field)
+        parsed = datetime.combine(day, time(0))
     else:
         parsed = _date_and_time(text, field)
     if parsed.tzinfo is None:
@@ -88,6 +91,20 @@ def parse_time(
     found = instant(parsed, field)  # a time outside the calendar says so first
     real_offset(parsed, field)
     return found
+
+
+def _day_end(day: date, where: ZoneInfo, field: str) -> datetime:
+    """The last millisecond of a local day: just before the next day's first instant. Where
+    the clocks go back at midnight (Santiago, in April: 24:00 becomes 23:00) the day's last
+    hour happens twice, and 23:59:59.999 read once (the first pass) would end it an hour
+    early; where the next day starts after a gap, its first instant is after the gap."""
+    try:
+        after = wallclock.day_start(day + timedelta(days=1), where)
+    except OverflowError:
+        after = None
+    if after is None:  # the day after leaves the calendar: read the day's last time itself
+        return instant(datetime.combine(day, time(23, 59, 59, 999_000), where), field)
+    return instant(after - timedelta(milliseconds=1), field)
 
 
 _TIME_SHAPE = re.compile(
