@@ -223,6 +223,11 @@ def import_(
         emit(_import_data(report))
     else:
         out.print(_import_summary(report.totals()), markup=False, soft_wrap=True)
+        for warning in report.warnings:
+            err.print(f"warning: {warning}", markup=False, soft_wrap=True)
+        if report.warnings_total > len(report.warnings):
+            more = report.warnings_total - len(report.warnings)
+            err.print(f"warning: {more} more like these", markup=False)
 
 
 def _import_data(report: ImportReport) -> dict[str, object]:
@@ -234,7 +239,13 @@ def _import_data(report: ImportReport) -> dict[str, object]:
         name: {"file_rows": n} | {o: getattr(report, o).get(name, 0) for o in OUTCOMES}
         for name, n in report.file_rows.items()
     }
-    return {"tables": tables, "totals": report.totals(), "replaced_ids": report.replaced_ids}
+    return {
+        "tables": tables,
+        "totals": report.totals(),
+        "replaced_ids": report.replaced_ids,
+        "warnings": report.warnings,
+        "warnings_total": report.warnings_total,
+    }
 
 
 def _import_summary(totals: dict[str, int]) -> str:

@@ -125,7 +125,7 @@ def one_shot(tz: object = "UTC") -> Recurrence:
     """A one-shot whose time was given in the IANA zone ``tz``: it keeps the zone so listings
     show its wall time there; a UTC zone is not kept (the row is then Philont's, NULL)."""
     name = validate_timezone(tz)
-    if name in timepolicy.UTC_NAMES:
+    if timepolicy.is_utc(name):
         return ONE_SHOT
     return Recurrence(ScheduleKind.ONCE, timezone=name)
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from philont.domain import wallclock
 from philont.domain.timepolicy import (
-    UTC_NAMES,
     given_epoch_ms,
     instant,
+    is_utc,
     offset_text,
     real_offset,
     validate_timezone,
@@ -80,7 +81,9 @@ def parse_time(
                 f"{text!r} is a date without a time of day; give the time too "
                 f"(e.g. {day.isoformat()}T09:00), in `timezone` or with an offset",
             )
-        parsed = datetime.combine(day, time(23, 59, 59, 999_000) if end_of_day else time(0))
+        if end_of_day:
+            return _day_end(day, where, field)
+        parsed = datetime.combine(day, time(0))
     else:
         parsed = _date_and_time(text, field)
     if parsed.tzinfo is None:
@@ -88,6 +91,20 @@ def parse_time(
     found = instant(parsed, field)  # a time outside the calendar says so first
     real_offset(parsed, field)
     return found
+
+
+def _day_end(day: date, where: ZoneInfo, field: str) -> datetime:
+    """The last millisecond of a local day: just before the next day's first instant. Where
+    the clocks go back at midnight (Santiago, in April: 24:00 becomes 23:00) the day's last
+    hour happens twice, and 23:59:59.999 read once (the first pass) would end it an hour
+    early; where the next day starts after a gap, its first instant is after the gap."""
+    try:
+        after = wallclock.day_start(day + timedelta(days=1), where)
+    except OverflowError:
+        after = None
+    if after is None:  # the day after leaves the calendar: read the day's last time itself
+        return instant(datetime.combine(day, time(23, 59, 59, 999_000), where), field)
+    return instant(after - timedelta(milliseconds=1), field)
 
 
 _TIME_SHAPE = re.compile(
@@ -118,9 +135,83 @@ def _date_and_time(text: str, field: str) -> datetime:
             raise ValueError("not of ISO-8601's shape")
         return datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError as exc:
+        why = "" if shape is None else _why(exc)
         raise InvalidInputError.of(
-            field, f"{text[:60]!r} is not an ISO-8601 time (e.g. 2026-04-22T09:00:00+02:00)"
+            field,
+            _refusal(text)
+            or f"{text[:60]!r} is not an ISO-8601 time{why} (e.g. 2026-04-22T09:00:00+02:00)",
         ) from exc
+
+
+_CLOCK = r"(?P<rest>[Tt ][0-9:.,]+(?:[Zz]|[+-][0-9:]+)?)?"
+"""A time of day and offset after a date, in characters they use (for the suggestion)."""
+_ORDINAL = re.compile(r"(?P<year>\d{4})-?(?P<day>\d{3})" + _CLOCK, re.ASCII)
+_WEEK = re.compile(r"(?P<year>\d{4})-?W(?P<week>\d{2})(?:-?(?P<day>\d))?" + _CLOCK, re.ASCII)
+_END_OF_DAY = re.compile(
+    r"(?P<day>\d{4}-?\d{2}-?\d{2})[Tt ]24(?::?00(?::?00(?:[.,]0+)?)?)?"
+    r"(?P<offset>[Zz]|[+-][0-9:]+)?",
+    re.ASCII,
+)
+
+
+def _weeks_in(year: int) -> int:
+    return date(year, 12, 28).isocalendar().week  # 28 December lies in the year's last week
+
+
+def _why(exc: ValueError) -> str:
+    """The reason Python's reader gave for refusing text of ISO-8601's shape (``: day is out
+    of range for month``), or nothing when it only says the text is no ISO-8601."""
+    reason = str(exc)
+    return "" if reason.startswith("Invalid isoformat") else f": {reason[:80]}"
+
+
+def _refusal(text: str) -> str | None:
+    """What is wrong with date text of a form ISO-8601 has but this does not take, and what to
+    write instead: an ordinal date (``2026-123``), a week date without its day or outside its
+    year (``2026-W14T09:00``, ``2026-W54-1``), the end of a day as ``24:00``. None for text of
+    any other form."""
+    shown = f"{text[:60]!r}"
+    if (found := _ORDINAL.fullmatch(text)) is not None:
+        year, number, rest = int(found["year"]), int(found["day"]), found["rest"] or ""
+        head = f"{shown} is an ordinal date (day {number} of {year:04d}), which is not taken"
+        last = date(year, 12, 31).timetuple().tm_yday if year else 0
+        if not 1 <= number <= last:
+            days = f" ({year} has {last} days)" if year else " (there is no year 0)"
+            return f"{head}{days}: give the calendar date, YYYY-MM-DD (e.g. 2026-12-04)"
+        day = date(year, 1, 1) + timedelta(days=number - 1)
+        return f"{head}: write the calendar date, {day.isoformat()}{rest}"
+    if (found := _WEEK.fullmatch(text)) is not None:
+        year, week, rest = int(found["year"]), int(found["week"]), found["rest"] or ""
+        if year == 0:
+            return f"{shown} names a week of year 0000, and there is no year 0"
+        weeks = _weeks_in(year)
+        if not 1 <= week <= weeks:
+            return (
+                f"{shown} names week {week}, and {year} has ISO weeks 01 to {weeks}: "
+                "check the week, or give the calendar date, YYYY-MM-DD (e.g. 2026-12-04)"
+            )
+        if found["day"] is None:
+            monday = date.fromisocalendar(year, week, 1)
+            return (
+                f"{shown} names a week, not a day: add the weekday, 1 (Monday) to 7 (Sunday): "
+                f"{year:04d}-W{week:02d}-1{rest} for its Monday, or its calendar date, "
+                f"{monday.isoformat()}{rest}"
+            )
+        if not 1 <= int(found["day"]) <= 7:
+            return (
+                f"{shown} names weekday {found['day']}; the weekday of a week date runs from "
+                "1 (Monday) to 7 (Sunday)"
+            )
+    if (found := _END_OF_DAY.fullmatch(text)) is not None:
+        try:
+            after = date.fromisoformat(found["day"]) + timedelta(days=1)
+        except (ValueError, OverflowError):
+            return None
+        return (
+            f"{shown} ends a day with 24:00, which is not taken: write 00:00 of the next day, "
+            f"{after.isoformat()}T00:00{found['offset'] or ''}"
+        )
+    return None
 
 
 _DATE_SHAPE = re.compile(r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}(?:-?\d)?)", re.ASCII)
@@ -142,7 +233,9 @@ def date_alone(value: object, field: str) -> date | None:
         return date.fromisoformat(text)
     except ValueError as exc:
         raise InvalidInputError.of(
-            field, f"{text!r} is not an ISO-8601 date naming a day (e.g. 2026-12-04)"
+            field,
+            _refusal(text)
+            or f"{text!r} is not an ISO-8601 date naming a day{_why(exc)} (e.g. 2026-12-04)",
         ) from exc
 
 
@@ -267,7 +360,7 @@ def shown_at(value: datetime, tz: str | None) -> str:
     = 2026-03-30T07:00:00.000Z`` (the offset tells the two passes of a repeated hour apart;
     seconds appear when the wall time has them). No zone, a UTC zone, or a zone that cannot
     be read (a row another program wrote): :func:`iso` alone."""
-    if tz is None or tz in UTC_NAMES:
+    if tz is None or is_utc(tz):
         return iso(value)
     try:
         local = value.astimezone(zone(tz))

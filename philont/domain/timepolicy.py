@@ -29,11 +29,11 @@ __all__ = [
     "MIN_INSTANT",
     "MIN_OFFSET",
     "SECONDS_SIZED_MS",
-    "UTC_NAMES",
     "clamp",
     "from_epoch_ms",
     "given_epoch_ms",
     "instant",
+    "is_utc",
     "offset_text",
     "real_offset",
     "seconds_sized",
@@ -65,11 +65,6 @@ MAX_OFFSET: Final = timedelta(hours=14)
 """The UTC offsets places use (Etc/GMT+12 .. Kiritimati), and have used since 1867. RFC 3339
 lets text carry up to +/-23:59; an offset outside these is a typo (``+15:00`` for
 ``+05:00``), not a place."""
-
-UTC_NAMES: Final = frozenset(
-    {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu"}
-)
-"""Zone names that are UTC itself: an item in one of them is shown as the UTC instant alone."""
 
 _RANGE_TEXT: Final = "0001-01-02T00:00:00Z .. 9999-12-30T23:59:59.999Z"
 _EXCLUDED_ZONES: Final = frozenset({"Factory", "localtime", "posixrules"})
@@ -105,6 +100,29 @@ def validate_timezone(name: object) -> str:
             timezone=name[:80],
         )
     return canonical
+
+
+def _tzif(canonical: str) -> bytes:
+    return resources.files("tzdata.zoneinfo").joinpath(*canonical.split("/")).read_bytes()
+
+
+@functools.cache
+def _utc_zones() -> frozenset[str]:
+    """The zones that are UTC: tzdata's names for Etc/UTC and Etc/GMT (UTC, Zulu, Universal,
+    GMT, Etc/GMT-0, Greenwich, ...), found by their data, so no alias is ever missed."""
+    roots = {_tzif("Etc/UTC"), _tzif("Etc/GMT")}
+    return frozenset(name for name in _zone_names().values() if _tzif(name) in roots)
+
+
+def is_utc(name: object) -> bool:
+    """Whether ``name`` is an IANA zone whose clock is UTC at every instant, in any spelling
+    :func:`validate_timezone` accepts (``utc``, ``Etc/GMT``, ``Zulu``); False for every other
+    value. The one test of "is this zone UTC": a reminder in such a zone is stored as
+    Philont stores its own (no zone), and times in it are shown as the UTC instant alone."""
+    if not isinstance(name, str):
+        return False
+    canonical = _zone_names().get(name.strip().casefold())
+    return canonical is not None and canonical in _utc_zones()
 
 
 @functools.lru_cache(maxsize=64)

@@ -35,8 +35,9 @@ class ScheduleRecord(ReadModel):
 
     ``cron_expr`` is the stored text; ``kind``, ``interval_ms``, ``cron``, ``cron_timezone``
     and ``timezone`` are what it means (``kind`` is ``once`` for rows whose expression cannot be
-    read). ``timezone`` is the zone its times are shown in: a cron schedule's, or the one a
-    one-shot's time was given in; None for UTC and for intervals.
+    read). ``timezone`` is the zone its times are shown in: a cron schedule's, the one a
+    one-shot's time or an interval's first run was given in (an interval keeps it in its
+    payload, ``timezone``); None for UTC.
     """
 
     id: str

@@ -17,9 +17,13 @@ from philont.errors import InvalidInputError, UnreadableRowError
 from philont.schemas.schedules import ScheduleRecord
 from philont.services import _rows
 
-__all__ = ["DEFAULT_CREATED_BY", "checked", "decode", "record"]
+__all__ = ["DEFAULT_CREATED_BY", "INTERVAL_ZONE_KEY", "checked", "decode", "record"]
 
 DEFAULT_CREATED_BY: Final = "llm_external"
+
+INTERVAL_ZONE_KEY: Final = "timezone"
+"""The payload key holding the zone an interval schedule's times are shown in (its
+``cron_expr`` must stay Philont's ``interval:<ms>``)."""
 
 
 def _recurrence_of(expr: str | None) -> Recurrence:
@@ -55,6 +59,19 @@ def _orm_record(row: Schedule) -> ScheduleRecord:
     )
 
 
+def _shown_zone(rec: Recurrence, payload: object) -> str | None:
+    """The zone a schedule's times are shown in: a cron schedule's or a one-shot's, from its
+    expression; an interval's, from its payload (None when absent, UTC or no zone)."""
+    if rec.kind is not ScheduleKind.INTERVAL:
+        return rec.timezone
+    held = payload.get(INTERVAL_ZONE_KEY) if isinstance(payload, Mapping) else None
+    try:
+        zone = timepolicy.validate_timezone(held)
+    except InvalidInputError:
+        return None
+    return None if timepolicy.is_utc(zone) else zone
+
+
 def _record_of(values: Mapping[str, Any]) -> ScheduleRecord:
     rec = _recurrence_of(values["cron_expr"])
     return ScheduleRecord(
@@ -65,7 +82,7 @@ def _record_of(values: Mapping[str, Any]) -> ScheduleRecord:
         interval_ms=rec.interval_ms,
         cron=rec.cron,
         cron_timezone=rec.timezone if rec.kind is ScheduleKind.CRON else None,
-        timezone=rec.timezone,
+        timezone=_shown_zone(rec, values["payload"]),
         next_run_at=values["next_run_at"],
         last_run_at=values["last_run_at"],
         action_type=values["action_type"],

@@ -11,13 +11,13 @@ from sqlalchemy import and_, case, literal, or_
 
 from philont.db.models import Schedule, ScheduleOutcome
 from philont.db.types import EpochMillis, bumped
-from philont.domain import recurrence
-from philont.domain.recurrence import Recurrence
+from philont.domain import recurrence, timepolicy
+from philont.domain.recurrence import Recurrence, ScheduleKind
 from philont.errors import InvalidInputError
 from philont.schemas import inputs, planning
 from philont.schemas.schedules import ActionType
 from philont.services._schedule_checks import Outcome, action_type_of, compose_payload
-from philont.services._schedule_rows import DEFAULT_CREATED_BY
+from philont.services._schedule_rows import DEFAULT_CREATED_BY, INTERVAL_ZONE_KEY
 
 __all__ = ["PAST_AT_TOLERANCE", "breaker", "new_row", "outcome_row"]
 
@@ -52,11 +52,11 @@ def new_row(
     given = [
         n for n, v in (("at", at), ("interval_ms", interval_ms), ("cron", cron)) if v is not None
     ]
-    if len(given) != 1:
+    if not given or len(given) > (1 if cron is not None else 2):
         raise InvalidInputError.of_together(
             tuple(given) if given else ("at", "interval_ms", "cron"),
-            "give exactly one of at (one-time), interval_ms (every N ms) or cron "
-            f"(5-field cron in `timezone`); got {', '.join(given) or 'none'}",
+            "give at (one-time), interval_ms (every N ms; with at, at is its first run) or "
+            f"cron (5-field cron in `timezone`), cron alone; got {', '.join(given) or 'none'}",
         )
     rec: Recurrence
     if at is not None:
@@ -68,13 +68,20 @@ def new_row(
                 "check the date and time zone",
                 at=first,
             )
-        rec = recurrence.one_shot(zone)
+        if interval_ms is None:
+            rec = recurrence.one_shot(zone)
+        else:
+            rec = recurrence.every(interval_ms)
+            second = timedelta(milliseconds=rec.interval_ms or 0)
+            timepolicy.shifted(first, second, "interval_ms (the run after at)")
     else:
         if interval_ms is not None:
             rec = recurrence.every(interval_ms)
         else:
             rec = recurrence.cron_schedule(cron, zone)
         first = recurrence.first_run(rec, now)
+    if rec.kind is ScheduleKind.INTERVAL:
+        data = _with_zone(data, zone)
     return Schedule(
         id=str(uuid.uuid4()),
         name=clean_name,
@@ -90,6 +97,28 @@ def new_row(
         paused_until=None,
         project=clean_project,
     )
+
+
+def _with_zone(data: dict[str, Any], zone: str) -> dict[str, Any]:
+    """An interval's payload with the zone its times are shown in (``timezone``, left out for
+    UTC): ``cron_expr`` must stay Philont's ``interval:<ms>``, or the original would run the
+    row once and stop, and the payload is the one place left that both programs keep whole
+    (Philont's dispatcher reads only its own keys). A ``timezone`` the payload already has
+    must name the same zone."""
+    utc = timepolicy.is_utc(zone)
+    held = data.get(INTERVAL_ZONE_KEY)
+    if held is None:
+        return data if utc else data | {INTERVAL_ZONE_KEY: zone}
+    try:
+        same = recurrence.validate_timezone(held) == zone or (utc and timepolicy.is_utc(held))
+    except InvalidInputError:
+        same = False
+    if not same:
+        raise InvalidInputError.of_together(
+            ("timezone", "payload"),
+            f"timezone {zone!r} and payload['timezone'] {held!r:.80} disagree; give one",
+        )
+    return data if utc else data | {INTERVAL_ZONE_KEY: zone}
 
 
 def outcome_row(run: Outcome, name: str, created_at: datetime) -> ScheduleOutcome:

@@ -87,7 +87,7 @@ class ScheduleSpec(TypedDict, total=False):
     """A schedule besides its name, as :meth:`ScheduleService.create` and
     :meth:`ScheduleService.replace` take it (defaults: no message, no payload, ``timezone``
     ``"UTC"``, ``action_type`` ``prompt``, no project, ``created_by`` ``DEFAULT_CREATED_BY``;
-    exactly one of ``at``, ``interval_ms``, ``cron``)."""
+    ``at``, ``interval_ms`` (with ``at`` as its first run, or without) or ``cron`` alone)."""
 
     message: str | None
     payload: Mapping[str, Any] | None
@@ -108,7 +108,9 @@ class ScheduleService(Service):
     ``cron:0 9 * * 1-5@Europe/Berlin``), and for a one-shot given in a zone other than UTC,
     ``once@<IANA zone>`` (the zone it is shown in). Philont's reader treats an expression it does
     not know as a one-shot: it cannot run a cron schedule repeatedly, but it does not crash on
-    one, and it runs a ``once@`` row exactly as it runs its own one-shots.
+    one, and it runs a ``once@`` row exactly as it runs its own one-shots. An interval keeps
+    Philont's ``interval:<ms>``, so the original runs it as it runs its own; the zone its times
+    are shown in goes into its payload (``timezone``), which the original's dispatcher ignores.
     """
 
     # --- writing ------------------------------------------------------------------------------
@@ -120,12 +122,14 @@ class ScheduleService(Service):
     ) -> ScheduleRecord:
         """Add a schedule (same-named ones are left alone; see :meth:`replace`).
 
-        Exactly one of ``at`` (one-shot; aware; at most ``PAST_AT_TOLERANCE`` in the past),
-        ``interval_ms`` (an int, 1 s to ~10 years; first run ``now + interval``, which anchors
-        the grid) or ``cron`` (5 fields, evaluated in ``timezone``; first run the next cron time).
-        Passing two is an error, not a silent choice. ``timezone`` is where ``cron`` is
-        evaluated; a one-shot keeps it (``cron_expr`` ``once@<zone>``, NULL for UTC) so its time
-        is shown at its wall time there; an interval ignores it (it is validated either way).
+        ``at`` (one-shot; aware; at most ``PAST_AT_TOLERANCE`` in the past), ``interval_ms``
+        (an int, 1 s to ~10 years; first run ``at`` when given, else ``now + interval``, which
+        anchors the grid) or ``cron`` (5 fields, evaluated in ``timezone``; first run the next
+        cron time). Any other combination is an error, not a silent choice. ``timezone`` is
+        where ``cron`` is evaluated; a one-shot keeps it (``cron_expr`` ``once@<zone>``, NULL
+        for UTC) and an interval too (in its payload, ``timezone``; none for UTC), so their
+        times are shown at their wall time there. An interval counts elapsed time: its runs
+        are ``interval_ms`` apart whatever the zone's clocks do.
         ``message`` goes into the payload where Philont's
         dispatcher looks for it (``message``, or ``prompt`` for ``autonomous_turn``).
         """

@@ -259,15 +259,18 @@ class ListUpcomingArgs(ToolArgs):
 
 
 class ScheduleReminderArgs(ToolArgs):
-    """Schedule a reminder or an autonomous task: once (at), every interval (interval_ms), or
-    on a cron schedule (cron, with timezone). Give exactly one of at / interval_ms / cron. A
-    task with the same name replaces the old one. Milliseconds: 5 min = 300000, 1 h = 3600000,
-    1 day = 86400000."""
+    """Schedule a reminder or an autonomous task: once (at), every interval (interval_ms;
+    with at, at is its first run, else now + interval), or on a cron schedule (cron, with
+    timezone; cron alone). A task with the same name replaces the old one. Milliseconds:
+    5 min = 300000, 1 h = 3600000, 1 day = 86400000. An interval counts elapsed time: for
+    the same local time every day (across clock changes) use cron."""
 
     name: ScheduleName = Field(description="Task name (a same-named task is replaced).")
     message: ScheduleMessage
     at: TimeValue | None = Field(
-        default=None, description="One-time: when to fire (a date with a time of day)."
+        default=None,
+        description="When to fire (a date with a time of day): once, or with interval_ms the "
+        "first run.",
     )
     interval_ms: StrictInt | None = Field(
         default=None,
@@ -276,7 +279,11 @@ class ScheduleReminderArgs(ToolArgs):
         description="Recurring: milliseconds between runs (whole number).",
     )
     cron: CronText | None = None
-    timezone: ZoneName = "UTC"
+    timezone: ZoneName = Field(
+        default="UTC",
+        description="IANA zone: `at` without an offset is read in it, cron is evaluated in "
+        "it, and the task's times are listed in it.",
+    )
     action_type: Literal["prompt", "autonomous_turn"] = Field(
         default="prompt",
         description="prompt: push the message; autonomous_turn: run an agent turn doing it.",

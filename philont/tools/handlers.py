@@ -11,7 +11,7 @@ from philont.db.types import dumps_compact
 from philont.domain.kinds import AccessTarget, FactKind, SkillKind
 from philont.domain.maturity import caveat
 from philont.domain.series import all_day_dates
-from philont.domain.timeparse import event_times, iso, parse_time, shown_at, wall_note
+from philont.domain.timeparse import event_times, iso, parse_time, shown_at, wall_note, zone
 from philont.domain.timepolicy import clamp
 from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRangeError
 from philont.memory import Memory
@@ -383,15 +383,31 @@ def schedule_reminder(args: a.ScheduleReminderArgs, mem: Memory, ctx: ToolContex
     kind = "🤖 autonomous" if args.action_type == "autonomous_turn" else "🔔 prompt"
     name, first = _inline(record.name), shown_at(record.next_run_at, record.timezone)
     text = f"Scheduled task '{name}' [{how}, {kind}], first run @ {first}"
+    if record.interval_ms is not None and record.timezone is not None:
+        text += _interval_note(record.next_run_at, record.interval_ms, record.timezone)
     if replaced:
         text += f" (replaced {replaced} older task(s) with the same name)"
     text += _wall_notes(args.timezone, at=args.at)
-    if at is not None and RECURRING_WORDS.search(args.message):
+    if record.kind == "once" and RECURRING_WORDS.search(args.message):
         text += (
             ". Note: this fires once; for a repeating reminder call schedule_reminder again "
             "with interval_ms or cron."
         )
     return ToolOutput(text, _dump(record))
+
+
+def _interval_note(first: datetime, interval_ms: int, tz: str) -> str:
+    """What an interval's zone does not do: its runs are ``interval_ms`` of elapsed time
+    apart, so where the zone changes its UTC offset within a year of the first run, their
+    wall time there moves by the change. Nothing for a zone that keeps its offset."""
+    where = zone(tz)
+    offsets = {clamp(first, timedelta(days=7 * k)).astimezone(where).utcoffset() for k in range(54)}
+    if len(offsets) < 2:
+        return ""
+    return (
+        f"; then every {interval_ms} ms of elapsed time, so its wall time in {tz} moves when "
+        "the clocks there change (for a fixed local time of day use cron)"
+    )
 
 
 @tool("cancel_schedule", a.CancelScheduleArgs, writes=True)

@@ -103,6 +103,10 @@ def import_(
     process wrote, or a schema this import's upgrade did not create: a concurrent import of the
     same path that succeeded, or is about to load its rows).
 
+    A value the gate imports as it is but that deserves a look (a one-shot's ``once@<zone>``
+    whose zone this machine's tzdata lacks) is a warning in ``report.warnings``, naming its
+    line, never a refusal of the whole file.
+
     Into PostgreSQL the file becomes one agent's (``agent``, else ``$PHILONT_AGENT``; created
     when missing) in one transaction that holds that agent's writers off (other agents go on):
     values the database would change (NUL in text, a non-integer in a BIGINT column) are
@@ -120,7 +124,7 @@ def import_(
     known = {t.name: t for t in export_tables()}
     report = ImportReport()
     with reopenable(src) as reopen:
-        totals = _validate(reopen, known, postgres=postgres, progress=progress)
+        totals = _validate(reopen, known, report, postgres=postgres, progress=progress)
         report.file_rows = dict(totals)
         with removed_on_failure(path) as claim:
             report.upgrade = migrate.upgrade(url)
@@ -136,14 +140,21 @@ def import_(
         db=shown_url(url) if postgres else str(path),
         mode=mode,
         **report.totals(),
+        warnings=report.warnings_total,
     )
     return report
 
 
 def _validate(
-    reopen: Reopen, known: dict[str, Table], *, postgres: bool, progress: Progress | None
+    reopen: Reopen,
+    known: dict[str, Table],
+    report: ImportReport,
+    *,
+    postgres: bool,
+    progress: Progress | None,
 ) -> dict[str, int]:
-    """The first pass: every line checked, nothing written; rows per table. Its progress is
+    """The first pass: every line checked, nothing written; rows per table (and the rows'
+    warnings in ``report``). Its progress is
     reported as ``progress(CHECKING, bytes read, file size)`` (for a file: a stream without
     one, such as ``io.StringIO``, reports none)."""
     totals: dict[str, int] = {}
@@ -153,7 +164,9 @@ def _validate(
             for n, (number, name, row) in enumerate(Reader(fh, known), 1):
                 if postgres:
                     check_pg_row(number, name, row)
-                check_row(number, name, row)
+                warning = check_row(number, name, row)
+                if warning is not None:
+                    report.warn(number, warning)
                 seen.add(number, name, row)
                 totals[name] = totals.get(name, 0) + 1
                 if size is not None and progress is not None and n % PROGRESS_EVERY == 0:

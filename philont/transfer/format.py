@@ -190,6 +190,9 @@ Every row of a successful import has exactly one; any other row fails the whole 
 
 OUTCOMES: tuple[Outcome, ...] = ("inserted", "replaced", "skipped", "kept", "not_imported")
 
+WARNINGS_KEPT = 20
+"""How many warnings an :class:`ImportReport` keeps word for word (it counts all)."""
+
 
 @dataclass
 class ImportReport:
@@ -207,6 +210,15 @@ class ImportReport:
     rowids_renumbered: dict[str, int] = field(default_factory=dict)  # ``_rowid`` was taken
     fts_rebuilt: list[str] = field(default_factory=list)
     upgrade: migrate.UpgradeReport | None = None
+    warnings: list[str] = field(default_factory=list)
+    """What was imported as it is but deserves a look (the first ``WARNINGS_KEPT``, each
+    naming its line); ``warnings_total`` counts them all."""
+    warnings_total: int = 0
+
+    def warn(self, line: int, text: str) -> None:
+        self.warnings_total += 1
+        if len(self.warnings) < WARNINGS_KEPT:
+            self.warnings.append(f"line {line}: {text}")
 
     def count(self, table: str, outcome: Outcome) -> None:
         counts: dict[str, int] = getattr(self, outcome)

@@ -163,9 +163,10 @@ def _check_value(table: Table, column: Column[Any], value: Any) -> None:
         inputs.check(_stored_type(column), value, column.name)  # and storable as the column
 
 
-def check_row(number: int, name: str, row: Row) -> None:
+def check_row(number: int, name: str, row: Row) -> str | None:
     """Refuse (:class:`ImportFormatError` naming the line) a row whose values a service write
-    would refuse: each column's type, then the table's domain rules."""
+    would refuse: each column's type, then the table's domain rules. A row that is imported as
+    it is but deserves a look returns why (a warning); else None."""
     table = metadata.tables[name]
     for column in table.c:
         if column.name not in row:
@@ -178,16 +179,14 @@ def check_row(number: int, name: str, row: Row) -> None:
             reason = exc.message.removeprefix(f"{column.name}: ")
             raise ImportFormatError(number, f"{name}.{column.name}: {reason}") from None
     rule = ROW_RULES.get(name)
-    if rule is not None:
-        try:
-            rule(row)
-        except InvalidInputError as exc:
-            raise ImportFormatError(number, f"{name}: {exc.message}") from None
-    if ROWID_KEY in row:
-        try:
+    warning = None
+    try:
+        warning = None if rule is None else rule(row)
+        if ROWID_KEY in row:
             inputs.check(stored.Int64, row[ROWID_KEY], ROWID_KEY)
-        except InvalidInputError as exc:
-            raise ImportFormatError(number, f"{name}: {exc.message}") from None
+    except InvalidInputError as exc:
+        raise ImportFormatError(number, f"{name}: {exc.message}") from None
+    return None if warning is None else f"{name}: {warning}"
 
 
 # --- the tables' domain rules ----------------------------------------------------------------
@@ -219,13 +218,28 @@ def _calendar_rules(row: Row) -> None:
     series.check_event(start, end, row["timezone"], rule)
 
 
-def _schedule_rules(row: Row) -> None:
+def _schedule_rules(row: Row) -> str | None:
+    """The expression must be one the schedules read, except the zone of a one-shot's
+    ``once@<zone>``: it only says where the time is shown, and a zone this machine's tzdata
+    lacks (a newer one names it, say) leaves the row the one-shot it is, for Philont and for
+    us. Such a row is imported as it is, with a warning, rather than refusing the file."""
     expr = row.get("cron_expr")
-    if expr is not None:
-        recurrence.parse_schedule_expr(inputs.check(stored.StoredText, expr, "cron_expr"))
+    if expr is None:
+        return None
+    text = inputs.check(stored.StoredText, expr, "cron_expr")
+    try:
+        recurrence.parse_schedule_expr(text)
+    except InvalidInputError:
+        if not text.startswith(recurrence.ONCE_PREFIX):
+            raise
+        return (
+            f"cron_expr {text[:80]!r}: the zone is not one this machine knows; imported as "
+            "it is, a one-shot that fires at its time (shown in UTC until the zone is known)"
+        )
+    return None
 
 
-ROW_RULES: dict[str, Callable[[Row], None]] = {
+ROW_RULES: dict[str, Callable[[Row], str | None]] = {
     "memory_facts": _fact_rules,
     "memory_calendar": _calendar_rules,
     "memory_schedules": _schedule_rules,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -83,3 +84,24 @@ def test_the_human_line_names_each_kind_and_adds_up(tmp_path: Path) -> None:
     imported, in_file, added, kept, meta = map(int, found.groups())
     assert (imported, in_file, added, kept, meta) == (2, 5, 2, 2, 1)
     assert "skipped" not in line  # nothing was already there: no row is called skipped
+
+
+def test_a_warning_of_the_import_is_shown_with_its_line(tmp_path: Path) -> None:
+    source = tmp_path / "source.sqlite"
+    with Store.open(source) as store, store.begin() as mem:
+        mem.schedules.create(
+            "call", message="m", at=store.clock() + timedelta(days=1), timezone="Asia/Tokyo"
+        )
+    out = tmp_path / "source.jsonl"
+    assert runner.invoke(app, ["export", str(out), "--db", str(source)]).exit_code == 0
+    out.write_text(out.read_text(encoding="utf-8").replace("Asia/Tokyo", "Mars/Olympus"))
+
+    shown = runner.invoke(app, ["import", str(out), "--db", str(tmp_path / "a.sqlite")])
+    data = _import(str(out), "--db", str(tmp_path / "b.sqlite"))
+
+    assert shown.exit_code == 0, shown.output
+    assert re.search(
+        r"warning: line \d+: memory_schedules: cron_expr 'once@Mars/Olympus'", shown.stderr
+    )
+    assert data["warnings_total"] == 1
+    assert [f"warning: {w}" for w in data["warnings"]] == shown.stderr.splitlines()  # type: ignore[union-attr]

@@ -537,3 +537,49 @@ def test_a_one_shot_keeps_its_zone_through_export_and_import(tmp_path: Path) -> 
     with Store.open(target) as store, store.begin(write=False) as mem:
         got = mem.schedules.get(made.id)
     assert got is not None and (got.cron_expr, got.timezone) == ("once@Asia/Tokyo", "Asia/Tokyo")
+
+
+def _export_with_zone(tmp_path: Path, zone: str, **when: Any) -> tuple[Path, str]:
+    """An export holding a reminder in Asia/Tokyo (``at`` or ``cron``), that zone's name
+    replaced by ``zone`` (one a newer tzdata could name); and the reminder's id."""
+    source = _fresh(tmp_path, "source")
+    with Store.open(source) as store, store.begin() as mem:
+        made = mem.schedules.create("call", message="m", timezone="Asia/Tokyo", **when)
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    out.write_text(out.read_text(encoding="utf-8").replace("Asia/Tokyo", zone), encoding="utf-8")
+    return out, made.id
+
+
+def test_a_one_shot_whose_zone_this_machine_lacks_is_imported_as_it_is_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    # Its zone only says where its time is shown: Philont runs the row as the one-shot it is,
+    # and so does the schedule service; refusing the whole file for it helped nobody.
+    at = datetime(2030, 1, 1, tzinfo=UTC)
+    out, once_id = _export_with_zone(tmp_path, "Mars/Olympus_Mons", at=at)
+    line = next(
+        n
+        for n, text in enumerate(out.read_text(encoding="utf-8").splitlines(), 1)
+        if once_id in text
+    )
+    target = _fresh(tmp_path)
+    report = import_(target, out)
+    assert report.warnings_total == 1
+    (warning,) = report.warnings
+    assert warning.startswith(f"line {line}: memory_schedules: cron_expr 'once@Mars/Olympus_Mons'")
+    assert "not one this machine knows" in warning
+    with Store.open(target) as store, store.begin() as mem:
+        got = mem.schedules.get(once_id)
+        assert got is not None
+        assert (got.cron_expr, got.kind, got.timezone) == ("once@Mars/Olympus_Mons", "once", None)
+        (claim,) = mem.schedules.claim_due(at)
+        assert claim.schedule.enabled is False  # fired once, as Philont fires it
+
+
+def test_a_cron_reminder_whose_zone_this_machine_lacks_is_still_refused(tmp_path: Path) -> None:
+    # Its zone decides when it fires: read as a one-shot it would silently stop repeating.
+    out, _ = _export_with_zone(tmp_path, "Mars/Olympus", cron="0 9 * * *")
+    target = _fresh(tmp_path)
+    with pytest.raises(ImportFormatError, match="Mars/Olympus"):
+        import_(target, out)

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,28 @@ def test_sqlite_to_postgres_to_sqlite_reproduces_every_row(
     assert into_pg.not_imported == {"memory_meta": 1}
     assert from_pg.read_text(encoding="utf-8").count("\n") == total + 2
     _assert_fts_sound(target)
+
+
+def test_a_one_shot_whose_zone_this_machine_lacks_is_imported_into_postgres_with_a_warning(
+    pg_agent: NewAgent, tmp_path: Path
+) -> None:
+    source = tmp_path / "source" / "memory.sqlite"
+    with Store.open(source) as store, store.begin() as mem:
+        mem.schedules.create("call", message="m", at=store.clock() + timedelta(days=1))
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    edited = _edit(
+        out,
+        lambda lines: lines.__setitem__(
+            slice(None),
+            [line.replace('"cron_expr":null', '"cron_expr":"once@Mars/Olympus"') for line in lines],
+        ),
+    )
+    pg = pg_agent()
+    report = import_(pg, edited)
+    assert report.warnings_total == 1 and "once@Mars/Olympus" in report.warnings[0]
+    (row,) = _dump(pg).rows["memory_schedules"]
+    assert json.loads(row)["cron_expr"] == "once@Mars/Olympus"
 
 
 def test_exporting_postgres_twice_gives_the_same_bytes_but_the_timestamp(

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, ValidationError, validators
 
 from philont import tools
+from philont.domain.timepolicy import MAX_OFFSET, MIN_OFFSET
 from philont.schemas.inputs import MAX_ARGUMENT_BYTES
 
 PLAIN = {t["name"]: t["input_schema"] for t in tools.anthropic_tools()}
@@ -100,7 +101,9 @@ def iso_times(draw: st.DrawFn) -> str:
         return moment.isoformat()  # read in `timezone`
     if form == "utc":
         return moment.isoformat() + "Z"
-    offset = timezone(timedelta(minutes=draw(st.integers(-14 * 60, 14 * 60))))
+    # the offsets places use (timepolicy.MIN_OFFSET .. MAX_OFFSET; -12:01 is refused as a typo)
+    low, high = (int(o.total_seconds()) // 60 for o in (MIN_OFFSET, MAX_OFFSET))
+    offset = timezone(timedelta(minutes=draw(st.integers(low, high))))
     return moment.replace(tzinfo=offset).isoformat()
 
 

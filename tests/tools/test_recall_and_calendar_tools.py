@@ -214,7 +214,7 @@ def test_schedule_reminder_replaces_a_same_named_task_and_lists_it(tool_target: 
     "arguments",
     [
         {"name": "t", "message": "m"},
-        {"name": "t", "message": "m", "at": "2099-01-01T00:00:00Z", "interval_ms": 60000},
+        {"name": "t", "message": "m", "at": "2099-01-01T00:00:00Z", "cron": "0 9 * * *"},
         {"name": "t", "message": "m", "interval_ms": "5000"},
         {"name": "t", "message": "m", "interval_ms": 1.5},
         {"name": "t", "message": "m", "cron": "every day"},

@@ -169,6 +169,66 @@ def test_a_one_shot_reminder_is_shown_at_its_wall_time_in_the_zone_it_was_given_
     assert (made.data["kind"], made.data["timezone"]) == ("once", zone)
 
 
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    zone=st.sampled_from(ZONES),
+    at=instants,
+    interval_ms=st.sampled_from([60_000, 3_600_000, 86_400_000, 7 * 86_400_000]),
+)
+def test_an_interval_reminder_starts_at_its_wall_time_and_is_listed_in_its_zone(
+    fresh: Opener, zone: str, at: datetime, interval_ms: int
+) -> None:
+    # An interval has no wall-clock meaning but its first run: `at` (here a wall time
+    # without an offset) is read in `timezone`, and its runs are listed there; the row stays
+    # Philont's own interval (the zone rides in the payload).
+    local = at.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
+    now = at - timedelta(hours=1)
+    args = {"name": "stretch", "message": "stand up", "interval_ms": interval_ms}
+    with Store.open(fresh(), clock=lambda: now) as store:
+        made = tools.call(
+            "schedule_reminder", args | {"at": local.isoformat(), "timezone": zone}, db=store
+        )
+        assert made.ok, made.error
+        listed = tools.call("list_upcoming", {"window_days": 1}, db=store)
+    first = datetime.fromisoformat(made.data["next_run_at"])
+    assert first == local.replace(tzinfo=ZoneInfo(zone)).astimezone(UTC)  # fold=0, gap forward
+    assert (made.data["kind"], made.data["timezone"]) == ("interval", zone)
+    assert made.data["cron_expr"] == f"interval:{interval_ms}"
+    assert made.data["payload"] == {"message": "stand up", "timezone": zone}
+    assert _read_back(made.text, zone) == first
+    lines = listed.text.splitlines()
+    assert lines[0].startswith("- [task] stretch @ "), lines
+    assert _read_back(lines[0], zone) == first
+
+
+def test_an_interval_reminder_says_its_wall_time_moves_where_the_clocks_change(
+    fresh: Opener,
+) -> None:
+    now = datetime(2026, 3, 1, 8, tzinfo=UTC)
+    args = {"name": "pill", "message": "take it", "interval_ms": 86_400_000}
+    with Store.open(fresh(), clock=lambda: now) as store:
+        berlin = tools.call(
+            "schedule_reminder",
+            args | {"at": "2026-03-02T09:00", "timezone": "Europe/Berlin"},
+            db=store,
+        )
+        tokyo = tools.call(
+            "schedule_reminder",
+            args | {"name": "pill2", "at": "2026-03-02T09:00", "timezone": "Asia/Tokyo"},
+            db=store,
+        )
+    assert berlin.ok and tokyo.ok, (berlin.text, tokyo.text)
+    assert "first run @ 2026-03-02 09:00+01:00 Europe/Berlin = 2026-03-02T08:00:00.000Z" in (
+        berlin.text
+    )
+    assert "wall time in Europe/Berlin moves when the clocks there change" in berlin.text
+    assert "use cron" in berlin.text
+    assert "2026-03-02 09:00+09:00 Asia/Tokyo" in tokyo.text
+    assert "moves" not in tokyo.text  # Tokyo keeps its offset
+
+
 def test_items_without_a_zone_are_shown_as_before(fresh: Opener) -> None:
     now = datetime(2026, 3, 29, 0, 0, tzinfo=UTC)
     at = now + timedelta(hours=3)
@@ -181,7 +241,7 @@ def test_items_without_a_zone_are_shown_as_before(fresh: Opener) -> None:
         once = {"name": "once", "message": "hi", "at": at.isoformat(), "timezone": "Etc/UTC"}
         made = tools.call("schedule_reminder", once, db=store)
         every = {"name": "tick", "message": "hi", "interval_ms": 3 * 3600_000}
-        tools.call("schedule_reminder", every | {"timezone": "Europe/Berlin"}, db=store)
+        tools.call("schedule_reminder", every | {"timezone": "Etc/GMT"}, db=store)
         listed = tools.call("list_upcoming", {"window_days": 1}, db=store)
     assert made.data["cron_expr"] is None  # a UTC one-shot is stored as Philont stores it
     assert listed.text.splitlines() == [

@@ -68,7 +68,7 @@ def test_ten_characters_that_are_no_day_are_not_called_a_date(text: str) -> None
 
 @pytest.mark.parametrize("text", ["2026-W49", "2026W49"])
 def test_a_week_is_no_day(text: str) -> None:
-    with pytest.raises(InvalidInputError, match="naming a day"):
+    with pytest.raises(InvalidInputError, match="names a week, not a day"):
         event_times(text, None, tz="UTC")
-    with pytest.raises(InvalidInputError, match="naming a day"):
+    with pytest.raises(InvalidInputError, match="names a week, not a day"):
         parse_time(text, field="since")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zoneinfo
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -31,6 +32,42 @@ MACHINE_KEYS = ["localtime", "posixrules", "Factory", "right/UTC", "posix/Europe
 # What a machine's zoneinfo directory answers to besides IANA names (the root of the old
 # mismatch: ZoneInfo("right/UTC") loads, so anything built on it accepted these).
 zone_like_text = st.sampled_from(IANA_NAMES) | st.sampled_from(MACHINE_KEYS) | st.text(max_size=30)
+
+
+def _always_utc(name: str) -> bool:
+    """Offset 0 and no summer time at both ends of the calendar and twice a year 1800-2100
+    (where every zone's history lies): what "this zone is UTC" means."""
+    where = zoneinfo.ZoneInfo(name)
+    probes = [MIN_INSTANT, MAX_INSTANT]
+    probes += [datetime(y, m, 1, tzinfo=UTC) for y in range(1800, 2101) for m in (1, 7)]
+    return all(p.astimezone(where).utcoffset() == timedelta(0) for p in probes)
+
+
+UTC_ZONES = sorted(name for name in IANA_NAMES if _always_utc(name))
+
+
+def test_every_zone_whose_clock_is_utc_and_no_other_is_utc() -> None:
+    # The one rule for "is this zone UTC" (a one-shot in it is stored as Philont's own, times
+    # in it are shown as the UTC instant): GMT, Etc/GMT-0, Greenwich were missed by a list.
+    assert {"UTC", "Etc/GMT", "Etc/GMT-0", "Etc/Greenwich", "Zulu", "GMT0"} <= set(UTC_ZONES)
+    assert [name for name in IANA_NAMES if timepolicy.is_utc(name)] == UTC_ZONES
+    assert "Africa/Abidjan" not in UTC_ZONES  # GMT since 1912, local mean time before
+    assert "Europe/London" not in UTC_ZONES
+
+
+@given(name=st.sampled_from(UTC_ZONES), case=st.sampled_from([str.lower, str.upper, str]))
+def test_a_utc_zone_in_any_spelling_is_utc_and_shown_as_the_instant_alone(
+    name: str, case: Callable[[str], str]
+) -> None:
+    spelled = case(name)
+    assert timepolicy.is_utc(f" {spelled} ")
+    at = datetime(2026, 3, 29, 1, 30, tzinfo=UTC)
+    assert shown_at(at, spelled) == "2026-03-29T01:30:00.000Z"
+
+
+@pytest.mark.parametrize("value", [None, 0, "", "GMT+1", "Etc/GMT+1", "Factory", "right/UTC"])
+def test_anything_else_is_not_utc(value: object) -> None:
+    assert not timepolicy.is_utc(value)
 
 
 def test_the_edges_of_the_calendar_named_in_the_issue_are_invalid_input() -> None:
@@ -229,12 +266,16 @@ def test_time_text_is_read_only_in_iso_8601s_shape_never_guessed(
         "2026-04-01x09:00",
         "2026-04-01\x0009:00",
         "2026-04-01\n09:00",
-        "2026-W14T09:00Z",  # a week, no day: it was its Monday
-        "2026W14T09:00Z",
     ],
 )
 def test_text_pythons_reader_guessed_at_is_refused(text: str) -> None:
     with pytest.raises(InvalidInputError, match="is not an ISO-8601 time"):
+        parse_time(text, field="at")
+
+
+@pytest.mark.parametrize("text", ["2026-W14T09:00Z", "2026W14T09:00Z"])
+def test_a_week_without_its_day_is_refused_not_read_as_its_monday(text: str) -> None:
+    with pytest.raises(InvalidInputError, match="names a week, not a day"):
         parse_time(text, field="at")
 
 
