@@ -93,6 +93,9 @@ class Checkpointer:
                 with self._in_sqlite:
                     conn.close()
         except sqlite3.Error as exc:  # the writers' SAFETY_PAGES checkpoint still bounds the WAL
+            if not self.path.exists():  # deleted or moved: every writer says so (database_gone)
+                log.debug("checkpoint.file_gone", path=str(self.path), error=str(exc))
+                return
             log.warning("checkpoint.failed", path=str(self.path), error=str(exc))
 
     def _checkpoint(self, conn: sqlite3.Connection) -> None:
