@@ -40,6 +40,7 @@ UPDATE or DELETE by name.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import weakref
 from collections.abc import Callable
@@ -59,6 +60,7 @@ __all__ = [
     "close_leftovers",
     "install",
     "refuse_undecoded_key",
+    "refuse_unmatched_undecoded",
 ]
 
 NOT_UTF8: Final = "Could not decode to UTF-8"
@@ -241,6 +243,42 @@ def refuse_undecoded_key(mapper: Mapper[Any], connection: Connection, target: ob
                 id=value,
                 stored=repr(stored),
             )
+
+
+_WRITE_TARGET = re.compile(r'^\s*(?:UPDATE|DELETE\s+FROM)\s+"?(\w+)', re.IGNORECASE)
+
+
+def refuse_unmatched_undecoded(
+    conn: Connection, cursor: Any, statement: str, parameters: Any, _context: Any, many: bool
+) -> None:
+    """After an UPDATE or DELETE of any kind (the ORM's, a Core ``update()``/``delete()``, a
+    text statement) that changed no row although one of its values is text a cursor of this
+    unit of work read with U+FFFD: that value named a row whose stored text is not UTF-8, which
+    the statement could not match (sqlite3 cannot send the stored bytes back). Nothing was
+    changed; say so by name (:class:`~philont.errors.UnreadableRowError`) rather than report
+    "not found" for a row that exists or an update that never happened.
+    :func:`refuse_undecoded_key` refuses the ORM's before they run, naming the column."""
+    if cursor.rowcount != 0:  # a SELECT's is -1: the usual statement costs this test only
+        return
+    undecoded = getattr(_tracked(conn.connection.dbapi_connection), "undecoded", None)
+    if not undecoded:
+        return
+    target = _WRITE_TARGET.match(statement)
+    if target is None:
+        return
+    for params in parameters if many else [parameters]:
+        for value in params.values() if isinstance(params, dict) else params or ():
+            stored = undecoded.get(value) if isinstance(value, str) else None
+            if stored is not None:
+                table = target.group(1)
+                raise UnreadableRowError(
+                    f"{value!r} was read from text that is not UTF-8 ({stored!r}, stored by "
+                    f"another program), so a row it names cannot be written (a write of "
+                    f"{table} by it matched nothing): nothing was changed",
+                    table=table,
+                    id=value,
+                    stored=repr(stored),
+                )
 
 
 def install(engine: Engine) -> None:

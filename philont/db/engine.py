@@ -441,6 +441,7 @@ def install_sqlite_hooks(
     if gate is not None:
         write_gate.install(engine)
         cursors.install(engine)
+    event.listen(engine, "after_cursor_execute", cursors.refuse_unmatched_undecoded)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import literal_column, select
+from sqlalchemy import delete, literal_column, select, update
 from sqlalchemy.orm import Mapper
 from sqlalchemy.orm.attributes import flag_modified
 
@@ -107,6 +107,44 @@ def test_an_orm_write_of_a_row_whose_key_is_not_utf8_is_refused_by_name(
     assert _stored(copy, table, rowid) == before
 
 
+@pytest.mark.parametrize("write", ["update", "delete"])
+@pytest.mark.parametrize(("table", "column"), TEXT_KEYS, ids=[f"{t}.{c}" for t, c in TEXT_KEYS])
+def test_a_core_write_keyed_by_such_a_key_is_refused_by_name(
+    template: Seeded, copy: Path, table: str, column: str, write: str
+) -> None:
+    """A Core ``update()``/``delete()`` (as services write) keyed by the value read matched no
+    row and said nothing: the calendar reported an update it never made."""
+    rowid = template.victims[table]
+    before = _spoil(copy, table, column, rowid)
+    t = metadata.tables[table]
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        with pytest.raises(UnreadableRowError, match="not UTF-8") as raised, store.begin() as mem:
+            key = mem.session.execute(
+                select(t.c[column]).where(literal_column("rowid") == rowid)
+            ).scalar_one()
+            kind = update(t).values({t.c[column]: t.c[column]}) if write == "update" else delete(t)
+            mem.session.execute(kind.where(t.c[column] == key))
+    finally:
+        store.close()
+    assert raised.value.details["table"] == table
+    assert _stored(copy, table, rowid) == before
+
+
+def test_updating_an_event_found_by_its_external_ref_is_refused(
+    template: Seeded, copy: Path
+) -> None:
+    rowid = template.victims["memory_calendar"]
+    before = _spoil(copy, "memory_calendar", "id", rowid)
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        with pytest.raises(UnreadableRowError, match="memory_calendar"), store.begin() as mem:
+            mem.calendar.create("New title", NOW, timezone="UTC", external_ref="ext-1")
+    finally:
+        store.close()
+    assert _stored(copy, "memory_calendar", rowid) == before
+
+
 def test_storing_a_new_version_of_such_a_fact_is_refused_and_changes_nothing(
     template: Seeded, copy: Path
 ) -> None:
@@ -152,7 +190,9 @@ def test_updating_or_deleting_such_a_skill_is_refused(template: Seeded, copy: Pa
             lambda m: m.skills.update("brew-tea", description="brew it"),
             lambda m: m.skills.delete("brew-tea"),
         ):
-            with pytest.raises(UnreadableRowError, match="memory_skills"), store.begin() as mem:
+            # the update is refused naming memory_skills; the delete at its first statement
+            # (the skill's revisions, by the skill's id)
+            with pytest.raises(UnreadableRowError, match="not UTF-8"), store.begin() as mem:
                 write(mem)
         with store.begin() as mem:  # the others are written as ever
             assert mem.skills.update("fold-paper", description="fold it").description == "fold it"
