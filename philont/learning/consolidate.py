@@ -250,9 +250,11 @@ class Consolidator:
     def _max_calls(self) -> int:
         """The most tool calls a batch loads, the newest: what its prompts can show (the
         newest :data:`SHOWN_CALLS`), and with a judge the newest ``max_window_messages`` (a
-        host's window's bound), the runs' traces; a run begun before them is not judged."""
-        shown = SHOWN_CALLS if self.judge is None else self.config.max_window_messages
-        return min(shown, self.config.max_window_messages)
+        host's window's bound) when that is more, the runs' traces; a run begun before them is
+        not judged."""
+        if self.judge is None:
+            return SHOWN_CALLS
+        return max(SHOWN_CALLS, self.config.max_window_messages)
 
     @property
     def _max_chars(self) -> int | None:

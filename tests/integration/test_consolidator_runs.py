@@ -131,15 +131,16 @@ def test_a_run_longer_than_a_batch_is_cut_and_learning_goes_on(
 
 
 @pytest.mark.parametrize(
-    ("judged", "window", "read"), [(True, 50, 50), (False, 5_000, 200), (False, 50, 50)]
+    ("judged", "window", "read"), [(True, 50, 200), (False, 5_000, 200), (False, 50, 200)]
 )
 def test_a_batch_reads_only_the_tool_calls_its_prompts_can_show(
     units: UnitFactory, clock: FakeClock, judged: bool, window: int, read: int
 ) -> None:
     """A batch loaded every tool call of its span (50,000: 1.3 s and 56 MB), though its prompts
     show the newest 200, and with a judge the runs' traces. Now it reads the newest of them
-    (200; with a judge ``max_window_messages``) and counts the rest; a run begun before the
-    calls read is not judged (its trace would lack calls), the newer runs are, whole."""
+    (200; with a judge ``max_window_messages`` if that is more) and counts the rest; a run begun
+    before the calls read is not judged (its trace would lack calls), the newer runs are, whole.
+    A small ``max_window_messages`` does not cut what the prompts show (it cut it to 50)."""
     with units() as mem:
         chat = Conversation(mem, clock, "s1")
         chat.user("Crawl the site")
