@@ -135,8 +135,6 @@ def _parsed(text_: str) -> URL:
         raise InvalidDatabaseError(f"{shown!r} is not a database URL ({exc})") from exc
 
 
-NAME_MAX = 255
-"""The longest name of one file or folder, in bytes (Linux's and macOS's file systems)."""
 PATH_MAX = 4096
 """The longest path the operating system takes, in bytes (Linux's)."""
 
@@ -144,7 +142,8 @@ PATH_MAX = 4096
 def _file_path(text_: str, text_only: bool = False) -> Path:
     """The path ``text_`` names, by its text: a ``~user`` without such a user, a character no
     file name can hold (a lone surrogate), a name longer than any file system's
-    (:data:`NAME_MAX`, :data:`PATH_MAX`) are refused by name. Then (unless ``text_only``) the
+    (:data:`PATH_MAX`; how long one name may be is the file system's to say: 255 bytes on
+    Linux's, 255 characters on macOS's) are refused by name. Then (unless ``text_only``) the
     absolute path, once the file system has been asked about it: what it says (a folder it
     may not search, a loop of links, a name too long for this one) is refused here by name,
     not by the first ``stat`` somewhere later."""
@@ -156,7 +155,7 @@ def _file_path(text_: str, text_only: bool = False) -> Path:
         name = os.fsencode(path)
     except UnicodeEncodeError as exc:
         raise DatabasePathError(text_, f"it cannot be a file name ({exc.reason})") from exc
-    if len(name) >= PATH_MAX or any(len(part) > NAME_MAX for part in name.split(b"/")):
+    if len(name) >= PATH_MAX:
         raise DatabasePathError(text_, os.strerror(errno.ENAMETOOLONG))
     if text_only:
         return path
