@@ -26,7 +26,7 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
-from philont.db.retry import cannot_open
+from philont.db.retry import cannot_open, file_error
 from philont.errors import (
     DatabaseBusyError,
     DatabasePathError,
@@ -602,6 +602,21 @@ def _fold_wal(tmp: Path) -> None:
         raise StorageError(f"the -wal copied beside {str(tmp)!r} could not be folded into it")
 
 
+def _leave_wal_mode(live: sqlite3.Connection, path: Path) -> None:
+    """Put the live file ``path`` in rollback-journal mode through ``live`` (its ``-wal``
+    folded into it and removed), so closing ``live`` removes no ``-wal`` beside the new file.
+    The fold writes the live file: one that fails (a full disk, a file size limit, an I/O
+    error) is the typed refusal of ``path``; the file and its ``-wal`` still hold what they
+    held (a checkpoint cut short leaves the ``-wal`` whole)."""
+    try:
+        live.execute("PRAGMA journal_mode = DELETE")
+    except sqlite3.Error as exc:
+        typed = file_error(exc, path=str(path))
+        raise typed or StorageError(
+            f"{str(path)!r} could not be folded with its -wal ({exc})", path=str(path)
+        ) from exc
+
+
 RESTORE_COPY = ".restore-"
 """Marks a restore's copy of a backup beside the database (``.<db>.restore-<pid>-<id>.tmp``,
 :func:`philont.filewrite.temp_beside`)."""
@@ -659,7 +674,7 @@ def restore(
             step(KEEPING, 1, 1)
             with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done
                 if live is not None:  # the live file changes only now: its -wal folded in
-                    live.execute("PRAGMA journal_mode = DELETE")  # and removed
+                    _leave_wal_mode(live, path)  # and removed
                 for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
                     stale.unlink(missing_ok=True)
                 os.replace(tmp, path)

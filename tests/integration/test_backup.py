@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import ExitStack, closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from philont.errors import (
     InvalidInputError,
     NotADatabaseError,
     PhilontError,
+    StorageError,
     UnknownSchemaVersionError,
 )
 from philont.migrate.env import PRE_UPGRADE_LABEL
@@ -917,6 +918,57 @@ def test_a_restore_interrupted_at_any_step_or_out_of_space_leaves_every_file_as_
         with size_limit(limit):
             outcome = _refused(live, lambda: restore(taken, live))
         assert isinstance(outcome, DatabasePathError | FilePathError), limit
+
+
+GROW_IN_THE_WAL = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA wal_autocheckpoint = 0")
+conn.execute("BEGIN")
+for n in range(100):
+    conn.execute(
+        "INSERT INTO memory_raw_messages (session_id, role, content, timestamp)"
+        " VALUES ('global', 'user', ?, 1)",
+        (f"only in the -wal {n} " + "x" * 4000,),
+    )
+conn.execute("COMMIT")
+os._exit(0)  # as a crash: the -wal keeps the change, nobody folds it in
+"""
+
+
+def test_a_restore_whose_fold_of_the_live_wal_fails_is_refused_for_the_database(
+    populated: Path, tmp_path: Path
+) -> None:
+    """Folding the live file's leftover ``-wal`` into it, the last step before the rename,
+    writes the live file: stopped there (a file size limit, as a full disk would), the restore
+    raised a bare ``sqlite3.OperationalError``. It is the typed refusal of the database, which
+    still holds what it held (its ``-wal`` as it was), with no copy of the restore left."""
+    from tests.reliability.test_file_size_limit import size_limit
+
+    taken = backup(populated, at=AT)
+    kept = tmp_path / "kept.sqlite"
+    kept.write_bytes(taken.read_bytes())
+    taken.unlink()
+    restored = len(_message_ids(populated))
+    subprocess.run([sys.executable, "-c", GROW_IN_THE_WAL, str(populated)], check=True)
+    wal = Path(f"{populated}-wal")
+    wal_before = _sha(wal)
+    listing = sorted(p.name for p in tmp_path.rglob("*") if not p.name.endswith("-shm"))
+    limit = populated.stat().st_size  # the fold must grow the file: it cannot
+    with ExitStack() as limits, pytest.raises(StorageError) as caught:
+
+        def at_the_fold(step: str, done: int, total: int) -> None:
+            if step == KEEPING and done == total:  # the safety copy is written: the fold next
+                limits.enter_context(size_limit(limit))
+
+        restore(kept, populated, progress=at_the_fold)
+    assert caught.value.details["path"] == str(populated)
+    assert str(populated) in str(caught.value)
+    assert _sha(wal) == wal_before
+    assert sorted(p.name for p in tmp_path.rglob("*") if not p.name.endswith("-shm")) == listing
+    assert len(_message_ids(populated)) == restored + 100  # the -wal's too
+    restore(kept, populated)  # nothing in the way of the next one
+    assert len(_message_ids(populated)) == restored
 
 
 def test_a_restore_sqlite_cannot_lock_for_a_wal_it_cannot_open_is_refused_for_that(
