@@ -152,14 +152,6 @@ def _fsync(path: Path, *, directory: bool = False) -> None:
         os.close(fd)
 
 
-def _remove_with_companions(path: Path) -> None:
-    """Remove a file we made and its companions, after a failure: an unlink that fails too (a
-    read-only file system refuses even a missing name) must not hide the failure reported."""
-    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-        with suppress(OSError):
-            p.unlink(missing_ok=True)
-
-
 def _order_key(path: Path) -> tuple[str, int, str]:
     """Newest-last sort key: the name's stem (Philont sorts by name), then the ``-N`` that
     ``backup`` appends when a name is taken, so a second backup in the same UTC second ranks
@@ -306,7 +298,7 @@ def backup(
     try:
         verify(target, schema=False, progress=progress)
     except BaseException:  # Ctrl-C too: never leave an unverified file among the backups
-        _remove_with_companions(target)
+        filewrite.remove_with_companions(target)
         _remove_empty(made)  # nor the directory made for it
         raise
     with point_of_no_return():  # the backup is taken: Ctrl-C from here on is too late
@@ -563,13 +555,15 @@ def _copy_beside(copies: list[tuple[Path, Path]], path: Path, progress: Progress
     """Copy each backup file (the backup, its ``-wal``) into a new file beside the database
     ``path``: a write that fails there (a full disk, a file size limit) refuses ``path``
     (DatabasePathError), never the backup being read (:mod:`philont.filewrite`). Bytes copied
-    go to ``progress``, one step for all."""
+    go to ``progress``, one step for all. The first file, the copy itself, is made already
+    (:func:`_locked_copy`)."""
     total = sum(source.stat().st_size for source, _ in copies)
     done = 0
     progress(COPYING, done, total)
-    for source, target in copies:
+    for n, (source, target) in enumerate(copies):
         with filewrite.writes_named(path, DatabasePathError, _COPYING):
-            fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+            new = os.O_CREAT | os.O_EXCL if n else 0
+            fd = os.open(target, new | os.O_WRONLY, FILE_MODE)
         with (
             filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
             io.BufferedWriter(raw) as dst,
@@ -617,8 +611,15 @@ def _leave_wal_mode(live: sqlite3.Connection, path: Path) -> None:
         ) from exc
 
 
+def _locked_copy(tmp: Path, path: Path) -> filewrite.LockedTemp:
+    """Make the file ``tmp`` a restore copies the backup into, held until it is renamed or
+    removed (:class:`philont.filewrite.LockedTemp`); refusing ``path`` when it cannot be."""
+    with filewrite.writes_named(path, DatabasePathError, _COPYING):
+        return filewrite.LockedTemp(tmp, FILE_MODE)
+
+
 RESTORE_COPY = ".restore-"
-"""Marks a restore's copy of a backup beside the database (``.<db>.restore-<pid>-<id>.tmp``,
+"""Marks a restore's copy of a backup beside the database (``.<db>.restore-<id>.tmp``,
 :func:`philont.filewrite.temp_beside`)."""
 
 
@@ -660,7 +661,7 @@ def restore(
     safety: Path | None = None
     replaced = False
     try:
-        with _held(path) as live:
+        with _held(path) as live, _locked_copy(tmp, path):  # removed unless renamed
             copies = _with_wal(source, tmp)
             _copy_beside(copies, path, step)
             checked = verify(tmp, progress=step)  # a copied -wal is read as part of it
@@ -680,9 +681,8 @@ def restore(
                 os.replace(tmp, path)
                 replaced = True
     except BaseException:
-        _remove_with_companions(tmp)
         if safety is not None and not replaced:  # no restore: no copy of a file it replaced
-            _remove_with_companions(safety)
+            filewrite.remove_with_companions(safety)
         if not replaced:  # nor the directories it made for them
             _remove_empty(made)
         raise

@@ -7,6 +7,7 @@ reading for the copy it could not write)."""
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import io
 import os
@@ -22,11 +23,13 @@ if TYPE_CHECKING:  # collections.abc.Buffer from Python 3.12 on
     from typing_extensions import Buffer
 
 __all__ = [
+    "LockedTemp",
     "NamedWrites",
-    "alive",
     "cannot_write",
     "fsync",
     "may",
+    "remove_with_companions",
+    "sweep",
     "temp_beside",
     "text_writer",
     "writes_named",
@@ -98,27 +101,94 @@ def fsync(fh: TextIO, named: Path) -> None:
         os.fsync(fh.fileno())
 
 
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` is running (a writer whose files must not be swept)."""
+_COMPANIONS = ("-wal", "-shm", "-journal")
+"""What SQLite may leave beside a database file it wrote (a temporary copy's included)."""
+
+
+class LockedTemp:
+    """A temporary file this process writes, made (``O_EXCL``, ``mode``) and held under
+    ``flock(LOCK_EX)`` from before a byte is written until it is renamed or removed
+    (:meth:`close`): the lock, not a pid, says its writer is alive, to any process that looks
+    for leftovers (:func:`sweep`), one of another PID namespace (a container sharing the
+    volume) included, where ``kill(pid, 0)`` saw every writer as gone. The lock is on the
+    open file, not a range of bytes: SQLite's own locks on the file are not touched."""
+
+    def __init__(self, path: Path, mode: int) -> None:
+        self.path = path
+        while True:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # waits only for a sweep that got it first
+                if os.fstat(fd).st_nlink > 0:
+                    break  # held before any sweep could take it: ours until closed
+            except BaseException:
+                if _names(path, fd):
+                    remove_with_companions(path)
+                os.close(fd)
+                raise
+            os.close(fd)  # swept between its making and the lock: make it again
+        self.fd = fd
+
+    def close(self) -> None:
+        """Remove the file (and what SQLite left beside it) unless it was renamed meanwhile,
+        then let the lock go."""
+        if self.fd < 0:
+            return
+        try:
+            if _names(self.path, self.fd):
+                remove_with_companions(self.path)
+        finally:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> LockedTemp:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` is still a name of the file open as ``fd``."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return os.path.samestat(os.stat(path), os.fstat(fd))
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+
+
+def remove_with_companions(path: Path) -> None:
+    """Remove a file made for a write that did not end well and what SQLite left beside it;
+    an unlink that fails too (a read-only file system refuses even a missing name) must not
+    hide the failure reported."""
+    for p in (path, *(Path(f"{path}{s}") for s in _COMPANIONS)):
+        with suppress(OSError):
+            p.unlink(missing_ok=True)
+
+
+def sweep(directory: Path, pattern: str) -> None:
+    """Remove the temporary files matching ``pattern`` (a glob) in ``directory`` that a writer
+    killed mid-way left (``kill -9``, a power loss: each can be as big as the file it was
+    for, and nothing else would ever remove it), with what SQLite left beside them: those
+    whose :class:`LockedTemp` lock nobody holds, whichever process wrote them."""
+    for stale in directory.glob(pattern):
+        try:
+            fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: its writer is at work
+            if _names(stale, fd):  # not renamed into place meanwhile
+                remove_with_companions(stale)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def temp_beside(path: Path, mark: str) -> Path:
     """A new hidden name beside ``path`` for the file written to take its place
-    (``.<name><mark><pid>-<id>.tmp``), once those a writer killed mid-way left there are
-    removed (their process is gone: ``kill -9``, a power loss; each can be as big as the file
-    and nothing else would ever remove it), with their ``-wal``/``-shm``/``-journal``."""
+    (``.<name><mark><id>.tmp``, to be made with :class:`LockedTemp`), once those a writer
+    killed mid-way left there are removed (:func:`sweep`)."""
     lead = f".{path.name}{mark}"
-    for stale in path.parent.glob(f"{glob.escape(lead)}*.tmp"):
-        pid = stale.name[len(lead) :].split("-", 1)[0]
-        if not pid.isdigit() or not alive(int(pid)):
-            for p in (stale, *(Path(f"{stale}{s}") for s in ("-wal", "-shm", "-journal"))):
-                with suppress(OSError):
-                    p.unlink(missing_ok=True)
-    return path.parent / f"{lead}{os.getpid()}-{uuid.uuid4().hex}.tmp"
+    sweep(path.parent, f"{glob.escape(lead)}*.tmp")
+    return path.parent / f"{lead}{uuid.uuid4().hex}.tmp"

@@ -9,7 +9,9 @@ import importlib
 import inspect
 import os
 import pkgutil
+import shutil
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -147,3 +149,52 @@ def file_permissions_apply() -> Iterator[None]:
         yield
     finally:
         _capabilities(lambda _: saved)
+
+
+_HOLD = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+DEAD_PID = 999_999_999
+"""A pid no process has here (above Linux's pid_max): what the pid of a process in another
+PID namespace (a container sharing the volume) looks like to this one."""
+
+
+@contextlib.contextmanager
+def held_by_another_process(path: Path) -> Iterator[None]:
+    """Inside the block another process holds ``path`` under ``flock(LOCK_EX)``, as the writer
+    of a temporary file does while it writes it (:class:`philont.filewrite.LockedTemp`)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+        yield
+    finally:
+        proc.communicate("")
+
+
+def in_another_pid_namespace(code: str, *args: str) -> None:
+    """Run ``code`` (Python, ``sys.argv[1:]`` = ``args``) in a process of a new PID namespace,
+    where no process of this one is seen alive (``unshare``; the test is skipped where it
+    cannot be made)."""
+    import pytest
+
+    unshare = shutil.which("unshare")
+    if (
+        unshare is None
+        or subprocess.run([unshare, "-p", "-f", "true"], capture_output=True).returncode
+    ):
+        pytest.skip("no new PID namespace can be made here (unshare)")
+    subprocess.run(
+        [unshare, "-p", "-f", sys.executable, "-c", code, *args],
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )

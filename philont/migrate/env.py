@@ -78,13 +78,16 @@ def backup_file(
     made = not settings.backup_dir_for(path).exists()
     directory = backup_dir(path)
     with _writing_into(directory):
-        _sweep_partials(directory)
+        filewrite.sweep(directory, f".memory-*.sqlite.{PARTIAL}-*")  # a killed backup's
         stem = f"memory-{at.astimezone(UTC):%Y%m%dT%H%M%S}{label}"
-        partial = directory / f".{stem}.sqlite.{PARTIAL}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        # Create the file 0600 before SQLite writes a byte into it (no window with wider modes).
-        os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        # Made 0600 before SQLite writes a byte into it (no window with wider modes), and
+        # held, so no sweep takes it for a killed backup's, until it is named or removed.
+        held = filewrite.LockedTemp(
+            directory / f".{stem}.sqlite.{PARTIAL}-{uuid.uuid4().hex}", 0o600
+        )
+    partial = held.path
     try:
-        with _writing_into(directory):
+        with held, _writing_into(directory):
             with closing(sqlite3.connect(str(partial))) as dst:
                 dst.execute("PRAGMA journal_mode = OFF")  # unnamed until complete: no journal
                 if source is not None:
@@ -96,7 +99,6 @@ def backup_file(
             _fsync(partial)
             target = _claim_name(partial, directory, stem)
     except BaseException:
-        partial.unlink(missing_ok=True)
         if made:  # nor the directory made for it (unless another backup is in it)
             with suppress(OSError):
                 directory.rmdir()
@@ -183,7 +185,7 @@ def _gives_up(path: Path) -> Callable[[int, int, int], None]:
 
 
 PARTIAL = "partial"
-"""Marks a backup still being written (``.memory-<...>.sqlite.partial-<pid>-<id>``)."""
+"""Marks a backup still being written (``.memory-<...>.sqlite.partial-<id>``)."""
 
 
 def _claim_name(partial: Path, directory: Path, stem: str) -> Path:
@@ -199,14 +201,6 @@ def _claim_name(partial: Path, directory: Path, stem: str) -> Path:
             continue
         partial.unlink()
         return target
-
-
-def _sweep_partials(directory: Path) -> None:
-    """Remove partial copies whose writer is gone (killed mid-copy)."""
-    for stale in directory.glob(f".memory-*.sqlite.{PARTIAL}-*"):
-        pid = stale.name.rsplit(f".{PARTIAL}-", 1)[1].split("-", 1)[0]
-        if not pid.isdigit() or not filewrite.alive(int(pid)):
-            stale.unlink(missing_ok=True)
 
 
 def _fsync(path: Path) -> None:

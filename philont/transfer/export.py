@@ -75,7 +75,7 @@ def check_output(out: Path) -> None:
 
 
 EXPORT_COPY = ".export-"
-"""Marks an export being written beside its file (``.<file>.export-<pid>-<id>.tmp``)."""
+"""Marks an export being written beside its file (``.<file>.export-<id>.tmp``)."""
 
 
 @contextmanager
@@ -89,18 +89,15 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
     check_output(out)
     tmp = filewrite.temp_beside(out, EXPORT_COPY)  # and a killed export's file goes
     try:
-        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+        held = filewrite.LockedTemp(tmp, FILE_MODE)
     except OSError as exc:
         raise FilePathError(str(out), f"cannot write beside it ({exc.strerror})") from exc
-    try:  # a write that fails (a full disk, a size limit) is FilePathError naming ``out``
-        with filewrite.text_writer(fd, out) as fh:
+    with held:  # removed unless renamed; a write that fails is FilePathError naming ``out``
+        with filewrite.text_writer(os.dup(held.fd), out) as fh:
             yield fh
             filewrite.fsync(fh, out)
         with point_of_no_return(), filewrite.writes_named(out):  # Ctrl-C: too late now
             os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def export(

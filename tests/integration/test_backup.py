@@ -26,6 +26,7 @@ from philont import settings as philont_settings
 from philont.backup import (
     KEEPING,
     PRE_RESTORE_LABEL,
+    RESTORE_COPY,
     VERIFYING,
     BackupVerificationError,
     backup,
@@ -45,7 +46,12 @@ from philont.errors import (
 )
 from philont.migrate.env import PRE_UPGRADE_LABEL
 from philont.store import Store
-from tests.support import file_permissions_apply
+from tests.support import (
+    DEAD_PID,
+    file_permissions_apply,
+    held_by_another_process,
+    in_another_pid_namespace,
+)
 
 CopyFixture = Callable[[str], Path]
 AT = datetime(2026, 6, 14, 4, 0, 0, tzinfo=UTC)
@@ -1024,12 +1030,53 @@ def test_the_copy_a_restore_killed_mid_way_left_is_removed_by_the_next(
     )
     assert killed.returncode == -signal.SIGKILL
     assert len(_copies_beside(populated)) == 1
-    running = populated.parent / f".{populated.name}.restore-{os.getpid()}-abc.tmp"
+    # whatever the pid in a name says: a copy its writer holds stays, with its -wal; one
+    # nobody holds goes (they were told apart by "is that pid alive here", and a writer in
+    # another PID namespace, a container sharing the volume, looked dead)
+    running = populated.parent / f".{populated.name}.restore-{DEAD_PID}-abc.tmp"
     running.write_bytes(b"a copy being written")
+    Path(f"{running}-wal").write_bytes(b"and its -wal")
+    unheld = populated.parent / f".{populated.name}.restore-{os.getpid()}-def.tmp"
+    unheld.write_bytes(b"a copy nobody writes")
 
-    restore(kept, populated)
+    with held_by_another_process(running):
+        restore(kept, populated)
 
-    assert _copies_beside(populated) == [running.name]
+    assert _copies_beside(populated) == [running.name, f"{running.name}-wal"]
+
+
+SWEEP_BESIDE = """
+import sys
+from pathlib import Path
+from philont import filewrite
+filewrite.temp_beside(Path(sys.argv[1]), sys.argv[2])  # sweeps what it takes for leftovers
+"""
+
+
+def test_a_restore_keeps_its_copy_while_a_process_of_another_pid_namespace_sweeps(
+    populated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore or an export in another container sharing the volume sweeps leftovers beside
+    the database while this restore copies the backup there: this process looked dead to it
+    (its pid is none of that namespace's) and its copy was deleted under it."""
+    import philont.backup as backup_module
+
+    monkeypatch.setattr(backup_module, "COPY_CHUNK", 4096)
+    taken = backup(populated, at=AT)
+    kept = tmp_path / "kept.sqlite"
+    kept.write_bytes(taken.read_bytes())
+    swept: list[int] = []
+
+    def sweep_mid_copy(step: str, done: int, total: int) -> None:
+        if step == backup_module.COPYING and 0 < done < total and not swept:
+            swept.append(done)
+            in_another_pid_namespace(SWEEP_BESIDE, str(populated), RESTORE_COPY)
+
+    report = restore(kept, populated, progress=sweep_mid_copy)
+
+    assert swept and _copies_beside(populated) == []
+    assert report.restored_from == kept
+    _assert_sound(populated)
 
 
 def test_a_backup_this_process_may_not_read_is_refused_as_the_backup_it_is(

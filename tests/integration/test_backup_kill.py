@@ -15,6 +15,7 @@ from pathlib import Path
 
 from philont import settings
 from philont.migrate import backup_file
+from tests.support import DEAD_PID, held_by_another_process
 
 _WRITER = """
 import sys
@@ -76,16 +77,19 @@ def test_a_backup_killed_mid_copy_leaves_nothing_named_like_a_backup(tmp_path: P
 
 
 def test_a_running_backups_partial_copy_is_not_swept(tmp_path: Path) -> None:
+    """Whatever the pid in its name says: a partial copy its writer holds (a backup at work,
+    in a container sharing the volume: its pid is none of this PID namespace's) is left
+    alone; one nobody holds goes (a pid alive here or not)."""
     db = tmp_path / "memory.sqlite"
     _big_database(db, 1)
     directory = settings.backup_dir_for(db)
     directory.mkdir(parents=True)
-    # A partial copy of a live process (this one) is left alone; a dead one's goes.
-    mine = directory / f".memory-20260101T000000.sqlite.partial-{os.getpid()}-abc"
-    mine.write_bytes(b"x")
-    gone = directory / ".memory-20260101T000000.sqlite.partial-999999999-abc"
-    gone.write_bytes(b"x")
+    running = directory / f".memory-20260101T000000.sqlite.partial-{DEAD_PID}-abc"
+    running.write_bytes(b"x")
+    for pid in (os.getpid(), DEAD_PID):
+        (directory / f".memory-20260101T000000.sqlite.partial-{pid}-def").write_bytes(b"x")
 
-    done = backup_file(db)
+    with held_by_another_process(running):
+        done = backup_file(db)
 
-    assert sorted(_files(directory)) == sorted([mine, done])
+    assert sorted(_files(directory)) == sorted([running, done])

@@ -29,7 +29,9 @@ from philont.transfer import (
     export_tables,
     import_,
 )
+from philont.transfer.export import EXPORT_COPY
 from philont.transfer.format import OUTCOMES, ROWID_TABLES
+from tests.support import DEAD_PID, held_by_another_process, in_another_pid_namespace
 
 CopyFixture = Callable[[str], Path]
 FIXTURES = ("v2", "v27", "v31", "empty-v31")
@@ -263,15 +265,49 @@ def test_the_file_an_export_killed_mid_way_left_is_removed_by_the_next(
     assert killed.returncode == -signal.SIGKILL
     left = [p.name for p in tmp_path.iterdir() if p.name.startswith(f".{out.name}")]
     assert len(left) == 1 and not out.exists(), left
-    running = tmp_path / f".{out.name}.export-{os.getpid()}-abc.tmp"
+    # whatever the pid in a name says: a file its writer holds stays, one nobody holds goes
+    running = tmp_path / f".{out.name}.export-{DEAD_PID}-abc.tmp"
     running.write_text("an export being written")
+    unheld = tmp_path / f".{out.name}.export-{os.getpid()}-def.tmp"
+    unheld.write_text("an export nobody writes")
 
-    export(source, out)
+    with held_by_another_process(running):
+        export(source, out)
 
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(f".{out.name}")) == [
         running.name
     ]
     assert out.is_file()
+
+
+SWEEP_BESIDE = """
+import sys
+from pathlib import Path
+from philont import filewrite
+filewrite.temp_beside(Path(sys.argv[1]), sys.argv[2])  # sweeps what it takes for leftovers
+"""
+
+
+def test_an_export_keeps_its_file_while_a_process_of_another_pid_namespace_sweeps(
+    copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    """An export in another container sharing the volume sweeps leftovers beside the file
+    while this export writes it: this process looked dead to it (its pid is none of that
+    namespace's) and the file being written was deleted under it."""
+    source = _upgraded(copy_fixture, "v31")
+    out = tmp_path / "export.jsonl"
+    swept: list[str] = []
+
+    def sweep_mid_way(table: str, _done: int, _total: int) -> None:
+        if not swept:
+            swept.append(table)
+            in_another_pid_namespace(SWEEP_BESIDE, str(out), EXPORT_COPY)
+
+    export(source, out, progress=sweep_mid_way)
+
+    assert swept and out.is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert json.loads(out.read_text().splitlines()[-1])["end"] is True
 
 
 def test_exporting_a_database_below_head_is_refused(copy_fixture: CopyFixture) -> None:
