@@ -5,6 +5,7 @@ backup clears what the killed one left."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
 import subprocess
@@ -13,7 +14,9 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from philont import settings
+import pytest
+
+from philont import filewrite, settings
 from philont.migrate import backup_file
 from tests.support import DEAD_PID, held_by_another_process
 
@@ -93,3 +96,40 @@ def test_a_running_backups_partial_copy_is_not_swept(tmp_path: Path) -> None:
         done = backup_file(db)
 
     assert sorted(_files(directory)) == sorted([running, done])
+
+
+_SWEEP = """
+import sys
+from pathlib import Path
+from philont import filewrite
+filewrite.sweep(Path(sys.argv[1]), sys.argv[2])
+"""
+
+
+def test_a_temp_file_swept_between_its_making_and_its_lock_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep that comes between the writer's ``open(O_EXCL)`` and its ``flock`` finds the
+    file held by nobody and removes it: the writer makes it again and holds it, rather than
+    write into a file no name leads to."""
+    real_flock = fcntl.flock
+    swept: list[Path] = []
+
+    def sweep_first(fd: int, op: int) -> None:
+        if not swept:
+            swept.append(tmp_path)
+            subprocess.run(
+                [sys.executable, "-c", _SWEEP, str(tmp_path), "*.tmp"],
+                check=True,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            )
+        real_flock(fd, op)
+
+    monkeypatch.setattr(filewrite.fcntl, "flock", sweep_first)
+    path = tmp_path / "x.tmp"
+    with filewrite.LockedTemp(path, 0o600) as held:
+        assert swept and os.path.samestat(os.stat(path), os.fstat(held.fd))
+        monkeypatch.setattr(filewrite.fcntl, "flock", real_flock)
+        filewrite.sweep(tmp_path, "*.tmp")  # another open file of it: refused like a process
+        assert path.exists()
+    assert not path.exists()
