@@ -10,6 +10,7 @@ listing is the one the loaded commands give.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from philont.cli.parsers import AGENT
 @dataclass(frozen=True)
 class Lazy:
     """A command (a function) or a group (a ``typer.Typer``): where it is, and the first
-    paragraph of its help as ``philont --help`` lists it."""
+    paragraph of its help on one line, as ``philont --help`` lists it (:func:`listed_help`)."""
 
     where: str
     help: str
@@ -59,13 +60,13 @@ COMMANDS = {
     ),
     "import": Lazy(
         "ops:import_",
-        "Import an export file (or with - stdin); refuses a non-empty database unless --merge.\n"
+        "Import an export file (or with - stdin); refuses a non-empty database unless --merge. "
         "All or nothing.",
     ),
     "consolidate": Lazy(
         "learning:consolidate",
-        "Consolidate the timeline when it has been idle: facts, notes, skills and summaries from\n"
-        "each new batch of messages. Loops until SIGINT/SIGTERM (a batch in progress is finished\n"
+        "Consolidate the timeline when it has been idle: facts, notes, skills and summaries from "
+        "each new batch of messages. Loops until SIGINT/SIGTERM (a batch in progress is finished "
         "first; a second signal stops at once); --once runs one tick (exit 1 if a batch failed).",
     ),
     "embed": Lazy(
@@ -74,12 +75,12 @@ COMMANDS = {
     ),
     "demo": Lazy(
         "jobs:demo",
-        "Main job: play a scripted multi-session conversation on a fresh SQLite file (or --db)\n"
+        "Main job: play a scripted multi-session conversation on a fresh SQLite file (or --db) "
         "and show what the memory does — decay, history, honest skill grades, recall, reminders.",
     ),
     "mcp": Lazy(
         "jobs:mcp",
-        "Serve the eleven memory tools over MCP (stdio). Needs the extra:\n"
+        "Serve the eleven memory tools over MCP (stdio). Needs the extra: "
         "pip install 'philont\\[mcp]'.",
     ),
 }
@@ -103,15 +104,42 @@ def _nothing() -> None:
     """(a callback, so that typer makes a group of one command)"""
 
 
+def listed_help(text: str) -> str:
+    """The first paragraph of a help text on one line: what a list of commands shows (typer's
+    Rich listing keeps a paragraph's line breaks, which then break the table's column)."""
+    return " ".join(inspect.cleandoc(text).split("\n\n")[0].split())
+
+
 def build(name: str) -> Any:
-    """The click command ``name``, made by typer as it makes every command of a group."""
+    """The click command ``name``, made by typer as it makes every command of a group; its
+    ``short_help`` and its subcommands' (what a listing shows) are :func:`listed_help` of
+    their help."""
     holder = typer.Typer()
     holder.callback()(_nothing)
     if name in GROUPS:
         holder.add_typer(GROUPS[name].load(), name=name)
     else:
         holder.command(name)(COMMANDS[name].load())
-    return typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+    command = typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+    _help_as_written(command)
+    return command
+
+
+def _help_as_written(command: Any) -> None:
+    """``command``'s help and its subcommands': listed on one line (:func:`listed_help`), a
+    flag shown without a type (:func:`_bare_flags`)."""
+    command.short_help = listed_help(command.help or "")
+    _bare_flags(command, command.context_class(command))
+    for sub in getattr(command, "commands", {}).values():
+        _help_as_written(sub)
+
+
+def _bare_flags(command: Any, ctx: Any) -> None:
+    """A flag (``--once``, ``--help``) takes no value; typer 0.29's help shows its type
+    (``<bool>``) as if it took one. An empty metavar shows it bare."""
+    for param in command.get_params(ctx):
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
 
 
 class LazyCommands(dict[str, Any]):
@@ -155,6 +183,7 @@ class Philont(Commands):
         return list(self._lazy)  # the names: typer's own asks for every command
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
+        _bare_flags(self, ctx)
         self._listing = True
         try:
             super().format_help(ctx, formatter)
@@ -179,7 +208,9 @@ app = typer.Typer(
 @app.callback()
 def _main(
     ctx: typer.Context,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log progress (INFO); by default warnings only.")
+    ] = False,
     agent: Annotated[
         str | None,
         typer.Option(

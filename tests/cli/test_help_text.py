@@ -94,3 +94,28 @@ def test_philont_help_loads_no_database_or_model_library() -> None:
 def test_a_commands_help_loads_no_database_library(name: str) -> None:
     # pydantic: the values' input types; structlog: the group's callback sets up logging
     assert [m for m in _loaded_by([name, "--help"]) if m not in ("pydantic", "structlog")] == []
+
+
+GROUPS = [p for p in COMMANDS if getattr(_command(p), "commands", None)]
+
+
+@pytest.mark.parametrize("path", GROUPS, ids=lambda p: " ".join(p) or "philont")
+def test_a_listing_shows_each_commands_first_paragraph_on_one_line(path: tuple[str, ...]) -> None:
+    """On a terminal wide enough, a group's list of commands gives each its first help
+    paragraph on one row (typer's Rich listing kept the help's own line breaks: ``philont
+    --help`` broke "consolidate" after "summaries from")."""
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "1000"})
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[1]: line for line in result.output.splitlines() if line.startswith("│ ")}
+    for name, command in _command(path).commands.items():
+        first = " ".join((command.help or "").split("\n\n")[0].split())
+        assert first and first.replace("\\[", "[") in rows[name], (path, name, result.output)
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "philont")
+def test_a_flag_is_not_shown_as_taking_a_value(path: tuple[str, ...]) -> None:
+    """``--once``, ``--help``: a flag takes no value, so its help shows no type (typer 0.29
+    shows ``<bool>`` beside every flag as if it took a value)."""
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output, (path, result.output)
