@@ -283,8 +283,9 @@ def backup(
         raise DatabasePathError(str(path), "it is a directory")
     if not path.is_file():
         raise DatabasePathError(str(path), missing_reason(path))
-    if path.stat().st_size == 0:
-        raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
+    with filewrite.writes_named(path, DatabasePathError, _READING):  # gone meanwhile
+        if path.stat().st_size == 0:
+            raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
     if file_kind(path) == "other":
         raise NotADatabaseError(str(path))
     step = progress or _no_progress
@@ -301,9 +302,8 @@ def backup(
         filewrite.remove_with_companions(target)
         _remove_empty(made)  # nor the directory made for it
         raise
-    with point_of_no_return():  # the backup is taken: Ctrl-C from here on is too late
-        os.chmod(target, FILE_MODE)
-        log.info("backup.taken", path=str(target), size=target.stat().st_size)
+    with point_of_no_return():  # the backup is taken (mode 0600): Ctrl-C is too late now
+        log.info("backup.taken", path=str(target))
         if keep is not None:
             removed = _rotate(path, keep, target)
             if removed:
@@ -313,11 +313,14 @@ def backup(
 
 def list_backups(db: DbTarget = None) -> list[BackupInfo]:
     """The ``memory-*.sqlite`` files in the database's ``backups/``, newest first."""
-    path = _db_file(db)
-    return [
-        BackupInfo(path=p, taken_at=_taken_at(p), size=p.stat().st_size)
-        for p in _backup_files(path)
-    ]
+    found = []
+    for p in _backup_files(_db_file(db)):
+        try:
+            size = p.stat().st_size
+        except FileNotFoundError:  # rotated away meanwhile
+            continue
+        found.append(BackupInfo(path=p, taken_at=_taken_at(p), size=size))
+    return found
 
 
 @contextmanager
@@ -493,8 +496,7 @@ def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | 
     if live is not None:
         # not verified: it keeps whatever the live file was, sound or not
         safety = migrate.backup_file(path, label=PRE_RESTORE_LABEL, source=live)
-        os.chmod(safety, FILE_MODE)
-        return safety, False
+        return safety, False  # mode 0600 already
     if path.exists() and path.stat().st_size > 0:
         return _quarantine_copy(path), True
     return None, False
@@ -509,13 +511,23 @@ def _quarantine_copy(path: Path) -> Path:
     while target.exists():
         n += 1
         target = Path(f"{stem}-{n}")
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(f"{path}{suffix}")
-        if src.exists():
-            dst = Path(f"{target}{suffix}")
-            shutil.copyfile(src, dst)
-            os.chmod(dst, FILE_MODE)
+    try:
+        with filewrite.writes_named(path, DatabasePathError, _QUARANTINING, LEFT_AS_IT_WAS):
+            for suffix in ("", "-wal", "-shm"):
+                src = Path(f"{path}{suffix}")
+                if src.exists():
+                    dst = Path(f"{target}{suffix}")
+                    shutil.copyfile(src, dst)
+                    os.chmod(dst, FILE_MODE)
+    except BaseException:
+        filewrite.remove_with_companions(target)  # no half copy that looks like a whole one
+        raise
     return target
+
+
+_QUARANTINING = "cannot keep a byte copy of the damaged database"
+LEFT_AS_IT_WAS = "the database was left as it was"
+"""What a restore refused before its last step says of the files: none was changed."""
 
 
 def _backup_source(source: Path) -> Path:
@@ -539,6 +551,7 @@ def _backup_source(source: Path) -> Path:
 
 
 _COPYING = "cannot write the backup's copy beside it"
+_READING = "cannot read it"
 COPY_CHUNK = 1 << 20
 """Bytes read and written at a time when a restore copies a backup beside the database."""
 
@@ -557,7 +570,8 @@ def _copy_beside(copies: list[tuple[Path, Path]], path: Path, progress: Progress
     (DatabasePathError), never the backup being read (:mod:`philont.filewrite`). Bytes copied
     go to ``progress``, one step for all. The first file, the copy itself, is made already
     (:func:`_locked_copy`)."""
-    total = sum(source.stat().st_size for source, _ in copies)
+    with filewrite.writes_named(copies[0][0], FilePathError, _READING):
+        total = sum(source.stat().st_size for source, _ in copies)
     done = 0
     progress(COPYING, done, total)
     for n, (source, target) in enumerate(copies):
@@ -567,6 +581,7 @@ def _copy_beside(copies: list[tuple[Path, Path]], path: Path, progress: Progress
         with (
             filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
             io.BufferedWriter(raw) as dst,
+            filewrite.writes_named(source, FilePathError, _READING),
             open(source, "rb") as src,
         ):
             while chunk := src.read(COPY_CHUNK):
@@ -609,6 +624,28 @@ def _leave_wal_mode(live: sqlite3.Connection, path: Path) -> None:
         raise typed or StorageError(
             f"{str(path)!r} could not be folded with its -wal ({exc})", path=str(path)
         ) from exc
+
+
+def _put_in_place(tmp: Path, path: Path, quarantined: Path | None) -> None:
+    """The last step of a restore: remove what SQLite kept beside the old file (a sound one's
+    ``-wal`` is folded into it by now; a damaged one's is in its byte copy ``quarantined``),
+    then rename the verified copy ``tmp`` over ``path``. An ``OSError`` here (a directory
+    where the ``-wal`` was, a folder made read-only, an I/O error) is the refusal of ``path``
+    saying what the files are left as: the old file stays, and so does the byte copy of a
+    damaged one (its ``-wal`` may be gone from beside it by then)."""
+    if quarantined is None:
+        state = "the backup was not put in place; the database file holds all it held"
+    else:
+        state = (
+            "the backup was not put in place; the damaged database file stays, and its byte "
+            f"copy (with its -wal) is kept: {str(quarantined)!r}"
+        )
+    for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        doing = f"cannot remove {stale.name!r}"
+        with filewrite.writes_named(path, DatabasePathError, doing, state):
+            stale.unlink(missing_ok=True)
+    with filewrite.writes_named(path, DatabasePathError, "cannot rename the copy over it", state):
+        os.replace(tmp, path)
 
 
 def _locked_copy(tmp: Path, path: Path) -> filewrite.LockedTemp:
@@ -656,12 +693,21 @@ def restore(
         _ensure_private_dir(path.parent)
     except (FileExistsError, NotADirectoryError) as exc:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
+    except OSError as exc:  # a parent that cannot be written
+        _remove_empty(made)
+        raise filewrite.cannot_write(
+            path, exc, DatabasePathError, "cannot make its folder"
+        ) from exc
     tmp = filewrite.temp_beside(path, RESTORE_COPY)  # and a killed restore's copy goes
     release_shared(path)  # this process's own idle Stores of the file, reopened on use
     safety: Path | None = None
-    replaced = False
+    replaced = last_step = corrupt = False
     try:
-        with _held(path) as live, _locked_copy(tmp, path):  # removed unless renamed
+        with (
+            filewrite.writes_named(path, DatabasePathError, "cannot restore it", LEFT_AS_IT_WAS),
+            _held(path) as live,
+            _locked_copy(tmp, path),  # removed unless renamed
+        ):
             copies = _with_wal(source, tmp)
             _copy_beside(copies, path, step)
             checked = verify(tmp, progress=step)  # a copied -wal is read as part of it
@@ -676,17 +722,19 @@ def restore(
             with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done
                 if live is not None:  # the live file changes only now: its -wal folded in
                     _leave_wal_mode(live, path)  # and removed
-                for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-                    stale.unlink(missing_ok=True)
-                os.replace(tmp, path)
+                last_step = True  # a damaged file's -wal goes: its byte copy must stay
+                _put_in_place(tmp, path, safety if corrupt else None)
                 replaced = True
     except BaseException:
-        if safety is not None and not replaced:  # no restore: no copy of a file it replaced
+        if safety is not None and not (last_step and corrupt):  # no restore: no copy
             filewrite.remove_with_companions(safety)
-        if not replaced:  # nor the directories it made for them
+        if not replaced:  # nor the directories it made for them (emptied)
             _remove_empty(made)
         raise
-    os.chmod(path, FILE_MODE)
+    try:  # made 0600 (narrower under a strict umask): the restore stands either way
+        os.chmod(path, FILE_MODE)
+    except OSError as exc:
+        log.warning("backup.restored_mode_not_set", path=str(path), error=str(exc))
     with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands
         _fsync(path.parent, directory=True)
     log.info(

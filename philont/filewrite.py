@@ -50,10 +50,16 @@ def may(path: Path, mode: int) -> bool:
 
 
 def cannot_write(
-    path: Path, exc: OSError, refusal: Refusal = FilePathError, doing: str = WRITING
+    path: Path,
+    exc: OSError,
+    refusal: Refusal = FilePathError,
+    doing: str = WRITING,
+    state: str = "",
 ) -> PhilontError:
-    """The refusal of ``path`` for a write that failed with ``exc`` (``doing``: what failed)."""
-    return refusal(str(path), f"{doing} ({exc.strerror or exc})")
+    """The refusal of ``path`` for a write that failed with ``exc`` (``doing``: what failed;
+    ``state``: what the files are left as, when the caller must know)."""
+    reason = f"{doing} ({exc.strerror or exc})"
+    return refusal(str(path), f"{reason}; {state}" if state else reason)
 
 
 class NamedWrites(io.FileIO):
@@ -77,14 +83,14 @@ class NamedWrites(io.FileIO):
 
 @contextmanager
 def writes_named(
-    named: Path, refusal: Refusal = FilePathError, doing: str = WRITING
+    named: Path, refusal: Refusal = FilePathError, doing: str = WRITING, state: str = ""
 ) -> Iterator[None]:
     """Inside the block, an ``OSError`` (a flush, an ``fsync``, a rename of the file written
-    for ``named``) is the refusal of ``named``."""
+    for ``named``) is the refusal of ``named`` (:func:`cannot_write`)."""
     try:
         yield
     except OSError as exc:
-        raise cannot_write(named, exc, refusal, doing) from exc
+        raise cannot_write(named, exc, refusal, doing, state) from exc
 
 
 def text_writer(fd: int, named: Path) -> TextIO:

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from philont import migrate, tools
+from philont import filewrite, migrate, tools
 from philont import settings as philont_settings
 from philont.backup import (
     KEEPING,
@@ -1164,3 +1164,122 @@ def test_the_first_backup_of_a_file_leaves_no_backups_directory_when_it_fails(
     with pytest.raises((KeyboardInterrupt, DatabaseBusyError)):
         FAILED_BACKUPS[case](live)
     assert _on_disk(live) == before
+
+
+def _in_rollback_mode(path: Path) -> None:
+    with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
+        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
+
+
+def _a_directory_beside(suffix: str) -> Callable[[Path], None]:
+    def block(path: Path) -> None:
+        Path(f"{path}{suffix}").unlink(missing_ok=True)  # a damaged file's: in its byte copy
+        Path(f"{path}{suffix}").mkdir()
+        (Path(f"{path}{suffix}") / "kept").write_text("x")
+
+    return block
+
+
+def _folder_made_read_only(path: Path) -> None:
+    path.parent.chmod(0o500)
+
+
+LAST_STEP_FAILURES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "a directory where the -wal was": (_a_directory_beside("-wal"), "cannot remove"),
+    "a directory where the -shm was": (_a_directory_beside("-shm"), "cannot remove"),
+    # the rename, or the damaged file's -wal before it
+    "the folder made read-only": (_folder_made_read_only, "(Permission denied)"),
+}
+
+
+@pytest.mark.parametrize("damaged", [False, True], ids=["sound", "damaged"])
+@pytest.mark.parametrize("failure", sorted(LAST_STEP_FAILURES))
+def test_a_restore_whose_last_step_fails_refuses_the_database_and_says_what_it_left(
+    populated: Path, failure: str, damaged: bool
+) -> None:
+    """Restore's last step removes the old file's -wal/-shm and renames the copy over it; an
+    OSError there (here made to happen just before that step) was raised bare, naming no
+    database (``IsADirectoryError``, ``PermissionError``), and the byte copy of a damaged file
+    was deleted though its -wal could be gone already. It is the refusal of the database
+    saying what the files are left as: a sound file holds every row it held (its safety copy
+    goes: nothing was replaced); a damaged one stays, and its byte copy with its -wal too."""
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    _in_rollback_mode(populated)  # a -wal/-shm beside it is not SQLite's then
+    before = _message_ids(populated)
+    if damaged:
+        populated.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8192)
+        Path(f"{populated}-wal").write_bytes(b"what the damaged file's -wal held")
+    old_bytes = populated.read_bytes()
+    make_fail, doing = LAST_STEP_FAILURES[failure]
+
+    def fail_at_the_last_step(step: str, done: int, total: int) -> None:
+        if step == KEEPING and done == total:
+            make_fail(populated)
+
+    try:
+        with file_permissions_apply(), pytest.raises(DatabasePathError) as caught:
+            restore(taken, populated, progress=fail_at_the_last_step)
+    finally:
+        populated.parent.chmod(0o700)
+    for suffix in ("-wal", "-shm"):  # what the test put there (SQLite will not open beside it)
+        if Path(f"{populated}{suffix}").is_dir():
+            shutil.rmtree(f"{populated}{suffix}")
+    assert caught.value.path == str(populated)
+    assert doing in caught.value.reason
+    assert "the backup was not put in place" in caught.value.reason
+    corrupt = list(populated.parent.glob("*.corrupt-*"))
+    safety = list(philont_settings.backup_dir_for(populated).glob(f"*{PRE_RESTORE_LABEL}*"))
+    if damaged:
+        assert populated.read_bytes() == old_bytes
+        assert safety == [] and len(corrupt) == 2  # the byte copy and its -wal
+        assert str(min(corrupt)) in caught.value.reason
+        assert Path(f"{min(corrupt)}-wal").read_bytes() == b"what the damaged file's -wal held"
+    else:
+        assert "the database file holds all it held" in caught.value.reason
+        assert _message_ids(populated) == before
+        assert safety == [] and corrupt == []
+    filewrite.temp_beside(populated, RESTORE_COPY)  # a copy a read-only folder kept: swept
+    assert not list(populated.parent.glob(".*.tmp"))
+
+
+def test_a_byte_copy_of_a_damaged_database_that_cannot_be_written_is_refused_and_removed(
+    populated: Path,
+) -> None:
+    """Before replacing a damaged database a restore keeps a byte copy of it
+    (``<db>.corrupt-<TAG>``); a write of that copy that failed (here a file size limit:
+    ``EFBIG``) was a bare OSError and left the half copy, a file that looks like a whole
+    one. It is the refusal of the database, which is left as it was, and no half copy stays."""
+    import resource
+
+    taken = backup(populated, at=AT)
+    size = taken.stat().st_size
+    populated.write_bytes(b"SQLite format 3\x00" + b"\xff" * (4 * size))  # damaged, bigger
+    on_disk = _on_disk(populated)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2 * size, hard))  # the copy fits, not it
+    try:
+        with pytest.raises(DatabasePathError) as caught:
+            restore(taken, populated)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert caught.value.path == str(populated)
+    assert "cannot keep a byte copy of the damaged database" in caught.value.reason
+    assert "the database was left as it was" in caught.value.reason
+    assert _on_disk(populated) == on_disk
+
+
+def test_a_restore_onto_a_folder_that_cannot_be_made_is_refused_naming_the_database(
+    populated: Path, tmp_path: Path
+) -> None:
+    """A database in a folder still to be made under one that cannot be written: the mkdir's
+    PermissionError was raised bare."""
+    taken = backup(populated, at=AT)
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    target = locked / "new" / "memory.sqlite"
+    with file_permissions_apply(), pytest.raises(DatabasePathError) as caught:
+        restore(taken, target)
+    assert caught.value.path == str(target)
+    assert "cannot make its folder" in caught.value.reason
+    assert list(locked.iterdir()) == []
