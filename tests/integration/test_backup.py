@@ -47,7 +47,6 @@ from philont.errors import (
 from philont.migrate.env import PRE_UPGRADE_LABEL
 from philont.store import Store
 from tests.support import (
-    DEAD_PID,
     file_permissions_apply,
     held_by_another_process,
     in_another_pid_namespace,
@@ -1030,13 +1029,13 @@ def test_the_copy_a_restore_killed_mid_way_left_is_removed_by_the_next(
     )
     assert killed.returncode == -signal.SIGKILL
     assert len(_copies_beside(populated)) == 1
-    # whatever the pid in a name says: a copy its writer holds stays, with its -wal; one
-    # nobody holds goes (they were told apart by "is that pid alive here", and a writer in
-    # another PID namespace, a container sharing the volume, looked dead)
-    running = populated.parent / f".{populated.name}.restore-{DEAD_PID}-abc.tmp"
+    # a copy its writer holds stays, with its -wal; one nobody holds goes (they were told
+    # apart by "is the pid in its name alive here", and a writer in another PID namespace,
+    # a container sharing the volume, looked dead)
+    running = populated.parent / f".{populated.name}.restore-{filewrite.temp_id()}.tmp"
     running.write_bytes(b"a copy being written")
     Path(f"{running}-wal").write_bytes(b"and its -wal")
-    unheld = populated.parent / f".{populated.name}.restore-{os.getpid()}-def.tmp"
+    unheld = populated.parent / f".{populated.name}.restore-{filewrite.temp_id()}.tmp"
     unheld.write_bytes(b"a copy nobody writes")
 
     with held_by_another_process(running):
