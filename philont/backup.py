@@ -37,6 +37,7 @@ from philont.errors import (
     UnrecognizedSchemaError,
 )
 from philont.interrupts import point_of_no_return
+from philont.locktable import FileLocks, file_locks
 from philont.log import get_logger
 from philont.migrate.plan import plan_from, table_names
 from philont.store import release_shared
@@ -394,27 +395,15 @@ def _kept_open(path: Path) -> bool:
     other connections are open, rather than one that ends by itself (a commit in
     rollback-journal mode, a closing connection's checkpoint: those are waited for).
 
-    Told from the system's table of locks (Linux ``/proc/locks``: nothing is opened, read or
-    written, so the ``-shm`` other processes share is left as it is and no lock of this
-    process is dropped). Connections that have a WAL file open hold locks on its ``-shm``:
-    kept open, unless one of them holds SQLite's EXCLUSIVE lock on the file (the last one,
-    checkpointing as it closes). A connection in ``locking_mode`` EXCLUSIVE keeps that lock
-    and its WAL index in its own memory, no lock on the ``-shm``: kept open too. Where the
-    table shows no lock on the file, a reader is asked instead: it can read a WAL file other
-    connections have open, not one locked by a lock that ends by itself (nor, there, one in
-    ``locking_mode`` EXCLUSIVE: waited for)."""
-    try:
-        held, shm = _locks_on(path), _locks_on(Path(f"{path}-shm"))
-    except OSError:
-        held, shm = [], []
-    if held:
-        last = _SHARED_FIRST + _SHARED_SIZE - 1
-        exclusive = any(
-            kind == "WRITE" and start <= _SHARED_FIRST and last <= end for kind, start, end in held
-        )
-        if shm:
-            return not exclusive
-        return exclusive and Path(f"{path}-wal").exists()
+    Told from the system's table of locks (:mod:`philont.locktable`: nothing is opened, read
+    or written, so the ``-shm`` other processes share is left as it is and no lock of this
+    process is dropped) when it can tell (:func:`kept_open_by_locks`); else a reader is asked
+    instead: it can read a WAL file other connections have open, not one locked by a lock
+    that ends by itself (nor, there, one in ``locking_mode`` EXCLUSIVE: waited for)."""
+    wal = Path(f"{path}-wal").exists()
+    told = kept_open_by_locks(file_locks(path), file_locks(Path(f"{path}-shm")), wal=wal)
+    if told is not None:
+        return told
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as probe:
             mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
@@ -427,22 +416,28 @@ _SHARED_FIRST = 0x40000000 + 2  # SQLite's lock bytes: PENDING_BYTE + 2, the SHA
 _SHARED_SIZE = 510
 
 
-def _locks_on(path: Path) -> list[tuple[str, int, int]]:
-    """``(READ|WRITE, first byte, last byte)`` of each POSIX lock held on ``path`` by any
-    process (none when the file is missing); OSError where ``/proc/locks`` cannot be read."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return []
-    name = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    found = []
-    for line in Path("/proc/locks").read_text().splitlines():
-        # "1: POSIX  ADVISORY  WRITE 1234 fe:00:56789 1073741826 1073742335"; "1: -> ..." waits
-        fields = line.split()
-        if len(fields) == 8 and fields[1] in ("POSIX", "OFDLCK") and fields[5] == name:
-            end = 2**63 - 1 if fields[7] == "EOF" else int(fields[7])
-            found.append((fields[3], int(fields[6]), end))
-    return found
+def kept_open_by_locks(db: FileLocks, shm: FileLocks, *, wal: bool) -> bool | None:
+    """What the locks held on a database file (``db``) and its ``-shm`` say of the lock a
+    restore cannot take: True, held for as long as connections are open; False, one that ends
+    by itself; None, the table cannot tell (a reader must be asked).
+
+    Connections that have a WAL file open hold locks on its ``-shm``: kept open, unless one of
+    them holds SQLite's EXCLUSIVE lock on the file (the last one, checkpointing as it
+    closes). A connection in ``locking_mode`` EXCLUSIVE keeps that lock and its WAL index in
+    its own memory, no lock on the ``-shm``: kept open too (with a ``-wal`` beside the file).
+    A lock seen is a lock held, so "kept open" stands on what is seen; "ends by itself" only
+    where the table lists every lock on both files (``whole``): one of a process it does not
+    show could keep the file open. No lock seen says nothing (it may have ended already)."""
+    if not db.held:
+        return None
+    last = _SHARED_FIRST + _SHARED_SIZE - 1
+    exclusive = any(
+        kind == "WRITE" and start <= _SHARED_FIRST and last <= end for kind, start, end in db.held
+    )
+    kept = not exclusive if shm.held else exclusive and wal
+    if kept or (db.whole and shm.whole):
+        return kept
+    return None
 
 
 _NO_CKPT_ON_CLOSE = 1006

@@ -1282,3 +1282,87 @@ def test_a_restore_onto_a_folder_that_cannot_be_made_is_refused_naming_the_datab
     assert caught.value.path == str(target)
     assert "cannot make its folder" in caught.value.reason
     assert list(locked.iterdir()) == []
+
+
+def test_restore_refuses_at_once_where_the_lock_table_names_the_file_by_its_mounts_device(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a btrfs subvolume ``stat`` gives a file's subvolume device, ``/proc/locks`` the
+    file system's (the one ``/proc/self/mountinfo`` gives its mount): the lock of a
+    connection in locking_mode EXCLUSIVE was not found, and the restore waited the busy
+    timeout (here an hour) instead of refusing at once. Made here by showing this file
+    system's device, in both tables, as such a device."""
+    import pathlib
+
+    st_dev = populated.stat().st_dev
+    major, minor = os.major(st_dev), os.minor(st_dev)
+    real_read_text = pathlib.Path.read_text
+
+    def as_on_a_subvolume(self: Path, *args: object, **kwargs: object) -> str:
+        text = real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+        if str(self) == "/proc/locks":
+            return text.replace(f" {major:02x}:{minor:02x}:", " 00:2d:")
+        if str(self) == "/proc/self/mountinfo":
+            return text.replace(f" {major}:{minor} ", " 0:45 ")
+        return text
+
+    taken = backup(populated, at=AT)
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 3_600_000)
+    monkeypatch.setattr(pathlib.Path, "read_text", as_on_a_subvolume)
+    release = _exclusive_process(populated)
+    try:
+        on_disk = _on_disk(populated)
+        outcome = _ends(lambda: restore(taken, populated), "restore waited for an open file")
+        assert _on_disk(populated) == on_disk
+    finally:
+        release()
+    assert isinstance(outcome, DatabaseBusyError)
+
+
+RESTORE_IN_A_CONTAINER = """
+import sys
+from pathlib import Path
+from philont import locktable, settings
+from philont.backup import restore
+from philont.errors import DatabaseBusyError
+settings.BUSY_TIMEOUT_MS = 300
+path = Path(sys.argv[2])
+seen = locktable.file_locks(path)
+print("sees every process:", locktable.sees_every_process(), "locks seen:", seen.held)
+try:
+    restore(Path(sys.argv[1]), path)
+except DatabaseBusyError:
+    print("refused: busy")
+"""
+
+
+@pytest.mark.parametrize("holder", ["another process", "another process, locking_mode EXCLUSIVE"])
+def test_a_restore_in_a_container_that_sees_no_lock_still_refuses_a_file_held_outside_it(
+    populated: Path, holder: str
+) -> None:
+    """A container's /proc lists no lock of the host's processes: the table is not whole, and
+    seeing no lock there is never taken for 'nobody holds it'. The restore asks a reader
+    and, where that cannot tell, waits the busy timeout: refused either way, nothing
+    changed."""
+    unshare = shutil.which("unshare")
+    container = [unshare or "unshare", "-r", "-p", "-f", "-m", "--mount-proc"]
+    if unshare is None or subprocess.run([*container, "true"], capture_output=True).returncode:
+        pytest.skip("no PID namespace with its own /proc can be made here (unshare)")
+    taken = backup(populated, at=AT)
+    release = HOLDERS[holder](populated)
+    try:
+        on_disk = _on_disk(populated)
+        ran = subprocess.run(
+            [*container, sys.executable, "-c", RESTORE_IN_A_CONTAINER, str(taken), str(populated)],
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert _on_disk(populated) == on_disk
+    finally:
+        release()
+    assert ran.stdout.splitlines() == [
+        "sees every process: False locks seen: ()",
+        "refused: busy",
+    ], ran.stderr
