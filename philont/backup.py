@@ -597,11 +597,16 @@ def _with_wal(source: Path, tmp: Path) -> list[tuple[Path, Path]]:
     return [(source, tmp)]
 
 
-def _fold_wal(tmp: Path) -> None:
+def _fold_wal(tmp: Path, path: Path) -> None:
     """Fold the copied ``-wal`` into the copy (``journal_mode = DELETE`` checkpoints it and
-    removes it): the copy alone is put in place."""
-    with closing(sqlite3.connect(str(tmp), isolation_level=None)) as conn:
-        mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+    removes it): the copy alone is put in place. The fold writes the copy beside the
+    database ``path``: one that fails there (a full disk, a file size limit, an I/O error) is
+    the refusal of ``path``, like any write of the copy."""
+    try:
+        with closing(sqlite3.connect(str(tmp), isolation_level=None)) as conn:
+            mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+    except sqlite3.OperationalError as exc:
+        raise DatabasePathError(str(path), f"{_COPYING} ({exc})") from exc
     if str(mode).lower() != "delete" or Path(f"{tmp}-wal").exists():
         raise StorageError(f"the -wal copied beside {str(tmp)!r} could not be folded into it")
 
@@ -699,16 +704,16 @@ def restore(
     replaced = last_step = corrupt = False
     try:
         with (
-            filewrite.writes_named(path, DatabasePathError, "cannot restore it", LEFT_AS_IT_WAS),
             _held(path) as live,
             _locked_copy(tmp, path),  # removed unless renamed
+            filewrite.writes_named(path, DatabasePathError, "cannot restore it", LEFT_AS_IT_WAS),
         ):
             copies = _with_wal(source, tmp)
             _copy_beside(copies, path, step)
             checked = verify(tmp, progress=step)  # a copied -wal is read as part of it
             if len(copies) > 1:
                 with filewrite.writes_named(path, DatabasePathError, _COPYING):
-                    _fold_wal(tmp)
+                    _fold_wal(tmp, path)
             with filewrite.writes_named(path, DatabasePathError, _COPYING):
                 _fsync(tmp)
             step(KEEPING, 0, 1)

@@ -1366,3 +1366,29 @@ def test_a_restore_in_a_container_that_sees_no_lock_still_refuses_a_file_held_ou
         "sees every process: False locks seen: ()",
         "refused: busy",
     ], ran.stderr
+
+
+def test_a_restore_whose_fold_of_the_copied_wal_fails_is_refused_for_the_database(
+    populated: Path, tmp_path: Path
+) -> None:
+    """A backup copied with its -wal is folded into the restore's copy beside the database:
+    stopped there (a file size limit, as a full disk would), it was a bare sqlite3 error. It
+    is the refusal of the database whose disk it is, which is left as it was."""
+    from tests.reliability.test_file_size_limit import size_limit
+
+    other = tmp_path / "elsewhere" / "memory.sqlite"
+    other.parent.mkdir()
+    other.write_bytes(populated.read_bytes())
+    subprocess.run([sys.executable, "-c", GROW_IN_THE_WAL, str(other)], check=True)
+    assert Path(f"{other}-wal").stat().st_size > 0
+    on_disk = _on_disk(populated)
+    with ExitStack() as limits, pytest.raises(DatabasePathError) as caught:
+
+        def at_the_fold(step: str, done: int, total: int) -> None:
+            if step == VERIFYING and done == total:  # the copy is verified: the fold next
+                limits.enter_context(size_limit(other.stat().st_size))
+
+        restore(other, populated, progress=at_the_fold)
+    assert caught.value.path == str(populated)
+    assert "cannot write the backup's copy beside it" in caught.value.reason
+    assert _on_disk(populated) == on_disk
