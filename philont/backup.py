@@ -199,8 +199,9 @@ def verify(path: Path, *, schema: bool = True, progress: Progress | None = None)
     ``SchemaError`` when its schema is none this release can adopt (unknown or newer versions,
     unrecognised shapes, no memory tables at all).
     """
-    if file_kind(path) == "other":
-        raise NotADatabaseError(str(path))
+    with filewrite.writes_named(path, FilePathError, _READING):  # an I/O error
+        if file_kind(path) == "other":
+            raise NotADatabaseError(str(path))
     step = progress or _no_progress
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
@@ -284,11 +285,11 @@ def backup(
         raise DatabasePathError(str(path), "it is a directory")
     if not path.is_file():
         raise DatabasePathError(str(path), missing_reason(path))
-    with filewrite.writes_named(path, DatabasePathError, _READING):  # gone meanwhile
+    with filewrite.writes_named(path, DatabasePathError, _READING):  # gone, an I/O error
         if path.stat().st_size == 0:
             raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
-    if file_kind(path) == "other":
-        raise NotADatabaseError(str(path))
+        if file_kind(path) == "other":
+            raise NotADatabaseError(str(path))
     step = progress or _no_progress
     step(COPYING, 0, 1)
     made = _missing_dirs(settings.backup_dir_for(path))
@@ -537,7 +538,8 @@ def _backup_source(source: Path) -> Path:
     if not filewrite.may(source, os.R_OK):
         raise FilePathError(str(source), "it cannot be read (permission denied)")
     try:
-        kind = file_kind(source)
+        with filewrite.writes_named(source, FilePathError, _READING):  # an I/O error
+            kind = file_kind(source)
     except DatabasePathError as exc:  # SQLite cannot open it: a backup, not the database
         raise FilePathError(str(source), exc.reason) from exc
     if kind == "other":

@@ -33,6 +33,7 @@ from philont.backup import (
     is_rotating,
     list_backups,
     restore,
+    verify,
 )
 from philont.errors import (
     DatabaseBusyError,
@@ -1392,3 +1393,37 @@ def test_a_restore_whose_fold_of_the_copied_wal_fails_is_refused_for_the_databas
     assert caught.value.path == str(populated)
     assert "cannot write the backup's copy beside it" in caught.value.reason
     assert _on_disk(populated) == on_disk
+
+
+def test_a_file_that_fails_to_be_read_is_refused_by_name_for_a_backup_and_a_restore(
+    populated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Telling a file SQLite cannot read from one that is no database reads its header with
+    ``open``: an I/O error there (EIO, made here) was a bare OSError. It is file_path naming
+    the file read: the database for a backup, the backup for a restore or a verify."""
+    import errno
+    import pathlib
+
+    taken = backup(populated, at=AT)
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4096)
+    real_open = pathlib.Path.open
+
+    def failing(self: Path, *args: object, **kwargs: object) -> object:
+        if self.name.startswith(("damaged", "memory.sqlite")):
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(self))
+        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+
+    populated.write_bytes(damaged.read_bytes())
+    monkeypatch.setattr(pathlib.Path, "open", failing)
+    with pytest.raises(DatabasePathError) as refused:
+        backup(populated)
+    with pytest.raises(FilePathError) as unread:
+        restore(damaged, tmp_path / "elsewhere.sqlite")
+    with pytest.raises(FilePathError) as unverified:
+        verify(damaged)
+    assert refused.value.path == str(populated)
+    assert unread.value.path == unverified.value.path == str(damaged)
+    for caught in (refused, unread, unverified):
+        assert "cannot read it (Input/output error)" in str(caught.value)
+    assert taken.exists()
