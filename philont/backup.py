@@ -37,6 +37,7 @@ from philont.errors import (
     UnrecognizedSchemaError,
 )
 from philont.interrupts import point_of_no_return
+from philont.locktable import FileLocks, file_locks
 from philont.log import get_logger
 from philont.migrate.plan import plan_from, table_names
 from philont.store import release_shared
@@ -198,8 +199,9 @@ def verify(path: Path, *, schema: bool = True, progress: Progress | None = None)
     ``SchemaError`` when its schema is none this release can adopt (unknown or newer versions,
     unrecognised shapes, no memory tables at all).
     """
-    if file_kind(path) == "other":
-        raise NotADatabaseError(str(path))
+    with filewrite.writes_named(path, FilePathError, _READING):  # an I/O error
+        if file_kind(path) == "other":
+            raise NotADatabaseError(str(path))
     step = progress or _no_progress
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
@@ -283,10 +285,11 @@ def backup(
         raise DatabasePathError(str(path), "it is a directory")
     if not path.is_file():
         raise DatabasePathError(str(path), missing_reason(path))
-    if path.stat().st_size == 0:
-        raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
-    if file_kind(path) == "other":
-        raise NotADatabaseError(str(path))
+    with filewrite.writes_named(path, DatabasePathError, _READING):  # gone, an I/O error
+        if path.stat().st_size == 0:
+            raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
+        if file_kind(path) == "other":
+            raise NotADatabaseError(str(path))
     step = progress or _no_progress
     step(COPYING, 0, 1)
     made = _missing_dirs(settings.backup_dir_for(path))
@@ -301,9 +304,8 @@ def backup(
         filewrite.remove_with_companions(target)
         _remove_empty(made)  # nor the directory made for it
         raise
-    with point_of_no_return():  # the backup is taken: Ctrl-C from here on is too late
-        os.chmod(target, FILE_MODE)
-        log.info("backup.taken", path=str(target), size=target.stat().st_size)
+    with point_of_no_return():  # the backup is taken (mode 0600): Ctrl-C is too late now
+        log.info("backup.taken", path=str(target))
         if keep is not None:
             removed = _rotate(path, keep, target)
             if removed:
@@ -313,11 +315,14 @@ def backup(
 
 def list_backups(db: DbTarget = None) -> list[BackupInfo]:
     """The ``memory-*.sqlite`` files in the database's ``backups/``, newest first."""
-    path = _db_file(db)
-    return [
-        BackupInfo(path=p, taken_at=_taken_at(p), size=p.stat().st_size)
-        for p in _backup_files(path)
-    ]
+    found = []
+    for p in _backup_files(_db_file(db)):
+        try:
+            size = p.stat().st_size
+        except FileNotFoundError:  # rotated away meanwhile
+            continue
+        found.append(BackupInfo(path=p, taken_at=_taken_at(p), size=size))
+    return found
 
 
 @contextmanager
@@ -391,27 +396,15 @@ def _kept_open(path: Path) -> bool:
     other connections are open, rather than one that ends by itself (a commit in
     rollback-journal mode, a closing connection's checkpoint: those are waited for).
 
-    Told from the system's table of locks (Linux ``/proc/locks``: nothing is opened, read or
-    written, so the ``-shm`` other processes share is left as it is and no lock of this
-    process is dropped). Connections that have a WAL file open hold locks on its ``-shm``:
-    kept open, unless one of them holds SQLite's EXCLUSIVE lock on the file (the last one,
-    checkpointing as it closes). A connection in ``locking_mode`` EXCLUSIVE keeps that lock
-    and its WAL index in its own memory, no lock on the ``-shm``: kept open too. Where the
-    table shows no lock on the file, a reader is asked instead: it can read a WAL file other
-    connections have open, not one locked by a lock that ends by itself (nor, there, one in
-    ``locking_mode`` EXCLUSIVE: waited for)."""
-    try:
-        held, shm = _locks_on(path), _locks_on(Path(f"{path}-shm"))
-    except OSError:
-        held, shm = [], []
-    if held:
-        last = _SHARED_FIRST + _SHARED_SIZE - 1
-        exclusive = any(
-            kind == "WRITE" and start <= _SHARED_FIRST and last <= end for kind, start, end in held
-        )
-        if shm:
-            return not exclusive
-        return exclusive and Path(f"{path}-wal").exists()
+    Told from the system's table of locks (:mod:`philont.locktable`: nothing is opened, read
+    or written, so the ``-shm`` other processes share is left as it is and no lock of this
+    process is dropped) when it can tell (:func:`kept_open_by_locks`); else a reader is asked
+    instead: it can read a WAL file other connections have open, not one locked by a lock
+    that ends by itself (nor, there, one in ``locking_mode`` EXCLUSIVE: waited for)."""
+    wal = Path(f"{path}-wal").exists()
+    told = kept_open_by_locks(file_locks(path), file_locks(Path(f"{path}-shm")), wal=wal)
+    if told is not None:
+        return told
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as probe:
             mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
@@ -424,22 +417,28 @@ _SHARED_FIRST = 0x40000000 + 2  # SQLite's lock bytes: PENDING_BYTE + 2, the SHA
 _SHARED_SIZE = 510
 
 
-def _locks_on(path: Path) -> list[tuple[str, int, int]]:
-    """``(READ|WRITE, first byte, last byte)`` of each POSIX lock held on ``path`` by any
-    process (none when the file is missing); OSError where ``/proc/locks`` cannot be read."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return []
-    name = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    found = []
-    for line in Path("/proc/locks").read_text().splitlines():
-        # "1: POSIX  ADVISORY  WRITE 1234 fe:00:56789 1073741826 1073742335"; "1: -> ..." waits
-        fields = line.split()
-        if len(fields) == 8 and fields[1] in ("POSIX", "OFDLCK") and fields[5] == name:
-            end = 2**63 - 1 if fields[7] == "EOF" else int(fields[7])
-            found.append((fields[3], int(fields[6]), end))
-    return found
+def kept_open_by_locks(db: FileLocks, shm: FileLocks, *, wal: bool) -> bool | None:
+    """What the locks held on a database file (``db``) and its ``-shm`` say of the lock a
+    restore cannot take: True, held for as long as connections are open; False, one that ends
+    by itself; None, the table cannot tell (a reader must be asked).
+
+    Connections that have a WAL file open hold locks on its ``-shm``: kept open, unless one of
+    them holds SQLite's EXCLUSIVE lock on the file (the last one, checkpointing as it
+    closes). A connection in ``locking_mode`` EXCLUSIVE keeps that lock and its WAL index in
+    its own memory, no lock on the ``-shm``: kept open too (with a ``-wal`` beside the file).
+    A lock seen is a lock held, so "kept open" stands on what is seen; "ends by itself" only
+    where the table lists every lock on both files (``whole``): one of a process it does not
+    show could keep the file open. No lock seen says nothing (it may have ended already)."""
+    if not db.held:
+        return None
+    last = _SHARED_FIRST + _SHARED_SIZE - 1
+    exclusive = any(
+        kind == "WRITE" and start <= _SHARED_FIRST and last <= end for kind, start, end in db.held
+    )
+    kept = not exclusive if shm.held else exclusive and wal
+    if kept or (db.whole and shm.whole):
+        return kept
+    return None
 
 
 _NO_CKPT_ON_CLOSE = 1006
@@ -493,8 +492,7 @@ def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | 
     if live is not None:
         # not verified: it keeps whatever the live file was, sound or not
         safety = migrate.backup_file(path, label=PRE_RESTORE_LABEL, source=live)
-        os.chmod(safety, FILE_MODE)
-        return safety, False
+        return safety, False  # mode 0600 already
     if path.exists() and path.stat().st_size > 0:
         return _quarantine_copy(path), True
     return None, False
@@ -509,13 +507,23 @@ def _quarantine_copy(path: Path) -> Path:
     while target.exists():
         n += 1
         target = Path(f"{stem}-{n}")
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(f"{path}{suffix}")
-        if src.exists():
-            dst = Path(f"{target}{suffix}")
-            shutil.copyfile(src, dst)
-            os.chmod(dst, FILE_MODE)
+    try:
+        with filewrite.writes_named(path, DatabasePathError, _QUARANTINING, LEFT_AS_IT_WAS):
+            for suffix in ("", "-wal", "-shm"):
+                src = Path(f"{path}{suffix}")
+                if src.exists():
+                    dst = Path(f"{target}{suffix}")
+                    shutil.copyfile(src, dst)
+                    os.chmod(dst, FILE_MODE)
+    except BaseException:
+        filewrite.remove_with_companions(target)  # no half copy that looks like a whole one
+        raise
     return target
+
+
+_QUARANTINING = "cannot keep a byte copy of the damaged database"
+LEFT_AS_IT_WAS = "the database was left as it was"
+"""What a restore refused before its last step says of the files: none was changed."""
 
 
 def _backup_source(source: Path) -> Path:
@@ -530,7 +538,8 @@ def _backup_source(source: Path) -> Path:
     if not filewrite.may(source, os.R_OK):
         raise FilePathError(str(source), "it cannot be read (permission denied)")
     try:
-        kind = file_kind(source)
+        with filewrite.writes_named(source, FilePathError, _READING):  # an I/O error
+            kind = file_kind(source)
     except DatabasePathError as exc:  # SQLite cannot open it: a backup, not the database
         raise FilePathError(str(source), exc.reason) from exc
     if kind == "other":
@@ -539,6 +548,7 @@ def _backup_source(source: Path) -> Path:
 
 
 _COPYING = "cannot write the backup's copy beside it"
+_READING = "cannot read it"
 COPY_CHUNK = 1 << 20
 """Bytes read and written at a time when a restore copies a backup beside the database."""
 
@@ -557,7 +567,8 @@ def _copy_beside(copies: list[tuple[Path, Path]], path: Path, progress: Progress
     (DatabasePathError), never the backup being read (:mod:`philont.filewrite`). Bytes copied
     go to ``progress``, one step for all. The first file, the copy itself, is made already
     (:func:`_locked_copy`)."""
-    total = sum(source.stat().st_size for source, _ in copies)
+    with filewrite.writes_named(copies[0][0], FilePathError, _READING):
+        total = sum(source.stat().st_size for source, _ in copies)
     done = 0
     progress(COPYING, done, total)
     for n, (source, target) in enumerate(copies):
@@ -567,6 +578,7 @@ def _copy_beside(copies: list[tuple[Path, Path]], path: Path, progress: Progress
         with (
             filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
             io.BufferedWriter(raw) as dst,
+            filewrite.writes_named(source, FilePathError, _READING),
             open(source, "rb") as src,
         ):
             while chunk := src.read(COPY_CHUNK):
@@ -587,11 +599,16 @@ def _with_wal(source: Path, tmp: Path) -> list[tuple[Path, Path]]:
     return [(source, tmp)]
 
 
-def _fold_wal(tmp: Path) -> None:
+def _fold_wal(tmp: Path, path: Path) -> None:
     """Fold the copied ``-wal`` into the copy (``journal_mode = DELETE`` checkpoints it and
-    removes it): the copy alone is put in place."""
-    with closing(sqlite3.connect(str(tmp), isolation_level=None)) as conn:
-        mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+    removes it): the copy alone is put in place. The fold writes the copy beside the
+    database ``path``: one that fails there (a full disk, a file size limit, an I/O error) is
+    the refusal of ``path``, like any write of the copy."""
+    try:
+        with closing(sqlite3.connect(str(tmp), isolation_level=None)) as conn:
+            mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+    except sqlite3.OperationalError as exc:
+        raise DatabasePathError(str(path), f"{_COPYING} ({exc})") from exc
     if str(mode).lower() != "delete" or Path(f"{tmp}-wal").exists():
         raise StorageError(f"the -wal copied beside {str(tmp)!r} could not be folded into it")
 
@@ -609,6 +626,28 @@ def _leave_wal_mode(live: sqlite3.Connection, path: Path) -> None:
         raise typed or StorageError(
             f"{str(path)!r} could not be folded with its -wal ({exc})", path=str(path)
         ) from exc
+
+
+def _put_in_place(tmp: Path, path: Path, quarantined: Path | None) -> None:
+    """The last step of a restore: remove what SQLite kept beside the old file (a sound one's
+    ``-wal`` is folded into it by now; a damaged one's is in its byte copy ``quarantined``),
+    then rename the verified copy ``tmp`` over ``path``. An ``OSError`` here (a directory
+    where the ``-wal`` was, a folder made read-only, an I/O error) is the refusal of ``path``
+    saying what the files are left as: the old file stays, and so does the byte copy of a
+    damaged one (its ``-wal`` may be gone from beside it by then)."""
+    if quarantined is None:
+        state = "the backup was not put in place; the database file holds all it held"
+    else:
+        state = (
+            "the backup was not put in place; the damaged database file stays, and its byte "
+            f"copy (with its -wal) is kept: {str(quarantined)!r}"
+        )
+    for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        doing = f"cannot remove {stale.name!r}"
+        with filewrite.writes_named(path, DatabasePathError, doing, state):
+            stale.unlink(missing_ok=True)
+    with filewrite.writes_named(path, DatabasePathError, "cannot rename the copy over it", state):
+        os.replace(tmp, path)
 
 
 def _locked_copy(tmp: Path, path: Path) -> filewrite.LockedTemp:
@@ -656,18 +695,27 @@ def restore(
         _ensure_private_dir(path.parent)
     except (FileExistsError, NotADirectoryError) as exc:
         raise DatabasePathError(str(path), "a parent is not a directory") from exc
+    except OSError as exc:  # a parent that cannot be written
+        _remove_empty(made)
+        raise filewrite.cannot_write(
+            path, exc, DatabasePathError, "cannot make its folder"
+        ) from exc
     tmp = filewrite.temp_beside(path, RESTORE_COPY)  # and a killed restore's copy goes
     release_shared(path)  # this process's own idle Stores of the file, reopened on use
     safety: Path | None = None
-    replaced = False
+    replaced = last_step = corrupt = False
     try:
-        with _held(path) as live, _locked_copy(tmp, path):  # removed unless renamed
+        with (
+            _held(path) as live,
+            _locked_copy(tmp, path),  # removed unless renamed
+            filewrite.writes_named(path, DatabasePathError, "cannot restore it", LEFT_AS_IT_WAS),
+        ):
             copies = _with_wal(source, tmp)
             _copy_beside(copies, path, step)
             checked = verify(tmp, progress=step)  # a copied -wal is read as part of it
             if len(copies) > 1:
                 with filewrite.writes_named(path, DatabasePathError, _COPYING):
-                    _fold_wal(tmp)
+                    _fold_wal(tmp, path)
             with filewrite.writes_named(path, DatabasePathError, _COPYING):
                 _fsync(tmp)
             step(KEEPING, 0, 1)
@@ -676,17 +724,19 @@ def restore(
             with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done
                 if live is not None:  # the live file changes only now: its -wal folded in
                     _leave_wal_mode(live, path)  # and removed
-                for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-                    stale.unlink(missing_ok=True)
-                os.replace(tmp, path)
+                last_step = True  # a damaged file's -wal goes: its byte copy must stay
+                _put_in_place(tmp, path, safety if corrupt else None)
                 replaced = True
     except BaseException:
-        if safety is not None and not replaced:  # no restore: no copy of a file it replaced
+        if safety is not None and not (last_step and corrupt):  # no restore: no copy
             filewrite.remove_with_companions(safety)
-        if not replaced:  # nor the directories it made for them
+        if not replaced:  # nor the directories it made for them (emptied)
             _remove_empty(made)
         raise
-    os.chmod(path, FILE_MODE)
+    try:  # made 0600 (narrower under a strict umask): the restore stands either way
+        os.chmod(path, FILE_MODE)
+    except OSError as exc:
+        log.warning("backup.restored_mode_not_set", path=str(path), error=str(exc))
     with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands
         _fsync(path.parent, directory=True)
     log.info(

@@ -11,6 +11,8 @@ import fcntl
 import glob
 import io
 import os
+import re
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -23,6 +25,8 @@ if TYPE_CHECKING:  # collections.abc.Buffer from Python 3.12 on
     from typing_extensions import Buffer
 
 __all__ = [
+    "TEMP_ID",
+    "UNLOCKED_KEPT_S",
     "LockedTemp",
     "NamedWrites",
     "cannot_write",
@@ -31,6 +35,7 @@ __all__ = [
     "remove_with_companions",
     "sweep",
     "temp_beside",
+    "temp_id",
     "text_writer",
     "writes_named",
 ]
@@ -50,10 +55,16 @@ def may(path: Path, mode: int) -> bool:
 
 
 def cannot_write(
-    path: Path, exc: OSError, refusal: Refusal = FilePathError, doing: str = WRITING
+    path: Path,
+    exc: OSError,
+    refusal: Refusal = FilePathError,
+    doing: str = WRITING,
+    state: str = "",
 ) -> PhilontError:
-    """The refusal of ``path`` for a write that failed with ``exc`` (``doing``: what failed)."""
-    return refusal(str(path), f"{doing} ({exc.strerror or exc})")
+    """The refusal of ``path`` for a write that failed with ``exc`` (``doing``: what failed;
+    ``state``: what the files are left as, when the caller must know)."""
+    reason = f"{doing} ({exc.strerror or exc})"
+    return refusal(str(path), f"{reason}; {state}" if state else reason)
 
 
 class NamedWrites(io.FileIO):
@@ -77,14 +88,14 @@ class NamedWrites(io.FileIO):
 
 @contextmanager
 def writes_named(
-    named: Path, refusal: Refusal = FilePathError, doing: str = WRITING
+    named: Path, refusal: Refusal = FilePathError, doing: str = WRITING, state: str = ""
 ) -> Iterator[None]:
     """Inside the block, an ``OSError`` (a flush, an ``fsync``, a rename of the file written
-    for ``named``) is the refusal of ``named``."""
+    for ``named``) is the refusal of ``named`` (:func:`cannot_write`)."""
     try:
         yield
     except OSError as exc:
-        raise cannot_write(named, exc, refusal, doing) from exc
+        raise cannot_write(named, exc, refusal, doing, state) from exc
 
 
 def text_writer(fd: int, named: Path) -> TextIO:
@@ -165,11 +176,33 @@ def remove_with_companions(path: Path) -> None:
             p.unlink(missing_ok=True)
 
 
-def sweep(directory: Path, pattern: str) -> None:
+TEMP_ID = "[0-9a-f]{32}"
+"""The id in a temporary file's name that :class:`LockedTemp` writers give
+(:func:`temp_id`). Older releases wrote ``<pid>-<id>`` and held no lock on the file."""
+
+UNLOCKED_KEPT_S = 86_400.0
+"""How long a temporary file named as no :class:`LockedTemp` writer names one (an older
+release's ``<pid>-<id>``) is kept after its last change: its writer held no lock, so the lock
+being free says nothing of it, and its pid says nothing from another PID namespace. A writer
+changes its file as it copies, and checks then renames it within minutes; untouched for a
+day, it is a killed writer's."""
+
+
+def temp_id() -> str:
+    """A new id for a temporary file's name (matches :data:`TEMP_ID`)."""
+    return uuid.uuid4().hex
+
+
+def sweep(directory: Path, pattern: str, locked_names: str) -> None:
     """Remove the temporary files matching ``pattern`` (a glob) in ``directory`` that a writer
     killed mid-way left (``kill -9``, a power loss: each can be as big as the file it was
     for, and nothing else would ever remove it), with what SQLite left beside them: those
-    whose :class:`LockedTemp` lock nobody holds, whichever process wrote them."""
+    whose :class:`LockedTemp` lock nobody holds, whichever process wrote them. Only a name
+    that ``locked_names`` (a regular expression, matching the whole name) says a
+    :class:`LockedTemp` writer gives is told by its lock alone; any other (an older
+    release's, which wrote without the lock: one still running while a new one is
+    installed) goes once unchanged for :data:`UNLOCKED_KEPT_S`."""
+    locked = re.compile(locked_names)
     for stale in directory.glob(pattern):
         try:
             fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW)
@@ -177,6 +210,8 @@ def sweep(directory: Path, pattern: str) -> None:
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: its writer is at work
+            if not locked.fullmatch(stale.name) and not _unchanged_for_long(fd):
+                continue  # an older writer's, maybe at work: its lock says nothing
             if _names(stale, fd):  # not renamed into place meanwhile
                 remove_with_companions(stale)
         except OSError:
@@ -185,10 +220,16 @@ def sweep(directory: Path, pattern: str) -> None:
             os.close(fd)
 
 
+def _unchanged_for_long(fd: int) -> bool:
+    """Whether the file open as ``fd`` was last changed :data:`UNLOCKED_KEPT_S` ago or more
+    (a change time ahead of the clock: no)."""
+    return time.time() - os.fstat(fd).st_mtime >= UNLOCKED_KEPT_S
+
+
 def temp_beside(path: Path, mark: str) -> Path:
     """A new hidden name beside ``path`` for the file written to take its place
     (``.<name><mark><id>.tmp``, to be made with :class:`LockedTemp`), once those a writer
     killed mid-way left there are removed (:func:`sweep`)."""
     lead = f".{path.name}{mark}"
-    sweep(path.parent, f"{glob.escape(lead)}*.tmp")
-    return path.parent / f"{lead}{uuid.uuid4().hex}.tmp"
+    sweep(path.parent, f"{glob.escape(lead)}*.tmp", rf"{re.escape(lead)}{TEMP_ID}\.tmp")
+    return path.parent / f"{lead}{temp_id()}.tmp"

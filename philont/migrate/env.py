@@ -7,7 +7,6 @@ import logging.config
 import os
 import sqlite3
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
@@ -78,12 +77,16 @@ def backup_file(
     made = not settings.backup_dir_for(path).exists()
     directory = backup_dir(path)
     with _writing_into(directory):
-        filewrite.sweep(directory, f".memory-*.sqlite.{PARTIAL}-*")  # a killed backup's
+        filewrite.sweep(  # a killed backup's
+            directory,
+            f".memory-*.sqlite.{PARTIAL}-*",
+            rf"\.memory-.*\.sqlite\.{PARTIAL}-{filewrite.TEMP_ID}",
+        )
         stem = f"memory-{at.astimezone(UTC):%Y%m%dT%H%M%S}{label}"
         # Made 0600 before SQLite writes a byte into it (no window with wider modes), and
         # held, so no sweep takes it for a killed backup's, until it is named or removed.
         held = filewrite.LockedTemp(
-            directory / f".{stem}.sqlite.{PARTIAL}-{uuid.uuid4().hex}", 0o600
+            directory / f".{stem}.sqlite.{PARTIAL}-{filewrite.temp_id()}", 0o600
         )
     partial = held.path
     try:

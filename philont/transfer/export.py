@@ -93,7 +93,9 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
     except OSError as exc:
         raise FilePathError(str(out), f"cannot write beside it ({exc.strerror})") from exc
     with held:  # removed unless renamed; a write that fails is FilePathError naming ``out``
-        with filewrite.text_writer(os.dup(held.fd), out) as fh:
+        with filewrite.writes_named(out):  # no descriptor left (EMFILE)
+            fd = os.dup(held.fd)
+        with filewrite.text_writer(fd, out) as fh:
             yield fh
             filewrite.fsync(fh, out)
         with point_of_no_return(), filewrite.writes_named(out):  # Ctrl-C: too late now

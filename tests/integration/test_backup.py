@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from philont import migrate, tools
+from philont import filewrite, migrate, tools
 from philont import settings as philont_settings
 from philont.backup import (
     KEEPING,
@@ -33,6 +33,7 @@ from philont.backup import (
     is_rotating,
     list_backups,
     restore,
+    verify,
 )
 from philont.errors import (
     DatabaseBusyError,
@@ -47,7 +48,6 @@ from philont.errors import (
 from philont.migrate.env import PRE_UPGRADE_LABEL
 from philont.store import Store
 from tests.support import (
-    DEAD_PID,
     file_permissions_apply,
     held_by_another_process,
     in_another_pid_namespace,
@@ -1030,13 +1030,13 @@ def test_the_copy_a_restore_killed_mid_way_left_is_removed_by_the_next(
     )
     assert killed.returncode == -signal.SIGKILL
     assert len(_copies_beside(populated)) == 1
-    # whatever the pid in a name says: a copy its writer holds stays, with its -wal; one
-    # nobody holds goes (they were told apart by "is that pid alive here", and a writer in
-    # another PID namespace, a container sharing the volume, looked dead)
-    running = populated.parent / f".{populated.name}.restore-{DEAD_PID}-abc.tmp"
+    # a copy its writer holds stays, with its -wal; one nobody holds goes (they were told
+    # apart by "is the pid in its name alive here", and a writer in another PID namespace,
+    # a container sharing the volume, looked dead)
+    running = populated.parent / f".{populated.name}.restore-{filewrite.temp_id()}.tmp"
     running.write_bytes(b"a copy being written")
     Path(f"{running}-wal").write_bytes(b"and its -wal")
-    unheld = populated.parent / f".{populated.name}.restore-{os.getpid()}-def.tmp"
+    unheld = populated.parent / f".{populated.name}.restore-{filewrite.temp_id()}.tmp"
     unheld.write_bytes(b"a copy nobody writes")
 
     with held_by_another_process(running):
@@ -1164,3 +1164,266 @@ def test_the_first_backup_of_a_file_leaves_no_backups_directory_when_it_fails(
     with pytest.raises((KeyboardInterrupt, DatabaseBusyError)):
         FAILED_BACKUPS[case](live)
     assert _on_disk(live) == before
+
+
+def _in_rollback_mode(path: Path) -> None:
+    with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
+        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
+
+
+def _a_directory_beside(suffix: str) -> Callable[[Path], None]:
+    def block(path: Path) -> None:
+        Path(f"{path}{suffix}").unlink(missing_ok=True)  # a damaged file's: in its byte copy
+        Path(f"{path}{suffix}").mkdir()
+        (Path(f"{path}{suffix}") / "kept").write_text("x")
+
+    return block
+
+
+def _folder_made_read_only(path: Path) -> None:
+    path.parent.chmod(0o500)
+
+
+LAST_STEP_FAILURES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "a directory where the -wal was": (_a_directory_beside("-wal"), "cannot remove"),
+    "a directory where the -shm was": (_a_directory_beside("-shm"), "cannot remove"),
+    # the rename, or the damaged file's -wal before it
+    "the folder made read-only": (_folder_made_read_only, "(Permission denied)"),
+}
+
+
+@pytest.mark.parametrize("damaged", [False, True], ids=["sound", "damaged"])
+@pytest.mark.parametrize("failure", sorted(LAST_STEP_FAILURES))
+def test_a_restore_whose_last_step_fails_refuses_the_database_and_says_what_it_left(
+    populated: Path, failure: str, damaged: bool
+) -> None:
+    """Restore's last step removes the old file's -wal/-shm and renames the copy over it; an
+    OSError there (here made to happen just before that step) was raised bare, naming no
+    database (``IsADirectoryError``, ``PermissionError``), and the byte copy of a damaged file
+    was deleted though its -wal could be gone already. It is the refusal of the database
+    saying what the files are left as: a sound file holds every row it held (its safety copy
+    goes: nothing was replaced); a damaged one stays, and its byte copy with its -wal too."""
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    _in_rollback_mode(populated)  # a -wal/-shm beside it is not SQLite's then
+    before = _message_ids(populated)
+    if damaged:
+        populated.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8192)
+        Path(f"{populated}-wal").write_bytes(b"what the damaged file's -wal held")
+    old_bytes = populated.read_bytes()
+    make_fail, doing = LAST_STEP_FAILURES[failure]
+
+    def fail_at_the_last_step(step: str, done: int, total: int) -> None:
+        if step == KEEPING and done == total:
+            make_fail(populated)
+
+    try:
+        with file_permissions_apply(), pytest.raises(DatabasePathError) as caught:
+            restore(taken, populated, progress=fail_at_the_last_step)
+    finally:
+        populated.parent.chmod(0o700)
+    for suffix in ("-wal", "-shm"):  # what the test put there (SQLite will not open beside it)
+        if Path(f"{populated}{suffix}").is_dir():
+            shutil.rmtree(f"{populated}{suffix}")
+    assert caught.value.path == str(populated)
+    assert doing in caught.value.reason
+    assert "the backup was not put in place" in caught.value.reason
+    corrupt = list(populated.parent.glob("*.corrupt-*"))
+    safety = list(philont_settings.backup_dir_for(populated).glob(f"*{PRE_RESTORE_LABEL}*"))
+    if damaged:
+        assert populated.read_bytes() == old_bytes
+        assert safety == [] and len(corrupt) == 2  # the byte copy and its -wal
+        assert str(min(corrupt)) in caught.value.reason
+        assert Path(f"{min(corrupt)}-wal").read_bytes() == b"what the damaged file's -wal held"
+    else:
+        assert "the database file holds all it held" in caught.value.reason
+        assert _message_ids(populated) == before
+        assert safety == [] and corrupt == []
+    filewrite.temp_beside(populated, RESTORE_COPY)  # a copy a read-only folder kept: swept
+    assert not list(populated.parent.glob(".*.tmp"))
+
+
+def test_a_byte_copy_of_a_damaged_database_that_cannot_be_written_is_refused_and_removed(
+    populated: Path,
+) -> None:
+    """Before replacing a damaged database a restore keeps a byte copy of it
+    (``<db>.corrupt-<TAG>``); a write of that copy that failed (here a file size limit:
+    ``EFBIG``) was a bare OSError and left the half copy, a file that looks like a whole
+    one. It is the refusal of the database, which is left as it was, and no half copy stays."""
+    import resource
+
+    taken = backup(populated, at=AT)
+    size = taken.stat().st_size
+    populated.write_bytes(b"SQLite format 3\x00" + b"\xff" * (4 * size))  # damaged, bigger
+    on_disk = _on_disk(populated)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2 * size, hard))  # the copy fits, not it
+    try:
+        with pytest.raises(DatabasePathError) as caught:
+            restore(taken, populated)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert caught.value.path == str(populated)
+    assert "cannot keep a byte copy of the damaged database" in caught.value.reason
+    assert "the database was left as it was" in caught.value.reason
+    assert _on_disk(populated) == on_disk
+
+
+def test_a_restore_onto_a_folder_that_cannot_be_made_is_refused_naming_the_database(
+    populated: Path, tmp_path: Path
+) -> None:
+    """A database in a folder still to be made under one that cannot be written: the mkdir's
+    PermissionError was raised bare."""
+    taken = backup(populated, at=AT)
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    target = locked / "new" / "memory.sqlite"
+    with file_permissions_apply(), pytest.raises(DatabasePathError) as caught:
+        restore(taken, target)
+    assert caught.value.path == str(target)
+    assert "cannot make its folder" in caught.value.reason
+    assert list(locked.iterdir()) == []
+
+
+def test_restore_refuses_at_once_where_the_lock_table_names_the_file_by_its_mounts_device(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a btrfs subvolume ``stat`` gives a file's subvolume device, ``/proc/locks`` the
+    file system's (the one ``/proc/self/mountinfo`` gives its mount): the lock of a
+    connection in locking_mode EXCLUSIVE was not found, and the restore waited the busy
+    timeout (here an hour) instead of refusing at once. Made here by showing this file
+    system's device, in both tables, as such a device."""
+    import pathlib
+
+    st_dev = populated.stat().st_dev
+    major, minor = os.major(st_dev), os.minor(st_dev)
+    real_read_text = pathlib.Path.read_text
+
+    def as_on_a_subvolume(self: Path, *args: object, **kwargs: object) -> str:
+        text = real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+        if str(self) == "/proc/locks":
+            return text.replace(f" {major:02x}:{minor:02x}:", " 00:2d:")
+        if str(self) == "/proc/self/mountinfo":
+            return text.replace(f" {major}:{minor} ", " 0:45 ")
+        return text
+
+    taken = backup(populated, at=AT)
+    monkeypatch.setattr(philont_settings, "BUSY_TIMEOUT_MS", 3_600_000)
+    monkeypatch.setattr(pathlib.Path, "read_text", as_on_a_subvolume)
+    release = _exclusive_process(populated)
+    try:
+        on_disk = _on_disk(populated)
+        outcome = _ends(lambda: restore(taken, populated), "restore waited for an open file")
+        assert _on_disk(populated) == on_disk
+    finally:
+        release()
+    assert isinstance(outcome, DatabaseBusyError)
+
+
+RESTORE_IN_A_CONTAINER = """
+import sys
+from pathlib import Path
+from philont import locktable, settings
+from philont.backup import restore
+from philont.errors import DatabaseBusyError
+settings.BUSY_TIMEOUT_MS = 300
+path = Path(sys.argv[2])
+seen = locktable.file_locks(path)
+print("sees every process:", locktable.sees_every_process(), "locks seen:", seen.held)
+try:
+    restore(Path(sys.argv[1]), path)
+except DatabaseBusyError:
+    print("refused: busy")
+"""
+
+
+@pytest.mark.parametrize("holder", ["another process", "another process, locking_mode EXCLUSIVE"])
+def test_a_restore_in_a_container_that_sees_no_lock_still_refuses_a_file_held_outside_it(
+    populated: Path, holder: str
+) -> None:
+    """A container's /proc lists no lock of the host's processes: the table is not whole, and
+    seeing no lock there is never taken for 'nobody holds it'. The restore asks a reader
+    and, where that cannot tell, waits the busy timeout: refused either way, nothing
+    changed."""
+    unshare = shutil.which("unshare")
+    container = [unshare or "unshare", "-r", "-p", "-f", "-m", "--mount-proc"]
+    if unshare is None or subprocess.run([*container, "true"], capture_output=True).returncode:
+        pytest.skip("no PID namespace with its own /proc can be made here (unshare)")
+    taken = backup(populated, at=AT)
+    release = HOLDERS[holder](populated)
+    try:
+        on_disk = _on_disk(populated)
+        ran = subprocess.run(
+            [*container, sys.executable, "-c", RESTORE_IN_A_CONTAINER, str(taken), str(populated)],
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert _on_disk(populated) == on_disk
+    finally:
+        release()
+    assert ran.stdout.splitlines() == [
+        "sees every process: False locks seen: ()",
+        "refused: busy",
+    ], ran.stderr
+
+
+def test_a_restore_whose_fold_of_the_copied_wal_fails_is_refused_for_the_database(
+    populated: Path, tmp_path: Path
+) -> None:
+    """A backup copied with its -wal is folded into the restore's copy beside the database:
+    stopped there (a file size limit, as a full disk would), it was a bare sqlite3 error. It
+    is the refusal of the database whose disk it is, which is left as it was."""
+    from tests.reliability.test_file_size_limit import size_limit
+
+    other = tmp_path / "elsewhere" / "memory.sqlite"
+    other.parent.mkdir()
+    other.write_bytes(populated.read_bytes())
+    subprocess.run([sys.executable, "-c", GROW_IN_THE_WAL, str(other)], check=True)
+    assert Path(f"{other}-wal").stat().st_size > 0
+    on_disk = _on_disk(populated)
+    with ExitStack() as limits, pytest.raises(DatabasePathError) as caught:
+
+        def at_the_fold(step: str, done: int, total: int) -> None:
+            if step == VERIFYING and done == total:  # the copy is verified: the fold next
+                limits.enter_context(size_limit(other.stat().st_size))
+
+        restore(other, populated, progress=at_the_fold)
+    assert caught.value.path == str(populated)
+    assert "cannot write the backup's copy beside it" in caught.value.reason
+    assert _on_disk(populated) == on_disk
+
+
+def test_a_file_that_fails_to_be_read_is_refused_by_name_for_a_backup_and_a_restore(
+    populated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Telling a file SQLite cannot read from one that is no database reads its header with
+    ``open``: an I/O error there (EIO, made here) was a bare OSError. It is file_path naming
+    the file read: the database for a backup, the backup for a restore or a verify."""
+    import errno
+    import pathlib
+
+    taken = backup(populated, at=AT)
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4096)
+    real_open = pathlib.Path.open
+
+    def failing(self: Path, *args: object, **kwargs: object) -> object:
+        if self.name.startswith(("damaged", "memory.sqlite")):
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(self))
+        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+
+    populated.write_bytes(damaged.read_bytes())
+    monkeypatch.setattr(pathlib.Path, "open", failing)
+    with pytest.raises(DatabasePathError) as refused:
+        backup(populated)
+    with pytest.raises(FilePathError) as unread:
+        restore(damaged, tmp_path / "elsewhere.sqlite")
+    with pytest.raises(FilePathError) as unverified:
+        verify(damaged)
+    assert refused.value.path == str(populated)
+    assert unread.value.path == unverified.value.path == str(damaged)
+    for caught in (refused, unread, unverified):
+        assert "cannot read it (Input/output error)" in str(caught.value)
+    assert taken.exists()

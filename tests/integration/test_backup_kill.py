@@ -7,17 +7,25 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from philont import filewrite, settings
+from philont import filewrite
+from philont import settings as philont_settings
+from philont.backup import RESTORE_COPY
 from philont.migrate import backup_file
+from philont.transfer.export import EXPORT_COPY
 from tests.support import DEAD_PID, held_by_another_process
 
 _WRITER = """
@@ -45,7 +53,7 @@ def _files(directory: Path) -> list[Path]:
 
 def _kill_mid_copy(db: Path) -> None:
     """Start a backup in another process and SIGKILL it once its copy has begun to grow."""
-    directory = settings.backup_dir_for(db)
+    directory = philont_settings.backup_dir_for(db)
     proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(db)])
     deadline = time.monotonic() + 60
     try:
@@ -62,7 +70,7 @@ def _kill_mid_copy(db: Path) -> None:
 def test_a_backup_killed_mid_copy_leaves_nothing_named_like_a_backup(tmp_path: Path) -> None:
     db = tmp_path / "memory.sqlite"
     _big_database(db, 400)
-    directory = settings.backup_dir_for(db)
+    directory = philont_settings.backup_dir_for(db)
 
     _kill_mid_copy(db)
 
@@ -80,17 +88,15 @@ def test_a_backup_killed_mid_copy_leaves_nothing_named_like_a_backup(tmp_path: P
 
 
 def test_a_running_backups_partial_copy_is_not_swept(tmp_path: Path) -> None:
-    """Whatever the pid in its name says: a partial copy its writer holds (a backup at work,
-    in a container sharing the volume: its pid is none of this PID namespace's) is left
-    alone; one nobody holds goes (a pid alive here or not)."""
+    """A partial copy its writer holds (a backup at work, in a container sharing the volume
+    too) is left alone; one nobody holds goes."""
     db = tmp_path / "memory.sqlite"
     _big_database(db, 1)
-    directory = settings.backup_dir_for(db)
+    directory = philont_settings.backup_dir_for(db)
     directory.mkdir(parents=True)
-    running = directory / f".memory-20260101T000000.sqlite.partial-{DEAD_PID}-abc"
+    running = directory / f".memory-20260101T000000.sqlite.partial-{filewrite.temp_id()}"
     running.write_bytes(b"x")
-    for pid in (os.getpid(), DEAD_PID):
-        (directory / f".memory-20260101T000000.sqlite.partial-{pid}-def").write_bytes(b"x")
+    (directory / f".memory-20260101T000000.sqlite.partial-{filewrite.temp_id()}").write_bytes(b"x")
 
     with held_by_another_process(running):
         done = backup_file(db)
@@ -102,7 +108,7 @@ _SWEEP = """
 import sys
 from pathlib import Path
 from philont import filewrite
-filewrite.sweep(Path(sys.argv[1]), sys.argv[2])
+filewrite.sweep(Path(sys.argv[1]), sys.argv[2], sys.argv[3])
 """
 
 
@@ -119,7 +125,7 @@ def test_a_temp_file_swept_between_its_making_and_its_lock_is_made_again(
         if not swept:
             swept.append(tmp_path)
             subprocess.run(
-                [sys.executable, "-c", _SWEEP, str(tmp_path), "*.tmp"],
+                [sys.executable, "-c", _SWEEP, str(tmp_path), "*.tmp", r".*\.tmp"],
                 check=True,
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
             )
@@ -130,6 +136,96 @@ def test_a_temp_file_swept_between_its_making_and_its_lock_is_made_again(
     with filewrite.LockedTemp(path, 0o600) as held:
         assert swept and os.path.samestat(os.stat(path), os.fstat(held.fd))
         monkeypatch.setattr(filewrite.fcntl, "flock", real_flock)
-        filewrite.sweep(tmp_path, "*.tmp")  # another open file of it: refused like a process
+        filewrite.sweep(
+            tmp_path, "*.tmp", r".*\.tmp"
+        )  # another open file of it: refused like a process
         assert path.exists()
     assert not path.exists()
+
+
+DAY = filewrite.UNLOCKED_KEPT_S
+
+
+def _restore_copies(directory: Path) -> tuple[Callable[[str], Path], Callable[[], object]]:
+    db = directory / "memory.sqlite"
+    return (
+        lambda tail: directory / f".memory.sqlite{RESTORE_COPY}{tail}.tmp",
+        lambda: filewrite.temp_beside(db, RESTORE_COPY),
+    )
+
+
+def _export_files(directory: Path) -> tuple[Callable[[str], Path], Callable[[], object]]:
+    out = directory / "out.jsonl"
+    return (
+        lambda tail: directory / f".out.jsonl{EXPORT_COPY}{tail}.tmp",
+        lambda: filewrite.temp_beside(out, EXPORT_COPY),
+    )
+
+
+def _partial_backups(directory: Path) -> tuple[Callable[[str], Path], Callable[[], object]]:
+    db = directory / "memory.sqlite"
+    _big_database(db, 0)
+    backups = philont_settings.backup_dir_for(db)
+    backups.mkdir()
+    return (
+        lambda tail: backups / f".memory-20260101T000000.sqlite.partial-{tail}",
+        lambda: backup_file(db),
+    )
+
+
+TEMP_KINDS = {
+    "a restore's copy": _restore_copies,
+    "an export's file": _export_files,
+    "a backup's partial copy": _partial_backups,
+}
+
+
+def _older(pid: int, kind: str) -> str:
+    """The id an older release (before the lock) put in a name: its pid, then a random id."""
+    return f"{pid}-{os.urandom(4 if kind.endswith('partial copy') else 16).hex()}"
+
+
+@pytest.mark.parametrize("kind", sorted(TEMP_KINDS))
+def test_an_older_releases_temp_file_goes_only_once_unchanged_for_a_day(
+    tmp_path: Path, kind: str
+) -> None:
+    """An older philont still running while a new one is installed writes its temp files
+    without the lock, named ``<pid>-<id>``: a sweep that took the free lock for "its writer
+    is gone" deleted the file it was writing. Such a name is kept (its pid alive here or
+    not) until unchanged for a day; a name only a locked writer gives goes by the lock."""
+    name, sweep = TEMP_KINDS[kind](tmp_path)
+    now = time.time()
+    ages = {"fresh": 0.0, "almost a day": DAY - 600, "a day": DAY + 1, "a week": 7 * DAY}
+    older = {(pid, age): name(_older(pid, kind)) for pid in (os.getpid(), DEAD_PID) for age in ages}
+    for (_, age), path in older.items():
+        path.write_bytes(b"an older writer's")
+        os.utime(path, (now - ages[age], now - ages[age]))
+    unheld = name(filewrite.temp_id())
+    unheld.write_bytes(b"a locked writer's, killed")
+
+    sweep()
+
+    kept = {key for key, path in older.items() if path.exists()}
+    assert kept == {
+        (pid, age) for pid in (os.getpid(), DEAD_PID) for age in ("fresh", "almost a day")
+    }
+    assert not unheld.exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(tail=st.text(alphabet="0123456789abcdefABCDEF-xz.", min_size=1, max_size=40))
+def test_only_a_name_a_locked_writer_gives_is_swept_by_its_lock_alone(tail: str) -> None:
+    """Generated names beside a database (``.<db>.restore-<tail>.tmp``), none held, all just
+    written: swept exactly when ``<tail>`` is the id a LockedTemp writer gives."""
+    with tempfile.TemporaryDirectory() as directory:
+        name, sweep = _restore_copies(Path(directory))
+        path = name(tail)
+        path.write_bytes(b"x")
+        sweep()
+        made_by_a_locked_writer = re.fullmatch("[0-9a-f]{32}", tail) is not None
+        assert path.exists() is not made_by_a_locked_writer
+
+
+def test_a_generated_id_is_the_one_a_locked_writer_gives() -> None:
+    for _ in range(100):
+        assert re.fullmatch(filewrite.TEMP_ID, filewrite.temp_id())

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from philont import Store, migrate
+from philont import Store, filewrite, migrate
 from philont.db.schema import metadata
 from philont.errors import ConflictError, InvalidInputError, SchemaOutOfDateError
 from philont.transfer import (
@@ -31,7 +31,7 @@ from philont.transfer import (
 )
 from philont.transfer.export import EXPORT_COPY
 from philont.transfer.format import OUTCOMES, ROWID_TABLES
-from tests.support import DEAD_PID, held_by_another_process, in_another_pid_namespace
+from tests.support import held_by_another_process, in_another_pid_namespace
 
 CopyFixture = Callable[[str], Path]
 FIXTURES = ("v2", "v27", "v31", "empty-v31")
@@ -265,10 +265,10 @@ def test_the_file_an_export_killed_mid_way_left_is_removed_by_the_next(
     assert killed.returncode == -signal.SIGKILL
     left = [p.name for p in tmp_path.iterdir() if p.name.startswith(f".{out.name}")]
     assert len(left) == 1 and not out.exists(), left
-    # whatever the pid in a name says: a file its writer holds stays, one nobody holds goes
-    running = tmp_path / f".{out.name}.export-{DEAD_PID}-abc.tmp"
+    # a file its writer holds stays, one nobody holds goes
+    running = tmp_path / f".{out.name}.export-{filewrite.temp_id()}.tmp"
     running.write_text("an export being written")
-    unheld = tmp_path / f".{out.name}.export-{os.getpid()}-def.tmp"
+    unheld = tmp_path / f".{out.name}.export-{filewrite.temp_id()}.tmp"
     unheld.write_text("an export nobody writes")
 
     with held_by_another_process(running):
