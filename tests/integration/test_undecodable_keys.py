@@ -2,9 +2,10 @@
 with U+FFFD in place of the bad bytes (docs/stored-values.md), so its key names no row: an
 UPDATE or DELETE by it matches nothing. Through the ORM that was SQLAlchemy's untyped
 ``StaleDataError`` (storing a new version of such a fact, updating a skill) or a warning and
-nothing deleted (deleting a skill, which then said it had). Now every ORM write of such a row,
-in every table, is :class:`UnreadableRowError` naming it, before any statement, and the stored
-bytes stay as they were. Generated from the models: every text column of a primary key.
+nothing deleted (deleting a skill, which then said it had); a Core write said nothing. Now
+every write keyed by such a value, the ORM's and Core's, in every table, is
+:class:`UnreadableRowError` naming the table and the key column, and the stored bytes stay
+as they were. Generated from the models: every text column of a primary key.
 SQLite only: PostgreSQL refuses to store such text."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, literal_column, select, update
+from sqlalchemy import delete, literal_column, select, text, update
 from sqlalchemy.orm import Mapper
 from sqlalchemy.orm.attributes import flag_modified
 
@@ -79,32 +80,47 @@ def _stored(path: Path, table: str, rowid: int) -> bytes:
     return repr(row).encode()
 
 
+@pytest.mark.parametrize("rows", ["alone", "with-another"])
 @pytest.mark.parametrize("write", ["update", "delete"])
 @pytest.mark.parametrize(("table", "column"), TEXT_KEYS, ids=[f"{t}.{c}" for t, c in TEXT_KEYS])
 def test_an_orm_write_of_a_row_whose_key_is_not_utf8_is_refused_by_name(
-    template: Seeded, copy: Path, table: str, column: str, write: str
+    template: Seeded, copy: Path, table: str, column: str, write: str, rows: str
 ) -> None:
+    """Refused after its statement, which changed fewer rows than it was run for: alone, none;
+    with another row in the same flush (one ``executemany``), one of two."""
     rowid = template.victims[table]
     before = _spoil(copy, table, column, rowid)
     mapper = _mapper(table)
     others = [a.key for a in mapper.column_attrs if not a.columns[0].primary_key]
+    if write == "update" and not others:
+        pytest.skip("a table of keys only: nothing to update")
+    with closing(sqlite3.connect(copy)) as conn:  # the first other row (no row refers to it)
+        another = conn.execute(
+            f'SELECT min(rowid) FROM "{table}" WHERE rowid != ?', (rowid,)
+        ).fetchone()[0]
+    if rows == "with-another" and another is None:
+        pytest.skip("the table holds one row")
+    wanted = [rowid] if rows == "alone" else [rowid, another]
+    other = _stored(copy, table, another) if another is not None else b""
     store = Store.open(copy, clock=lambda: NOW)
     try:
         with pytest.raises(UnreadableRowError, match="not UTF-8") as raised, store.begin() as mem:
-            row = mem.session.scalars(
-                select(mapper.class_).where(literal_column("rowid") == rowid)
-            ).one()
-            if write == "update":
-                if not others:
-                    pytest.skip("a table of keys only: nothing to update")
-                flag_modified(row, others[0])  # written again as it was read
-            else:
-                mem.session.delete(row)
+            found = mem.session.scalars(
+                select(mapper.class_).where(literal_column("rowid").in_(wanted))
+            ).all()
+            assert len(found) == len(wanted)
+            for row in found:
+                if write == "update":
+                    flag_modified(row, others[0])  # written again as it was read
+                else:
+                    mem.session.delete(row)
             mem.session.flush()
     finally:
         store.close()
     assert raised.value.details["table"] == table and raised.value.details["column"] == column
     assert _stored(copy, table, rowid) == before
+    if another is not None:
+        assert _stored(copy, table, another) == other
 
 
 @pytest.mark.parametrize("write", ["update", "delete"])
@@ -127,8 +143,28 @@ def test_a_core_write_keyed_by_such_a_key_is_refused_by_name(
             mem.session.execute(kind.where(t.c[column] == key))
     finally:
         store.close()
-    assert raised.value.details["table"] == table
+    assert raised.value.details["table"] == table and raised.value.details["column"] == column
     assert _stored(copy, table, rowid) == before
+
+
+def test_a_text_statement_keyed_by_such_a_key_is_refused_naming_its_table(
+    template: Seeded, copy: Path
+) -> None:
+    """A statement written as text has no compiled WHERE clause to name the column from."""
+    rowid = template.victims["memory_calendar"]
+    before = _spoil(copy, "memory_calendar", "id", rowid)
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        with pytest.raises(UnreadableRowError, match="not UTF-8") as raised, store.begin() as mem:
+            value = mem.session.execute(
+                text("SELECT id FROM memory_calendar WHERE rowid = :r"), {"r": rowid}
+            ).scalar_one()
+            mem.session.execute(text("DELETE FROM memory_calendar WHERE id = :id"), {"id": value})
+    finally:
+        store.close()
+    assert raised.value.details["table"] == "memory_calendar"
+    assert raised.value.details["column"] is None
+    assert _stored(copy, "memory_calendar", rowid) == before
 
 
 def test_updating_an_event_found_by_its_external_ref_is_refused(
