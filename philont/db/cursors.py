@@ -267,7 +267,9 @@ U+FFFD, the bytes stored."""
 def _keyed_by(context: Any, undecoded: dict[str, bytes]) -> _Found | None:
     """The column of a compiled UPDATE or DELETE whose WHERE clause compares it to (or looks it
     up in a list holding) text read with U+FFFD, or None (no such comparison; a text
-    statement)."""
+    statement). A column that references another table's key (a revision's ``skill_id``: the
+    revisions of a skill are deleted before it) is named as that key (:func:`_referenced`): the
+    row the write is about, which the caller asked to write."""
     compiled: Any = getattr(context, "compiled", None)
     where = getattr(getattr(compiled, "statement", None), "whereclause", None)
     if where is None or not (context.isupdate or context.isdelete):
@@ -287,8 +289,17 @@ def _keyed_by(context: Any, undecoded: dict[str, bytes]) -> _Found | None:
             for value in given if isinstance(given, list | tuple) else (given,):
                 stored = undecoded.get(value) if isinstance(value, str) else None
                 if stored is not None:
-                    return column.table.name, column.name, value, stored
+                    named = _referenced(column)
+                    return named.table.name, named.name, value, stored
     return None
+
+
+def _referenced(column: Column[Any]) -> Column[Any]:
+    """The column ``column`` references when it is a reference and not its own row's key (a
+    revision's ``skill_id``: the skill's ``id``), else itself (a recipe's ``skill_id``, its
+    key: the recipe's row)."""
+    keys = list(column.foreign_keys)
+    return keys[0].column if len(keys) == 1 and not column.primary_key else column
 
 
 def _any_parameter(

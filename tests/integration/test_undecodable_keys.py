@@ -4,8 +4,9 @@ UPDATE or DELETE by it matches nothing. Through the ORM that was SQLAlchemy's un
 ``StaleDataError`` (storing a new version of such a fact, updating a skill) or a warning and
 nothing deleted (deleting a skill, which then said it had); a Core write said nothing. Now
 every write keyed by such a value, the ORM's and Core's, in every table, is
-:class:`UnreadableRowError` naming the table and the key column, and the stored bytes stay
-as they were. Generated from the models: every text column of a primary key.
+:class:`UnreadableRowError` naming the table and the key column (the referred-to key for a
+write of the rows that refer to it), and the stored bytes stay as they were. Generated from
+the models: every text column of a primary key, every reference to one.
 SQLite only: PostgreSQL refuses to store such text."""
 
 from __future__ import annotations
@@ -147,6 +148,48 @@ def test_a_core_write_keyed_by_such_a_key_is_refused_by_name(
     assert _stored(copy, table, rowid) == before
 
 
+def _references() -> list[tuple[str, str, str, str]]:
+    """Every column that refers to a text key of another table and is not its own row's key:
+    (table, column, referenced table, referenced column)."""
+    found = []
+    for table in metadata.sorted_tables:
+        for column in table.c:
+            for key in column.foreign_keys:
+                if not column.primary_key and key.column.type.python_type is str:
+                    found.append((table.name, column.name, key.column.table.name, key.column.name))
+    return sorted(found)
+
+
+REFERENCES = _references()
+
+
+@pytest.mark.parametrize("write", ["update", "delete"])
+@pytest.mark.parametrize(
+    ("table", "column", "parent", "key"), REFERENCES, ids=[f"{t}.{c}" for t, c, _, _ in REFERENCES]
+)
+def test_a_write_of_the_rows_that_refer_to_such_a_key_names_the_row_it_keys(
+    template: Seeded, copy: Path, table: str, column: str, parent: str, key: str, write: str
+) -> None:
+    """A delete that removes a row's dependents first (a skill's revisions, then the skill)
+    was refused at that first statement, naming the dependents' table: the refusal names the
+    row the caller asked to write (the skill) and its key column."""
+    rowid = template.victims[parent]
+    before = _spoil(copy, parent, key, rowid)
+    t, p = metadata.tables[table], metadata.tables[parent]
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        with pytest.raises(UnreadableRowError, match="not UTF-8") as raised, store.begin() as mem:
+            value = mem.session.execute(
+                select(p.c[key]).where(literal_column("rowid") == rowid)
+            ).scalar_one()
+            kind = update(t).values({t.c[column]: t.c[column]}) if write == "update" else delete(t)
+            mem.session.execute(kind.where(t.c[column] == value))
+    finally:
+        store.close()
+    assert (raised.value.details["table"], raised.value.details["column"]) == (parent, key)
+    assert _stored(copy, parent, rowid) == before
+
+
 def test_a_text_statement_keyed_by_such_a_key_is_refused_naming_its_table(
     template: Seeded, copy: Path
 ) -> None:
@@ -226,10 +269,17 @@ def test_updating_or_deleting_such_a_skill_is_refused(template: Seeded, copy: Pa
             lambda m: m.skills.update("brew-tea", description="brew it"),
             lambda m: m.skills.delete("brew-tea"),
         ):
-            # the update is refused naming memory_skills; the delete at its first statement
-            # (the skill's revisions, by the skill's id)
-            with pytest.raises(UnreadableRowError, match="not UTF-8"), store.begin() as mem:
+            # the delete is refused at its first statement (the skill's revisions, by the
+            # skill's id), naming the skill, which the caller asked to delete
+            with (
+                pytest.raises(
+                    UnreadableRowError, match=r"^memory_skills row .* stored id"
+                ) as raised,
+                store.begin() as mem,
+            ):
                 write(mem)
+            assert raised.value.details["table"] == "memory_skills"
+            assert raised.value.details["column"] == "id"
         with store.begin() as mem:  # the others are written as ever
             assert mem.skills.update("fold-paper", description="fold it").description == "fold it"
     finally:
