@@ -131,21 +131,32 @@ def test_a_core_write_keyed_by_such_a_key_is_refused_by_name(
 ) -> None:
     """A Core ``update()``/``delete()`` (as services write) keyed by the value read matched no
     row and said nothing: the calendar reported an update it never made."""
-    rowid = template.victims[table]
-    before = _spoil(copy, table, column, rowid)
-    t = metadata.tables[table]
+    refused = _core_write(template, copy, (table, column), (table, column), write)
+    assert (refused["table"], refused["column"]) == (table, column)
+
+
+def _core_write(
+    template: Seeded, copy: Path, read: tuple[str, str], written: tuple[str, str], write: str
+) -> dict[str, Any]:
+    """Spoil the key ``read`` (table, column) of its table's victim row, read it, and update
+    or delete the rows of ``written`` (table, column) keyed by what was read: the details of
+    the refusal (the spoiled row as it was)."""
+    (parent, key), (table, column) = read, written
+    rowid = template.victims[parent]
+    before = _spoil(copy, parent, key, rowid)
+    t, p = metadata.tables[table], metadata.tables[parent]
     store = Store.open(copy, clock=lambda: NOW)
     try:
         with pytest.raises(UnreadableRowError, match="not UTF-8") as raised, store.begin() as mem:
-            key = mem.session.execute(
-                select(t.c[column]).where(literal_column("rowid") == rowid)
+            value = mem.session.execute(
+                select(p.c[key]).where(literal_column("rowid") == rowid)
             ).scalar_one()
             kind = update(t).values({t.c[column]: t.c[column]}) if write == "update" else delete(t)
-            mem.session.execute(kind.where(t.c[column] == key))
+            mem.session.execute(kind.where(t.c[column] == value))
     finally:
         store.close()
-    assert raised.value.details["table"] == table and raised.value.details["column"] == column
-    assert _stored(copy, table, rowid) == before
+    assert _stored(copy, parent, rowid) == before
+    return raised.value.details
 
 
 def _references() -> list[tuple[str, str, str, str]]:
@@ -173,21 +184,8 @@ def test_a_write_of_the_rows_that_refer_to_such_a_key_names_the_row_it_keys(
     """A delete that removes a row's dependents first (a skill's revisions, then the skill)
     was refused at that first statement, naming the dependents' table: the refusal names the
     row the caller asked to write (the skill) and its key column."""
-    rowid = template.victims[parent]
-    before = _spoil(copy, parent, key, rowid)
-    t, p = metadata.tables[table], metadata.tables[parent]
-    store = Store.open(copy, clock=lambda: NOW)
-    try:
-        with pytest.raises(UnreadableRowError, match="not UTF-8") as raised, store.begin() as mem:
-            value = mem.session.execute(
-                select(p.c[key]).where(literal_column("rowid") == rowid)
-            ).scalar_one()
-            kind = update(t).values({t.c[column]: t.c[column]}) if write == "update" else delete(t)
-            mem.session.execute(kind.where(t.c[column] == value))
-    finally:
-        store.close()
-    assert (raised.value.details["table"], raised.value.details["column"]) == (parent, key)
-    assert _stored(copy, parent, rowid) == before
+    refused = _core_write(template, copy, (parent, key), (table, column), write)
+    assert (refused["table"], refused["column"]) == (parent, key)
 
 
 def test_a_text_statement_keyed_by_such_a_key_is_refused_naming_its_table(
