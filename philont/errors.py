@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 
 class PhilontError(Exception):
@@ -339,16 +339,60 @@ class ReservedNamespaceError(InvalidInputError):
 
 
 class NotFoundError(PhilontError):
-    """The thing asked for does not exist."""
+    """The thing asked for does not exist.
+
+    A key asked for that holds U+FFFD (in ``details``) may have been read, in an earlier call,
+    from a key SQLite stored as bytes that are not UTF-8 (another program wrote them): philont
+    reads those with U+FFFD in place of the bad bytes, so what was read finds no row. Every
+    such report says so (:func:`_undecoded_hint`; also ``details["hint"]``), whoever raises it
+    (a service, a tool, the command line), and how to reach the row; its type and code stay."""
 
     code = "not_found"
+    table: ClassVar[str | None] = None
+    """The table of ours whose row was not found, named in that hint."""
+    keyed: ClassVar[bool] = True
+    """Whether the error says a key named no row (False: the row was found; something of it
+    was not, as a skill's recipe)."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        hint = _undecoded_hint(self, details)
+        if hint is not None:
+            message = f"{message}. {hint}"
+            details["hint"] = hint
+        super().__init__(message, **details)
+
+
+_KEY_COLUMNS = {"fact_id": "id", "session_id": "id", "event_id": "id"}
+"""The column a detail of a not-found error names, where it is not the detail's name."""
+
+
+def _undecoded_hint(error: NotFoundError, details: dict[str, Any]) -> str | None:
+    """What a not-found error adds when a key it names holds U+FFFD, or None."""
+    if not error.keyed:
+        return None
+    for name, value in details.items():
+        if isinstance(value, str) and "\ufffd" in value:
+            column = _KEY_COLUMNS.get(name, name)
+            table = error.table or "its table"
+            return (
+                f"The {name} holds U+FFFD, which is what philont reads in place of bytes that "
+                "are not UTF-8 in text another program stored in an SQLite database: a row "
+                f"whose stored {column} is such text is not found, changed or removed by what "
+                "it was read as (its bytes cannot be sent back as text). Reach it with sqlite3 "
+                f"by its rowid: SELECT rowid, hex(CAST({column} AS BLOB)) FROM {table} "
+                "(docs/stored-values.md)"
+            )
+    return None
 
 
 class FactNotFoundError(NotFoundError):
     code = "fact_not_found"
+    table = "memory_facts"
 
     def __init__(self, namespace: str, key: str, *, active: bool = True) -> None:
-        super().__init__(f"no {'active ' if active else ''}fact {namespace}.{key}")
+        super().__init__(
+            f"no {'active ' if active else ''}fact {namespace}.{key}", namespace=namespace, key=key
+        )
         self.namespace = namespace
         self.key = key
 
@@ -367,22 +411,27 @@ class SkillNotUsableError(PhilontError):
 
 class NoteNotFoundError(NotFoundError):
     code = "note_not_found"
+    table = "memory_notes"
 
 
 class SkillNotFoundError(NotFoundError):
     code = "skill_not_found"
+    table = "memory_skills"
 
 
 class SessionNotFoundError(NotFoundError):
     code = "session_not_found"
+    table = "memory_raw_sessions"
 
 
 class ScheduleNotFoundError(NotFoundError):
     code = "schedule_not_found"
+    table = "memory_schedules"
 
 
 class CalendarEventNotFoundError(NotFoundError):
     code = "calendar_event_not_found"
+    table = "memory_calendar"
 
     def __init__(self, event_id: str) -> None:
         super().__init__(f"no calendar event with id {event_id!r}", id=event_id)

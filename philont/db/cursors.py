@@ -34,8 +34,8 @@ with sqlite3's own; nothing is run twice. Every read of an SQLite engine made he
 the lean reads', the async engine's through aiosqlite) fetches through these methods; rows
 that decode cost what they did (the C fetch, one Python call per fetch). What was read so is
 kept on the connection for its unit of work: a row whose key it is cannot be written (sqlite3
-cannot send the stored bytes back as text), and :func:`refuse_undecoded_key` refuses its
-UPDATE or DELETE by name.
+cannot send the stored bytes back as text), and :func:`refuse_unmatched_undecoded` refuses an
+UPDATE or DELETE keyed by it, the ORM's and Core's alike, naming the row and its column.
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, event, inspect
-from sqlalchemy.orm import Mapper
+from sqlalchemy import Column, Connection, Engine, event
+from sqlalchemy.sql import visitors
+from sqlalchemy.sql.elements import BinaryExpression, BindParameter
 
 from philont.db import stored_values
 from philont.errors import UnreadableRowError
@@ -59,7 +60,6 @@ __all__ = [
     "TrackedConnection",
     "close_leftovers",
     "install",
-    "refuse_undecoded_key",
     "refuse_unmatched_undecoded",
 ]
 
@@ -162,7 +162,7 @@ class TrackedConnection(sqlite3.Connection):
         self.cursors: weakref.WeakSet[sqlite3.Cursor] = weakref.WeakSet()
         self.undecoded: dict[str, bytes] = {}
         """The text its cursors read with U+FFFD in this unit of work, and the bytes stored
-        (:func:`refuse_undecoded_key`)."""
+        (:func:`refuse_unmatched_undecoded`)."""
 
     def cursor(self, factory: Any = Cursor) -> Any:
         cur = super().cursor(factory)
@@ -217,68 +217,101 @@ def _tracked(dbapi: object) -> object:
         return None
 
 
-def refuse_undecoded_key(mapper: Mapper[Any], connection: Connection, target: object) -> None:
-    """Before the ORM updates or deletes a row of ours (a mapper event of every model,
-    :mod:`philont.db.base`): refuse, with :class:`~philont.errors.UnreadableRowError`, a row
-    whose primary key was stored as text that is not UTF-8. Its key was read with U+FFFD, so
-    the statement, keyed by it, would match no row: SQLAlchemy's untyped ``StaleDataError``
-    for an UPDATE (storing a new version of such a fact, updating such a skill), a warning and
-    nothing deleted for a DELETE. sqlite3 cannot send the stored bytes back as text, so the row
-    cannot be addressed by its key; nothing is run, and the unit of work rolls back."""
-    undecoded = getattr(_tracked(connection.connection.dbapi_connection), "undecoded", None)
-    if not undecoded:
-        return  # the usual case: nothing read in this unit of work needed U+FFFD
-    key = inspect(target).key
-    if key is None:
-        return
-    for column, value in zip(mapper.primary_key, key[1], strict=False):
-        stored = undecoded.get(value) if isinstance(value, str) else None
-        if stored is not None:
-            table = mapper.local_table.description
-            raise UnreadableRowError(
-                f"{table} row {value!r}: its stored {column.name} is not UTF-8 text ({stored!r}, "
-                "stored by another program), so the row cannot be written: nothing was changed",
-                table=table,
-                column=column.name,
-                id=value,
-                stored=repr(stored),
-            )
-
-
 _WRITE_TARGET = re.compile(r'^\s*(?:UPDATE|DELETE\s+FROM)\s+"?(\w+)', re.IGNORECASE)
 
 
 def refuse_unmatched_undecoded(
-    conn: Connection, cursor: Any, statement: str, parameters: Any, _context: Any, many: bool
+    conn: Connection, cursor: Any, statement: str, parameters: Any, context: Any, many: bool
 ) -> None:
-    """After an UPDATE or DELETE of any kind (the ORM's, a Core ``update()``/``delete()``, a
-    text statement) that changed no row although one of its values is text a cursor of this
-    unit of work read with U+FFFD: that value named a row whose stored text is not UTF-8, which
-    the statement could not match (sqlite3 cannot send the stored bytes back). Nothing was
-    changed; say so by name (:class:`~philont.errors.UnreadableRowError`) rather than report
-    "not found" for a row that exists or an update that never happened.
-    :func:`refuse_undecoded_key` refuses the ORM's before they run, naming the column."""
-    if cursor.rowcount != 0:  # a SELECT's is -1: the usual statement costs this test only
-        return
+    """After an UPDATE or DELETE (the ORM's flush, a Core ``update()``/``delete()``, a text
+    statement) that changed fewer rows than it was run for (none; with ``executemany``, fewer
+    than its sets of parameters) while its WHERE clause compares a column to text a cursor of
+    this unit of work read with U+FFFD: that text names a row whose stored value is not UTF-8,
+    which the statement cannot match (sqlite3 cannot send the stored bytes back as text).
+    Refused with :class:`~philont.errors.UnreadableRowError` naming the row and its column
+    (:func:`_keyed_by`) rather than SQLAlchemy's untyped ``StaleDataError`` (an ORM update), a
+    warning and nothing deleted (an ORM delete), or "not found" for a row that exists and an
+    update that never happened (a Core statement). Nothing of the statement was changed; the
+    unit of work rolls back. The usual statement costs the test of its row count."""
+    count = cursor.rowcount
+    if count and (not many or count >= len(parameters)):
+        return  # a SELECT's is -1; a write that matched what it was run for
     undecoded = getattr(_tracked(conn.connection.dbapi_connection), "undecoded", None)
     if not undecoded:
-        return
-    target = _WRITE_TARGET.match(statement)
-    if target is None:
-        return
+        return  # the usual case: nothing read in this unit of work needed U+FFFD
+    found = _keyed_by(context, undecoded)
+    if found is None:
+        target = _WRITE_TARGET.match(statement)
+        if target is None:
+            return
+        found = _any_parameter(parameters, many, undecoded, target.group(1))
+        if found is None:
+            return
+    table, column, value, stored = found
+    named = f"its stored {column}" if column else "its stored key"
+    raise UnreadableRowError(
+        f"{table} row {value!r}: {named} is not UTF-8 text ({stored!r}, stored by another "
+        "program), so the row cannot be written by it: nothing was changed",
+        table=table,
+        column=column,
+        id=value,
+        stored=repr(stored),
+    )
+
+
+_Found = tuple[str, str | None, str, bytes]
+"""What a refused write was keyed by: table, column (None: not known), the text read with
+U+FFFD, the bytes stored."""
+
+
+def _keyed_by(context: Any, undecoded: dict[str, bytes]) -> _Found | None:
+    """The column of a compiled UPDATE or DELETE whose WHERE clause compares it to (or looks it
+    up in a list holding) text read with U+FFFD, or None (no such comparison; a text
+    statement). A column that references another table's key (a revision's ``skill_id``: the
+    revisions of a skill are deleted before it) is named as that key (:func:`_referenced`): the
+    row the write is about, which the caller asked to write."""
+    compiled: Any = getattr(context, "compiled", None)
+    where = getattr(getattr(compiled, "statement", None), "whereclause", None)
+    if where is None or not (context.isupdate or context.isdelete):
+        return None
+    names = compiled.bind_names
+    escaped = compiled.escaped_bind_names
+    keyed: dict[str, Column[Any]] = {}
+    for element in visitors.iterate(where):
+        if not isinstance(element, BinaryExpression):
+            continue
+        for column, bind in ((element.left, element.right), (element.right, element.left)):
+            if isinstance(column, Column) and isinstance(bind, BindParameter) and bind in names:
+                keyed[escaped.get(names[bind], names[bind])] = column
+    for params in context.compiled_parameters:
+        for name, column in keyed.items():
+            given = params.get(name)
+            for value in given if isinstance(given, list | tuple) else (given,):
+                stored = undecoded.get(value) if isinstance(value, str) else None
+                if stored is not None:
+                    named = _referenced(column)
+                    return named.table.name, named.name, value, stored
+    return None
+
+
+def _referenced(column: Column[Any]) -> Column[Any]:
+    """The column ``column`` references when it is a reference and not its own row's key (a
+    revision's ``skill_id``: the skill's ``id``), else itself (a recipe's ``skill_id``, its
+    key: the recipe's row)."""
+    keys = list(column.foreign_keys)
+    return keys[0].column if len(keys) == 1 and not column.primary_key else column
+
+
+def _any_parameter(
+    parameters: Any, many: bool, undecoded: dict[str, bytes], table: str
+) -> _Found | None:
+    """A text statement's: any of its parameters read with U+FFFD (its column not known)."""
     for params in parameters if many else [parameters]:
         for value in params.values() if isinstance(params, dict) else params or ():
             stored = undecoded.get(value) if isinstance(value, str) else None
             if stored is not None:
-                table = target.group(1)
-                raise UnreadableRowError(
-                    f"{value!r} was read from text that is not UTF-8 ({stored!r}, stored by "
-                    f"another program), so a row it names cannot be written (a write of "
-                    f"{table} by it matched nothing): nothing was changed",
-                    table=table,
-                    id=value,
-                    stored=repr(stored),
-                )
+                return table, None, value, stored
+    return None
 
 
 def install(engine: Engine) -> None:

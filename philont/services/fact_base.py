@@ -34,6 +34,7 @@ class FactIdNotFoundError(NotFoundError):
     """No fact version has this id."""
 
     code = "fact_id_not_found"
+    table = "memory_facts"
 
     def __init__(self, fact_id: str) -> None:
         super().__init__(f"no fact with id {fact_id!r}", fact_id=fact_id)

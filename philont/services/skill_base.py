@@ -52,6 +52,7 @@ class RecipeNotFoundError(NotFoundError):
     """The skill exists but has no recipe (call ``set_recipe`` first)."""
 
     code = "recipe_not_found"
+    keyed = False  # the skill was found
 
     def __init__(self, name: str) -> None:
         super().__init__(f"skill {name!r} has no recipe; set one with set_recipe", name=name)

@@ -2,9 +2,11 @@
 with U+FFFD in place of the bad bytes (docs/stored-values.md), so its key names no row: an
 UPDATE or DELETE by it matches nothing. Through the ORM that was SQLAlchemy's untyped
 ``StaleDataError`` (storing a new version of such a fact, updating a skill) or a warning and
-nothing deleted (deleting a skill, which then said it had). Now every ORM write of such a row,
-in every table, is :class:`UnreadableRowError` naming it, before any statement, and the stored
-bytes stay as they were. Generated from the models: every text column of a primary key.
+nothing deleted (deleting a skill, which then said it had); a Core write said nothing. Now
+every write keyed by such a value, the ORM's and Core's, in every table, is
+:class:`UnreadableRowError` naming the table and the key column (the referred-to key for a
+write of the rows that refer to it), and the stored bytes stay as they were. Generated from
+the models: every text column of a primary key, every reference to one.
 SQLite only: PostgreSQL refuses to store such text."""
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, literal_column, select, update
+from sqlalchemy import delete, literal_column, select, text, update
 from sqlalchemy.orm import Mapper
 from sqlalchemy.orm.attributes import flag_modified
 
@@ -79,32 +81,47 @@ def _stored(path: Path, table: str, rowid: int) -> bytes:
     return repr(row).encode()
 
 
+@pytest.mark.parametrize("rows", ["alone", "with-another"])
 @pytest.mark.parametrize("write", ["update", "delete"])
 @pytest.mark.parametrize(("table", "column"), TEXT_KEYS, ids=[f"{t}.{c}" for t, c in TEXT_KEYS])
 def test_an_orm_write_of_a_row_whose_key_is_not_utf8_is_refused_by_name(
-    template: Seeded, copy: Path, table: str, column: str, write: str
+    template: Seeded, copy: Path, table: str, column: str, write: str, rows: str
 ) -> None:
+    """Refused after its statement, which changed fewer rows than it was run for: alone, none;
+    with another row in the same flush (one ``executemany``), one of two."""
     rowid = template.victims[table]
     before = _spoil(copy, table, column, rowid)
     mapper = _mapper(table)
     others = [a.key for a in mapper.column_attrs if not a.columns[0].primary_key]
+    if write == "update" and not others:
+        pytest.skip("a table of keys only: nothing to update")
+    with closing(sqlite3.connect(copy)) as conn:  # the first other row (no row refers to it)
+        another = conn.execute(
+            f'SELECT min(rowid) FROM "{table}" WHERE rowid != ?', (rowid,)
+        ).fetchone()[0]
+    if rows == "with-another" and another is None:
+        pytest.skip("the table holds one row")
+    wanted = [rowid] if rows == "alone" else [rowid, another]
+    other = _stored(copy, table, another) if another is not None else b""
     store = Store.open(copy, clock=lambda: NOW)
     try:
         with pytest.raises(UnreadableRowError, match="not UTF-8") as raised, store.begin() as mem:
-            row = mem.session.scalars(
-                select(mapper.class_).where(literal_column("rowid") == rowid)
-            ).one()
-            if write == "update":
-                if not others:
-                    pytest.skip("a table of keys only: nothing to update")
-                flag_modified(row, others[0])  # written again as it was read
-            else:
-                mem.session.delete(row)
+            found = mem.session.scalars(
+                select(mapper.class_).where(literal_column("rowid").in_(wanted))
+            ).all()
+            assert len(found) == len(wanted)
+            for row in found:
+                if write == "update":
+                    flag_modified(row, others[0])  # written again as it was read
+                else:
+                    mem.session.delete(row)
             mem.session.flush()
     finally:
         store.close()
     assert raised.value.details["table"] == table and raised.value.details["column"] == column
     assert _stored(copy, table, rowid) == before
+    if another is not None:
+        assert _stored(copy, table, another) == other
 
 
 @pytest.mark.parametrize("write", ["update", "delete"])
@@ -114,21 +131,81 @@ def test_a_core_write_keyed_by_such_a_key_is_refused_by_name(
 ) -> None:
     """A Core ``update()``/``delete()`` (as services write) keyed by the value read matched no
     row and said nothing: the calendar reported an update it never made."""
-    rowid = template.victims[table]
-    before = _spoil(copy, table, column, rowid)
-    t = metadata.tables[table]
+    refused = _core_write(template, copy, (table, column), (table, column), write)
+    assert (refused["table"], refused["column"]) == (table, column)
+
+
+def _core_write(
+    template: Seeded, copy: Path, read: tuple[str, str], written: tuple[str, str], write: str
+) -> dict[str, Any]:
+    """Spoil the key ``read`` (table, column) of its table's victim row, read it, and update
+    or delete the rows of ``written`` (table, column) keyed by what was read: the details of
+    the refusal (the spoiled row as it was)."""
+    (parent, key), (table, column) = read, written
+    rowid = template.victims[parent]
+    before = _spoil(copy, parent, key, rowid)
+    t, p = metadata.tables[table], metadata.tables[parent]
     store = Store.open(copy, clock=lambda: NOW)
     try:
         with pytest.raises(UnreadableRowError, match="not UTF-8") as raised, store.begin() as mem:
-            key = mem.session.execute(
-                select(t.c[column]).where(literal_column("rowid") == rowid)
+            value = mem.session.execute(
+                select(p.c[key]).where(literal_column("rowid") == rowid)
             ).scalar_one()
             kind = update(t).values({t.c[column]: t.c[column]}) if write == "update" else delete(t)
-            mem.session.execute(kind.where(t.c[column] == key))
+            mem.session.execute(kind.where(t.c[column] == value))
     finally:
         store.close()
-    assert raised.value.details["table"] == table
-    assert _stored(copy, table, rowid) == before
+    assert _stored(copy, parent, rowid) == before
+    return raised.value.details
+
+
+def _references() -> list[tuple[str, str, str, str]]:
+    """Every column that refers to a text key of another table and is not its own row's key:
+    (table, column, referenced table, referenced column)."""
+    found = []
+    for table in metadata.sorted_tables:
+        for column in table.c:
+            for key in column.foreign_keys:
+                if not column.primary_key and key.column.type.python_type is str:
+                    found.append((table.name, column.name, key.column.table.name, key.column.name))
+    return sorted(found)
+
+
+REFERENCES = _references()
+
+
+@pytest.mark.parametrize("write", ["update", "delete"])
+@pytest.mark.parametrize(
+    ("table", "column", "parent", "key"), REFERENCES, ids=[f"{t}.{c}" for t, c, _, _ in REFERENCES]
+)
+def test_a_write_of_the_rows_that_refer_to_such_a_key_names_the_row_it_keys(
+    template: Seeded, copy: Path, table: str, column: str, parent: str, key: str, write: str
+) -> None:
+    """A delete that removes a row's dependents first (a skill's revisions, then the skill)
+    was refused at that first statement, naming the dependents' table: the refusal names the
+    row the caller asked to write (the skill) and its key column."""
+    refused = _core_write(template, copy, (parent, key), (table, column), write)
+    assert (refused["table"], refused["column"]) == (parent, key)
+
+
+def test_a_text_statement_keyed_by_such_a_key_is_refused_naming_its_table(
+    template: Seeded, copy: Path
+) -> None:
+    """A statement written as text has no compiled WHERE clause to name the column from."""
+    rowid = template.victims["memory_calendar"]
+    before = _spoil(copy, "memory_calendar", "id", rowid)
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        with pytest.raises(UnreadableRowError, match="not UTF-8") as raised, store.begin() as mem:
+            value = mem.session.execute(
+                text("SELECT id FROM memory_calendar WHERE rowid = :r"), {"r": rowid}
+            ).scalar_one()
+            mem.session.execute(text("DELETE FROM memory_calendar WHERE id = :id"), {"id": value})
+    finally:
+        store.close()
+    assert raised.value.details["table"] == "memory_calendar"
+    assert raised.value.details["column"] is None
+    assert _stored(copy, "memory_calendar", rowid) == before
 
 
 def test_updating_an_event_found_by_its_external_ref_is_refused(
@@ -190,10 +267,17 @@ def test_updating_or_deleting_such_a_skill_is_refused(template: Seeded, copy: Pa
             lambda m: m.skills.update("brew-tea", description="brew it"),
             lambda m: m.skills.delete("brew-tea"),
         ):
-            # the update is refused naming memory_skills; the delete at its first statement
-            # (the skill's revisions, by the skill's id)
-            with pytest.raises(UnreadableRowError, match="not UTF-8"), store.begin() as mem:
+            # the delete is refused at its first statement (the skill's revisions, by the
+            # skill's id), naming the skill, which the caller asked to delete
+            with (
+                pytest.raises(
+                    UnreadableRowError, match=r"^memory_skills row .* stored id"
+                ) as raised,
+                store.begin() as mem,
+            ):
                 write(mem)
+            assert raised.value.details["table"] == "memory_skills"
+            assert raised.value.details["column"] == "id"
         with store.begin() as mem:  # the others are written as ever
             assert mem.skills.update("fold-paper", description="fold it").description == "fold it"
     finally:

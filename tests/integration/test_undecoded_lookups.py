@@ -1,0 +1,131 @@
+"""A key read with U+FFFD in one call and given back in a later one.
+
+SQLite text that another program stored as bytes that are not UTF-8 is read with U+FFFD in
+place of the bad bytes (docs/stored-values.md), so a key read so finds no row when given back
+later (``calendar list``, then ``calendar remove`` of the id it showed): that was a bare "not
+found" for a row that is there. Every not-found error (:class:`~philont.errors.NotFoundError`,
+wherever raised) whose key holds U+FFFD now says so and how to reach the row; its type and code
+stay. On PostgreSQL U+FFFD is a character like any other: a key holding it is stored, found,
+changed and removed as any other."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy.engine import URL
+from typer.testing import CliRunner
+
+from philont import Memory, tools
+from philont.cli import app
+from philont.errors import (
+    NoteNotFoundError,
+    NotFoundError,
+    SessionNotFoundError,
+    SkillNotFoundError,
+)
+from philont.services.skill_base import RecipeNotFoundError
+
+BOTH_BACKENDS = True
+
+WHEN = datetime(2026, 6, 1, 9, tzinfo=UTC)
+
+
+def _spoil(path: Path, table: str, column: str) -> None:
+    """Append a stray byte 0xff to ``column`` of every row of ``table``."""
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            f'UPDATE "{table}" SET "{column}" = CAST(CAST("{column}" AS BLOB) || x\'ff\' AS TEXT)'
+        )
+
+
+def _stored(path: Path, table: str) -> list[tuple[object, ...]]:
+    with closing(sqlite3.connect(path)) as conn:
+        conn.text_factory = bytes
+        return conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid').fetchall()
+
+
+@given(st.text(max_size=20), st.booleans())
+def test_a_not_found_key_holding_u_fffd_says_how_such_a_key_is_read(
+    key: str, replaced: bool
+) -> None:
+    if replaced:
+        key += "\ufffd"
+    error = NotFoundError(f"no thing {key!r}", id=key)
+    assert ("U+FFFD" in error.message) is ("\ufffd" in key)
+    assert ("hint" in error.details) is ("\ufffd" in key)
+    assert error.message.startswith(f"no thing {key!r}") and error.code == "not_found"
+
+
+def test_calendar_remove_of_an_id_read_with_u_fffd_says_the_stored_id_is_not_utf8(
+    tool_db: Path,
+) -> None:
+    with Memory.open(tool_db) as mem:
+        mem.calendar.create("Dentist", WHEN, timezone="UTC")
+    _spoil(tool_db, "memory_calendar", "id")
+    before = _stored(tool_db, "memory_calendar")
+    runner = CliRunner()
+    listed = runner.invoke(app, ["calendar", "list", "--db", str(tool_db), "--json"])
+    (event,) = json.loads(listed.stdout)["events"]
+    assert event["id"].endswith("\ufffd")
+    result = runner.invoke(app, ["calendar", "remove", event["id"], "--db", str(tool_db)])
+    assert result.exit_code == 4, result.output
+    output = " ".join(result.output.split())
+    assert f"no calendar event with id {event['id']!r}" in output
+    assert "U+FFFD" in output and "not UTF-8" in output
+    assert "SELECT rowid, hex(CAST(id AS BLOB)) FROM memory_calendar" in output
+    assert _stored(tool_db, "memory_calendar") == before
+
+
+def test_lookups_by_keys_read_with_u_fffd_say_so_in_services_and_tools(
+    tool_db: Path,
+) -> None:
+    with Memory.open(tool_db) as mem:
+        mem.skills.create("brew-tea", "brew tea", ["tea"], "boil; steep")
+        mem.notes.add("the quokka note")
+    _spoil(tool_db, "memory_skills", "name")
+    _spoil(tool_db, "memory_notes", "id")
+    with Memory.open(tool_db) as mem:  # one call reads them
+        (name,) = [s.name for s in mem.skills.list()]
+        (note,) = [n.id for n in mem.notes.list()]
+    assert name.endswith("\ufffd") and note.endswith("\ufffd")
+    with Memory.open(tool_db) as mem:  # a later one gives them back
+        with pytest.raises(SkillNotFoundError, match=r"U\+FFFD") as skill:
+            mem.skills.record_usage(name)
+        assert "FROM memory_skills" in skill.value.details["hint"]
+        assert "hex(CAST(name AS BLOB))" in skill.value.details["hint"]
+        with pytest.raises(NoteNotFoundError, match="FROM memory_notes"):
+            mem.notes.forget(note)
+    result = tools.call("use_skill", {"name": name}, db=tool_db)
+    assert not result.ok and result.error_code == "skill_not_found"
+    assert "U+FFFD" in result.text
+
+
+def test_a_key_holding_u_fffd_is_a_key_like_any_other(tool_target: Path | URL) -> None:
+    """Stored with U+FFFD as a character (valid UTF-8 on SQLite, any text on PostgreSQL): found,
+    changed, removed, never refused; one that names nothing is the usual not-found error."""
+    session, ref = "s-\ufffd", "ref-\ufffd"
+    with Memory.open(tool_target) as mem:
+        mem.timeline.start_session(session)
+        event = mem.calendar.create("Dentist \ufffd", WHEN, timezone="UTC", external_ref=ref)
+    with Memory.open(tool_target) as mem:
+        assert mem.timeline.append("hello", session_id=session).session_id == session
+        assert mem.timeline.end_session(session) is not None
+        found = mem.calendar.find_by_external_ref(ref)
+        assert found is not None and found.id == event.id
+        updated = mem.calendar.create("Concert", WHEN, timezone="UTC", external_ref=ref)
+        assert updated.id == event.id and updated.title == "Concert"
+        assert mem.calendar.delete(event.id)
+        with pytest.raises(SessionNotFoundError) as missing:
+            mem.timeline.end_session("other-\ufffd")
+        assert missing.value.code == "session_not_found"
+
+
+def test_a_recipe_missing_from_a_skill_found_gives_no_such_hint() -> None:
+    assert "hint" not in RecipeNotFoundError("tea-\ufffd").details
