@@ -53,7 +53,7 @@ from philont.db.retry import run_unit
 from philont.db.types import bumped, to_epoch_ms
 from philont.domain.consolidation import retry_delay
 from philont.embed.base import Embedder
-from philont.errors import ModelAnswerError, PhilontError
+from philont.errors import ModelAnswerError
 from philont.learning.batch import Applied, Context, Thought, apply, gather, think
 from philont.learning.bounds import next_batch
 from philont.learning.config import ConsolidatorConfig, LearningConfig
@@ -200,18 +200,10 @@ class Consolidator:
         except _LostClaim as exc:
             log.warning("consolidator.lost_claim", batch_id=claim.batch_id, reason=str(exc))
             return self._report(claim, Status.LOST_CLAIM, error=str(exc))
-        except PhilontError as exc:  # typed (a model's failure, a busy database): one line
+        except Exception as exc:  # retried; logged in one line when typed (log.failure)
             # the report says it; a traceback's locals held the batch's messages (on the command
             # line 174 lines of stderr for an answer that could not be read)
-            log.warning(
-                "consolidator.batch_failed",
-                batch_id=claim.batch_id,
-                error=exc.code,
-                reason=str(exc),
-            )
-            return self._fail(claim, exc)
-        except Exception as exc:  # anything else: a bug, with its traceback; retried
-            log.exception("consolidator.batch_failed", batch_id=claim.batch_id)
+            log.failure("consolidator.batch_failed", exc, batch_id=claim.batch_id)
             return self._fail(claim, exc)
         except BaseException as exc:  # interrupted (Ctrl-C, SystemExit): free the batch now
             self._release(claim, exc)
@@ -517,8 +509,8 @@ class Consolidator:
         report = kept | {UNREADABLE_KEY: claim.unreadable, OUTAGES_KEY: claim.outages}
         try:
             self._mark_failed(claim, retry_at, error, report=report)
-        except Exception:  # the claim then lapses with its lease, and the batch is retried
-            log.exception("consolidator.fail_not_recorded", batch_id=claim.batch_id)
+        except Exception as exc:  # the claim then lapses with its lease, and the batch is retried
+            log.failure("consolidator.fail_not_recorded", exc, batch_id=claim.batch_id)
         return self._report(claim, Status.FAILED, error=error, retry_at=retry_at)
 
     def _release(self, claim: _Claim, exc: BaseException) -> None:
@@ -527,8 +519,8 @@ class Consolidator:
         error = f"interrupted ({type(exc).__name__}) before it was written"
         try:
             self._mark_failed(claim, self.clock(), error, attempts=claim.attempts - 1)
-        except Exception:  # the claim then lapses with its lease
-            log.exception("consolidator.release_failed", batch_id=claim.batch_id)
+        except Exception as err:  # the claim then lapses with its lease
+            log.failure("consolidator.release_failed", err, batch_id=claim.batch_id)
         log.warning("consolidator.interrupted", batch_id=claim.batch_id)
 
     def _mark_failed(
@@ -584,8 +576,8 @@ class Consolidator:
             backfill(
                 self.units, self.embedder, max_batches=self.schedule.max_batches_per_tick, stop=stop
             )
-        except Exception:
-            log.exception("consolidator.embed_failed")
+        except Exception as exc:
+            log.failure("consolidator.embed_failed", exc)
 
     def run_forever(
         self,
@@ -598,6 +590,6 @@ class Consolidator:
         while not stop.is_set():
             try:
                 self.tick(stop, on_report=on_report)
-            except Exception:  # storage trouble outside a batch: try again next interval
-                log.exception("consolidator.tick_failed")
+            except Exception as exc:  # storage trouble outside a batch: try again next interval
+                log.failure("consolidator.tick_failed", exc)
             stop.wait(self.schedule.interval.total_seconds())

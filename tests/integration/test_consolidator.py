@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select, update
+from structlog.testing import capture_logs
 
 from philont.db.models import Fact, LearningBatch
 from philont.db.types import to_epoch_ms
@@ -33,6 +34,7 @@ from philont.llm import ScriptedModel
 from philont.llm.scripted import Answer
 from philont.schemas.inputs import MAX_SETTING, MAX_SETTING_DURATION
 from philont.schemas.learning import ConsolidationStatus as S
+from philont.store import Store
 from tests.conftest import FakeClock
 from tests.integration.learning_helpers import UnitFactory, unit_factory
 
@@ -296,11 +298,42 @@ def test_a_typed_failure_is_logged_in_one_line_without_the_batch(
     with caplog.at_level("DEBUG", logger="philont.learning.consolidate"):
         report = worker.run_once()
     assert report.status == S.FAILED
-    (failed,) = [r for r in caplog.records if "consolidator.batch_failed" in r.getMessage()]
+    failed, trace = [r for r in caplog.records if "consolidator.batch_failed" in r.getMessage()]
     assert (failed.levelname, bool(failed.exc_info)) == ("WARNING", False)
+    assert (trace.levelname, bool(trace.exc_info)) == ("DEBUG", True)  # at debug only
     # the renderer quotes values or not, by how the run configured structlog
     assert re.search(r"error='?model_unreadable_answer\b", failed.getMessage())
     assert "message m" not in caplog.text  # no message of the batch
+
+
+class OneRound(threading.Event):
+    """A stop event that is set once the loop waits for its next round."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.set()
+        return True
+
+
+def test_a_storage_error_outside_a_batch_is_logged_in_one_line(tmp_path: Path) -> None:
+    """Storage trouble outside a batch (the claim, the embedding) was logged by ``run_forever``
+    with its whole traceback at error level (100+ lines; its locals can hold users' messages).
+    A typed error is one line, a warning with its code, as a failed batch's; the traceback is
+    kept at debug only."""
+    store = Store.open(tmp_path / "memory.sqlite")
+    with store.begin() as mem:
+        mem.timeline.append("my secret is 42", role="user")
+    worker = Consolidator.for_store(store, scripted())
+    (tmp_path / "memory.sqlite").unlink()  # deleted under the running process
+    with capture_logs() as logs:
+        worker.run_forever(OneRound())
+    store.close()
+    assert [(e["event"], e["log_level"]) for e in logs] == [
+        ("consolidator.tick_failed", "warning"),
+        ("consolidator.tick_failed.traceback", "debug"),
+    ]
+    failed, trace = logs
+    assert failed["error"] == "database_gone" and "deleted" in failed["reason"]
+    assert "exc_info" not in failed and trace["exc_info"] is True
 
 
 def test_a_batch_never_splits_the_messages_of_one_millisecond(
