@@ -80,7 +80,7 @@ from philont.learning.learner import Config, JudgeOf, Model
 from philont.learning.parse import storable
 from philont.learning.prompts import SHOWN_CALLS
 from philont.learning.units import UnitsOf
-from philont.learning.window import Window, read_chars
+from philont.learning.window import Window, chars_read
 from philont.log import get_logger
 from philont.memory import Memory
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
@@ -252,9 +252,7 @@ class Consolidator:
     def _max_chars(self) -> int | None:
         """How much of each message a batch reads: what its prompts show of it (all of it with
         a judge: its runs' goals and answers are the judge's, and a verified case keeps them)."""
-        if self.judge is not None:
-            return None
-        return read_chars(self.config.max_message_chars)
+        return chars_read(self.config, judged=self.judge is not None)
 
     def _check_answers(self, claim: _Claim, thought: Thought) -> None:
         """An answer nothing could be read from fails the batch (it is asked again after the
