@@ -117,6 +117,7 @@ class _Claim:
     unreadable: int = 0  # earlier tries whose answer could not be read
     outages: int = 0  # earlier tries that failed otherwise
     kept: Any = None  # the row's report when claimed (a late batch's watermarks stay in it)
+    claimed: int | None = None  # the newest message id at the claim (a batch after the cursor)
 
 
 class _LostClaim(Exception):
@@ -229,7 +230,14 @@ class Consolidator:
         calls, chars = self._max_calls, self._max_chars
         if claim.late is None:
             window, seen = load_batch(
-                mem.session, claim.after, claim.until, claim.seen, max_calls=calls, max_chars=chars
+                mem.session,
+                claim.after,
+                claim.until,
+                claim.seen,
+                max_calls=calls,
+                max_chars=chars,
+                claimed=claim.claimed,
+                max_joining=self.schedule.batch_size,
             )
         else:
             window, seen = load_late(
@@ -300,6 +308,7 @@ class Consolidator:
         newest_ms = to_epoch_ms(newest)
         if cursor is None and not self.schedule.backlog:
             return self._anchor(mem, newest_ms, now)
+        claimed = newest_id(session)  # what comes after is bounded when it joins the batch
         seen = self._watermarks(session, cursor, after)
         late = late_rows(session, after, seen, self.schedule.batch_size)
         if late is not None:  # stamped at or before the cursor after it moved: first
@@ -309,7 +318,7 @@ class Consolidator:
         batch = next_batch(session, after, now, self.schedule.batch_size)
         if not batch.cut and batch.count < self.schedule.min_messages:
             return ConsolidationReport(status=Status.TOO_FEW, after_ts=after, messages=batch.count)
-        return self._take(session, after, batch.until, batch.count, now, seen=seen)
+        return self._take(session, after, batch.until, batch.count, now, seen=seen, claimed=claimed)
 
     @staticmethod
     def _watermarks(session: Session, cursor: int | None, after: int) -> Seen:
@@ -332,6 +341,7 @@ class Consolidator:
         *,
         seen: Seen = NONE_SEEN,
         late: Late | None = None,
+        claimed: int | None = None,
     ) -> _Claim | ConsolidationReport:
         """Claim the batch after ``after``: insert its row, or take over a failed or abandoned
         one; every other case is somebody else's batch."""
@@ -342,7 +352,8 @@ class Consolidator:
             .execution_options(populate_existing=True)
         ).first()
         if row is None:
-            return self._insert_claim(session, _Claim(0, after, until, count, 1, seen, late), now)
+            fresh = _Claim(0, after, until, count, 1, seen, late, claimed=claimed)
+            return self._insert_claim(session, fresh, now)
         if row.status == "done" and read_cursor(session) != expected_cursor(after):
             # done by another process since we read the cursor (PostgreSQL: each statement
             # sees what was committed before it): not ours to take over
@@ -391,6 +402,7 @@ class Consolidator:
             unreadable=_count(row.report, UNREADABLE_KEY) if again else 0,
             outages=_count(row.report, OUTAGES_KEY) if again else 0,
             kept=row.report,
+            claimed=claimed,
         )
 
     def _insert_claim(

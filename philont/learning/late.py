@@ -209,6 +209,24 @@ def _merged(early: Sequence[Any], late: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(sorted((*late, *early), key=lambda row: (row.timestamp, row.id)))
 
 
+def _joined_until(session: Session, until: int, claimed: int, newest: int, most: int) -> int:
+    """The newest message id a batch reads: ``newest``, or, when more than ``most`` messages
+    of its time (``time <= until``) came after its claim (id over ``claimed``, the newest at the
+    claim), the ``most``-th of them. Two ids are read, however many came."""
+    ids = session.scalars(
+        select(RawMessage.id)
+        .where(
+            RawMessage.id > claimed,
+            RawMessage.id <= newest,
+            RawMessage.timestamp <= from_epoch_ms(until),
+        )
+        .order_by(RawMessage.id)
+        .offset(most - 1)
+        .limit(2)
+    ).all()
+    return ids[0] if len(ids) > 1 else newest
+
+
 def load_batch(
     session: Session,
     after: int,
@@ -217,6 +235,8 @@ def load_batch(
     *,
     max_calls: int | None = None,
     max_chars: int | None = None,
+    claimed: int | None = None,
+    max_joining: int | None = None,
 ) -> tuple[Window, Seen]:
     """The batch after the cursor ``after`` up to ``until`` (epoch ms) as a window, with the
     rows that came late since it was claimed (``time <= after``, id over its watermark), and
@@ -224,8 +244,14 @@ def load_batch(
     unit of work is one snapshot; on PostgreSQL one agent's ids are handed out in commit
     order); every row the window holds is no newer. Of its tool calls, the newest
     ``max_calls`` (the others counted in :attr:`Window.left`); the first ``max_chars``
-    characters of each message."""
+    characters of each message. Of the messages that came after its claim (``claimed``: the
+    newest id then), late or stamped in its span, at most ``max_joining`` join it, the first
+    by id: the watermark after it is the last of them, and the others are late rows for the
+    next batches (they joined it unbounded: a flood of them was read whole)."""
     newest = Seen(newest_id(session), newest_id(session, table=Action))
+    if claimed is not None and max_joining is not None:
+        joined = _joined_until(session, until, claimed, newest.messages, max_joining)
+        newest = dataclasses.replace(newest, messages=joined)
     window = load_after(
         session,
         after,
