@@ -24,19 +24,22 @@ processed), so Philont and philont share it. What differs from Philont's consoli
   past their time: a clock stepped back, ``append(at=...)``) are learned from in batches of
   their own, once, the calls with the messages of their time (:mod:`philont.learning.late`);
   the cursor alone, a time, never saw them.
+* The claim's lease is renewed while its batch is read and thought on (a heartbeat): it runs
+  out only when its process stopped, however long the model takes.
 * No transaction is open while a model thinks: claim, read, think, then write; a unit of work
   that was busy or conflicted (a deadlock) runs again (:func:`philont.db.retry.run_unit`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -143,7 +146,8 @@ class Consolidator:
 
     ``units`` begins units of work on the memory database (:meth:`for_store` builds it from a
     Store). Call :meth:`tick` from a scheduler of your own, or :meth:`run_forever` with a
-    stop event; ``philont consolidate`` does the latter.
+    stop event; ``philont consolidate`` does the latter. While a batch is read and thought
+    on, ``units`` is also called from a second thread, which renews the claim's lease.
     """
 
     @checked
@@ -191,9 +195,10 @@ class Consolidator:
         if isinstance(claim, ConsolidationReport):
             return claim
         try:
-            read = functools.partial(self._read, claim=claim)
-            claim, window, context = run_unit(self.units, read, write=False)
-            thought = think(self.model, window, context, self.config, self.judge)
+            with self._heartbeat(claim):  # the lease renewed while the batch is read and thought
+                read = functools.partial(self._read, claim=claim)
+                claim, window, context = run_unit(self.units, read, write=False)
+                thought = think(self.model, window, context, self.config, self.judge)
             self._check_answers(claim, thought)
             if thought.unreadable():  # the last try allowed: kept with what could be read
                 claim = dataclasses.replace(claim, unreadable=claim.unreadable + 1)
@@ -223,6 +228,44 @@ class Consolidator:
             credited=applied.credited,
             tokens_used=thought.tokens_used,
         )
+
+    @property
+    def _renew_every(self) -> float:
+        """Seconds between renewals of a claim's lease while its batch is thought on: a third
+        of the lease, so one failed or slow renewal does not lose it."""
+        return self.schedule.lease.total_seconds() / 3
+
+    @contextlib.contextmanager
+    def _heartbeat(self, claim: _Claim) -> Iterator[None]:
+        """Renew the claim's lease (``now + lease``, while it is still ours) every
+        :attr:`_renew_every` seconds until the block ends, from a thread of its own. A claim
+        whose model took longer than the lease was taken over by a second process, which lost
+        it in turn to the first once its own lease ran out: with batches that outlast the
+        lease, two processes took each other's claims without end, each model call wasted. A
+        process that dies stops renewing: its claim lapses after the lease, as before."""
+        stop = threading.Event()
+
+        def renew(mem: Memory) -> Any:
+            until = self.clock() + self.schedule.lease
+            return _update_batch(
+                mem.session, self._ours(claim), LearningBatch.id, lease_until=until
+            )
+
+        def beat() -> None:
+            while not stop.wait(self._renew_every):
+                try:
+                    if run_unit(self.units, renew) is None:  # no longer ours: _finish says so
+                        return
+                except Exception as exc:  # tried again at the next beat
+                    log.failure("consolidator.renew_failed", exc, batch_id=claim.batch_id)
+
+        thread = threading.Thread(target=beat, name=f"philont-lease-{claim.batch_id}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def _read(self, mem: Memory, claim: _Claim) -> tuple[_Claim, Window, Context]:
         """The batch's messages and tool calls, what the prompts need, and the claim with the

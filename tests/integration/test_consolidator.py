@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, select, update
 from structlog.testing import capture_logs
 
+from philont.db.engine import create_engine
 from philont.db.models import Fact, LearningBatch
 from philont.db.types import to_epoch_ms
 from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
@@ -438,6 +439,61 @@ def test_a_process_whose_lease_ran_out_writes_nothing(units: UnitFactory, clock:
     assert report.status == S.LOST_CLAIM
     assert "slow" not in seen(units) and len(seen(units)) == 1
     assert batches(units) == [("done", 2)]
+
+
+class QuickBeat(Consolidator):
+    """Renews its claim's lease often (a third of the lease, 200 s, is too long for a test)."""
+
+    @property
+    def _renew_every(self) -> float:
+        return 0.02
+
+
+def lease_until(units: UnitFactory) -> datetime | None:
+    with units(write=False) as mem:
+        return mem.session.scalar(select(LearningBatch.lease_until))
+
+
+def test_a_claim_is_kept_while_its_model_takes_longer_than_the_lease(
+    backend: str, units: UnitFactory, clock: FakeClock, request: pytest.FixtureRequest
+) -> None:
+    """A model that took longer than the lease lost the claim to a second process (its own
+    Store and engine on the same database), which lost it in turn once its own lease ran out:
+    with batches that outlast the lease, two processes took each other's claims without end,
+    every model call wasted. The claimer renews the lease while its batch is thought on (a
+    heartbeat), so the other process finds it claimed, and the batch is done once."""
+    append(units, clock, 4)
+    idle(clock)
+    url = request.getfixturevalue("pg_layout").app_url if backend == "postgres" else None
+    other = create_engine(url or request.getfixturevalue("db_path"))
+    rival = consolidator(unit_factory(other, clock), clock, scripted())
+    rival_reports = []
+
+    def slow(prompt: str) -> str:
+        clock.advance(minutes=11)  # longer than the 10-minute lease
+        for _ in range(3_000):  # until the claimer's heartbeat renews it (at most 30 s)
+            renewed = lease_until(units)
+            if renewed is not None and renewed > clock.now:
+                break
+            threading.Event().wait(0.01)
+        rival_reports.append(rival.run_once())
+        return fact_answer(prompt)
+
+    worker = QuickBeat(
+        units,
+        scripted(slow),
+        clock=clock,
+        config=LearningConfig(summary_min_messages=10_000),
+        schedule=ConsolidatorConfig(backlog=True),
+    )
+    try:
+        report = worker.run_once()
+    finally:
+        other.dispose()
+    assert [r.status for r in rival_reports] == [S.CLAIMED_ELSEWHERE]
+    assert report.status == S.CONSOLIDATED
+    assert batches(units) == [("done", 1)]
+    assert lease_until(units) is None
 
 
 def test_the_host_scheduler_method_and_the_loop_stop_cleanly(
