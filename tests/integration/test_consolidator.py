@@ -212,6 +212,7 @@ def test_an_unreadable_answer_is_asked_again_and_the_last_attempt_keeps_what_it_
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @example(kinds=["outage"] * 3 + ["unreadable"] * 3, budget=2)
+@example(kinds=["outage"] * 7, budget=1)  # the 7th backs off retry_max (1 h), not 64 min
 def test_outages_and_unreadable_answers_are_counted_apart(
     units: UnitFactory, clock: FakeClock, kinds: list[str], budget: int
 ) -> None:
@@ -243,7 +244,8 @@ def test_outages_and_unreadable_answers_are_counted_apart(
             counts["outage"],
             counts["unreadable"],
         )
-        assert report.retry_at == clock.now + timedelta(minutes=2 ** (counts[kind] - 1))
+        backoff = min(timedelta(minutes=2 ** (counts[kind] - 1)), timedelta(hours=1))  # retry_max
+        assert report.retry_at == clock.now + backoff
         assert (report.error or "").startswith(
             "model_http_error" if kind == "outage" else "model_unreadable_answer"
         )
