@@ -336,13 +336,29 @@ class Flooding(Watching):
 
     flood: Any = None
     claims: list[Any]
+    rows_read: dict[str, int]  # by table, in the flooded batch's read
 
     def _read(self, mem: Any, claim: Any) -> Any:
-        if self.flood is not None:
-            flood, self.flood = self.flood, None
-            flood(claim)
         self.claims.append(claim)
-        return super()._read(mem, claim)
+        if self.flood is None:
+            return super()._read(mem, claim)
+        flood, self.flood = self.flood, None
+        flood(claim)
+        engine = mem.session.get_bind()
+        event.listen(engine, "after_cursor_execute", self._count)
+        try:
+            return super()._read(mem, claim)
+        finally:
+            event.remove(engine, "after_cursor_execute", self._count)
+
+    def _count(self, _conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        """The rows a SELECT yields, counted by the same connection in the same snapshot."""
+        for table in ("memory_raw_messages", "memory_actions"):
+            if statement.lstrip().upper().startswith("SELECT") and f"FROM {table}" in statement:
+                counter = cursor.connection.cursor()
+                counter.execute(f"SELECT count(*) FROM ({statement}) AS q", params)
+                self.rows_read[table] = self.rows_read.get(table, 0) + counter.fetchone()[0]
+                counter.close()
 
 
 def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_time(
@@ -358,7 +374,7 @@ def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_ti
     worker = consolidator(units, clock, recorder.model, batch_size=10)
     flooding = Flooding(units, recorder.model, clock=clock, config=worker.config,
                         schedule=worker.schedule)  # fmt: skip
-    flooding.windows, flooding.claims = [], []
+    flooding.windows, flooding.claims, flooding.rows_read = [], [], {}
     say(units, "first")
     drain(flooding, clock)
     start = clock.now
@@ -372,7 +388,7 @@ def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_ti
         say(units, *late, at=start - timedelta(hours=1))  # before the cursor
         say(units, *(f"span{i}" for i in range(200)), at=start + timedelta(seconds=5))
         with units() as mem:
-            for i in range(250):
+            for i in range(600):
                 at = start - timedelta(hours=1) if i % 2 else start + timedelta(seconds=5)
                 calls.append(mem.actions.record("t", params={"i": i}, success=True, at=at).id)
 
@@ -383,6 +399,9 @@ def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_ti
     first, *rest = flooding.windows[1:]
     assert flooding.claims[1].messages == 2
     assert len(first.turns) == 2 + 10  # was 402: the claim's 2 and the first 10 that joined
+    # rows read: those 12, 2 ids to find the last, 2 newest ids; of the 600 calls, the newest
+    # 201 of its span and 201 of the late ones, a count of each, the newest id
+    assert flooding.rows_read == {"memory_raw_messages": 16, "memory_actions": 405}
     assert all(len(w.turns) <= 10 for w in rest)  # late batches, of the batch size
     assert recorder.seen == Counter(
         ["first", "b1", "b2", *(f"late{i}" for i in range(200)), *(f"span{i}" for i in range(200))]
