@@ -17,8 +17,10 @@ late messages wait than the batch takes, only the late calls stamped before the 
 a batch: its run is judged whole). ``H`` and ``A`` after it are the last ids it took. A batch
 after the cursor reads the newest ids first and then, in the same snapshot, its rows up to
 those ids and those that came late since it was claimed; ``H`` and ``A`` after it are those
-ids. Tracking begins at the first batch of a database that has no watermark yet (one
-consolidated before, by Philont or an older philont): what came late before is not known.
+ids, ``H`` no later than the ``batch_size``-th message that came after its claim (late, or
+stamped in its span): the messages after it are late rows for the next batches. Tracking
+begins at the first batch of a database that has no watermark yet (one consolidated before, by
+Philont or an older philont): what came late before is not known.
 """
 
 from __future__ import annotations
