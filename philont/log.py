@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from philont.errors import PhilontError
+
 
 class Logger:
     """``log.info("fact.stored", namespace=ns)``: cheap when nobody listens (one level check;
@@ -27,10 +29,13 @@ class Logger:
         self._name = name
         self._std = logging.getLogger(name)
 
-    def _emit(self, level: int, method: str, event: str, kw: dict[str, Any]) -> None:
+    def _emit(
+        self, level: int, method: str, event: str, kw: dict[str, Any], *, trace: bool = False
+    ) -> None:
         structlog = sys.modules.get("structlog")
         if structlog is not None and structlog.is_configured():
-            getattr(structlog.get_logger(self._name), method)(event, **kw)
+            extra = {"exc_info": True} if trace else {}
+            getattr(structlog.get_logger(self._name), method)(event, **kw, **extra)
         elif self._std.isEnabledFor(level):
             fields = " ".join(
                 f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in kw.items()
@@ -38,12 +43,23 @@ class Logger:
             self._std.log(
                 level,
                 f"{event} {fields}" if fields else event,
-                exc_info=method == "exception",
+                exc_info=trace or method == "exception",
                 stacklevel=3,
             )
 
     def debug(self, event: str, **kw: Any) -> None:
         self._emit(logging.DEBUG, "debug", event, kw)
+
+    def failure(self, event: str, exc: BaseException, **kw: Any) -> None:
+        """A failure being handled: a typed one (:class:`~philont.errors.PhilontError`) in one
+        line, a warning with its code and message, its traceback only at debug (a traceback's
+        locals can hold users' messages, and it is 100+ lines); an untyped one (a bug) is
+        logged with its traceback (:meth:`exception`)."""
+        if not isinstance(exc, PhilontError):
+            self.exception(event, **kw)
+            return
+        self.warning(event, error=exc.code, reason=str(exc), **kw)
+        self._emit(logging.DEBUG, "debug", f"{event}.traceback", kw, trace=True)
 
     def info(self, event: str, **kw: Any) -> None:
         self._emit(logging.INFO, "info", event, kw)

@@ -21,7 +21,9 @@ skill re-proposed every time and a hostile name). Reported:
 ``--tool-calls N`` measures instead reading one batch whose span holds N tool calls (an agent
 in a loop) and six messages: every call (as before), and the newest a batch reads without a
 judge (200) and with one (``max_window_messages``, 5,000); time and peak Python memory
-(tracemalloc, in a run of its own), each in turn in one process.
+(tracemalloc, in a run of its own), each in turn in one process. ``--host-window N``: a host's
+window (``Learner.window``) of one session of N messages of 204k characters, read whole (as
+before) and to what the prompts show, measured alike.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from philont.db.types import from_epoch_ms
 from philont.learning import Consolidator, ConsolidatorConfig, Learner, LearningConfig
 from philont.learning.late import Seen, load_batch
 from philont.learning.prompts import SHOWN_CALLS
-from philont.learning.window import load_after
+from philont.learning.window import load_after, load_session
 from philont.llm import Completion, ScriptedModel, task_of
 from philont.store import Store
 
@@ -251,15 +253,63 @@ def tool_calls(n: int) -> int:
     return 0
 
 
+def host_window(n: int, chars: int = 204_000) -> int:
+    """A host's window (``Learner.window``) of one session of ``n`` messages of ``chars``
+    characters each: read whole (as before) and read to what the prompts show."""
+    work = bc.scratch_dir("philont-bench-learning-window-")
+    db = work / "memory.sqlite"
+    bc.new_db(db)
+    start = bc.HISTORY_END_MS
+    with closing(bc.connect_raw(db)) as conn:
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO memory_raw_sessions (id, started_at) VALUES ('s1', ?)", (start,))
+        conn.executemany(
+            "INSERT INTO memory_raw_messages (session_id, role, content, timestamp)"
+            " VALUES ('s1', 'user', ?, ?)",
+            [(f"{i} " + "w" * chars, start + i) for i in range(n)],
+        )
+        conn.execute("COMMIT")
+    bc.finish_db(db)
+    rows = []
+    model = TimedModel()
+    with Store.open(db, upgrade=False) as store:
+        for label, read in (
+            ("whole (as before)", lambda mem: load_session(mem.session, "s1", limit=5_000)),
+            ("to what prompts show", lambda mem: Learner(mem, model).window(session_id="s1")),
+        ):
+            took = []
+            for _ in range(3):  # the time untraced, best of three; then the memory
+                with store.begin() as mem:
+                    began = time.perf_counter()
+                    read(mem)
+                    took.append(time.perf_counter() - began)
+            with store.begin() as mem:
+                tracemalloc.start()
+                window = read(mem)
+                peak = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
+            read_chars = sum(len(t.content) for t in window.turns)
+            rows.append([label, len(window.turns), f"{read_chars:,}",
+                         bc.fmt_num(min(took) * 1000, 0), bc.fmt_num(peak / 1e6, 1)])  # fmt: skip
+    print(f"\na host's window: {n:,} messages of {chars:,} characters (best of 3; peak traced)")
+    print(bc.table(["read", "messages", "characters read", "ms", "peak MB"], rows))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--messages", type=bc.parse_count, default=10_000)
     parser.add_argument("--batch", type=int, default=1_000, help="messages per batch")
     parser.add_argument("--tool-calls", type=bc.parse_count, help="one batch of N tool calls")
+    parser.add_argument(
+        "--host-window", type=bc.parse_count, help="a Learner window of N messages of 204k chars"
+    )
     args = parser.parse_args(argv)
     print(bc.machine_line())
     if args.tool_calls is not None:
         return tool_calls(args.tool_calls)
+    if args.host_window is not None:
+        return host_window(args.host_window)
     result = run(args)
     times = [t for _n, t, _f in result["batches"]]
     floors = [f for _n, _t, f in result["batches"]]

@@ -129,7 +129,9 @@ class ConsolidatorConfig:
 
     ``backlog=False`` is Philont's first run: the cursor is set to the newest message and the
     history before it is never processed (no bill for a long past). ``lease`` is how long a
-    claimed batch stays ours before another process may take it over; a failed batch waits
+    claimed batch stays ours before another process may take it over (renewed every third of
+    it while the batch is read and thought on, so it lapses only when the claimer stopped);
+    a failed batch waits
     ``retry_base`` doubled per failure, at most ``retry_max``. A model answer that cannot be
     read (no JSON array where one was asked for) fails the batch like a model error, so it is
     asked again; its ``answer_attempts``-th unreadable answer is kept with what could be read

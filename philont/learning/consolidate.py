@@ -24,19 +24,22 @@ processed), so Philont and philont share it. What differs from Philont's consoli
   past their time: a clock stepped back, ``append(at=...)``) are learned from in batches of
   their own, once, the calls with the messages of their time (:mod:`philont.learning.late`);
   the cursor alone, a time, never saw them.
+* The claim's lease is renewed while its batch is read and thought on (a heartbeat): it runs
+  out only when its process stopped, however long the model takes.
 * No transaction is open while a model thinks: claim, read, think, then write; a unit of work
   that was busy or conflicted (a deadlock) runs again (:func:`philont.db.retry.run_unit`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -53,7 +56,7 @@ from philont.db.retry import run_unit
 from philont.db.types import bumped, to_epoch_ms
 from philont.domain.consolidation import retry_delay
 from philont.embed.base import Embedder
-from philont.errors import ModelAnswerError, PhilontError
+from philont.errors import ModelAnswerError
 from philont.learning.batch import Applied, Context, Thought, apply, gather, think
 from philont.learning.bounds import next_batch
 from philont.learning.config import ConsolidatorConfig, LearningConfig
@@ -80,7 +83,7 @@ from philont.learning.learner import Config, JudgeOf, Model
 from philont.learning.parse import storable
 from philont.learning.prompts import SHOWN_CALLS
 from philont.learning.units import UnitsOf
-from philont.learning.window import Window, read_chars
+from philont.learning.window import Window, chars_read
 from philont.log import get_logger
 from philont.memory import Memory
 from philont.schemas.learning import ConsolidationReport, ConsolidationStatus
@@ -117,6 +120,7 @@ class _Claim:
     unreadable: int = 0  # earlier tries whose answer could not be read
     outages: int = 0  # earlier tries that failed otherwise
     kept: Any = None  # the row's report when claimed (a late batch's watermarks stay in it)
+    claimed: int | None = None  # the newest message id at the claim (a batch after the cursor)
 
 
 class _LostClaim(Exception):
@@ -142,7 +146,8 @@ class Consolidator:
 
     ``units`` begins units of work on the memory database (:meth:`for_store` builds it from a
     Store). Call :meth:`tick` from a scheduler of your own, or :meth:`run_forever` with a
-    stop event; ``philont consolidate`` does the latter.
+    stop event; ``philont consolidate`` does the latter. While a batch is read and thought
+    on, ``units`` is also called from a second thread, which renews the claim's lease.
     """
 
     @checked
@@ -190,9 +195,10 @@ class Consolidator:
         if isinstance(claim, ConsolidationReport):
             return claim
         try:
-            read = functools.partial(self._read, claim=claim)
-            claim, window, context = run_unit(self.units, read, write=False)
-            thought = think(self.model, window, context, self.config, self.judge)
+            with self._heartbeat(claim):  # the lease renewed while the batch is read and thought
+                read = functools.partial(self._read, claim=claim)
+                claim, window, context = run_unit(self.units, read, write=False)
+                thought = think(self.model, window, context, self.config, self.judge)
             self._check_answers(claim, thought)
             if thought.unreadable():  # the last try allowed: kept with what could be read
                 claim = dataclasses.replace(claim, unreadable=claim.unreadable + 1)
@@ -200,18 +206,10 @@ class Consolidator:
         except _LostClaim as exc:
             log.warning("consolidator.lost_claim", batch_id=claim.batch_id, reason=str(exc))
             return self._report(claim, Status.LOST_CLAIM, error=str(exc))
-        except PhilontError as exc:  # typed (a model's failure, a busy database): one line
+        except Exception as exc:  # retried; logged in one line when typed (log.failure)
             # the report says it; a traceback's locals held the batch's messages (on the command
             # line 174 lines of stderr for an answer that could not be read)
-            log.warning(
-                "consolidator.batch_failed",
-                batch_id=claim.batch_id,
-                error=exc.code,
-                reason=str(exc),
-            )
-            return self._fail(claim, exc)
-        except Exception as exc:  # anything else: a bug, with its traceback; retried
-            log.exception("consolidator.batch_failed", batch_id=claim.batch_id)
+            log.failure("consolidator.batch_failed", exc, batch_id=claim.batch_id)
             return self._fail(claim, exc)
         except BaseException as exc:  # interrupted (Ctrl-C, SystemExit): free the batch now
             self._release(claim, exc)
@@ -231,13 +229,58 @@ class Consolidator:
             tokens_used=thought.tokens_used,
         )
 
+    @property
+    def _renew_every(self) -> float:
+        """Seconds between renewals of a claim's lease while its batch is thought on: a third
+        of the lease, so one failed or slow renewal does not lose it."""
+        return self.schedule.lease.total_seconds() / 3
+
+    @contextlib.contextmanager
+    def _heartbeat(self, claim: _Claim) -> Iterator[None]:
+        """Renew the claim's lease (``now + lease``, while it is still ours) every
+        :attr:`_renew_every` seconds until the block ends, from a thread of its own. A claim
+        whose model took longer than the lease was taken over by a second process, which lost
+        it in turn to the first once its own lease ran out: with batches that outlast the
+        lease, two processes took each other's claims without end, each model call wasted. A
+        process that dies stops renewing: its claim lapses after the lease, as before."""
+        stop = threading.Event()
+
+        def renew(mem: Memory) -> Any:
+            until = self.clock() + self.schedule.lease
+            return _update_batch(
+                mem.session, self._ours(claim), LearningBatch.id, lease_until=until
+            )
+
+        def beat() -> None:
+            while not stop.wait(self._renew_every):
+                try:
+                    if run_unit(self.units, renew) is None:  # no longer ours: _finish says so
+                        return
+                except Exception as exc:  # tried again at the next beat
+                    log.failure("consolidator.renew_failed", exc, batch_id=claim.batch_id)
+
+        thread = threading.Thread(target=beat, name=f"philont-lease-{claim.batch_id}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
     def _read(self, mem: Memory, claim: _Claim) -> tuple[_Claim, Window, Context]:
         """The batch's messages and tool calls, what the prompts need, and the claim with the
         watermarks after the batch (written with it)."""
         calls, chars = self._max_calls, self._max_chars
         if claim.late is None:
             window, seen = load_batch(
-                mem.session, claim.after, claim.until, claim.seen, max_calls=calls, max_chars=chars
+                mem.session,
+                claim.after,
+                claim.until,
+                claim.seen,
+                max_calls=calls,
+                max_chars=chars,
+                claimed=claim.claimed,
+                max_joining=self.schedule.batch_size,
             )
         else:
             window, seen = load_late(
@@ -260,9 +303,7 @@ class Consolidator:
     def _max_chars(self) -> int | None:
         """How much of each message a batch reads: what its prompts show of it (all of it with
         a judge: its runs' goals and answers are the judge's, and a verified case keeps them)."""
-        if self.judge is not None:
-            return None
-        return read_chars(self.config.max_message_chars)
+        return chars_read(self.config, judged=self.judge is not None)
 
     def _check_answers(self, claim: _Claim, thought: Thought) -> None:
         """An answer nothing could be read from fails the batch (it is asked again after the
@@ -310,6 +351,7 @@ class Consolidator:
         newest_ms = to_epoch_ms(newest)
         if cursor is None and not self.schedule.backlog:
             return self._anchor(mem, newest_ms, now)
+        claimed = newest_id(session)  # what comes after is bounded when it joins the batch
         seen = self._watermarks(session, cursor, after)
         late = late_rows(session, after, seen, self.schedule.batch_size)
         if late is not None:  # stamped at or before the cursor after it moved: first
@@ -319,7 +361,7 @@ class Consolidator:
         batch = next_batch(session, after, now, self.schedule.batch_size)
         if not batch.cut and batch.count < self.schedule.min_messages:
             return ConsolidationReport(status=Status.TOO_FEW, after_ts=after, messages=batch.count)
-        return self._take(session, after, batch.until, batch.count, now, seen=seen)
+        return self._take(session, after, batch.until, batch.count, now, seen=seen, claimed=claimed)
 
     @staticmethod
     def _watermarks(session: Session, cursor: int | None, after: int) -> Seen:
@@ -342,6 +384,7 @@ class Consolidator:
         *,
         seen: Seen = NONE_SEEN,
         late: Late | None = None,
+        claimed: int | None = None,
     ) -> _Claim | ConsolidationReport:
         """Claim the batch after ``after``: insert its row, or take over a failed or abandoned
         one; every other case is somebody else's batch."""
@@ -352,7 +395,8 @@ class Consolidator:
             .execution_options(populate_existing=True)
         ).first()
         if row is None:
-            return self._insert_claim(session, _Claim(0, after, until, count, 1, seen, late), now)
+            fresh = _Claim(0, after, until, count, 1, seen, late, claimed=claimed)
+            return self._insert_claim(session, fresh, now)
         if row.status == "done" and read_cursor(session) != expected_cursor(after):
             # done by another process since we read the cursor (PostgreSQL: each statement
             # sees what was committed before it): not ours to take over
@@ -401,6 +445,7 @@ class Consolidator:
             unreadable=_count(row.report, UNREADABLE_KEY) if again else 0,
             outages=_count(row.report, OUTAGES_KEY) if again else 0,
             kept=row.report,
+            claimed=claimed,
         )
 
     def _insert_claim(
@@ -517,8 +562,8 @@ class Consolidator:
         report = kept | {UNREADABLE_KEY: claim.unreadable, OUTAGES_KEY: claim.outages}
         try:
             self._mark_failed(claim, retry_at, error, report=report)
-        except Exception:  # the claim then lapses with its lease, and the batch is retried
-            log.exception("consolidator.fail_not_recorded", batch_id=claim.batch_id)
+        except Exception as exc:  # the claim then lapses with its lease, and the batch is retried
+            log.failure("consolidator.fail_not_recorded", exc, batch_id=claim.batch_id)
         return self._report(claim, Status.FAILED, error=error, retry_at=retry_at)
 
     def _release(self, claim: _Claim, exc: BaseException) -> None:
@@ -527,8 +572,8 @@ class Consolidator:
         error = f"interrupted ({type(exc).__name__}) before it was written"
         try:
             self._mark_failed(claim, self.clock(), error, attempts=claim.attempts - 1)
-        except Exception:  # the claim then lapses with its lease
-            log.exception("consolidator.release_failed", batch_id=claim.batch_id)
+        except Exception as err:  # the claim then lapses with its lease
+            log.failure("consolidator.release_failed", err, batch_id=claim.batch_id)
         log.warning("consolidator.interrupted", batch_id=claim.batch_id)
 
     def _mark_failed(
@@ -584,8 +629,8 @@ class Consolidator:
             backfill(
                 self.units, self.embedder, max_batches=self.schedule.max_batches_per_tick, stop=stop
             )
-        except Exception:
-            log.exception("consolidator.embed_failed")
+        except Exception as exc:
+            log.failure("consolidator.embed_failed", exc)
 
     def run_forever(
         self,
@@ -598,6 +643,6 @@ class Consolidator:
         while not stop.is_set():
             try:
                 self.tick(stop, on_report=on_report)
-            except Exception:  # storage trouble outside a batch: try again next interval
-                log.exception("consolidator.tick_failed")
+            except Exception as exc:  # storage trouble outside a batch: try again next interval
+                log.failure("consolidator.tick_failed", exc)
             stop.wait(self.schedule.interval.total_seconds())

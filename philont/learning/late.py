@@ -17,8 +17,10 @@ late messages wait than the batch takes, only the late calls stamped before the 
 a batch: its run is judged whole). ``H`` and ``A`` after it are the last ids it took. A batch
 after the cursor reads the newest ids first and then, in the same snapshot, its rows up to
 those ids and those that came late since it was claimed; ``H`` and ``A`` after it are those
-ids. Tracking begins at the first batch of a database that has no watermark yet (one
-consolidated before, by Philont or an older philont): what came late before is not known.
+ids, ``H`` no later than the ``batch_size``-th message that came after its claim (late, or
+stamped in its span): the messages after it are late rows for the next batches. Tracking
+begins at the first batch of a database that has no watermark yet (one consolidated before, by
+Philont or an older philont): what came late before is not known.
 """
 
 from __future__ import annotations
@@ -209,6 +211,24 @@ def _merged(early: Sequence[Any], late: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(sorted((*late, *early), key=lambda row: (row.timestamp, row.id)))
 
 
+def _joined_until(session: Session, until: int, claimed: int, newest: int, most: int) -> int:
+    """The newest message id a batch reads: ``newest``, or, when more than ``most`` messages
+    of its time (``time <= until``) came after its claim (id over ``claimed``, the newest at the
+    claim), the ``most``-th of them. Two ids are read, however many came."""
+    ids = session.scalars(
+        select(RawMessage.id)
+        .where(
+            RawMessage.id > claimed,
+            RawMessage.id <= newest,
+            RawMessage.timestamp <= from_epoch_ms(until),
+        )
+        .order_by(RawMessage.id)
+        .offset(most - 1)
+        .limit(2)
+    ).all()
+    return ids[0] if len(ids) > 1 else newest
+
+
 def load_batch(
     session: Session,
     after: int,
@@ -217,6 +237,8 @@ def load_batch(
     *,
     max_calls: int | None = None,
     max_chars: int | None = None,
+    claimed: int | None = None,
+    max_joining: int | None = None,
 ) -> tuple[Window, Seen]:
     """The batch after the cursor ``after`` up to ``until`` (epoch ms) as a window, with the
     rows that came late since it was claimed (``time <= after``, id over its watermark), and
@@ -224,8 +246,14 @@ def load_batch(
     unit of work is one snapshot; on PostgreSQL one agent's ids are handed out in commit
     order); every row the window holds is no newer. Of its tool calls, the newest
     ``max_calls`` (the others counted in :attr:`Window.left`); the first ``max_chars``
-    characters of each message."""
+    characters of each message. Of the messages that came after its claim (``claimed``: the
+    newest id then), late or stamped in its span, at most ``max_joining`` join it, the first
+    by id: the watermark after it is the last of them, and the others are late rows for the
+    next batches (they joined it unbounded: a flood of them was read whole)."""
     newest = Seen(newest_id(session), newest_id(session, table=Action))
+    if claimed is not None and max_joining is not None:
+        joined = _joined_until(session, until, claimed, newest.messages, max_joining)
+        newest = dataclasses.replace(newest, messages=joined)
     window = load_after(
         session,
         after,

@@ -24,7 +24,7 @@ from philont.learning.lock import hold_learning_lock
 from philont.learning.skills import SkillWriter, ask_for_skills
 from philont.learning.summaries import ask_for_summaries, long_sessions, write_summaries
 from philont.learning.verify import CaseBook, Judge, ask_judge
-from philont.learning.window import Run, Window, load_range, load_session
+from philont.learning.window import Run, Window, chars_read, load_range, load_session
 from philont.llm.base import ModelClient
 from philont.memory import Memory
 from philont.schemas import inputs
@@ -126,8 +126,11 @@ class Learner(Service):
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> Window:
-        """One session, or the time range ``since <= t <= until`` (give one or the other)."""
+        """One session, or the time range ``since <= t <= until`` (give one or the other): the
+        newest ``max_window_messages`` messages and tool calls, of each message what the
+        prompts show (all of it with a judge: :func:`~philont.learning.window.chars_read`)."""
         limit = self.config.max_window_messages
+        chars = chars_read(self.config, judged=self.judge is not None)
         if session_id is not None:
             if since is not None or until is not None:
                 raise InvalidInputError.of_together(
@@ -137,7 +140,7 @@ class Learner(Service):
                 raise InvalidInputError.of(
                     "session_id", f"must be a non-blank string, got {session_id!r}"
                 )
-            window = load_session(self.mem.session, session_id, limit=limit)
+            window = load_session(self.mem.session, session_id, limit=limit, chars=chars)
             if not window.turns and self.mem.timeline.get_session(session_id) is None:
                 # a mistyped id used to "learn" from nothing and report 0 messages
                 _no_session(self, session_id=session_id)
@@ -148,7 +151,7 @@ class Learner(Service):
             )
         since, until = inputs.window(since, until, what="learning window")
         assert since is not None and until is not None  # both were given
-        return load_range(self.mem.session, since, until, limit=limit)
+        return load_range(self.mem.session, since, until, limit=limit, chars=chars)
 
     def learn(self, window: Window) -> Applied:
         """The whole loop over a window, as the consolidator runs it on a batch."""

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from philont.db.models import Action, RawMessage
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role
+from philont.learning.config import LearningConfig
 from philont.schemas.inputs import MAX_TEXT_CHARS
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "ToolCall",
     "Turn",
     "Window",
+    "chars_read",
     "load_after",
     "load_range",
     "load_rows",
@@ -106,6 +108,7 @@ def _limited(
     turns_where: Sequence[ColumnElement[bool]],
     calls_where: Sequence[ColumnElement[bool]],
     limit: int,
+    chars: int | None = None,
 ) -> tuple[list[Turn], list[ToolCall]]:
     """The newest ``limit`` messages and the newest ``limit`` tool calls (matching their
     ``where``), oldest first (a window over the limit keeps its end, as the prompts do: the
@@ -114,9 +117,9 @@ def _limited(
     the messages
     reached back further than the calls (or the other way round), and a run at the edge was
     judged on part of its tool calls. A run whose request is left out has no user turn left:
-    no run is made of it."""
+    no run is made of it. With ``chars``, the first ``chars`` characters of each message."""
     # everything after a list's cut is in it; at the cut's millisecond some may be left out
-    turns, turn_cut = _turns(session, turns_where, limit)
+    turns, turn_cut = _turns(session, turns_where, limit, chars)
     calls, call_cut = _calls(session, calls_where, limit)
     cuts = [cut for cut in (turn_cut, call_cut) if cut is not None]
     if not cuts:
@@ -214,6 +217,14 @@ def read_chars(shown: int) -> int | None:
     return None if chars > MAX_TEXT_CHARS else chars
 
 
+def chars_read(config: LearningConfig, *, judged: bool) -> int | None:
+    """How much of each message a window reads (a host's and a consolidator's batch alike):
+    what the prompts show of it (:func:`read_chars` of ``max_message_chars``), and all of it
+    when a judge judges the window's runs (their goals and answers are the judge's, and a
+    verified case keeps them)."""
+    return None if judged else read_chars(config.max_message_chars)
+
+
 def newest_calls(calls: Sequence[ToolCall], max_calls: int | None) -> tuple[list[ToolCall], Left]:
     """The newest ``max_calls`` of ``calls`` (oldest first), and those left out."""
     if max_calls is None or len(calls) <= max_calls:
@@ -222,23 +233,33 @@ def newest_calls(calls: Sequence[ToolCall], max_calls: int | None) -> tuple[list
     return list(calls[dropped:]), Left(dropped, calls[dropped - 1].timestamp)
 
 
-def load_session(session: Session, session_id: str, *, limit: int) -> Window:
+def load_session(
+    session: Session, session_id: str, *, limit: int, chars: int | None = None
+) -> Window:
     """Every message and tool call of one session (the newest ``limit`` of each, from one
-    start: :func:`_limited`)."""
+    start: :func:`_limited`; with ``chars``, the first ``chars`` characters of each message)."""
     turns, calls = _limited(
-        session, [RawMessage.session_id == session_id], [Action.session_id == session_id], limit
+        session,
+        [RawMessage.session_id == session_id],
+        [Action.session_id == session_id],
+        limit,
+        chars,
     )
     return Window(session_id, tuple(turns), tuple(calls), session_id)
 
 
-def load_range(session: Session, since: datetime, until: datetime, *, limit: int) -> Window:
+def load_range(
+    session: Session, since: datetime, until: datetime, *, limit: int, chars: int | None = None
+) -> Window:
     """Messages and tool calls with ``since <= time <= until`` (the newest ``limit`` of each,
-    from one start: :func:`_limited`)."""
+    from one start: :func:`_limited`; with ``chars``, the first ``chars`` characters of each
+    message)."""
     turns, calls = _limited(
         session,
         [RawMessage.timestamp >= since, RawMessage.timestamp <= until],
         [Action.timestamp >= since, Action.timestamp <= until],
         limit,
+        chars,
     )
     tag = f"range:{to_epoch_ms(since)}-{to_epoch_ms(until)}"
     return Window(tag, tuple(turns), tuple(calls))

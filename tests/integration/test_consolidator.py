@@ -16,7 +16,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select, update
+from structlog.testing import capture_logs
 
+from philont.db.engine import create_engine
 from philont.db.models import Fact, LearningBatch
 from philont.db.types import to_epoch_ms
 from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
@@ -33,6 +35,7 @@ from philont.llm import ScriptedModel
 from philont.llm.scripted import Answer
 from philont.schemas.inputs import MAX_SETTING, MAX_SETTING_DURATION
 from philont.schemas.learning import ConsolidationStatus as S
+from philont.store import Store
 from tests.conftest import FakeClock
 from tests.integration.learning_helpers import UnitFactory, unit_factory
 
@@ -209,6 +212,7 @@ def test_an_unreadable_answer_is_asked_again_and_the_last_attempt_keeps_what_it_
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @example(kinds=["outage"] * 3 + ["unreadable"] * 3, budget=2)
+@example(kinds=["outage"] * 7, budget=1)  # the 7th backs off retry_max (1 h), not 64 min
 def test_outages_and_unreadable_answers_are_counted_apart(
     units: UnitFactory, clock: FakeClock, kinds: list[str], budget: int
 ) -> None:
@@ -240,7 +244,8 @@ def test_outages_and_unreadable_answers_are_counted_apart(
             counts["outage"],
             counts["unreadable"],
         )
-        assert report.retry_at == clock.now + timedelta(minutes=2 ** (counts[kind] - 1))
+        backoff = min(timedelta(minutes=2 ** (counts[kind] - 1)), timedelta(hours=1))  # retry_max
+        assert report.retry_at == clock.now + backoff
         assert (report.error or "").startswith(
             "model_http_error" if kind == "outage" else "model_unreadable_answer"
         )
@@ -296,11 +301,42 @@ def test_a_typed_failure_is_logged_in_one_line_without_the_batch(
     with caplog.at_level("DEBUG", logger="philont.learning.consolidate"):
         report = worker.run_once()
     assert report.status == S.FAILED
-    (failed,) = [r for r in caplog.records if "consolidator.batch_failed" in r.getMessage()]
+    failed, trace = [r for r in caplog.records if "consolidator.batch_failed" in r.getMessage()]
     assert (failed.levelname, bool(failed.exc_info)) == ("WARNING", False)
+    assert (trace.levelname, bool(trace.exc_info)) == ("DEBUG", True)  # at debug only
     # the renderer quotes values or not, by how the run configured structlog
     assert re.search(r"error='?model_unreadable_answer\b", failed.getMessage())
     assert "message m" not in caplog.text  # no message of the batch
+
+
+class OneRound(threading.Event):
+    """A stop event that is set once the loop waits for its next round."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.set()
+        return True
+
+
+def test_a_storage_error_outside_a_batch_is_logged_in_one_line(tmp_path: Path) -> None:
+    """Storage trouble outside a batch (the claim, the embedding) was logged by ``run_forever``
+    with its whole traceback at error level (100+ lines; its locals can hold users' messages).
+    A typed error is one line, a warning with its code, as a failed batch's; the traceback is
+    kept at debug only."""
+    store = Store.open(tmp_path / "memory.sqlite")
+    with store.begin() as mem:
+        mem.timeline.append("my secret is 42", role="user")
+    worker = Consolidator.for_store(store, scripted())
+    (tmp_path / "memory.sqlite").unlink()  # deleted under the running process
+    with capture_logs() as logs:
+        worker.run_forever(OneRound())
+    store.close()
+    assert [(e["event"], e["log_level"]) for e in logs] == [
+        ("consolidator.tick_failed", "warning"),
+        ("consolidator.tick_failed.traceback", "debug"),
+    ]
+    failed, trace = logs
+    assert failed["error"] == "database_gone" and "deleted" in failed["reason"]
+    assert "exc_info" not in failed and trace["exc_info"] is True
 
 
 def test_a_batch_never_splits_the_messages_of_one_millisecond(
@@ -405,6 +441,61 @@ def test_a_process_whose_lease_ran_out_writes_nothing(units: UnitFactory, clock:
     assert report.status == S.LOST_CLAIM
     assert "slow" not in seen(units) and len(seen(units)) == 1
     assert batches(units) == [("done", 2)]
+
+
+class QuickBeat(Consolidator):
+    """Renews its claim's lease often (a third of the lease, 200 s, is too long for a test)."""
+
+    @property
+    def _renew_every(self) -> float:
+        return 0.02
+
+
+def lease_until(units: UnitFactory) -> datetime | None:
+    with units(write=False) as mem:
+        return mem.session.scalar(select(LearningBatch.lease_until))
+
+
+def test_a_claim_is_kept_while_its_model_takes_longer_than_the_lease(
+    backend: str, units: UnitFactory, clock: FakeClock, request: pytest.FixtureRequest
+) -> None:
+    """A model that took longer than the lease lost the claim to a second process (its own
+    Store and engine on the same database), which lost it in turn once its own lease ran out:
+    with batches that outlast the lease, two processes took each other's claims without end,
+    every model call wasted. The claimer renews the lease while its batch is thought on (a
+    heartbeat), so the other process finds it claimed, and the batch is done once."""
+    append(units, clock, 4)
+    idle(clock)
+    url = request.getfixturevalue("pg_layout").app_url if backend == "postgres" else None
+    other = create_engine(url or request.getfixturevalue("db_path"))
+    rival = consolidator(unit_factory(other, clock), clock, scripted())
+    rival_reports = []
+
+    def slow(prompt: str) -> str:
+        clock.advance(minutes=11)  # longer than the 10-minute lease
+        for _ in range(3_000):  # until the claimer's heartbeat renews it (at most 30 s)
+            renewed = lease_until(units)
+            if renewed is not None and renewed > clock.now:
+                break
+            threading.Event().wait(0.01)
+        rival_reports.append(rival.run_once())
+        return fact_answer(prompt)
+
+    worker = QuickBeat(
+        units,
+        scripted(slow),
+        clock=clock,
+        config=LearningConfig(summary_min_messages=10_000),
+        schedule=ConsolidatorConfig(backlog=True),
+    )
+    try:
+        report = worker.run_once()
+    finally:
+        other.dispose()
+    assert [r.status for r in rival_reports] == [S.CLAIMED_ELSEWHERE]
+    assert report.status == S.CONSOLIDATED
+    assert batches(units) == [("done", 1)]
+    assert lease_until(units) is None
 
 
 def test_the_host_scheduler_method_and_the_loop_stop_cleanly(

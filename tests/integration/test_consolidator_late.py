@@ -330,6 +330,87 @@ def test_tool_calls_logged_late_are_in_exactly_one_batch_window(
     assert recorder.seen == Counter(a1=1, late1=1, late2=1, late3=1, new=1)
 
 
+class Flooding(Watching):
+    """A consolidator whose first batch read is preceded by a flood (``flood(claim)``, in a
+    unit of its own): rows that join the batch after its claim."""
+
+    flood: Any = None
+    claims: list[Any]
+    rows_read: dict[str, int]  # by table, in the flooded batch's read
+
+    def _read(self, mem: Any, claim: Any) -> Any:
+        self.claims.append(claim)
+        if self.flood is None:
+            return super()._read(mem, claim)
+        flood, self.flood = self.flood, None
+        flood(claim)
+        engine = mem.session.get_bind()
+        event.listen(engine, "after_cursor_execute", self._count)
+        try:
+            return super()._read(mem, claim)
+        finally:
+            event.remove(engine, "after_cursor_execute", self._count)
+
+    def _count(self, _conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        """The rows a SELECT yields, counted by the same connection in the same snapshot."""
+        for table in ("memory_raw_messages", "memory_actions"):
+            if statement.lstrip().upper().startswith("SELECT") and f"FROM {table}" in statement:
+                counter = cursor.connection.cursor()
+                counter.execute(f"SELECT count(*) FROM ({statement}) AS q", params)
+                self.rows_read[table] = self.rows_read.get(table, 0) + counter.fetchone()[0]
+                counter.close()
+
+
+def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_time(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    """Messages that join a batch after its claim (late ones, and ones stamped in its span)
+    were all read into it, however many: its claim counted 2 messages, its read took 2 + 400.
+    At most ``batch_size`` of them join it now (the first by id; two ids are read to find
+    the last), the others are late rows for the next batches; each is learned from once, and
+    each tool call is in one window or counted left out (the calls' read was and is bounded:
+    the newest 200 a batch's prompts show)."""
+    recorder = Recorder()
+    worker = consolidator(units, clock, recorder.model, batch_size=10)
+    flooding = Flooding(units, recorder.model, clock=clock, config=worker.config,
+                        schedule=worker.schedule)  # fmt: skip
+    flooding.windows, flooding.claims, flooding.rows_read = [], [], {}
+    say(units, "first")
+    drain(flooding, clock)
+    start = clock.now
+    say(units, "b1")
+    clock.advance(seconds=10)
+    say(units, "b2")
+    calls: list[int] = []
+
+    def flood(claim: Any) -> None:
+        late = [f"late{i}" for i in range(200)]
+        say(units, *late, at=start - timedelta(hours=1))  # before the cursor
+        say(units, *(f"span{i}" for i in range(200)), at=start + timedelta(seconds=5))
+        with units() as mem:
+            for i in range(600):
+                at = start - timedelta(hours=1) if i % 2 else start + timedelta(seconds=5)
+                calls.append(mem.actions.record("t", params={"i": i}, success=True, at=at).id)
+
+    flooding.flood = flood
+    clock.advance(minutes=6)
+    statuses = drain(flooding, clock)
+    assert statuses[-1] == S.NOTHING_NEW
+    first, *rest = flooding.windows[1:]
+    assert flooding.claims[1].messages == 2
+    assert len(first.turns) == 2 + 10  # was 402: the claim's 2 and the first 10 that joined
+    # rows read: those 12, 2 ids to find the last, 2 newest ids; of the 600 calls, the newest
+    # 201 of its span and 201 of the late ones, a count of each, the newest id
+    assert flooding.rows_read == {"memory_raw_messages": 16, "memory_actions": 405}
+    assert all(len(w.turns) <= 10 for w in rest)  # late batches, of the batch size
+    assert recorder.seen == Counter(
+        ["first", "b1", "b2", *(f"late{i}" for i in range(200)), *(f"span{i}" for i in range(200))]
+    )
+    seen_calls = calls_seen(flooding.windows)  # each in one window, or counted left out
+    assert set(seen_calls) <= set(calls) and set(seen_calls.values()) == {1}
+    assert len(seen_calls) + sum(w.left.count for w in flooding.windows) == len(calls)
+
+
 def test_a_database_without_a_tool_call_watermark_starts_tracking_at_its_next_batch(
     units: UnitFactory, clock: FakeClock
 ) -> None:

@@ -205,3 +205,40 @@ def test_a_batch_reads_of_each_message_what_its_prompts_show(
     assert [len(t.content) for t in read.turns] == [52, 52, 5, 52]
     extract = next(p for p in model.prompts if p.startswith("TASK: extract"))
     assert extract == extract_prompt(whole, timezone="UTC", max_chars=25, total=120_000)
+
+
+@pytest.mark.parametrize("scope", ["session", "range"])
+def test_a_host_s_window_reads_of_each_message_what_its_prompts_show(
+    units: UnitFactory, clock: FakeClock, scope: str
+) -> None:
+    """A host's window (``Learner.window``, and every step made of it) read each message whole
+    (up to 16 MiB each, ``max_window_messages`` of them) to show ``max_message_chars`` of it;
+    now it reads what the prompts show, as a consolidator's batch does (one rule,
+    ``window.chars_read``), and the prompts are the same. With a judge, whole (its runs' goals
+    and answers are the judge's)."""
+    from philont.learning import Learner
+    from philont.learning.prompts import extract_prompt
+    from philont.learning.window import load_session
+
+    texts = ["a\r\n" * 40_000, "b" * 100_000, "short", "\u2028c" * 30]
+    with units() as mem:
+        chat = Conversation(mem, clock, "s1")
+        for text in texts:
+            chat.user(text)
+    config = LearningConfig(summary_min_messages=10_000, max_message_chars=25)
+    scoped: dict[str, Any] = (
+        {"session_id": "s1"}
+        if scope == "session"
+        else {"since": clock.now - timedelta(hours=1), "until": clock.now}
+    )
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]"})
+    with units() as mem:
+        whole = load_session(mem.session, "s1", limit=100)
+        read = Learner(mem, model, config=config).window(**scoped)
+        judged = Learner(mem, model, config=config, judge=RecordingJudge()).window(**scoped)
+        Learner(mem, model, config=config).extract(**scoped)
+    assert [t.content for t in whole.turns] == [t.content for t in judged.turns] == texts
+    assert [len(t.content) for t in read.turns] == [52, 52, 5, 52]
+    (extract,) = [p for p in model.prompts if p.startswith("TASK: extract")]
+    shown = extract_prompt(whole, timezone="UTC", max_chars=25, total=120_000)
+    assert extract == shown == extract_prompt(read, timezone="UTC", max_chars=25, total=120_000)
