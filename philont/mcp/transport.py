@@ -87,6 +87,11 @@ def _models(union: Any) -> dict[str, type[BaseModel]]:
 
 REQUESTS = _models(types.ClientRequestType)
 NOTIFICATIONS = _models(types.ClientNotificationType)
+SERVED = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+"""The requests the server answers (``philont.mcp.server``: tools only). The others MCP
+defines (``resources/list``, ``prompts/list``, ``logging/setLevel``, ``tasks/get`` ...) are
+unknown methods here: the SDK answered them a bare "Method not found", no code of ours, and
+the refusal of a method listed them as methods to call."""
 
 
 def error_line(request_id: Any, code: int, message: str, our_code: str, detail: str) -> str:
@@ -329,7 +334,8 @@ def _checked(message: types.JSONRPCMessage) -> SessionMessage | str | None:
     if isinstance(root, types.JSONRPCRequest | types.JSONRPCNotification):
         shaped = {"method": root.method, "params": root.params}
         models = REQUESTS if isinstance(root, types.JSONRPCRequest) else NOTIFICATIONS
-        model = models.get(root.method)
+        served = isinstance(root, types.JSONRPCNotification) or root.method in SERVED
+        model = models.get(root.method) if served else None
         try:
             if model is None:
                 raise LookupError(root.method)
@@ -354,9 +360,10 @@ def _bad_id(root: object) -> bool:
 def _refused(root: types.JSONRPCRequest, exc: Exception) -> str:
     """The error that answers a request for an unknown method, or with bad parameters."""
     if not isinstance(exc, ValidationError):
+        other = " (this server offers tools only)" if root.method in REQUESTS else ""
         return error_line(
             root.id, types.METHOD_NOT_FOUND, "Method not found", "unknown_method",
-            f"no method {root.method[:80]!r}; methods: {', '.join(sorted(REQUESTS))}",
+            f"no method {root.method[:80]!r}{other}; methods: {', '.join(sorted(SERVED))}",
         )  # fmt: skip
     if root.method != "tools/call":
         return error_line(
