@@ -46,6 +46,7 @@ import re
 import select
 import stat
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, BinaryIO, cast, get_args
@@ -439,6 +440,8 @@ async def stdio_transport(
                     _silence(sink)  # the client is gone: no "Exception ignored" at exit
                     tg.cancel_scope.cancel()
 
+        in_flight = _InFlight()
+
         async def read() -> None:
             session = _Handshake()
             async with to_server:
@@ -446,12 +449,43 @@ async def stdio_transport(
                     given = check_line(line) if isinstance(line, bytes) else oversized(line)
                     checked = session.check(given)
                     if isinstance(checked, SessionMessage):
+                        in_flight.add(checked.message.root)
                         await to_server.send(checked)
                     elif checked is not None:
                         await emit(checked)
+                # stdin ended: the SDK cancels the requests it has not answered once it reads
+                # the end, so it is told only when they are answered.
+                await in_flight.answered()
 
         tg.start_soon(read)
-        yield from_client, cast(MemoryObjectSendStream[SessionMessage], _Answers(emit))
+        yield from_client, cast(MemoryObjectSendStream[SessionMessage], _Answers(emit, in_flight))
+
+
+class _InFlight:
+    """The requests passed to the SDK and not yet answered, by id. When stdin ends the server
+    answers them before it stops: a call still running then (``printf ... | philont mcp``,
+    a client that closes stdin and reads on) ran to its end, its effect kept, but its answer
+    was dropped, so the client could not know what it did."""
+
+    def __init__(self) -> None:
+        self._ids: Counter[Any] = Counter()
+        self._none = anyio.Event()
+        self._none.set()
+
+    def add(self, root: object) -> None:
+        if isinstance(root, types.JSONRPCRequest):
+            self._ids[root.id] += 1
+            if self._none.is_set():
+                self._none = anyio.Event()
+
+    def done(self, root: object) -> None:
+        if isinstance(root, types.JSONRPCResponse | types.JSONRPCError) and self._ids[root.id]:
+            self._ids[root.id] -= 1
+            if not +self._ids:
+                self._none.set()
+
+    async def answered(self) -> None:
+        await self._none.wait()
 
 
 class _Answers(ObjectSendStream[SessionMessage]):
@@ -459,14 +493,18 @@ class _Answers(ObjectSendStream[SessionMessage]):
     request's own), with no task of ours to hand it to in between. Closed (the SDK closes it
     when stdin ends), it refuses messages as a closed memory stream does."""
 
-    def __init__(self, emit: Callable[[str], Awaitable[None]]) -> None:
+    def __init__(self, emit: Callable[[str], Awaitable[None]], in_flight: _InFlight) -> None:
         self._emit = emit
+        self._in_flight = in_flight
         self._closed = False
 
     async def send(self, item: SessionMessage) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
-        await self._emit(_json(item.message))
+        try:
+            await self._emit(_json(item.message))
+        finally:  # written, or dropped (its request cancelled meanwhile): not waited for
+            self._in_flight.done(item.message.root)
 
     async def aclose(self) -> None:
         self._closed = True
