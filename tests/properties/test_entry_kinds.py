@@ -49,6 +49,7 @@ MODULES = (
 for _module in MODULES:
     importlib.import_module(_module)
 
+
 async def _async_function(*args: object) -> None:
     pass
 
