@@ -47,7 +47,7 @@ import select
 import stat
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, BinaryIO, cast, get_args
 
@@ -162,18 +162,18 @@ def _not_finite(value: Any, path: tuple[str | int, ...]) -> str | None:
             f"±1.8e308 such as 1e400, or an integer of more than {_MAX_DIGITS:,} digits); a "
             "number a tool takes must fit a 64-bit float"
         )
-    items = (
-        value.items()
-        if isinstance(value, dict)
-        else enumerate(value)
-        if isinstance(value, list)
-        else ()
-    )
-    for key, item in items:
+    for key, item in _children(value):
         found = _not_finite(item, (*path, key))
         if found is not None:
             return found
     return None
+
+
+def _children(value: Any) -> Iterable[tuple[Any, Any]]:
+    """The (key, value) of an object's members, the (index, item) of an array's items."""
+    if isinstance(value, dict):
+        return value.items()
+    return enumerate(value) if isinstance(value, list) else ()
 
 
 def _named(path: tuple[str | int, ...]) -> str:
@@ -186,14 +186,7 @@ def _unwritable_key(value: Any, path: tuple[str | int, ...]) -> str | None:
     Python's JSON reads), and which; None when there is none. The SDK re-reads every message
     through its JSON form, which cannot hold such a key: it answered a bare "Invalid request
     parameters" and warned on stderr. The line's depth is bounded before this runs."""
-    items = (
-        value.items()
-        if isinstance(value, dict)
-        else enumerate(value)
-        if isinstance(value, list)
-        else ()
-    )
-    for key, item in items:
+    for key, item in _children(value):
         problem = unstorable(key) if isinstance(key, str) else None
         if problem is not None:
             return f"{_named(path) or 'arguments'}: a key {key!r} that is {problem}"
