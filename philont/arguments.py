@@ -44,7 +44,7 @@ from philont.errors import InvalidInputError
 from philont.finds import ABSENT, Check, Finds, finding
 from philont.schemas import inputs
 
-__all__ = ["ENTRY_POINTS", "Rules", "check_of", "checked", "sync_result", "wrap"]
+__all__ = ["ENTRY_POINTS", "Rules", "check_of", "checked", "is_async", "sync_result", "wrap"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -94,7 +94,7 @@ def _kind(value: object) -> str:
 
 
 def _refuse_async(name: str, value: object) -> None:
-    if _is_async(value):
+    if is_async(value):
         raise InvalidInputError.of(
             name,
             "must be a plain function (it is called synchronously, without await); got an "
@@ -102,7 +102,7 @@ def _refuse_async(name: str, value: object) -> None:
         )
 
 
-def _is_async(value: object) -> bool:
+def is_async(value: object) -> bool:
     """Whether calling ``value`` gives a coroutine or an async generator instead of running
     it: an ``async def`` function (or a partial of one), or an object whose ``__call__`` is
     one. Every ``Callable`` an entry point takes (``work``, ``clock``, ``units``) is called

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
@@ -206,6 +206,10 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 )
 @SETTINGS
 @given(value=ANYTHING)
+@example(value=ASYNC_CALLS[0])  # every case meets each of them, not only when drawn
+@example(value=ASYNC_CALLS[1])
+@example(value=ASYNC_CALLS[2])
+@example(value=ASYNC_CALLS[3])
 def test_a_value_of_a_kind_the_argument_does_not_take_is_refused_by_name(
     workdir: Path, case: str, fn: Any, name: str, declared: str, instance: bool, value: object
 ) -> None:
