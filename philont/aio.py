@@ -27,7 +27,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from philont.arguments import checked
+from philont.arguments import checked, sync_result
 from philont.clock import Clock, utc_now
 from philont.db import cursors, write_gate
 from philont.db.engine import (
@@ -387,7 +387,7 @@ async def _retrying(attempt: Callable[[bool], Awaitable[T]], *, write: bool) -> 
 
 def _in(mem: Memory, work: Callable[[Memory], T]) -> T:
     with mem:
-        return work(mem)
+        return sync_result("work", work(mem))
 
 
 def _read_scripts() -> None:

@@ -44,9 +44,10 @@ from philont.errors import InvalidInputError
 from philont.finds import ABSENT, Check, Finds, finding
 from philont.schemas import inputs
 
-__all__ = ["ENTRY_POINTS", "Rules", "check_of", "checked", "wrap"]
+__all__ = ["ENTRY_POINTS", "Rules", "check_of", "checked", "is_async", "sync_result", "wrap"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 _CONTAINERS = (list, tuple, set, frozenset)
 _WALKED = (*_CONTAINERS, Mapping)
@@ -92,6 +93,42 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
+def _refuse_async(name: str, value: object) -> None:
+    if is_async(value):
+        raise InvalidInputError.of(
+            name,
+            "must be a plain function (it is called synchronously, without await); got an "
+            "async function, whose body would never run",
+        )
+
+
+def is_async(value: object) -> bool:
+    """Whether calling ``value`` gives a coroutine or an async generator instead of running
+    it: an ``async def`` function (or a partial of one), or an object whose ``__call__`` is
+    one. Every ``Callable`` an entry point takes (``work``, ``clock``, ``units``) is called
+    synchronously: ``await astore.run(async_fn)`` committed an empty unit of work and
+    returned the coroutine, its body never run."""
+    if not inspect.isroutine(value) and not isinstance(value, functools.partial):
+        value = inspect.getattr_static(type(value), "__call__", value)  # an instance: its class's
+    return inspect.iscoroutinefunction(value) or inspect.isasyncgenfunction(value)
+
+
+def sync_result(name: str, result: T) -> T:
+    """``result`` of the function ``name`` called synchronously, refused when it is awaitable
+    (a lambda or a plain function that returned a coroutine: what it was to do never ran);
+    the coroutine is closed, so no "never awaited" warning follows."""
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()
+        raise InvalidInputError.of(
+            name,
+            f"returned {type(result).__name__} (an awaitable: what it was to do never ran); "
+            "it is called synchronously inside the unit of work: do the work there, await "
+            "before or after it",
+        )
+    return result
+
+
 def _check_declared(
     name: str, declared: str, kind: _Rule | None, value: object, *, keeps_nul: bool
 ) -> None:
@@ -130,6 +167,8 @@ class _Instance:
     none: bool = False  # None is taken too (named in the refusal)
 
     def check(self, name: str, value: object) -> None:
+        if not isinstance(value, self.kinds) and self.call:
+            _refuse_async(name, value)
         if not isinstance(value, self.kinds) and not (self.call and callable(value)):
             wanted = [k.__name__ for k in self.kinds] + ["callable"] * self.call
             wanted += ["None"] * self.none
@@ -143,6 +182,7 @@ class _Callable:
     none: bool = False
 
     def check(self, name: str, value: object) -> None:
+        _refuse_async(name, value)
         if not callable(value):
             wanted = "callable or None" if self.none else "callable"
             raise InvalidInputError.of(name, f"must be {wanted}, got {_kind(value)}")

@@ -26,6 +26,7 @@ class RawClient:
         self.answers: dict[Any, dict[str, Any]] = {}
         self.unmatched: list[dict[str, Any]] = []  # notifications, answers without an id
         self.stderr = b""
+        self.unreadable: list[bytes] = []  # lines of stdout that are no UTF-8 JSON
         self.ended = False  # stdout closed: the server exited (or closed it)
         self._seen = threading.Condition()
         self._readers = [
@@ -38,7 +39,11 @@ class RawClient:
     def _read_stdout(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            message = json.loads(line)
+            try:
+                message = json.loads(line)
+            except ValueError:  # not UTF-8, or not JSON: no answer anyone can read
+                self.unreadable.append(line)
+                continue
             with self._seen:
                 if message.get("id") is not None:
                     self.answers[message["id"]] = message
@@ -76,7 +81,10 @@ class RawClient:
         with self._seen:
             self._seen.wait_for(lambda: request_id in self.answers or self.ended, TIMEOUT_S)
             if request_id not in self.answers:
-                raise AssertionError(f"no answer to {request_id!r}; stderr: {self.stderr!r}")
+                raise AssertionError(
+                    f"no answer to {request_id!r}; unreadable lines: {self.unreadable!r}; "
+                    f"stderr: {self.stderr!r}"
+                )
             return self.answers[request_id]
 
     def unmatched_answer(self, count: int = 1) -> dict[str, Any]:

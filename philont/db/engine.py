@@ -487,6 +487,13 @@ def install_sqlite_hooks(
     def _on_error(context: ExceptionContext) -> None:
         # the busy timeout the failed statement's connection waited with (RetryPolicy)
         _on_sqlite_error(context.original_exception, timeout, path if read_only else None)
+        if not read_only and isinstance(
+            translate(context.original_exception), DatabaseReadOnlyError
+        ):
+            # SQLite opened this connection read-only (the file was not writable then), and it
+            # stays so: dropped, not pooled, so that a file writable again is written again.
+            context.is_disconnect = True
+            context.invalidate_pool_on_disconnect = False  # the other connections may write
 
 
 def _on_sqlite_error(exc: BaseException, timeout_ms: int, read_only: Path | None) -> None:
@@ -526,6 +533,8 @@ def _begin(conn: Any, statement: str, gate: write_gate.WriteGate | None, timeout
             raise
         # how long it waited: a lock waited out is given up, not retried (RetryPolicy)
         mark_busy(exc, timeout_s=timeout_ms / 1000, waited_s=time.monotonic() - started)
+        if isinstance(translate(exc), DatabaseReadOnlyError):
+            conn.invalidate(exc)  # opened read-only: see install_sqlite_hooks's _on_error
         raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
 
 

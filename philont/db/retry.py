@@ -35,6 +35,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from philont import filewrite, settings
+from philont.arguments import sync_result
 from philont.errors import (
     DatabaseBusyError,
     DatabaseCorruptError,
@@ -500,7 +501,7 @@ def run_unit(
     def once() -> T:
         try:
             with begin(write=write_now[0]) as mem:
-                return work(mem)
+                return sync_result("work", work(mem))
         except Exception as exc:
             if is_busy(exc):
                 write_now[0] = True

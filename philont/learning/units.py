@@ -8,6 +8,7 @@ from typing import Annotated, Protocol
 
 from pydantic import PlainValidator
 
+from philont.arguments import is_async
 from philont.memory import Memory
 from philont.store import Store
 
@@ -28,6 +29,11 @@ def _units(value: object) -> object:
         )
     if not callable(value):
         raise ValueError(f"must be callable, got {type(value).__name__}")
+    if is_async(value):
+        raise ValueError(
+            "must be a plain function (it is called synchronously, without await); got an "
+            "async function, whose body would never run"
+        )
     return value
 
 

@@ -9,8 +9,9 @@ What a client gets back: a tool's own failure (bad arguments, nothing found, a b
 deleted database) is a tool result with ``isError`` and the text ``error (<code>): ...`` the
 model reads; a call the protocol cannot make (an unknown tool) is a JSON-RPC error ``-32602``
 with our code in ``error.data.code``. A call the client cancels (``notifications/cancelled``)
-or abandons (stdin closed) runs to its end in its thread, so it has its whole effect or none
-of it, and is not answered again.
+runs to its end in its thread, so it has its whole effect or none of it, and is not answered
+again (the SDK answered "Request cancelled"). When stdin ends, the calls in flight are
+answered before the server stops (``philont.mcp.transport``), unless stdout is closed too.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def build_server(store: Store) -> Server:
 async def _call(store: Store, name: str, arguments: dict[str, Any] | None) -> types.ServerResult:
     call = functools.partial(tools.call, name, arguments, db=store)
     result = await anyio.to_thread.run_sync(call)  # not abandoned when cancelled: it ends first
-    # Cancelled meanwhile (the client's notifications/cancelled, stdin closed): raise here, so
+    # Cancelled meanwhile (the client's notifications/cancelled, stdout closed): raise here, so
     # that the SDK does not answer the request a second time.
     await anyio.lowlevel.checkpoint()
     if result.error_code == "unknown_tool":

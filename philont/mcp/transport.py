@@ -42,10 +42,12 @@ import array
 import json
 import math
 import os
+import re
 import select
 import stat
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, BinaryIO, cast, get_args
 
@@ -55,13 +57,14 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import types
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from philont.db.stored_values import MAX_JSON_DEPTH
 from philont.log import get_logger
 from philont.mcp.depth import MAX_MESSAGE_DEPTH, nesting, shallow
 from philont.mcp.lines import MAX_LINE_BYTES, Oversized, fd_of, head_fields
 from philont.mcp.lines import lines as _lines
-from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe, repeated_key
+from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe, repeated_key, unstorable
 from philont.tools.dispatch import not_an_object
 
 log = get_logger(__name__)
@@ -85,6 +88,11 @@ def _models(union: Any) -> dict[str, type[BaseModel]]:
 
 REQUESTS = _models(types.ClientRequestType)
 NOTIFICATIONS = _models(types.ClientNotificationType)
+SERVED = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+"""The requests the server answers (``philont.mcp.server``: tools only). The others MCP
+defines (``resources/list``, ``prompts/list``, ``logging/setLevel``, ``tasks/get`` ...) are
+unknown methods here: the SDK answered them a bare "Method not found", no code of ours, and
+the refusal of a method listed them as methods to call."""
 
 
 def error_line(request_id: Any, code: int, message: str, our_code: str, detail: str) -> str:
@@ -149,24 +157,67 @@ def _not_finite(value: Any, path: tuple[str | int, ...]) -> str | None:
     an integer too long to read), naming it as :func:`philont.schemas.inputs.describe` names
     an argument; None when there is none. The line's depth is bounded before this runs."""
     if isinstance(value, float) and not math.isfinite(value):
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
         return (
-            f"{where or 'arguments'}: a number that is not finite (NaN, Infinity, or beyond "
+            f"{_named(path) or 'arguments'}: a number that is not finite (NaN, Infinity, or beyond "
             f"±1.8e308 such as 1e400, or an integer of more than {_MAX_DIGITS:,} digits); a "
             "number a tool takes must fit a 64-bit float"
         )
-    items = (
-        value.items()
-        if isinstance(value, dict)
-        else enumerate(value)
-        if isinstance(value, list)
-        else ()
-    )
-    for key, item in items:
+    for key, item in _children(value):
         found = _not_finite(item, (*path, key))
         if found is not None:
             return found
     return None
+
+
+def _children(value: Any) -> Iterable[tuple[Any, Any]]:
+    """The (key, value) of an object's members, the (index, item) of an array's items."""
+    if isinstance(value, dict):
+        return value.items()
+    return enumerate(value) if isinstance(value, list) else ()
+
+
+def _named(path: tuple[str | int, ...]) -> str:
+    """A place in a value, as :func:`philont.schemas.inputs.describe` names it (``a.b[0]``)."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def _unwritable_key(value: Any, path: tuple[str | int, ...]) -> str | None:
+    """Where ``value`` holds an object key that is not valid Unicode (a lone surrogate, which
+    Python's JSON reads), and which; None when there is none. The SDK re-reads every message
+    through its JSON form, which cannot hold such a key: it answered a bare "Invalid request
+    parameters" and warned on stderr. The line's depth is bounded before this runs."""
+    for key, item in _children(value):
+        problem = unstorable(key) if isinstance(key, str) else None
+        if problem is not None:
+            return f"{_named(path) or 'arguments'}: a key {key!r} that is {problem}"
+        found = _unwritable_key(item, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
+def _keys_written(checked: SessionMessage | str | None) -> SessionMessage | str | None:
+    """``checked``, unless it is a message read by Python whose params hold a key the SDK
+    cannot write (:func:`_unwritable_key`): a request is answered (``invalid_arguments``
+    naming the key inside a tool's arguments, else ``invalid_params``), a notification is
+    dropped."""
+    if not isinstance(checked, SessionMessage):
+        return checked
+    root = checked.message.root
+    if not isinstance(root, types.JSONRPCRequest | types.JSONRPCNotification):
+        return checked
+    params = root.params or {}
+    arguments = params.get("arguments") if root.method == "tools/call" else None
+    problem = _unwritable_key(arguments, ())
+    ours = "invalid_arguments"
+    if problem is None:
+        problem, ours = _unwritable_key(params, ("params",)), "invalid_params"
+    if problem is None:
+        return checked
+    if isinstance(root, types.JSONRPCNotification):
+        log.debug("mcp.notification_dropped", method=root.method[:80])
+        return None
+    return error_line(root.id, types.INVALID_PARAMS, "Invalid params", ours, problem)
 
 
 def _too_deep(text: str, depth: int) -> str | None:
@@ -249,7 +300,7 @@ def _read_by_python(text: str) -> SessionMessage | str | None:
             _request_id(data), types.INVALID_REQUEST, "Invalid Request", "invalid_request",
             f"not a JSON-RPC 2.0 request, notification or response: {what or _shape(data)}",
         )  # fmt: skip
-    return _checked(message)
+    return _keys_written(_checked(message))
 
 
 def _shape(data: Any) -> str:
@@ -277,7 +328,8 @@ def _checked(message: types.JSONRPCMessage) -> SessionMessage | str | None:
     if isinstance(root, types.JSONRPCRequest | types.JSONRPCNotification):
         shaped = {"method": root.method, "params": root.params}
         models = REQUESTS if isinstance(root, types.JSONRPCRequest) else NOTIFICATIONS
-        model = models.get(root.method)
+        served = isinstance(root, types.JSONRPCNotification) or root.method in SERVED
+        model = models.get(root.method) if served else None
         try:
             if model is None:
                 raise LookupError(root.method)
@@ -302,9 +354,10 @@ def _bad_id(root: object) -> bool:
 def _refused(root: types.JSONRPCRequest, exc: Exception) -> str:
     """The error that answers a request for an unknown method, or with bad parameters."""
     if not isinstance(exc, ValidationError):
+        other = " (this server offers tools only)" if root.method in REQUESTS else ""
         return error_line(
             root.id, types.METHOD_NOT_FOUND, "Method not found", "unknown_method",
-            f"no method {root.method[:80]!r}; methods: {', '.join(sorted(REQUESTS))}",
+            f"no method {root.method[:80]!r}{other}; methods: {', '.join(sorted(SERVED))}",
         )  # fmt: skip
     if root.method != "tools/call":
         return error_line(
@@ -369,7 +422,7 @@ async def stdio_transport(
     async with anyio.create_task_group() as tg:
 
         async def emit(line: str) -> None:
-            data = line.encode("utf-8", "surrogatepass") + b"\n"
+            data = utf8(line) + b"\n"
             async with lock:
                 try:
                     if out_fd is not None and len(data) <= PIPE_BUF:
@@ -380,6 +433,8 @@ async def stdio_transport(
                     _silence(sink)  # the client is gone: no "Exception ignored" at exit
                     tg.cancel_scope.cancel()
 
+        in_flight = _InFlight()
+
         async def read() -> None:
             session = _Handshake()
             async with to_server:
@@ -387,12 +442,43 @@ async def stdio_transport(
                     given = check_line(line) if isinstance(line, bytes) else oversized(line)
                     checked = session.check(given)
                     if isinstance(checked, SessionMessage):
+                        in_flight.add(checked.message.root)
                         await to_server.send(checked)
                     elif checked is not None:
                         await emit(checked)
+                # stdin ended: the SDK cancels the requests it has not answered once it reads
+                # the end, so it is told only when they are answered.
+                await in_flight.answered()
 
         tg.start_soon(read)
-        yield from_client, cast(MemoryObjectSendStream[SessionMessage], _Answers(emit))
+        yield from_client, cast(MemoryObjectSendStream[SessionMessage], _Answers(emit, in_flight))
+
+
+class _InFlight:
+    """The requests passed to the SDK and not yet answered, by id. When stdin ends the server
+    answers them before it stops: a call still running then (``printf ... | philont mcp``,
+    a client that closes stdin and reads on) ran to its end, its effect kept, but its answer
+    was dropped, so the client could not know what it did."""
+
+    def __init__(self) -> None:
+        self._ids: Counter[Any] = Counter()
+        self._none = anyio.Event()
+        self._none.set()
+
+    def add(self, root: object) -> None:
+        if isinstance(root, types.JSONRPCRequest):
+            self._ids[root.id] += 1
+            if self._none.is_set():
+                self._none = anyio.Event()
+
+    def done(self, root: object) -> None:
+        if isinstance(root, types.JSONRPCResponse | types.JSONRPCError) and self._ids[root.id]:
+            self._ids[root.id] -= 1
+            if not +self._ids:
+                self._none.set()
+
+    async def answered(self) -> None:
+        await self._none.wait()
 
 
 class _Answers(ObjectSendStream[SessionMessage]):
@@ -400,17 +486,47 @@ class _Answers(ObjectSendStream[SessionMessage]):
     request's own), with no task of ours to hand it to in between. Closed (the SDK closes it
     when stdin ends), it refuses messages as a closed memory stream does."""
 
-    def __init__(self, emit: Callable[[str], Awaitable[None]]) -> None:
+    def __init__(self, emit: Callable[[str], Awaitable[None]], in_flight: _InFlight) -> None:
         self._emit = emit
+        self._in_flight = in_flight
         self._closed = False
 
     async def send(self, item: SessionMessage) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
-        await self._emit(item.message.model_dump_json(by_alias=True, exclude_none=True))
+        try:
+            await self._emit(_json(item.message))
+        finally:  # written, or dropped (its request cancelled meanwhile): not waited for
+            self._in_flight.done(item.message.root)
 
     async def aclose(self) -> None:
         self._closed = True
+
+
+def _json(message: types.JSONRPCMessage) -> str:
+    """The JSON text of an answer. Pydantic refuses to write a lone surrogate (a request's
+    text that Python reads: its id, a ping's, echoed back); :func:`utf8` escapes it."""
+    try:
+        return message.model_dump_json(by_alias=True, exclude_none=True)
+    except PydanticSerializationError:
+        data = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8(line: str) -> bytes:
+    """The bytes of an answer's JSON text: UTF-8, a lone surrogate in it (echoed from the
+    request: an id, a tool's name, a value quoted) written as the escape a client sends,
+    ``\\udc80`` (in JSON text such a character can only be inside a string). It was written
+    as bytes that are not UTF-8 (``surrogatepass``), which a client cannot read, or crashed
+    the server (pydantic refuses to write one)."""
+    try:
+        return line.encode("utf-8")
+    except UnicodeEncodeError:
+        escaped = _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", line)
+        return escaped.encode("utf-8")
 
 
 async def _write_pipe(fd: int, data: bytes) -> None:

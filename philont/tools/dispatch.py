@@ -424,7 +424,7 @@ def _failure_of(exc: Exception, tool_name: str) -> _Failure:
             (log.info if busy else log.warning)(
                 "tool.storage_failed", tool=tool_name, code=typed.code
             )
-            raise typed from exc
+            raise  # typed by the unit of work, which knows its file (Memory._typed)
         log.exception("tool.storage_error", tool=tool_name)
         return _Failure("storage_error", f"the memory database failed: {type(exc).__name__}")
     if isinstance(exc, UnicodeEncodeError):  # a lone surrogate in the arguments reached SQLite

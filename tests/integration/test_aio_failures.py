@@ -25,7 +25,12 @@ from sqlalchemy.engine import URL
 
 from philont import tools
 from philont.aio import AsyncStore
-from philont.errors import DatabaseGoneError, EventLoopError, StoreClosedError
+from philont.errors import (
+    DatabaseGoneError,
+    EventLoopError,
+    InvalidInputError,
+    StoreClosedError,
+)
 from philont.memory import Memory
 from philont.store import Store
 from tests.tools.test_calls_under_contention import HELD_S, READS
@@ -341,3 +346,44 @@ def test_a_deleted_database_file_is_refused_not_written_to_the_old_file(
 
     assert run(where, body) == (True, "database_gone")
     assert not path.exists()  # no empty file made in its place either
+
+
+async def _later(mem: Memory) -> int:
+    mem.facts.store("awaited", "never", 1)
+    return 1
+
+
+def test_work_that_gives_a_coroutine_is_refused_and_its_unit_rolled_back(
+    memories: Memories,
+) -> None:
+    # An async function as work (or a function that returns its coroutine): the unit of work
+    # committed what work had done before returning it, the coroutine's body never ran, and
+    # the caller got the coroutine back ("never awaited" warning at garbage collection).
+    where = memories()
+    started = [
+        lambda mem: (mem.facts.store("awaited", "before", 1), _later(mem))[1],
+        lambda mem: (mem.facts.store("awaited", "before", 1), asyncio.sleep(0))[1],
+    ]
+
+    async def body(astore: AsyncStore) -> list[str]:
+        refused = []
+        for work in [_later, *started]:
+            with pytest.raises(InvalidInputError) as raised:
+                await astore.run(work)
+            refused.append(str(raised.value))
+        return refused
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no coroutine left never awaited
+        refused = run(where, body)
+        with sync_store(where) as store:
+            for work in [_later, *started]:
+                with pytest.raises(InvalidInputError) as raised:
+                    store.run(work)
+                refused.append(str(raised.value))
+            gc.collect()
+            with store.begin(write=False) as mem:
+                assert mem.facts.list("awaited") == []  # nothing committed
+    assert all(text.startswith("work: ") for text in refused), refused
+    assert "async function" in refused[0] and "async function" in refused[3]
+    assert "returned coroutine" in refused[1] and "returned coroutine" in refused[4], refused

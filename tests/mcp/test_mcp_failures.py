@@ -113,8 +113,31 @@ def test_closing_stdin_mid_call_lets_the_call_end_and_exits_cleanly(
     server.process.stdin.close()  # the client went away
     holder.execute("COMMIT")
     assert server.close_stdin() == 0
-    assert kept(db, "eof") == (1, 1)  # the call had its whole effect; nobody read its answer
+    assert kept(db, "eof") == (1, 1)  # the call had its whole effect
+    # and its answer, written before the server exits (it was dropped: the client could not
+    # know what the call did)
+    assert tool_text(server.answer("slow"))[1].startswith("Stored mid.eof")
     assert server.stderr == b""
+
+
+def test_requests_piped_in_whole_are_all_answered_before_the_server_exits(db: Path) -> None:
+    # printf '...' | philont mcp: stdin ends at once, while the calls run. The protocol's
+    # requests were answered, the tool calls ran but their answers were dropped.
+    calls = [_call(f"c{n}", "store_fact", {"namespace": "piped", "key": f"k{n}", "value": n})
+             for n in range(20)]  # fmt: skip
+    calls += [_call("list", "list_facts", {"namespace": "piped"})]
+    lines = [INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}, *calls]
+    done = subprocess.run(
+        [sys.executable, "-m", "philont", "mcp", "--db", str(db)],
+        input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert set(answers) == {"init", "list"} | {f"c{n}" for n in range(20)}
+    assert all(not tool_text(answers[f"c{n}"])[0] for n in range(20))
 
 
 def test_a_client_that_goes_away_mid_call_leaves_the_call_whole_and_the_server_exits_quietly(

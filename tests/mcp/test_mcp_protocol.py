@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 import pytest
 
 pytest.importorskip("mcp")
 
+from philont.mcp.server import build_server
+from philont.mcp.transport import REQUESTS, SERVED
+from philont.store import Store
 from tests.mcp_client import RawClient, error_of, tool_text
 
 Line = dict[str, Any] | str | bytes
@@ -162,3 +165,28 @@ def test_an_unknown_tool_is_a_protocol_error_that_lists_the_tools(server: RawCli
     error = server.answer(1)["error"]
     assert error["code"] == -32602 and error["message"] == "Unknown tool: no_such_tool"
     assert error["data"]["code"] == "unknown_tool" and "store_fact" in error["data"]["message"]
+
+
+def test_the_methods_the_server_does_not_serve_are_unknown_methods_by_name(
+    server: RawClient,
+) -> None:
+    # resources/list, prompts/list, logging/setLevel, tasks/* ... (MCP defines them; this
+    # server offers tools only) got the SDK's bare "Method not found", with no code of ours,
+    # and the refusal of an unknown method listed them as methods to call.
+    others = sorted(set(REQUESTS) - SERVED)
+    assert "resources/list" in others and "prompts/list" in others
+    for method in [*others, "no/such"]:
+        server.request(method, method, {})
+        code, ours = error_of(server.answer(method))
+        assert (code, ours) == (-32601, "unknown_method"), method
+        message = server.answer(method)["error"]["data"]["message"]
+        assert message.endswith("methods: initialize, ping, tools/call, tools/list"), message
+        assert ("tools only" in message) == (method != "no/such"), message
+    assert server.close_stdin() == 0
+    assert server.stderr == b""
+
+
+def test_the_served_methods_are_those_the_server_handles() -> None:
+    handled = build_server(cast(Store, None)).request_handlers
+    methods = {m for model in handled for m in get_args(model.model_fields["method"].annotation)}
+    assert {"initialize", *methods} == SERVED  # initialize: the SDK's session answers it

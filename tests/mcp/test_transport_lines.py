@@ -19,7 +19,7 @@ from mcp import types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from philont.mcp.transport import NOTIFICATIONS, REQUESTS, check_line
+from philont.mcp.transport import NOTIFICATIONS, REQUESTS, SERVED, check_line
 
 OUR_CODES = {
     -32700: {"invalid_json"},
@@ -69,7 +69,7 @@ def _finite(value: Any) -> bool:
 def _sdk_reads(line: bytes) -> bool:
     """Whether the SDK's own transport and session read ``line`` as a message they handle
     (and a tool call's arguments as they were sent: a number that is not finite is ``null``
-    once the SDK has re-read the request)."""
+    once the SDK has re-read the request), a request for a method the server serves."""
     try:
         message = types.JSONRPCMessage.model_validate_json(line.decode("utf-8"))
     except (UnicodeDecodeError, ValidationError):
@@ -79,6 +79,8 @@ def _sdk_reads(line: bytes) -> bool:
     if calls and not _finite((root.params or {}).get("arguments")):  # type: ignore[union-attr]
         return False
     if isinstance(root, types.JSONRPCRequest):
+        if root.method not in SERVED:
+            return False
         union: Any = types.ClientRequest
     elif isinstance(root, types.JSONRPCNotification):
         union = types.ClientNotification

@@ -11,16 +11,17 @@ does not know fails :func:`test_every_argument_of_every_entry_point_is_known`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import inspect
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
@@ -48,6 +49,30 @@ MODULES = (
 for _module in MODULES:
     importlib.import_module(_module)
 
+
+async def _async_function(*args: object) -> None:
+    pass
+
+
+async def _async_generator(*args: object) -> AsyncIterator[None]:
+    yield None
+
+
+class _AsyncCallable:
+    async def __call__(self, *args: object) -> None:
+        pass
+
+
+ASYNC_CALLS = [_async_function, _async_generator, functools.partial(_async_function, 1)]
+ASYNC_CALLS.append(_AsyncCallable())
+"""Callables that, called without await, do nothing (a coroutine or async generator)."""
+
+
+def _plain(v: object) -> bool:
+    """Something to call that runs when called (not one of :data:`ASYNC_CALLS`)."""
+    return callable(v) and not any(v is a for a in ASYNC_CALLS)
+
+
 ANYTHING = st.one_of(
     st.none(),
     st.booleans(),
@@ -60,6 +85,7 @@ ANYTHING = st.one_of(
     st.lists(st.integers(), max_size=2),
     st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
     st.sampled_from([object(), Path("m.sqlite"), len, threading.Event(), URL.create("sqlite")]),
+    st.sampled_from(ASYNC_CALLS),
 )
 
 
@@ -91,13 +117,13 @@ TAKES: dict[str, Callable[[object], bool]] = {
     "Target": lambda v: v is None or _path(v) or isinstance(v, Connection),
     "BusyTimeoutMs | None": _or_none(_whole(0, 2**31 - 1)),
     "Attempts": _whole(1, 100),
-    "Clock": callable,
-    "Clock | None": _or_none(callable),
-    "Callable[[Memory], T]": callable,
-    "StepCallback | None": _or_none(callable),
-    "Progress | None": _or_none(callable),
-    "UnitsOf": lambda v: callable(v) and not isinstance(v, Store),
-    "Store | Units": lambda v: isinstance(v, Store) or callable(v),
+    "Clock": _plain,
+    "Clock | None": _or_none(_plain),
+    "Callable[[Memory], T]": _plain,
+    "StepCallback | None": _or_none(_plain),
+    "Progress | None": _or_none(_plain),
+    "UnitsOf": lambda v: _plain(v) and not isinstance(v, Store),
+    "Store | Units": lambda v: isinstance(v, Store) or _plain(v),
     "Store": _a(Store),
     "Memory": _a(Memory),
     "Engine": _a(Engine),
@@ -180,6 +206,10 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 )
 @SETTINGS
 @given(value=ANYTHING)
+@example(value=ASYNC_CALLS[0])  # every case meets each of them, not only when drawn
+@example(value=ASYNC_CALLS[1])
+@example(value=ASYNC_CALLS[2])
+@example(value=ASYNC_CALLS[3])
 def test_a_value_of_a_kind_the_argument_does_not_take_is_refused_by_name(
     workdir: Path, case: str, fn: Any, name: str, declared: str, instance: bool, value: object
 ) -> None:

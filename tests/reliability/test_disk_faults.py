@@ -104,6 +104,8 @@ def test_a_tool_call_on_a_full_database_fails_as_database_full_and_writes_nothin
     assert not result.ok
     assert result.error_code == "database_full"
     assert result.error and "full" in result.error
+    # naming the file, as the unit of work does (it said "the memory database is full")
+    assert result.error.startswith(f"{tool_db} is full"), result.error
     assert snapshot(tool_db) == before
     assert actions(tool_db) == log_before
     with Store(capped_engine).begin(write=False) as mem:

@@ -1,0 +1,78 @@
+"""A connection SQLite opened read-only (the file was not writable when the pool opened it)
+stayed in the pool read-only for the Store's life: once the file was writable again, every
+unit of work that got that connection was refused ``database_read_only`` until the process
+restarted (an MCP server, a web app). The refusal now drops the connection, so the next unit
+of work opens a fresh one, and a writable file is written again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from philont import tools
+from philont.aio import AsyncStore
+from philont.errors import DatabaseReadOnlyError
+from philont.store import Store
+from tests.support import file_permissions_apply
+
+
+def _keys(path: Path) -> list[str]:
+    with closing(sqlite3.connect(str(path))) as conn:
+        rows = conn.execute(
+            "SELECT DISTINCT key FROM memory_facts WHERE namespace = 'ro' ORDER BY key"
+        )
+        return [row[0] for row in rows]
+
+
+def test_a_file_writable_again_is_written_again_through_the_same_store(tool_db: Path) -> None:
+    with Store.open(tool_db) as store, file_permissions_apply():
+        os.chmod(tool_db, 0o444)  # before the pool opens its first connection
+        try:
+            with pytest.raises(DatabaseReadOnlyError), store.begin() as mem:
+                mem.facts.store("ro", "refused", 1)
+            refused = tools.call("store_fact", {"namespace": "ro", "key": "tool", "value": 1},
+                                 db=store)  # fmt: skip
+            assert refused.error_code == "database_read_only"
+        finally:
+            os.chmod(tool_db, 0o644)
+        # The first unit of work after the chmod may still meet SQLite's read-only file
+        # handle (refused, and dropped); the pool's connections are new from then on.
+        for _attempt in range(2):
+            with contextlib.suppress(DatabaseReadOnlyError), store.begin() as mem:
+                mem.facts.store("ro", "again", 1)
+        for n in range(3):
+            assert tools.call(
+                "store_fact", {"namespace": "ro", "key": f"tool{n}", "value": 2}, db=store
+            ).ok
+    assert _keys(tool_db) == ["again", "tool0", "tool1", "tool2"]
+
+
+def test_an_async_store_writes_a_file_writable_again(tool_db: Path) -> None:
+    async def body() -> list[str | None]:
+        astore = await AsyncStore.open(tool_db)
+        try:
+            with file_permissions_apply():
+                os.chmod(tool_db, 0o444)
+                try:
+                    refused = await astore.call(
+                        "store_fact", {"namespace": "ro", "key": "a", "value": 1}
+                    )
+                finally:
+                    os.chmod(tool_db, 0o644)
+                codes = [refused.error_code]
+                for n in range(4):  # the first may still meet the read-only handle
+                    args = {"namespace": "ro", "key": f"b{n}", "value": 1}
+                    codes.append((await astore.call("store_fact", args)).error_code)
+                return codes
+        finally:
+            await astore.close()
+
+    codes = asyncio.run(body())
+    assert codes[0] == "database_read_only"
+    assert codes[-3:] == [None, None, None], codes
