@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
-from philont.db.models import AccessLogEntry
+from philont.db.models import AccessLogEntry, Fact, Note
 from philont.db.queries import access as access_rows
 from philont.db.stored_values import record
 from philont.db.types import to_epoch_ms
@@ -17,6 +17,13 @@ from philont.services.base import Service
 
 def _target(value: object) -> AccessTarget:
     return inputs.check(inputs.AccessTargetName, value, "target_type")  # type: ignore[no-any-return]
+
+
+_ACCESS_TIMES: dict[AccessTarget, type[Fact] | type[Note]] = {
+    AccessTarget.FACT: Fact,
+    AccessTarget.NOTE: Note,
+}
+"""The targets whose rows keep when they were last read (``last_accessed_at``)."""
 
 
 class AccessLog(Service):
@@ -38,6 +45,33 @@ class AccessLog(Service):
         return AccessRecord(
             id=new_id, target_type=kind, target_id=target_id, accessed_at=at, context=context
         )
+
+    def refresh(
+        self,
+        target_type: AccessTarget,
+        target_id: str,
+        context: str | None = None,
+        *,
+        touch: bool = True,
+    ) -> None:
+        """What a read of a fact, note or skill leaves: its access-log row (:meth:`record`)
+        and, with ``touch``, ``last_accessed_at = now`` on a fact or note (a skill has none).
+        On a read-only Store (``Store.open(read_only=True)``) nothing: a read there changes
+        nothing, and cannot. Every read path refreshes through here, so none can forget that
+        (a host's own :meth:`record` is a write, refused there like any other)."""
+        kind = _target(target_type)
+        if self.mem.read_only:
+            return
+        model = _ACCESS_TIMES.get(kind) if touch else None
+        if model is not None:
+            # by its id as read, in a loaded row object too (``evaluate``): an id stored as
+            # text that is not UTF-8 reads with U+FFFD and matches no row, which a flush of the
+            # object refused as stale
+            self.session.execute(
+                update(model).where(model.id == target_id).values(last_accessed_at=self._now()),
+                execution_options={"synchronize_session": "evaluate"},
+            )
+        self.record(kind, target_id, context)
 
     @finds("target_id", target_type=inputs.AccessTargetName)
     def count_for(self, target_type: AccessTarget, target_id: str) -> int:

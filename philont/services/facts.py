@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import or_, select
 
 from philont.db.models import Fact
 from philont.db.types import to_epoch_ms
@@ -206,15 +206,7 @@ class FactService(FactTime):
         now = self._now()
         if not include_expired and expired(row, to_epoch_ms(now)):
             return None
-        if self.mem.read_only:  # a read-only Store: nothing to refresh (nor can it be)
-            return to_record(row)
-        # by its id as read, in the row object too (``evaluate``): an id stored as text that
-        # is not UTF-8 reads with U+FFFD and matches no row, which a flush refused as stale
-        self.session.execute(
-            update(Fact).where(Fact.id == row.id).values(last_accessed_at=now),
-            execution_options={"synchronize_session": "evaluate"},
-        )
-        self.mem.access.record(AccessTarget.FACT, row.id, context=f"get {namespace}.{key}")
+        self.mem.access.refresh(AccessTarget.FACT, row.id, context=f"get {namespace}.{key}")
         return to_record(row)
 
     @finds("fact_id")

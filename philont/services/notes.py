@@ -120,11 +120,7 @@ class NoteService(Service):
         row = self.session.get(Note, id) if isinstance(id, str) else None
         if row is None or row.forgotten_at is not None:
             return None
-        if self.mem.read_only:  # a read-only Store: nothing to refresh (nor can it be)
-            return _record(row)
-        row.last_accessed_at = self._now()
-        self.session.flush()
-        self.mem.access.record(AccessTarget.NOTE, row.id, context="get")
+        self.mem.access.refresh(AccessTarget.NOTE, row.id, context="get")
         return _record(row)
 
     def list(self, limit: int = 10, include_forgotten: bool = False) -> builtins.list[NoteRecord]:

@@ -96,8 +96,8 @@ class SkillService(SkillRecipes):
         found = self._fetch(Skill.name == inputs.check(inputs.SkillNameLookup, name, "name"))
         if found is None:
             return None
-        if record_access and not self.mem.read_only:
-            self.mem.access.record(AccessTarget.SKILL, found[0].id)
+        if record_access:
+            self.mem.access.refresh(AccessTarget.SKILL, found[0].id)
         return to_record(*found)
 
     @finds("skill_id")

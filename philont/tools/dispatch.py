@@ -453,8 +453,7 @@ def run_prepared(prepared: Prepared, mem: Memory, session_id: str, *, joined: bo
         assert failure is not None  # no output: a failure says why
         text = failure_text(failure.code, failure.message)
     ok = output is not None
-    if not mem.read_only:  # a read-only Store (Store.open(read_only=True)) logs nothing
-        _log_call(mem, prepared, ok=ok, text=text, session_id=session_id)
+    _log_call(mem, prepared, ok=ok, text=text, session_id=session_id)
     return ToolResult(  # model_construct is slower than this validation (2.0 vs 1.2 us)
         name=prepared.name,
         ok=ok,
@@ -469,7 +468,10 @@ def _log_call(mem: Memory, prepared: Prepared, *, ok: bool, text: str, session_i
     """The action log row every call leaves. It must be writable whatever the call was
     given: on PostgreSQL a NUL in the name or the result would be refused and take the
     caller's unit of work down with it. The params as :func:`prepare` encoded them (once),
-    or a repr of what the log cannot store as given."""
+    or a repr of what the log cannot store as given. None on a read-only Store
+    (``Store.open(read_only=True)``): there a call that reads changes nothing."""
+    if mem.read_only:
+        return
     storable = mem.backend.escape_nul
     if prepared.tool is not None:  # a registered name: storable as it is
         name = prepared.tool.name

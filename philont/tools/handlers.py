@@ -152,8 +152,8 @@ def search_notes(args: a.SearchNotesArgs, mem: Memory, ctx: ToolContext) -> Tool
     hits = mem.search.notes(args.query, limit=args.limit)
     if not hits:
         return ToolOutput(f"No notes match {_inline(args.query)!r}.", [])
-    for h in hits if not mem.read_only else ():  # a read-only Store logs no reads
-        mem.access.record(AccessTarget.NOTE, h.id, context="search_notes")
+    for h in hits:  # an access-log row each (no access time: a search is not a read of it)
+        mem.access.refresh(AccessTarget.NOTE, h.id, context="search_notes", touch=False)
     return ToolOutput("\n".join(f"- {h.content}" for h in hits), [_dump(h) for h in hits])
 
 

@@ -10,22 +10,27 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from philont import Store, tools
 from philont.cli import app
+from philont.db.schema import metadata
 from philont.errors import (
     DatabasePathError,
     DatabaseReadOnlyError,
     InvalidDatabaseError,
+    PhilontError,
     SchemaOutOfDateError,
 )
 from philont.memory import Memory
 from philont.tools.registry import REGISTRY
+from tests import service_calls
 from tests.support import file_permissions_apply
 
 NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
@@ -257,3 +262,112 @@ def test_a_missing_file_is_refused_never_created(tmp_path: Path) -> None:
 def test_postgresql_is_refused_by_name() -> None:
     with pytest.raises(InvalidDatabaseError, match="SQLite files only"):
         Store.open("postgresql+psycopg://nobody@127.0.0.1:1/none", read_only=True)
+
+
+# --- every service method: a read answers as on a writable Store, a write is refused ---------
+
+REFRESHED_TABLE = "memory_access_log"
+REFRESHED_COLUMN = "last_accessed_at"
+"""What a read refreshes on a writable Store (:meth:`AccessLog.refresh`): nothing else."""
+LOGS_ACCESS = {"AccessLog.record"}
+"""Writes what a read refreshes, as their purpose: a host's own access-log row is refused."""
+
+
+def _content(mem: Memory) -> list[tuple[str, list[str]]]:
+    """Every row of every table, but what a read refreshes."""
+    return [
+        (
+            table.name,
+            sorted(
+                repr(tuple(row))
+                for row in mem.session.execute(
+                    select(*(c for c in table.c if c.name != REFRESHED_COLUMN))
+                )
+            ),
+        )
+        for table in metadata.sorted_tables
+        if table.name != REFRESHED_TABLE
+    ]
+
+
+class _Undo(Exception):
+    """Ends a writable unit of work whose call was answered: every call starts alike."""
+
+
+@dataclass
+class _Answer:
+    value: object = None
+    error: PhilontError | None = None
+    wrote: bool = False
+
+
+def _call(mem: Memory, case: str, kwargs: dict[str, object]) -> object:
+    cls, fn = service_calls.METHODS[case]
+    return getattr(service_calls.ACCESS[cls](mem), fn.__name__)(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database with the rows the good arguments of every service method name."""
+    path = tmp_path_factory.mktemp("seeded") / "memory.sqlite"
+    with Store.open(path, clock=lambda: service_calls.NOW) as store:
+        with store.begin() as mem:
+            service_calls.seed(mem)
+            mem.notes.get("n1")  # access times as the NOW every read sets them to
+        service_calls.seeds(store)
+    return path
+
+
+def _database(path: Path) -> dict[str, tuple[bytes, int]]:
+    """The database file and its -wal: bytes and modification times (readers of a WAL-mode
+    file write their marks into -shm)."""
+    found = (Path(f"{path}{suffix}") for suffix in ("", "-wal"))
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in found if p.exists()}
+
+
+@pytest.mark.parametrize("case", sorted(service_calls.METHODS))
+def test_every_service_method_reads_as_on_a_writable_store_or_is_refused(
+    seeded: Path, tmp_path: Path, case: str
+) -> None:
+    # What a method does on a writable copy decides what it must do on the read-only file: a
+    # call that changed nothing but what a read refreshes (access times, access-log rows) is
+    # a read, and answers alike (a read path that refreshed on its own was refused there);
+    # one that changed anything else is refused as read-only. The file is never changed.
+    copy, path = tmp_path / "copy.sqlite", tmp_path / "ro.sqlite"
+    shutil.copyfile(seeded, copy)
+    shutil.copyfile(seeded, path)
+    path.chmod(0o444)
+    clock = lambda: service_calls.NOW  # noqa: E731
+    with Store.open(copy, clock=clock) as store:
+        kwargs = service_calls.good_call(case, service_calls.seeds(store))
+        expected = _Answer()
+        try:
+            with store.begin() as mem:
+                before = _content(mem)
+                try:
+                    expected.value = _call(mem, case, kwargs)
+                except PhilontError as exc:
+                    expected.error = exc
+                expected.wrote = case in LOGS_ACCESS or _content(mem) != before
+                raise _Undo
+        except _Undo:
+            pass
+    with file_permissions_apply(), Store.open(path, read_only=True, clock=clock) as store:
+        with store.begin() as mem:  # what SQLite keeps beside a WAL-mode file, if anything
+            mem.facts.list("user")
+        files = _database(path)
+        got = _Answer()
+        try:
+            with store.begin() as mem:
+                got.value = _call(mem, case, kwargs)
+        except PhilontError as exc:
+            got.error = exc
+    if expected.wrote:
+        assert isinstance(got.error, DatabaseReadOnlyError), (expected, got)
+        assert "opened read-only" in got.error.message
+    elif expected.error is not None:
+        assert type(got.error) is type(expected.error), (expected, got)
+    else:
+        assert got.error is None, got
+        assert got.value == expected.value
+    assert _database(path) == files
