@@ -27,7 +27,7 @@ from philont.clock import Clock
 from philont.db.backend import Backend, Raw
 from philont.db.engine import Target
 from philont.db.retry import translate
-from philont.errors import ConflictError, DatabaseReadOnlyError, PhilontError, UnitOfWorkError
+from philont.errors import ConflictError, PhilontError, UnitOfWorkError
 from philont.schemas.inputs import BusyTimeoutMs, now_from
 
 if TYPE_CHECKING:
@@ -210,12 +210,9 @@ class Memory:
                 raise typed from exc
 
     def _typed(self, exc: BaseException) -> PhilontError | None:
-        """``exc``'s typed error (:func:`~philont.db.retry.translate`); on a read-only Store
-        SQLite's refusal of a write says that the Store was opened read-only."""
-        typed = translate(exc, path=self._path())
-        if isinstance(typed, DatabaseReadOnlyError) and self.store.read_only:
-            return self.store.refused_write()
-        return typed
+        """``exc``'s typed error (:func:`~philont.db.retry.translate`). (A read-only Store's
+        refusal of a write is typed where SQLite refuses it: ``engine.ReadOnlyConnection``.)"""
+        return translate(exc, path=self._path())
 
     @property
     def read_only(self) -> bool:

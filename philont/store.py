@@ -33,7 +33,6 @@ from philont.db.engine import (
     create_engine,
     guard_nul,
     is_postgres,
-    refused_write,
     require_file,
     require_sqlite_hooks,
     resolve_url,
@@ -45,7 +44,6 @@ from philont.db.retry import DEFAULT_ATTEMPTS, run_unit
 from philont.embed.base import Embedder
 from philont.errors import (
     DatabaseGoneError,
-    DatabaseReadOnlyError,
     InvalidDatabaseError,
     SchemaOutOfDateError,
     StoreClosedError,
@@ -92,7 +90,7 @@ class Store:
         self.engine = engine
         self.read_only = read_only
         """Opened with ``read_only=True``: every write is refused
-        (:meth:`refused_write`), reads refresh no access times."""
+        (:func:`~philont.db.engine.refused_write`), reads refresh no access times."""
         self.backend: Backend = backend_for(engine)
         if self.backend.name == "postgresql":
             guard_nul(engine)  # a host's engine too: U+0000 is refused by name, not by psycopg
@@ -185,10 +183,6 @@ class Store:
             engine, agent=agent, clock=clock, owns_engine=True, embedder=embedder, read_only=True
         )
         return store._checked_embedder()
-
-    def refused_write(self) -> DatabaseReadOnlyError:
-        """The error of a write to a Store opened with ``read_only=True``."""
-        return refused_write(self._path)
 
     @classmethod
     @checked

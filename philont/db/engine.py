@@ -485,26 +485,21 @@ def install_sqlite_hooks(
 
     @event.listens_for(engine, "handle_error")
     def _on_error(context: ExceptionContext) -> None:
-        # the busy timeout the failed statement's connection waited with (RetryPolicy)
-        _on_sqlite_error(context.original_exception, timeout, path if read_only else None)
-        if not read_only and isinstance(
-            translate(context.original_exception), DatabaseReadOnlyError
-        ):
-            # SQLite opened this connection read-only (the file was not writable then), and it
-            # stays so: dropped, not pooled, so that a file writable again is written again.
-            context.is_disconnect = True
-            context.invalidate_pool_on_disconnect = False  # the other connections may write
+        _on_sqlite_error(context, timeout, read_only)
 
 
-def _on_sqlite_error(exc: BaseException, timeout_ms: int, read_only: Path | None) -> None:
+def _on_sqlite_error(context: ExceptionContext, timeout_ms: int, read_only: bool) -> None:
     """Mark a failed statement's error with the busy timeout its connection waited
-    (RetryPolicy); on a read-only engine (of the file ``read_only``) SQLite's refusal of a
-    write is :func:`refused_write`, naming the read-only Store, on every path alike."""
-    if not isinstance(exc, sqlite3.Error):
-        return
-    mark_busy(exc, timeout_s=timeout_ms / 1000)
-    if read_only is not None and isinstance(translate(exc), DatabaseReadOnlyError):
-        raise refused_write(read_only) from exc
+    (RetryPolicy). (A read-only Store's refusal of a write is typed where SQLite refuses it:
+    :class:`ReadOnlyConnection`.)"""
+    exc = context.original_exception
+    if isinstance(exc, sqlite3.Error):
+        mark_busy(exc, timeout_s=timeout_ms / 1000)
+    if not read_only and isinstance(translate(exc), DatabaseReadOnlyError):
+        # SQLite opened this connection read-only (the file was not writable then), and it
+        # stays so: dropped, not pooled, so that a file writable again is written again.
+        context.is_disconnect = True
+        context.invalidate_pool_on_disconnect = False  # the other connections may write
 
 
 def _begin(conn: Any, statement: str, gate: write_gate.WriteGate | None, timeout_ms: int) -> None:
@@ -654,6 +649,48 @@ def refused_write(path: Path | None) -> DatabaseReadOnlyError:
     return DatabaseReadOnlyError(str(path), reason)
 
 
+class _ReadOnlyCursor(cursors.Cursor):
+    """A cursor of a :class:`ReadOnlyConnection`: SQLite's refusal of a write is raised as
+    :func:`refused_write` where it happens, whoever ran the statement (the ORM, Core, the lean
+    writes of :class:`~philont.db.backend.Raw`, a host on the DB-API connection) and whenever
+    (a flush at commit too): one place, so every path says it alike."""
+
+    def execute(self, *args: Any) -> Any:
+        try:
+            return super().execute(*args)
+        except sqlite3.Error as exc:
+            raise _refusal(self, exc) from exc
+
+    def executemany(self, *args: Any) -> Any:
+        try:
+            return super().executemany(*args)
+        except sqlite3.Error as exc:
+            raise _refusal(self, exc) from exc
+
+    def executescript(self, *args: Any) -> Any:
+        try:
+            return super().executescript(*args)
+        except sqlite3.Error as exc:
+            raise _refusal(self, exc) from exc
+
+
+def _refusal(cursor: sqlite3.Cursor, exc: sqlite3.Error) -> BaseException:
+    """``exc`` itself, or :func:`refused_write` when it is SQLite's refusal of a write."""
+    if not isinstance(translate(exc), DatabaseReadOnlyError):
+        return exc
+    return refused_write(getattr(cursor.connection, "path", None))
+
+
+class ReadOnlyConnection(cursors.TrackedConnection):
+    """A connection of a read-only Store (:func:`sqlite_read_only_engine`; its file's
+    ``path`` set once it is made): its cursors are :class:`_ReadOnlyCursor`."""
+
+    path: Path | None = None
+
+    def cursor(self, factory: Any = _ReadOnlyCursor) -> Any:
+        return super().cursor(factory)
+
+
 def sqlite_read_only_engine(url: URL, *, busy_timeout_ms: int | None = None) -> Engine:
     """An engine that only reads the SQLite file ``url`` names (``Store.open(...,
     read_only=True)``): each connection is :func:`connect_read_only`'s (``mode=ro``;
@@ -666,7 +703,10 @@ def sqlite_read_only_engine(url: URL, *, busy_timeout_ms: int | None = None) -> 
     timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
 
     def connect() -> sqlite3.Connection:
-        return connect_read_only(path, timeout=timeout / 1000, factory=cursors.TrackedConnection)
+        conn = connect_read_only(path, timeout=timeout / 1000, factory=ReadOnlyConnection)
+        assert isinstance(conn, ReadOnlyConnection)
+        conn.path = path
+        return conn
 
     engine = sa_create_engine(url, creator=connect)
     fork.renew_after_fork(engine)

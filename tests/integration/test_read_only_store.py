@@ -15,11 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 from typer.testing import CliRunner
 
 from philont import Store, tools
 from philont.cli import app
+from philont.db.models import Note
 from philont.db.schema import metadata
 from philont.errors import (
     DatabasePathError,
@@ -145,6 +146,58 @@ def test_every_write_is_refused_as_read_only_and_changes_no_file(
         with store.begin() as mem:
             assert [f.key for f in mem.facts.list("user")] == ["city"]
     assert _files(path) == before
+
+
+def _pending_note(mem: Memory) -> None:
+    mem.session.add(Note(id="pending", content="flushed at commit", created_at=NOW))
+
+
+def _flushed_note(mem: Memory) -> None:
+    _pending_note(mem)
+    mem.session.flush()
+
+
+LOW_WRITES: dict[str, Callable[[Memory], object]] = {
+    "orm flush at commit": _pending_note,
+    "orm flush": _flushed_note,
+    "core statement": lambda mem: mem.session.execute(text("DELETE FROM memory_notes")),
+    "lean insert (Raw)": lambda mem: mem.timeline.append("hello", session_id="s1"),
+    "lean statement (Raw)": lambda mem: mem.raw().run("DELETE FROM memory_notes"),
+    "DB-API execute": lambda mem: mem.raw().connection.execute("DELETE FROM memory_notes"),
+    "DB-API executemany": lambda mem: mem.raw().connection.executemany(
+        "DELETE FROM memory_notes WHERE id = ?", [("a",), ("b",)]
+    ),
+    "DB-API cursor": lambda mem: mem.raw().connection.cursor().execute("DELETE FROM memory_facts"),
+}
+"""A write by every path there is to SQLite: the ORM (a flush, and one at commit), Core, the
+lean writes of ``Memory.raw()``, and a host's own statements on its DB-API connection."""
+
+
+@pytest.mark.parametrize("write", LOW_WRITES, ids=str)
+def test_a_write_by_any_path_is_refused_where_it_happens_with_one_message(
+    files: tuple[Path, Path], write: str
+) -> None:
+    # Typed at the statement, whatever runs it: a lean write or a host's DB-API statement was
+    # an untyped sqlite3/SQLAlchemy error inside the block (typed only as the block ended), so
+    # a host catching DatabaseReadOnlyError at the call never saw it.
+    path, _ = files
+    inside: list[BaseException] = []
+    with file_permissions_apply(), Store.open(path, read_only=True) as store:
+        before = _files(path)
+        with pytest.raises(DatabaseReadOnlyError) as err, store.begin() as mem:
+            try:
+                LOW_WRITES[write](mem)
+            except BaseException as exc:
+                inside.append(exc)
+                raise
+        assert _files(path) == before
+    expected = f"cannot write to '{path}': the Store was opened read-only"
+    assert err.value.message.startswith(expected), err.value.message
+    assert err.value.code == "database_read_only"
+    if write == "orm flush at commit":
+        assert inside == []  # it ended the block, at commit
+    else:
+        assert inside == [err.value], inside
 
 
 CALLS: dict[str, dict[str, object]] = {
