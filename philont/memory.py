@@ -124,14 +124,17 @@ class Memory:
         write: bool = True,
         clock: Clock | None = None,
         busy_timeout_ms: BusyTimeoutMs | None = None,
+        read_only: bool = False,
     ) -> Memory:
         """A unit of work on the process-wide Store of ``target`` (default: the default
         database), created or upgraded on first use: ``with Memory.open(path) as mem:``.
         ``write`` as in :meth:`Store.begin` (False: a deferred transaction that takes the write
-        lock only if it writes — not a read-only one)."""
+        lock only if it writes — not a read-only one). ``read_only`` (SQLite): on the
+        process-wide read-only Store of the file (:func:`~philont.store.shared`), never
+        created or upgraded; every write refused."""
         from philont.store import shared
 
-        store = shared(target, busy_timeout_ms=busy_timeout_ms)
+        store = shared(target, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
         return store.begin(write=write, clock=clock, agent=agent)
 
     # --- the transaction ---------------------------------------------------------------------

@@ -452,7 +452,7 @@ def _at_head(url: URL, *, writable: bool = True) -> bool:
 
 # --- the process-wide Stores -----------------------------------------------------------------
 
-_SHARED: dict[tuple[str, str | None, int | None], Store] = {}
+_SHARED: dict[tuple[str, str | None, int | None, bool], Store] = {}
 _SHARED_LOCK = fork.Lock()
 
 
@@ -462,33 +462,36 @@ def shared(
     *,
     agent: str | None = None,
     busy_timeout_ms: BusyTimeoutMs | None = None,
+    read_only: bool = False,
 ) -> Store:
     """The process-wide Store of a path or URL (the default database without one), opened
     (and upgraded) on first use and kept for the life of the process. Thread-safe. With
-    ``agent`` (PostgreSQL), a view of it whose default agent that is (same pool)."""
-    store = _shared(target, busy_timeout_ms)
+    ``agent`` (PostgreSQL), a view of it whose default agent that is (same pool). With
+    ``read_only`` (SQLite) the process-wide read-only Store of the file
+    (``Store.open(read_only=True)``; one of its own, beside the writable one)."""
+    store = _shared(target, busy_timeout_ms, read_only)
     return store if agent is None or store.agent == agent else store.for_agent(agent)
 
 
-def _shared(target: Target | None, busy_timeout_ms: int | None) -> Store:
+def _shared(target: Target | None, busy_timeout_ms: int | None, read_only: bool) -> Store:
     named, path = _named(target)
-    store = _BY_NAME.get((named, busy_timeout_ms))
+    store = _BY_NAME.get((named, busy_timeout_ms, read_only))
     if store is not None and not store.closed and _same_file(store, path):
         return store  # the common case: a call on the target it was given last time
     url = resolve_url(target)
-    key = (url.render_as_string(hide_password=False), None, busy_timeout_ms)
+    key = (url.render_as_string(hide_password=False), None, busy_timeout_ms, read_only)
     with _SHARED_LOCK:
         store = _SHARED.get(key)
         if store is None or store.closed or not _still_there(store):
             if store is not None:
                 store.close()
-            store = Store.open(url, busy_timeout_ms=busy_timeout_ms)
+            store = Store.open(url, busy_timeout_ms=busy_timeout_ms, read_only=read_only)
             _SHARED[key] = store
-        _BY_NAME[(named, busy_timeout_ms)] = store
+        _BY_NAME[(named, busy_timeout_ms, read_only)] = store
         return store
 
 
-_BY_NAME: dict[tuple[tuple[object, ...], int | None], Store] = {}
+_BY_NAME: dict[tuple[tuple[object, ...], int | None, bool], Store] = {}
 """Targets as given (with the working directory a relative path depends on) -> their Store:
 resolving a path and rendering its URL costs more than a small tool call's own work."""
 

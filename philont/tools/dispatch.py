@@ -187,8 +187,16 @@ Db = Store | Memory | str | Path | URL | None
 """What ``call`` accepts as its database (see :func:`call`)."""
 
 
-def _store_of(db: object) -> Store | None:
-    """The Store a call on ``db`` owns its unit of work on (None: it joins ``db``)."""
+def _store_of(db: object, read_only: object = False) -> Store | None:
+    """The Store a call on ``db`` owns its unit of work on (None: it joins ``db``); with
+    ``read_only`` a path's read-only Store, and a Store or unit of work must be read-only."""
+    if not isinstance(read_only, bool):
+        raise InvalidDatabaseError(f"read_only must be True or False, got {read_only!r}")
+    if isinstance(db, Memory | Store) and read_only and not db.read_only:
+        raise InvalidDatabaseError(
+            "read_only=True names the read-only Store of a path or URL; this "
+            f"{type(db).__name__} was not opened read-only (Store.open(..., read_only=True))"
+        )
     if isinstance(db, Memory):
         if not db.active:
             raise InvalidDatabaseError(
@@ -199,7 +207,7 @@ def _store_of(db: object) -> Store | None:
     if isinstance(db, Store):
         return db
     if db is None or isinstance(db, str | Path | URL):
-        return shared(db)
+        return shared(db, read_only=read_only)
     raise InvalidDatabaseError(
         f"db must be a Store, a unit of work (Memory), a path or URL, or None; "
         f"got {type(db).__name__}"
@@ -220,6 +228,7 @@ def call(
     *,
     db: Db = None,
     session_id: str = "global",
+    read_only: bool = False,
 ) -> ToolResult:
     """Run the model tool ``name`` and report the outcome; never raises.
 
@@ -237,7 +246,9 @@ def call(
     active unit of work (``Memory`` inside its ``with`` block: the call joins its transaction),
     a path or URL (resolved to the process-wide Store of that database), or None (the
     database named by ``$MEMORY_DB_PATH`` at call time). Anything else is an
-    ``invalid_database`` result.
+    ``invalid_database`` result. ``read_only=True`` (SQLite): a path's process-wide read-only
+    Store (``shared(path, read_only=True)``; PostgreSQL is ``invalid_database``); a Store or
+    unit of work given must be read-only itself (``invalid_database`` otherwise).
 
     When the call owns its unit of work, a tool that writes takes SQLite's write lock up front
     (``BEGIN IMMEDIATE``); a read-only tool (and a call refused before it ran) begins deferred
@@ -255,7 +266,7 @@ def call(
     """
     tool_name = name if isinstance(name, str) else repr(name)
     try:
-        store = _store_of(db)
+        store = _store_of(db, read_only)
         prepared = prepare(tool_name, arguments)
         if store is None:
             assert isinstance(db, Memory)

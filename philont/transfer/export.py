@@ -135,7 +135,7 @@ def export(
     status = migrate.check(url)
     tables = export_tables()
     counts: dict[str, int] = {}
-    with sqlite_connection(url, create=False) as conn:
+    with sqlite_connection(url, create=False, read_only=True) as conn:  # it only reads
         conn.execute("BEGIN")  # one snapshot: the counts and the rows agree
         try:
             for table in tables:

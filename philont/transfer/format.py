@@ -17,7 +17,7 @@ from sqlalchemy.engine import URL
 
 from philont import charter, migrate
 from philont.db.bootstrap import GLOBAL_SESSION_ID
-from philont.db.engine import create_engine, resolve_url, sqlite_path
+from philont.db.engine import create_engine, resolve_url, sqlite_path, sqlite_read_only_engine
 from philont.db.fts import FTS_INDEXES
 from philont.db.schema import metadata
 from philont.errors import InvalidInputError, StorageError
@@ -303,10 +303,18 @@ def sqlite_file(db: DbTarget) -> tuple[URL, Path]:
 
 
 @contextmanager
-def sqlite_connection(url: URL, *, create: bool) -> Iterator[sqlite3.Connection]:
+def sqlite_connection(
+    url: URL, *, create: bool, read_only: bool = False
+) -> Iterator[sqlite3.Connection]:
     """A plain sqlite3 connection with our PRAGMAs (foreign keys off: import order is free and
-    ``foreign_key_check`` runs before commit); values come back exactly as stored."""
-    engine = create_engine(url, foreign_keys=False, create=create)
+    ``foreign_key_check`` runs before commit); values come back exactly as stored.
+    ``read_only`` (an export): a read-only Store's connection (``mode=ro``), so a file this
+    process may not write is read too, and nothing of the file changes (its journal mode
+    neither)."""
+    if read_only:
+        engine = sqlite_read_only_engine(url)
+    else:
+        engine = create_engine(url, foreign_keys=False, create=create)
     try:
         raw = engine.raw_connection()
         try:

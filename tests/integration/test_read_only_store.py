@@ -19,6 +19,7 @@ from sqlalchemy import select, text
 from typer.testing import CliRunner
 
 from philont import Store, tools
+from philont import store as store_module
 from philont.cli import app
 from philont.db.models import Note
 from philont.db.schema import metadata
@@ -424,3 +425,126 @@ def test_every_service_method_reads_as_on_a_writable_store_or_is_refused(
         assert got.error is None, got
         assert got.value == expected.value
     assert _database(path) == files
+
+
+# --- export only reads ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o444], ids=["writable", "read-only"])
+def test_export_reads_a_file_it_may_not_write_and_changes_no_byte(
+    files: tuple[Path, Path], tmp_path: Path, mode: int
+) -> None:
+    # An export only reads: it refused a file this process may not write (it opened a writing
+    # connection, which also switched a file's journal mode to WAL).
+    path, copy = files
+    path.chmod(mode)
+    with Store.open(path, read_only=True) as store, store.begin() as mem:  # -wal/-shm, if any
+        mem.facts.list("user")
+    before = _files(path)["memory.sqlite"]
+    out = tmp_path / "export.jsonl"
+    with file_permissions_apply():
+        result = runner.invoke(app, ["export", str(out), "--db", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert _files(path)["memory.sqlite"] == before
+    expected = tmp_path / "expected.jsonl"
+    assert runner.invoke(app, ["export", str(expected), "--db", str(copy)]).exit_code == 0
+    lines, wanted = out.read_text().splitlines(), expected.read_text().splitlines()
+    assert lines[1:] == wanted[1:]  # the header differs only in exported_at
+    assert len(lines) > 5
+
+
+# --- the other ways in: shared(), Memory.open, tools.call(db=path) ----------------------------
+
+PG_URL = "postgresql+psycopg://nobody@127.0.0.1:1/none"
+
+OPENINGS: dict[str, Callable[[Path | str], object]] = {
+    "shared": lambda db: store_module.shared(db, read_only=True).run(
+        lambda mem: mem.facts.get("user", "city"), write=False
+    ),
+    "Memory.open": lambda db: _read_in(Memory.open(db, read_only=True)),
+    "tools.call": lambda db: _ok(tools.call("get_fact", CALLS["get_fact"], db=db, read_only=True)),
+}
+"""A read through each way in that takes ``read_only``."""
+
+
+def _read_in(unit: Memory) -> object:
+    with unit as mem:
+        return mem.facts.get("user", "city")
+
+
+def _ok(result: tools.ToolResult) -> object:
+    if not result.ok:
+        raise AssertionError(result)
+    return result.text
+
+
+@pytest.fixture
+def no_shared() -> Iterator[None]:
+    store_module.close_shared()
+    yield
+    store_module.close_shared()
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o444], ids=["writable", "read-only"])
+@pytest.mark.parametrize("way", OPENINGS, ids=str)
+def test_each_way_in_reads_read_only_and_changes_no_byte(
+    files: tuple[Path, Path], no_shared: None, way: str, mode: int
+) -> None:
+    path, _ = files
+    path.chmod(mode)
+    with Store.open(path, read_only=True) as store, store.begin() as mem:  # -wal/-shm, if any
+        mem.facts.list("user")
+    before = _files(path)["memory.sqlite"]
+    with file_permissions_apply():
+        got = OPENINGS[way](path)
+        assert got == OPENINGS[way](str(path))  # the same Store again, by its name as text
+        store_module.close_shared()
+    assert got is not None
+    assert _files(path)["memory.sqlite"] == before
+
+
+def test_a_read_only_shared_store_is_its_own_and_refuses_writes(
+    files: tuple[Path, Path], no_shared: None
+) -> None:
+    path, _ = files
+    path.chmod(0o644)
+    reader = store_module.shared(path, read_only=True)
+    writer = store_module.shared(path)
+    assert reader.read_only and not writer.read_only
+    assert store_module.shared(path, read_only=True) is reader
+    before = _files(path)["memory.sqlite"]
+    with (
+        pytest.raises(DatabaseReadOnlyError, match="opened read-only"),
+        Memory.open(path, read_only=True) as mem,
+    ):
+        mem.notes.add("refused")
+    refused = tools.call("store_fact", CALLS["store_fact"], db=path, read_only=True)
+    assert refused.error_code == "database_read_only", refused
+    assert _files(path)["memory.sqlite"] == before
+    written = tools.call("store_fact", CALLS["store_fact"], db=path)
+    assert written.ok, written
+
+
+def test_read_only_with_a_writable_store_given_is_refused(files: tuple[Path, Path]) -> None:
+    _, copy = files
+    with Store.open(copy) as store:
+        called = tools.call("get_fact", CALLS["get_fact"], db=store, read_only=True)
+        assert called.error_code == "invalid_database", called
+        with store.begin() as mem:
+            joined = tools.call("get_fact", CALLS["get_fact"], db=mem, read_only=True)
+        assert joined.error_code == "invalid_database", joined
+    with Store.open(copy, read_only=True) as store:
+        assert tools.call("get_fact", CALLS["get_fact"], db=store, read_only=True).ok
+
+
+@pytest.mark.usefixtures("no_shared")
+def test_postgresql_is_refused_by_every_way_in() -> None:
+    for opening in (
+        lambda: store_module.shared(PG_URL, read_only=True),
+        lambda: Memory.open(PG_URL, read_only=True),
+    ):
+        with pytest.raises(InvalidDatabaseError, match="SQLite files only"):
+            opening()
+    called = tools.call("get_fact", CALLS["get_fact"], db=PG_URL, read_only=True)
+    assert called.error_code == "invalid_database", called
+    assert "SQLite files only" in (called.error or "")
