@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,6 +28,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from philont import settings
 from philont.arguments import checked, sync_result
 from philont.clock import Clock, utc_now
 from philont.db import cursors, write_gate
@@ -39,6 +41,7 @@ from philont.db.engine import (
     guard_nul,
     install_sqlite_hooks,
     is_postgres,
+    read_only_connection,
     require_file,
     require_sqlite_hooks,
     resolve_url,
@@ -49,6 +52,7 @@ from philont.db.retry import RetryPolicy, translate
 from philont.errors import (
     BackendError,
     DatabaseBusyError,
+    DatabasePathError,
     EventLoopError,
     InvalidDatabaseError,
     PhilontError,
@@ -57,7 +61,7 @@ from philont.errors import (
 from philont.log import alembic_at_debug, get_logger
 from philont.memory import Memory
 from philont.schemas.inputs import BusyTimeoutMs
-from philont.store import Store, ensure_schema, ensure_schema_on
+from philont.store import Store, check_read_only, ensure_schema, ensure_schema_on
 
 if TYPE_CHECKING:
     from philont.tools.dispatch import ToolResult
@@ -124,6 +128,35 @@ def _sqlite_async_engine(url: URL, busy_timeout_ms: int | None) -> AsyncEngine:
     return engine
 
 
+def _sqlite_async_read_only_engine(url: URL, busy_timeout_ms: int | None) -> AsyncEngine:
+    """The async face of :func:`~philont.db.engine.sqlite_read_only_engine`: aiosqlite over
+    the read-only Store's connections (``mode=ro``; writes refused where SQLite refuses them)."""
+    try:
+        import aiosqlite
+        from sqlalchemy.ext.asyncio import create_async_engine as sa_create_async_engine
+    except ImportError as exc:  # pragma: no cover - aiosqlite or greenlet is missing
+        raise BackendError("async SQLite needs aiosqlite: pip install 'philont[async]'") from exc
+    ensure_fts5()
+    path = sqlite_path(url)
+    if path is None:
+        raise DatabasePathError(str(url.database), "a read-only Store needs a database file")
+    timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
+
+    def connector() -> sqlite3.Connection:  # in aiosqlite's thread
+        return read_only_connection(path, timeout, check_same_thread=False)
+
+    async def connect() -> Any:
+        return await aiosqlite.Connection(connector, 64)
+
+    engine = sa_create_async_engine(url.set(drivername="sqlite+aiosqlite"), async_creator=connect)
+    cursors.install(engine.sync_engine)
+    install_sqlite_hooks(
+        engine.sync_engine, foreign_keys=True, busy_timeout_ms=timeout, read_only=True
+    )
+    renew_after_fork(engine.sync_engine)
+    return engine
+
+
 class AsyncStore:
     """The async face of a :class:`~philont.store.Store`: one async engine per database per
     event loop, units of work run with :meth:`run`, tools with :meth:`call`.
@@ -143,17 +176,20 @@ class AsyncStore:
         agent: str | None = None,
         clock: Clock = utc_now,
         owns_engine: bool = False,
+        read_only: bool = False,
     ) -> None:
         """Prefer :meth:`open` / :meth:`from_engine`, which check the schema first."""
         self.engine = engine
-        self._write_engine = engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+        self._write_engine = (
+            engine if read_only else engine.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
+        )
         self._owns_engine = owns_engine
         # The services run on the sync face of the async engine, inside run_sync.
-        self.store = Store(engine.sync_engine, agent=agent, clock=clock)
+        self.store = Store(engine.sync_engine, agent=agent, clock=clock, read_only=read_only)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight: set[asyncio.Task[Any]] = set()
         self._closing = False
-        sqlite = self.store.backend.name == "sqlite"
+        sqlite = self.store.backend.name == "sqlite" and not read_only
         self._write_gate = write_gate.AsyncWriteGate() if sqlite else None
         """This AsyncStore's writing units of work take SQLite's lock in the order they came
         (philont.db.write_gate.queued), instead of polling it from many connections."""
@@ -168,9 +204,15 @@ class AsyncStore:
         upgrade: bool = True,
         clock: Clock = utc_now,
         busy_timeout_ms: BusyTimeoutMs | None = None,
+        read_only: bool = False,
     ) -> AsyncStore:
-        """As :meth:`Store.open`; the schema check (and upgrade) runs in a worker thread."""
+        """As :meth:`Store.open` (``read_only`` too: SQLite only, never created or upgraded,
+        every write refused); the schema check (and upgrade) runs in a worker thread."""
         url = resolve_url(target)
+        if read_only:
+            await asyncio.to_thread(check_read_only, url)
+            engine = _sqlite_async_read_only_engine(url, busy_timeout_ms)
+            return cls(engine, agent=agent, clock=clock, owns_engine=True, read_only=True)._bound()
         await asyncio.to_thread(ensure_schema, url, upgrade=upgrade)  # checks an SQLite file
         if is_postgres(url):
             engine = create_async_engine(url, busy_timeout_ms=busy_timeout_ms)

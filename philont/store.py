@@ -168,15 +168,7 @@ class Store:
         busy_timeout_ms: int | None,
         embedder: Embedder | None,
     ) -> Store:
-        if is_postgres(url):
-            raise InvalidDatabaseError(
-                "Store.open(read_only=True) reads SQLite files only; on PostgreSQL connect "
-                "as a role that may only read instead"
-            )
-        path = sqlite_path(url)
-        if path is not None:  # a missing file is refused, never created
-            check_file(path, create=False, writable=False)
-        ensure_schema(url, upgrade=False, writable=False)
+        check_read_only(url)
         engine = sqlite_read_only_engine(url, busy_timeout_ms=busy_timeout_ms)
         log.debug("store.opened", url=url.render_as_string(), backend="sqlite", read_only=True)
         store = cls(
@@ -434,6 +426,20 @@ def ensure_schema_on(conn: Connection, *, upgrade: bool) -> None:
             migrate.check(conn)  # raises SchemaOutOfDateError naming the command to run
             raise SchemaOutOfDateError(f"{conn.engine.url.render_as_string()} is not at head")
         migrate.upgrade(conn)
+
+
+def check_read_only(url: URL) -> None:
+    """Refuse what a read-only Store cannot read: PostgreSQL (:class:`InvalidDatabaseError`),
+    a missing file (never created), a database not at head (never upgraded)."""
+    if is_postgres(url):
+        raise InvalidDatabaseError(
+            "Store.open(read_only=True) reads SQLite files only; on PostgreSQL connect "
+            "as a role that may only read instead"
+        )
+    path = sqlite_path(url)
+    if path is not None:  # a missing file is refused, never created
+        check_file(path, create=False, writable=False)
+    ensure_schema(url, upgrade=False, writable=False)
 
 
 def _at_head(url: URL, *, writable: bool = True) -> bool:

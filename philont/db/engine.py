@@ -293,12 +293,14 @@ def connect_read_only(
     immutable: bool = False,
     timeout: float = 5.0,
     factory: type[sqlite3.Connection] = sqlite3.Connection,
+    check_same_thread: bool = True,
 ) -> sqlite3.Connection:
     """A read-only sqlite3 connection to the file ``path`` (``immutable``: without locks or
     the WAL, for a look at the file itself). Its name is quoted into SQLite's URI form:
     ``?``, ``#`` and ``%`` in a file name are part of the name, never a query (which would
     drop ``mode=ro`` and create a stray file), a fragment or an escape. ``timeout``: seconds
-    to wait for another connection's lock; ``factory``: the connection's class.
+    to wait for another connection's lock; ``factory``: the connection's class;
+    ``check_same_thread``: as ``sqlite3.connect``'s (False under aiosqlite).
 
     A WAL-mode file is read through its ``-shm`` file, which SQLite creates beside it when
     missing; where it cannot (the directory is not writable: a read-only mount, another
@@ -306,7 +308,9 @@ def connect_read_only(
     "unable to open database file" (which was reported as a damaged database)."""
     flags = "mode=ro&immutable=1" if immutable else "mode=ro"
     name = f"file:{quote(os.fspath(path))}?{flags}"
-    conn = sqlite3.connect(name, uri=True, timeout=timeout, factory=factory)
+    conn = sqlite3.connect(
+        name, uri=True, timeout=timeout, factory=factory, check_same_thread=check_same_thread
+    )
     if immutable:
         return conn
     try:
@@ -315,12 +319,16 @@ def connect_read_only(
         conn.close()
         if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN:
             raise
-        return _without_shm(Path(path), exc, timeout, factory)
+        return _without_shm(Path(path), exc, timeout, factory, check_same_thread)
     return conn
 
 
 def _without_shm(
-    path: Path, exc: sqlite3.Error, timeout: float, factory: type[sqlite3.Connection]
+    path: Path,
+    exc: sqlite3.Error,
+    timeout: float,
+    factory: type[sqlite3.Connection],
+    check_same_thread: bool,
 ) -> sqlite3.Connection:
     """``path`` exists but SQLite cannot open what it needs beside it to read it (``exc``):
     with no ``-shm`` in a directory that is not writable, a WAL-mode file whose ``-wal`` holds
@@ -331,7 +339,13 @@ def _without_shm(
     wal = Path(f"{path}-wal")
     empty_wal = not wal.exists() or wal.stat().st_size == 0
     if empty_wal and shm_cannot_be_made(path):
-        return connect_read_only(path, immutable=True, timeout=timeout, factory=factory)
+        return connect_read_only(
+            path,
+            immutable=True,
+            timeout=timeout,
+            factory=factory,
+            check_same_thread=check_same_thread,
+        )
     raise cannot_open(path, str(exc)) from exc
 
 
@@ -691,6 +705,22 @@ class ReadOnlyConnection(cursors.TrackedConnection):
         return super().cursor(factory)
 
 
+def read_only_connection(
+    path: Path, timeout_ms: int, *, check_same_thread: bool = True
+) -> ReadOnlyConnection:
+    """A connection of a read-only Store on the file ``path`` (:func:`connect_read_only`'s,
+    a :class:`ReadOnlyConnection` knowing its file)."""
+    conn = connect_read_only(
+        path,
+        timeout=timeout_ms / 1000,
+        factory=ReadOnlyConnection,
+        check_same_thread=check_same_thread,
+    )
+    assert isinstance(conn, ReadOnlyConnection)
+    conn.path = path
+    return conn
+
+
 def sqlite_read_only_engine(url: URL, *, busy_timeout_ms: int | None = None) -> Engine:
     """An engine that only reads the SQLite file ``url`` names (``Store.open(...,
     read_only=True)``): each connection is :func:`connect_read_only`'s (``mode=ro``;
@@ -703,10 +733,7 @@ def sqlite_read_only_engine(url: URL, *, busy_timeout_ms: int | None = None) -> 
     timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
 
     def connect() -> sqlite3.Connection:
-        conn = connect_read_only(path, timeout=timeout / 1000, factory=ReadOnlyConnection)
-        assert isinstance(conn, ReadOnlyConnection)
-        conn.path = path
-        return conn
+        return read_only_connection(path, timeout)
 
     engine = sa_create_engine(url, creator=connect)
     fork.renew_after_fork(engine)

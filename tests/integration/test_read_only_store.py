@@ -7,6 +7,7 @@ permission bits enforced, root included (:func:`tests.support.file_permissions_a
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 
 from philont import Store, tools
 from philont import store as store_module
+from philont.aio import AsyncStore
 from philont.cli import app
 from philont.db.models import Note
 from philont.db.schema import metadata
@@ -548,3 +550,43 @@ def test_postgresql_is_refused_by_every_way_in() -> None:
     called = tools.call("get_fact", CALLS["get_fact"], db=PG_URL, read_only=True)
     assert called.error_code == "invalid_database", called
     assert "SQLite files only" in (called.error or "")
+
+
+# --- AsyncStore.open(read_only=True) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o444], ids=["writable", "read-only"])
+def test_an_async_store_opens_read_only(files: tuple[Path, Path], mode: int) -> None:
+    path, _ = files
+    path.chmod(mode)
+    with Store.open(path, read_only=True) as store, store.begin() as mem:  # -wal/-shm, if any
+        mem.facts.list("user")
+    before = _files(path)["memory.sqlite"]
+
+    async def main() -> tuple[object, object, tools.ToolResult, tools.ToolResult]:
+        store = await AsyncStore.open(path, read_only=True)
+        try:
+            fact = await store.run(lambda mem: mem.facts.get("user", "city"))
+            with pytest.raises(DatabaseReadOnlyError, match="opened read-only") as refused:
+                await store.run(lambda mem: mem.timeline.append("hello", session_id="s1"))
+            read = await store.call("get_fact", CALLS["get_fact"])
+            write = await store.call("store_fact", CALLS["store_fact"])
+            return fact, refused.value, read, write
+        finally:
+            await store.close()
+
+    with file_permissions_apply():
+        fact, refused, read, write = asyncio.run(main())
+    assert getattr(fact, "value", None) == "Lisbon"
+    assert refused.message.startswith(f"cannot write to '{path}': the Store was opened")
+    assert read.ok, read
+    assert write.error_code == "database_read_only", write
+    assert _files(path)["memory.sqlite"] == before
+
+
+def test_an_async_store_refuses_postgresql_and_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InvalidDatabaseError, match="SQLite files only"):
+        asyncio.run(AsyncStore.open(PG_URL, read_only=True))
+    with pytest.raises(DatabasePathError, match="no such file"):
+        asyncio.run(AsyncStore.open(tmp_path / "missing.sqlite", read_only=True))
+    assert os.listdir(tmp_path) == []
