@@ -432,17 +432,27 @@ def test_every_service_method_reads_as_on_a_writable_store_or_is_refused(
 # --- export only reads ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", [0o644, 0o444], ids=["writable", "read-only"])
+MODES = pytest.mark.parametrize("mode", [0o644, 0o444], ids=["writable", "read-only"])
+"""A file this process may write, and one it may not."""
+
+
+def _with_mode(path: Path, mode: int) -> tuple[bytes, int]:
+    """Give ``path`` the permission bits ``mode`` and read it once (SQLite makes the -wal and
+    -shm of a WAL-mode file beside it, if it can); its bytes and modification time then."""
+    path.chmod(mode)
+    with Store.open(path, read_only=True) as store, store.begin() as mem:
+        mem.facts.list("user")
+    return _files(path)["memory.sqlite"]
+
+
+@MODES
 def test_export_reads_a_file_it_may_not_write_and_changes_no_byte(
     files: tuple[Path, Path], tmp_path: Path, mode: int
 ) -> None:
     # An export only reads: it refused a file this process may not write (it opened a writing
     # connection, which also switched a file's journal mode to WAL).
     path, copy = files
-    path.chmod(mode)
-    with Store.open(path, read_only=True) as store, store.begin() as mem:  # -wal/-shm, if any
-        mem.facts.list("user")
-    before = _files(path)["memory.sqlite"]
+    before = _with_mode(path, mode)
     out = tmp_path / "export.jsonl"
     with file_permissions_apply():
         result = runner.invoke(app, ["export", str(out), "--db", str(path), "--json"])
@@ -487,16 +497,13 @@ def no_shared() -> Iterator[None]:
     store_module.close_shared()
 
 
-@pytest.mark.parametrize("mode", [0o644, 0o444], ids=["writable", "read-only"])
+@MODES
 @pytest.mark.parametrize("way", OPENINGS, ids=str)
 def test_each_way_in_reads_read_only_and_changes_no_byte(
     files: tuple[Path, Path], no_shared: None, way: str, mode: int
 ) -> None:
     path, _ = files
-    path.chmod(mode)
-    with Store.open(path, read_only=True) as store, store.begin() as mem:  # -wal/-shm, if any
-        mem.facts.list("user")
-    before = _files(path)["memory.sqlite"]
+    before = _with_mode(path, mode)
     with file_permissions_apply():
         got = OPENINGS[way](path)
         assert got == OPENINGS[way](str(path))  # the same Store again, by its name as text
@@ -555,13 +562,10 @@ def test_postgresql_is_refused_by_every_way_in() -> None:
 # --- AsyncStore.open(read_only=True) ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", [0o644, 0o444], ids=["writable", "read-only"])
+@MODES
 def test_an_async_store_opens_read_only(files: tuple[Path, Path], mode: int) -> None:
     path, _ = files
-    path.chmod(mode)
-    with Store.open(path, read_only=True) as store, store.begin() as mem:  # -wal/-shm, if any
-        mem.facts.list("user")
-    before = _files(path)["memory.sqlite"]
+    before = _with_mode(path, mode)
 
     async def main() -> tuple[object, object, tools.ToolResult, tools.ToolResult]:
         store = await AsyncStore.open(path, read_only=True)
