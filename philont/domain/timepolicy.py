@@ -35,6 +35,7 @@ __all__ = [
     "instant",
     "is_utc",
     "offset_text",
+    "out_of_range",
     "real_offset",
     "seconds_sized",
     "shifted",
@@ -169,7 +170,8 @@ def real_offset(value: datetime, field: str) -> datetime:
 # --- instants --------------------------------------------------------------------------------
 
 
-def _out_of_range(field: str, shown: str) -> TimeOutOfRangeError:
+def out_of_range(field: str, shown: str) -> TimeOutOfRangeError:
+    """The refusal of ``field``, whose value ``shown`` lies outside the supported times."""
     return TimeOutOfRangeError(f"{field}: {shown} {_OUTSIDE}", field=field)
 
 
@@ -232,7 +234,7 @@ def from_epoch_ms(value: object, field: str) -> datetime:
             f"{field}: epoch milliseconds must be an integer, got {value!r:.80}"
         )
     if not MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
-        raise _out_of_range(field, f"{shown_integer(value)} ms")
+        raise out_of_range(field, f"{shown_integer(value)} ms")
     return EPOCH + timedelta(0, 0, 0, value)
 
 
@@ -277,7 +279,7 @@ def shifted(value: datetime, delta: timedelta, field: str) -> datetime:
     try:
         moved = value + delta
     except OverflowError as exc:
-        raise _out_of_range(field, f"{value.isoformat()} + {delta}") from exc
+        raise out_of_range(field, f"{value.isoformat()} + {delta}") from exc
     return instant(moved, field)
 
 

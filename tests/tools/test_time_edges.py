@@ -101,6 +101,30 @@ def test_time_text_python_would_guess_at_is_invalid_input_through_every_tool(
     assert snapshot(tool_target) == before
 
 
+FORMS_NOT_TAKEN = [
+    ("2026-w14", "invalid_input", "names a week, not a day: add the weekday"),
+    ("2026-123t09:00z", "invalid_input", "is an ordinal date (day 123 of 2026)"),
+    (" 2026-12-31t24:00z ", "invalid_input", "write 00:00 of the next day, 2027-01-01T00:00z"),
+    ("9999-12-31T24:00", "time_out_of_range", "00:00 of 10000-01-01) is outside the supported"),
+    ("9999-W52-6", "time_out_of_range", "'9999-W52-6' (10000-01-01) is outside the supported"),
+]
+
+
+@pytest.mark.parametrize(("tool", "base", "field"), CASES)
+def test_iso_forms_not_taken_are_refused_by_name_through_every_tool(
+    tool: str, base: dict[str, Any], field: str, tool_target: DbTarget
+) -> None:
+    # The one parser names the form in every tool, in any case of its letters, at the end of
+    # the calendar too (9999-12-31T24:00 was "not an ISO-8601 time: hour must be in 0..23").
+    before = snapshot(tool_target)
+    for value, code, named in FORMS_NOT_TAKEN:
+        result = tools.call(tool, _arguments(base, field, value), db=tool_target)
+        assert not result.ok and result.error_code == code, (value, result.text)
+        assert (result.error or "").startswith(f"{field}: "), result.error
+        assert named in (result.error or ""), result.error
+    assert snapshot(tool_target) == before
+
+
 @pytest.mark.parametrize(("tool", "base"), [(t, b) for t, b, _ in TIME_TOOLS])
 def test_one_zone_policy_holds_for_every_tool_even_without_a_time(
     tool: str, base: dict[str, Any], tool_target: DbTarget
