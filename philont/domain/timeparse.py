@@ -20,6 +20,7 @@ from philont.domain.timepolicy import (
     given_epoch_ms,
     instant,
     is_utc,
+    no_place,
     offset_text,
     real_offset,
     validate_timezone,
@@ -110,7 +111,8 @@ def _day_end(day: date, where: ZoneInfo, field: str) -> datetime:
 _TIME_SHAPE = re.compile(
     r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?[Ww]\d{2}-?\d)"  # a day, as _DATE_SHAPE (a week is none)
     r"[Tt ]\d{2}(?::?\d{2}(?::?(?P<second>\d{2})(?:[.,]\d+)?)?)?"  # T or a space, the time
-    r"(?:[Zz]|[+-]\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d+)?)?)?)?",  # the offset
+    r"(?:[Zz]|(?P<offset>[+-](?P<hours>\d{2})(?::?(?P<minutes>\d{2})"  # the offset
+    r"(?::?(?P<seconds>\d{2})(?:[.,]\d+)?)?)?))?",
     re.ASCII,
 )
 """A date and a time of day in one of ISO-8601's forms (with RFC 3339's space for the ``T``;
@@ -131,6 +133,8 @@ def _date_and_time(text: str, field: str) -> datetime:
             f"{text[:60]!r} names a leap second (second 60); times here count no leap seconds "
             "(as POSIX and JavaScript time do): give second 59 or the next minute",
         )
+    if shape is not None and shape["offset"] is not None:
+        _check_offset(shape, text, field)
     try:
         if shape is None:
             raise ValueError("not of ISO-8601's shape")
@@ -140,6 +144,22 @@ def _date_and_time(text: str, field: str) -> datetime:
         raise timeforms.refusal(text, field) or InvalidInputError.of(
             field, f"{text[:60]!r} is not an ISO-8601 time{why} (e.g. 2026-04-22T09:00:00+02:00)"
         ) from exc
+
+
+def _check_offset(shape: re.Match[str], text: str, field: str) -> None:
+    """Refuse the UTC offset of ``text`` (matched by :data:`_TIME_SHAPE`) when its minutes or
+    seconds pass 59 (Python's reader carried them over: ``+05:75`` was +06:15) or its hours
+    reach 24 (Python's refusal spoke of timedeltas)."""
+    offset = shape["offset"]
+    if any(int(shape[part] or 0) > 59 for part in ("minutes", "seconds")):
+        raise InvalidInputError.of(
+            field,
+            f"{text[:60]!r} has UTC offset {offset}, whose minutes and seconds must run from "
+            "00 to 59 (e.g. +05:45); check the offset, or give the time without one and name "
+            "its zone in `timezone`",
+        )
+    if int(shape["hours"]) >= 24:
+        raise no_place(field, offset)
 
 
 def _why(exc: ValueError) -> str:

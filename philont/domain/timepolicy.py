@@ -34,6 +34,7 @@ __all__ = [
     "given_epoch_ms",
     "instant",
     "is_utc",
+    "no_place",
     "offset_text",
     "out_of_range",
     "real_offset",
@@ -159,9 +160,14 @@ def real_offset(value: datetime, field: str) -> datetime:
     offset = value.utcoffset()
     if offset is None or MIN_OFFSET <= offset <= MAX_OFFSET or offset in _local_mean_times():
         return value
-    raise InvalidInputError.of(
+    raise no_place(field, offset_text(offset))
+
+
+def no_place(field: str, offset: str) -> InvalidInputError:
+    """The refusal of ``field``, whose UTC offset (as text, ``+15:00``) no place uses."""
+    return InvalidInputError.of(
         field,
-        f"UTC offset {offset_text(offset)} is not one any place uses "
+        f"UTC offset {offset} is not one any place uses "
         "(they run from -12:00 to +14:00); check the offset, or give the time without one "
         "and name its zone in `timezone`",
     )

@@ -71,11 +71,16 @@ def test_an_offset_no_place_uses_is_invalid_input_through_every_tool(
 ) -> None:
     # -12:00 .. +14:00 are the offsets places use; +15:00 is a typo for +05:00, not a place.
     before = snapshot(tool_target)
-    for offset in ("+15:00", "-13:00", "+14:01", "-12:30", "+23:59"):
+    for offset in ("+15:00", "-13:00", "+14:01", "-12:30", "+23:59", "+25:00", "-24:00"):
         value = f"2027-06-01T09:00:00{offset}"
         result = tools.call(tool, _arguments(base, field, value), db=tool_target)
         assert not result.ok and result.error_code == "invalid_input", (value, result.text)
         assert f"{field}: UTC offset {offset} is not one any place uses" in (result.error or "")
+    for offset in ("+05:75", "-0399", "+05:30:60"):  # Python's reader carried them over
+        value = f"2027-06-01T09:00:00{offset}"
+        result = tools.call(tool, _arguments(base, field, value), db=tool_target)
+        assert not result.ok and result.error_code == "invalid_input", (value, result.text)
+        assert f"{field}: {value!r} has UTC offset {offset}, whose minutes" in (result.error or "")
     assert snapshot(tool_target) == before
     for offset in ("+14:00", "-12:00", "+12:45"):
         value = f"2027-06-01T09:00:00{offset}"
