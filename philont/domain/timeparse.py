@@ -141,9 +141,72 @@ def _date_and_time(text: str, field: str) -> datetime:
         return datetime.fromisoformat(text.upper())  # its letters are T, W, Z in either case
     except ValueError as exc:
         why = "" if shape is None else _why(exc)
-        raise timeforms.refusal(text, field) or InvalidInputError.of(
-            field, f"{text[:60]!r} is not an ISO-8601 time{why} (e.g. 2026-04-22T09:00:00+02:00)"
+        raise (
+            timeforms.refusal(text, field)
+            or _zone_in_text(text, field)
+            or InvalidInputError.of(
+                field,
+                f"{text[:60]!r} is not an ISO-8601 time{why} (e.g. 2026-04-22T09:00:00+02:00)",
+            )
         ) from exc
+
+
+def _zone_in_text(text: str, field: str) -> InvalidInputError | None:
+    """The refusal of a time followed by a zone's name, in brackets as RFC 9557 writes it
+    (``2026-06-01T09:00+02:00[Europe/Berlin]``) or after a space (``2026-06-01T09:00 CET``,
+    ``... UTC+2``): the zone is not read from the text; it says where to give it. None for
+    text of any other form."""
+    if text.endswith("]") and "[" in text:
+        time_text, zone_name = text[: text.index("[")], text[text.index("[") + 1 : -1]
+        zone_name = zone_name.removeprefix("!")  # RFC 9557's "critical" flag
+        if "=" in zone_name:  # a tag (u-ca=hebrew), not a zone
+            return None
+    elif len(split := text.rsplit(None, 1)) == 2 and _ZONE_LIKE.fullmatch(split[1]):
+        time_text, zone_name = split
+    else:
+        return None
+    time_text = time_text.strip()
+    shape = _TIME_SHAPE.fullmatch(time_text)
+    if shape is None or shape["second"] == "60":
+        return None
+    try:
+        read = datetime.fromisoformat(time_text.upper())
+        canonical: str | None = validate_timezone(zone_name)
+    except ValueError:
+        return None
+    except InvalidInputError:
+        canonical = None
+    shown = f"{text[:80]!r} names a zone in the text, which is not read"
+    if read.tzinfo is not None:
+        where = (
+            f", and {canonical!r} in `timezone` where its wall time is shown"
+            if canonical
+            else f"; {zone_name[:40]!r} is no IANA zone name"
+        )
+        return InvalidInputError.of(
+            field, f"{shown}: give {time_text} alone (its offset names the instant){where}"
+        )
+    if canonical:
+        return InvalidInputError.of(
+            field, f"{shown}: give {time_text} alone and {canonical!r} in `timezone`"
+        )
+    offset = _UTC_PLUS.fullmatch(zone_name)
+    meant = "+02:00" if offset is None else f"{offset[1]}{int(offset[2]):02d}:{offset[3] or '00'}"
+    return InvalidInputError.of(
+        field,
+        f"{shown}: give its UTC offset in the time ({'e.g. ' if offset is None else ''}"
+        f"{time_text}{meant}), or the time alone and an IANA zone in `timezone` (e.g. "
+        f"'Europe/Berlin'; {zone_name[:40]!r} is none)",
+    )
+
+
+_UTC_PLUS = re.compile(r"(?:UTC|GMT|UT)([+-])(\d{1,2})(?::?(\d{2}))?", re.ASCII)
+_ZONE_LIKE = re.compile(
+    r"(?:UTC|GMT|UT)(?:[+-]\d{1,2}(?::?\d{2})?)?|(?!AM$|PM$)[A-Z]{2,5}|[A-Za-z_]+(?:/[\w+-]+)+",
+    re.ASCII,
+)
+"""A word after a time that is meant as its zone: an IANA name (``Europe/Berlin``), an
+abbreviation (``CET``, ``PST``; not ``AM``/``PM``), UTC or GMT with an offset (``UTC+2``)."""
 
 
 def _check_offset(shape: re.Match[str], text: str, field: str) -> None:

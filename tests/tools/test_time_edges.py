@@ -112,6 +112,8 @@ FORMS_NOT_TAKEN = [
     (" 2026-12-31t24:00z ", "invalid_input", "write 00:00 of the next day, 2027-01-01T00:00z"),
     ("9999-12-31T24:00", "time_out_of_range", "00:00 of 10000-01-01) is outside the supported"),
     ("9999-W52-6", "time_out_of_range", "'9999-W52-6' (10000-01-01) is outside the supported"),
+    ("2027-06-01T09:00+02:00[Europe/Berlin]", "invalid_input", "names a zone in the text"),
+    ("2027-06-01T09:00 UTC+2", "invalid_input", "offset in the time (2027-06-01T09:00+02:00)"),
 ]
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from philont.domain import timepolicy
 from philont.domain.timeparse import event_times, parse_time
 from philont.errors import InvalidInputError, TimeOutOfRangeError
 
@@ -278,3 +279,61 @@ def test_the_forms_the_brief_named(text: str, named: str | None) -> None:
         return
     with pytest.raises(InvalidInputError, match=re.escape(named)):
         parse_time(text, field="at")
+
+
+# --- a zone named in the text ----------------------------------------------------------------
+
+ZONE_WORDS = st.sampled_from(
+    ["Europe/Berlin", "europe/berlin", "America/New_York", "UTC", "CET", "Asia/Kolkata"]
+)
+NOT_ZONES = st.sampled_from(["PST", "CEST", "BST", "UTC+2", "GMT-0530", "UT+5:45", "Mars/Olympus"])
+
+
+@given(
+    at=st.sampled_from(["2026-06-01T09:00", "2026-06-01 09:30:15", "20260601T0900"]),
+    offset=st.sampled_from(["", "Z", "+02:00", "-0330"]),
+    zone=ZONE_WORDS | NOT_ZONES,
+    bracket=st.sampled_from(["[", "[!", " "]),
+)
+def test_a_zone_named_in_the_text_is_refused_saying_where_to_give_it(
+    at: str, offset: str, zone: str, bracket: str
+) -> None:
+    """``...T09:00+02:00[Europe/Berlin]`` (RFC 9557), ``...T09:00 CET``, ``... UTC+2``: the
+    refusal names the zone as one (in `timezone`, canonical) or says it is none, and the time
+    it says to give is read."""
+    text = f"{at}{offset}{bracket}{zone}{']' if bracket != ' ' else ''}"
+    with pytest.raises(InvalidInputError) as refused:
+        parse_time(text, field="at", tz="Asia/Tokyo")
+    message = refused.value.message
+    assert f"{text!r} names a zone in the text, which is not read" in message, message
+    try:
+        canonical = timepolicy.validate_timezone(zone)
+    except InvalidInputError:
+        canonical = ""
+        assert f"{zone!r} is n" in message, message  # "is none", "is no IANA zone name"
+    else:
+        assert f"{canonical!r} in `timezone`" in message, message
+    given_alone = re.search(r"give (\d\S*(?: \d\S*)?) alone", message)
+    assert (given_alone is not None) == bool(canonical or offset), message
+    if given_alone is not None:
+        assert given_alone[1] == f"{at}{offset}"
+        assert parse_time(given_alone[1], field="at", tz=canonical or "UTC") is not None
+    plus = re.fullmatch(r"(?:UTC|GMT|UT)([+-])(\d{1,2}):?(\d{2})?", zone)
+    if plus is not None and not offset:
+        shift = timedelta(hours=int(plus[2]), minutes=int(plus[3] or 0))
+        meant = datetime.fromisoformat(at).replace(
+            tzinfo=timezone(shift if plus[1] == "+" else -shift)
+        )
+        suggested = re.search(r"offset in the time \((.+?)\)", message)
+        assert suggested is not None, message
+        assert parse_time(suggested[1], field="at") == meant, message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2026-06-01T09:00 PM", "2026-06-01T09:00 tomorrow", "2026-06-01T09:00+02:00[u-ca=hebrew]"],
+)
+def test_a_word_that_is_no_zone_gets_the_plain_refusal(text: str) -> None:
+    with pytest.raises(InvalidInputError, match=GENERIC) as refused:
+        parse_time(text, field="at")
+    assert "names a zone" not in refused.value.message
