@@ -40,11 +40,11 @@ def refusal(text: str, field: str) -> InvalidInputError | None:
     a form that is taken included (what is wrong with it is Python's reader's to say)."""
     found = _FORM.fullmatch(text)
     if found is None:
-        return None
+        return _loose(text, field)
     shown = f"{text[:60]!r}"
     day = _day(found, shown)
-    if not isinstance(day, int):
-        return None if day is None else InvalidInputError.of(field, day)
+    if not isinstance(day, int):  # None: a calendar date that names no day (year 0 too)
+        return _loose(text, field) if day is None else InvalidInputError.of(field, day)
     end_of_day = found["clock"] is not None and _END_OF_DAY.fullmatch(found["clock"]) is not None
     day += end_of_day
     if day > _LAST_DAY:
@@ -73,7 +73,7 @@ def refusal(text: str, field: str) -> InvalidInputError | None:
             f"{shown} ends a day with 24:00, which is not taken: write 00:00 of the next day, "
             f"{written}",
         )
-    return None  # a form that is taken
+    return _loose(text, field)  # a form that is taken, unless a field has one digit
 
 
 def _day(found: re.Match[str], shown: str) -> int | str | None:
@@ -111,6 +111,50 @@ def _day(found: re.Match[str], shown: str) -> int | str | None:
         return date(year, int(found["month"]), int(found["mday"])).toordinal()
     except ValueError:
         return None  # Python's reader says why
+
+
+_LOOSE: Final = re.compile(
+    r"(?P<year>[+-]?\d{4,})-(?P<month>\d{1,2})-(?P<day>\d{1,2})"
+    r"(?:(?P<sep>[Tt ])(?P<hour>\d{1,2}):(?P<minute>\d{1,2})"
+    r"(?::(?P<second>\d{1,2})(?P<fraction>[.,]\d+)?)?)?"
+    r"(?P<offset>[Zz]|[+-]\d{2}(?::?\d{2})?)?",
+    re.ASCII,
+)
+"""A calendar date and time of day as people write them, with a field of one digit
+(``2026-6-1``, ``T9:00``) or a year of more digits or a sign (ISO-8601's expanded years,
+``+12026-01-01``)."""
+
+
+def _loose(text: str, field: str) -> InvalidInputError | None:
+    """The refusal of :data:`_LOOSE` text whose year is outside 0001..9999 (out of range,
+    naming it), written in the expanded form (``+2026``, ``02026``) or with a field of one
+    digit: what to write instead."""
+    found = _LOOSE.fullmatch(text)
+    if found is None:
+        return None
+    shown, year = f"{text[:60]!r}", found["year"]
+    number = int(year) if len(year) <= 20 else None
+    if number is None or not 1 <= number <= 9999:
+        digits = year.lstrip("+")
+        shown_year = digits if len(digits) <= 12 else f"{digits[:12]}... ({len(digits)} digits)"
+        return out_of_range(field, f"{shown} (the year {shown_year})")
+    parts = ("month", "day", "hour", "minute", "second")
+    expanded = len(year) != 4
+    if not expanded and all(found[p] is None or len(found[p]) == 2 for p in parts):
+        return None  # what is wrong is Python's reader's to say
+    two = {p: f"{int(found[p]):02d}" for p in parts if found[p] is not None}
+    written = f"{number:04d}-{two['month']}-{two['day']}"
+    if "hour" in two:
+        written += f"{found['sep']}{two['hour']}:{two['minute']}"
+        written += f":{two['second']}{found['fraction'] or ''}" if "second" in two else ""
+    written += found["offset"] or ""
+    why = (
+        "writes the year with a sign or more than four digits (ISO-8601's expanded form), "
+        "which is not taken"
+        if expanded
+        else "writes a field with one digit; ISO-8601 writes two (month, day, hour, minute, second)"
+    )
+    return InvalidInputError.of(field, f"{shown} {why}: write {written}")
 
 
 def _weeks_in(year: int) -> int:

@@ -114,6 +114,8 @@ FORMS_NOT_TAKEN = [
     ("9999-W52-6", "time_out_of_range", "'9999-W52-6' (10000-01-01) is outside the supported"),
     ("2027-06-01T09:00+02:00[Europe/Berlin]", "invalid_input", "names a zone in the text"),
     ("2027-06-01T09:00 UTC+2", "invalid_input", "offset in the time (2027-06-01T09:00+02:00)"),
+    ("2027-6-1T9:00Z", "invalid_input", "with one digit; ISO-8601 writes two"),
+    ("+12027-06-01", "time_out_of_range", "(the year 12027) is outside the supported times"),
 ]
 
 

@@ -337,3 +337,54 @@ def test_a_word_that_is_no_zone_gets_the_plain_refusal(text: str) -> None:
     with pytest.raises(InvalidInputError, match=GENERIC) as refused:
         parse_time(text, field="at")
     assert "names a zone" not in refused.value.message
+
+
+# --- one-digit fields and expanded years -----------------------------------------------------
+
+
+@given(
+    at=st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)),
+    short=st.sets(st.sampled_from(["month", "day", "hour", "minute", "second"])),
+    year_form=st.sampled_from(["", "+", "0"]),
+    clock=st.sampled_from(["", "T", "t", " "]),
+    seconds=st.booleans(),
+    offset=st.sampled_from(["", "Z", "+02:00", "-0330"]),
+)
+def test_one_digit_fields_and_expanded_years_are_refused_with_the_text_to_write(
+    at: datetime, short: set[str], year_form: str, clock: str, seconds: bool, offset: str
+) -> None:
+    """``2026-6-1``, ``T9:00``, ``+2026-06-01``, ``02026-06-01``: refused saying what to write
+    (each field with two digits, the year with four), and that text means the time meant."""
+    fields = {"month": at.month, "day": at.day, "hour": at.hour, "minute": at.minute}
+    fields["second"] = at.second
+
+    def two(name: str) -> str:
+        value = fields[name]
+        return str(value) if name in short and value < 10 else f"{value:02d}"
+
+    def written(year: str, field: Callable[[str], str]) -> str:
+        text = f"{year}-{field('month')}-{field('day')}"
+        if clock:
+            text += f"{clock}{field('hour')}:{field('minute')}"
+            text += f":{field('second')}" if seconds else ""
+        return text + (offset if clock else "")
+
+    text = written(f"{year_form}{at.year:04d}", two)
+    meant = written(f"{at.year:04d}", lambda name: f"{fields[name]:02d}")
+    if text == meant:
+        return  # nothing to refuse
+    with pytest.raises(InvalidInputError) as refused:
+        parse_time(text, field="at", tz="Europe/Berlin")
+    message = refused.value.message
+    assert GENERIC not in message, message
+    suggested = re.search(r": write (.+)$", message)
+    assert suggested is not None, message
+    assert suggested[1] == meant, message
+    assert _time_or_refusal(suggested[1]) == _time_or_refusal(meant)
+
+
+@pytest.mark.parametrize("year", ["10000", "99999", "+12026", "-2026", "0000", "9" * 5000])
+def test_a_year_outside_0001_to_9999_is_out_of_range_by_name(year: str) -> None:
+    with pytest.raises(TimeOutOfRangeError, match=r"\(the year [-0-9]") as refused:
+        parse_time(f"{year}-06-01T09:00Z", field="at")
+    assert len(refused.value.message) < 300
