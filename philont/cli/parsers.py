@@ -20,8 +20,9 @@ class Value:
     """A parser for typer (``typer.Option(parser=Value(...))``): the text read (as a whole
     number, a number, or as it is), then checked by ``kind`` (a pydantic type, checked with
     :func:`philont.schemas.inputs.check`) or ``rule`` (a function that returns the value to use
-    or raises a :class:`~philont.errors.PhilontError`). A refusal is a pydantic error with the
-    rule's own message, which typer turns into click's ``Invalid value for '<option>'``."""
+    or raises a :class:`~philont.errors.PhilontError`). A refusal is click's ``BadParameter``
+    with the rule's own message, which click shows as ``Invalid value for '<option>': ...``
+    (a ``ValueError`` would not do: click's function type shows the value instead of it)."""
 
     def __init__(
         self,
@@ -44,20 +45,20 @@ class Value:
 
             return inputs.check(self.kind, given, "value")
         except (PhilontError, ValueError) as exc:
-            from pydantic_core import PydanticCustomError
+            from typer._click.exceptions import BadParameter
 
             message = exc.message if isinstance(exc, PhilontError) else str(exc)
             while _NAMED.match(message):  # click names the option itself
                 message = _NAMED.sub("", message, count=1)
-            raise PydanticCustomError("philont_value", "{message}", {"message": message}) from None
+            raise BadParameter(message) from None
 
     def refuses(self, text: str) -> bool:
         """Whether this value is refused (what the tests of every option ask)."""
-        from pydantic_core import PydanticCustomError
+        from typer._click.exceptions import BadParameter
 
         try:
             self(text)
-        except PydanticCustomError:
+        except BadParameter:
             return True
         return False
 

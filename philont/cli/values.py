@@ -134,13 +134,20 @@ def _schema(text: str) -> str:
     return text
 
 
+_BASIC_DATE = re.compile(r"[0-9]{7,8}")
+"""Seven or eight digits are a date in ISO-8601's basic form (``20261204``, the ordinal
+``2026123``), read as the tools read that text; as epoch milliseconds they would be the size of
+epoch seconds, refused (:func:`philont.domain.timepolicy.seconds_sized`)."""
+
+
 def _time(*, field: str, end_of_day: bool = False) -> Callable[[str], datetime | None]:
     """ISO-8601 text (a bare date: that day, its end with ``end_of_day``) or epoch
-    milliseconds (a whole number), as the time tools take them."""
+    milliseconds (a whole number but :data:`_BASIC_DATE`), as the time tools take them."""
     from philont.domain.timeparse import parse_time
 
     def rule(text: str) -> datetime | None:
-        given: str | int = int(text) if _WHOLE.fullmatch(text.strip()) else text
+        number = _WHOLE.fullmatch(text.strip()) and not _BASIC_DATE.fullmatch(text.strip())
+        given: str | int = int(text) if number else text
         if isinstance(given, str) and not given.strip():
             raise ValueError("the time is empty")
         return parse_time(given, field=field, end_of_day=end_of_day)

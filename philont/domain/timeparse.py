@@ -15,11 +15,12 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from philont.domain import wallclock
+from philont.domain import timeforms, wallclock
 from philont.domain.timepolicy import (
     given_epoch_ms,
     instant,
     is_utc,
+    no_place,
     offset_text,
     real_offset,
     validate_timezone,
@@ -108,12 +109,14 @@ def _day_end(day: date, where: ZoneInfo, field: str) -> datetime:
 
 
 _TIME_SHAPE = re.compile(
-    r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}-?\d)"  # a day, as _DATE_SHAPE (a week is none)
+    r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?[Ww]\d{2}-?\d)"  # a day, as _DATE_SHAPE (a week is none)
     r"[Tt ]\d{2}(?::?\d{2}(?::?(?P<second>\d{2})(?:[.,]\d+)?)?)?"  # T or a space, the time
-    r"(?:[Zz]|[+-]\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d+)?)?)?)?",  # the offset
+    r"(?:[Zz]|(?P<offset>[+-](?P<hours>\d{2})(?::?(?P<minutes>\d{2})"  # the offset
+    r"(?::?(?P<seconds>\d{2})(?:[.,]\d+)?)?)?))?",
     re.ASCII,
 )
-"""A date and a time of day in one of ISO-8601's forms (with RFC 3339's space for the ``T``).
+"""A date and a time of day in one of ISO-8601's forms (with RFC 3339's space for the ``T``;
+its letters ``T``, ``W``, ``Z`` in either case, as RFC 3339 allows ``t`` and ``z``).
 Python's reader takes more, and guesses: any character between the date and the time
 (``2026-04-01x09:00``), nothing of what follows a NUL (``2026-04-01T09:00Z\x00 or later``),
 the Monday of a week given without its day (``2026-W14T09:00``); text outside this shape is
@@ -130,32 +133,96 @@ def _date_and_time(text: str, field: str) -> datetime:
             f"{text[:60]!r} names a leap second (second 60); times here count no leap seconds "
             "(as POSIX and JavaScript time do): give second 59 or the next minute",
         )
+    if shape is not None and shape["offset"] is not None:
+        _check_offset(shape, text, field)
     try:
         if shape is None:
             raise ValueError("not of ISO-8601's shape")
-        return datetime.fromisoformat(text.replace("z", "Z"))
+        return datetime.fromisoformat(text.upper())  # its letters are T, W, Z in either case
     except ValueError as exc:
         why = "" if shape is None else _why(exc)
-        raise InvalidInputError.of(
-            field,
-            _refusal(text)
-            or f"{text[:60]!r} is not an ISO-8601 time{why} (e.g. 2026-04-22T09:00:00+02:00)",
+        raise (
+            timeforms.refusal(text, field)
+            or _zone_in_text(text, field)
+            or InvalidInputError.of(
+                field,
+                f"{text[:60]!r} is not an ISO-8601 time{why} (e.g. 2026-04-22T09:00:00+02:00)",
+            )
         ) from exc
 
 
-_CLOCK = r"(?P<rest>[Tt ][0-9:.,]+(?:[Zz]|[+-][0-9:]+)?)?"
-"""A time of day and offset after a date, in characters they use (for the suggestion)."""
-_ORDINAL = re.compile(r"(?P<year>\d{4})-?(?P<day>\d{3})" + _CLOCK, re.ASCII)
-_WEEK = re.compile(r"(?P<year>\d{4})-?W(?P<week>\d{2})(?:-?(?P<day>\d))?" + _CLOCK, re.ASCII)
-_END_OF_DAY = re.compile(
-    r"(?P<day>\d{4}-?\d{2}-?\d{2})[Tt ]24(?::?00(?::?00(?:[.,]0+)?)?)?"
-    r"(?P<offset>[Zz]|[+-][0-9:]+)?",
+def _zone_in_text(text: str, field: str) -> InvalidInputError | None:
+    """The refusal of a time followed by a zone's name, in brackets as RFC 9557 writes it
+    (``2026-06-01T09:00+02:00[Europe/Berlin]``) or after a space (``2026-06-01T09:00 CET``,
+    ``... UTC+2``): the zone is not read from the text; it says where to give it. None for
+    text of any other form."""
+    if text.endswith("]") and "[" in text:
+        time_text, zone_name = text[: text.index("[")], text[text.index("[") + 1 : -1]
+        zone_name = zone_name.removeprefix("!")  # RFC 9557's "critical" flag
+        if "=" in zone_name:  # a tag (u-ca=hebrew), not a zone
+            return None
+    elif len(split := text.rsplit(None, 1)) == 2 and _ZONE_LIKE.fullmatch(split[1]):
+        time_text, zone_name = split
+    else:
+        return None
+    time_text = time_text.strip()
+    shape = _TIME_SHAPE.fullmatch(time_text)
+    if shape is None or shape["second"] == "60":
+        return None
+    try:
+        read = datetime.fromisoformat(time_text.upper())
+        canonical: str | None = validate_timezone(zone_name)
+    except ValueError:
+        return None
+    except InvalidInputError:
+        canonical = None
+    shown = f"{text[:80]!r} names a zone in the text, which is not read"
+    if read.tzinfo is not None:
+        where = (
+            f", and {canonical!r} in `timezone` where its wall time is shown"
+            if canonical
+            else f"; {zone_name[:40]!r} is no IANA zone name"
+        )
+        return InvalidInputError.of(
+            field, f"{shown}: give {time_text} alone (its offset names the instant){where}"
+        )
+    if canonical:
+        return InvalidInputError.of(
+            field, f"{shown}: give {time_text} alone and {canonical!r} in `timezone`"
+        )
+    offset = _UTC_PLUS.fullmatch(zone_name)
+    meant = "+02:00" if offset is None else f"{offset[1]}{int(offset[2]):02d}:{offset[3] or '00'}"
+    return InvalidInputError.of(
+        field,
+        f"{shown}: give its UTC offset in the time ({'e.g. ' if offset is None else ''}"
+        f"{time_text}{meant}), or the time alone and an IANA zone in `timezone` (e.g. "
+        f"'Europe/Berlin'; {zone_name[:40]!r} is none)",
+    )
+
+
+_UTC_PLUS = re.compile(r"(?:UTC|GMT|UT)([+-])(\d{1,2})(?::?(\d{2}))?", re.ASCII)
+_ZONE_LIKE = re.compile(
+    r"(?:UTC|GMT|UT)(?:[+-]\d{1,2}(?::?\d{2})?)?|(?!AM$|PM$)[A-Z]{2,5}|[A-Za-z_]+(?:/[\w+-]+)+",
     re.ASCII,
 )
+"""A word after a time that is meant as its zone: an IANA name (``Europe/Berlin``), an
+abbreviation (``CET``, ``PST``; not ``AM``/``PM``), UTC or GMT with an offset (``UTC+2``)."""
 
 
-def _weeks_in(year: int) -> int:
-    return date(year, 12, 28).isocalendar().week  # 28 December lies in the year's last week
+def _check_offset(shape: re.Match[str], text: str, field: str) -> None:
+    """Refuse the UTC offset of ``text`` (matched by :data:`_TIME_SHAPE`) when its minutes or
+    seconds pass 59 (Python's reader carried them over: ``+05:75`` was +06:15) or its hours
+    reach 24 (Python's refusal spoke of timedeltas)."""
+    offset = shape["offset"]
+    if any(int(shape[part] or 0) > 59 for part in ("minutes", "seconds")):
+        raise InvalidInputError.of(
+            field,
+            f"{text[:60]!r} has UTC offset {offset}, whose minutes and seconds must run from "
+            "00 to 59 (e.g. +05:45); check the offset, or give the time without one and name "
+            "its zone in `timezone`",
+        )
+    if int(shape["hours"]) >= 24:
+        raise no_place(field, offset)
 
 
 def _why(exc: ValueError) -> str:
@@ -165,56 +232,7 @@ def _why(exc: ValueError) -> str:
     return "" if reason.startswith("Invalid isoformat") else f": {reason[:80]}"
 
 
-def _refusal(text: str) -> str | None:
-    """What is wrong with date text of a form ISO-8601 has but this does not take, and what to
-    write instead: an ordinal date (``2026-123``), a week date without its day or outside its
-    year (``2026-W14T09:00``, ``2026-W54-1``), the end of a day as ``24:00``. None for text of
-    any other form."""
-    shown = f"{text[:60]!r}"
-    if (found := _ORDINAL.fullmatch(text)) is not None:
-        year, number, rest = int(found["year"]), int(found["day"]), found["rest"] or ""
-        head = f"{shown} is an ordinal date (day {number} of {year:04d}), which is not taken"
-        last = date(year, 12, 31).timetuple().tm_yday if year else 0
-        if not 1 <= number <= last:
-            days = f" ({year} has {last} days)" if year else " (there is no year 0)"
-            return f"{head}{days}: give the calendar date, YYYY-MM-DD (e.g. 2026-12-04)"
-        day = date(year, 1, 1) + timedelta(days=number - 1)
-        return f"{head}: write the calendar date, {day.isoformat()}{rest}"
-    if (found := _WEEK.fullmatch(text)) is not None:
-        year, week, rest = int(found["year"]), int(found["week"]), found["rest"] or ""
-        if year == 0:
-            return f"{shown} names a week of year 0000, and there is no year 0"
-        weeks = _weeks_in(year)
-        if not 1 <= week <= weeks:
-            return (
-                f"{shown} names week {week}, and {year} has ISO weeks 01 to {weeks}: "
-                "check the week, or give the calendar date, YYYY-MM-DD (e.g. 2026-12-04)"
-            )
-        if found["day"] is None:
-            monday = date.fromisocalendar(year, week, 1)
-            return (
-                f"{shown} names a week, not a day: add the weekday, 1 (Monday) to 7 (Sunday): "
-                f"{year:04d}-W{week:02d}-1{rest} for its Monday, or its calendar date, "
-                f"{monday.isoformat()}{rest}"
-            )
-        if not 1 <= int(found["day"]) <= 7:
-            return (
-                f"{shown} names weekday {found['day']}; the weekday of a week date runs from "
-                "1 (Monday) to 7 (Sunday)"
-            )
-    if (found := _END_OF_DAY.fullmatch(text)) is not None:
-        try:
-            after = date.fromisoformat(found["day"]) + timedelta(days=1)
-        except (ValueError, OverflowError):
-            return None
-        return (
-            f"{shown} ends a day with 24:00, which is not taken: write 00:00 of the next day, "
-            f"{after.isoformat()}T00:00{found['offset'] or ''}"
-        )
-    return None
-
-
-_DATE_SHAPE = re.compile(r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?W\d{2}(?:-?\d)?)", re.ASCII)
+_DATE_SHAPE = re.compile(r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?[Ww]\d{2}(?:-?\d)?)", re.ASCII)
 """Text written as a date alone in one of ISO-8601's forms: calendar (``2026-12-04``,
 ``20261204``) or week date (``2026-W49-5``, ``2026W495``; ``2026-W49``, a week, is no day).
 What is a date is decided by this form, never by the text's length: ``20261204`` is the day
@@ -228,14 +246,12 @@ def date_alone(value: object, field: str) -> date | None:
     if not isinstance(value, str) or _DATE_SHAPE.fullmatch(text := value.strip()) is None:
         return None
     try:
-        if "W" in text and len(text.replace("-", "")) < 8:
+        if "W" in text.upper() and len(text.replace("-", "")) < 8:
             raise ValueError("a week, not a day")
-        return date.fromisoformat(text)
+        return date.fromisoformat(text.upper())
     except ValueError as exc:
-        raise InvalidInputError.of(
-            field,
-            _refusal(text)
-            or f"{text!r} is not an ISO-8601 date naming a day{_why(exc)} (e.g. 2026-12-04)",
+        raise timeforms.refusal(text, field) or InvalidInputError.of(
+            field, f"{text!r} is not an ISO-8601 date naming a day{_why(exc)} (e.g. 2026-12-04)"
         ) from exc
 
 
@@ -311,7 +327,7 @@ def wall_note(value: object, *, field: str, tz: str) -> str | None:
     if not isinstance(value, str) or date_alone(value, field) is not None:
         return None
     try:
-        naive = datetime.fromisoformat(value.strip().replace("z", "Z"))
+        naive = _date_and_time(value.strip(), field)
         where = zone(validate_timezone(tz))
         first = naive.replace(tzinfo=where, fold=0)
         shown = first.astimezone(UTC).astimezone(where)

@@ -34,7 +34,9 @@ __all__ = [
     "given_epoch_ms",
     "instant",
     "is_utc",
+    "no_place",
     "offset_text",
+    "out_of_range",
     "real_offset",
     "seconds_sized",
     "shifted",
@@ -158,9 +160,14 @@ def real_offset(value: datetime, field: str) -> datetime:
     offset = value.utcoffset()
     if offset is None or MIN_OFFSET <= offset <= MAX_OFFSET or offset in _local_mean_times():
         return value
-    raise InvalidInputError.of(
+    raise no_place(field, offset_text(offset))
+
+
+def no_place(field: str, offset: str) -> InvalidInputError:
+    """The refusal of ``field``, whose UTC offset (as text, ``+15:00``) no place uses."""
+    return InvalidInputError.of(
         field,
-        f"UTC offset {offset_text(offset)} is not one any place uses "
+        f"UTC offset {offset} is not one any place uses "
         "(they run from -12:00 to +14:00); check the offset, or give the time without one "
         "and name its zone in `timezone`",
     )
@@ -169,7 +176,8 @@ def real_offset(value: datetime, field: str) -> datetime:
 # --- instants --------------------------------------------------------------------------------
 
 
-def _out_of_range(field: str, shown: str) -> TimeOutOfRangeError:
+def out_of_range(field: str, shown: str) -> TimeOutOfRangeError:
+    """The refusal of ``field``, whose value ``shown`` lies outside the supported times."""
     return TimeOutOfRangeError(f"{field}: {shown} {_OUTSIDE}", field=field)
 
 
@@ -232,7 +240,7 @@ def from_epoch_ms(value: object, field: str) -> datetime:
             f"{field}: epoch milliseconds must be an integer, got {value!r:.80}"
         )
     if not MIN_EPOCH_MS <= value <= MAX_EPOCH_MS:
-        raise _out_of_range(field, f"{shown_integer(value)} ms")
+        raise out_of_range(field, f"{shown_integer(value)} ms")
     return EPOCH + timedelta(0, 0, 0, value)
 
 
@@ -277,7 +285,7 @@ def shifted(value: datetime, delta: timedelta, field: str) -> datetime:
     try:
         moved = value + delta
     except OverflowError as exc:
-        raise _out_of_range(field, f"{value.isoformat()} + {delta}") from exc
+        raise out_of_range(field, f"{value.isoformat()} + {delta}") from exc
     return instant(moved, field)
 
 

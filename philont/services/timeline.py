@@ -5,15 +5,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
-from sqlalchemy import and_, func, insert, literal, select
+from sqlalchemy import and_, bindparam, func, insert, literal, select
 from sqlalchemy.exc import IntegrityError
 
 from philont.db.models import Note, RawMessage, RawSession
 from philont.db.queries import messages as message_rows
-from philont.db.stored_values import record
-from philont.db.types import to_epoch_ms
+from philont.db.stored_values import UNREADABLE, cleaned, record
+from philont.db.types import kinds_of, to_epoch_ms
 from philont.domain.kinds import Role
 from philont.errors import (
     ConflictError,
@@ -67,6 +67,42 @@ def _no_messages(
     return []
 
 
+_OVERVIEWS: Final = (
+    select(RawSession.id, RawSession.started_at, RawSession.ended_at, Note.content)
+    .outerjoin(
+        Note,
+        and_(
+            Note.id == literal(SESSION_SUMMARY_PREFIX) + RawSession.id,
+            Note.forgotten_at.is_(None),
+        ),
+    )
+    .where(RawSession.id.in_(bindparam("wanted", expanding=True)))
+)
+"""Sessions by id with the content of their summary note: four columns (no ORM objects to
+load), the statement built once (building it per call was most of the ORM read's time). Its
+columns are the mapped classes', so on PostgreSQL the agent's condition reaches the outer
+join's ON clause too (:mod:`philont.db.agents`: loader criteria reach ORM entities only)."""
+_SESSION_KINDS: Final = kinds_of(RawSession)
+
+
+def _overview(row: Any) -> SessionOverview:
+    """A row of :data:`_OVERVIEWS` as its read model (a value of the wrong kind is read again
+    as its column's kind: :mod:`philont.db.stored_values`)."""
+    try:
+        return _read_overview(row)
+    except UNREADABLE:
+        return _read_overview(cleaned(row, _SESSION_KINDS, raw=False))
+
+
+def _read_overview(row: Any) -> SessionOverview:
+    return SessionOverview(
+        id=row.id,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+        summary=row.content if isinstance(row.content, str) else None,
+    )
+
+
 class TimelineService(Service):
     """Layer 0: sessions and the verbatim messages appended to them.
 
@@ -118,25 +154,12 @@ class TimelineService(Service):
     def overviews(self, session_ids: Sequence[str]) -> dict[str, SessionOverview]:
         """The sessions of ``session_ids`` that exist, by id, each with the content of its
         summary note (``session-summary-<id>``; None without one or when it is forgotten), in
-        one query. Unknown ids are left out."""
+        one query (:data:`_OVERVIEWS`). Unknown ids are left out."""
         wanted = list(set(session_ids))
         if not wanted:
             return {}
-        summary = and_(
-            Note.id == literal(SESSION_SUMMARY_PREFIX) + RawSession.id, Note.forgotten_at.is_(None)
-        )
-        stmt = (
-            select(RawSession, Note.content)
-            .outerjoin(Note, summary)
-            .where(RawSession.id.in_(wanted))
-        )
-        return {
-            row.id: SessionOverview(
-                **record(SessionRecord.model_validate, row).model_dump(),
-                summary=content if isinstance(content, str) else None,
-            )
-            for row, content in self.session.execute(stmt)
-        }
+        rows = self.session.execute(_OVERVIEWS, {"wanted": wanted})
+        return {row.id: _overview(row) for row in rows}
 
     def list_sessions(
         self,

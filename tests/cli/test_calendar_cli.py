@@ -79,6 +79,27 @@ def test_timeline_since_at_the_edge_of_the_calendar_is_a_usage_error(
     assert code == 2 and "outside the supported times" in " ".join(output.split())
 
 
+@pytest.mark.parametrize(
+    ("since", "named"),
+    [
+        ("2026-123", "ordinal date (day 123 of 2026), which is not taken: write the calendar"),
+        ("2026-W14", "names a week, not a day"),
+        ("9999-12-31T24:00", "(the end of 9999-12-31, 00:00 of 10000-01-01) is outside"),
+        ("2026-06-01T09:00+05:75", "has UTC offset +05:75, whose minutes and seconds"),
+        ("2026-06-01T09:00 UTC+2", "offset in the time (2026-06-01T09:00+02:00)"),
+        ("2026-6-1", "write 2026-06-01"),
+        ("2026123", "ordinal date (day 123 of 2026)"),  # digits, but a date's, not epoch ms
+    ],
+)
+def test_timeline_since_says_what_the_tools_parser_says(
+    since: str, named: str, tool_db: Path
+) -> None:
+    # The one parser, and its reason shown: under typer 0.28 click's function type showed the
+    # value itself instead of a refusal raised as a ValueError.
+    code, output = run("timeline", "--since", since, "--db", str(tool_db))
+    assert code == 2 and named in " ".join(output.split()), output
+
+
 @pytest.mark.parametrize("title", ["x", "Dentist appointment with a rather long title " * 2])
 @pytest.mark.parametrize("zone", ["UTC", "America/Argentina/Buenos_Aires"])
 def test_calendar_list_shows_every_id_whole_for_remove(

@@ -395,6 +395,20 @@ def test_every_service_finds_nothing_another_agent_wrote(agents: tuple[Agent, Ag
         assert mem.timeline.count() == 2
 
 
+def test_a_session_overview_joins_only_its_agents_summary(agents: tuple[Agent, Agent]) -> None:
+    # Every agent has a session "global" and may have a note "session-summary-global": the
+    # outer join of TimelineService.overviews must take the agent's own (the owner role
+    # bypasses row-level security, so only the statement's agent condition keeps them apart).
+    for agent in agents:
+        with agent.open() as mem:
+            mem.notes.upsert("session-summary-global", f"{agent.marker} summary")
+    for agent in agents:
+        with agent.open() as mem:
+            seen = mem.timeline.overviews(["global", "nobody"])
+        assert list(seen) == ["global"], seen
+        assert seen["global"].summary == f"{agent.marker} summary"
+
+
 # --- row-level security -----------------------------------------------------------------------
 
 

@@ -71,11 +71,16 @@ def test_an_offset_no_place_uses_is_invalid_input_through_every_tool(
 ) -> None:
     # -12:00 .. +14:00 are the offsets places use; +15:00 is a typo for +05:00, not a place.
     before = snapshot(tool_target)
-    for offset in ("+15:00", "-13:00", "+14:01", "-12:30", "+23:59"):
+    for offset in ("+15:00", "-13:00", "+14:01", "-12:30", "+23:59", "+25:00", "-24:00"):
         value = f"2027-06-01T09:00:00{offset}"
         result = tools.call(tool, _arguments(base, field, value), db=tool_target)
         assert not result.ok and result.error_code == "invalid_input", (value, result.text)
         assert f"{field}: UTC offset {offset} is not one any place uses" in (result.error or "")
+    for offset in ("+05:75", "-0399", "+05:30:60"):  # Python's reader carried them over
+        value = f"2027-06-01T09:00:00{offset}"
+        result = tools.call(tool, _arguments(base, field, value), db=tool_target)
+        assert not result.ok and result.error_code == "invalid_input", (value, result.text)
+        assert f"{field}: {value!r} has UTC offset {offset}, whose minutes" in (result.error or "")
     assert snapshot(tool_target) == before
     for offset in ("+14:00", "-12:00", "+12:45"):
         value = f"2027-06-01T09:00:00{offset}"
@@ -98,6 +103,34 @@ def test_time_text_python_would_guess_at_is_invalid_input_through_every_tool(
         result = tools.call(tool, _arguments(base, field, value), db=tool_target)
         assert not result.ok and result.error_code == "invalid_input", (value, result.text)
         assert (result.error or "").startswith(f"{field}: "), result.error
+    assert snapshot(tool_target) == before
+
+
+FORMS_NOT_TAKEN = [
+    ("2026-w14", "invalid_input", "names a week, not a day: add the weekday"),
+    ("2026-123t09:00z", "invalid_input", "is an ordinal date (day 123 of 2026)"),
+    (" 2026-12-31t24:00z ", "invalid_input", "write 00:00 of the next day, 2027-01-01T00:00z"),
+    ("9999-12-31T24:00", "time_out_of_range", "00:00 of 10000-01-01) is outside the supported"),
+    ("9999-W52-6", "time_out_of_range", "'9999-W52-6' (10000-01-01) is outside the supported"),
+    ("2027-06-01T09:00+02:00[Europe/Berlin]", "invalid_input", "names a zone in the text"),
+    ("2027-06-01T09:00 UTC+2", "invalid_input", "offset in the time (2027-06-01T09:00+02:00)"),
+    ("2027-6-1T9:00Z", "invalid_input", "with one digit; ISO-8601 writes two"),
+    ("+12027-06-01", "time_out_of_range", "(the year 12027) is outside the supported times"),
+]
+
+
+@pytest.mark.parametrize(("tool", "base", "field"), CASES)
+def test_iso_forms_not_taken_are_refused_by_name_through_every_tool(
+    tool: str, base: dict[str, Any], field: str, tool_target: DbTarget
+) -> None:
+    # The one parser names the form in every tool, in any case of its letters, at the end of
+    # the calendar too (9999-12-31T24:00 was "not an ISO-8601 time: hour must be in 0..23").
+    before = snapshot(tool_target)
+    for value, code, named in FORMS_NOT_TAKEN:
+        result = tools.call(tool, _arguments(base, field, value), db=tool_target)
+        assert not result.ok and result.error_code == code, (value, result.text)
+        assert (result.error or "").startswith(f"{field}: "), result.error
+        assert named in (result.error or ""), result.error
     assert snapshot(tool_target) == before
 
 

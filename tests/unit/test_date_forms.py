@@ -5,14 +5,16 @@ to write instead, and what it says to write means the time that was meant."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, time, timedelta
+from collections.abc import Callable
+from datetime import UTC, date, datetime, time, timedelta, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from philont.domain.timeparse import parse_time
-from philont.errors import InvalidInputError
+from philont.domain import timepolicy
+from philont.domain.timeparse import event_times, parse_time
+from philont.errors import InvalidInputError, TimeOutOfRangeError
 
 GENERIC = "is not an ISO-8601"
 times = st.sampled_from(
@@ -121,3 +123,268 @@ def test_a_reminder_at_an_ordinal_date_says_which_day_it_is() -> None:
     with pytest.raises(InvalidInputError, match=r"write the calendar date, 2026-05-03T09:00"):
         parse_time("2026-123T09:00", field="at", tz="UTC", needs_clock=True)
     assert parse_time("2026-05-03T09:00", field="at") == datetime(2026, 5, 3, 9, tzinfo=UTC)
+
+
+# --- every spelling of the forms, at the ends of the calendar, through every entry point -------
+
+CLOCKS = ["09:30", "0930", "23:59:59", "24:00", "24", "2400", "24:00:00.0"]
+OFFSETS = ["", "Z", "z", "+02:00", "-0330", "+14:00"]
+edge_years = st.sampled_from([0, 1, 2, 9998, 9999]) | st.integers(min_value=0, max_value=9999)
+NOTE = " (24:00 is 00:00 of the next day)"
+
+
+@st.composite
+def spelled(draw: st.DrawFn) -> tuple[str, str, str | None]:
+    """(text, what the refusal names, or "taken"/"out of range", and the calendar text of the
+    time it means): a calendar, ordinal or week date (a week alone too) in any spelling (basic
+    or extended, ``W`` or ``w``; ``T``, ``t`` or a space; ``Z`` or ``z``; space around), of
+    any year 0000 .. 9999, with or without a time of day (24:00 among them)."""
+    form = draw(st.sampled_from(["calendar", "ordinal", "week", "week alone"]))
+    year, dash = draw(edge_years), draw(st.sampled_from(["-", ""]))
+    clock = draw(st.none() | st.sampled_from(CLOCKS))
+    offset = "" if clock is None else draw(st.sampled_from(OFFSETS))
+    at = "" if clock is None else f"{draw(st.sampled_from('Tt '))}{clock}{offset}"
+    pad = draw(st.sampled_from(["", " ", "\t", " \n"]))
+    midnight = clock is not None and clock.startswith("24")
+    named = ""
+    if form == "calendar":
+        first = date(max(year, 1), 1, 1)
+        day = draw(st.dates(min_value=first, max_value=first.replace(month=12, day=31)))
+        head, day_number = f"{day.year:04d}{dash}{day:%m}{dash}{day:%d}", day.toordinal()
+    elif form == "ordinal":
+        number = draw(st.sampled_from([1, 365, 366]) | st.integers(min_value=0, max_value=367))
+        head = f"{year:04d}{dash}{number:03d}"
+        named = f"ordinal date (day {number} of {year:04d})"
+        last = date(year, 12, 31).timetuple().tm_yday if year else 0
+        if not 1 <= number <= last:
+            why = f"({year} has {last} days)" if year else "(there is no year 0)"
+            return f"{pad}{head}{at}{pad[::-1]}", why, None
+        day_number = date(year, 1, 1).toordinal() + number - 1
+    else:
+        week = draw(st.sampled_from([1, 52, 53]) | st.integers(min_value=0, max_value=54))
+        weekday = 1 if form == "week alone" else draw(st.integers(min_value=0, max_value=9))
+        head = f"{year:04d}{dash}{draw(st.sampled_from('Ww'))}{week:02d}"
+        head += "" if form == "week alone" else f"{dash}{weekday}"
+        text = f"{pad}{head}{at}{pad[::-1]}"
+        if year == 0:
+            return text, "there is no year 0", None
+        weeks = date(year, 12, 28).isocalendar().week
+        if not 1 <= week <= weeks:
+            return text, f"names week {week}, and {year} has ISO weeks 01 to {weeks}", None
+        if not 1 <= weekday <= 7:
+            return text, f"names weekday {weekday}; the weekday of a week date runs from", None
+        day_number = date.fromisocalendar(year, week, 1).toordinal() + weekday - 1
+        named = "names a week, not a day" if form == "week alone" else ""
+    text = f"{pad}{head}{at}{pad[::-1]}"
+    day_number += midnight
+    if day_number > date.max.toordinal():  # 9999-12-31T24:00, 9999-W52-6: 10000-01-01
+        return text, "out of range", None
+    meant = date.fromordinal(day_number).isoformat()
+    meant += f"T00:00{offset}" if midnight else at
+    if not named:
+        named = "ends a day with 24:00, which is not taken" if midnight else "taken"
+    return text, named, meant
+
+
+def _time_or_refusal(text: str, tz: str = "Europe/Berlin") -> object:
+    try:
+        return parse_time(text, field="at", tz=tz)
+    except InvalidInputError as exc:
+        return type(exc)
+
+
+def _suggestions(message: str) -> list[str]:
+    """The texts a refusal says to write."""
+    message = message.removesuffix(NOTE)
+    found = re.findall(r"\(Sunday\): (.+) for (?:the end of )?its Monday", message)
+    for lead in ("write the calendar date", "write 00:00 of the next day", "its calendar date"):
+        found += re.findall(rf"{lead}, (.+)$", message)
+    return found
+
+
+def _every_reading(text: str) -> list[object]:
+    """What each reader of a time makes of ``text``: a tool's time (a window's start and end,
+    a reminder's time), an event's start and end, the command line's --since (the one
+    parser); a refusal as the error. Any other exception fails the test."""
+    from philont.cli.values import _time
+
+    calls: list[Callable[[], object]] = [
+        lambda: parse_time(text, field="at", tz="Europe/Berlin"),
+        lambda: parse_time(text, field="at", tz="America/Los_Angeles", end_of_day=True),
+        lambda: parse_time(text, field="at", tz="Asia/Tokyo", needs_clock=True),
+        lambda: event_times(text, None, tz="Pacific/Kiritimati")[0],
+        lambda: event_times("2026-06-01T09:00Z", text, tz="UTC")[1],
+        lambda: _time(field="at")(text),
+    ]
+    out: list[object] = []
+    for call in calls:
+        try:
+            out.append(call())
+        except InvalidInputError as exc:
+            out.append(exc)
+    return out
+
+
+@given(spelled())
+def test_every_spelling_of_a_form_is_taken_or_refused_by_name(
+    case: tuple[str, str, str | None],
+) -> None:
+    """Lowercase ``w``, ``t``, ``z``, space around the text, the years 0001 and 9999: an
+    ordinal date, a week alone or outside its year, 24:00 are refused by name in every
+    reader, and what the refusal says to write means the time that was meant; a day past
+    9999-12-31 is out of range by name; a week date is read as its calendar date."""
+    text, named, meant = case
+    readings = _every_reading(text)
+    if named == "taken":
+        assert meant is not None
+        assert _time_or_refusal(text) == _time_or_refusal(meant), text
+        by_cli = readings[-1]  # in UTC, as parse_time's default (20261204: a date there too)
+        if isinstance(by_cli, InvalidInputError):
+            by_cli = type(by_cli)
+        assert by_cli == _time_or_refusal(text, "UTC"), text
+        return
+    for reading in readings:
+        assert isinstance(reading, InvalidInputError), (text, reading)
+        message = reading.message
+        assert message.split(": ")[0] in ("at", "starts_at", "ends_at"), message
+        assert GENERIC not in message, message
+        if named == "out of range":
+            assert isinstance(reading, TimeOutOfRangeError), message
+            assert "(10000-01-0" in message or "00:00 of 10000-01-0" in message, message
+        else:
+            assert not isinstance(reading, TimeOutOfRangeError), message
+            assert named in message, message
+    if meant is not None:
+        suggested = _suggestions(readings[0].message)  # type: ignore[union-attr]
+        assert suggested, readings[0]
+        for each in suggested:
+            assert _time_or_refusal(each) == _time_or_refusal(meant), (text, each, meant)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("2026-w14-1", None),
+        ("2026-w14-1t09:00z", None),
+        ("2026-w14", "names a week, not a day"),
+        ("2026-12-31T24:00", "write 00:00 of the next day, 2027-01-01T00:00"),
+        ("9999-12-31T24:00", "(the end of 9999-12-31, 00:00 of 10000-01-01) is outside"),
+        ("9999-W52-6", "'9999-W52-6' (10000-01-01) is outside the supported times"),
+        ("2026-123T24:00", "write the calendar date, 2026-05-04T00:00"),
+    ],
+)
+def test_the_forms_the_brief_named(text: str, named: str | None) -> None:
+    if named is None:
+        assert parse_time(text, field="at") is not None
+        return
+    with pytest.raises(InvalidInputError, match=re.escape(named)):
+        parse_time(text, field="at")
+
+
+# --- a zone named in the text ----------------------------------------------------------------
+
+ZONE_WORDS = st.sampled_from(
+    ["Europe/Berlin", "europe/berlin", "America/New_York", "UTC", "CET", "Asia/Kolkata"]
+)
+NOT_ZONES = st.sampled_from(["PST", "CEST", "BST", "UTC+2", "GMT-0530", "UT+5:45", "Mars/Olympus"])
+
+
+@given(
+    at=st.sampled_from(["2026-06-01T09:00", "2026-06-01 09:30:15", "20260601T0900"]),
+    offset=st.sampled_from(["", "Z", "+02:00", "-0330"]),
+    zone=ZONE_WORDS | NOT_ZONES,
+    bracket=st.sampled_from(["[", "[!", " "]),
+)
+def test_a_zone_named_in_the_text_is_refused_saying_where_to_give_it(
+    at: str, offset: str, zone: str, bracket: str
+) -> None:
+    """``...T09:00+02:00[Europe/Berlin]`` (RFC 9557), ``...T09:00 CET``, ``... UTC+2``: the
+    refusal names the zone as one (in `timezone`, canonical) or says it is none, and the time
+    it says to give is read."""
+    text = f"{at}{offset}{bracket}{zone}{']' if bracket != ' ' else ''}"
+    with pytest.raises(InvalidInputError) as refused:
+        parse_time(text, field="at", tz="Asia/Tokyo")
+    message = refused.value.message
+    assert f"{text!r} names a zone in the text, which is not read" in message, message
+    try:
+        canonical = timepolicy.validate_timezone(zone)
+    except InvalidInputError:
+        canonical = ""
+        assert f"{zone!r} is n" in message, message  # "is none", "is no IANA zone name"
+    else:
+        assert f"{canonical!r} in `timezone`" in message, message
+    given_alone = re.search(r"give (\d\S*(?: \d\S*)?) alone", message)
+    assert (given_alone is not None) == bool(canonical or offset), message
+    if given_alone is not None:
+        assert given_alone[1] == f"{at}{offset}"
+        assert parse_time(given_alone[1], field="at", tz=canonical or "UTC") is not None
+    plus = re.fullmatch(r"(?:UTC|GMT|UT)([+-])(\d{1,2}):?(\d{2})?", zone)
+    if plus is not None and not offset:
+        shift = timedelta(hours=int(plus[2]), minutes=int(plus[3] or 0))
+        meant = datetime.fromisoformat(at).replace(
+            tzinfo=timezone(shift if plus[1] == "+" else -shift)
+        )
+        suggested = re.search(r"offset in the time \((.+?)\)", message)
+        assert suggested is not None, message
+        assert parse_time(suggested[1], field="at") == meant, message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2026-06-01T09:00 PM", "2026-06-01T09:00 tomorrow", "2026-06-01T09:00+02:00[u-ca=hebrew]"],
+)
+def test_a_word_that_is_no_zone_gets_the_plain_refusal(text: str) -> None:
+    with pytest.raises(InvalidInputError, match=GENERIC) as refused:
+        parse_time(text, field="at")
+    assert "names a zone" not in refused.value.message
+
+
+# --- one-digit fields and expanded years -----------------------------------------------------
+
+
+@given(
+    at=st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)),
+    short=st.sets(st.sampled_from(["month", "day", "hour", "minute", "second"])),
+    year_form=st.sampled_from(["", "+", "0"]),
+    clock=st.sampled_from(["", "T", "t", " "]),
+    seconds=st.booleans(),
+    offset=st.sampled_from(["", "Z", "+02:00", "-0330"]),
+)
+def test_one_digit_fields_and_expanded_years_are_refused_with_the_text_to_write(
+    at: datetime, short: set[str], year_form: str, clock: str, seconds: bool, offset: str
+) -> None:
+    """``2026-6-1``, ``T9:00``, ``+2026-06-01``, ``02026-06-01``: refused saying what to write
+    (each field with two digits, the year with four), and that text means the time meant."""
+    fields = {"month": at.month, "day": at.day, "hour": at.hour, "minute": at.minute}
+    fields["second"] = at.second
+
+    def two(name: str) -> str:
+        value = fields[name]
+        return str(value) if name in short and value < 10 else f"{value:02d}"
+
+    def written(year: str, field: Callable[[str], str]) -> str:
+        text = f"{year}-{field('month')}-{field('day')}"
+        if clock:
+            text += f"{clock}{field('hour')}:{field('minute')}"
+            text += f":{field('second')}" if seconds else ""
+        return text + (offset if clock else "")
+
+    text = written(f"{year_form}{at.year:04d}", two)
+    meant = written(f"{at.year:04d}", lambda name: f"{fields[name]:02d}")
+    if text == meant:
+        return  # nothing to refuse
+    with pytest.raises(InvalidInputError) as refused:
+        parse_time(text, field="at", tz="Europe/Berlin")
+    message = refused.value.message
+    assert GENERIC not in message, message
+    suggested = re.search(r": write (.+)$", message)
+    assert suggested is not None, message
+    assert suggested[1] == meant, message
+    assert _time_or_refusal(suggested[1]) == _time_or_refusal(meant)
+
+
+@pytest.mark.parametrize("year", ["10000", "99999", "+12026", "-2026", "0000", "9" * 5000])
+def test_a_year_outside_0001_to_9999_is_out_of_range_by_name(year: str) -> None:
+    with pytest.raises(TimeOutOfRangeError, match=r"\(the year [-0-9]") as refused:
+        parse_time(f"{year}-06-01T09:00Z", field="at")
+    assert len(refused.value.message) < 300

@@ -218,6 +218,37 @@ def test_an_offset_no_place_uses_is_refused_by_name_and_every_real_one_is_read(
 
 
 @given(
+    sign=st.sampled_from("+-"),
+    parts=st.lists(st.integers(min_value=0, max_value=99), min_size=1, max_size=3),
+    colons=st.booleans(),
+)
+@example(sign="+", parts=[5, 75], colons=True)  # was read as +06:15
+@example(sign="+", parts=[25, 0], colons=True)  # was "offset must be a timedelta strictly ..."
+def test_any_offset_as_written_is_read_as_written_or_refused_by_name(
+    sign: str, parts: list[int], colons: bool
+) -> None:
+    # Python's reader carries minutes and seconds past 59 over (+05:75 is +06:15) and refuses
+    # 24 hours or more in words about timedeltas: an offset is read as written or refused.
+    written = sign + (":" if colons else "").join(f"{p:02d}" for p in parts)
+    text = f"2026-06-01T09:00{written}"
+    hours, minutes, seconds = [*parts, 0, 0][:3]
+    try:
+        read = parse_time(text, field="at")
+    except InvalidInputError as refused:
+        message = refused.message
+        assert message.startswith("at: ") and "timedelta" not in message, message
+        if minutes > 59 or seconds > 59:
+            assert f"has UTC offset {written}, whose minutes and seconds must run" in message
+        else:
+            assert "is not one any place uses" in message, message
+        return
+    assert minutes <= 59 and seconds <= 59 and hours < 24, text
+    offset = timedelta(hours=hours, minutes=minutes, seconds=seconds)
+    meant = datetime(2026, 6, 1, 9, tzinfo=timezone(offset if sign == "+" else -offset))
+    assert read == meant, text
+
+
+@given(
     zone=st.sampled_from(IANA_NAMES),
     at=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
 )

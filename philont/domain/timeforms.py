@@ -1,0 +1,175 @@
+"""The ISO-8601 forms of a day and time that the tools do not take, refused by name.
+
+ISO-8601 has more ways to write a day than the tools read: an ordinal date (``2026-123``), a
+week without its day (``2026-W14``) or outside its year (``2026-W54-1``), and the end of a day
+as ``24:00``. Text in one of these forms, its letters in either case (RFC 3339 lets ``T`` and
+``Z`` be ``t`` and ``z``; ``w`` is read as ``W`` alike), is refused saying what to write
+instead: the calendar text of the time it means. Text that means a day after the calendar's
+last (``9999-12-31T24:00``, ``9999-W52-6``: 10000-01-01) is ``TimeOutOfRangeError``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Final
+
+from philont.domain.timepolicy import out_of_range
+from philont.errors import InvalidInputError
+
+__all__ = ["refusal"]
+
+_FORM: Final = re.compile(
+    r"(?P<year>\d{4})"
+    r"(?:(?P<sep>-?)(?P<month>\d{2})(?P=sep)(?P<mday>\d{2})"  # calendar: 2026-12-04, 20261204
+    r"|-?(?P<ordinal>\d{3})"  # ordinal: 2026-123, 2026123
+    r"|-?[Ww](?P<week>\d{2})(?:-?(?P<weekday>\d))?)"  # week: 2026-W14-1, 2026W141, 2026-W14
+    r"(?:(?P<rest>[Tt ](?P<clock>[0-9:.,]+)(?P<offset>[Zz]|[+-][0-9:]+)?))?",
+    re.ASCII,
+)
+"""A date in one of ISO-8601's forms, then a time of day and offset in the characters they use
+(loosely: what the clock holds is Python's reader's to judge, but for ``24:00``)."""
+_END_OF_DAY: Final = re.compile(r"24(?::?00(?::?00(?:[.,]0+)?)?)?", re.ASCII)
+_LAST_DAY: Final = date.max.toordinal()
+_ANY_DAY: Final = "give the calendar date, YYYY-MM-DD (e.g. 2026-12-04)"
+
+
+def refusal(text: str, field: str) -> InvalidInputError | None:
+    """The refusal of ``text`` (stripped) when it is date text of a form ISO-8601 has and
+    this does not take (see the module), naming ``field``; None for text of any other form,
+    a form that is taken included (what is wrong with it is Python's reader's to say)."""
+    found = _FORM.fullmatch(text)
+    if found is None:
+        return _loose(text, field)
+    shown = f"{text[:60]!r}"
+    day = _day(found, shown)
+    if not isinstance(day, int):  # None: a calendar date that names no day (year 0 too)
+        return _loose(text, field) if day is None else InvalidInputError.of(field, day)
+    end_of_day = found["clock"] is not None and _END_OF_DAY.fullmatch(found["clock"]) is not None
+    day += end_of_day
+    if day > _LAST_DAY:
+        ends = f"the end of {_day_text(day - 1)}, 00:00 of " if end_of_day else ""
+        return out_of_range(field, f"{shown} ({ends}{_day_text(day)})")
+    rest = f"T00:00{found['offset'] or ''}" if end_of_day else found["rest"] or ""
+    written = f"{date.fromordinal(day).isoformat()}{rest}"
+    midnight = " (24:00 is 00:00 of the next day)" if end_of_day else ""
+    if found["ordinal"] is not None:
+        what = f"{shown} is an ordinal date (day {int(found['ordinal'])} of {found['year']})"
+        return InvalidInputError.of(
+            field, f"{what}, which is not taken: write the calendar date, {written}{midnight}"
+        )
+    if found["week"] is not None and found["weekday"] is None:
+        iso = date.fromordinal(day).isocalendar()
+        monday = "the end of its Monday" if end_of_day else "its Monday"
+        return InvalidInputError.of(
+            field,
+            f"{shown} names a week, not a day: add the weekday, 1 (Monday) to 7 (Sunday): "
+            f"{iso.year:04d}-W{iso.week:02d}-{iso.weekday}{rest} for {monday}, or its "
+            f"calendar date, {written}{midnight}",
+        )
+    if end_of_day:
+        return InvalidInputError.of(
+            field,
+            f"{shown} ends a day with 24:00, which is not taken: write 00:00 of the next day, "
+            f"{written}",
+        )
+    return _loose(text, field)  # a form that is taken, unless a field has one digit
+
+
+def _day(found: re.Match[str], shown: str) -> int | str | None:
+    """The day the date part of ``found`` names, as ``date.toordinal()`` (past 9999-12-31
+    for a week date there); what is wrong when its form names none (an ordinal or week
+    outside its year); None for a calendar date that is no day."""
+    year = int(found["year"])
+    if found["ordinal"] is not None:
+        number = int(found["ordinal"])
+        last = date(year, 12, 31).timetuple().tm_yday if year else 0
+        if not 1 <= number <= last:
+            days = f"{year} has {last} days" if year else "there is no year 0"
+            return (
+                f"{shown} is an ordinal date (day {number} of {year:04d}), which is not taken "
+                f"({days}): {_ANY_DAY}"
+            )
+        return date(year, 1, 1).toordinal() + number - 1
+    if found["week"] is not None:
+        week, weekday = int(found["week"]), int(found["weekday"] or 1)
+        if year == 0:
+            return f"{shown} names a week of year 0000, and there is no year 0"
+        weeks = _weeks_in(year)
+        if not 1 <= week <= weeks:
+            return (
+                f"{shown} names week {week}, and {year} has ISO weeks 01 to {weeks}: "
+                f"check the week, or {_ANY_DAY}"
+            )
+        if not 1 <= weekday <= 7:
+            return (
+                f"{shown} names weekday {weekday}; the weekday of a week date runs from "
+                "1 (Monday) to 7 (Sunday)"
+            )
+        return _week_one(year) + (week - 1) * 7 + weekday - 1
+    try:
+        return date(year, int(found["month"]), int(found["mday"])).toordinal()
+    except ValueError:
+        return None  # Python's reader says why
+
+
+_LOOSE: Final = re.compile(
+    r"(?P<year>[+-]?\d{4,})-(?P<month>\d{1,2})-(?P<day>\d{1,2})"
+    r"(?:(?P<sep>[Tt ])(?P<hour>\d{1,2}):(?P<minute>\d{1,2})"
+    r"(?::(?P<second>\d{1,2})(?P<fraction>[.,]\d+)?)?)?"
+    r"(?P<offset>[Zz]|[+-]\d{2}(?::?\d{2})?)?",
+    re.ASCII,
+)
+"""A calendar date and time of day as people write them, with a field of one digit
+(``2026-6-1``, ``T9:00``) or a year of more digits or a sign (ISO-8601's expanded years,
+``+12026-01-01``)."""
+
+
+def _loose(text: str, field: str) -> InvalidInputError | None:
+    """The refusal of :data:`_LOOSE` text whose year is outside 0001..9999 (out of range,
+    naming it), written in the expanded form (``+2026``, ``02026``) or with a field of one
+    digit: what to write instead."""
+    found = _LOOSE.fullmatch(text)
+    if found is None:
+        return None
+    shown, year = f"{text[:60]!r}", found["year"]
+    number = int(year) if len(year) <= 20 else None
+    if number is None or not 1 <= number <= 9999:
+        digits = year.lstrip("+")
+        shown_year = digits if len(digits) <= 12 else f"{digits[:12]}... ({len(digits)} digits)"
+        return out_of_range(field, f"{shown} (the year {shown_year})")
+    parts = ("month", "day", "hour", "minute", "second")
+    expanded = len(year) != 4
+    if not expanded and all(found[p] is None or len(found[p]) == 2 for p in parts):
+        return None  # what is wrong is Python's reader's to say
+    two = {p: f"{int(found[p]):02d}" for p in parts if found[p] is not None}
+    written = f"{number:04d}-{two['month']}-{two['day']}"
+    if "hour" in two:
+        written += f"{found['sep']}{two['hour']}:{two['minute']}"
+        written += f":{two['second']}{found['fraction'] or ''}" if "second" in two else ""
+    written += found["offset"] or ""
+    why = (
+        "writes the year with a sign or more than four digits (ISO-8601's expanded form), "
+        "which is not taken"
+        if expanded
+        else "writes a field with one digit; ISO-8601 writes two (month, day, hour, minute, second)"
+    )
+    return InvalidInputError.of(field, f"{shown} {why}: write {written}")
+
+
+def _weeks_in(year: int) -> int:
+    return date(year, 12, 28).isocalendar().week  # 28 December lies in the year's last week
+
+
+def _week_one(year: int) -> int:
+    """The Monday of ISO week 1 of ``year``, as ``date.toordinal()``: the week holding 4
+    January (for the year 1, 0001-01-01 itself, a Monday)."""
+    fourth = date(year, 1, 4)
+    return fourth.toordinal() - fourth.weekday()
+
+
+def _day_text(day: int) -> str:
+    """A day as ``date.toordinal()``, ISO-8601's text even past 9999-12-31 (10000-01-01)."""
+    if day <= _LAST_DAY:
+        return date.fromordinal(day).isoformat()
+    return f"10000-01-{day - _LAST_DAY:02d}"  # a week date or 24:00 passes it by 3 days at most
