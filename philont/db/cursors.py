@@ -60,6 +60,7 @@ __all__ = [
     "TrackedConnection",
     "close_leftovers",
     "install",
+    "read_undecoded",
     "refuse_unmatched_undecoded",
 ]
 
@@ -215,6 +216,15 @@ def _tracked(dbapi: object) -> object:
         return getattr(driver, "_conn", None)
     except ValueError:  # aiosqlite: closed already
         return None
+
+
+def read_undecoded(conn: Connection, value: str) -> bool:
+    """Whether a cursor of ``conn``'s unit of work read ``value`` with U+FFFD (a key stored as
+    text that is not UTF-8, which names no row when written back); never on PostgreSQL."""
+    undecoded: dict[str, bytes] = (
+        getattr(_tracked(conn.connection.dbapi_connection), "undecoded", None) or {}
+    )
+    return value in undecoded
 
 
 _WRITE_TARGET = re.compile(r'^\s*(?:UPDATE|DELETE\s+FROM)\s+"?(\w+)', re.IGNORECASE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select, update
 
+from philont.db.cursors import read_undecoded
 from philont.db.models import AccessLogEntry, Fact, Note
 from philont.db.queries import access as access_rows
 from philont.db.stored_values import record
@@ -58,15 +59,15 @@ class AccessLog(Service):
         and, with ``touch``, ``last_accessed_at = now`` on a fact or note (a skill has none).
         On a read-only Store (``Store.open(read_only=True)``) nothing: a read there changes
         nothing, and cannot. Every read path refreshes through here, so none can forget that
-        (a host's own :meth:`record` is a write, refused there like any other)."""
+        (a host's own :meth:`record` is a write, refused there like any other). Nor for a row
+        whose id is stored as text that is not UTF-8: it was read with U+FFFD, which names no
+        row (docs/stored-values.md); the read is answered, the row left as it is."""
         kind = _target(target_type)
-        if self.mem.read_only:
+        if self.mem.read_only or read_undecoded(self.session.connection(), target_id):
             return
         model = _ACCESS_TIMES.get(kind) if touch else None
         if model is not None:
-            # by its id as read, in a loaded row object too (``evaluate``): an id stored as
-            # text that is not UTF-8 reads with U+FFFD and matches no row, which a flush of the
-            # object refused as stale
+            # by its id as read, in a loaded row object too (``evaluate``)
             self.session.execute(
                 update(model).where(model.id == target_id).values(last_accessed_at=self._now()),
                 execution_options={"synchronize_session": "evaluate"},

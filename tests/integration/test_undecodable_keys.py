@@ -336,3 +336,36 @@ def test_a_write_of_another_column_keeps_the_bytes_of_one_that_is_not_utf8(
     finally:
         store.close()
     assert _column_bytes(copy, table, column, rowid) == before
+
+
+READS = {
+    "memory_facts": lambda m: m.facts.get(*VICTIM_FACT),
+    "memory_skills": lambda m: m.skills.get("brew-tea"),
+}
+
+
+@pytest.mark.parametrize("table", sorted(READS))
+def test_reading_such_a_row_answers_and_refreshes_nothing(
+    template: Seeded, copy: Path, table: str
+) -> None:
+    """A read's access-time refresh and access-log row are writes keyed by the id read with
+    U+FFFD: the read was refused (unreadable_row) for a side effect. Now it answers, and the
+    row and the access log stay as they were."""
+    rowid = template.victims[table]
+    before = _spoil(copy, table, "id", rowid)
+    with closing(sqlite3.connect(copy)) as conn:
+        logged = conn.execute("SELECT count(*) FROM memory_access_log").fetchone()[0]
+    store = Store.open(copy, clock=lambda: NOW)
+    try:
+        with store.begin() as mem:
+            found = READS[table](mem)
+        assert found is not None and "\ufffd" in found.id
+        if table == "memory_facts":
+            args = {"namespace": VICTIM_FACT[0], "key": VICTIM_FACT[1]}
+            result = tools.call("get_fact", args, db=store)
+            assert result.ok, result.text
+    finally:
+        store.close()
+    assert _stored(copy, table, rowid) == before
+    with closing(sqlite3.connect(copy)) as conn:
+        assert conn.execute("SELECT count(*) FROM memory_access_log").fetchone()[0] == logged
