@@ -679,7 +679,9 @@ def restore(
     is kept: an online backup
     ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy ``<db>.corrupt-<TAG>`` when
     not; stale ``-wal``/``-shm`` files go, and ``os.replace`` puts the copy in place with
-    mode 0600. ``progress(step, done, total)`` reports as it goes (:data:`Progress`).
+    mode 0600. Once the copy is in place the restore stands and its safety copy stays,
+    whatever fails after (an error closing what it held is logged, an interrupt raised).
+    ``progress(step, done, total)`` reports as it goes (:data:`Progress`).
     """
     step = progress or _no_progress
     source = _backup_source(Path(backup_file))
@@ -727,12 +729,18 @@ def restore(
                 last_step = True  # a damaged file's -wal goes: its byte copy must stay
                 _put_in_place(tmp, path, safety if corrupt else None)
                 replaced = True
-    except BaseException:
-        if safety is not None and not (last_step and corrupt):  # no restore: no copy
-            filewrite.remove_with_companions(safety)
-        if not replaced:  # nor the directories it made for them (emptied)
-            _remove_empty(made)
-        raise
+    except BaseException as exc:
+        if not replaced:
+            if safety is not None and not (last_step and corrupt):  # no restore: no copy
+                filewrite.remove_with_companions(safety)
+            _remove_empty(made)  # nor the directories it made for them (emptied)
+            raise
+        # put in place: the restore is done, and the safety copy is the only copy of what the
+        # file held; what failed after (closing the copy's descriptor, the old connection) is
+        # told, not a failed restore
+        if not isinstance(exc, Exception):
+            raise  # interrupted (it is done; the safety copy stays)
+        log.warning("backup.restore_cleanup_failed", path=str(path), error=str(exc))
     try:  # made 0600 (narrower under a strict umask): the restore stands either way
         os.chmod(path, FILE_MODE)
     except OSError as exc:

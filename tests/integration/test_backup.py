@@ -1427,3 +1427,37 @@ def test_a_file_that_fails_to_be_read_is_refused_by_name_for_a_backup_and_a_rest
     for caught in (refused, unread, unverified):
         assert "cannot read it (Input/output error)" in str(caught.value)
     assert taken.exists()
+
+
+@pytest.mark.parametrize("failure", [OSError(5, "Input/output error"), KeyboardInterrupt()])
+def test_a_failure_after_the_copy_is_in_place_keeps_the_safety_copy(
+    populated: Path, monkeypatch: pytest.MonkeyPatch, failure: BaseException
+) -> None:
+    """Once the copy is renamed over the database, the safety copy is the only copy of what
+    the file held: a failure after it (the copy's descriptor closing with EIO, Ctrl-C outside
+    the command line's watch) removed it. Now it stays; an error of that clean-up is logged and
+    the restore reported done, an interrupt still raised."""
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    before = _message_ids(populated)
+    real = filewrite.LockedTemp.close
+
+    def close(self: filewrite.LockedTemp) -> None:
+        renamed = self.fd >= 0 and RESTORE_COPY in self.path.name and not self.path.exists()
+        real(self)
+        if renamed:
+            raise failure
+
+    monkeypatch.setattr(filewrite.LockedTemp, "close", close)
+    if isinstance(failure, KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt):
+            restore(taken, populated)
+        safety = list(philont_settings.backup_dir_for(populated).glob("*-pre-restore.sqlite"))
+        assert len(safety) == 1
+    else:
+        report = restore(taken, populated)
+        assert report.safety_backup is not None
+        safety = [report.safety_backup]
+    assert _message_ids(safety[0]) == before
+    assert _message_ids(populated) == before[:-1]
+    _assert_sound(populated)
