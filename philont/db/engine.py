@@ -499,21 +499,36 @@ def install_sqlite_hooks(
 
     @event.listens_for(engine, "handle_error")
     def _on_error(context: ExceptionContext) -> None:
-        _on_sqlite_error(context, timeout, read_only)
+        _on_sqlite_error(context, timeout, writes=not read_only)
 
 
-def _on_sqlite_error(context: ExceptionContext, timeout_ms: int, read_only: bool) -> None:
+def _on_sqlite_error(context: ExceptionContext, timeout_ms: int, *, writes: bool) -> None:
     """Mark a failed statement's error with the busy timeout its connection waited
     (RetryPolicy). (A read-only Store's refusal of a write is typed where SQLite refuses it:
     :class:`ReadOnlyConnection`.)"""
     exc = context.original_exception
     if isinstance(exc, sqlite3.Error):
         mark_busy(exc, timeout_s=timeout_ms / 1000)
-    if not read_only and isinstance(translate(exc), DatabaseReadOnlyError):
-        # SQLite opened this connection read-only (the file was not writable then), and it
-        # stays so: dropped, not pooled, so that a file writable again is written again.
+    if (
+        writes
+        and isinstance(translate(exc), DatabaseReadOnlyError)
+        and _opened_read_only(getattr(context.connection, "connection", None))
+    ):
+        # dropped, not pooled, so that a file writable again is written again
         context.is_disconnect = True
         context.invalidate_pool_on_disconnect = False  # the other connections may write
+
+
+def _opened_read_only(dbapi: Any) -> bool:
+    """Whether ``dbapi``, refused a write as read-only, is a connection SQLite opened
+    read-only (the file was not writable then; while it is open, the ``-wal``/``-shm`` it
+    made keep every connection of this process to the file read-only), which stays so for
+    its life: not one a host made read-only itself (``PRAGMA query_only``)."""
+    dbapi = getattr(dbapi, "dbapi_connection", dbapi)  # a pool's proxy: its connection
+    try:
+        return not dbapi.execute("PRAGMA query_only").fetchone()[0]
+    except Exception:  # no connection to ask (closed meanwhile): leave it to the pool
+        return False
 
 
 def _begin(conn: Any, statement: str, gate: write_gate.WriteGate | None, timeout_ms: int) -> None:
@@ -542,8 +557,8 @@ def _begin(conn: Any, statement: str, gate: write_gate.WriteGate | None, timeout
             raise
         # how long it waited: a lock waited out is given up, not retried (RetryPolicy)
         mark_busy(exc, timeout_s=timeout_ms / 1000, waited_s=time.monotonic() - started)
-        if isinstance(translate(exc), DatabaseReadOnlyError):
-            conn.invalidate(exc)  # opened read-only: see install_sqlite_hooks's _on_error
+        if isinstance(translate(exc), DatabaseReadOnlyError) and _opened_read_only(dbapi):
+            conn.invalidate(exc)  # opened read-only: see _on_sqlite_error
         raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
 
 

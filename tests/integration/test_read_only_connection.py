@@ -76,3 +76,21 @@ def test_an_async_store_writes_a_file_writable_again(tool_db: Path) -> None:
     codes = asyncio.run(body())
     assert codes[0] == "database_read_only"
     assert codes[-3:] == [None, None, None], codes
+
+
+def test_a_connection_a_host_made_read_only_itself_is_kept(tool_db: Path) -> None:
+    """A host's own session joined (``store.join``) on a connection it set ``PRAGMA
+    query_only`` on: a refused write is typed, and the connection stays the host's (it was
+    dropped mid-transaction, so the host's next read failed and the connection came back
+    writable). Only one SQLite opened read-only is dropped."""
+    from sqlalchemy import text
+    from sqlalchemy.orm import Session
+
+    with Store.open(tool_db) as store, Session(store.engine) as session:
+        session.execute(text("PRAGMA query_only = 1"))
+        with pytest.raises(DatabaseReadOnlyError), store.join(session) as mem:
+            mem.facts.store("ro", "refused", 1)
+        assert session.execute(text("SELECT count(*) FROM memory_facts")).scalar() is not None
+        session.rollback()
+        assert session.execute(text("PRAGMA query_only")).scalar() == 1
+    assert _keys(tool_db) == []
