@@ -227,7 +227,11 @@ def read_undecoded(conn: Connection, value: str) -> bool:
     return value in undecoded
 
 
-_WRITE_TARGET = re.compile(r'^\s*(?:UPDATE|DELETE\s+FROM)\s+"?(\w+)', re.IGNORECASE)
+_WRITE_TARGET = re.compile(
+    r'^(?:\s|/\*.*?\*/|--[^\n]*\n)*(?:UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+(?:"?main"?\.)?"?(\w+)',
+    re.IGNORECASE | re.DOTALL,
+)
+"""The table a text UPDATE or DELETE writes (after comments; ``UPDATE OR IGNORE``; ``main.``)."""
 
 
 def refuse_unmatched_undecoded(

@@ -188,10 +188,19 @@ def test_a_write_of_the_rows_that_refer_to_such_a_key_names_the_row_it_keys(
     assert (refused["table"], refused["column"]) == (parent, key)
 
 
+TEXT_WRITES = [
+    "DELETE FROM memory_calendar WHERE id = :id",
+    "UPDATE OR IGNORE memory_calendar SET title = 'x' WHERE id = :id",
+    '/* a host\'s */ -- note\n update "main"."memory_calendar" SET title = \'x\' WHERE id = :id',
+]
+
+
+@pytest.mark.parametrize("statement", TEXT_WRITES)
 def test_a_text_statement_keyed_by_such_a_key_is_refused_naming_its_table(
-    template: Seeded, copy: Path
+    template: Seeded, copy: Path, statement: str
 ) -> None:
-    """A statement written as text has no compiled WHERE clause to name the column from."""
+    """A statement written as text has no compiled WHERE clause to name the column from: its
+    table is read from the text (after comments, through ``OR IGNORE`` and ``main.``)."""
     rowid = template.victims["memory_calendar"]
     before = _spoil(copy, "memory_calendar", "id", rowid)
     store = Store.open(copy, clock=lambda: NOW)
@@ -200,7 +209,7 @@ def test_a_text_statement_keyed_by_such_a_key_is_refused_naming_its_table(
             value = mem.session.execute(
                 text("SELECT id FROM memory_calendar WHERE rowid = :r"), {"r": rowid}
             ).scalar_one()
-            mem.session.execute(text("DELETE FROM memory_calendar WHERE id = :id"), {"id": value})
+            mem.session.execute(text(statement), {"id": value})
     finally:
         store.close()
     assert raised.value.details["table"] == "memory_calendar"
