@@ -44,7 +44,16 @@ from philont.errors import InvalidInputError
 from philont.finds import ABSENT, Check, Finds, finding
 from philont.schemas import inputs
 
-__all__ = ["ENTRY_POINTS", "Rules", "check_of", "checked", "is_async", "sync_result", "wrap"]
+__all__ = [
+    "ASYNC_REFUSED",
+    "ENTRY_POINTS",
+    "Rules",
+    "check_of",
+    "checked",
+    "is_async",
+    "sync_result",
+    "wrap",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -93,13 +102,16 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
+ASYNC_REFUSED = (
+    "must be a plain function (it is called synchronously, without await); got an async "
+    "function, whose body would never run"
+)
+"""What refuses an async function where a plain one is called (:func:`is_async`)."""
+
+
 def _refuse_async(name: str, value: object) -> None:
     if is_async(value):
-        raise InvalidInputError.of(
-            name,
-            "must be a plain function (it is called synchronously, without await); got an "
-            "async function, whose body would never run",
-        )
+        raise InvalidInputError.of(name, ASYNC_REFUSED)
 
 
 def is_async(value: object) -> bool:

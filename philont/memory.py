@@ -273,6 +273,12 @@ class Memory:
         return self._state is _State.ACTIVE
 
     @property
+    def joined(self) -> bool:
+        """Whether the unit of work is inside a caller's transaction (:meth:`Store.join`): its
+        Session or Connection is the caller's, and the caller commits."""
+        return self._bind is not None
+
+    @property
     def session(self) -> Session:
         """The Session of this unit of work (only inside its ``with`` block)."""
         session = self._session

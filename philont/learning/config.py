@@ -61,6 +61,12 @@ def _at_least(low: int) -> Callable[[Any], bool]:
 _COUNT: Final = f"a whole number from 1 to {MAX_SETTING:,}"
 _WAIT: Final = f"a duration from 0 to {MAX_SETTING_DURATION.days} days"
 _POSITIVE_WAIT: Final = f"a positive duration of at most {MAX_SETTING_DURATION.days} days"
+MIN_LEASE: Final = timedelta(seconds=1)
+"""The shortest ``lease`` (and ``max_hold``): a claim's lease is renewed every third of it, each
+renewal a write transaction; a millisecond's made the renewals a busy loop of writes."""
+_LEASE: Final = (
+    f"a duration from {MIN_LEASE.total_seconds():g} second to {MAX_SETTING_DURATION.days} days"
+)
 
 
 def _wait(value: timedelta) -> bool:
@@ -69,6 +75,10 @@ def _wait(value: timedelta) -> bool:
 
 def _positive_wait(value: timedelta) -> bool:
     return _ZERO < value <= MAX_SETTING_DURATION
+
+
+def _lease(value: timedelta) -> bool:
+    return MIN_LEASE <= value <= MAX_SETTING_DURATION
 
 
 def _any(value: object) -> bool:
@@ -91,7 +101,8 @@ CONSOLIDATOR_RULES: Final[tuple[Rule, ...]] = (
     ("min_messages", int, _at_least(1), _COUNT),
     ("batch_size", int, _at_least(1), _COUNT),
     ("backlog", bool, _any, "True or False"),
-    ("lease", timedelta, _positive_wait, _POSITIVE_WAIT),
+    ("lease", timedelta, _lease, _LEASE),
+    ("max_hold", timedelta, _lease, _LEASE),
     ("retry_base", timedelta, _positive_wait, _POSITIVE_WAIT),
     ("retry_max", timedelta, _positive_wait, _POSITIVE_WAIT),
     ("interval", timedelta, _positive_wait, _POSITIVE_WAIT),
@@ -128,10 +139,13 @@ class ConsolidatorConfig:
     """When and how much the idle consolidator works.
 
     ``backlog=False`` is Philont's first run: the cursor is set to the newest message and the
-    history before it is never processed (no bill for a long past). ``lease`` is how long a
-    claimed batch stays ours before another process may take it over (renewed every third of
-    it while the batch is read and thought on, so it lapses only when the claimer stopped);
-    a failed batch waits
+    history before it is never processed (no bill for a long past). ``lease`` (at least a
+    second) is how long a claimed batch stays ours before another process may take it over;
+    it is renewed every third of it while the batch is read and thought on, but never past
+    ``max_hold`` after the claim (at least one lease): a claimer that died stops renewing and
+    its claim lapses after the lease, and one whose model call hangs keeps the batch at most
+    ``max_hold`` plus a lease, then another process takes it over (the hung one, back, finds
+    its claim lost and writes nothing). A failed batch waits
     ``retry_base`` doubled per failure, at most ``retry_max``. A model answer that cannot be
     read (no JSON array where one was asked for) fails the batch like a model error, so it is
     asked again; its ``answer_attempts``-th unreadable answer is kept with what could be read
@@ -145,6 +159,9 @@ class ConsolidatorConfig:
     batch_size: int = 1_000
     backlog: bool = False
     lease: timedelta = timedelta(minutes=10)
+    # 6 leases: a batch's model calls (extraction, reflection, a summary per session, up to 20
+    # verdicts) at a slow model's two minutes each; a hung call holds the batch no longer
+    max_hold: timedelta = timedelta(hours=1)
     retry_base: timedelta = timedelta(minutes=1)
     retry_max: timedelta = timedelta(hours=1)
     interval: timedelta = timedelta(seconds=60)

@@ -24,8 +24,9 @@ processed), so Philont and philont share it. What differs from Philont's consoli
   past their time: a clock stepped back, ``append(at=...)``) are learned from in batches of
   their own, once, the calls with the messages of their time (:mod:`philont.learning.late`);
   the cursor alone, a time, never saw them.
-* The claim's lease is renewed while its batch is read and thought on (a heartbeat): it runs
-  out only when its process stopped, however long the model takes.
+* The claim's lease is renewed while its batch is read and thought on (a heartbeat), but not
+  past ``max_hold`` after the claim: a process that died loses it after the lease, one whose
+  model call hangs after ``max_hold`` and a lease; a slow model keeps it up to then.
 * No transaction is open while a model thinks: claim, read, think, then write; a unit of work
   that was busy or conflicted (a deadlock) runs again (:func:`philont.db.retry.run_unit`).
 """
@@ -56,7 +57,7 @@ from philont.db.retry import run_unit
 from philont.db.types import bumped, to_epoch_ms
 from philont.domain.consolidation import retry_delay
 from philont.embed.base import Embedder
-from philont.errors import ModelAnswerError
+from philont.errors import InvalidInputError, ModelAnswerError
 from philont.learning.batch import Applied, Context, Thought, apply, gather, think
 from philont.learning.bounds import next_batch
 from philont.learning.config import ConsolidatorConfig, LearningConfig
@@ -121,6 +122,7 @@ class _Claim:
     outages: int = 0  # earlier tries that failed otherwise
     kept: Any = None  # the row's report when claimed (a late batch's watermarks stay in it)
     claimed: int | None = None  # the newest message id at the claim (a batch after the cursor)
+    taken_at: datetime | None = None  # when it was claimed (its lease renewed up to max_hold)
 
 
 class _LostClaim(Exception):
@@ -147,7 +149,10 @@ class Consolidator:
     ``units`` begins units of work on the memory database (:meth:`for_store` builds it from a
     Store). Call :meth:`tick` from a scheduler of your own, or :meth:`run_forever` with a
     stop event; ``philont consolidate`` does the latter. While a batch is read and thought
-    on, ``units`` is also called from a second thread, which renews the claim's lease.
+    on, ``units`` is also called from a second thread, which renews the claim's lease: each
+    call must begin a unit of work of its own, on a Session of its own (``store.begin``); one
+    inside a caller's transaction (``store.join``: a Session shared by two threads, and a claim
+    nobody commits) is refused, ``InvalidInputError`` naming ``units``.
     """
 
     @checked
@@ -191,18 +196,18 @@ class Consolidator:
     def run_once(self) -> ConsolidationReport:
         """Claim and consolidate at most one batch; never raises for a failed batch (it is
         reported, and retried later)."""
-        claim = run_unit(self.units, self._claim)
+        claim = run_unit(self._unit, self._claim)
         if isinstance(claim, ConsolidationReport):
             return claim
         try:
             with self._heartbeat(claim):  # the lease renewed while the batch is read and thought
                 read = functools.partial(self._read, claim=claim)
-                claim, window, context = run_unit(self.units, read, write=False)
+                claim, window, context = run_unit(self._unit, read, write=False)
                 thought = think(self.model, window, context, self.config, self.judge)
             self._check_answers(claim, thought)
             if thought.unreadable():  # the last try allowed: kept with what could be read
                 claim = dataclasses.replace(claim, unreadable=claim.unreadable + 1)
-            applied = run_unit(self.units, lambda mem: self._finish(mem, claim, window, thought))
+            applied = run_unit(self._unit, lambda mem: self._finish(mem, claim, window, thought))
         except _LostClaim as exc:
             log.warning("consolidator.lost_claim", batch_id=claim.batch_id, reason=str(exc))
             return self._report(claim, Status.LOST_CLAIM, error=str(exc))
@@ -236,28 +241,52 @@ class Consolidator:
         return self.schedule.lease.total_seconds() / 3
 
     @contextlib.contextmanager
+    def _unit(self, *, write: bool = True) -> Iterator[Memory]:
+        """A unit of work of ``units``, refused when it is inside a caller's transaction: its
+        Session would be used by two threads at once (the heartbeat's and the batch's), and
+        a claim must be committed before the model is asked."""
+        with self.units(write=write) as mem:
+            if mem.joined:
+                raise InvalidInputError.of(
+                    "units",
+                    "began a unit of work inside a caller's transaction (store.join); each "
+                    "call must begin one of its own (store.begin, Consolidator.for_store): "
+                    "it is called from two threads and its claims must commit",
+                )
+            yield mem
+
+    @contextlib.contextmanager
     def _heartbeat(self, claim: _Claim) -> Iterator[None]:
         """Renew the claim's lease (``now + lease``, while it is still ours) every
-        :attr:`_renew_every` seconds until the block ends, from a thread of its own. A claim
-        whose model took longer than the lease was taken over by a second process, which lost
-        it in turn to the first once its own lease ran out: with batches that outlast the
-        lease, two processes took each other's claims without end, each model call wasted. A
-        process that dies stops renewing: its claim lapses after the lease, as before."""
+        :attr:`_renew_every` seconds until the block ends, from a thread of its own, each time
+        in a unit of work of its own. A claim whose model took longer than the lease was taken
+        over by a second process, which lost it in turn to the first once its own lease ran
+        out: with batches that outlast the lease, two processes took each other's claims
+        without end, each model call wasted. A process that dies stops renewing: its claim
+        lapses after the lease. The renewals stop at ``max_hold`` after the claim (the last
+        one ends the lease there): a model call that hangs (no time-out, a stuck socket) kept
+        the claim renewed for as long as its process lived, and no process learned again."""
         stop = threading.Event()
+        taken = claim.taken_at or self.clock()
+        held_until = taken + max(self.schedule.max_hold, self.schedule.lease)
 
-        def renew(mem: Memory) -> Any:
-            until = self.clock() + self.schedule.lease
+        def renew(mem: Memory, until: datetime) -> Any:
             return _update_batch(
                 mem.session, self._ours(claim), LearningBatch.id, lease_until=until
             )
 
         def beat() -> None:
             while not stop.wait(self._renew_every):
+                until = min(self.clock() + self.schedule.lease, held_until)
                 try:
-                    if run_unit(self.units, renew) is None:  # no longer ours: _finish says so
-                        return
+                    if run_unit(self._unit, functools.partial(renew, until=until)) is None:
+                        return  # no longer ours: _finish says so
                 except Exception as exc:  # tried again at the next beat
                     log.failure("consolidator.renew_failed", exc, batch_id=claim.batch_id)
+                    continue
+                if until >= held_until:  # held long enough: the lease runs out at held_until
+                    log.warning("consolidator.hold_ended", batch_id=claim.batch_id, until=until)
+                    return
 
         thread = threading.Thread(target=beat, name=f"philont-lease-{claim.batch_id}", daemon=True)
         thread.start()
@@ -395,7 +424,7 @@ class Consolidator:
             .execution_options(populate_existing=True)
         ).first()
         if row is None:
-            fresh = _Claim(0, after, until, count, 1, seen, late, claimed=claimed)
+            fresh = _Claim(0, after, until, count, 1, seen, late, claimed=claimed, taken_at=now)
             return self._insert_claim(session, fresh, now)
         if row.status == "done" and read_cursor(session) != expected_cursor(after):
             # done by another process since we read the cursor (PostgreSQL: each statement
@@ -446,6 +475,7 @@ class Consolidator:
             outages=_count(row.report, OUTAGES_KEY) if again else 0,
             kept=row.report,
             claimed=claimed,
+            taken_at=now,
         )
 
     def _insert_claim(
@@ -590,7 +620,7 @@ class Consolidator:
             kept["report"] = report
         failed = dict(status="failed", owner=None, lease_until=None, retry_at=retry_at, **kept)
         run_unit(
-            self.units,
+            self._unit,
             lambda mem: _update_batch(
                 mem.session, self._ours(claim), LearningBatch.id, last_error=error, **failed
             ),
@@ -627,7 +657,7 @@ class Consolidator:
 
         try:
             backfill(
-                self.units, self.embedder, max_batches=self.schedule.max_batches_per_tick, stop=stop
+                self._unit, self.embedder, max_batches=self.schedule.max_batches_per_tick, stop=stop
             )
         except Exception as exc:
             log.failure("consolidator.embed_failed", exc)

@@ -8,7 +8,7 @@ from typing import Annotated, Protocol
 
 from pydantic import PlainValidator
 
-from philont.arguments import is_async
+from philont.arguments import ASYNC_REFUSED, is_async
 from philont.memory import Memory
 from philont.store import Store
 
@@ -16,7 +16,9 @@ __all__ = ["Units", "UnitsOf"]
 
 
 class Units(Protocol):
-    """Begins a unit of work: ``with units(write=True) as mem: ...`` commits on success."""
+    """Begins a unit of work: ``with units(write=True) as mem: ...`` commits on success. Each
+    call begins one of its own (``store.begin``): the consolidator calls it from two threads
+    and refuses a unit inside a caller's transaction (``store.join``)."""
 
     def __call__(self, *, write: bool = True) -> AbstractContextManager[Memory]: ...
 
@@ -30,10 +32,7 @@ def _units(value: object) -> object:
     if not callable(value):
         raise ValueError(f"must be callable, got {type(value).__name__}")
     if is_async(value):
-        raise ValueError(
-            "must be a plain function (it is called synchronously, without await); got an "
-            "async function, whose body would never run"
-        )
+        raise ValueError(ASYNC_REFUSED)
     return value
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import queue
 import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,13 +18,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select, update
+from sqlalchemy.orm import Session
 from structlog.testing import capture_logs
 
 from philont.db.engine import create_engine
 from philont.db.models import Fact, LearningBatch
 from philont.db.types import to_epoch_ms
 from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
-from philont.errors import ModelHTTPError
+from philont.errors import InvalidInputError, ModelHTTPError
 from philont.learning import (
     Consolidator,
     ConsolidatorConfig,
@@ -33,6 +36,7 @@ from philont.learning import (
 from philont.learning.consolidate import CURSOR_KEY, CURSOR_NAMESPACE
 from philont.llm import ScriptedModel
 from philont.llm.scripted import Answer
+from philont.memory import Memory
 from philont.schemas.inputs import MAX_SETTING, MAX_SETTING_DURATION
 from philont.schemas.learning import ConsolidationStatus as S
 from philont.store import Store
@@ -451,9 +455,52 @@ class QuickBeat(Consolidator):
         return 0.02
 
 
+class Beats:
+    """``units`` that say when each of the heartbeat's renewals has ended (no polling)."""
+
+    def __init__(self, units: UnitFactory) -> None:
+        self.units = units
+        self.ended: queue.Queue[None] = queue.Queue()
+
+    @contextmanager
+    def __call__(self, *, write: bool = True) -> Iterator[Memory]:
+        with self.units(write=write) as mem:
+            yield mem
+        if threading.current_thread().name.startswith("philont-lease-"):
+            self.ended.put(None)
+
+    def renewed_after_now(self) -> None:
+        """Wait for a renewal begun after this call to end: one in flight may have read the
+        clock before, the one after it has not."""
+        while not self.ended.empty():
+            self.ended.get_nowait()
+        for _ in range(2):
+            self.ended.get(timeout=30)
+
+
+def heartbeat() -> threading.Thread:
+    return next(t for t in threading.enumerate() if t.name.startswith("philont-lease-"))
+
+
 def lease_until(units: UnitFactory) -> datetime | None:
     with units(write=False) as mem:
         return mem.session.scalar(select(LearningBatch.lease_until))
+
+
+def other_process(request: pytest.FixtureRequest, backend: str) -> Engine:
+    """An engine of its own on the test's database (another process's)."""
+    url = request.getfixturevalue("pg_layout").app_url if backend == "postgres" else None
+    return create_engine(url or request.getfixturevalue("db_path"))
+
+
+def quick_beat(units: UnitFactory, clock: FakeClock, model: ScriptedModel) -> QuickBeat:
+    return QuickBeat(
+        units,
+        model,
+        clock=clock,
+        config=LearningConfig(summary_min_messages=10_000),
+        schedule=ConsolidatorConfig(backlog=True),
+    )
 
 
 def test_a_claim_is_kept_while_its_model_takes_longer_than_the_lease(
@@ -466,36 +513,81 @@ def test_a_claim_is_kept_while_its_model_takes_longer_than_the_lease(
     heartbeat), so the other process finds it claimed, and the batch is done once."""
     append(units, clock, 4)
     idle(clock)
-    url = request.getfixturevalue("pg_layout").app_url if backend == "postgres" else None
-    other = create_engine(url or request.getfixturevalue("db_path"))
+    other = other_process(request, backend)
     rival = consolidator(unit_factory(other, clock), clock, scripted())
+    beats = Beats(units)
     rival_reports = []
 
     def slow(prompt: str) -> str:
         clock.advance(minutes=11)  # longer than the 10-minute lease
-        for _ in range(3_000):  # until the claimer's heartbeat renews it (at most 30 s)
-            renewed = lease_until(units)
-            if renewed is not None and renewed > clock.now:
-                break
-            threading.Event().wait(0.01)
+        beats.renewed_after_now()
         rival_reports.append(rival.run_once())
         return fact_answer(prompt)
 
-    worker = QuickBeat(
-        units,
-        scripted(slow),
-        clock=clock,
-        config=LearningConfig(summary_min_messages=10_000),
-        schedule=ConsolidatorConfig(backlog=True),
-    )
     try:
-        report = worker.run_once()
+        report = quick_beat(beats, clock, scripted(slow)).run_once()
     finally:
         other.dispose()
     assert [r.status for r in rival_reports] == [S.CLAIMED_ELSEWHERE]
     assert report.status == S.CONSOLIDATED
     assert batches(units) == [("done", 1)]
     assert lease_until(units) is None
+
+
+def test_a_hung_model_call_holds_its_claim_at_most_max_hold_then_another_takes_it(
+    backend: str, units: UnitFactory, clock: FakeClock, request: pytest.FixtureRequest
+) -> None:
+    """The heartbeat renewed the lease for as long as its process lived: a model call that
+    hung (no time-out, a stuck socket) held the batch for good, and no process learned again.
+    The renewals stop at max_hold (an hour) after the claim, the lease ending there; another
+    process then takes the batch over, and the hung one, back, finds its claim lost."""
+    append(units, clock, 4)
+    idle(clock)
+    claimed_at = clock.now
+    other = other_process(request, backend)
+    rival = consolidator(unit_factory(other, clock), clock, scripted())
+    beats = Beats(units)
+    rival_reports = []
+
+    def hung(prompt: str) -> str:
+        clock.advance(minutes=45)  # renewed to 55 minutes after the claim
+        beats.renewed_after_now()
+        rival_reports.append(rival.run_once())
+        clock.advance(minutes=16)  # past max_hold: the last renewal ends the lease at it
+        beat = heartbeat()
+        beat.join(timeout=30)
+        assert not beat.is_alive()
+        assert lease_until(units) == claimed_at + timedelta(hours=1)
+        rival_reports.append(rival.run_once())
+        return fact_answer(prompt)
+
+    try:
+        report = quick_beat(beats, clock, scripted(hung)).run_once()
+    finally:
+        other.dispose()
+    assert [r.status for r in rival_reports] == [S.CLAIMED_ELSEWHERE, S.CONSOLIDATED]
+    assert report.status == S.LOST_CLAIM
+    assert batches(units) == [("done", 2)]
+    assert len(seen(units)) == 1
+
+
+def test_units_inside_a_callers_transaction_are_refused(
+    engine: Engine, units: UnitFactory, clock: FakeClock
+) -> None:
+    """``units`` is called from two threads (the batch's and the heartbeat's): a factory whose
+    units join one Session (``store.join``) had both threads use it at once, and its claims
+    were not committed while the model thought. Refused before anything is written."""
+    append(units, clock, 4)
+    idle(clock)
+    store = Store(engine, clock=clock)
+    with Session(engine) as session:
+        worker = consolidator(lambda write=True: store.join(session), clock, scripted())
+        with pytest.raises(InvalidInputError) as caught:
+            worker.run_once()
+        session.commit()
+    assert caught.value.details["argument"] == "units"
+    assert batches(units) == []
+    assert cursor_rows(units) == []
 
 
 def test_the_host_scheduler_method_and_the_loop_stop_cleanly(

@@ -226,7 +226,9 @@ BAD_SETTINGS: list[tuple[type, str, list[object]]] = [
     (ConsolidatorConfig, "min_messages", [*NOT_A_NUMBER, 0, *TOO_MANY]),
     (ConsolidatorConfig, "batch_size", [*NOT_A_NUMBER, 0, *TOO_MANY]),
     (ConsolidatorConfig, "backlog", ["yes", 1, None]),
-    (ConsolidatorConfig, "lease", [600, None, timedelta(0), *TOO_LONG]),
+    # a lease renewed every third of a millisecond was a busy loop of write transactions
+    (ConsolidatorConfig, "lease", [600, None, timedelta(0), timedelta(milliseconds=1), *TOO_LONG]),
+    (ConsolidatorConfig, "max_hold", [3600, None, timedelta(seconds=0.999), *TOO_LONG]),
     (ConsolidatorConfig, "retry_base", [60, timedelta(0), timedelta(seconds=-5), *TOO_LONG]),
     (ConsolidatorConfig, "retry_max", [3600, timedelta(0), *TOO_LONG]),
     (ConsolidatorConfig, "interval", [60, 60.0, timedelta(0), timedelta(seconds=-1), *TOO_LONG]),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from philont.domain.attribution import AttributionWindow
 from philont.domain.similarity import DUPLICATE_THRESHOLD
 from philont.domain.skill_rules import DEFAULT_MAX_DRAFTS
 from philont.learning import ConsolidatorConfig, LearningConfig
+from philont.learning.config import MIN_LEASE
 from philont.llm.base import MAX_TOKENS_PER_CALL
 from philont.mcp.depth import MAX_MESSAGE_DEPTH
 from philont.schemas import inputs
@@ -78,6 +80,7 @@ README = [
     f" `recent_limit={RETRIEVE['recent_limit'].default}`",
     f"(`recall_budget_tokens={RETRIEVE['recall_budget_tokens'].default}`, from the best"
     f" `recall_candidates={RETRIEVE['recall_candidates'].default}` matches",
+    f"most `max_hold` ({SCHEDULE.max_hold // timedelta(hours=1)} hour) after the claim",
 ]
 
 LEARNING_DOC = [
@@ -87,6 +90,9 @@ LEARNING_DOC = [
     f"at most `batch_size` ({_n(SCHEDULE.batch_size)})",
     f"at least `min_messages` ({SCHEDULE.min_messages})",
     f"its claimer's lease ({SCHEDULE.lease.seconds // 60} min)",
+    f"`max_hold` ({SCHEDULE.max_hold // timedelta(hours=1)} hour, "
+    f"{SCHEDULE.max_hold // SCHEDULE.lease} default leases;",
+    f"a `lease` or `max_hold` under {MIN_LEASE.total_seconds():g} second (a lease of a",
     f"`answer_attempts`-th unreadable answer ({SCHEDULE.answer_attempts};",
     f"{retry.DEFAULT_ATTEMPTS} attempts in all (`philont.db.retry.run_unit`",
     f"the next user turn, {WINDOW.max_duration.seconds // 60} min or {WINDOW.max_actions} actions)",
