@@ -6,8 +6,8 @@ as ``24:00``. Text in one of these forms, its letters in either case (RFC 3339 l
 ``Z`` be ``t`` and ``z``; ``w`` is read as ``W`` alike), is refused saying what to write
 instead: the calendar text of the time it means (:func:`suggesting`; where that is refused too,
 0001-01-01 outside the supported times, the refusal says why instead). Text that means a day
-after the calendar's
-last (``9999-12-31T24:00``, ``9999-W52-6``: 10000-01-01) is ``TimeOutOfRangeError``.
+after the calendar's last (``9999-12-31T24:00``, ``9999-W52-6``: 10000-01-01) is
+``TimeOutOfRangeError``.
 """
 
 from __future__ import annotations
