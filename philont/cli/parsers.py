@@ -20,9 +20,11 @@ class Value:
     """A parser for typer (``typer.Option(parser=Value(...))``): the text read (as a whole
     number, a number, or as it is), then checked by ``kind`` (a pydantic type, checked with
     :func:`philont.schemas.inputs.check`) or ``rule`` (a function that returns the value to use
-    or raises a :class:`~philont.errors.PhilontError`). A refusal is click's ``BadParameter``
-    with the rule's own message, which click shows as ``Invalid value for '<option>': ...``
-    (a ``ValueError`` would not do: click's function type shows the value instead of it)."""
+    or raises a :class:`~philont.errors.PhilontError`). A refusal is ``typer.BadParameter`` (the
+    public name of the class of typer's own copy of click, the one it catches; the ``click``
+    package's is another class) with the rule's own message, shown as ``Invalid value for
+    '<option>': ...`` (a ``ValueError`` would not do: click's function type shows the value
+    instead of it)."""
 
     def __init__(
         self,
@@ -45,7 +47,7 @@ class Value:
 
             return inputs.check(self.kind, given, "value")
         except (PhilontError, ValueError) as exc:
-            from typer._click.exceptions import BadParameter
+            from typer import BadParameter
 
             message = exc.message if isinstance(exc, PhilontError) else str(exc)
             while _NAMED.match(message):  # click names the option itself
@@ -54,7 +56,7 @@ class Value:
 
     def refuses(self, text: str) -> bool:
         """Whether this value is refused (what the tests of every option ask)."""
-        from typer._click.exceptions import BadParameter
+        from typer import BadParameter
 
         try:
             self(text)

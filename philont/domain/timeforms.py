@@ -4,8 +4,10 @@ ISO-8601 has more ways to write a day than the tools read: an ordinal date (``20
 week without its day (``2026-W14``) or outside its year (``2026-W54-1``), and the end of a day
 as ``24:00``. Text in one of these forms, its letters in either case (RFC 3339 lets ``T`` and
 ``Z`` be ``t`` and ``z``; ``w`` is read as ``W`` alike), is refused saying what to write
-instead: the calendar text of the time it means. Text that means a day after the calendar's
-last (``9999-12-31T24:00``, ``9999-W52-6``: 10000-01-01) is ``TimeOutOfRangeError``.
+instead: the calendar text of the time it means (:func:`suggesting`; where that is refused too,
+0001-01-01 outside the supported times, the refusal says why instead). Text that means a day
+after the calendar's last (``9999-12-31T24:00``, ``9999-W52-6``: 10000-01-01) is
+``TimeOutOfRangeError``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Final
 from philont.domain.timepolicy import out_of_range
 from philont.errors import InvalidInputError
 
-__all__ = ["refusal"]
+__all__ = ["refusal", "suggesting"]
 
 _FORM: Final = re.compile(
     r"(?P<year>\d{4})"
@@ -55,23 +57,30 @@ def refusal(text: str, field: str) -> InvalidInputError | None:
     midnight = " (24:00 is 00:00 of the next day)" if end_of_day else ""
     if found["ordinal"] is not None:
         what = f"{shown} is an ordinal date (day {int(found['ordinal'])} of {found['year']})"
-        return InvalidInputError.of(
-            field, f"{what}, which is not taken: write the calendar date, {written}{midnight}"
+        return suggesting(
+            field,
+            f"{what}, which is not taken",
+            f": write the calendar date, {written}{midnight}",
+            written,
         )
     if found["week"] is not None and found["weekday"] is None:
         iso = date.fromordinal(day).isocalendar()
         monday = "the end of its Monday" if end_of_day else "its Monday"
-        return InvalidInputError.of(
+        week = f"{iso.year:04d}-W{iso.week:02d}-{iso.weekday}{rest}"
+        return suggesting(
             field,
-            f"{shown} names a week, not a day: add the weekday, 1 (Monday) to 7 (Sunday): "
-            f"{iso.year:04d}-W{iso.week:02d}-{iso.weekday}{rest} for {monday}, or its "
+            f"{shown} names a week, not a day",
+            f": add the weekday, 1 (Monday) to 7 (Sunday): {week} for {monday}, or its "
             f"calendar date, {written}{midnight}",
+            week,
+            written,
         )
     if end_of_day:
-        return InvalidInputError.of(
+        return suggesting(
             field,
-            f"{shown} ends a day with 24:00, which is not taken: write 00:00 of the next day, "
-            f"{written}",
+            f"{shown} ends a day with 24:00, which is not taken",
+            f": write 00:00 of the next day, {written}",
+            written,
         )
     return _loose(text, field)  # a form that is taken, unless a field has one digit
 
@@ -154,7 +163,20 @@ def _loose(text: str, field: str) -> InvalidInputError | None:
         if expanded
         else "writes a field with one digit; ISO-8601 writes two (month, day, hour, minute, second)"
     )
-    return InvalidInputError.of(field, f"{shown} {why}: write {written}")
+    return suggesting(field, f"{shown} {why}", f": write {written}", written)
+
+
+def suggesting(
+    field: str, refused: str, advice: str, *texts: str, zone: str | None = None
+) -> InvalidInputError:
+    """The refusal of ``field``, ``refused`` + ``advice``, where ``advice`` suggests ``texts``
+    to write instead (read in ``zone``; None: the caller's). The refusal keeps them apart
+    (``details["refused"]``, ``details["suggestion"]``) so that :func:`parse_time
+    <philont.domain.timeparse.parse_time>` reads each suggested text as the caller's own,
+    and when one is refused too says why (``refused``, then that refusal) instead."""
+    return InvalidInputError.of(
+        field, refused + advice, refused=refused, suggestion=tuple((t, zone) for t in texts)
+    )
 
 
 def _weeks_in(year: int) -> int:

@@ -12,6 +12,7 @@ naming the field.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
@@ -59,7 +60,47 @@ def parse_time(
     checked even when no time is given, so a bad zone never passes silently. Every result lies
     in the supported range (:func:`philont.domain.timepolicy.instant`); times outside it, or
     at the ends of the calendar where a zone offset overflows, are ``InvalidInputError``.
+
+    A refusal that suggests a text to write instead (:func:`philont.domain.timeforms.
+    suggesting`) is checked here: each suggestion is read with the same arguments, and when
+    one is refused too, the refusal says why (that refusal) instead of suggesting it.
     """
+    try:
+        return _parse_time(value, field, tz, end_of_day, needs_clock)
+    except InvalidInputError as exc:
+        raise _checked(
+            exc,
+            lambda text, in_zone: parse_time(
+                text, field=field, tz=in_zone or tz, end_of_day=end_of_day, needs_clock=needs_clock
+            ),
+        ) from exc
+
+
+def _checked(exc: InvalidInputError, read: Callable[[str, str | None], object]) -> Exception:
+    """``exc``, when each text it suggests (:func:`philont.domain.timeforms.suggesting`) is
+    taken by ``read`` (the text, the zone to read it in or None: the caller's) or refused only
+    for another argument; else the refusal of what it refused and, instead of the suggestion,
+    why the time it means is refused too (the refusal ``read`` gave)."""
+    field = exc.details.get("argument", "")
+    for text, in_zone in exc.details.get("suggestion", ()):
+        try:
+            read(text, in_zone)
+        except InvalidInputError as refused:
+            if field not in (refused.details.get("argument"), refused.details.get("field")):
+                continue  # another argument's refusal: this one's suggestion stands
+            meant = f"{text} in {in_zone!r}" if in_zone else text
+            why = refused.message.removeprefix(f"{field}: ")
+            kind = TimeOutOfRangeError if isinstance(refused, TimeOutOfRangeError) else None
+            return (kind or InvalidInputError).of(
+                field,
+                f"{exc.details['refused']}; the time it means, {meant}, is refused too: {why}",
+            )
+    return exc
+
+
+def _parse_time(
+    value: str | int | float | None, field: str, tz: str, end_of_day: bool, needs_clock: bool
+) -> datetime | None:
     where = zone(validate_timezone(tz))
     if value is None:
         return None
@@ -77,10 +118,12 @@ def parse_time(
     day = date_alone(text, field)
     if day is not None:
         if needs_clock:
-            raise InvalidInputError.of(
+            example = f"{day.isoformat()}T09:00"
+            raise timeforms.suggesting(
                 field,
-                f"{text!r} is a date without a time of day; give the time too "
-                f"(e.g. {day.isoformat()}T09:00), in `timezone` or with an offset",
+                f"{text!r} is a date without a time of day",
+                f"; give the time too (e.g. {example}), in `timezone` or with an offset",
+                example,
             )
         if end_of_day:
             return _day_end(day, where, field)
@@ -161,7 +204,7 @@ def _zone_in_text(text: str, field: str) -> InvalidInputError | None:
         zone_name = zone_name.removeprefix("!")  # RFC 9557's "critical" flag
         if "=" in zone_name:  # a tag (u-ca=hebrew), not a zone
             return None
-    elif len(split := text.rsplit(None, 1)) == 2 and _ZONE_LIKE.fullmatch(split[1]):
+    elif len(split := text.rsplit(None, 1)) == 2 and _zone_like(split[1]):
         time_text, zone_name = split
     else:
         return None
@@ -183,30 +226,54 @@ def _zone_in_text(text: str, field: str) -> InvalidInputError | None:
             if canonical
             else f"; {zone_name[:40]!r} is no IANA zone name"
         )
-        return InvalidInputError.of(
-            field, f"{shown}: give {time_text} alone (its offset names the instant){where}"
+        return timeforms.suggesting(
+            field,
+            shown,
+            f": give {time_text} alone (its offset names the instant){where}",
+            time_text,
+            zone=canonical,
         )
     if canonical:
-        return InvalidInputError.of(
-            field, f"{shown}: give {time_text} alone and {canonical!r} in `timezone`"
+        return timeforms.suggesting(
+            field,
+            shown,
+            f": give {time_text} alone and {canonical!r} in `timezone`",
+            time_text,
+            zone=canonical,
         )
     offset = _UTC_PLUS.fullmatch(zone_name)
     meant = "+02:00" if offset is None else f"{offset[1]}{int(offset[2]):02d}:{offset[3] or '00'}"
-    return InvalidInputError.of(
+    return timeforms.suggesting(
         field,
-        f"{shown}: give its UTC offset in the time ({'e.g. ' if offset is None else ''}"
+        shown,
+        f": give its UTC offset in the time ({'e.g. ' if offset is None else ''}"
         f"{time_text}{meant}), or the time alone and an IANA zone in `timezone` (e.g. "
         f"'Europe/Berlin'; {zone_name[:40]!r} is none)",
+        f"{time_text}{meant}",
     )
 
 
-_UTC_PLUS = re.compile(r"(?:UTC|GMT|UT)([+-])(\d{1,2})(?::?(\d{2}))?", re.ASCII)
+_UTC_PLUS = re.compile(r"(?:UTC|GMT|UT)([+-])(\d{1,2})(?::?(\d{2}))?", re.ASCII | re.IGNORECASE)
 _ZONE_LIKE = re.compile(
-    r"(?:UTC|GMT|UT)(?:[+-]\d{1,2}(?::?\d{2})?)?|(?!AM$|PM$)[A-Z]{2,5}|[A-Za-z_]+(?:/[\w+-]+)+",
+    r"(?i:UTC|GMT|UT)(?:[+-]\d{1,2}(?::?\d{2})?)?|(?!AM$|PM$)[A-Z]{2,5}|[A-Za-z_]+(?:/[\w+-]+)+",
     re.ASCII,
 )
 """A word after a time that is meant as its zone: an IANA name (``Europe/Berlin``), an
-abbreviation (``CET``, ``PST``; not ``AM``/``PM``), UTC or GMT with an offset (``UTC+2``)."""
+abbreviation in capitals (``CET``, ``PST``; not ``AM``/``PM``), UTC or GMT with an offset
+(``UTC+2``), the last in any case (``utc+2``)."""
+
+
+def _zone_like(word: str) -> bool:
+    """Whether ``word``, after a time, is meant as its zone: :data:`_ZONE_LIKE`, or a zone's
+    name in another case (``cet``, ``Utc``: what it names is not in doubt; ``noon`` is no
+    zone)."""
+    if _ZONE_LIKE.fullmatch(word):
+        return True
+    try:
+        validate_timezone(word)
+    except InvalidInputError:
+        return False
+    return True
 
 
 def _check_offset(shape: re.Match[str], text: str, field: str) -> None:
@@ -296,6 +363,20 @@ def event_times(
     (``2026-12-06``: three days), or absent (one day). A date and a time together are refused,
     naming both arguments: which one was meant cannot be guessed.
     """
+    try:
+        return _event_times(starts_at, ends_at, tz)
+    except InvalidInputError as exc:
+        given = {"starts_at": starts_at, "ends_at": ends_at}
+        field = exc.details.get("argument")
+        raise _checked(
+            exc,
+            lambda text, in_zone: event_times(**(given | {str(field): text}), tz=in_zone or tz),
+        ) from exc
+
+
+def _event_times(
+    starts_at: str | int | None, ends_at: str | int | None, tz: str
+) -> tuple[datetime, datetime | None]:
     first = date_alone(starts_at, "starts_at")
     last = date_alone(ends_at, "ends_at")
     if first is not None:

@@ -107,7 +107,7 @@ def test_time_text_python_would_guess_at_is_invalid_input_through_every_tool(
 
 
 FORMS_NOT_TAKEN = [
-    ("2026-w14", "invalid_input", "names a week, not a day: add the weekday"),
+    ("2026-w14", "invalid_input", "'2026-w14' names a week, not a day"),
     ("2026-123t09:00z", "invalid_input", "is an ordinal date (day 123 of 2026)"),
     (" 2026-12-31t24:00z ", "invalid_input", "write 00:00 of the next day, 2027-01-01T00:00z"),
     ("9999-12-31T24:00", "time_out_of_range", "00:00 of 10000-01-01) is outside the supported"),

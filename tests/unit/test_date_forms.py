@@ -252,11 +252,13 @@ def test_every_spelling_of_a_form_is_taken_or_refused_by_name(
             assert isinstance(reading, TimeOutOfRangeError), message
             assert "(10000-01-0" in message or "00:00 of 10000-01-0" in message, message
         else:
-            assert not isinstance(reading, TimeOutOfRangeError), message
             assert named in message, message
+            if isinstance(reading, TimeOutOfRangeError):  # the day meant, in that reader
+                assert "is refused too: " in message and "outside the supported" in message
     if meant is not None:
         suggested = _suggestions(readings[0].message)  # type: ignore[union-attr]
-        assert suggested, readings[0]
+        # none where the time meant is refused too (0001-001: 0001-01-01, out of range)
+        assert bool(suggested) != (_time_or_refusal(meant) is TimeOutOfRangeError), readings[0]
         for each in suggested:
             assert _time_or_refusal(each) == _time_or_refusal(meant), (text, each, meant)
 
@@ -388,3 +390,115 @@ def test_a_year_outside_0001_to_9999_is_out_of_range_by_name(year: str) -> None:
     with pytest.raises(TimeOutOfRangeError, match=r"\(the year [-0-9]") as refused:
         parse_time(f"{year}-06-01T09:00Z", field="at")
     assert len(refused.value.message) < 300
+
+
+# --- what a refusal says to write is read ----------------------------------------------------
+
+_TEXT = r"(\d(?:[^\s,()]|,\d)*(?: \d(?:[^\s,()]|,\d)*)?)"
+"""A time's text in a message (a space between date and time, a decimal comma allowed)."""
+SUGGESTED = [
+    re.compile(rf"write (?:the calendar date, |00:00 of the next day, )?{_TEXT}"),
+    re.compile(rf"\(Sunday\): {_TEXT} for"),
+    re.compile(rf"its calendar date, {_TEXT}"),
+    re.compile(rf"offset in the time \({_TEXT}\)"),
+    re.compile(rf"give {_TEXT} alone(?: and '([^']+)' in `timezone`)?"),
+    re.compile(rf"give the time too \(e\.g\. {_TEXT}\)"),
+]
+"""Where a refusal names a text to write instead (its examples of a form, ``e.g. +02:00`` for
+a zone whose offset is not known, are none), and the zone it says to read it in."""
+EDGE_DAYS = st.sampled_from(["0001-01-01", "0001-01-02", "9999-12-30", "9999-12-31"]) | st.dates(
+    min_value=date(1, 1, 1), max_value=date(9999, 12, 31)
+).map(date.isoformat)
+
+
+@st.composite
+def refusable(draw: st.DrawFn) -> str:
+    """Text of the forms refused with a text to write instead, at the ends of the calendar too:
+    the forms of :func:`spelled`, a zone after a time (any case; ``UTC+h:mm`` with offsets no
+    place uses, minutes past 59), a field of one digit."""
+    kind = draw(st.sampled_from(["form", "zone", "loose"]))
+    if kind == "form":
+        return draw(spelled())[0]
+    day = draw(EDGE_DAYS)
+    if kind == "loose":
+        clock = draw(st.sampled_from(["", "T9:00", " 9:05:3", "T23:5", "T0:00:00,5"]))
+        offset = draw(st.sampled_from(["", "Z", "+14:00", "-12:00"])) if clock else ""
+        return day.replace("-0", "-") + clock + offset
+    clock = draw(st.sampled_from(["T09:00", " 00:00", "T23:59:59", "T12:00"]))
+    offset = draw(st.sampled_from(["", "Z", "+14:00", "-12:00", "+15:00", "-0330"]))
+    hours, minutes = draw(st.integers(0, 30)), draw(st.none() | st.integers(0, 99))
+    plus = f"{draw(st.sampled_from(['+', '-']))}{hours}"
+    plus += "" if minutes is None else f"{draw(st.sampled_from([':', '']))}{minutes:02d}"
+    name = draw(st.sampled_from(["UTC", "utc", "Utc", "GMT", "gmt", "UT"]))
+    word = draw(
+        st.sampled_from(["CET", "cet", "Asia/Tokyo", "europe/berlin", "Pacific/Kiritimati"])
+        | st.sampled_from(["PST", "Etc/GMT+12", "utc", "Utc", "America/Los_Angeles"])
+        | st.just(name + plus)
+    )
+    around = draw(st.sampled_from([" ", "[", "[!"]))
+    return f"{day}{clock}{offset}{around}{word}{']' if around != ' ' else ''}"
+
+
+@given(
+    text=refusable(),
+    tz=st.sampled_from(["UTC", "Europe/Berlin", "Pacific/Kiritimati", "Etc/GMT+12"]),
+    end_of_day=st.booleans(),
+    needs_clock=st.booleans(),
+)
+def test_what_a_refusal_says_to_write_is_read(
+    text: str, tz: str, end_of_day: bool, needs_clock: bool
+) -> None:
+    """Every text a refusal says to write (a calendar date for an ordinal or week date, 00:00
+    of the next day for 24:00, the offset of ``UTC+2``, the time alone for a zone, two digits
+    for one) is read by the same call: where none would be (``UTC+24``, ``UTC+5:75``,
+    ``0001-001``: a day outside the supported times), the refusal says why instead."""
+    readers: list[Callable[[str, str], object]] = [
+        lambda value, zone: parse_time(
+            value, field="at", tz=zone, end_of_day=end_of_day, needs_clock=needs_clock
+        ),
+        lambda value, zone: event_times(value, None, tz=zone),  # an event's start
+    ]
+    for read in readers:
+        try:
+            read(text, tz)
+        except InvalidInputError as exc:
+            message = exc.message
+        else:
+            continue
+        for pattern in SUGGESTED:
+            for found in pattern.finditer(message):
+                in_zone = found[2] if found.re.groups > 1 and found[2] else tz
+                try:
+                    read(found[1], in_zone)
+                except InvalidInputError as refused:
+                    raise AssertionError(
+                        f"{message}\n-> {found[1]!r} in {in_zone}: {refused}"
+                    ) from None
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("2026-06-01T09:00 UTC+24", "UTC offset +24:00 is not one any place uses"),
+        ("2026-06-01T09:00 UTC+14:30", "UTC offset +14:30 is not one any place uses"),
+        ("2026-06-01T09:00 UTC+23:59", "UTC offset +23:59 is not one any place uses"),
+        ("2026-06-01T09:00 UTC+5:75", "minutes and seconds must run from 00 to 59"),
+        ("0001-001", "0001-01-01, is refused too: 0001-01-01T00:00:00+00:00 is outside"),
+        ("2026-06-01T09:00 cet", "give 2026-06-01T09:00 alone and 'CET' in `timezone`"),
+        ("2026-06-01T09:00 utc", "give 2026-06-01T09:00 alone and 'UTC' in `timezone`"),
+        ("2026-06-01T09:00 Utc", "give 2026-06-01T09:00 alone and 'UTC' in `timezone`"),
+        ("2026-06-01T09:00 utc+2", "offset in the time (2026-06-01T09:00+02:00)"),
+        ("2026-06-01T09:00 gmt-5:30", "offset in the time (2026-06-01T09:00-05:30)"),
+    ],
+)
+def test_the_suggestions_the_review_named(text: str, named: str) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        parse_time(text, field="at")
+    assert named in refused.value.message, refused.value.message
+    assert "names a zone" in refused.value.message or "ordinal" in refused.value.message
+
+
+@pytest.mark.parametrize("text", ["2026-06-01T09:00 noon", "2026-06-01T09:00 pm"])
+def test_a_lowercase_word_that_names_no_zone_gets_the_plain_refusal(text: str) -> None:
+    with pytest.raises(InvalidInputError, match=GENERIC):
+        parse_time(text, field="at")
