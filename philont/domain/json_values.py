@@ -32,10 +32,18 @@ def _bad_text(text: str) -> str | None:
     return None
 
 
+def _shown(part: object) -> str:
+    """A short repr, also of an object whose repr fails."""
+    try:
+        return repr(part)[:80]
+    except Exception:
+        return f"<{type(part).__name__}>"
+
+
 def _member(path: str, key: object) -> str:
     if isinstance(key, str) and _NAME.fullmatch(key):
         return f"{path}.{key}"
-    return f"{path}[{key!r}]"
+    return f"{path}[{_shown(key)}]"
 
 
 def _parts(value: Any, path: str) -> Iterator[tuple[Any, str, bool]]:
@@ -101,9 +109,9 @@ def problem(value: Any, name: str = "value") -> str | None:
         if (found := _text_problem(part, where, name)) is not None:
             return found
         if is_key and not isinstance(part, _KEYS):
-            return f"not JSON: {where} is a {type(part).__name__} ({part!r:.80}), keys are text"
+            return f"not JSON: {where} is a {type(part).__name__} ({_shown(part)}), keys are text"
         if isinstance(part, float) and not math.isfinite(part):
             return f"not JSON: {where} is {part!r} (NaN and infinities are not JSON numbers)"
         if not isinstance(part, (*_SCALARS, dict, list, tuple)):
-            return f"not JSON: {where} is a {type(part).__name__} ({part!r:.80}), not a JSON value"
+            return f"not JSON: {where} is a {type(part).__name__} ({_shown(part)}), not a JSON value"
     return None
