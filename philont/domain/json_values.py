@@ -113,5 +113,6 @@ def problem(value: Any, name: str = "value") -> str | None:
         if isinstance(part, float) and not math.isfinite(part):
             return f"not JSON: {where} is {part!r} (NaN and infinities are not JSON numbers)"
         if not isinstance(part, (*_SCALARS, dict, list, tuple)):
-            return f"not JSON: {where} is a {type(part).__name__} ({_shown(part)}), not a JSON value"
+            kind = type(part).__name__
+            return f"not JSON: {where} is a {kind} ({_shown(part)}), not a JSON value"
     return None
