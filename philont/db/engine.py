@@ -708,7 +708,7 @@ def refuse_unreachable(context: ExceptionContext) -> None:
     driver error: raised while connecting, before any statement."""
     if context.connection is not None or context.is_pre_ping or context.engine is None:
         return
-    where = context.engine.url.render_as_string(hide_password=True)
+    where = database_name(context.engine.url)
     reason = " ".join(str(context.original_exception).split())
     raise BackendError(f"cannot connect to {where}: {reason}", url=where)
 
