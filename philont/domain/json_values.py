@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-__all__ = ["lone_surrogate", "problem"]
+__all__ = ["bad_text", "lone_surrogate", "problem"]
 
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SCALARS: Final = (int, str, float, bool, type(None))
@@ -24,7 +24,8 @@ _CYCLE: Final = object()
 """Yielded by :func:`_walk` for a container met again inside itself."""
 
 
-def _bad_text(text: str) -> str | None:
+def bad_text(text: str) -> str | None:
+    """Why ``text`` is not valid Unicode (``a lone surrogate at position 3``), or None."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -81,7 +82,7 @@ def _walk(value: Any, name: str) -> Iterator[tuple[Any, str, bool]]:
 
 
 def _text_problem(part: Any, where: str, name: str) -> str | None:
-    bad = _bad_text(part) if isinstance(part, str) else None
+    bad = bad_text(part) if isinstance(part, str) else None
     if bad is None:
         return None
     return (
