@@ -186,6 +186,9 @@ class AsyncStore:
         self._owns_engine = owns_engine
         # The services run on the sync face of the async engine, inside run_sync.
         self.store = Store(engine.sync_engine, agent=agent, clock=clock, read_only=read_only)
+        """The sync Store the units of work run on (its ``label``, ``path``, ``url``,
+        ``backend``, ``agent``); its own units of work (``begin``, ``run``) are refused with
+        :class:`~philont.errors.InvalidDatabaseError`: use :meth:`run` and :meth:`call`."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight: set[asyncio.Task[Any]] = set()
         self._closing = False
@@ -326,13 +329,13 @@ class AsyncStore:
         refuse another loop: its pool's queue and connections belong to the first. Refuse a
         new unit of work once :meth:`close` began (:class:`~philont.errors.StoreClosedError`)."""
         if self._closing:
-            raise StoreClosedError(f"the Store of {self.store.url_text} is closed")
+            raise StoreClosedError(f"the Store of {self.store.label} is closed")
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
         elif self._loop is not loop:
             raise EventLoopError(
-                f"the AsyncStore of {self.store.url_text} belongs to the event loop it was "
+                f"the AsyncStore of {self.store.label} belongs to the event loop it was "
                 "opened in (its pool and connections are that loop's); open one AsyncStore "
                 "per event loop (per thread)"
             )

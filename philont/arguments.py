@@ -40,6 +40,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from philont.db.backend import refuse_nul
+from philont.domain import json_values
 from philont.errors import InvalidInputError
 from philont.finds import ABSENT, Check, Finds, finding
 from philont.schemas import inputs
@@ -336,8 +337,9 @@ def _check_stored(name: str, value: object, *, limit_may_be_none: bool) -> None:
     if name == "session_ids" and isinstance(value, str):
         raise InvalidInputError.of(name, "a sequence of ids, not one string")
     problem = _lone_surrogate(value)
-    if problem is not None:
-        raise InvalidInputError.of(name, problem)
+    if problem is not None:  # inside a container: say where (only now: the walk costs more)
+        where = None if isinstance(value, str) else json_values.lone_surrogate(value, name)
+        raise InvalidInputError.of(name, where or problem)
 
 
 def _unheld_key(

@@ -31,6 +31,7 @@ from philont.db.engine import (
     Target,
     check_file,
     create_engine,
+    database_name,
     guard_nul,
     is_postgres,
     require_file,
@@ -115,6 +116,9 @@ class Store:
         self._path_text = None if self._path is None else str(self._path)
         """The file as text, stat'ed by every unit of work (a Path costs more than the stat)."""
         self._file_id = _file_id(self._path_text)
+        self._async = engine.dialect.is_async
+        """The sync face of an async engine (an AsyncStore's): it can only join a unit of work
+        the AsyncStore runs (inside ``run_sync``), never begin one of its own."""
 
     # --- building ------------------------------------------------------------------------
 
@@ -233,6 +237,13 @@ class Store:
         if write.__class__ is not bool or clock is not None or agent is not None:
             _check_begin(self, write=write, clock=clock, agent=agent)  # the usual call: none
         self._check_open()
+        if self._async:
+            raise InvalidDatabaseError(
+                f"the Store of {self.label} runs on an async engine (an AsyncStore's), whose "
+                "statements must be awaited: use `await astore.run(work)` for a unit of work "
+                "and `await astore.call(name, arguments)` for a tool, or open a sync Store "
+                "with Store.open()"
+            )
         return Memory(self, write=write, clock=clock or self.clock, agent=self._agent(agent))
 
     @checked
@@ -294,7 +305,7 @@ class Store:
             return
         raise InvalidDatabaseError(
             f"store.join: the {type(bind).__name__} is on "
-            f"{engine.url.render_as_string(hide_password=True)}, this Store serves {self.url_text}"
+            f"{database_name(engine.url)}, this Store serves {self.label}"
         )
 
     def _agent(self, agent: str | None) -> str | None:
@@ -333,7 +344,7 @@ class Store:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise StoreClosedError(f"the Store of {self.url_text} is closed")
+            raise StoreClosedError(f"the Store of {self.label} is closed")
 
     def _check_usable(self) -> None:
         """Refuse a unit of work that would begin on a closed Store, or on an SQLite file
@@ -366,9 +377,10 @@ class Store:
         return self.engine.url
 
     @property
-    def url_text(self) -> str:
-        """The URL without its password (for messages)."""
-        return self.engine.url.render_as_string(hide_password=True)
+    def label(self) -> str:
+        """The database as messages name it: the SQLite file's path, else the URL without its
+        password (:func:`philont.db.engine.database_name`)."""
+        return database_name(self.engine.url)
 
     @property
     def path(self) -> Path | None:
@@ -377,7 +389,7 @@ class Store:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else self.backend.name
-        return f"<Store {self.url_text} ({state})>"
+        return f"<Store {self.label} ({state})>"
 
 
 _check_begin = check_of(Store.begin)

@@ -209,14 +209,13 @@ def _file_error(exc: Exception, db: str | None) -> PhilontError | None:
 
 def _db_named(db: str | None) -> str:
     """The database a command was given (or the default one), as the error names it."""
-    from philont.db.engine import resolve_url, sqlite_path
+    from philont.db.engine import database_name, resolve_url
 
     try:
         url = resolve_url(db)
     except PhilontError:
         return db or "the memory database"
-    path = sqlite_path(url)
-    return str(path) if path is not None else url.render_as_string(hide_password=True)
+    return database_name(url)
 
 
 def resolve_existing(db: str | None) -> URL:

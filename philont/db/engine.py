@@ -198,6 +198,16 @@ def sqlite_path(url: URL) -> Path | None:
     return Path(db)
 
 
+def database_name(url: URL) -> str:
+    """A database as messages name it, the same whatever the driver (a sync Store and an
+    AsyncStore of one database say the same): the file of an SQLite URL, else the URL without
+    its password and driver (``postgresql://app:***@host/db``)."""
+    path = sqlite_path(url)
+    if path is not None:
+        return str(path)
+    return url.set(drivername=url.get_backend_name()).render_as_string(hide_password=True)
+
+
 def require_file(url: URL, what: str = "a Store") -> None:
     """Refuse an in-memory SQLite database where a file is needed: it lives and dies with one
     connection, and a Store's units of work (and its schema upgrade) each use their own."""
@@ -780,7 +790,7 @@ def refuse_unreachable(context: ExceptionContext) -> None:
     driver error: raised while connecting, before any statement."""
     if context.connection is not None or context.is_pre_ping or context.engine is None:
         return
-    where = context.engine.url.render_as_string(hide_password=True)
+    where = database_name(context.engine.url)
     reason = " ".join(str(context.original_exception).split())
     raise BackendError(f"cannot connect to {where}: {reason}", url=where)
 

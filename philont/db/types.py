@@ -28,6 +28,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from philont.db import stored_values
 from philont.db.stored_values import EPOCH, Kind, Kinds
+from philont.domain import json_values
 from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
 from philont.errors import InvalidInputError
 
@@ -83,13 +84,16 @@ def from_epoch_ms(value: int) -> datetime:
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def dumps_compact(value: Any) -> str:
-    """JSON exactly as JavaScript's ``JSON.stringify`` writes it: compact, non-ASCII kept."""
+def dumps_compact(value: Any, name: str = "value") -> str:
+    """JSON exactly as JavaScript's ``JSON.stringify`` writes it: compact, non-ASCII kept. What
+    cannot be stored is refused naming where in the argument ``name`` it is (``not valid
+    Unicode text in value.a[0] (a lone surrogate at position 0)``)."""
     try:
         text = _COMPACT.encode(value)
         text.encode("utf-8")  # lone surrogates cannot be stored
     except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidInputError(f"value is not JSON-serialisable: {exc}") from exc
+        found = json_values.problem(value, name)
+        raise InvalidInputError(found or f"{name} is not JSON-serialisable: {exc}") from exc
     return text
 
 

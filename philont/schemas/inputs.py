@@ -33,6 +33,7 @@ from pydantic import (
 from pydantic_core import SchemaValidator
 
 from philont.db.stored_values import too_deep
+from philont.domain import json_values
 from philont.domain.kinds import AccessTarget, FactKind, Role
 from philont.domain.timepolicy import supported_utc
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
@@ -205,11 +206,8 @@ def unstorable(value: str) -> str | None:
     surrogates, which arrive from invalid UTF-8 decoded with ``surrogateescape``)."""
     if value.isascii():
         return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"not valid Unicode text (a lone surrogate at position {exc.start})"
-    return None
+    bad = json_values.bad_text(value)
+    return None if bad is None else f"not valid Unicode text ({bad})"
 
 
 def _storable(value: str) -> str:

@@ -44,7 +44,7 @@ def compose_payload(action: ActionType, message: object, payload: object) -> dic
         data: dict[str, Any] = {}
     elif isinstance(payload, Mapping):
         try:
-            data = json.loads(dumps_compact(dict(payload)))  # validates and copies
+            data = json.loads(dumps_compact(dict(payload), "payload"))  # validates and copies
         except InvalidInputError as exc:
             raise InvalidInputError.of("payload", exc.message) from None
     else:

@@ -65,7 +65,7 @@ def object_json(value: object) -> ObjectJson:
             f"params: must be a dict with string keys, got {value!r}", argument="params"
         )
     try:
-        text = dumps_compact(value)
+        text = dumps_compact(value, "params")
     except InvalidInputError as exc:
         raise InvalidInputError(f"params: {exc.message}", argument="params") from None
     if (problem := too_deep(value, text)) is not None:  # a read would give it back as text

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from philont.db.retry import is_busy, run_with_retry, translate
 from philont.domain.attribution import failure_text
@@ -20,6 +20,7 @@ from philont.errors import (
     InvalidDatabaseError,
     InvalidInputError,
     PhilontError,
+    StorageError,
 )
 from philont.log import get_logger
 from philont.memory import Memory
@@ -220,6 +221,16 @@ def _storage_failure(exc: SQLAlchemyError) -> tuple[str, str]:
     if typed is not None:
         return typed.code, typed.message
     return "storage_error", f"the memory database failed: {type(exc).__name__}"
+
+
+def _untranslated(exc: SQLAlchemyError) -> StorageError | None:
+    """A statement the database refused (a driver's error) that :func:`translate` does not
+    map, as a typed error naming its kind and the first line of the driver's message (without
+    the statement or its parameters); None for an error of SQLAlchemy itself (a bug)."""
+    if not isinstance(exc, DBAPIError):
+        return None
+    first = (str(exc.orig).strip().splitlines() or [""])[0][:200]
+    return StorageError(f"the memory database failed: {type(exc).__name__} ({first})")
 
 
 def call(
@@ -436,7 +447,11 @@ def _failure_of(exc: Exception, tool_name: str) -> _Failure:
                 "tool.storage_failed", tool=tool_name, code=typed.code
             )
             raise  # typed by the unit of work, which knows its file (Memory._typed)
-        log.exception("tool.storage_error", tool=tool_name)
+        failed = _untranslated(exc)
+        # a statement the database refused for a reason we do not map: one line (the driver's
+        # message and a traceback carry the statement's parameters, users' text), the
+        # traceback at debug; any other SQLAlchemy error is a bug here, with its traceback
+        log.failure("tool.storage_error", exc if failed is None else failed, tool=tool_name)
         return _Failure("storage_error", f"the memory database failed: {type(exc).__name__}")
     if isinstance(exc, UnicodeEncodeError):  # a lone surrogate in the arguments reached SQLite
         return _Failure(

@@ -28,6 +28,7 @@ from philont.aio import AsyncStore
 from philont.errors import (
     DatabaseGoneError,
     EventLoopError,
+    InvalidDatabaseError,
     InvalidInputError,
     StoreClosedError,
 )
@@ -387,3 +388,57 @@ def test_work_that_gives_a_coroutine_is_refused_and_its_unit_rolled_back(
     assert all(text.startswith("work: ") for text in refused), refused
     assert "async function" in refused[0] and "async function" in refused[3]
     assert "returned coroutine" in refused[1] and "returned coroutine" in refused[4], refused
+
+
+# --- the sync face, and how the database is named ------------------------------------------------
+
+
+def test_the_sync_face_refuses_a_unit_of_work_of_its_own_naming_what_to_use(
+    memories: Memories,
+) -> None:
+    # astore.store.begin() failed inside SQLAlchemy (MissingGreenlet, a traceback): its
+    # statements must be awaited, which only the AsyncStore's own units of work do.
+    where = memories()
+
+    async def body(astore: AsyncStore) -> tuple[list[str], tools.ToolResult, int]:
+        messages = []
+        for attempt in (
+            lambda: astore.store.begin().__enter__(),
+            lambda: astore.store.run(lambda mem: mem.facts.list("user")),
+        ):
+            with pytest.raises(InvalidDatabaseError) as caught:
+                attempt()
+            messages.append(str(caught.value))
+        result = tools.call("list_facts", {"namespace": "user"}, db=astore.store)
+        still = await astore.run(lambda mem: len(mem.facts.list("user")))
+        return messages, result, still
+
+    messages, result, still = run(where, body)
+    for message in [*messages, result.error or ""]:
+        assert "await astore.run(work)" in message and "await astore.call(" in message
+    assert result.error_code == "invalid_database" and still == 0
+
+
+def test_a_closed_async_store_names_its_database_as_the_sync_store_does(
+    memories: Memories,
+) -> None:
+    # It said "the Store of sqlite+aiosqlite:////...": the async driver's URL.
+    target, agent = memories()
+    store = Store.open(target, agent=agent, upgrade=False)
+    store.close()
+    with pytest.raises(StoreClosedError) as sync_closed:
+        store.begin()
+
+    async def body(astore: AsyncStore) -> str:
+        await astore.close()
+        with pytest.raises(StoreClosedError) as closed:
+            await astore.run(lambda mem: mem.facts.list("user"))
+        return str(closed.value)
+
+    message = run((target, agent), body)
+    assert message == str(sync_closed.value)
+    if isinstance(target, Path):
+        assert message == f"the Store of {target} is closed"
+    else:
+        assert not target.password or f":{target.password}@" not in message
+        assert message == f"the Store of {target.set(drivername='postgresql')!r} is closed"

@@ -14,7 +14,12 @@ from sqlalchemy.orm import Session
 from philont.domain import recurrence, series
 from philont.domain.kinds import ScheduleKind
 from philont.errors import InvalidInputError, UnreadableRowError
-from philont.services.calendar import LISTING_WORK_LIMIT, CalendarService
+from philont.services.calendar import (
+    DEFAULT_LISTING_LIMIT,
+    LISTING_COUNT_LIMIT,
+    LISTING_WORK_LIMIT,
+    CalendarService,
+)
 from philont.services.schedules import ScheduleService
 from tests.support import joined
 
@@ -141,6 +146,24 @@ def test_the_issues_poison_rows_are_listed_degraded_or_skipped_and_never_fatal(
 
 
 # --- capped, counted, bounded ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("freq", ["SECONDLY", "MINUTELY"])
+def test_an_event_every_second_over_a_year_is_listed_bounded_and_says_it_counted_part(
+    calendar: CalendarService, freq: str
+) -> None:
+    # RFC 5545 frequencies are all allowed (the original's DAILY/WEEKLY subset is its defect
+    # Q-C9); a year of seconds (31.5 million occurrences) costs what is listed and counted.
+    calendar.create("Tick", NOW - timedelta(days=30), timezone="UTC", rrule=f"FREQ={freq}")
+
+    listing = calendar.upcoming(timedelta(days=365))
+
+    step = timedelta(seconds=1) if freq == "SECONDLY" else timedelta(minutes=1)
+    starts = [o.starts_at for o in listing.occurrences]
+    assert starts == [NOW + i * step for i in range(DEFAULT_LISTING_LIMIT)]
+    assert (listing.total, listing.total_is_exact) == (LISTING_COUNT_LIMIT, False)
+    assert listing.more == LISTING_COUNT_LIMIT - DEFAULT_LISTING_LIMIT
+    assert listing.work_steps <= 3 * LISTING_COUNT_LIMIT
 
 
 def test_many_frequent_events_return_the_earliest_and_count_the_rest(
