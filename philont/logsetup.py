@@ -20,7 +20,10 @@ def configure(level: int = logging.WARNING) -> None:
             structlog.stdlib.filter_by_level,
             structlog.stdlib.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.dev.ConsoleRenderer(colors=False),
+            # a traceback without its frames' locals: they hold users' messages and values
+            structlog.dev.ConsoleRenderer(
+                colors=False, exception_formatter=structlog.dev.plain_traceback
+            ),
         ],
         # Through stdlib logging to the stderr handler above: never stdout.
         logger_factory=structlog.stdlib.LoggerFactory(),

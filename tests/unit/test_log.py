@@ -100,3 +100,25 @@ def test_the_first_open_tells_an_info_level_host_one_line_not_alembics_forty() -
     lines = done.stdout.splitlines()
     assert not [line for line in lines if line.startswith("alembic")], lines
     assert len(lines) == 1 and lines[0].startswith("philont.migrate migrate.done")
+
+
+def test_an_entrypoints_traceback_shows_no_locals() -> None:
+    """The CLI's and MCP server's set-up (logsetup.configure) rendered a traceback with its
+    frames' locals (rich's): a failed batch's debug traceback printed the batch's messages, a
+    bug's the values it was handling. A traceback is kept, its locals are not."""
+    code = (
+        "import logging\n"
+        "from philont.logsetup import configure\n"
+        "from philont.log import get_logger\n"
+        "configure(logging.DEBUG)\n"
+        "def work():\n"
+        "    secret = 'hunter2-in-a-local'\n"
+        "    raise ValueError('boom')\n"
+        "try:\n"
+        "    work()\n"
+        "except ValueError:\n"
+        "    get_logger('philont.test').debug('test.failed', exc_info=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Traceback" in done.stderr and "ValueError: boom" in done.stderr, done.stderr
+    assert "hunter2-in-a-local" not in done.stderr, done.stderr
