@@ -26,7 +26,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
 
-from philont import tools
+from philont import __version__, tools
 from philont.mcp.transport import stdio_transport
 from philont.store import Store
 
@@ -35,7 +35,7 @@ SERVER_NAME = "philont"
 
 def build_server(store: Store) -> Server:
     """An MCP server on one Store (the server's for its whole life)."""
-    server: Server = Server(SERVER_NAME)
+    server: Server = Server(SERVER_NAME, version=__version__)  # else the SDK's own version
 
     @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]  # SDK is untyped
     async def list_tools() -> list[types.Tool]:

@@ -77,3 +77,20 @@ def test_arguments_sent_as_json_text_are_named_as_encoded_twice(tmp_path: Path) 
         assert client.close_stdin() == 0 and client.stderr == b""
     finally:
         client.stop()
+
+
+def test_the_server_names_itself_with_philonts_version(tmp_path: Path) -> None:
+    """``serverInfo`` said ``philont`` with the MCP SDK's version (1.30.0), not philont's."""
+    import philont
+
+    client = RawClient(tmp_path / "memory.sqlite")
+    try:
+        client.request("init", "initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        })  # fmt: skip
+        info = client.answer("init")["result"]["serverInfo"]
+        assert info == {"name": "philont", "version": philont.__version__}, info
+        assert client.close_stdin() == 0
+    finally:
+        client.stop()
