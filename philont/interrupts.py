@@ -17,10 +17,12 @@ own SIGINT handling is left alone. Signals are the main thread's; elsewhere noth
 
 from __future__ import annotations
 
+import functools
 import signal
+import sys
 import threading
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -77,13 +79,28 @@ def watch() -> Iterator[Watch]:
         yield state
         return
     previous, before = signal.signal(signal.SIGINT, _on_sigint), _current
+    hook = sys.unraisablehook
+    quiet = functools.partial(_quiet_lost_interrupt, hook)
+    sys.unraisablehook = quiet
     _current = state
     try:
         yield state
     finally:
         _current = before
+        if sys.unraisablehook is quiet:
+            sys.unraisablehook = hook
         if signal.getsignal(signal.SIGINT) is _on_sigint:  # not replaced meanwhile (ignored)
             signal.signal(signal.SIGINT, previous)
+
+
+def _quiet_lost_interrupt(hook: Any, unraisable: Any) -> None:
+    """Python's report of an exception it had to drop (``Exception ignored in: ...`` and a
+    traceback on stderr), but not of the ``KeyboardInterrupt`` a SIGINT raised inside a weakref
+    callback or a finalizer (an import's, as the command line starts): that one is remembered
+    (:func:`check` raises it again) and the command says ``interrupted``, in one line."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _current is not None:
+        return
+    hook(unraisable)
 
 
 @contextmanager
