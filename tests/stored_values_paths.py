@@ -383,6 +383,7 @@ COMMANDS: list[tuple[list[str], tuple[str, ...] | None]] = [
     (["calendar", "list"], ("memory_calendar",)),
     (["timeline", "--limit", "100"], TIMELINE),
     (["recall", "kangaroos"], TIMELINE),
+    (["search", "kangaroos"], TIMELINE),
     (["prefix"], (*FACTS, "memory_notes", *SKILLS)),
     (["stats"], None),
     (["db", "check"], None),

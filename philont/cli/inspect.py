@@ -1,4 +1,5 @@
-"""`philont stats | facts | notes | skills | timeline | prefix`: read-only inspection commands."""
+"""`philont stats | facts | notes | skills | timeline | search | prefix`: read-only
+inspection commands."""
 
 from __future__ import annotations
 
@@ -407,6 +408,52 @@ def timeline(
         out.print(
             f"{m['timestamp'][:19]} {escape('[' + m['session_id'][:12] + ']')} {m['role']}: "
             f"{escape(m['content'])}"
+        )
+
+
+def search(
+    query: Annotated[
+        str, typer.Argument(help="Keywords or a question.", parser=value(inputs.Query))
+    ],
+    since: Annotated[
+        datetime | None, typer.Option(help=TIME_HELP, parser=values.SINCE, metavar="TIME")
+    ] = None,
+    until: Annotated[
+        datetime | None, typer.Option(help=TIME_HELP, parser=values.UNTIL, metavar="TIME")
+    ] = None,
+    session: SessionOption = None,
+    limit: LimitOption = 10,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Messages of the timeline matching keywords or a question, best first.
+
+    The agent's own keyword search (``mem.search.messages``): a turn right after a match may
+    come with it, lifted by the match, though it holds none of the words."""
+    try:
+        start, end = inputs.window(since, until, names=("--since", "--until"))
+    except PhilontError as exc:  # --until before --since: a combination of two values
+        raise values.usage_error(exc) from exc
+    hits = read_memory(
+        db,
+        lambda mem: mem.search.messages(
+            query,
+            limit=limit,
+            since=start,
+            until=end,
+            session_ids=[session] if session else None,
+        ),
+    )
+    rows = [h.model_dump(mode="json") for h in hits]
+    if as_json:
+        emit(rows)
+        return
+    if not rows:
+        out.print("no matching messages")
+    for h in rows:
+        out.print(
+            f"{h['timestamp'][:19]} {escape('[' + h['session_id'][:12] + ']')} #{h['id']} "
+            f"{h['role']}: {escape(h['content'])}"
         )
 
 

@@ -42,6 +42,10 @@ class Lazy:
 COMMANDS = {
     "stats": Lazy("inspect:stats", "Rows per layer, file size and FTS index health."),
     "timeline": Lazy("inspect:timeline", "Messages of the raw timeline, oldest first."),
+    "search": Lazy(
+        "inspect:search",
+        "Messages of the timeline matching keywords or a question, best first.",
+    ),
     "prefix": Lazy("inspect:prefix", "The memory prefix the agent would get in its system prompt."),
     "recall": Lazy(
         "inspect:recall", "What the timeline retriever would put in context for this message."

@@ -121,6 +121,22 @@ def test_skills_list_and_show(filled: Path) -> None:
     assert run("skills", "show", "missing", "--db", str(filled))[0] == 4
 
 
+def test_search_finds_messages_best_first_within_the_window(filled: Path) -> None:
+    with Memory.open(filled) as mem:
+        mem.timeline.start_session("s2")
+        mem.timeline.append("The flat on Kastanienallee has a balcony", session_id="s2")
+        mem.timeline.append("We talked about the weather")
+    code, output = run("search", "Kastanienallee balcony", "--db", str(filled), "--json")
+    hits = json.loads(output)
+    assert code == 0 and hits[0]["content"] == "The flat on Kastanienallee has a balcony"
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    code, output = run("search", "Kastanienallee", "--session", "s2", "--db", str(filled))
+    assert code == 0 and "balcony" in output and "What about" not in output
+    code, output = run("search", "Kastanienallee", "--until", "2000-01-01", "--db", str(filled))
+    assert code == 0 and "no matching messages" in output
+    assert run("search", '"flat* OR', "--db", str(filled))[0] == 0  # never FTS5 syntax
+
+
 def test_timeline_and_bad_since(filled: Path) -> None:
     code, output = run("timeline", "--db", str(filled), "--json")
     assert code == 0 and "Kastanienallee" in output

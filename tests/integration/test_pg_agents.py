@@ -353,6 +353,7 @@ LOOKING_COMMANDS = [
     ["skills", "show", "greet"],
     ["skills", "judge-report"],
     ["timeline"],
+    ["search", "tea"],
     ["calendar", "list"],
     ["calendar", "remove", "1"],
     ["recall", "where do I live?"],

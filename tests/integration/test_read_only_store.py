@@ -263,6 +263,7 @@ def test_a_reading_tool_works_and_a_writing_one_is_refused(
         ["skills", "show", "brew-tea"],
         ["notes", "search", "cats"],
         ["timeline", "--session", "s1"],
+        ["search", "Lisbon"],
         ["prefix"],
         ["recall", "remember Lisbon?"],
         ["calendar", "list"],
