@@ -35,7 +35,7 @@ import sqlite3
 import sys
 import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
@@ -206,27 +206,43 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def tool_calls(n: int) -> int:
-    """Read one batch of six messages and ``n`` tool calls, reading every call or the newest."""
-    work = bc.scratch_dir("philont-bench-learning-calls-")
-    db = work / "memory.sqlite"
+def _scratch_db(
+    name: str,
+    session: str,
+    messages: list[tuple[str, str, int]],
+    more: Callable[[sqlite3.Connection], object],
+) -> Path:
+    """A fresh database holding ``messages`` (role, content, epoch ms) of ``session`` and what
+    ``more`` writes, in one transaction."""
+    db = bc.scratch_dir(f"philont-bench-learning-{name}-") / "memory.sqlite"
     bc.new_db(db)
-    start = bc.HISTORY_END_MS
     with closing(bc.connect_raw(db)) as conn:
         conn.execute("BEGIN")
+        more(conn)
         conn.executemany(
             "INSERT INTO memory_raw_messages (session_id, role, content, timestamp)"
-            " VALUES ('global', ?, ?, ?)",
-            [("user" if i % 2 == 0 else "assistant", f"message {i}", start + i) for i in range(6)],
+            " VALUES (?, ?, ?, ?)",
+            [(session, *m) for m in messages],
         )
-        conn.executemany(
+        conn.execute("COMMIT")
+    bc.finish_db(db)
+    return db
+
+
+def tool_calls(n: int) -> int:
+    """Read one batch of six messages and ``n`` tool calls, reading every call or the newest."""
+    start = bc.HISTORY_END_MS
+    db = _scratch_db(
+        "calls",
+        "global",
+        [("user" if i % 2 == 0 else "assistant", f"message {i}", start + i) for i in range(6)],
+        lambda conn: conn.executemany(
             "INSERT INTO memory_actions (session_id, tool_name, params_json, result, success,"
             " timestamp) VALUES ('global', 'fetch', ?, ?, 1, ?)",
             [(json.dumps({"url": f"https://example.com/{i}"}), "r" * 200, start + 2 + i % 3000)
              for i in range(n)],
-        )  # fmt: skip
-        conn.execute("COMMIT")
-    bc.finish_db(db)
+        ),
+    )  # fmt: skip
     until = start + 3_002
     rows = []
     with Store.open(db, upgrade=False) as store:
@@ -256,20 +272,15 @@ def tool_calls(n: int) -> int:
 def host_window(n: int, chars: int = 204_000) -> int:
     """A host's window (``Learner.window``) of one session of ``n`` messages of ``chars``
     characters each: read whole (as before) and read to what the prompts show."""
-    work = bc.scratch_dir("philont-bench-learning-window-")
-    db = work / "memory.sqlite"
-    bc.new_db(db)
     start = bc.HISTORY_END_MS
-    with closing(bc.connect_raw(db)) as conn:
-        conn.execute("BEGIN")
-        conn.execute("INSERT INTO memory_raw_sessions (id, started_at) VALUES ('s1', ?)", (start,))
-        conn.executemany(
-            "INSERT INTO memory_raw_messages (session_id, role, content, timestamp)"
-            " VALUES ('s1', 'user', ?, ?)",
-            [(f"{i} " + "w" * chars, start + i) for i in range(n)],
-        )
-        conn.execute("COMMIT")
-    bc.finish_db(db)
+    db = _scratch_db(
+        "window",
+        "s1",
+        [("user", f"{i} " + "w" * chars, start + i) for i in range(n)],
+        lambda conn: conn.execute(
+            "INSERT INTO memory_raw_sessions (id, started_at) VALUES ('s1', ?)", (start,)
+        ),
+    )
     rows = []
     model = TimedModel()
     with Store.open(db, upgrade=False) as store:

@@ -371,25 +371,35 @@ def skills_show(
 
 
 TIME_HELP = "ISO-8601 time, a date, or epoch ms"
+SinceOption = Annotated[
+    datetime | None, typer.Option(help=TIME_HELP, parser=values.SINCE, metavar="TIME")
+]
+UntilOption = Annotated[
+    datetime | None, typer.Option(help=TIME_HELP, parser=values.UNTIL, metavar="TIME")
+]
+
+
+def _window(
+    since: datetime | None, until: datetime | None
+) -> tuple[datetime | None, datetime | None]:
+    """``--since``/``--until`` as a time window; ``--until`` before ``--since`` (a combination
+    of two values) is a usage error."""
+    try:
+        return inputs.window(since, until, names=("--since", "--until"))
+    except PhilontError as exc:
+        raise values.usage_error(exc) from exc
 
 
 def timeline(
-    since: Annotated[
-        datetime | None, typer.Option(help=TIME_HELP, parser=values.SINCE, metavar="TIME")
-    ] = None,
-    until: Annotated[
-        datetime | None, typer.Option(help=TIME_HELP, parser=values.UNTIL, metavar="TIME")
-    ] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     session: SessionOption = None,
     limit: LimitOption = 50,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Messages of the raw timeline, oldest first."""
-    try:
-        start, end = inputs.window(since, until, names=("--since", "--until"))
-    except PhilontError as exc:  # --until before --since: a combination of two values
-        raise values.usage_error(exc) from exc
+    start, end = _window(since, until)
     msgs = read_memory(
         db,
         lambda mem: mem.timeline.query(
@@ -415,12 +425,8 @@ def search(
     query: Annotated[
         str, typer.Argument(help="Keywords or a question.", parser=value(inputs.Query))
     ],
-    since: Annotated[
-        datetime | None, typer.Option(help=TIME_HELP, parser=values.SINCE, metavar="TIME")
-    ] = None,
-    until: Annotated[
-        datetime | None, typer.Option(help=TIME_HELP, parser=values.UNTIL, metavar="TIME")
-    ] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     session: SessionOption = None,
     limit: LimitOption = 10,
     db: DbOption = None,
@@ -430,10 +436,7 @@ def search(
 
     The agent's own keyword search (``mem.search.messages``): a turn right after a match may
     come with it, lifted by the match, though it holds none of the words."""
-    try:
-        start, end = inputs.window(since, until, names=("--since", "--until"))
-    except PhilontError as exc:  # --until before --since: a combination of two values
-        raise values.usage_error(exc) from exc
+    start, end = _window(since, until)
     hits = read_memory(
         db,
         lambda mem: mem.search.messages(
