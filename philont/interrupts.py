@@ -9,7 +9,8 @@ from its start to the end of the watch, SIGINT is held instead of raised; the st
 command finish and report what they did (the Ctrl-C came too late to stop anything). When the
 step itself fails, nothing became permanent and SIGINT raises again. A SIGINT whose
 ``KeyboardInterrupt`` Python dropped (raised inside a weakref callback) is raised again by
-:func:`check`: at each progress step of a long command, and before the point of no return.
+:func:`check`: at each progress step of a long command, before the point of no return, before
+a unit of work commits, and when a command ends (it then says ``interrupted``, exit 130).
 
 Without a watch (a host application using philont as a library) both are no-ops: the host's
 own SIGINT handling is left alone. Signals are the main thread's; elsewhere nothing changes.
@@ -98,7 +99,8 @@ def _quiet_lost_interrupt(hook: Any, unraisable: Any) -> None:
     traceback on stderr), but not of the ``KeyboardInterrupt`` a SIGINT raised inside a weakref
     callback or a finalizer (an import's, as the command line starts): that one is remembered
     (:func:`check` raises it again) and the command says ``interrupted``, in one line."""
-    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _current is not None:
+    current = _current
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and current and current.interrupted:
         return
     hook(unraisable)
 

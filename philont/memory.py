@@ -22,6 +22,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, SessionTransaction
 
+from philont import interrupts
 from philont.arguments import checked
 from philont.clock import Clock
 from philont.db.backend import Backend, Raw
@@ -197,6 +198,7 @@ class Memory:
                 # SAVEPOINT, leaving the host's own transaction to the host.
                 try:
                     if exc_type is None:
+                        interrupts.check()  # a Ctrl-C Python dropped: never commit past it
                         session.commit()
                     else:
                         session.rollback()

@@ -174,7 +174,9 @@ class Commands(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:  # typer vendors its own click.Context
         try:
-            return super().invoke(ctx)
+            done = super().invoke(ctx)
+            interrupts.check()  # a Ctrl-C Python dropped on the way (an import's): as any other
+            return done
         except NoArgsIsHelpError:
             raise  # a group given no command shows its help
         except KeyboardInterrupt:

@@ -12,13 +12,17 @@ import sys
 import pytest
 
 CHILD = """
-import gc, sys
+import gc, os, signal, sys
 from philont import interrupts
 
 class Raises:
     def __init__(self, exc):
         self.exc = exc
     def __del__(self):
+        if isinstance(self.exc, KeyboardInterrupt):  # as a SIGINT's handler raises it
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):
+                pass
         raise self.exc
 
 def drop(exc):
@@ -51,3 +55,71 @@ def test_a_dropped_interrupt_is_not_reported_inside_a_watch() -> None:
 def test_any_other_dropped_exception_is_reported_as_python_does(exc: str, watched: bool) -> None:
     err = _stderr(exc, watched=watched)
     assert "Exception ignored in" in err and exc.partition("(")[0] in err, err
+
+
+COMMAND = """
+import gc, os, signal, sys
+from philont import memory
+
+entered = memory.Memory.__enter__
+
+class Interrupts:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs here, inside the finalizer: Python drops it
+            pass
+
+def {where}(self, *args):
+    Interrupts()
+    gc.collect()
+    return {original}(self, *args)
+
+{patch}
+sys.argv = ["philont", *{args!r}]
+from philont.cli import main
+main()
+"""
+
+
+def _facts(db: str) -> list[tuple[object, ...]]:
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(db)) as conn:
+        return conn.execute("SELECT * FROM memory_facts").fetchall()
+
+
+@pytest.mark.parametrize("when", ["entering", "committing"])
+@pytest.mark.parametrize(
+    "args",
+    [["search", "Berlin"], ["facts", "get", "user.home", "city"], ["timeline"], ["prefix"]],
+    ids=" ".join,
+)
+def test_a_ctrl_c_python_dropped_during_a_command_is_interrupted_and_writes_nothing(
+    tmp_path: object, args: list[str], when: str
+) -> None:
+    """A command whose Ctrl-C Python dropped (raised inside a finalizer while the command
+    worked) says ``interrupted`` and exits 130, and commits nothing (``facts get`` refreshes
+    the fact's access time otherwise); it went on to the end, exit 0, before."""
+    from pathlib import Path
+
+    from philont import Memory
+
+    db = str(Path(str(tmp_path)) / "m.sqlite")
+    with Memory.open(db) as mem:
+        mem.facts.store("user.home", "city", "Berlin")
+        mem.timeline.append("We moved to Berlin")
+    before = _facts(db)
+    if when == "entering":  # the unit of work's start: the interrupt is lost before any work
+        where, original, patch = "enter", "entered", "memory.Memory.__enter__ = enter"
+    else:  # its end: the work is done, not yet committed
+        where, original = "leave", "memory.Memory.__exit__.__wrapped__"
+        patch = (
+            "import functools\nleft = memory.Memory.__exit__\n"
+            "memory.Memory.__exit__ = functools.wraps(left)(lambda self, *a: leave(self, *a))\n"
+            "memory.Memory.__exit__.__wrapped__ = left"
+        )
+    code = COMMAND.format(where=where, original=original, patch=patch, args=[*args, "--db", db])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (130, "interrupted\n"), (done.stdout, done.stderr)
+    assert _facts(db) == before
