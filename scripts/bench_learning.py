@@ -29,6 +29,7 @@ before) and to what the prompts show, measured alike.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sqlite3
@@ -39,7 +40,7 @@ from collections.abc import Callable, Sequence
 from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import _bench_common as bc
 
@@ -47,9 +48,12 @@ from philont.db.types import from_epoch_ms
 from philont.learning import Consolidator, ConsolidatorConfig, Learner, LearningConfig
 from philont.learning.late import Seen, load_batch
 from philont.learning.prompts import SHOWN_CALLS
-from philont.learning.window import load_after, load_session
+from philont.learning.window import Window, load_after, load_session
 from philont.llm import Completion, ScriptedModel, task_of
+from philont.memory import Memory
 from philont.store import Store
+
+T = TypeVar("T")
 
 TABLES = (
     "memory_facts",
@@ -229,6 +233,27 @@ def _scratch_db(
     return db
 
 
+def _best_and_peak(store: Store, read: Callable[[Memory], T]) -> tuple[T, str, str]:
+    """What ``read`` returns in a read unit of work, its best time of three (untraced; ms) and
+    the peak memory it traces (MB) in a fourth run."""
+    took = []
+    for _ in range(3):
+        with store.begin(write=False) as mem:
+            began = time.perf_counter()
+            read(mem)
+            took.append(time.perf_counter() - began)
+    with store.begin(write=False) as mem:
+        tracemalloc.start()
+        result = read(mem)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return result, bc.fmt_num(min(took) * 1000, 0), bc.fmt_num(peak / 1e6, 1)
+
+
+def _load(mem: Memory, *, until: int, cap: int | None) -> tuple[Window, Seen]:
+    return load_batch(mem.session, -1, until, Seen(), max_calls=cap)
+
+
 def tool_calls(n: int) -> int:
     """Read one batch of six messages and ``n`` tool calls, reading every call or the newest."""
     start = bc.HISTORY_END_MS
@@ -251,19 +276,9 @@ def tool_calls(n: int) -> int:
             ("no judge (newest 200)", SHOWN_CALLS),
             ("a judge (newest 5,000)", LearningConfig().max_window_messages),
         ):
-            took = []
-            for _ in range(3):  # the time untraced, best of three; then the memory
-                with store.begin(write=False) as mem:
-                    began = time.perf_counter()
-                    load_batch(mem.session, -1, until, Seen(), max_calls=cap)
-                    took.append(time.perf_counter() - began)
-            with store.begin(write=False) as mem:
-                tracemalloc.start()
-                window, _seen = load_batch(mem.session, -1, until, Seen(), max_calls=cap)
-                peak = tracemalloc.get_traced_memory()[1]
-                tracemalloc.stop()
-            rows.append([label, len(window.calls), window.left.count,
-                         bc.fmt_num(min(took) * 1000, 0), bc.fmt_num(peak / 1e6, 1)])  # fmt: skip
+            read = functools.partial(_load, until=until, cap=cap)
+            (window, _seen), ms, mb = _best_and_peak(store, read)
+            rows.append([label, len(window.calls), window.left.count, ms, mb])
     print(f"\none batch: 6 messages, {n:,} tool calls (best of 3; peak traced)")
     print(bc.table(["read", "calls read", "left out", "ms", "peak MB"], rows))
     return 0
@@ -288,20 +303,9 @@ def host_window(n: int, chars: int = 204_000) -> int:
             ("whole (as before)", lambda mem: load_session(mem.session, "s1", limit=5_000)),
             ("to what prompts show", lambda mem: Learner(mem, model).window(session_id="s1")),
         ):
-            took = []
-            for _ in range(3):  # the time untraced, best of three; then the memory
-                with store.begin() as mem:
-                    began = time.perf_counter()
-                    read(mem)
-                    took.append(time.perf_counter() - began)
-            with store.begin() as mem:
-                tracemalloc.start()
-                window = read(mem)
-                peak = tracemalloc.get_traced_memory()[1]
-                tracemalloc.stop()
+            window, ms, mb = _best_and_peak(store, read)
             read_chars = sum(len(t.content) for t in window.turns)
-            rows.append([label, len(window.turns), f"{read_chars:,}",
-                         bc.fmt_num(min(took) * 1000, 0), bc.fmt_num(peak / 1e6, 1)])  # fmt: skip
+            rows.append([label, len(window.turns), f"{read_chars:,}", ms, mb])
     print(f"\na host's window: {n:,} messages of {chars:,} characters (best of 3; peak traced)")
     print(bc.table(["read", "messages", "characters read", "ms", "peak MB"], rows))
     return 0

@@ -144,8 +144,8 @@ class ConsolidatorConfig:
     it is renewed every third of it while the batch is read and thought on, but never past
     ``max_hold`` after the claim (at least one lease): a claimer that died stops renewing and
     its claim lapses after the lease, and one whose model call hangs keeps the batch at most
-    ``max_hold`` plus a lease, then another process takes it over (the hung one, back, finds
-    its claim lost and writes nothing). A failed batch waits
+    ``max_hold`` (the last renewal ends the lease there), then another process takes it over
+    (the hung one, back, finds its claim lost and writes nothing). A failed batch waits
     ``retry_base`` doubled per failure, at most ``retry_max``. A model answer that cannot be
     read (no JSON array where one was asked for) fails the batch like a model error, so it is
     asked again; its ``answer_attempts``-th unreadable answer is kept with what could be read

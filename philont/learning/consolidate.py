@@ -26,7 +26,8 @@ processed), so Philont and philont share it. What differs from Philont's consoli
   the cursor alone, a time, never saw them.
 * The claim's lease is renewed while its batch is read and thought on (a heartbeat), but not
   past ``max_hold`` after the claim: a process that died loses it after the lease, one whose
-  model call hangs after ``max_hold`` and a lease; a slow model keeps it up to then.
+  model call hangs at ``max_hold`` (the last renewal ends the lease there); a slow model keeps
+  it up to then.
 * No transaction is open while a model thinks: claim, read, think, then write; a unit of work
   that was busy or conflicted (a deadlock) runs again (:func:`philont.db.retry.run_unit`).
 """
@@ -41,7 +42,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -122,7 +123,7 @@ class _Claim:
     outages: int = 0  # earlier tries that failed otherwise
     kept: Any = None  # the row's report when claimed (a late batch's watermarks stay in it)
     claimed: int | None = None  # the newest message id at the claim (a batch after the cursor)
-    taken_at: datetime | None = None  # when it was claimed (its lease renewed up to max_hold)
+    taken_at: datetime = field(kw_only=True)  # when claimed (its lease renewed up to max_hold)
 
 
 class _LostClaim(Exception):
@@ -267,8 +268,7 @@ class Consolidator:
         one ends the lease there): a model call that hangs (no time-out, a stuck socket) kept
         the claim renewed for as long as its process lived, and no process learned again."""
         stop = threading.Event()
-        taken = claim.taken_at or self.clock()
-        held_until = taken + max(self.schedule.max_hold, self.schedule.lease)
+        held_until = claim.taken_at + max(self.schedule.max_hold, self.schedule.lease)
 
         def renew(mem: Memory, until: datetime) -> Any:
             return _update_batch(
