@@ -306,11 +306,11 @@ def sqlite_file(db: DbTarget) -> tuple[URL, Path]:
 def sqlite_connection(
     url: URL, *, create: bool, read_only: bool = False
 ) -> Iterator[sqlite3.Connection]:
-    """A plain sqlite3 connection with our PRAGMAs (foreign keys off: import order is free and
-    ``foreign_key_check`` runs before commit); values come back exactly as stored.
-    ``read_only`` (an export): a read-only Store's connection (``mode=ro``), so a file this
-    process may not write is read too, and nothing of the file changes (its journal mode
-    neither)."""
+    """A plain sqlite3 connection with our PRAGMAs; values come back exactly as stored. For an
+    import, foreign keys are off (import order is free; ``foreign_key_check`` runs before
+    commit). ``read_only`` (an export): a read-only Store's connection (``mode=ro``, foreign
+    keys as a Store has them: nothing is written), so a file this process may not write is read
+    too, and nothing of the file changes (its journal mode neither)."""
     if read_only:
         engine = sqlite_read_only_engine(url)
     else:
