@@ -272,7 +272,7 @@ class _Terms:
         word = _possessive(fold_case(span).translate(_APOSTROPHES))
         if word in _EN_STOP:
             return
-        if len(word) == 1:
+        if len(word) == 1 and not word.isdigit():  # a lone letter (s, t, x); "room 7" needs its 7
             self.short_words.setdefault(word)
             return
         self.words.setdefault(word)

@@ -270,3 +270,18 @@ def test_notes_and_skills_are_searched_with_the_word_forms_too(session: Session)
     assert [s.id for s in mem.search.skills("teach")] == [skill.id]
     off = SearchService(mem, ranking=without(form_weight=0.0))
     assert off.skills("teach") == []
+
+
+# --- a one-digit number ----------------------------------------------------------------------
+
+
+def test_a_one_digit_number_tells_its_message_from_the_others(session: Session) -> None:
+    """The digit of "room 7" was dropped as a one-character word when another word was there:
+    every room came back in date order, room 7 not first, and "suite 7" (no suite stored)
+    found nothing."""
+    start = datetime(2026, 5, 1, tzinfo=UTC)
+    rooms = [(Role.USER, f"We stayed in room {n}") for n in (7, 17, 70, 3)]
+    room_7 = add_session(session, "s1", start, [*FILLER, *rooms])[len(FILLER)]
+    now = start + timedelta(days=1)
+    assert ranked(session, "room 7", ON, now)[0] == room_7
+    assert ranked(session, "suite 7", ON, now)[0] == room_7

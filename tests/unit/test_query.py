@@ -73,6 +73,8 @@ def run_plan(conn: sqlite3.Connection, plan: SearchPlan) -> None:
         ("ＫＡＵＴＩＯＮ？", ("ｋａｕｔｉｏｎ",), ()),  # full-width letters stay one word
         ("hello, world.", ("hello", "world"), ()),
         ("C++", ("c",), ()),  # only one-letter words left: searched rather than nothing
+        ("room 7", ("room", "7"), ()),  # a digit is a word: "7" tells room 7 from the others
+        ("plan B, step 2", ("plan", "step", "2"), ()),  # a lone letter is not (s, t, ...)
         ("柏林", (), ("柏林",)),
         ("寿司", (), ("寿司",)),
         ("检索 功能", (), ("检索", "功能")),
