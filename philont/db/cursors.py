@@ -255,7 +255,9 @@ def refuse_undecoded_keys(
     the unit of work's undecoded text (empty) for a write."""
     if not (context.isupdate or context.isdelete):
         return
-    tracked = _tracked(conn.connection.dbapi_connection)
+    tracked = getattr(cursor, "connection", None)  # sqlite3's cursor; aiosqlite's adapter's not
+    if not isinstance(tracked, TrackedConnection):
+        tracked = _tracked(conn.connection.dbapi_connection)
     undecoded = getattr(tracked, "undecoded", None)
     if not undecoded:
         return  # the usual case: nothing read in this unit of work needed U+FFFD

@@ -7,7 +7,9 @@ as ``24:00``. Text in one of these forms, its letters in either case (RFC 3339 l
 instead: the calendar text of the time it means (:func:`suggesting`; where that is refused too,
 0001-01-01 outside the supported times, the refusal says why instead). Text that means a day
 after the calendar's last (``9999-12-31T24:00``, ``9999-W52-6``: 10000-01-01) is
-``TimeOutOfRangeError``.
+``TimeOutOfRangeError``. A decimal fraction of the hour or minute (``09:30.5``) is refused
+with the same time in seconds, and digits of another script (full-width ``２０２６``) with the
+text in ASCII digits: nothing is read by guessing.
 """
 
 from __future__ import annotations

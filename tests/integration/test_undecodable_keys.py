@@ -87,8 +87,8 @@ def _stored(path: Path, table: str, rowid: int) -> bytes:
 def test_an_orm_write_of_a_row_whose_key_is_not_utf8_is_refused_by_name(
     template: Seeded, copy: Path, table: str, column: str, write: str, rows: str
 ) -> None:
-    """Refused after its statement, which changed fewer rows than it was run for: alone, none;
-    with another row in the same flush (one ``executemany``), one of two."""
+    """Refused before its statement runs: alone, and with another row in the same flush (one
+    ``executemany``), neither written."""
     rowid = template.victims[table]
     before = _spoil(copy, table, column, rowid)
     mapper = _mapper(table)
