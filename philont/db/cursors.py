@@ -34,8 +34,9 @@ with sqlite3's own; nothing is run twice. Every read of an SQLite engine made he
 the lean reads', the async engine's through aiosqlite) fetches through these methods; rows
 that decode cost what they did (the C fetch, one Python call per fetch). What was read so is
 kept on the connection for its unit of work: a row whose key it is cannot be written (sqlite3
-cannot send the stored bytes back as text), and :func:`refuse_unmatched_undecoded` refuses an
-UPDATE or DELETE keyed by it, the ORM's and Core's alike, naming the row and its column.
+cannot send the stored bytes back as text), and :func:`refuse_undecoded_keys` refuses an
+UPDATE or DELETE keyed by it, the ORM's and Core's alike, before it runs, naming the row and
+its column (:func:`refuse_unmatched_undecoded`, one written as text, after it ran).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from itertools import islice
 from typing import Any, Final
 
 from sqlalchemy import Column, Connection, Engine, event
-from sqlalchemy.sql import visitors
+from sqlalchemy.sql import operators, visitors
 from sqlalchemy.sql.elements import BinaryExpression, BindParameter
 
 from philont.db import stored_values
@@ -61,6 +62,7 @@ __all__ = [
     "close_leftovers",
     "install",
     "read_undecoded",
+    "refuse_undecoded_keys",
     "refuse_unmatched_undecoded",
 ]
 
@@ -234,38 +236,71 @@ _WRITE_TARGET = re.compile(
 """The table a text UPDATE or DELETE writes (after comments; ``UPDATE OR IGNORE``; ``main.``)."""
 
 
+def refuse_undecoded_keys(
+    conn: Connection, cursor: Any, statement: str, parameters: Any, context: Any, many: bool
+) -> None:
+    """Before an UPDATE or DELETE compiled from a construct (the ORM's flush, a Core
+    ``update()``/``delete()``, with or without RETURNING, run once or with ``executemany``)
+    whose WHERE clause compares a column to (or looks it up in a list holding) text a cursor
+    of this unit of work read with U+FFFD, where no row stores that text: the text was read
+    from a value stored as bytes that are not UTF-8, which the statement cannot match (sqlite3
+    cannot send them back as text). Refused with :class:`~philont.errors.UnreadableRowError`
+    naming the row and its column (:func:`_keyed_by`) before the statement runs, so nothing of
+    it is changed, whatever the host does next; rather than SQLAlchemy's untyped
+    ``StaleDataError`` (an ORM update), a warning and nothing deleted (an ORM delete), "not
+    found" for a row that exists and an update that never happened (a Core statement), or the
+    other keys' rows written alone (``IN (bad, good)``, a flush of several rows). Each key is
+    judged alone, whatever the statement's row count. Text a row does store (U+FFFD written
+    as such) is a key like any other. The usual statement costs the test of its kind, and of
+    the unit of work's undecoded text (empty) for a write."""
+    if not (context.isupdate or context.isdelete):
+        return
+    tracked = getattr(cursor, "connection", None)  # sqlite3's cursor; aiosqlite's adapter's not
+    if not isinstance(tracked, TrackedConnection):
+        tracked = _tracked(conn.connection.dbapi_connection)
+    undecoded = getattr(tracked, "undecoded", None)
+    if not undecoded:
+        return  # the usual case: nothing read in this unit of work needed U+FFFD
+    found = _keyed_by(context, undecoded, tracked)
+    if found is not None:
+        raise _refusal(found, "the statement was not run: nothing of it was changed")
+
+
 def refuse_unmatched_undecoded(
     conn: Connection, cursor: Any, statement: str, parameters: Any, context: Any, many: bool
 ) -> None:
-    """After an UPDATE or DELETE (the ORM's flush, a Core ``update()``/``delete()``, a text
-    statement) that changed fewer rows than it was run for (none; with ``executemany``, fewer
-    than its sets of parameters) while its WHERE clause compares a column to text a cursor of
-    this unit of work read with U+FFFD: that text names a row whose stored value is not UTF-8,
-    which the statement cannot match (sqlite3 cannot send the stored bytes back as text).
-    Refused with :class:`~philont.errors.UnreadableRowError` naming the row and its column
-    (:func:`_keyed_by`) rather than SQLAlchemy's untyped ``StaleDataError`` (an ORM update), a
-    warning and nothing deleted (an ORM delete), or "not found" for a row that exists and an
-    update that never happened (a Core statement). Nothing of the statement was changed; the
-    unit of work rolls back. The usual statement costs the test of its row count."""
+    """After an UPDATE or DELETE written as text (no compiled WHERE clause to name a column
+    from: :func:`refuse_undecoded_keys` judges the others) that changed fewer rows than it
+    was run for (none; with ``executemany``, fewer than its sets of parameters) while one of
+    its parameters is text a cursor of this unit of work read with U+FFFD: refused with
+    :class:`~philont.errors.UnreadableRowError` naming the table its text writes. It ran, so
+    the message says only that the row keyed by that text was not changed (the rows of its
+    other parameters may have been: the unit of work rolls back unless the host commits). A
+    statement that returns rows (RETURNING) is not judged: its row count is not known until
+    its rows are read, and they tell what it changed. The usual statement costs the test of
+    its row count."""
     count = cursor.rowcount
     if count and (not many or count >= len(parameters)):
         return  # a SELECT's is -1; a write that matched what it was run for
+    if context.isupdate or context.isdelete or cursor.description is not None:
+        return  # compiled: judged before it ran; RETURNING: not known yet
     undecoded = getattr(_tracked(conn.connection.dbapi_connection), "undecoded", None)
     if not undecoded:
         return  # the usual case: nothing read in this unit of work needed U+FFFD
-    found = _keyed_by(context, undecoded)
-    if found is None:
-        target = _WRITE_TARGET.match(statement)
-        if target is None:
-            return
-        found = _any_parameter(parameters, many, undecoded, target.group(1))
-        if found is None:
-            return
+    target = _WRITE_TARGET.match(statement)
+    if target is None:
+        return
+    found = _any_parameter(parameters, many, undecoded, target.group(1))
+    if found is not None:
+        raise _refusal(found, "that row was not changed")
+
+
+def _refusal(found: _Found, done: str) -> UnreadableRowError:
     table, column, value, stored = found
     named = f"its stored {column}" if column else "its stored key"
-    raise UnreadableRowError(
+    return UnreadableRowError(
         f"{table} row {value!r}: {named} is not UTF-8 text ({stored!r}, stored by another "
-        "program), so the row cannot be written by it: nothing was changed",
+        f"program), so the row cannot be written by it: {done}",
         table=table,
         column=column,
         id=value,
@@ -277,35 +312,61 @@ _Found = tuple[str, str | None, str, bytes]
 """What a refused write was keyed by: table, column (None: not known), the text read with
 U+FFFD, the bytes stored."""
 
+_KEYING: Final = (operators.eq, operators.in_op)
+"""The comparisons that key a write by a value: ``=``, ``IN``."""
 
-def _keyed_by(context: Any, undecoded: dict[str, bytes]) -> _Found | None:
-    """The column of a compiled UPDATE or DELETE whose WHERE clause compares it to (or looks it
-    up in a list holding) text read with U+FFFD, or None (no such comparison; a text
-    statement). A column that references another table's key (a revision's ``skill_id``: the
-    revisions of a skill are deleted before it) is named as that key (:func:`_referenced`): the
-    row the write is about, which the caller asked to write."""
+
+def _keyed_by(context: Any, undecoded: dict[str, bytes], dbapi: Any) -> _Found | None:
+    """The first column of a compiled UPDATE or DELETE whose WHERE clause compares it to (or
+    looks it up in a list holding) text read with U+FFFD that no row stores (:func:`_stores`),
+    or None. A column that references another table's key (a revision's ``skill_id``: the
+    revisions of a skill are deleted before it) is named, and looked up, as that key
+    (:func:`_referenced`): the row the write is about, which the caller asked to write."""
     compiled: Any = getattr(context, "compiled", None)
     where = getattr(getattr(compiled, "statement", None), "whereclause", None)
-    if where is None or not (context.isupdate or context.isdelete):
+    if where is None:
         return None
     names = compiled.bind_names
     escaped = compiled.escaped_bind_names
-    keyed: dict[str, Column[Any]] = {}
+    keyed: dict[str, tuple[Column[Any], bool]] = {}
     for element in visitors.iterate(where):
-        if not isinstance(element, BinaryExpression):
+        if not isinstance(element, BinaryExpression) or element.operator not in _KEYING:
             continue
         for column, bind in ((element.left, element.right), (element.right, element.left)):
             if isinstance(column, Column) and isinstance(bind, BindParameter) and bind in names:
-                keyed[escaped.get(names[bind], names[bind])] = column
+                keyed[escaped.get(names[bind], names[bind])] = (column, bind.expanding)
     for params in context.compiled_parameters:
-        for name, column in keyed.items():
-            given = params.get(name)
-            for value in given if isinstance(given, list | tuple) else (given,):
+        for name, (column, expanding) in keyed.items():
+            for value in _values(params, name) if expanding else (params.get(name),):
                 stored = undecoded.get(value) if isinstance(value, str) else None
-                if stored is not None:
-                    named = _referenced(column)
+                if stored is None:
+                    continue
+                named = _referenced(column)
+                if not _stores(dbapi, named, value):
                     return named.table.name, named.name, value, stored
     return None
+
+
+def _values(params: dict[str, Any], name: str) -> list[Any]:
+    """The values of an expanding parameter (``IN``): as the statement ran, ``name_1``,
+    ``name_2``, ... (or, not yet expanded, the list itself)."""
+    given = params.get(name)
+    if isinstance(given, list | tuple):
+        return list(given)
+    prefix = f"{name}_"
+    return [v for k, v in params.items() if k.startswith(prefix) and k[len(prefix) :].isdigit()]
+
+
+def _stores(dbapi: Any, column: Column[Any], value: str) -> bool:
+    """Whether a row of ``column``'s table stores ``value`` in it, as text (U+FFFD written as
+    such), read on the unit of work's own connection."""
+    cur = dbapi.execute(
+        f'SELECT 1 FROM "{column.table.name}" WHERE "{column.name}" = ? LIMIT 1', (value,)
+    )
+    try:
+        return cur.fetchone() is not None
+    finally:
+        cur.close()
 
 
 def _referenced(column: Column[Any]) -> Column[Any]:

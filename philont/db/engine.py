@@ -464,6 +464,7 @@ def install_sqlite_hooks(
     if gate is not None:
         write_gate.install(engine)
         cursors.install(engine)
+    event.listen(engine, "before_cursor_execute", cursors.refuse_undecoded_keys)
     event.listen(engine, "after_cursor_execute", cursors.refuse_unmatched_undecoded)
 
     @event.listens_for(engine, "connect")

@@ -7,13 +7,17 @@ as ``24:00``. Text in one of these forms, its letters in either case (RFC 3339 l
 instead: the calendar text of the time it means (:func:`suggesting`; where that is refused too,
 0001-01-01 outside the supported times, the refusal says why instead). Text that means a day
 after the calendar's last (``9999-12-31T24:00``, ``9999-W52-6``: 10000-01-01) is
-``TimeOutOfRangeError``.
+``TimeOutOfRangeError``. A decimal fraction of the hour or minute (``09:30.5``) is refused
+with the same time in seconds, and digits of another script (full-width ``２０２６``) with the
+text in ASCII digits: nothing is read by guessing.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import date
+from decimal import ROUND_DOWN, Decimal
 from typing import Final
 
 from philont.domain.timepolicy import out_of_range
@@ -40,6 +44,9 @@ def refusal(text: str, field: str) -> InvalidInputError | None:
     """The refusal of ``text`` (stripped) when it is date text of a form ISO-8601 has and
     this does not take (see the module), naming ``field``; None for text of any other form,
     a form that is taken included (what is wrong with it is Python's reader's to say)."""
+    other_digits = _other_digits(text, field)
+    if other_digits is not None:
+        return other_digits
     found = _FORM.fullmatch(text)
     if found is None:
         return _loose(text, field)
@@ -82,7 +89,65 @@ def refusal(text: str, field: str) -> InvalidInputError | None:
             f": write 00:00 of the next day, {written}",
             written,
         )
+    fraction = _FRACTION.fullmatch(found["clock"] or "")
+    if fraction is not None:
+        return _fraction(text, found, fraction, field) or _loose(text, field)
     return _loose(text, field)  # a form that is taken, unless a field has one digit
+
+
+def _other_digits(text: str, field: str) -> InvalidInputError | None:
+    """The refusal of text that writes digits of another script (full-width ``２０２６``,
+    Arabic-Indic ``٢٠٢٦``): the tools read ISO-8601's ASCII digits only, as they read no
+    other form by guessing. It suggests the text with ASCII digits (and ASCII for full-width
+    ``－``, ``：``, ``Ｔ``, ...) when that is all ASCII; None for text without such digits."""
+    other = next((c for c in text if c.isdecimal() and not c.isascii()), None)
+    if other is None:
+        return None
+    digits = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text)
+    written = unicodedata.normalize("NFKC", digits)
+    refused = (
+        f"{text[:60]!r} writes digits of another script ({other!r}, "
+        f"{unicodedata.name(other, 'a digit').lower()}), which are not taken"
+    )
+    if not written.isascii():
+        return InvalidInputError.of(field, f"{refused}: write its digits as ASCII digits, 0-9")
+    return suggesting(field, refused, f": write ASCII digits, {written}", written)
+
+
+_FRACTION: Final = re.compile(
+    r"(?P<hour>\d{2})(?:(?P<colon>:?)(?P<minute>\d{2}))?[.,](?P<fraction>\d+)", re.ASCII
+)
+"""A time of day that ends with a decimal fraction of its hour (``09.5``) or minute
+(``09:30.5``, ``0930,5``): ISO-8601 has it, Python's reader (and so the tools) does not."""
+
+
+def _fraction(
+    text: str, found: re.Match[str], fraction: re.Match[str], field: str
+) -> InvalidInputError | None:
+    """The refusal of a time of day with a decimal fraction of its hour or minute, suggesting
+    the same time in seconds (to the microsecond, as times are read); None when the hour or
+    minute itself is out of range (Python's reader says why)."""
+    hour, minute, colon = int(fraction["hour"]), fraction["minute"], fraction["colon"] or ":"
+    if hour > 23 or (minute is not None and int(minute) > 59):
+        return None
+    unit = "hour" if minute is None else "minute"
+    share = Decimal(f"0.{fraction['fraction']}") * (3600 if minute is None else 60)
+    micros = int((share * 1_000_000).to_integral_value(ROUND_DOWN))
+    exact = micros == share * 1_000_000
+    minutes, micros = divmod(micros + int(minute or 0) * 60_000_000, 60_000_000)
+    seconds, micros = divmod(micros, 1_000_000)
+    clock = f"{hour:02d}{colon}{minutes:02d}"
+    if seconds or micros:
+        clock += f"{colon}{seconds:02d}" + (f".{micros:06d}".rstrip("0") if micros else "")
+    written = f"{text[: found.start('clock')]}{clock}{found['offset'] or ''}"
+    return suggesting(
+        field,
+        f"{text[:60]!r} gives a decimal fraction of the {unit} ({found['clock']}), which is "
+        "not taken",
+        f": write it in {'minutes and ' if minute is None else ''}seconds, {written}"
+        + ("" if exact else " (to the microsecond)"),
+        written,
+    )
 
 
 def _day(found: re.Match[str], shown: str) -> int | str | None:

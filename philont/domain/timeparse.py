@@ -309,7 +309,9 @@ ten characters that are no date (``1767225600``) are no date either."""
 
 def date_alone(value: object, field: str) -> date | None:
     """The day a date-alone text names (:data:`_DATE_SHAPE`); None for anything else. Text of
-    that form that names no day (``2027-02-29``, ``2026-W49``) is refused by ``field``."""
+    that form that names no day (``2027-02-29``, ``2026-W49``) is refused by ``field``; a
+    text the refusal suggests is read here too (:func:`_checked`), as :func:`parse_time`
+    reads its own."""
     if not isinstance(value, str) or _DATE_SHAPE.fullmatch(text := value.strip()) is None:
         return None
     try:
@@ -317,9 +319,10 @@ def date_alone(value: object, field: str) -> date | None:
             raise ValueError("a week, not a day")
         return date.fromisoformat(text.upper())
     except ValueError as exc:
-        raise timeforms.refusal(text, field) or InvalidInputError.of(
+        refused = timeforms.refusal(text, field) or InvalidInputError.of(
             field, f"{text!r} is not an ISO-8601 date naming a day{_why(exc)} (e.g. 2026-12-04)"
-        ) from exc
+        )
+        raise _checked(refused, lambda suggested, _zone: date_alone(suggested, field)) from exc
 
 
 def all_day_span(
@@ -391,13 +394,23 @@ def _event_times(
         raise InvalidInputError.of_together(
             ("starts_at", "ends_at"),
             f"a date alone ({last.isoformat()}) cannot end a timed event: give the time it "
-            f"ends (e.g. {last.isoformat()}T11:00), or give starts_at as a date too for an "
-            "all-day event",
+            f"ends{_example_end(last, tz)}, or give starts_at as a date too for an all-day event",
         )
     start = parse_time(starts_at, field="starts_at", tz=tz)
     if start is None:
         raise InvalidInputError.of("starts_at", "required: an ISO-8601 time or a date")
     return start, parse_time(ends_at, field="ends_at", tz=tz)
+
+
+def _example_end(day: date, tz: str) -> str:
+    """`` (e.g. <day>T11:00)``, an end of a timed event on ``day``; nothing where that time
+    is refused in ``tz`` (the first and last days of the calendar)."""
+    example = f"{day.isoformat()}T11:00"
+    try:
+        parse_time(example, field="ends_at", tz=tz)
+    except InvalidInputError:
+        return ""
+    return f" (e.g. {example})"
 
 
 def wall_note(value: object, *, field: str, tz: str) -> str | None:

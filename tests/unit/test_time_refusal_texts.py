@@ -1,0 +1,243 @@
+"""What a refusal of a time says to write is taken: every text a refusal suggests
+(``details["suggestion"]``) by the reader that refused, and every example a refusal's message
+gives ("e.g. ...": a time, a date, an offset, a zone), whoever refused (the time readers,
+:func:`date_alone` called directly, an event's start and end). Generated over text built from
+the pieces times are written with (every date form, a time with fractions, 24:00 and leap
+seconds, offsets in and out of range, zones after the time, digits of other scripts) and any
+text."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from datetime import timedelta
+from fractions import Fraction
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from philont.domain.timeparse import date_alone, event_times, parse_time
+from philont.domain.timepolicy import validate_timezone
+from philont.errors import InvalidInputError
+
+ZONES = ("UTC", "Europe/Berlin", "Pacific/Kiritimati", "Etc/GMT+12", "America/Sao_Paulo")
+
+Reader = Callable[[str, str], object]
+READERS: dict[str, tuple[str, Reader]] = {
+    "time": ("at", lambda text, tz: parse_time(text, field="at", tz=tz)),
+    "end of a window": (
+        "at",
+        lambda text, tz: parse_time(text, field="at", tz=tz, end_of_day=True),
+    ),
+    "reminder": ("at", lambda text, tz: parse_time(text, field="at", tz=tz, needs_clock=True)),
+    "date alone": ("at", lambda text, tz: date_alone(text, "at")),
+    "event start": ("starts_at", lambda text, tz: event_times(text, None, tz=tz)),
+    "timed event end": ("ends_at", lambda text, tz: event_times("2026-06-01T09:00Z", text, tz=tz)),
+    "all-day event end": ("ends_at", lambda text, tz: event_times("2026-06-01", text, tz=tz)),
+}
+
+_FULL_WIDTH = str.maketrans({c: chr(ord(c) + 0xFEE0) for c in "0123456789-:T"})
+
+days = st.one_of(
+    st.builds(
+        "{:04d}-{:02d}-{:02d}".format,
+        st.sampled_from([0, 1, 2, 2026, 9998, 9999]),
+        st.integers(0, 13),
+        st.integers(0, 32),
+    ),
+    st.builds(
+        "{:04d}{:02d}{:02d}".format,
+        st.sampled_from([1, 2026, 9999]),
+        st.integers(1, 12),
+        st.integers(1, 31),
+    ),
+    st.builds("{:04d}-{:03d}".format, st.sampled_from([0, 1, 2026, 9999]), st.integers(0, 367)),
+    st.builds(
+        "{:04d}-W{:02d}{}".format,
+        st.sampled_from([0, 1, 2026, 9999]),
+        st.integers(0, 54),
+        st.sampled_from(["", "-1", "-7", "-8", "-0"]),
+    ),
+    st.sampled_from(["2026-6-1", "+12026-01-01", "02026-01-01", "-0001-01-01", "2026-06-1"]),
+)
+clocks = st.sampled_from(
+    ["", "T09:30", "t09:30", " 09:30", "T0930", "T24:00", "T23:59:60", "T09:30:00.5", "T9:30",
+     "T09:30.5", "T09:30,25", "T09.5", "T0930.75", "T23:59.999999999", "T25:00", "T09:75",
+     "T09:30.5.5"]
+)  # fmt: skip
+offsets = st.sampled_from(["", "Z", "z", "+02:00", "-14:00", "+14:00", "+05:75", "+24:00", "+0530"])
+zones_in_text = st.sampled_from(
+    ["", " CET", "[Europe/Berlin]", "[!Europe/Berlin]", " UTC+2", " utc+5:30", "[Nowhere/Zone]",
+     " Europe/Berlin", " GMT-3", " PST", "[u-ca=hebrew]"]
+)  # fmt: skip
+
+
+@st.composite
+def time_texts(draw: st.DrawFn) -> str:
+    text = draw(days) + draw(clocks) + draw(offsets) + draw(zones_in_text)
+    if draw(st.booleans()):
+        text = text.translate(_FULL_WIDTH) if draw(st.booleans()) else text.replace("2", "٢")
+    return text
+
+
+texts = time_texts() | st.text(alphabet=st.characters(codec="utf-8"), max_size=30)
+
+
+def _refusal(reader: Reader, text: str, tz: str) -> InvalidInputError | None:
+    try:
+        reader(text, tz)
+    except InvalidInputError as exc:
+        return exc
+    return None
+
+
+REVIEWED = [
+    "2026-W14", "2026-123T09:30", "2026-06-01T24:00Z", "2026-06-01T09:30.5", "2026-06-01T09.5",
+    "２０２６-０６-０１", "٢٠٢٦-٠٦-٠١T09:00", "2026-06-01T09:00 CET", "0001-01-01",
+    "9999-W52-5", "2026-06-01T09:00+05:75", "2026-06-01T09:00 UTC+2",
+]  # fmt: skip
+
+
+@given(text=texts, tz=st.sampled_from(ZONES), name=st.sampled_from(sorted(READERS)))
+@example(text="0001-01-01", tz="Pacific/Kiritimati", name="timed event end")
+@example(text="9999-12-31", tz="Etc/GMT+12", name="timed event end")
+def test_every_text_a_refusal_suggests_is_taken_by_the_reader_that_refused(
+    text: str, tz: str, name: str
+) -> None:
+    field, reader = READERS[name]
+    refused = _refusal(reader, text, tz)
+    if refused is None:
+        return
+    for suggested, in_zone in refused.details.get("suggestion", ()):
+        again = _refusal(reader, suggested, in_zone or tz)
+        if again is not None:  # refused for another argument only
+            assert field not in (again.details.get("argument"), again.details.get("field")), (
+                refused.message,
+                again.message,
+            )
+
+
+_EXAMPLE = re.compile(r"e\.g\. ((?:'[^']*'(?:, )?)+|[^\s),;]+)")
+
+
+def examples(message: str) -> list[str]:
+    """The examples a message gives: each text after "e.g." (each zone of a list of them)."""
+    found: list[str] = []
+    for each in _EXAMPLE.findall(message):
+        found += re.findall(r"'([^']*)'", each) if each.startswith("'") else [each]
+    return found
+
+
+def test_examples_are_found_in_each_kind_of_message() -> None:
+    assert examples("x (e.g. 2026-12-04)") == ["2026-12-04"]
+    assert examples("(e.g. +05:45); check") == ["+05:45"]
+    assert examples("(e.g. 'Europe/Berlin', 'America/New_York', 'UTC')") == [
+        "Europe/Berlin",
+        "America/New_York",
+        "UTC",
+    ]
+    assert examples("give the time too (e.g. 2026-06-01T09:00), in") == ["2026-06-01T09:00"]
+
+
+def _taken(example_text: str, tz: str) -> None:
+    """An example is taken as what it stands for: a zone, an offset (in a time), a time."""
+    if "/" in example_text or example_text.isalpha():
+        validate_timezone(example_text)
+    elif example_text[0] in "+-":
+        parse_time(f"2026-06-01T09:00{example_text}", field="at", tz=tz)
+    else:
+        parse_time(example_text, field="at", tz=tz)
+
+
+@given(text=texts, tz=st.sampled_from(ZONES), name=st.sampled_from(sorted(READERS)))
+@example(text="0001-01-01", tz="Pacific/Kiritimati", name="timed event end")
+@example(text="9999-12-31", tz="Etc/GMT+12", name="timed event end")
+@example(text="2026-06-01T09:00+05:75", tz="UTC", name="time")
+@example(text="2026-06-01T09:00 Nowhere/Zone", tz="UTC", name="time")
+def test_every_example_a_refusal_gives_is_taken(text: str, tz: str, name: str) -> None:
+    refused = _refusal(READERS[name][1], text, tz)
+    if refused is None:
+        return
+    for each in examples(refused.message):
+        _taken(each, tz)
+
+
+def test_a_bad_zone_names_examples_that_are_zones() -> None:
+    try:
+        validate_timezone("Nowhere/Zone")
+    except InvalidInputError as exc:
+        found = examples(exc.message)
+    assert found
+    for each in found:
+        validate_timezone(each)
+
+
+def test_the_reviewed_texts_are_refused_with_what_to_write() -> None:
+    for text in REVIEWED:
+        for name, (_, reader) in READERS.items():
+            refused = _refusal(reader, text, "Europe/Berlin")
+            if refused is not None:
+                assert "is not an ISO-8601 time" not in refused.message, (name, refused.message)
+
+
+@given(
+    hour=st.integers(0, 23),
+    minute=st.none() | st.integers(0, 59),
+    digits=st.text(alphabet="0123456789", min_size=1, max_size=12),
+    comma=st.booleans(),
+    offset=st.sampled_from(["", "Z", "+05:30"]),
+)
+def test_a_decimal_fraction_of_an_hour_or_minute_is_refused_with_the_same_time_in_seconds(
+    hour: int, minute: int | None, digits: str, comma: bool, offset: str
+) -> None:
+    """ISO-8601 lets the last field of a time carry a fraction (``09:30.5`` is 09:30:30);
+    Python's reader does not: it was the generic refusal. The suggestion is that time, to
+    the microsecond (truncated, as said when it is)."""
+    clock = f"{hour:02d}" + ("" if minute is None else f":{minute:02d}")
+    text = f"2026-06-01T{clock}{',' if comma else '.'}{digits}{offset}"
+    refused = _refusal(READERS["time"][1], text, "UTC")
+    assert refused is not None
+    unit = "hour" if minute is None else "minute"
+    assert f"gives a decimal fraction of the {unit}" in refused.message, refused.message
+    ((suggested, _),) = refused.details["suggestion"]
+    share = Fraction(f"0.{digits}") * (3600 if minute is None else 60)
+    micros = int(share * 1_000_000)
+    assert ("to the microsecond" in refused.message) == (micros != share * 1_000_000)
+    start = parse_time(f"2026-06-01T{hour:02d}:{minute or 0:02d}{offset}", field="at")
+    assert start is not None
+    assert parse_time(suggested, field="at") == start + timedelta(microseconds=micros)
+
+
+@given(text=time_texts(), tz=st.sampled_from(ZONES))
+def test_digits_of_another_script_are_refused_suggesting_ascii_digits(text: str, tz: str) -> None:
+    """Full-width (``２０２６-０６-０１``) and Arabic-Indic digits were the generic refusal: the
+    refusal names them and suggests the same text in ASCII, which reads as the ASCII text
+    does (or the refusal says why that is refused too)."""
+    if text.isascii():
+        return
+    refused = _refusal(READERS["time"][1], text, tz)
+    assert refused is not None
+    assert "digits of another script" in refused.message, refused.message
+    ascii_text = unicodedata.normalize(
+        "NFKC", "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text)
+    )
+    for suggested, _ in refused.details.get("suggestion", ()):
+        assert suggested == ascii_text
+        assert parse_time(suggested, field="at", tz=tz) is not None
+
+
+def test_date_alone_reads_what_its_refusal_suggests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Called directly (not through parse_time), it gave its refusal's suggestions unread."""
+    from philont.domain import timeforms
+
+    def suggests_no_day(text: str, field: str) -> InvalidInputError | None:
+        if text == "2027-02-29":
+            return None  # the generic refusal: no day
+        return timeforms.suggesting(field, f"{text!r} is odd", ": write 2027-02-29", "2027-02-29")
+
+    monkeypatch.setattr(timeforms, "refusal", suggests_no_day)
+    with pytest.raises(InvalidInputError, match="is refused too") as raised:
+        date_alone("2026-02-30", "at")
+    assert "suggestion" not in raised.value.details
