@@ -62,8 +62,8 @@ def check() -> None:
     weakref callback or a finalizer (``Exception ignored in: ...``) and goes on, and the
     signal's handler runs wherever the interpreter happens to be, such a callback included."""
     current = _current
-    if current is not None and current.interrupted and not current.past:
-        raise KeyboardInterrupt
+    if current is not None and current.interrupted and not current.past and _main_thread():
+        raise KeyboardInterrupt  # (another thread's work, an MCP call's, ends as it would)
 
 
 def _main_thread() -> bool:
