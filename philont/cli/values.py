@@ -142,7 +142,9 @@ epoch seconds, refused (:func:`philont.domain.timepolicy.seconds_sized`)."""
 
 def _time(*, field: str, end_of_day: bool = False) -> Callable[[str], datetime | None]:
     """ISO-8601 text (a bare date: that day, its end with ``end_of_day``) or epoch
-    milliseconds (a whole number but :data:`_BASIC_DATE`), as the time tools take them."""
+    milliseconds (a whole number but :data:`_BASIC_DATE`), as the time tools take them; text
+    without an offset is read in UTC (the command line takes no zone: a refusal says so and
+    suggests the offset, never a ``timezone`` argument the command does not have)."""
     from philont.domain.timeparse import parse_time
 
     def rule(text: str) -> datetime | None:
@@ -150,7 +152,7 @@ def _time(*, field: str, end_of_day: bool = False) -> Callable[[str], datetime |
         given: str | int = int(text) if number else text
         if isinstance(given, str) and not given.strip():
             raise ValueError("the time is empty")
-        return parse_time(given, field=field, end_of_day=end_of_day)
+        return parse_time(given, field=field, end_of_day=end_of_day, zone_field=None)
 
     return rule
 
