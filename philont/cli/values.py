@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -34,6 +34,8 @@ __all__ = [
     "DB",
     "EMBEDDER",
     "FILE",
+    "LEASE",
+    "MAX_HOLD",
     "MAX_SECONDS",
     "MODEL",
     "PATH",
@@ -157,6 +159,26 @@ def _time(*, field: str, end_of_day: bool = False) -> Callable[[str], datetime |
     return rule
 
 
+def _consolidator_seconds(name: str) -> Callable[[float], float]:
+    """Seconds of the consolidator's duration setting ``name`` (``lease``, ``max_hold``),
+    checked by that setting's own rule (:class:`philont.learning.ConsolidatorConfig`: its
+    message, ``must be a duration from 1 second to 366 days, got 0.5 seconds``; a number of
+    seconds no ``timedelta`` holds is refused in the same words)."""
+
+    def rule(seconds: float) -> float:
+        from philont.learning.config import CONSOLIDATOR_RULES, ConsolidatorConfig
+
+        try:
+            setting: dict[str, Any] = {name: timedelta(seconds=seconds)}
+            ConsolidatorConfig(**setting)
+        except OverflowError:
+            must = next(must for setting, _, _, must in CONSOLIDATOR_RULES if setting == name)
+            raise ValueError(f"must be {must}, got {seconds:g} seconds") from None
+        return seconds
+
+    return rule
+
+
 def _model_spec(text: str) -> str:
     """The spec's form; a script's file is the command's to read, with its own errors."""
     from philont.llm import check_spec
@@ -186,6 +208,8 @@ PATH = value(rule=_path)
 SCHEMA = value(rule=_schema)
 SINCE = value(rule=_time(field="--since"))
 UNTIL = value(rule=_time(field="--until", end_of_day=True))
+LEASE = Value(rule=_consolidator_seconds("lease"), read=_number)
+MAX_HOLD = Value(rule=_consolidator_seconds("max_hold"), read=_number)
 MODEL = value(rule=_model_spec)
 EMBEDDER = value(rule=_embedder_spec)
 URL = value(rule=_url)

@@ -25,7 +25,7 @@ runner = CliRunner()
 
 
 def _parser(param: click.Parameter) -> Any:
-    return getattr(param, "type_descriptor").parameter_info.parser
+    return param.type_descriptor.parameter_info.parser  # type: ignore[attr-defined]
 
 
 def _takes_a_time(param: click.Parameter) -> bool:

@@ -139,11 +139,10 @@ def test_its_connections_serve_any_thread_and_close_from_any(
     the pool closes their connections with no error. They were bound to the thread that made
     them: closing one logged ``Exception closing connection`` with a traceback."""
     path, _ = files
-    with Store.open(path, read_only=True) as store:
-        with ThreadPoolExecutor(4) as pool:
-            cities = list(
-                pool.map(lambda _: store.run(lambda mem: mem.facts.get("user", "city")), range(8))
-            )
+    with Store.open(path, read_only=True) as store, ThreadPoolExecutor(4) as pool:
+        cities = list(
+            pool.map(lambda _: store.run(lambda mem: mem.facts.get("user", "city")), range(8))
+        )
     assert all(city is not None for city in cities)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
