@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Annotated, Any, Final
 
 from pydantic import Field, StrictFloat, StrictInt
+
+# typer (0.26+) vendors click as the private typer._click and exports none of these names (only
+# BadParameter, Context, Exit, Abort); the `click` package, not a dependency of ours, has other
+# classes and another context stack, which typer's parser never raises nor pushes.
 from typer._click.exceptions import UsageError
 from typer._click.globals import get_current_context
 
