@@ -16,9 +16,9 @@ TIMEOUT_S = 60.0
 class RawClient:
     """A server process on ``db`` and what it has said: answers by id, notifications, stderr."""
 
-    def __init__(self, db: Path | str) -> None:
+    def __init__(self, db: Path | str, *options: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "philont", "mcp", "--db", str(db)],
+            [sys.executable, "-m", "philont", "mcp", "--db", str(db), *options],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

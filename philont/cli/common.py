@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
+
+# typer (0.26+) vendors click as the private typer._click and exports none of these names (only
+# BadParameter, Context, Exit, Abort); the `click` package, not a dependency of ours, has other
+# classes and another context stack, which typer's parser never raises nor pushes.
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 

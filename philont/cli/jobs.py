@@ -51,11 +51,21 @@ def _demo_file(db: str | None) -> Path | None:
     return path
 
 
-def mcp(db: DbOption = None) -> None:
+def mcp(
+    db: DbOption = None,
+    read_only: Annotated[
+        bool,
+        typer.Option(
+            "--read-only",
+            help="Serve the SQLite file read-only: write tools answer database_read_only "
+            "(a file this process may not write is served so without it).",
+        ),
+    ] = False,
+) -> None:
     """Serve the eleven memory tools over MCP (stdio). Needs the extra:
     pip install 'philont\\[mcp]'."""  # \\[ : help texts are Rich markup
     try:
         from philont.mcp.server import run
     except ImportError as exc:
         raise BackendError(f"the MCP server needs `pip install 'philont[mcp]'` ({exc})") from exc
-    run(db)
+    run(db, read_only=read_only)

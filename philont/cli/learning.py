@@ -140,6 +140,22 @@ def consolidate(
             parser=value(values.Setting),
         ),
     ] = 3,
+    lease: Annotated[
+        float,
+        typer.Option(
+            help="Seconds a claimed batch stays this process's before another may take it "
+            "over; renewed while the batch is worked on (at least 1).",
+            parser=values.LEASE,
+        ),
+    ] = 600.0,
+    max_hold: Annotated[
+        float,
+        typer.Option(
+            help="Seconds after the claim the lease is renewed at most: a hung model call's "
+            "batch is then taken over (at least 1).",
+            parser=values.MAX_HOLD,
+        ),
+    ] = 3600.0,
     timezone: Annotated[
         str,
         typer.Option(help="Zone of times said without one.", parser=value(planning.ZoneName)),
@@ -163,6 +179,8 @@ def consolidate(
         backlog=backlog,
         interval=timedelta(seconds=interval),
         answer_attempts=answer_attempts,
+        lease=timedelta(seconds=lease),
+        max_hold=timedelta(seconds=max_hold),
     )
     config = LearningConfig(timezone=timezone, verify_then_condense=verify)
     store, worker = _worker(db, model, base_url, schedule, config, judge=judge or verify)

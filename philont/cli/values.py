@@ -16,11 +16,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final
 
 from pydantic import Field, StrictFloat, StrictInt
+
+# typer (0.26+) vendors click as the private typer._click and exports none of these names (only
+# BadParameter, Context, Exit, Abort); the `click` package, not a dependency of ours, has other
+# classes and another context stack, which typer's parser never raises nor pushes.
 from typer._click.exceptions import UsageError
 from typer._click.globals import get_current_context
 
@@ -34,6 +38,8 @@ __all__ = [
     "DB",
     "EMBEDDER",
     "FILE",
+    "LEASE",
+    "MAX_HOLD",
     "MAX_SECONDS",
     "MODEL",
     "PATH",
@@ -142,7 +148,9 @@ epoch seconds, refused (:func:`philont.domain.timepolicy.seconds_sized`)."""
 
 def _time(*, field: str, end_of_day: bool = False) -> Callable[[str], datetime | None]:
     """ISO-8601 text (a bare date: that day, its end with ``end_of_day``) or epoch
-    milliseconds (a whole number but :data:`_BASIC_DATE`), as the time tools take them."""
+    milliseconds (a whole number but :data:`_BASIC_DATE`), as the time tools take them; text
+    without an offset is read in UTC (the command line takes no zone: a refusal says so and
+    suggests the offset, never a ``timezone`` argument the command does not have)."""
     from philont.domain.timeparse import parse_time
 
     def rule(text: str) -> datetime | None:
@@ -150,7 +158,27 @@ def _time(*, field: str, end_of_day: bool = False) -> Callable[[str], datetime |
         given: str | int = int(text) if number else text
         if isinstance(given, str) and not given.strip():
             raise ValueError("the time is empty")
-        return parse_time(given, field=field, end_of_day=end_of_day)
+        return parse_time(given, field=field, end_of_day=end_of_day, zone_field=None)
+
+    return rule
+
+
+def _consolidator_seconds(name: str) -> Callable[[float], float]:
+    """Seconds of the consolidator's duration setting ``name`` (``lease``, ``max_hold``),
+    checked by that setting's own rule (:class:`philont.learning.ConsolidatorConfig`: its
+    message, ``must be a duration from 1 second to 366 days, got 0.5 seconds``; a number of
+    seconds no ``timedelta`` holds is refused in the same words)."""
+
+    def rule(seconds: float) -> float:
+        from philont.learning.config import CONSOLIDATOR_RULES, ConsolidatorConfig
+
+        try:
+            setting: dict[str, Any] = {name: timedelta(seconds=seconds)}
+            ConsolidatorConfig(**setting)
+        except OverflowError:
+            must = next(must for setting, _, _, must in CONSOLIDATOR_RULES if setting == name)
+            raise ValueError(f"must be {must}, got {seconds:g} seconds") from None
+        return seconds
 
     return rule
 
@@ -184,6 +212,8 @@ PATH = value(rule=_path)
 SCHEMA = value(rule=_schema)
 SINCE = value(rule=_time(field="--since"))
 UNTIL = value(rule=_time(field="--until", end_of_day=True))
+LEASE = Value(rule=_consolidator_seconds("lease"), read=_number)
+MAX_HOLD = Value(rule=_consolidator_seconds("max_hold"), read=_number)
 MODEL = value(rule=_model_spec)
 EMBEDDER = value(rule=_embedder_spec)
 URL = value(rule=_url)

@@ -751,7 +751,10 @@ def sqlite_read_only_engine(url: URL, *, busy_timeout_ms: int | None = None) -> 
     """An engine that only reads the SQLite file ``url`` names (``Store.open(...,
     read_only=True)``): each connection is :func:`connect_read_only`'s (``mode=ro``;
     ``immutable`` for a WAL-mode file whose ``-shm`` cannot be made and whose ``-wal`` holds
-    nothing), so SQLite refuses every write and creates nothing beside the file."""
+    nothing), so SQLite refuses every write and creates nothing beside the file. As
+    SQLAlchemy makes a file's connections for its pool (a ``creator`` gets none of its
+    arguments), they are not bound to the thread that made them: the pool hands them to any
+    thread and closes them from any (the MCP server's worker threads, its exit)."""
     ensure_fts5()
     path = sqlite_path(url)
     if path is None:
@@ -759,7 +762,7 @@ def sqlite_read_only_engine(url: URL, *, busy_timeout_ms: int | None = None) -> 
     timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
 
     def connect() -> sqlite3.Connection:
-        return read_only_connection(path, timeout)
+        return read_only_connection(path, timeout, check_same_thread=False)
 
     engine = sa_create_engine(url, creator=connect)
     fork.renew_after_fork(engine)

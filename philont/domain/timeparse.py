@@ -25,6 +25,7 @@ from philont.domain.timepolicy import (
     offset_text,
     real_offset,
     validate_timezone,
+    without_offset,
     zone,
 )
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
@@ -48,6 +49,7 @@ def parse_time(
     tz: str = "UTC",
     end_of_day: bool = False,
     needs_clock: bool = False,
+    zone_field: str | None = "timezone",
 ) -> datetime | None:
     """``None``/blank -> None; epoch ms (int) -> UTC; ISO-8601 text -> the instant, in UTC.
 
@@ -61,17 +63,27 @@ def parse_time(
     in the supported range (:func:`philont.domain.timepolicy.instant`); times outside it, or
     at the ends of the calendar where a zone offset overflows, are ``InvalidInputError``.
 
+    ``zone_field`` is the caller's argument that names the zone (the tools' ``timezone``),
+    which a refusal tells to use for a time without an offset; None where the caller has no
+    such argument (the command line): the refusal then says such a time is read in ``tz``,
+    and suggests the offset itself (:func:`philont.domain.timepolicy.without_offset`).
+
     A refusal that suggests a text to write instead (:func:`philont.domain.timeforms.
     suggesting`) is checked here: each suggestion is read with the same arguments, and when
     one is refused too, the refusal says why (that refusal) instead of suggesting it.
     """
     try:
-        return _parse_time(value, field, tz, end_of_day, needs_clock)
+        return _parse_time(value, field, tz, end_of_day, needs_clock, zone_field)
     except InvalidInputError as exc:
         raise _checked(
             exc,
             lambda text, in_zone: parse_time(
-                text, field=field, tz=in_zone or tz, end_of_day=end_of_day, needs_clock=needs_clock
+                text,
+                field=field,
+                tz=in_zone or tz,
+                end_of_day=end_of_day,
+                needs_clock=needs_clock,
+                zone_field=zone_field,
             ),
         ) from exc
 
@@ -99,7 +111,12 @@ def _checked(exc: InvalidInputError, read: Callable[[str, str | None], object]) 
 
 
 def _parse_time(
-    value: str | int | float | None, field: str, tz: str, end_of_day: bool, needs_clock: bool
+    value: str | int | float | None,
+    field: str,
+    tz: str,
+    end_of_day: bool,
+    needs_clock: bool,
+    zone_field: str | None,
 ) -> datetime | None:
     where = zone(validate_timezone(tz))
     if value is None:
@@ -119,21 +136,26 @@ def _parse_time(
     if day is not None:
         if needs_clock:
             example = f"{day.isoformat()}T09:00"
+            where_said = (
+                f"in `{zone_field}` or with an offset"
+                if zone_field
+                else f"with an offset (without one it is read in {tz})"
+            )
             raise timeforms.suggesting(
                 field,
                 f"{text!r} is a date without a time of day",
-                f"; give the time too (e.g. {example}), in `timezone` or with an offset",
+                f"; give the time too (e.g. {example}), {where_said}",
                 example,
             )
         if end_of_day:
             return _day_end(day, where, field)
         parsed = datetime.combine(day, time(0))
     else:
-        parsed = _date_and_time(text, field)
+        parsed = _date_and_time(text, field, zone_field, tz)
     if parsed.tzinfo is None:
         return instant(parsed.replace(tzinfo=where), field)
     found = instant(parsed, field)  # a time outside the calendar says so first
-    real_offset(parsed, field)
+    real_offset(parsed, field, zone_field, tz)
     return found
 
 
@@ -166,9 +188,12 @@ the Monday of a week given without its day (``2026-W14T09:00``); text outside th
 refused instead."""
 
 
-def _date_and_time(text: str, field: str) -> datetime:
+def _date_and_time(
+    text: str, field: str, zone_field: str | None = "timezone", tz: str = "UTC"
+) -> datetime:
     """ISO-8601 text of a date and a time (:data:`_TIME_SHAPE`) as a datetime, naive when it
-    carries no offset; anything else is ``InvalidInputError`` naming ``field``."""
+    carries no offset; anything else is ``InvalidInputError`` naming ``field`` (and where a
+    time without an offset is placed: ``zone_field``, ``tz``, as :func:`parse_time`)."""
     shape = _TIME_SHAPE.fullmatch(text)
     if shape is not None and shape["second"] == "60":
         raise InvalidInputError.of(
@@ -177,7 +202,7 @@ def _date_and_time(text: str, field: str) -> datetime:
             "(as POSIX and JavaScript time do): give second 59 or the next minute",
         )
     if shape is not None and shape["offset"] is not None:
-        _check_offset(shape, text, field)
+        _check_offset(shape, text, field, zone_field, tz)
     try:
         if shape is None:
             raise ValueError("not of ISO-8601's shape")
@@ -186,7 +211,7 @@ def _date_and_time(text: str, field: str) -> datetime:
         why = "" if shape is None else _why(exc)
         raise (
             timeforms.refusal(text, field)
-            or _zone_in_text(text, field)
+            or _zone_in_text(text, field, zone_field, tz)
             or InvalidInputError.of(
                 field,
                 f"{text[:60]!r} is not an ISO-8601 time{why} (e.g. 2026-04-22T09:00:00+02:00)",
@@ -194,11 +219,14 @@ def _date_and_time(text: str, field: str) -> datetime:
         ) from exc
 
 
-def _zone_in_text(text: str, field: str) -> InvalidInputError | None:
+def _zone_in_text(
+    text: str, field: str, zone_field: str | None, tz: str
+) -> InvalidInputError | None:
     """The refusal of a time followed by a zone's name, in brackets as RFC 9557 writes it
     (``2026-06-01T09:00+02:00[Europe/Berlin]``) or after a space (``2026-06-01T09:00 CET``,
-    ``... UTC+2``): the zone is not read from the text; it says where to give it. None for
-    text of any other form."""
+    ``... UTC+2``): the zone is not read from the text; it says where to give it (in
+    ``zone_field``; where the caller has none, the time with that zone's offset then). None
+    for text of any other form."""
     if text.endswith("]") and "[" in text:
         time_text, zone_name = text[: text.index("[")], text[text.index("[") + 1 : -1]
         zone_name = zone_name.removeprefix("!")  # RFC 9557's "critical" flag
@@ -222,33 +250,54 @@ def _zone_in_text(text: str, field: str) -> InvalidInputError | None:
     shown = f"{text[:80]!r} names a zone in the text, which is not read"
     if read.tzinfo is not None:
         where = (
-            f", and {canonical!r} in `timezone` where its wall time is shown"
-            if canonical
-            else f"; {zone_name[:40]!r} is no IANA zone name"
+            f"; {zone_name[:40]!r} is no IANA zone name"
+            if not canonical
+            else ""
+            if zone_field is None
+            else f", and {canonical!r} in `{zone_field}` where its wall time is shown"
         )
         return timeforms.suggesting(
             field,
             shown,
             f": give {time_text} alone (its offset names the instant){where}",
             time_text,
-            zone=canonical,
+            zone=canonical if zone_field else None,
         )
-    if canonical:
+    if canonical and zone_field is not None:
         return timeforms.suggesting(
             field,
             shown,
-            f": give {time_text} alone and {canonical!r} in `timezone`",
+            f": give {time_text} alone and {canonical!r} in `{zone_field}`",
             time_text,
             zone=canonical,
         )
+    if canonical:  # no argument takes the zone: the offset it has at that wall time
+        try:
+            offset_there = read.replace(tzinfo=zone(canonical)).utcoffset()
+        except (OverflowError, ValueError):
+            offset_there = None
+        if offset_there is not None:
+            meant = f"{time_text}{offset_text(offset_there)}"
+            return timeforms.suggesting(
+                field,
+                shown,
+                f": give it with its UTC offset in {canonical!r}, {meant} (a time without an "
+                f"offset is read in {tz})",
+                meant,
+            )
     offset = _UTC_PLUS.fullmatch(zone_name)
     meant = "+02:00" if offset is None else f"{offset[1]}{int(offset[2]):02d}:{offset[3] or '00'}"
+    alone = (
+        f"; {zone_name[:40]!r} is no IANA zone name, and a time without an offset is read in {tz}"
+        if zone_field is None
+        else f", or the time alone and an IANA zone in `{zone_field}` (e.g. 'Europe/Berlin'; "
+        f"{zone_name[:40]!r} is none)"
+    )
     return timeforms.suggesting(
         field,
         shown,
         f": give its UTC offset in the time ({'e.g. ' if offset is None else ''}"
-        f"{time_text}{meant}), or the time alone and an IANA zone in `timezone` (e.g. "
-        f"'Europe/Berlin'; {zone_name[:40]!r} is none)",
+        f"{time_text}{meant}){alone}",
         f"{time_text}{meant}",
     )
 
@@ -276,7 +325,9 @@ def _zone_like(word: str) -> bool:
     return True
 
 
-def _check_offset(shape: re.Match[str], text: str, field: str) -> None:
+def _check_offset(
+    shape: re.Match[str], text: str, field: str, zone_field: str | None, tz: str
+) -> None:
     """Refuse the UTC offset of ``text`` (matched by :data:`_TIME_SHAPE`) when its minutes or
     seconds pass 59 (Python's reader carried them over: ``+05:75`` was +06:15) or its hours
     reach 24 (Python's refusal spoke of timedeltas)."""
@@ -285,11 +336,11 @@ def _check_offset(shape: re.Match[str], text: str, field: str) -> None:
         raise InvalidInputError.of(
             field,
             f"{text[:60]!r} has UTC offset {offset}, whose minutes and seconds must run from "
-            "00 to 59 (e.g. +05:45); check the offset, or give the time without one and name "
-            "its zone in `timezone`",
+            f"00 to 59 (e.g. +05:45); check the offset, or give the time without one "
+            f"{without_offset(zone_field, tz)}",
         )
     if int(shape["hours"]) >= 24:
-        raise no_place(field, offset)
+        raise no_place(field, offset, zone_field, tz)
 
 
 def _why(exc: ValueError) -> str:

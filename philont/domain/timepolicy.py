@@ -44,6 +44,7 @@ __all__ = [
     "stored_instant",
     "supported_utc",
     "validate_timezone",
+    "without_offset",
     "zone",
 ]
 
@@ -152,25 +153,40 @@ def _local_mean_times() -> frozenset[timedelta]:
     return frozenset(o for o in first if o is not None and not MIN_OFFSET <= o <= MAX_OFFSET)
 
 
-def real_offset(value: datetime, field: str) -> datetime:
+def real_offset(
+    value: datetime, field: str, zone_field: str | None = "timezone", tz: str = "UTC"
+) -> datetime:
     """``value`` when its UTC offset (naive: none) is one a place uses, ``MIN_OFFSET`` to
     ``MAX_OFFSET``, or the local mean time of a zone outside them (what :func:`shown_at
     <philont.domain.timeparse.shown_at>` prints for such a zone's old dates, so it reads
-    back); anything else is ``InvalidInputError`` naming ``field``."""
+    back); anything else is ``InvalidInputError`` naming ``field`` (and, as
+    :func:`without_offset`, where a time without an offset is placed)."""
     offset = value.utcoffset()
     if offset is None or MIN_OFFSET <= offset <= MAX_OFFSET or offset in _local_mean_times():
         return value
-    raise no_place(field, offset_text(offset))
+    raise no_place(field, offset_text(offset), zone_field, tz)
 
 
-def no_place(field: str, offset: str) -> InvalidInputError:
+def no_place(
+    field: str, offset: str, zone_field: str | None = "timezone", tz: str = "UTC"
+) -> InvalidInputError:
     """The refusal of ``field``, whose UTC offset (as text, ``+15:00``) no place uses."""
     return InvalidInputError.of(
         field,
         f"UTC offset {offset} is not one any place uses "
         "(they run from -12:00 to +14:00); check the offset, or give the time without one "
-        "and name its zone in `timezone`",
+        f"{without_offset(zone_field, tz)}",
     )
+
+
+def without_offset(zone_field: str | None, tz: str) -> str:
+    """How a refusal says where a time given without a UTC offset is placed: in the zone the
+    caller names in its argument ``zone_field`` (the tools' ``timezone``), or, where the
+    caller has no such argument (the command line: None), in ``tz``, the zone it is read in.
+    A refusal never names an argument its reader does not have."""
+    if zone_field is None:
+        return f"(it is then read in {tz})"
+    return f"and name its zone in `{zone_field}`"
 
 
 # --- instants --------------------------------------------------------------------------------

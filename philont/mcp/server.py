@@ -27,8 +27,13 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
 
 from philont import __version__, tools
+from philont.db.engine import is_postgres, resolve_url
+from philont.errors import DatabaseReadOnlyError
+from philont.log import get_logger
 from philont.mcp.transport import stdio_transport
 from philont.store import Store
+
+log = get_logger(__name__)
 
 SERVER_NAME = "philont"
 
@@ -81,8 +86,29 @@ async def serve_stdio(store: Store) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def run(db: str | Path | None = None, *, agent: str | None = None) -> None:
+def run(db: str | Path | None = None, *, agent: str | None = None, read_only: bool = False) -> None:
     """Open the database once (default: ``$MEMORY_DB_PATH``, then the default path) and
-    serve until stdin closes."""
-    with Store.open(db, agent=agent) as store:
+    serve until stdin closes.
+
+    ``read_only`` (SQLite): serve the file through a read-only Store (``Store.open(...,
+    read_only=True)``): nothing is created, upgraded or written, and a tool that writes
+    answers ``database_read_only`` as a tool error. A file this process may not write (a
+    read-only file or file system) is served so without it too, saying so on stderr (it
+    was refused before the server started: exit 1 before ``initialize``)."""
+    with _open(db, agent, read_only) as store:
         anyio.run(serve_stdio, store)
+
+
+def _open(db: str | Path | None, agent: str | None, read_only: bool) -> Store:
+    """The server's Store: read-only when asked, or when the file cannot be written."""
+    if not read_only:
+        try:
+            return Store.open(db, agent=agent)
+        except DatabaseReadOnlyError as exc:
+            if is_postgres(resolve_url(db)):
+                raise
+            reason = exc.message
+    store = Store.open(db, agent=agent, read_only=True)
+    if not read_only:
+        log.warning("mcp.serving_read_only", reason=reason, writes="database_read_only")
+    return store

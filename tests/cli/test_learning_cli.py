@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import typer
 from sqlalchemy import select
 from typer.testing import CliRunner
 
@@ -411,3 +412,50 @@ def test_a_count_past_the_largest_setting_is_a_usage_error(
     code, output = run(*args, option, str(number))
     assert code == 2, output
     assert output.startswith(f"error (usage): Invalid value for '{option}': "), output
+
+
+def test_lease_and_max_hold_reach_the_consolidators_schedule(
+    chatty: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--lease`` and ``--max-hold`` (seconds) are the schedule's ``lease`` and ``max_hold``;
+    left out, the schedule's own defaults. The command had neither option."""
+    from philont.cli import learning as cli_learning
+    from philont.learning import ConsolidatorConfig
+
+    seen: list[ConsolidatorConfig] = []
+
+    def worker(db: object, model: object, base_url: object, schedule: ConsolidatorConfig,
+               *rest: object, **kw: object) -> None:  # fmt: skip
+        seen.append(schedule)
+        raise typer.Exit(0)
+
+    monkeypatch.setattr(cli_learning, "_worker", worker)
+    model = script(tmp_path, extract="[]", reflect="[]", summarize="s")
+    base = ["consolidate", "--db", str(chatty), "--model", model, "--once"]
+    assert run(*base, "--lease", "2.5", "--max-hold", "90")[0] == 0
+    assert run(*base)[0] == 0
+    given, default = seen
+    assert (given.lease, given.max_hold) == (timedelta(seconds=2.5), timedelta(seconds=90))
+    assert (default.lease, default.max_hold) == (
+        ConsolidatorConfig().lease,
+        ConsolidatorConfig().max_hold,
+    )
+
+
+@pytest.mark.parametrize("option", ["--lease", "--max-hold"])
+@pytest.mark.parametrize("seconds", ["0.5", "0", "-1", "0.001", "1e300", "31622401"])
+def test_a_lease_or_hold_under_a_second_or_past_a_year_is_a_usage_error(
+    chatty: Path, tmp_path: Path, option: str, seconds: str
+) -> None:
+    """Refused as the schedule refuses it (``ConsolidatorConfig``: a millisecond's lease made
+    its renewals a busy loop of writes), before a batch is taken."""
+    model = script(tmp_path, extract="[]", reflect="[]", summarize="s")
+    args = ["consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog"]
+    code, output = run(*args, option, seconds)
+    assert code == 2, output
+    assert output.startswith(
+        f"error (usage): Invalid value for '{option}': must be a duration from 1 second to "
+        "366 days, got "
+    ), output
+    with Memory.open(chatty) as mem:
+        assert read_cursor(mem.session) is None  # no batch was taken

@@ -8,9 +8,11 @@ permission bits enforced, root included (:func:`tests.support.file_permissions_a
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,6 +130,21 @@ def test_a_read_only_store_reads_what_a_writable_one_does(
                 got = READS[read](mem)
     assert got == expected
     assert _files(path)["memory.sqlite"] == before
+
+
+def test_its_connections_serve_any_thread_and_close_from_any(
+    files: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Reads in worker threads, the Store closed in the main one (as the MCP server does):
+    the pool closes their connections with no error. They were bound to the thread that made
+    them: closing one logged ``Exception closing connection`` with a traceback."""
+    path, _ = files
+    with Store.open(path, read_only=True) as store, ThreadPoolExecutor(4) as pool:
+        cities = list(
+            pool.map(lambda _: store.run(lambda mem: mem.facts.get("user", "city")), range(8))
+        )
+    assert all(city is not None for city in cities)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 @pytest.mark.parametrize("write", WRITES, ids=str)

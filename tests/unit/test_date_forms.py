@@ -291,12 +291,19 @@ ZONE_WORDS = st.sampled_from(
 NOT_ZONES = st.sampled_from(["PST", "CEST", "BST", "UTC+2", "GMT-0530", "UT+5:45", "Mars/Olympus"])
 
 
-@given(
-    at=st.sampled_from(["2026-06-01T09:00", "2026-06-01 09:30:15", "20260601T0900"]),
-    offset=st.sampled_from(["", "Z", "+02:00", "-0330"]),
-    zone=ZONE_WORDS | NOT_ZONES,
-    bracket=st.sampled_from(["[", "[!", " "]),
-)
+ZONE_IN_TEXT = {
+    "at": st.sampled_from(
+        ["2026-06-01T09:00", "2026-06-01 09:30:15", "20260601T0900", "20261025T0230"]
+    ),  # the last, a repeated hour in Europe/Berlin and CET
+    "offset": st.sampled_from(["", "Z", "+02:00", "-0330"]),
+    "zone": ZONE_WORDS | NOT_ZONES,
+    "bracket": st.sampled_from(["[", "[!", " "]),
+}
+"""A time, an offset or none, then a zone's name or a word that is none, in brackets or after
+a space."""
+
+
+@given(**ZONE_IN_TEXT)
 def test_a_zone_named_in_the_text_is_refused_saying_where_to_give_it(
     at: str, offset: str, zone: str, bracket: str
 ) -> None:
@@ -329,6 +336,33 @@ def test_a_zone_named_in_the_text_is_refused_saying_where_to_give_it(
         suggested = re.search(r"offset in the time \((.+?)\)", message)
         assert suggested is not None, message
         assert parse_time(suggested[1], field="at") == meant, message
+
+
+@given(**ZONE_IN_TEXT)
+def test_without_a_zone_argument_a_zone_in_the_text_is_refused_with_its_offset(
+    at: str, offset: str, zone: str, bracket: str
+) -> None:
+    """A caller with no argument for the zone (``zone_field=None``: the command line) is never
+    told to give one: a zone's name without an offset is refused suggesting the time with the
+    offset that zone has then (read as the zone's wall time, in any ``tz``); with an offset,
+    the time alone."""
+    text = f"{at}{offset}{bracket}{zone}{']' if bracket != ' ' else ''}"
+    with pytest.raises(InvalidInputError) as refused:
+        parse_time(text, field="--since", tz="Asia/Tokyo", zone_field=None)
+    message = refused.value.message
+    assert "`" not in message, message
+    suggestions = refused.value.details.get("suggestion", ())
+    assert all(in_zone is None for _, in_zone in suggestions), suggestions
+    try:
+        canonical = timepolicy.validate_timezone(zone)
+    except InvalidInputError:
+        return
+    assert len(suggestions) == 1, message
+    read = parse_time(suggestions[0][0], field="--since", tz="Asia/Tokyo", zone_field=None)
+    meant = datetime.fromisoformat(at + offset.replace("Z", "+00:00"))
+    if meant.tzinfo is None:
+        meant = meant.replace(tzinfo=timepolicy.zone(canonical))  # a repeated hour: the first
+    assert read == meant.astimezone(UTC), message  # as UTC: a repeated hour compares unequal
 
 
 @pytest.mark.parametrize(
@@ -474,6 +508,37 @@ def test_what_a_refusal_says_to_write_is_read(
                     raise AssertionError(
                         f"{message}\n-> {found[1]!r} in {in_zone}: {refused}"
                     ) from None
+
+
+@given(
+    text=refusable()
+    | st.sampled_from(["2026-06-01T09:00+05:75", "2026-06-01T09:00+24:00", "2026-06-01"]),
+    tz=st.sampled_from(["UTC", "Europe/Berlin"]),
+    zone_field=st.sampled_from([None, "timezone", "tz"]),
+    needs_clock=st.booleans(),
+)
+def test_a_refusal_names_no_argument_but_the_callers_zone_argument(
+    text: str, tz: str, zone_field: str | None, needs_clock: bool
+) -> None:
+    """Where a refusal says to name a zone, it names the argument the caller says it has
+    (``zone_field``), and none where it has none; what it suggests is read by the same call."""
+    try:
+        parse_time(text, field="at", tz=tz, needs_clock=needs_clock, zone_field=zone_field)
+    except InvalidInputError as exc:
+        refused = exc
+    else:
+        return
+    named = set(re.findall(r"`([^`]*)`", refused.message))
+    assert named <= ({zone_field} if zone_field else set()), refused.message
+    for suggested, in_zone in refused.details.get("suggestion", ()):
+        assert in_zone is None or zone_field is not None, refused.message
+        parse_time(
+            suggested,
+            field="at",
+            tz=in_zone or tz,
+            needs_clock=needs_clock,
+            zone_field=zone_field,
+        )
 
 
 @pytest.mark.parametrize(
