@@ -272,12 +272,14 @@ def facts_history(
     namespace: NamespaceArgument, key: KeyArgument, db: DbOption = None, as_json: JsonOption = False
 ) -> None:
     """Every version of a fact, current first, with its decay score."""
-    rows = read_memory(
-        db,
-        lambda mem: [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)],
-    )
-    if not rows:
-        raise FactNotFoundError(namespace, key, active=False)
+
+    def work(mem: Memory) -> list[dict[str, Any]]:
+        rows = [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)]
+        if not rows:  # raised in the unit of work: it knows the database
+            raise FactNotFoundError(namespace, key, active=False)
+        return rows
+
+    rows = read_memory(db, work)
     if as_json:
         emit(rows)
         return

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from philont.domain.shown import short
+
 __all__ = ["bad_text", "lone_surrogate", "problem"]
 
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -33,18 +35,10 @@ def bad_text(text: str) -> str | None:
     return None
 
 
-def _shown(part: object) -> str:
-    """A short repr, also of an object whose repr fails."""
-    try:
-        return repr(part)[:80]
-    except Exception:
-        return f"<{type(part).__name__}>"
-
-
 def _member(path: str, key: object) -> str:
     if isinstance(key, str) and _NAME.fullmatch(key):
         return f"{path}.{key}"
-    return f"{path}[{_shown(key)}]"
+    return f"{path}[{short(key)}]"
 
 
 def _parts(value: Any, path: str) -> Iterator[tuple[Any, str, bool]]:
@@ -110,10 +104,10 @@ def problem(value: Any, name: str = "value") -> str | None:
         if (found := _text_problem(part, where, name)) is not None:
             return found
         if is_key and not isinstance(part, _KEYS):
-            return f"not JSON: {where} is a {type(part).__name__} ({_shown(part)}), keys are text"
+            return f"not JSON: {where} is a {type(part).__name__} ({short(part)}), keys are text"
         if isinstance(part, float) and not math.isfinite(part):
             return f"not JSON: {where} is {part!r} (NaN and infinities are not JSON numbers)"
         if not isinstance(part, (*_SCALARS, dict, list, tuple)):
             kind = type(part).__name__
-            return f"not JSON: {where} is a {kind} ({_shown(part)}), not a JSON value"
+            return f"not JSON: {where} is a {kind} ({short(part)}), not a JSON value"
     return None
