@@ -1,13 +1,16 @@
 """How a message shows a value it refuses or reports: a few levels and characters of it, built
 without writing the whole value first (``repr(value)[:80]`` of 50 MB of bytes first builds a
-200 MB string). One rule for every message (:func:`short`)."""
+200 MB string). One rule for every message (:func:`short`), and one for naming a place in an
+argument (:func:`place`)."""
 
 from __future__ import annotations
 
+import re
 import reprlib
+from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["short"]
+__all__ = ["place", "short"]
 
 
 class _ShortRepr(reprlib.Repr):
@@ -49,3 +52,22 @@ def short(value: object) -> str:
     per part (``'aaaa...aaaa'``, ``[1, 2, 3, ...]``), never raising (an object whose repr
     fails is shown by its type)."""
     return _SHORT.repr(value)
+
+
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def place(root: str, path: Iterable[object] = ()) -> str:
+    """A place in an argument as every message names it, as Python and JSON paths read:
+    ``root`` (the argument's name; "" for none) then ``.key`` for a key that is a name,
+    ``[i]`` for an index, ``[<short repr>]`` for any other key (``tags[0]``,
+    ``value.a['x y'][2]``)."""
+    where = root
+    for step in path:
+        if isinstance(step, int) and not isinstance(step, bool):
+            where += f"[{step}]"
+        elif isinstance(step, str) and _NAME.fullmatch(step):
+            where += f".{step}" if where else step
+        else:
+            where += f"[{short(step)}]"
+    return where

@@ -34,7 +34,7 @@ from pydantic_core import SchemaValidator
 from philont.db.stored_values import too_deep
 from philont.domain import json_values
 from philont.domain.kinds import AccessTarget, FactKind, Role
-from philont.domain.shown import short
+from philont.domain.shown import place, short
 from philont.domain.timepolicy import supported_utc
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
 
@@ -581,14 +581,16 @@ def describe(exc: ValidationError, *, prefix: str = "", most: int = 5) -> str:
     the argument's name (``prefix``) and the path inside it."""
     parts = []
     for err in exc.errors()[:most]:
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("function-after", "constrained")]
-        where = ".".join([prefix, *loc] if prefix else loc) or "arguments"
+        loc = [p for p in err.get("loc", ()) if p not in ("function-after", "constrained")]
+        where = place(prefix, loc) or "arguments"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         shown = short(err.get("input"))  # what was refused, cut short
         if err.get("type") != "missing" and "got " not in msg and shown not in msg:
             msg = f"{msg} (got {shown})"
-        # A rule that raised its own typed error already named the argument: once is enough.
-        parts.append(f"{where}: {msg.removeprefix(f'{where}: ')}")
+        # A rule that raised its own typed error already named the argument (or a place in
+        # it, as json_values does): once is enough.
+        named = msg.startswith(where) and msg[len(where) : len(where) + 1] in (":", ".", "[")
+        parts.append(msg if named else f"{where}: {msg}")
     return "; ".join(parts)
 
 
