@@ -339,7 +339,9 @@ def _check_stored(name: str, value: object, *, limit_may_be_none: bool) -> None:
     problem = _lone_surrogate(value)
     if problem is not None:  # inside a container: say where (only now: the walk costs more)
         where = None if isinstance(value, str) else json_values.lone_surrogate(value, name)
-        raise InvalidInputError.of(name, where or problem)
+        if where is not None:  # "<name and place>: <why>"
+            raise InvalidInputError(where, argument=name)
+        raise InvalidInputError.of(name, problem)
 
 
 def _unheld_key(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, ClassVar
+
+from philont.domain.shown import short
 
 
 class PhilontError(Exception):
@@ -314,7 +317,7 @@ class InvalidTimeRangeError(InvalidInputError):
 
 def _shown(value: object) -> str:
     iso = getattr(value, "isoformat", None)
-    return str(iso()) if callable(iso) else repr(value)
+    return str(iso()) if callable(iso) else short(value)
 
 
 class TimeOutOfRangeError(InvalidInputError):
@@ -343,9 +346,11 @@ class NotFoundError(PhilontError):
 
     A key asked for that holds U+FFFD (in ``details``) may have been read, in an earlier call,
     from a key SQLite stored as bytes that are not UTF-8 (another program wrote them): philont
-    reads those with U+FFFD in place of the bad bytes, so what was read finds no row. Every
-    such report says so (:func:`_undecoded_hint`; also ``details["hint"]``), whoever raises it
-    (a service, a tool, the command line), and how to reach the row; its type and code stay."""
+    reads those with U+FFFD in place of the bad bytes, so what was read finds no row. Such a
+    report raised in a unit of work on SQLite (:data:`in_sqlite_unit`; or :meth:`from_sqlite`)
+    says so and how to reach the row (also ``details["hint"]``), whoever raised it (a
+    service, a tool, the command line); its type and code stay. On PostgreSQL U+FFFD is a
+    character like any other: no hint."""
 
     code = "not_found"
     table: ClassVar[str | None] = None
@@ -355,32 +360,46 @@ class NotFoundError(PhilontError):
     was not, as a skill's recipe)."""
 
     def __init__(self, message: str, **details: Any) -> None:
-        hint = _undecoded_hint(self, details)
-        if hint is not None:
-            message = f"{message}. {hint}"
-            details["hint"] = hint
         super().__init__(message, **details)
+        if in_sqlite_unit.get():
+            self.from_sqlite()
+
+    def from_sqlite(self) -> None:
+        """Add the hint about keys read from bytes that are not UTF-8 (once), when a key this
+        error names holds U+FFFD: the error comes from an SQLite database."""
+        hint = None if "hint" in self.details else _undecoded_hint(self)
+        if hint is not None:
+            self.message = f"{self.message}. {hint}"
+            self.args = (self.message,)
+            self.details["hint"] = hint
 
 
-_KEY_COLUMNS = {"fact_id": "id", "session_id": "id", "event_id": "id"}
+in_sqlite_unit: ContextVar[bool] = ContextVar("philont_in_sqlite_unit", default=False)
+"""Whether the code running is in a unit of work on an SQLite database (set by
+:class:`philont.memory.Memory`): a :class:`NotFoundError` raised there adds its hint."""
+
+_KEY_COLUMNS = {"fact_id": "id", "session_id": "id"}
 """The column a detail of a not-found error names, where it is not the detail's name."""
 
 
-def _undecoded_hint(error: NotFoundError, details: dict[str, Any]) -> str | None:
-    """What a not-found error adds when a key it names holds U+FFFD, or None."""
+def _undecoded_hint(error: NotFoundError) -> str | None:
+    """What a not-found error from SQLite adds when a key it names holds U+FFFD, or None."""
     if not error.keyed:
         return None
-    for name, value in details.items():
+    for name, value in error.details.items():
         if isinstance(value, str) and "\ufffd" in value:
             column = _KEY_COLUMNS.get(name, name)
-            table = error.table or "its table"
+            reach = (
+                f": SELECT rowid, hex(CAST({column} AS BLOB)) FROM {error.table}"
+                if error.table is not None
+                else ""
+            )
             return (
                 f"The {name} holds U+FFFD, which is what philont reads in place of bytes that "
                 "are not UTF-8 in text another program stored in an SQLite database: a row "
                 f"whose stored {column} is such text is not found, changed or removed by what "
                 "it was read as (its bytes cannot be sent back as text). Reach it with sqlite3 "
-                f"by its rowid: SELECT rowid, hex(CAST({column} AS BLOB)) FROM {table} "
-                "(docs/stored-values.md)"
+                f"by its rowid{reach} (docs/stored-values.md)"
             )
     return None
 

@@ -28,7 +28,7 @@ from philont.clock import Clock
 from philont.db.backend import Backend, Raw
 from philont.db.engine import Target
 from philont.db.retry import translate
-from philont.errors import ConflictError, PhilontError, UnitOfWorkError
+from philont.errors import ConflictError, PhilontError, UnitOfWorkError, in_sqlite_unit
 from philont.schemas.inputs import BusyTimeoutMs, now_from
 
 if TYPE_CHECKING:
@@ -107,6 +107,7 @@ class Memory:
         self._session: Session | None = None
         self._agent: int | None = None
         self._state = _State.NEW
+        self._outer_in_sqlite = False
 
     def clock(self) -> datetime:
         """Now, by the clock this unit of work was given, as a stored value: aware UTC at
@@ -172,6 +173,10 @@ class Memory:
             raise
         self._session = session
         self._state = _State.ACTIVE
+        # A not-found error raised in here adds what a key read from bytes that are not UTF-8
+        # means (NotFoundError), on SQLite only: elsewhere U+FFFD is a character like any other.
+        self._outer_in_sqlite = in_sqlite_unit.get()
+        in_sqlite_unit.set(self.store.backend.name == "sqlite")
         return self
 
     def __exit__(
@@ -184,6 +189,7 @@ class Memory:
         self._state = _State.ENDED
         if session is None:
             return
+        in_sqlite_unit.set(self._outer_in_sqlite)
         try:
             if self._bind is not None:
                 self.store.backend.leave(session)

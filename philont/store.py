@@ -159,7 +159,7 @@ class Store:
             engine = create_engine(url, busy_timeout_ms=busy_timeout_ms)
         else:
             engine = sqlite_engine(url, busy_timeout_ms=busy_timeout_ms)
-        log.debug("store.opened", url=url.render_as_string(), backend=engine.dialect.name)
+        log.debug("store.opened", url=database_name(url), backend=engine.dialect.name)
         store = cls(engine, agent=agent, clock=clock, owns_engine=True, embedder=embedder)
         return store._checked_embedder()
 
@@ -174,7 +174,7 @@ class Store:
     ) -> Store:
         check_read_only(url)
         engine = sqlite_read_only_engine(url, busy_timeout_ms=busy_timeout_ms)
-        log.debug("store.opened", url=url.render_as_string(), backend="sqlite", read_only=True)
+        log.debug("store.opened", url=database_name(url), backend="sqlite", read_only=True)
         store = cls(
             engine, agent=agent, clock=clock, owns_engine=True, embedder=embedder, read_only=True
         )
@@ -419,7 +419,7 @@ def ensure_schema(url: URL, *, upgrade: bool, writable: bool = True) -> None:
             return
         if not upgrade:
             migrate.check(url)  # raises SchemaOutOfDateError naming the command to run
-            raise SchemaOutOfDateError(f"{url.render_as_string()} is not at head")
+            raise SchemaOutOfDateError(f"{database_name(url)} is not at head")
         migrate.upgrade(url)
 
 
@@ -436,7 +436,7 @@ def ensure_schema_on(conn: Connection, *, upgrade: bool) -> None:
             return
         if not upgrade:
             migrate.check(conn)  # raises SchemaOutOfDateError naming the command to run
-            raise SchemaOutOfDateError(f"{conn.engine.url.render_as_string()} is not at head")
+            raise SchemaOutOfDateError(f"{database_name(conn.engine.url)} is not at head")
         migrate.upgrade(conn)
 
 

@@ -110,9 +110,12 @@ def remove(
     as_json: JsonOption = False,
 ) -> None:
     """Remove one event (a whole series), whether or not its stored values can be read."""
-    removed = _calendar(db, lambda calendar: calendar.delete(event_id), write=True)
-    if not removed:
-        raise CalendarEventNotFoundError(event_id)
+
+    def drop(calendar: CalendarService) -> None:
+        if not calendar.delete(event_id):  # raised in the unit of work: it knows the database
+            raise CalendarEventNotFoundError(event_id)
+
+    _calendar(db, drop, write=True)
     if as_json:
         emit({"removed": event_id})
     else:

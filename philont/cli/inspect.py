@@ -130,6 +130,7 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
 def _pg_stats(url: URL) -> tuple[str, int, dict[str, int], dict[str, str]]:
     """Where, bytes (of philont's tables, every agent's), the agent's rows per layer and (no)
     FTS health on PostgreSQL; its GIN search indexes are kept by PostgreSQL itself."""
+    from philont.db.engine import database_name
 
     def work(mem: Memory) -> tuple[dict[str, int], int, str | None]:
         raw = mem.raw()
@@ -147,8 +148,7 @@ def _pg_stats(url: URL) -> tuple[str, int, dict[str, int], dict[str, str]]:
 
     with open_store(url) as store:
         rows, size, agent = store.run(work, write=False)
-    where = url.set(query={}).render_as_string(hide_password=True)
-    return f"{where} (agent {agent})", size, rows, {}
+    return f"{database_name(url)} (agent {agent})", size, rows, {}
 
 
 READ_ONLY_FTS = "unchecked: the database is read-only"
@@ -272,12 +272,14 @@ def facts_history(
     namespace: NamespaceArgument, key: KeyArgument, db: DbOption = None, as_json: JsonOption = False
 ) -> None:
     """Every version of a fact, current first, with its decay score."""
-    rows = read_memory(
-        db,
-        lambda mem: [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)],
-    )
-    if not rows:
-        raise FactNotFoundError(namespace, key, active=False)
+
+    def work(mem: Memory) -> list[dict[str, Any]]:
+        rows = [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)]
+        if not rows:  # raised in the unit of work: it knows the database
+            raise FactNotFoundError(namespace, key, active=False)
+        return rows
+
+    rows = read_memory(db, work)
     if as_json:
         emit(rows)
         return

@@ -92,8 +92,8 @@ def dumps_compact(value: Any, name: str = "value") -> str:
         text = _COMPACT.encode(value)
         text.encode("utf-8")  # lone surrogates cannot be stored
     except (TypeError, ValueError, RecursionError) as exc:
-        found = json_values.problem(value, name)
-        raise InvalidInputError(found or f"{name} is not JSON-serialisable: {exc}") from exc
+        found = json_values.problem(value, name)  # "<where in name>: <why>"
+        raise InvalidInputError(found or f"{name}: not JSON ({exc})", argument=name) from exc
     return text
 
 

@@ -9,13 +9,13 @@ position 7``: position 7 of the encoded text); these name the argument and the p
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from philont.domain.shown import place, short
+
 __all__ = ["bad_text", "lone_surrogate", "problem"]
 
-_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SCALARS: Final = (int, str, float, bool, type(None))
 _KEYS: Final = _SCALARS
 """What the JSON encoder takes as a key (non-text keys are written as text)."""
@@ -33,87 +33,74 @@ def bad_text(text: str) -> str | None:
     return None
 
 
-def _shown(part: object) -> str:
-    """A short repr, also of an object whose repr fails."""
-    try:
-        return repr(part)[:80]
-    except Exception:
-        return f"<{type(part).__name__}>"
-
-
-def _member(path: str, key: object) -> str:
-    if isinstance(key, str) and _NAME.fullmatch(key):
-        return f"{path}.{key}"
-    return f"{path}[{_shown(key)}]"
-
-
-def _parts(value: Any, path: str) -> Iterator[tuple[Any, str, bool]]:
-    """``(part, path, is_key)`` for the direct parts of a container, in document order."""
+def _parts(value: Any, path: str) -> Iterator[tuple[Any, str, str]]:
+    """``(part, path, role)`` for the direct parts of a container, in document order: a key
+    and an item of a set are named by their container's path and their role."""
     if isinstance(value, Mapping):
         for key, item in value.items():
-            yield key, f"a key of {path}", True
-            yield item, _member(path, key), False
+            yield key, path, "a key"
+            yield item, place(path, (key,)), ""
     elif isinstance(value, set | frozenset):
         for item in value:
-            yield item, f"an item of {path}", False
+            yield item, path, "an item"
     else:
         for i, item in enumerate(value):
-            yield item, f"{path}[{i}]", False
+            yield item, place(path, (i,)), ""
 
 
-def _walk(value: Any, name: str) -> Iterator[tuple[Any, str, bool]]:
+def _walk(value: Any, name: str) -> Iterator[tuple[Any, str, str]]:
     """Every part of ``value`` (containers: mappings, lists, tuples, sets) with its path, in
     document order, iteratively (any depth); a container inside itself comes as ``_CYCLE``."""
-    stack: list[tuple[Any, str, bool]] = [(value, name, False)]
+    stack: list[tuple[Any, str, str]] = [(value, name, "")]
     around: set[int] = set()  # the containers around the part looked at
     leaving: list[tuple[int, int]] = []  # (stack height, id): left once the stack is back there
     while stack:
         while leaving and len(stack) <= leaving[-1][0]:
             around.discard(leaving.pop()[1])
-        part, where, is_key = stack.pop()
+        part, where, role = stack.pop()
         if isinstance(part, _CONTAINERS) and not isinstance(part, str):
             if id(part) in around:
-                yield _CYCLE, where, is_key
+                yield _CYCLE, where, role
                 continue
             around.add(id(part))
             leaving.append((len(stack), id(part)))
             stack.extend(reversed(list(_parts(part, where))))
-        yield part, where, is_key
+        yield part, where, role
 
 
-def _text_problem(part: Any, where: str, name: str) -> str | None:
+def _text_problem(part: Any, where: str, role: str) -> str | None:
     bad = bad_text(part) if isinstance(part, str) else None
     if bad is None:
         return None
-    return (
-        f"not valid Unicode text ({bad})"
-        if where == name
-        else (f"not valid Unicode text in {where} ({bad})")
-    )
+    return f"{where}: not valid Unicode text{f' in {role}' if role else ''} ({bad})"
 
 
 def lone_surrogate(value: Any, name: str) -> str | None:
     """Where text in ``value`` (the argument ``name``; text, or text in mappings, lists,
-    tuples and sets at any depth) is not valid Unicode, or None."""
-    for part, where, _ in _walk(value, name):
-        if (found := _text_problem(part, where, name)) is not None:
+    tuples and sets at any depth) is not valid Unicode, or None: ``"<where>: <why>"``, where
+    names the argument and the place in it (:func:`philont.domain.shown.place`)."""
+    for part, where, role in _walk(value, name):
+        if (found := _text_problem(part, where, role)) is not None:
             return found
     return None
 
 
 def problem(value: Any, name: str = "value") -> str | None:
-    """Why ``value`` (the argument ``name``) cannot be stored as JSON, naming where; None when
-    nothing in it is at fault (a nesting too deep for the encoder)."""
-    for part, where, is_key in _walk(value, name):
+    """Why ``value`` (the argument ``name``) cannot be stored as JSON, ``"<where>: <why>"``
+    (``value.a[0]: not JSON: a set ({1}), not a JSON value``); None when nothing in it is at
+    fault (a nesting too deep for the encoder)."""
+    for part, where, role in _walk(value, name):
         if part is _CYCLE:
-            return f"not JSON: {where} contains itself"
-        if (found := _text_problem(part, where, name)) is not None:
+            return f"{where}: not JSON: it contains itself"
+        if (found := _text_problem(part, where, role)) is not None:
             return found
-        if is_key and not isinstance(part, _KEYS):
-            return f"not JSON: {where} is a {type(part).__name__} ({_shown(part)}), keys are text"
+        if role == "a key" and not isinstance(part, _KEYS):
+            kind = type(part).__name__
+            return f"{where}: not JSON: a key is a {kind} ({short(part)}), keys are text"
         if isinstance(part, float) and not math.isfinite(part):
-            return f"not JSON: {where} is {part!r} (NaN and infinities are not JSON numbers)"
+            return f"{where}: not JSON: {part!r} (NaN and infinities are not JSON numbers)"
         if not isinstance(part, (*_SCALARS, dict, list, tuple)):
             kind = type(part).__name__
-            return f"not JSON: {where} is a {kind} ({_shown(part)}), not a JSON value"
+            what = f"{role} is a {kind}" if role else f"a {kind}"
+            return f"{where}: not JSON: {what} ({short(part)}), not a JSON value"
     return None

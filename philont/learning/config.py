@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Final
 
+from philont.domain.shown import short
 from philont.domain.similarity import DUPLICATE_THRESHOLD
 from philont.domain.skill_rules import DEFAULT_MAX_DRAFTS
 from philont.domain.timeparse import zone
@@ -50,7 +51,7 @@ def _check(config: object, rules: tuple[Rule, ...]) -> None:
 def _shown(value: object) -> str:
     if isinstance(value, timedelta):
         return f"{value.total_seconds():g} seconds"
-    return repr(value)[:80]
+    return short(value)
 
 
 def _at_least(low: int) -> Callable[[Any], bool]:

@@ -60,6 +60,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from philont.db.stored_values import MAX_JSON_DEPTH
+from philont.domain.shown import place
 from philont.log import get_logger
 from philont.mcp.depth import MAX_MESSAGE_DEPTH, nesting, shallow
 from philont.mcp.lines import MAX_LINE_BYTES, Oversized, fd_of, head_fields
@@ -177,8 +178,8 @@ def _children(value: Any) -> Iterable[tuple[Any, Any]]:
 
 
 def _named(path: tuple[str | int, ...]) -> str:
-    """A place in a value, as :func:`philont.schemas.inputs.describe` names it (``a.b[0]``)."""
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    """A place in a value, as every message names it (:func:`philont.domain.shown.place`)."""
+    return place("", path)
 
 
 def _unwritable_key(value: Any, path: tuple[str | int, ...]) -> str | None:

@@ -29,6 +29,7 @@ from philont import settings
 from philont.arguments import checked
 from philont.db.engine import (
     check_file,
+    database_name,
     is_postgres,
     require_file,
     resolve_url,
@@ -129,7 +130,7 @@ def upgrade(
         url = resolve_url(target)
         require_file(url, "an upgrade")  # it would upgrade a database gone with its connection
         cfg = alembic_config(url)
-    report = UpgradeReport(url=url.render_as_string(), from_revision=None, to_revision=None)
+    report = UpgradeReport(url=database_name(url), from_revision=None, to_revision=None)
     cfg.attributes["philont_report"] = report
     cfg.attributes["philont_on_step"] = on_step
     cfg.attributes[BACKUP_KEY] = backup

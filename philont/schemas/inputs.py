@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import reprlib
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final, Literal, TypeVar
@@ -35,6 +34,7 @@ from pydantic_core import SchemaValidator
 from philont.db.stored_values import too_deep
 from philont.domain import json_values
 from philont.domain.kinds import AccessTarget, FactKind, Role
+from philont.domain.shown import place, short
 from philont.domain.timepolicy import supported_utc
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
 
@@ -581,30 +581,17 @@ def describe(exc: ValidationError, *, prefix: str = "", most: int = 5) -> str:
     the argument's name (``prefix``) and the path inside it."""
     parts = []
     for err in exc.errors()[:most]:
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("function-after", "constrained")]
-        where = ".".join([prefix, *loc] if prefix else loc) or "arguments"
+        loc = [p for p in err.get("loc", ()) if p not in ("function-after", "constrained")]
+        where = place(prefix, loc) or "arguments"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        shown = _SHORT.repr(err.get("input"))  # what was refused, cut short
+        shown = short(err.get("input"))  # what was refused, cut short
         if err.get("type") != "missing" and "got " not in msg and shown not in msg:
             msg = f"{msg} (got {shown})"
-        # A rule that raised its own typed error already named the argument: once is enough.
-        parts.append(f"{where}: {msg.removeprefix(f'{where}: ')}")
+        # A rule that raised its own typed error already named the argument (or a place in
+        # it, as json_values does): once is enough.
+        named = msg.startswith(where) and msg[len(where) : len(where) + 1] in (":", ".", "[")
+        parts.append(msg if named else f"{where}: {msg}")
     return "; ".join(parts)
-
-
-class _ShortRepr(reprlib.Repr):
-    def repr_int(self, x: int, level: int) -> str:
-        try:
-            return super().repr_int(x, level)
-        except ValueError:  # more digits than Python will write (sys.get_int_max_str_digits)
-            digits = int(abs(x).bit_length() * 0.30102999566398120) + 1
-            return f"<an integer of about {digits} digits>"
-
-
-_SHORT = _ShortRepr()
-"""How :func:`describe` shows a refused value: a few levels and characters of it (an integer
-too long for Python to write is shown by its size, never raised on)."""
-_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 2, 40, 40, 40
 
 
 def check(kind: Any, value: object, name: str) -> Any:

@@ -43,10 +43,8 @@ def compose_payload(action: ActionType, message: object, payload: object) -> dic
     if payload is None:
         data: dict[str, Any] = {}
     elif isinstance(payload, Mapping):
-        try:
-            data = json.loads(dumps_compact(dict(payload), "payload"))  # validates and copies
-        except InvalidInputError as exc:
-            raise InvalidInputError.of("payload", exc.message) from None
+        # validates (a refusal names where in payload) and copies
+        data = json.loads(dumps_compact(dict(payload), "payload"))
     else:
         raise InvalidInputError.of("payload", f"must be a JSON object (a dict), got {payload!r}")
     if message is not None:

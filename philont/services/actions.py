@@ -64,10 +64,7 @@ def object_json(value: object) -> ObjectJson:
         raise InvalidInputError(
             f"params: must be a dict with string keys, got {value!r}", argument="params"
         )
-    try:
-        text = dumps_compact(value, "params")
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"params: {exc.message}", argument="params") from None
+    text = dumps_compact(value, "params")  # a refusal names where in params
     if (problem := too_deep(value, text)) is not None:  # a read would give it back as text
         raise InvalidInputError(f"params: {problem}", argument="params")
     return ObjectJson(text)

@@ -8,7 +8,7 @@ from typing import TextIO
 from sqlalchemy import Table
 
 from philont import migrate
-from philont.db.engine import is_postgres, resolve_url
+from philont.db.engine import database_name, is_postgres, resolve_url
 from philont.errors import InvalidInputError
 from philont.log import get_logger
 from philont.transfer.export import export
@@ -28,7 +28,6 @@ from philont.transfer.format import (
     Outcome,
     Progress,
     export_tables,
-    shown_url,
     sqlite_file,
 )
 from philont.transfer.gate import check_row
@@ -137,7 +136,7 @@ def import_(
                 load_sqlite(url, reopen, known, mode, totals, report, progress)
     log.info(
         "transfer.imported",
-        db=shown_url(url) if postgres else str(path),
+        db=database_name(url),
         mode=mode,
         **report.totals(),
         warnings=report.warnings_total,

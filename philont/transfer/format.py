@@ -336,9 +336,5 @@ def autoincrement_tables() -> list[Table]:
     return [t for t in export_tables() if t.dialect_options["sqlite"].get("autoincrement")]
 
 
-def shown_url(url: URL) -> str:
-    return url.render_as_string(hide_password=True)
-
-
 def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)

@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError
 
 from philont import migrate, settings
 from philont.db import agents as registry
-from philont.db.engine import create_engine
+from philont.db.engine import create_engine, database_name
 from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, counter_tables
 from philont.errors import (
     AgentNotFoundError,
@@ -59,7 +59,6 @@ from philont.transfer.format import (
     ident,
     report_empty,
     reported,
-    shown_url,
 )
 from philont.transfer.merge import (
     CurrentFacts,
@@ -178,7 +177,7 @@ def export_agent(
                 for table in tables:
                     _export_rows(driver, fh, table, mine, counts[table.name], progress)
                 fh.write(_dumps({"end": True, "rows": counts}) + "\n")
-    log.info("transfer.exported", db=shown_url(url), agent=name, rows=sum(counts.values()))
+    log.info("transfer.exported", db=database_name(url), agent=name, rows=sum(counts.values()))
     return ExportReport(
         rows=counts, schema_revision=status.head, path=out if isinstance(out, Path) else None
     )
@@ -391,7 +390,7 @@ def export_schema(
                     if counts[table.name]:
                         _export_rows(driver, fh, table, "", counts[table.name], progress)
                 fh.write(_dumps({"end": True, "rows": counts}) + "\n")
-    log.info("transfer.exported_schema", db=shown_url(url), schema=schema)
+    log.info("transfer.exported_schema", db=database_name(url), schema=schema)
     return ExportReport(
         rows=counts, schema_revision=revision, path=out if isinstance(out, Path) else None
     )

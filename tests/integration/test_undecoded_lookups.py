@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import URL
 from typer.testing import CliRunner
 
-from philont import Memory, tools
+from philont import Memory, Store, tools
 from philont.cli import app
 from philont.errors import (
     NoteNotFoundError,
@@ -51,16 +52,25 @@ def _stored(path: Path, table: str) -> list[tuple[object, ...]]:
         return conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid').fetchall()
 
 
-@given(st.text(max_size=20), st.booleans())
-def test_a_not_found_key_holding_u_fffd_says_how_such_a_key_is_read(
-    key: str, replaced: bool
+@given(st.text(max_size=20), st.booleans(), st.sampled_from([NotFoundError, NoteNotFoundError]))
+def test_a_not_found_key_holding_u_fffd_says_how_such_a_key_is_read_on_sqlite(
+    key: str, replaced: bool, kind: type[NotFoundError]
 ) -> None:
+    """Only as an error from SQLite (the unit of work it leaves says so); with no table to
+    name, no SQL with a hole in it ("FROM its table")."""
     if replaced:
         key += "\ufffd"
-    error = NotFoundError(f"no thing {key!r}", id=key)
-    assert ("U+FFFD" in error.message) is ("\ufffd" in key)
+    error = kind(f"no thing {key!r}", id=key)
+    assert "U+FFFD" not in error.message and "hint" not in error.details  # PostgreSQL's
+    error.from_sqlite()
+    error.from_sqlite()  # once
+    assert error.message.count("U+FFFD") == ("\ufffd" in key)
     assert ("hint" in error.details) is ("\ufffd" in key)
-    assert error.message.startswith(f"no thing {key!r}") and error.code == "not_found"
+    assert error.message.startswith(f"no thing {key!r}") and error.code == kind.code
+    assert str(error) == error.message
+    if "\ufffd" in key:
+        assert ("SELECT rowid" in error.message) is (kind.table is not None)
+        assert "its table" not in error.message
 
 
 def test_calendar_remove_of_an_id_read_with_u_fffd_says_the_stored_id_is_not_utf8(
@@ -125,6 +135,19 @@ def test_a_key_holding_u_fffd_is_a_key_like_any_other(tool_target: Path | URL) -
         with pytest.raises(SessionNotFoundError) as missing:
             mem.timeline.end_session("other-\ufffd")
         assert missing.value.code == "session_not_found"
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_key_holding_u_fffd_not_found_says_nothing_of_bytes(
+    pg_agent: Callable[[], URL],
+) -> None:
+    """No text there is read from bytes that are not UTF-8: the SQLite hint would mislead."""
+    with Store.open(pg_agent()) as store:
+        with pytest.raises(SessionNotFoundError) as missing, store.begin() as mem:
+            mem.timeline.end_session("other-\ufffd")
+        assert "hint" not in missing.value.details and "U+FFFD" not in missing.value.message
+        result = tools.call("use_skill", {"name": "tea-\ufffd"}, db=store)
+    assert result.error_code == "skill_not_found" and "U+FFFD" not in result.text
 
 
 def test_a_recipe_missing_from_a_skill_found_gives_no_such_hint() -> None:

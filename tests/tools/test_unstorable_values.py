@@ -62,7 +62,7 @@ def _faults(draw: st.DrawFn) -> tuple[Any, str, bool]:
         return text, f"(a lone surrogate at position {position})", True
     if kind == "nan":
         return draw(st.sampled_from([float("nan"), float("inf")])), "NaN and infinities", False
-    return {1, 2}, "is a set", False
+    return {1, 2}, "a set ({1, 2}), not a JSON value", False
 
 
 @st.composite
@@ -80,14 +80,13 @@ def unstorable(draw: st.DrawFn, name: str) -> tuple[Any, str, str]:
             )
             value = {**siblings, step: value}
     path = name
-    for step in steps:
+    for step in steps:  # as Python and JSON paths read
         path += (
             f"[{step}]"
             if isinstance(step, int)
             else (f".{step}" if step.isidentifier() else f"[{step!r}]")
         )
-    where = f"a key of {path}" if is_key else path
-    return value, where, reason
+    return value, path, f"a key {reason}" if is_key else reason
 
 
 @pytest.fixture
@@ -97,8 +96,11 @@ def store(tool_target: DbTarget) -> Any:
 
 
 def _says(message: str | None, name: str, where: str, reason: str) -> None:
-    assert message is not None and message.startswith(f"{name}: "), message
-    assert f" {where} " in message and reason in message, (message, where)
+    """Named once, by the place in the argument (the argument's name first), then why."""
+    assert message is not None and message.startswith(f"{where}: "), (message, where)
+    why = message.removeprefix(f"{where}: ")
+    assert not any(f"{name}{c}" in why for c in ":.["), message
+    assert reason.removeprefix("a key ") in why and ("a key" in why) is reason.startswith("a key")
     assert "codec" not in message and "JSON-serialisable" not in message, message
 
 
