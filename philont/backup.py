@@ -657,6 +657,18 @@ def _locked_copy(tmp: Path, path: Path) -> filewrite.LockedTemp:
         return filewrite.LockedTemp(tmp, FILE_MODE)
 
 
+def _settle(path: Path) -> None:
+    """What follows the rename of a restore's copy over ``path``, however the restore ends
+    (an interrupt included): the file made 0600 (narrower under a strict umask) and the
+    rename made durable. A failure of either is logged: the restore stands."""
+    try:
+        os.chmod(path, FILE_MODE)
+    except OSError as exc:
+        log.warning("backup.restored_mode_not_set", path=str(path), error=str(exc))
+    with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands
+        _fsync(path.parent, directory=True)
+
+
 RESTORE_COPY = ".restore-"
 """Marks a restore's copy of a backup beside the database (``.<db>.restore-<id>.tmp``,
 :func:`philont.filewrite.temp_beside`)."""
@@ -705,7 +717,7 @@ def restore(
     tmp = filewrite.temp_beside(path, RESTORE_COPY)  # and a killed restore's copy goes
     release_shared(path)  # this process's own idle Stores of the file, reopened on use
     safety: Path | None = None
-    replaced = last_step = corrupt = False
+    replaced = corrupt = copy_stays = False
     try:
         with (
             _held(path) as live,
@@ -726,12 +738,12 @@ def restore(
             with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done
                 if live is not None:  # the live file changes only now: its -wal folded in
                     _leave_wal_mode(live, path)  # and removed
-                last_step = True  # a damaged file's -wal goes: its byte copy must stay
+                copy_stays = corrupt  # a damaged file's -wal goes: its byte copy must stay
                 _put_in_place(tmp, path, safety if corrupt else None)
                 replaced = True
     except BaseException as exc:
         if not replaced:
-            if safety is not None and not (last_step and corrupt):  # no restore: no copy
+            if safety is not None and not copy_stays:  # no restore: no copy
                 filewrite.remove_with_companions(safety)
             _remove_empty(made)  # nor the directories it made for them (emptied)
             raise
@@ -739,14 +751,11 @@ def restore(
         # file held; what failed after (closing the copy's descriptor, the old connection) is
         # told, not a failed restore
         if not isinstance(exc, Exception):
-            raise  # interrupted (it is done; the safety copy stays)
+            raise  # interrupted (it is done; the safety copy stays; settled all the same)
         log.warning("backup.restore_cleanup_failed", path=str(path), error=str(exc))
-    try:  # made 0600 (narrower under a strict umask): the restore stands either way
-        os.chmod(path, FILE_MODE)
-    except OSError as exc:
-        log.warning("backup.restored_mode_not_set", path=str(path), error=str(exc))
-    with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands
-        _fsync(path.parent, directory=True)
+    finally:
+        if replaced:
+            _settle(path)
     log.info(
         "backup.restored",
         path=str(path),

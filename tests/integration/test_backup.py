@@ -1436,11 +1436,24 @@ def test_a_failure_after_the_copy_is_in_place_keeps_the_safety_copy(
     """Once the copy is renamed over the database, the safety copy is the only copy of what
     the file held: a failure after it (the copy's descriptor closing with EIO, Ctrl-C outside
     the command line's watch) removed it. Now it stays; an error of that clean-up is logged and
-    the restore reported done, an interrupt still raised."""
+    the restore reported done, an interrupt still raised. Either way the file in place is made
+    0600 and its rename durable: an interrupt skipped both, and under a strict umask (the copy
+    made 0400) the restored database stayed 0400."""
+    import philont.backup as backup_module
+
     taken = backup(populated, at=AT)
     _add_message(populated, "written after the backup")
     before = _message_ids(populated)
     real = filewrite.LockedTemp.close
+    real_fsync = backup_module._fsync
+    synced: list[Path] = []
+
+    def fsync(path: Path, *, directory: bool = False) -> None:
+        real_fsync(path, directory=directory)
+        if directory:
+            synced.append(path)
+
+    monkeypatch.setattr(backup_module, "_fsync", fsync)
 
     def close(self: filewrite.LockedTemp) -> None:
         renamed = self.fd >= 0 and RESTORE_COPY in self.path.name and not self.path.exists()
@@ -1449,15 +1462,23 @@ def test_a_failure_after_the_copy_is_in_place_keeps_the_safety_copy(
             raise failure
 
     monkeypatch.setattr(filewrite.LockedTemp, "close", close)
-    if isinstance(failure, KeyboardInterrupt):
-        with pytest.raises(KeyboardInterrupt):
-            restore(taken, populated)
-        safety = list(philont_settings.backup_dir_for(populated).glob("*-pre-restore.sqlite"))
-        assert len(safety) == 1
-    else:
-        report = restore(taken, populated)
-        assert report.safety_backup is not None
-        safety = [report.safety_backup]
+    strict = 0o277 if os.geteuid() == 0 else 0o077  # 0400: a copy only root can write
+    umask = os.umask(strict)
+    try:
+        if isinstance(failure, KeyboardInterrupt):
+            with pytest.raises(KeyboardInterrupt):
+                restore(taken, populated)
+            found = philont_settings.backup_dir_for(populated).glob("*-pre-restore.sqlite")
+            safety = list(found)
+            assert len(safety) == 1
+        else:
+            report = restore(taken, populated)
+            assert report.safety_backup is not None
+            safety = [report.safety_backup]
+    finally:
+        os.umask(umask)
+    assert _mode(populated) == 0o600
+    assert synced == [populated.parent]
     assert _message_ids(safety[0]) == before
     assert _message_ids(populated) == before[:-1]
     _assert_sound(populated)
