@@ -45,6 +45,7 @@ from philont.errors import (
     StorageError,
     UnknownSchemaVersionError,
 )
+from philont.filewrite import COMPANIONS
 from philont.migrate.env import PRE_UPGRADE_LABEL
 from philont.store import Store
 from tests.support import (
@@ -280,14 +281,21 @@ def test_restoring_onto_a_missing_file_takes_no_safety_backup(
 
 
 def test_restore_over_a_corrupt_live_file_quarantines_it(populated: Path) -> None:
+    """The byte copy keeps what SQLite kept beside the damaged file, which the restore then
+    removes: its -wal, and a -journal too (that one was removed, never copied)."""
     taken = backup(populated, at=AT)
-    populated.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))
+    populated.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8192)
+    beside = {suffix: f"what the damaged file's {suffix} held".encode() for suffix in COMPANIONS}
+    for suffix, held in beside.items():
+        Path(f"{populated}{suffix}").write_bytes(held)
 
     report = restore(taken, populated)
 
     assert report.previous_was_corrupt
     assert report.safety_backup is not None
     assert report.safety_backup.name.startswith("memory.sqlite.corrupt-")
+    for suffix, held in beside.items():
+        assert Path(f"{report.safety_backup}{suffix}").read_bytes() == held
     _assert_sound(populated)
 
 
@@ -307,9 +315,11 @@ def test_restore_refuses_a_corrupt_backup_and_leaves_the_live_file_alone(
     before = _sha(populated)
     listing = sorted(populated.parent.iterdir())
 
-    with pytest.raises(BackupVerificationError):
+    with pytest.raises(BackupVerificationError) as caught:
         restore(bad, populated)
 
+    assert caught.value.path == bad  # not the hidden copy beside the database, gone by now
+    assert str(bad) in str(caught.value)
     assert _sha(populated) == before
     assert sorted(populated.parent.iterdir()) == listing
 
@@ -1427,6 +1437,78 @@ def test_a_file_that_fails_to_be_read_is_refused_by_name_for_a_backup_and_a_rest
     for caught in (refused, unread, unverified):
         assert "cannot read it (Input/output error)" in str(caught.value)
     assert taken.exists()
+
+
+def test_a_restore_that_fails_to_read_its_copy_never_names_the_hidden_copy(
+    populated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy a restore verifies is a hidden file beside the database, removed by the time
+    the refusal is read: a damaged backup's copy, whose header was then read with ``open``,
+    failing there (an I/O error), was refused as that file. The copy is read through SQLite
+    alone: the refusal names the backup; the database is left as it was."""
+    import errno
+    import pathlib
+
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4096)
+    real_open = pathlib.Path.open
+
+    def failing(self: Path, *args: object, **kwargs: object) -> object:
+        if RESTORE_COPY in self.name:
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(self))
+        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+
+    on_disk = _on_disk(populated)
+    monkeypatch.setattr(pathlib.Path, "open", failing)
+    with pytest.raises(PhilontError) as caught:
+        restore(damaged, populated)
+    assert isinstance(caught.value, BackupVerificationError)
+    assert caught.value.path == damaged
+    assert RESTORE_COPY not in str(caught.value)
+    assert _on_disk(populated) == on_disk
+
+
+@pytest.mark.parametrize("when", ["looked at", "copied"])
+def test_a_restore_that_cannot_stat_the_backups_wal_names_the_wal(
+    populated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """The -wal beside a backup is read with it: a failure to stat it (an I/O error; gone
+    between being found and being copied) named the backup itself, or the database. It is
+    the refusal of the -wal, and the database is left as it was."""
+    import errno
+    import pathlib
+
+    import philont.backup as backup_module
+
+    other = tmp_path / "elsewhere" / "memory.sqlite"
+    other.parent.mkdir()
+    other.write_bytes(populated.read_bytes())
+    subprocess.run([sys.executable, "-c", GROW_IN_THE_WAL, str(other)], check=True)
+    wal = Path(f"{other}-wal")
+    if when == "looked at":
+        real_stat = pathlib.Path.stat
+
+        def stat(self: Path, **kwargs: bool) -> os.stat_result:
+            if self == wal:
+                raise OSError(errno.EIO, os.strerror(errno.EIO), str(self))
+            return real_stat(self, **kwargs)
+
+        monkeypatch.setattr(pathlib.Path, "stat", stat)
+    else:
+        real_with_wal = backup_module._with_wal
+
+        def then_gone(source: Path, tmp: Path) -> list[tuple[Path, Path]]:
+            copies = real_with_wal(source, tmp)
+            wal.unlink()  # checkpointed away by a writer of the backup, say
+            return copies
+
+        monkeypatch.setattr(backup_module, "_with_wal", then_gone)
+    on_disk = _on_disk(populated)
+    with pytest.raises(FilePathError) as caught:
+        restore(other, populated)
+    assert caught.value.path == str(wal)
+    assert "cannot read it" in caught.value.reason
+    assert _on_disk(populated) == on_disk
 
 
 @pytest.mark.parametrize("failure", [OSError(5, "Input/output error"), KeyboardInterrupt()])
