@@ -413,7 +413,8 @@ def _kept_open(path: Path) -> bool:
     instead: it can read a WAL file other connections have open, not one locked by a lock
     that ends by itself (nor, there, one in ``locking_mode`` EXCLUSIVE: waited for)."""
     wal = Path(f"{path}-wal").exists()
-    told = kept_open_by_locks(file_locks(path), file_locks(Path(f"{path}-shm")), wal=wal)
+    db, shm = file_locks(path, Path(f"{path}-shm"))
+    told = kept_open_by_locks(db, shm, wal=wal)
     if told is not None:
         return told
     try:
@@ -444,7 +445,10 @@ def kept_open_by_locks(db: FileLocks, shm: FileLocks, *, wal: bool) -> bool | No
         return None
     last = _SHARED_FIRST + _SHARED_SIZE - 1
     exclusive = any(
-        kind == "WRITE" and start <= _SHARED_FIRST and last <= end for kind, start, end in db.held
+        lock.access == "WRITE"
+        and lock.start <= _SHARED_FIRST
+        and (lock.end is None or last <= lock.end)
+        for lock in db.held
     )
     kept = not exclusive if shm.held else exclusive and wal
     if kept or (db.whole and shm.whole):

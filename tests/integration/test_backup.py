@@ -1330,6 +1330,34 @@ def test_restore_refuses_at_once_where_the_lock_table_names_the_file_by_its_moun
     assert isinstance(outcome, DatabaseBusyError)
 
 
+def test_a_file_and_its_shm_are_judged_from_one_reading_of_the_lock_table(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the lock a restore cannot take is kept by open connections is told from the
+    locks on the database and on its -shm together: each was read from its own reading of
+    /proc/locks (and of the mounts), a moment apart, the pair judged from two snapshots.
+    One reading serves both."""
+    import pathlib
+
+    import philont.backup as backup_module
+
+    real_read_text = pathlib.Path.read_text
+    read: list[str] = []
+
+    def counted(self: Path, *args: object, **kwargs: object) -> str:
+        read.append(str(self))
+        return real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    release = _other_process(populated)  # a WAL reader kept open: it locks the -shm too
+    try:
+        monkeypatch.setattr(pathlib.Path, "read_text", counted)
+        assert backup_module._kept_open(populated)
+    finally:
+        release()
+    assert read.count("/proc/locks") == 1
+    assert read.count("/proc/self/mountinfo") == 1
+
+
 RESTORE_IN_A_CONTAINER = """
 import sys
 from pathlib import Path
@@ -1338,7 +1366,7 @@ from philont.backup import restore
 from philont.errors import DatabaseBusyError
 settings.BUSY_TIMEOUT_MS = 300
 path = Path(sys.argv[2])
-seen = locktable.file_locks(path)
+(seen,) = locktable.file_locks(path)
 print("sees every process:", locktable.sees_every_process(), "locks seen:", seen.held)
 try:
     restore(Path(sys.argv[1]), path)
