@@ -678,6 +678,15 @@ def _locked_copy(tmp: Path, path: Path) -> filewrite.LockedTemp:
         return filewrite.LockedTemp(tmp, FILE_MODE)
 
 
+def _in_place(copy: os.stat_result | None, path: Path) -> bool:
+    """Whether the file ``copy`` (a restore's copy, None before it may be renamed) is the
+    file ``path`` now: the restore is done."""
+    try:
+        return copy is not None and os.path.samestat(copy, os.stat(path))
+    except OSError:
+        return False
+
+
 def _settle(path: Path) -> None:
     """What follows the rename of a restore's copy over ``path``, however the restore ends
     (an interrupt included): the file made 0600 (narrower under a strict umask) and the
@@ -712,8 +721,9 @@ def restore(
     is kept: an online backup
     ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy ``<db>.corrupt-<TAG>`` when
     not; stale ``-wal``/``-shm`` files go, and ``os.replace`` puts the copy in place with
-    mode 0600. Once the copy is in place the restore stands and its safety copy stays,
-    whatever fails after (an error closing what it held is logged, an interrupt raised).
+    mode 0600. Once the copy is in place the restore stands, its safety copy stays and the
+    file is made 0600 and its rename durable, whatever fails after (an error closing what it
+    held is logged, an interrupt raised, even one that came as the rename returned).
     ``progress(step, done, total)`` reports as it goes (:data:`Progress`).
     """
     step = progress or _no_progress
@@ -738,7 +748,8 @@ def restore(
     tmp = filewrite.temp_beside(path, RESTORE_COPY)  # and a killed restore's copy goes
     release_shared(path)  # this process's own idle Stores of the file, reopened on use
     safety: Path | None = None
-    replaced = corrupt = copy_stays = False
+    corrupt = False
+    copy: os.stat_result | None = None  # the copy's file, once the last step begins
     try:
         with (
             _held(path) as live,
@@ -761,12 +772,11 @@ def restore(
             with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done
                 if live is not None:  # the live file changes only now: its -wal folded in
                     _leave_wal_mode(live, path)  # and removed
-                copy_stays = corrupt  # a damaged file's -wal goes: its byte copy must stay
+                copy = os.stat(tmp)  # a damaged file's -wal goes now: its byte copy stays
                 _put_in_place(tmp, path, safety if corrupt else None)
-                replaced = True
     except BaseException as exc:
-        if not replaced:
-            if safety is not None and not copy_stays:  # no restore: no copy
+        if not _in_place(copy, path):  # told by the file: an interrupt may follow the rename
+            if safety is not None and not (corrupt and copy is not None):  # no restore: no copy
                 filewrite.remove_with_companions(safety)
             _remove_empty(made)  # nor the directories it made for them (emptied)
             raise
@@ -777,7 +787,7 @@ def restore(
             raise  # interrupted (it is done; the safety copy stays; settled all the same)
         log.warning("backup.restore_cleanup_failed", path=str(path), error=str(exc))
     finally:
-        if replaced:
+        if _in_place(copy, path):
             _settle(path)
     log.info(
         "backup.restored",

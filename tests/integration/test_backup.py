@@ -718,6 +718,46 @@ def test_ctrl_c_once_the_file_is_in_place_is_too_late_to_undo_the_restore(
     assert _message_ids(populated) == before[:-1]
 
 
+@pytest.mark.parametrize("damaged", [False, True])
+def test_ctrl_c_right_after_the_rename_keeps_the_safety_copy_outside_the_command_line(
+    populated: Path, monkeypatch: pytest.MonkeyPatch, damaged: bool
+) -> None:
+    """Used as a library (no watch holds SIGINT), a KeyboardInterrupt that came as the rename
+    returned, before the restore had noted it, was taken for one before it: the safety copy,
+    the only copy of what the file held, was removed, and the file not made 0600. Whether
+    the copy is in place is told by the file: the safety copy stays, the file is settled."""
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    before = _message_ids(populated)
+    if damaged:
+        populated.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8192)
+    old_bytes = populated.read_bytes()
+
+    def interrupted_after_the_rename(src: object, dst: object) -> None:
+        os.rename(src, dst)  # type: ignore[arg-type]
+        if Path(str(dst)) == populated:
+            raise KeyboardInterrupt
+
+    import philont.backup as backup_module
+
+    monkeypatch.setattr(backup_module.os, "replace", interrupted_after_the_rename)
+    strict = 0o277 if os.geteuid() == 0 else 0o077  # 0400: a copy only root can write
+    umask = os.umask(strict)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            restore(taken, populated)
+    finally:
+        os.umask(umask)
+    if damaged:
+        kept = list(populated.parent.glob("*.corrupt-*"))
+        assert len(kept) == 1 and kept[0].read_bytes() == old_bytes
+    else:
+        kept = list(philont_settings.backup_dir_for(populated).glob("*-pre-restore.sqlite"))
+        assert len(kept) == 1 and _message_ids(kept[0]) == before
+    assert _message_ids(populated) == before[:-1]
+    assert _mode(populated) == 0o600
+
+
 def _steps(events: list[tuple[str, int, int]]) -> list[str]:
     """The steps in the order they began; each reported in order and ended (done == total)."""
     order: list[str] = []
