@@ -199,9 +199,18 @@ def verify(path: Path, *, schema: bool = True, progress: Progress | None = None)
     ``SchemaError`` when its schema is none this release can adopt (unknown or newer versions,
     unrecognised shapes, no memory tables at all).
     """
-    with filewrite.writes_named(path, FilePathError, _READING):  # an I/O error
+    with filewrite.refusing(path, FilePathError, _READING):  # an I/O error
         if file_kind(path) == "other":
             raise NotADatabaseError(str(path))
+    return _checked(path, path, schema=schema, progress=progress)
+
+
+def _checked(
+    path: Path, named: Path, *, schema: bool = True, progress: Progress | None = None
+) -> Verification:
+    """:func:`verify`'s checks of the SQLite file ``path``, whose refusals name ``named``: a
+    restore checks its copy of the backup ``named`` (a hidden file beside the database, gone
+    by the time the refusal is read) and names the backup."""
     step = progress or _no_progress
     try:
         with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
@@ -209,7 +218,7 @@ def verify(path: Path, *, schema: bool = True, progress: Progress | None = None)
             step(VERIFYING, 0, 1 + len(fts))
             rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
             if rows != ["ok"]:
-                raise BackupVerificationError(path, "integrity_check: " + "; ".join(rows[:5]))
+                raise BackupVerificationError(named, "integrity_check: " + "; ".join(rows[:5]))
             step(VERIFYING, 1, 1 + len(fts))
             conn.execute("BEGIN")
             try:
@@ -219,7 +228,7 @@ def verify(path: Path, *, schema: bool = True, progress: Progress | None = None)
                             f'INSERT INTO "{name}"("{name}", rank) VALUES (\'integrity-check\', 1)'
                         )
                     except sqlite3.DatabaseError as exc:
-                        raise BackupVerificationError(path, f"{name}: {exc}") from exc
+                        raise BackupVerificationError(named, f"{name}: {exc}") from exc
                     step(VERIFYING, done, 1 + len(fts))
             finally:
                 conn.execute("ROLLBACK")
@@ -235,10 +244,12 @@ def verify(path: Path, *, schema: bool = True, progress: Progress | None = None)
                 plan = plan_from(conn)
                 revision = plan.revision or plan.stamp
                 if revision is None:
-                    raise UnrecognizedSchemaError(f"{str(path)!r} holds no memory database")
+                    raise UnrecognizedSchemaError(f"{str(named)!r} holds no memory database")
     except sqlite3.DatabaseError as exc:
-        raise BackupVerificationError(path, str(exc)) from exc
-    return Verification(path=path, revision=revision, schema_version=version, fts_tables=tuple(fts))
+        raise BackupVerificationError(named, str(exc)) from exc
+    return Verification(
+        path=named, revision=revision, schema_version=version, fts_tables=tuple(fts)
+    )
 
 
 def is_rotating(path: Path) -> bool:
@@ -285,7 +296,7 @@ def backup(
         raise DatabasePathError(str(path), "it is a directory")
     if not path.is_file():
         raise DatabasePathError(str(path), missing_reason(path))
-    with filewrite.writes_named(path, DatabasePathError, _READING):  # gone, an I/O error
+    with filewrite.refusing(path, DatabasePathError, _READING):  # gone, an I/O error
         if path.stat().st_size == 0:
             raise DatabasePathError(str(path), "the file is empty; there is nothing to back up")
         if file_kind(path) == "other":
@@ -402,7 +413,8 @@ def _kept_open(path: Path) -> bool:
     instead: it can read a WAL file other connections have open, not one locked by a lock
     that ends by itself (nor, there, one in ``locking_mode`` EXCLUSIVE: waited for)."""
     wal = Path(f"{path}-wal").exists()
-    told = kept_open_by_locks(file_locks(path), file_locks(Path(f"{path}-shm")), wal=wal)
+    db, shm = file_locks(path, Path(f"{path}-shm"))
+    told = kept_open_by_locks(db, shm, wal=wal)
     if told is not None:
         return told
     try:
@@ -433,7 +445,10 @@ def kept_open_by_locks(db: FileLocks, shm: FileLocks, *, wal: bool) -> bool | No
         return None
     last = _SHARED_FIRST + _SHARED_SIZE - 1
     exclusive = any(
-        kind == "WRITE" and start <= _SHARED_FIRST and last <= end for kind, start, end in db.held
+        lock.access == "WRITE"
+        and lock.start <= _SHARED_FIRST
+        and (lock.end is None or last <= lock.end)
+        for lock in db.held
     )
     kept = not exclusive if shm.held else exclusive and wal
     if kept or (db.whole and shm.whole):
@@ -499,7 +514,8 @@ def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | 
 
 
 def _quarantine_copy(path: Path) -> Path:
-    """Byte copies of a damaged live file (and its WAL) as ``<db>.corrupt-<TAG>``, Philont's
+    """Byte copies of a damaged live file (and what SQLite kept beside it: its ``-wal``, a
+    hot ``-journal``, which the restore then removes) as ``<db>.corrupt-<TAG>``, Philont's
     quarantine name; not ``memory-*.sqlite``, so no recovery ever picks them."""
     stem = f"{path}.corrupt-{_tag(datetime.now(UTC))}"
     target = Path(stem)
@@ -508,8 +524,8 @@ def _quarantine_copy(path: Path) -> Path:
         n += 1
         target = Path(f"{stem}-{n}")
     try:
-        with filewrite.writes_named(path, DatabasePathError, _QUARANTINING, LEFT_AS_IT_WAS):
-            for suffix in ("", "-wal", "-shm"):
+        with filewrite.refusing(path, DatabasePathError, _QUARANTINING, LEFT_AS_IT_WAS):
+            for suffix in ("", *filewrite.COMPANIONS):
                 src = Path(f"{path}{suffix}")
                 if src.exists():
                     dst = Path(f"{target}{suffix}")
@@ -538,7 +554,7 @@ def _backup_source(source: Path) -> Path:
     if not filewrite.may(source, os.R_OK):
         raise FilePathError(str(source), "it cannot be read (permission denied)")
     try:
-        with filewrite.writes_named(source, FilePathError, _READING):  # an I/O error
+        with filewrite.refusing(source, FilePathError, _READING):  # an I/O error
             kind = file_kind(source)
     except DatabasePathError as exc:  # SQLite cannot open it: a backup, not the database
         raise FilePathError(str(source), exc.reason) from exc
@@ -567,18 +583,17 @@ def _copy_beside(copies: list[tuple[Path, Path]], path: Path, progress: Progress
     (DatabasePathError), never the backup being read (:mod:`philont.filewrite`). Bytes copied
     go to ``progress``, one step for all. The first file, the copy itself, is made already
     (:func:`_locked_copy`)."""
-    with filewrite.writes_named(copies[0][0], FilePathError, _READING):
-        total = sum(source.stat().st_size for source, _ in copies)
+    total = sum(_size(source) for source, _ in copies)
     done = 0
     progress(COPYING, done, total)
     for n, (source, target) in enumerate(copies):
-        with filewrite.writes_named(path, DatabasePathError, _COPYING):
+        with filewrite.refusing(path, DatabasePathError, _COPYING):
             new = os.O_CREAT | os.O_EXCL if n else 0
             fd = os.open(target, new | os.O_WRONLY, FILE_MODE)
         with (
             filewrite.NamedWrites(fd, path, DatabasePathError, _COPYING) as raw,
             io.BufferedWriter(raw) as dst,
-            filewrite.writes_named(source, FilePathError, _READING),
+            filewrite.refusing(source, FilePathError, _READING),
             open(source, "rb") as src,
         ):
             while chunk := src.read(COPY_CHUNK):
@@ -594,9 +609,15 @@ def _with_wal(source: Path, tmp: Path) -> list[tuple[Path, Path]]:
     (a copy of a database in WAL mode taken with its ``-wal``: without it, what the ``-wal``
     holds would be silently missing)."""
     wal = Path(f"{source}-wal")
-    if wal.is_file() and wal.stat().st_size > 0:
-        return [(source, tmp), (wal, Path(f"{tmp}-wal"))]
-    return [(source, tmp)]
+    with filewrite.refusing(wal, FilePathError, _READING):
+        held = wal.is_file() and wal.stat().st_size > 0
+    return [(source, tmp), (wal, Path(f"{tmp}-wal"))] if held else [(source, tmp)]
+
+
+def _size(source: Path) -> int:
+    """The size of a backup file a restore reads; a failure is the refusal of that file."""
+    with filewrite.refusing(source, FilePathError, _READING):
+        return source.stat().st_size
 
 
 def _fold_wal(tmp: Path, path: Path) -> None:
@@ -634,27 +655,48 @@ def _put_in_place(tmp: Path, path: Path, quarantined: Path | None) -> None:
     then rename the verified copy ``tmp`` over ``path``. An ``OSError`` here (a directory
     where the ``-wal`` was, a folder made read-only, an I/O error) is the refusal of ``path``
     saying what the files are left as: the old file stays, and so does the byte copy of a
-    damaged one (its ``-wal`` may be gone from beside it by then)."""
+    damaged one (its ``-wal`` and ``-journal`` may be gone from beside it by then)."""
     if quarantined is None:
         state = "the backup was not put in place; the database file holds all it held"
     else:
         state = (
             "the backup was not put in place; the damaged database file stays, and its byte "
-            f"copy (with its -wal) is kept: {str(quarantined)!r}"
+            f"copy (with its -wal, its -journal) is kept: {str(quarantined)!r}"
         )
-    for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+    for stale in (Path(f"{path}{suffix}") for suffix in filewrite.COMPANIONS):
         doing = f"cannot remove {stale.name!r}"
-        with filewrite.writes_named(path, DatabasePathError, doing, state):
+        with filewrite.refusing(path, DatabasePathError, doing, state):
             stale.unlink(missing_ok=True)
-    with filewrite.writes_named(path, DatabasePathError, "cannot rename the copy over it", state):
+    with filewrite.refusing(path, DatabasePathError, "cannot rename the copy over it", state):
         os.replace(tmp, path)
 
 
 def _locked_copy(tmp: Path, path: Path) -> filewrite.LockedTemp:
     """Make the file ``tmp`` a restore copies the backup into, held until it is renamed or
     removed (:class:`philont.filewrite.LockedTemp`); refusing ``path`` when it cannot be."""
-    with filewrite.writes_named(path, DatabasePathError, _COPYING):
+    with filewrite.refusing(path, DatabasePathError, _COPYING):
         return filewrite.LockedTemp(tmp, FILE_MODE)
+
+
+def _in_place(copy: os.stat_result | None, path: Path) -> bool:
+    """Whether the file ``copy`` (a restore's copy, None before it may be renamed) is the
+    file ``path`` now: the restore is done."""
+    try:
+        return copy is not None and os.path.samestat(copy, os.stat(path))
+    except OSError:
+        return False
+
+
+def _settle(path: Path) -> None:
+    """What follows the rename of a restore's copy over ``path``, however the restore ends
+    (an interrupt included): the file made 0600 (narrower under a strict umask) and the
+    rename made durable. A failure of either is logged: the restore stands."""
+    try:
+        os.chmod(path, FILE_MODE)
+    except OSError as exc:
+        log.warning("backup.restored_mode_not_set", path=str(path), error=str(exc))
+    with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands
+        _fsync(path.parent, directory=True)
 
 
 RESTORE_COPY = ".restore-"
@@ -679,8 +721,9 @@ def restore(
     is kept: an online backup
     ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy ``<db>.corrupt-<TAG>`` when
     not; stale ``-wal``/``-shm`` files go, and ``os.replace`` puts the copy in place with
-    mode 0600. Once the copy is in place the restore stands and its safety copy stays,
-    whatever fails after (an error closing what it held is logged, an interrupt raised).
+    mode 0600. Once the copy is in place the restore stands, its safety copy stays and the
+    file is made 0600 and its rename durable, whatever fails after (an error closing what it
+    held is logged, an interrupt raised, even one that came as the rename returned).
     ``progress(step, done, total)`` reports as it goes (:data:`Progress`).
     """
     step = progress or _no_progress
@@ -705,20 +748,23 @@ def restore(
     tmp = filewrite.temp_beside(path, RESTORE_COPY)  # and a killed restore's copy goes
     release_shared(path)  # this process's own idle Stores of the file, reopened on use
     safety: Path | None = None
-    replaced = last_step = corrupt = False
+    corrupt = False
+    copy: os.stat_result | None = None  # the copy's file, once the last step begins
     try:
         with (
             _held(path) as live,
             _locked_copy(tmp, path),  # removed unless renamed
-            filewrite.writes_named(path, DatabasePathError, "cannot restore it", LEFT_AS_IT_WAS),
+            filewrite.refusing(path, DatabasePathError, "cannot restore it", LEFT_AS_IT_WAS),
         ):
             copies = _with_wal(source, tmp)
             _copy_beside(copies, path, step)
-            checked = verify(tmp, progress=step)  # a copied -wal is read as part of it
+            # its kind is the backup's (_backup_source): read through SQLite alone, never with
+            # open(), what fails in the copy is said of the backup, not of the hidden copy
+            checked = _checked(tmp, source, progress=step)  # a copied -wal is read with it
             if len(copies) > 1:
-                with filewrite.writes_named(path, DatabasePathError, _COPYING):
+                with filewrite.refusing(path, DatabasePathError, _COPYING):
                     _fold_wal(tmp, path)
-            with filewrite.writes_named(path, DatabasePathError, _COPYING):
+            with filewrite.refusing(path, DatabasePathError, _COPYING):
                 _fsync(tmp)
             step(KEEPING, 0, 1)
             safety, corrupt = _keep_previous(path, live)
@@ -726,12 +772,11 @@ def restore(
             with point_of_no_return():  # Ctrl-C from here on: too late, the restore is done
                 if live is not None:  # the live file changes only now: its -wal folded in
                     _leave_wal_mode(live, path)  # and removed
-                last_step = True  # a damaged file's -wal goes: its byte copy must stay
+                copy = os.stat(tmp)  # a damaged file's -wal goes now: its byte copy stays
                 _put_in_place(tmp, path, safety if corrupt else None)
-                replaced = True
     except BaseException as exc:
-        if not replaced:
-            if safety is not None and not (last_step and corrupt):  # no restore: no copy
+        if not _in_place(copy, path):  # told by the file: an interrupt may follow the rename
+            if safety is not None and not (corrupt and copy is not None):  # no restore: no copy
                 filewrite.remove_with_companions(safety)
             _remove_empty(made)  # nor the directories it made for them (emptied)
             raise
@@ -739,14 +784,11 @@ def restore(
         # file held; what failed after (closing the copy's descriptor, the old connection) is
         # told, not a failed restore
         if not isinstance(exc, Exception):
-            raise  # interrupted (it is done; the safety copy stays)
+            raise  # interrupted (it is done; the safety copy stays; settled all the same)
         log.warning("backup.restore_cleanup_failed", path=str(path), error=str(exc))
-    try:  # made 0600 (narrower under a strict umask): the restore stands either way
-        os.chmod(path, FILE_MODE)
-    except OSError as exc:
-        log.warning("backup.restored_mode_not_set", path=str(path), error=str(exc))
-    with suppress(OSError):  # some filesystems refuse a directory fsync; the rename stands
-        _fsync(path.parent, directory=True)
+    finally:
+        if _in_place(copy, path):
+            _settle(path)
     log.info(
         "backup.restored",
         path=str(path),

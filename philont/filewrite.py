@@ -25,19 +25,21 @@ if TYPE_CHECKING:  # collections.abc.Buffer from Python 3.12 on
     from typing_extensions import Buffer
 
 __all__ = [
+    "COMPANIONS",
     "TEMP_ID",
     "UNLOCKED_KEPT_S",
+    "WRITING",
     "LockedTemp",
     "NamedWrites",
     "cannot_write",
     "fsync",
     "may",
+    "refusing",
     "remove_with_companions",
     "sweep",
     "temp_beside",
     "temp_id",
     "text_writer",
-    "writes_named",
 ]
 
 Refusal = Callable[[str, str], PhilontError]
@@ -87,11 +89,10 @@ class NamedWrites(io.FileIO):
 
 
 @contextmanager
-def writes_named(
-    named: Path, refusal: Refusal = FilePathError, doing: str = WRITING, state: str = ""
-) -> Iterator[None]:
-    """Inside the block, an ``OSError`` (a flush, an ``fsync``, a rename of the file written
-    for ``named``) is the refusal of ``named`` (:func:`cannot_write`)."""
+def refusing(named: Path, refusal: Refusal, doing: str, state: str = "") -> Iterator[None]:
+    """Inside the block, an ``OSError`` (of any call on a file done for ``named``: a read,
+    a ``stat``, a write, an ``fsync``, a rename; the file may be another one beside it) is
+    the refusal of ``named``: ``doing`` says what failed (:func:`cannot_write`)."""
     try:
         yield
     except OSError as exc:
@@ -107,12 +108,12 @@ def text_writer(fd: int, named: Path) -> TextIO:
 
 def fsync(fh: TextIO, named: Path) -> None:
     """Flush ``fh`` and make it durable; a failure is the refusal of ``named``."""
-    with writes_named(named):
+    with refusing(named, FilePathError, WRITING):
         fh.flush()
         os.fsync(fh.fileno())
 
 
-_COMPANIONS = ("-wal", "-shm", "-journal")
+COMPANIONS = ("-wal", "-shm", "-journal")
 """What SQLite may leave beside a database file it wrote (a temporary copy's included)."""
 
 
@@ -171,7 +172,7 @@ def remove_with_companions(path: Path) -> None:
     """Remove a file made for a write that did not end well and what SQLite left beside it;
     an unlink that fails too (a read-only file system refuses even a missing name) must not
     hide the failure reported."""
-    for p in (path, *(Path(f"{path}{s}") for s in _COMPANIONS)):
+    for p in (path, *(Path(f"{path}{s}") for s in COMPANIONS)):
         with suppress(OSError):
             p.unlink(missing_ok=True)
 

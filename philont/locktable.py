@@ -103,15 +103,15 @@ def _parse_line(fields: list[str]) -> TableLock | None:
 
 @dataclass(frozen=True)
 class FileLocks:
-    """The byte-range locks held on one file, ``(READ|WRITE, first byte, last byte)``, and
-    whether they are all there are (``whole``): when not, a lock not listed may be held."""
+    """The byte-range locks held on one file (``POSIX``, ``OFDLCK``), and whether they are
+    all there are (``whole``): when not, a lock not listed may be held."""
 
-    held: tuple[tuple[str, int, int], ...]
+    held: tuple[TableLock, ...]
     whole: bool
 
 
 NOT_KNOWN = FileLocks(held=(), whole=False)
-_EOF = 2**63 - 1
+_MISSING = FileLocks(held=(), whole=True)
 
 
 def locks_of(
@@ -129,7 +129,7 @@ def locks_of(
         if lock.inode != inode or lock.kind not in _RANGED:
             continue
         if lock.device in devices:
-            held.append((lock.access, lock.start, _EOF if lock.end is None else lock.end))
+            held.append(lock)
         else:
             whole = False
     return FileLocks(held=tuple(held), whole=whole)
@@ -170,28 +170,48 @@ def sees_every_process() -> bool:
         return False
 
 
-def file_locks(path: Path) -> FileLocks:
-    """The byte-range locks any process holds on ``path`` (none, wholly known, when it is
-    missing): read from the table, nothing of ``path`` opened but as a path (``O_PATH``,
-    whose closing drops none of this process's locks on it)."""
+def file_locks(*paths: Path) -> tuple[FileLocks, ...]:
+    """The byte-range locks any process holds on each of ``paths`` (none, wholly known, on
+    one that is missing), all from one reading of the table (and of the mounts and the PID
+    namespace): files judged together are seen at one moment. Nothing of ``paths`` is opened
+    but as a path (``O_PATH``, whose closing drops none of this process's locks on it)."""
+    mountinfo = _read(Path("/proc/self/mountinfo")) or ""  # unread: no mount known
+    files = [_file(path, mountinfo) for path in paths]
+    text = _read(PROC_LOCKS)
+    locks = None if text is None else parse(text)
+    every_process = sees_every_process()
+    return tuple(
+        found
+        if isinstance(found, FileLocks)
+        else locks_of(locks, *found, every_process=every_process)
+        for found in files
+    )
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def _file(path: Path, mountinfo: str) -> tuple[set[Device], int] | FileLocks:
+    """The devices ``path`` may be printed with in the table and its inode; or what is known
+    of its locks already (a missing file holds none; one that cannot be looked at: unknown)."""
     try:
         st = path.stat()
     except FileNotFoundError:
-        return FileLocks(held=(), whole=True)
+        return _MISSING
     except OSError:
         return NOT_KNOWN
     devices = {(os.major(st.st_dev), os.minor(st.st_dev))}
-    mounted = _mount_device_of(path)
+    mounted = _mount_device_of(path, mountinfo)
     if mounted is not None:
         devices.add(mounted)
-    try:
-        text = PROC_LOCKS.read_text()
-    except OSError:
-        return NOT_KNOWN
-    return locks_of(parse(text), devices, st.st_ino, every_process=sees_every_process())
+    return devices, st.st_ino
 
 
-def _mount_device_of(path: Path) -> Device | None:
+def _mount_device_of(path: Path, mountinfo: str) -> Device | None:
     o_path = getattr(os, "O_PATH", None)
     if o_path is None:
         return None
@@ -201,6 +221,6 @@ def _mount_device_of(path: Path) -> Device | None:
             fdinfo = Path(f"/proc/self/fdinfo/{fd}").read_text()
         finally:
             os.close(fd)
-        return mount_device(fdinfo, Path("/proc/self/mountinfo").read_text())
     except OSError:
         return None
+    return mount_device(fdinfo, mountinfo)

@@ -93,12 +93,15 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
     except OSError as exc:
         raise FilePathError(str(out), f"cannot write beside it ({exc.strerror})") from exc
     with held:  # removed unless renamed; a write that fails is FilePathError naming ``out``
-        with filewrite.writes_named(out):  # no descriptor left (EMFILE)
+        with filewrite.refusing(out, FilePathError, filewrite.WRITING):  # EMFILE: no fd left
             fd = os.dup(held.fd)
         with filewrite.text_writer(fd, out) as fh:
             yield fh
             filewrite.fsync(fh, out)
-        with point_of_no_return(), filewrite.writes_named(out):  # Ctrl-C: too late now
+        with (
+            point_of_no_return(),  # Ctrl-C: too late now
+            filewrite.refusing(out, FilePathError, filewrite.WRITING),
+        ):
             os.replace(tmp, out)
 
 

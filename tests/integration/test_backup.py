@@ -45,6 +45,7 @@ from philont.errors import (
     StorageError,
     UnknownSchemaVersionError,
 )
+from philont.filewrite import COMPANIONS
 from philont.migrate.env import PRE_UPGRADE_LABEL
 from philont.store import Store
 from tests.support import (
@@ -280,14 +281,21 @@ def test_restoring_onto_a_missing_file_takes_no_safety_backup(
 
 
 def test_restore_over_a_corrupt_live_file_quarantines_it(populated: Path) -> None:
+    """The byte copy keeps what SQLite kept beside the damaged file, which the restore then
+    removes: its -wal, and a -journal too (that one was removed, never copied)."""
     taken = backup(populated, at=AT)
-    populated.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))
+    populated.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8192)
+    beside = {suffix: f"what the damaged file's {suffix} held".encode() for suffix in COMPANIONS}
+    for suffix, held in beside.items():
+        Path(f"{populated}{suffix}").write_bytes(held)
 
     report = restore(taken, populated)
 
     assert report.previous_was_corrupt
     assert report.safety_backup is not None
     assert report.safety_backup.name.startswith("memory.sqlite.corrupt-")
+    for suffix, held in beside.items():
+        assert Path(f"{report.safety_backup}{suffix}").read_bytes() == held
     _assert_sound(populated)
 
 
@@ -307,9 +315,11 @@ def test_restore_refuses_a_corrupt_backup_and_leaves_the_live_file_alone(
     before = _sha(populated)
     listing = sorted(populated.parent.iterdir())
 
-    with pytest.raises(BackupVerificationError):
+    with pytest.raises(BackupVerificationError) as caught:
         restore(bad, populated)
 
+    assert caught.value.path == bad  # not the hidden copy beside the database, gone by now
+    assert str(bad) in str(caught.value)
     assert _sha(populated) == before
     assert sorted(populated.parent.iterdir()) == listing
 
@@ -706,6 +716,46 @@ def test_ctrl_c_once_the_file_is_in_place_is_too_late_to_undo_the_restore(
         assert interrupts.held()
     assert report.safety_backup is not None and report.safety_backup.exists()
     assert _message_ids(populated) == before[:-1]
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_ctrl_c_right_after_the_rename_keeps_the_safety_copy_outside_the_command_line(
+    populated: Path, monkeypatch: pytest.MonkeyPatch, damaged: bool
+) -> None:
+    """Used as a library (no watch holds SIGINT), a KeyboardInterrupt that came as the rename
+    returned, before the restore had noted it, was taken for one before it: the safety copy,
+    the only copy of what the file held, was removed, and the file not made 0600. Whether
+    the copy is in place is told by the file: the safety copy stays, the file is settled."""
+    taken = backup(populated, at=AT)
+    _add_message(populated, "written after the backup")
+    before = _message_ids(populated)
+    if damaged:
+        populated.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8192)
+    old_bytes = populated.read_bytes()
+
+    def interrupted_after_the_rename(src: object, dst: object) -> None:
+        os.rename(src, dst)  # type: ignore[arg-type]
+        if Path(str(dst)) == populated:
+            raise KeyboardInterrupt
+
+    import philont.backup as backup_module
+
+    monkeypatch.setattr(backup_module.os, "replace", interrupted_after_the_rename)
+    strict = 0o277 if os.geteuid() == 0 else 0o077  # 0400: a copy only root can write
+    umask = os.umask(strict)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            restore(taken, populated)
+    finally:
+        os.umask(umask)
+    if damaged:
+        kept = list(populated.parent.glob("*.corrupt-*"))
+        assert len(kept) == 1 and kept[0].read_bytes() == old_bytes
+    else:
+        kept = list(philont_settings.backup_dir_for(populated).glob("*-pre-restore.sqlite"))
+        assert len(kept) == 1 and _message_ids(kept[0]) == before
+    assert _message_ids(populated) == before[:-1]
+    assert _mode(populated) == 0o600
 
 
 def _steps(events: list[tuple[str, int, int]]) -> list[str]:
@@ -1320,6 +1370,34 @@ def test_restore_refuses_at_once_where_the_lock_table_names_the_file_by_its_moun
     assert isinstance(outcome, DatabaseBusyError)
 
 
+def test_a_file_and_its_shm_are_judged_from_one_reading_of_the_lock_table(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the lock a restore cannot take is kept by open connections is told from the
+    locks on the database and on its -shm together: each was read from its own reading of
+    /proc/locks (and of the mounts), a moment apart, the pair judged from two snapshots.
+    One reading serves both."""
+    import pathlib
+
+    import philont.backup as backup_module
+
+    real_read_text = pathlib.Path.read_text
+    read: list[str] = []
+
+    def counted(self: Path, *args: object, **kwargs: object) -> str:
+        read.append(str(self))
+        return real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    release = _other_process(populated)  # a WAL reader kept open: it locks the -shm too
+    try:
+        monkeypatch.setattr(pathlib.Path, "read_text", counted)
+        assert backup_module._kept_open(populated)
+    finally:
+        release()
+    assert read.count("/proc/locks") == 1
+    assert read.count("/proc/self/mountinfo") == 1
+
+
 RESTORE_IN_A_CONTAINER = """
 import sys
 from pathlib import Path
@@ -1328,7 +1406,7 @@ from philont.backup import restore
 from philont.errors import DatabaseBusyError
 settings.BUSY_TIMEOUT_MS = 300
 path = Path(sys.argv[2])
-seen = locktable.file_locks(path)
+(seen,) = locktable.file_locks(path)
 print("sees every process:", locktable.sees_every_process(), "locks seen:", seen.held)
 try:
     restore(Path(sys.argv[1]), path)
@@ -1429,6 +1507,78 @@ def test_a_file_that_fails_to_be_read_is_refused_by_name_for_a_backup_and_a_rest
     assert taken.exists()
 
 
+def test_a_restore_that_fails_to_read_its_copy_never_names_the_hidden_copy(
+    populated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy a restore verifies is a hidden file beside the database, removed by the time
+    the refusal is read: a damaged backup's copy, whose header was then read with ``open``,
+    failing there (an I/O error), was refused as that file. The copy is read through SQLite
+    alone: the refusal names the backup; the database is left as it was."""
+    import errno
+    import pathlib
+
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4096)
+    real_open = pathlib.Path.open
+
+    def failing(self: Path, *args: object, **kwargs: object) -> object:
+        if RESTORE_COPY in self.name:
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(self))
+        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+
+    on_disk = _on_disk(populated)
+    monkeypatch.setattr(pathlib.Path, "open", failing)
+    with pytest.raises(PhilontError) as caught:
+        restore(damaged, populated)
+    assert isinstance(caught.value, BackupVerificationError)
+    assert caught.value.path == damaged
+    assert RESTORE_COPY not in str(caught.value)
+    assert _on_disk(populated) == on_disk
+
+
+@pytest.mark.parametrize("when", ["looked at", "copied"])
+def test_a_restore_that_cannot_stat_the_backups_wal_names_the_wal(
+    populated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """The -wal beside a backup is read with it: a failure to stat it (an I/O error; gone
+    between being found and being copied) named the backup itself, or the database. It is
+    the refusal of the -wal, and the database is left as it was."""
+    import errno
+    import pathlib
+
+    import philont.backup as backup_module
+
+    other = tmp_path / "elsewhere" / "memory.sqlite"
+    other.parent.mkdir()
+    other.write_bytes(populated.read_bytes())
+    subprocess.run([sys.executable, "-c", GROW_IN_THE_WAL, str(other)], check=True)
+    wal = Path(f"{other}-wal")
+    if when == "looked at":
+        real_stat = pathlib.Path.stat
+
+        def stat(self: Path, **kwargs: bool) -> os.stat_result:
+            if self == wal:
+                raise OSError(errno.EIO, os.strerror(errno.EIO), str(self))
+            return real_stat(self, **kwargs)
+
+        monkeypatch.setattr(pathlib.Path, "stat", stat)
+    else:
+        real_with_wal = backup_module._with_wal
+
+        def then_gone(source: Path, tmp: Path) -> list[tuple[Path, Path]]:
+            copies = real_with_wal(source, tmp)
+            wal.unlink()  # checkpointed away by a writer of the backup, say
+            return copies
+
+        monkeypatch.setattr(backup_module, "_with_wal", then_gone)
+    on_disk = _on_disk(populated)
+    with pytest.raises(FilePathError) as caught:
+        restore(other, populated)
+    assert caught.value.path == str(wal)
+    assert "cannot read it" in caught.value.reason
+    assert _on_disk(populated) == on_disk
+
+
 @pytest.mark.parametrize("failure", [OSError(5, "Input/output error"), KeyboardInterrupt()])
 def test_a_failure_after_the_copy_is_in_place_keeps_the_safety_copy(
     populated: Path, monkeypatch: pytest.MonkeyPatch, failure: BaseException
@@ -1436,11 +1586,24 @@ def test_a_failure_after_the_copy_is_in_place_keeps_the_safety_copy(
     """Once the copy is renamed over the database, the safety copy is the only copy of what
     the file held: a failure after it (the copy's descriptor closing with EIO, Ctrl-C outside
     the command line's watch) removed it. Now it stays; an error of that clean-up is logged and
-    the restore reported done, an interrupt still raised."""
+    the restore reported done, an interrupt still raised. Either way the file in place is made
+    0600 and its rename durable: an interrupt skipped both, and under a strict umask (the copy
+    made 0400) the restored database stayed 0400."""
+    import philont.backup as backup_module
+
     taken = backup(populated, at=AT)
     _add_message(populated, "written after the backup")
     before = _message_ids(populated)
     real = filewrite.LockedTemp.close
+    real_fsync = backup_module._fsync
+    synced: list[Path] = []
+
+    def fsync(path: Path, *, directory: bool = False) -> None:
+        real_fsync(path, directory=directory)
+        if directory:
+            synced.append(path)
+
+    monkeypatch.setattr(backup_module, "_fsync", fsync)
 
     def close(self: filewrite.LockedTemp) -> None:
         renamed = self.fd >= 0 and RESTORE_COPY in self.path.name and not self.path.exists()
@@ -1449,15 +1612,23 @@ def test_a_failure_after_the_copy_is_in_place_keeps_the_safety_copy(
             raise failure
 
     monkeypatch.setattr(filewrite.LockedTemp, "close", close)
-    if isinstance(failure, KeyboardInterrupt):
-        with pytest.raises(KeyboardInterrupt):
-            restore(taken, populated)
-        safety = list(philont_settings.backup_dir_for(populated).glob("*-pre-restore.sqlite"))
-        assert len(safety) == 1
-    else:
-        report = restore(taken, populated)
-        assert report.safety_backup is not None
-        safety = [report.safety_backup]
+    strict = 0o277 if os.geteuid() == 0 else 0o077  # 0400: a copy only root can write
+    umask = os.umask(strict)
+    try:
+        if isinstance(failure, KeyboardInterrupt):
+            with pytest.raises(KeyboardInterrupt):
+                restore(taken, populated)
+            found = philont_settings.backup_dir_for(populated).glob("*-pre-restore.sqlite")
+            safety = list(found)
+            assert len(safety) == 1
+        else:
+            report = restore(taken, populated)
+            assert report.safety_backup is not None
+            safety = [report.safety_backup]
+    finally:
+        os.umask(umask)
+    assert _mode(populated) == 0o600
+    assert synced == [populated.parent]
     assert _message_ids(safety[0]) == before
     assert _message_ids(populated) == before[:-1]
     _assert_sound(populated)

@@ -97,7 +97,7 @@ def test_a_lock_is_matched_by_any_device_the_file_is_known_by() -> None:
     table = [_lock(HERE, 42)]
     for devices in ({HERE}, {SUBVOLUME, HERE}):
         found = locks_of(table, devices, 42, every_process=True)
-        assert found == FileLocks(held=(("WRITE", 1073741826, 1073742335),), whole=True)
+        assert found == FileLocks(held=(table[0],), whole=True)
 
 
 def test_a_lock_on_the_same_inode_through_another_device_makes_the_view_not_whole() -> None:
@@ -125,10 +125,16 @@ def test_the_mount_device_is_read_in_decimal_from_mountinfo() -> None:
     assert mount_device(fdinfo, "27 1 254:0 / / rw - ext4 /dev/vda rw\n") is None
 
 
-_SHARED = ("READ", 1073741826, 1073742335)
-_EXCLUSIVE = ("WRITE", 1073741826, 1073742335)
-_SHM = ("READ", 128, 128)
-_ranges = st.sampled_from([_SHARED, _EXCLUSIVE, ("WRITE", 1073741824, 1073741824), _SHM])
+def _range(access: str, start: int, end: int | None) -> TableLock:
+    return TableLock("POSIX", access, 7, HERE, 42, start, end)
+
+
+_SHARED = _range("READ", 1073741826, 1073742335)
+_EXCLUSIVE = _range("WRITE", 1073741826, 1073742335)
+_SHM = _range("READ", 128, 128)
+_ranges = st.sampled_from(
+    [_SHARED, _EXCLUSIVE, _range("WRITE", 1073741824, 1073741824), _SHM, _range("WRITE", 0, None)]
+)
 _views = st.builds(FileLocks, held=st.lists(_ranges, max_size=3).map(tuple), whole=st.booleans())
 
 
@@ -146,13 +152,12 @@ def test_a_view_not_whole_never_says_the_lock_ends_by_itself(
 
 
 def test_what_whole_views_say() -> None:
-    def told(
-        db: tuple[tuple[str, int, int], ...], shm: tuple[tuple[str, int, int], ...], wal: bool
-    ) -> bool | None:
+    def told(db: tuple[TableLock, ...], shm: tuple[TableLock, ...], wal: bool) -> bool | None:
         return kept_open_by_locks(FileLocks(db, True), FileLocks(shm, True), wal=wal)
 
     assert told((_SHARED,), (_SHM,), True) is True  # WAL readers, open
     assert told((_EXCLUSIVE,), (_SHM,), True) is False  # the last one closing
     assert told((_EXCLUSIVE,), (), True) is True  # locking_mode EXCLUSIVE in WAL mode
     assert told((_EXCLUSIVE,), (), False) is False  # a commit in rollback-journal mode
+    assert told((_range("WRITE", 0, None),), (), True) is True  # to the end of the file (EOF)
     assert told((), (), True) is None
