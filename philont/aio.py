@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,7 +27,6 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from philont import settings
 from philont.arguments import checked, sync_result
 from philont.clock import Clock, utc_now
 from philont.db import cursors, write_gate
@@ -41,10 +39,11 @@ from philont.db.engine import (
     guard_nul,
     install_sqlite_hooks,
     is_postgres,
-    read_only_connection,
+    read_only_connector,
     require_file,
     require_sqlite_hooks,
     resolve_url,
+    set_up_read_only,
     sqlite_path,
 )
 from philont.db.fork import renew_after_fork
@@ -52,7 +51,6 @@ from philont.db.retry import RetryPolicy, translate
 from philont.errors import (
     BackendError,
     DatabaseBusyError,
-    DatabasePathError,
     EventLoopError,
     InvalidDatabaseError,
     PhilontError,
@@ -130,30 +128,26 @@ def _sqlite_async_engine(url: URL, busy_timeout_ms: int | None) -> AsyncEngine:
 
 def _sqlite_async_read_only_engine(url: URL, busy_timeout_ms: int | None) -> AsyncEngine:
     """The async face of :func:`~philont.db.engine.sqlite_read_only_engine`: aiosqlite over
-    the read-only Store's connections (``mode=ro``; writes refused where SQLite refuses them)."""
+    the read-only Store's connections (``mode=ro``; writes refused where SQLite refuses them),
+    made and set up by the same helpers."""
     try:
         import aiosqlite
         from sqlalchemy.ext.asyncio import create_async_engine as sa_create_async_engine
     except ImportError as exc:  # pragma: no cover - aiosqlite or greenlet is missing
         raise BackendError("async SQLite needs aiosqlite: pip install 'philont[async]'") from exc
-    ensure_fts5()
-    path = sqlite_path(url)
-    if path is None:
-        raise DatabasePathError(str(url.database), "a read-only Store needs a database file")
-    timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
-
-    def connector() -> sqlite3.Connection:  # in aiosqlite's thread
-        return read_only_connection(path, timeout, check_same_thread=False)
+    connector, timeout = read_only_connector(url, busy_timeout_ms)
 
     async def connect() -> Any:
+        # aiosqlite.connect() takes a database name for sqlite3.connect, not a function that
+        # opens the connection: the read-only one is made by ours (connector, run in
+        # aiosqlite's thread) through aiosqlite.Connection(connector, iter_chunk_size), the
+        # constructor aiosqlite.connect itself calls (aiosqlite/core.py; not documented,
+        # 64 is connect's default chunk size). A change there fails every test of an async
+        # read-only Store (tests/integration/test_read_only_store.py).
         return await aiosqlite.Connection(connector, 64)
 
     engine = sa_create_async_engine(url.set(drivername="sqlite+aiosqlite"), async_creator=connect)
-    cursors.install(engine.sync_engine)
-    install_sqlite_hooks(
-        engine.sync_engine, foreign_keys=True, busy_timeout_ms=timeout, read_only=True
-    )
-    renew_after_fork(engine.sync_engine)
+    set_up_read_only(engine.sync_engine, timeout)
     return engine
 
 

@@ -61,9 +61,11 @@ __all__ = [
     "TrackedConnection",
     "close_leftovers",
     "install",
+    "mark_refused",
     "read_undecoded",
     "refuse_undecoded_keys",
     "refuse_unmatched_undecoded",
+    "refused_read_only",
 ]
 
 NOT_UTF8: Final = "Could not decode to UTF-8"
@@ -72,7 +74,34 @@ NOT_UTF8: Final = "Could not decode to UTF-8"
 
 class Cursor(sqlite3.Cursor):
     """A ``sqlite3`` cursor whose fetches read a row with text that is not UTF-8 with U+FFFD
-    in place of the bad bytes (see the module's docstring)."""
+    in place of the bad bytes (see the module's docstring), and whose statements mark their
+    connection when SQLite refuses a write as read-only (:func:`refused_read_only`)."""
+
+    def execute(self, *args: Any) -> Any:
+        return self._run(sqlite3.Cursor.execute, args)
+
+    def executemany(self, *args: Any) -> Any:
+        return self._run(sqlite3.Cursor.executemany, args)
+
+    def executescript(self, *args: Any) -> Any:
+        return self._run(sqlite3.Cursor.executescript, args)
+
+    def _run(self, method: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        try:
+            return method(self, *args)
+        except sqlite3.Error as exc:
+            if not _is_read_only(exc):
+                raise
+            mark_refused(self.connection)
+            typed = self.refused(exc)
+            if typed is None:
+                raise
+            raise typed from exc
+
+    def refused(self, exc: sqlite3.Error) -> BaseException | None:
+        """What a statement SQLite refused as read-only raises instead of ``exc`` (None:
+        ``exc`` itself; a read-only Store's cursor types it here)."""
+        return None
 
     def fetchone(self) -> Any:
         try:
@@ -157,8 +186,11 @@ def _tables_with(column: str) -> str:
 
 class TrackedConnection(sqlite3.Connection):
     """A ``sqlite3`` connection that remembers its cursors (weakly: a cursor freed is
-    forgotten), those of its ``execute`` and ``executemany`` shortcuts too (in C they make
-    theirs without calling :meth:`cursor`)."""
+    forgotten), those of its ``execute``, ``executemany`` and ``executescript`` shortcuts too
+    (in C they make theirs without calling :meth:`cursor`)."""
+
+    refused_write = False
+    """Whether SQLite refused a write on it as read-only (:func:`refused_read_only`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -178,6 +210,9 @@ class TrackedConnection(sqlite3.Connection):
     def executemany(self, *args: Any) -> Any:
         return _run(self.cursor(), "executemany", args)
 
+    def executescript(self, *args: Any) -> Any:
+        return _run(self.cursor(), "executescript", args)
+
 
 def _run(cur: sqlite3.Cursor, method: str, args: tuple[Any, ...]) -> Any:
     """``cur.<method>(*args)``; a cursor whose statement failed is closed at once (a traceback
@@ -187,6 +222,36 @@ def _run(cur: sqlite3.Cursor, method: str, args: tuple[Any, ...]) -> Any:
     except BaseException:
         cur.close()
         raise
+
+
+_SQLITE_READONLY = 8
+
+
+def _is_read_only(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` is SQLite's refusal of a write as read-only (``SQLITE_READONLY`` and
+    its extended codes)."""
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF == _SQLITE_READONLY
+
+
+def mark_refused(dbapi: object) -> None:
+    """Note on ``dbapi`` (a :class:`TrackedConnection` or the async adapter around one) that
+    SQLite refused a write on it as read-only (:func:`refused_read_only`)."""
+    tracked = _tracked(dbapi)
+    if isinstance(tracked, TrackedConnection):
+        tracked.refused_write = True
+
+
+def refused_read_only(dbapi: object) -> sqlite3.Connection | None:
+    """The ``sqlite3`` connection of ``dbapi`` if SQLite refused a write on it as read-only
+    since it was last asked, else None. Every statement of its cursors says so where it fails
+    (the ORM's, Core's, the lean writes', a host's on the DB-API connection,
+    ``executescript``), whoever types the error later: the engine drops such a connection
+    when the pool takes it back (``engine.install_sqlite_hooks``)."""
+    tracked = _tracked(dbapi)
+    if not isinstance(tracked, TrackedConnection) or not tracked.refused_write:
+        return None
+    tracked.refused_write = False
+    return tracked
 
 
 def close_leftovers(dbapi: object) -> None:

@@ -9,6 +9,7 @@ import re
 import sqlite3
 import time
 import weakref
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Annotated, Any
@@ -510,35 +511,46 @@ def install_sqlite_hooks(
 
     @event.listens_for(engine, "handle_error")
     def _on_error(context: ExceptionContext) -> None:
-        _on_sqlite_error(context, timeout, writes=not read_only)
+        _on_sqlite_error(context, timeout)
+
+    if not read_only:
+        event.listen(engine, "checkin", _drop_if_opened_read_only)
 
 
-def _on_sqlite_error(context: ExceptionContext, timeout_ms: int, *, writes: bool) -> None:
+def _on_sqlite_error(context: ExceptionContext, timeout_ms: int) -> None:
     """Mark a failed statement's error with the busy timeout its connection waited
-    (RetryPolicy). (A read-only Store's refusal of a write is typed where SQLite refuses it:
-    :class:`ReadOnlyConnection`.)"""
+    (RetryPolicy), and its connection when SQLite refused a write as read-only where no
+    cursor of ours saw it (a COMMIT: :func:`_drop_if_opened_read_only`). (A read-only Store's
+    refusal of a write is typed where SQLite refuses it: :class:`ReadOnlyConnection`.)"""
     exc = context.original_exception
     if isinstance(exc, sqlite3.Error):
         mark_busy(exc, timeout_s=timeout_ms / 1000)
-    if (
-        writes
-        and isinstance(translate(exc), DatabaseReadOnlyError)
-        and _opened_read_only(getattr(context.connection, "connection", None))
-    ):
-        # dropped, not pooled, so that a file writable again is written again
-        context.is_disconnect = True
-        context.invalidate_pool_on_disconnect = False  # the other connections may write
+    pooled = getattr(context.connection, "connection", None)
+    if pooled is not None and isinstance(translate(exc), DatabaseReadOnlyError):
+        cursors.mark_refused(pooled.dbapi_connection)
 
 
-def _opened_read_only(dbapi: Any) -> bool:
+def _drop_if_opened_read_only(dbapi: Any, record: Any) -> None:
+    """The pool's checkin of a writing engine's connection: one SQLite refused a write on as
+    read-only (:func:`philont.db.cursors.refused_read_only`: whatever ran the statement, the
+    ORM, Core, a lean write, a host's DB-API call, a BEGIN) is dropped, not pooled, when SQLite
+    opened it read-only (:func:`_opened_read_only`), so that a file writable again is written
+    again by the next unit of work. The other connections are kept (they may write)."""
+    if dbapi is None:  # invalidated already
+        return
+    tracked = cursors.refused_read_only(dbapi)
+    if tracked is not None and _opened_read_only(tracked):
+        record.invalidate()
+
+
+def _opened_read_only(dbapi: sqlite3.Connection) -> bool:
     """Whether ``dbapi``, refused a write as read-only, is a connection SQLite opened
     read-only (the file was not writable then; while it is open, the ``-wal``/``-shm`` it
     made keep every connection of this process to the file read-only), which stays so for
     its life: not one a host made read-only itself (``PRAGMA query_only``)."""
-    dbapi = getattr(dbapi, "dbapi_connection", dbapi)  # a pool's proxy: its connection
     try:
-        return not dbapi.execute("PRAGMA query_only").fetchone()[0]
-    except Exception:  # no connection to ask (closed meanwhile): leave it to the pool
+        return not sqlite3.Connection.execute(dbapi, "PRAGMA query_only").fetchone()[0]
+    except sqlite3.Error:  # no connection to ask (closed meanwhile): leave it to the pool
         return False
 
 
@@ -568,8 +580,6 @@ def _begin(conn: Any, statement: str, gate: write_gate.WriteGate | None, timeout
             raise
         # how long it waited: a lock waited out is given up, not retried (RetryPolicy)
         mark_busy(exc, timeout_s=timeout_ms / 1000, waited_s=time.monotonic() - started)
-        if isinstance(translate(exc), DatabaseReadOnlyError) and _opened_read_only(dbapi):
-            conn.invalidate(exc)  # opened read-only: see _on_sqlite_error
         raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
 
 
@@ -692,33 +702,12 @@ def refused_write(path: Path | None) -> DatabaseReadOnlyError:
 class _ReadOnlyCursor(cursors.Cursor):
     """A cursor of a :class:`ReadOnlyConnection`: SQLite's refusal of a write is raised as
     :func:`refused_write` where it happens, whoever ran the statement (the ORM, Core, the lean
-    writes of :class:`~philont.db.backend.Raw`, a host on the DB-API connection) and whenever
-    (a flush at commit too): one place, so every path says it alike."""
+    writes of :class:`~philont.db.backend.Raw`, a host on the DB-API connection, with
+    ``execute``, ``executemany`` or ``executescript``) and whenever (a flush at commit too):
+    one place, so every path says it alike."""
 
-    def execute(self, *args: Any) -> Any:
-        try:
-            return super().execute(*args)
-        except sqlite3.Error as exc:
-            raise _refusal(self, exc) from exc
-
-    def executemany(self, *args: Any) -> Any:
-        try:
-            return super().executemany(*args)
-        except sqlite3.Error as exc:
-            raise _refusal(self, exc) from exc
-
-    def executescript(self, *args: Any) -> Any:
-        try:
-            return super().executescript(*args)
-        except sqlite3.Error as exc:
-            raise _refusal(self, exc) from exc
-
-
-def _refusal(cursor: sqlite3.Cursor, exc: sqlite3.Error) -> BaseException:
-    """``exc`` itself, or :func:`refused_write` when it is SQLite's refusal of a write."""
-    if not isinstance(translate(exc), DatabaseReadOnlyError):
-        return exc
-    return refused_write(getattr(cursor.connection, "path", None))
+    def refused(self, exc: sqlite3.Error) -> BaseException:
+        return refused_write(getattr(self.connection, "path", None))
 
 
 class ReadOnlyConnection(cursors.TrackedConnection):
@@ -751,10 +740,24 @@ def sqlite_read_only_engine(url: URL, *, busy_timeout_ms: int | None = None) -> 
     """An engine that only reads the SQLite file ``url`` names (``Store.open(...,
     read_only=True)``): each connection is :func:`connect_read_only`'s (``mode=ro``;
     ``immutable`` for a WAL-mode file whose ``-shm`` cannot be made and whose ``-wal`` holds
-    nothing), so SQLite refuses every write and creates nothing beside the file. As
-    SQLAlchemy makes a file's connections for its pool (a ``creator`` gets none of its
-    arguments), they are not bound to the thread that made them: the pool hands them to any
-    thread and closes them from any (the MCP server's worker threads, its exit)."""
+    nothing), so SQLite refuses every write and creates nothing beside the file."""
+    connect, timeout = read_only_connector(url, busy_timeout_ms)
+    engine = sa_create_engine(url, creator=connect)
+    set_up_read_only(engine, timeout)
+    return engine
+
+
+def read_only_connector(
+    url: URL, busy_timeout_ms: int | None
+) -> tuple[Callable[[], sqlite3.Connection], int]:
+    """What a read-only engine on the SQLite file ``url`` names opens its connections with
+    (:func:`read_only_connection`), and their busy timeout in ms (``busy_timeout_ms``, else
+    ``settings.BUSY_TIMEOUT_MS``): the sync engine's (:func:`sqlite_read_only_engine`) and the
+    async one's (``philont.aio``) alike. An in-memory database is refused: a read-only Store
+    reads a file. As SQLAlchemy makes a file's connections for its pool (a ``creator`` gets
+    none of its arguments), they are not bound to the thread that made them: the pool hands
+    them to any thread and closes them from any (the MCP server's worker threads, its exit;
+    aiosqlite's thread)."""
     ensure_fts5()
     path = sqlite_path(url)
     if path is None:
@@ -764,11 +767,16 @@ def sqlite_read_only_engine(url: URL, *, busy_timeout_ms: int | None = None) -> 
     def connect() -> sqlite3.Connection:
         return read_only_connection(path, timeout, check_same_thread=False)
 
-    engine = sa_create_engine(url, creator=connect)
+    return connect, timeout
+
+
+def set_up_read_only(engine: Engine, timeout_ms: int) -> None:
+    """philont's set-up of a read-only engine made on :func:`read_only_connector` (the sync
+    engine, or an async engine's ``sync_engine``): leftover cursors closed at checkin, the
+    read-only SQLite hooks, new connections after a fork."""
     fork.renew_after_fork(engine)
     cursors.install(engine)
-    install_sqlite_hooks(engine, foreign_keys=True, busy_timeout_ms=timeout, read_only=True)
-    return engine
+    install_sqlite_hooks(engine, foreign_keys=True, busy_timeout_ms=timeout_ms, read_only=True)
 
 
 def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:

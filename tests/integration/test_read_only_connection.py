@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -17,8 +18,10 @@ import pytest
 
 from philont import tools
 from philont.aio import AsyncStore
-from philont.errors import DatabaseReadOnlyError
+from philont.errors import DatabaseReadOnlyError, PhilontError
+from philont.memory import Memory
 from philont.store import Store
+from tests.integration.test_read_only_store import LOW_WRITES
 from tests.support import file_permissions_apply
 
 
@@ -94,3 +97,65 @@ def test_a_connection_a_host_made_read_only_itself_is_kept(tool_db: Path) -> Non
         session.rollback()
         assert session.execute(text("PRAGMA query_only")).scalar() == 1
     assert _keys(tool_db) == []
+
+
+def _tool(name: str, args: dict[str, object]) -> Callable[[Store], None]:
+    def call(store: Store) -> None:
+        result = tools.call(name, args, db=store)
+        if not result.ok:
+            raise PhilontError(f"{name}: {result.error_code}")
+
+    return call
+
+
+def _in_unit(write: Callable[[Memory], object]) -> Callable[[Store], None]:
+    def run(store: Store) -> None:
+        with store.begin() as mem:
+            write(mem)
+
+    return run
+
+
+# Every kind of path a write takes to SQLite: the read tools (a DEFERRED unit of work whose
+# first write is the lean action-log row), the services' lean writes (access rows, the
+# timeline), the ORM's, Core's, and a host's own calls on the DB-API connection.
+WRITES: dict[str, Callable[[Store], None]] = {
+    "search_notes": _tool("search_notes", {"query": "hello"}),
+    "get_fact": _tool("get_fact", {"namespace": "ro", "key": "seed"}),
+    "list_facts": _tool("list_facts", {"namespace": "ro"}),
+    "store_fact": _tool("store_fact", {"namespace": "ro", "key": "tool", "value": 1}),
+    "notes.get": _in_unit(lambda mem: mem.notes.get("n1")),
+    "access.record": _in_unit(lambda mem: mem.access.record("note", "n1")),
+    "facts.store": _in_unit(lambda mem: mem.facts.store("ro", "orm", 1)),
+    **{
+        name: _in_unit(write)
+        for name, write in LOW_WRITES.items()
+        if not name.startswith("orm")  # one note, added once (facts.store is the ORM's)
+    },
+}
+
+
+@pytest.mark.parametrize("how", sorted(WRITES))
+def test_every_write_path_drops_a_connection_opened_read_only(tool_db: Path, how: str) -> None:
+    """A connection SQLite opened read-only stayed pooled when the refused write was one
+    SQLAlchemy never saw (a lean write, a host's DB-API call): a read tool answered
+    ``database_read_only`` for the Store's life once the file was writable again."""
+    write = WRITES[how]
+    with Store.open(tool_db) as store, store.begin() as mem:
+        mem.notes.add("hello world", id="n1")
+        mem.facts.store("ro", "seed", 0)
+        mem.timeline.start_session("s1")
+    with Store.open(tool_db) as store, file_permissions_apply():
+        os.chmod(tool_db, 0o444)  # before the pool opens its first connection
+        try:
+            with pytest.raises((PhilontError, sqlite3.OperationalError)):
+                write(store)
+        finally:
+            os.chmod(tool_db, 0o644)
+        # The first unit of work after the chmod may still meet the ``-wal`` SQLite made
+        # read-only beside the file (refused, and dropped: its close removes it).
+        for _attempt in range(2):
+            with contextlib.suppress(PhilontError, sqlite3.OperationalError):
+                write(store)
+        for _ in range(3):
+            write(store)

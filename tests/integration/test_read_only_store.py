@@ -188,6 +188,12 @@ LOW_WRITES: dict[str, Callable[[Memory], object]] = {
         "DELETE FROM memory_notes WHERE id = ?", [("a",), ("b",)]
     ),
     "DB-API cursor": lambda mem: mem.raw().connection.cursor().execute("DELETE FROM memory_facts"),
+    "DB-API executescript": lambda mem: mem.raw().connection.executescript(
+        "DELETE FROM memory_notes;"
+    ),
+    "DB-API cursor executescript": lambda mem: (
+        mem.raw().connection.cursor().executescript("DELETE FROM memory_notes;")
+    ),
 }
 """A write by every path there is to SQLite: the ORM (a flush, and one at commit), Core, the
 lean writes of ``Memory.raw()``, and a host's own statements on its DB-API connection."""

@@ -1,4 +1,5 @@
-"""The single-row append of ``memory_access_log`` (one per read of a fact, note or skill)."""
+"""The single-row append of ``memory_access_log`` (one per read of a fact, note or skill), and
+the read's ``last_accessed_at`` on the row read."""
 
 from __future__ import annotations
 
@@ -16,4 +17,14 @@ def insert(
         f"INSERT INTO {TABLE} (target_type, target_id, accessed_at, context)"
         f" VALUES ({m}, {m}, {m}, {m})",
         (target_type, target_id, accessed_at, context),
+    )
+
+
+def touch(raw: Raw, table: str, target_id: str, accessed_at: int) -> None:
+    """``last_accessed_at = accessed_at`` (epoch ms) on the row ``target_id`` of ``table`` (a
+    table of ours with that column)."""
+    m = raw.mark
+    raw.run(
+        f"UPDATE {table} SET last_accessed_at = {m}{raw.where(f'id = {m}')}",
+        (accessed_at, target_id),
     )
