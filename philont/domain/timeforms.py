@@ -4,23 +4,28 @@ ISO-8601 has more ways to write a day than the tools read: an ordinal date (``20
 week without its day (``2026-W14``) or outside its year (``2026-W54-1``), and the end of a day
 as ``24:00``. Text in one of these forms, its letters in either case (RFC 3339 lets ``T`` and
 ``Z`` be ``t`` and ``z``; ``w`` is read as ``W`` alike), is refused saying what to write
-instead: the calendar text of the time it means (:func:`suggesting`; where that is refused too,
-0001-01-01 outside the supported times, the refusal says why instead). Text that means a day
+instead: the calendar text of the time it means (:func:`suggesting`; the time reader reads
+each suggestion, and where that is refused too, 0001-01-01 outside the supported times, the
+refusal says why instead, or suggests what that refusal suggests). Text that means a day
 after the calendar's last (``9999-12-31T24:00``, ``9999-W52-6``: 10000-01-01) is
 ``TimeOutOfRangeError``. A decimal fraction of the hour or minute (``09:30.5``) is refused
-with the same time in seconds, and digits of another script (full-width ``２０２６``) with the
-text in ASCII digits: nothing is read by guessing.
+with the same time in seconds, digits of another script (full-width ``２０２６``) with the
+text in ASCII digits, and a zone's name after the time (``2026-06-01T09:00 CET``,
+``...+02:00[Europe/Berlin]``) saying to give the zone in the caller's argument for it (the
+tools' ``timezone``) or the offset in the time (where the caller has no such argument, the
+command line: the offset that zone has then, ``2026-06-01T09:00+02:00``): nothing is read by
+guessing.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import date
+from datetime import date, datetime
 from decimal import ROUND_DOWN, Decimal
 from typing import Final
 
-from philont.domain.timepolicy import out_of_range
+from philont.domain.timepolicy import offset_text, out_of_range, validate_timezone, zone
 from philont.errors import InvalidInputError
 
 __all__ = ["refusal", "suggesting"]
@@ -40,16 +45,20 @@ _LAST_DAY: Final = date.max.toordinal()
 _ANY_DAY: Final = "give the calendar date, YYYY-MM-DD (e.g. 2026-12-04)"
 
 
-def refusal(text: str, field: str) -> InvalidInputError | None:
+def refusal(
+    text: str, field: str, *, zone_field: str | None = "timezone", tz: str = "UTC"
+) -> InvalidInputError | None:
     """The refusal of ``text`` (stripped) when it is date text of a form ISO-8601 has and
     this does not take (see the module), naming ``field``; None for text of any other form,
-    a form that is taken included (what is wrong with it is Python's reader's to say)."""
+    a form that is taken included (what is wrong with it is Python's reader's to say).
+    ``zone_field`` and ``tz`` are the caller's, as :func:`parse_time
+    <philont.domain.timeparse.parse_time>` takes them: where a refusal says to give a zone."""
     other_digits = _other_digits(text, field)
     if other_digits is not None:
         return other_digits
     found = _FORM.fullmatch(text)
     if found is None:
-        return _loose(text, field)
+        return _loose(text, field) or _zone_in_text(text, field, zone_field, tz)
     shown = f"{text[:60]!r}"
     day = _day(found, shown)
     if not isinstance(day, int):  # None: a calendar date that names no day (year 0 too)
@@ -232,16 +241,163 @@ def _loose(text: str, field: str) -> InvalidInputError | None:
 
 
 def suggesting(
-    field: str, refused: str, advice: str, *texts: str, zone: str | None = None
+    field: str,
+    refused: str,
+    advice: str,
+    *texts: str | tuple[str, str | None],
+    zone: str | None = None,
+    example: bool = False,
 ) -> InvalidInputError:
     """The refusal of ``field``, ``refused`` + ``advice``, where ``advice`` suggests ``texts``
-    to write instead (read in ``zone``; None: the caller's). The refusal keeps them apart
-    (``details["refused"]``, ``details["suggestion"]``) so that :func:`parse_time
-    <philont.domain.timeparse.parse_time>` reads each suggested text as the caller's own,
-    and when one is refused too says why (``refused``, then that refusal) instead."""
+    to write instead (read in ``zone``, or a text's own, given as ``(text, zone)``; None: the
+    caller's); ``example``: they are examples (a time of day, an offset), not the time meant.
+    The refusal keeps them apart (``details["refused"]``, ``["advice"]``, ``["suggestion"]``)
+    so that :func:`parse_time <philont.domain.timeparse.parse_time>` reads each suggested
+    text as the caller's own, and where one is refused too suggests what that refusal
+    suggests or says why instead."""
     return InvalidInputError.of(
-        field, refused + advice, refused=refused, suggestion=tuple((t, zone) for t in texts)
+        field,
+        refused + advice,
+        refused=refused,
+        advice=advice,
+        suggestion=tuple(t if isinstance(t, tuple) else (t, zone) for t in texts),
+        **({"example": True} if example else {}),
     )
+
+
+def _zone_in_text(
+    text: str, field: str, zone_field: str | None, tz: str
+) -> InvalidInputError | None:
+    """The refusal of a time followed by a zone's name, in brackets as RFC 9557 writes it
+    (``2026-06-01T09:00+02:00[Europe/Berlin]``) or after a space (``2026-06-01T09:00 CET``,
+    ``... UTC+2``): the zone is not read from the text; it says where to give it: in
+    ``zone_field``, the caller's argument for the zone, or where the caller has none (None:
+    the command line) the time with the offset that zone has then, a time without an offset
+    being read in ``tz``. The time may be of any form :data:`_FORM` or :data:`_LOOSE` takes:
+    what is wrong with it is said when its suggestion is read (``2026-06-01T9:00 CET``: give
+    ``2026-06-01T09:00``). None for text of any other form."""
+    if text.endswith("]") and "[" in text:
+        time_text, zone_name = text[: text.index("[")], text[text.index("[") + 1 : -1]
+        zone_name = zone_name.removeprefix("!")  # RFC 9557's "critical" flag
+        if "=" in zone_name:  # a tag (u-ca=hebrew), not a zone
+            return None
+    elif len(split := text.rsplit(None, 1)) == 2 and _zone_like(split[1]):
+        time_text, zone_name = split
+    else:
+        return None
+    time_text = time_text.strip()
+    found = _FORM.fullmatch(time_text) or _LOOSE.fullmatch(time_text)
+    if found is None or found[found.re.groupindex.get("clock", "hour")] is None:
+        return None  # no time of day
+    try:
+        canonical: str | None = validate_timezone(zone_name)
+    except InvalidInputError:
+        canonical = None
+    shown = f"{text[:80]!r} names a zone in the text, which is not read"
+    if found["offset"] is not None:
+        where = (
+            f"; {zone_name[:40]!r} is no IANA zone name"
+            if not canonical
+            else ""
+            if zone_field is None
+            else f", and {canonical!r} in `{zone_field}` where its wall time is shown"
+        )
+        return suggesting(
+            field,
+            shown,
+            f": give {time_text} alone (its offset names the instant){where}",
+            time_text,
+            zone=canonical if zone_field else None,
+        )
+    if canonical and zone_field is not None:
+        return suggesting(
+            field,
+            shown,
+            f": give {time_text} alone and {canonical!r} in `{zone_field}`",
+            time_text,
+            zone=canonical,
+        )
+    if canonical:  # no argument takes the zone: the offset it has at that wall time
+        read = f"(a time without an offset is read in {tz})"
+        offset_there = _offset_at(time_text, canonical, field)
+        if offset_there is None:  # the time is refused in the zone: reading it says why
+            return suggesting(
+                field,
+                shown,
+                f": give it with its UTC offset in {canonical!r} {read}",
+                (time_text, canonical),
+            )
+        meant = f"{time_text}{offset_there}"
+        return suggesting(
+            field, shown, f": give it with its UTC offset in {canonical!r}, {meant} {read}", meant
+        )
+    offset = _UTC_OFFSET.fullmatch(zone_name)
+    if offset is None or offset["sign"] is None:
+        meant, example = "+02:00", True
+    else:
+        meant = f"{offset['sign']}{int(offset['hours']):02d}:{offset['minutes'] or '00'}"
+        example = False
+    alone = (
+        f"; {zone_name[:40]!r} is no IANA zone name, and a time without an offset is read in {tz}"
+        if zone_field is None
+        else f", or the time alone and an IANA zone in `{zone_field}` (e.g. 'Europe/Berlin'; "
+        f"{zone_name[:40]!r} is none)"
+    )
+    return suggesting(
+        field,
+        shown,
+        f": give its UTC offset in the time ({'e.g. ' if example else ''}"
+        f"{time_text}{meant}){alone}",
+        f"{time_text}{meant}",
+        example=example,
+    )
+
+
+def _offset_at(time_text: str, canonical: str, field: str) -> str | None:
+    """The UTC offset (``+02:00``) zone ``canonical`` has at the wall time ``time_text`` (of a
+    form :data:`_FORM` or :data:`_LOOSE` takes, without an offset), read through what its
+    refusals suggest; None where no time is read from it (refused for its own reason) or the
+    zone's offset there leaves the calendar."""
+    for _ in range(8):  # each refusal of a form suggests a text of a form taken, or nearer
+        refused = refusal(time_text, field)
+        if refused is None:
+            break
+        then = refused.details.get("suggestion", ())
+        if not then or refused.details.get("example"):
+            return None
+        time_text = then[-1][0]  # a week without its day: its calendar date, the last
+    else:
+        return None
+    try:
+        wall = datetime.fromisoformat(time_text.upper())
+        there = wall.replace(tzinfo=zone(canonical)).utcoffset()
+    except (OverflowError, ValueError):
+        return None
+    return None if there is None else offset_text(there)
+
+
+_UTC: Final = r"(?:UTC|GMT|UT)(?:(?P<sign>[+-])(?P<hours>\d{1,2})(?::?(?P<minutes>\d{2}))?)?"
+_UTC_OFFSET: Final = re.compile(_UTC, re.ASCII | re.IGNORECASE)
+"""UTC, GMT or UT, in any case, with an offset or without (``UTC+2``, ``gmt-5:30``)."""
+_ZONE_LIKE: Final = re.compile(
+    rf"(?i:{_UTC})|(?!AM$|PM$)[A-Z]{{2,5}}|[A-Za-z_]+(?:/[\w+-]+)+", re.ASCII
+)
+"""A word after a time that is meant as its zone: an IANA name (``Europe/Berlin``), an
+abbreviation in capitals (``CET``, ``PST``; not ``AM``/``PM``), UTC or GMT with an offset
+(:data:`_UTC_OFFSET`, in any case)."""
+
+
+def _zone_like(word: str) -> bool:
+    """Whether ``word``, after a time, is meant as its zone: :data:`_ZONE_LIKE`, or a zone's
+    name in another case (``cet``, ``Utc``: what it names is not in doubt; ``noon`` is no
+    zone)."""
+    if _ZONE_LIKE.fullmatch(word):
+        return True
+    try:
+        validate_timezone(word)
+    except InvalidInputError:
+        return False
+    return True
 
 
 def _weeks_in(year: int) -> int:

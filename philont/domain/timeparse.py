@@ -69,8 +69,9 @@ def parse_time(
     and suggests the offset itself (:func:`philont.domain.timepolicy.without_offset`).
 
     A refusal that suggests a text to write instead (:func:`philont.domain.timeforms.
-    suggesting`) is checked here: each suggestion is read with the same arguments, and when
-    one is refused too, the refusal says why (that refusal) instead of suggesting it.
+    suggesting`) is checked here (:func:`_checked`): each suggestion is read with the same
+    arguments, and when one is refused too, the refusal suggests what that refusal suggests
+    (the end of the chain) or says why instead.
     """
     try:
         return _parse_time(value, field, tz, end_of_day, needs_clock, zone_field)
@@ -90,24 +91,55 @@ def parse_time(
 
 def _checked(exc: InvalidInputError, read: Callable[[str, str | None], object]) -> Exception:
     """``exc``, when each text it suggests (:func:`philont.domain.timeforms.suggesting`) is
-    taken by ``read`` (the text, the zone to read it in or None: the caller's) or refused only
-    for another argument; else the refusal of what it refused and, instead of the suggestion,
-    why the time it means is refused too (the refusal ``read`` gave)."""
+    taken by ``read`` (the text, the zone to read it in or None: the caller's; ``read`` checks
+    the suggestions of its own refusals in turn) or refused only for another argument.
+
+    A suggestion refused in turn with one exact text to write instead (not an example) in the
+    same zone is replaced by that text, in the advice too: ``2026-152T09:30.5`` says to write
+    ``2026-06-01T09:30:30``, the end of the chain. Any other refusal of a suggestion gives the
+    refusal of what ``exc`` refused and why the time it means is refused too: the innermost
+    reason only (``details["reason"]``), once however long the chain."""
     field = exc.details.get("argument", "")
+    written: dict[str, tuple[str, str | None]] = {}
     for text, in_zone in exc.details.get("suggestion", ()):
         try:
             read(text, in_zone)
         except InvalidInputError as refused:
             if field not in (refused.details.get("argument"), refused.details.get("field")):
                 continue  # another argument's refusal: this one's suggestion stands
+            then = refused.details.get("suggestion", ())
+            if (
+                len(then) == 1
+                and not refused.details.get("example")
+                and "reason" not in refused.details
+                and then[0][1] in (None, in_zone)
+            ):
+                written[text] = (then[0][0], in_zone)
+                continue
             meant = f"{text} in {in_zone!r}" if in_zone else text
-            why = refused.message.removeprefix(f"{field}: ")
+            why = refused.details.get("reason") or refused.message.removeprefix(f"{field}: ")
             kind = TimeOutOfRangeError if isinstance(refused, TimeOutOfRangeError) else None
             return (kind or InvalidInputError).of(
                 field,
                 f"{exc.details['refused']}; the time it means, {meant}, is refused too: {why}",
+                reason=why,
+                **({"suggestion": tuple((t, z or in_zone) for t, z in then)} if then else {}),
             )
-    return exc
+    if not written or "advice" not in exc.details:
+        return exc
+    longest_first = sorted(written, key=len, reverse=True)
+    advice = re.sub(
+        "|".join(map(re.escape, longest_first)),
+        lambda found: written[found[0]][0],
+        exc.details["advice"],
+    )
+    return timeforms.suggesting(
+        field,
+        exc.details["refused"],
+        advice,
+        *(written.get(t, (t, z)) for t, z in exc.details["suggestion"]),
+        example=bool(exc.details.get("example")),
+    )
 
 
 def _parse_time(
@@ -132,7 +164,7 @@ def _parse_time(
     text = value.strip()
     if not text:
         return None
-    day = date_alone(text, field)
+    day = _date_alone(text, field)
     if day is not None:
         if needs_clock:
             example = f"{day.isoformat()}T09:00"
@@ -146,6 +178,7 @@ def _parse_time(
                 f"{text!r} is a date without a time of day",
                 f"; give the time too (e.g. {example}), {where_said}",
                 example,
+                example=True,
             )
         if end_of_day:
             return _day_end(day, where, field)
@@ -210,119 +243,12 @@ def _date_and_time(
     except ValueError as exc:
         why = "" if shape is None else _why(exc)
         raise (
-            timeforms.refusal(text, field)
-            or _zone_in_text(text, field, zone_field, tz)
+            timeforms.refusal(text, field, zone_field=zone_field, tz=tz)
             or InvalidInputError.of(
                 field,
                 f"{text[:60]!r} is not an ISO-8601 time{why} (e.g. 2026-04-22T09:00:00+02:00)",
             )
         ) from exc
-
-
-def _zone_in_text(
-    text: str, field: str, zone_field: str | None, tz: str
-) -> InvalidInputError | None:
-    """The refusal of a time followed by a zone's name, in brackets as RFC 9557 writes it
-    (``2026-06-01T09:00+02:00[Europe/Berlin]``) or after a space (``2026-06-01T09:00 CET``,
-    ``... UTC+2``): the zone is not read from the text; it says where to give it (in
-    ``zone_field``; where the caller has none, the time with that zone's offset then). None
-    for text of any other form."""
-    if text.endswith("]") and "[" in text:
-        time_text, zone_name = text[: text.index("[")], text[text.index("[") + 1 : -1]
-        zone_name = zone_name.removeprefix("!")  # RFC 9557's "critical" flag
-        if "=" in zone_name:  # a tag (u-ca=hebrew), not a zone
-            return None
-    elif len(split := text.rsplit(None, 1)) == 2 and _zone_like(split[1]):
-        time_text, zone_name = split
-    else:
-        return None
-    time_text = time_text.strip()
-    shape = _TIME_SHAPE.fullmatch(time_text)
-    if shape is None or shape["second"] == "60":
-        return None
-    try:
-        read = datetime.fromisoformat(time_text.upper())
-        canonical: str | None = validate_timezone(zone_name)
-    except ValueError:
-        return None
-    except InvalidInputError:
-        canonical = None
-    shown = f"{text[:80]!r} names a zone in the text, which is not read"
-    if read.tzinfo is not None:
-        where = (
-            f"; {zone_name[:40]!r} is no IANA zone name"
-            if not canonical
-            else ""
-            if zone_field is None
-            else f", and {canonical!r} in `{zone_field}` where its wall time is shown"
-        )
-        return timeforms.suggesting(
-            field,
-            shown,
-            f": give {time_text} alone (its offset names the instant){where}",
-            time_text,
-            zone=canonical if zone_field else None,
-        )
-    if canonical and zone_field is not None:
-        return timeforms.suggesting(
-            field,
-            shown,
-            f": give {time_text} alone and {canonical!r} in `{zone_field}`",
-            time_text,
-            zone=canonical,
-        )
-    if canonical:  # no argument takes the zone: the offset it has at that wall time
-        try:
-            offset_there = read.replace(tzinfo=zone(canonical)).utcoffset()
-        except (OverflowError, ValueError):
-            offset_there = None
-        if offset_there is not None:
-            meant = f"{time_text}{offset_text(offset_there)}"
-            return timeforms.suggesting(
-                field,
-                shown,
-                f": give it with its UTC offset in {canonical!r}, {meant} (a time without an "
-                f"offset is read in {tz})",
-                meant,
-            )
-    offset = _UTC_PLUS.fullmatch(zone_name)
-    meant = "+02:00" if offset is None else f"{offset[1]}{int(offset[2]):02d}:{offset[3] or '00'}"
-    alone = (
-        f"; {zone_name[:40]!r} is no IANA zone name, and a time without an offset is read in {tz}"
-        if zone_field is None
-        else f", or the time alone and an IANA zone in `{zone_field}` (e.g. 'Europe/Berlin'; "
-        f"{zone_name[:40]!r} is none)"
-    )
-    return timeforms.suggesting(
-        field,
-        shown,
-        f": give its UTC offset in the time ({'e.g. ' if offset is None else ''}"
-        f"{time_text}{meant}){alone}",
-        f"{time_text}{meant}",
-    )
-
-
-_UTC_PLUS = re.compile(r"(?:UTC|GMT|UT)([+-])(\d{1,2})(?::?(\d{2}))?", re.ASCII | re.IGNORECASE)
-_ZONE_LIKE = re.compile(
-    r"(?i:UTC|GMT|UT)(?:[+-]\d{1,2}(?::?\d{2})?)?|(?!AM$|PM$)[A-Z]{2,5}|[A-Za-z_]+(?:/[\w+-]+)+",
-    re.ASCII,
-)
-"""A word after a time that is meant as its zone: an IANA name (``Europe/Berlin``), an
-abbreviation in capitals (``CET``, ``PST``; not ``AM``/``PM``), UTC or GMT with an offset
-(``UTC+2``), the last in any case (``utc+2``)."""
-
-
-def _zone_like(word: str) -> bool:
-    """Whether ``word``, after a time, is meant as its zone: :data:`_ZONE_LIKE`, or a zone's
-    name in another case (``cet``, ``Utc``: what it names is not in doubt; ``noon`` is no
-    zone)."""
-    if _ZONE_LIKE.fullmatch(word):
-        return True
-    try:
-        validate_timezone(word)
-    except InvalidInputError:
-        return False
-    return True
 
 
 def _check_offset(
@@ -363,6 +289,14 @@ def date_alone(value: object, field: str) -> date | None:
     that form that names no day (``2027-02-29``, ``2026-W49``) is refused by ``field``; a
     text the refusal suggests is read here too (:func:`_checked`), as :func:`parse_time`
     reads its own."""
+    try:
+        return _date_alone(value, field)
+    except InvalidInputError as exc:
+        raise _checked(exc, lambda suggested, _zone: date_alone(suggested, field)) from exc
+
+
+def _date_alone(value: object, field: str) -> date | None:
+    """:func:`date_alone` without the reading of what its refusal suggests."""
     if not isinstance(value, str) or _DATE_SHAPE.fullmatch(text := value.strip()) is None:
         return None
     try:
@@ -370,10 +304,9 @@ def date_alone(value: object, field: str) -> date | None:
             raise ValueError("a week, not a day")
         return date.fromisoformat(text.upper())
     except ValueError as exc:
-        refused = timeforms.refusal(text, field) or InvalidInputError.of(
+        raise timeforms.refusal(text, field) or InvalidInputError.of(
             field, f"{text!r} is not an ISO-8601 date naming a day{_why(exc)} (e.g. 2026-12-04)"
-        )
-        raise _checked(refused, lambda suggested, _zone: date_alone(suggested, field)) from exc
+        ) from exc
 
 
 def all_day_span(
@@ -431,8 +364,9 @@ def event_times(
 def _event_times(
     starts_at: str | int | None, ends_at: str | int | None, tz: str
 ) -> tuple[datetime, datetime | None]:
-    first = date_alone(starts_at, "starts_at")
-    last = date_alone(ends_at, "ends_at")
+    # the readers without their check of suggestions: event_times checks them, once
+    first = _date_alone(starts_at, "starts_at")
+    last = _date_alone(ends_at, "ends_at")
     if first is not None:
         if ends_at is not None and last is None and not _blank(ends_at):
             raise InvalidInputError.of_together(
@@ -447,10 +381,10 @@ def _event_times(
             f"a date alone ({last.isoformat()}) cannot end a timed event: give the time it "
             f"ends{_example_end(last, tz)}, or give starts_at as a date too for an all-day event",
         )
-    start = parse_time(starts_at, field="starts_at", tz=tz)
+    start = _parse_time(starts_at, "starts_at", tz, False, False, "timezone")
     if start is None:
         raise InvalidInputError.of("starts_at", "required: an ISO-8601 time or a date")
-    return start, parse_time(ends_at, field="ends_at", tz=tz)
+    return start, _parse_time(ends_at, "ends_at", tz, False, False, "timezone")
 
 
 def _example_end(day: date, tz: str) -> str:

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from philont.domain import timeparse
 from philont.domain.timeparse import date_alone, event_times, parse_time
 from philont.domain.timepolicy import validate_timezone
 from philont.errors import InvalidInputError
@@ -32,6 +33,10 @@ READERS: dict[str, tuple[str, Reader]] = {
         lambda text, tz: parse_time(text, field="at", tz=tz, end_of_day=True),
     ),
     "reminder": ("at", lambda text, tz: parse_time(text, field="at", tz=tz, needs_clock=True)),
+    "command line": (  # no argument takes the zone
+        "--since",
+        lambda text, tz: parse_time(text, field="--since", tz=tz, zone_field=None),
+    ),
     "date alone": ("at", lambda text, tz: date_alone(text, "at")),
     "event start": ("starts_at", lambda text, tz: event_times(text, None, tz=tz)),
     "timed event end": ("ends_at", lambda text, tz: event_times("2026-06-01T09:00Z", text, tz=tz)),
@@ -214,7 +219,7 @@ def test_a_decimal_fraction_of_an_hour_or_minute_is_refused_with_the_same_time_i
 def test_digits_of_another_script_are_refused_suggesting_ascii_digits(text: str, tz: str) -> None:
     """Full-width (``２０２６-０６-０１``) and Arabic-Indic digits were the generic refusal: the
     refusal names them and suggests the same text in ASCII, which reads as the ASCII text
-    does (or the refusal says why that is refused too)."""
+    does (or what the ASCII text's refusal suggests, or says why that is refused too)."""
     if text.isascii():
         return
     refused = _refusal(READERS["time"][1], text, tz)
@@ -223,8 +228,11 @@ def test_digits_of_another_script_are_refused_suggesting_ascii_digits(text: str,
     ascii_text = unicodedata.normalize(
         "NFKC", "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text)
     )
+    as_ascii = _refusal(READERS["time"][1], ascii_text, tz)
+    then = () if as_ascii is None else as_ascii.details.get("suggestion", ())
     for suggested, _ in refused.details.get("suggestion", ()):
-        assert suggested == ascii_text
+        # the ASCII text, or what its own refusal suggests (the end of the chain)
+        assert suggested in [ascii_text, *(t for t, _ in then)], refused.message
         assert parse_time(suggested, field="at", tz=tz) is not None
 
 
@@ -241,3 +249,99 @@ def test_date_alone_reads_what_its_refusal_suggests(monkeypatch: pytest.MonkeyPa
     with pytest.raises(InvalidInputError, match="is refused too") as raised:
         date_alone("2026-02-30", "at")
     assert "suggestion" not in raised.value.details
+
+
+@given(text=texts, tz=st.sampled_from(ZONES), name=st.sampled_from(sorted(READERS)))
+@example(text="0001-001", tz="UTC", name="reminder")
+@example(text="٢٠٢٦-W14T09:00 CET", tz="UTC", name="reminder")
+def test_a_refusal_gives_one_reason_and_shows_what_it_suggests(
+    text: str, tz: str, name: str
+) -> None:
+    """A chain of refusals (``0001-001`` for a reminder: an ordinal date, then a date without
+    a time, then a day outside the supported times) gave each reason nested in the next,
+    "refused too: ... refused too: ...": now only the innermost. Every text the refusal
+    suggests is the one its message says to write."""
+    refused = _refusal(READERS[name][1], text, tz)
+    if refused is None:
+        return
+    assert refused.message.count("refused too") <= 1, refused.message
+    for suggested, _ in refused.details.get("suggestion", ()):
+        assert suggested in refused.message, (suggested, refused.message)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "written", "in_zone"),
+    [
+        ("time", "2026-152T09:30.5", "write the calendar date, 2026-06-01T09:30:30", None),
+        ("event start", "2026-152T09:30.5", "2026-06-01T09:30:30", None),
+        ("time", "2026-W23T09:30.5", "2026-W23-1T09:30:30 for its Monday", None),
+        ("time", "2026-W23T09:30.5", "its calendar date, 2026-06-01T09:30:30", None),
+        ("time", "2026-06-01T9:00 CET", "give 2026-06-01T09:00 alone and 'CET'", "CET"),
+        ("time", "2026-6-1T9:00[Europe/Berlin]", "give 2026-06-01T09:00 alone", "Europe/Berlin"),
+        ("reminder", "2026-06-01 9:30 Utc", "give 2026-06-01 09:30 alone and 'UTC'", "UTC"),
+        ("time", "2026-06-01T9:00+02:00 CET", "give 2026-06-01T09:00+02:00 alone", "CET"),
+        ("time", "2026-6-1T9:00 UTC+2", "offset in the time (2026-06-01T09:00+02:00)", None),
+        ("time", "2026-06-01T9:00 PST", "(e.g. 2026-06-01T09:00+02:00)", None),
+        ("time", "２０２６-６-１T09:00", "write ASCII digits, 2026-06-01T09:00", None),
+        ("command line", "2026-06-01T9:00 CET", "in 'CET', 2026-06-01T09:00+02:00", None),
+        ("command line", "2026-152T09:30.5[Europe/Berlin]", "2026-06-01T09:30:30+02:00", None),
+        ("command line", "2026-06-01T24:00 CET", "in 'CET', 2026-06-02T00:00+02:00", None),
+        ("command line", "2026-6-1T9:00+02:00 CET", "give 2026-06-01T09:00+02:00 alone", None),
+    ],
+)
+def test_a_suggestion_refused_in_turn_is_replaced_by_the_end_of_the_chain(
+    name: str, text: str, written: str, in_zone: str | None
+) -> None:
+    """``2026-152T09:30.5`` said "the time it means, 2026-06-01T09:30.5, is refused too"
+    and ``2026-06-01T9:00 CET`` (a one-digit hour and a zone) was the generic refusal: each
+    now says what to write, the text that is taken."""
+    refused = _refusal(READERS[name][1], text, "UTC")
+    assert refused is not None
+    assert written in refused.message, refused.message
+    assert "refused too" not in refused.message, refused.message
+    for suggested, zone in refused.details["suggestion"]:
+        assert zone == in_zone
+        assert _refusal(READERS[name][1], suggested, zone or "UTC") is None
+
+
+@given(
+    day=st.sampled_from(["2026-06-01", "2026-6-1", "2026-06-1", "20260601"]),
+    clock=st.sampled_from(["T9:00", "T09:0", " 9:30:05", "T9:30:5", "T09:00", "T23:59:60"]),
+    offset=st.sampled_from(["", "Z", "+02:00"]),
+    zone=st.sampled_from([" CET", " Europe/Berlin", "[Europe/Berlin]", " UTC+2", " PST"]),
+    name=st.sampled_from(
+        ["time", "end of a window", "reminder", "event start", "timed event end", "command line"]
+    ),
+)
+def test_a_time_of_any_form_followed_by_a_zone_is_refused_naming_the_zone(
+    day: str, clock: str, offset: str, zone: str, name: str
+) -> None:
+    """The zone in the text was named only after a time Python's reader takes; any other
+    time before it (a field of one digit, a leap second) gave the generic refusal."""
+    text = f"{day}{clock}{offset}{zone}"
+    refused = _refusal(READERS[name][1], text, "UTC")
+    assert refused is not None
+    assert "names a zone in the text" in refused.message, refused.message
+    if name == "command line":  # it has no argument for the zone: none is named
+        assert "`" not in refused.message, refused.message
+
+
+@given(text=texts, tz=st.sampled_from(ZONES), name=st.sampled_from(sorted(READERS)))
+@example(text="2026-123T09:30", tz="UTC", name="event start")
+@example(text="2026-152T09:30.5", tz="UTC", name="timed event end")
+def test_each_text_is_read_once_however_many_readers_wrap_it(text: str, tz: str, name: str) -> None:
+    """An event's start read through ``event_times`` was checked by two readers: a refused
+    ``starts_at`` read its suggestion twice (parse_time's check, then event_times')."""
+    field, reader = READERS[name]
+    seen: list[object] = []
+    inner = timeparse._parse_time
+
+    def counting(value: object, at: str, *args: object) -> object:
+        if at == field:
+            seen.append(value)
+        return inner(value, at, *args)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timeparse, "_parse_time", counting)
+        _refusal(reader, text, tz)
+    assert len(seen) == len(set(map(repr, seen))), seen
