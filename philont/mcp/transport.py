@@ -463,19 +463,24 @@ class _InFlight:
 
     def __init__(self) -> None:
         self._ids: Counter[Any] = Counter()
+        self._open = 0  # the sum of the counts
         self._none = anyio.Event()
         self._none.set()
 
     def add(self, root: object) -> None:
         if isinstance(root, types.JSONRPCRequest):
             self._ids[root.id] += 1
+            self._open += 1
             if self._none.is_set():
                 self._none = anyio.Event()
 
     def done(self, root: object) -> None:
         if isinstance(root, types.JSONRPCResponse | types.JSONRPCError) and self._ids[root.id]:
             self._ids[root.id] -= 1
-            if not +self._ids:
+            self._open -= 1
+            if not self._ids[root.id]:
+                del self._ids[root.id]
+            if not self._open:
                 self._none.set()
 
     async def answered(self) -> None:
