@@ -202,10 +202,12 @@ class Memory:
                 self.store.backend.leave(session)
             if isinstance(self._bind, Session):
                 savepoint, self._savepoint = self._savepoint, None
-                if savepoint is not None and exc_type is None:
+                if savepoint is not None and exc_type is None and failed is None:
                     savepoint.commit()  # released: the caller's transaction commits, not us
                 elif savepoint is not None:
-                    savepoint.rollback()
+                    savepoint.rollback()  # the caller's transaction goes on
+                    if exc_type is None:  # a failed flush rolled the block's writes back
+                        raise self._rolled_back(failed)
             else:
                 # Ours: commit or roll back. A host Connection's: release or roll back our
                 # SAVEPOINT, leaving the host's own transaction to the host.
@@ -245,7 +247,7 @@ class Memory:
         write refused by a read-only Store is :class:`DatabaseReadOnlyError` again; any other
         failure :class:`UnitOfWorkError` naming its kind."""
         typed = None if failed is None else translate(failed, path=self._path())
-        if isinstance(typed, DatabaseReadOnlyError) or (failed is None and self.read_only):
+        if self.read_only and (failed is None or isinstance(typed, DatabaseReadOnlyError)):
             reason = (
                 "the Store was opened read-only (Store.open(..., read_only=True)); a write of "
                 "this unit of work was refused, so nothing of it was written"
