@@ -304,7 +304,7 @@ class AsyncStore:
 
             return await _retrying(attempt, write=prepared.writes)
         except (PhilontError, SQLAlchemyError) as exc:
-            return dispatch.refused(tool_name, exc)
+            return dispatch.refused(tool_name, exc, where=self.store.label)
 
     async def close(self) -> None:
         """Refuse new units of work, wait for those in flight, then release the connections

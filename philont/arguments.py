@@ -48,6 +48,7 @@ from philont.schemas import inputs
 __all__ = [
     "ASYNC_REFUSED",
     "ENTRY_POINTS",
+    "PENDING_REFUSED",
     "Rules",
     "check_of",
     "checked",
@@ -127,19 +128,33 @@ def is_async(value: object) -> bool:
 
 
 def sync_result(name: str, result: T) -> T:
-    """``result`` of the function ``name`` called synchronously, refused when it is awaitable
-    (a lambda or a plain function that returned a coroutine: what it was to do never ran);
-    the coroutine is closed, so no "never awaited" warning follows."""
+    """``result`` of the function ``name`` called synchronously, refused when it is awaitable.
+    A coroutine (a lambda or a plain function that returned one): what it was to do never ran;
+    it is closed, so no "never awaited" warning follows. A Task or Future (scheduled work) is
+    refused too: the result of a unit of work is what it did, committed; scheduled work is
+    no part of its transaction (:data:`PENDING_REFUSED`). It is left as it is (it may be the
+    host's, awaited elsewhere)."""
     if inspect.isawaitable(result):
         if inspect.iscoroutine(result):
             result.close()
-        raise InvalidInputError.of(
-            name,
-            f"returned {type(result).__name__} (an awaitable: what it was to do never ran); "
-            "it is called synchronously inside the unit of work: do the work there, await "
-            "before or after it",
-        )
+            why = (
+                "an awaitable: what it was to do never ran); it is called synchronously inside "
+                "the unit of work: do the work there, await before or after it"
+            )
+        else:
+            why = PENDING_REFUSED
+        raise InvalidInputError.of(name, f"returned {type(result).__name__} ({why}")
     return result
+
+
+PENDING_REFUSED = (
+    "scheduled work, not its result: it is no part of the unit of work's transaction; it runs "
+    "after the commit, or between the unit's statements, is not undone when the unit is "
+    "rolled back, is scheduled again when the unit is run again after a conflict, and cannot "
+    "use the unit's services once the unit has ended); return what it needs, and schedule it "
+    "after run() returns"
+)
+"""Why a unit of work's ``work`` may not return a Task or Future (:func:`sync_result`)."""
 
 
 def _check_declared(

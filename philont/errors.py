@@ -174,7 +174,9 @@ class EventLoopError(PhilontError):
 
 class UnitOfWorkError(PhilontError):
     """A unit of work was used outside its ``with`` block: before it began, after it ended, or
-    entered twice. Begin a new one (``with store.begin() as mem:``)."""
+    entered twice; or its block went on (and ended) after a failed write had rolled its
+    transaction back, so nothing of it was written (a read-only Store's refusal:
+    :class:`DatabaseReadOnlyError`). Begin a new one (``with store.begin() as mem:``)."""
 
     code = "unit_of_work_ended"
 

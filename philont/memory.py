@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from sqlalchemy import Connection
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import PendingRollbackError, SQLAlchemyError
 from sqlalchemy.orm import Session, SessionTransaction
 
 from philont import interrupts
@@ -28,7 +28,13 @@ from philont.clock import Clock
 from philont.db.backend import Backend, Raw
 from philont.db.engine import Target
 from philont.db.retry import translate
-from philont.errors import ConflictError, PhilontError, UnitOfWorkError, in_sqlite_unit
+from philont.errors import (
+    ConflictError,
+    DatabaseReadOnlyError,
+    PhilontError,
+    UnitOfWorkError,
+    in_sqlite_unit,
+)
 from philont.schemas.inputs import BusyTimeoutMs, now_from
 
 if TYPE_CHECKING:
@@ -190,15 +196,18 @@ class Memory:
         if session is None:
             return
         in_sqlite_unit.set(self._outer_in_sqlite)
+        failed = _flush_failure(self._savepoint or session.get_transaction())
         try:
             if self._bind is not None:
                 self.store.backend.leave(session)
             if isinstance(self._bind, Session):
                 savepoint, self._savepoint = self._savepoint, None
-                if savepoint is not None and exc_type is None:
+                if savepoint is not None and exc_type is None and failed is None:
                     savepoint.commit()  # released: the caller's transaction commits, not us
                 elif savepoint is not None:
-                    savepoint.rollback()
+                    savepoint.rollback()  # the caller's transaction goes on
+                    if exc_type is None:  # a failed flush rolled the block's writes back
+                        raise self._rolled_back(failed)
             else:
                 # Ours: commit or roll back. A host Connection's: release or roll back our
                 # SAVEPOINT, leaving the host's own transaction to the host.
@@ -211,19 +220,44 @@ class Memory:
                 finally:
                     session.close()
         except (SQLAlchemyError, sqlite3.Error) as err:
-            typed = self._typed(err)
+            typed = self._typed(err, failed)
             if typed is None:
                 raise
             raise typed from err
         if isinstance(exc, SQLAlchemyError | sqlite3.Error):
-            typed = self._typed(exc)
+            typed = self._typed(exc, failed)
             if typed is not None:
                 raise typed from exc
 
-    def _typed(self, exc: BaseException) -> PhilontError | None:
+    def _typed(
+        self, exc: BaseException, failed: BaseException | None = None
+    ) -> PhilontError | None:
         """``exc``'s typed error (:func:`~philont.db.retry.translate`). (A read-only Store's
-        refusal of a write is typed where SQLite refuses it: ``engine.ReadOnlyConnection``.)"""
+        refusal of a write is typed where SQLite refuses it: ``engine.ReadOnlyConnection``.)
+        SQLAlchemy's ``PendingRollbackError`` (a flush failed, ``failed``, and rolled the
+        transaction back; the block went on and ended or used the session again) is
+        :meth:`_rolled_back`."""
+        if isinstance(exc, PendingRollbackError):
+            return self._rolled_back(failed)
         return translate(exc, path=self._path())
+
+    def _rolled_back(self, failed: BaseException | None) -> PhilontError:
+        """The error of a unit of work whose transaction a failed flush rolled back (its
+        error ``failed``, caught by the host inside the block): nothing of it was written. A
+        write refused by a read-only Store is :class:`DatabaseReadOnlyError` again; any other
+        failure :class:`UnitOfWorkError` naming its kind."""
+        typed = None if failed is None else translate(failed, path=self._path())
+        if self.read_only and (failed is None or isinstance(typed, DatabaseReadOnlyError)):
+            reason = (
+                "the Store was opened read-only (Store.open(..., read_only=True)); a write of "
+                "this unit of work was refused, so nothing of it was written"
+            )
+            return DatabaseReadOnlyError(self._path() or self.store.label, reason)
+        kind = typed.code if typed is not None else type(failed).__name__ if failed else "flush"
+        return UnitOfWorkError(
+            f"a write of this unit of work failed ({kind}) and rolled its transaction back, "
+            "so nothing of it was written, yet the block went on; begin a new unit of work"
+        )
 
     @property
     def read_only(self) -> bool:
@@ -397,3 +431,9 @@ class Memory:
 
     def __repr__(self) -> str:
         return f"<Memory {self._state.value} on {self.store!r}>"
+
+
+def _flush_failure(transaction: SessionTransaction | None) -> BaseException | None:
+    """The error of a flush that failed in ``transaction`` and rolled it back (SQLAlchemy keeps
+    it for its ``PendingRollbackError``), or None."""
+    return getattr(transaction, "_rollback_exception", None)

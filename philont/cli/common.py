@@ -32,6 +32,7 @@ from philont.errors import (
     PhilontError,
     SchemaOutOfDateError,
 )
+from philont.log import get_logger
 
 if TYPE_CHECKING:
     from rich.progress import Progress, ProgressColumn
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
     from philont.memory import Memory
     from philont.store import Store
+
+log = get_logger(__name__)
 
 # Output that is not a terminal is at most this wide: a table at its natural width, never cut.
 PIPED_WIDTH = 10_000
@@ -202,15 +205,25 @@ class Commands(TyperGroup):
 
 def _file_error(exc: Exception, db: str | None) -> PhilontError | None:
     """The state of the database file that ``exc`` (a driver's error, raised bare or wrapped by
-    SQLAlchemy) reports, typed; None for anything else."""
+    SQLAlchemy) reports, typed; any other statement the database refused as a
+    ``storage_error`` naming its kind and the database, never its text (which holds the
+    statement's parameters: users' text; logged, its traceback at debug); None for anything
+    else (a bug)."""
     dbapi = sys.modules.get("sqlalchemy.exc")  # not loaded: nothing raised a DBAPIError
     if not isinstance(exc, sqlite3.Error) and not (
         dbapi is not None and isinstance(exc, dbapi.DBAPIError)
     ):
         return None
-    from philont.db.retry import file_error
+    from philont.db.retry import database_failure, file_error, for_the_log
 
-    return file_error(exc, path=_db_named(db))
+    where = _db_named(db)
+    typed = file_error(exc, path=where)
+    if typed is not None:
+        return typed
+    logged = for_the_log(exc)
+    assert logged is not None  # a driver's error, bare or wrapped
+    log.failure("cli.storage_error", logged)
+    return database_failure(exc, where=where)
 
 
 def _db_named(db: str | None) -> str:

@@ -55,9 +55,12 @@ __all__ = [
     "RetryPolicy",
     "SqliteWait",
     "backoff",
+    "database_failure",
     "file_error",
+    "for_the_log",
     "gave_up",
     "is_busy",
+    "is_database_error",
     "mark_busy",
     "retryable",
     "run_unit",
@@ -244,6 +247,47 @@ def translate(exc: BaseException, *, path: str | None = None) -> PhilontError | 
             f"{where} could not be read or written ({detail})", path=path, sqlite_error=detail
         )
     return None
+
+
+def is_database_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an error of SQLAlchemy or of a database driver (sqlite3, psycopg,
+    aiosqlite), whose text can hold a statement and its bound parameters (users' text)."""
+    if isinstance(exc, sqlite3.Error):
+        return True
+    module = type(exc).__module__
+    return module.startswith(("sqlalchemy.", "psycopg", "aiosqlite")) and not isinstance(
+        exc, PhilontError
+    )
+
+
+def database_failure(exc: BaseException, *, where: str | None = None) -> PhilontError | None:
+    """What a caller (a tool's result, the MCP server, the command line, a report) is told of
+    the database error ``exc``: :func:`translate`'s typed error, else a :class:`StorageError`
+    naming the kind of failure and the database (``where``, as
+    :func:`philont.db.engine.database_name` names it) — never ``exc``'s text: SQLAlchemy's
+    holds the statement and its bound parameters, a driver's the values it refused (users'
+    facts and messages). The full error is for the log only. None when ``exc`` is no database
+    error (:func:`is_database_error`)."""
+    typed = translate(exc, path=where)
+    if typed is not None or not is_database_error(exc):
+        return typed
+    kind = type(exc).__name__
+    return StorageError(
+        f"{where or _UNNAMED} failed: {kind} (the database's message is logged, not shown: it "
+        "can hold the statement's values)",
+        kind=kind,
+    )
+
+
+def for_the_log(exc: BaseException) -> StorageError | None:
+    """A statement the database refused (a driver's error) that :func:`translate` does not
+    map, as the log reports it (:meth:`philont.log.Logger.failure`): its kind and the first
+    line of the driver's message, without the statement or its parameters; None for an error
+    of SQLAlchemy itself (a bug: logged with its traceback)."""
+    if not isinstance(exc, DBAPIError | sqlite3.Error):
+        return None
+    first = (str(_driver_error(exc)).strip().splitlines() or [""])[0][:200]
+    return StorageError(f"the memory database failed: {type(exc).__name__} ({first})")
 
 
 def file_error(exc: BaseException, *, path: str) -> PhilontError | None:

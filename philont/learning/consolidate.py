@@ -54,7 +54,7 @@ from sqlalchemy.sql import ColumnElement
 from philont.arguments import checked
 from philont.clock import Clock, utc_now
 from philont.db.models import Action, LearningBatch, RawMessage
-from philont.db.retry import run_unit
+from philont.db.retry import database_failure, run_unit
 from philont.db.types import bumped, to_epoch_ms
 from philont.domain.consolidation import retry_delay
 from philont.embed.base import Embedder
@@ -587,7 +587,9 @@ class Consolidator:
         # the message may hold a client's or server's text: as it is, a NUL or a lone
         # surrogate in it failed the row's write (the batch stayed claimed until its lease ran
         # out, not backed off) and the report's printing (a traceback on the command line)
-        error = storable(f"{getattr(exc, 'code', type(exc).__name__)}: {exc}"[:1_000])
+        # and a database's error its statement's parameters (the batch's messages): its kind
+        shown = database_failure(exc) or exc
+        error = storable(f"{getattr(shown, 'code', type(exc).__name__)}: {shown}"[:1_000])
         kept = claim.kept if isinstance(claim.kept, dict) else {}
         report = kept | {UNREADABLE_KEY: claim.unreadable, OUTAGES_KEY: claim.outages}
         try:

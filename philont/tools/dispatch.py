@@ -11,16 +11,23 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
-from philont.db.retry import is_busy, run_with_retry, translate
+from philont.db.engine import database_name, resolve_url
+from philont.db.retry import (
+    database_failure,
+    for_the_log,
+    is_busy,
+    is_database_error,
+    run_with_retry,
+    translate,
+)
 from philont.domain.attribution import failure_text
 from philont.errors import (
     DatabaseBusyError,
     InvalidDatabaseError,
     InvalidInputError,
     PhilontError,
-    StorageError,
 )
 from philont.log import get_logger
 from philont.memory import Memory
@@ -215,22 +222,17 @@ def _store_of(db: object, read_only: object = False) -> Store | None:
     )
 
 
-def _storage_failure(exc: SQLAlchemyError) -> tuple[str, str]:
-    """The (code, message) a tool reports for a database failure."""
-    typed = translate(exc)
-    if typed is not None:
-        return typed.code, typed.message
-    return "storage_error", f"the memory database failed: {type(exc).__name__}"
-
-
-def _untranslated(exc: SQLAlchemyError) -> StorageError | None:
-    """A statement the database refused (a driver's error) that :func:`translate` does not
-    map, as a typed error naming its kind and the first line of the driver's message (without
-    the statement or its parameters); None for an error of SQLAlchemy itself (a bug)."""
-    if not isinstance(exc, DBAPIError):
+def _where(db: object) -> str | None:
+    """The database ``db`` names, as messages name it (None: it names none that can be
+    resolved)."""
+    if isinstance(db, Memory):
+        return db.store.label
+    if isinstance(db, Store):
+        return db.label
+    try:
+        return database_name(resolve_url(db))  # type: ignore[arg-type]  # refused: None
+    except Exception:
         return None
-    first = (str(exc.orig).strip().splitlines() or [""])[0][:200]
-    return StorageError(f"the memory database failed: {type(exc).__name__} ({first})")
 
 
 def call(
@@ -286,25 +288,38 @@ def call(
             own = functools.partial(_own_call, store, prepared, session_id)
             result = run_with_retry(retry_plan(own, write=prepared.writes))
     except (PhilontError, SQLAlchemyError) as exc:  # the database could not be opened or written
-        return refused(tool_name, exc)
+        return refused(tool_name, exc, where=None if isinstance(exc, PhilontError) else _where(db))
     log.info("tool.called", tool=tool_name, ok=result.ok, code=result.error_code)
     return result
 
 
-def refused(tool_name: str, exc: PhilontError | SQLAlchemyError) -> ToolResult:
-    """The result of a call the storage refused: a typed error, or a database failure."""
-    if isinstance(exc, PhilontError):
-        code, message, shown = exc.code, exc.message, exc.message
-    else:
-        code, message = _storage_failure(exc)
-        shown = message if code != "storage_error" else str(exc)[:500]
+def refused(
+    tool_name: str, exc: PhilontError | SQLAlchemyError, *, where: str | None = None
+) -> ToolResult:
+    """The result of a call the storage refused: a typed error, or a database failure
+    (:func:`~philont.db.retry.database_failure`: its kind and the database ``where``, never
+    its text, which holds the statement's parameters; that goes to the log)."""
+    typed = exc if isinstance(exc, PhilontError) else _logged_failure(exc, tool_name, where)
     return ToolResult(
         name=tool_name,
         ok=False,
-        text=failure_text(code, message),
-        error_code=code,
-        error=shown,
+        text=failure_text(typed.code, typed.message),
+        error_code=typed.code,
+        error=typed.message,
     )
+
+
+def _logged_failure(exc: BaseException, tool_name: str, where: str | None) -> PhilontError:
+    """What the caller is told of a database failure a tool call met (typed, without the
+    database's text), after logging it: a statement the database refused for a reason we do
+    not map in one line (the driver's message, its traceback at debug), any other SQLAlchemy
+    error (a bug here) with its traceback."""
+    typed = database_failure(exc, where=where)
+    assert typed is not None  # an SQLAlchemy or driver error is a database error
+    if typed.code == "storage_error" and not isinstance(exc, PhilontError):
+        failed = for_the_log(exc)
+        log.failure("tool.storage_error", exc if failed is None else failed, tool=tool_name)
+    return typed
 
 
 def retry_plan(attempt: Callable[[bool], T], *, write: bool) -> Callable[[], T]:
@@ -427,13 +442,13 @@ def _run(
                 return tool.handler(args, mem, ctx), None
         return tool.handler(args, mem, ctx), None
     except Exception as exc:
-        failure = _failure_of(exc, tool.name)
+        failure = _failure_of(exc, tool.name, mem.store.label)
         if not joined:
             mem.rollback()
         return None, failure
 
 
-def _failure_of(exc: Exception, tool_name: str) -> _Failure:
+def _failure_of(exc: Exception, tool_name: str, where: str | None = None) -> _Failure:
     """What a handler's exception tells the model; storage failures (busy, full, read-only,
     I/O, a PostgreSQL conflict) are raised instead: the database may have rolled the whole
     transaction back, so not even the action log row can be written."""
@@ -447,12 +462,15 @@ def _failure_of(exc: Exception, tool_name: str) -> _Failure:
                 "tool.storage_failed", tool=tool_name, code=typed.code
             )
             raise  # typed by the unit of work, which knows its file (Memory._typed)
-        failed = _untranslated(exc)
         # a statement the database refused for a reason we do not map: one line (the driver's
         # message and a traceback carry the statement's parameters, users' text), the
         # traceback at debug; any other SQLAlchemy error is a bug here, with its traceback
-        log.failure("tool.storage_error", exc if failed is None else failed, tool=tool_name)
-        return _Failure("storage_error", f"the memory database failed: {type(exc).__name__}")
+        failed = _logged_failure(exc, tool_name, where)
+        return _Failure(failed.code, failed.message)
+    if is_database_error(exc):  # a driver's error raised bare (a lean statement): typed, or
+        # its kind, never its text (it was internal_error with the driver's message)
+        failed = _logged_failure(exc, tool_name, where)
+        return _Failure(failed.code, failed.message)
     if isinstance(exc, UnicodeEncodeError):  # a lone surrogate in the arguments reached SQLite
         return _Failure(
             "invalid_arguments",

@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,15 +23,19 @@ import anyio
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from philont import tools
 from philont.aio import AsyncStore
+from philont.db.models import Note
 from philont.errors import (
     DatabaseGoneError,
     EventLoopError,
     InvalidDatabaseError,
     InvalidInputError,
     StoreClosedError,
+    UnitOfWorkError,
 )
 from philont.memory import Memory
 from philont.store import Store
@@ -388,6 +393,80 @@ def test_work_that_gives_a_coroutine_is_refused_and_its_unit_rolled_back(
     assert all(text.startswith("work: ") for text in refused), refused
     assert "async function" in refused[0] and "async function" in refused[3]
     assert "returned coroutine" in refused[1] and "returned coroutine" in refused[4], refused
+
+
+def test_work_that_gives_a_task_or_future_is_refused_saying_why(memories: Memories) -> None:
+    # A Task or Future is scheduled work, not what the unit did: it is no part of the
+    # transaction (under an AsyncStore it may run between the unit's statements, and a unit
+    # run again after a conflict schedules it again). Refused, like a coroutine, but the
+    # refusal said "what it was to do never ran", which is not so of scheduled work.
+    where = memories()
+    ran: list[str] = []
+
+    async def later() -> None:
+        ran.append("ran")
+
+    def scheduling(mem: Memory) -> asyncio.Future[None]:
+        mem.facts.store("pending", "before", 1)
+        return asyncio.ensure_future(later())
+
+    async def body(astore: AsyncStore) -> str:
+        with pytest.raises(InvalidInputError) as raised:
+            await astore.run(scheduling)
+        await asyncio.sleep(0)  # a refused Task is left as it is: it was scheduled
+        return str(raised.value)
+
+    told = [run(where, body)]
+    loop = asyncio.new_event_loop()
+    try:
+        with sync_store(where) as store:
+            with pytest.raises(InvalidInputError) as raised:
+                store.run(lambda mem: (mem.facts.store("pending", "x", 1), loop.create_future())[1])
+            told.append(str(raised.value))
+            with store.begin(write=False) as mem:
+                assert mem.facts.list("pending") == []  # nothing committed
+    finally:
+        loop.close()
+    assert told[0].startswith("work: returned Task (scheduled work, not its result"), told
+    assert told[1].startswith("work: returned Future (scheduled work, not its result"), told
+    assert "schedule it after run() returns" in told[0] and ran == ["ran"]
+
+
+def _caught_flush(mem: Memory) -> None:
+    """A flush the database refuses (a note without content), caught, and a read after it."""
+    mem.session.add(Note(id="n", content=None, created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+    with pytest.raises(IntegrityError):
+        mem.session.flush()
+    mem.facts.list("user")
+
+
+def test_a_unit_that_goes_on_after_a_caught_failed_flush_ends_typed(memories: Memories) -> None:
+    # The failed flush rolled the transaction back; the block went on and ended: SQLAlchemy's
+    # untyped PendingRollbackError (its text holding the refused statement's parameters).
+    where = memories()
+
+    async def body(astore: AsyncStore) -> str:
+        with pytest.raises(UnitOfWorkError) as raised:
+            await astore.run(_caught_flush)
+        return str(raised.value)
+
+    told = [run(where, body)]
+    with sync_store(where) as store:
+        with pytest.raises(UnitOfWorkError) as raised, store.begin() as mem:
+            _caught_flush(mem)
+        told.append(str(raised.value))
+        with Session(store.engine) as session:  # the host's transaction goes on, and commits
+            with pytest.raises(UnitOfWorkError) as raised, store.join(session) as mem:
+                _caught_flush(mem)
+            told.append(str(raised.value))
+            with store.join(session) as mem:
+                mem.facts.store("host", "after", 1)
+            session.commit()
+        with store.begin(write=False) as mem:
+            assert [f.key for f in mem.facts.list("host")] == ["after"]
+    for said in told:
+        assert said.startswith("a write of this unit of work failed (IntegrityError)"), said
+        assert "nothing of it was written" in said
 
 
 # --- the sync face, and how the database is named ------------------------------------------------

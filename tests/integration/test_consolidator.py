@@ -789,3 +789,29 @@ def test_a_watermark_no_id_column_holds_is_read_as_the_nearest_id(
     append(units, clock, 2)
     idle(clock)
     assert worker.run_once().status == S.CONSOLIDATED
+
+
+def test_a_batch_failed_by_a_refused_statement_keeps_its_kind_not_its_values(
+    units: UnitFactory, clock: FakeClock, engine: Engine, request: pytest.FixtureRequest
+) -> None:
+    """A statement the database refused (a host's trigger) failed the batch with SQLAlchemy's
+    text as its error, in the report and the batch row: the statement's parameters, the
+    extracted fact's value (users' text)."""
+    from tests.tools.test_storage_failure_logs import SECRET, freeze
+
+    target = engine.url if engine.dialect.name == "postgresql" else Path(str(engine.url.database))
+    answer = json.dumps(
+        [{"action": "store_fact", "namespace": "seen", "key": "k", "value": SECRET}]
+    )
+    append(units, clock, 2)
+    idle(clock)
+    with contextmanager(freeze)(target, "memory_facts", request):
+        report = consolidator(units, clock, scripted(answer)).run_once()
+        with units(write=False) as mem:
+            rows = mem.session.scalars(select(LearningBatch.last_error)).all()
+    assert report.status == S.FAILED
+    kind = "ProgrammingError" if engine.dialect.name == "postgresql" else "IntegrityError"
+    assert report.error is not None and report.error.startswith(
+        f"storage_error: the memory database failed: {kind}"
+    )
+    assert SECRET not in report.error and [r for r in rows if r and SECRET in r] == []

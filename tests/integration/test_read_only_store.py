@@ -168,6 +168,54 @@ def test_every_write_is_refused_as_read_only_and_changes_no_file(
     assert _files(path) == before
 
 
+def _caught(write: Callable[[Memory], object], then_read: bool) -> Callable[[Memory], None]:
+    """``write`` with its refusal caught by the host, and the block going on (a read)."""
+
+    def work(mem: Memory) -> None:
+        with pytest.raises(DatabaseReadOnlyError):
+            write(mem)
+        if then_read:
+            mem.facts.list("user")
+
+    return work
+
+
+@pytest.mark.parametrize("write", [*WRITES, "orm flush"], ids=str)
+@pytest.mark.parametrize("then_read", [False, True], ids=["ends", "reads-then-ends"])
+def test_a_refused_write_caught_in_the_block_ends_it_typed(
+    files: tuple[Path, Path], write: str, then_read: bool
+) -> None:
+    # A refused ORM flush rolls the transaction back: the block that caught the refusal and
+    # ended normally (or read on) raised SQLAlchemy's untyped PendingRollbackError, sync and
+    # async alike. Now it is DatabaseReadOnlyError again; a refused write that rolled nothing
+    # back (a lean one) leaves the block to end normally, having written nothing.
+    path, _ = files
+    work = _caught(_flushed_note if write == "orm flush" else WRITES[write], then_read)
+
+    async def main() -> None:
+        astore = await AsyncStore.open(path, read_only=True)
+        try:
+            await astore.run(work)
+        finally:
+            await astore.close()
+
+    def sync() -> None:
+        with Store.open(path, read_only=True) as store, store.begin() as mem:
+            work(mem)
+
+    before = _files(path)["memory.sqlite"]
+    for run in (sync, lambda: asyncio.run(main())):
+        try:
+            with file_permissions_apply():
+                run()
+        except DatabaseReadOnlyError as err:
+            assert err.message.startswith(f"cannot write to '{path}': the Store was opened")
+            assert "nothing of it was written" in err.message
+        else:
+            assert write not in ("orm flush", "facts.store"), "a rolled-back flush must say so"
+        assert _files(path)["memory.sqlite"] == before
+
+
 def _pending_note(mem: Memory) -> None:
     mem.session.add(Note(id="pending", content="flushed at commit", created_at=NOW))
 
