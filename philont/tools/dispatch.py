@@ -454,7 +454,8 @@ def _failure_of(exc: Exception, tool_name: str, where: str | None = None) -> _Fa
     transaction back, so not even the action log row can be written."""
     if isinstance(exc, PhilontError):
         return _Failure(exc.code, exc.message)
-    if isinstance(exc, SQLAlchemyError):
+    if isinstance(exc, SQLAlchemyError) or is_database_error(exc):  # or raised bare by the
+        # driver (a lean statement; it was internal_error with the driver's message)
         typed = translate(exc)
         if typed is not None:  # a busy database is retried: not worth a warning (yet)
             busy = isinstance(typed, DatabaseBusyError)
@@ -465,10 +466,6 @@ def _failure_of(exc: Exception, tool_name: str, where: str | None = None) -> _Fa
         # a statement the database refused for a reason we do not map: one line (the driver's
         # message and a traceback carry the statement's parameters, users' text), the
         # traceback at debug; any other SQLAlchemy error is a bug here, with its traceback
-        failed = _logged_failure(exc, tool_name, where)
-        return _Failure(failed.code, failed.message)
-    if is_database_error(exc):  # a driver's error raised bare (a lean statement): typed, or
-        # its kind, never its text (it was internal_error with the driver's message)
         failed = _logged_failure(exc, tool_name, where)
         return _Failure(failed.code, failed.message)
     if isinstance(exc, UnicodeEncodeError):  # a lone surrogate in the arguments reached SQLite
