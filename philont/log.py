@@ -30,11 +30,17 @@ class Logger:
         self._std = logging.getLogger(name)
 
     def _emit(
-        self, level: int, method: str, event: str, kw: dict[str, Any], *, trace: bool = False
+        self,
+        level: int,
+        method: str,
+        event: str,
+        kw: dict[str, Any],
+        *,
+        trace: BaseException | bool = False,
     ) -> None:
         structlog = sys.modules.get("structlog")
         if structlog is not None and structlog.is_configured():
-            extra = {"exc_info": True} if trace else {}
+            extra = {"exc_info": trace} if trace is not False else {}
             getattr(structlog.get_logger(self._name), method)(event, **kw, **extra)
         elif self._std.isEnabledFor(level):
             fields = " ".join(
@@ -51,15 +57,23 @@ class Logger:
         self._emit(logging.DEBUG, "debug", event, kw)
 
     def failure(self, event: str, exc: BaseException, **kw: Any) -> None:
-        """A failure being handled: a typed one (:class:`~philont.errors.PhilontError`) in one
-        line, a warning with its code and message, its traceback only at debug (a traceback's
-        locals can hold users' messages, and it is 100+ lines); an untyped one (a bug) is
-        logged with its traceback (:meth:`exception`)."""
+        """The failure ``exc``, being handled: a typed one (:class:`~philont.errors.PhilontError`)
+        in one line, a warning with its code and message, its traceback only at debug (a
+        traceback's locals can hold users' messages, and it is 100+ lines); so is a statement
+        the database refused for a reason we do not map, by its kind and the first line of the
+        driver's message (:func:`philont.db.retry.for_the_log`: SQLAlchemy's text holds the
+        statement's parameters, users' text); anything else (a bug) is logged with its
+        traceback."""
+        shown: BaseException | None = exc
         if not isinstance(exc, PhilontError):
-            self.exception(event, **kw)
+            from philont.db.retry import for_the_log  # (a failure: SQLAlchemy is loaded)
+
+            shown = for_the_log(exc)
+        if not isinstance(shown, PhilontError):
+            self._emit(logging.ERROR, "exception", event, kw, trace=exc)
             return
-        self.warning(event, error=exc.code, reason=str(exc), **kw)
-        self._emit(logging.DEBUG, "debug", f"{event}.traceback", kw, trace=True)
+        self.warning(event, error=shown.code, reason=str(shown), **kw)
+        self._emit(logging.DEBUG, "debug", f"{event}.traceback", kw, trace=exc)
 
     def info(self, event: str, **kw: Any) -> None:
         self._emit(logging.INFO, "info", event, kw)

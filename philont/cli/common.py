@@ -214,15 +214,13 @@ def _file_error(exc: Exception, db: str | None) -> PhilontError | None:
         dbapi is not None and isinstance(exc, dbapi.DBAPIError)
     ):
         return None
-    from philont.db.retry import database_failure, file_error, for_the_log
+    from philont.db.retry import database_failure, file_error
 
     where = _db_named(db)
     typed = file_error(exc, path=where)
     if typed is not None:
         return typed
-    logged = for_the_log(exc)
-    assert logged is not None  # a driver's error, bare or wrapped
-    log.failure("cli.storage_error", logged)
+    log.failure("cli.storage_error", exc)
     return database_failure(exc, where=where)
 
 

@@ -16,7 +16,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from philont.db.engine import database_name, resolve_url
 from philont.db.retry import (
     database_failure,
-    for_the_log,
     is_busy,
     is_database_error,
     run_with_retry,
@@ -317,8 +316,7 @@ def _logged_failure(exc: BaseException, tool_name: str, where: str | None) -> Ph
     typed = database_failure(exc, where=where)
     assert typed is not None  # an SQLAlchemy or driver error is a database error
     if typed.code == "storage_error" and not isinstance(exc, PhilontError):
-        failed = for_the_log(exc)
-        log.failure("tool.storage_error", exc if failed is None else failed, tool=tool_name)
+        log.failure("tool.storage_error", exc, tool=tool_name)
     return typed
 
 

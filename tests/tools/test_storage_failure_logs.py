@@ -89,7 +89,7 @@ def test_an_unmapped_database_refusal_is_logged_in_one_line(frozen: DbTarget) ->
     assert failed["error"] == "storage_error" and failed["tool"] == "store_fact"
     kind = "IntegrityError" if isinstance(frozen, Path) else "ProgrammingError"
     assert failed["reason"] == f"the memory database failed: {kind} (rows are frozen)"
-    assert "exc_info" not in failed and trace["exc_info"] is True
+    assert "exc_info" not in failed and isinstance(trace["exc_info"], BaseException)
     assert SECRET not in repr(failed)
 
 

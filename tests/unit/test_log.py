@@ -122,3 +122,45 @@ def test_an_entrypoints_traceback_shows_no_locals() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Traceback" in done.stderr and "ValueError: boom" in done.stderr, done.stderr
     assert "hunter2-in-a-local" not in done.stderr, done.stderr
+
+
+def _refused_statement(secret: str) -> Exception:
+    """An SQLAlchemy error for a statement SQLite refused for a reason philont does not map:
+    its text holds the statement's parameters."""
+    import sqlite3
+
+    from sqlalchemy.exc import IntegrityError
+
+    return IntegrityError(
+        "INSERT INTO memory_notes (content) VALUES (?)",
+        (secret,),
+        sqlite3.IntegrityError("CHECK constraint failed: no_secrets"),
+    )
+
+
+@pytest.mark.parametrize("raised", [False, True], ids=["handled later", "while raised"])
+def test_a_failure_logs_the_exception_it_is_given_without_the_statement_values(
+    unconfigured: None, caplog: pytest.LogCaptureFixture, raised: bool
+) -> None:
+    """``log.failure`` of a statement the database refused, unmapped: one warning naming its
+    kind and the driver's first line, not the parameters (users' text), whoever calls it;
+    its traceback (at debug) is the exception given, also outside its ``except`` block. It
+    was logged as a bug, with SQLAlchemy's text ('[parameters: ...]') and whatever
+    exception was being handled ('NoneType: None' outside one)."""
+    log = get_logger("philont.test_log")
+    exc = _refused_statement("my bank pin is 4312")
+    with caplog.at_level(logging.DEBUG, logger="philont.test_log"):
+        if raised:
+            try:
+                raise exc
+            except Exception as caught:
+                log.failure("test.failed", caught)
+        else:
+            log.failure("test.failed", exc)
+    records = [r for r in caplog.records if r.name == "philont.test_log"]
+    warning = next(r for r in records if r.levelno == logging.WARNING)
+    assert "IntegrityError" in warning.getMessage() and "no_secrets" in warning.getMessage()
+    assert all("4312" not in r.getMessage() for r in records)
+    assert not any(r.levelno >= logging.ERROR for r in records)
+    traced = [r for r in records if r.exc_info]
+    assert [r.levelno for r in traced] == [logging.DEBUG] and traced[0].exc_info[1] is exc
