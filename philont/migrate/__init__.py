@@ -212,12 +212,14 @@ def check(target: Target = None) -> Status:
     st = status(target)
     if st.revision == st.head and not st.at_head:
         check_recorded(st.revision, st.schema_version)  # raises: the records disagree
-    path = None if isinstance(target, Connection) else sqlite_path(resolve_url(target))
+    url = None if isinstance(target, Connection) else resolve_url(target)
+    path = None if url is None else sqlite_path(url)
     if not st.at_head and path is not None:
         plan_file(path)  # raises what an upgrade of this file would raise
     if not st.at_head:
+        named = "database" if url is None else f"database {database_name(url)}"
         raise SchemaOutOfDateError(
-            f"database is at revision {st.revision or '(none)'}, head is {st.head}; run "
+            f"{named} is at revision {st.revision or '(none)'}, head is {st.head}; run "
             "`alembic upgrade head` or `philont db upgrade`"
         )
     return st

@@ -5,7 +5,9 @@ PostgreSQL printed the driver URL, each from its own copy of the rule."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -67,7 +69,16 @@ def _failed_upgrade_on_connection(url: URL) -> PhilontError:
         engine.dispose()
 
 
-FAILURES = [_failed_upgrade, _failed_upgrade_on_connection]
+def _not_at_head(url: URL) -> PhilontError:
+    if url.get_backend_name() == "sqlite":  # a file of a host's, not yet upgraded
+        with closing(sqlite3.connect(str(url.database))) as conn:
+            conn.execute("CREATE TABLE host_table (x)")
+    with pytest.raises(SchemaOutOfDateError) as err:
+        migrate.check(url)
+    return err.value
+
+
+FAILURES = [_failed_upgrade, _failed_upgrade_on_connection, _not_at_head]
 
 
 @pytest.mark.parametrize("fail", FAILURES, ids=lambda f: f.__name__)
