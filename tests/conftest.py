@@ -252,3 +252,16 @@ def tool_target(
         return url
     path: Path = request.getfixturevalue("tool_db")
     return path
+
+
+@pytest.fixture
+def unconfigured() -> Iterator[None]:
+    """structlog as a host that never configured it leaves it: philont's events then reach
+    stdlib logging (caplog). Other tests may have configured it: the command line's set-up,
+    and ``structlog.testing.capture_logs``, which leaves structlog configured (with its
+    defaults, printing) when it was not before."""
+    import structlog
+
+    structlog.reset_defaults()
+    yield
+    structlog.reset_defaults()

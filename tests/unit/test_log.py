@@ -8,7 +8,6 @@ import json
 import logging
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,14 +16,6 @@ from structlog.testing import capture_logs
 
 from philont.log import get_logger
 from philont.store import Store
-
-
-@pytest.fixture
-def unconfigured() -> Iterator[None]:
-    """structlog as a host that never configured it leaves it (other tests may have)."""
-    structlog.reset_defaults()
-    yield
-    structlog.reset_defaults()
 
 
 def test_a_stdlib_host_gets_events_at_its_level(
