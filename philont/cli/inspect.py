@@ -436,7 +436,7 @@ def search(
 ) -> None:
     """Messages of the timeline matching keywords or a question, best first.
 
-    The agent's own keyword search (``mem.search.messages``): a turn right after a match may
+    The agent's own keyword search (`mem.search.messages`): a turn right after a match may
     come with it, lifted by the match, though it holds none of the words."""
     start, end = _window(since, until)
     hits = read_memory(

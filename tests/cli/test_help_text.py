@@ -119,3 +119,12 @@ def test_a_flag_is_not_shown_as_taking_a_value(path: tuple[str, ...]) -> None:
     result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "<bool>" not in result.output, (path, result.output)
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "philont")
+def test_a_help_shows_no_docstring_markup(path: tuple[str, ...]) -> None:
+    """A help text is read on a terminal: a docstring's reST literal (````name````) reaches it
+    with both backquotes (`philont search --help` showed ````mem.search.messages````)."""
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "``" not in result.output, (path, result.output)
