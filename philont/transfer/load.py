@@ -11,19 +11,19 @@ from sqlalchemy.engine import URL
 
 from philont.backup import fts5_tables
 from philont.db.schema import metadata
-from philont.errors import ConflictError
 from philont.interrupts import point_of_no_return
 from philont.log import get_logger
 from philont.transfer.format import (
     INDEXING,
     ROWID_KEY,
     ImportForeignKeyError,
-    ImportFormatError,
     ImportReport,
     Mode,
     Progress,
+    conflicting_row,
     export_tables,
     ident,
+    rejected_row,
     report_empty,
     reported,
     sqlite_connection,
@@ -145,14 +145,10 @@ def _insert_new(
         conn.execute(
             f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})", tuple(values.values())
         )
-    except sqlite3.IntegrityError as exc:
-        if "UNIQUE" in str(exc):
-            raise ConflictError(
-                f"line {number}: {name} row conflicts with an existing one ({exc})",
-                line_number=number,
-                table=name,
-            ) from exc
-        raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
+    except sqlite3.IntegrityError as exc:  # named by kind, never by the row's values
+        if exc.sqlite_errorname in ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"):
+            raise conflicting_row(number, name, exc) from exc
+        raise rejected_row(number, name, exc) from exc
     return True
 
 

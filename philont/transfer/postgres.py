@@ -30,9 +30,9 @@ from philont import migrate, settings
 from philont.db import agents as registry
 from philont.db.engine import create_engine, database_name
 from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, counter_tables
+from philont.db.schema import metadata
 from philont.errors import (
     AgentNotFoundError,
-    ConflictError,
     InvalidInputError,
     SchemaError,
     UnrecognizedSchemaError,
@@ -51,12 +51,13 @@ from philont.transfer.format import (
     PROGRESS_EVERY,
     ExportReport,
     ImportForeignKeyError,
-    ImportFormatError,
     ImportReport,
     Mode,
     Progress,
+    conflicting_row,
     export_tables,
     ident,
+    rejected_row,
     report_empty,
     reported,
 )
@@ -289,19 +290,28 @@ def _insert_new(
             f" ON CONFLICT ({conflict}) DO NOTHING",
             tuple(values.values()),
         )
-    except psycopg.errors.UniqueViolation as exc:
-        raise ConflictError(
-            f"line {number}: {name} row conflicts with an existing one ({exc})",
-            line_number=number,
-            table=name,
-        ) from exc
+    except psycopg.errors.UniqueViolation as exc:  # named by kind, never by the row's values
+        raise conflicting_row(number, name, exc) from exc
     except psycopg.errors.ForeignKeyViolation as exc:
-        parent = exc.diag.message_detail or str(exc)
-        violation = (name, key[0] if len(key) == 1 else key, parent)
+        violation = (name, key[0] if len(key) == 1 else key, _parent(name, exc))
         raise ImportForeignKeyError([violation], lines=[number]) from exc
     except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
-        raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
+        raise rejected_row(number, name, exc) from exc
     return cursor.rowcount == 1
+
+
+def _parent(name: str, exc: psycopg.Error) -> str:
+    """The table the refused row of ``name`` refers to (as SQLite's ``foreign_key_check`` names
+    it): the one foreign key of the table whose columns the violated constraint's name holds,
+    else the constraint's name; never the DETAIL ``Key (...)=(...)``, which holds the row's
+    values."""
+    constraint = exc.diag.constraint_name or ""
+    found = {
+        fk.referred_table.name
+        for fk in metadata.tables[name].foreign_key_constraints
+        if all(column.name in constraint for column in fk.columns)
+    }
+    return found.pop() if len(found) == 1 else f"constraint {constraint!r}"
 
 
 def _same_row(

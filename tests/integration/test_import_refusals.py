@@ -24,11 +24,12 @@ from pathlib import Path
 import pytest
 
 from philont import agents, migrate, transfer
+from philont.db.schema import metadata
 from philont.errors import PhilontError
 from philont.store import Store
 from philont.transfer import reader
 from philont.transfer.format import MAX_LINE_CHARS
-from tests.pg_support import Layout
+from tests.pg_support import Layout, _admin
 
 HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
 REPO = Path(__file__).resolve().parents[2]
@@ -65,6 +66,9 @@ class Target:
 
     import_: Callable[[Path], object]
     digest: Callable[[], str]
+    refuse_note: Callable[[str], None]
+    """Add a host's rule to the target that refuses a note whose content holds the text (a
+    trigger on SQLite, a CHECK constraint on PostgreSQL): a refusal the gate cannot foresee."""
 
 
 def _sqlite_digest(path: Path) -> str:
@@ -78,9 +82,18 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
         path = tmp_path / "target" / "memory.sqlite"
         with Store.open(path) as store:
             _fill(store, "tgt", counted=False)
+
+        def refuse_sqlite(text: str) -> None:
+            with closing(sqlite3.connect(str(path))) as conn:
+                conn.execute(
+                    "CREATE TRIGGER host_refuses BEFORE INSERT ON memory_notes"
+                    f" WHEN instr(NEW.content, '{text}') BEGIN SELECT RAISE(ABORT, 'no'); END"
+                )
+
         return Target(
             import_=lambda file: transfer.import_(path, file, mode="merge"),
             digest=lambda: _sqlite_digest(path),
+            refuse_note=refuse_sqlite,
         )
     layout: Layout = request.getfixturevalue("pg_layout")
     agent = layout.new_agent()
@@ -99,9 +112,22 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
         text = json.dumps([header, lines[1:], names])
         return hashlib.sha256(text.encode()).hexdigest()
 
+    def refuse_pg(text: str) -> None:
+        # the run's layout, shared by the tests of this process: the rule goes with the test
+        request.addfinalizer(
+            lambda: _admin(
+                f'ALTER TABLE "{layout.schema}".memory_notes DROP CONSTRAINT host_refuses'
+            )
+        )
+        _admin(
+            f'ALTER TABLE "{layout.schema}".memory_notes ADD CONSTRAINT host_refuses'
+            f" CHECK (strpos(content, '{text}') = 0)"
+        )
+
     return Target(
         import_=lambda file: transfer.import_(layout.url, file, mode="merge", agent=agent),
         digest=digest,
+        refuse_note=refuse_pg,
     )
 
 
@@ -248,6 +274,75 @@ def test_the_same_file_undamaged_imports(
     before = target.digest()
     target.import_(file)
     assert target.digest() != before
+
+
+# --- a row the database refuses: named by kind and line, never by the row's values -----------
+
+REFUSED = "host-refuses-this"
+
+
+def _edited(lines: list[str], table: str, **values: object) -> tuple[str, int, dict[str, object]]:
+    text, number = _set(lines, table, **values)
+    return text, number, json.loads(text.splitlines()[number - 1])["row"]
+
+
+def a_taken_skill_name(lines: list[str]) -> tuple[str, int, dict[str, object]]:
+    """A new skill (its own id) under a name the target's skill has: the unique name."""
+    return _edited(lines, "memory_skills", name="tgt-unzip", description="a secret recipe")
+
+
+def a_missing_parent(lines: list[str]) -> tuple[str, int, dict[str, object]]:
+    return _edited(lines, "memory_raw_messages", session_id="the-secret-session")
+
+
+def a_note_the_host_refuses(lines: list[str]) -> tuple[str, int, dict[str, object]]:
+    return _edited(lines, "memory_notes", content=f"my secret pin, {REFUSED}")
+
+
+Refused = Callable[[list[str]], tuple[str, int, dict[str, object]]]
+
+
+@pytest.mark.parametrize(
+    ("refused", "kind"),
+    [
+        (a_taken_skill_name, "unique"),
+        (a_missing_parent, "memory_raw_sessions"),
+        (a_note_the_host_refuses, "trigger|check"),
+    ],
+    ids=["unique", "foreign_key", "host_rule"],
+)
+def test_a_row_the_database_refuses_is_named_by_kind_never_by_its_values(
+    refused: Refused, kind: str, export_lines: list[str], target: Target, tmp_path: Path
+) -> None:
+    """The gate lets these rows pass (their values are good); the target's database refuses
+    them. The error names the line, the table and what was violated; the row's values (a
+    skill's description, a message's session, a note's text) appear nowhere in it: PostgreSQL's
+    DETAIL ("Key (agent_id, name)=(3, tgt-unzip) already exists", "Failing row contains
+    (...)") was its message."""
+    content, line_number, row = refused(export_lines)
+    file = tmp_path / "import.jsonl"
+    file.write_text(content, encoding="utf-8")
+    target.refuse_note(REFUSED)
+    before = target.digest()
+
+    with pytest.raises(PhilontError) as caught:
+        target.import_(file)
+
+    error = caught.value
+    said = f"{error} {error.details}"
+    assert error.details.get("line_number") == line_number, said
+    assert f"line {line_number}" in str(error), said
+    assert any(k in str(error) for k in kind.split("|")), said
+    pk = {c.name for c in metadata.tables[_table(content, line_number)].primary_key.columns}
+    values = [str(v) for k, v in row.items() if k not in pk and isinstance(v, str) and len(v) > 3]
+    assert values
+    for value in values:
+        assert value not in said, (value, said)
+    assert target.digest() == before
+
+
+def _table(content: str, line_number: int) -> str:
+    return str(json.loads(content.splitlines()[line_number - 1])["table"])
 
 
 # --- a line of any length --------------------------------------------------------------------
