@@ -270,16 +270,22 @@ def is_database_error(exc: BaseException) -> bool:
 def database_failure(exc: BaseException, *, where: str | None = None) -> PhilontError | None:
     """What a caller (a tool's result, the MCP server, the command line, a report) is told of
     the database error ``exc``: :func:`translate`'s typed error, else a :class:`StorageError`
-    naming the kind of failure and the database (``where``, as
-    :func:`philont.db.engine.database_name` names it) — never ``exc``'s text: SQLAlchemy's
+    naming the kind of failure, what the database refused (:func:`refusal`: a constraint by
+    its name) and the database (``where``, as :func:`philont.db.engine.database_name` names
+    it) — never ``exc``'s text: SQLAlchemy's
     holds the statement and its bound parameters, a driver's the values it refused (users'
     facts and messages). The full error is for the log only. None when ``exc`` is no database
     error (:func:`is_database_error`)."""
     typed = translate(exc, path=where)
     if typed is not None or not is_database_error(exc):
         return typed
-    kind = type(exc).__name__
-    return StorageError(f"{where or _UNNAMED} failed: {kind} ({NOT_SHOWN})", kind=kind)
+    return StorageError(f"{where or _UNNAMED} failed: {_unshown(exc)}", kind=type(exc).__name__)
+
+
+def _unshown(exc: BaseException) -> str:
+    """A database error by its kind and what it refused (:func:`refusal`), not its text."""
+    refused = refusal(exc)
+    return f"{type(exc).__name__} ({f'{refused}; ' if refused else ''}{NOT_SHOWN})"
 
 
 def database_reason(exc: BaseException) -> str | None:
@@ -290,10 +296,7 @@ def database_reason(exc: BaseException) -> str | None:
     typed = translate(exc)
     if typed is not None:
         return typed.message
-    if not is_database_error(exc):
-        return None
-    refused = refusal(exc)
-    return f"{type(exc).__name__}{f', {refused}' if refused else ''}; {NOT_SHOWN}"
+    return _unshown(exc) if is_database_error(exc) else None
 
 
 # What a database's refusal of a row violated, by kind: SQLite's extended result codes and

@@ -107,7 +107,7 @@ def test_a_refusal_is_named_by_its_kind_never_by_the_refused_values(
 
     reason = database_reason(exc)
     assert reason is not None and SECRET not in reason, reason
-    assert reason.startswith(type(exc).__name__) and reason.endswith(NOT_SHOWN), reason
+    assert reason == f"{type(exc).__name__} ({said}; {NOT_SHOWN})", reason
 
 
 def test_what_is_no_refusal_is_not_named_as_one() -> None:
