@@ -255,40 +255,24 @@ def _insert_row(
     report: ImportReport,
     conflicts: MergeConflicts,
 ) -> None:
+    import psycopg
+
     pk, key, values = file_row(name, row)  # values: without the rowid (PostgreSQL has none)
     sets = ", ".join(f"{ident(c)} = %s" for c in values)
     where = " AND ".join(f"{ident(c)} = %s" for c in pk)
-    outcome = place_row(
-        name,
-        key,
-        number,
-        mode,
-        conflicts,
-        insert=lambda: _insert_new(driver, number, name, row),
-        replace=lambda: driver.execute(
-            f"UPDATE {ident(name)} SET {sets} WHERE {AGENT_COLUMN} = %s AND {where}",
-            (*values.values(), agent_id, *key),
-        ),
-        same=lambda: _same_row(driver, agent_id, name, pk, row),
-    )
-    count_row(report, name, key, outcome)
-
-
-def _insert_new(
-    driver: psycopg.Connection[tuple[Any, ...]], number: int, name: str, row: dict[str, Any]
-) -> bool:
-    """Insert the file row unless the agent holds its primary key (False)."""
-    import psycopg
-
-    pk, key, values = file_row(name, row)
-    columns = ", ".join(ident(c) for c in values)
-    marks = ", ".join("%s" for _ in values)
-    conflict = ", ".join(ident(c) for c in [AGENT_COLUMN, *pk])
     try:  # no savepoint: any error ends the import, and the whole transaction is rolled back
-        cursor = driver.execute(
-            f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})"
-            f" ON CONFLICT ({conflict}) DO NOTHING",
-            tuple(values.values()),
+        outcome = place_row(
+            name,
+            key,
+            number,
+            mode,
+            conflicts,
+            insert=lambda: _insert_new(driver, name, row),
+            replace=lambda: driver.execute(
+                f"UPDATE {ident(name)} SET {sets} WHERE {AGENT_COLUMN} = %s AND {where}",
+                (*values.values(), agent_id, *key),
+            ),
+            same=lambda: _same_row(driver, agent_id, name, pk, row),
         )
     except psycopg.errors.UniqueViolation as exc:  # named by kind, never by the row's values
         raise conflicting_row(number, name, exc) from exc
@@ -297,6 +281,22 @@ def _insert_new(
         raise ImportForeignKeyError([violation], lines=[number]) from exc
     except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
         raise rejected_row(number, name, exc) from exc
+    count_row(report, name, key, outcome)
+
+
+def _insert_new(
+    driver: psycopg.Connection[tuple[Any, ...]], name: str, row: dict[str, Any]
+) -> bool:
+    """Insert the file row unless the agent holds its primary key (False)."""
+    pk, _, values = file_row(name, row)
+    columns = ", ".join(ident(c) for c in values)
+    marks = ", ".join("%s" for _ in values)
+    conflict = ", ".join(ident(c) for c in [AGENT_COLUMN, *pk])
+    cursor = driver.execute(
+        f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})"
+        f" ON CONFLICT ({conflict}) DO NOTHING",
+        tuple(values.values()),
+    )
     return cursor.rowcount == 1
 
 

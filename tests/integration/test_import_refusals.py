@@ -20,6 +20,7 @@ from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -66,9 +67,11 @@ class Target:
 
     import_: Callable[[Path], object]
     digest: Callable[[], str]
-    refuse_note: Callable[[str], None]
-    """Add a host's rule to the target that refuses a note whose content holds the text (a
-    trigger on SQLite, a CHECK constraint on PostgreSQL): a refusal the gate cannot foresee."""
+    refuse: Callable[[str, str, str, bool], None]
+    """``refuse(table, column, text, updates_only)``: add a host's rule to the target that
+    refuses a row of ``table`` whose ``column`` holds ``text`` (triggers on SQLite; on
+    PostgreSQL a CHECK constraint, or a trigger for updates only): a refusal the gate cannot
+    foresee."""
 
 
 def _sqlite_digest(path: Path) -> str:
@@ -76,29 +79,50 @@ def _sqlite_digest(path: Path) -> str:
         return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=BACKENDS)
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    """A target that holds memory, imported into with ``--merge``."""
+    return _target(request, tmp_path, filled=True)
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    """A target that holds nothing but its bootstrap rows, imported into without ``--merge``
+    (the file's bootstrap rows replace the target's)."""
+    return _target(request, tmp_path, filled=False)
+
+
+def _target(request: pytest.FixtureRequest, tmp_path: Path, *, filled: bool) -> Target:
+    mode: Literal["merge", "refuse"] = "merge" if filled else "refuse"
     if request.param == "sqlite":
         path = tmp_path / "target" / "memory.sqlite"
         with Store.open(path) as store:
-            _fill(store, "tgt", counted=False)
+            if filled:
+                _fill(store, "tgt", counted=False)
 
-        def refuse_sqlite(text: str) -> None:
+        def refuse_sqlite(table: str, column: str, text: str, updates_only: bool = False) -> None:
             with closing(sqlite3.connect(str(path))) as conn:
-                conn.execute(
-                    "CREATE TRIGGER host_refuses BEFORE INSERT ON memory_notes"
-                    f" WHEN instr(NEW.content, '{text}') BEGIN SELECT RAISE(ABORT, 'no'); END"
-                )
+                for event in ("UPDATE",) if updates_only else ("INSERT", "UPDATE"):
+                    conn.execute(
+                        f"CREATE TRIGGER host_refuses_{event} BEFORE {event} ON {table}"
+                        f" WHEN instr(NEW.{column}, '{text}') BEGIN SELECT RAISE(ABORT, 'no'); END"
+                    )
 
         return Target(
-            import_=lambda file: transfer.import_(path, file, mode="merge"),
+            import_=lambda file: transfer.import_(path, file, mode=mode),
             digest=lambda: _sqlite_digest(path),
-            refuse_note=refuse_sqlite,
+            refuse=refuse_sqlite,
         )
     layout: Layout = request.getfixturevalue("pg_layout")
     agent = layout.new_agent()
     with Store.open(layout.url, agent=agent, upgrade=False) as store:
-        _fill(store, "tgt", counted=False)
+        if filled:
+            _fill(store, "tgt", counted=False)
+        else:
+            agents.create(store, agent)  # with its bootstrap rows
 
     def digest() -> str:
         """Every row of the agent (its export, but the moment) and every agent's name."""
@@ -112,22 +136,31 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
         text = json.dumps([header, lines[1:], names])
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def refuse_pg(text: str) -> None:
+    def refuse_pg(table: str, column: str, text: str, updates_only: bool = False) -> None:
         # the run's layout, shared by the tests of this process: the rule goes with the test
-        request.addfinalizer(
-            lambda: _admin(
-                f'ALTER TABLE "{layout.schema}".memory_notes DROP CONSTRAINT host_refuses'
+        qualified = f'"{layout.schema}".{table}'
+        if not updates_only:  # PostgreSQL checks a CHECK before ON CONFLICT: an insert's
+            drop = f"ALTER TABLE {qualified} DROP CONSTRAINT host_refuses"
+            request.addfinalizer(lambda: _admin(drop))
+            _admin(
+                f"ALTER TABLE {qualified} ADD CONSTRAINT host_refuses"
+                f" CHECK (strpos({column}, '{text}') = 0)"
             )
-        )
+            return
+        function = f'"{layout.schema}".host_refuses'
+        request.addfinalizer(lambda: _admin(f"DROP FUNCTION {function} CASCADE"))
         _admin(
-            f'ALTER TABLE "{layout.schema}".memory_notes ADD CONSTRAINT host_refuses'
-            f" CHECK (strpos(content, '{text}') = 0)"
+            f"CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+            f" IF strpos(NEW.{column}, '{text}') > 0 THEN"
+            " RAISE EXCEPTION 'no' USING ERRCODE = 'check_violation'; END IF;"
+            f" RETURN NEW; END $$; CREATE TRIGGER host_refuses BEFORE UPDATE ON {qualified}"
+            f" FOR EACH ROW EXECUTE FUNCTION {function}()"
         )
 
     return Target(
-        import_=lambda file: transfer.import_(layout.url, file, mode="merge", agent=agent),
+        import_=lambda file: transfer.import_(layout.url, file, mode=mode, agent=agent),
         digest=digest,
-        refuse_note=refuse_pg,
+        refuse=refuse_pg,
     )
 
 
@@ -319,10 +352,30 @@ def test_a_row_the_database_refuses_is_named_by_kind_never_by_its_values(
     skill's description, a message's session, a note's text) appear nowhere in it: PostgreSQL's
     DETAIL ("Key (agent_id, name)=(3, tgt-unzip) already exists", "Failing row contains
     (...)") was its message."""
-    content, line_number, row = refused(export_lines)
+    target.refuse("memory_notes", "content", REFUSED, False)
+    error = _refused_without_its_values(target, tmp_path, *refused(export_lines))
+    assert any(k in str(error) for k in kind.split("|")), error
+
+
+def test_a_bootstrap_row_the_database_refuses_is_named_by_kind_never_by_its_values(
+    export_lines: list[str], empty_target: Target, tmp_path: Path
+) -> None:
+    """Into an empty target the file's bootstrap rows replace the target's (an UPDATE, not an
+    insert): a refusal of that was the database's error as it was, values and all."""
+    empty_target.refuse("memory_pursuits", "intent", REFUSED, True)
+    edited = _edited(export_lines, "memory_pursuits", intent=f"my secret plan, {REFUSED}")
+    error = _refused_without_its_values(empty_target, tmp_path, *edited)
+    assert error.code == "import_format", error
+    assert "memory_pursuits row rejected by the database" in str(error), error
+
+
+def _refused_without_its_values(
+    target: Target, tmp_path: Path, content: str, line_number: int, row: dict[str, object]
+) -> PhilontError:
+    """The error importing ``content`` into ``target`` raised: it names ``line_number`` and
+    no text of ``row`` but its key; the target is as it was."""
     file = tmp_path / "import.jsonl"
     file.write_text(content, encoding="utf-8")
-    target.refuse_note(REFUSED)
     before = target.digest()
 
     with pytest.raises(PhilontError) as caught:
@@ -332,13 +385,13 @@ def test_a_row_the_database_refuses_is_named_by_kind_never_by_its_values(
     said = f"{error} {error.details}"
     assert error.details.get("line_number") == line_number, said
     assert f"line {line_number}" in str(error), said
-    assert any(k in str(error) for k in kind.split("|")), said
     pk = {c.name for c in metadata.tables[_table(content, line_number)].primary_key.columns}
     values = [str(v) for k, v in row.items() if k not in pk and isinstance(v, str) and len(v) > 3]
     assert values
     for value in values:
         assert value not in said, (value, said)
     assert target.digest() == before
+    return error
 
 
 def _table(content: str, line_number: int) -> str:
