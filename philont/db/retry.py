@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -51,17 +52,20 @@ from philont.log import get_logger
 
 __all__ = [
     "DEFAULT_ATTEMPTS",
+    "NOT_SHOWN",
     "PG_CONFLICTS",
     "RetryPolicy",
     "SqliteWait",
     "backoff",
     "database_failure",
+    "database_reason",
     "file_error",
     "for_the_log",
     "gave_up",
     "is_busy",
     "is_database_error",
     "mark_busy",
+    "refusal",
     "retryable",
     "run_unit",
     "run_with_retry",
@@ -104,6 +108,9 @@ _CORRUPT_MESSAGES = (
 )
 
 _UNNAMED = "the memory database"
+NOT_SHOWN = "the database's message is logged, not shown: it can hold the statement's values"
+"""Said in place of a database's message (SQLAlchemy's holds the statement and its bound
+parameters, a driver's the values it refused)."""
 _POOL = -1
 """The kind :func:`_first_known` gives SQLAlchemy's pool timeout (no connection came free)."""
 
@@ -263,20 +270,96 @@ def is_database_error(exc: BaseException) -> bool:
 def database_failure(exc: BaseException, *, where: str | None = None) -> PhilontError | None:
     """What a caller (a tool's result, the MCP server, the command line, a report) is told of
     the database error ``exc``: :func:`translate`'s typed error, else a :class:`StorageError`
-    naming the kind of failure and the database (``where``, as
-    :func:`philont.db.engine.database_name` names it) — never ``exc``'s text: SQLAlchemy's
+    naming the kind of failure, what the database refused (:func:`refusal`: a constraint by
+    its name) and the database (``where``, as :func:`philont.db.engine.database_name` names
+    it) — never ``exc``'s text: SQLAlchemy's
     holds the statement and its bound parameters, a driver's the values it refused (users'
     facts and messages). The full error is for the log only. None when ``exc`` is no database
     error (:func:`is_database_error`)."""
     typed = translate(exc, path=where)
     if typed is not None or not is_database_error(exc):
         return typed
-    kind = type(exc).__name__
-    return StorageError(
-        f"{where or _UNNAMED} failed: {kind} (the database's message is logged, not shown: it "
-        "can hold the statement's values)",
-        kind=kind,
-    )
+    return StorageError(f"{where or _UNNAMED} failed: {_unshown(exc)}", kind=type(exc).__name__)
+
+
+def _unshown(exc: BaseException) -> str:
+    """A database error by its kind and what it refused (:func:`refusal`), not its text."""
+    refused = refusal(exc)
+    return f"{type(exc).__name__} ({f'{refused}; ' if refused else ''}{NOT_SHOWN})"
+
+
+def database_reason(exc: BaseException) -> str | None:
+    """What a message says of the database error ``exc`` in place of its text (a failed
+    upgrade's): :func:`translate`'s typed message (a lock, a full disk: no values), else its
+    kind and what the database refused (:func:`refusal`), and that its message is logged, not
+    shown. None when ``exc`` is no database error (:func:`is_database_error`)."""
+    typed = translate(exc)
+    if typed is not None:
+        return typed.message
+    return _unshown(exc) if is_database_error(exc) else None
+
+
+# What a database's refusal of a row violated, by kind: SQLite's extended result codes and
+# PostgreSQL's SQLSTATEs (class 23, integrity constraint violation).
+_SQLITE_REFUSALS = {
+    "SQLITE_CONSTRAINT_UNIQUE": "unique",
+    "SQLITE_CONSTRAINT_PRIMARYKEY": "primary key",
+    "SQLITE_CONSTRAINT_NOTNULL": "not null",
+    "SQLITE_CONSTRAINT_CHECK": "check",
+    "SQLITE_CONSTRAINT_FOREIGNKEY": "foreign key",
+    "SQLITE_CONSTRAINT_TRIGGER": "trigger",
+}
+_PG_REFUSALS = {
+    "23505": "unique",
+    "23502": "not null",
+    "23514": "check",
+    "23503": "foreign key",
+    "23P01": "exclusion",
+    "23001": "restrict",
+}
+_SCHEMA_NAMES = re.compile(r"[\w.]+(, [\w.]+)*")
+"""What SQLite names after "constraint failed:" that is shown: ``table.column`` lists and
+constraint names (a CHECK without a name is its expression, which is not shown)."""
+
+
+def refusal(exc: BaseException) -> str | None:
+    """What the database's refusal ``exc`` of a statement violated, in the schema's names only:
+    the kind of constraint (unique, not null, check, foreign key, ...) and its name or columns,
+    or the kind of value a column's type refused — never the database's message, which holds
+    the refused values (PostgreSQL's DETAIL "Failing row contains (...)", "Key (name)=(...)",
+    "invalid input syntax for type integer: ..."). None when ``exc`` is no such refusal (a
+    driver's error that is no integrity or data error, or no database error at all)."""
+    err = _driver_error(exc)
+    if isinstance(err, sqlite3.Error):
+        if not isinstance(err, sqlite3.IntegrityError | sqlite3.DataError):
+            return None
+        code = str(getattr(err, "sqlite_errorname", type(err).__name__))
+        kind = _SQLITE_REFUSALS.get(code)
+        if kind is None:
+            what = "a constraint" if code.startswith("SQLITE_CONSTRAINT") else "a value"
+            return f"{what} the table refuses ({code})"
+        named = str(err).partition("constraint failed: ")[2]
+        return f"{kind} constraint" + (f" ({named})" if _SCHEMA_NAMES.fullmatch(named) else "")
+    if not type(err).__module__.startswith("psycopg") or not isinstance(err, Exception):
+        return None
+    sqlstate = getattr(err, "sqlstate", None)
+    diag = getattr(err, "diag", None)
+    kind = _PG_REFUSALS.get(sqlstate or "")
+    if kind is not None:
+        names = [
+            f"{what} {name!r}"
+            for what, name in (
+                ("table", getattr(diag, "table_name", None)),
+                ("constraint", getattr(diag, "constraint_name", None)),
+                ("column", getattr(diag, "column_name", None)),
+            )
+            if name
+        ]
+        return f"{kind} constraint" + (f" ({', '.join(names)})" if names else "")
+    if any(c.__name__ == "DataError" for c in type(err).__mro__):  # SQLSTATE class 22
+        code = f", SQLSTATE {sqlstate}" if sqlstate else ""
+        return f"a value the column's type refuses ({type(err).__name__}{code})"
+    return None
 
 
 def for_the_log(exc: BaseException) -> StorageError | None:

@@ -208,11 +208,12 @@ def _keys_written(checked: SessionMessage | str | None) -> SessionMessage | str 
     if not isinstance(root, types.JSONRPCRequest | types.JSONRPCNotification):
         return checked
     params = root.params or {}
-    arguments = params.get("arguments") if root.method == "tools/call" else None
-    problem = _unwritable_key(arguments, ())
+    call = root.method == "tools/call"
+    problem = _unwritable_key(params.get("arguments"), ()) if call else None
     ours = "invalid_arguments"
-    if problem is None:
-        problem, ours = _unwritable_key(params, ("params",)), "invalid_params"
+    if problem is None:  # the rest of params (a call's arguments are walked once)
+        rest = {k: v for k, v in params.items() if not (call and k == "arguments")}
+        problem, ours = _unwritable_key(rest, ("params",)), "invalid_params"
     if problem is None:
         return checked
     if isinstance(root, types.JSONRPCNotification):

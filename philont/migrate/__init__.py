@@ -36,6 +36,7 @@ from philont.db.engine import (
     sqlite_path,
     target_kind,
 )
+from philont.db.retry import database_reason
 from philont.errors import (
     MigrationError,
     PhilontError,
@@ -140,9 +141,13 @@ def upgrade(
     except PhilontError:
         raise
     except Exception as exc:
+        reason = database_reason(exc)  # a database's text can hold a revision's row values
+        if reason is None:
+            reason = f"{type(exc).__name__}: {exc}"
+        else:
+            log.failure("migrate.failed", exc, url=report.url)
         raise MigrationError(
-            f"upgrade of {report.url} failed ({type(exc).__name__}: {exc}); "
-            "the database was left as it was"
+            f"upgrade of {report.url} failed ({reason}); the database was left as it was"
         ) from exc
     report.to_revision = head_revision()
     log.info("migrate.done", url=report.url, applied=len(report.applied), stamped=report.stamped)

@@ -19,8 +19,9 @@ from philont import charter, migrate
 from philont.db.bootstrap import GLOBAL_SESSION_ID
 from philont.db.engine import create_engine, resolve_url, sqlite_path, sqlite_read_only_engine
 from philont.db.fts import FTS_INDEXES
+from philont.db.retry import refusal
 from philont.db.schema import metadata
-from philont.errors import InvalidInputError, StorageError
+from philont.errors import ConflictError, InvalidInputError, StorageError
 from philont.log import get_logger
 
 if TYPE_CHECKING:
@@ -104,6 +105,28 @@ class ImportFormatError(InvalidInputError):
         super().__init__(f"line {line_number}: {reason}", line_number=line_number, reason=reason)
         self.line_number = line_number
         self.reason = reason
+
+
+def _refused(exc: BaseException) -> str:
+    return refusal(exc) or type(exc).__name__
+
+
+def conflicting_row(number: int, table: str, exc: BaseException) -> ConflictError:
+    """The file row of line ``number`` collides with a row of the target on a unique key the
+    database enforces (``exc``, its refusal): named by the constraint, never by the database's
+    message, which holds the row's values (PostgreSQL's ``Key (name)=(...) already exists``)."""
+    return ConflictError(
+        f"line {number}: {table} row conflicts with an existing one ({_refused(exc)})",
+        line_number=number,
+        table=table,
+    )
+
+
+def rejected_row(number: int, table: str, exc: BaseException) -> ImportFormatError:
+    """The file row of line ``number`` refused by the database (``exc``) after the gate let it
+    pass: named by the kind of constraint or value refused, never by the database's message
+    (PostgreSQL's ``Failing row contains (...)`` is the row)."""
+    return ImportFormatError(number, f"{table} row rejected by the database: {_refused(exc)}")
 
 
 class ImportForeignKeyError(InvalidInputError):

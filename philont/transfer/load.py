@@ -11,19 +11,19 @@ from sqlalchemy.engine import URL
 
 from philont.backup import fts5_tables
 from philont.db.schema import metadata
-from philont.errors import ConflictError
 from philont.interrupts import point_of_no_return
 from philont.log import get_logger
 from philont.transfer.format import (
     INDEXING,
     ROWID_KEY,
     ImportForeignKeyError,
-    ImportFormatError,
     ImportReport,
     Mode,
     Progress,
+    conflicting_row,
     export_tables,
     ident,
+    rejected_row,
     report_empty,
     reported,
     sqlite_connection,
@@ -110,23 +110,28 @@ def _insert_row(
     pk, key, values = file_row(name, row)
     where = " AND ".join(f"{ident(c)} = ?" for c in pk)
     sets = ", ".join(f"{ident(c)} = ?" for c in values)
-    outcome = place_row(
-        name,
-        key,
-        number,
-        mode,
-        conflicts,
-        insert=lambda: _insert_new(conn, number, name, row, report),
-        replace=lambda: conn.execute(
-            f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key)
-        ),
-        same=lambda: _same_row(conn, name, pk, row),
-    )
+    try:
+        outcome = place_row(
+            name,
+            key,
+            number,
+            mode,
+            conflicts,
+            insert=lambda: _insert_new(conn, name, row, report),
+            replace=lambda: conn.execute(
+                f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key)
+            ),
+            same=lambda: _same_row(conn, name, pk, row),
+        )
+    except sqlite3.IntegrityError as exc:  # named by kind, never by the row's values
+        if exc.sqlite_errorname in ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"):
+            raise conflicting_row(number, name, exc) from exc
+        raise rejected_row(number, name, exc) from exc
     count_row(report, name, key, outcome)
 
 
 def _insert_new(
-    conn: sqlite3.Connection, number: int, name: str, row: dict[str, Any], report: ImportReport
+    conn: sqlite3.Connection, name: str, row: dict[str, Any], report: ImportReport
 ) -> bool:
     """Insert the file row unless the target holds its primary key (False)."""
     pk, key, values = file_row(name, row)
@@ -141,18 +146,7 @@ def _insert_new(
             values = {"rowid": rowid, **values}
     columns = ", ".join(c if c == "rowid" else ident(c) for c in values)
     marks = ", ".join("?" for _ in values)
-    try:
-        conn.execute(
-            f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})", tuple(values.values())
-        )
-    except sqlite3.IntegrityError as exc:
-        if "UNIQUE" in str(exc):
-            raise ConflictError(
-                f"line {number}: {name} row conflicts with an existing one ({exc})",
-                line_number=number,
-                table=name,
-            ) from exc
-        raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
+    conn.execute(f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})", tuple(values.values()))
     return True
 
 

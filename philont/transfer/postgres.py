@@ -30,9 +30,9 @@ from philont import migrate, settings
 from philont.db import agents as registry
 from philont.db.engine import create_engine, database_name
 from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, counter_tables
+from philont.db.schema import metadata
 from philont.errors import (
     AgentNotFoundError,
-    ConflictError,
     InvalidInputError,
     SchemaError,
     UnrecognizedSchemaError,
@@ -51,12 +51,13 @@ from philont.transfer.format import (
     PROGRESS_EVERY,
     ExportReport,
     ImportForeignKeyError,
-    ImportFormatError,
     ImportReport,
     Mode,
     Progress,
+    conflicting_row,
     export_tables,
     ident,
+    rejected_row,
     report_empty,
     reported,
 )
@@ -254,54 +255,63 @@ def _insert_row(
     report: ImportReport,
     conflicts: MergeConflicts,
 ) -> None:
+    import psycopg
+
     pk, key, values = file_row(name, row)  # values: without the rowid (PostgreSQL has none)
     sets = ", ".join(f"{ident(c)} = %s" for c in values)
     where = " AND ".join(f"{ident(c)} = %s" for c in pk)
-    outcome = place_row(
-        name,
-        key,
-        number,
-        mode,
-        conflicts,
-        insert=lambda: _insert_new(driver, number, name, row),
-        replace=lambda: driver.execute(
-            f"UPDATE {ident(name)} SET {sets} WHERE {AGENT_COLUMN} = %s AND {where}",
-            (*values.values(), agent_id, *key),
-        ),
-        same=lambda: _same_row(driver, agent_id, name, pk, row),
-    )
+    try:  # no savepoint: any error ends the import, and the whole transaction is rolled back
+        outcome = place_row(
+            name,
+            key,
+            number,
+            mode,
+            conflicts,
+            insert=lambda: _insert_new(driver, name, row),
+            replace=lambda: driver.execute(
+                f"UPDATE {ident(name)} SET {sets} WHERE {AGENT_COLUMN} = %s AND {where}",
+                (*values.values(), agent_id, *key),
+            ),
+            same=lambda: _same_row(driver, agent_id, name, pk, row),
+        )
+    except psycopg.errors.UniqueViolation as exc:  # named by kind, never by the row's values
+        raise conflicting_row(number, name, exc) from exc
+    except psycopg.errors.ForeignKeyViolation as exc:
+        violation = (name, key[0] if len(key) == 1 else key, _parent(name, exc))
+        raise ImportForeignKeyError([violation], lines=[number]) from exc
+    except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
+        raise rejected_row(number, name, exc) from exc
     count_row(report, name, key, outcome)
 
 
 def _insert_new(
-    driver: psycopg.Connection[tuple[Any, ...]], number: int, name: str, row: dict[str, Any]
+    driver: psycopg.Connection[tuple[Any, ...]], name: str, row: dict[str, Any]
 ) -> bool:
     """Insert the file row unless the agent holds its primary key (False)."""
-    import psycopg
-
-    pk, key, values = file_row(name, row)
+    pk, _, values = file_row(name, row)
     columns = ", ".join(ident(c) for c in values)
     marks = ", ".join("%s" for _ in values)
     conflict = ", ".join(ident(c) for c in [AGENT_COLUMN, *pk])
-    try:  # no savepoint: any error ends the import, and the whole transaction is rolled back
-        cursor = driver.execute(
-            f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})"
-            f" ON CONFLICT ({conflict}) DO NOTHING",
-            tuple(values.values()),
-        )
-    except psycopg.errors.UniqueViolation as exc:
-        raise ConflictError(
-            f"line {number}: {name} row conflicts with an existing one ({exc})",
-            line_number=number,
-            table=name,
-        ) from exc
-    except psycopg.errors.ForeignKeyViolation as exc:
-        parent = exc.diag.message_detail or str(exc)
-        violation = (name, key[0] if len(key) == 1 else key, parent)
-        raise ImportForeignKeyError([violation], lines=[number]) from exc
-    except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
-        raise ImportFormatError(number, f"{name} row rejected by the database: {exc}") from exc
+    cursor = driver.execute(
+        f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})"
+        f" ON CONFLICT ({conflict}) DO NOTHING",
+        tuple(values.values()),
+    )
     return cursor.rowcount == 1
+
+
+def _parent(name: str, exc: psycopg.Error) -> str:
+    """The table the refused row of ``name`` refers to (as SQLite's ``foreign_key_check`` names
+    it): the one foreign key of the table whose columns the violated constraint's name holds,
+    else the constraint's name; never the DETAIL ``Key (...)=(...)``, which holds the row's
+    values."""
+    constraint = exc.diag.constraint_name or ""
+    found = {
+        fk.referred_table.name
+        for fk in metadata.tables[name].foreign_key_constraints
+        if all(column.name in constraint for column in fk.columns)
+    }
+    return found.pop() if len(found) == 1 else f"constraint {constraint!r}"
 
 
 def _same_row(

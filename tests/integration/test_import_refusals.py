@@ -20,15 +20,17 @@ from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from philont import agents, migrate, transfer
+from philont.db.schema import metadata
 from philont.errors import PhilontError
 from philont.store import Store
 from philont.transfer import reader
 from philont.transfer.format import MAX_LINE_CHARS
-from tests.pg_support import Layout
+from tests.pg_support import Layout, _admin
 
 HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
 REPO = Path(__file__).resolve().parents[2]
@@ -65,6 +67,11 @@ class Target:
 
     import_: Callable[[Path], object]
     digest: Callable[[], str]
+    refuse: Callable[[str, str, str, bool], None]
+    """``refuse(table, column, text, updates_only)``: add a host's rule to the target that
+    refuses a row of ``table`` whose ``column`` holds ``text`` (triggers on SQLite; on
+    PostgreSQL a CHECK constraint, or a trigger for updates only): a refusal the gate cannot
+    foresee."""
 
 
 def _sqlite_digest(path: Path) -> str:
@@ -72,20 +79,50 @@ def _sqlite_digest(path: Path) -> str:
         return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=BACKENDS)
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    """A target that holds memory, imported into with ``--merge``."""
+    return _target(request, tmp_path, filled=True)
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    """A target that holds nothing but its bootstrap rows, imported into without ``--merge``
+    (the file's bootstrap rows replace the target's)."""
+    return _target(request, tmp_path, filled=False)
+
+
+def _target(request: pytest.FixtureRequest, tmp_path: Path, *, filled: bool) -> Target:
+    mode: Literal["merge", "refuse"] = "merge" if filled else "refuse"
     if request.param == "sqlite":
         path = tmp_path / "target" / "memory.sqlite"
         with Store.open(path) as store:
-            _fill(store, "tgt", counted=False)
+            if filled:
+                _fill(store, "tgt", counted=False)
+
+        def refuse_sqlite(table: str, column: str, text: str, updates_only: bool = False) -> None:
+            with closing(sqlite3.connect(str(path))) as conn:
+                for event in ("UPDATE",) if updates_only else ("INSERT", "UPDATE"):
+                    conn.execute(
+                        f"CREATE TRIGGER host_refuses_{event} BEFORE {event} ON {table}"
+                        f" WHEN instr(NEW.{column}, '{text}') BEGIN SELECT RAISE(ABORT, 'no'); END"
+                    )
+
         return Target(
-            import_=lambda file: transfer.import_(path, file, mode="merge"),
+            import_=lambda file: transfer.import_(path, file, mode=mode),
             digest=lambda: _sqlite_digest(path),
+            refuse=refuse_sqlite,
         )
     layout: Layout = request.getfixturevalue("pg_layout")
     agent = layout.new_agent()
     with Store.open(layout.url, agent=agent, upgrade=False) as store:
-        _fill(store, "tgt", counted=False)
+        if filled:
+            _fill(store, "tgt", counted=False)
+        else:
+            agents.create(store, agent)  # with its bootstrap rows
 
     def digest() -> str:
         """Every row of the agent (its export, but the moment) and every agent's name."""
@@ -99,9 +136,31 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
         text = json.dumps([header, lines[1:], names])
         return hashlib.sha256(text.encode()).hexdigest()
 
+    def refuse_pg(table: str, column: str, text: str, updates_only: bool = False) -> None:
+        # the run's layout, shared by the tests of this process: the rule goes with the test
+        qualified = f'"{layout.schema}".{table}'
+        if not updates_only:  # PostgreSQL checks a CHECK before ON CONFLICT: an insert's
+            drop = f"ALTER TABLE {qualified} DROP CONSTRAINT host_refuses"
+            request.addfinalizer(lambda: _admin(drop))
+            _admin(
+                f"ALTER TABLE {qualified} ADD CONSTRAINT host_refuses"
+                f" CHECK (strpos({column}, '{text}') = 0)"
+            )
+            return
+        function = f'"{layout.schema}".host_refuses'
+        request.addfinalizer(lambda: _admin(f"DROP FUNCTION {function} CASCADE"))
+        _admin(
+            f"CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+            f" IF strpos(NEW.{column}, '{text}') > 0 THEN"
+            " RAISE EXCEPTION 'no' USING ERRCODE = 'check_violation'; END IF;"
+            f" RETURN NEW; END $$; CREATE TRIGGER host_refuses BEFORE UPDATE ON {qualified}"
+            f" FOR EACH ROW EXECUTE FUNCTION {function}()"
+        )
+
     return Target(
-        import_=lambda file: transfer.import_(layout.url, file, mode="merge", agent=agent),
+        import_=lambda file: transfer.import_(layout.url, file, mode=mode, agent=agent),
         digest=digest,
+        refuse=refuse_pg,
     )
 
 
@@ -248,6 +307,95 @@ def test_the_same_file_undamaged_imports(
     before = target.digest()
     target.import_(file)
     assert target.digest() != before
+
+
+# --- a row the database refuses: named by kind and line, never by the row's values -----------
+
+REFUSED = "host-refuses-this"
+
+
+def _edited(lines: list[str], table: str, **values: object) -> tuple[str, int, dict[str, object]]:
+    text, number = _set(lines, table, **values)
+    return text, number, json.loads(text.splitlines()[number - 1])["row"]
+
+
+def a_taken_skill_name(lines: list[str]) -> tuple[str, int, dict[str, object]]:
+    """A new skill (its own id) under a name the target's skill has: the unique name."""
+    return _edited(lines, "memory_skills", name="tgt-unzip", description="a secret recipe")
+
+
+def a_missing_parent(lines: list[str]) -> tuple[str, int, dict[str, object]]:
+    return _edited(lines, "memory_raw_messages", session_id="the-secret-session")
+
+
+def a_note_the_host_refuses(lines: list[str]) -> tuple[str, int, dict[str, object]]:
+    return _edited(lines, "memory_notes", content=f"my secret pin, {REFUSED}")
+
+
+Refused = Callable[[list[str]], tuple[str, int, dict[str, object]]]
+
+
+@pytest.mark.parametrize(
+    ("refused", "kind"),
+    [
+        (a_taken_skill_name, "unique"),
+        (a_missing_parent, "memory_raw_sessions"),
+        (a_note_the_host_refuses, "trigger|check"),
+    ],
+    ids=["unique", "foreign_key", "host_rule"],
+)
+def test_a_row_the_database_refuses_is_named_by_kind_never_by_its_values(
+    refused: Refused, kind: str, export_lines: list[str], target: Target, tmp_path: Path
+) -> None:
+    """The gate lets these rows pass (their values are good); the target's database refuses
+    them. The error names the line, the table and what was violated; the row's values (a
+    skill's description, a message's session, a note's text) appear nowhere in it: PostgreSQL's
+    DETAIL ("Key (agent_id, name)=(3, tgt-unzip) already exists", "Failing row contains
+    (...)") was its message."""
+    target.refuse("memory_notes", "content", REFUSED, False)
+    error = _refused_without_its_values(target, tmp_path, *refused(export_lines))
+    assert any(k in str(error) for k in kind.split("|")), error
+
+
+def test_a_bootstrap_row_the_database_refuses_is_named_by_kind_never_by_its_values(
+    export_lines: list[str], empty_target: Target, tmp_path: Path
+) -> None:
+    """Into an empty target the file's bootstrap rows replace the target's (an UPDATE, not an
+    insert): a refusal of that was the database's error as it was, values and all."""
+    empty_target.refuse("memory_pursuits", "intent", REFUSED, True)
+    edited = _edited(export_lines, "memory_pursuits", intent=f"my secret plan, {REFUSED}")
+    error = _refused_without_its_values(empty_target, tmp_path, *edited)
+    assert error.code == "import_format", error
+    assert "memory_pursuits row rejected by the database" in str(error), error
+
+
+def _refused_without_its_values(
+    target: Target, tmp_path: Path, content: str, line_number: int, row: dict[str, object]
+) -> PhilontError:
+    """The error importing ``content`` into ``target`` raised: it names ``line_number`` and
+    no text of ``row`` but its key; the target is as it was."""
+    file = tmp_path / "import.jsonl"
+    file.write_text(content, encoding="utf-8")
+    before = target.digest()
+
+    with pytest.raises(PhilontError) as caught:
+        target.import_(file)
+
+    error = caught.value
+    said = f"{error} {error.details}"
+    assert error.details.get("line_number") == line_number, said
+    assert f"line {line_number}" in str(error), said
+    pk = {c.name for c in metadata.tables[_table(content, line_number)].primary_key.columns}
+    values = [str(v) for k, v in row.items() if k not in pk and isinstance(v, str) and len(v) > 3]
+    assert values
+    for value in values:
+        assert value not in said, (value, said)
+    assert target.digest() == before
+    return error
+
+
+def _table(content: str, line_number: int) -> str:
+    return str(json.loads(content.splitlines()[line_number - 1])["table"])
 
 
 # --- a line of any length --------------------------------------------------------------------

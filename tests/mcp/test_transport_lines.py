@@ -20,6 +20,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from philont.mcp.transport import NOTIFICATIONS, REQUESTS, SERVED, check_line
+from philont.schemas.inputs import unstorable
 
 OUR_CODES = {
     -32700: {"invalid_json"},
@@ -130,3 +131,29 @@ def test_every_message_is_passed_on_or_answered_naming_its_request(message: dict
         assert "id" not in message or method in NOTIFICATIONS, message
     if "id" in message and readable_id and message.get("jsonrpc") == "2.0" and "method" in message:
         assert checked is not None, message  # a request always gets through or an answer
+
+
+def test_the_keys_of_a_calls_arguments_are_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line the SDK's parser refuses (a lone surrogate escape) is read by Python, and every
+    key in it checked for one: a call's arguments were walked twice (as the arguments, then
+    again inside params)."""
+    from philont.mcp import transport
+
+    checked: list[str] = []
+
+    def counting(text: str) -> str | None:
+        checked.append(text)
+        return unstorable(text)
+
+    monkeypatch.setattr(transport, "unstorable", counting)
+    arguments = {f"key{i}": {"inner": "x"} for i in range(5)}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "list_upcoming", "arguments": {**arguments, "text": "LONE"}},
+    }
+    line = json.dumps(message).replace("LONE", "\\udc80").encode()
+
+    assert isinstance(check_line(line), SessionMessage)  # passed on: the tool refuses it by name
+    assert sorted(checked) == sorted(["name", "text", *arguments, *["inner"] * 5])
