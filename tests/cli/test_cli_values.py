@@ -7,6 +7,7 @@ the database keeps its own code and exit (1, 3, 4, 5), never 2."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,27 @@ def test_a_window_that_ends_before_it_starts_is_bad_usage(tool_db: Path) -> None
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("error (usage): --since, --until: the time window ends")
+
+
+@pytest.mark.parametrize("option", ["--since", "--until"])
+@pytest.mark.parametrize(
+    "text", ["2026-06-01 CET", "2026-W23 CET", "2026-06-01 utc+2", "2026-W23T09:00 CET"]
+)
+def test_a_zone_named_after_a_date_is_bad_usage_saying_what_to_give(
+    option: str, text: str, tool_db: Path
+) -> None:
+    """A date alone and a zone's name (``2026-06-01 CET``) was the generic 'is not an ISO-8601
+    time'; a week without its day and a zone gave two texts behind a second reason. Now one
+    line naming the zone, one time to give (with its offset: the command line takes no zone),
+    which is read."""
+    result = runner.invoke(app, ["timeline", option, text, "--db", str(tool_db)])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "\n" not in line, line
+    reason = line.split(" (see `")[0]
+    assert reason.startswith(f"error (usage): Invalid value for '{option}': {text!r} names a zone")
+    assert "refused too" not in reason and "`" not in reason, reason
+    times = re.findall(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}[+-]\d{2}:\d{2}", reason)
+    assert len(times) == 1, reason
+    shown = runner.invoke(app, ["timeline", option, times[0], "--db", str(tool_db)])
+    assert shown.exit_code == 0, shown.output
