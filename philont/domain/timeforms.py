@@ -31,7 +31,7 @@ from typing import Final
 from philont.domain.timepolicy import offset_text, out_of_range, validate_timezone, zone
 from philont.errors import InvalidInputError
 
-__all__ = ["chain_end", "refusal", "suggesting"]
+__all__ = ["chain_end", "refusal", "suggesting", "written_as_date"]
 
 _FORM: Final = re.compile(
     r"(?P<year>\d{4})"
@@ -105,6 +105,14 @@ def refusal(
     if fraction is not None:
         return _fraction(text, found, fraction, field) or _loose(text, field)
     return _loose(text, field)  # a form that is taken, unless a field has one digit
+
+
+def written_as_date(text: str) -> bool:
+    """Whether ``text`` (stripped) is written as a date in one of ISO-8601's forms (calendar,
+    ordinal, week; basic or extended), a time of day after it or not: text the time readers
+    read as date text (taken, or refused by name), so digits alone of such a form
+    (``20261204``, the ordinal ``2026123``) are a date, never a number."""
+    return _FORM.fullmatch(text.strip()) is not None
 
 
 def _other_digits(text: str, field: str) -> InvalidInputError | None:

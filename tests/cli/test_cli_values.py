@@ -13,11 +13,15 @@ from typing import Any
 
 import click
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from philont import migrate
 from philont.cli import app
-from philont.cli.values import Value
+from philont.cli.values import Value, _time
+from philont.domain.timeparse import parse_time
+from philont.errors import InvalidInputError
 from philont.memory import Memory
 from tests.support import cli_command, cli_paths
 
@@ -214,3 +218,38 @@ def test_a_zone_named_after_a_date_is_bad_usage_saying_what_to_give(
     assert len(times) == 1, reason
     shown = runner.invoke(app, ["timeline", option, times[0], "--db", str(tool_db)])
     assert shown.exit_code == 0, shown.output
+
+
+def _as_the_domain_reads(text: str) -> object:
+    """What the time readers make of whole-number text: a date where they read it as date
+    text (taken, or refused naming the form: ``20261204``, ``2026123``, ``20261399``), else
+    epoch milliseconds, as a tool given the number."""
+    try:
+        return parse_time(text, field="--since", zone_field=None)
+    except InvalidInputError as exc:
+        if "is not an ISO-8601 time" not in exc.message:
+            return exc.message
+    try:
+        return parse_time(int(text), field="--since", zone_field=None)
+    except InvalidInputError as exc:
+        return exc.message
+
+
+@given(
+    digits=st.integers(min_value=0, max_value=10**12).map(str)
+    | st.text(alphabet="0123456789", min_size=1, max_size=10),
+    sign=st.sampled_from(["", "+", "-"]),
+    space=st.sampled_from(["", " "]),
+)
+def test_whole_number_text_is_a_date_exactly_where_the_domain_reads_a_date(
+    digits: str, sign: str, space: str
+) -> None:
+    """--since reads digits as a date (seven or eight: ``20261204``, the ordinal ``2026123``)
+    or as epoch milliseconds: by the domain's one definition of date text, not a shape of its
+    own."""
+    text = f"{space}{sign}{digits}{space}"
+    try:
+        read: object = _time(field="--since")(text)
+    except InvalidInputError as exc:
+        read = exc.message
+    assert read == _as_the_domain_reads(text), text
