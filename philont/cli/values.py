@@ -140,21 +140,19 @@ def _schema(text: str) -> str:
     return text
 
 
-_BASIC_DATE = re.compile(r"[0-9]{7,8}")
-"""Seven or eight digits are a date in ISO-8601's basic form (``20261204``, the ordinal
-``2026123``), read as the tools read that text; as epoch milliseconds they would be the size of
-epoch seconds, refused (:func:`philont.domain.timepolicy.seconds_sized`)."""
-
-
 def _time(*, field: str, end_of_day: bool = False) -> Callable[[str], datetime | None]:
     """ISO-8601 text (a bare date: that day, its end with ``end_of_day``) or epoch
-    milliseconds (a whole number but :data:`_BASIC_DATE`), as the time tools take them; text
+    milliseconds (a whole number not written as a date: seven or eight digits are a date in
+    ISO-8601's basic form, ``20261204`` or the ordinal ``2026123``, as the domain reads that
+    text, :func:`philont.domain.timeforms.written_as_date`; as epoch milliseconds they would
+    be the size of epoch seconds, refused), as the time tools take them; text
     without an offset is read in UTC (the command line takes no zone: a refusal says so and
     suggests the offset, never a ``timezone`` argument the command does not have)."""
+    from philont.domain.timeforms import written_as_date
     from philont.domain.timeparse import parse_time
 
     def rule(text: str) -> datetime | None:
-        number = _WHOLE.fullmatch(text.strip()) and not _BASIC_DATE.fullmatch(text.strip())
+        number = _WHOLE.fullmatch(text.strip()) and not written_as_date(text)
         given: str | int = int(text) if number else text
         if isinstance(given, str) and not given.strip():
             raise ValueError("the time is empty")

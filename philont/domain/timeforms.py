@@ -10,17 +10,20 @@ refusal says why instead, or suggests what that refusal suggests). Text that mea
 after the calendar's last (``9999-12-31T24:00``, ``9999-W52-6``: 10000-01-01) is
 ``TimeOutOfRangeError``. A decimal fraction of the hour or minute (``09:30.5``) is refused
 with the same time in seconds, digits of another script (full-width ``２０２６``) with the
-text in ASCII digits, and a zone's name after the time (``2026-06-01T09:00 CET``,
-``...+02:00[Europe/Berlin]``) saying to give the zone in the caller's argument for it (the
-tools' ``timezone``) or the offset in the time (where the caller has no such argument, the
-command line: the offset that zone has then, ``2026-06-01T09:00+02:00``): nothing is read by
-guessing.
+text in ASCII digits, and a zone's name after the time or a date alone
+(``2026-06-01T09:00 CET``, ``...+02:00[Europe/Berlin]``, ``2026-W23 CET``) saying to give the
+zone in the caller's argument for it (the tools' ``timezone``) or the offset in the time (where
+the caller has no such argument, the command line: the offset that zone has then,
+``2026-06-01T09:00+02:00``; after a date, its midnight as an example): nothing is read by
+guessing. Where a suggested text is refused in turn, what is suggested is where the chain of
+suggestions leads (:func:`chain_end`), one text however long the chain.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from datetime import date, datetime
 from decimal import ROUND_DOWN, Decimal
 from typing import Final
@@ -28,7 +31,7 @@ from typing import Final
 from philont.domain.timepolicy import offset_text, out_of_range, validate_timezone, zone
 from philont.errors import InvalidInputError
 
-__all__ = ["refusal", "suggesting"]
+__all__ = ["chain_end", "refusal", "suggesting", "written_as_date"]
 
 _FORM: Final = re.compile(
     r"(?P<year>\d{4})"
@@ -102,6 +105,14 @@ def refusal(
     if fraction is not None:
         return _fraction(text, found, fraction, field) or _loose(text, field)
     return _loose(text, field)  # a form that is taken, unless a field has one digit
+
+
+def written_as_date(text: str) -> bool:
+    """Whether ``text`` (stripped) is written as a date in one of ISO-8601's forms (calendar,
+    ordinal, week; basic or extended), a time of day after it or not: text the time readers
+    read as date text (taken, or refused by name), so digits alone of such a form
+    (``20261204``, the ordinal ``2026123``) are a date, never a number."""
+    return _FORM.fullmatch(text.strip()) is not None
 
 
 def _other_digits(text: str, field: str) -> InvalidInputError | None:
@@ -268,14 +279,16 @@ def suggesting(
 def _zone_in_text(
     text: str, field: str, zone_field: str | None, tz: str
 ) -> InvalidInputError | None:
-    """The refusal of a time followed by a zone's name, in brackets as RFC 9557 writes it
-    (``2026-06-01T09:00+02:00[Europe/Berlin]``) or after a space (``2026-06-01T09:00 CET``,
-    ``... UTC+2``): the zone is not read from the text; it says where to give it: in
-    ``zone_field``, the caller's argument for the zone, or where the caller has none (None:
-    the command line) the time with the offset that zone has then, a time without an offset
-    being read in ``tz``. The time may be of any form :data:`_FORM` or :data:`_LOOSE` takes:
-    what is wrong with it is said when its suggestion is read (``2026-06-01T9:00 CET``: give
-    ``2026-06-01T09:00``). None for text of any other form."""
+    """The refusal of a time or a date alone followed by a zone's name, in brackets as RFC
+    9557 writes it (``2026-06-01T09:00+02:00[Europe/Berlin]``) or after a space
+    (``2026-06-01T09:00 CET``, ``2026-06-01 UTC+2``): the zone is not read from the text; it
+    says where to give it: in ``zone_field``, the caller's argument for the zone, or where the
+    caller has none (None: the command line) the time with the offset that zone has then, a
+    time without an offset being read in ``tz`` (after a date alone, which means the day's
+    start or its end, a time with the offset is an example: its midnight). The time may be of
+    any form :data:`_FORM` or :data:`_LOOSE` takes: what is wrong with it is said when its
+    suggestion is read (``2026-06-01T9:00 CET``: give ``2026-06-01T09:00``; ``2026-W23 CET``:
+    give ``2026-06-01``). None for text of any other form."""
     if text.endswith("]") and "[" in text:
         time_text, zone_name = text[: text.index("[")], text[text.index("[") + 1 : -1]
         zone_name = zone_name.removeprefix("!")  # RFC 9557's "critical" flag
@@ -287,8 +300,11 @@ def _zone_in_text(
         return None
     time_text = time_text.strip()
     found = _FORM.fullmatch(time_text) or _LOOSE.fullmatch(time_text)
-    if found is None or found[found.re.groupindex.get("clock", "hour")] is None:
-        return None  # no time of day
+    if found is None:
+        return None
+    clocked = found[found.re.groupindex.get("clock", "hour")] is not None
+    if not clocked and found["offset"] is not None:
+        return None  # a date with an offset is no form (2026-06-01+02:00)
     try:
         canonical: str | None = validate_timezone(zone_name)
     except InvalidInputError:
@@ -317,63 +333,93 @@ def _zone_in_text(
             time_text,
             zone=canonical,
         )
+    # a date alone is a day, its start (or its end, for the end of a window): what it says to
+    # give is a time with an offset, its midnight an example
+    wall = time_text if clocked else f"{time_text}T00:00"
+    alone = (
+        f"a time without an offset is read in {tz}" if clocked else f"a date alone is read in {tz}"
+    )
     if canonical:  # no argument takes the zone: the offset it has at that wall time
-        read = f"(a time without an offset is read in {tz})"
-        offset_there = _offset_at(time_text, canonical, field)
+        offset_there = _offset_at(wall, canonical, field)
         if offset_there is None:  # the time is refused in the zone: reading it says why
             return suggesting(
                 field,
                 shown,
-                f": give it with its UTC offset in {canonical!r} {read}",
+                f": give it with its UTC offset in {canonical!r} ({alone})",
                 (time_text, canonical),
             )
-        meant = f"{time_text}{offset_there}"
-        return suggesting(
-            field, shown, f": give it with its UTC offset in {canonical!r}, {meant} {read}", meant
+        meant = f"{wall}{offset_there}"
+        advice = (
+            f": give it with its UTC offset in {canonical!r}, {meant} ({alone})"
+            if clocked
+            else f": give a time with its UTC offset in {canonical!r} (e.g. {meant}, the day's "
+            f"midnight; {alone})"
         )
+        return suggesting(field, shown, advice, meant, example=not clocked)
     offset = _UTC_OFFSET.fullmatch(zone_name)
     if offset is None or offset["sign"] is None:
-        meant, example = "+02:00", True
+        meant, example = f"{wall}+02:00", True
     else:
-        meant = f"{offset['sign']}{int(offset['hours']):02d}:{offset['minutes'] or '00'}"
-        example = False
-    alone = (
-        f"; {zone_name[:40]!r} is no IANA zone name, and a time without an offset is read in {tz}"
+        meant = f"{wall}{offset['sign']}{int(offset['hours']):02d}:{offset['minutes'] or '00'}"
+        example = not clocked
+    where = (
+        f"; {zone_name[:40]!r} is no IANA zone name, and {alone}"
         if zone_field is None
-        else f", or the time alone and an IANA zone in `{zone_field}` (e.g. 'Europe/Berlin'; "
-        f"{zone_name[:40]!r} is none)"
+        else f", or the {'time' if clocked else 'date'} alone and an IANA zone in "
+        f"`{zone_field}` (e.g. 'Europe/Berlin'; {zone_name[:40]!r} is none)"
     )
-    return suggesting(
-        field,
-        shown,
-        f": give its UTC offset in the time ({'e.g. ' if example else ''}"
-        f"{time_text}{meant}){alone}",
-        f"{time_text}{meant}",
-        example=example,
+    give = (
+        f"its UTC offset in the time ({'e.g. ' if example else ''}{meant})"
+        if clocked
+        else f"a time with its UTC offset (e.g. {meant}, the day's midnight)"
     )
+    return suggesting(field, shown, f": give {give}{where}", meant, example=example)
 
 
 def _offset_at(time_text: str, canonical: str, field: str) -> str | None:
     """The UTC offset (``+02:00``) zone ``canonical`` has at the wall time ``time_text`` (of a
-    form :data:`_FORM` or :data:`_LOOSE` takes, without an offset), read through what its
-    refusals suggest; None where no time is read from it (refused for its own reason) or the
-    zone's offset there leaves the calendar."""
-    for _ in range(8):  # each refusal of a form suggests a text of a form taken, or nearer
-        refused = refusal(time_text, field)
-        if refused is None:
-            break
-        then = refused.details.get("suggestion", ())
-        if not then or refused.details.get("example"):
-            return None
-        time_text = then[-1][0]  # a week without its day: its calendar date, the last
-    else:
+    form :data:`_FORM` or :data:`_LOOSE` takes, without an offset), read where its refusals'
+    suggestions lead (:func:`chain_end`); None where no time is read from it (refused for its
+    own reason) or the zone's offset there leaves the calendar."""
+    end = chain_end(time_text, None, lambda text, _zone: refusal(text, field))
+    if isinstance(end, InvalidInputError):
         return None
     try:
-        wall = datetime.fromisoformat(time_text.upper())
+        wall = datetime.fromisoformat(end[0].upper())
         there = wall.replace(tzinfo=zone(canonical)).utcoffset()
     except (OverflowError, ValueError):
         return None
     return None if there is None else offset_text(there)
+
+
+_LONGEST_CHAIN: Final = 8
+"""More steps than any chain of refusals takes (each suggests a text of a form taken, or
+nearer one): a bound, never reached, against a refusal that would suggest itself."""
+
+
+def chain_end(
+    text: str,
+    in_zone: str | None,
+    refused_by: Callable[[str, str | None], InvalidInputError | None],
+) -> tuple[str, str | None] | InvalidInputError:
+    """Where a suggested ``text`` (read in ``in_zone``; None: the caller's zone) leads: the
+    first text ``refused_by`` takes (returns None for), ``text`` itself or the text its refusal
+    suggests to write instead (:func:`suggesting`), in turn, with its zone: the end of the
+    chain. A refusal that suggests several texts (a week: its Monday, or its calendar date;
+    they mean the same time) is followed by its last, the calendar text, so a chain is one
+    text. A refusal that suggests none, only examples, or a text in another zone ends the chain
+    and is returned: why the text is refused."""
+    refused: InvalidInputError | None = None
+    for _ in range(_LONGEST_CHAIN):
+        refused = refused_by(text, in_zone)
+        if refused is None:
+            return text, in_zone
+        then = refused.details.get("suggestion", ())
+        if not then or refused.details.get("example") or then[-1][1] not in (None, in_zone):
+            return refused
+        text = then[-1][0]
+    assert refused is not None
+    return refused
 
 
 _UTC: Final = r"(?:UTC|GMT|UT)(?:(?P<sign>[+-])(?P<hours>\d{1,2})(?::?(?P<minutes>\d{2}))?)?"

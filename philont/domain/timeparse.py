@@ -78,53 +78,57 @@ def parse_time(
     except InvalidInputError as exc:
         raise _checked(
             exc,
-            lambda text, in_zone: parse_time(
-                text,
-                field=field,
-                tz=in_zone or tz,
-                end_of_day=end_of_day,
-                needs_clock=needs_clock,
-                zone_field=zone_field,
+            lambda text, in_zone: _parse_time(
+                text, field, in_zone or tz, end_of_day, needs_clock, zone_field
             ),
         ) from exc
 
 
-def _checked(exc: InvalidInputError, read: Callable[[str, str | None], object]) -> Exception:
+def _checked(
+    exc: InvalidInputError, read: Callable[[str, str | None], object]
+) -> InvalidInputError:
     """``exc``, when each text it suggests (:func:`philont.domain.timeforms.suggesting`) is
-    taken by ``read`` (the text, the zone to read it in or None: the caller's; ``read`` checks
-    the suggestions of its own refusals in turn) or refused only for another argument.
+    taken by ``read`` (the text, the zone to read it in or None: the caller's; the reader
+    without this check: each text is read once) or refused only for another argument.
 
-    A suggestion refused in turn with one exact text to write instead (not an example) in the
-    same zone is replaced by that text, in the advice too: ``2026-152T09:30.5`` says to write
-    ``2026-06-01T09:30:30``, the end of the chain. Any other refusal of a suggestion gives the
-    refusal of what ``exc`` refused and why the time it means is refused too: the innermost
-    reason only (``details["reason"]``), once however long the chain."""
+    A suggestion refused in turn with a text to write instead (not an example) in the same
+    zone is replaced by where that leads (:func:`philont.domain.timeforms.chain_end`), in the
+    advice too: ``2026-152T09:30.5`` says to write ``2026-06-01T09:30:30``, the end of the
+    chain. Any other refusal of a suggestion gives the refusal of what ``exc`` refused and why
+    the time it means is refused too: the innermost reason only (``details["reason"]``), once
+    however long the chain, with what that refusal suggests (checked in turn)."""
     field = exc.details.get("argument", "")
-    written: dict[str, tuple[str, str | None]] = {}
-    for text, in_zone in exc.details.get("suggestion", ()):
+
+    def refused_by(text: str, in_zone: str | None) -> InvalidInputError | None:
         try:
             read(text, in_zone)
         except InvalidInputError as refused:
-            if field not in (refused.details.get("argument"), refused.details.get("field")):
-                continue  # another argument's refusal: this one's suggestion stands
-            then = refused.details.get("suggestion", ())
-            if (
-                len(then) == 1
-                and not refused.details.get("example")
-                and "reason" not in refused.details
-                and then[0][1] in (None, in_zone)
-            ):
-                written[text] = (then[0][0], in_zone)
-                continue
-            meant = f"{text} in {in_zone!r}" if in_zone else text
-            why = refused.details.get("reason") or refused.message.removeprefix(f"{field}: ")
-            kind = TimeOutOfRangeError if isinstance(refused, TimeOutOfRangeError) else None
-            return (kind or InvalidInputError).of(
-                field,
-                f"{exc.details['refused']}; the time it means, {meant}, is refused too: {why}",
-                reason=why,
-                **({"suggestion": tuple((t, z or in_zone) for t, z in then)} if then else {}),
-            )
+            if field in (refused.details.get("argument"), refused.details.get("field")):
+                return refused
+        return None  # taken, or refused for another argument only: the text stands
+
+    written: dict[str, tuple[str, str | None]] = {}
+    for text, in_zone in exc.details.get("suggestion", ()):
+        end = timeforms.chain_end(text, in_zone, refused_by)
+        if not isinstance(end, InvalidInputError):
+            if end != (text, in_zone):
+                written[text] = end
+            continue
+
+        def in_its_zone(then: str, zone: str | None, chain_zone: str | None = in_zone) -> object:
+            return read(then, zone or chain_zone)  # the zone the chain was read in
+
+        refused = _checked(end, in_its_zone)  # what it suggests in turn (an example)
+        then = refused.details.get("suggestion", ())
+        meant = f"{text} in {in_zone!r}" if in_zone else text
+        why = refused.details.get("reason") or refused.message.removeprefix(f"{field}: ")
+        kind = TimeOutOfRangeError if isinstance(refused, TimeOutOfRangeError) else None
+        return (kind or InvalidInputError).of(
+            field,
+            f"{exc.details['refused']}; the time it means, {meant}, is refused too: {why}",
+            reason=why,
+            **({"suggestion": tuple((t, z or in_zone) for t, z in then)} if then else {}),
+        )
     if not written or "advice" not in exc.details:
         return exc
     longest_first = sorted(written, key=len, reverse=True)
@@ -292,7 +296,7 @@ def date_alone(value: object, field: str) -> date | None:
     try:
         return _date_alone(value, field)
     except InvalidInputError as exc:
-        raise _checked(exc, lambda suggested, _zone: date_alone(suggested, field)) from exc
+        raise _checked(exc, lambda suggested, _zone: _date_alone(suggested, field)) from exc
 
 
 def _date_alone(value: object, field: str) -> date | None:
@@ -357,7 +361,7 @@ def event_times(
         field = exc.details.get("argument")
         raise _checked(
             exc,
-            lambda text, in_zone: event_times(**(given | {str(field): text}), tz=in_zone or tz),
+            lambda text, in_zone: _event_times(**(given | {str(field): text}), tz=in_zone or tz),
         ) from exc
 
 

@@ -7,16 +7,21 @@ the database keeps its own code and exit (1, 3, 4, 5), never 2."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from philont import migrate
 from philont.cli import app
-from philont.cli.values import Value
+from philont.cli.values import Value, _time
+from philont.domain.timeparse import parse_time
+from philont.errors import InvalidInputError
 from philont.memory import Memory
 from tests.support import cli_command, cli_paths
 
@@ -189,3 +194,62 @@ def test_a_window_that_ends_before_it_starts_is_bad_usage(tool_db: Path) -> None
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("error (usage): --since, --until: the time window ends")
+
+
+@pytest.mark.parametrize("option", ["--since", "--until"])
+@pytest.mark.parametrize(
+    "text", ["2026-06-01 CET", "2026-W23 CET", "2026-06-01 utc+2", "2026-W23T09:00 CET"]
+)
+def test_a_zone_named_after_a_date_is_bad_usage_saying_what_to_give(
+    option: str, text: str, tool_db: Path
+) -> None:
+    """A date alone and a zone's name (``2026-06-01 CET``) was the generic 'is not an ISO-8601
+    time'; a week without its day and a zone gave two texts behind a second reason. Now one
+    line naming the zone, one time to give (with its offset: the command line takes no zone),
+    which is read."""
+    result = runner.invoke(app, ["timeline", option, text, "--db", str(tool_db)])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "\n" not in line, line
+    reason = line.split(" (see `")[0]
+    assert reason.startswith(f"error (usage): Invalid value for '{option}': {text!r} names a zone")
+    assert "refused too" not in reason and "`" not in reason, reason
+    times = re.findall(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}[+-]\d{2}:\d{2}", reason)
+    assert len(times) == 1, reason
+    shown = runner.invoke(app, ["timeline", option, times[0], "--db", str(tool_db)])
+    assert shown.exit_code == 0, shown.output
+
+
+def _as_the_domain_reads(text: str) -> object:
+    """What the time readers make of whole-number text: a date where they read it as date
+    text (taken, or refused naming the form: ``20261204``, ``2026123``, ``20261399``), else
+    epoch milliseconds, as a tool given the number."""
+    try:
+        return parse_time(text, field="--since", zone_field=None)
+    except InvalidInputError as exc:
+        if "is not an ISO-8601 time" not in exc.message:
+            return exc.message
+    try:
+        return parse_time(int(text), field="--since", zone_field=None)
+    except InvalidInputError as exc:
+        return exc.message
+
+
+@given(
+    digits=st.integers(min_value=0, max_value=10**12).map(str)
+    | st.text(alphabet="0123456789", min_size=1, max_size=10),
+    sign=st.sampled_from(["", "+", "-"]),
+    space=st.sampled_from(["", " "]),
+)
+def test_whole_number_text_is_a_date_exactly_where_the_domain_reads_a_date(
+    digits: str, sign: str, space: str
+) -> None:
+    """--since reads digits as a date (seven or eight: ``20261204``, the ordinal ``2026123``)
+    or as epoch milliseconds: by the domain's one definition of date text, not a shape of its
+    own."""
+    text = f"{space}{sign}{digits}{space}"
+    try:
+        read: object = _time(field="--since")(text)
+    except InvalidInputError as exc:
+        read = exc.message
+    assert read == _as_the_domain_reads(text), text

@@ -15,10 +15,10 @@ from datetime import timedelta
 from fractions import Fraction
 
 import pytest
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from philont.domain import timeparse
+from philont.domain import timeforms, timeparse
 from philont.domain.timeparse import date_alone, event_times, parse_time
 from philont.domain.timepolicy import validate_timezone
 from philont.errors import InvalidInputError
@@ -90,6 +90,15 @@ def time_texts(draw: st.DrawFn) -> str:
 texts = time_texts() | st.text(alphabet=st.characters(codec="utf-8"), max_size=30)
 
 
+DAYS_OF_EVERY_FORM = [
+    "2026-06-01", "2026-6-1", "2026-06-1", "20260601", "2026-152", "2026152", "2026-W23",
+    "2026w23", "2026-W23-1", "2026W231", "0001-01-01", "9999-12-31", "2026-02-30", "2026-W54-1",
+    "+12026-01-01",
+]  # fmt: skip
+"""A date of every form the readers know (calendar, ordinal, week, a week alone; basic,
+extended, one-digit fields, an expanded year), some naming no day or none supported."""
+
+
 def _refusal(reader: Reader, text: str, tz: str) -> InvalidInputError | None:
     try:
         reader(text, tz)
@@ -108,6 +117,8 @@ REVIEWED = [
 @given(text=texts, tz=st.sampled_from(ZONES), name=st.sampled_from(sorted(READERS)))
 @example(text="0001-01-01", tz="Pacific/Kiritimati", name="timed event end")
 @example(text="9999-12-31", tz="Etc/GMT+12", name="timed event end")
+@example(text="9999-12-31 CET", tz="Pacific/Kiritimati", name="reminder")
+@example(text="９９９９-１２-３１ CET", tz="Pacific/Kiritimati", name="reminder")
 def test_every_text_a_refusal_suggests_is_taken_by_the_reader_that_refused(
     text: str, tz: str, name: str
 ) -> None:
@@ -238,7 +249,6 @@ def test_digits_of_another_script_are_refused_suggesting_ascii_digits(text: str,
 
 def test_date_alone_reads_what_its_refusal_suggests(monkeypatch: pytest.MonkeyPatch) -> None:
     """Called directly (not through parse_time), it gave its refusal's suggestions unread."""
-    from philont.domain import timeforms
 
     def suggests_no_day(text: str, field: str) -> InvalidInputError | None:
         if text == "2027-02-29":
@@ -254,6 +264,8 @@ def test_date_alone_reads_what_its_refusal_suggests(monkeypatch: pytest.MonkeyPa
 @given(text=texts, tz=st.sampled_from(ZONES), name=st.sampled_from(sorted(READERS)))
 @example(text="0001-001", tz="UTC", name="reminder")
 @example(text="٢٠٢٦-W14T09:00 CET", tz="UTC", name="reminder")
+@example(text="٢٠٢٦-W14T09:00", tz="UTC", name="time")
+@example(text="2026-W14T09:00 CET", tz="UTC", name="command line")
 def test_a_refusal_gives_one_reason_and_shows_what_it_suggests(
     text: str, tz: str, name: str
 ) -> None:
@@ -265,8 +277,14 @@ def test_a_refusal_gives_one_reason_and_shows_what_it_suggests(
     if refused is None:
         return
     assert refused.message.count("refused too") <= 1, refused.message
-    for suggested, _ in refused.details.get("suggestion", ()):
+    suggestions = refused.details.get("suggestion", ())
+    for suggested, _ in suggestions:
         assert suggested in refused.message, (suggested, refused.message)
+    # several texts only where the text itself is a week without its day (its Monday or its
+    # calendar date); a chain through one ends at its calendar date: ٢٠٢٦-W23, 2026-W23 CET
+    if len(suggestions) > 1:
+        assert "names a week, not a day" in refused.message, refused.message
+        assert "refused too" not in refused.message, refused.message
 
 
 @pytest.mark.parametrize(
@@ -305,25 +323,84 @@ def test_a_suggestion_refused_in_turn_is_replaced_by_the_end_of_the_chain(
 
 
 @given(
-    day=st.sampled_from(["2026-06-01", "2026-6-1", "2026-06-1", "20260601"]),
-    clock=st.sampled_from(["T9:00", "T09:0", " 9:30:05", "T9:30:5", "T09:00", "T23:59:60"]),
+    day=st.sampled_from(DAYS_OF_EVERY_FORM),
+    clock=st.sampled_from(
+        ["", "T9:00", "T09:0", " 9:30:05", "T9:30:5", "T09:00", "T23:59:60", "T24:00", "T09:30.5"]
+    ),
     offset=st.sampled_from(["", "Z", "+02:00"]),
-    zone=st.sampled_from([" CET", " Europe/Berlin", "[Europe/Berlin]", " UTC+2", " PST"]),
+    zone=st.sampled_from(
+        [" CET", " Europe/Berlin", "[Europe/Berlin]", " UTC+2", " utc+2", " PST", " GMT-3"]
+    ),
     name=st.sampled_from(
         ["time", "end of a window", "reminder", "event start", "timed event end", "command line"]
     ),
+    tz=st.sampled_from(ZONES),
 )
+@example(day="2026-06-01", clock="", offset="", zone=" CET", name="command line", tz="UTC")
+@example(day="2026-06-01", clock="", offset="", zone=" utc+2", name="time", tz="UTC")
+@example(day="2026-W23", clock="", offset="", zone=" CET", name="time", tz="UTC")
+@example(day="2026-W23", clock="T09:00", offset="", zone=" CET", name="command line", tz="UTC")
 def test_a_time_of_any_form_followed_by_a_zone_is_refused_naming_the_zone(
-    day: str, clock: str, offset: str, zone: str, name: str
+    day: str, clock: str, offset: str, zone: str, name: str, tz: str
 ) -> None:
     """The zone in the text was named only after a time Python's reader takes; any other
-    time before it (a field of one digit, a leap second) gave the generic refusal."""
+    time before it (a field of one digit, a leap second) gave the generic refusal, and so did
+    a date alone (``2026-06-01 CET``, ``2026-W23 CET``); a week without its day before it gave
+    two suggestions (its Monday, its calendar date) behind a second reason. Every form the
+    readers know, with a zone word after it, is refused naming the zone with one reason or one
+    suggestion, which the reader takes (or refuses for another argument only)."""
+    assume(clock or not offset)  # a date with an offset is no form
+    # nor a fraction after a one-digit field or an expanded year (two forms refused at once)
+    assume(not ("." in clock and day in ("2026-6-1", "2026-06-1", "+12026-01-01")))
     text = f"{day}{clock}{offset}{zone}"
-    refused = _refusal(READERS[name][1], text, "UTC")
+    field, reader = READERS[name]
+    refused = _refusal(reader, text, tz)
     assert refused is not None
     assert "names a zone in the text" in refused.message, refused.message
     if name == "command line":  # it has no argument for the zone: none is named
         assert "`" not in refused.message, refused.message
+    assert refused.message.count("refused too") <= 1, refused.message
+    suggestions = refused.details.get("suggestion", ())
+    assert len(suggestions) <= 1, refused.message
+    for suggested, in_zone in suggestions:
+        again = _refusal(reader, suggested, in_zone or tz)
+        if again is not None:  # refused for another argument only
+            assert field not in (again.details.get("argument"), again.details.get("field")), (
+                refused.message,
+                again.message,
+            )
+
+
+def _refusing(chain: dict[str, InvalidInputError]) -> Callable[[str, str | None], object]:
+    def refused_by(text: str, _zone: str | None) -> InvalidInputError | None:
+        return chain.get(text)
+
+    return refused_by
+
+
+def test_a_chain_of_suggestions_ends_at_the_first_text_taken() -> None:
+    """timeforms.chain_end, the one walk of what refusals suggest (the time readers' check of
+    a refusal's suggestions, the command line's offset of a zone named in the text): the
+    last of several texts (a week: the calendar date) is followed; an example, a text in
+    another zone, a refusal with nothing to write end the chain; a refusal that suggests
+    itself ends it too, never a loop."""
+    a_week = timeforms.suggesting("at", "a week", ": write w1 or d1", "w1", "d1")
+    chain = {
+        "start": timeforms.suggesting("at", "one", ": write 2026-W23", "2026-W23"),
+        "2026-W23": a_week,
+        "d1": timeforms.suggesting("at", "a fraction", ": write d2", "d2"),
+    }
+    assert timeforms.chain_end("start", None, _refusing(chain)) == ("d2", None)
+    assert timeforms.chain_end("start", "CET", _refusing(chain)) == ("d2", "CET")
+    stops = [
+        timeforms.suggesting("at", "no clock", ": e.g. x", "x", example=True),
+        timeforms.suggesting("at", "a zone", ": give x in CET", "x", zone="CET"),
+        InvalidInputError.of("at", "no day"),
+    ]
+    for stop in stops:
+        assert timeforms.chain_end("t", "UTC", _refusing({"t": stop})) is stop
+    itself = timeforms.suggesting("at", "odd", ": write t", "t")
+    assert timeforms.chain_end("t", None, _refusing({"t": itself})) is itself
 
 
 @given(text=texts, tz=st.sampled_from(ZONES), name=st.sampled_from(sorted(READERS)))
