@@ -33,7 +33,6 @@ from philont.errors import (
     DatabaseReadOnlyError,
     PhilontError,
     UnitOfWorkError,
-    in_sqlite_unit,
 )
 from philont.schemas.inputs import BusyTimeoutMs, now_from
 
@@ -113,7 +112,6 @@ class Memory:
         self._session: Session | None = None
         self._agent: int | None = None
         self._state = _State.NEW
-        self._outer_in_sqlite = False
 
     def clock(self) -> datetime:
         """Now, by the clock this unit of work was given, as a stored value: aware UTC at
@@ -179,10 +177,6 @@ class Memory:
             raise
         self._session = session
         self._state = _State.ACTIVE
-        # A not-found error raised in here adds what a key read from bytes that are not UTF-8
-        # means (NotFoundError), on SQLite only: elsewhere U+FFFD is a character like any other.
-        self._outer_in_sqlite = in_sqlite_unit.get()
-        in_sqlite_unit.set(self.store.backend.name == "sqlite")
         return self
 
     def __exit__(
@@ -195,7 +189,9 @@ class Memory:
         self._state = _State.ENDED
         if session is None:
             return
-        in_sqlite_unit.set(self._outer_in_sqlite)
+        if exc is not None:  # a not-found error raised in the block (a host's, the command
+            # line's) says what it means on this database, as a service's does
+            self.store.backend.explain(exc)
         failed = _flush_failure(self._savepoint or session.get_transaction())
         try:
             if self._bind is not None:
