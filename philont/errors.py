@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from typing import Any, ClassVar
 
 from philont.domain.shown import short
@@ -349,10 +348,11 @@ class NotFoundError(PhilontError):
     A key asked for that holds U+FFFD (in ``details``) may have been read, in an earlier call,
     from a key SQLite stored as bytes that are not UTF-8 (another program wrote them): philont
     reads those with U+FFFD in place of the bad bytes, so what was read finds no row. Such a
-    report raised in a unit of work on SQLite (:data:`in_sqlite_unit`; or :meth:`from_sqlite`)
-    says so and how to reach the row (also ``details["hint"]``), whoever raised it (a
-    service, a tool, the command line); its type and code stay. On PostgreSQL U+FFFD is a
-    character like any other: no hint."""
+    report from an SQLite database says so and how to reach the row (:meth:`from_sqlite`, also
+    ``details["hint"]``); its type and code stay. Whoever raised it knows the database and
+    decides: a service's method, a tool's handler, the unit of work it leaves
+    (:meth:`philont.db.backend.Backend.explain`). On PostgreSQL U+FFFD is a character like any
+    other: no hint."""
 
     code = "not_found"
     table: ClassVar[str | None] = None
@@ -360,11 +360,6 @@ class NotFoundError(PhilontError):
     keyed: ClassVar[bool] = True
     """Whether the error says a key named no row (False: the row was found; something of it
     was not, as a skill's recipe)."""
-
-    def __init__(self, message: str, **details: Any) -> None:
-        super().__init__(message, **details)
-        if in_sqlite_unit.get():
-            self.from_sqlite()
 
     def from_sqlite(self) -> None:
         """Add the hint about keys read from bytes that are not UTF-8 (once), when a key this
@@ -375,10 +370,6 @@ class NotFoundError(PhilontError):
             self.args = (self.message,)
             self.details["hint"] = hint
 
-
-in_sqlite_unit: ContextVar[bool] = ContextVar("philont_in_sqlite_unit", default=False)
-"""Whether the code running is in a unit of work on an SQLite database (set by
-:class:`philont.memory.Memory`): a :class:`NotFoundError` raised there adds its hint."""
 
 _KEY_COLUMNS = {"fact_id": "id", "session_id": "id"}
 """The column a detail of a not-found error names, where it is not the detail's name."""

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import enum
 import sqlite3
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, event
 from sqlalchemy.exc import PendingRollbackError, SQLAlchemyError
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.orm import Session, SessionTransaction, SessionTransactionOrigin
 
 from philont import interrupts
 from philont.arguments import checked
@@ -33,7 +34,6 @@ from philont.errors import (
     DatabaseReadOnlyError,
     PhilontError,
     UnitOfWorkError,
-    in_sqlite_unit,
 )
 from philont.schemas.inputs import BusyTimeoutMs, now_from
 
@@ -110,10 +110,14 @@ class Memory:
         """The agent this unit of work serves (PostgreSQL; None on SQLite: a file is one)."""
         self._bind = bind
         self._savepoint: SessionTransaction | None = None
+        self._flush_failure: BaseException | None = None
+        """The error of a flush that failed and rolled this unit's transaction back
+        (:func:`_flush_rolled_back`)."""
+        self._failed_in: SessionTransaction | None = None
+        """The transaction that flush rolled back (one begun by :meth:`rollback` is not)."""
         self._session: Session | None = None
         self._agent: int | None = None
         self._state = _State.NEW
-        self._outer_in_sqlite = False
 
     def clock(self) -> datetime:
         """Now, by the clock this unit of work was given, as a stored value: aware UTC at
@@ -179,10 +183,7 @@ class Memory:
             raise
         self._session = session
         self._state = _State.ACTIVE
-        # A not-found error raised in here adds what a key read from bytes that are not UTF-8
-        # means (NotFoundError), on SQLite only: elsewhere U+FFFD is a character like any other.
-        self._outer_in_sqlite = in_sqlite_unit.get()
-        in_sqlite_unit.set(self.store.backend.name == "sqlite")
+        session.info.setdefault(_UNITS, []).append(self)  # told of a failed flush
         return self
 
     def __exit__(
@@ -195,8 +196,10 @@ class Memory:
         self._state = _State.ENDED
         if session is None:
             return
-        in_sqlite_unit.set(self._outer_in_sqlite)
-        failed = _flush_failure(self._savepoint or session.get_transaction())
+        if exc is not None:  # a not-found error raised in the block (a host's, the command
+            # line's) says what it means on this database, as a service's does
+            self.store.backend.explain(exc)
+        failed = self._flush_failed(session)
         try:
             if self._bind is not None:
                 self.store.backend.leave(session)
@@ -228,6 +231,17 @@ class Memory:
             typed = self._typed(exc, failed)
             if typed is not None:
                 raise typed from exc
+
+    def _flush_failed(self, session: Session) -> BaseException | None:
+        """The error of a flush that failed and rolled this unit's transaction back (kept by
+        :func:`_flush_rolled_back`; not if :meth:`rollback` began another since), or None;
+        the unit is no longer told of failures."""
+        units = session.info.get(_UNITS, [])
+        if self in units:
+            units.remove(self)
+        failed, failed_in = self._flush_failure, self._failed_in
+        self._flush_failure = self._failed_in = None
+        return failed if failed_in is (self._savepoint or session.get_transaction()) else None
 
     def _typed(
         self, exc: BaseException, failed: BaseException | None = None
@@ -433,7 +447,25 @@ class Memory:
         return f"<Memory {self._state.value} on {self.store!r}>"
 
 
-def _flush_failure(transaction: SessionTransaction | None) -> BaseException | None:
-    """The error of a flush that failed in ``transaction`` and rolled it back (SQLAlchemy keeps
-    it for its ``PendingRollbackError``), or None."""
-    return getattr(transaction, "_rollback_exception", None)
+_UNITS = "philont.units"
+"""The key of ``Session.info`` listing the units of work open on that Session (a host's
+Session may hold one joined inside another), told of a flush that fails in it."""
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _flush_rolled_back(session: Session, previous: SessionTransaction) -> None:
+    """A failed flush rolls back its own subtransaction, and with it the transaction it ran
+    in; the block may catch the error and go on, and SQLAlchemy then refuses every statement
+    (``PendingRollbackError``) without saying why in a typed way. Each unit of work open on
+    ``session`` whose transaction that was keeps the flush's error (the exception being
+    handled while SQLAlchemy rolls back) to end typed (:meth:`Memory._rolled_back`). Only a
+    subtransaction (a flush's; no caller begins one) is such a rollback: a block's own
+    ``rollback()`` while it handles some error is not."""
+    if previous.origin is not SessionTransactionOrigin.SUBTRANSACTION:
+        return
+    failure = sys.exc_info()[1]
+    if failure is None:
+        return
+    for unit in session.info.get(_UNITS, ()):
+        if previous.parent is (unit._savepoint or session.get_transaction()):
+            unit._flush_failure, unit._failed_in = failure, previous.parent

@@ -19,7 +19,7 @@ from sqlalchemy.orm import QueryableAttribute, Session
 
 from philont.db import stored_values
 from philont.domain.query import FOLDED_INTO_ASCII, fold_case
-from philont.errors import AgentRequiredError, InvalidInputError, UnitOfWorkError
+from philont.errors import AgentRequiredError, InvalidInputError, NotFoundError, UnitOfWorkError
 from philont.log import get_logger
 
 if TYPE_CHECKING:
@@ -209,6 +209,13 @@ class Backend:
     keeps_nul = True
     """Whether text may hold U+0000 (SQLite yes; PostgreSQL text cannot)."""
 
+    def explain(self, exc: BaseException) -> None:
+        """Add to ``exc``, raised on this database, what it means here: on SQLite a
+        :class:`~philont.errors.NotFoundError` whose key holds U+FFFD says that key may have
+        been read from bytes that are not UTF-8 (:meth:`~philont.errors.NotFoundError.from_sqlite`).
+        Anything else is left as it is. Called by whoever raised it (a service's method, a
+        tool's handler, a unit of work the error leaves), never from a global state."""
+
     def raw(self, session: Session) -> Raw:
         """The DB-API connection under ``session``'s transaction, pending ORM changes flushed
         first (as an ORM query would, with autoflush on). Under an async engine this is the
@@ -316,6 +323,10 @@ def refuse_nul(value: str, name: str, *, keeps_nul: bool) -> str:
 
 class SqliteBackend(Backend):
     name = "sqlite"
+
+    def explain(self, exc: BaseException) -> None:
+        if isinstance(exc, NotFoundError):
+            exc.from_sqlite()
 
     def scorer(self) -> Scorer:
         from philont.services.search.sqlite import SqliteScorer

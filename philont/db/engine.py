@@ -7,10 +7,11 @@ import functools
 import os
 import re
 import sqlite3
+import stat
 import time
 import weakref
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import closing, suppress
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -276,6 +277,8 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
             raise DatabaseReadOnlyError(str(path), _not_writable(path))
         if file_kind(path) == "other":
             raise NotADatabaseError(str(path))
+        if writable:
+            writable_companions(path, refuse=True)
         return False
     if not create:
         raise DatabasePathError(str(path), missing_reason(path))
@@ -289,6 +292,43 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
     except OSError as exc:  # a parent that cannot be created (/proc/x/...), a full disk, ...
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
+
+
+def writable_companions(path: Path, *, refuse: bool) -> None:
+    """Give a read-only ``-wal`` or ``-shm`` beside ``path``, a file this process may write,
+    the file's mode, as SQLite gives them when it makes them. A read-only open of a read-only
+    file (``chmod 444``; a read-only Store) makes them so, with the file's mode, and cannot
+    remove them; once the file is writable again SQLite opens a read-only ``-shm`` read-only
+    and refuses every write of every connection ("attempt to write a readonly database")
+    until something removes it (a read-only ``-wal`` fails the first connection, whose close
+    replaces it). Ours are made writable (logged); another user's ``-shm`` is refused
+    (``refuse``: a :class:`DatabaseReadOnlyError` naming it and the fix), another user's
+    ``-wal`` left to SQLite. Called before SQLite opens them: at the check of the file and
+    when a writing engine makes a connection (``refuse=False``: SQLite's refusal says it)."""
+    if not filewrite.may(path, os.W_OK):
+        return
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    for suffix in ("-wal", "-shm"):
+        companion = Path(f"{path}{suffix}")
+        try:
+            found = os.stat(companion)
+        except OSError:  # none (the usual case), or nothing to judge it by
+            continue
+        ours = found.st_uid == os.geteuid()
+        if filewrite.may(companion, os.W_OK) and not (ours and not found.st_mode & 0o200):
+            continue
+        if ours:
+            with suppress(OSError):  # gone meanwhile: SQLite makes it anew
+                os.chmod(companion, mode)
+                log.info("store.companion_made_writable", file=str(companion), mode=oct(mode))
+        elif refuse and suffix == "-shm":
+            raise DatabaseReadOnlyError(
+                str(path),
+                f"the {suffix} file beside it ({companion}) is read-only to this process "
+                f"(another user's, mode {oct(stat.S_IMODE(found.st_mode))}; a read-only open "
+                "of the database leaves it so) and SQLite would open it read-only: make it "
+                "writable by this user, or remove it while no program has the database open",
+            )
 
 
 def _not_writable(path: Path) -> str:
@@ -462,9 +502,11 @@ def install_sqlite_hooks(
     timeout = settings.BUSY_TIMEOUT_MS if busy_timeout_ms is None else int(busy_timeout_ms)
     _BUSY_TIMEOUTS[engine] = timeout
     gate = write_gate.gate_for(path) if writes and path is not None else None
-    if gate is not None:
+    if gate is not None and path is not None:
         write_gate.install(engine)
         cursors.install(engine)
+        # before the first read (_on_connect's) opens them
+        event.listen(engine, "connect", _companions_made_writable(path), insert=True)
     event.listen(engine, "before_cursor_execute", cursors.refuse_undecoded_keys)
     event.listen(engine, "after_cursor_execute", cursors.refuse_unmatched_undecoded)
 
@@ -515,6 +557,15 @@ def install_sqlite_hooks(
 
     if not read_only:
         event.listen(engine, "checkin", _drop_if_opened_read_only)
+
+
+def _companions_made_writable(path: Path) -> Callable[[Any, Any], None]:
+    """A writing engine's connect hook: :func:`writable_companions` of its file."""
+
+    def on_connect(_dbapi: Any, _record: Any) -> None:
+        writable_companions(path, refuse=False)
+
+    return on_connect
 
 
 def _on_sqlite_error(context: ExceptionContext, timeout_ms: int) -> None:
@@ -740,7 +791,10 @@ def sqlite_read_only_engine(url: URL, *, busy_timeout_ms: int | None = None) -> 
     """An engine that only reads the SQLite file ``url`` names (``Store.open(...,
     read_only=True)``): each connection is :func:`connect_read_only`'s (``mode=ro``;
     ``immutable`` for a WAL-mode file whose ``-shm`` cannot be made and whose ``-wal`` holds
-    nothing), so SQLite refuses every write and creates nothing beside the file."""
+    nothing), so SQLite refuses every write and creates nothing beside the file but the
+    ``-wal`` and ``-shm`` a WAL-mode file is read through, with the file's mode (read-only
+    beside a read-only file: a writable open later makes them writable again,
+    :func:`writable_companions`)."""
     connect, timeout = read_only_connector(url, busy_timeout_ms)
     engine = sa_create_engine(url, creator=connect)
     set_up_read_only(engine, timeout)

@@ -3,6 +3,7 @@ what every public method is given on entry."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from datetime import datetime
@@ -12,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from philont import arguments
 from philont.clock import Clock
+from philont.errors import NotFoundError
 from philont.finds import finds_of
 
 if TYPE_CHECKING:
@@ -28,7 +30,24 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
         unstored=cls.unstored,
         finds=finds_of(fn),
     )
-    return arguments.wrap(fn, rules, keeps_nul=_keeps_nul)
+    return _explained(arguments.wrap(fn, rules, keeps_nul=_keeps_nul))
+
+
+def _explained(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` whose not-found error says what it means on its unit of work's database
+    (:meth:`philont.db.backend.Backend.explain`: the service knows its backend)."""
+    if inspect.iscoroutinefunction(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def explained(self: Service, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except NotFoundError as exc:
+            self.mem.backend.explain(exc)
+            raise
+
+    return explained
 
 
 def _keeps_nul(service: Service) -> bool:

@@ -440,6 +440,7 @@ def _run(
                 return tool.handler(args, mem, ctx), None
         return tool.handler(args, mem, ctx), None
     except Exception as exc:
+        mem.backend.explain(exc)  # a handler's not-found error, as a service's (SQLite)
         failure = _failure_of(exc, tool.name, mem.store.label)
         if not joined:
             mem.rollback()

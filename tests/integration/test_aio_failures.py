@@ -469,6 +469,50 @@ def test_a_unit_that_goes_on_after_a_caught_failed_flush_ends_typed(memories: Me
         assert "nothing of it was written" in said
 
 
+def _failed_and_undone(key: str) -> Callable[[Memory], None]:
+    """A flush refused inside a SAVEPOINT of the block's own (rolled back, caught), and a
+    SAVEPOINT the block rolls back while it handles an error of its own: neither failed the
+    unit of work, whose later write of ``key`` is kept."""
+
+    def work(mem: Memory) -> None:
+        when = datetime(2026, 1, 1, tzinfo=UTC)
+        with pytest.raises(IntegrityError), mem.session.begin_nested():
+            mem.session.add(Note(id="n", content=None, created_at=when))
+            mem.session.flush()
+        try:
+            raise LookupError("the host's own")
+        except LookupError:
+            with pytest.raises(LookupError), mem.session.begin_nested():
+                mem.facts.store("host", "undone", 1)
+                raise
+        mem.facts.store("host", key, 1)
+
+    return work
+
+
+def test_a_flush_refused_inside_a_savepoint_of_the_block_does_not_fail_the_unit(
+    memories: Memories,
+) -> None:
+    # The unit ends typed only when a failed flush rolled back its own transaction (the
+    # error it keeps, after_soft_rollback): never for one a SAVEPOINT inside it undid, nor
+    # for a rollback the block does while handling an error.
+    where = memories()
+
+    async def body(astore: AsyncStore) -> None:
+        await astore.run(_failed_and_undone("async"))
+
+    run(where, body)
+    with sync_store(where) as store:
+        with store.begin() as mem:
+            _failed_and_undone("own")(mem)
+        with Session(store.engine) as session:
+            with store.join(session) as mem:
+                _failed_and_undone("joined")(mem)
+            session.commit()
+        with store.begin(write=False) as mem:
+            assert sorted(f.key for f in mem.facts.list("host")) == ["async", "joined", "own"]
+
+
 # --- the sync face, and how the database is named ------------------------------------------------
 
 

@@ -152,10 +152,7 @@ def test_every_write_path_drops_a_connection_opened_read_only(tool_db: Path, how
                 write(store)
         finally:
             os.chmod(tool_db, 0o644)
-        # The first unit of work after the chmod may still meet the ``-wal`` SQLite made
-        # read-only beside the file (refused, and dropped: its close removes it).
-        for _attempt in range(2):
-            with contextlib.suppress(PhilontError, sqlite3.OperationalError):
-                write(store)
+        # The -wal and -shm SQLite made read-only beside the file (with its mode) are made
+        # writable by the next connection (the first unit of work after the chmod met them)
         for _ in range(3):
             write(store)

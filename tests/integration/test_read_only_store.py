@@ -387,6 +387,98 @@ def test_a_missing_file_is_refused_never_created(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == []
 
 
+# --- what a read-only open leaves beside the file ---------------------------------------------
+
+
+def _companions(path: Path) -> dict[str, int]:
+    """The modes of the -wal and -shm beside ``path``."""
+    found = {suffix: Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")}
+    return {suffix: p.stat().st_mode & 0o777 for suffix, p in found.items() if p.exists()}
+
+
+def _write_through(how: str, path: Path) -> None:
+    if how == "Store.open":
+        with Store.open(path) as store, store.begin() as mem:
+            mem.facts.store("user", "city", "Porto")
+    elif how == "AsyncStore.open":
+
+        async def main() -> None:
+            astore = await AsyncStore.open(path)
+            try:
+                await astore.run(lambda mem: mem.facts.store("user", "city", "Porto"))
+            finally:
+                await astore.close()
+
+        asyncio.run(main())
+    else:
+        result = tools.call(
+            "store_fact", {"namespace": "user", "key": "city", "value": "Porto"}, db=path
+        )
+        store_module.close_shared()
+        if not result.ok:
+            raise DatabaseReadOnlyError(str(path), result.error or "")
+
+
+ReadOnlyLeft = pytest.mark.parametrize("left", [("-wal",), ("-shm",), ("-wal", "-shm")], ids=str)
+
+
+@ReadOnlyLeft
+@pytest.mark.parametrize("how", ["Store.open", "AsyncStore.open", "tools.call"])
+def test_a_file_made_writable_again_after_a_read_only_open_is_written(
+    files: tuple[Path, Path], how: str, left: tuple[str, ...]
+) -> None:
+    # chmod 444, a read-only Store reads, chmod 644, a writable Store writes: SQLite had made
+    # the -wal and -shm beside the file with the file's mode (read-only), and a read-only
+    # connection cannot remove them; each new connection then opened them read-only and every
+    # write was refused ("SQLite refused the write") though the file was writable, until some
+    # connection removed them. Opening a writable Store gives ours the file's mode again.
+    path, _ = files
+    with file_permissions_apply():
+        with Store.open(path, read_only=True) as store, store.begin() as mem:
+            assert mem.facts.get("user", "city") is not None
+        assert _companions(path) == {"-wal": 0o444, "-shm": 0o444}  # what SQLite leaves
+        path.chmod(0o644)
+        for suffix in {"-wal", "-shm"} - set(left):
+            Path(f"{path}{suffix}").chmod(0o644)
+        _write_through(how, path)
+        with Store.open(path) as store, store.begin(write=False) as mem:
+            city = mem.facts.get("user", "city")
+    assert city is not None and city.value == "Porto"
+    assert set(_companions(path).values()) <= {0o644}
+
+
+@ReadOnlyLeft
+def test_a_read_only_shm_of_another_user_is_refused_naming_it_and_the_fix(
+    files: tuple[Path, Path], left: tuple[str, ...]
+) -> None:
+    # Not ours to change: a -shm is refused at once, naming it and what to do, where every
+    # write was refused as "SQLite refused the write" of a file that is writable. A -wal is
+    # SQLite's to replace (it fails the first connection only, whose close removes it).
+    if os.geteuid() != 0:
+        pytest.skip("making a file another user's takes root")
+    path, _ = files
+    with Store.open(path, read_only=True) as store, store.begin() as mem:
+        mem.facts.get("user", "city")
+    path.chmod(0o644)
+    for suffix in ("-wal", "-shm"):
+        companion = Path(f"{path}{suffix}")
+        if suffix in left:
+            os.chown(companion, 65534, 65534)
+        else:
+            companion.chmod(0o644)
+    shm = Path(f"{path}-shm")
+    before = _files(path)
+    with file_permissions_apply():
+        if "-shm" not in left:
+            _write_through("Store.open", path)
+            return
+        with pytest.raises(DatabaseReadOnlyError) as refused:
+            Store.open(path)
+    assert f"the -shm file beside it ({shm}) is read-only" in refused.value.message
+    assert "remove it while no program has the database open" in refused.value.message
+    assert _files(path) == before and shm.stat().st_uid == 65534
+
+
 def test_postgresql_is_refused_by_name() -> None:
     with pytest.raises(InvalidDatabaseError, match="SQLite files only"):
         Store.open("postgresql+psycopg://nobody@127.0.0.1:1/none", read_only=True)

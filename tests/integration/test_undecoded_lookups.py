@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -152,3 +153,59 @@ def test_on_postgresql_a_key_holding_u_fffd_not_found_says_nothing_of_bytes(
 
 def test_a_recipe_missing_from_a_skill_found_gives_no_such_hint() -> None:
     assert "hint" not in RecipeNotFoundError("tea-\ufffd").details
+
+
+def _hinted(error: NotFoundError) -> bool:
+    return "hint" in error.details and "U+FFFD" in error.message
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("sqlite_first", [True, False], ids=["sqlite-first", "postgres-first"])
+def test_the_hint_follows_the_database_that_raised_not_the_unit_last_begun(
+    tool_db: Path, pg_agent: Callable[[], URL], sqlite_first: bool
+) -> None:
+    """Units of work on both databases open at once (a host copying between them): each
+    not-found error says what its own database means by U+FFFD. The hint followed a flag the
+    unit last begun had set: the other database's errors got (or lost) it."""
+    with Store.open(tool_db) as lite, Store.open(pg_agent()) as pg:
+        first, second = (lite, pg) if sqlite_first else (pg, lite)
+        with first.begin() as one, second.begin() as two:
+            on_sqlite, on_pg = (one, two) if sqlite_first else (two, one)
+            with pytest.raises(NoteNotFoundError) as lite_error:
+                on_sqlite.notes.forget("n-\ufffd")
+            with pytest.raises(NoteNotFoundError) as pg_error:
+                on_pg.notes.forget("n-\ufffd")
+            lite_tool = tools.call("use_skill", {"name": "tea-\ufffd"}, db=on_sqlite)
+            pg_tool = tools.call("use_skill", {"name": "tea-\ufffd"}, db=on_pg)
+    assert _hinted(lite_error.value) and not _hinted(pg_error.value)
+    assert lite_tool.error_code == pg_tool.error_code == "skill_not_found"
+    assert "U+FFFD" in lite_tool.text and "U+FFFD" not in pg_tool.text
+
+
+def test_the_hint_is_given_in_whatever_thread_calls_the_service(tool_db: Path) -> None:
+    """A unit of work begun in one thread and used in another (a host's worker pool): the
+    hint was a flag of the thread that began the unit, so the worker's errors lost it."""
+    with Store.open(tool_db) as store, store.begin() as mem:
+
+        def forget() -> BaseException | None:
+            try:
+                mem.notes.forget("n-\ufffd")
+            except NoteNotFoundError as exc:
+                return exc
+            return None
+
+        with ThreadPoolExecutor(1) as pool:
+            error = pool.submit(forget).result()
+    assert isinstance(error, NoteNotFoundError) and _hinted(error)
+    assert "FROM memory_notes" in error.details["hint"]
+
+
+def test_a_not_found_error_the_host_raises_in_a_unit_on_sqlite_gets_the_hint(
+    tool_db: Path,
+) -> None:
+    """Raised by the host's own code in the block (as the command line does): the unit of
+    work it leaves knows the database."""
+    with pytest.raises(SkillNotFoundError) as raised, Memory.open(tool_db) as mem:
+        if mem.skills.get("tea-\ufffd") is None:
+            raise SkillNotFoundError("no skill named 'tea-\ufffd'", name="tea-\ufffd")
+    assert _hinted(raised.value) and raised.value.message.count("U+FFFD") == 1
