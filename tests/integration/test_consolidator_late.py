@@ -520,3 +520,43 @@ def test_a_batch_reports_the_messages_and_tool_calls_it_learned_from(
         (S.CONSOLIDATED, True, 0, 1),
         (S.NOTHING_NEW, False, 0, 0),
     ]
+
+
+def test_tool_calls_logged_late_alone_credit_and_blame_the_skills_they_used(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # Tool calls logged late after their requests were learned from make a batch with no
+    # dialogue: no model is asked about it, but attribution (the only evidence that moves a
+    # skill's counts) decides each retrieval in it by the calls that followed.
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": "summary"})
+    worker = consolidator(units, clock, model)
+    with units() as mem:
+        for name in ("works", "breaks"):
+            mem.skills.create(name, f"a skill that {name}", name, "do it")
+    say(units, "a1")
+    assert drain(worker, clock) == [S.CONSOLIDATED, S.NOTHING_NEW]
+    at = clock.now - timedelta(hours=1)
+    with units() as mem:
+        for n, (name, ok) in enumerate((("works", True), ("breaks", False))):
+            sid, then = f"s{n}", at + timedelta(seconds=10 * n)
+            mem.actions.record("use_skill", params={"name": name}, success=True, session_id=sid,
+                               at=then)  # fmt: skip
+            mem.actions.record("fetch", params={}, success=ok, session_id=sid,
+                               at=then + timedelta(seconds=1))  # fmt: skip
+    clock.advance(minutes=6)
+    report = worker.run_once()
+    assert (report.status, report.late, report.messages, report.tool_calls) == (
+        S.CONSOLIDATED,
+        True,
+        0,
+        4,
+    )
+    assert report.credited == 2
+    with units() as mem:
+        counts = {}
+        for name in ("works", "breaks"):
+            skill = mem.skills.get(name, record_access=False)
+            assert skill is not None
+            counts[name] = (skill.success_count, skill.failure_count)
+    assert counts == {"works": (1, 0), "breaks": (0, 1)}
+    assert worker.run_once().status == S.NOTHING_NEW
