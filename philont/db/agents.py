@@ -297,9 +297,12 @@ def require(conn: Connection, name: str) -> Agent:
 def delete(conn: Connection, name: str) -> dict[str, int]:
     """Delete every row of one agent, then its registry row; returns rows deleted per table.
     The registry row goes last and every table references it, so it cannot go while a row of
-    the agent is left anywhere."""
+    the agent is left anywhere. The registry row is locked first, the order of every
+    transaction (the registry row, then the id counters: ``philont_next_id``): the agent's
+    writes wait until the delete ends, none deadlocks with it."""
     agent = require(conn, name)
     set_local(conn, agent.id)
+    conn.execute(text(f"SELECT 1 FROM {AGENTS_TABLE} WHERE id = :id FOR UPDATE"), {"id": agent.id})
     deleted: dict[str, int] = {}
     for table in [*reversed(metadata.sorted_tables)]:
         result = conn.execute(

@@ -96,9 +96,15 @@ FUNCTIONS = (
     # The next id of a table for the transaction's agent: 1, 2, 3, ... as SQLite's AUTOINCREMENT
     # numbers them in the agent's own file (never reused). The counter row is locked until the
     # commit, so one agent's appends to one table queue as SQLite's writers do; other agents
-    # never wait.
+    # never wait. The agent's registry row is locked first (KEY SHARE, what the row's foreign
+    # key takes anyway, there at the end of the statement): the registry row, then the
+    # counters, the order of an import (``FOR UPDATE`` on the registry row, then the counters)
+    # and of an agent's delete. A write that held a counter while it waited for an import's
+    # registry row deadlocked with it, and PostgreSQL ended the import (revision v038).
     "CREATE OR REPLACE FUNCTION philont_next_id(counter text) RETURNS bigint LANGUAGE sql"
-    f" VOLATILE SET search_path FROM CURRENT AS $$ INSERT INTO {COUNTERS_TABLE} AS c"
+    f" VOLATILE SET search_path FROM CURRENT AS $$ SELECT 1 FROM {AGENTS_TABLE}"
+    " WHERE id = philont_current_agent() FOR KEY SHARE;"
+    f" INSERT INTO {COUNTERS_TABLE} AS c"
     " (agent_id, name, last_value) VALUES (philont_current_agent(), counter, 1)"
     " ON CONFLICT (agent_id, name) DO UPDATE SET last_value = c.last_value + 1"
     " RETURNING c.last_value $$",

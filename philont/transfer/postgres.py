@@ -227,7 +227,8 @@ def import_agent(
     with _connection(url) as (conn, driver), _transaction(conn, permanent=True), reopen() as fh:
         found, _created = registry.create(conn, name)
         registry.set_local(conn, found.id)
-        # The agent's inserts take FOR KEY SHARE on this row (their foreign key): they wait.
+        # The agent's inserts take FOR KEY SHARE on this row before their id counter
+        # (philont_next_id): they wait, holding no counter that _raise_counters needs.
         driver.execute("SELECT 1 FROM philont_agents WHERE id = %s FOR UPDATE", (found.id,))
         if mode == "refuse":
             refuse_unless_empty(driver, "%s", agent_id=found.id)
