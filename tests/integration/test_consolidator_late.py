@@ -361,6 +361,19 @@ class Flooding(Watching):
                 counter.close()
 
 
+def flooding_after_a_first_batch(
+    units: UnitFactory, clock: FakeClock, recorder: Recorder
+) -> Flooding:
+    """A :class:`Flooding` consolidator (``batch_size`` 10) that has learned one message."""
+    worker = consolidator(units, clock, recorder.model, batch_size=10)
+    flooding = Flooding(units, recorder.model, clock=clock, config=worker.config,
+                        schedule=worker.schedule)  # fmt: skip
+    flooding.windows, flooding.claims, flooding.rows_read = [], [], {}
+    say(units, "first")
+    drain(flooding, clock)
+    return flooding
+
+
 def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_time(
     units: UnitFactory, clock: FakeClock
 ) -> None:
@@ -372,12 +385,7 @@ def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_ti
     the newest 200 a batch's prompts show; the late ones are read only where its span's leave
     room among those)."""
     recorder = Recorder()
-    worker = consolidator(units, clock, recorder.model, batch_size=10)
-    flooding = Flooding(units, recorder.model, clock=clock, config=worker.config,
-                        schedule=worker.schedule)  # fmt: skip
-    flooding.windows, flooding.claims, flooding.rows_read = [], [], {}
-    say(units, "first")
-    drain(flooding, clock)
+    flooding = flooding_after_a_first_batch(units, clock, recorder)
     start = clock.now
     say(units, "b1")
     clock.advance(seconds=10)
@@ -421,12 +429,7 @@ def test_late_tool_calls_joining_a_batch_are_read_only_where_its_own_leave_room(
     then dropped; now only as many as the span's leave room for are read, and the rest
     counted: 5 in its span and 300 late, 195 of those read (and one to find the cut)."""
     recorder = Recorder()
-    worker = consolidator(units, clock, recorder.model, batch_size=10)
-    flooding = Flooding(units, recorder.model, clock=clock, config=worker.config,
-                        schedule=worker.schedule)  # fmt: skip
-    flooding.windows, flooding.claims, flooding.rows_read = [], [], {}
-    say(units, "first")
-    drain(flooding, clock)
+    flooding = flooding_after_a_first_batch(units, clock, recorder)
     start = clock.now
     span = []
     with units() as mem:
