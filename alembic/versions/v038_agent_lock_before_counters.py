@@ -1,14 +1,16 @@
-"""Our own revision: on PostgreSQL an agent's id counter is taken after its registry row
+"""Our own revision: on PostgreSQL an agent's id counters are taken after the agent's lock
 (schema_version stays 31; on SQLite a no-op).
 
-``philont_next_id(table)`` (revision v036) locked the agent's counter row of the table and
-only then, at the end of the INSERT, its foreign key took the agent's registry row (KEY SHARE).
+``philont_next_id(table)`` (revision v036) locked the agent's counter row of the table, and
+only at the end of the INSERT did its foreign key take the agent's registry row (KEY SHARE).
 An import holds the registry row (``FOR UPDATE``: the agent's inserts wait) and moves the
 counters at its end: a write of the agent during an import held a counter while it waited for
 the registry row, the import then waited for that counter, and PostgreSQL ended one of them
 (SQLSTATE 40P01), the import when the write had waited longer than ``deadlock_timeout``: it was
-rolled back whole. The function now takes the registry row first (KEY SHARE), so every
-transaction takes the registry row before a counter.
+rolled back whole. The function now first takes the agent's advisory lock, shared
+(``hashtextextended('philont.agent.' || agent, 0)``); an import and an agent's delete take it
+alone before anything else, so a write waits for them holding no counter. An advisory lock,
+not the registry row: ``FOR KEY SHARE`` would need UPDATE on the registry.
 
 The statement is a frozen copy of the function in ``philont.db.pg_layout.statements()`` (the
 parity test compares the catalogs).
@@ -29,10 +31,11 @@ depends_on = None
 
 NEXT_ID = (
     "CREATE OR REPLACE FUNCTION philont_next_id(counter text) RETURNS bigint LANGUAGE sql"
-    " VOLATILE SET search_path FROM CURRENT AS $$ SELECT 1 FROM philont_agents WHERE id = "
-    "philont_current_agent() FOR KEY SHARE; INSERT INTO philont_agent_ids AS c (agent_id, "
-    "name, last_value) VALUES (philont_current_agent(), counter, 1) ON CONFLICT (agent_id, "
-    "name) DO UPDATE SET last_value = c.last_value + 1 RETURNING c.last_value $$"
+    " VOLATILE SET search_path FROM CURRENT AS $$ SELECT pg_advisory_xact_lock_shared("
+    "hashtextextended('philont.agent.' || philont_current_agent(), 0)); INSERT INTO "
+    "philont_agent_ids AS c (agent_id, name, last_value) VALUES (philont_current_agent(), "
+    "counter, 1) ON CONFLICT (agent_id, name) DO UPDATE SET last_value = c.last_value + 1 "
+    "RETURNING c.last_value $$"
 )
 
 

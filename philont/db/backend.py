@@ -259,8 +259,9 @@ class Backend:
            the rows of their key are written (a fact's ``get``, which refreshes its access
            time, and ``forget`` too; ``sweep`` skips rows another transaction holds);
         3. then whatever the statements lock: rows, and for an id numbered per agent the
-           agent's registry row (KEY SHARE) before its counter (``philont_next_id``), the
-           order of an import and an agent's delete (``FOR UPDATE`` on the registry row).
+           agent's lock (shared) before its counter (``philont_next_id``); an import and an
+           agent's delete take the agent's lock alone before anything else
+           (:func:`~philont.db.pg_layout.agent_lock`).
 
         A transaction that takes the learning lock after a key lock (a host's that stores a
         fact and then makes a Learner) is logged (``db.lock_order``, WARNING): it may deadlock

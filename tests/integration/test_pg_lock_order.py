@@ -1,13 +1,14 @@
-"""PostgreSQL: every transaction takes an agent's registry row before its id counters.
+"""PostgreSQL: a write of an agent during its import or delete waits for it.
 
 An INSERT into a table numbered per agent (``philont_next_id``) locked the agent's counter row
 and only at the end of the statement, by its foreign key, the agent's registry row. An import
-holds the registry row (``FOR UPDATE``) and moves the counters at its end; an agent's delete
-removes its counters, then the registry row. A write of the agent meanwhile held a counter and
-waited for the registry row: a deadlock, which PostgreSQL ended by rolling back the import
-(or the write), or the write took the registry row first and the delete failed on the
-write's new row. Now the counter function locks the registry row first (revision v038) and
-the delete does too: the write waits, nothing fails."""
+holds the registry row (``FOR UPDATE``) and moves the counters at its end: a write of the
+agent meanwhile held a counter and waited for the registry row, a deadlock, which PostgreSQL
+ended by rolling back the import (or the write). An agent's delete removes its rows table by
+table, then its counters and its registry row: a write that came in between and committed
+first left a row of the agent, and the delete failed on it. Now every id is taken under the
+agent's advisory lock, shared (revision v038), which an import and a delete take alone first:
+the write waits for them, holding nothing they need."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from sqlalchemy import event, select, text
 
 from philont import agents, transfer
 from philont.db.models import RawMessage
-from philont.errors import TransactionConflictError
+from philont.errors import SessionNotFoundError
 from philont.store import Store
 from philont.transfer import postgres as pg_transfer
 from tests.pg_support import Layout
@@ -114,7 +115,7 @@ def test_a_write_during_an_import_of_its_agent_waits_for_it_and_both_succeed(
     assert messages(store, agent) == [*(f"before {n}" for n in range(3)), "during the import"]
 
 
-def test_a_write_during_the_delete_of_its_agent_never_deadlocks_nor_fails_the_delete(
+def test_a_write_during_the_delete_of_its_agent_waits_for_it_and_the_delete_succeeds(
     store: Store, pg_agent_name: Callable[[], str]
 ) -> None:
     agent = pg_agent_name()
@@ -122,18 +123,18 @@ def test_a_write_during_the_delete_of_its_agent_never_deadlocks_nor_fails_the_de
         mem.timeline.append("before", role="user")
     writer = Writer(store, agent, "during the delete")
 
-    def before_registry_row_goes(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if statement.startswith("DELETE FROM philont_agents") and not writer.thread.is_alive():
+    def before_the_counters_go(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.startswith("DELETE FROM philont_agent_ids") and writer.thread.ident is None:
             writer.start_and_wait_until_blocked(store)
 
-    event.listen(store.engine, "before_cursor_execute", before_registry_row_goes)
+    event.listen(store.engine, "before_cursor_execute", before_the_counters_go)
     try:
         deleted = agents.delete(store, agent)
     finally:
-        event.remove(store.engine, "before_cursor_execute", before_registry_row_goes)
+        event.remove(store.engine, "before_cursor_execute", before_the_counters_go)
     writer.join()
     assert deleted.get("memory_raw_messages") == 1
     # the write waited for the delete, then found its agent gone (its unit of work looks the
     # name up again and makes the agent anew, which holds no session "global" yet): it fails
     # as a write to a deleted agent does, never in a deadlock
-    assert not any(isinstance(e, TransactionConflictError) for e in writer.errors), writer.errors
+    assert [type(e) for e in writer.errors] == [SessionNotFoundError], writer.errors
