@@ -34,7 +34,13 @@ from sqlalchemy.sql.expression import ColumnClause
 from philont.db.base import Base
 from philont.db.bootstrap import bootstrap_rows
 from philont.db.models import Meta
-from philont.db.pg_layout import AGENT_COLUMN, AGENT_SETTING, AGENTS_TABLE, COUNTERS_TABLE
+from philont.db.pg_layout import (
+    AGENT_COLUMN,
+    AGENT_SETTING,
+    AGENTS_TABLE,
+    COUNTERS_TABLE,
+    agent_lock,
+)
 from philont.db.schema import metadata
 from philont.errors import AgentNotFoundError, ConflictError, InvalidInputError
 from philont.log import get_logger
@@ -297,9 +303,14 @@ def require(conn: Connection, name: str) -> Agent:
 def delete(conn: Connection, name: str) -> dict[str, int]:
     """Delete every row of one agent, then its registry row; returns rows deleted per table.
     The registry row goes last and every table references it, so it cannot go while a row of
-    the agent is left anywhere."""
+    the agent is left anywhere. The agent's lock is taken first
+    (:func:`~philont.db.pg_layout.agent_lock`): a write of the agent waits for the delete
+    before it takes an id counter.
+    It took its counter first, then waited for a counter row the delete had removed, while the
+    delete waited for the registry row the write's foreign key held: a deadlock."""
     agent = require(conn, name)
     set_local(conn, agent.id)
+    conn.execute(text(agent_lock(":id")), {"id": agent.id})
     deleted: dict[str, int] = {}
     for table in [*reversed(metadata.sorted_tables)]:
         result = conn.execute(

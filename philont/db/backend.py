@@ -265,7 +265,10 @@ class Backend:
            two units of philont's own never hold two key locks each), and always before
            the rows of their key are written (a fact's ``get``, which refreshes its access
            time, and ``forget`` too; ``sweep`` skips rows another transaction holds);
-        3. then whatever the statements lock: rows, the per-agent id counters.
+        3. then whatever the statements lock: rows, and for an id numbered per agent the
+           agent's lock (shared) before its counter (``philont_next_id``); an import and an
+           agent's delete take the agent's lock alone before anything else
+           (:func:`~philont.db.pg_layout.agent_lock`).
 
         A transaction that takes the learning lock after a key lock (a host's that stores a
         fact and then makes a Learner) is logged (``db.lock_order``, WARNING): it may deadlock

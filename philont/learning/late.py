@@ -42,7 +42,6 @@ from philont.learning.window import (
     Window,
     load_after,
     load_rows,
-    newest_calls,
 )
 
 __all__ = [
@@ -249,7 +248,9 @@ def load_batch(
     characters of each message. Of the messages that came after its claim (``claimed``: the
     newest id then), late or stamped in its span, at most ``max_joining`` join it, the first
     by id: the watermark after it is the last of them, and the others are late rows for the
-    next batches (they joined it unbounded: a flood of them was read whole)."""
+    next batches (they joined it unbounded: a flood of them was read whole). Of the tool calls
+    that came late, all older than the span's, only as many are read as the span's leave room
+    for (a flood of them was read up to ``max_calls`` and then left out)."""
     newest = Seen(newest_id(session), newest_id(session, table=Action))
     if claimed is not None and max_joining is not None:
         joined = _joined_until(session, until, claimed, newest.messages, max_joining)
@@ -263,11 +264,15 @@ def load_batch(
         max_calls=max_calls,
         max_chars=max_chars,
     )
-    turns, calls, left = _between(session, after, seen, newest, max_calls, max_chars)
-    if turns or calls:
-        kept, dropped = newest_calls(_merged(window.calls, calls), max_calls)
-        left = window.left.plus(left.count, left.newest).plus(dropped.count, dropped.newest)
+    # the late calls are older than every call of the span: read only as many as the span's
+    # leave room for among the newest max_calls (none when its own were cut), the rest counted
+    room = None if max_calls is None else max_calls - len(window.calls)
+    turns, calls, left = _between(session, after, seen, newest, room, max_chars)
+    if turns or calls or left.count:
         window = dataclasses.replace(
-            window, turns=_merged(window.turns, turns), calls=tuple(kept), left=left
+            window,
+            turns=_merged(window.turns, turns),
+            calls=_merged(window.calls, calls),
+            left=window.left.plus(left.count, left.newest),
         )
     return window, Seen(max(seen.messages, newest.messages), max(seen.calls, newest.calls))

@@ -28,7 +28,6 @@ __all__ = [
     "load_range",
     "load_rows",
     "load_session",
-    "newest_calls",
     "read_chars",
     "runs_of",
 ]
@@ -223,14 +222,6 @@ def chars_read(config: LearningConfig, *, judged: bool) -> int | None:
     when a judge judges the window's runs (their goals and answers are the judge's, and a
     verified case keeps them)."""
     return None if judged else read_chars(config.max_message_chars)
-
-
-def newest_calls(calls: Sequence[ToolCall], max_calls: int | None) -> tuple[list[ToolCall], Left]:
-    """The newest ``max_calls`` of ``calls`` (oldest first), and those left out."""
-    if max_calls is None or len(calls) <= max_calls:
-        return list(calls), NONE_LEFT
-    dropped = len(calls) - max_calls
-    return list(calls[dropped:]), Left(dropped, calls[dropped - 1].timestamp)
 
 
 def load_session(

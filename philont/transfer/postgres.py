@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError
 from philont import migrate, settings
 from philont.db import agents as registry
 from philont.db.engine import create_engine, database_name
-from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, counter_tables
+from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, agent_lock, counter_tables
 from philont.db.schema import metadata
 from philont.errors import (
     AgentNotFoundError,
@@ -228,7 +228,10 @@ def import_agent(
     with _connection(url) as (conn, driver), _transaction(conn, permanent=True), reopen() as fh:
         found, _created = registry.create(conn, name)
         registry.set_local(conn, found.id)
-        # The agent's inserts take FOR KEY SHARE on this row (their foreign key): they wait.
+        # The agent's writes wait: for its lock, taken alone, before they take an id counter
+        # (philont_next_id; so they hold none that _raise_counters needs), and for the
+        # registry row (their foreign key).
+        driver.execute(agent_lock("%s"), (found.id,))
         driver.execute("SELECT 1 FROM philont_agents WHERE id = %s FOR UPDATE", (found.id,))
         if mode == "refuse":
             refuse_unless_empty(driver, "%s", agent_id=found.id)

@@ -361,6 +361,19 @@ class Flooding(Watching):
                 counter.close()
 
 
+def flooding_after_a_first_batch(
+    units: UnitFactory, clock: FakeClock, recorder: Recorder
+) -> Flooding:
+    """A :class:`Flooding` consolidator (``batch_size`` 10) that has learned one message."""
+    worker = consolidator(units, clock, recorder.model, batch_size=10)
+    flooding = Flooding(units, recorder.model, clock=clock, config=worker.config,
+                        schedule=worker.schedule)  # fmt: skip
+    flooding.windows, flooding.claims, flooding.rows_read = [], [], {}
+    say(units, "first")
+    drain(flooding, clock)
+    return flooding
+
+
 def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_time(
     units: UnitFactory, clock: FakeClock
 ) -> None:
@@ -369,14 +382,10 @@ def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_ti
     At most ``batch_size`` of them join it now (the first by id; two ids are read to find
     the last), the others are late rows for the next batches; each is learned from once, and
     each tool call is in one window or counted left out (the calls' read was and is bounded:
-    the newest 200 a batch's prompts show)."""
+    the newest 200 a batch's prompts show; the late ones are read only where its span's leave
+    room among those)."""
     recorder = Recorder()
-    worker = consolidator(units, clock, recorder.model, batch_size=10)
-    flooding = Flooding(units, recorder.model, clock=clock, config=worker.config,
-                        schedule=worker.schedule)  # fmt: skip
-    flooding.windows, flooding.claims, flooding.rows_read = [], [], {}
-    say(units, "first")
-    drain(flooding, clock)
+    flooding = flooding_after_a_first_batch(units, clock, recorder)
     start = clock.now
     say(units, "b1")
     clock.advance(seconds=10)
@@ -400,8 +409,9 @@ def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_ti
     assert flooding.claims[1].messages == 2
     assert len(first.turns) == 2 + 10  # was 402: the claim's 2 and the first 10 that joined
     # rows read: those 12, 2 ids to find the last, 2 newest ids; of the 600 calls, the newest
-    # 201 of its span and 201 of the late ones, a count of each, the newest id
-    assert flooding.rows_read == {"memory_raw_messages": 16, "memory_actions": 405}
+    # 201 of its span (200 kept, one to say where the cut is) and of the late ones, all older,
+    # the one that says none is kept (201 were read and dropped), a count of each, the newest id
+    assert flooding.rows_read == {"memory_raw_messages": 16, "memory_actions": 205}
     assert all(len(w.turns) <= 10 for w in rest)  # late batches, of the batch size
     assert recorder.seen == Counter(
         ["first", "b1", "b2", *(f"late{i}" for i in range(200)), *(f"span{i}" for i in range(200))]
@@ -409,6 +419,41 @@ def test_a_flood_of_rows_joining_a_batch_after_its_claim_is_read_a_batch_at_a_ti
     seen_calls = calls_seen(flooding.windows)  # each in one window, or counted left out
     assert set(seen_calls) <= set(calls) and set(seen_calls.values()) == {1}
     assert len(seen_calls) + sum(w.left.count for w in flooding.windows) == len(calls)
+
+
+def test_late_tool_calls_joining_a_batch_are_read_only_where_its_own_leave_room(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    """A batch keeps the newest 200 of its tool calls (what its prompts show); those that came
+    late during its claim are all older than its span's. They were read up to 200 (201) and
+    then dropped; now only as many as the span's leave room for are read, and the rest
+    counted: 5 in its span and 300 late, 195 of those read (and one to find the cut)."""
+    recorder = Recorder()
+    flooding = flooding_after_a_first_batch(units, clock, recorder)
+    start = clock.now
+    span = []
+    with units() as mem:
+        for _ in range(5):
+            clock.advance(seconds=1)
+            span.append(mem.actions.record("s", params={}, success=True, session_id="global").id)
+    say(units, "b1")
+    late: list[int] = []
+
+    def flood(claim: Any) -> None:
+        with units() as mem:
+            for i in range(300):
+                at = start - timedelta(hours=1) + timedelta(seconds=i)
+                late.append(mem.actions.record("t", params={"i": i}, success=True, at=at).id)
+
+    flooding.flood = flood
+    clock.advance(minutes=6)
+    statuses = drain(flooding, clock)
+    assert statuses[-1] == S.NOTHING_NEW
+    window = flooding.windows[1]
+    assert [c.id for c in window.calls] == late[105:] + span
+    assert (window.left.count, len(flooding.windows)) == (105, 2)
+    # the span's 5 (not cut: not counted), 196 late ones and their count, the newest id
+    assert flooding.rows_read["memory_actions"] == 5 + 196 + 1 + 1
 
 
 def test_a_database_without_a_tool_call_watermark_starts_tracking_at_its_next_batch(
@@ -520,3 +565,43 @@ def test_a_batch_reports_the_messages_and_tool_calls_it_learned_from(
         (S.CONSOLIDATED, True, 0, 1),
         (S.NOTHING_NEW, False, 0, 0),
     ]
+
+
+def test_tool_calls_logged_late_alone_credit_and_blame_the_skills_they_used(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # Tool calls logged late after their requests were learned from make a batch with no
+    # dialogue: no model is asked about it, but attribution (the only evidence that moves a
+    # skill's counts) decides each retrieval in it by the calls that followed.
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": "summary"})
+    worker = consolidator(units, clock, model)
+    with units() as mem:
+        for name in ("works", "breaks"):
+            mem.skills.create(name, f"a skill that {name}", name, "do it")
+    say(units, "a1")
+    assert drain(worker, clock) == [S.CONSOLIDATED, S.NOTHING_NEW]
+    at = clock.now - timedelta(hours=1)
+    with units() as mem:
+        for n, (name, ok) in enumerate((("works", True), ("breaks", False))):
+            sid, then = f"s{n}", at + timedelta(seconds=10 * n)
+            mem.actions.record("use_skill", params={"name": name}, success=True, session_id=sid,
+                               at=then)  # fmt: skip
+            mem.actions.record("fetch", params={}, success=ok, session_id=sid,
+                               at=then + timedelta(seconds=1))  # fmt: skip
+    clock.advance(minutes=6)
+    report = worker.run_once()
+    assert (report.status, report.late, report.messages, report.tool_calls) == (
+        S.CONSOLIDATED,
+        True,
+        0,
+        4,
+    )
+    assert report.credited == 2
+    with units() as mem:
+        counts = {}
+        for name in ("works", "breaks"):
+            skill = mem.skills.get(name, record_access=False)
+            assert skill is not None
+            counts[name] = (skill.success_count, skill.failure_count)
+    assert counts == {"works": (1, 0), "breaks": (0, 1)}
+    assert worker.run_once().status == S.NOTHING_NEW
