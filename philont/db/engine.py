@@ -277,6 +277,7 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
             raise DatabaseReadOnlyError(str(path), _not_writable(path))
         if file_kind(path) == "other":
             raise NotADatabaseError(str(path))
+        unlinked_companions(path)
         if writable:
             writable_companions(path, refuse=True)
         return False
@@ -294,6 +295,45 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
 
 
+def unlinked_companions(path: Path) -> None:
+    """Refuse, with a :class:`DatabasePathError` naming it and the fix, a ``-wal`` or ``-shm``
+    beside ``path`` that is a link: a symbolic one (to a file, a directory or nothing),
+    which SQLite refuses to open ("unable to open database file"), or a file with other
+    names (a hard link), into which SQLite would write the database's pages and locks,
+    overwriting whatever file those other names are."""
+    for suffix in ("-wal", "-shm"):
+        companion = Path(f"{path}{suffix}")
+        linked = _linked(companion)
+        if linked is not None:
+            raise DatabasePathError(
+                str(path),
+                f"the {suffix} file beside it ({companion}) is {linked}: {_UNLINK[linked]}",
+            )
+
+
+_SYMLINK = "a symbolic link"
+_HARD_LINK = "a hard link (the file has other names)"
+_UNLINK = {
+    _SYMLINK: "SQLite does not open one; remove the link while no program has the database open",
+    _HARD_LINK: "SQLite would write into the other file; remove this name, or the other ones, "
+    "while no program has the database open",
+}
+
+
+def _linked(companion: Path) -> str | None:
+    """What link ``companion`` is (:data:`_SYMLINK`, :data:`_HARD_LINK`), or None: a file of
+    its own, or none at all."""
+    try:
+        found = os.lstat(companion)
+    except OSError:  # none (the usual case), or nothing to judge it by
+        return None
+    if stat.S_ISLNK(found.st_mode):
+        return _SYMLINK
+    if found.st_nlink > 1:
+        return _HARD_LINK
+    return None
+
+
 def writable_companions(path: Path, *, refuse: bool) -> None:
     """Give a read-only ``-wal`` or ``-shm`` beside ``path``, a file this process may write,
     the file's mode, as SQLite gives them when it makes them. A read-only open of a read-only
@@ -304,23 +344,29 @@ def writable_companions(path: Path, *, refuse: bool) -> None:
     replaces it). Ours are made writable (logged); another user's ``-shm`` is refused
     (``refuse``: a :class:`DatabaseReadOnlyError` naming it and the fix), another user's
     ``-wal`` left to SQLite. Called before SQLite opens them: at the check of the file and
-    when a writing engine makes a connection (``refuse=False``: SQLite's refusal says it)."""
+    when a writing engine makes a connection (``refuse=False``: SQLite's refusal says it).
+
+    Only a regular file with no other name is changed, never what a link names (a
+    ``-shm`` linked to a private key would make the key readable by everyone):
+    :func:`unlinked_companions` refuses links at the check of the file, and a link made
+    since is left to SQLite."""
     if not filewrite.may(path, os.W_OK):
         return
     mode = stat.S_IMODE(os.stat(path).st_mode)
     for suffix in ("-wal", "-shm"):
         companion = Path(f"{path}{suffix}")
         try:
-            found = os.stat(companion)
+            found = os.lstat(companion)
         except OSError:  # none (the usual case), or nothing to judge it by
             continue
+        if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
+            continue  # a link (refused at the file's check) or no file at all
         ours = found.st_uid == os.geteuid()
         if filewrite.may(companion, os.W_OK) and not (ours and not found.st_mode & 0o200):
             continue
         if ours:
             with suppress(OSError):  # gone meanwhile: SQLite makes it anew
-                os.chmod(companion, mode)
-                log.info("store.companion_made_writable", file=str(companion), mode=oct(mode))
+                _chmod_unlinked(companion, found, mode)
         elif refuse and suffix == "-shm":
             raise DatabaseReadOnlyError(
                 str(path),
@@ -329,6 +375,21 @@ def writable_companions(path: Path, *, refuse: bool) -> None:
                 "of the database leaves it so) and SQLite would open it read-only: make it "
                 "writable by this user, or remove it while no program has the database open",
             )
+
+
+def _chmod_unlinked(companion: Path, found: os.stat_result, mode: int) -> None:
+    """Give ``companion`` the permission bits ``mode`` if it is still the file ``found``
+    (:func:`os.lstat`'s): opened without following a link, so a link put in its place
+    meanwhile is never followed; nothing if it has other names by now."""
+    fd = os.open(companion, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (found.st_dev, found.st_ino) or now.st_nlink > 1:
+            return
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+    log.info("store.companion_made_writable", file=str(companion), mode=oct(mode))
 
 
 def _not_writable(path: Path) -> str:
