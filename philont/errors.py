@@ -350,11 +350,14 @@ class NotFoundError(PhilontError):
     reads those with U+FFFD in place of the bad bytes, so what was read finds no row. Such a
     report from an SQLite database says so and how to reach the row (:meth:`from_sqlite`, also
     ``details["hint"]``); its type and code stay. Whoever raised it knows the database and
-    decides: a service's method, a tool's handler, the unit of work it leaves
-    (:meth:`philont.db.backend.Backend.explain`). On PostgreSQL U+FFFD is a character like any
-    other: no hint."""
+    decides, once: a service's method, a tool's handler, the first unit of work it leaves
+    (:meth:`philont.db.backend.Backend.explain`, which marks it :attr:`explained`). On
+    PostgreSQL U+FFFD is a character like any other: no hint."""
 
     code = "not_found"
+    explained: bool = False
+    """Whether the database it was raised on has said what it means there: an outer unit of
+    work on another database (a PostgreSQL unit nested in an SQLite one) leaves it alone."""
     table: ClassVar[str | None] = None
     """The table of ours whose row was not found, named in that hint."""
     keyed: ClassVar[bool] = True

@@ -197,7 +197,8 @@ class Memory:
         if session is None:
             return
         if exc is not None:  # a not-found error raised in the block (a host's, the command
-            # line's) says what it means on this database, as a service's does
+            # line's) says what it means on this database, as a service's does; one an inner
+            # unit of work (or a service) explained is left alone
             self.store.backend.explain(exc)
         failed = self._flush_failed(session)
         try:

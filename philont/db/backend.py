@@ -214,7 +214,15 @@ class Backend:
         :class:`~philont.errors.NotFoundError` whose key holds U+FFFD says that key may have
         been read from bytes that are not UTF-8 (:meth:`~philont.errors.NotFoundError.from_sqlite`).
         Anything else is left as it is. Called by whoever raised it (a service's method, a
-        tool's handler, a unit of work the error leaves), never from a global state."""
+        tool's handler, a unit of work the error leaves), never from a global state; the
+        first call decides (:attr:`~philont.errors.NotFoundError.explained`): the error
+        leaving an outer unit of work on another database is not that database's."""
+        if isinstance(exc, NotFoundError) and not exc.explained:
+            exc.explained = True
+            self._explain(exc)
+
+    def _explain(self, exc: NotFoundError) -> None:
+        """What a not-found error raised on this database means here (:meth:`explain`)."""
 
     def raw(self, session: Session) -> Raw:
         """The DB-API connection under ``session``'s transaction, pending ORM changes flushed
@@ -327,9 +335,8 @@ def refuse_nul(value: str, name: str, *, keeps_nul: bool) -> str:
 class SqliteBackend(Backend):
     name = "sqlite"
 
-    def explain(self, exc: BaseException) -> None:
-        if isinstance(exc, NotFoundError):
-            exc.from_sqlite()
+    def _explain(self, exc: NotFoundError) -> None:
+        exc.from_sqlite()
 
     def scorer(self) -> Scorer:
         from philont.services.search.sqlite import SqliteScorer

@@ -209,3 +209,30 @@ def test_a_not_found_error_the_host_raises_in_a_unit_on_sqlite_gets_the_hint(
         if mem.skills.get("tea-\ufffd") is None:
             raise SkillNotFoundError("no skill named 'tea-\ufffd'", name="tea-\ufffd")
     assert _hinted(raised.value) and raised.value.message.count("U+FFFD") == 1
+
+
+def _forget_by_service(mem: Memory) -> None:
+    mem.notes.forget("n-\ufffd")
+
+
+def _forget_by_host(mem: Memory) -> None:
+    if not mem.notes.list():  # the host's own lookup, and its own error
+        raise NoteNotFoundError("no note 'n-\ufffd'", id="n-\ufffd")
+    raise AssertionError("the fresh database holds a note")
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("raiser", [_forget_by_service, _forget_by_host], ids=["service", "host"])
+@pytest.mark.parametrize("inner", ["sqlite", "postgres"], ids=["sqlite-inner", "postgres-inner"])
+def test_an_error_leaving_nested_units_says_what_the_innermost_database_means(
+    tool_db: Path, pg_agent: Callable[[], URL], inner: str, raiser: Callable[[Memory], None]
+) -> None:
+    """A unit of work on one database nested in one on the other (a host copying between
+    them), the not-found error raised in the inner one and leaving both: the database it was
+    raised on decides. A PostgreSQL error got SQLite's hint from the outer SQLite unit."""
+    with Store.open(tool_db) as lite, Store.open(pg_agent()) as pg:
+        outer, nested = (pg, lite) if inner == "sqlite" else (lite, pg)
+        with pytest.raises(NoteNotFoundError) as raised, outer.begin(), nested.begin() as mem:
+            raiser(mem)
+    assert _hinted(raised.value) is (inner == "sqlite")
+    assert raised.value.message.count("U+FFFD") == (inner == "sqlite")
