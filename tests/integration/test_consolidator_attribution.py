@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, event, select
 
 from philont.db.models import Action, RawMessage
 from philont.domain.attribution import ActionEvent, UserTurn, attribute
@@ -203,3 +203,33 @@ def test_every_use_is_attributed_exactly_once(
         name: tuple(v) for name, v in expected.items()
     }
 
+
+def test_a_use_skill_row_naming_no_skill_does_not_make_every_tick_read_the_log(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # A successful use_skill row without a usable name (written by another program) is never
+    # a retrieval, so never marked: each run took it as the earliest undecided retrieval and
+    # read the whole log after it, now at every tick.
+    with units() as mem:
+        mem.skills.create("plan", "plan a trip", "plan", "1. ask")
+        chat = Conversation(mem, clock, "s1")
+        chat.act("use_skill", name=" ")
+        for n in range(300):
+            chat.act("search", minutes=0.01, q=str(n))
+        chat.act("use_skill", name="plan")  # pending: its window is open
+        chat.act("search", q="trains")
+    consolidator = worker(units, clock, min_messages=1_000)
+    loaded: list[int] = []
+
+    def count(target: Action, context: object) -> None:
+        loaded.append(target.id)
+
+    event.listen(Action, "load", count)
+    try:
+        consolidator.tick()
+    finally:
+        event.remove(Action, "load", count)
+    assert len(loaded) == 2  # the retrieval and its call, not the 300 before
+    clock.advance(minutes=31)
+    consolidator.tick()
+    assert counts(units, "plan") == (1, 0)
