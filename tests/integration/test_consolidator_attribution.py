@@ -12,13 +12,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, event, select
 
-from philont.db.models import Action, RawMessage
+from philont.db.models import Action, JudgeVerdict, RawMessage
 from philont.domain.attribution import ActionEvent, UserTurn, attribute
 from philont.domain.kinds import Role
 from philont.domain.maturity import Outcome
-from philont.learning import Consolidator, ConsolidatorConfig, LearningConfig
+from philont.learning import (
+    Consolidator,
+    ConsolidatorConfig,
+    JudgeResult,
+    LearningConfig,
+    Run,
+)
 from philont.llm import ScriptedModel
 from philont.schemas.learning import ConsolidationStatus as S
+from philont.schemas.learning import Verdict
 from tests.conftest import FakeClock
 from tests.integration.learning_helpers import Conversation, UnitFactory, unit_factory
 
@@ -233,3 +240,51 @@ def test_a_use_skill_row_naming_no_skill_does_not_make_every_tick_read_the_log(
     clock.advance(minutes=31)
     consolidator.tick()
     assert counts(units, "plan") == (1, 0)
+
+
+class AllSucceeded:
+    """A host's judge: a run is verified when all its tool calls succeeded."""
+
+    name = "all-succeeded"
+
+    def judge(self, run: Run) -> JudgeResult:
+        ok = all(call.success for call in run.trace)
+        return JudgeResult(Verdict.VERIFIED if ok else Verdict.FAILED, "tool results")
+
+
+def test_the_judges_verdict_gets_its_observed_outcome_after_silence(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # What attribution observed is kept next to the judge's verdict (the agreement rate); for
+    # the last run of a conversation it waited for a batch that never came.
+    with units() as mem:
+        mem.skills.create("export-csv", "export a table as CSV", "export", "1. query\n2. write")
+        chat = Conversation(mem, clock, "s1")
+        chat.user("Export the invoices table as CSV")
+        chat.act("use_skill", name="export-csv")
+        chat.act("sql", query="select * from invoices")
+        chat.assistant("Wrote invoices.csv")
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": "summary"})
+    consolidator = Consolidator(
+        units,
+        model,
+        clock=clock,
+        judge=AllSucceeded(),
+        config=LearningConfig(summary_min_messages=10_000),
+        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
+    )
+
+    def observed() -> list[tuple[str, str | None]]:
+        with units(write=False) as mem:
+            rows = mem.session.execute(
+                select(JudgeVerdict.verdict, JudgeVerdict.observed_outcome)
+            ).all()
+        return [(verdict, outcome) for verdict, outcome in rows]
+
+    clock.advance(minutes=6)
+    assert [r.status for r in consolidator.tick()] == [S.CONSOLIDATED, S.NOTHING_NEW]
+    assert observed() == [("verified", None)]  # the window was open
+    clock.advance(minutes=30)
+    consolidator.tick()
+    assert observed() == [("verified", "success")]
+    assert counts(units, "export-csv") == (1, 0)
