@@ -19,6 +19,7 @@ from philont.domain.maturity import Outcome
 from philont.learning import (
     Consolidator,
     ConsolidatorConfig,
+    Judge,
     JudgeResult,
     LearningConfig,
     Run,
@@ -37,16 +38,31 @@ def units(engine: Engine, clock: FakeClock) -> UnitFactory:
     return unit_factory(engine, clock)
 
 
-def worker(units: UnitFactory, clock: FakeClock, **schedule: Any) -> Consolidator:
+def worker(
+    units: UnitFactory, clock: FakeClock, judge: Judge | None = None, **schedule: Any
+) -> Consolidator:
     model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": "summary"})
     options: dict[str, Any] = {"backlog": True, "min_messages": 1} | schedule
     return Consolidator(
         units,
         model,
         clock=clock,
+        judge=judge,
         config=LearningConfig(summary_min_messages=10_000),
         schedule=ConsolidatorConfig(**options),
     )
+
+
+def export_then_silence(units: UnitFactory, clock: FakeClock) -> None:
+    """A skill used, its calls succeeding, the answer given; nothing said after."""
+    with units() as mem:
+        mem.skills.create("export-csv", "export a table as CSV", "export", "1. query\n2. write")
+        chat = Conversation(mem, clock, "s1")
+        chat.user("Export the invoices table as CSV")
+        chat.act("use_skill", name="export-csv")
+        chat.act("sql", query="select * from invoices")
+        chat.act("write_file", path="invoices.csv")
+        chat.assistant("Wrote invoices.csv")
 
 
 def counts(units: UnitFactory, name: str) -> tuple[int, int]:
@@ -62,14 +78,7 @@ def test_the_last_use_of_a_conversation_is_credited_after_silence(
     # The conversation ends right after a skill use whose calls succeeded; nothing more is
     # said. Its batch ran while the use's window was open (pending), and no later batch came:
     # the use was never attributed, and the skill's counts never moved.
-    with units() as mem:
-        mem.skills.create("export-csv", "export a table as CSV", "export", "1. query\n2. write")
-        chat = Conversation(mem, clock, "s1")
-        chat.user("Export the invoices table as CSV")
-        chat.act("use_skill", name="export-csv")
-        chat.act("sql", query="select * from invoices")
-        chat.act("write_file", path="invoices.csv")
-        chat.assistant("Wrote invoices.csv")
+    export_then_silence(units, clock)
     consolidator = worker(units, clock)
     clock.advance(minutes=6)
     first = consolidator.tick()
@@ -257,22 +266,8 @@ def test_the_judges_verdict_gets_its_observed_outcome_after_silence(
 ) -> None:
     # What attribution observed is kept next to the judge's verdict (the agreement rate); for
     # the last run of a conversation it waited for a batch that never came.
-    with units() as mem:
-        mem.skills.create("export-csv", "export a table as CSV", "export", "1. query\n2. write")
-        chat = Conversation(mem, clock, "s1")
-        chat.user("Export the invoices table as CSV")
-        chat.act("use_skill", name="export-csv")
-        chat.act("sql", query="select * from invoices")
-        chat.assistant("Wrote invoices.csv")
-    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": "summary"})
-    consolidator = Consolidator(
-        units,
-        model,
-        clock=clock,
-        judge=AllSucceeded(),
-        config=LearningConfig(summary_min_messages=10_000),
-        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
-    )
+    export_then_silence(units, clock)
+    consolidator = worker(units, clock, AllSucceeded())
 
     def observed() -> list[tuple[str, str | None]]:
         with units(write=False) as mem:
