@@ -64,6 +64,7 @@ __all__ = [
     "is_an_answer",
     "is_neutral",
     "is_refused_arguments",
+    "retrieved_skill",
 ]
 
 _FAILURE = re.compile(r"error \(([a-z0-9_]+)\): ")
@@ -185,11 +186,17 @@ def is_neutral(action: ActionEvent, window: AttributionWindow) -> bool:
     return action.tool_name == window.retrieval_tool or is_refused_arguments(action.error_code)
 
 
-def _skill_name(action: ActionEvent) -> str | None:
-    name = action.params.get("name") if action.params is not None else None
+def retrieved_skill(params: object) -> str | None:
+    """The skill a retrieval's parameters name: ``params["name"]`` when it is a non-blank
+    string, else None (no retrieval)."""
+    name = params.get("name") if isinstance(params, Mapping) else None
     if isinstance(name, str) and name.strip():
         return name
     return None
+
+
+def _skill_name(action: ActionEvent) -> str | None:
+    return retrieved_skill(action.params)
 
 
 def _plural(count: int) -> str:

@@ -82,9 +82,11 @@ from philont.learning.late import (
     watermarks,
 )
 from philont.learning.learner import Config, JudgeOf, Model
+from philont.learning.lock import hold_learning_lock
 from philont.learning.parse import storable
 from philont.learning.prompts import SHOWN_CALLS
 from philont.learning.units import UnitsOf
+from philont.learning.verify import CaseBook
 from philont.learning.window import Window, chars_read
 from philont.log import get_logger
 from philont.memory import Memory
@@ -647,8 +649,34 @@ class Consolidator:
                 on_report(report)
             if report.status != Status.CONSOLIDATED or (stop is not None and stop.is_set()):
                 break
+        if reports[-1].status != Status.CONSOLIDATED:  # a batch's apply has just attributed
+            self._attribute()
         self._embed(stop)
         return reports
+
+    def _attribute(self) -> None:
+        """Decide the skill uses whose attribution window has closed since the last batch, in a
+        unit of work of its own (the reflector's run, then the judge's observed outcomes):
+        a use whose window was still open at its batch waited for a later batch, and when no
+        message came (the conversation's last use) its skill's counts never moved. Each use
+        is decided once: the reflector claims it with a compare-and-set (a later batch, or
+        another consolidator at the same time, finds it taken), under the learning lock like
+        every writer of the loop. One run per tick; a failure is logged and retried next
+        tick, never fails the tick."""
+
+        def decide(mem: Memory) -> int:
+            hold_learning_lock(mem)
+            credited = len(mem.reflector.run().credited)
+            CaseBook(mem).observe()
+            return credited
+
+        try:
+            credited = run_unit(self._unit, decide)
+        except Exception as exc:
+            log.failure("consolidator.attribution_failed", exc)
+            return
+        if credited:
+            log.info("consolidator.attributed", credited=credited)
 
     def _embed(self, stop: threading.Event | None) -> None:
         """Issue #18: with an embedder, embed what is pending (a few batches per tick); a

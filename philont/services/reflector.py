@@ -31,8 +31,8 @@ still join the window and change its outcome.
 
 A run reads the log only from its earliest unprocessed retrieval in scope, so once everything is
 decided a run costs one query over the ``use_skill`` rows. (A successful ``use_skill`` row
-without a usable ``params.name`` is never a retrieval and never marked; such a row only makes
-runs read further back, it changes no outcome.)
+without a usable ``params.name`` is never a retrieval and never marked; the search for the
+earliest passes over it, it changes no outcome. It made every run read the log from it on.)
 
 Caveat: Philont schema-31 software sharing the file would read the ``linked_skill`` tags we set
 if its own reflector covered the same time range afterwards (its ``recordLinkedSkillOutcomes``,
@@ -42,13 +42,14 @@ spec §10).
 from __future__ import annotations
 
 import bisect
+import contextlib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
-from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import InstrumentedAttribute
 
 from philont.db.models import Action, RawMessage
@@ -60,6 +61,7 @@ from philont.domain.attribution import (
     attribute,
     failure_code,
     is_neutral,
+    retrieved_skill,
 )
 from philont.domain.kinds import Role
 from philont.domain.maturity import Outcome
@@ -85,6 +87,8 @@ log = get_logger(__name__)
 
 DEFAULT_WINDOW: Final = AttributionWindow()
 """20 actions, 30 minutes, retrieval tool ``use_skill``."""
+_SCAN: Final = 100
+"""Rows fetched at a time while looking for the first unprocessed retrieval."""
 
 
 def _aware_or_none(value: object, field: str) -> datetime | None:
@@ -289,14 +293,24 @@ class ReflectorService(Service):
         until: datetime | None,
         window: AttributionWindow,
     ) -> datetime | None:
-        """When the earliest unprocessed retrieval in scope happened (None: nothing to do)."""
-        stmt = select(func.min(Action.timestamp)).where(
-            Action.tool_name == window.retrieval_tool,
-            Action.success == True,  # noqa: E712 - SQL comparison (IS 1 is SQLite-only)
-            Action.linked_skill.is_(None),
-            *_scope(Action.session_id, Action.timestamp, session_id, since, until),
+        """When the earliest unprocessed retrieval in scope happened (None: nothing to do).
+
+        A ``use_skill`` row naming no skill is never a retrieval, so never marked: it is
+        passed over (it ends no window before it). Taken as the start, it made every run read
+        the log from it to the end, and the consolidator runs the reflector every tick."""
+        stmt = (
+            select(Action.timestamp, Action.params)
+            .where(
+                Action.tool_name == window.retrieval_tool,
+                Action.success == True,  # noqa: E712 - SQL comparison (IS 1 is SQLite-only)
+                Action.linked_skill.is_(None),
+                *_scope(Action.session_id, Action.timestamp, session_id, since, until),
+            )
+            .order_by(Action.timestamp, Action.id)
+            .execution_options(yield_per=_SCAN)
         )
-        return self.session.scalar(stmt)
+        with contextlib.closing(self.session.execute(stmt)) as rows:
+            return next((at for at, params in rows if retrieved_skill(params) is not None), None)
 
     def _load(self, session_id: str | None, start: datetime, end: datetime | None) -> _Timeline:
         rows = self.session.scalars(

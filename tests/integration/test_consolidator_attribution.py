@@ -1,0 +1,285 @@
+"""Attribution without a new batch: a skill use whose window is still open when its batch is
+consolidated is decided by a later tick once the window closes, though no message comes."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine, event, select
+
+from philont.db.models import Action, JudgeVerdict, RawMessage
+from philont.domain.attribution import ActionEvent, UserTurn, attribute
+from philont.domain.kinds import Role
+from philont.domain.maturity import Outcome
+from philont.learning import (
+    Consolidator,
+    ConsolidatorConfig,
+    Judge,
+    JudgeResult,
+    LearningConfig,
+    Run,
+)
+from philont.llm import ScriptedModel
+from philont.schemas.learning import ConsolidationStatus as S
+from philont.schemas.learning import Verdict
+from tests.conftest import FakeClock
+from tests.integration.learning_helpers import Conversation, UnitFactory, unit_factory
+
+BOTH_BACKENDS = True
+
+
+@pytest.fixture
+def units(engine: Engine, clock: FakeClock) -> UnitFactory:
+    return unit_factory(engine, clock)
+
+
+def worker(
+    units: UnitFactory, clock: FakeClock, judge: Judge | None = None, **schedule: Any
+) -> Consolidator:
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": "summary"})
+    options: dict[str, Any] = {"backlog": True, "min_messages": 1} | schedule
+    return Consolidator(
+        units,
+        model,
+        clock=clock,
+        judge=judge,
+        config=LearningConfig(summary_min_messages=10_000),
+        schedule=ConsolidatorConfig(**options),
+    )
+
+
+def export_then_silence(units: UnitFactory, clock: FakeClock) -> None:
+    """A skill used, its calls succeeding, the answer given; nothing said after."""
+    with units() as mem:
+        mem.skills.create("export-csv", "export a table as CSV", "export", "1. query\n2. write")
+        chat = Conversation(mem, clock, "s1")
+        chat.user("Export the invoices table as CSV")
+        chat.act("use_skill", name="export-csv")
+        chat.act("sql", query="select * from invoices")
+        chat.act("write_file", path="invoices.csv")
+        chat.assistant("Wrote invoices.csv")
+
+
+def counts(units: UnitFactory, name: str) -> tuple[int, int]:
+    with units(write=False) as mem:
+        skill = mem.skills.get(name, record_access=False)
+        assert skill is not None
+        return skill.success_count, skill.failure_count
+
+
+def test_the_last_use_of_a_conversation_is_credited_after_silence(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # The conversation ends right after a skill use whose calls succeeded; nothing more is
+    # said. Its batch ran while the use's window was open (pending), and no later batch came:
+    # the use was never attributed, and the skill's counts never moved.
+    export_then_silence(units, clock)
+    consolidator = worker(units, clock)
+    clock.advance(minutes=6)
+    first = consolidator.tick()
+    assert [r.status for r in first] == [S.CONSOLIDATED, S.NOTHING_NEW]
+    assert first[0].credited == 0  # the window was open: pending
+    assert counts(units, "export-csv") == (0, 0)
+    clock.advance(minutes=30)
+    assert [r.status for r in consolidator.tick()] == [S.NOTHING_NEW]
+    assert counts(units, "export-csv") == (1, 0)
+    for _ in range(3):  # once: neither a later tick nor a later batch counts it again
+        clock.advance(minutes=10)
+        consolidator.tick()
+    with units() as mem:
+        Conversation(mem, clock, "s1").user("Thanks")
+    clock.advance(minutes=6)
+    assert [r.status for r in consolidator.tick()] == [S.CONSOLIDATED, S.NOTHING_NEW]
+    assert counts(units, "export-csv") == (1, 0)
+
+
+def test_a_failed_last_use_is_blamed_after_silence_when_no_batch_can_run(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # Also while the timeline has too few messages for a batch (min_messages): the batch
+    # waits, the attribution does not.
+    with units() as mem:
+        mem.skills.create("scrape", "scrape prices", "scrape", "1. fetch")
+        chat = Conversation(mem, clock, "s1")
+        chat.user("Scrape the prices")
+        chat.act("use_skill", name="scrape")
+        chat.act("http_get", ok=False, url="https://example.invalid")
+    consolidator = worker(units, clock, min_messages=4)
+    clock.advance(minutes=6)
+    assert [r.status for r in consolidator.tick()] == [S.TOO_FEW]
+    assert counts(units, "scrape") == (0, 0)  # still open
+    clock.advance(minutes=30)
+    assert [r.status for r in consolidator.tick()] == [S.TOO_FEW]
+    assert counts(units, "scrape") == (0, 1)
+
+
+def test_consolidators_attributing_at_once_count_each_use_once(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    with units() as mem:
+        mem.skills.create("plan", "plan a trip", "plan", "1. ask")
+        for n in range(5):
+            chat = Conversation(mem, clock, f"s{n}")
+            chat.user("Plan a trip")
+            chat.act("use_skill", name="plan")
+            chat.act("search", ok=n != 0, q="trains")
+    clock.advance(minutes=40)
+    workers = [worker(units, clock, min_messages=1_000) for _ in range(4)]
+    start = threading.Barrier(len(workers))
+    errors: list[BaseException] = []
+
+    def run(w: Consolidator) -> None:
+        try:
+            start.wait()
+            w.tick()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert counts(units, "plan") == (4, 1)
+
+
+STEP = st.one_of(
+    st.tuples(
+        st.just("use"), st.integers(0, 2), st.integers(0, 1), st.lists(st.booleans(), max_size=3)
+    ),
+    st.tuples(st.just("user"), st.integers(0, 1)),
+    st.tuples(st.just("wait"), st.sampled_from([1, 5, 6, 20, 31])),
+    st.tuples(st.just("tick"), st.integers(0, 1)),
+)
+
+
+@given(plan=st.lists(STEP, max_size=14))
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_every_use_is_attributed_exactly_once(
+    units: UnitFactory, clock: FakeClock, plan: list[tuple[Any, ...]]
+) -> None:
+    """Uses of skills (their calls succeeding or failing), user turns, waits and ticks of two
+    consolidators in any order; once every window has closed and the consolidators ticked,
+    each skill's counts are the outcomes of its uses, each counted once, as the domain's
+    attribution decides them over the whole log."""
+    tag = uuid.uuid4().hex[:8]  # the examples share one database
+    names = [f"skill-{tag}-{n}" for n in range(3)]
+    sessions = [f"s-{tag}-{n}" for n in range(2)]
+    with units() as mem:
+        for name in names:
+            mem.skills.create(name, f"the skill {name}", name, "1. do it")
+        for sid in sessions:
+            mem.timeline.start_session(sid)
+    workers = [worker(units, clock), worker(units, clock)]
+    for step in plan:
+        if step[0] == "use":
+            _, skill, where, outcomes = step
+            with units() as mem:
+                chat = Conversation(mem, clock, sessions[where])
+                chat.act("use_skill", minutes=0.5, name=names[skill])
+                for ok in outcomes:
+                    chat.act("step", ok, minutes=0.5)
+        elif step[0] == "user":
+            with units() as mem:
+                Conversation(mem, clock, sessions[step[1]]).user("next", minutes=0.5)
+        elif step[0] == "wait":
+            clock.advance(minutes=step[1])
+        else:
+            workers[step[1]].tick()
+    clock.advance(minutes=31)
+    for w in workers:
+        w.tick()
+    workers[0].tick()
+    with units(write=False) as mem:
+        actions = mem.session.scalars(select(Action).where(Action.session_id.in_(sessions))).all()
+        turns = mem.session.execute(
+            select(RawMessage.session_id, RawMessage.timestamp).where(
+                RawMessage.session_id.in_(sessions), RawMessage.role == Role.USER
+            )
+        ).all()
+    events = [
+        ActionEvent(a.id, a.session_id, a.tool_name, a.success, a.timestamp, a.params)
+        for a in actions
+    ]
+    expected = {name: [0, 0] for name in names}
+    for credit in attribute(events, [UserTurn(s, t) for s, t in turns]):
+        if credit.outcome is not None:
+            expected[credit.skill_name][credit.outcome != Outcome.SUCCESS] += 1
+    assert {name: counts(units, name) for name in names} == {
+        name: tuple(v) for name, v in expected.items()
+    }
+
+
+def test_a_use_skill_row_naming_no_skill_does_not_make_every_tick_read_the_log(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # A successful use_skill row without a usable name (written by another program) is never
+    # a retrieval, so never marked: each run took it as the earliest undecided retrieval and
+    # read the whole log after it, now at every tick.
+    with units() as mem:
+        mem.skills.create("plan", "plan a trip", "plan", "1. ask")
+        chat = Conversation(mem, clock, "s1")
+        chat.act("use_skill", name=" ")
+        for n in range(300):
+            chat.act("search", minutes=0.01, q=str(n))
+        chat.act("use_skill", name="plan")  # pending: its window is open
+        chat.act("search", q="trains")
+    consolidator = worker(units, clock, min_messages=1_000)
+    loaded: list[int] = []
+
+    def count(target: Action, context: object) -> None:
+        loaded.append(target.id)
+
+    event.listen(Action, "load", count)
+    try:
+        consolidator.tick()
+    finally:
+        event.remove(Action, "load", count)
+    assert len(loaded) == 2  # the retrieval and its call, not the 300 before
+    clock.advance(minutes=31)
+    consolidator.tick()
+    assert counts(units, "plan") == (1, 0)
+
+
+class AllSucceeded:
+    """A host's judge: a run is verified when all its tool calls succeeded."""
+
+    name = "all-succeeded"
+
+    def judge(self, run: Run) -> JudgeResult:
+        ok = all(call.success for call in run.trace)
+        return JudgeResult(Verdict.VERIFIED if ok else Verdict.FAILED, "tool results")
+
+
+def test_the_judges_verdict_gets_its_observed_outcome_after_silence(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # What attribution observed is kept next to the judge's verdict (the agreement rate); for
+    # the last run of a conversation it waited for a batch that never came.
+    export_then_silence(units, clock)
+    consolidator = worker(units, clock, AllSucceeded())
+
+    def observed() -> list[tuple[str, str | None]]:
+        with units(write=False) as mem:
+            rows = mem.session.execute(
+                select(JudgeVerdict.verdict, JudgeVerdict.observed_outcome)
+            ).all()
+        return [(verdict, outcome) for verdict, outcome in rows]
+
+    clock.advance(minutes=6)
+    assert [r.status for r in consolidator.tick()] == [S.CONSOLIDATED, S.NOTHING_NEW]
+    assert observed() == [("verified", None)]  # the window was open
+    clock.advance(minutes=30)
+    consolidator.tick()
+    assert observed() == [("verified", "success")]
+    assert counts(units, "export-csv") == (1, 0)
