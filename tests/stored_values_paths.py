@@ -373,6 +373,7 @@ for _name, _args, _tables in TOOL_CALLS:
 
 COMMANDS: list[tuple[list[str], tuple[str, ...] | None]] = [
     (["facts", "list"], FACTS),
+    (["facts", "list", "--json"], FACTS),
     (["facts", "get", "user.home", "city"], FACTS),
     (["facts", "history", "user.home", "city"], FACTS),
     (["notes", "list"], ("memory_notes",)),
@@ -391,6 +392,10 @@ COMMANDS: list[tuple[list[str], tuple[str, ...] | None]] = [
 ]
 
 
+def _not_json(name: str) -> object:
+    raise AssertionError(f"--json wrote {name}, which is not JSON")
+
+
 def _command(args: list[str]) -> Callable[[Ctx], object]:
     def run(ctx: Ctx) -> object:
         from typer.testing import CliRunner
@@ -402,6 +407,8 @@ def _command(args: list[str]) -> Callable[[Ctx], object]:
             raise AssertionError(f"philont {' '.join(args)}: {result.exception!r}") from (
                 result.exception
             )
+        if "--json" in args and result.exit_code == 0:  # strict JSON: no NaN or Infinity
+            json.loads(result.stdout, parse_constant=_not_json)
         return result.output
 
     return run

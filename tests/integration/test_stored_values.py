@@ -56,7 +56,7 @@ HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
 
 SAMPLE: dict[str, tuple[str, ...]] = {
     "epoch": ("js-max-date", "js-min-date", "real-minus-inf", "real-fraction", "text", "not-utf8"),
-    "json": ("not-json", "deep", "lone-surrogate", "null", "blob", "not-utf8"),
+    "json": ("not-json", "number-past-float", "deep", "lone-surrogate", "null", "blob", "not-utf8"),
     "enum": ("unknown", "blob", "not-utf8"),
     "flag": ("two", "text", "not-utf8"),
     "int": ("text", "real-1e20", "negative", "not-utf8"),
@@ -378,3 +378,12 @@ def test_a_value_postgresql_holds_but_python_cannot_never_breaks_a_read(
     finally:
         _pg_update(pg_memory.store, table, key, f"{column} = {raw.mark}", [before[0][0]])
     assert not failures, "\n".join(str(f) for f in failures)
+
+
+def test_a_json_number_past_the_largest_float_is_read_as_its_text_by_every_path(
+    memory: tuple[Seeded, Ctx],
+) -> None:
+    # '1e999' is JSON text Python reads as infinity: the prefix refused the whole memory
+    # (`value: not JSON: inf`) and `facts list --json` wrote `Infinity`, which is not JSON
+    literal = BAD_VALUES["json"]["number-past-float"]
+    _run(memory, "memory_facts", "value_json", literal, commands=True)
