@@ -360,6 +360,7 @@ def _tool(name: str, args: dict[str, Any]) -> Callable[[Ctx], object]:
         result = _mem(ctx, lambda m: tools.call(name, args, db=m))
         if getattr(result, "error_code", None) == "internal_error":
             raise AssertionError(f"{name} failed untyped: {result.error}")  # type: ignore[attr-defined]
+        json.dumps(getattr(result, "data", None), allow_nan=False)  # strict JSON, no infinity
         return getattr(result, "text", result)
 
     return run
@@ -377,6 +378,7 @@ COMMANDS: list[tuple[list[str], tuple[str, ...] | None]] = [
     (["facts", "get", "user.home", "city"], FACTS),
     (["facts", "history", "user.home", "city"], FACTS),
     (["notes", "list"], ("memory_notes",)),
+    (["notes", "list", "--json"], ("memory_notes",)),
     (["notes", "search", "quokka"], ("memory_notes",)),
     (["skills", "list"], SKILLS),
     (["skills", "show", "brew-tea"], SKILLS),

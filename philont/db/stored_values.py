@@ -38,6 +38,7 @@ import functools
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -152,6 +153,16 @@ def instant(value: Any) -> datetime:
 def is_number(value: Any) -> bool:
     """A number as a database hands one over (PostgreSQL's sums are ``Decimal``)."""
     return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+
+
+def real(value: Any, default: Any) -> Any:
+    """A REAL column's value as a record holds it: a finite number as it is, an infinity as
+    the largest float of its sign (what it ranks and means stays: a ``decay_tau_days`` of
+    -infinity is still pinned; no JSON can write an infinity), anything else (text, a blob,
+    PostgreSQL's NaN) as the column's ``default``."""
+    if not is_number(value) or math.isnan(value):
+        return default
+    return value if math.isfinite(value) else math.copysign(sys.float_info.max, value)
 
 
 # --- JSON -----------------------------------------------------------------------------------
@@ -341,7 +352,7 @@ def _decoded(kind: Kind, value: Any, raw: bool) -> Any:
         least = kind.least
         return least if least is not None and whole_ is not None and whole_ < least else whole_
     if k == "real":
-        return value if is_number(value) else kind.default
+        return real(value, kind.default)
     if k == "text":
         text = text_of(value)
         if kind.choices is not None and text not in kind.choices:

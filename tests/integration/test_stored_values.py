@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -387,3 +388,32 @@ def test_a_json_number_past_the_largest_float_is_read_as_its_text_by_every_path(
     # (`value: not JSON: inf`) and `facts list --json` wrote `Infinity`, which is not JSON
     literal = BAD_VALUES["json"]["number-past-float"]
     _run(memory, "memory_facts", "value_json", literal, commands=True)
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [
+        ("memory_facts", "confidence"),
+        ("memory_facts", "decay_tau_days"),
+        ("memory_notes", "importance"),
+    ],
+)
+@pytest.mark.parametrize("label", ["inf", "minus-inf"])
+def test_an_infinite_real_is_read_as_the_largest_float_of_its_sign_by_every_path(
+    memory: tuple[Seeded, Ctx], table: str, column: str, label: str
+) -> None:
+    # records held the infinity: `--json` wrote Infinity (not JSON), a tool's data too
+    _run(memory, table, column, BAD_VALUES["real"][label], commands=True)
+
+
+def test_a_pinned_fact_stored_with_an_infinite_negative_tau_stays_pinned(
+    memory: tuple[Seeded, Ctx],
+) -> None:
+    seeded, ctx = memory
+    before = spoil(seeded.path, seeded, "memory_facts", "decay_tau_days", "-9e999")
+    try:
+        with ctx.store.begin() as mem:
+            fact = mem.facts.get(*VICTIM_FACT)
+    finally:
+        restore(seeded.path, seeded, "memory_facts", before)
+    assert fact is not None and fact.pinned and fact.decay_tau_days == -sys.float_info.max
