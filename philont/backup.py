@@ -31,6 +31,7 @@ from philont.errors import (
     DatabaseBusyError,
     DatabasePathError,
     FilePathError,
+    InvalidDatabaseError,
     InvalidInputError,
     NotADatabaseError,
     StorageError,
@@ -114,7 +115,10 @@ class RestoreReport:
 def _db_file(db: DbTarget) -> Path:
     path = sqlite_path(resolve_url(db))
     if path is None:
-        raise StorageError("backups need an SQLite database file (not in-memory, not a server)")
+        raise InvalidDatabaseError(
+            "backups and restores are of SQLite files; on PostgreSQL use `philont export` "
+            "per agent, or pg_dump for the database"
+        )
     return path
 
 

@@ -70,6 +70,7 @@ BAD_VALUES: dict[str, dict[str, str]] = {
         "not-json": "'{not json'",
         "empty": "''",
         "nan-token": "'NaN'",
+        "number-past-float": "'[1e999]'",  # valid JSON text; Python reads it as infinity
         "deep": "'" + "[" * 100_000 + "'",
         "lone-surrogate": "'\"\\ud800\"'",
         "number": "'5'",
@@ -123,7 +124,10 @@ PG_BAD_VALUES: dict[str, dict[str, str]] = {
     "epoch": {k: BAD_VALUES["epoch"][k] for k in ("js-max-date", "js-min-date", "int64-max")},
     "int": {"negative": "-5", "int64-max": str(2**63 - 1)},
     "real": {"inf": "'Infinity'", "minus-inf": "'-Infinity'", "huge": "1e308", "negative": "-3"},
-    "json": {k: BAD_VALUES["json"][k] for k in ("not-json", "empty", "number", "object")},
+    "json": {
+        k: BAD_VALUES["json"][k]
+        for k in ("not-json", "empty", "number", "number-past-float", "object")
+    },
     "enum": {"unknown": "'bogus'", "empty": "''"},
     "flag": {"two": "2", "negative": "-1"},
 }

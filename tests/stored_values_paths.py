@@ -360,6 +360,7 @@ def _tool(name: str, args: dict[str, Any]) -> Callable[[Ctx], object]:
         result = _mem(ctx, lambda m: tools.call(name, args, db=m))
         if getattr(result, "error_code", None) == "internal_error":
             raise AssertionError(f"{name} failed untyped: {result.error}")  # type: ignore[attr-defined]
+        json.dumps(getattr(result, "data", None), allow_nan=False)  # strict JSON, no infinity
         return getattr(result, "text", result)
 
     return run
@@ -373,9 +374,11 @@ for _name, _args, _tables in TOOL_CALLS:
 
 COMMANDS: list[tuple[list[str], tuple[str, ...] | None]] = [
     (["facts", "list"], FACTS),
+    (["facts", "list", "--json"], FACTS),
     (["facts", "get", "user.home", "city"], FACTS),
     (["facts", "history", "user.home", "city"], FACTS),
     (["notes", "list"], ("memory_notes",)),
+    (["notes", "list", "--json"], ("memory_notes",)),
     (["notes", "search", "quokka"], ("memory_notes",)),
     (["skills", "list"], SKILLS),
     (["skills", "show", "brew-tea"], SKILLS),
@@ -391,6 +394,10 @@ COMMANDS: list[tuple[list[str], tuple[str, ...] | None]] = [
 ]
 
 
+def _not_json(name: str) -> object:
+    raise AssertionError(f"--json wrote {name}, which is not JSON")
+
+
 def _command(args: list[str]) -> Callable[[Ctx], object]:
     def run(ctx: Ctx) -> object:
         from typer.testing import CliRunner
@@ -402,6 +409,8 @@ def _command(args: list[str]) -> Callable[[Ctx], object]:
             raise AssertionError(f"philont {' '.join(args)}: {result.exception!r}") from (
                 result.exception
             )
+        if "--json" in args and result.exit_code == 0:  # strict JSON: no NaN or Infinity
+            json.loads(result.stdout, parse_constant=_not_json)
         return result.output
 
     return run

@@ -11,7 +11,8 @@ follows (docs/stored-values.md has the table):
   stays "forever", a far-past time "long ago"); text or a blob reads as the latest time, where
   SQLite itself orders it (after every number), so what Python compares agrees with what SQL
   filtered and sorted.
-* **JSON text** that is not JSON (or nests deeper than :data:`MAX_JSON_DEPTH`) reads as the
+* **JSON text** that is not JSON (or holds a number past the largest float, ``1e999``, or
+  nests deeper than :data:`MAX_JSON_DEPTH`) reads as the
   stored text itself, a JSON string; a lone surrogate (``"\\ud800"``, which JavaScript
   writes) as U+FFFD.
 * **enum text** it does not know reads as the column's fallback (the original's own reading:
@@ -37,6 +38,7 @@ import functools
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -153,6 +155,16 @@ def is_number(value: Any) -> bool:
     return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
 
 
+def real(value: Any, default: Any) -> Any:
+    """A REAL column's value as a record holds it: a finite number as it is, an infinity as
+    the largest float of its sign (what it ranks and means stays: a ``decay_tau_days`` of
+    -infinity is still pinned; no JSON can write an infinity), anything else (text, a blob,
+    PostgreSQL's NaN) as the column's ``default``."""
+    if not is_number(value) or math.isnan(value):
+        return default
+    return value if math.isfinite(value) else math.copysign(sys.float_info.max, value)
+
+
 # --- JSON -----------------------------------------------------------------------------------
 
 
@@ -160,7 +172,16 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_DECODE = json.JSONDecoder(parse_constant=_refuse_constant).decode
+def _finite(text: str) -> float:
+    """A JSON number as a float, refusing one past the largest float (``1e999``): Python reads
+    it as infinity, which no JSON writer (nor a record's JSON, nor a prefix) can give back."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text[:40]} is past the largest JSON number a reader holds")
+    return value
+
+
+_DECODE = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite).decode
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -235,7 +256,8 @@ def too_deep(value: Any, text: str) -> str | None:
 
 def json_read(stored: str | bytes) -> tuple[Any, bool]:
     """The value of a JSON column's stored text, and whether it was read leniently: text that
-    is not strict JSON (JavaScript's ``JSON.parse`` refuses ``NaN`` too), nests deeper than
+    is not strict JSON (JavaScript's ``JSON.parse`` refuses ``NaN`` too) or holds a number past
+    the largest float (``1e999``, read as infinity, which JSON cannot write), nests deeper than
     :data:`MAX_JSON_DEPTH` or is a blob reads as the text itself; a lone surrogate reads as
     U+FFFD."""
     if stored.__class__ is str:
@@ -330,7 +352,7 @@ def _decoded(kind: Kind, value: Any, raw: bool) -> Any:
         least = kind.least
         return least if least is not None and whole_ is not None and whole_ < least else whole_
     if k == "real":
-        return value if is_number(value) else kind.default
+        return real(value, kind.default)
     if k == "text":
         text = text_of(value)
         if kind.choices is not None and text not in kind.choices:

@@ -6,6 +6,7 @@ tools and the CLI (through FactRecord).
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 from philont.domain import decay
@@ -45,13 +46,17 @@ def rank_score(
 ) -> float:
     """The decayed relevance of a fact at ``now_ms``: its confidence decayed over the days since
     it was last accessed (or created), with its namespace's time constant unless overridden
-    (pinned facts never decay; see :mod:`philont.domain.decay`)."""
+    (pinned facts never decay; see :mod:`philont.domain.decay`). ``ValueError`` when that is
+    no finite number (a stored infinite confidence): no score can be ranked or shown so."""
     anchor = created_ms if accessed_ms is None else accessed_ms
-    return decay.score_days(
+    score = decay.score_days(
         confidence=confidence,
         age_days=(now_ms - anchor) / decay.MS_PER_DAY,
         tau_days=decay.effective_tau_days(namespace, tau_override),
     )
+    if not math.isfinite(score):
+        raise ValueError(f"the score of confidence {confidence!r} is no finite number")
+    return score
 
 
 def _iso(ms: int | None, missing: str) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from philont.domain.dates import Period, find_periods
+from philont.domain.timepolicy import clamp
 
 __all__ = [
     "QueryPeriod",
@@ -128,25 +129,27 @@ def query_periods(query: str, now: datetime, options: RankingOptions) -> list[Qu
         return []
     slack = timedelta(days=max(options.period_slack_days, 0.0))
     return [
-        QueryPeriod(_epoch_ms(p.start), _epoch_ms(p.end + slack) - 1, p)
+        QueryPeriod(_epoch_ms(clamp(p.start)), _epoch_ms(clamp(p.end, slack)) - 1, p)
         for p in find_periods(query, now)
         if options.period_relative or not p.relative
     ]
 
 
 def around(at: datetime, *, days: float) -> QueryPeriod:
-    """The period ``days`` either side of ``at`` (a caller's "around <date>")."""
+    """The period ``days`` either side of ``at`` (a caller's "around <date>"), cut at the ends
+    of the supported times (an ``at`` near them is valid input)."""
     span = timedelta(days=days)
+    start, end = clamp(at, -span), clamp(at, span)
     period = Period(
-        start=at - span,
-        end=at + span,
+        start=start,
+        end=end,
         granularity="day",
         relative=False,
         confidence=1.0,
         span=(0, 0),
         text=f"around {at.isoformat()}",
     )
-    return QueryPeriod(_epoch_ms(at - span), _epoch_ms(at + span), period)
+    return QueryPeriod(_epoch_ms(start), _epoch_ms(end), period)
 
 
 def prefer_periods(

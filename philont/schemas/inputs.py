@@ -576,6 +576,12 @@ def _validator(kind: Any) -> Callable[[object], Any]:
     return found[1]
 
 
+def _shows(msg: str, shown: str) -> bool:
+    """Whether ``msg`` already shows the refused value ``shown`` as a whole (``0`` is not
+    shown by "greater than or equal to 100")."""
+    return re.search(rf"(?<![\w.]){re.escape(shown)}(?![\w.])", msg) is not None
+
+
 def describe(exc: ValidationError, *, prefix: str = "", most: int = 5) -> str:
     """``"where: what"`` for each error (the first ``most``), joined by ``"; "``; ``where`` is
     the argument's name (``prefix``) and the path inside it."""
@@ -585,7 +591,7 @@ def describe(exc: ValidationError, *, prefix: str = "", most: int = 5) -> str:
         where = place(prefix, loc) or "arguments"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         shown = short(err.get("input"))  # what was refused, cut short
-        if err.get("type") != "missing" and "got " not in msg and shown not in msg:
+        if err.get("type") != "missing" and "got " not in msg and not _shows(msg, shown):
             msg = f"{msg} (got {shown})"
         # A rule that raised its own typed error already named the argument (or a place in
         # it, as json_values does): once is enough.

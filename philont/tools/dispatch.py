@@ -21,6 +21,7 @@ from philont.db.retry import (
     run_with_retry,
     translate,
 )
+from philont.db.stored_values import MAX_JSON_DEPTH
 from philont.domain.attribution import failure_text
 from philont.errors import (
     DatabaseBusyError,
@@ -92,8 +93,14 @@ def _parse_arguments(
             arguments = loads_unique(arguments) if arguments.strip() else {}
         except RepeatedKeyError as exc:
             raise _Failure("invalid_arguments", f"arguments: {exc}") from exc
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except json.JSONDecodeError as exc:
             raise _Failure("invalid_json", f"arguments are not valid JSON: {exc}") from exc
+        except RecursionError as exc:  # JSON nested deeper than Python's parser recurses
+            raise _Failure(
+                "invalid_arguments",
+                "arguments: nest lists and objects too deep to read; a value nests at most "
+                f"{MAX_JSON_DEPTH} levels (store a flatter value)",
+            ) from exc
     elif isinstance(arguments, Mapping):
         raw = dict(arguments)
         logged = _logged_json(raw)

@@ -39,6 +39,7 @@ from philont.errors import (
     DatabaseBusyError,
     DatabasePathError,
     FilePathError,
+    InvalidDatabaseError,
     InvalidInputError,
     NotADatabaseError,
     PhilontError,
@@ -1632,3 +1633,22 @@ def test_a_failure_after_the_copy_is_in_place_keeps_the_safety_copy(
     assert _message_ids(safety[0]) == before
     assert _message_ids(populated) == before[:-1]
     _assert_sound(populated)
+
+
+PG_URL = "postgresql+psycopg://user:secret@127.0.0.1:1/db"  # never connected to
+
+
+@pytest.mark.parametrize("call", ["backup", "list_backups", "restore"])
+def test_a_postgresql_url_is_refused_as_a_database_backups_do_not_take(
+    call: str, tmp_path: Path
+) -> None:
+    # it was a storage_error, which says the database failed
+    copy = tmp_path / "b.sqlite"
+    copy.write_bytes(b"")
+    calls: dict[str, Callable[[], object]] = {
+        "backup": lambda: backup(PG_URL),
+        "list_backups": lambda: list_backups(PG_URL),
+        "restore": lambda: restore(copy, PG_URL),
+    }
+    with pytest.raises(InvalidDatabaseError, match="SQLite files; on PostgreSQL use"):
+        calls[call]()

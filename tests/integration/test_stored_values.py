@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
 
 SAMPLE: dict[str, tuple[str, ...]] = {
     "epoch": ("js-max-date", "js-min-date", "real-minus-inf", "real-fraction", "text", "not-utf8"),
-    "json": ("not-json", "deep", "lone-surrogate", "null", "blob", "not-utf8"),
+    "json": ("not-json", "number-past-float", "deep", "lone-surrogate", "null", "blob", "not-utf8"),
     "enum": ("unknown", "blob", "not-utf8"),
     "flag": ("two", "text", "not-utf8"),
     "int": ("text", "real-1e20", "negative", "not-utf8"),
@@ -378,3 +379,41 @@ def test_a_value_postgresql_holds_but_python_cannot_never_breaks_a_read(
     finally:
         _pg_update(pg_memory.store, table, key, f"{column} = {raw.mark}", [before[0][0]])
     assert not failures, "\n".join(str(f) for f in failures)
+
+
+def test_a_json_number_past_the_largest_float_is_read_as_its_text_by_every_path(
+    memory: tuple[Seeded, Ctx],
+) -> None:
+    # '1e999' is JSON text Python reads as infinity: the prefix refused the whole memory
+    # (`value: not JSON: inf`) and `facts list --json` wrote `Infinity`, which is not JSON
+    literal = BAD_VALUES["json"]["number-past-float"]
+    _run(memory, "memory_facts", "value_json", literal, commands=True)
+
+
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [
+        ("memory_facts", "confidence"),
+        ("memory_facts", "decay_tau_days"),
+        ("memory_notes", "importance"),
+    ],
+)
+@pytest.mark.parametrize("label", ["inf", "minus-inf"])
+def test_an_infinite_real_is_read_as_the_largest_float_of_its_sign_by_every_path(
+    memory: tuple[Seeded, Ctx], table: str, column: str, label: str
+) -> None:
+    # records held the infinity: `--json` wrote Infinity (not JSON), a tool's data too
+    _run(memory, table, column, BAD_VALUES["real"][label], commands=True)
+
+
+def test_a_pinned_fact_stored_with_an_infinite_negative_tau_stays_pinned(
+    memory: tuple[Seeded, Ctx],
+) -> None:
+    seeded, ctx = memory
+    before = spoil(seeded.path, seeded, "memory_facts", "decay_tau_days", "-9e999")
+    try:
+        with ctx.store.begin() as mem:
+            fact = mem.facts.get(*VICTIM_FACT)
+    finally:
+        restore(seeded.path, seeded, "memory_facts", before)
+    assert fact is not None and fact.pinned and fact.decay_tau_days == -sys.float_info.max

@@ -118,3 +118,17 @@ def nested_text(depth: int, shape: list[bool]) -> str:
     opens = ['{"k":' if shape[i % len(shape)] else "[" for i in reversed(range(depth))]
     closes = [f',"n":{i}}}' if shape[i % len(shape)] else f",{i}]" for i in range(depth)]
     return "".join(opens) + '"leaf"' + "".join(closes)
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 5_000, 100_000])
+def test_a_value_too_deep_sent_as_json_text_is_refused_as_too_deep(
+    store: Store, tool_target: DbTarget, depth: int
+) -> None:
+    # past Python's recursion limit the parser gave up: the call was answered invalid_json,
+    # "not valid JSON: maximum recursion depth exceeded", for valid JSON
+    text = '{"namespace": "deep", "key": "v", "value": ' + nested_text(depth, [False]) + "}"
+    before = snapshot(tool_target)
+    result = tools.call("store_fact", text, db=store)
+    assert result.error_code == "invalid_arguments", result.text
+    assert "nest" in (result.error or "") and str(MAX_JSON_DEPTH) in (result.error or "")
+    assert snapshot(tool_target) == before

@@ -30,7 +30,7 @@ TIME_TOOLS: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         {"namespace": "user", "key": "k", "value": 1},
         ("occurred_at", "valid_from", "valid_until"),
     ),
-    ("recall_sessions", {"query": "flat"}, ("since", "until")),
+    ("recall_sessions", {"query": "flat"}, ("since", "until", "around")),
     ("create_calendar_event", {"title": "x", "timezone": "UTC"}, ("starts_at", "ends_at")),
     ("schedule_reminder", {"name": "r", "message": "m"}, ("at",)),
 ]
@@ -180,6 +180,17 @@ def test_the_last_supported_moment_is_a_valid_reminder_and_lists_fine(
     )
     assert result.ok, result.text
     assert tools.call("list_upcoming", {"window_days": 90}, db=tool_target).ok
+
+
+@pytest.mark.parametrize("field", ["since", "until", "around"])
+@pytest.mark.parametrize("at", ["0001-01-02T00:00:00Z", "9999-12-30T23:59:59.999Z"])
+def test_the_first_and_last_supported_moments_bound_a_recall(
+    field: str, at: str, tool_target: DbTarget
+) -> None:
+    # a query naming a day near the end too: the search stretches periods by days
+    query = {"query": "flat on 30 December 9999 or 2 January 1"}
+    result = tools.call("recall_sessions", query | {field: at}, db=tool_target)
+    assert result.ok, result.text
 
 
 # --- generated values through every tool ---------------------------------------------------------

@@ -5,11 +5,11 @@ JSON checks ``value.tags[0]``, each its own way."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from philont.domain import json_values
 from philont.domain.shown import place
@@ -65,3 +65,18 @@ def test_places_read_as_python_and_json_paths() -> None:
     assert place("value", ["a", 2, "x y", "b"]) == "value.a[2]['x y'].b"
     assert place("", ["a", "1"]) == "a['1']"
     assert place("", [0]) == "[0]"
+
+
+@given(st.data())
+def test_a_refusal_shows_the_refused_number_even_where_the_rule_holds_its_digits(
+    data: st.DataObject,
+) -> None:
+    # `--budget 0` was "greater than or equal to 100" without "(got 0)": "0" is in "100"
+    bound = data.draw(st.integers(1, 10**6))
+    value = data.draw(st.integers(-(10**6), bound - 1))
+    try:
+        TypeAdapter(Annotated[int, Field(ge=bound)]).validate_python(value)
+    except ValidationError as exc:
+        assert describe(exc, prefix="budget").endswith(f"(got {value})"), describe(exc)
+    else:
+        raise AssertionError("not refused")

@@ -4,16 +4,18 @@ and the answer to a question, as pure functions over score dicts."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from philont.domain import timepolicy
 from philont.domain.ranking import (
     QueryPeriod,
     RankingOptions,
     Turn,
+    around,
     asks,
     fold_forms,
     lift_sessions,
@@ -99,6 +101,46 @@ def test_relative_periods_count_from_now_unless_turned_off() -> None:
 
 def test_no_period_is_read_when_the_rule_is_off() -> None:
     assert query_periods("on 3 May 2023", NOW, RankingOptions.none()) == []
+
+
+PHRASES = [
+    "yesterday",
+    "3 days ago",
+    "next week",
+    "last year",
+    "上周",
+    "明年",
+    "tomorrow",
+    "on 30 December 9999",
+    "in 9999",
+    "on 2 January 1",
+    "in June",
+    "last month",
+]
+ENDS = [timepolicy.MIN_INSTANT, timepolicy.MAX_INSTANT]
+supported = st.one_of(
+    st.sampled_from(ENDS),
+    st.builds(
+        timepolicy.clamp, st.sampled_from(ENDS), st.timedeltas(timedelta(-30), timedelta(30))
+    ),
+    st.datetimes(
+        min_value=timepolicy.MIN_INSTANT.replace(tzinfo=None),
+        max_value=timepolicy.MAX_INSTANT.replace(tzinfo=None),
+        timezones=st.just(UTC),
+    ),
+)
+
+
+@given(st.lists(st.sampled_from(PHRASES), min_size=1, max_size=3), supported, st.floats(0, 30))
+def test_periods_near_the_ends_of_the_supported_times_stay_inside_them(
+    phrases: list[str], now: datetime, slack: float
+) -> None:
+    options = replace(RankingOptions(), period_slack_days=slack)
+    lowest, highest = timepolicy.MIN_EPOCH_MS, timepolicy.MAX_EPOCH_MS
+    for p in query_periods(" and ".join(phrases), now, options):
+        assert lowest <= p.since_ms and p.until_ms <= highest
+    near = around(now, days=3)
+    assert lowest <= near.since_ms <= near.until_ms <= highest
 
 
 def window(since: int, until: int) -> QueryPeriod:
