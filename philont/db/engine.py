@@ -98,6 +98,8 @@ def resolve_url(target: Target | None = None, *, text_only: bool = False) -> URL
             url = _parsed(text_)
         elif text_ == ":memory:":
             return URL.create("sqlite+pysqlite", database=":memory:")
+        elif text_.startswith("file:"):
+            raise DatabasePathError(text_, _SQLITE_URI)
         else:
             return URL.create("sqlite+pysqlite", database=str(_file_path(text_, text_only)))
     _check_url(url, text_only)
@@ -137,6 +139,10 @@ def _parsed(text_: str) -> URL:
         raise InvalidDatabaseError(f"{shown!r} is not a database URL ({exc})") from exc
 
 
+_SQLITE_URI = (
+    "an SQLite 'file:' URI is not read as a URI here (it would name a file or folder 'file:...'):"
+    " give the file's path or a sqlite:/// URL (for mode=ro: Store.open(path, read_only=True))"
+)
 PATH_MAX = 4096
 """The longest path the operating system takes, in bytes (Linux's)."""
 

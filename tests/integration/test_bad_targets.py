@@ -53,6 +53,9 @@ BAD_TARGETS: dict[str, tuple[object, type[PhilontError], str]] = {
     "another database's url": ("mysql://app:s3cret@host/db", InvalidDatabaseError, "SQLite or"),
     "postgres without psycopg 3": ("postgresql+asyncpg://h/db", InvalidDatabaseError, "psycopg"),
     "sqlite url with a host": ("sqlite://relative.db", InvalidDatabaseError, "names a host"),
+    # SQLite's own URI form: was taken as a path (made a folder 'file:' and a file 'x.db?mode=ro')
+    "sqlite file uri": ("file:sub/x.db?mode=ro", DatabasePathError, "'file:' URI"),
+    "sqlite file uri, no folder": ("file:x.db", DatabasePathError, "'file:' URI"),
 }
 IDS = list(BAD_TARGETS)
 
