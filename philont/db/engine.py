@@ -274,6 +274,8 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
     :func:`connect_read_only`), so a read-only file is fine."""
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
+    if path.exists() and not path.is_file():  # /dev/null: SQLite said "disk I/O error"
+        raise DatabasePathError(str(path), "it is not a regular file (a device, pipe or socket)")
     if path.exists():
         if not filewrite.may(path, os.R_OK):
             raise DatabasePathError(str(path), "permission denied: this process may not read it")

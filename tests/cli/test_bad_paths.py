@@ -43,6 +43,7 @@ def places(tmp_path: Path) -> dict[str, Path]:
         "missing-directory": tmp_path / "no" / "such" / "dir" / "x.sqlite",
         "under-a-file": text / "x.sqlite",
         "not-a-database": text,
+        "device": Path("/dev/null"),
     }
 
 
@@ -81,7 +82,8 @@ def _assert_explained(result: click.testing.Result, args: list[str]) -> None:
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p))
 @pytest.mark.parametrize(
-    "place", ["directory", "missing", "missing-directory", "under-a-file", "not-a-database"]
+    "place",
+    ["directory", "missing", "missing-directory", "under-a-file", "not-a-database", "device"],
 )
 def test_every_command_explains_a_bad_path_without_a_traceback(
     path: tuple[str, ...], place: str, places: dict[str, Path]
@@ -93,7 +95,7 @@ def test_every_command_explains_a_bad_path_without_a_traceback(
         pytest.skip("takes no path")
     result = runner.invoke(app, args)
     _assert_explained(result, args)
-    if place in ("directory", "under-a-file", "not-a-database"):
+    if place in ("directory", "under-a-file", "not-a-database", "device"):
         assert result.exit_code != 0, (args, result.output)
 
 

@@ -139,6 +139,21 @@ def test_a_store_over_an_in_memory_engine_is_refused_before_any_schema_work() ->
         engine.dispose()
 
 
+@pytest.mark.parametrize("opener", list(OPENERS))
+def test_a_file_that_is_no_regular_file_is_refused_before_sqlite_opens_it(
+    opener: str, tmp_path: Path
+) -> None:
+    """A device (``/dev/null``: SQLite answered "disk I/O error", a storage error) or a named
+    pipe (SQLite's open would wait for a writer) is a path that cannot hold a database."""
+    fifo = tmp_path / "pipe.sqlite"
+    os.mkfifo(fifo)
+    for target in ("/dev/null", str(fifo)):
+        with pytest.raises(DatabasePathError, match="not a regular file"):
+            OPENERS[opener](target)
+        result = tools.call("get_fact", {"namespace": "user", "key": "x"}, db=target)
+        assert result.error_code == DatabasePathError.code, result.text
+
+
 def test_a_loop_of_links_is_named_as_such(tmp_path: Path) -> None:
     """Was "'~' cannot be expanded (Symlink loop ...)": resolve()'s RuntimeError for a loop was
     taken for expanduser()'s."""
