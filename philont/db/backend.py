@@ -262,10 +262,11 @@ class Backend:
            alone, before anything else of the agent. So they wait for the agent's units of
            work under way (readers too), and the units that come meanwhile wait for them
            before touching anything of the agent;
-        1. the agent's learning lock, ``("learning",)`` (:mod:`philont.learning.lock`), first:
-           a :class:`~philont.learning.Learner` takes it as it is made, and every writer of
-           the loop (``apply``, extraction, skills, summaries, verdicts, condensing) before
-           anything else, so the fact, note and session locks of the loop come after it;
+        1. the agent's learning lock, ``("learning",)`` (:mod:`philont.learning.lock`), the
+           first of these: a :class:`~philont.learning.Learner` takes it as it is made, and
+           every writer of the loop (``apply``, extraction, skills, summaries, verdicts,
+           condensing) before anything else, so the fact, note and session locks of the loop
+           come after it;
         2. key locks, ``("fact", namespace, key)``, ``("note", id)``, ``("session", id)``, as
            the writes come (one in a tool call; several only under the learning lock, so
            two units of philont's own never hold two key locks each), and always before

@@ -83,6 +83,14 @@ class Writer:
         assert not self.thread.is_alive(), "the write hung"
 
 
+def agent_with_messages(store: Store, agent: str, *words: str) -> str:
+    """``agent``, made with a message of each of ``words``."""
+    with store.begin(agent=agent) as mem:
+        for line in words:
+            mem.timeline.append(line, role="user")
+    return agent
+
+
 def messages(store: Store, agent: str) -> list[str]:
     with store.begin(agent=agent, write=False) as mem:
         return list(mem.session.scalars(select(RawMessage.content).order_by(RawMessage.id)))
@@ -91,10 +99,7 @@ def messages(store: Store, agent: str) -> list[str]:
 def test_a_write_during_an_import_of_its_agent_waits_for_it_and_both_succeed(
     store: Store, pg_agent_name: Callable[[], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    agent = pg_agent_name()
-    with store.begin(agent=agent) as mem:
-        for n in range(3):
-            mem.timeline.append(f"before {n}", role="user")
+    agent = agent_with_messages(store, pg_agent_name(), *(f"before {n}" for n in range(3)))
     out = io.StringIO()
     transfer.export(store.url, out, agent=agent)
     writer = Writer(store, agent, "during the import")
@@ -119,9 +124,7 @@ def test_a_write_during_an_import_of_its_agent_waits_for_it_and_both_succeed(
 def test_a_write_during_the_delete_of_its_agent_waits_for_it_and_both_succeed(
     store: Store, pg_agent_name: Callable[[], str]
 ) -> None:
-    agent = pg_agent_name()
-    with store.begin(agent=agent) as mem:
-        mem.timeline.append("before", role="user")
+    agent = agent_with_messages(store, pg_agent_name(), "before")
     writer = Writer(store, agent, "during the delete")
 
     def before_the_counters_go(_conn: Any, cursor: Any, statement: str, *_: Any) -> None:
@@ -179,9 +182,7 @@ def test_a_write_holding_the_registry_row_and_an_import_both_succeed(
 ) -> None:
     # R4's review: with the agent's lock taken only before an id, the import held it and
     # waited FOR UPDATE on the registry row, the write held that row and waited for the lock
-    agent = pg_agent_name()
-    with store.begin(agent=agent) as mem:
-        mem.timeline.append("before", role="user")
+    agent = agent_with_messages(store, pg_agent_name(), "before")
     out = io.StringIO()
     transfer.export(store.url, out, agent=agent)
     out.seek(0)
@@ -197,9 +198,7 @@ def test_a_write_holding_the_registry_row_and_a_delete_both_succeed_at_once(
 ) -> None:
     # the same with an agent's delete (which deadlocked with it before the agent's lock too);
     # a delete that PostgreSQL ended in a deadlock runs again: it must have run once
-    agent = pg_agent_name()
-    with store.begin(agent=agent) as mem:
-        mem.timeline.append("before", role="user")
+    agent = agent_with_messages(store, pg_agent_name(), "before")
     runs: list[str] = []
     delete = registry.delete
 
