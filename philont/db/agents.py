@@ -92,22 +92,53 @@ def check_name(name: object, argument: str = "agent") -> str:
 # --- the transaction's agent ------------------------------------------------------------------
 
 
-def set_local(conn: Connection, agent_id: int, *, name: str | None = None) -> bool:
+def set_local(
+    conn: Connection, agent_id: int, *, name: str | None = None, lock: bool = True
+) -> bool:
     """Name ``agent_id`` the agent of ``conn``'s current transaction (``SET LOCAL``), on the
     DB-API connection (psycopg's, or the async driver's adapter, which awaits for us). With
     ``name``, only while the registry still gives the agent that name (the same statement):
-    False, nothing set, when it does not."""
+    False, nothing set, when it does not.
+
+    With ``lock``, the same statement takes the agent's lock, shared
+    (:data:`~philont.db.pg_layout.AGENT_LOCK`), before anything else of the agent: an import
+    and an agent's delete take it alone first, and a unit of work entering the agent then waits
+    for them holding nothing of it. (It waited only for its first id, after its foreign keys
+    had locked the agent's registry row, KEY SHARE, which the import and the delete lock
+    next: a deadlock.) The lock is tried; only a unit of work that has to wait runs more
+    statements: it waits, then looks the name up again (the first statement's snapshot is
+    older than the delete it waited for)."""
     dbapi = conn.connection.dbapi_connection
     assert dbapi is not None, "a connection inside a transaction is checked out"
+    mine = int(agent_id)
     sql = "SELECT set_config(%s, %s, true)"
-    params: list[object] = [AGENT_SETTING, str(int(agent_id))]
+    params: list[object] = [AGENT_SETTING, str(mine)]
+    if lock:
+        sql += f", {agent_lock('%s', shared=True, wait=False)}"
+        params.append(mine)
+    registry = f" FROM {AGENTS_TABLE} WHERE id = %s AND name = %s"
     if name is not None:
-        sql += f" FROM {AGENTS_TABLE} WHERE id = %s AND name = %s"
-        params += [int(agent_id), name]
+        sql += registry
+        params += [mine, name]
     cursor = dbapi.cursor()
     try:
         cursor.execute(sql, params)
-        return bool(cursor.fetchall())
+        rows = cursor.fetchall()
+        if not rows:
+            return False
+        if not lock or rows[0][1]:
+            return True
+        # an import or a delete of the agent holds it alone: wait for its end
+        cursor.execute(f"SELECT {agent_lock('%s', shared=True)}", [mine])
+        cursor.fetchall()
+        if name is None:
+            return True
+        cursor.execute(f"SELECT 1{registry}", [mine, name])
+        if cursor.fetchall():
+            return True
+        cursor.execute("SELECT set_config(%s, '', true)", [AGENT_SETTING])  # gone meanwhile
+        cursor.fetchall()
+        return False
     finally:
         cursor.close()
 
@@ -303,14 +334,13 @@ def require(conn: Connection, name: str) -> Agent:
 def delete(conn: Connection, name: str) -> dict[str, int]:
     """Delete every row of one agent, then its registry row; returns rows deleted per table.
     The registry row goes last and every table references it, so it cannot go while a row of
-    the agent is left anywhere. The agent's lock is taken first
-    (:func:`~philont.db.pg_layout.agent_lock`): a write of the agent waits for the delete
-    before it takes an id counter.
-    It took its counter first, then waited for a counter row the delete had removed, while the
-    delete waited for the registry row the write's foreign key held: a deadlock."""
+    the agent is left anywhere. The agent's lock is taken alone first
+    (:func:`~philont.db.pg_layout.agent_lock`): it waits for the units of work of the agent
+    under way, and those that come meanwhile wait for the delete as they enter the agent
+    (:func:`set_local`), holding nothing of it."""
     agent = require(conn, name)
-    set_local(conn, agent.id)
-    conn.execute(text(agent_lock(":id")), {"id": agent.id})
+    conn.execute(text(f"SELECT {agent_lock(':id')}"), {"id": agent.id})
+    set_local(conn, agent.id, lock=False)  # held alone already
     deleted: dict[str, int] = {}
     for table in [*reversed(metadata.sorted_tables)]:
         result = conn.execute(

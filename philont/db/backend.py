@@ -264,19 +264,23 @@ class Backend:
         40P01, :class:`~philont.errors.TransactionConflictError`). So philont takes them in
         one order:
 
-        1. the agent's learning lock, ``("learning",)`` (:mod:`philont.learning.lock`), first:
-           a :class:`~philont.learning.Learner` takes it as it is made, and every writer of
-           the loop (``apply``, extraction, skills, summaries, verdicts, condensing) before
-           anything else, so the fact, note and session locks of the loop come after it;
+        0. the agent's lock (:data:`~philont.db.pg_layout.AGENT_LOCK`), shared, as the unit
+           of work enters its agent, in the statement that sets it
+           (:func:`~philont.db.agents.set_local`); an import and an agent's delete take it
+           alone, before anything else of the agent. So they wait for the agent's units of
+           work under way (readers too), and the units that come meanwhile wait for them
+           before touching anything of the agent;
+        1. the agent's learning lock, ``("learning",)`` (:mod:`philont.learning.lock`), the
+           first of these: a :class:`~philont.learning.Learner` takes it as it is made, and
+           every writer of the loop (``apply``, extraction, skills, summaries, verdicts,
+           condensing) before anything else, so the fact, note and session locks of the loop
+           come after it;
         2. key locks, ``("fact", namespace, key)``, ``("note", id)``, ``("session", id)``, as
            the writes come (one in a tool call; several only under the learning lock, so
            two units of philont's own never hold two key locks each), and always before
            the rows of their key are written (a fact's ``get``, which refreshes its access
            time, and ``forget`` too; ``sweep`` skips rows another transaction holds);
-        3. then whatever the statements lock: rows, and for an id numbered per agent the
-           agent's lock (shared) before its counter (``philont_next_id``); an import and an
-           agent's delete take the agent's lock alone before anything else
-           (:func:`~philont.db.pg_layout.agent_lock`).
+        3. then whatever the statements lock: rows, the per-agent id counters.
 
         A transaction that takes the learning lock after a key lock (a host's that stores a
         fact and then makes a Learner) is logged (``db.lock_order``, WARNING): it may deadlock

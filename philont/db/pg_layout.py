@@ -70,9 +70,10 @@ AGENT_SETTING = "philont.agent_id"
 AGENTS_TABLE = "philont_agents"
 COUNTERS_TABLE = "philont_agent_ids"
 AGENT_LOCK = "philont.agent."
-"""The prefix of an agent's advisory lock (``hashtextextended(AGENT_LOCK || id, 0)``): taken
-shared by every id a write takes (``philont_next_id``), alone by an import and an agent's
-delete (:func:`agent_lock`) before anything else of the agent."""
+"""The prefix of an agent's advisory lock (``hashtextextended(AGENT_LOCK || id, 0)``): a unit
+of work takes it shared as it enters its agent, in the statement that sets the agent
+(``philont.db.agents.set_local``), so before anything else of the agent; an import and an
+agent's delete take it alone (:func:`agent_lock`) before that."""
 PARTITIONS = 16
 PARTITIONED = (
     "memory_raw_messages",
@@ -102,15 +103,9 @@ FUNCTIONS = (
     # The next id of a table for the transaction's agent: 1, 2, 3, ... as SQLite's AUTOINCREMENT
     # numbers them in the agent's own file (never reused). The counter row is locked until the
     # commit, so one agent's appends to one table queue as SQLite's writers do; other agents
-    # never wait. The agent's lock (AGENT_LOCK) is taken first, shared: an import and an
-    # agent's delete take it alone before the registry row and the counters, so a write waits
-    # for them holding no counter. It held one while its foreign key waited for an import's
-    # registry row (FOR UPDATE), the import then waited for that counter: a deadlock, and
-    # PostgreSQL rolled the import back (revision v038).
+    # never wait.
     "CREATE OR REPLACE FUNCTION philont_next_id(counter text) RETURNS bigint LANGUAGE sql"
-    " VOLATILE SET search_path FROM CURRENT AS $$ SELECT pg_advisory_xact_lock_shared("
-    f"hashtextextended('{AGENT_LOCK}' || philont_current_agent(), 0));"
-    f" INSERT INTO {COUNTERS_TABLE} AS c"
+    f" VOLATILE SET search_path FROM CURRENT AS $$ INSERT INTO {COUNTERS_TABLE} AS c"
     " (agent_id, name, last_value) VALUES (philont_current_agent(), counter, 1)"
     " ON CONFLICT (agent_id, name) DO UPDATE SET last_value = c.last_value + 1"
     " RETURNING c.last_value $$",
@@ -126,11 +121,13 @@ _SEARCH_INDEXES = (
 )
 
 
-def agent_lock(mark: str) -> str:
-    """The statement that takes an agent's lock alone (:data:`AGENT_LOCK`) until the
-    transaction ends, the agent's id bound to ``mark``: an import and an agent's delete, so
-    the agent's writes wait for them before taking an id."""
-    return f"SELECT pg_advisory_xact_lock(hashtextextended('{AGENT_LOCK}' || {mark}, 0))"
+def agent_lock(mark: str, *, shared: bool = False, wait: bool = True) -> str:
+    """The call that takes an agent's lock (:data:`AGENT_LOCK`) until the transaction ends,
+    the agent's id bound to ``mark``: alone (an import, an agent's delete) or ``shared`` (a
+    unit of work entering the agent). Without ``wait``, true when taken, false at once when
+    another transaction holds it alone."""
+    function = f"pg_{'' if wait else 'try_'}advisory_xact_lock{'_shared' if shared else ''}"
+    return f"{function}(hashtextextended('{AGENT_LOCK}' || {mark}, 0))"
 
 
 def layout_only(name: str) -> bool:

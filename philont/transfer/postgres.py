@@ -161,7 +161,8 @@ def export_agent(
             if found is None:
                 raise AgentNotFoundError(name)
             agent_id = int(found[0])
-            registry.set_local(conn, agent_id)
+            # a snapshot, no lock: the agent's import or delete need not wait for an export
+            registry.set_local(conn, agent_id, lock=False)
             mine = f" WHERE {AGENT_COLUMN} = {agent_id}::bigint"
             for table in tables:
                 row = driver.execute(f"SELECT count(*) FROM {ident(table.name)}{mine}").fetchone()
@@ -227,11 +228,10 @@ def import_agent(
     name = agent_name(agent)
     with _connection(url) as (conn, driver), _transaction(conn, permanent=True), reopen() as fh:
         found, _created = registry.create(conn, name)
-        registry.set_local(conn, found.id)
-        # The agent's writes wait: for its lock, taken alone, before they take an id counter
-        # (philont_next_id; so they hold none that _raise_counters needs), and for the
-        # registry row (their foreign key).
-        driver.execute(agent_lock("%s"), (found.id,))
+        # The agent's units of work wait for its lock, taken alone, as they enter the agent
+        # (registry.set_local): they hold nothing of it, no counter _raise_counters needs.
+        driver.execute(f"SELECT {agent_lock('%s')}", (found.id,))
+        registry.set_local(conn, found.id, lock=False)  # held alone already
         driver.execute("SELECT 1 FROM philont_agents WHERE id = %s FOR UPDATE", (found.id,))
         if mode == "refuse":
             refuse_unless_empty(driver, "%s", agent_id=found.id)
