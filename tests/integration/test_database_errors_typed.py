@@ -53,14 +53,23 @@ def _refuse(target: Path | URL, kind: str, request: pytest.FixtureRequest) -> No
             )
         return
     schema = request.getfixturevalue("pg_layout").schema
+    _pg_trigger(schema, "INSERT", "memory_notes", "content", kind, request)
+
+
+def _pg_trigger(
+    schema: str, event: str, table: str, column: str, kind: str, request: pytest.FixtureRequest
+) -> None:
+    """A host's trigger BEFORE ``event`` on ``schema``'s ``table`` raising ``kind`` with the row's
+    ``column`` in its message when that holds SECRET; dropped after the test (the layout is
+    this run's, shared by the tests that follow)."""
     function = f'"{schema}".host_raises'
     request.addfinalizer(lambda: _admin(f"DROP FUNCTION IF EXISTS {function}() CASCADE"))
     _admin(
         f"CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-        f" IF strpos(NEW.content, '{SECRET}') > 0 THEN"
-        f" RAISE EXCEPTION 'refused %', NEW.content USING ERRCODE = '{PG_KINDS[kind]}';"
-        f" END IF; RETURN NEW; END $$; CREATE TRIGGER host_raises BEFORE INSERT ON"
-        f' "{schema}".memory_notes FOR EACH ROW EXECUTE FUNCTION {function}()'
+        f" IF strpos(NEW.{column}, '{SECRET}') > 0 THEN"
+        f" RAISE EXCEPTION 'refused %', NEW.{column} USING ERRCODE = '{PG_KINDS[kind]}';"
+        f" END IF; RETURN NEW; END $$; CREATE TRIGGER host_raises BEFORE {event}"
+        f' ON "{schema}".{table} FOR EACH ROW EXECUTE FUNCTION {function}()'
     )
 
 
@@ -147,16 +156,7 @@ def test_an_agents_error_reaches_the_caller_typed_and_without_the_name(
     """``philont.agents`` runs its own statements on the Store's engine (no unit of work): a
     host's trigger on the registry refusing a rename reached the caller as SQLAlchemy's error
     holding the new name."""
-    schema = pg_layout.schema
-    function = f'"{schema}".host_raises_agents'
-    request.addfinalizer(lambda: _admin(f"DROP FUNCTION IF EXISTS {function}() CASCADE"))
-    _admin(
-        f"CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-        f" IF strpos(NEW.name, '{SECRET}') > 0 THEN"
-        f" RAISE EXCEPTION 'refused %', NEW.name USING ERRCODE = '{PG_KINDS[kind]}';"
-        f" END IF; RETURN NEW; END $$; CREATE TRIGGER host_raises_agents BEFORE UPDATE ON"
-        f' "{schema}".philont_agents FOR EACH ROW EXECUTE FUNCTION {function}()'
-    )
+    _pg_trigger(pg_layout.schema, "UPDATE", "philont_agents", "name", kind, request)
     name = pg_layout.new_agent()
     with Store.open(pg_layout.url) as store:
         agents.create(store, name)
