@@ -554,7 +554,45 @@ def checked(fn: F) -> F:
     docstring) before it runs. Under ``@classmethod``, like this:
     ``@classmethod`` then ``@checked`` then ``def open(cls, ...)``."""
     ENTRY_POINTS.append(fn)
-    return wrap(fn, ENTRY)
+    return _typed(wrap(fn, ENTRY))
+
+
+def _typed(fn: F) -> F:
+    """``fn`` whose database errors leave it as philont's: a driver's error (a statement the
+    database refused, a conflict) is :func:`philont.db.retry.edge_failure`'s typed error,
+    raised from it, never SQLAlchemy's or the driver's, whose text holds the statement's
+    values (``philont.agents``' own statements, a host's trigger on the registry)."""
+
+    def typed(exc: Exception) -> Exception | None:
+        from philont.db.retry import edge_failure  # (a failure: the database was used)
+
+        return edge_failure(exc, "entry.storage_error")
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def typed_coroutine(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except Exception as exc:
+                failure = typed(exc)
+                if failure is None:
+                    raise
+                raise failure from exc
+
+        return typed_coroutine  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def typed_call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            failure = typed(exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+    return typed_call  # type: ignore[return-value]
 
 
 def check_of(fn: Callable[..., Any]) -> Callable[..., None]:

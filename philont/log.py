@@ -60,9 +60,10 @@ class Logger:
         """The failure ``exc``, being handled: a typed one (:class:`~philont.errors.PhilontError`)
         in one line, a warning with its code and message, its traceback only at debug (a
         traceback's locals can hold users' messages, and it is 100+ lines); so is a statement
-        the database refused for a reason we do not map, by its kind and the first line of the
-        driver's message (:func:`philont.db.retry.for_the_log`: SQLAlchemy's text holds the
-        statement's parameters, users' text); anything else (a bug) is logged with its
+        the database refused for a reason we do not map, by its kind and what it refused
+        (:func:`philont.db.retry.for_the_log`), the driver's message at debug only with the
+        traceback (SQLAlchemy's text holds the statement's parameters, a driver's first line
+        can hold the refused value: users' text); anything else (a bug) is logged with its
         traceback."""
         shown: BaseException | None = exc
         if not isinstance(exc, PhilontError):

@@ -28,7 +28,7 @@ from philont.arguments import checked
 from philont.clock import Clock
 from philont.db.backend import Backend, Raw
 from philont.db.engine import Target
-from philont.db.retry import translate
+from philont.db.retry import edge_failure, translate
 from philont.errors import (
     ConflictError,
     DatabaseReadOnlyError,
@@ -224,14 +224,23 @@ class Memory:
                 finally:
                     session.close()
         except (SQLAlchemyError, sqlite3.Error) as err:
-            typed = self._typed(err, failed)
-            if typed is None:
-                raise
-            raise typed from err
-        if isinstance(exc, SQLAlchemyError | sqlite3.Error):
-            typed = self._typed(exc, failed)
-            if typed is not None:
-                raise typed from exc
+            self._raise_typed(err, failed)
+            raise
+        if exc is not None:
+            self._raise_typed(exc, failed)
+
+    def _raise_typed(self, exc: BaseException, failed: BaseException | None) -> None:
+        """Raise ``exc``'s typed error from it, when it has one (:meth:`_typed`); a driver's
+        error philont does not map is :func:`~philont.db.retry.edge_failure`'s
+        :class:`~philont.errors.StorageError` (its kind and what it refused, never its
+        text): no database error leaves a unit of work untyped."""
+        typed = (
+            self._typed(exc, failed) if isinstance(exc, SQLAlchemyError | sqlite3.Error) else None
+        )
+        if typed is None:
+            typed = edge_failure(exc, "unit_of_work.storage_error", where=self.store.label)
+        if typed is not None:
+            raise typed from exc
 
     def _flush_failed(self, session: Session) -> BaseException | None:
         """The error of a flush that failed and rolled this unit's transaction back (kept by

@@ -26,8 +26,8 @@ import random
 import re
 import sqlite3
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, TypeVar
@@ -59,11 +59,13 @@ __all__ = [
     "backoff",
     "database_failure",
     "database_reason",
+    "edge_failure",
     "file_error",
     "for_the_log",
     "gave_up",
     "is_busy",
     "is_database_error",
+    "is_driver_error",
     "mark_busy",
     "refusal",
     "retryable",
@@ -71,6 +73,7 @@ __all__ = [
     "run_with_retry",
     "shm_cannot_be_made",
     "translate",
+    "typed_errors",
 ]
 
 log = get_logger(__name__)
@@ -193,14 +196,15 @@ def _first_known(exc: BaseException) -> tuple[BaseException, int | str] | None:
     return None
 
 
-def _conflict(err: BaseException, sqlstate: str, where: str) -> TransactionConflictError:
+def _conflict(sqlstate: str, where: str) -> TransactionConflictError:
+    """Named by its SQLSTATE, never by the driver's text (a host's trigger that raised it may
+    have put the row's values there; the log has it at debug)."""
     reason = PG_CONFLICTS[sqlstate]
-    first_line = str(err).strip().splitlines()[0] if str(err).strip() else reason
     return TransactionConflictError(
-        f"{where}: {reason}, SQLSTATE {sqlstate} ({first_line}); the transaction was rolled"
-        " back and nothing of it was kept: run the unit of work again",
+        f"{where}: {reason}, SQLSTATE {sqlstate}; the transaction was rolled back and nothing"
+        " of it was kept: run the unit of work again",
         sqlstate=sqlstate,
-        reason=first_line,
+        reason=reason,
     )
 
 
@@ -225,7 +229,7 @@ def translate(exc: BaseException, *, path: str | None = None) -> PhilontError | 
     detail = str(err)
     where = path or _UNNAMED
     if isinstance(kind, str):
-        return _conflict(err, kind, where)
+        return _conflict(kind, where)
     if kind == _POOL:
         return PoolTimeoutError(
             f"{where}: every connection of the Store's pool stayed in use by other units of "
@@ -356,21 +360,66 @@ def refusal(exc: BaseException) -> str | None:
             if name
         ]
         return f"{kind} constraint" + (f" ({', '.join(names)})" if names else "")
+    code = f", SQLSTATE {sqlstate}" if sqlstate else ""
     if any(c.__name__ == "DataError" for c in type(err).__mro__):  # SQLSTATE class 22
-        code = f", SQLSTATE {sqlstate}" if sqlstate else ""
         return f"a value the column's type refuses ({type(err).__name__}{code})"
+    if isinstance(sqlstate, str) and sqlstate.startswith("P0"):  # a trigger's RAISE EXCEPTION
+        return f"an error a trigger or function raised ({type(err).__name__}{code})"
     return None
+
+
+def is_driver_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a statement's failure reported by a database driver (raised by it,
+    or wrapped by SQLAlchemy as a ``DBAPIError``), not an error of SQLAlchemy itself."""
+    if isinstance(exc, DBAPIError | sqlite3.Error):
+        return True
+    return type(exc).__module__.startswith("psycopg") and isinstance(exc, Exception)
 
 
 def for_the_log(exc: BaseException) -> StorageError | None:
     """A statement the database refused (a driver's error) that :func:`translate` does not
-    map, as the log reports it (:meth:`philont.log.Logger.failure`): its kind and the first
-    line of the driver's message, without the statement or its parameters; None for an error
-    of SQLAlchemy itself (a bug: logged with its traceback)."""
-    if not isinstance(exc, DBAPIError | sqlite3.Error):
+    map, as a warning of the log reports it (:meth:`philont.log.Logger.failure`): its kind and
+    what it refused (:func:`refusal`), never the driver's message (PostgreSQL's first line
+    can hold the value: ``invalid input syntax for type integer: "..."``), which the same
+    event's ``.traceback`` has at debug; None for an error of SQLAlchemy itself (a bug:
+    logged with its traceback)."""
+    if not is_driver_error(exc):
         return None
-    first = (str(_driver_error(exc)).strip().splitlines() or [""])[0][:200]
-    return StorageError(f"the memory database failed: {type(exc).__name__} ({first})")
+    refused = refusal(exc)
+    return StorageError(
+        f"the memory database failed: {type(exc).__name__}" + (f" ({refused})" if refused else "")
+    )
+
+
+def edge_failure(
+    exc: BaseException, event: str, *, where: str | None = None
+) -> PhilontError | None:
+    """What a driver's error (:func:`is_driver_error`) leaves a public entry point as:
+    :func:`translate`'s typed error, else a :class:`StorageError` naming its kind and what it
+    refused (as :func:`database_failure`), never its text, logged first as ``event``
+    (:meth:`philont.log.Logger.failure`); None for anything else (a typed error included)."""
+    if isinstance(exc, PhilontError) or not is_driver_error(exc):
+        return None
+    typed = translate(exc, path=where)
+    if typed is None:
+        log.failure(event, exc)
+        typed = StorageError(
+            f"{where or _UNNAMED} failed: {_unshown(exc)}", kind=type(exc).__name__
+        )
+    return typed
+
+
+@contextmanager
+def typed_errors(event: str, *, where: str | None = None) -> Iterator[None]:
+    """The edge of a public entry point: a driver's error raised in the block leaves it as
+    :func:`edge_failure`'s, raised from it; anything else passes unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        typed = edge_failure(exc, event, where=where)
+        if typed is None:
+            raise
+        raise typed from exc
 
 
 def file_error(exc: BaseException, *, path: str) -> PhilontError | None:
@@ -418,12 +467,17 @@ def shm_cannot_be_made(path: Path) -> bool:
 
 
 def _root_detail(exc: BaseException) -> str:
-    """The driver's message behind ``exc`` (looking through a typed error to its cause), its
-    first line (PostgreSQL's go on with the processes of a deadlock)."""
-    if isinstance(exc, PhilontError) and exc.__cause__ is not None:
-        exc = exc.__cause__
-    text = str(_driver_error(exc)).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """What made ``exc`` retryable, in words that hold no value: a PostgreSQL conflict by its
+    SQLSTATE (:data:`PG_CONFLICTS`; its text may be a host trigger's, holding the row), an
+    SQLite busy by SQLite's own fixed message ("database is locked")."""
+    found = _first_known(exc)
+    if found is None:
+        return type(exc).__name__
+    err, kind = found
+    if isinstance(kind, str):
+        return f"{PG_CONFLICTS[kind]}, SQLSTATE {kind}"
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def retryable(exc: BaseException) -> DatabaseBusyError | None:

@@ -6,9 +6,11 @@ from pathlib import Path
 from typing import TextIO
 
 from sqlalchemy import Table
+from sqlalchemy.engine import URL
 
 from philont import migrate
 from philont.db.engine import database_name, is_postgres, resolve_url
+from philont.db.retry import typed_errors
 from philont.errors import InvalidInputError
 from philont.log import get_logger
 from philont.transfer.export import export
@@ -118,6 +120,13 @@ def import_(
     if mode not in ("refuse", "merge"):
         raise InvalidInputError.of("mode", f"must be 'refuse' or 'merge', got {mode!r}", mode=mode)
     url = resolve_url(db)
+    with typed_errors("transfer.import_failed", where=database_name(url)):
+        return _import(url, src, mode, progress, agent)
+
+
+def _import(
+    url: URL, src: Path | TextIO, mode: Mode, progress: Progress | None, agent: str | None
+) -> ImportReport:
     postgres = is_postgres(url)
     path = None if postgres else sqlite_file(url)[1]
     known = {t.name: t for t in export_tables()}

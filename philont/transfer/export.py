@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from sqlalchemy import Integer, Table
+from sqlalchemy.engine import URL
 
 from philont import filewrite, migrate
 from philont.db.cursors import NOT_UTF8
-from philont.db.engine import FILE_MODE, is_postgres, resolve_url
+from philont.db.engine import FILE_MODE, database_name, is_postgres, resolve_url
+from philont.db.retry import typed_errors
 from philont.db.schema import metadata
 from philont.errors import FilePathError, InvalidInputError, SchemaError, StorageError
 from philont.interrupts import point_of_no_return
@@ -130,6 +132,13 @@ def export(
     """
     out = _sink(out)
     target = resolve_url(db)
+    with typed_errors("transfer.export_failed", where=database_name(target)):
+        return _export(db, target, out, progress, agent)
+
+
+def _export(
+    db: DbTarget, target: URL, out: Path | TextIO, progress: Progress | None, agent: str | None
+) -> ExportReport:
     if is_postgres(target):
         from philont.transfer.postgres import export_agent
 

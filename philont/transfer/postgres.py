@@ -30,6 +30,7 @@ from philont import migrate, settings
 from philont.db import agents as registry
 from philont.db.engine import create_engine, database_name
 from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, agent_lock, counter_tables
+from philont.db.retry import refusal
 from philont.db.schema import metadata
 from philont.errors import (
     AgentNotFoundError,
@@ -282,7 +283,9 @@ def _insert_row(
     except psycopg.errors.ForeignKeyViolation as exc:
         violation = (name, key[0] if len(key) == 1 else key, _parent(name, exc))
         raise ImportForeignKeyError([violation], lines=[number]) from exc
-    except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
+    except psycopg.Error as exc:  # a constraint, a value, a host's trigger's RAISE EXCEPTION
+        if refusal(exc) is None:
+            raise  # no refusal of the row (a conflict, a lost connection): typed by import_
         raise rejected_row(number, name, exc) from exc
     count_row(report, name, key, outcome)
 

@@ -329,7 +329,7 @@ def test_a_serialization_failure_is_run_again_by_a_tool_call(
     assert run.errors == {}
     assert result.ok, (result.error_code, result.error)
     assert [r["code"] for r in events(logs, "db.retry")] == ["transaction_conflict"]
-    assert "could not serialize" in events(logs, "db.retry")[0]["reason"]
+    assert "serialization failure" in events(logs, "db.retry")[0]["reason"]
     assert values(host) == ["Lyon", "Berlin", "Paris"]
     with host.begin(write=False) as mem:
         assert [f.value for f in mem.facts.history("user", "city") if f.active] == ["Paris"]

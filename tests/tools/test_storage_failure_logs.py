@@ -87,9 +87,15 @@ def test_an_unmapped_database_refusal_is_logged_in_one_line(frozen: DbTarget) ->
     ]
     failed, trace = failures
     assert failed["error"] == "storage_error" and failed["tool"] == "store_fact"
-    kind = "IntegrityError" if isinstance(frozen, Path) else "ProgrammingError"
-    assert failed["reason"] == f"the memory database failed: {kind} (rows are frozen)"
+    kind = (
+        "IntegrityError (trigger constraint)"
+        if isinstance(frozen, Path)
+        else "ProgrammingError (an error a trigger or function raised (RaiseException, SQLSTATE"
+        " P0001))"
+    )
+    assert failed["reason"] == f"the memory database failed: {kind}"  # not the trigger's text
     assert "exc_info" not in failed and isinstance(trace["exc_info"], BaseException)
+    assert "rows are frozen" in str(trace["exc_info"].__cause__ or trace["exc_info"])
     assert SECRET not in repr(failed)
 
 
@@ -171,6 +177,6 @@ def test_a_driver_error_raised_bare_is_told_by_its_kind(tool_db: Path) -> None:
         "can hold the statement's values)"
     )
     reasons = [e.get("reason") for e in logs if e["event"] == "tool.storage_error"]
-    assert reasons == [
-        "the memory database failed: OperationalError (no such table: philont_notes_words_fts)"
-    ]
+    assert reasons == ["the memory database failed: OperationalError"]  # the text: at debug
+    traces = [e["exc_info"] for e in logs if e["event"] == "tool.storage_error.traceback"]
+    assert [str(t) for t in traces] == ["no such table: philont_notes_words_fts"]

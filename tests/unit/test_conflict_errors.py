@@ -74,8 +74,10 @@ def test_every_sqlstate_is_a_conflict_exactly_when_it_is_one_of_the_three(
     assert isinstance(typed, TransactionConflictError)
     assert isinstance(typed, DatabaseBusyError)  # whoever retries busy retries this too
     assert typed.code == "transaction_conflict"
-    assert typed.details == {"sqlstate": cls.sqlstate, "reason": f"{cls.__name__} happened"}
-    assert f"SQLSTATE {cls.sqlstate}" in typed.message
+    reason = PG_CONFLICTS[cls.sqlstate]
+    assert typed.details == {"sqlstate": cls.sqlstate, "reason": reason}
+    assert f"{reason}, SQLSTATE {cls.sqlstate}" in typed.message
+    assert "happened" not in typed.message  # the driver's text, which a trigger may have set
     assert "rolled back" in typed.message and "run the unit of work again" in typed.message
     assert "DETAIL" not in typed.message  # one line, not the processes' story
     assert retryable(raised) is not None

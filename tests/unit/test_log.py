@@ -119,14 +119,21 @@ def _refused_statement(secret: str) -> Exception:
     """An SQLAlchemy error for a statement SQLite refused for a reason philont does not map:
     its text holds the statement's parameters."""
     import sqlite3
+    from contextlib import closing
 
     from sqlalchemy.exc import IntegrityError
 
-    return IntegrityError(
-        "INSERT INTO memory_notes (content) VALUES (?)",
-        (secret,),
-        sqlite3.IntegrityError("CHECK constraint failed: no_secrets"),
-    )
+    sql = "INSERT INTO memory_notes (content) VALUES (?)"
+    with closing(sqlite3.connect(":memory:")) as conn:
+        conn.execute(
+            "CREATE TABLE memory_notes (content TEXT"
+            " CONSTRAINT no_secrets CHECK (content NOT LIKE '%pin%'))"
+        )
+        try:
+            conn.execute(sql, (secret,))
+        except sqlite3.IntegrityError as refused:
+            return IntegrityError(sql, (secret,), refused)
+    raise AssertionError("the CHECK let the row in")
 
 
 @pytest.mark.parametrize("raised", [False, True], ids=["handled later", "while raised"])
@@ -155,3 +162,34 @@ def test_a_failure_logs_the_exception_it_is_given_without_the_statement_values(
     assert not any(r.levelno >= logging.ERROR for r in records)
     traced = [r for r in records if r.exc_info]
     assert [r.levelno for r in traced] == [logging.DEBUG] and traced[0].exc_info[1] is exc
+
+
+def _driver_refusal(secret: str) -> list[Exception]:
+    """PostgreSQL's refusal of a value, whose first line holds it, raised by the driver and
+    wrapped by SQLAlchemy."""
+    from psycopg.errors import InvalidTextRepresentation
+    from sqlalchemy.exc import DataError
+
+    err = InvalidTextRepresentation(f'invalid input syntax for type integer: "{secret}"')
+    return [err, DataError("SELECT CAST(%(v)s AS INTEGER)", {"v": secret}, err)]
+
+
+@pytest.mark.parametrize("how", ["driver", "wrapped"])
+def test_a_warning_never_holds_the_database_message_only_debug_does(
+    unconfigured: None, caplog: pytest.LogCaptureFixture, how: str
+) -> None:
+    """The first line of PostgreSQL's message can hold the value it refused ('invalid input
+    syntax for type integer: "..."'): a warning names the kind and what was refused, the
+    message is at debug only (with the traceback). The warning held that first line."""
+    secret = "pin-7734"
+    exc = _driver_refusal(secret)[how == "wrapped"]
+    log = get_logger("philont.test_log")
+    with caplog.at_level(logging.DEBUG, logger="philont.test_log"):
+        log.failure("test.failed", exc)
+    records = [r for r in caplog.records if r.name == "philont.test_log"]
+    above_debug = [r for r in records if r.levelno > logging.DEBUG]
+    assert [r.levelno for r in above_debug] == [logging.WARNING]
+    said = above_debug[0].getMessage()
+    assert secret not in said and "InvalidTextRepresentation" in said and "22P02" in said, said
+    debug = [r for r in records if r.levelno == logging.DEBUG]
+    assert debug and debug[0].exc_info is not None and secret in str(debug[0].exc_info[1])
