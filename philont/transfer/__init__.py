@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TextIO
 
@@ -43,6 +44,7 @@ from philont.transfer.reader import (
     file_position,
     file_size,
     reopenable,
+    source,
 )
 
 __all__ = [
@@ -67,13 +69,14 @@ log = get_logger(__name__)
 
 def import_(
     db: DbTarget,
-    src: Path | TextIO,
+    src: str | os.PathLike[str] | TextIO,
     *,
     mode: Mode = "refuse",
     progress: Progress | None = None,
     agent: str | None = None,
 ) -> ImportReport:
-    """Import an export file into ``db`` in one transaction (all or nothing).
+    """Import an export file into ``db`` in one transaction (all or nothing). ``src``: a path
+    (text or ``os.PathLike``) or a text stream; anything else is refused naming ``src``.
 
     The whole file is validated first, nothing touched (``ImportFormatError(line_number,
     reason)``): its format, then every value against the types and rules a service write applies
@@ -119,9 +122,10 @@ def import_(
     """
     if mode not in ("refuse", "merge"):
         raise InvalidInputError.of("mode", f"must be 'refuse' or 'merge', got {mode!r}", mode=mode)
+    read = source(src)
     url = resolve_url(db)
     with typed_errors("transfer.import_failed", where=database_name(url)):
-        return _import(url, src, mode, progress, agent)
+        return _import(url, read, mode, progress, agent)
 
 
 def _import(

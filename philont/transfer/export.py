@@ -109,7 +109,7 @@ def _writer(out: Path | TextIO) -> Iterator[TextIO]:
 
 def export(
     db: DbTarget,
-    out: Path | TextIO,
+    out: str | os.PathLike[str] | TextIO,
     *,
     progress: Progress | None = None,
     agent: str | None = None,

@@ -13,14 +13,14 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import IO, Any, TextIO
+from typing import IO, Any, TextIO, cast
 
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql
 
 from philont.db.engine import missing_reason
 from philont.db.schema import metadata
-from philont.errors import FilePathError
+from philont.errors import FilePathError, InvalidInputError
 from philont.log import get_logger
 from philont.migrate.scripts import known_revisions
 from philont.transfer.format import (
@@ -188,6 +188,20 @@ def check_trailer(number: int, obj: dict[str, Any], counts: dict[str, int]) -> N
             raise ImportFormatError(
                 number, f"trailer says {rows[name]!r} rows for {name!r}, the file holds {n}"
             )
+
+
+def source(src: object) -> Path | TextIO:
+    """``src`` as :func:`philont.transfer.import_` reads it: a path (text or ``os.PathLike``,
+    as :func:`philont.transfer.export` takes one) or a text stream (anything with ``read``);
+    InvalidInputError naming ``src`` otherwise (a path given as text failed with
+    AttributeError: 'str' object has no attribute 'seekable')."""
+    if isinstance(src, str | os.PathLike):
+        return Path(src)
+    if callable(getattr(src, "read", None)):
+        return cast(TextIO, src)
+    raise InvalidInputError(
+        f"src: must be a path or a text stream, got {type(src).__name__}", argument="src"
+    )
 
 
 @contextmanager

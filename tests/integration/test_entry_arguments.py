@@ -27,7 +27,7 @@ from philont.learning import Consolidator, Learner
 from philont.llm import ScriptedModel
 from philont.memory import Memory
 from philont.store import Store, close_shared, shared
-from philont.transfer import export
+from philont.transfer import export, import_
 
 # Values of every kind but the one an argument takes (each test filters out what is valid).
 ANYTHING = st.one_of(
@@ -225,6 +225,29 @@ def test_facts_list_lists_every_namespace_without_one(store: Store) -> None:
 @given(out=ANYTHING.filter(lambda v: not isinstance(v, str)))
 def test_export_refuses_what_it_cannot_write_to_by_name(store: Store, out: object) -> None:
     _refused(lambda: export(store.path, out), "out")
+
+
+@SETTINGS
+@given(src=ANYTHING.filter(lambda v: not isinstance(v, str)))
+def test_import_refuses_what_it_cannot_read_from_by_name(store: Store, src: object) -> None:
+    _refused(lambda: import_(store.path, src), "src")  # type: ignore[arg-type]
+
+
+def test_import_reads_a_path_given_as_text_as_export_writes_one(
+    store: Store, tmp_path: Path
+) -> None:
+    with store.begin() as mem:
+        mem.facts.store("user", "city", "Berlin")
+    exported = tmp_path / "out.jsonl"
+    export(store.path, str(exported))
+    target = tmp_path / "copy.sqlite"
+    # was AttributeError: 'str' object has no attribute 'seekable'
+    report = import_(target, str(exported))
+    assert report.inserted["memory_facts"] == 1
+    copy = Store.open(target)
+    with copy.begin() as mem:
+        assert mem.facts.get("user", "city").value == "Berlin"  # type: ignore[union-attr]
+    copy.close()
 
 
 def test_export_writes_to_a_path_given_as_text(store: Store, tmp_path: Path) -> None:
