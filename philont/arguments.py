@@ -560,37 +560,26 @@ def checked(fn: F) -> F:
 def _typed(fn: F) -> F:
     """``fn`` whose database errors leave it as philont's: a driver's error (a statement the
     database refused, a conflict) is :func:`philont.db.retry.edge_failure`'s typed error,
-    raised from it, never SQLAlchemy's or the driver's, whose text holds the statement's
-    values (``philont.agents``' own statements, a host's trigger on the registry)."""
-
-    def typed(exc: Exception) -> Exception | None:
-        from philont.db.retry import edge_failure  # (a failure: the database was used)
-
-        return edge_failure(exc, "entry.storage_error")
-
+    raised from it (:func:`philont.db.retry.typed_errors`), never SQLAlchemy's or the
+    driver's, whose text holds the statement's values (``philont.agents``' own statements, a
+    host's trigger on the registry)."""
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def typed_coroutine(*args: Any, **kwargs: Any) -> Any:
-            try:
+            from philont.db.retry import typed_errors  # (imported once the database is used)
+
+            with typed_errors("entry.storage_error"):
                 return await fn(*args, **kwargs)
-            except Exception as exc:
-                failure = typed(exc)
-                if failure is None:
-                    raise
-                raise failure from exc
 
         return typed_coroutine  # type: ignore[return-value]
 
     @functools.wraps(fn)
     def typed_call(*args: Any, **kwargs: Any) -> Any:
-        try:
+        from philont.db.retry import typed_errors
+
+        with typed_errors("entry.storage_error"):
             return fn(*args, **kwargs)
-        except Exception as exc:
-            failure = typed(exc)
-            if failure is None:
-                raise
-            raise failure from exc
 
     return typed_call  # type: ignore[return-value]
 
