@@ -55,6 +55,12 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (JSON has no NaN or Infinity)")
 
 
+def json_error(exc: json.JSONDecodeError) -> str:
+    """Where and why text is not JSON, in one phrase: ``Expecting value at column 7``. Some of
+    the parser's own phrases already end in "at" ("Unterminated string starting at")."""
+    return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
+
+
 def json_value(text: str) -> Any:
     """The value of stored JSON text, parsed as every read parses it, and refused when it is
     not strict JSON or could not be written back (NaN, lone surrogates)."""
@@ -63,7 +69,7 @@ def json_value(text: str) -> Any:
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON text ({exc.msg} at column {exc.colno})") from exc
+        raise ValueError(f"not JSON text ({json_error(exc)})") from exc
     except RecursionError as exc:
         raise ValueError("JSON nested too deeply") from exc
     try:

@@ -23,6 +23,7 @@ from philont.db.schema import metadata
 from philont.errors import FilePathError, InvalidInputError
 from philont.log import get_logger
 from philont.migrate.scripts import known_revisions
+from philont.schemas.stored import json_error
 from philont.transfer.format import (
     B64_KEY,
     FORMAT,
@@ -54,7 +55,7 @@ def _parse(number: int, line: str) -> dict[str, Any]:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ImportFormatError(number, f"invalid JSON ({exc.msg} at column {exc.colno})") from exc
+        raise ImportFormatError(number, f"invalid JSON ({json_error(exc)})") from exc
     if not isinstance(obj, dict):
         raise ImportFormatError(number, f"expected a JSON object, found {type(obj).__name__}")
     return obj
