@@ -180,6 +180,23 @@ class UnitOfWorkError(PhilontError):
     code = "unit_of_work_ended"
 
 
+class NestedWriteError(UnitOfWorkError):
+    """A writing unit of work was begun on an SQLite file while this thread's own writing unit
+    of work on it is still open: a ``store.begin()`` inside another's block, or a Store, a path
+    or ``Memory.open`` given to ``tools.call`` inside one. It would wait for a lock only this
+    thread can give back. Use the open unit of work (its services, ``tools.call(..., db=mem)``)
+    or end it first. Nothing was begun."""
+
+    code = "nested_write"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this thread already writes to this database in a unit of work that is still open; "
+            "a second one would wait for it forever: use the open one (its services, or "
+            "tools.call(..., db=mem)), or end it first"
+        )
+
+
 class InvalidDatabaseError(PhilontError):
     """What was passed as the database is none of the accepted kinds."""
 

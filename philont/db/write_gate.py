@@ -43,6 +43,7 @@ from sqlalchemy.exc import DBAPIError
 
 from philont.db import fork
 from philont.db.retry import is_busy, mark_busy
+from philont.errors import NestedWriteError
 
 __all__ = [
     "AsyncWriteGate",
@@ -77,7 +78,9 @@ class WriteGate:
         """Nobody holds the gate, nobody waits: a new gate, or a forked child's (run where only
         the forking thread is left, outside every method of the gate: no mutex to take)."""
         self._held = False
-        self._waiters: collections.deque[threading.Event] = collections.deque()
+        self._holder: int | None = None
+        """The thread that took the gate (:func:`threading.get_ident`), while it is held."""
+        self._waiters: collections.deque[tuple[threading.Event, int]] = collections.deque()
         self.moved_at = time.monotonic()
         """When a holder last gave the gate back after a transaction (not after a failed
         BEGIN): while that keeps happening the queue moves, and its waiters wait on."""
@@ -86,12 +89,13 @@ class WriteGate:
         """Take the gate, waiting behind those who came first for as long as the queue moves:
         whether it was taken; False once no holder finished a transaction for ``timeout``
         seconds since this waiter came (its holder is waiting out another process's lock)."""
+        me = threading.get_ident()
         with self._mutex:
             if not self._held and not self._waiters:
-                self._held = True
+                self._held, self._holder = True, me
                 return True
             turn = threading.Event()
-            self._waiters.append(turn)
+            self._waiters.append((turn, me))
         came = time.monotonic()
         while True:
             with self._mutex:
@@ -103,8 +107,13 @@ class WriteGate:
                     return True
                 if max(self.moved_at, came) + timeout > time.monotonic():
                     continue  # the queue moved meanwhile
-                self._waiters.remove(turn)
+                self._waiters.remove((turn, me))
                 return False
+
+    def held_here(self) -> bool:
+        """Whether the calling thread took the gate (or was handed it) and holds it still."""
+        with self._mutex:
+            return self._held and self._holder == threading.get_ident()
 
     def release(self, *, moved: bool = True) -> None:
         """Hand the gate to the first waiter, or open it; ``moved``: after a transaction (the
@@ -113,9 +122,10 @@ class WriteGate:
             if moved:
                 self.moved_at = time.monotonic()
             if self._waiters:
-                self._waiters.popleft().set()  # still held: it is the waiter's now
+                turn, self._holder = self._waiters.popleft()
+                turn.set()  # still held: it is the waiter's now
             else:
-                self._held = False
+                self._held, self._holder = False, None
 
 
 _GATES: weakref.WeakSet[WriteGate] = weakref.WeakSet()
@@ -146,9 +156,13 @@ def take(info: dict[Any, Any], gate: WriteGate, timeout_s: float) -> float | Non
     """Take ``gate`` for the pooled connection whose record ``info`` this is (unless it holds
     it already, a second transaction before it went back to the pool): the seconds since the
     queue last moved (what SQLite's own wait may add is the rest of the busy timeout), or None
-    when the queue did not move for ``timeout_s``."""
+    when the queue did not move for ``timeout_s``. :class:`~philont.errors.NestedWriteError`
+    at once when another connection of this thread holds it (a writing unit of work begun inside
+    this thread's own): that holder could never give it back while this thread waited."""
     came = time.monotonic()
     if info.get(_HELD) != (gate, os.getpid()):
+        if gate.held_here():
+            raise NestedWriteError()
         if not gate.acquire(timeout_s):
             return None
         info[_HELD] = (gate, os.getpid())

@@ -1,0 +1,112 @@
+"""A writing unit of work begun on an SQLite file while this thread's own writing unit of work on
+it is still open would wait for a lock only this thread can give back: it is refused at once
+(``NestedWriteError``), whichever way it is begun, and the open unit goes on. Other threads
+still wait their turn."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from philont import Memory, Store, tools
+from philont.errors import NestedWriteError, UnitOfWorkError
+from philont.memory import Memory as _Memory
+from philont.store import shared
+
+BUSY_MS = 2_000  # the old code waited this long, then said database_busy
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store.open(tmp_path / "m.sqlite", busy_timeout_ms=BUSY_MS)
+    yield opened
+    opened.close()
+
+
+def _store_fact(mem: _Memory, key: str) -> None:
+    mem.facts.store(namespace="user.t", key=key, value=1)
+
+
+NESTED: dict[str, Callable[[Store], object]] = {
+    "store.begin()": lambda s: _enter(s.begin()),
+    "store.run(fn)": lambda s: s.run(lambda mem: _store_fact(mem, "inner")),
+    "Memory.open(path)": lambda s: _enter(Memory.open(s.path, busy_timeout_ms=BUSY_MS)),
+    "shared(path).begin()": lambda s: _enter(shared(s.path, busy_timeout_ms=BUSY_MS).begin()),
+    "tools.call(db=store)": lambda s: _tool(s),
+    "tools.call(db=path)": lambda s: _tool(str(s.path)),
+}
+
+
+def _enter(unit: _Memory) -> None:
+    with unit as mem:
+        _store_fact(mem, "inner")
+
+
+def _tool(db: object) -> None:
+    result = tools.call("store_fact", {"namespace": "user.t", "key": "inner", "value": 1}, db=db)
+    assert not result.ok
+    assert result.error_code == "nested_write", result
+    raise NestedWriteError()
+
+
+@pytest.mark.parametrize("way", sorted(NESTED))
+def test_a_nested_writing_unit_is_refused_at_once_and_the_open_one_goes_on(
+    store: Store, way: str
+) -> None:
+    with store.begin() as mem:
+        _store_fact(mem, "outer")  # its transaction begins here (SQLAlchemy begins lazily)
+        with pytest.raises(NestedWriteError) as caught:
+            NESTED[way](store)
+        assert isinstance(caught.value, UnitOfWorkError)
+        assert caught.value.code == "nested_write"
+        _store_fact(mem, "outer_again")
+    with store.begin(write=False) as mem:
+        assert sorted(f.key for f in mem.facts.list()) == ["outer", "outer_again"]
+
+
+def test_a_unit_that_has_not_begun_its_transaction_holds_nothing(store: Store) -> None:
+    with store.begin() as mem:
+        _enter(store.begin())
+        _store_fact(mem, "outer")
+    with store.begin(write=False) as mem:
+        assert sorted(f.key for f in mem.facts.list()) == ["inner", "outer"]
+
+
+def test_a_nested_unit_that_only_reads_is_not_refused(store: Store) -> None:
+    with store.begin() as mem:
+        _store_fact(mem, "outer")
+        with store.begin(write=False) as inner:
+            assert inner.facts.list() == []  # the outer unit has not committed yet
+
+
+def test_another_thread_waits_its_turn_and_the_gate_follows_its_holder(store: Store) -> None:
+    """The gate handed to another thread is that thread's: this one, asking again while the
+    other holds it, waits for it (it is not refused), and both write."""
+    other_holds, other_may_end = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            with store.begin() as mem:
+                _store_fact(mem, "other")
+                other_holds.set()
+                other_may_end.wait(10)
+        except BaseException as exc:  # pragma: no cover - reported below
+            failures.append(exc)
+
+    with store.begin() as mem:
+        _store_fact(mem, "first")
+        thread = threading.Thread(target=other)
+        thread.start()
+        assert not other_holds.wait(0.3)  # it waits behind this unit
+    assert other_holds.wait(10)  # handed over as this unit ended
+    threading.Timer(0.3, other_may_end.set).start()
+    with store.begin() as mem:  # waits for the other thread, not refused
+        _store_fact(mem, "second")
+    thread.join(10)
+    assert failures == []
+    with store.begin(write=False) as mem:
+        assert sorted(f.key for f in mem.facts.list()) == ["first", "other", "second"]
