@@ -617,8 +617,7 @@ def install_sqlite_hooks(
             raise ValueError(f"{BEGIN_OPTION} must be one of {BEGIN_MODES}, got {mode!r}")
         if read_only:  # SQLite refuses BEGIN IMMEDIATE on a read-only connection
             mode = "DEFERRED"
-        statement = "BEGIN" if mode == "DEFERRED" else f"BEGIN {mode}"
-        _begin(conn, statement, gate if mode == "IMMEDIATE" else None, timeout)
+        _begin_as(conn, mode, gate, timeout)
 
     @event.listens_for(engine, "handle_error")
     def _on_error(context: ExceptionContext) -> None:
@@ -672,6 +671,17 @@ def _opened_read_only(dbapi: sqlite3.Connection) -> bool:
         return not sqlite3.Connection.execute(dbapi, "PRAGMA query_only").fetchone()[0]
     except sqlite3.Error:  # no connection to ask (closed meanwhile): leave it to the pool
         return False
+
+
+def _begin_as(conn: Any, mode: str, gate: write_gate.WriteGate | None, timeout_ms: int) -> None:
+    """Begin ``conn``'s transaction in ``mode`` (:data:`BEGIN_MODES`): an IMMEDIATE one behind
+    ``gate`` (the file's, None: no gate); a DEFERRED one does not wait for a write lock this
+    thread holds itself (in an open unit of work): its first write is refused at once, a wait
+    would never end."""
+    if mode == "IMMEDIATE":
+        _begin(conn, "BEGIN IMMEDIATE", gate, timeout_ms)
+    else:
+        _begin(conn, "BEGIN", None, 0 if gate is not None and gate.held_here() else timeout_ms)
 
 
 def _begin(conn: Any, statement: str, gate: write_gate.WriteGate | None, timeout_ms: int) -> None:

@@ -43,6 +43,7 @@ from philont.errors import (
     DatabaseFullError,
     DatabasePathError,
     DatabaseReadOnlyError,
+    NestedWriteError,
     PhilontError,
     PoolTimeoutError,
     StorageError,
@@ -239,6 +240,10 @@ def translate(exc: BaseException, *, path: str | None = None) -> PhilontError | 
             pool=detail,
         )
     if kind in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        from philont.db.write_gate import held_here  # it imports this module
+
+        if path is not None and held_here(path):
+            return NestedWriteError()  # the lock is this thread's own, in an open unit of work
         return DatabaseBusyError(
             f"{where} is locked by another connection ({detail}); try again later",
             path=path,

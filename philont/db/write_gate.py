@@ -50,6 +50,7 @@ __all__ = [
     "WriteGate",
     "gate_for",
     "give_back",
+    "held_here",
     "install",
     "queued",
     "take",
@@ -141,6 +142,14 @@ def gate_for(path: Path) -> WriteGate:
         if gate is None:
             gate = _BY_FILE[key] = WriteGate()
         return gate
+
+
+def held_here(path: str | os.PathLike[str]) -> bool:
+    """Whether the calling thread holds the gate of the SQLite file ``path`` (the write lock of
+    an open writing unit of work of its own)."""
+    with _REGISTRY:
+        gate = _BY_FILE.get(os.path.realpath(path))
+    return gate is not None and gate.held_here()
 
 
 def _after_fork() -> None:
