@@ -10,10 +10,11 @@ the schedules' types are in :mod:`philont.schemas.planning`, built on the rules 
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final, Literal, TypeVar
 
@@ -582,14 +583,38 @@ def _shows(msg: str, shown: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(shown)}(?![\w.])", msg) is not None
 
 
-def describe(exc: ValidationError, *, prefix: str = "", most: int = 5) -> str:
+def meant(name: str, choices: Iterable[str]) -> str | None:
+    """The one of ``choices`` that ``name``, which is none of them, most likely meant: a close
+    spelling, or a name it is part of or that is part of it (``start``: ``starts_at``;
+    ``days``: ``window_days``); None when nothing is close."""
+    options = list(choices)
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.75)
+    if close:
+        return close[0]
+    folded = name.lower()
+    within = [c for c in options if min(len(folded), len(c)) >= 3 and (folded in c or c in folded)]
+    return max(within, key=lambda c: difflib.SequenceMatcher(None, folded, c).ratio(), default=None)
+
+
+def describe(
+    exc: ValidationError,
+    *,
+    prefix: str = "",
+    most: int = 5,
+    unused: Collection[str] = (),
+) -> str:
     """``"where: what"`` for each error (the first ``most``), joined by ``"; "``; ``where`` is
-    the argument's name (``prefix``) and the path inside it."""
+    the argument's name (``prefix``) and the path inside it. ``unused``: the names a closed
+    model takes that were not given; an unknown name close to one of them asks whether that
+    one was meant."""
     parts = []
     for err in exc.errors()[:most]:
         loc = [p for p in err.get("loc", ()) if p not in ("function-after", "constrained")]
         where = place(prefix, loc) or "arguments"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden" and len(loc) == 1 and isinstance(loc[0], str):
+            guess = meant(loc[0], unused)
+            msg = msg if guess is None else f"{msg}; did you mean {guess!r}?"
         shown = short(err.get("input"))  # what was refused, cut short
         if err.get("type") != "missing" and "got " not in msg and not _shows(msg, shown):
             msg = f"{msg} (got {shown})"

@@ -396,7 +396,8 @@ def _prepare(
     try:
         args = tool.args_model.model_validate(_nulls_not_given(tool, raw))
     except ValidationError as exc:
-        return tool, raw, logged, None, _Failure("invalid_arguments", describe(exc))
+        unused = [name for name in tool.args_model.model_fields if name not in raw]
+        return tool, raw, logged, None, _Failure("invalid_arguments", describe(exc, unused=unused))
     except PhilontError as exc:  # a typed refusal raised by a rule (reserved namespace, ...)
         return tool, raw, logged, None, _Failure(exc.code, exc.message)
     return tool, raw, logged, args, None
