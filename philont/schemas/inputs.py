@@ -585,15 +585,16 @@ def _shows(msg: str, shown: str) -> bool:
 
 def meant(name: str, choices: Iterable[str]) -> str | None:
     """The one of ``choices`` that ``name``, which is none of them, most likely meant: a close
-    spelling, or a name it is part of or that is part of it (``start``: ``starts_at``;
-    ``days``: ``window_days``); None when nothing is close."""
+    spelling, or the one name it is part of or that is part of it (``start``: ``starts_at``;
+    ``days``: ``window_days``); None when nothing is close, or more than one name holds it
+    (``search``: ``search_notes`` or ``search_skills``)."""
     options = list(choices)
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.75)
     if close:
         return close[0]
     folded = name.lower()
     within = [c for c in options if min(len(folded), len(c)) >= 3 and (folded in c or c in folded)]
-    return max(within, key=lambda c: difflib.SequenceMatcher(None, folded, c).ratio(), default=None)
+    return within[0] if len(within) == 1 else None
 
 
 def describe(

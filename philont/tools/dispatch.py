@@ -36,6 +36,7 @@ from philont.schemas.inputs import (
     RepeatedKeyError,
     describe,
     loads_unique,
+    meant,
 )
 from philont.services.actions import ObjectJson, object_json
 from philont.store import Store, shared
@@ -384,9 +385,12 @@ def _prepare(
     the database, and expensive checks must not hold the write lock)."""
     tool = REGISTRY.get(tool_name)
     if tool is None:
+        guess = meant(tool_name[:80], REGISTRY)
         failure = _Failure(
             "unknown_tool",
-            f"no tool named {tool_name[:80]!r}; tools: {', '.join(sorted(REGISTRY))}",
+            f"no tool named {tool_name[:80]!r}"
+            + ("" if guess is None else f"; did you mean {guess!r}?")
+            + f"; tools: {', '.join(sorted(REGISTRY))}",
         )
         return None, arguments, None, None, failure
     try:

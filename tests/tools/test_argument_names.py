@@ -33,6 +33,27 @@ def _suggested(tool: str, arguments: dict[str, object]) -> dict[str, str]:
     return dict(_SUGGESTED.findall(check.error))
 
 
+@pytest.mark.parametrize(
+    ("name", "meant_name"),
+    [
+        ("store_facts", "store_fact"),
+        ("getfact", "get_fact"),
+        ("remind", "schedule_reminder"),
+        ("search", None),
+        ("x" * 200, None),
+    ],
+)
+def test_an_unknown_tool_is_answered_with_the_one_it_meant(
+    name: str, meant_name: str | None
+) -> None:
+    check = check_arguments(name, {})
+    assert check.error_code == "unknown_tool"
+    assert check.error is not None
+    hint = f"; did you mean {meant_name!r}?"
+    assert (hint in check.error) if meant_name else ("did you mean" not in check.error)
+    assert check.error.endswith(", ".join(sorted(REGISTRY)))
+
+
 @pytest.mark.parametrize(("tool", "guess", "field"), GUESSES)
 def test_a_models_guess_is_answered_with_the_name_it_meant(
     tool: str, guess: str, field: str | None
@@ -76,8 +97,10 @@ def test_a_suggestion_is_always_a_name_the_tool_takes_and_was_not_given(
     suggested = _suggested(tool, {typo: 1})
     assert set(suggested) <= {typo}
     assert set(suggested.values()) <= fields
-    if len(field) >= 5:  # a long name misspelt once is recognised
-        assert suggested == {typo: meant(typo, fields)}
+    expected = meant(typo, fields)
+    assert suggested == ({} if expected is None else {typo: expected})
+    if len(field) >= 5 and typo != field.upper():  # a long name misspelt once is recognised
+        assert typo in suggested
         assert suggested[typo] == field or _as_close(typo, suggested[typo], field)
     assert field not in _suggested(tool, {typo: 1, field: None}).values()  # given (as null)
 
