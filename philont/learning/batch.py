@@ -100,6 +100,7 @@ class Applied:
     verdicts: list[VerdictRecord]
     condensed: list[SkillReflectionReport]
     credited: int
+    observed: int
 
     @property
     def condensed_report(self) -> SkillReflectionReport | None:
@@ -208,7 +209,7 @@ def apply(
         verdicts.append(record)
         if record.case_id is not None:
             case_of_run[id(run)] = record.case_id
-    book.observe()
+    observed = book.observe()
     condensed = []
     for item in thought.condensed:
         case_id = item.case_id or (case_of_run.get(id(item.run)) if item.run else None)
@@ -230,4 +231,4 @@ def apply(
         note = linked.detail if linked else "; ".join(w.detail for w in report.writes) or "nothing"
         book.mark_condensed(case_id, linked.target if linked else None, note)
         condensed.append(report)
-    return Applied(extraction, reflection, summaries, verdicts, condensed, credited)
+    return Applied(extraction, reflection, summaries, verdicts, condensed, credited, observed)

@@ -234,6 +234,7 @@ class Consolidator:
             verdicts=applied.verdicts,
             condensed=applied.condensed_report,
             credited=applied.credited,
+            observed=applied.observed,
             tokens_used=thought.tokens_used,
         )
 
@@ -644,39 +645,47 @@ class Consolidator:
         reports = []
         for _ in range(self.schedule.max_batches_per_tick):
             report = self.run_once()
+            if report.status != Status.CONSOLIDATED:  # a batch's apply has just attributed
+                report = self._attribute(report)
             reports.append(report)
             if on_report is not None:
                 on_report(report)
             if report.status != Status.CONSOLIDATED or (stop is not None and stop.is_set()):
                 break
-        if reports[-1].status != Status.CONSOLIDATED:  # a batch's apply has just attributed
-            self._attribute()
         self._embed(stop)
         return reports
 
-    def _attribute(self) -> None:
+    def _attribute(self, report: ConsolidationReport) -> ConsolidationReport:
         """Decide the skill uses whose attribution window has closed since the last batch, in a
         unit of work of its own (the reflector's run, then the judge's observed outcomes):
         a use whose window was still open at its batch waited for a later batch, and when no
         message came (the conversation's last use) its skill's counts never moved. Each use
         is decided once: the reflector claims it with a compare-and-set (a later batch, or
         another consolidator at the same time, finds it taken), under the learning lock like
-        every writer of the loop. One run per tick; a failure is logged and retried next
-        tick, never fails the tick."""
+        every writer of the loop. A read comes first (:meth:`ReflectorService.due
+        <philont.services.reflector.ReflectorService.due>`, :meth:`CaseBook.observable`):
+        when nothing is to be decided, as on most idle ticks, neither the lock nor a writing
+        unit of work is taken. One run per tick; its counts go into ``report`` (the tick's
+        last); a failure is logged and retried next tick, never fails the tick."""
 
-        def decide(mem: Memory) -> int:
+        def due(mem: Memory) -> bool:
+            return mem.reflector.due() > 0 or CaseBook(mem).observable()
+
+        def decide(mem: Memory) -> tuple[int, int]:
             hold_learning_lock(mem)
             credited = len(mem.reflector.run().credited)
-            CaseBook(mem).observe()
-            return credited
+            return credited, CaseBook(mem).observe()
 
         try:
-            credited = run_unit(self._unit, decide)
+            if not run_unit(self._unit, due, write=False):
+                return report
+            credited, observed = run_unit(self._unit, decide)
         except Exception as exc:
             log.failure("consolidator.attribution_failed", exc)
-            return
-        if credited:
-            log.info("consolidator.attributed", credited=credited)
+            return report
+        if credited or observed:
+            log.info("consolidator.attributed", credited=credited, observed=observed)
+        return report.model_copy(update={"credited": credited, "observed": observed})
 
     def _embed(self, stop: threading.Event | None) -> None:
         """Issue #18: with an embedder, embed what is pending (a few batches per tick); a

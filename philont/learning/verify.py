@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from philont.db.models import Action, JudgeVerdict, LearningCase, RawMessage, Skill
 from philont.db.stored_values import record, report, rows_read
@@ -215,6 +215,14 @@ def _verdict(row: JudgeVerdict, tokens: int) -> VerdictRecord:
     )
 
 
+def _observable(stmt: Select[Any]) -> Select[Any]:
+    """``stmt`` over the verdicts awaiting their observed outcome whose retrieval attribution
+    has decided (its ``use_skill`` row carries ``linked_skill``)."""
+    return stmt.join(Action, Action.id == JudgeVerdict.retrieval_action_id).where(
+        JudgeVerdict.observed_outcome.is_(None), Action.linked_skill.is_not(None)
+    )
+
+
 class CaseBook(Service):
     """Cases and verdicts in one unit of work (flushes, never commits)."""
 
@@ -333,16 +341,17 @@ class CaseBook(Service):
         """Fill in the observed outcome of every verdict whose retrieval attribution has since
         decided (its ``use_skill`` row carries ``linked_skill``), by the same rules the
         reflector applied. Returns how many verdicts got an outcome."""
-        pending = self.mem.session.scalars(
-            select(JudgeVerdict)
-            .join(Action, Action.id == JudgeVerdict.retrieval_action_id)
-            .where(JudgeVerdict.observed_outcome.is_(None), Action.linked_skill.is_not(None))
-        ).all()
+        pending = self.mem.session.scalars(_observable(select(JudgeVerdict))).all()
         for verdict in pending:
             verdict.observed_outcome = self._outcome_of(verdict.retrieval_action_id or 0, window)
             verdict.observed_at = self.mem.clock()
         self.mem.session.flush()
         return len(pending)
+
+    def observable(self) -> bool:
+        """Whether :meth:`observe` would fill in an outcome now (it only reads: one query)."""
+        found = self.mem.session.scalar(_observable(select(JudgeVerdict.id)).limit(1))
+        return found is not None
 
     def _outcome_of(self, retrieval_id: int, window: AttributionWindow) -> str:
         retrieval = self.mem.session.get(Action, retrieval_id)

@@ -190,4 +190,10 @@ class ConsolidationReport(ReadModel):
     verdicts: list[VerdictRecord] = Field(default_factory=list)
     condensed: SkillReflectionReport | None = None
     credited: int = 0
+    """Skill uses credited or blamed (their attribution window closed): by a consolidated
+    batch; by the attribution a tick runs at its end when it wrote no batch (its last report,
+    whatever its status: a conversation's last use has no batch after it)."""
+    observed: int = 0
+    """Judge verdicts given their observed outcome (once attribution decided their run's skill
+    use), likewise."""
     tokens_used: int = 0

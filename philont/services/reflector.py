@@ -30,7 +30,9 @@ refused ``use_skill`` call or a call refused for its arguments). Otherwise more 
 still join the window and change its outcome.
 
 A run reads the log only from its earliest unprocessed retrieval in scope, so once everything is
-decided a run costs one query over the ``use_skill`` rows. (A successful ``use_skill`` row
+decided a run costs one query over the ``use_skill`` rows. :meth:`ReflectorService.due` reads
+as a run does and counts what it would decide now, writing nothing (the consolidator's idle
+tick asks it before it takes the learning lock). (A successful ``use_skill`` row
 without a usable ``params.name`` is never a retrieval and never marked; the search for the
 earliest passes over it, it changes no outcome. It made every run read the log from it on.)
 
@@ -44,7 +46,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
@@ -117,29 +119,6 @@ def _scope(
     return clauses
 
 
-def _window_is_open(
-    retrieval: ActionEvent,
-    credit: Credit,
-    following: Sequence[ActionEvent],
-    next_turn_at: datetime | None,
-    window: AttributionWindow,
-    now: datetime,
-) -> bool:
-    """Whether more actions could still join the retrieval's window (see the module docstring).
-
-    ``following`` are the actions of the retrieval's session after it, in ``(timestamp, id)``
-    order; ``next_turn_at`` the first user turn of the session strictly after it.
-    """
-    if now - retrieval.timestamp > window.max_duration:
-        return False
-    if next_turn_at is not None:
-        return False
-    if len(credit.attributed_action_ids) >= window.max_actions:
-        return False
-    attributed = set(credit.attributed_action_ids)
-    return all(action.id in attributed or is_neutral(action, window) for action in following)
-
-
 @dataclass
 class _Timeline:
     """The loaded part of the log, indexed for the pending check."""
@@ -175,6 +154,29 @@ class _Timeline:
         stamps = self.turn_stamps.get(event.session_id, [])
         index = bisect.bisect_right(stamps, event.timestamp)
         return stamps[index] if index < len(stamps) else None
+
+
+def _window_is_open(
+    retrieval: ActionEvent,
+    credit: Credit,
+    timeline: _Timeline,
+    window: AttributionWindow,
+    now: datetime,
+) -> bool:
+    """Whether more actions could still join the retrieval's window (see the module docstring):
+    the deadline has not passed, no user turn of its session came strictly after it, and every
+    later action of its session (in ``(timestamp, id)`` order) was attributed or neutral."""
+    if now - retrieval.timestamp > window.max_duration:
+        return False
+    if timeline.next_turn_after(retrieval) is not None:
+        return False
+    if len(credit.attributed_action_ids) >= window.max_actions:
+        return False
+    attributed = set(credit.attributed_action_ids)
+    return all(
+        action.id in attributed or is_neutral(action, window)
+        for action in timeline.following(retrieval)
+    )
 
 
 def _run_scope(
@@ -240,21 +242,12 @@ class ReflectorService(Service):
 
         credited: list[CreditRecord] = []
         skipped: list[SkippedRetrieval] = []
-        start = self._first_unprocessed_retrieval(session_id, since, until, window)
-        if start is not None:
-            horizon = None if until is None else until + window.max_duration
-            timeline = self._load(session_id, start, horizon)
-            for credit in attribute(timeline.events, timeline.turns, window):
-                retrieval = timeline.by_id[credit.retrieval_action_id]
-                if timeline.linked[retrieval.id] is not None:
-                    continue  # processed by an earlier run
-                if until is not None and retrieval.timestamp > until:
-                    continue  # read only as context for an in-scope window
-                decided = self._decide(retrieval, credit, timeline, window, now)
-                if isinstance(decided, CreditRecord):
-                    credited.append(decided)
-                elif decided is not None:
-                    skipped.append(decided)
+        for retrieval, credit, timeline in self._unprocessed(session_id, since, until, window):
+            decided = self._decide(retrieval, credit, timeline, window, now)
+            if isinstance(decided, CreditRecord):
+                credited.append(decided)
+            elif decided is not None:
+                skipped.append(decided)
 
         report = ReflectionReport(
             credited=credited,
@@ -272,6 +265,43 @@ class ReflectorService(Service):
             pending=report.pending,
         )
         return report
+
+    def due(self, *, window: AttributionWindow = DEFAULT_WINDOW) -> int:
+        """How many retrievals :meth:`run` (every session, no bounds) would decide now: the
+        unprocessed ones whose window has closed. It only reads (no lock, nothing written),
+        as :meth:`run` reads: one query when every retrieval is decided. The consolidator
+        asks it before each idle tick's run, which takes the learning lock and a writing
+        unit of work only when this is not 0."""
+        if not isinstance(window, AttributionWindow):
+            raise InvalidInputError.of("window", f"must be an AttributionWindow, got {window!r}")
+        now = self.clock()
+        return sum(
+            not _window_is_open(retrieval, credit, timeline, window, now)
+            for retrieval, credit, timeline in self._unprocessed(None, None, None, window)
+        )
+
+    def _unprocessed(
+        self,
+        session_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        window: AttributionWindow,
+    ) -> Iterator[tuple[ActionEvent, Credit, _Timeline]]:
+        """Each unprocessed retrieval in scope with its credit and the loaded log: read from
+        the earliest of them (nothing at all when there is none) up to ``until +
+        window.max_duration``, so a window is judged whole."""
+        start = self._first_unprocessed_retrieval(session_id, since, until, window)
+        if start is None:
+            return
+        horizon = None if until is None else until + window.max_duration
+        timeline = self._load(session_id, start, horizon)
+        for credit in attribute(timeline.events, timeline.turns, window):
+            retrieval = timeline.by_id[credit.retrieval_action_id]
+            if timeline.linked[retrieval.id] is not None:
+                continue  # processed by an earlier run
+            if until is not None and retrieval.timestamp > until:
+                continue  # read only as context for an in-scope window
+            yield retrieval, credit, timeline
 
     def _nothing_to_run(
         self,
@@ -352,9 +382,7 @@ class ReflectorService(Service):
     ) -> CreditRecord | SkippedRetrieval | None:
         """Credit, skip or leave pending one unprocessed retrieval; None if another run won."""
         name = credit.skill_name
-        following = timeline.following(retrieval)
-        next_turn_at = timeline.next_turn_after(retrieval)
-        if _window_is_open(retrieval, credit, following, next_turn_at, window, now):
+        if _window_is_open(retrieval, credit, timeline, window, now):
             return SkippedRetrieval(
                 skill=name,
                 retrieval_action_id=retrieval.id,

@@ -3,8 +3,10 @@ consolidated is decided by a later tick once the window closes, though no messag
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,10 +27,15 @@ from philont.learning import (
     Run,
 )
 from philont.llm import ScriptedModel
+from philont.schemas.learning import ConsolidationReport, Verdict
 from philont.schemas.learning import ConsolidationStatus as S
-from philont.schemas.learning import Verdict
 from tests.conftest import FakeClock
-from tests.integration.learning_helpers import Conversation, UnitFactory, unit_factory
+from tests.integration.learning_helpers import (
+    Conversation,
+    UnitFactory,
+    csv_then_scrape,
+    unit_factory,
+)
 
 BOTH_BACKENDS = True
 
@@ -86,11 +93,14 @@ def test_the_last_use_of_a_conversation_is_credited_after_silence(
     assert first[0].credited == 0  # the window was open: pending
     assert counts(units, "export-csv") == (0, 0)
     clock.advance(minutes=30)
-    assert [r.status for r in consolidator.tick()] == [S.NOTHING_NEW]
+    shown: list[ConsolidationReport] = []  # as `philont consolidate` prints them
+    reports = consolidator.tick(on_report=shown.append)
+    assert [r.status for r in reports] == [S.NOTHING_NEW]
     assert counts(units, "export-csv") == (1, 0)
+    assert (reports[-1].credited, shown[-1].credited) == (1, 1)  # the log alone said so
     for _ in range(3):  # once: neither a later tick nor a later batch counts it again
         clock.advance(minutes=10)
-        consolidator.tick()
+        assert [r.credited for r in consolidator.tick()] == [0]
     with units() as mem:
         Conversation(mem, clock, "s1").user("Thanks")
     clock.advance(minutes=6)
@@ -114,7 +124,8 @@ def test_a_failed_last_use_is_blamed_after_silence_when_no_batch_can_run(
     assert [r.status for r in consolidator.tick()] == [S.TOO_FEW]
     assert counts(units, "scrape") == (0, 0)  # still open
     clock.advance(minutes=30)
-    assert [r.status for r in consolidator.tick()] == [S.TOO_FEW]
+    reports = consolidator.tick()
+    assert [(r.status, r.credited) for r in reports] == [(S.TOO_FEW, 1)]
     assert counts(units, "scrape") == (0, 1)
 
 
@@ -159,6 +170,21 @@ STEP = st.one_of(
 )
 
 
+class _Undo(Exception):
+    """Rolls a unit of work back."""
+
+
+def assert_due_is_what_a_run_decides(units: UnitFactory) -> None:
+    """The read an idle tick makes first (``due``) counts the retrievals a run would decide
+    now: a tick that finds none takes no lock and decides nothing, so a window it missed
+    (closed by a user turn, the next retrieval, 20 actions or the time) would never be."""
+    with contextlib.suppress(_Undo), units() as mem:
+        due = mem.reflector.due()
+        run = mem.reflector.run()
+        assert due == len(run.credited) + len(run.skipped) - run.pending
+        raise _Undo
+
+
 @given(plan=st.lists(STEP, max_size=14))
 @settings(
     max_examples=25,
@@ -195,6 +221,7 @@ def test_every_use_is_attributed_exactly_once(
         elif step[0] == "wait":
             clock.advance(minutes=step[1])
         else:
+            assert_due_is_what_a_run_decides(units)
             workers[step[1]].tick()
     clock.advance(minutes=31)
     for w in workers:
@@ -277,9 +304,101 @@ def test_the_judges_verdict_gets_its_observed_outcome_after_silence(
         return [(verdict, outcome) for verdict, outcome in rows]
 
     clock.advance(minutes=6)
-    assert [r.status for r in consolidator.tick()] == [S.CONSOLIDATED, S.NOTHING_NEW]
+    reports = consolidator.tick()
+    assert [(r.status, r.observed) for r in reports] == [(S.CONSOLIDATED, 0), (S.NOTHING_NEW, 0)]
     assert observed() == [("verified", None)]  # the window was open
     clock.advance(minutes=30)
-    consolidator.tick()
+    assert [(r.credited, r.observed) for r in consolidator.tick()] == [(1, 1)]
     assert observed() == [("verified", "success")]
     assert counts(units, "export-csv") == (1, 0)
+
+
+def test_a_batch_reports_the_verdicts_it_observed(units: UnitFactory, clock: FakeClock) -> None:
+    # Its windows closed by the user's next turn: the batch decides both uses and observes the
+    # verdicts it has just recorded.
+    with units() as mem:
+        csv_then_scrape(mem, clock, "Export the invoices table as CSV")
+    clock.advance(minutes=6)
+    reports = worker(units, clock, AllSucceeded()).tick()
+    assert [(r.status, r.credited, r.observed) for r in reports] == [
+        (S.CONSOLIDATED, 2, 2),
+        (S.NOTHING_NEW, 0, 0),
+    ]
+
+
+@contextlib.contextmanager
+def statements(engine: Engine) -> Iterator[list[str]]:
+    """The SQL the database runs meanwhile, as it runs it: on SQLite through its trace hook
+    (which sees the BEGIN philont issues on the driver's connection, below SQLAlchemy), on
+    PostgreSQL each statement with its parameters."""
+    seen: list[str] = []
+    if engine.dialect.name == "sqlite":
+
+        def on_checkout(dbapi: Any, record: object, proxy: object) -> None:
+            dbapi.set_trace_callback(seen.append)
+
+        def on_checkin(dbapi: Any, record: object) -> None:
+            dbapi.set_trace_callback(None)
+
+        hooks: list[tuple[str, Any]] = [("checkout", on_checkout), ("checkin", on_checkin)]
+    else:
+
+        def on_execute(conn: object, cursor: object, sql: str, params: Any, *rest: object) -> None:
+            seen.append(f"{sql} {params!r}")
+
+        hooks = [("before_cursor_execute", on_execute)]
+    for name, hook in hooks:
+        event.listen(engine, name, hook)
+    try:
+        yield seen
+    finally:
+        for name, hook in hooks:
+            event.remove(engine, name, hook)
+
+
+def writes_and_learning_locks(engine: Engine, seen: list[str]) -> tuple[int, int]:
+    """Writing units begun (SQLite: BEGIN IMMEDIATE; PostgreSQL begins every unit alike, so
+    not counted) and learning locks taken (PostgreSQL: the advisory lock of the key
+    "learning"; SQLite has none: the write lock is the learner's)."""
+    if engine.dialect.name == "sqlite":
+        return sum(sql.startswith("BEGIN IMMEDIATE") for sql in seen), 0
+    return 0, sum("pg_advisory_xact_lock" in sql and "\\x1flearning" in sql for sql in seen)
+
+
+@pytest.mark.parametrize("open_use", [False, True], ids=["all-decided", "one-open"])
+def test_an_idle_tick_with_nothing_to_decide_takes_no_lock_nor_writing_unit(
+    engine: Engine, units: UnitFactory, clock: FakeClock, open_use: bool
+) -> None:
+    # Every idle tick took the learning lock (PostgreSQL: an advisory lock; SQLite: the file's
+    # write lock, BEGIN IMMEDIATE) for the attribution, though nothing was undecided or every
+    # undecided window was still open: it now reads first. The claim's unit is a writing one
+    # (SQLite: 1 BEGIN IMMEDIATE) whatever the attribution does.
+    export_then_silence(units, clock)
+    consolidator = worker(units, clock, AllSucceeded())
+    clock.advance(minutes=40)
+    reports = consolidator.tick()  # the batch decides the use (its window closed) and observes
+    assert [(r.status, r.credited, r.observed) for r in reports] == [
+        (S.CONSOLIDATED, 1, 1),
+        (S.NOTHING_NEW, 0, 0),
+    ]
+    if open_use:  # a use whose window is open: pending, read again each tick, nothing written
+        with units() as mem:
+            chat = Conversation(mem, clock, "s1")
+            chat.act("use_skill", name="export-csv")
+            chat.act("sql", query="select 1")
+    clock.advance(minutes=6)
+    sqlite = engine.dialect.name == "sqlite"
+    idle = (1, 0) if sqlite else (0, 0)  # the claim's unit only
+    for _ in range(2):
+        with statements(engine) as seen:
+            reports = consolidator.tick()
+        assert [(r.status, r.credited) for r in reports] == [(S.NOTHING_NEW, 0)]
+        assert writes_and_learning_locks(engine, seen) == idle
+        clock.advance(minutes=1)
+    clock.advance(minutes=30)  # the open use's window closes: this tick decides it
+    with statements(engine) as seen:
+        reports = consolidator.tick()
+    assert [r.credited for r in reports] == [1 if open_use else 0]
+    deciding = (2, 0) if sqlite else (0, 1)  # the same probe sees the lock taken
+    assert writes_and_learning_locks(engine, seen) == (deciding if open_use else idle)
+    assert counts(units, "export-csv") == ((2, 0) if open_use else (1, 0))
