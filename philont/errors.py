@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from philont.domain.shown import short
@@ -421,9 +422,17 @@ class FactNotFoundError(NotFoundError):
     code = "fact_not_found"
     table = "memory_facts"
 
-    def __init__(self, namespace: str, key: str, *, active: bool = True) -> None:
+    def __init__(
+        self, namespace: str, key: str, *, active: bool = True, near: Sequence[str] = ()
+    ) -> None:
+        """``near``: up to three facts (``namespace.key``) that may have been meant."""
+        from philont.domain.names import did_you_mean
+
         super().__init__(
-            f"no {'active ' if active else ''}fact {namespace}.{key}", namespace=namespace, key=key
+            f"no {'active ' if active else ''}fact {namespace}.{key}{did_you_mean(near)}",
+            namespace=namespace,
+            key=key,
+            **({"near": list(near)} if near else {}),
         )
         self.namespace = namespace
         self.key = key

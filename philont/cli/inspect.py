@@ -31,9 +31,9 @@ from philont.cli.values import value
 from philont.errors import (
     FactNotFoundError,
     PhilontError,
-    SkillNotFoundError,
 )
 from philont.schemas import inputs
+from philont.services.skill_base import no_skill
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -253,7 +253,7 @@ def facts_get(
     def work(mem: Memory) -> dict[str, Any]:
         f = mem.facts.get(namespace, key)
         if f is None:
-            raise FactNotFoundError(namespace, key)
+            raise FactNotFoundError(namespace, key, near=mem.facts.names_near(namespace, key))
         return _fact_row(f, mem.facts.score(f))
 
     row = read_memory(db, work)
@@ -276,7 +276,9 @@ def facts_history(
     def work(mem: Memory) -> list[dict[str, Any]]:
         rows = [_fact_row(f, mem.facts.score(f)) for f in mem.facts.history(namespace, key)]
         if not rows:  # raised in the unit of work: it knows the database
-            raise FactNotFoundError(namespace, key, active=False)
+            raise FactNotFoundError(
+                namespace, key, active=False, near=mem.facts.names_near(namespace, key)
+            )
         return rows
 
     rows = read_memory(db, work)
@@ -350,7 +352,7 @@ def skills_show(
     def work(mem: Memory) -> dict[str, Any]:
         skill = mem.skills.get(name)
         if skill is None:
-            raise SkillNotFoundError(f"no skill named {name!r}", name=name)
+            no_skill(mem.skills, name)
         revisions = [r.model_dump(mode="json") for r in mem.skills.revisions(name)]
         return {**skill.model_dump(mode="json"), "revisions": revisions}
 

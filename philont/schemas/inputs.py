@@ -10,11 +10,10 @@ the schedules' types are in :mod:`philont.schemas.planning`, built on the rules 
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final, Literal, TypeVar
 
@@ -35,6 +34,7 @@ from pydantic_core import SchemaValidator
 from philont.db.stored_values import too_deep
 from philont.domain import json_values
 from philont.domain.kinds import AccessTarget, FactKind, Role
+from philont.domain.names import did_you_mean, meant
 from philont.domain.shown import place, short
 from philont.domain.timepolicy import supported_utc
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
@@ -583,20 +583,6 @@ def _shows(msg: str, shown: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(shown)}(?![\w.])", msg) is not None
 
 
-def meant(name: str, choices: Iterable[str]) -> str | None:
-    """The one of ``choices`` that ``name``, which is none of them, most likely meant: a close
-    spelling, or the one name it is part of or that is part of it (``start``: ``starts_at``;
-    ``days``: ``window_days``); None when nothing is close, or more than one name holds it
-    (``search``: ``search_notes`` or ``search_skills``)."""
-    options = list(choices)
-    close = difflib.get_close_matches(name, options, n=1, cutoff=0.75)
-    if close:
-        return close[0]
-    folded = name.lower()
-    within = [c for c in options if min(len(folded), len(c)) >= 3 and (folded in c or c in folded)]
-    return within[0] if len(within) == 1 else None
-
-
 def describe(
     exc: ValidationError,
     *,
@@ -615,7 +601,7 @@ def describe(
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         if err.get("type") == "extra_forbidden" and len(loc) == 1 and isinstance(loc[0], str):
             guess = meant(loc[0], unused)
-            msg = msg if guess is None else f"{msg}; did you mean {guess!r}?"
+            msg += did_you_mean([] if guess is None else [guess])
         shown = short(err.get("input"))  # what was refused, cut short
         if err.get("type") != "missing" and "got " not in msg and not _shows(msg, shown):
             msg = f"{msg} (got {shown})"

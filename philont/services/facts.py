@@ -13,6 +13,7 @@ from philont.db.models import Fact
 from philont.db.types import to_epoch_ms
 from philont.domain import decay
 from philont.domain.kinds import AccessTarget, FactKind
+from philont.domain.names import NEAR_CANDIDATES, near
 from philont.errors import (
     InvalidTimeRangeError,
 )
@@ -208,6 +209,15 @@ class FactService(FactTime):
             return None
         self.mem.access.refresh(AccessTarget.FACT, row.id, context=f"get {namespace}.{key}")
         return to_record(row)
+
+    def names_near(self, namespace: str, key: str) -> builtins.list[str]:
+        """Up to three current facts (``namespace.key``) that ``namespace.key``, which names
+        none, may have meant: for a refusal to name (:class:`~philont.errors.FactNotFoundError`'s
+        ``near``)."""
+        rows = self.session.execute(
+            select(Fact.namespace, Fact.key).where(CURRENT).limit(NEAR_CANDIDATES)
+        )
+        return near(f"{namespace}.{key}", (f"{ns}.{k}" for ns, k in rows))
 
     @finds("fact_id")
     def get_by_id(self, fact_id: str, include_forgotten: bool = False) -> FactRecord | None:

@@ -23,6 +23,7 @@ from philont.domain.maturity import (
     callable_skill,
     string_list,
 )
+from philont.domain.names import NEAR_CANDIDATES, did_you_mean, near
 from philont.domain.skill_score import score_skill
 from philont.errors import (
     InvalidInputError,
@@ -248,10 +249,13 @@ def row_score(row: Any, now: datetime) -> float:
     )
 
 
-def no_skill(_service: object, name: str, **_: object) -> NoReturn:
-    """A name that names no skill: :class:`~philont.errors.SkillNotFoundError` (also the answer
-    of a method that finds a skill by a name this database cannot hold, ``finds``)."""
-    raise SkillNotFoundError(f"no skill named {name!r}", name=name)
+def no_skill(service: Service, name: str, **_: object) -> NoReturn:
+    """A name that names no skill: :class:`~philont.errors.SkillNotFoundError`, with the names
+    of up to three skills it may have meant (also the answer of a method that finds a skill by
+    a name this database cannot hold, ``finds``)."""
+    names = service.session.scalars(select(Skill.name).limit(NEAR_CANDIDATES))
+    close = near(name, (n for n in names if isinstance(n, str)))
+    raise SkillNotFoundError(f"no skill named {name!r}{did_you_mean(close)}", name=name, near=close)
 
 
 class SkillBase(Service):

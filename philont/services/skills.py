@@ -44,7 +44,6 @@ from philont.domain.maturity import (
 from philont.errors import (
     ConflictError,
     InvalidInputError,
-    SkillNotFoundError,
     SkillNotUsableError,
 )
 from philont.finds import PASS_ON, finds
@@ -295,7 +294,7 @@ class SkillService(SkillRecipes):
         """
         skill_id = self._touch(Skill.name == inputs.check(inputs.SkillNameLookup, name, "name"))
         if skill_id is None:
-            raise SkillNotFoundError(f"no skill named {name!r}", name=name)
+            no_skill(self, name)
         return self._reload(skill_id)
 
     @finds(name=inputs.SkillNameLookup, absent=no_skill)
@@ -368,7 +367,7 @@ class SkillService(SkillRecipes):
         )
         row = self.session.execute(stmt).one_or_none()
         if row is None:
-            raise SkillNotFoundError(f"no skill named {name!r}", name=name)
+            no_skill(self, name)
         # counters as a read gives them (text another program stored there counts as 0)
         row = clean(row, skill_rows.SKILL_ROW, raw=False, fields=_COUNTERS)
         skill_id, current = row.id, row.maturity

@@ -23,6 +23,7 @@ from philont.db.retry import (
 )
 from philont.db.stored_values import MAX_JSON_DEPTH
 from philont.domain.attribution import failure_text
+from philont.domain.names import did_you_mean, meant
 from philont.errors import (
     DatabaseBusyError,
     InvalidDatabaseError,
@@ -36,7 +37,6 @@ from philont.schemas.inputs import (
     RepeatedKeyError,
     describe,
     loads_unique,
-    meant,
 )
 from philont.services.actions import ObjectJson, object_json
 from philont.store import Store, shared
@@ -388,9 +388,8 @@ def _prepare(
         guess = meant(tool_name[:80], REGISTRY)
         failure = _Failure(
             "unknown_tool",
-            f"no tool named {tool_name[:80]!r}"
-            + ("" if guess is None else f"; did you mean {guess!r}?")
-            + f"; tools: {', '.join(sorted(REGISTRY))}",
+            f"no tool named {tool_name[:80]!r}{did_you_mean([] if guess is None else [guess])}"
+            f"; tools: {', '.join(sorted(REGISTRY))}",
         )
         return None, arguments, None, None, failure
     try:

@@ -104,7 +104,9 @@ def store_fact(args: a.StoreFactArgs, mem: Memory, ctx: ToolContext) -> ToolOutp
 def get_fact(args: a.GetFactArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     record = mem.facts.get(args.namespace, args.key)
     if record is None:
-        raise FactNotFoundError(args.namespace, args.key)
+        raise FactNotFoundError(
+            args.namespace, args.key, near=mem.facts.names_near(args.namespace, args.key)
+        )
     note = ""
     if record.is_expired_at(ctx.now):
         note = " (expired)"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from philont.schemas.inputs import meant
+from philont.domain.names import meant
 from philont.tools import REGISTRY, check_arguments
 
 GUESSES = [  # what models send, and what they meant
