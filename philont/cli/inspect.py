@@ -33,7 +33,6 @@ from philont.errors import (
     PhilontError,
 )
 from philont.schemas import inputs
-from philont.services.skill_base import no_skill
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -352,6 +351,8 @@ def skills_show(
     def work(mem: Memory) -> dict[str, Any]:
         skill = mem.skills.get(name)
         if skill is None:
+            from philont.services.skill_base import no_skill  # SQLAlchemy: not for --help
+
             no_skill(mem.skills, name)
         revisions = [r.model_dump(mode="json") for r in mem.skills.revisions(name)]
         return {**skill.model_dump(mode="json"), "revisions": revisions}
