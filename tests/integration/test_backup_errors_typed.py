@@ -22,41 +22,36 @@ from philont.backup import PRE_RESTORE_LABEL, backup, restore
 from philont.errors import DatabaseBusyError, PhilontError
 
 
+def _raised(path: str, *statements: str) -> sqlite3.Error:
+    """The error SQLite raises for the last of ``statements`` on ``path``, the others run
+    first (``BEGIN EXCLUSIVE`` on a connection of its own, held meanwhile)."""
+    with (
+        closing(sqlite3.connect(path, isolation_level=None)) as holder,
+        closing(sqlite3.connect(path, isolation_level=None, timeout=0)) as conn,
+    ):
+        for statement in statements[:-1]:
+            (holder if statement == "BEGIN EXCLUSIVE" else conn).execute(statement)
+        try:
+            conn.execute(statements[-1])
+        except sqlite3.Error as exc:
+            return exc
+    raise AssertionError(f"SQLite ran {statements[-1]!r}")
+
+
 def _not_a_database(tmp_path: Path) -> sqlite3.Error:
     garbage = tmp_path / "garbage"
     garbage.write_bytes(b"not a database at all" * 100)
-    with closing(sqlite3.connect(str(garbage))) as conn:
-        try:
-            conn.execute("PRAGMA schema_version")
-        except sqlite3.Error as exc:
-            return exc
-    raise AssertionError("SQLite read garbage")
+    return _raised(str(garbage), "PRAGMA schema_version")
 
 
 def _locked(tmp_path: Path) -> sqlite3.Error:
-    path = tmp_path / "locked.sqlite"
-    with (
-        closing(sqlite3.connect(str(path), isolation_level=None)) as holder,
-        closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as other,
-    ):
-        holder.execute("CREATE TABLE t (x)")
-        holder.execute("BEGIN EXCLUSIVE")
-        try:
-            other.execute("INSERT INTO t VALUES (1)")
-        except sqlite3.Error as exc:
-            return exc
-    raise AssertionError("SQLite wrote a locked file")
+    path = str(tmp_path / "locked.sqlite")
+    return _raised(path, "CREATE TABLE t (x)", "BEGIN EXCLUSIVE", "INSERT INTO t VALUES (1)")
 
 
 def _refused_row(tmp_path: Path) -> sqlite3.Error:
-    with closing(sqlite3.connect(":memory:")) as conn:
-        conn.execute("CREATE TABLE t (x UNIQUE)")
-        conn.execute("INSERT INTO t VALUES ('secret-1')")
-        try:
-            conn.execute("INSERT INTO t VALUES ('secret-1')")
-        except sqlite3.Error as exc:
-            return exc
-    raise AssertionError("SQLite took a duplicate")
+    row = "INSERT INTO t VALUES ('secret-1')"
+    return _raised(str(tmp_path / "rows.sqlite"), "CREATE TABLE t (x UNIQUE)", row, row)
 
 
 ERRORS: dict[str, Callable[[Path], sqlite3.Error]] = {

@@ -24,7 +24,7 @@ from philont import Store
 from philont.errors import ConflictError, PhilontError
 from philont.memory import Memory
 from philont.services.skills import SkillService
-from tests.pg_support import _admin
+from tests.integration.test_database_errors_typed import _pg_trigger
 
 SECRET = "refused-secret-5813"
 
@@ -145,15 +145,8 @@ def _refuse(
             )
         return
     schema = request.getfixturevalue("pg_layout").schema
-    function = f'"{schema}".host_refuses'
-    request.addfinalizer(lambda: _admin(f"DROP FUNCTION IF EXISTS {function}() CASCADE"))
-    _admin(
-        f"CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-        f" IF strpos(NEW.{column}::text, '{SECRET}') > 0 THEN"
-        f" RAISE EXCEPTION 'refused %', NEW.{column} USING ERRCODE = '{PG_KINDS[kind]}';"
-        f" END IF; RETURN NEW; END $$; CREATE TRIGGER host_refuses BEFORE INSERT"
-        f' ON "{schema}".{table} FOR EACH ROW EXECUTE FUNCTION {function}()'
-    )
+    sqlstate = PG_KINDS[kind]
+    _pg_trigger(schema, "INSERT", table, column, kind, request, sqlstate=sqlstate, secret=SECRET)
 
 
 def _typed(error: BaseException) -> None:
