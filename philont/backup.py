@@ -26,7 +26,7 @@ from philont.db.engine import (
     resolve_url,
     sqlite_path,
 )
-from philont.db.retry import cannot_open, file_error
+from philont.db.retry import cannot_open, file_error, typed_errors
 from philont.errors import (
     DatabaseBusyError,
     DatabasePathError,
@@ -203,10 +203,11 @@ def verify(path: Path, *, schema: bool = True, progress: Progress | None = None)
     ``SchemaError`` when its schema is none this release can adopt (unknown or newer versions,
     unrecognised shapes, no memory tables at all).
     """
-    with filewrite.refusing(path, FilePathError, _READING):  # an I/O error
-        if file_kind(path) == "other":
-            raise NotADatabaseError(str(path))
-    return _checked(path, path, schema=schema, progress=progress)
+    with typed_errors("backup.verify_failed", where=str(path)):
+        with filewrite.refusing(path, FilePathError, _READING):  # an I/O error
+            if file_kind(path) == "other":
+                raise NotADatabaseError(str(path))
+        return _checked(path, path, schema=schema, progress=progress)
 
 
 def _checked(
@@ -296,6 +297,12 @@ def backup(
     if keep is not None and keep < 1:
         raise InvalidInputError.of("keep", f"must be at least 1, got {keep}", keep=keep)
     path = _db_file(db)
+    with typed_errors("backup.failed", where=str(path)):
+        return _backup(path, keep, at, progress)
+
+
+def _backup(path: Path, keep: int | None, at: datetime | None, progress: Progress | None) -> Path:
+    """:func:`backup` of the SQLite file ``path``."""
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
     if not path.is_file():
@@ -730,9 +737,15 @@ def restore(
     held is logged, an interrupt raised, even one that came as the rename returned).
     ``progress(step, done, total)`` reports as it goes (:data:`Progress`).
     """
-    step = progress or _no_progress
     source = _backup_source(Path(backup_file))
     path = _db_file(db)
+    with typed_errors("backup.restore_failed", where=str(path)):
+        return _restore(source, path, progress)
+
+
+def _restore(source: Path, path: Path, progress: Progress | None) -> RestoreReport:
+    """:func:`restore` of the backup ``source`` onto the SQLite file ``path``."""
+    step = progress or _no_progress
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
     if _same_file(source, path):

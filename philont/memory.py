@@ -28,13 +28,14 @@ from philont.arguments import checked
 from philont.clock import Clock
 from philont.db.backend import Backend, Raw
 from philont.db.engine import Target
-from philont.db.retry import edge_failure, translate
+from philont.db.retry import edge_failure, translate, typed_from, unlogged
 from philont.errors import (
     ConflictError,
     DatabaseReadOnlyError,
     PhilontError,
     UnitOfWorkError,
 )
+from philont.log import get_logger
 from philont.schemas.inputs import BusyTimeoutMs, now_from
 
 if TYPE_CHECKING:
@@ -230,17 +231,50 @@ class Memory:
             self._raise_typed(exc, failed)
 
     def _raise_typed(self, exc: BaseException, failed: BaseException | None) -> None:
-        """Raise ``exc``'s typed error from it, when it has one (:meth:`_typed`); a driver's
-        error philont does not map is :func:`~philont.db.retry.edge_failure`'s
-        :class:`~philont.errors.StorageError` (its kind and what it refused, never its
-        text): no database error leaves a unit of work untyped."""
+        """Raise ``exc``'s typed error from it, when it has one (:meth:`_storage_error`); a
+        service's typed error for a refusal nobody logged is logged now."""
+        missed = unlogged(exc)
+        if missed is not None:
+            log.failure(_STORAGE_ERROR, missed)
+        typed = self._storage_error(exc, failed, _STORAGE_ERROR)
+        if typed is not None:
+            raise typed from exc
+
+    def _storage_error(
+        self, exc: BaseException, failed: BaseException | None, event: str | None
+    ) -> PhilontError | None:
+        """``exc``'s typed error (:meth:`_typed`); a driver's error philont does not map is
+        :func:`~philont.db.retry.edge_failure`'s :class:`~philont.errors.StorageError` (its
+        kind and what it refused, never its text, logged as ``event``): no database error
+        leaves a unit of work, or a service's method in it, untyped. None for anything else
+        (a typed error)."""
         typed = (
             self._typed(exc, failed) if isinstance(exc, SQLAlchemyError | sqlite3.Error) else None
         )
         if typed is None:
-            typed = edge_failure(exc, "unit_of_work.storage_error", where=self.store.label)
-        if typed is not None:
-            raise typed from exc
+            typed = edge_failure(exc, event, where=self.store.label)
+        return typed
+
+    def raised_in(self, exc: BaseException) -> PhilontError | None:
+        """The typed error a service's method of this unit of work raises in place of the
+        database error ``exc`` (raised ``from`` it), the one the unit's end would give it:
+        a host that catches philont's errors around one call inside the block gets philont's,
+        never SQLAlchemy's. None when ``exc`` is no database error (a typed error passes as
+        it is, so the unit's end does not type it twice). What the unit's end does is
+        unchanged: it rolls back (or, when the block went on after a failed flush, refuses
+        to commit, :class:`~philont.errors.UnitOfWorkError`). A refusal philont does not map
+        is logged by whoever reports it (:func:`~philont.db.retry.unlogged`: a tool's result,
+        the unit's end), not by a caller that handles it."""
+        session = self._session
+        failed = None if session is None else self._failure_of(session)
+        typed = self._storage_error(exc, failed, None)
+        return None if typed is None else typed_from(typed, exc)
+
+    def _failure_of(self, session: Session) -> BaseException | None:
+        """The error of a flush that failed and rolled this unit's transaction back (kept by
+        :func:`_flush_rolled_back`; not if :meth:`rollback` began another since), or None."""
+        current = self._savepoint or session.get_transaction()
+        return self._flush_failure if self._failed_in is current else None
 
     def _flush_failed(self, session: Session) -> BaseException | None:
         """The error of a flush that failed and rolled this unit's transaction back (kept by
@@ -249,9 +283,9 @@ class Memory:
         units = session.info.get(_UNITS, [])
         if self in units:
             units.remove(self)
-        failed, failed_in = self._flush_failure, self._failed_in
+        failed = self._failure_of(session)
         self._flush_failure = self._failed_in = None
-        return failed if failed_in is (self._savepoint or session.get_transaction()) else None
+        return failed
 
     def _typed(
         self, exc: BaseException, failed: BaseException | None = None
@@ -457,6 +491,9 @@ class Memory:
         return f"<Memory {self._state.value} on {self.store!r}>"
 
 
+log = get_logger(__name__)
+
+_STORAGE_ERROR = "unit_of_work.storage_error"
 _UNITS = "philont.units"
 """The key of ``Session.info`` listing the units of work open on that Session (a host's
 Session may hold one joined inside another), told of a flush that fails in it."""

@@ -58,6 +58,7 @@ __all__ = [
     "RetryPolicy",
     "SqliteWait",
     "backoff",
+    "database_error_of",
     "database_failure",
     "database_reason",
     "edge_failure",
@@ -67,14 +68,18 @@ __all__ = [
     "is_busy",
     "is_database_error",
     "is_driver_error",
+    "is_duplicate",
     "mark_busy",
     "refusal",
+    "refused_kind",
     "retryable",
     "run_unit",
     "run_with_retry",
     "shm_cannot_be_made",
     "translate",
     "typed_errors",
+    "typed_from",
+    "unlogged",
 ]
 
 log = get_logger(__name__)
@@ -342,7 +347,7 @@ def refusal(exc: BaseException) -> str | None:
     if isinstance(err, sqlite3.Error):
         if not isinstance(err, sqlite3.IntegrityError | sqlite3.DataError):
             return None
-        code = str(getattr(err, "sqlite_errorname", type(err).__name__))
+        code = _sqlite_code(err)
         kind = _SQLITE_REFUSALS.get(code)
         if kind is None:
             what = "a constraint" if code.startswith("SQLITE_CONSTRAINT") else "a value"
@@ -373,6 +378,47 @@ def refusal(exc: BaseException) -> str | None:
     return None
 
 
+def _sqlite_code(err: sqlite3.Error) -> str:
+    return str(getattr(err, "sqlite_errorname", type(err).__name__))
+
+
+def refused_kind(exc: BaseException) -> str | None:
+    """The kind of constraint the database's refusal ``exc`` of a row violated, as
+    :func:`refusal` names it first (``"unique"``, ``"primary key"``, ``"not null"``,
+    ``"check"``, ``"foreign key"``, ``"trigger"``, ...), by SQLite's extended result code or
+    PostgreSQL's SQLSTATE; None for anything else (a value a column's type refused, a
+    trigger's own error, no database error)."""
+    err = _driver_error(exc)
+    if isinstance(err, sqlite3.IntegrityError):
+        return _SQLITE_REFUSALS.get(_sqlite_code(err))
+    if type(err).__module__.startswith("psycopg"):
+        return _PG_REFUSALS.get(str(getattr(err, "sqlstate", None) or ""))
+    return None
+
+
+def is_duplicate(exc: BaseException, table: str, *columns: str) -> bool:
+    """Whether ``exc`` is the database's refusal of a row of ``table`` because another row
+    holds its key over ``columns`` (a unique or primary key violation of that very key,
+    :func:`refused_kind`): the one integrity error that means "already exists". A host's
+    trigger, a check, a not-null, a foreign key, or another unique key (a host's own table
+    written by its trigger) is not. Told by SQLite's ``table.column`` list, or PostgreSQL's
+    table and constraint name (the layout's ``UNIQUE (agent_id, ...)``, as PostgreSQL names
+    it: :mod:`philont.db.pg_layout`)."""
+    if refused_kind(exc) not in ("unique", "primary key"):
+        return False
+    err = _driver_error(exc)
+    if isinstance(err, sqlite3.Error):
+        named = str(err).partition("constraint failed: ")[2]
+        return named.split(", ") == [f"{table}.{column}" for column in columns]
+    from philont.db.pg_layout import AGENT_COLUMN  # (the PostgreSQL layout, when it is one)
+
+    diag = getattr(err, "diag", None)
+    key = "_".join((table, AGENT_COLUMN, *columns, "key"))[:63]  # NAMEDATALEN - 1
+    return (
+        getattr(diag, "table_name", None) == table and getattr(diag, "constraint_name", None) == key
+    )
+
+
 def is_driver_error(exc: BaseException) -> bool:
     """Whether ``exc`` is a statement's failure reported by a database driver (raised by it,
     or wrapped by SQLAlchemy as a ``DBAPIError``), not an error of SQLAlchemy itself."""
@@ -397,21 +443,56 @@ def for_the_log(exc: BaseException) -> StorageError | None:
 
 
 def edge_failure(
-    exc: BaseException, event: str, *, where: str | None = None
+    exc: BaseException, event: str | None, *, where: str | None = None
 ) -> PhilontError | None:
     """What a driver's error (:func:`is_driver_error`) leaves a public entry point as:
     :func:`translate`'s typed error, else a :class:`StorageError` naming its kind and what it
     refused (as :func:`database_failure`), never its text, logged first as ``event``
-    (:meth:`philont.log.Logger.failure`); None for anything else (a typed error included)."""
+    (:meth:`philont.log.Logger.failure`); None for anything else (a typed error included).
+    With no ``event`` it is left to whoever reports it to log (:func:`unlogged`): a service's
+    method types its error for the caller, who may handle it, or report it (a tool's result,
+    the unit of work's end)."""
     if isinstance(exc, PhilontError) or not is_driver_error(exc):
         return None
     typed = translate(exc, path=where)
     if typed is None:
-        log.failure(event, exc)
         typed = StorageError(
             f"{where or _UNNAMED} failed: {_unshown(exc)}", kind=type(exc).__name__
         )
+        if event is None:
+            typed.__dict__[_UNLOGGED] = exc
+        else:
+            log.failure(event, exc)
     return typed
+
+
+_UNLOGGED = "philont_unlogged"
+_TYPED_FROM = "philont_typed_from"
+
+
+def typed_from(typed: PhilontError, exc: BaseException) -> PhilontError:
+    """``typed``, marked as the typed error a service's method raised for the database error
+    ``exc`` (:func:`database_error_of`)."""
+    typed.__dict__[_TYPED_FROM] = exc
+    return typed
+
+
+def database_error_of(exc: BaseException) -> BaseException | None:
+    """The database error ``exc`` stands for: ``exc`` itself when it is one (SQLAlchemy's or
+    a driver's, :func:`is_database_error`), the one a service's method typed as ``exc``
+    (:func:`typed_from`), else None (a typed error of philont's own: a conflict, a refusal)."""
+    if isinstance(exc, PhilontError):
+        found = exc.__dict__.get(_TYPED_FROM)
+        return found if isinstance(found, BaseException) else None
+    return exc if is_database_error(exc) else None
+
+
+def unlogged(exc: BaseException) -> BaseException | None:
+    """The database error behind ``exc`` when ``exc`` is a :class:`StorageError` for a refusal
+    philont does not map that nobody has logged yet (:func:`edge_failure` with no event), for
+    the caller that reports ``exc`` to log; asked once: then it counts as logged."""
+    found = exc.__dict__.pop(_UNLOGGED, None) if isinstance(exc, PhilontError) else None
+    return found if isinstance(found, BaseException) else None
 
 
 @contextmanager

@@ -54,7 +54,7 @@ from sqlalchemy.sql import ColumnElement
 from philont.arguments import checked
 from philont.clock import Clock, utc_now
 from philont.db.models import Action, LearningBatch, RawMessage
-from philont.db.retry import database_failure, run_unit
+from philont.db.retry import database_failure, is_duplicate, run_unit
 from philont.db.types import bumped, to_epoch_ms
 from philont.domain.consolidation import retry_delay
 from philont.embed.base import Embedder
@@ -498,7 +498,10 @@ class Consolidator:
         try:
             with session.begin_nested():
                 session.add(fresh)
-        except IntegrityError:  # another process inserted it first
+        except IntegrityError as exc:
+            if not is_duplicate(exc, LearningBatch.__tablename__, "after_ts"):
+                raise  # a host's trigger, a check, ...: no other process's claim
+            # another process inserted it first (after_ts is unique)
             return ConsolidationReport(status=Status.CLAIMED_ELSEWHERE, after_ts=claim.after)
         return dataclasses.replace(claim, batch_id=fresh.id)
 

@@ -35,7 +35,9 @@ def _checked(fn: Callable[..., Any], cls: type[Service]) -> Callable[..., Any]:
 
 def _explained(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` whose not-found error says what it means on its unit of work's database
-    (:meth:`philont.db.backend.Backend.explain`: the service knows its backend)."""
+    (:meth:`philont.db.backend.Backend.explain`: the service knows its backend), and whose
+    database errors leave it typed, as its unit of work's end would type them
+    (:meth:`philont.memory.Memory.raised_in`), raised from the database's own."""
     if inspect.iscoroutinefunction(fn):
         return fn
 
@@ -46,6 +48,11 @@ def _explained(fn: Callable[..., Any]) -> Callable[..., Any]:
         except NotFoundError as exc:
             self.mem.backend.explain(exc)
             raise
+        except Exception as exc:
+            typed = self.mem.raised_in(exc)
+            if typed is None:
+                raise
+            raise typed from exc
 
     return explained
 

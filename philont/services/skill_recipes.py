@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.queries.skills import SKILL_ROW
+from philont.db.retry import is_duplicate
 from philont.db.stored_values import INT64_MAX, clean, record, whole
 from philont.db.types import bumped
 from philont.domain.maturity import (
@@ -105,7 +106,10 @@ class SkillRecipes(SkillBase):
         try:
             with self.session.begin_nested():
                 self.session.add(row)
-        except IntegrityError as exc:  # a concurrent revise_recipe got there first
+        except IntegrityError as exc:
+            if not is_duplicate(exc, SkillRevision.__tablename__, "skill_id", "revision"):
+                raise  # a host's trigger, a check, ...: typed as such, no concurrent revision
+            # a concurrent revise_recipe got there first
             raise ConflictError(
                 f"revision {revision} of skill {skill.name!r} was replaced concurrently",
                 name=skill.name,

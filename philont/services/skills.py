@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from philont.db.models import Skill, SkillRecipe, SkillRevision
 from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.queries import skills as skill_rows
+from philont.db.retry import is_duplicate
 from philont.db.stored_values import clean, rows_read
 from philont.db.types import bumped
 from philont.domain.kinds import AccessTarget, SkillKind
@@ -203,7 +204,10 @@ class SkillService(SkillRecipes):
         try:
             with self.session.begin_nested():
                 self.session.add(row)
-        except IntegrityError as exc:  # another writer took the name after our check
+        except IntegrityError as exc:
+            if not is_duplicate(exc, Skill.__tablename__, "name"):
+                raise  # a host's trigger, a check, ...: typed as such, no name conflict
+            # another writer took the name after our check
             raise ConflictError(f"a skill named {name!r} already exists", name=name) from exc
         log.info("skill.created", name=name, skill_id=row.id, kind=kind.value, grade=grade.value)
         return to_record(row, None)

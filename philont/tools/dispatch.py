@@ -15,11 +15,12 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from philont.db.engine import database_name, resolve_url
 from philont.db.retry import (
+    database_error_of,
     database_failure,
     is_busy,
-    is_database_error,
     run_with_retry,
     translate,
+    unlogged,
 )
 from philont.db.stored_values import MAX_JSON_DEPTH
 from philont.domain.attribution import failure_text
@@ -462,11 +463,11 @@ def _failure_of(exc: Exception, tool_name: str, where: str | None = None) -> _Fa
     """What a handler's exception tells the model; storage failures (busy, full, read-only,
     I/O, a PostgreSQL conflict) are raised instead: the database may have rolled the whole
     transaction back, so not even the action log row can be written."""
-    if isinstance(exc, PhilontError):
-        return _Failure(exc.code, exc.message)
-    if isinstance(exc, SQLAlchemyError) or is_database_error(exc):  # or raised bare by the
-        # driver (a lean statement; it was internal_error with the driver's message)
-        typed = translate(exc)
+    # a database error: SQLAlchemy's, raised bare by the driver (a lean statement; it was
+    # internal_error with the driver's message), or as a service's method typed it
+    database = database_error_of(exc)
+    if database is not None:
+        typed = translate(database)
         if typed is not None:  # a busy database is retried: not worth a warning (yet)
             busy = isinstance(typed, DatabaseBusyError)
             (log.info if busy else log.warning)(
@@ -476,8 +477,15 @@ def _failure_of(exc: Exception, tool_name: str, where: str | None = None) -> _Fa
         # a statement the database refused for a reason we do not map: one line (the driver's
         # message and a traceback carry the statement's parameters, users' text), the
         # traceback at debug; any other SQLAlchemy error is a bug here, with its traceback
+        if isinstance(exc, PhilontError):
+            missed = unlogged(exc)
+            if missed is not None:
+                log.failure("tool.storage_error", missed, tool=tool_name)
+            return _Failure(exc.code, exc.message)
         failed = _logged_failure(exc, tool_name, where)
         return _Failure(failed.code, failed.message)
+    if isinstance(exc, PhilontError):
+        return _Failure(exc.code, exc.message)
     if isinstance(exc, UnicodeEncodeError):  # a lone surrogate in the arguments reached SQLite
         return _Failure(
             "invalid_arguments",

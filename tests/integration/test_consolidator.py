@@ -24,7 +24,7 @@ from philont.db.engine import create_engine
 from philont.db.models import Fact, LearningBatch
 from philont.db.types import to_epoch_ms
 from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
-from philont.errors import InvalidInputError, ModelHTTPError
+from philont.errors import InvalidInputError, ModelHTTPError, PhilontError
 from philont.learning import (
     Consolidator,
     ConsolidatorConfig,
@@ -809,3 +809,32 @@ def test_a_batch_failed_by_a_refused_statement_keeps_its_kind_not_its_values(
     assert report.error is not None and report.error.startswith("storage_error: ")
     assert f" failed: {kind} (" in report.error, report.error
     assert SECRET not in report.error and [r for r in rows if r and SECRET in r] == []
+
+
+@pytest.mark.parametrize("kind", ["raise", "check"])
+def test_a_claim_a_host_refuses_is_its_error_not_another_process_claim(
+    units: UnitFactory, clock: FakeClock, engine: Engine, kind: str, request: pytest.FixtureRequest
+) -> None:
+    """Claiming a batch is inserting its row; any refusal of that insert was taken for another
+    process's claim of the same batch (``claimed_elsewhere``, nothing learned, no error). Only
+    the batch's unique key is that: a host's trigger or check is its own typed error."""
+    append(units, clock, 3)
+    idle(clock)
+    if engine.dialect.name == "sqlite":
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                "CREATE TRIGGER host_refuses BEFORE INSERT ON philont_learning_batches BEGIN"
+                f" SELECT RAISE({'ABORT' if kind == 'raise' else 'FAIL'}, 'no batches'); END"
+            )
+    else:
+        from tests.integration.test_database_errors_typed import _pg_trigger
+
+        schema = request.getfixturevalue("pg_layout").schema
+        table, state = "philont_learning_batches", {"raise": "P0001", "check": "23514"}[kind]
+        _pg_trigger(
+            schema, "INSERT", table, "status", kind, request, sqlstate=state, secret="claimed"
+        )
+    with pytest.raises(PhilontError) as caught:
+        consolidator(units, clock, scripted()).run_once()
+    assert caught.value.code == "storage_error", repr(caught.value)
+    assert batches(units) == [] and cursor_rows(units) == []

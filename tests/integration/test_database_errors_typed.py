@@ -57,17 +57,26 @@ def _refuse(target: Path | URL, kind: str, request: pytest.FixtureRequest) -> No
 
 
 def _pg_trigger(
-    schema: str, event: str, table: str, column: str, kind: str, request: pytest.FixtureRequest
+    schema: str,
+    event: str,
+    table: str,
+    column: str,
+    kind: str,
+    request: pytest.FixtureRequest,
+    *,
+    sqlstate: str | None = None,
+    secret: str = SECRET,
 ) -> None:
-    """A host's trigger BEFORE ``event`` on ``schema``'s ``table`` raising ``kind`` with the row's
-    ``column`` in its message when that holds SECRET; dropped after the test (the layout is
-    this run's, shared by the tests that follow)."""
+    """A host's trigger BEFORE ``event`` on ``schema``'s ``table`` raising ``kind`` (or
+    ``sqlstate``) with the row's ``column`` in its message when that holds ``secret``;
+    dropped after the test (the layout is this run's, shared by the tests that follow)."""
     function = f'"{schema}".host_raises'
     request.addfinalizer(lambda: _admin(f"DROP FUNCTION IF EXISTS {function}() CASCADE"))
     _admin(
         f"CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-        f" IF strpos(NEW.{column}, '{SECRET}') > 0 THEN"
-        f" RAISE EXCEPTION 'refused %', NEW.{column} USING ERRCODE = '{PG_KINDS[kind]}';"
+        f" IF strpos(NEW.{column}::text, '{secret}') > 0 THEN"
+        f" RAISE EXCEPTION 'refused %', NEW.{column}"
+        f" USING ERRCODE = '{sqlstate or PG_KINDS[kind]}';"
         f" END IF; RETURN NEW; END $$; CREATE TRIGGER host_raises BEFORE {event}"
         f' ON "{schema}".{table} FOR EACH ROW EXECUTE FUNCTION {function}()'
     )
