@@ -53,6 +53,7 @@ __all__ = [
     "delete",
     "enter",
     "find",
+    "hold",
     "leave",
     "list_agents",
     "rename",
@@ -312,16 +313,37 @@ def count(conn: Connection) -> int:
 
 
 def rename(conn: Connection, old: str, new: str) -> Agent:
-    """Give an agent a new name (its rows keep their ``agent_id``: one UPDATE)."""
+    """Give an agent a new name (its rows keep their ``agent_id``: one UPDATE), holding its
+    lock alone (:func:`hold`): the rename waits for the agent's units of work, import and
+    delete under way, and they for it, so none of them acts on the agent under a name it no
+    longer has (a delete of ``old`` that waited for the agent's units of work deleted the
+    agent just renamed ``new``)."""
     check_name(old, "old")
     check_name(new, "new")
-    agent = require(conn, old)
+    agent, _created = hold(conn, old)
     if find(conn, new) is not None:
         raise ConflictError(f"an agent named {new!r} exists already")
     conn.execute(
         text(f"UPDATE {AGENTS_TABLE} SET name = :new WHERE id = :id"), {"new": new, "id": agent.id}
     )
     return Agent(agent.id, new, agent.created_at_ms)
+
+
+def hold(conn: Connection, name: str, *, make: bool = False) -> tuple[Agent, bool]:
+    """The agent named ``name``, its lock held alone until ``conn``'s transaction ends (what
+    changes the agent's registry row or all of its rows: an import, a rename, a delete), and
+    whether this call created it (``make``: created when missing, else
+    :class:`~philont.errors.AgentNotFoundError`). The lock waits for the agent's units of work
+    under way and for another import, rename or delete of it; the name is looked up again
+    after the wait, and when a rename or delete we waited for changed what it names, the lock
+    is let go (a SAVEPOINT rolled back) and the look-up starts again."""
+    while True:
+        agent, created = create(conn, name) if make else (require(conn, name), False)
+        with conn.begin_nested() as attempt:
+            conn.execute(text(f"SELECT {agent_lock(':id')}"), {"id": agent.id})
+            if find(conn, name) == agent:
+                return agent, created
+            attempt.rollback()
 
 
 def require(conn: Connection, name: str) -> Agent:
@@ -334,12 +356,11 @@ def require(conn: Connection, name: str) -> Agent:
 def delete(conn: Connection, name: str) -> dict[str, int]:
     """Delete every row of one agent, then its registry row; returns rows deleted per table.
     The registry row goes last and every table references it, so it cannot go while a row of
-    the agent is left anywhere. The agent's lock is taken alone first
-    (:func:`~philont.db.pg_layout.agent_lock`): it waits for the units of work of the agent
-    under way, and those that come meanwhile wait for the delete as they enter the agent
-    (:func:`set_local`), holding nothing of it."""
-    agent = require(conn, name)
-    conn.execute(text(f"SELECT {agent_lock(':id')}"), {"id": agent.id})
+    the agent is left anywhere. The agent's lock is taken alone first (:func:`hold`): it
+    waits for the units of work of the agent under way (and its import or rename), and those
+    that come meanwhile wait for the delete as they enter the agent (:func:`set_local`),
+    holding nothing of it."""
+    agent, _created = hold(conn, name)
     set_local(conn, agent.id, lock=False)  # held alone already
     deleted: dict[str, int] = {}
     for table in [*reversed(metadata.sorted_tables)]:
