@@ -199,13 +199,40 @@ def _from_criteria(statement: Select[Any], agent: int) -> Select[Any]:
     unmatched rows). The agent is a bound value: the cached compiled statement serves every
     agent."""
     conditions = []
+    for element in _scoped_froms(statement):
+        column = ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=element)
+        conditions.append(column == bindparam(None, agent, type_=BigInteger()))
+    return statement.where(*conditions) if conditions else statement
+
+
+_FROMS: dict[Any, tuple[Table, ...]] = {}
+FROMS_CACHE_SIZE = 5_000
+"""SELECT shapes whose scoped tables are remembered (:func:`_scoped_froms`); past this the
+cache starts afresh."""
+
+
+def _scoped_froms(statement: Select[Any]) -> list[Any]:
+    """The scoped tables (or aliases of them) of the inner side of ``statement``'s FROM.
+    ``get_final_froms()`` compiles the statement, an ORM one with its entities: about as long
+    as the rest of a fact's ``get`` together on PostgreSQL, on every SELECT. So the tables of
+    a statement that reads no alias are kept per cache key (which names every Table object
+    itself: a host's Table of the same name is another key); one with an alias, whose
+    objects are new with each statement, is looked at every time."""
+    key = statement._generate_cache_key()
+    known = None if key is None else _FROMS.get(key.key)
+    if known is not None:
+        return list(known)
+    found = []
     for clause in statement.get_final_froms():
         for element in _inner_side(clause):
             table = getattr(element, "element", element)  # an alias's table
             if isinstance(table, Table) and table.name in _SCOPED:
-                column = ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=element)
-                conditions.append(column == bindparam(None, agent, type_=BigInteger()))
-    return statement.where(*conditions) if conditions else statement
+                found.append(element)
+    if key is not None and all(isinstance(element, Table) for element in found):
+        if len(_FROMS) >= FROMS_CACHE_SIZE:
+            _FROMS.clear()
+        _FROMS[key.key] = tuple(found)
+    return found
 
 
 def _orm_criteria(state: ORMExecuteState) -> None:

@@ -15,8 +15,10 @@ it enters the agent, before anything else of it; an import and a delete take it 
 from __future__ import annotations
 
 import io
+import re
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -354,11 +356,17 @@ def wait_until_waited_for_by(
 
 # --- a host's own SQL: it sets the agent and takes the lock as philont's units of work do -----
 
-HOST_SQL = (  # README, PostgreSQL: "A host's own SQL", for clients without philont
-    "SELECT set_config('philont.agent_id', id::text, true),"
-    " pg_advisory_xact_lock_shared(hashtextextended('philont.agent.' || id, 0))"
-    " FROM philont_agents WHERE name = :name"
-)
+
+def readme_host_sql() -> str:
+    """README's statement for a host's own SQL (PostgreSQL, "A host's own SQL"), for the
+    agent ``:name``."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    blocks = re.findall(r"```sql\n(.*?)```", readme, re.DOTALL)
+    (block,) = [b for b in blocks if "philont.agent_id" in b]
+    return " ".join(block.split()).rstrip(";").replace("'alice'", ":name")
+
+
+HOST_SQL = readme_host_sql()
 HOSTS = {
     "set_agent": lambda conn, agent: agents.set_agent(conn, agent),
     "sql": lambda conn, agent: conn.execute(text(HOST_SQL), {"name": agent}).one(),
