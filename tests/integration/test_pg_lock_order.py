@@ -10,6 +10,10 @@ id was not enough: a write that first inserted a row without an id (a fact: its 
 locks the registry row KEY SHARE) then waited for the lock that the import or delete held
 while they waited for that registry row. Now a unit of work takes the agent's lock, shared, as
 it enters the agent, before anything else of it; an import and a delete take it alone first.
+A rename took no lock: an import or delete that waited for the agent's units of work acted on
+the agent renamed meanwhile; now it takes the lock alone too, and each of them looks the name up
+again once it holds it. A host's own SQL takes the lock with ``philont.agents.set_agent`` (or
+README's statement); ``set_config`` alone deadlocked with an import.
 """
 
 from __future__ import annotations
@@ -41,24 +45,27 @@ def store(pg_layout: Layout) -> Iterator[Store]:
         yield s
 
 
-def wait_until_waited_for(watcher: Store, pid: int, thread: threading.Thread) -> None:
-    """Return once another transaction waits for a lock that backend ``pid`` holds, or
-    ``thread`` (the other one's) has ended."""
+def wait_until_waited_for(
+    watcher: Store, pid: int, thread: threading.Thread, waiters: int = 1
+) -> None:
+    """Return once ``waiters`` other transactions wait for a lock that backend ``pid`` holds
+    (directly or queued behind one that does), or ``thread`` (the other one's) has ended."""
     with watcher.engine.connect() as conn:
         for _ in range(3000):
             if not thread.is_alive():
                 return
             waiting = conn.execute(
                 text(
-                    "SELECT 1 FROM pg_locks WHERE NOT granted AND :pid = ANY(pg_blocking_pids(pid))"
+                    "SELECT count(DISTINCT pid) FROM pg_locks"
+                    " WHERE NOT granted AND :pid = ANY(pg_blocking_pids(pid))"
                 ),
                 {"pid": pid},
-            ).first()
-            if waiting is not None:
+            ).scalar_one()
+            if waiting >= waiters:
                 return
             conn.rollback()
             thread.join(0.01)
-    raise AssertionError(f"nothing waited for backend {pid}, and the other side did not end")
+    raise AssertionError(f"fewer than {waiters} waited for backend {pid}; the other side went on")
 
 
 class Writer:
@@ -295,7 +302,7 @@ def test_a_rename_and_a_delete_waiting_for_the_agents_units_of_work_agree(
         deleting = run("delete", lambda: agents.delete(store, old))
         wait_until_waited_for(store, pid, deleting)
         renaming = run("rename", lambda: agents.rename(store, old, new))
-        wait_until_waited_for_by(store, pid, 2, renaming)
+        wait_until_waited_for(store, pid, renaming, waiters=2)
     for thread in (deleting, renaming):
         thread.join(60)
         assert not thread.is_alive(), "hung"
@@ -330,28 +337,6 @@ def test_a_rename_during_a_write_of_its_agent_waits_and_keeps_every_row(
 def registry_has(store: Store, name: str) -> bool:
     with store.engine.connect() as conn:
         return registry.find(conn, name) is not None
-
-
-def wait_until_waited_for_by(
-    watcher: Store, pid: int, waiters: int, thread: threading.Thread
-) -> None:
-    """Return once ``waiters`` transactions wait for backend ``pid`` (directly or behind one
-    that does), or ``thread`` has ended."""
-    with watcher.engine.connect() as conn:
-        for _ in range(3000):
-            if not thread.is_alive():
-                return
-            count = conn.execute(
-                text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))"
-                ),
-                {"pid": pid},
-            ).scalar_one()
-            if count >= waiters:
-                return
-            conn.rollback()
-            thread.join(0.01)
-    raise AssertionError(f"fewer than {waiters} waited for backend {pid}")
 
 
 # --- a host's own SQL: it sets the agent and takes the lock as philont's units of work do -----
