@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from sqlalchemy import Connection
+from sqlalchemy.orm import Session
 
 from philont.arguments import checked
 from philont.db import agents as registry
@@ -31,6 +32,7 @@ __all__ = [
     "list_agents",
     "rename",
     "require",
+    "set_agent",
 ]
 
 T = TypeVar("T")
@@ -104,7 +106,8 @@ def count(store: Store) -> int:
 
 @checked
 def rename(store: Store, old: str, new: str) -> Agent:
-    """Rename an agent (one UPDATE of its registry row; its rows stay where they are)."""
+    """Rename an agent (one UPDATE of its registry row; its rows stay where they are), holding
+    its lock alone (philont.db.agents.rename)."""
     registry.check_name(old, "old")
     registry.check_name(new, "new")
     _postgres(store)
@@ -122,6 +125,27 @@ def delete(store: Store, name: str) -> dict[str, int]:
     deleted = _in_transaction(store, lambda conn: registry.delete(conn, name))
     store._agent_ids.pop(name, None)
     return deleted
+
+
+@checked
+def set_agent(bind: Connection | Session, name: str) -> Agent:
+    """Make the current transaction of ``bind`` (a host's SQLAlchemy Connection or Session on a
+    PostgreSQL database of philont's) the agent ``name``'s, for a host that runs its own SQL
+    on philont's tables: it sets ``philont.agent_id`` (``SET LOCAL``: row-level security, the
+    ``agent_id`` DEFAULT) and takes the agent's lock, shared, in one statement, as philont's
+    own units of work do; both hold until that transaction ends. A transaction that sets
+    ``philont.agent_id`` itself takes no lock: a write of it can deadlock with an import or a
+    delete of the agent. During those it waits for them first, holding nothing of the agent.
+    :class:`~philont.errors.AgentNotFoundError` when no agent has the name (nothing is
+    created: :func:`create`), also when a delete it waited for removed it."""
+    registry.check_name(name, "name")
+    conn = bind.connection() if isinstance(bind, Session) else bind
+    if conn.dialect.name != "postgresql":
+        raise InvalidInputError.of("bind", "agents live in a PostgreSQL database")
+    while True:  # again when a rename or delete it waited for changed what the name means
+        agent = registry.require(conn, name)
+        if registry.set_local(conn, agent.id, name=name):
+            return agent
 
 
 def _in_transaction(store: Store, work: Callable[[Connection], T]) -> T:

@@ -53,6 +53,7 @@ __all__ = [
     "delete",
     "enter",
     "find",
+    "hold",
     "leave",
     "list_agents",
     "rename",
@@ -198,13 +199,40 @@ def _from_criteria(statement: Select[Any], agent: int) -> Select[Any]:
     unmatched rows). The agent is a bound value: the cached compiled statement serves every
     agent."""
     conditions = []
+    for element in _scoped_froms(statement):
+        column = ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=element)
+        conditions.append(column == bindparam(None, agent, type_=BigInteger()))
+    return statement.where(*conditions) if conditions else statement
+
+
+_FROMS: dict[Any, tuple[Table, ...]] = {}
+FROMS_CACHE_SIZE = 5_000
+"""SELECT shapes whose scoped tables are remembered (:func:`_scoped_froms`); past this the
+cache starts afresh."""
+
+
+def _scoped_froms(statement: Select[Any]) -> list[Any]:
+    """The scoped tables (or aliases of them) of the inner side of ``statement``'s FROM.
+    ``get_final_froms()`` compiles the statement, an ORM one with its entities: about as long
+    as the rest of a fact's ``get`` together on PostgreSQL, on every SELECT. So the tables of
+    a statement that reads no alias are kept per cache key (which names every Table object
+    itself: a host's Table of the same name is another key); one with an alias, whose
+    objects are new with each statement, is looked at every time."""
+    key = statement._generate_cache_key()
+    known = None if key is None else _FROMS.get(key.key)
+    if known is not None:
+        return list(known)
+    found = []
     for clause in statement.get_final_froms():
         for element in _inner_side(clause):
             table = getattr(element, "element", element)  # an alias's table
             if isinstance(table, Table) and table.name in _SCOPED:
-                column = ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=element)
-                conditions.append(column == bindparam(None, agent, type_=BigInteger()))
-    return statement.where(*conditions) if conditions else statement
+                found.append(element)
+    if key is not None and all(isinstance(element, Table) for element in found):
+        if len(_FROMS) >= FROMS_CACHE_SIZE:
+            _FROMS.clear()
+        _FROMS[key.key] = tuple(found)
+    return found
 
 
 def _orm_criteria(state: ORMExecuteState) -> None:
@@ -312,16 +340,37 @@ def count(conn: Connection) -> int:
 
 
 def rename(conn: Connection, old: str, new: str) -> Agent:
-    """Give an agent a new name (its rows keep their ``agent_id``: one UPDATE)."""
+    """Give an agent a new name (its rows keep their ``agent_id``: one UPDATE), holding its
+    lock alone (:func:`hold`): the rename waits for the agent's units of work, import and
+    delete under way, and they for it, so none of them acts on the agent under a name it no
+    longer has (a delete of ``old`` that waited for the agent's units of work deleted the
+    agent just renamed ``new``)."""
     check_name(old, "old")
     check_name(new, "new")
-    agent = require(conn, old)
+    agent, _created = hold(conn, old)
     if find(conn, new) is not None:
         raise ConflictError(f"an agent named {new!r} exists already")
     conn.execute(
         text(f"UPDATE {AGENTS_TABLE} SET name = :new WHERE id = :id"), {"new": new, "id": agent.id}
     )
     return Agent(agent.id, new, agent.created_at_ms)
+
+
+def hold(conn: Connection, name: str, *, make: bool = False) -> tuple[Agent, bool]:
+    """The agent named ``name``, its lock held alone until ``conn``'s transaction ends (what
+    changes the agent's registry row or all of its rows: an import, a rename, a delete), and
+    whether this call created it (``make``: created when missing, else
+    :class:`~philont.errors.AgentNotFoundError`). The lock waits for the agent's units of work
+    under way and for another import, rename or delete of it; the name is looked up again
+    after the wait, and when a rename or delete we waited for changed what it names, the lock
+    is let go (a SAVEPOINT rolled back) and the look-up starts again."""
+    while True:
+        agent, created = create(conn, name) if make else (require(conn, name), False)
+        with conn.begin_nested() as attempt:
+            conn.execute(text(f"SELECT {agent_lock(':id')}"), {"id": agent.id})
+            if find(conn, name) == agent:
+                return agent, created
+            attempt.rollback()
 
 
 def require(conn: Connection, name: str) -> Agent:
@@ -334,12 +383,11 @@ def require(conn: Connection, name: str) -> Agent:
 def delete(conn: Connection, name: str) -> dict[str, int]:
     """Delete every row of one agent, then its registry row; returns rows deleted per table.
     The registry row goes last and every table references it, so it cannot go while a row of
-    the agent is left anywhere. The agent's lock is taken alone first
-    (:func:`~philont.db.pg_layout.agent_lock`): it waits for the units of work of the agent
-    under way, and those that come meanwhile wait for the delete as they enter the agent
-    (:func:`set_local`), holding nothing of it."""
-    agent = require(conn, name)
-    conn.execute(text(f"SELECT {agent_lock(':id')}"), {"id": agent.id})
+    the agent is left anywhere. The agent's lock is taken alone first (:func:`hold`): it
+    waits for the units of work of the agent under way (and its import or rename), and those
+    that come meanwhile wait for the delete as they enter the agent (:func:`set_local`),
+    holding nothing of it."""
+    agent, _created = hold(conn, name)
     set_local(conn, agent.id, lock=False)  # held alone already
     deleted: dict[str, int] = {}
     for table in [*reversed(metadata.sorted_tables)]:

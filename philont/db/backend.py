@@ -266,10 +266,10 @@ class Backend:
 
         0. the agent's lock (:data:`~philont.db.pg_layout.AGENT_LOCK`), shared, as the unit
            of work enters its agent, in the statement that sets it
-           (:func:`~philont.db.agents.set_local`); an import and an agent's delete take it
-           alone, before anything else of the agent. So they wait for the agent's units of
-           work under way (readers too), and the units that come meanwhile wait for them
-           before touching anything of the agent;
+           (:func:`~philont.db.agents.set_local`); an import, a rename and an agent's
+           delete take it alone, before anything else of the agent. So they wait for the
+           agent's units of work under way (readers too), and the units that come meanwhile
+           wait for them before touching anything of the agent;
         1. the agent's learning lock, ``("learning",)`` (:mod:`philont.learning.lock`), the
            first of these: a :class:`~philont.learning.Learner` takes it as it is made, and
            every writer of the loop (``apply``, extraction, skills, summaries, verdicts,

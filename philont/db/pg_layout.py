@@ -72,8 +72,9 @@ COUNTERS_TABLE = "philont_agent_ids"
 AGENT_LOCK = "philont.agent."
 """The prefix of an agent's advisory lock (``hashtextextended(AGENT_LOCK || id, 0)``): a unit
 of work takes it shared as it enters its agent, in the statement that sets the agent
-(``philont.db.agents.set_local``), so before anything else of the agent; an import and an
-agent's delete take it alone (:func:`agent_lock`) before that."""
+(``philont.db.agents.set_local``), so before anything else of the agent; an import, a rename
+and an agent's delete take it alone (:func:`agent_lock`, ``philont.db.agents.hold``) before
+that."""
 PARTITIONS = 16
 PARTITIONED = (
     "memory_raw_messages",

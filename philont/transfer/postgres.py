@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError
 from philont import migrate, settings
 from philont.db import agents as registry
 from philont.db.engine import create_engine, database_name
-from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, agent_lock, counter_tables
+from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, counter_tables
 from philont.db.retry import refusal
 from philont.db.schema import metadata
 from philont.errors import (
@@ -228,10 +228,10 @@ def import_agent(
     docstring); a foreign key violation anywhere rolls back everything."""
     name = agent_name(agent)
     with _connection(url) as (conn, driver), _transaction(conn, permanent=True), reopen() as fh:
-        found, _created = registry.create(conn, name)
         # The agent's units of work wait for its lock, taken alone, as they enter the agent
         # (registry.set_local): they hold nothing of it, no counter _raise_counters needs.
-        driver.execute(f"SELECT {agent_lock('%s')}", (found.id,))
+        # A rename or delete of the agent meanwhile: the name is looked up again (hold).
+        found, _created = registry.hold(conn, name, make=True)
         registry.set_local(conn, found.id, lock=False)  # held alone already
         driver.execute("SELECT 1 FROM philont_agents WHERE id = %s FOR UPDATE", (found.id,))
         if mode == "refuse":

@@ -10,13 +10,19 @@ id was not enough: a write that first inserted a row without an id (a fact: its 
 locks the registry row KEY SHARE) then waited for the lock that the import or delete held
 while they waited for that registry row. Now a unit of work takes the agent's lock, shared, as
 it enters the agent, before anything else of it; an import and a delete take it alone first.
+A rename took no lock: an import or delete that waited for the agent's units of work acted on
+the agent renamed meanwhile; now it takes the lock alone too, and each of them looks the name up
+again once it holds it. A host's own SQL takes the lock with ``philont.agents.set_agent`` (or
+README's statement); ``set_config`` alone deadlocked with an import.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +31,7 @@ from sqlalchemy import event, select, text
 from philont import agents, transfer
 from philont.db import agents as registry
 from philont.db.models import RawMessage
+from philont.errors import AgentNotFoundError
 from philont.store import Store
 from philont.transfer import postgres as pg_transfer
 from tests.pg_support import Layout
@@ -38,24 +45,27 @@ def store(pg_layout: Layout) -> Iterator[Store]:
         yield s
 
 
-def wait_until_waited_for(watcher: Store, pid: int, thread: threading.Thread) -> None:
-    """Return once another transaction waits for a lock that backend ``pid`` holds, or
-    ``thread`` (the other one's) has ended."""
+def wait_until_waited_for(
+    watcher: Store, pid: int, thread: threading.Thread, waiters: int = 1
+) -> None:
+    """Return once ``waiters`` other transactions wait for a lock that backend ``pid`` holds
+    (directly or queued behind one that does), or ``thread`` (the other one's) has ended."""
     with watcher.engine.connect() as conn:
         for _ in range(3000):
             if not thread.is_alive():
                 return
             waiting = conn.execute(
                 text(
-                    "SELECT 1 FROM pg_locks WHERE NOT granted AND :pid = ANY(pg_blocking_pids(pid))"
+                    "SELECT count(DISTINCT pid) FROM pg_locks"
+                    " WHERE NOT granted AND :pid = ANY(pg_blocking_pids(pid))"
                 ),
                 {"pid": pid},
-            ).first()
-            if waiting is not None:
+            ).scalar_one()
+            if waiting >= waiters:
                 return
             conn.rollback()
             thread.join(0.01)
-    raise AssertionError(f"nothing waited for backend {pid}, and the other side did not end")
+    raise AssertionError(f"fewer than {waiters} waited for backend {pid}; the other side went on")
 
 
 class Writer:
@@ -212,3 +222,194 @@ def test_a_write_holding_the_registry_row_and_a_delete_both_succeed_at_once(
     writer.join()
     assert (writer.errors, runs) == ([], [agent])
     assert (deleted.get("memory_facts"), deleted.get("memory_raw_messages")) == (1, 2)
+
+
+# --- a rename: it holds the agent's lock alone, as an import and a delete do -----------------
+
+
+def renamed_between_look_up_and_lock(
+    monkeypatch: pytest.MonkeyPatch, store: Store, function: str, old: str, new: str
+) -> list[str]:
+    """Make ``registry.<function>`` (the look-up an import or delete makes of its agent before
+    waiting for its lock) rename ``old`` to ``new`` on another connection right after its
+    first call: what a rename that committed while the import or delete waited for the
+    agent's units of work did. Returns the calls' names."""
+    calls: list[str] = []
+    looked_up = getattr(registry, function)
+
+    def then_renamed(conn: Any, name: str) -> Any:
+        found = looked_up(conn, name)
+        calls.append(name)
+        if calls == [old]:
+            agents.rename(store, old, new)
+        return found
+
+    monkeypatch.setattr(registry, function, then_renamed)
+    return calls
+
+
+def test_a_delete_deletes_no_agent_renamed_while_it_waited(
+    store: Store, pg_agent_name: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the delete of `old` looked its id up, waited for the agent's lock, and meanwhile a
+    # rename (which took no lock) gave that agent the name `new`: the delete then deleted
+    # `new`, and both said they had succeeded
+    old, new = agent_with_messages(store, pg_agent_name(), "kept"), pg_agent_name()
+    renamed_between_look_up_and_lock(monkeypatch, store, "require", old, new)
+    with pytest.raises(AgentNotFoundError):
+        agents.delete(store, old)
+    assert messages(store, new) == ["kept"]
+
+
+def test_an_import_goes_into_the_agent_of_its_name_after_a_rename_while_it_waited(
+    store: Store, pg_agent_name: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the import of `old` went into the agent renamed `new` meanwhile, and `old` was missing
+    # after an import of it that succeeded
+    old, new = agent_with_messages(store, pg_agent_name(), "there"), pg_agent_name()
+    source = agent_with_messages(store, pg_agent_name(), "imported")
+    out = io.StringIO()
+    transfer.export(store.url, out, agent=source)
+    out.seek(0)
+    renamed_between_look_up_and_lock(monkeypatch, store, "create", old, new)
+    transfer.import_(store.url, out, agent=old, mode="merge")
+    assert messages(store, new) == ["there"]
+    assert messages(store, old) == ["imported"]
+
+
+def test_a_rename_and_a_delete_waiting_for_the_agents_units_of_work_agree(
+    store: Store, pg_agent_name: Callable[[], str]
+) -> None:
+    # real concurrency: a unit of work of the agent is open; a delete waits for it, then a
+    # rename comes. One of them acts first and the other sees its result: never a rename that
+    # succeeded and a delete that deleted the agent under its new name.
+    old, new = agent_with_messages(store, pg_agent_name(), "before"), pg_agent_name()
+    outcomes: dict[str, object] = {}
+
+    def run(what: str, work: Callable[[], object]) -> threading.Thread:
+        def target() -> None:
+            try:
+                outcomes[what] = work()
+            except BaseException as exc:  # judged below
+                outcomes[what] = exc
+
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        return thread
+
+    with store.begin(agent=old, write=False) as mem:
+        pid = int(mem.session.scalar(text("SELECT pg_backend_pid()")) or 0)
+        deleting = run("delete", lambda: agents.delete(store, old))
+        wait_until_waited_for(store, pid, deleting)
+        renaming = run("rename", lambda: agents.rename(store, old, new))
+        wait_until_waited_for(store, pid, renaming, waiters=2)
+    for thread in (deleting, renaming):
+        thread.join(60)
+        assert not thread.is_alive(), "hung"
+    exists = {name: registry_has(store, name) for name in (old, new)}
+    if isinstance(outcomes["rename"], BaseException):  # the delete first
+        assert isinstance(outcomes["rename"], AgentNotFoundError), outcomes
+        assert isinstance(outcomes["delete"], dict) and exists == {old: False, new: False}
+    else:  # the rename first: the delete found no agent of that name
+        assert isinstance(outcomes["delete"], AgentNotFoundError), outcomes
+        assert exists == {old: False, new: True}
+        assert messages(store, new) == ["before"]
+
+
+def test_a_rename_during_a_write_of_its_agent_waits_and_keeps_every_row(
+    store: Store, pg_agent_name: Callable[[], str]
+) -> None:
+    # the write holds the registry row (its fact's foreign key), then takes an id: the rename
+    # waits for it (the agent's lock; before, the UPDATE of the row's unique name) and no
+    # deadlock follows (this held before the agent's lock in rename too)
+    old, new = agent_with_messages(store, pg_agent_name(), "before"), pg_agent_name()
+    writer = FactThenMessage(store, old)
+    renamed = agents.rename(store, old, new)
+    writer.join()
+    assert writer.errors == []
+    assert renamed.name == new and not registry_has(store, old)
+    assert messages(store, new) == ["before", "meanwhile"]
+    with store.begin(agent=new, write=False) as mem:
+        fact = mem.facts.get("user", "city")
+        assert fact is not None and fact.value == "Porto"
+
+
+def registry_has(store: Store, name: str) -> bool:
+    with store.engine.connect() as conn:
+        return registry.find(conn, name) is not None
+
+
+# --- a host's own SQL: it sets the agent and takes the lock as philont's units of work do -----
+
+
+def readme_host_sql() -> str:
+    """README's statement for a host's own SQL (PostgreSQL, "A host's own SQL"), for the
+    agent ``:name``."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    blocks = re.findall(r"```sql\n(.*?)```", readme, re.DOTALL)
+    (block,) = [b for b in blocks if "philont.agent_id" in b]
+    return " ".join(block.split()).rstrip(";").replace("'alice'", ":name")
+
+
+HOST_SQL = readme_host_sql()
+HOSTS = {
+    "set_agent": lambda conn, agent: agents.set_agent(conn, agent),
+    "sql": lambda conn, agent: conn.execute(text(HOST_SQL), {"name": agent}).one(),
+}
+
+
+class HostWriter(Writer):
+    """A host's transaction of ``agent`` (its own connection and SQL) appending ``words``."""
+
+    def __init__(self, store: Store, agent: str, words: str, how: str) -> None:
+        super().__init__(store, agent, words)
+        self.how = how
+
+    def _run(self) -> None:
+        try:
+            with self.store.engine.connect() as conn, conn.begin():
+                HOSTS[self.how](conn, self.agent)
+                conn.execute(
+                    text(
+                        "INSERT INTO memory_raw_messages (session_id, role, content, timestamp)"
+                        " VALUES ('global', 'user', :words, 0)"
+                    ),
+                    {"words": self.words},
+                )
+        except BaseException as exc:  # reported by the test
+            self.errors.append(exc)
+
+
+@pytest.mark.parametrize("how", list(HOSTS))
+def test_a_hosts_write_during_an_import_of_its_agent_waits_for_it_and_both_succeed(
+    how: str, store: Store, pg_agent_name: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # set_config('philont.agent_id', ...) alone took no lock: the host's INSERT held the
+    # messages' counter and waited for the registry row the import held, the import then
+    # waited for that counter: 40P01 after deadlock_timeout
+    agent = agent_with_messages(store, pg_agent_name(), "before")
+    out = io.StringIO()
+    transfer.export(store.url, out, agent=agent)
+    writer = HostWriter(store, agent, "the host's", how)
+    raise_counters = pg_transfer._raise_counters
+
+    def raised_while_written(driver: Any, *args: Any) -> None:
+        writer.start_and_wait_until_blocked_by(driver.info.backend_pid)
+        writer.thread.join(1.5)  # past deadlock_timeout (1 s)
+        raise_counters(driver, *args)
+
+    monkeypatch.setattr(pg_transfer, "_raise_counters", raised_while_written)
+    out.seek(0)
+    transfer.import_(store.url, out, agent=agent, mode="merge")
+    writer.join()
+    assert writer.errors == []
+    assert messages(store, agent) == ["before", "the host's"]
+
+
+def test_set_agent_refuses_an_agent_nobody_has_and_sets_nothing(
+    store: Store, pg_agent_name: Callable[[], str]
+) -> None:
+    with store.engine.connect() as conn, conn.begin():
+        with pytest.raises(AgentNotFoundError):
+            agents.set_agent(conn, pg_agent_name())
+        assert conn.execute(text("SELECT philont_agent()")).scalar() is None

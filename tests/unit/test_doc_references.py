@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_CODE = {
     "philont.agent_id": "the PostgreSQL setting that carries a transaction's agent",
+    "philont.agent": "the prefix of an agent's advisory lock (README's SQL for hosts)",
     "philont.domain.facts.rank_valid": "benchmarks.md's history: measured, then folded back",
 }
 NOT_IN_A_CHECKOUT = {"philont/_alembic": "the wheel's copy of alembic/"}
