@@ -274,8 +274,8 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
     :func:`connect_read_only`), so a read-only file is fine."""
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
-    if path.exists() and not path.is_file():  # /dev/null: SQLite said "disk I/O error"
-        raise DatabasePathError(str(path), "it is not a regular file (a device, pipe or socket)")
+    if path.exists() and (what := _not_regular(path)) is not None:
+        raise DatabasePathError(str(path), f"it is not a regular file ({what})")
     if path.exists():
         if not filewrite.may(path, os.R_OK):
             raise DatabasePathError(str(path), "permission denied: this process may not read it")
@@ -301,6 +301,25 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
     except OSError as exc:  # a parent that cannot be created (/proc/x/...), a full disk, ...
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
+
+
+def _not_regular(path: Path) -> str | None:
+    """What ``path``, which exists, is when it is no regular file a database can be kept in: a
+    device, pipe or socket (``/dev/null``: SQLite said "disk I/O error"; a pipe was waited on),
+    or a file the kernel makes up (:data:`philont.locktable.KERNEL_FILESYSTEMS`: ``/proc``,
+    ``/sys``; ``/proc/self/status`` was "read-only", or read as a new database, its size being
+    0). None for a regular file, or where the filesystem's type is not known."""
+    if not path.is_file():
+        return "a device, pipe or socket"
+    from philont import locktable
+
+    try:
+        kind = locktable.mount_type(path.stat().st_dev)
+    except OSError:
+        return None
+    return (
+        f"the kernel makes it up: a {kind} file" if kind in locktable.KERNEL_FILESYSTEMS else None
+    )
 
 
 def unlinked_companions(path: Path) -> None:
