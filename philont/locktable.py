@@ -22,12 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "KERNEL_FILESYSTEMS",
     "PROC_LOCKS",
     "FileLocks",
     "TableLock",
     "file_locks",
     "locks_of",
     "mount_device",
+    "mount_type",
     "parse",
     "sees_every_process",
 ]
@@ -157,6 +159,31 @@ def mount_device(fdinfo: str, mountinfo: str) -> Device | None:
             if major.isdigit() and minor.isdigit():
                 return (int(major), int(minor))
             return None
+    return None
+
+
+KERNEL_FILESYSTEMS = frozenset(
+    {
+        "proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "configfs",
+        "pstore", "bpf", "efivarfs", "fusectl", "binfmt_misc", "mqueue", "nsfs", "devpts",
+        "hugetlbfs",
+    }
+)  # fmt: skip
+"""Filesystems whose files the kernel makes up (their size says nothing of what they read,
+writes set kernel values): no file of them can hold a database."""
+
+
+def mount_type(device: int, mountinfo: str | None = None) -> str | None:
+    """The filesystem type (``proc``, ``ext4``, ...) of the mount of ``device`` (a file's
+    ``st_dev``), from ``/proc/self/mountinfo`` (``<id> <parent> <major>:<minor> ... - <type>
+    ...``; read when not given); None where it does not say (no such file: not Linux)."""
+    text = _read(Path("/proc/self/mountinfo")) if mountinfo is None else mountinfo
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == wanted and "-" in fields[3:]:
+            after = fields.index("-", 3) + 1
+            return fields[after] if after < len(fields) else None
     return None
 
 

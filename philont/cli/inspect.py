@@ -238,9 +238,10 @@ def facts_list(
     out.print(table)
 
 
-# The get_fact tool's argument types: a lookup refused as the tool refuses it.
-NamespaceArgument = Annotated[str, typer.Argument(parser=value(inputs.NamespaceLookup))]
-KeyArgument = Annotated[str, typer.Argument(parser=value(inputs.FactKeyLookup))]
+# The get_fact tool's argument types: a lookup refused as the tool refuses it (a legacy
+# database's name that list shows is read by name: inputs.HeldNamespace).
+NamespaceArgument = Annotated[str, typer.Argument(parser=value(inputs.HeldNamespace))]
+KeyArgument = Annotated[str, typer.Argument(parser=value(inputs.HeldFactKey))]
 
 
 @facts_app.command("get")

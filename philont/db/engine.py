@@ -274,8 +274,8 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
     :func:`connect_read_only`), so a read-only file is fine."""
     if path.is_dir():
         raise DatabasePathError(str(path), "it is a directory")
-    if path.exists() and not path.is_file():  # /dev/null: SQLite said "disk I/O error"
-        raise DatabasePathError(str(path), "it is not a regular file (a device, pipe or socket)")
+    if path.exists() and (what := _not_regular(path)) is not None:
+        raise DatabasePathError(str(path), f"it is not a regular file ({what})")
     if path.exists():
         if not filewrite.may(path, os.R_OK):
             raise DatabasePathError(str(path), "permission denied: this process may not read it")
@@ -291,6 +291,7 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         return False
     if not create:
         raise DatabasePathError(str(path), missing_reason(path))
+    unlinked_companions(path)  # a link left beside a file not made yet: SQLite would use it
     try:
         _mkdir_private(path.parent)
         _mkdir_private(settings.backup_dir_for(path))
@@ -301,6 +302,25 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
     except OSError as exc:  # a parent that cannot be created (/proc/x/...), a full disk, ...
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
+
+
+def _not_regular(path: Path) -> str | None:
+    """What ``path``, which exists, is when it is no regular file a database can be kept in: a
+    device, pipe or socket (``/dev/null``: SQLite said "disk I/O error"; a pipe was waited on),
+    or a file the kernel makes up (:data:`philont.locktable.KERNEL_FILESYSTEMS`: ``/proc``,
+    ``/sys``; ``/proc/self/status`` was "read-only", or read as a new database, its size being
+    0). None for a regular file, or where the filesystem's type is not known."""
+    if not path.is_file():
+        return "a device, pipe or socket"
+    from philont import locktable
+
+    try:
+        kind = locktable.mount_type(path.stat().st_dev)
+    except OSError:
+        return None
+    return (
+        f"the kernel makes it up: a {kind} file" if kind in locktable.KERNEL_FILESYSTEMS else None
+    )
 
 
 def unlinked_companions(path: Path) -> None:
@@ -349,9 +369,12 @@ def writable_companions(path: Path, *, refuse: bool) -> None:
     remove them; once the file is writable again SQLite opens a read-only ``-shm`` read-only
     and refuses every write of every connection ("attempt to write a readonly database")
     until something removes it (a read-only ``-wal`` fails the first connection, whose close
-    replaces it). Ours are made writable (logged); another user's ``-shm`` is refused
-    (``refuse``: a :class:`DatabaseReadOnlyError` naming it and the fix), another user's
-    ``-wal`` left to SQLite. Called before SQLite opens them: at the check of the file and
+    replaces it). Ours are given the file's mode (logged), one of mode 000 too (opened by path
+    only, which needs no permission); another user's ``-shm`` is refused (``refuse``: a
+    :class:`DatabaseReadOnlyError` naming it and the fix), and another user's ``-wal`` or
+    ``-shm`` this process may not read (mode 000) is a :class:`DatabasePathError` naming it;
+    another user's readable ``-wal`` is left to SQLite. Called before SQLite opens them: at the
+    check of the file and
     when a writing engine makes a connection (``refuse=False``: SQLite's refusal says it).
 
     Only a regular file with no other name is changed, never what a link names (a
@@ -370,11 +393,20 @@ def writable_companions(path: Path, *, refuse: bool) -> None:
         if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
             continue  # a link (refused at the file's check) or no file at all
         ours = found.st_uid == os.geteuid()
-        if filewrite.may(companion, os.W_OK) and not (ours and not found.st_mode & 0o200):
+        owner_may = found.st_mode & 0o600 == 0o600  # read and write
+        if filewrite.may(companion, os.W_OK) and (owner_may or not ours):
             continue
-        if ours:
+        if ours:  # read-only or mode 000 (nothing but its owner may chmod it): the file's mode
             with suppress(OSError):  # gone meanwhile: SQLite makes it anew
                 _chmod_unlinked(companion, found, mode)
+        elif refuse and not filewrite.may(companion, os.R_OK):
+            raise DatabasePathError(
+                str(path),
+                f"the {suffix} file beside it ({companion}) is another user's, mode "
+                f"{oct(stat.S_IMODE(found.st_mode))}, which this process may not read: make it "
+                "readable and writable by this user, or (once no program has the database "
+                "open) remove it",
+            )
         elif refuse and suffix == "-shm":
             raise DatabaseReadOnlyError(
                 str(path),
@@ -389,12 +421,17 @@ def _chmod_unlinked(companion: Path, found: os.stat_result, mode: int) -> None:
     """Give ``companion`` the permission bits ``mode`` if it is still the file ``found``
     (:func:`os.lstat`'s): opened without following a link, so a link put in its place
     meanwhile is never followed; nothing if it has other names by now."""
-    fd = os.open(companion, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    o_path = getattr(os, "O_PATH", None)  # Linux: opens a file of mode 000 too
+    access = os.O_RDONLY | os.O_NONBLOCK if o_path is None else o_path
+    fd = os.open(companion, access | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         now = os.fstat(fd)
         if (now.st_dev, now.st_ino) != (found.st_dev, found.st_ino) or now.st_nlink > 1:
             return
-        os.fchmod(fd, mode)
+        if o_path is None:
+            os.fchmod(fd, mode)
+        else:  # a path-only descriptor takes no fchmod; its /proc name is that file itself
+            os.chmod(f"/proc/self/fd/{fd}", mode)
     finally:
         os.close(fd)
     log.info("store.companion_made_writable", file=str(companion), mode=oct(mode))

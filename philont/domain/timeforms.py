@@ -31,18 +31,23 @@ from typing import Final
 from philont.domain.timepolicy import offset_text, out_of_range, validate_timezone, zone
 from philont.errors import InvalidInputError
 
-__all__ = ["chain_end", "refusal", "suggesting", "written_as_date"]
+__all__ = ["DATE", "chain_end", "names_a_day", "refusal", "suggesting", "written_as_date"]
 
-_FORM: Final = re.compile(
+DATE: Final = (
     r"(?P<year>\d{4})"
     r"(?:(?P<sep>-?)(?P<month>\d{2})(?P=sep)(?P<mday>\d{2})"  # calendar: 2026-12-04, 20261204
     r"|-?(?P<ordinal>\d{3})"  # ordinal: 2026-123, 2026123
     r"|-?[Ww](?P<week>\d{2})(?:-?(?P<weekday>\d))?)"  # week: 2026-W14-1, 2026W141, 2026-W14
-    r"(?:(?P<rest>[Tt ](?P<clock>[0-9:.,]+)(?P<offset>[Zz]|[+-][0-9:]+)?))?",
-    re.ASCII,
 )
-"""A date in one of ISO-8601's forms, then a time of day and offset in the characters they use
-(loosely: what the clock holds is Python's reader's to judge, but for ``24:00``)."""
+"""A date in one of ISO-8601's forms (calendar, ordinal, week with its day or without; basic
+or extended; ``W`` in either case), as a pattern (``re.ASCII``): the one description of them.
+The time readers' shapes (:mod:`philont.domain.timeparse`) are built on it, and which of its
+forms name a day the tools read is :func:`names_a_day`'s to say."""
+_FORM: Final = re.compile(
+    DATE + r"(?:(?P<rest>[Tt ](?P<clock>[0-9:.,]+)(?P<offset>[Zz]|[+-][0-9:]+)?))?", re.ASCII
+)
+"""A :data:`DATE`, then a time of day and offset in the characters they use (loosely: what
+the clock holds is Python's reader's to judge, but for ``24:00``)."""
 _END_OF_DAY: Final = re.compile(r"24(?::?00(?::?00(?:[.,]0+)?)?)?", re.ASCII)
 _LAST_DAY: Final = date.max.toordinal()
 _ANY_DAY: Final = "give the calendar date, YYYY-MM-DD (e.g. 2026-12-04)"
@@ -105,6 +110,14 @@ def refusal(
     if fraction is not None:
         return _fraction(text, found, fraction, field) or _loose(text, field)
     return _loose(text, field)  # a form that is taken, unless a field has one digit
+
+
+def names_a_day(found: re.Match[str]) -> bool:
+    """Whether ``found``, a match of a pattern built on :data:`DATE`, is of a form the tools
+    read as a day: a calendar date, or a week date with its weekday. An ordinal date
+    (Python's reader takes none) and a week alone (Python's reader guesses its Monday) are
+    not: :func:`refusal` says what to write instead."""
+    return found["ordinal"] is None and (found["week"] is None or found["weekday"] is not None)
 
 
 def written_as_date(text: str) -> bool:
@@ -208,15 +221,18 @@ def _day(found: re.Match[str], shown: str) -> int | str | None:
 
 
 _LOOSE: Final = re.compile(
-    r"(?P<year>[+-]?\d{4,})-(?P<month>\d{1,2})-(?P<day>\d{1,2})"
-    r"(?:(?P<sep>[Tt ])(?P<hour>\d{1,2}):(?P<minute>\d{1,2})"
-    r"(?::(?P<second>\d{1,2})(?P<fraction>[.,]\d+)?)?)?"
+    r"(?:(?P<year>[+-]?\d{4,})-(?P<month>\d{1,2})-(?P<day>\d{1,2})"
+    r"|(?P<date>[0-9Ww-]+))"  # a DATE of another form (20260601, 2026-W23-1): its own fields
+    r"(?:(?P<sep>[Tt ])(?P<hour>\d{1,2})(?::(?P<minute>\d{1,2})(?::(?P<second>\d{1,2}))?)?"
+    r"(?P<fraction>[.,]\d+)?)?"  # of the last field given: 9:30:15.5, 9:30.5, 9.5
     r"(?P<offset>[Zz]|[+-]\d{2}(?::?\d{2})?)?",
     re.ASCII,
 )
 """A calendar date and time of day as people write them, with a field of one digit
-(``2026-6-1``, ``T9:00``) or a year of more digits or a sign (ISO-8601's expanded years,
-``+12026-01-01``)."""
+(``2026-6-1``, ``T9:00``, ``T9.5``: with a fraction of its last field too; after a date of
+any form, ``2026-W23-1T9:30.5``) or a year of more digits or a sign (ISO-8601's expanded
+years, ``+12026-01-01``)."""
+_DATE: Final = re.compile(DATE, re.ASCII)
 
 
 def _loose(text: str, field: str) -> InvalidInputError | None:
@@ -224,11 +240,11 @@ def _loose(text: str, field: str) -> InvalidInputError | None:
     naming it), written in the expanded form (``+2026``, ``02026``) or with a field of one
     digit: what to write instead."""
     found = _LOOSE.fullmatch(text)
-    if found is None:
+    if found is None or (found["date"] is not None and not _DATE.fullmatch(found["date"])):
         return None
-    shown, year = f"{text[:60]!r}", found["year"]
+    shown, year = f"{text[:60]!r}", found["year"] or "0000"
     number = int(year) if len(year) <= 20 else None
-    if number is None or not 1 <= number <= 9999:
+    if found["date"] is None and (number is None or not 1 <= number <= 9999):
         digits = year.lstrip("+")
         shown_year = digits if len(digits) <= 12 else f"{digits[:12]}... ({len(digits)} digits)"
         return out_of_range(field, f"{shown} (the year {shown_year})")
@@ -237,10 +253,10 @@ def _loose(text: str, field: str) -> InvalidInputError | None:
     if not expanded and all(found[p] is None or len(found[p]) == 2 for p in parts):
         return None  # what is wrong is Python's reader's to say
     two = {p: f"{int(found[p]):02d}" for p in parts if found[p] is not None}
-    written = f"{number:04d}-{two['month']}-{two['day']}"
+    written = found["date"] or f"{number:04d}-{two['month']}-{two['day']}"
     if "hour" in two:
-        written += f"{found['sep']}{two['hour']}:{two['minute']}"
-        written += f":{two['second']}{found['fraction'] or ''}" if "second" in two else ""
+        written += found["sep"] + ":".join(two[p] for p in parts[2:] if p in two)
+        written += found["fraction"] or ""  # a fraction of the hour or minute: said when read
     written += found["offset"] or ""
     why = (
         "writes the year with a sign or more than four digits (ISO-8601's expanded form), "

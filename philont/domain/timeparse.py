@@ -211,14 +211,15 @@ def _day_end(day: date, where: ZoneInfo, field: str) -> datetime:
 
 
 _TIME_SHAPE = re.compile(
-    r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?[Ww]\d{2}-?\d)"  # a day, as _DATE_SHAPE (a week is none)
-    r"[Tt ]\d{2}(?::?\d{2}(?::?(?P<second>\d{2})(?:[.,]\d+)?)?)?"  # T or a space, the time
+    timeforms.DATE  # read only where it names a day (timeforms.names_a_day)
+    + r"[Tt ]\d{2}(?::?\d{2}(?::?(?P<second>\d{2})(?:[.,]\d+)?)?)?"  # T or a space, the time
     r"(?:[Zz]|(?P<offset>[+-](?P<hours>\d{2})(?::?(?P<minutes>\d{2})"  # the offset
     r"(?::?(?P<seconds>\d{2})(?:[.,]\d+)?)?)?))?",
     re.ASCII,
 )
-"""A date and a time of day in one of ISO-8601's forms (with RFC 3339's space for the ``T``;
-its letters ``T``, ``W``, ``Z`` in either case, as RFC 3339 allows ``t`` and ``z``).
+"""A date (:data:`philont.domain.timeforms.DATE`) and a time of day in one of ISO-8601's
+forms (with RFC 3339's space for the ``T``; its letters ``T``, ``W``, ``Z`` in either case, as
+RFC 3339 allows ``t`` and ``z``).
 Python's reader takes more, and guesses: any character between the date and the time
 (``2026-04-01x09:00``), nothing of what follows a NUL (``2026-04-01T09:00Z\x00 or later``),
 the Monday of a week given without its day (``2026-W14T09:00``); text outside this shape is
@@ -232,6 +233,8 @@ def _date_and_time(
     carries no offset; anything else is ``InvalidInputError`` naming ``field`` (and where a
     time without an offset is placed: ``zone_field``, ``tz``, as :func:`parse_time`)."""
     shape = _TIME_SHAPE.fullmatch(text)
+    if shape is not None and not timeforms.names_a_day(shape):
+        shape = None  # an ordinal date or a week alone: timeforms.refusal says what to write
     if shape is not None and shape["second"] == "60":
         raise InvalidInputError.of(
             field,
@@ -280,9 +283,11 @@ def _why(exc: ValueError) -> str:
     return "" if reason.startswith("Invalid isoformat") else f": {reason[:80]}"
 
 
-_DATE_SHAPE = re.compile(r"\d{4}(?:-\d{2}-\d{2}|\d{4}|-?[Ww]\d{2}(?:-?\d)?)", re.ASCII)
-"""Text written as a date alone in one of ISO-8601's forms: calendar (``2026-12-04``,
-``20261204``) or week date (``2026-W49-5``, ``2026W495``; ``2026-W49``, a week, is no day).
+_DATE_SHAPE = re.compile(timeforms.DATE, re.ASCII)
+"""Text written as a date alone in one of ISO-8601's forms
+(:data:`philont.domain.timeforms.DATE`): calendar (``2026-12-04``, ``20261204``), ordinal
+(``2026-123``) or week date (``2026-W49-5``, ``2026W495``; ``2026-W49``, a week, is no day,
+nor is an ordinal date one the tools read: each is refused saying what to write).
 What is a date is decided by this form, never by the text's length: ``20261204`` is the day
 4 December 2026 wherever ``2026-12-04`` is (a whole day, refused for a reminder's time), and
 ten characters that are no date (``1767225600``) are no date either."""
@@ -301,11 +306,12 @@ def date_alone(value: object, field: str) -> date | None:
 
 def _date_alone(value: object, field: str) -> date | None:
     """:func:`date_alone` without the reading of what its refusal suggests."""
-    if not isinstance(value, str) or _DATE_SHAPE.fullmatch(text := value.strip()) is None:
+    if not isinstance(value, str) or (found := _DATE_SHAPE.fullmatch(value.strip())) is None:
         return None
+    text = found[0]
     try:
-        if "W" in text.upper() and len(text.replace("-", "")) < 8:
-            raise ValueError("a week, not a day")
+        if not timeforms.names_a_day(found):
+            raise ValueError("not a day the tools read")
         return date.fromisoformat(text.upper())
     except ValueError as exc:
         raise timeforms.refusal(text, field) or InvalidInputError.of(

@@ -55,6 +55,8 @@ __all__ = [
     "FactKindName",
     "FactValue",
     "FailureThreshold",
+    "HeldFactKey",
+    "HeldNamespace",
     "Importance",
     "Limit",
     "ModelNamespace",
@@ -252,6 +254,33 @@ _model_namespace = _reserved(*RESERVED_ROOTS)
 """A namespace the model may write: not ``system`` or below either."""
 
 
+def held_name(value: str) -> str:
+    """A fact's namespace or key as a stored row may hold it: non-blank, storable text. Legacy
+    databases (the original checked no namespace, and keys only for spaces and colons) may
+    hold names today's write rules refuse; an import keeps them as they are, and a lookup may
+    name them (:data:`HeldNamespace`)."""
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return _storable(value)
+
+
+def _or_held(rule: Callable[[str], str]) -> Callable[[str], str]:
+    """``rule``, except that a name it refuses which a stored row may hold (:func:`held_name`)
+    passes on to the service: it reads the address a row holds exactly, and refuses one no row
+    holds with ``rule``'s message (:func:`philont.services.fact_base.held_address`)."""
+
+    def check(value: str) -> str:
+        try:
+            return rule(value)
+        except ValueError as refused:
+            try:
+                return held_name(value)
+            except ValueError:
+                raise refused from None
+
+    return check
+
+
 def _selector(value: str) -> str:
     """'*' (every namespace), 'user' (exact) or 'user.*' (user and its children), the
     namespace following the write rule (``self`` is readable)."""
@@ -418,6 +447,27 @@ FactKeyLookup = Annotated[
     UNICODE,
 ]
 """A key to read: the write rule."""
+HeldNamespace = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=MAX_NAMESPACE_CHARS,
+        description="The fact's namespace, as list_facts shows it.",
+    ),
+    AfterValidator(_or_held(_namespace_shape)),
+    UNICODE,
+]
+"""The namespace a lookup of one fact names (``get_fact``, ``philont facts get``/``history``):
+the write rule's (:data:`NamespaceLookup`), or any a stored row may hold (a legacy database's,
+``User Prefs``): what a list shows is read by name; the service refuses such a name that no
+row holds with the write rule's message."""
+HeldFactKey = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=64, description="The fact's key, as list_facts shows it."),
+    AfterValidator(_or_held(_key)),
+    UNICODE,
+]
+"""The key a lookup of one fact names: as :data:`HeldNamespace`, for :data:`FactKeyLookup`."""
 FactKindName = Annotated[
     FactKind,
     Field(description="state: true until changed; event: happened at occurred_at."),

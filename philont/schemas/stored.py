@@ -117,25 +117,13 @@ JsonList = Annotated[StrictStr, AfterValidator(_json_list), inputs.UNICODE]
 """A JSON column whose readers expect a list of strings (keywords, recipe steps, tool policy)."""
 
 
-def _stored_name(value: str) -> str:
-    """A fact's namespace or key as a stored row may hold it: non-blank, storable text. Legacy
-    databases (the original checked no namespace, and keys only for spaces and colons) may
-    hold names today's write and read rules refuse; an import keeps them as they are."""
-    if not value.strip():
-        raise ValueError("must not be blank")
-    problem = inputs.unstorable(value)
-    if problem is not None:
-        raise ValueError(problem)
-    return value
-
-
 StoredNamespace = Annotated[
     StrictStr,
     Field(min_length=1, max_length=inputs.MAX_NAMESPACE_CHARS),
-    AfterValidator(_stored_name),
+    AfterValidator(inputs.held_name),
 ]
-"""A fact row's namespace as imported (lenient, see :func:`_stored_name`); never a filter."""
+"""A fact row's namespace as imported (lenient: :func:`philont.schemas.inputs.held_name`)."""
 StoredFactKey = Annotated[
-    StrictStr, Field(min_length=1, max_length=64), AfterValidator(_stored_name)
+    StrictStr, Field(min_length=1, max_length=64), AfterValidator(inputs.held_name)
 ]
-"""A fact row's key as imported (lenient, see :func:`_stored_name`); never a filter."""
+"""A fact row's key as imported (lenient: :func:`philont.schemas.inputs.held_name`)."""

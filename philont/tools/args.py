@@ -37,12 +37,12 @@ from philont.domain.timepolicy import (
 from philont.schemas.inputs import (
     Confidence,
     FactKey,
-    FactKeyLookup,
     FactKindName,
     FactValue,
+    HeldFactKey,
+    HeldNamespace,
     Limit,
     ModelNamespace,
-    NamespaceLookup,
     NamespaceSelector,
     Query,
     SkillNameLookup,
@@ -162,8 +162,8 @@ class StoreFactArgs(ToolArgs):
 class GetFactArgs(ToolArgs):
     """Read one remembered fact (the current value, with its time tag)."""
 
-    namespace: NamespaceLookup
-    key: FactKeyLookup
+    namespace: HeldNamespace
+    key: HeldFactKey
 
 
 class ListFactsArgs(ToolArgs):

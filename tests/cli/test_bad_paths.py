@@ -44,6 +44,7 @@ def places(tmp_path: Path) -> dict[str, Path]:
         "under-a-file": text / "x.sqlite",
         "not-a-database": text,
         "device": Path("/dev/null"),
+        "kernel-file": Path("/proc/self/status"),  # was database_read_only
     }
 
 
@@ -83,7 +84,15 @@ def _assert_explained(result: click.testing.Result, args: list[str]) -> None:
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p))
 @pytest.mark.parametrize(
     "place",
-    ["directory", "missing", "missing-directory", "under-a-file", "not-a-database", "device"],
+    [
+        "directory",
+        "missing",
+        "missing-directory",
+        "under-a-file",
+        "not-a-database",
+        "device",
+        "kernel-file",
+    ],
 )
 def test_every_command_explains_a_bad_path_without_a_traceback(
     path: tuple[str, ...], place: str, places: dict[str, Path]
@@ -95,7 +104,7 @@ def test_every_command_explains_a_bad_path_without_a_traceback(
         pytest.skip("takes no path")
     result = runner.invoke(app, args)
     _assert_explained(result, args)
-    if place in ("directory", "under-a-file", "not-a-database", "device"):
+    if place in ("directory", "under-a-file", "not-a-database", "device", "kernel-file"):
         assert result.exit_code != 0, (args, result.output)
 
 
@@ -216,3 +225,16 @@ def test_a_read_only_file_can_still_be_looked_at_and_is_never_written(copy_fixtu
     result = runner.invoke(app, ["facts", "list", "--db", str(path)])
     assert result.exit_code == 0, result.output
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+@pytest.mark.parametrize("command", [["facts", "list"], ["db", "upgrade"], ["stats"]])
+@pytest.mark.parametrize("place", ["device", "kernel-file"])
+def test_a_db_that_is_no_regular_file_is_a_file_path_error(
+    command: list[str], place: str, places: dict[str, Path]
+) -> None:
+    """``--db /proc/self/status`` said database_read_only (and ``facts list``: out of date),
+    where ``/dev/null`` was a path that cannot hold a database: both are now."""
+    result = runner.invoke(app, [*command, "--db", str(places[place])])
+    assert result.exit_code != 0, result.output
+    assert result.stderr.startswith("error (file_path):"), result.stderr
+    assert "not a regular file" in result.stderr, result.stderr

@@ -139,17 +139,31 @@ def test_a_store_over_an_in_memory_engine_is_refused_before_any_schema_work() ->
         engine.dispose()
 
 
+KERNEL_FILES = (
+    "/proc/self/status",
+    "/proc/sys/kernel/hostname",
+    "/sys/kernel/mm/transparent_hugepage/enabled",
+)
+"""Files of /proc and /sys (those this system has are tried)."""
+
+
 @pytest.mark.parametrize("opener", list(OPENERS))
 def test_a_file_that_is_no_regular_file_is_refused_before_sqlite_opens_it(
     opener: str, tmp_path: Path
 ) -> None:
-    """A device (``/dev/null``: SQLite answered "disk I/O error", a storage error) or a named
-    pipe (SQLite's open would wait for a writer) is a path that cannot hold a database."""
+    """A device (``/dev/null``: SQLite answered "disk I/O error", a storage error), a named
+    pipe (SQLite's open would wait for a writer) or a file the kernel makes up
+    (``/proc/self/status``, of size 0 and mode 0444, was "database_read_only", and read-only
+    "schema_out_of_date"; a ``/sys`` file) is a path that cannot hold a database."""
     fifo = tmp_path / "pipe.sqlite"
     os.mkfifo(fifo)
-    for target in ("/dev/null", str(fifo)):
+    kernel = [p for p in KERNEL_FILES if Path(p).is_file()]
+    for target in ("/dev/null", str(fifo), *kernel):
         with pytest.raises(DatabasePathError, match="not a regular file"):
             OPENERS[opener](target)
+        if target in kernel:
+            with pytest.raises(DatabasePathError, match="the kernel makes it up"):
+                Store.open(target, read_only=True)
         result = tools.call("get_fact", {"namespace": "user", "key": "x"}, db=target)
         assert result.error_code == DatabasePathError.code, result.text
 

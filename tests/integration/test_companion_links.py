@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from philont import Store
 from philont.errors import DatabasePathError, PhilontError
@@ -143,3 +144,76 @@ def test_a_read_only_companion_of_ours_is_still_made_writable(database: Path) ->
         companion = Path(f"{database}{suffix}")
         if companion.exists():
             assert stat.S_IMODE(companion.stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("suffix", COMPANIONS)
+@pytest.mark.parametrize("link", LINKS)
+def test_a_linked_companion_beside_a_file_not_made_yet_is_refused_and_nothing_is_made(
+    tmp_path: Path, link: str, suffix: str
+) -> None:
+    """The companions were looked at only beside a file that exists: a link left beside a
+    database not made yet was used by SQLite (a hard-linked one written into)."""
+    database = tmp_path / "memory.sqlite"
+    (tmp_path / "key.pem").write_bytes(KEY)
+    (tmp_path / "key.pem").chmod(0o400)
+    (tmp_path / "private").mkdir(mode=0o500)
+    companion = Path(f"{database}{suffix}")
+    LINKS[link](tmp_path, companion)
+    before = _others(database)
+    with file_permissions_apply(), pytest.raises(DatabasePathError) as refused:
+        _read(database, read_only=False)
+    assert f"the {suffix} file beside it ({companion}) {REFUSAL[link]}" in refused.value.message
+    assert _others(database) == before
+    assert not database.exists()
+    (tmp_path / "private").chmod(0o700)
+
+
+def _empty_companion(database: Path, suffix: str, mode: int, owner: int | None = None) -> Path:
+    companion = Path(f"{database}{suffix}")
+    companion.write_bytes(b"")
+    if owner is not None:
+        os.chown(companion, owner, owner)
+    companion.chmod(mode)
+    return companion
+
+
+@pytest.mark.parametrize("mode", [0o000, 0o200, 0o400])
+@pytest.mark.parametrize("suffix", COMPANIONS)
+def test_a_companion_of_ours_this_process_may_not_use_gets_the_files_mode(
+    database: Path, suffix: str, mode: int
+) -> None:
+    """A companion of ours of mode 000 (or one its owner may not read, or write) was skipped:
+    it was opened to be changed, which mode 000 refuses; SQLite then could not use it. As a
+    read-only one it is given the database's mode (logged) and the database is written."""
+    companion = _empty_companion(database, suffix, mode)
+    with (
+        file_permissions_apply(),
+        capture_logs() as logs,
+        Store.open(database) as store,
+        store.begin() as mem,
+    ):
+        mem.facts.store("user", "city", "Lisbon")
+    with Store.open(database) as store, store.begin() as mem:
+        got = mem.facts.get("user", "city")
+        assert got is not None and got.value == "Lisbon"
+    made = [e for e in logs if e["event"] == "store.companion_made_writable"]
+    assert [e["file"] for e in made] == [str(companion)]
+    if companion.exists():
+        assert stat.S_IMODE(companion.stat().st_mode) == 0o644
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a file of another user (root's chown)")
+@pytest.mark.parametrize("suffix", COMPANIONS)
+def test_another_users_companion_this_process_may_not_read_is_refused_by_name(
+    database: Path, suffix: str
+) -> None:
+    """Another user's companion of mode 000: its -wal was left to SQLite (which could not
+    open it), its -shm refused as read-only. It is refused by name, and left as it is."""
+    companion = _empty_companion(database, suffix, 0o000, owner=65534)
+    with file_permissions_apply(), pytest.raises(DatabasePathError) as refused:
+        _read(database, read_only=False)
+    message = refused.value.message
+    assert f"the {suffix} file beside it ({companion}) is another user's, mode 0o0" in message
+    assert "may not read" in message
+    found = companion.stat()
+    assert (found.st_uid, stat.S_IMODE(found.st_mode)) == (65534, 0)

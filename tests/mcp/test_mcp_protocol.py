@@ -120,7 +120,7 @@ TOOL_ERRORS: list[tuple[Line, Any, str]] = [
             "params": {"name": "get_fact", "arguments": {"namespace": "user", "key": "a\u0000b"}},
         },
         "nul",
-        "invalid_arguments",
+        "invalid_input",  # a key a stored row may hold: refused by the lookup (none holds it)
     ),
 ]
 

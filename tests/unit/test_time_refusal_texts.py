@@ -43,6 +43,9 @@ READERS: dict[str, tuple[str, Reader]] = {
     "all-day event end": ("ends_at", lambda text, tz: event_times("2026-06-01", text, tz=tz)),
 }
 
+TIME_READERS = sorted(set(READERS) - {"date alone", "all-day event end"})
+"""The readers that take a time of day."""
+
 _FULL_WIDTH = str.maketrans({c: chr(ord(c) + 0xFEE0) for c in "0123456789-:T"})
 
 days = st.one_of(
@@ -70,7 +73,7 @@ days = st.one_of(
 clocks = st.sampled_from(
     ["", "T09:30", "t09:30", " 09:30", "T0930", "T24:00", "T23:59:60", "T09:30:00.5", "T9:30",
      "T09:30.5", "T09:30,25", "T09.5", "T0930.75", "T23:59.999999999", "T25:00", "T09:75",
-     "T09:30.5.5"]
+     "T09:30.5.5", "T9.5", "T9:30.5", "T09:3,5", "T9:30:15.5", "T9", " 9:3"]
 )  # fmt: skip
 offsets = st.sampled_from(["", "Z", "z", "+02:00", "-14:00", "+14:00", "+05:75", "+24:00", "+0530"])
 zones_in_text = st.sampled_from(
@@ -110,7 +113,8 @@ def _refusal(reader: Reader, text: str, tz: str) -> InvalidInputError | None:
 REVIEWED = [
     "2026-W14", "2026-123T09:30", "2026-06-01T24:00Z", "2026-06-01T09:30.5", "2026-06-01T09.5",
     "２０２６-０６-０１", "٢٠٢٦-٠٦-٠١T09:00", "2026-06-01T09:00 CET", "0001-01-01",
-    "9999-W52-5", "2026-06-01T09:00+05:75", "2026-06-01T09:00 UTC+2",
+    "9999-W52-5", "2026-06-01T09:00+05:75", "2026-06-01T09:00 UTC+2", "2026-06-01T9:30.5",
+    "2026-06-01T9.5", "2026-6-1T09:30,5", "20260601T9:30", "2026-W23-1T9.5", "2026-152T9:30.5",
 ]  # fmt: skip
 
 
@@ -226,6 +230,52 @@ def test_a_decimal_fraction_of_an_hour_or_minute_is_refused_with_the_same_time_i
     assert parse_time(suggested, field="at") == start + timedelta(microseconds=micros)
 
 
+@given(
+    day=st.sampled_from(["2026-06-01", "2026-6-1", "20260601", "2026-W23-1", "2026W231"]),
+    fields=st.lists(st.integers(0, 59), min_size=1, max_size=3),
+    narrow=st.lists(st.booleans(), min_size=3, max_size=3),
+    digits=st.text(alphabet="0123456789", min_size=1, max_size=8),
+    comma=st.booleans(),
+    offset=st.sampled_from(["", "Z", "+05:30"]),
+    name=st.sampled_from(TIME_READERS),
+)
+def test_a_field_of_one_digit_with_a_fraction_is_refused_saying_what_to_write(
+    day: str,
+    fields: list[int],
+    narrow: list[bool],
+    digits: str,
+    comma: bool,
+    offset: str,
+    name: str,
+) -> None:
+    """A time with a field of one digit and a decimal fraction of its last field
+    (``2026-06-01T9:30.5``, ``T9.5``, ``20260601T09:3,5``, after a date of any form that names
+    a day) was the generic refusal: it is refused by name, suggesting a text the reader takes
+    that means what the same time with two-digit fields means."""
+    fields[0] %= 24
+    written = [f"{v}" if n and v < 10 else f"{v:02d}" for v, n in zip(fields, narrow, strict=False)]
+    assume(any(len(w) == 1 for w in written) or day in ("2026-6-1",))
+    mark = "," if comma else "."
+    text = f"{day}T{':'.join(written)}{mark}{digits}{offset}"
+    _, reader = READERS[name]
+    refused = _refusal(reader, text, "UTC")
+    assert refused is not None
+    assert "writes a field with one digit" in refused.message, refused.message
+    ((suggested, _),) = refused.details["suggestion"]
+    assert _refusal(reader, suggested, "UTC") is None, refused.message
+    two_digits = f"2026-06-01T{':'.join(f'{v:02d}' for v in fields)}{mark}{digits}{offset}"
+    assert parse_time(suggested, field="at") == _chain_end_time(two_digits)
+
+
+def _chain_end_time(text: str) -> object:
+    """The time the refusal of ``text`` suggests, or ``text``'s own."""
+    refused = _refusal(READERS["time"][1], text, "UTC")
+    if refused is None:
+        return parse_time(text, field="at")
+    ((suggested, _),) = refused.details["suggestion"]
+    return parse_time(suggested, field="at")
+
+
 @given(text=time_texts(), tz=st.sampled_from(ZONES))
 def test_digits_of_another_script_are_refused_suggesting_ascii_digits(text: str, tz: str) -> None:
     """Full-width (``２０２６-０６-０１``) and Arabic-Indic digits were the generic refusal: the
@@ -325,7 +375,20 @@ def test_a_suggestion_refused_in_turn_is_replaced_by_the_end_of_the_chain(
 @given(
     day=st.sampled_from(DAYS_OF_EVERY_FORM),
     clock=st.sampled_from(
-        ["", "T9:00", "T09:0", " 9:30:05", "T9:30:5", "T09:00", "T23:59:60", "T24:00", "T09:30.5"]
+        [
+            "",
+            "T9:00",
+            "T09:0",
+            " 9:30:05",
+            "T9:30:5",
+            "T09:00",
+            "T23:59:60",
+            "T24:00",
+            "T09:30.5",
+            "T9.5",
+            "T9:30.5",
+            "T9:30:05.5",
+        ]
     ),
     offset=st.sampled_from(["", "Z", "+02:00"]),
     zone=st.sampled_from(
@@ -350,8 +413,6 @@ def test_a_time_of_any_form_followed_by_a_zone_is_refused_naming_the_zone(
     readers know, with a zone word after it, is refused naming the zone with one reason or one
     suggestion, which the reader takes (or refuses for another argument only)."""
     assume(clock or not offset)  # a date with an offset is no form
-    # nor a fraction after a one-digit field or an expanded year (two forms refused at once)
-    assume(not ("." in clock and day in ("2026-6-1", "2026-06-1", "+12026-01-01")))
     text = f"{day}{clock}{offset}{zone}"
     field, reader = READERS[name]
     refused = _refusal(reader, text, tz)
@@ -422,3 +483,16 @@ def test_each_text_is_read_once_however_many_readers_wrap_it(text: str, tz: str,
         patch.setattr(timeparse, "_parse_time", counting)
         _refusal(reader, text, tz)
     assert len(seen) == len(set(map(repr, seen))), seen
+
+
+@given(text=st.sampled_from(DAYS_OF_EVERY_FORM) | texts)
+def test_what_is_written_as_a_date_is_what_date_alone_reads_or_refuses(text: str) -> None:
+    """timeforms.DATE is the one description of the date forms: text the command line takes
+    as a date (``written_as_date``) is text ``date_alone`` reads as a day or refuses by name;
+    an ordinal date (``2026-152``) was a date to one and no date to the other."""
+    assume(not re.search("[Tt ]", text.strip()))  # a date alone, without a time of day
+    try:
+        read = date_alone(text, "at") is not None
+    except InvalidInputError:
+        read = True
+    assert read == timeforms.written_as_date(text), text
