@@ -188,7 +188,9 @@ class AsyncStore:
         self._in_flight: set[asyncio.Task[Any]] = set()
         self._closing = False
         sqlite = self.store.backend.name == "sqlite" and not read_only
-        self._write_gate = write_gate.AsyncWriteGate() if sqlite else None
+        path = self.store.path
+        file_gate = None if path is None else write_gate.gate_for(path)
+        self._write_gate = write_gate.AsyncWriteGate(file_gate) if sqlite else None
         """This AsyncStore's writing units of work take SQLite's lock in the order they came
         (philont.db.write_gate.queued), instead of polling it from many connections."""
 
