@@ -160,7 +160,8 @@ class AsyncStore:
     :class:`~philont.errors.EventLoopError`; open one per loop. A unit of work whose caller is
     cancelled (a timeout, a client that went away) ends before the cancellation reaches the
     caller: rolled back, or committed when the cancellation came as it committed, so no
-    transaction or lock outlives it. :meth:`close` waits for the units of work in flight.
+    transaction or lock outlives it. :meth:`close` waits for the units of work in flight (from
+    another thread's loop too: it closes on its own loop).
     """
 
     def __init__(
@@ -187,7 +188,9 @@ class AsyncStore:
         self._in_flight: set[asyncio.Task[Any]] = set()
         self._closing = False
         sqlite = self.store.backend.name == "sqlite" and not read_only
-        self._write_gate = write_gate.AsyncWriteGate() if sqlite else None
+        path = self.store.path
+        file_gate = None if path is None else write_gate.gate_for(path)
+        self._write_gate = write_gate.AsyncWriteGate(file_gate) if sqlite else None
         """This AsyncStore's writing units of work take SQLite's lock in the order they came
         (philont.db.write_gate.queued), instead of polling it from many connections."""
 
@@ -308,11 +311,24 @@ class AsyncStore:
 
     async def close(self) -> None:
         """Refuse new units of work, wait for those in flight, then release the connections
-        (if this AsyncStore made the engine). Twice is harmless."""
+        (if this AsyncStore made the engine). Twice is harmless. From another thread's event
+        loop it closes on its own loop (while that one runs) and waits for it there; from a
+        loop that is not running, with units of work in flight on it, it is refused
+        (:class:`~philont.errors.EventLoopError`): it would close them mid-unit."""
+        bound, loop = self._loop, asyncio.get_running_loop()
+        if bound is not None and bound is not loop and not bound.is_closed():
+            if bound.is_running():  # another thread's: its units end there, then it closes
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.close(), bound))
+                return
+            if self._in_flight:  # suspended with their loop: they cannot end before we close
+                raise EventLoopError(
+                    f"the AsyncStore of {self.store.label} has units of work in flight on the "
+                    "event loop it was opened in, which is not running: close it there"
+                )
         # New units of work are refused from here on (_bound); those in flight, queued at the
         # write gate included, go on (their retries too) before the Store closes.
         self._closing = True
-        while self._in_flight and self._loop is asyncio.get_running_loop():
+        while self._in_flight and self._loop is loop:
             await asyncio.wait(set(self._in_flight))
         self.store.close()
         if self._owns_engine:

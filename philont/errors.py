@@ -184,9 +184,10 @@ class UnitOfWorkError(PhilontError):
 class NestedWriteError(UnitOfWorkError):
     """A writing unit of work was begun on an SQLite file while this thread's own writing unit
     of work on it is still open: a ``store.begin()`` inside another's block, or a Store, a path
-    or ``Memory.open`` given to ``tools.call`` inside one. It would wait for a lock only this
-    thread can give back. Use the open unit of work (its services, ``tools.call(..., db=mem)``)
-    or end it first. Nothing was begun."""
+    or ``Memory.open`` given to ``tools.call`` inside one, or, in an event loop's thread, while
+    an AsyncStore's writing unit of work on the file is open in that loop. It would wait for a
+    lock only this thread can give back. Use the open unit of work (its services,
+    ``tools.call(..., db=mem)``) or end it first. Nothing was begun."""
 
     code = "nested_write"
 

@@ -63,7 +63,9 @@ def _line(report: ConsolidationReport) -> str:
             f"{report.tool_calls} {late}tool calls{unread if report.tool_calls_left_out else ''}"
         )
     if report.extraction is not None:
-        parts.append(f"{report.extraction.facts} facts, {report.extraction.notes} notes")
+        e = report.extraction
+        rejected = f" ({e.rejected} items rejected)" if e.rejected else ""
+        parts.append(f"{e.facts} facts, {e.notes} notes{rejected}")
     if report.reflection is not None:
         r = report.reflection
         parts.append(f"skills: {r.created} created, {r.updated} updated, {r.refused} refused")

@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,10 @@ class WriteGate:
         self._holder: int | None = None
         """The thread that took the gate (:func:`threading.get_ident`), while it is held."""
         self._waiters: collections.deque[tuple[threading.Event, int]] = collections.deque()
+        self._on_loop: collections.Counter[int] = collections.Counter()
+        """Per thread, the AsyncStore writing units of work open on the file in its event loop
+        (:func:`queued`): their connections hold SQLite's lock, which only that loop, blocked
+        by a sync writer waiting for it, can give back."""
         self.moved_at = time.monotonic()
         """When a holder last gave the gate back after a transaction (not after a failed
         BEGIN): while that keeps happening the queue moves, and its waiters wait on."""
@@ -112,9 +116,26 @@ class WriteGate:
                 return False
 
     def held_here(self) -> bool:
-        """Whether the calling thread took the gate (or was handed it) and holds it still."""
+        """Whether the calling thread took the gate (or was handed it) and holds it still, or
+        runs the event loop of an AsyncStore's writing unit of work open on the file."""
+        me = threading.get_ident()
         with self._mutex:
-            return self._held and self._holder == threading.get_ident()
+            return (self._held and self._holder == me) or self._on_loop[me] > 0
+
+    @contextlib.contextmanager
+    def on_loop(self) -> Iterator[None]:
+        """Mark the calling thread (an event loop's) as having an AsyncStore's writing unit of
+        work open on the file for the block."""
+        me = threading.get_ident()
+        with self._mutex:
+            self._on_loop[me] += 1
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self._on_loop[me] -= 1
+                if self._on_loop[me] <= 0:
+                    del self._on_loop[me]
 
     def release(self, *, moved: bool = True) -> None:
         """Hand the gate to the first waiter, or open it; ``moved``: after a transaction (the
@@ -210,11 +231,14 @@ def too_long(timeout_s: float) -> sqlite3.OperationalError:
 
 class AsyncWriteGate:
     """An AsyncStore's gate: ``asyncio.Lock`` (first come, first served) and when a holder
-    last finished a transaction (:attr:`WriteGate.moved_at`)."""
+    last finished a transaction (:attr:`WriteGate.moved_at`); ``file``: the file's sync gate,
+    told while a holder's unit of work is open (a sync writer begun then in the loop's thread
+    is refused with :class:`~philont.errors.NestedWriteError`, :meth:`WriteGate.on_loop`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, file: WriteGate | None = None) -> None:
         self.lock = asyncio.Lock()
         self.moved_at = time.monotonic()
+        self.file = file
 
 
 async def _acquire(gate: AsyncWriteGate, timeout_s: float) -> bool:
@@ -258,7 +282,8 @@ async def queued(gate: AsyncWriteGate | None, timeout_s: float) -> AsyncIterator
         raise DBAPIError.instance("BEGIN IMMEDIATE", (), err, sqlite3.Error) from err
     moved = False
     try:
-        yield
+        with contextlib.nullcontext() if gate.file is None else gate.file.on_loop():
+            yield
         moved = True
     except BaseException as exc:
         moved = not is_busy(exc)  # a unit that could not begin did not move the queue

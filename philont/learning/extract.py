@@ -203,7 +203,11 @@ class MemoryWriter(Service):
             tokens_used=tokens_used,
         )
         log.info(
-            "learning.memories_written", tag=window.tag, facts=report.facts, notes=report.notes
+            "learning.memories_written",
+            tag=window.tag,
+            facts=report.facts,
+            notes=report.notes,
+            rejected=report.rejected,
         )
         return report
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from philont.domain.timeparse import iso
+from philont.learning.parse import MAX_ITEMS
 from philont.learning.window import Run, ToolCall, Turn, Window
 
 __all__ = [
@@ -139,7 +140,8 @@ def reflect_prompt(window: Window, *, max_chars: int, total: int) -> str:
         "Answer with a JSON array only, each item:",
         '{"name": ..., "kind": "positive"|"negative", "description": ..., '
         '"when_to_use": ..., "trigger_keywords": [...], "action_template": ...}',
-        "or [] when there is nothing worth keeping.",
+        f"or [] when there is nothing worth keeping. At most {MAX_ITEMS} items, the most",
+        "important first: those after them are not read.",
         "",
         _DATA_NOTE,
     ]
@@ -165,7 +167,8 @@ def extract_prompt(window: Window, *, timezone: str, max_chars: int, total: int)
         '{"action": "store_note", "content": "...", "importance": 0.5, "said_at": ...}',
         "said_at: the [time] of the message that says it, copied as shown.",
         "Namespaces: user, user.*, project.<name>, decisions, context. Keys are short",
-        "slugs. Answer [] when nothing is worth keeping.",
+        f"slugs. Answer [] when nothing is worth keeping. At most {MAX_ITEMS} actions, the",
+        "most important first: those after them are not read.",
         "",
         _DATA_NOTE,
     ]

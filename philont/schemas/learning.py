@@ -87,6 +87,11 @@ class ExtractionReport(ReadModel):
     def notes(self) -> int:
         return sum(1 for w in self.writes if w.action == "store_note" and w.outcome == "stored")
 
+    @property
+    def rejected(self) -> int:
+        """Items of the answer refused (unreadable, or refused by the tool's own checks)."""
+        return sum(1 for w in self.writes if w.outcome == "rejected")
+
 
 class SummaryReport(ReadModel):
     session_id: str

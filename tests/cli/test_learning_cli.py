@@ -58,6 +58,28 @@ def test_consolidate_once_writes_the_batch_and_moves_the_cursor(
     assert "consolidated batch 1: 6 messages, 1 facts, 0 notes" in output
     with Memory.open(chatty) as mem:
         assert read_cursor(mem.session) is not None
+
+
+def test_consolidate_says_how_many_items_of_the_answer_were_rejected(
+    chatty: Path, tmp_path: Path
+) -> None:
+    # The text line said "1 facts, 0 notes" for an answer of four items, three refused (a
+    # namespace not of the tools' form, the reserved one, an empty key), and the log line
+    # counted the written only: the refusals were in the --json report alone.
+    bad = [
+        {**FACT, "namespace": "SYSTEM"},
+        {**FACT, "namespace": "system", "key": "last_consolidated_ts"},
+        {**FACT, "key": ""},
+    ]
+    model = script(tmp_path, extract=json.dumps([*bad, FACT]), reflect="[]", summarize="s")
+    code, output = run(
+        "consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog",
+        "--idle-after", "0",
+    )  # fmt: skip
+    assert code == 0, output
+    assert "6 messages, 1 facts, 0 notes (3 items rejected), skills:" in output, output
+    with Memory.open(chatty) as mem:
+        assert mem.facts.get("user.home", "city") is not None
         city = mem.facts.get("user.home", "city")
         assert city is not None and city.value == "Berlin"
     code, output = run(

@@ -334,6 +334,81 @@ def test_another_event_loop_is_refused_by_name(memories: Memories) -> None:
     assert result.error_code == "wrong_event_loop"
 
 
+def test_closing_from_another_threads_loop_closes_on_its_own_after_its_units(
+    memories: Memories,
+) -> None:
+    # close() from another thread's loop did not wait for the units in flight (their tasks are
+    # the other loop's): it closed the Store and the engine under a running unit, whose
+    # connection was then left to the garbage collector. It now closes on the AsyncStore's
+    # own loop, after its units, and returns when that is done.
+    target, agent = memories()
+    events: list[str] = []
+    closing, closed = threading.Event(), threading.Event()
+
+    def work(mem: Memory) -> int:
+        mem.facts.store("close", "first", 1)
+        closing.set()
+        closed.wait(2)  # never set before close() returns: only bounds a close that does not wait
+        mem.facts.store("close", "second", 2)
+        events.append("unit ended")
+        return 2
+
+    def closer(astore: AsyncStore) -> None:
+        closing.wait()
+        asyncio.run(astore.close())
+        events.append("closed")
+        closed.set()
+
+    async def body() -> tuple[int, str | None]:
+        astore = await AsyncStore.open(target, agent=agent, upgrade=False)
+        thread = threading.Thread(target=closer, args=(astore,))
+        thread.start()
+        done = await astore.run(work)
+        await asyncio.to_thread(thread.join)
+        after = await astore.call("list_facts", {"namespace": "close"})
+        return done, after.error_code
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        assert asyncio.run(body()) == (2, "store_closed")
+        gc.collect()
+    assert events == ["unit ended", "closed"]
+    assert [str(w.message)[:120] for w in caught if w.category is ResourceWarning] == []
+    with sync_store((target, agent)) as store, store.begin(write=False) as mem:
+        assert len(mem.facts.list("close")) == 2
+
+
+def test_closing_from_another_loop_while_its_own_is_stopped_with_units_is_refused(
+    memories: Memories,
+) -> None:
+    # A unit of work suspended with its loop (a Runner between two run() calls) was cut off by
+    # a close() from another loop: it went on to a closed Store (StoreClosedError).
+    target, agent = memories()
+    with asyncio.Runner() as first:
+        astore = first.run(AsyncStore.open(target, agent=agent, upgrade=False))
+
+        async def start() -> asyncio.Task[Any]:
+            unit = asyncio.ensure_future(astore.run(lambda mem: mem.facts.store("u", "k", 1)))
+            while not astore._in_flight:
+                await asyncio.sleep(0)
+            return unit
+
+        unit = first.run(start())
+        with asyncio.Runner() as second, pytest.raises(EventLoopError, match="close it there"):
+            second.run(astore.close())
+
+        async def finish() -> None:
+            await unit
+            await astore.close()
+
+        first.run(finish())
+    with asyncio.Runner() as third:  # a loop that has ended has no units left: closing is fine
+        later = third.run(AsyncStore.open(target, agent=agent, upgrade=False))
+    asyncio.run(later.close())
+    with sync_store((target, agent)) as store, store.begin(write=False) as mem:
+        assert [f.key for f in mem.facts.list("u")] == ["k"]
+
+
 def test_a_deleted_database_file_is_refused_not_written_to_the_old_file(
     memories: Memories,
 ) -> None:

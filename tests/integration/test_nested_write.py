@@ -5,6 +5,7 @@ still wait their turn."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from philont import Memory, Store, tools
+from philont.aio import AsyncStore
 from philont.errors import NestedWriteError, UnitOfWorkError
 from philont.memory import Memory as _Memory
 from philont.store import shared
@@ -80,6 +82,37 @@ def test_a_nested_writing_unit_is_refused_at_once_and_the_open_one_goes_on(
         _store_fact(mem, "outer_again")
     with store.begin(write=False) as mem:
         assert sorted(f.key for f in mem.facts.list()) == ["outer", "outer_again"]
+
+
+@pytest.mark.parametrize("way", sorted(NESTED))
+def test_a_sync_writer_in_the_loop_of_an_open_async_writing_unit_is_refused_at_once(
+    store: Store, way: str
+) -> None:
+    # The AsyncStore's unit holds SQLite's lock on its aiosqlite connection, which only the
+    # event loop can end: a sync writer begun in the loop's thread (inside astore.run's work)
+    # blocked that loop for the whole busy timeout, then said database_busy.
+    assert store.path is not None
+
+    async def main() -> list[str]:
+        astore = await AsyncStore.open(store.path, busy_timeout_ms=BUSY_MS)
+        try:
+
+            def work(mem: _Memory) -> str:
+                _store_fact(mem, "outer")
+                with pytest.raises(NestedWriteError) as caught:
+                    NESTED[way](store)
+                _store_fact(mem, "outer_again")
+                return caught.value.code
+
+            assert await astore.run(work) == "nested_write"
+            _enter(store.begin())  # the unit has ended: the loop's thread writes again
+            return await astore.run(
+                lambda mem: sorted(f.key for f in mem.facts.list()), write=False
+            )
+        finally:
+            await astore.close()
+
+    assert asyncio.run(main()) == ["inner", "outer", "outer_again"]
 
 
 def test_a_unit_that_has_not_begun_its_transaction_holds_nothing(store: Store) -> None:

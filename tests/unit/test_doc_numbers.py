@@ -21,7 +21,7 @@ from philont.domain import query, recurrence
 from philont.domain.attribution import AttributionWindow
 from philont.domain.similarity import DUPLICATE_THRESHOLD
 from philont.domain.skill_rules import DEFAULT_MAX_DRAFTS
-from philont.learning import ConsolidatorConfig, LearningConfig
+from philont.learning import ConsolidatorConfig, LearningConfig, parse
 from philont.learning.config import MIN_LEASE
 from philont.llm.base import MAX_TOKENS_PER_CALL
 from philont.mcp.depth import MAX_MESSAGE_DEPTH
@@ -84,6 +84,10 @@ README = [
 ]
 
 LEARNING_DOC = [
+    f"the first {_n(parse.MAX_ANSWER_CHARS)} characters are read",
+    f"the first {parse.MAX_ITEMS} items are used",
+    f"(`more than {parse.MAX_ITEMS} items`, counted in the report)",
+    f'("At most {parse.MAX_ITEMS} actions, the most important first")',
     f"`max_prompt_chars` ({_n(LEARNING.max_prompt_chars)}) bounds every prompt",
     f"≥ 5, default {DEFAULT_MAX_DRAFTS})",
     f"`idle_after` ({SCHEDULE.idle_after.seconds // 60} min) old",

@@ -5,12 +5,14 @@ them)."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from philont.learning.parse import MAX_ITEMS, parse_extraction, parse_skills
 from philont.learning.prompts import (
     condense_prompt,
     extract_prompt,
@@ -146,3 +148,28 @@ def test_a_message_read_in_part_shows_as_read_whole(text: str, shown: int) -> No
     from philont.learning.window import read_chars
 
     assert _cut(text[: read_chars(shown)], shown) == _cut(text, shown)
+
+
+def test_the_answer_prompts_ask_for_no_more_items_than_are_used() -> None:
+    # An answer's items after the first MAX_ITEMS are rejected, and the batch's cursor then
+    # moves past them; the prompts did not say so, so what a model listed last was lost.
+    window = Window("s", (Turn(1, "s", "user", "I moved to Oslo", T0),), (), "s")
+    asked = [
+        " ".join(prompt.split())
+        for prompt in (
+            reflect_prompt(window, max_chars=2_000, total=120_000),
+            extract_prompt(window, timezone="UTC", max_chars=2_000, total=120_000),
+        )
+    ]
+    assert f"At most {MAX_ITEMS} items, the most important first" in asked[0]
+    assert f"At most {MAX_ITEMS} actions, the most important first" in asked[1]
+    facts = [{"action": "store_fact", "namespace": "u", "key": f"k{i}", "value": i}
+             for i in range(MAX_ITEMS + 1)]  # fmt: skip
+    extraction = parse_extraction(json.dumps(facts))
+    assert len(extraction.actions) == MAX_ITEMS and len(extraction.rejected) == 1
+    skills = [
+        {"name": f"s-{i}", "kind": "positive", "description": "d", "when_to_use": "w",
+         "trigger_keywords": ["k"], "action_template": "t"}
+        for i in range(MAX_ITEMS + 1)
+    ]  # fmt: skip
+    assert len(parse_skills(json.dumps(skills)).rejected) == 1
