@@ -185,7 +185,9 @@ class NestedWriteError(UnitOfWorkError):
     of work on it is still open: a ``store.begin()`` inside another's block, or a Store, a path
     or ``Memory.open`` given to ``tools.call`` inside one. It would wait for a lock only this
     thread can give back. Use the open unit of work (its services, ``tools.call(..., db=mem)``)
-    or end it first. Nothing was begun."""
+    or end it first. Nothing was begun. On PostgreSQL the nested unit begins, and a statement
+    of either that waits for a lock the other holds is cancelled instead
+    (:mod:`philont.db.nesting`): that unit of work was rolled back."""
 
     code = "nested_write"
 

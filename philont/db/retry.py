@@ -37,6 +37,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from philont import filewrite, settings
 from philont.arguments import sync_result
+from philont.db import nesting
 from philont.errors import (
     DatabaseBusyError,
     DatabaseCorruptError,
@@ -116,6 +117,7 @@ NOT_SHOWN = "the database's message is logged, not shown: it can hold the statem
 """Said in place of a database's message (SQLAlchemy's holds the statement and its bound
 parameters, a driver's the values it refused)."""
 _POOL = -1
+_NESTED = -2  # a wait for this thread's own unit of work, cancelled (philont.db.nesting)
 """The kind :func:`_first_known` gives SQLAlchemy's pool timeout (no connection came free)."""
 
 # PostgreSQL's SQLSTATEs of a transaction ended for a concurrent one's sake (retryable).
@@ -193,6 +195,8 @@ def _first_known(exc: BaseException) -> tuple[BaseException, int | str] | None:
         sqlstate = _pg_conflict(err)
         if sqlstate is not None:
             return err, sqlstate
+        if getattr(err, "sqlstate", None) == nesting.QUERY_CANCELED and nesting.cancelled_here():
+            return err, _NESTED
         todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
     return None
 
@@ -231,6 +235,8 @@ def translate(exc: BaseException, *, path: str | None = None) -> PhilontError | 
     where = path or _UNNAMED
     if isinstance(kind, str):
         return _conflict(kind, where)
+    if kind == _NESTED:
+        return NestedWriteError()  # it waited for a lock of this thread's own open unit
     if kind == _POOL:
         return PoolTimeoutError(
             f"{where}: every connection of the Store's pool stayed in use by other units of "
