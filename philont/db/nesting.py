@@ -25,15 +25,25 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from philont.db import fork
 from philont.log import get_logger
 
-__all__ = ["BACKEND", "QUERY_CANCELED", "Open", "cancelled_here", "closed", "opened"]
+__all__ = [
+    "BACKEND",
+    "QUERY_CANCELED",
+    "Open",
+    "cancelled_here",
+    "closed",
+    "opened",
+    "watched",
+]
 
 log = get_logger(__name__)
 
@@ -114,6 +124,25 @@ def opened(info: dict[Any, Any], dbapi: Any, engine: Engine) -> Open | None:
             )
             state.watcher.start()
     return unit
+
+
+@contextmanager
+def watched(conn: Connection) -> Iterator[None]:
+    """A transaction of philont's own on ``conn`` that may wait for a lock before it sets an
+    agent (an agent's delete, an import: the agent's lock, taken alone) among the calling
+    thread's open units while the block runs, when the thread has one open already: one
+    statement then (its server process), none otherwise."""
+    state: _Thread | None = getattr(_local, "state", None)
+    if state is None or not state.units:
+        yield
+        return
+    row = conn.exec_driver_sql("SELECT pg_postmaster_start_time(), pg_backend_pid()").one()
+    conn.info[BACKEND] = (row[0], row[1])
+    unit = opened(conn.info, conn.connection.dbapi_connection, conn.engine)
+    try:
+        yield
+    finally:
+        closed(unit)
 
 
 def closed(unit: Open | None) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from sqlalchemy import text
 
-from philont import Memory, Store, tools
+from philont import Memory, Store, agents, tools
 from philont.db.engine import create_engine
 from philont.errors import NestedWriteError, UnitOfWorkError
 from philont.learning.lock import hold_learning_lock
@@ -245,3 +245,20 @@ def test_behind_pgbouncer_as_the_application_role_too(
             fact, note = mem.facts.get("user.x", "k"), mem.notes.get("n1")
             assert fact is not None and fact.value == "outer"
             assert note is not None and note.content == "inner"
+
+
+def test_deleting_the_agent_inside_its_open_unit_of_work_is_refused(store: Store) -> None:
+    """The delete takes the agent's lock alone; the open unit holds it shared."""
+    assert store.agent is not None
+    agent = store.agent
+
+    def case() -> None:
+        with store.begin() as mem:
+            LOCKS["a fact's key"](mem, "outer")
+            with pytest.raises(NestedWriteError):
+                agents.delete(store, agent)
+
+    _in_a_thread(case)
+    with store.begin(write=False) as mem:
+        fact = mem.facts.get("user.x", "k")
+        assert fact is not None and fact.value == "outer"
