@@ -21,7 +21,7 @@ from philont.db.engine import create_engine
 from philont.errors import NestedWriteError, UnitOfWorkError
 from philont.learning.lock import hold_learning_lock
 from philont.memory import Memory as _Memory
-from tests.pg_support import Bouncer, Layout, start_bouncer
+from tests.pg_support import Bouncer, Layout
 
 pytestmark = pytest.mark.postgres
 
@@ -217,13 +217,6 @@ def test_a_nested_unit_waiting_for_another_thread_waits_for_it(store: Store) -> 
     with store.begin(write=False) as mem:
         fact = mem.facts.get("user.x", "k")
         assert fact is not None and fact.value == "inner"
-
-
-@pytest.fixture(scope="module")
-def bouncer(pg_layout: Layout) -> Iterator[Bouncer]:
-    running = start_bouncer(pg_layout)
-    yield running
-    running.stop()
 
 
 def test_behind_pgbouncer_as_the_application_role_too(
