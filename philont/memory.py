@@ -177,6 +177,7 @@ class Memory:
         self._agent = agent_id
         try:
             self._enter_agent(session)
+            self._open = self._listed(session)
         except BaseException:
             if self._bind is None:
                 session.close()  # ours: nothing began that anybody else would end
@@ -184,7 +185,6 @@ class Memory:
                 self._savepoint.rollback()
                 self._savepoint = None
             raise
-        self._open = self._listed(session)
         self._session = session
         self._state = _State.ACTIVE
         session.info.setdefault(_UNITS, []).append(self)  # told of a failed flush

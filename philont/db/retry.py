@@ -117,8 +117,10 @@ NOT_SHOWN = "the database's message is logged, not shown: it can hold the statem
 """Said in place of a database's message (SQLAlchemy's holds the statement and its bound
 parameters, a driver's the values it refused)."""
 _POOL = -1
-_NESTED = -2  # a wait for this thread's own unit of work, cancelled (philont.db.nesting)
 """The kind :func:`_first_known` gives SQLAlchemy's pool timeout (no connection came free)."""
+_NESTED = -2
+"""The kind it gives a statement the watcher of :mod:`philont.db.nesting` cancelled: it waited
+for a lock of its own thread's other open unit of work."""
 
 # PostgreSQL's SQLSTATEs of a transaction ended for a concurrent one's sake (retryable).
 PG_CONFLICTS = {
