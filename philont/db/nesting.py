@@ -55,7 +55,8 @@ process changes with the transaction, so it is read in every one)."""
 QUERY_CANCELED = "57014"
 
 FIRST_LOOK_S = 0.05
-"""How long two units of one thread are open together before the watcher first looks."""
+"""How long two units of one thread are open together before the watcher first looks (and
+after each unit the thread begins)."""
 LONGEST_LOOK_S = 0.5
 """The longest pause between two looks (each pause doubles up to it)."""
 
@@ -83,6 +84,8 @@ class _Thread:
     units: list[Open] = field(default_factory=list)
     watcher: threading.Thread | None = None
     cancelled: Open | None = None
+    new: bool = False
+    """A unit was listed since the watcher last looked: it looks again soon."""
     lock: fork.Lock = field(default_factory=fork.Lock)
 
 
@@ -118,6 +121,7 @@ def opened(info: dict[Any, Any], dbapi: Any, engine: Engine) -> Open | None:
     with state.lock:
         state.cancelled = None  # a new unit: an older cancellation was typed by now
         state.units.append(unit)
+        state.new = True
         if _watched(state.units) and (state.watcher is None or not state.watcher.is_alive()):
             state.watcher = threading.Thread(
                 target=_watch, args=(state,), name="philont-nested-watch", daemon=True
@@ -177,12 +181,13 @@ def _watch(state: _Thread) -> None:
     pause = FIRST_LOOK_S
     while True:
         time.sleep(pause)
-        pause = min(pause * 2, LONGEST_LOOK_S)
         with state.lock:
             groups = _watched(state.units)
             if not groups:
                 state.watcher = None
                 return
+            new, state.new = state.new, False
+        pause = FIRST_LOOK_S if new else min(pause * 2, LONGEST_LOOK_S)
         for group in groups:
             _look(state, group)
 
