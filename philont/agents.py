@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from philont.arguments import checked
 from philont.db import agents as registry
-from philont.db import fork
+from philont.db import fork, nesting
 from philont.db.agents import Agent
 from philont.db.retry import run_with_retry
 from philont.errors import InvalidInputError
@@ -153,7 +153,7 @@ def _in_transaction(store: Store, work: Callable[[Connection], T]) -> T:
     concurrent one: a deadlock with the agent's writers (philont.db.retry.run_with_retry)."""
 
     def once() -> T:
-        with store.engine.connect() as conn, conn.begin():
+        with store.engine.connect() as conn, conn.begin(), nesting.watched(conn):
             return work(conn)
 
     return run_with_retry(once)

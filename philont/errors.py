@@ -187,7 +187,9 @@ class NestedWriteError(UnitOfWorkError):
     or ``Memory.open`` given to ``tools.call`` inside one, or, in an event loop's thread, while
     an AsyncStore's writing unit of work on the file is open in that loop. It would wait for a
     lock only this thread can give back. Use the open unit of work (its services,
-    ``tools.call(..., db=mem)``) or end it first. Nothing was begun."""
+    ``tools.call(..., db=mem)``) or end it first. Nothing was begun. On PostgreSQL the nested
+    unit begins, and a statement of either that waits for a lock the other holds is cancelled
+    instead (:mod:`philont.db.nesting`): that unit of work was rolled back."""
 
     code = "nested_write"
 

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, SessionTransaction, SessionTransactionOrigin
 from philont import interrupts
 from philont.arguments import checked
 from philont.clock import Clock
+from philont.db import nesting
 from philont.db.backend import Backend, Raw
 from philont.db.engine import Target
 from philont.db.retry import edge_failure, translate, typed_from, unlogged
@@ -118,6 +119,8 @@ class Memory:
         """The transaction that flush rolled back (one begun by :meth:`rollback` is not)."""
         self._session: Session | None = None
         self._agent: int | None = None
+        self._open: nesting.Open | None = None
+        """Listed among this thread's open units of work (PostgreSQL, :mod:`philont.db.nesting`)."""
         self._state = _State.NEW
 
     def clock(self) -> datetime:
@@ -175,6 +178,7 @@ class Memory:
         self._agent = agent_id
         try:
             self._enter_agent(session)
+            self._open = self._listed(session)
         except BaseException:
             if self._bind is None:
                 session.close()  # ours: nothing began that anybody else would end
@@ -197,6 +201,7 @@ class Memory:
         self._state = _State.ENDED
         if session is None:
             return
+        nesting.closed(self._open)
         if exc is not None:  # a not-found error raised in the block (a host's, the command
             # line's) says what it means on this database, as a service's does; one an inner
             # unit of work (or a service) explained is left alone
@@ -350,6 +355,19 @@ class Memory:
         if not backend.enter(session, self._agent, self.agent):
             raise ConflictError(f"agent {self.agent!r} was renamed or deleted as it was entered")
 
+    def _listed(self, session: Session) -> nesting.Open | None:
+        """This unit of work among its thread's open ones, by the server process its agent was
+        just set on (PostgreSQL: a thread's units that wait for each other are refused,
+        :mod:`philont.db.nesting`); None on SQLite, whose write gate refuses them, and on an
+        async engine, whose units on one thread are tasks that wait for each other's locks
+        without blocking the thread."""
+        if self.store.backend.name != "postgresql":
+            return None
+        conn = session.connection()
+        if conn.dialect.is_async:
+            return None
+        return nesting.opened(conn.info, conn.connection.dbapi_connection, conn.engine)
+
     def _path(self) -> str | None:
         path = self.store.path
         return None if path is None else str(path)
@@ -363,9 +381,12 @@ class Memory:
                 "savepoint (session.begin_nested()) or let the caller roll back"
             )
         session = self.session
+        nesting.closed(self._open)
+        self._open = None
         session.rollback()
         session.begin()
         self.store.backend.enter(session, self._agent)  # SET LOCAL ended with the rollback
+        self._open = self._listed(session)  # through PgBouncer, maybe another server process
 
     @property
     def active(self) -> bool:

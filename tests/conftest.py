@@ -116,6 +116,14 @@ def pg_layout(worker_tag: str) -> Iterator[pg_support.Layout]:
     layout.drop()
 
 
+@pytest.fixture(scope="module")
+def bouncer(pg_layout: pg_support.Layout) -> Iterator[pg_support.Bouncer]:
+    """A PgBouncer in transaction pooling mode in front of this run's server (per module)."""
+    running = pg_support.start_bouncer(pg_layout)
+    yield running
+    running.stop()
+
+
 @pytest.fixture
 def pg_agent_name(pg_layout: pg_support.Layout) -> Callable[[], str]:
     """Factory of fresh agent names in this run's layout (created on first use)."""

@@ -34,6 +34,7 @@ from sqlalchemy.sql.expression import ColumnClause
 from philont.db.base import Base
 from philont.db.bootstrap import bootstrap_rows
 from philont.db.models import Meta
+from philont.db.nesting import BACKEND
 from philont.db.pg_layout import (
     AGENT_COLUMN,
     AGENT_SETTING,
@@ -112,7 +113,8 @@ def set_local(
     dbapi = conn.connection.dbapi_connection
     assert dbapi is not None, "a connection inside a transaction is checked out"
     mine = int(agent_id)
-    sql = "SELECT set_config(%s, %s, true)"
+    # the server process too, for free (philont.db.nesting: a thread's units waiting on each other)
+    sql = "SELECT set_config(%s, %s, true), pg_postmaster_start_time(), pg_backend_pid()"
     params: list[object] = [AGENT_SETTING, str(mine)]
     if lock:
         sql += f", {agent_lock('%s', shared=True, wait=False)}"
@@ -127,7 +129,8 @@ def set_local(
         rows = cursor.fetchall()
         if not rows:
             return False
-        if not lock or rows[0][1]:
+        conn.info[BACKEND] = (rows[0][1], rows[0][2])
+        if not lock or rows[0][3]:
             return True
         # an import or a delete of the agent holds it alone: wait for its end
         cursor.execute(f"SELECT {agent_lock('%s', shared=True)}", [mine])

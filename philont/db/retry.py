@@ -37,6 +37,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from philont import filewrite, settings
 from philont.arguments import sync_result
+from philont.db import nesting
 from philont.errors import (
     DatabaseBusyError,
     DatabaseCorruptError,
@@ -122,6 +123,9 @@ NOT_SHOWN = "the database's message is logged, not shown: it can hold the statem
 parameters, a driver's the values it refused)."""
 _POOL = -1
 """The kind :func:`_first_known` gives SQLAlchemy's pool timeout (no connection came free)."""
+_NESTED = -2
+"""The kind it gives a statement the watcher of :mod:`philont.db.nesting` cancelled: it waited
+for a lock of its own thread's other open unit of work."""
 
 # PostgreSQL's SQLSTATEs of a transaction ended for a concurrent one's sake (retryable).
 PG_CONFLICTS = {
@@ -198,6 +202,8 @@ def _first_known(exc: BaseException) -> tuple[BaseException, int | str] | None:
         sqlstate = _pg_conflict(err)
         if sqlstate is not None:
             return err, sqlstate
+        if getattr(err, "sqlstate", None) == nesting.QUERY_CANCELED and nesting.cancelled_here():
+            return err, _NESTED
         todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
     return None
 
@@ -236,6 +242,8 @@ def translate(exc: BaseException, *, path: str | None = None) -> PhilontError | 
     where = path or _UNNAMED
     if isinstance(kind, str):
         return _conflict(kind, where)
+    if kind == _NESTED:
+        return NestedWriteError()  # it waited for a lock of this thread's own open unit
     if kind == _POOL:
         return PoolTimeoutError(
             f"{where}: every connection of the Store's pool stayed in use by other units of "

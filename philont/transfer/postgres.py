@@ -28,6 +28,7 @@ from sqlalchemy.exc import DBAPIError
 
 from philont import migrate, settings
 from philont.db import agents as registry
+from philont.db import nesting
 from philont.db.engine import create_engine, database_name
 from philont.db.pg_layout import AGENT_COLUMN, COUNTERS_TABLE, counter_tables
 from philont.db.retry import refusal
@@ -227,7 +228,12 @@ def import_agent(
     """Insert a checked export file's rows as one agent's, in one transaction (see the module
     docstring); a foreign key violation anywhere rolls back everything."""
     name = agent_name(agent)
-    with _connection(url) as (conn, driver), _transaction(conn, permanent=True), reopen() as fh:
+    with (
+        _connection(url) as (conn, driver),
+        _transaction(conn, permanent=True),
+        nesting.watched(conn),  # inside this thread's open unit of the agent: refused
+        reopen() as fh,
+    ):
         # The agent's units of work wait for its lock, taken alone, as they enter the agent
         # (registry.set_local): they hold nothing of it, no counter _raise_counters needs.
         # A rename or delete of the agent meanwhile: the name is looked up again (hold).

@@ -6,26 +6,19 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 from philont import tools
 from philont.store import Store
-from tests.pg_support import Bouncer, Layout, start_bouncer
+from tests.pg_support import Bouncer, Layout
 
 pytestmark = pytest.mark.postgres
 
 AGENTS = 12
 ROUNDS = 8  # more than psycopg's auto-prepare threshold (5): no server-side prepared statement
 THREADS = 6
-
-
-@pytest.fixture(scope="module")
-def bouncer(pg_layout: Layout) -> Iterator[Bouncer]:
-    running = start_bouncer(pg_layout)
-    yield running
-    running.stop()
 
 
 def test_one_pool_behind_pgbouncer_serves_every_agent_one_transaction_at_a_time(

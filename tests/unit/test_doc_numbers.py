@@ -15,7 +15,7 @@ import typer.main
 
 from philont import settings
 from philont.cli import app
-from philont.db import checkpoint, pg_layout, retry, stored_values
+from philont.db import checkpoint, nesting, pg_layout, retry, stored_values
 from philont.db.schema import metadata
 from philont.domain import query, recurrence
 from philont.domain.attribution import AttributionWindow
@@ -71,6 +71,8 @@ README = [
     f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
     f"from 0 to 2^{MAX_TOKENS_PER_CALL.bit_length() - 1} (`MAX_TOKENS_PER_CALL`",
     f"into {pg_layout.PARTITIONS} partitions (a fixed number)",
+    f"(first after {nesting.FIRST_LOOK_S * 1000:g} ms, then at most every"
+    f" {nesting.LONGEST_LOOK_S:g} s, `pg_blocking_pids`)",
     f"ends after {checkpoint.IDLE_S:g} s without any",
     f"stays on at {_n(checkpoint.SAFETY_PAGES)} pages",
     f"per word its best {scoring.CANDIDATES_PER_TERM} matches, a word too common for bm25 its"
