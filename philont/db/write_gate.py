@@ -115,12 +115,12 @@ class WriteGate:
                 self._waiters.remove((turn, me))
                 return False
 
-    def held_here(self) -> bool:
+    def held_here(self, *, loop: bool = True) -> bool:
         """Whether the calling thread took the gate (or was handed it) and holds it still, or
-        runs the event loop of an AsyncStore's writing unit of work open on the file."""
+        (``loop``) runs the event loop of an AsyncStore's writing unit of work open on the file."""
         me = threading.get_ident()
         with self._mutex:
-            return (self._held and self._holder == me) or self._on_loop[me] > 0
+            return (self._held and self._holder == me) or (loop and self._on_loop[me] > 0)
 
     @contextlib.contextmanager
     def on_loop(self) -> Iterator[None]:
@@ -170,7 +170,7 @@ def held_here(path: str | os.PathLike[str]) -> bool:
     an open writing unit of work of its own)."""
     with _REGISTRY:
         gate = _BY_FILE.get(os.path.realpath(path))
-    return gate is not None and gate.held_here()
+    return gate is not None and gate.held_here(loop=False)
 
 
 def _after_fork() -> None:
