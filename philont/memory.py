@@ -201,7 +201,7 @@ class Memory:
         self._state = _State.ENDED
         if session is None:
             return
-        nesting.closed(self._open)
+        nesting.closed(self._open, exc)
         if exc is not None:  # a not-found error raised in the block (a host's, the command
             # line's) says what it means on this database, as a service's does; one an inner
             # unit of work (or a service) explained is left alone

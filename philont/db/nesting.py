@@ -13,11 +13,13 @@ PostgreSQL a nested unit that does not conflict works, so what is watched is the
   its agent (:func:`philont.db.agents.set_local`, two more columns: no round trip of its own)
   and is listed among its thread's open units while its block runs (Python only);
 * while a thread has two or more open on one server, a watcher thread of its own asks that
-  server now and then (one statement on a pooled connection: ``pg_blocking_pids``) whether one
-  of them waits for another. If so the waiting statement is cancelled (the driver's cancel
-  request, which PgBouncer passes on) and :func:`philont.db.retry.translate` types the
-  cancellation as :class:`~philont.errors.NestedWriteError` in that thread. A unit that waits
-  for another thread's or process's transaction is left waiting, as before.
+  server now and then (one statement, ``pg_blocking_pids``, on a connection of the watcher's
+  own, outside the pool: the thread's units may hold every pooled one) whether one of them
+  waits for another. If so the waiting statement is cancelled (the driver's cancel request,
+  which PgBouncer passes on) and :func:`philont.db.retry.translate` types that cancellation,
+  and only that one, as :class:`~philont.errors.NestedWriteError` in that thread
+  (:func:`cancelled`). A unit that waits for another thread's or process's transaction is
+  left waiting, as before.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
+from sqlalchemy.pool import PoolProxiedConnection
 
 from philont.db import fork
 from philont.log import get_logger
@@ -39,7 +42,7 @@ __all__ = [
     "BACKEND",
     "QUERY_CANCELED",
     "Open",
-    "cancelled_here",
+    "cancelled",
     "closed",
     "opened",
     "watched",
@@ -60,10 +63,13 @@ after each unit the thread begins)."""
 LONGEST_LOOK_S = 0.5
 """The longest pause between two looks (each pause doubles up to it)."""
 
-_BLOCKED = text(
-    "SELECT pid FROM unnest(CAST(:pids AS int[])) AS pid"
-    " WHERE pg_blocking_pids(pid) && CAST(:pids AS int[])"
+_BLOCKED = (
+    "SELECT pid FROM unnest(CAST(%(pids)s AS int[])) AS pid"
+    " WHERE pg_blocking_pids(pid) && CAST(%(pids)s AS int[])"
 )
+_TYPED = "philont_nested_write"
+"""Key of a driver error's ``__dict__``: the cancellation :func:`cancelled` took for the
+watcher's (asked again for the same error: the same answer)."""
 
 
 @dataclass(eq=False)
@@ -79,7 +85,8 @@ class Open:
 
 @dataclass(eq=False)
 class _Thread:
-    """One thread's open units, its watcher, and the unit whose wait the watcher cancelled."""
+    """One thread's open units, its watcher, and the unit whose wait the watcher cancelled
+    (until its cancellation is typed, or the unit ends)."""
 
     units: list[Open] = field(default_factory=list)
     watcher: threading.Thread | None = None
@@ -119,7 +126,7 @@ def opened(info: dict[Any, Any], dbapi: Any, engine: Engine) -> Open | None:
     unit = Open(backend[0], int(backend[1]), dbapi, engine)
     state = _here()
     with state.lock:
-        state.cancelled = None  # a new unit: an older cancellation was typed by now
+        state.cancelled = None  # a new unit: the cancelled statement's error was met by now
         state.units.append(unit)
         state.new = True
         if _watched(state.units) and (state.watcher is None or not state.watcher.is_alive()):
@@ -145,26 +152,60 @@ def watched(conn: Connection) -> Iterator[None]:
     unit = opened(conn.info, conn.connection.dbapi_connection, conn.engine)
     try:
         yield
-    finally:
-        closed(unit)
+    except BaseException as exc:
+        closed(unit, exc)
+        raise
+    closed(unit)
 
 
-def closed(unit: Open | None) -> None:
-    """The unit of work ``unit`` (:func:`opened`) ended."""
+def closed(unit: Open | None, exc: BaseException | None = None) -> None:
+    """The unit of work ``unit`` (:func:`opened`) ended, with ``exc`` when an error ends it.
+    When the watcher cancelled a statement of it that nothing has typed yet, its cancellation
+    in ``exc`` (or none: the host caught it) is :func:`cancelled`'s, and no later one is."""
     if unit is None:
         return
     state = _here()
     with state.lock:
         if unit in state.units:
             state.units.remove(unit)
+        if state.cancelled is not unit:
+            return
+        state.cancelled = None
+    seen: set[int] = set()
+    todo = [] if exc is None else [exc]
+    while todo and len(seen) < 16:  # the driver's error, behind SQLAlchemy's or raised from
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if getattr(current, "sqlstate", None) == QUERY_CANCELED:
+            current.__dict__[_TYPED] = True
+            return
+        todo.extend(
+            e
+            for e in (getattr(current, "orig", None), current.__cause__, current.__context__)
+            if isinstance(e, BaseException)
+        )
 
 
-def cancelled_here() -> bool:
-    """Whether the watcher cancelled a statement of the calling thread that waited for a lock
-    of the thread's own open unit of work (since the thread last began one): a cancellation
-    (SQLSTATE 57014) it meets is that one."""
+def cancelled(err: BaseException) -> bool:
+    """Whether the cancellation ``err`` (a driver's error, SQLSTATE 57014) the calling thread
+    met is the watcher's: of a statement that waited for a lock of the thread's own open unit
+    of work. The first one the thread meets after the watcher cancelled is (the thread waited
+    in that statement until then); it is marked, so that asked again (a service types it,
+    then the unit's end) it still is, and any later one (a ``statement_timeout``, a
+    ``pg_cancel_backend``) is not."""
+    if err.__dict__.get(_TYPED):
+        return True
     state: _Thread | None = getattr(_local, "state", None)
-    return state is not None and state.cancelled is not None
+    if state is None:
+        return False
+    with state.lock:
+        if state.cancelled is None:
+            return False
+        state.cancelled = None
+    err.__dict__[_TYPED] = True
+    return True
 
 
 def _watched(units: list[Open]) -> list[list[Open]]:
@@ -175,39 +216,87 @@ def _watched(units: list[Open]) -> list[list[Open]]:
     return [group for group in groups.values() if len(group) > 1]
 
 
+class _Asker:
+    """The watcher's own connections, one per server, each made once (by a copy of the
+    engine's pool: its way of connecting, outside its connections) and kept until the watcher
+    ends: the units it watches may hold every pooled connection."""
+
+    def __init__(self) -> None:
+        self._conns: dict[object, PoolProxiedConnection] = {}
+        self._warned = False
+
+    def blocked(self, group: list[Open]) -> set[int] | None:
+        """The server processes of ``group`` that wait for another of it (None: the server
+        could not be asked)."""
+        server = group[0].server
+        try:
+            conn = self._conns.get(server)
+            if conn is None:
+                conn = self._conns[server] = group[0].engine.pool.recreate().connect()
+                conn.dbapi_connection.autocommit = True  # type: ignore[union-attr]
+            cursor = conn.cursor()
+            try:
+                cursor.execute(_BLOCKED, {"pids": [unit.pid for unit in group]})
+                return {int(row[0]) for row in cursor.fetchall()}
+            finally:
+                cursor.close()
+        except Exception as exc:  # the server is away: the thread's statement fails on its own
+            self._close(server)
+            # once per watcher: it asks again every half second at most
+            report = log.debug if self._warned else log.warning
+            self._warned = True
+            report("db.nested_watch_failed", error=type(exc).__name__)
+            return None
+
+    def _close(self, server: object) -> None:
+        conn = self._conns.pop(server, None)
+        if conn is not None:
+            try:
+                conn.invalidate()  # closed, not kept by the pool's copy
+            except Exception as exc:  # pragma: no cover - closing a broken connection
+                log.debug("db.nested_watch_close_failed", error=type(exc).__name__)
+
+    def close(self) -> None:
+        for server in list(self._conns):
+            self._close(server)
+
+
 def _watch(state: _Thread) -> None:
     """The watcher of one thread (see the module): ends once no two of its units share a
     server."""
-    pause = FIRST_LOOK_S
-    while True:
-        time.sleep(pause)
-        with state.lock:
-            groups = _watched(state.units)
-            if not groups:
-                state.watcher = None
-                return
-            new, state.new = state.new, False
-        pause = FIRST_LOOK_S if new else min(pause * 2, LONGEST_LOOK_S)
-        for group in groups:
-            _look(state, group)
-
-
-def _look(state: _Thread, group: list[Open]) -> None:
-    """Cancel the statement of a unit of ``group`` that waits for another unit of it."""
-    pids = [unit.pid for unit in group]
+    asker = _Asker()
     try:
-        with group[0].engine.connect() as conn:
-            blocked = {int(row[0]) for row in conn.execute(_BLOCKED, {"pids": pids})}
-    except Exception as exc:  # the server is away: the thread's statement fails on its own
-        log.debug("db.nested_watch_failed", error=type(exc).__name__)
+        pause = FIRST_LOOK_S
+        while True:
+            time.sleep(pause)
+            with state.lock:
+                groups = _watched(state.units)
+                if not groups:
+                    state.watcher = None
+                    return
+                new, state.new = state.new, False
+            pause = FIRST_LOOK_S if new else min(pause * 2, LONGEST_LOOK_S)
+            for group in groups:
+                _look(state, group, asker)
+    finally:
+        asker.close()
+
+
+def _look(state: _Thread, group: list[Open], asker: _Asker) -> None:
+    """Cancel the statement of a unit of ``group`` that waits for another unit of it."""
+    blocked = asker.blocked(group)
+    if not blocked:
         return
     with state.lock:  # still the same units (a server process may serve another one after)
         waiting = [u for u in group if u.pid in blocked and u in state.units]
         if not waiting or not all(u in state.units for u in group):
             return
-        state.cancelled = waiting[0]
+        state.cancelled = waiting[0]  # before the cancel: its error may be typed at once
     log.warning("db.nested_write", pid=waiting[0].pid)
     try:
         waiting[0].dbapi.cancel_safe()
     except Exception as exc:  # pragma: no cover - the connection went away meanwhile
-        log.debug("db.nested_cancel_failed", error=type(exc).__name__)
+        log.warning("db.nested_cancel_failed", error=type(exc).__name__)
+        with state.lock:  # nothing was cancelled: no cancellation is the watcher's
+            if state.cancelled is waiting[0]:
+                state.cancelled = None

@@ -202,7 +202,7 @@ def _first_known(exc: BaseException) -> tuple[BaseException, int | str] | None:
         sqlstate = _pg_conflict(err)
         if sqlstate is not None:
             return err, sqlstate
-        if getattr(err, "sqlstate", None) == nesting.QUERY_CANCELED and nesting.cancelled_here():
+        if getattr(err, "sqlstate", None) == nesting.QUERY_CANCELED and nesting.cancelled(err):
             return err, _NESTED
         todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
     return None

@@ -14,11 +14,13 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
 from philont import Memory, Store, agents, tools
 from philont.db.engine import create_engine
-from philont.errors import NestedWriteError, UnitOfWorkError
+from philont.errors import NestedWriteError, StorageError, UnitOfWorkError
 from philont.learning.lock import hold_learning_lock
 from philont.memory import Memory as _Memory
 from tests.pg_support import Bouncer, Layout
@@ -76,7 +78,11 @@ LOCKS: dict[str, Callable[[_Memory, str], object]] = {
     "a note id": lambda mem, v: mem.notes.upsert("n1", v),
     "the learning lock": lambda mem, _v: hold_learning_lock(mem),
     "a row (the messages' id counter)": lambda mem, v: mem.timeline.append(v),
+    "a lock of the host's own statement (the unit's end types it)": lambda mem, _v: (
+        mem.session.execute(text("SELECT pg_advisory_xact_lock(8282)"))
+    ),
 }
+HOSTS_LOCK = "a lock of the host's own statement (the unit's end types it)"
 
 
 def _enter(unit: _Memory, take: Callable[[_Memory, str], object]) -> None:
@@ -255,3 +261,99 @@ def test_deleting_the_agent_inside_its_open_unit_of_work_is_refused(store: Store
     with store.begin(write=False) as mem:
         fact = mem.facts.get("user.x", "k")
         assert fact is not None and fact.value == "outer"
+
+
+def _outer_waits_for_another_thread(store: Store) -> Callable[[_Memory], object]:
+    """A statement of a service that waits for a fact's key another thread holds (until the
+    test ends): a unit's own ``statement_timeout`` cancels it, through the service's typing."""
+    holds, may_end = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with store.begin() as mem:
+            LOCKS["a fact's key"](mem, "other")
+            holds.set()
+            may_end.wait(HUNG_S)
+
+    threading.Thread(target=other, daemon=True).start()
+    assert holds.wait(HUNG_S)
+
+    def wait(mem: _Memory) -> object:
+        try:
+            return LOCKS["a fact's key"](mem, "outer")
+        finally:
+            may_end.set()
+
+    return wait
+
+
+CANCELLED_LATER: dict[str, Callable[[Store], Callable[[_Memory], object]]] = {
+    "a statement of the host's (the unit's end types it)": lambda _store: (
+        lambda mem: mem.session.execute(text("SELECT pg_sleep(1)"))
+    ),
+    "a service's statement (the service types it)": _outer_waits_for_another_thread,
+}
+
+
+def _refused(store: Store) -> None:
+    with pytest.raises(NestedWriteError):
+        NESTED["store.begin()"](store, LOCKS["a note id"])
+
+
+def _caught_untyped(store: Store) -> None:
+    with store.begin() as inner, pytest.raises(OperationalError):
+        LOCKS[HOSTS_LOCK](inner, "inner")
+
+
+REFUSALS: dict[str, Callable[[Store], None]] = {
+    "refused": _refused,
+    "cancelled, the host caught it untyped and ended the nested unit": _caught_untyped,
+}
+
+
+@pytest.mark.parametrize("refusal", sorted(REFUSALS))
+@pytest.mark.parametrize("later", sorted(CANCELLED_LATER))
+def test_a_later_cancellation_in_the_thread_is_not_a_nested_write(
+    store: Store, later: str, refusal: str
+) -> None:
+    """Only the statement the watcher cancelled is ``nested_write``: a statement of the outer
+    unit cancelled afterwards by its ``statement_timeout`` is a storage error of its own kind."""
+    wait = CANCELLED_LATER[later](store)
+
+    def case() -> None:
+        with pytest.raises(StorageError) as caught, store.begin() as mem:
+            mem.notes.upsert("n1", "outer")
+            LOCKS[HOSTS_LOCK](mem, "outer")
+            REFUSALS[refusal](store)
+            mem.session.execute(text("SET LOCAL statement_timeout = '50ms'"))
+            wait(mem)
+        assert not isinstance(caught.value, NestedWriteError), caught.value
+        assert caught.value.code != "nested_write"
+
+    _in_a_thread(case)
+
+
+def test_a_nested_wait_is_refused_with_every_pooled_connection_in_use(store: Store) -> None:
+    """The watcher does not take its connection from the pool the thread's units hold."""
+    engine = sa_create_engine(
+        store.url,
+        pool_size=2,
+        max_overflow=0,
+        pool_timeout=HUNG_S * 2,
+        connect_args={"prepare_threshold": None},
+    )
+    try:
+        small = Store.from_engine(engine, agent=store.agent)
+
+        def case() -> None:
+            with small.begin() as mem:  # one connection, the nested unit the other
+                LOCKS["a fact's key"](mem, "outer")
+                with pytest.raises(NestedWriteError):
+                    NESTED["store.begin()"](small, LOCKS["a fact's key"])
+                mem.facts.store(namespace="user.x", key="after", value=1)
+
+        _in_a_thread(case)
+        with small.begin(write=False) as mem:
+            assert mem.facts.get("user.x", "after") is not None
+        small.close()
+    finally:
+        engine.dispose()
