@@ -288,6 +288,8 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         unlinked_companions(path)
         if writable:
             writable_companions(path, refuse=True)
+        else:
+            readable_companions(path)
         return False
     if not create:
         raise DatabasePathError(str(path), missing_reason(path))
@@ -400,13 +402,7 @@ def writable_companions(path: Path, *, refuse: bool) -> None:
             with suppress(OSError):  # gone meanwhile: SQLite makes it anew
                 _chmod_unlinked(companion, found, mode)
         elif refuse and not filewrite.may(companion, os.R_OK):
-            raise DatabasePathError(
-                str(path),
-                f"the {suffix} file beside it ({companion}) is another user's, mode "
-                f"{oct(stat.S_IMODE(found.st_mode))}, which this process may not read: make it "
-                "readable and writable by this user, or (once no program has the database "
-                "open) remove it",
-            )
+            raise _unreadable(path, companion, found)
         elif refuse and suffix == "-shm":
             raise DatabaseReadOnlyError(
                 str(path),
@@ -415,6 +411,38 @@ def writable_companions(path: Path, *, refuse: bool) -> None:
                 "of the database leaves it so) and SQLite would open it read-only: make it "
                 "writable by this user, or remove it while no program has the database open",
             )
+
+
+def readable_companions(path: Path) -> None:
+    """A read-only open's check of the ``-wal`` and ``-shm`` beside ``path``: one this process
+    may not read (mode 000, ours or another user's) is a :class:`DatabasePathError` naming it
+    and the fix (SQLite said only "unable to open database file"). A read-only open changes no
+    file, so ours keeps its mode (a writable open gives it the file's:
+    :func:`writable_companions`)."""
+    for suffix in ("-wal", "-shm"):
+        companion = Path(f"{path}{suffix}")
+        try:
+            found = os.lstat(companion)
+        except OSError:  # none (the usual case), or nothing to judge it by
+            continue
+        if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
+            continue  # a link (refused at the file's check) or no file at all
+        if not filewrite.may(companion, os.R_OK):
+            raise _unreadable(path, companion, found)
+
+
+def _unreadable(path: Path, companion: Path, found: os.stat_result) -> DatabasePathError:
+    """The refusal of a ``-wal`` or ``-shm`` (``companion``, :func:`os.lstat`'s ``found``)
+    beside ``path`` that this process may not read."""
+    ours = found.st_uid == os.geteuid()
+    return DatabasePathError(
+        str(path),
+        f"the {companion.name.removeprefix(path.name)} file beside it ({companion}) is "
+        f"{'this' if ours else 'another'} user's, mode {oct(stat.S_IMODE(found.st_mode))}, "
+        "which this process may not read: make it readable and writable by this user"
+        + (" (a writable open does)" if ours else "")
+        + ", or (once no program has the database open) remove it",
+    )
 
 
 def _chmod_unlinked(companion: Path, found: os.stat_result, mode: int) -> None:
