@@ -272,10 +272,7 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
     (0700) and a missing file is created empty with mode 0600; whether this call created the
     file (:func:`create_file`). ``writable=False``: the caller only reads (through
     :func:`connect_read_only`), so a read-only file is fine."""
-    if path.is_dir():
-        raise DatabasePathError(str(path), "it is a directory")
-    if path.exists() and (what := _not_regular(path)) is not None:
-        raise DatabasePathError(str(path), f"it is not a regular file ({what})")
+    filewrite.regular(path, DatabasePathError)
     if path.exists():
         if not filewrite.may(path, os.R_OK):
             raise DatabasePathError(str(path), "permission denied: this process may not read it")
@@ -304,25 +301,6 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
     except OSError as exc:  # a parent that cannot be created (/proc/x/...), a full disk, ...
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
-
-
-def _not_regular(path: Path) -> str | None:
-    """What ``path``, which exists, is when it is no regular file a database can be kept in: a
-    device, pipe or socket (``/dev/null``: SQLite said "disk I/O error"; a pipe was waited on),
-    or a file the kernel makes up (:data:`philont.locktable.KERNEL_FILESYSTEMS`: ``/proc``,
-    ``/sys``; ``/proc/self/status`` was "read-only", or read as a new database, its size being
-    0). None for a regular file, or where the filesystem's type is not known."""
-    if not path.is_file():
-        return "a device, pipe or socket"
-    from philont import locktable
-
-    try:
-        kind = locktable.mount_type(path.stat().st_dev)
-    except OSError:
-        return None
-    return (
-        f"the kernel makes it up: a {kind} file" if kind in locktable.KERNEL_FILESYSTEMS else None
-    )
 
 
 def unlinked_companions(path: Path) -> None:
