@@ -10,7 +10,7 @@ import sqlite3
 import stat
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing, suppress
 from pathlib import Path
 from typing import Annotated, Any
@@ -364,14 +364,7 @@ def writable_companions(path: Path, *, refuse: bool) -> None:
     if not filewrite.may(path, os.W_OK):
         return
     mode = stat.S_IMODE(os.stat(path).st_mode)
-    for suffix in ("-wal", "-shm"):
-        companion = Path(f"{path}{suffix}")
-        try:
-            found = os.lstat(companion)
-        except OSError:  # none (the usual case), or nothing to judge it by
-            continue
-        if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
-            continue  # a link (refused at the file's check) or no file at all
+    for suffix, companion, found in _companion_files(path):
         ours = found.st_uid == os.geteuid()
         owner_may = found.st_mode & 0o600 == 0o600  # read and write
         if filewrite.may(companion, os.W_OK) and (owner_may or not ours):
@@ -397,16 +390,23 @@ def readable_companions(path: Path) -> None:
     and the fix (SQLite said only "unable to open database file"). A read-only open changes no
     file, so ours keeps its mode (a writable open gives it the file's:
     :func:`writable_companions`)."""
+    for _, companion, found in _companion_files(path):
+        if not filewrite.may(companion, os.R_OK):
+            raise _unreadable(path, companion, found)
+
+
+def _companion_files(path: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
+    """The ``-wal`` and ``-shm`` beside ``path`` that are regular files of one name: suffix,
+    path and :func:`os.lstat`. None (the usual case), a link (refused at the file's check) and
+    one gone or not to be judged are left out."""
     for suffix in ("-wal", "-shm"):
         companion = Path(f"{path}{suffix}")
         try:
             found = os.lstat(companion)
-        except OSError:  # none (the usual case), or nothing to judge it by
+        except OSError:
             continue
-        if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
-            continue  # a link (refused at the file's check) or no file at all
-        if not filewrite.may(companion, os.R_OK):
-            raise _unreadable(path, companion, found)
+        if stat.S_ISREG(found.st_mode) and found.st_nlink == 1:
+            yield suffix, companion, found
 
 
 def _unreadable(path: Path, companion: Path, found: os.stat_result) -> DatabasePathError:

@@ -50,6 +50,13 @@ legacy_keys = (
 ).filter(lambda k: _held(k) and _refused_by_the_write_rule(k, inputs.FactKey))
 
 
+_FEW = settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
 @pytest.fixture
 def store(target: Path | URL) -> Iterator[Store]:
     s = Store.open(target)
@@ -154,11 +161,7 @@ def _listed_everywhere(store: Store, target: Path | URL, selector: str) -> dict[
     return answers
 
 
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@_FEW
 @given(namespace=legacy_namespaces)
 @example(namespace="User Prefs")
 @example(namespace="a%b")
@@ -194,11 +197,7 @@ def test_a_listed_legacy_namespace_is_a_list_filter_everywhere(
     store.run(lambda mem: mem.facts.forget_candidates(namespace=namespace))
 
 
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@_FEW
 @given(namespace=legacy_namespaces)
 @example(namespace="User Prefs")
 @example(namespace="a%")
