@@ -557,6 +557,7 @@ def _backup_source(source: Path) -> Path:
     """A file to restore from: an existing SQLite file (typed errors otherwise)."""
     if source.is_dir():
         raise FilePathError(str(source), "it is a directory, not a backup file")
+    filewrite.regular(source)  # a device, pipe or /proc file: said so, never opened
     if not source.is_file():
         reason = missing_reason(source)
         raise FilePathError(
@@ -746,8 +747,7 @@ def restore(
 def _restore(source: Path, path: Path, progress: Progress | None) -> RestoreReport:
     """:func:`restore` of the backup ``source`` onto the SQLite file ``path``."""
     step = progress or _no_progress
-    if path.is_dir():
-        raise DatabasePathError(str(path), "it is a directory")
+    filewrite.regular(path, DatabasePathError)  # the rename would replace a device or pipe
     if _same_file(source, path):
         raise InvalidInputError.of(
             "backup_file", f"{str(source)!r} is the database itself: nothing to restore"

@@ -12,6 +12,7 @@ import glob
 import io
 import os
 import re
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,7 +35,9 @@ __all__ = [
     "cannot_write",
     "fsync",
     "may",
+    "not_regular",
     "refusing",
+    "regular",
     "remove_with_companions",
     "sweep",
     "temp_beside",
@@ -54,6 +57,47 @@ def may(path: Path, mode: int) -> bool:
     """Whether this process may access ``path`` as ``mode`` (``os.R_OK``, ``os.W_OK`` ...):
     by its effective ids and capabilities, as an ``open`` would be judged, not its real ids."""
     return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
+
+
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a pipe (fifo)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def not_regular(path: Path) -> str | None:
+    """What ``path``, which exists, is when it is no regular file to keep data in: a device,
+    pipe or socket (``/dev/null``: SQLite said "disk I/O error", an export replaced it with
+    its file; a pipe was waited on), or a file the kernel makes up
+    (:data:`philont.locktable.KERNEL_FILESYSTEMS`: ``/proc``, ``/sys``; ``/proc/self/status``
+    was "read-only", or read as a new database, its size being 0). None for a regular file, or
+    where the filesystem's type is not known. Judged by ``stat`` alone: nothing is opened."""
+    from philont import locktable
+
+    try:
+        found = path.stat()
+        if not stat.S_ISREG(found.st_mode):
+            return next((what for test, what in _KINDS if test(found.st_mode)), "no file")
+        kind = locktable.mount_type(found.st_dev)
+    except OSError:  # gone meanwhile: the caller's to find missing; no mount table to read
+        return None
+    return (
+        f"the kernel makes it up: a {kind} file" if kind in locktable.KERNEL_FILESYSTEMS else None
+    )
+
+
+def regular(path: Path, refusal: Refusal = FilePathError) -> None:
+    """The one check of a file the caller named (the database, a backup to restore, a file to
+    import or to export to): an existing ``path`` that is a directory or no regular file
+    (:func:`not_regular`) is refused by ``refusal`` naming it, before anything opens it (a
+    pipe is never waited on, a device never written or replaced). A missing one passes: what
+    that means is the caller's."""
+    if path.is_dir():
+        raise refusal(str(path), "it is a directory")
+    if path.exists() and (what := not_regular(path)) is not None:
+        raise refusal(str(path), f"it is not a regular file ({what})")
 
 
 def cannot_write(

@@ -206,18 +206,17 @@ def facts_list(
         str,
         typer.Argument(
             help="Namespace; 'user.*' includes children; '*' all",
-            # the list_facts tool's own argument type: refused with the same message
-            parser=value(inputs.NamespaceSelector),
+            # the list_facts tool's own argument type: refused with the same message (a
+            # legacy database's name that '*' lists is a filter too: inputs.HeldNamespaceSelector)
+            parser=value(inputs.HeldNamespaceSelector),
         ),
     ] = "*",
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Current facts, highest decay score first."""
-    prefix = namespace.endswith(".*")
-    records = read_memory(
-        db, lambda mem: mem.facts.list(namespace.removesuffix(".*"), prefix=prefix, ranked=True)
-    )
+    # the selector whole ('user.*' included): the service reads it as the argument type did
+    records = read_memory(db, lambda mem: mem.facts.list(namespace, ranked=True))
     rows = [_fact_row(f, f.score or 0.0) for f in records]
     if as_json:
         emit(rows)

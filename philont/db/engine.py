@@ -10,7 +10,7 @@ import sqlite3
 import stat
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing, suppress
 from pathlib import Path
 from typing import Annotated, Any
@@ -272,10 +272,7 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
     (0700) and a missing file is created empty with mode 0600; whether this call created the
     file (:func:`create_file`). ``writable=False``: the caller only reads (through
     :func:`connect_read_only`), so a read-only file is fine."""
-    if path.is_dir():
-        raise DatabasePathError(str(path), "it is a directory")
-    if path.exists() and (what := _not_regular(path)) is not None:
-        raise DatabasePathError(str(path), f"it is not a regular file ({what})")
+    filewrite.regular(path, DatabasePathError)
     if path.exists():
         if not filewrite.may(path, os.R_OK):
             raise DatabasePathError(str(path), "permission denied: this process may not read it")
@@ -288,6 +285,8 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         unlinked_companions(path)
         if writable:
             writable_companions(path, refuse=True)
+        else:
+            readable_companions(path)
         return False
     if not create:
         raise DatabasePathError(str(path), missing_reason(path))
@@ -302,25 +301,6 @@ def check_file(path: Path, *, create: bool, writable: bool = True) -> bool:
         raise DatabaseReadOnlyError(str(path), "the directory is not writable") from exc
     except OSError as exc:  # a parent that cannot be created (/proc/x/...), a full disk, ...
         raise DatabasePathError(str(path), exc.strerror or str(exc)) from exc
-
-
-def _not_regular(path: Path) -> str | None:
-    """What ``path``, which exists, is when it is no regular file a database can be kept in: a
-    device, pipe or socket (``/dev/null``: SQLite said "disk I/O error"; a pipe was waited on),
-    or a file the kernel makes up (:data:`philont.locktable.KERNEL_FILESYSTEMS`: ``/proc``,
-    ``/sys``; ``/proc/self/status`` was "read-only", or read as a new database, its size being
-    0). None for a regular file, or where the filesystem's type is not known."""
-    if not path.is_file():
-        return "a device, pipe or socket"
-    from philont import locktable
-
-    try:
-        kind = locktable.mount_type(path.stat().st_dev)
-    except OSError:
-        return None
-    return (
-        f"the kernel makes it up: a {kind} file" if kind in locktable.KERNEL_FILESYSTEMS else None
-    )
 
 
 def unlinked_companions(path: Path) -> None:
@@ -384,14 +364,7 @@ def writable_companions(path: Path, *, refuse: bool) -> None:
     if not filewrite.may(path, os.W_OK):
         return
     mode = stat.S_IMODE(os.stat(path).st_mode)
-    for suffix in ("-wal", "-shm"):
-        companion = Path(f"{path}{suffix}")
-        try:
-            found = os.lstat(companion)
-        except OSError:  # none (the usual case), or nothing to judge it by
-            continue
-        if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
-            continue  # a link (refused at the file's check) or no file at all
+    for suffix, companion, found in _companion_files(path):
         ours = found.st_uid == os.geteuid()
         owner_may = found.st_mode & 0o600 == 0o600  # read and write
         if filewrite.may(companion, os.W_OK) and (owner_may or not ours):
@@ -400,13 +373,7 @@ def writable_companions(path: Path, *, refuse: bool) -> None:
             with suppress(OSError):  # gone meanwhile: SQLite makes it anew
                 _chmod_unlinked(companion, found, mode)
         elif refuse and not filewrite.may(companion, os.R_OK):
-            raise DatabasePathError(
-                str(path),
-                f"the {suffix} file beside it ({companion}) is another user's, mode "
-                f"{oct(stat.S_IMODE(found.st_mode))}, which this process may not read: make it "
-                "readable and writable by this user, or (once no program has the database "
-                "open) remove it",
-            )
+            raise _unreadable(path, companion, found)
         elif refuse and suffix == "-shm":
             raise DatabaseReadOnlyError(
                 str(path),
@@ -415,6 +382,45 @@ def writable_companions(path: Path, *, refuse: bool) -> None:
                 "of the database leaves it so) and SQLite would open it read-only: make it "
                 "writable by this user, or remove it while no program has the database open",
             )
+
+
+def readable_companions(path: Path) -> None:
+    """A read-only open's check of the ``-wal`` and ``-shm`` beside ``path``: one this process
+    may not read (mode 000, ours or another user's) is a :class:`DatabasePathError` naming it
+    and the fix (SQLite said only "unable to open database file"). A read-only open changes no
+    file, so ours keeps its mode (a writable open gives it the file's:
+    :func:`writable_companions`)."""
+    for _, companion, found in _companion_files(path):
+        if not filewrite.may(companion, os.R_OK):
+            raise _unreadable(path, companion, found)
+
+
+def _companion_files(path: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
+    """The ``-wal`` and ``-shm`` beside ``path`` that are regular files of one name: suffix,
+    path and :func:`os.lstat`. None (the usual case), a link (refused at the file's check) and
+    one gone or not to be judged are left out."""
+    for suffix in ("-wal", "-shm"):
+        companion = Path(f"{path}{suffix}")
+        try:
+            found = os.lstat(companion)
+        except OSError:
+            continue
+        if stat.S_ISREG(found.st_mode) and found.st_nlink == 1:
+            yield suffix, companion, found
+
+
+def _unreadable(path: Path, companion: Path, found: os.stat_result) -> DatabasePathError:
+    """The refusal of a ``-wal`` or ``-shm`` (``companion``, :func:`os.lstat`'s ``found``)
+    beside ``path`` that this process may not read."""
+    ours = found.st_uid == os.geteuid()
+    return DatabasePathError(
+        str(path),
+        f"the {companion.name.removeprefix(path.name)} file beside it ({companion}) is "
+        f"{'this' if ours else 'another'} user's, mode {oct(stat.S_IMODE(found.st_mode))}, "
+        "which this process may not read: make it readable and writable by this user"
+        + (" (a writable open does)" if ours else "")
+        + ", or (once no program has the database open) remove it",
+    )
 
 
 def _chmod_unlinked(companion: Path, found: os.stat_result, mode: int) -> None:

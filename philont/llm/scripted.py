@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from philont import filewrite
 from philont.db import fork
 from philont.errors import (
     FilePathError,
@@ -76,6 +77,7 @@ class ScriptedModel:
         A file that cannot be read is :class:`~philont.errors.FilePathError`; one that is not
         UTF-8 JSON (a byte order mark allowed), gives a task twice or an answer that is not
         text, :class:`~philont.errors.InvalidInputError`."""
+        filewrite.regular(Path(path))  # a pipe is never waited on, /dev/zero never read
         try:
             raw = Path(path).read_bytes()
         except OSError as exc:  # the path named cannot be used: as any file path

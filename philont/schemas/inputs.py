@@ -57,6 +57,7 @@ __all__ = [
     "FailureThreshold",
     "HeldFactKey",
     "HeldNamespace",
+    "HeldNamespaceSelector",
     "Importance",
     "Limit",
     "ModelNamespace",
@@ -468,6 +469,22 @@ HeldFactKey = Annotated[
     UNICODE,
 ]
 """The key a lookup of one fact names: as :data:`HeldNamespace`, for :data:`FactKeyLookup`."""
+HeldNamespaceSelector = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=MAX_NAMESPACE_CHARS + len(PREFIX_SUFFIX),
+        description="Exact namespace as list_facts shows it, prefix form 'user.*' (user and its "
+        "sub-namespaces), or '*' for all.",
+    ),
+    AfterValidator(_or_held(_selector)),
+    UNICODE,
+]
+"""The namespace filter of a list (``list_facts``, ``philont facts list``): a
+:data:`NamespaceSelector`, or one whose namespace a stored row may hold (a legacy database's,
+``User Prefs`` or ``User Prefs.*``), as :data:`HeldNamespace`: the service lists what a row
+holds and refuses a filter no row matches with the write rule's message
+(:func:`philont.services.fact_base.namespace_filter`)."""
 FactKindName = Annotated[
     FactKind,
     Field(description="state: true until changed; event: happened at occurred_at."),

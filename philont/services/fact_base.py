@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, Text, and_, or_, select, type_coerce
+from sqlalchemy import ColumnElement, Integer, Text, and_, func, or_, select, type_coerce
 from sqlalchemy.orm import Session, aliased
 
 from philont.db.models import Fact
@@ -15,7 +15,6 @@ from philont.db.stored_values import UNREADABLE, cleaned
 from philont.db.types import kinds_of, to_epoch_ms
 from philont.domain import decay
 from philont.domain.facts import is_expired, is_valid_at, rank_score
-from philont.domain.query import like_escape as _like_escape
 from philont.errors import (
     InvalidInputError,
     NotFoundError,
@@ -85,22 +84,58 @@ def held_address(session: Session, namespace: object, key: object) -> ColumnElem
         return legacy
 
 
-def namespace_filter(namespace: str | None, *, prefix: bool) -> ColumnElement[bool] | None:
+def namespace_filter(
+    session: Session, namespace: str | None, *, prefix: bool
+) -> ColumnElement[bool] | None:
     """SQL condition selecting namespaces for listing. ``None`` or ``'*'`` selects all (no
     condition); ``'user.*'`` means the prefix form of ``'user'``; any other namespace follows
-    the write rule (``inputs.NamespaceSelector``)."""
+    the write rule (``inputs.NamespaceSelector``), except that one outside it is selected when
+    a stored row's namespace matches it (a legacy database's ``User Prefs``, which
+    ``list('*')`` shows, as :func:`held_address` reads it): a filter no row matches is refused
+    with the write's message."""
     if namespace is None or namespace == ALL_NAMESPACES:
         return None
-    namespace = inputs.check(inputs.NamespaceSelector, namespace, "namespace")
-    if namespace.endswith(PREFIX_SUFFIX):
-        namespace, prefix = namespace[: -len(PREFIX_SUFFIX)], True
+    try:
+        selector: str = inputs.check(inputs.NamespaceSelector, namespace, "namespace")
+    except InvalidInputError:
+        held = _held_filter(session, namespace, prefix=prefix)
+        if held is None:
+            raise
+        return held
+    return _selecting(selector, prefix=prefix)
+
+
+def _held_filter(
+    session: Session, namespace: object, *, prefix: bool
+) -> ColumnElement[bool] | None:
+    """The condition of a filter outside the write rule whose namespace a stored row may hold
+    (:data:`philont.schemas.inputs.HeldNamespaceSelector`), if a row (any version) matches it."""
+    try:
+        selector: str = inputs.check(inputs.HeldNamespaceSelector, namespace, "namespace")
+        inputs.check(stored.StoredNamespace, _root(selector), "namespace")
+    except InvalidInputError:
+        return None
+    cond = _selecting(selector, prefix=prefix)
+    return cond if session.scalar(select(Fact.id).where(cond).limit(1)) is not None else None
+
+
+def _root(selector: str) -> str:
+    return selector.removesuffix(PREFIX_SUFFIX) or selector
+
+
+def _selecting(selector: str, *, prefix: bool) -> ColumnElement[bool]:
+    namespace = _root(selector)
+    if namespace != selector:
+        prefix = True
     if not prefix:
         return Fact.namespace == namespace
-    # 'user' matches 'user' and 'user.<anything>', never 'username'; '_' in a namespace is a
-    # literal, not a LIKE wildcard.
+    # 'user' matches 'user' and 'user.<anything>', never 'username'. Compared as text, not by
+    # LIKE: no character of the name is a wildcard, and the case counts on SQLite too (its LIKE
+    # ignores ASCII case: 'user.*' listed a legacy database's 'User.prefs').
+    head = namespace + "."
     return or_(
         Fact.namespace == namespace,
-        Fact.namespace.like(_like_escape(namespace) + ".%", escape="\\"),
+        func.substr(Fact.namespace, 1, len(head)) == head,
     )
 
 

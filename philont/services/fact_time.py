@@ -101,7 +101,7 @@ class FactTime(Service):
         forgotten versions. ``namespace`` (default all) matches as a prefix unless
         ``prefix=False``.
         """
-        cond = namespace_filter(namespace, prefix=prefix)
+        cond = namespace_filter(self.session, namespace, prefix=prefix)
         start = optional_aware(since, "since")
         end = optional_aware(until, "until")
         if start is not None and end is not None and end < start:

@@ -252,7 +252,7 @@ class FactService(FactTime):
         (recorded by then, not yet superseded or forgotten then), valid at ``as_of`` unless
         ``now`` says otherwise. ``limit`` keeps the first N after ordering.
         """
-        cond = namespace_filter(namespace, prefix=prefix)
+        cond = namespace_filter(self.session, namespace, prefix=prefix)
         believed = optional_aware(as_of, "as_of")
         at = aware(now, "now") if now is not None else believed or self._now()
         at_ms = to_epoch_ms(at)
@@ -441,7 +441,7 @@ class FactService(FactTime):
     def _candidates(
         self, threshold: float, limit: int | None, namespace: str | None, now: datetime | None
     ) -> builtins.list[tuple[FactRecord, float]]:
-        cond = namespace_filter(namespace, prefix=False)
+        cond = namespace_filter(self.session, namespace, prefix=False)
         at = self._now() if now is None else aware(now, "now")
         stmt = select(Fact).where(
             CURRENT, or_(Fact.decay_tau_days.is_(None), Fact.decay_tau_days >= 0)

@@ -41,9 +41,9 @@ from philont.schemas.inputs import (
     FactValue,
     HeldFactKey,
     HeldNamespace,
+    HeldNamespaceSelector,
     Limit,
     ModelNamespace,
-    NamespaceSelector,
     Query,
     SkillNameLookup,
 )
@@ -170,7 +170,7 @@ class ListFactsArgs(ToolArgs):
     """List the current facts of a namespace; 'user.*' also lists sub-namespaces
     (user.preferences, user.home...)."""
 
-    namespace: NamespaceSelector
+    namespace: HeldNamespaceSelector
 
 
 class SearchNotesArgs(ToolArgs):

@@ -118,8 +118,8 @@ def get_fact(args: a.GetFactArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
 @tool("list_facts", a.ListFactsArgs, writes=False)
 def list_facts(args: a.ListFactsArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     namespace = args.namespace
-    prefix = namespace.endswith(".*")
-    records = mem.facts.list(namespace.removesuffix(".*"), prefix=prefix)
+    # the selector whole ('user.*' included): the service reads it as the argument type did
+    records = mem.facts.list(namespace)
     if not records:
         return ToolOutput(f"No facts in {namespace}", [])
     lines = [f"{r.namespace}.{r.key} = {_json(r.value)}  {r.time_tag()}" for r in records]

@@ -63,9 +63,10 @@ def _sink(out: object) -> Path | TextIO:
 def check_output(out: Path) -> None:
     """Refuse (:class:`FilePathError`, naming the path and the reason) a path no export can be
     written at, before the database is read: a directory, a missing directory, a parent that
-    is a plain file, a directory that cannot be written."""
-    if out.is_dir():
-        raise FilePathError(str(out), "it is a directory")
+    is a plain file, a directory that cannot be written, and an existing file that is no
+    regular one (``/dev/null``, a pipe, a ``/proc`` file: the export's rename would replace it;
+    use ``-`` for a stream)."""
+    filewrite.regular(out)
     parent = out.parent
     if not parent.is_dir():
         nearest = next(p for p in (parent, *parent.parents) if p.exists())  # / exists

@@ -18,6 +18,7 @@ from typing import IO, Any, TextIO, cast
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql
 
+from philont import filewrite
 from philont.db.engine import missing_reason
 from philont.db.schema import metadata
 from philont.errors import FilePathError, InvalidInputError
@@ -210,8 +211,7 @@ def reopenable(src: Path | TextIO) -> Iterator[Callable[[], AbstractContextManag
     """Something to read the source twice from (validate, then insert): a path is reopened, a
     seekable stream rewound, anything else spooled to a private temp file first."""
     if isinstance(src, Path):
-        if src.is_dir():
-            raise FilePathError(str(src), "it is a directory")
+        filewrite.regular(src)  # a directory, device, pipe or /proc file: never opened
         if not src.is_file():
             raise FilePathError(str(src), missing_reason(src))
 

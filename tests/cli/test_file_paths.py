@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +23,10 @@ from tests.support import cli_command, cli_paths, file_permissions_apply
 
 runner = CliRunner()
 PLACES = ("missing", "missing-directory", "directory", "under-a-file", "no-permission", "link-loop")
+IRREGULAR = ("device", "fifo", "kernel-file")
+"""Places that are no regular file: said so by the one check (``filewrite.regular``), never
+opened: a pipe was waited on, ``/proc/self/status`` was "the database itself" to a restore, a
+device was replaced by an export's file."""
 LINE = re.compile(r"error \(file_path\): cannot use '([^\n]+)'[^\n]*: [^\n]+\n")
 
 
@@ -47,6 +52,8 @@ class World:
         if kind == "under-a-file":
             (self.base / "plain.txt").write_text("text\n", encoding="utf-8")
             return self.base / "plain.txt" / "x.x"
+        if kind in IRREGULAR:
+            return _irregular(self.base, kind)
         if kind == "link-loop":  # two symbolic links naming each other
             for name, other in (("loop-a", "loop-b"), ("loop-b", "loop-a")):
                 if not (self.base / name).is_symlink():
@@ -62,6 +69,23 @@ class World:
         unreadable.write_text("{}\n", encoding="utf-8")
         unreadable.chmod(0)
         return unreadable
+
+
+def _irregular(base: Path, kind: str) -> Path:
+    """A place of ``kind`` in :data:`IRREGULAR`: a null device of our own where we may make one
+    (root: an export's rename would replace the system's), a fifo, a ``/proc`` file (one of no
+    ``/proc/self`` link: ``--db`` names the path it resolves)."""
+    if kind == "kernel-file":
+        return Path("/proc/version")
+    node = base / kind
+    if kind == "device" and os.geteuid() != 0:
+        return Path("/dev/null")
+    if not node.exists():
+        if kind == "device":
+            os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        else:
+            os.mkfifo(node)
+    return node
 
 
 @pytest.fixture
@@ -141,6 +165,28 @@ def test_a_file_argument_that_cannot_be_used_is_file_path_exit_1(
     line = _assert_refused(world, build(world, where), where)
     if place == "under-a-file":  # the plain file is the reason, not "no such file"
         assert "not a directory" in line.lower(), line
+
+
+@pytest.mark.parametrize("command", FILE_COMMANDS, ids=lambda c: c[0])
+@pytest.mark.parametrize("place", IRREGULAR)
+def test_a_file_argument_that_is_no_regular_file_says_so(
+    command: FileCommand, place: str, world: World
+) -> None:
+    _, build, _output = command
+    where = world.place(place)
+    kind = os.stat(where).st_mode
+    line = _assert_refused(world, build(world, where), where)
+    assert "it is not a regular file" in line, line
+    assert stat.S_IFMT(os.stat(where).st_mode) == stat.S_IFMT(kind)  # never replaced
+
+
+@pytest.mark.parametrize("place", IRREGULAR)
+def test_a_restore_onto_a_db_that_is_no_regular_file_says_so(place: str, world: World) -> None:
+    where = world.place(place)
+    kind = os.stat(where).st_mode
+    line = _assert_refused(world, ["restore", str(world.good), "--db", str(where)], where)
+    assert "it is not a regular file" in line, line
+    assert stat.S_IFMT(os.stat(where).st_mode) == stat.S_IFMT(kind)
 
 
 # Commands that create a database where none is (a missing --db is theirs to make).

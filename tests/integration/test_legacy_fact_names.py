@@ -50,6 +50,13 @@ legacy_keys = (
 ).filter(lambda k: _held(k) and _refused_by_the_write_rule(k, inputs.FactKey))
 
 
+_FEW = settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
 @pytest.fixture
 def store(target: Path | URL) -> Iterator[Store]:
     s = Store.open(target)
@@ -120,3 +127,96 @@ def test_a_legacy_name_no_row_holds_is_refused_and_never_written(
     assert result.exit_code != 0, result.output
     assert "not_found" not in result.output, result.output
     assert store.run(lambda mem: mem.facts.list("*")) == []
+
+
+def _listed_everywhere(store: Store, target: Path | URL, selector: str) -> dict[str, object]:
+    """What each list path answers for ``selector``: the (namespace, key) pairs, or the
+    refusal's code."""
+
+    def pairs(facts: object) -> list[tuple[str, str]]:
+        return sorted((f.namespace, f.key) for f in facts)  # type: ignore[attr-defined]
+
+    answers: dict[str, object] = {}
+    for name, call in {
+        "facts.list": lambda mem: pairs(mem.facts.list(selector)),
+        "facts.list(prefix)": lambda mem: pairs(mem.facts.list(selector, prefix=True)),
+    }.items():
+        try:
+            answers[name] = store.run(call)
+        except InvalidInputError as exc:
+            answers[name] = exc.code
+    called = tools.call("list_facts", {"namespace": selector}, db=store)
+    answers["list_facts"] = (
+        sorted((f["namespace"], f["key"]) for f in called.data)  # type: ignore[union-attr]
+        if called.ok
+        else called.error_code
+    )
+    db = str(target) if isinstance(target, Path) else target.render_as_string(hide_password=False)
+    result = runner.invoke(app, ["facts", "list", "--db", db, "--json", "--", selector])
+    answers["facts list"] = (
+        sorted((f["namespace"], f["key"]) for f in json.loads(result.output))
+        if result.exit_code == 0
+        else result.exit_code
+    )
+    return answers
+
+
+@_FEW
+@given(namespace=legacy_namespaces)
+@example(namespace="User Prefs")
+@example(namespace="a%b")
+@example(namespace="a_b\\")
+def test_a_listed_legacy_namespace_is_a_list_filter_everywhere(
+    store: Store, target: Path | URL, namespace: str
+) -> None:
+    """``facts list 'User Prefs'`` (and the tool, and the service) lists what '*' shows under
+    that namespace, its prefix form ``'User Prefs.*'`` its children too; a LIKE wildcard in
+    the name is a literal (``a%b.*`` lists no ``aXb.c``)."""
+    n = next(_ids)
+    child = f"{namespace}.c{n}"
+    lookalikes = [  # LIKE would match them: a wildcard, or another case (SQLite's LIKE)
+        namespace.replace("%", "X").replace("_", "Y") + f"Z{n}",
+        f"{namespace.swapcase()}.c{n}",
+        f"{namespace.replace('%', '.')}.c{n}",
+    ]
+    for ns in (namespace, child, *lookalikes, f"user{n}"):
+        _seed(store, ns, "k", "v")
+    every = store.run(lambda mem: [(f.namespace, f.key) for f in mem.facts.list("*")])
+    exact = sorted(p for p in every if p[0] == namespace)
+    with_children = sorted(
+        p for p in every if p[0] == namespace or p[0].startswith(f"{namespace}.")
+    )
+    assert (child, "k") in with_children
+    for selector, expected in ((namespace, exact), (f"{namespace}.*", with_children)):
+        answers = _listed_everywhere(store, target, selector)
+        prefixed = answers.pop("facts.list(prefix)")
+        assert prefixed == with_children, (selector, prefixed)
+        assert all(a == expected for a in answers.values()), (selector, answers)
+    events = store.run(lambda mem: mem.facts.events(namespace))
+    assert events == []  # no event facts: the filter is taken, not refused
+    store.run(lambda mem: mem.facts.forget_candidates(namespace=namespace))
+
+
+@_FEW
+@given(namespace=legacy_namespaces)
+@example(namespace="User Prefs")
+@example(namespace="a%")
+def test_a_legacy_filter_no_row_matches_is_refused_with_the_write_rule(
+    store: Store, target: Path | URL, namespace: str
+) -> None:
+    """A filter outside the rule that no stored namespace matches is refused as before (not
+    answered "no facts"); a row under a LIKE lookalike does not make it held."""
+    _seed(store, namespace.replace("%", "X").replace("_", "Y") + "Z", "k", "v")
+    refused = dict.fromkeys(("facts.list", "facts.list(prefix)"), "invalid_input")
+    for selector in (namespace, f"{namespace}.*"):
+        answers = _listed_everywhere(store, target, selector)
+        assert answers == {**refused, "list_facts": "invalid_input", "facts list": 1}, answers
+
+
+def test_a_prefix_filter_counts_case_on_both_backends(store: Store) -> None:
+    """``'user.*'`` lists ``user.prefs``, not a legacy ``User.prefs`` (SQLite's LIKE, which
+    the prefix match used, ignores ASCII case)."""
+    _seed(store, "User.prefs", "k", "v")
+    _seed(store, "user.prefs", "k", "v")
+    listed = store.run(lambda mem: [f.namespace for f in mem.facts.list("user.*")])
+    assert listed == ["user.prefs"]

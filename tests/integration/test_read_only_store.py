@@ -479,6 +479,45 @@ def test_a_read_only_shm_of_another_user_is_refused_naming_it_and_the_fix(
     assert _files(path) == before and shm.stat().st_uid == 65534
 
 
+@pytest.mark.parametrize("suffix", ["-wal", "-shm"])
+@pytest.mark.parametrize("owner", ["ours", "another user's"])
+def test_an_unreadable_companion_is_refused_by_name_and_left_as_it_is(
+    files: tuple[Path, Path], suffix: str, owner: str
+) -> None:
+    """A -wal or -shm of mode 000 beside the file (ours or another user's) is refused by a
+    read-only Store naming it and the fix, as a writable one refuses another user's; it said
+    "SQLite cannot open it or the files beside it (unable to open database file)"."""
+    if owner != "ours" and os.geteuid() != 0:
+        pytest.skip("making a file another user's takes root")
+    path, _ = files
+    for each in ("-wal", "-shm"):
+        Path(f"{path}{each}").write_bytes(b"")
+    companion = Path(f"{path}{suffix}")
+    companion.chmod(0)
+    if owner != "ours":
+        os.chown(companion, 65534, 65534)
+    before = path.read_bytes(), companion.stat()
+    try:
+        with file_permissions_apply(), pytest.raises(DatabasePathError) as refused:
+            Store.open(path, read_only=True)
+        assert (
+            f"the {suffix} file beside it ({companion}) is "
+            f"{'this' if owner == 'ours' else 'another'} user's, mode 0o0, which this process "
+            "may not read: make it readable and writable by this user"
+        ) in refused.value.message
+        assert "remove it" in refused.value.message
+        after = companion.stat()  # left as it was: a read-only open changes no file
+        assert path.read_bytes() == before[0]
+        assert (after.st_mode, after.st_uid, after.st_mtime_ns) == (
+            before[1].st_mode,
+            before[1].st_uid,
+            before[1].st_mtime_ns,
+        )
+    finally:
+        os.chown(companion, os.geteuid(), os.getegid())
+        companion.chmod(0o600)
+
+
 def test_postgresql_is_refused_by_name() -> None:
     with pytest.raises(InvalidDatabaseError, match="SQLite files only"):
         Store.open("postgresql+psycopg://nobody@127.0.0.1:1/none", read_only=True)
