@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import select
 
 from philont.db.models import Fact, Note
+from philont.db.retry import database_error_of
 from philont.db.types import to_epoch_ms
 from philont.domain.forgetting import Said, may_write_again, note_key, said_when
 from philont.domain.kinds import FactKind
@@ -229,6 +230,8 @@ class MemoryWriter(Service):
                 **base, outcome="rejected", code="invalid_arguments", detail=inputs.describe(exc)
             )
         except PhilontError as exc:
+            if database_error_of(exc) is not None:
+                raise  # the database failed, not the item: the unit of work runs again or fails
             return MemoryWrite(**base, outcome="rejected", code=exc.code, detail=exc.message)
 
     def _fact(

@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from philont.db.models import Skill, SkillRecipe
 from philont.db.models.recipes import NO_RECIPE_REVISION
+from philont.db.retry import database_error_of
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import Grade
 from philont.domain.skill_rules import (
@@ -179,6 +180,8 @@ class SkillWriter(Service):
             with self.mem.session.begin_nested():
                 self._execute(proposal, decision, source=source, grade=grade)
         except PhilontError as exc:  # a service refused it: nothing of it was kept
+            if database_error_of(exc) is not None:
+                raise  # the database failed, not the item: the unit of work runs again or fails
             return SkillWrite(
                 **base,
                 action="refused",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import func, select
 
 from philont.db.models import Note, RawMessage
+from philont.db.retry import database_error_of
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
 from philont.learning.lock import hold_learning_lock
@@ -147,5 +148,7 @@ def _write(mem: Memory, note_id: str, summary: Summary) -> str | None:
                 note_id, summary.text, importance=SUMMARY_IMPORTANCE, session_id=summary.session_id
             )
     except PhilontError as exc:
+        if database_error_of(exc) is not None:
+            raise  # the database failed, not the summary: the unit of work runs again or fails
         return f"{exc.code}: {exc.message}"
     return None
