@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from philont import arguments
 from philont.clock import Clock
+from philont.db.retry import is_database_error
 from philont.errors import NotFoundError
 from philont.finds import finds_of
 
@@ -49,6 +50,8 @@ def _explained(fn: Callable[..., Any]) -> Callable[..., Any]:
             self.mem.backend.explain(exc)
             raise
         except Exception as exc:
+            if not is_database_error(exc):
+                raise  # philont's own typed error, or a bug: as it is
             typed = self.mem.raised_in(exc)
             if typed is None:
                 raise

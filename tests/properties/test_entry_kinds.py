@@ -130,6 +130,7 @@ TAKES: dict[str, Callable[[object], bool]] = {
     "AsyncEngine": lambda v: False,  # no value drawn here is one
     "AsyncSession | None": lambda v: v is None,
     "Session | scoped_session[Session] | Connection": lambda v: False,
+    "Connection | Session": lambda v: False,
     "Embedder": _a(Embedder),
     "Embedder | None": _or_none(_a(Embedder)),
     "Model": _a(ModelClient),
