@@ -170,7 +170,8 @@ def consolidate(
 ) -> None:
     """Consolidate the timeline when it has been idle: facts, notes, skills and summaries from
     each new batch of messages. Loops until SIGINT/SIGTERM (a batch in progress is finished
-    first; a second signal stops at once); --once runs one tick (exit 1 if a batch failed)."""
+    first; a second signal stops at once); --once runs one tick (exit 1 if a batch failed or waits
+    to be retried)."""
     from philont.learning import ConsolidatorConfig, LearningConfig
     from philont.schemas.learning import ConsolidationStatus
 
@@ -193,7 +194,8 @@ def consolidate(
             most = schedule.max_batches_per_tick
             if len(reports) == most and reports[-1].status == ConsolidationStatus.CONSOLIDATED:
                 err.print(f"stopped after {most} batches, a tick's most: more may wait (run again)")
-            if any(r.status == ConsolidationStatus.FAILED for r in reports):
+            failed = (ConsolidationStatus.FAILED, ConsolidationStatus.BACKING_OFF)
+            if any(r.status in failed for r in reports):  # backing off: it failed, waits
                 raise typer.Exit(EXIT_ERROR)
             return
         _loop(worker, as_json)

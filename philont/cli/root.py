@@ -71,7 +71,8 @@ COMMANDS = {
         "learning:consolidate",
         "Consolidate the timeline when it has been idle: facts, notes, skills and summaries from "
         "each new batch of messages. Loops until SIGINT/SIGTERM (a batch in progress is finished "
-        "first; a second signal stops at once); --once runs one tick (exit 1 if a batch failed).",
+        "first; a second signal stops at once); --once runs one tick (exit 1 if a batch failed or "
+        "waits to be retried).",
     ),
     "embed": Lazy(
         "embed:embed",

@@ -140,6 +140,22 @@ def test_consolidate_once_exits_1_when_the_batch_failed(chatty: Path, tmp_path: 
         assert read_cursor(mem.session) is None
 
 
+def test_consolidate_once_exits_1_while_the_failed_batch_waits_for_its_retry(
+    chatty: Path, tmp_path: Path
+) -> None:
+    # A run inside the failed batch's backoff said "backing_off" and exited 0: a cron job
+    # saw every run after the first failure as a success while nothing was learned.
+    model = script(tmp_path, reflect="[]")  # an empty extraction answer: the batch fails
+    args = ("consolidate", "--db", str(chatty), "--model", model, "--once", "--backlog",
+            "--idle-after", "0")  # fmt: skip
+    assert run(*args)[0] == 1
+    for json_form in ([], ["--json"]):
+        code, output = run(*args, *json_form)
+        assert code == 1, output
+        said = json.loads(output)["status"] if json_form else output
+        assert "backing_off" in said, output
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [([], "Missing option '--model'"), (["--model", "gemini:x"], "Invalid value for '--model'")],
