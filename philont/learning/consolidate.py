@@ -199,7 +199,9 @@ class Consolidator:
     def run_once(self) -> ConsolidationReport:
         """Claim and consolidate at most one batch; never raises for a failed batch (it is
         reported, and retried later)."""
-        claim = run_unit(self._unit, self._claim)
+        # read first (SQLite: a deferred unit): most ticks find nothing to claim and need no
+        # write lock; one that writes after another process wrote is run again, writing
+        claim = run_unit(self._unit, self._claim, write=False)
         if isinstance(claim, ConsolidationReport):
             return claim
         try:

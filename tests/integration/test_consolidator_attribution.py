@@ -371,8 +371,9 @@ def test_an_idle_tick_with_nothing_to_decide_takes_no_lock_nor_writing_unit(
 ) -> None:
     # Every idle tick took the learning lock (PostgreSQL: an advisory lock; SQLite: the file's
     # write lock, BEGIN IMMEDIATE) for the attribution, though nothing was undecided or every
-    # undecided window was still open: it now reads first. The claim's unit is a writing one
-    # (SQLite: 1 BEGIN IMMEDIATE) whatever the attribution does.
+    # undecided window was still open: it now reads first. So does the claim's unit (it
+    # began BEGIN IMMEDIATE on every tick, waiting for any writer of the file to find that
+    # nothing was to be claimed).
     export_then_silence(units, clock)
     consolidator = worker(units, clock, AllSucceeded())
     clock.advance(minutes=40)
@@ -388,7 +389,7 @@ def test_an_idle_tick_with_nothing_to_decide_takes_no_lock_nor_writing_unit(
             chat.act("sql", query="select 1")
     clock.advance(minutes=6)
     sqlite = engine.dialect.name == "sqlite"
-    idle = (1, 0) if sqlite else (0, 0)  # the claim's unit only
+    idle = (0, 0)
     for _ in range(2):
         with statements(engine) as seen:
             reports = consolidator.tick()
@@ -399,6 +400,6 @@ def test_an_idle_tick_with_nothing_to_decide_takes_no_lock_nor_writing_unit(
     with statements(engine) as seen:
         reports = consolidator.tick()
     assert [r.credited for r in reports] == [1 if open_use else 0]
-    deciding = (2, 0) if sqlite else (0, 1)  # the same probe sees the lock taken
+    deciding = (1, 0) if sqlite else (0, 1)  # the same probe sees the lock taken
     assert writes_and_learning_locks(engine, seen) == (deciding if open_use else idle)
     assert counts(units, "export-csv") == ((2, 0) if open_use else (1, 0))
