@@ -102,9 +102,11 @@ class _Recorder:
     traced: int = 0  # what SQLite itself reports running (a check on the capture)
 
     def trace(self, sql: str) -> None:
-        # Statements FTS5 runs inside ours come prefixed with "--"; COMMIT and ROLLBACK are
-        # recorded as connection calls.
-        if self.active and not sql.startswith("--") and sql.strip().upper() not in _ENDS:
+        # Statements FTS5 runs inside ours come prefixed with "--", or name the schema as
+        # FTS5 does, quoted ('main'.data_version and the config table, read again once another
+        # connection committed); COMMIT and ROLLBACK are recorded as connection calls.
+        internal = sql.startswith("--") or "'main'." in sql
+        if self.active and not internal and sql.strip().upper() not in _ENDS:
             self.traced += 1
 
     def add(self, sql: str, params: Any) -> None:
