@@ -1,5 +1,5 @@
-"""The numbers README.md and docs/learning.md state as behaviour (defaults, limits, timeouts,
-counts) are the code's: each phrase is written here from the constant it states, so changing
+"""The numbers README.md and docs/*.md (learning.md and the reference pages README links to)
+state as behaviour (defaults, limits, timeouts, counts) are the code's: each phrase is written here from the constant it states, so changing
 the constant without the docs (or the docs without the constant) fails; and the command line's
 defaults are the services' they pass on."""
 
@@ -52,8 +52,6 @@ README = [
     f"`busy_timeout` ({settings.BUSY_TIMEOUT_MS // 1000} s;",
     f"`busy_timeout={settings.BUSY_TIMEOUT_MS}`",
     f"(up to {settings.MIGRATION_BUSY_TIMEOUT_MS // 60_000} minutes, saying so",
-    f"a `busy_timeout_ms` outside 0..2**{(inputs.MAX_BUSY_TIMEOUT_MS + 1).bit_length() - 1}-1",
-    f"`attempts` outside 1..{inputs.MAX_ATTEMPTS}",
     f"{retry.DEFAULT_ATTEMPTS} attempts in all with a jittered backoff",
     f"one limit policy — 1..{_n(inputs.MAX_LIMIT)} —",
     f"every `--limit` is the one limit policy (1..{_n(inputs.MAX_LIMIT)})",
@@ -71,8 +69,6 @@ README = [
     f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
     f"from 0 to 2^{MAX_TOKENS_PER_CALL.bit_length() - 1} (`MAX_TOKENS_PER_CALL`",
     f"into {pg_layout.PARTITIONS} partitions (a fixed number)",
-    f"(first after {nesting.FIRST_LOOK_S * 1000:g} ms, then at most every"
-    f" {nesting.LONGEST_LOOK_S:g} s, `pg_blocking_pids`)",
     f"ends after {checkpoint.IDLE_S:g} s without any",
     f"stays on at {_n(checkpoint.SAFETY_PAGES)} pages",
     f"per word its best {scoring.CANDIDATES_PER_TERM} matches, a word too common for bm25 its"
@@ -84,6 +80,17 @@ README = [
     f" `recall_candidates={RETRIEVE['recall_candidates'].default}` matches",
     f"most `max_hold` ({SCHEDULE.max_hold // timedelta(hours=1)} hour) after the claim",
 ]
+
+REFERENCE = {  # what README moved to its reference pages, by page
+    "docs/python-api.md": [
+        f"a `busy_timeout_ms` outside 0..2**{(inputs.MAX_BUSY_TIMEOUT_MS + 1).bit_length() - 1}-1",
+        f"`attempts` outside 1..{inputs.MAX_ATTEMPTS}",
+    ],
+    "docs/concurrency.md": [
+        f"(first after {nesting.FIRST_LOOK_S * 1000:g} ms, then at most every"
+        f" {nesting.LONGEST_LOOK_S:g} s, `pg_blocking_pids`)",
+    ],
+}
 
 LEARNING_DOC = [
     f"the first {_n(parse.MAX_ANSWER_CHARS)} characters are read",
@@ -110,7 +117,9 @@ LEARNING_DOC = [
 
 @pytest.mark.parametrize(
     ("doc", "phrase"),
-    [("README.md", p) for p in README] + [("docs/learning.md", p) for p in LEARNING_DOC],
+    [("README.md", p) for p in README]
+    + [(doc, p) for doc, phrases in REFERENCE.items() for p in phrases]
+    + [("docs/learning.md", p) for p in LEARNING_DOC],
 )
 def test_the_number_the_docs_state_is_the_codes(doc: str, phrase: str) -> None:
     assert phrase in _text(doc), f"{doc} no longer says: {phrase}"
