@@ -69,8 +69,6 @@ README = [
     f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
     f"from 0 to 2^{MAX_TOKENS_PER_CALL.bit_length() - 1} (`MAX_TOKENS_PER_CALL`",
     f"into {pg_layout.PARTITIONS} partitions (a fixed number)",
-    f"ends after {checkpoint.IDLE_S:g} s without any",
-    f"stays on at {_n(checkpoint.SAFETY_PAGES)} pages",
     f"per word its best {scoring.CANDIDATES_PER_TERM} matches, a word too common for bm25 its"
     f" newest {scoring.PRESENCE_WINDOW})",
     f"all {sum(not t.startswith('philont_') for t in metadata.tables)} tables of Philont's schema",
@@ -89,6 +87,10 @@ REFERENCE = {  # what README moved to its reference pages, by page
     "docs/concurrency.md": [
         f"(first after {nesting.FIRST_LOOK_S * 1000:g} ms, then at most every"
         f" {nesting.LONGEST_LOOK_S:g} s, `pg_blocking_pids`)",
+    ],
+    "docs/databases.md": [
+        f"ends after {checkpoint.IDLE_S:g} s without any",
+        f"stays on at {_n(checkpoint.SAFETY_PAGES)} pages",
     ],
 }
 
