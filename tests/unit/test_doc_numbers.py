@@ -56,16 +56,8 @@ README = [
     f"one limit policy — 1..{_n(inputs.MAX_LIMIT)} —",
     f"every `--limit` is the one limit policy (1..{_n(inputs.MAX_LIMIT)})",
     f"at most {_n(inputs.MAX_ARGUMENT_BYTES)} bytes of UTF-8 JSON",
-    f"a search query: at most {_n(inputs.MAX_QUERY_CHARS)} characters",
-    f"only its first {_n(query.MAX_SCAN_CHARS)} are read",
     f"cut at a line to {_n(dispatch.MAX_RESULT_CHARS)} characters",
     f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} and says how many more",
-    f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} lines",
-    f"at most its first {handlers.UPCOMING_PER_SERIES} occurrences there",
-    f"up to {inputs.MAX_TEXT_CHARS >> 20} Mi characters per message or note",
-    f"nests at most {stored_values.MAX_JSON_DEPTH} levels",
-    f"deeper than {MAX_MESSAGE_DEPTH} levels of arrays and objects",
-    f"(`interval_ms` {recurrence.MIN_INTERVAL_MS}..{_n(recurrence.MAX_INTERVAL_MS)},",
     f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
     f"from 0 to 2^{MAX_TOKENS_PER_CALL.bit_length() - 1} (`MAX_TOKENS_PER_CALL`",
     f"into {pg_layout.PARTITIONS} partitions (a fixed number)",
@@ -91,6 +83,16 @@ REFERENCE = {  # what README moved to its reference pages, by page
     "docs/databases.md": [
         f"ends after {checkpoint.IDLE_S:g} s without any",
         f"stays on at {_n(checkpoint.SAFETY_PAGES)} pages",
+    ],
+    "docs/tools.md": [
+        f"a search query: at most {_n(inputs.MAX_QUERY_CHARS)} characters",
+        f"only its first {_n(query.MAX_SCAN_CHARS)} are read",
+        f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} lines",
+        f"at most its first {handlers.UPCOMING_PER_SERIES} occurrences there",
+        f"up to {inputs.MAX_TEXT_CHARS >> 20} Mi characters per message or note",
+        f"nests at most {stored_values.MAX_JSON_DEPTH} levels",
+        f"deeper than {MAX_MESSAGE_DEPTH} levels of arrays and objects",
+        f"(`interval_ms` {recurrence.MIN_INTERVAL_MS}..{_n(recurrence.MAX_INTERVAL_MS)},",
     ],
 }
 
