@@ -58,7 +58,6 @@ README = [
     f"at most {_n(inputs.MAX_ARGUMENT_BYTES)} bytes of UTF-8 JSON",
     f"cut at a line to {_n(dispatch.MAX_RESULT_CHARS)} characters",
     f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} and says how many more",
-    f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
     f"from 0 to 2^{MAX_TOKENS_PER_CALL.bit_length() - 1} (`MAX_TOKENS_PER_CALL`",
     f"into {pg_layout.PARTITIONS} partitions (a fixed number)",
     f"per word its best {scoring.CANDIDATES_PER_TERM} matches, a word too common for bm25 its"
@@ -93,6 +92,9 @@ REFERENCE = {  # what README moved to its reference pages, by page
         f"nests at most {stored_values.MAX_JSON_DEPTH} levels",
         f"deeper than {MAX_MESSAGE_DEPTH} levels of arrays and objects",
         f"(`interval_ms` {recurrence.MIN_INTERVAL_MS}..{_n(recurrence.MAX_INTERVAL_MS)},",
+    ],
+    "docs/cli.md": [
+        f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
     ],
 }
 
