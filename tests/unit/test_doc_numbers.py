@@ -60,8 +60,6 @@ README = [
     f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} and says how many more",
     f"from 0 to 2^{MAX_TOKENS_PER_CALL.bit_length() - 1} (`MAX_TOKENS_PER_CALL`",
     f"into {pg_layout.PARTITIONS} partitions (a fixed number)",
-    f"per word its best {scoring.CANDIDATES_PER_TERM} matches, a word too common for bm25 its"
-    f" newest {scoring.PRESENCE_WINDOW})",
     f"all {sum(not t.startswith('philont_') for t in metadata.tables)} tables of Philont's schema",
     f"(`recent_budget_tokens={RETRIEVE['recent_budget_tokens'].default}`, at most"
     f" `recent_limit={RETRIEVE['recent_limit'].default}`",
@@ -95,6 +93,10 @@ REFERENCE = {  # what README moved to its reference pages, by page
     ],
     "docs/cli.md": [
         f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
+    ],
+    "docs/search.md": [
+        f"per word its best {scoring.CANDIDATES_PER_TERM} matches, a word too common for bm25 its"
+        f" newest {scoring.PRESENCE_WINDOW})",
     ],
 }
 
