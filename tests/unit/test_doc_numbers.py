@@ -1,7 +1,7 @@
 """The numbers README.md and docs/*.md (learning.md and the reference pages README links to)
-state as behaviour (defaults, limits, timeouts, counts) are the code's: each phrase is written here from the constant it states, so changing
-the constant without the docs (or the docs without the constant) fails; and the command line's
-defaults are the services' they pass on."""
+state as behaviour (defaults, limits, timeouts, counts) are the code's: each phrase is written
+here from the constant it states, so changing the constant without the docs (or the docs
+without the constant) fails; and the command line's defaults are the services' they pass on."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ README = [
     f"most `max_hold` ({SCHEDULE.max_hold // timedelta(hours=1)} hour) after the claim",
 ]
 
-REFERENCE = {  # what README moved to its reference pages, by page
+REFERENCE = {  # what README's reference pages state (moved from README, or said in both)
     "docs/python-api.md": [
         f"a `busy_timeout_ms` outside 0..2**{(inputs.MAX_BUSY_TIMEOUT_MS + 1).bit_length() - 1}-1",
         f"`attempts` outside 1..{inputs.MAX_ATTEMPTS}",
@@ -76,10 +76,14 @@ REFERENCE = {  # what README moved to its reference pages, by page
     "docs/concurrency.md": [
         f"(first after {nesting.FIRST_LOOK_S * 1000:g} ms, then at most every"
         f" {nesting.LONGEST_LOOK_S:g} s, `pg_blocking_pids`)",
+        f"`busy_timeout` ({settings.BUSY_TIMEOUT_MS // 1000} s;",
+        f"{retry.DEFAULT_ATTEMPTS} attempts in all with a jittered backoff",
     ],
     "docs/databases.md": [
         f"ends after {checkpoint.IDLE_S:g} s without any",
         f"stays on at {_n(checkpoint.SAFETY_PAGES)} pages",
+        f"`busy_timeout={settings.BUSY_TIMEOUT_MS}`",
+        f"(up to {settings.MIGRATION_BUSY_TIMEOUT_MS // 60_000} minutes, saying so",
     ],
     "docs/tools.md": [
         f"a search query: at most {_n(inputs.MAX_QUERY_CHARS)} characters",
@@ -90,13 +94,24 @@ REFERENCE = {  # what README moved to its reference pages, by page
         f"nests at most {stored_values.MAX_JSON_DEPTH} levels",
         f"deeper than {MAX_MESSAGE_DEPTH} levels of arrays and objects",
         f"(`interval_ms` {recurrence.MIN_INTERVAL_MS}..{_n(recurrence.MAX_INTERVAL_MS)},",
+        f"at most {_n(inputs.MAX_ARGUMENT_BYTES)} bytes of UTF-8 JSON",
+        f"cut at a line to {_n(dispatch.MAX_RESULT_CHARS)} characters",
+        f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} and says how many more",
     ],
     "docs/cli.md": [
         f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
+        f"every `--limit` is the one limit policy (1..{_n(inputs.MAX_LIMIT)})",
     ],
     "docs/search.md": [
         f"per word its best {scoring.CANDIDATES_PER_TERM} matches, a word too common for bm25 its"
         f" newest {scoring.PRESENCE_WINDOW})",
+        f"(`recent_budget_tokens={RETRIEVE['recent_budget_tokens'].default}`, at most"
+        f" `recent_limit={RETRIEVE['recent_limit'].default}`",
+        f"(`recall_budget_tokens={RETRIEVE['recall_budget_tokens'].default}`, from the best"
+        f" `recall_candidates={RETRIEVE['recall_candidates'].default}` matches",
+    ],
+    "docs/postgresql.md": [
+        f"into {pg_layout.PARTITIONS} partitions (a fixed number)",
     ],
 }
 
@@ -133,13 +148,14 @@ def test_the_number_the_docs_state_is_the_codes(doc: str, phrase: str) -> None:
     assert phrase in _text(doc), f"{doc} no longer says: {phrase}"
 
 
-def test_the_pool_readme_describes_is_the_stores(tmp_path: Path) -> None:
+@pytest.mark.parametrize("doc", ["README.md", "docs/concurrency.md"])
+def test_the_pool_the_docs_describe_is_the_stores(doc: str, tmp_path: Path) -> None:
     from philont import Store
 
     said = re.search(
         r"pool holds (\d+) connections \(SQLAlchemy's (\d+) \+ (\d+) overflow\).*?"
         r"timeout \((\d+) s\)",
-        _text("README.md"),
+        _text(doc),
     )
     assert said is not None
     total, size, overflow, timeout = (int(g) for g in said.groups())
