@@ -271,7 +271,7 @@ _WITH_NUL = _with_nul(st.text(max_size=12))
 """Text with a NUL character: around any text, next to the names that exist."""
 _ASCII_WITH_NUL = _with_nul(st.text(st.characters(max_codepoint=127), max_size=12))
 """The same around ASCII text, for what the backends search alike: their word indexes fold
-other letters apart (SQLite's strips accents, PostgreSQL's ``english`` does not; README)."""
+other letters apart (SQLite's strips accents, PostgreSQL's ``english`` does not; docs/search.md)."""
 
 _PROPERTY = settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -13,7 +13,7 @@ it enters the agent, before anything else of it; an import and a delete take it 
 A rename took no lock: an import or delete that waited for the agent's units of work acted on
 the agent renamed meanwhile; now it takes the lock alone too, and each of them looks the name up
 again once it holds it. A host's own SQL takes the lock with ``philont.agents.set_agent`` (or
-README's statement); ``set_config`` alone deadlocked with an import.
+docs/postgresql.md's statement); ``set_config`` alone deadlocked with an import.
 """
 
 from __future__ import annotations
@@ -343,10 +343,15 @@ def registry_has(store: Store, name: str) -> bool:
 
 
 def readme_host_sql() -> str:
-    """README's statement for a host's own SQL (PostgreSQL, "A host's own SQL"), for the
-    agent ``:name``."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
-    blocks = re.findall(r"```sql\n(.*?)```", readme, re.DOTALL)
+    """The docs' statement for a host's own SQL (docs/postgresql.md, "A host's own Session and
+    SQL", where README links to), for the agent ``:name``."""
+    root = Path(__file__).resolve().parents[2]
+    docs = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    blocks = [
+        block
+        for doc in docs
+        for block in re.findall(r"```sql\n(.*?)```", doc.read_text("utf-8"), re.DOTALL)
+    ]
     (block,) = [b for b in blocks if "philont.agent_id" in b]
     return " ".join(block.split()).rstrip(";").replace("'alice'", ":name")
 

@@ -2,8 +2,8 @@
 simple lowercase, code point by code point, as both word indexes lowercase documents): a note
 written in one case is found by a query in another, non-ASCII letters too (Ä, İ, Σ, full-width
 letters), by the ranked ``mem.search.notes`` and by ``mem.notes.search`` (substrings); Chinese
-has no case. What the word indexes still fold differently (accents, a final ς) is in README
-("Recall")."""
+has no case. What the word indexes still fold differently (accents, a final ς) is in
+docs/search.md ("Case and accents")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The numbers README.md and docs/learning.md state as behaviour (defaults, limits, timeouts,
-counts) are the code's: each phrase is written here from the constant it states, so changing
-the constant without the docs (or the docs without the constant) fails; and the command line's
-defaults are the services' they pass on."""
+"""The numbers README.md and docs/*.md (learning.md and the reference pages README links to)
+state as behaviour (defaults, limits, timeouts, counts) are the code's: each phrase is written
+here from the constant it states, so changing the constant without the docs (or the docs
+without the constant) fails; and the command line's defaults are the services' they pass on."""
 
 from __future__ import annotations
 
@@ -52,31 +52,14 @@ README = [
     f"`busy_timeout` ({settings.BUSY_TIMEOUT_MS // 1000} s;",
     f"`busy_timeout={settings.BUSY_TIMEOUT_MS}`",
     f"(up to {settings.MIGRATION_BUSY_TIMEOUT_MS // 60_000} minutes, saying so",
-    f"a `busy_timeout_ms` outside 0..2**{(inputs.MAX_BUSY_TIMEOUT_MS + 1).bit_length() - 1}-1",
-    f"`attempts` outside 1..{inputs.MAX_ATTEMPTS}",
     f"{retry.DEFAULT_ATTEMPTS} attempts in all with a jittered backoff",
     f"one limit policy — 1..{_n(inputs.MAX_LIMIT)} —",
     f"every `--limit` is the one limit policy (1..{_n(inputs.MAX_LIMIT)})",
     f"at most {_n(inputs.MAX_ARGUMENT_BYTES)} bytes of UTF-8 JSON",
-    f"a search query: at most {_n(inputs.MAX_QUERY_CHARS)} characters",
-    f"only its first {_n(query.MAX_SCAN_CHARS)} are read",
     f"cut at a line to {_n(dispatch.MAX_RESULT_CHARS)} characters",
     f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} and says how many more",
-    f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} lines",
-    f"at most its first {handlers.UPCOMING_PER_SERIES} occurrences there",
-    f"up to {inputs.MAX_TEXT_CHARS >> 20} Mi characters per message or note",
-    f"nests at most {stored_values.MAX_JSON_DEPTH} levels",
-    f"deeper than {MAX_MESSAGE_DEPTH} levels of arrays and objects",
-    f"(`interval_ms` {recurrence.MIN_INTERVAL_MS}..{_n(recurrence.MAX_INTERVAL_MS)},",
-    f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
     f"from 0 to 2^{MAX_TOKENS_PER_CALL.bit_length() - 1} (`MAX_TOKENS_PER_CALL`",
     f"into {pg_layout.PARTITIONS} partitions (a fixed number)",
-    f"(first after {nesting.FIRST_LOOK_S * 1000:g} ms, then at most every"
-    f" {nesting.LONGEST_LOOK_S:g} s, `pg_blocking_pids`)",
-    f"ends after {checkpoint.IDLE_S:g} s without any",
-    f"stays on at {_n(checkpoint.SAFETY_PAGES)} pages",
-    f"per word its best {scoring.CANDIDATES_PER_TERM} matches, a word too common for bm25 its"
-    f" newest {scoring.PRESENCE_WINDOW})",
     f"all {sum(not t.startswith('philont_') for t in metadata.tables)} tables of Philont's schema",
     f"(`recent_budget_tokens={RETRIEVE['recent_budget_tokens'].default}`, at most"
     f" `recent_limit={RETRIEVE['recent_limit'].default}`",
@@ -84,6 +67,53 @@ README = [
     f" `recall_candidates={RETRIEVE['recall_candidates'].default}` matches",
     f"most `max_hold` ({SCHEDULE.max_hold // timedelta(hours=1)} hour) after the claim",
 ]
+
+REFERENCE = {  # what README's reference pages state (moved from README, or said in both)
+    "docs/python-api.md": [
+        f"a `busy_timeout_ms` outside 0..2**{(inputs.MAX_BUSY_TIMEOUT_MS + 1).bit_length() - 1}-1",
+        f"`attempts` outside 1..{inputs.MAX_ATTEMPTS}",
+    ],
+    "docs/concurrency.md": [
+        f"(first after {nesting.FIRST_LOOK_S * 1000:g} ms, then at most every"
+        f" {nesting.LONGEST_LOOK_S:g} s, `pg_blocking_pids`)",
+        f"`busy_timeout` ({settings.BUSY_TIMEOUT_MS // 1000} s;",
+        f"{retry.DEFAULT_ATTEMPTS} attempts in all with a jittered backoff",
+    ],
+    "docs/databases.md": [
+        f"ends after {checkpoint.IDLE_S:g} s without any",
+        f"stays on at {_n(checkpoint.SAFETY_PAGES)} pages",
+        f"`busy_timeout={settings.BUSY_TIMEOUT_MS}`",
+        f"(up to {settings.MIGRATION_BUSY_TIMEOUT_MS // 60_000} minutes, saying so",
+    ],
+    "docs/tools.md": [
+        f"a search query: at most {_n(inputs.MAX_QUERY_CHARS)} characters",
+        f"only its first {_n(query.MAX_SCAN_CHARS)} are read",
+        f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} lines",
+        f"at most its first {handlers.UPCOMING_PER_SERIES} occurrences there",
+        f"up to {inputs.MAX_TEXT_CHARS >> 20} Mi characters per message or note",
+        f"nests at most {stored_values.MAX_JSON_DEPTH} levels",
+        f"deeper than {MAX_MESSAGE_DEPTH} levels of arrays and objects",
+        f"(`interval_ms` {recurrence.MIN_INTERVAL_MS}..{_n(recurrence.MAX_INTERVAL_MS)},",
+        f"at most {_n(inputs.MAX_ARGUMENT_BYTES)} bytes of UTF-8 JSON",
+        f"cut at a line to {_n(dispatch.MAX_RESULT_CHARS)} characters",
+        f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} and says how many more",
+    ],
+    "docs/cli.md": [
+        f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
+        f"every `--limit` is the one limit policy (1..{_n(inputs.MAX_LIMIT)})",
+    ],
+    "docs/search.md": [
+        f"per word its best {scoring.CANDIDATES_PER_TERM} matches, a word too common for bm25 its"
+        f" newest {scoring.PRESENCE_WINDOW})",
+        f"(`recent_budget_tokens={RETRIEVE['recent_budget_tokens'].default}`, at most"
+        f" `recent_limit={RETRIEVE['recent_limit'].default}`",
+        f"(`recall_budget_tokens={RETRIEVE['recall_budget_tokens'].default}`, from the best"
+        f" `recall_candidates={RETRIEVE['recall_candidates'].default}` matches",
+    ],
+    "docs/postgresql.md": [
+        f"into {pg_layout.PARTITIONS} partitions (a fixed number)",
+    ],
+}
 
 LEARNING_DOC = [
     f"the first {_n(parse.MAX_ANSWER_CHARS)} characters are read",
@@ -110,19 +140,22 @@ LEARNING_DOC = [
 
 @pytest.mark.parametrize(
     ("doc", "phrase"),
-    [("README.md", p) for p in README] + [("docs/learning.md", p) for p in LEARNING_DOC],
+    [("README.md", p) for p in README]
+    + [(doc, p) for doc, phrases in REFERENCE.items() for p in phrases]
+    + [("docs/learning.md", p) for p in LEARNING_DOC],
 )
 def test_the_number_the_docs_state_is_the_codes(doc: str, phrase: str) -> None:
     assert phrase in _text(doc), f"{doc} no longer says: {phrase}"
 
 
-def test_the_pool_readme_describes_is_the_stores(tmp_path: Path) -> None:
+@pytest.mark.parametrize("doc", ["README.md", "docs/concurrency.md"])
+def test_the_pool_the_docs_describe_is_the_stores(doc: str, tmp_path: Path) -> None:
     from philont import Store
 
     said = re.search(
         r"pool holds (\d+) connections \(SQLAlchemy's (\d+) \+ (\d+) overflow\).*?"
         r"timeout \((\d+) s\)",
-        _text("README.md"),
+        _text(doc),
     )
     assert said is not None
     total, size, overflow, timeout = (int(g) for g in said.groups())
