@@ -36,8 +36,8 @@ SQLITE_HISTORY_END = "v035"
 
 _LEGACY_HINT = (
     "this schema holds one agent in the old schema-per-agent layout; open the database's "
-    "shared schema instead and move the agent with `philont export --from-schema` / "
-    "`philont --agent NAME import` (README, PostgreSQL)"
+    "shared schema instead and move the agent with `philont agents export-schema SCHEMA FILE` "
+    "then `philont --agent NAME import FILE` (README, PostgreSQL)"
 )
 
 

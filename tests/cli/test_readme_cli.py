@@ -3,6 +3,7 @@ shows exists, and the options it says commands take (``--db``, ``--json``) are t
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -136,23 +137,47 @@ REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
+USAGE = re.compile(r"\bphilont (?:--agent \S+ )?([a-z][a-z -]*)(.*)")
+
+
+def _check_command_lines(spans: list[str], where: str) -> int:
+    """Each span that writes ``philont <words> ...`` names a command by its words, and every
+    ``--option`` in it is one of that command's options (or the root's); how many did."""
+    checked = 0
+    for words, rest in (m.groups() for span in spans if (m := USAGE.search(span))):
+        path, command = _walk(words.split(), ROOT)
+        if not path:
+            continue  # prose such as "philont is ..."
+        given = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", words + rest))
+        assert given <= _options(command) | _options(ROOT) | {"--help"}, (where, words, rest)
+        checked += 1
+    return checked
+
+
 def test_every_command_line_written_in_the_docs_names_a_command_and_its_options() -> None:
     """Beyond the table: ``philont agents list [--prefix P]``, ``philont --agent alice export
     FILE --db URL``, ``philont consolidate --model SPEC`` ... anywhere in README.md or docs/:
     the words after ``philont`` name a command, and every ``--option`` written up to the end
     of that code span is one of its options (or the root's)."""
-    usage = re.compile(r"\bphilont (?:--agent \S+ )?([a-z][a-z -]*)(.*)")
     checked = 0
     for doc in DOCS:
         text = doc.read_text("utf-8")
         shell = re.findall(r"```sh\n(.*?)```", text, re.S)
         prose = re.sub(r"```.*?```", "", text, flags=re.S)
         spans = re.findall(r"`([^`]+)`", prose) + [ln for b in shell for ln in b.splitlines()]
-        for words, rest in (m.groups() for span in spans if (m := usage.search(span))):
-            path, command = _walk(words.split(), ROOT)
-            if not path:
-                continue  # prose such as "philont is ..."
-            given = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", words + rest))
-            assert given <= _options(command) | _options(ROOT) | {"--help"}, (doc.name, words)
-            checked += 1
+        checked += _check_command_lines(spans, doc.name)
     assert checked > 30
+
+
+def test_every_command_line_a_message_of_the_library_names_exists() -> None:
+    """An error message that tells the user what to run names a real command and options:
+    one told a user of the old per-agent layout to run ``philont export --from-schema``, an
+    option no command has (the command is ``philont agents export-schema``). Every string in
+    philont/ (f-strings' text parts too), each `code span` in it."""
+    strings: list[str] = []
+    for source in sorted((REPO / "philont").rglob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text("utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                strings.append(node.value)
+    spans = [span for text in strings for span in re.findall(r"`([^`]+)`", text)]
+    assert _check_command_lines(spans, "philont/") > 10

@@ -317,7 +317,7 @@ def test_an_agent_schema_of_the_old_layout_is_refused_with_the_way_out(
             conn.execute(text(f"INSERT INTO {settings.VERSION_TABLE} VALUES ('v034')"))
     finally:
         engine.dispose()
-    with pytest.raises(UnrecognizedSchemaError, match="export --from-schema"):
+    with pytest.raises(UnrecognizedSchemaError, match="agents export-schema SCHEMA FILE"):
         migrate.upgrade(url)
 
 
