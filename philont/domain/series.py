@@ -32,6 +32,7 @@ __all__ = [
     "all_day_dates",
     "check_event",
     "expand",
+    "keep_skipped_time",
     "occurrences",
     "validate_rrule",
 ]
@@ -230,14 +231,62 @@ def check_event(
 
 
 def _series_start(
-    start: datetime, zone: zoneinfo.ZoneInfo, all_day: bool
+    start: datetime, zone: zoneinfo.ZoneInfo, rule: Rule, all_day: bool
 ) -> tuple[datetime, timedelta]:
     """The naive local start a series is expanded from, and the sub-second rest. An all-day
     series runs from midnight even when its first day began later (a zone that skips
-    midnight), so each later day starts at its own first instant."""
+    midnight), so each later day starts at its own first instant. A series that began at a
+    time its first day skipped (daily at 02:30 from the Berlin spring day: stored at 03:30
+    summer time, where 02:30 lands) runs from that skipped time when its rule says so
+    (:func:`keep_skipped_time` wrote its time of day into the rule), so the later days keep
+    02:30 instead of 03:30."""
     if all_day:
         return datetime.combine(start.astimezone(zone).date(), time()), timedelta(0)
-    return wallclock.naive_local(start, zone)
+    naive, sub_second = wallclock.naive_local(start, zone)
+    twin = wallclock.skipped_twin(naive, zone) if rule.freq <= Freq.DAILY else None
+    if twin is not None and _time_fits(rule, twin) and not _time_fits(rule, naive):
+        return twin, sub_second
+    return naive, sub_second
+
+
+_TIME_PARTS: Final = (("BYHOUR", "hour"), ("BYMINUTE", "minute"), ("BYSECOND", "second"))
+
+
+def _time_fits(rule: Rule, wall: datetime) -> bool:
+    """Whether the time of day ``wall`` is one the rule's BYHOUR, BYMINUTE and BYSECOND allow."""
+    given = (rule.byhour, rule.byminute, rule.bysecond)
+    return all(
+        not allowed or getattr(wall, field) in allowed
+        for allowed, (_, field) in zip(given, _TIME_PARTS, strict=True)
+    )
+
+
+def keep_skipped_time(rrule: str | None, wall: datetime | None, tz: str) -> str | None:
+    """``rrule`` for a series whose first occurrence was given as the naive local time ``wall``
+    of zone ``tz``: when ``wall`` is a time that day skips (02:30 on the Berlin spring day), the
+    start is stored where it lands (03:30 summer time), and a rule repeating by days or longer
+    gets the time of day that was meant written into it (``BYHOUR=2``, and ``BYMINUTE`` or
+    ``BYSECOND`` where those differ, as on Lord Howe's half-hour gap), so its other days keep
+    the time that was given (RFC 5545 §3.3.5 moves only the skipped occurrence). Parts the rule
+    already has are left as they are; anything else is returned unchanged."""
+    if rrule is None or wall is None:
+        return rrule
+    zone = timepolicy.zone(tz)
+    wall = wall.replace(microsecond=0)
+    at = wallclock.place(wall, zone)
+    if at is None:
+        return rrule
+    landed, _ = wallclock.naive_local(at, zone)
+    rule = parse_rule(rrule)
+    if landed == wall or rule.freq > Freq.DAILY or wallclock.skipped_twin(landed, zone) != wall:
+        return rrule
+    given = dict(zip(_TIME_PARTS, (rule.byhour, rule.byminute, rule.bysecond), strict=True))
+    added = [
+        f"{part}={getattr(wall, field)}"
+        for (part, field), allowed in given.items()
+        if not allowed and getattr(wall, field) != getattr(landed, field)
+    ]
+    return parse_rule(";".join([rule.text, *added])).text if added else rrule
 
 
 _SUB_DAILY: Final = "an all-day event repeats by whole days: FREQ must be DAILY or longer, " + (
@@ -278,7 +327,7 @@ def _check_series(
     zone = timepolicy.zone(zone_name)
     if all_day and (rule.freq > Freq.DAILY or rule.byhour or rule.byminute or rule.bysecond):
         raise bad_rule(rule.text, _SUB_DAILY)
-    naive, sub_second = _series_start(start, zone, all_day)
+    naive, sub_second = _series_start(start, zone, rule, all_day)
     work = Work(work_limit)
     try:
         series, zoned = _series(rule, naive, start - sub_second, zone, work)
@@ -473,7 +522,7 @@ def _scan(
 ) -> bool:
     """Feed the overlapping occurrences to ``collect``; False when counting stopped early."""
     zone = length.zone
-    naive, sub_second = _series_start(start, zone, length.days is not None)
+    naive, sub_second = _series_start(start, zone, rule, length.days is not None)
     series, zoned = _series(rule, naive, start - sub_second, zone, work)
     scan_from = wallclock.local_bound(timepolicy.clamp(lo, -length.longest), zone, -1)
     scan_to = wallclock.local_bound(hi, zone, +1)

@@ -34,6 +34,7 @@ __all__ = [
     "all_day_span",
     "date_alone",
     "event_times",
+    "given_wall",
     "iso",
     "parse_time",
     "shown_at",
@@ -413,17 +414,15 @@ def wall_note(value: object, *, field: str, tz: str) -> str | None:
     ``tz``) that the zone's clocks skip or show twice: where :func:`parse_time` placed it (a
     skipped time moves forward by the gap; a repeated one is its first instant). None for
     anything else (an offset, epoch milliseconds, a date alone, a time shown once)."""
-    if not isinstance(value, str) or date_alone(value, field) is not None:
+    naive = given_wall(value, field=field)
+    if naive is None:
         return None
     try:
-        naive = _date_and_time(value.strip(), field)
         where = zone(validate_timezone(tz))
         first = naive.replace(tzinfo=where, fold=0)
         shown = first.astimezone(UTC).astimezone(where)
         second = naive.replace(tzinfo=where, fold=1)
     except (ValueError, OverflowError, InvalidInputError):
-        return None
-    if naive.tzinfo is not None:
         return None
     wall = naive.strftime("%Y-%m-%d %H:%M")
     if shown.replace(tzinfo=None) != naive:
@@ -437,6 +436,18 @@ def wall_note(value: object, *, field: str, tz: str) -> str | None:
             f"{first.isoformat()}; give {second.isoformat()} for the second"
         )
     return None
+
+
+def given_wall(value: object, *, field: str) -> datetime | None:
+    """The naive local time of a text time given without an offset (read in the caller's
+    zone); None for anything else (an offset, epoch milliseconds, a date alone, bad text)."""
+    if not isinstance(value, str) or date_alone(value, field) is not None:
+        return None
+    try:
+        naive = _date_and_time(value.strip(), field)
+    except InvalidInputError:
+        return None
+    return naive if naive.tzinfo is None else None
 
 
 def _blank(value: object) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import date, datetime, timedelta
 from typing import Any, Final
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import CursorResult
@@ -59,6 +60,20 @@ def _aware(value: object, name: str) -> datetime:
     return inputs.check(inputs.AwareTime, value, name)  # type: ignore[no-any-return]
 
 
+def _wall_in(value: datetime, zone: str) -> datetime | None:
+    """The naive local time an aware ``value`` was given as, when it was given in ``zone``
+    itself (its ``ZoneInfo``, first pass): a time the zone skips keeps the wall time that was
+    meant (see :func:`philont.domain.series.keep_skipped_time`). None otherwise."""
+    given = value.tzinfo
+    if not isinstance(given, ZoneInfo) or value.fold or given.key is None:
+        return None
+    try:
+        same = timepolicy.validate_timezone(given.key) == zone
+    except InvalidInputError:
+        return None
+    return value.replace(tzinfo=None) if same else None
+
+
 def _day(value: object, name: str) -> date:
     if isinstance(value, datetime) or not isinstance(value, date):
         raise InvalidInputError.of(
@@ -91,9 +106,12 @@ class CalendarService(Service):
         refused rather than guessed); ``ends_at`` not before ``starts_at``
         (:class:`~philont.errors.InvalidTimeRangeError`); ``timezone`` an IANA zone (canonical
         spelling stored); ``rrule`` a valid RFC 5545 rule that can be listed within the work
-        limit (stored normalised). The expensive part is
-        :func:`philont.domain.series.check_event` (pure, cached): callers can run it before
-        their write transaction begins, and this call then finds it done.
+        limit (stored normalised). A series given a start its zone skips, as a ``ZoneInfo``
+        time of ``timezone`` (daily at 02:30 from the Berlin spring day), starts where that
+        time lands and keeps the time of day given on its other days: the rule gets it as
+        ``BYHOUR`` (``BYMINUTE``, ``BYSECOND``) where the start alone would lose it. The
+        expensive part is :func:`philont.domain.series.check_event` (pure, cached): callers
+        can run it before their write transaction begins, and this call then finds it done.
 
         ``external_ref`` makes the call idempotent: when an event with that reference exists it
         is **updated in place** (same id and ``created_at``; every other field becomes what this
@@ -102,8 +120,10 @@ class CalendarService(Service):
         clean_title = inputs.check(planning.Title, title, "title").strip()
         start = _aware(starts_at, "starts_at")
         end = None if ends_at is None else _aware(ends_at, "ends_at")
-        checked = series.check_event(start, end, timezone, rrule)
         zone = timepolicy.validate_timezone(timezone)
+        if series.all_day_dates(start, end, zone) is None:
+            rrule = series.keep_skipped_time(rrule, _wall_in(starts_at, zone), zone)
+        checked = series.check_event(start, end, timezone, rrule)
         fact_id = inputs.optional(inputs.RecordId, related_fact_id, "related_fact_id")
         ref = inputs.optional(planning.ExternalRef, external_ref, "external_ref")
         values: dict[str, Any] = {

@@ -4,14 +4,22 @@ text the model reads."""
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from philont.db.types import dumps_compact
 from philont.domain.kinds import AccessTarget, FactKind, SkillKind
 from philont.domain.maturity import caveat
 from philont.domain.series import all_day_dates
-from philont.domain.timeparse import event_times, iso, parse_time, shown_at, wall_note, zone
+from philont.domain.timeparse import (
+    event_times,
+    given_wall,
+    iso,
+    parse_time,
+    shown_at,
+    wall_note,
+    zone,
+)
 from philont.domain.timepolicy import clamp
 from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRangeError
 from philont.memory import Memory
@@ -247,6 +255,10 @@ def create_calendar_event(
     args: a.CreateCalendarEventArgs, mem: Memory, ctx: ToolContext
 ) -> ToolOutput:
     starts, ends = event_times(args.starts_at, args.ends_at, tz=args.timezone)
+    wall = given_wall(args.starts_at, field="starts_at")
+    local = None if wall is None else wall.replace(tzinfo=zone(args.timezone))
+    if local is not None and local.astimezone(UTC) == starts:
+        starts = local  # the same instant, as given: a series keeps a skipped time of day
     event = mem.calendar.create(
         args.title,
         starts,
