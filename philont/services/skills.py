@@ -335,7 +335,8 @@ class SkillService(SkillRecipes):
         ``at`` (default now) never moves ``last_*_at`` backwards. ``use_count`` is not touched:
         the use was counted when the skill was used. Logs ``skill.grade_changed`` on a change.
         ``retrieved_at`` (when the observed run fetched the skill) charges the outcome to the
-        recipe revision in force then, when it has been replaced since (``revisions()``).
+        recipe revision in force then, when it has been replaced since (``revisions()``); to
+        revision 0 when the skill had no recipe yet (kept then if it was not).
         """
         if not isinstance(success, bool):
             raise InvalidInputError.of("success", f"must be a bool, got {type(success).__name__}")
