@@ -476,13 +476,16 @@ class SkillService(SkillRecipes):
         )
         changes: builtins.list[GradeChange] = []
         for skill, anchor in self.session.execute(stmt).all():
+            # created_at too: an outcome credited with an earlier time (``record_outcome``'s
+            # ``at``) must not make a skill made since look unused for longer than it exists.
             stamps = (
                 skill.last_used_at,
                 skill.last_success_at,
                 skill.last_failure_at,
                 anchor,
+                skill.created_at,
             )
-            latest = max((s for s in stamps if s is not None), default=None)
+            latest = max(s for s in stamps if s is not None)
             new = disuse_grade(
                 skill.maturity,
                 last_used_at=latest,
