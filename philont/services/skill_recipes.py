@@ -99,6 +99,23 @@ class SkillRecipes(SkillBase):
         first_recipe_at = recipe.updated_at if oldest is None else oldest.created_at
         if not skill.created_at <= at < first_recipe_at:
             return
+        self._keep_recipe_less(
+            skill,
+            replaced_at=first_recipe_at,
+            counts=(int(success), int(not success)),
+            text=oldest or skill,  # the text of the first recipe, which set_recipe kept
+        )
+
+    def _keep_recipe_less(
+        self,
+        skill: Skill,
+        *,
+        replaced_at: datetime,
+        counts: tuple[int, int] | None = None,
+        text: Skill | SkillRevision | None = None,
+    ) -> None:
+        """Keep revision 0: the skill from its making until its first recipe
+        (:meth:`_snapshot`)."""
         self._snapshot(
             skill,
             revision=NO_RECIPE_REVISION,
@@ -106,9 +123,9 @@ class SkillRecipes(SkillBase):
             verification=None,
             tool_policy=[],
             created_at=skill.created_at,
-            replaced_at=first_recipe_at,
-            counts=(int(success), int(not success)),
-            text=oldest or skill,  # the text of the first recipe, which set_recipe kept
+            replaced_at=replaced_at,
+            counts=counts,
+            text=text,
         )
 
     def _snapshot(
@@ -185,15 +202,7 @@ class SkillRecipes(SkillBase):
         now = self.clock()
         counts = clean(skill, SKILL_ROW, raw=False, fields=("success_count", "failure_count"))
         if counts.success_count + counts.failure_count > 0:
-            self._snapshot(
-                skill,
-                revision=NO_RECIPE_REVISION,
-                steps=[],
-                verification=None,
-                tool_policy=[],
-                created_at=skill.created_at,
-                replaced_at=now,
-            )
+            self._keep_recipe_less(skill, replaced_at=now)
         if recipe is None:
             recipe = SkillRecipe(skill_id=skill.id, grade_anchor_at=None)
             self.session.add(recipe)
