@@ -94,8 +94,10 @@ class SkillRecipes(SkillBase):
             .order_by(SkillRevision.revision)
             .limit(1)
         ).first()
-        if oldest is not None and oldest.revision <= NO_RECIPE_REVISION:
-            return  # revision 0 is kept: ``at`` lies outside the skill's life
+        if oldest is not None:
+            kept = clean(oldest, SKILL_ROW, raw=False, fields=("revision",)).revision
+            if kept <= NO_RECIPE_REVISION:
+                return  # revision 0 is kept: ``at`` lies outside the skill's life
         first_recipe_at = recipe.updated_at if oldest is None else oldest.created_at
         if not skill.created_at <= at < first_recipe_at:
             return
