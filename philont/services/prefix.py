@@ -30,6 +30,7 @@ from philont.domain.skill_score import score_stored
 from philont.domain.tokens import TokenEstimator, default_estimator
 from philont.errors import InvalidInputError
 from philont.schemas import inputs
+from philont.schemas.inputs import RUNTIME_NAMESPACE_ROOT
 from philont.schemas.prefix import MemoryPrefixResult, PrefixSection
 from philont.services.base import Service
 from philont.services.fact_base import score_raw
@@ -217,11 +218,14 @@ class MemoryPrefix(Service):
 
     def _facts(self, raw: Raw, now_ms: int, limit: int) -> tuple[_Entries, int]:
         """The best ``limit`` current facts valid at ``now_ms`` by decay score (ties keep
-        namespace, key order), as lines formatted on demand; and how many such facts exist."""
+        namespace, key order), as lines formatted on demand; and how many such facts exist.
+        The runtime's own state (``system`` and below: the consolidator's cursor, pinned, so
+        it outranked every fact) is no knowledge to show the model."""
         scored = [
             (-score_raw(row, now_ms), row)
             for row in fact_rows.current(raw)
-            if is_valid_at(
+            if row.namespace.partition(".")[0] != RUNTIME_NAMESPACE_ROOT
+            and is_valid_at(
                 fact_kind=row.fact_kind,
                 valid_from_ms=row.valid_from,
                 valid_until_ms=row.valid_until,

@@ -66,7 +66,7 @@ class SkillRecipes(SkillBase):
         since, belongs to that revision: its stored count is raised too, so the revision in
         force now (the totals minus the replaced ones) is unchanged."""
         column = SkillRevision.success_count if success else SkillRevision.failure_count
-        self.session.execute(
+        charged = self.session.execute(
             update(SkillRevision)
             .where(
                 SkillRevision.skill_id == skill_id,
@@ -74,7 +74,60 @@ class SkillRecipes(SkillBase):
                 SkillRevision.replaced_at > at,
             )
             .values({column: bumped(column)})
+            .returning(SkillRevision.id)
             .execution_options(synchronize_session=False)
+        ).first()
+        if charged is None:
+            self._charge_before_first_recipe(skill_id, success=success, at=at)
+
+    def _charge_before_first_recipe(self, skill_id: str, *, success: bool, at: datetime) -> None:
+        """An outcome of a run that fetched the skill at ``at``, before it had a recipe, when
+        no revision 0 keeps the recipe-less skill's counts (``set_recipe`` keeps one only for
+        outcomes recorded by then): revision 0 is kept now, holding this outcome, so the
+        first recipe is not charged with a run that never read it."""
+        skill, recipe = self._fetch(Skill.id == skill_id) or (None, None)
+        if skill is None or recipe is None or not has_recipe(recipe):
+            return
+        oldest = self.session.scalars(
+            select(SkillRevision)
+            .where(SkillRevision.skill_id == skill_id)
+            .order_by(SkillRevision.revision)
+            .limit(1)
+        ).first()
+        if oldest is not None:
+            kept = clean(oldest, SKILL_ROW, raw=False, fields=("revision",)).revision
+            if kept <= NO_RECIPE_REVISION:
+                return  # revision 0 is kept: ``at`` lies outside the skill's life
+        first_recipe_at = recipe.updated_at if oldest is None else oldest.created_at
+        if not skill.created_at <= at < first_recipe_at:
+            return
+        self._keep_recipe_less(
+            skill,
+            replaced_at=first_recipe_at,
+            counts=(int(success), int(not success)),
+            text=oldest or skill,  # the text of the first recipe, which set_recipe kept
+        )
+
+    def _keep_recipe_less(
+        self,
+        skill: Skill,
+        *,
+        replaced_at: datetime,
+        counts: tuple[int, int] | None = None,
+        text: Skill | SkillRevision | None = None,
+    ) -> None:
+        """Keep revision 0: the skill from its making until its first recipe
+        (:meth:`_snapshot`)."""
+        self._snapshot(
+            skill,
+            revision=NO_RECIPE_REVISION,
+            steps=[],
+            verification=None,
+            tool_policy=[],
+            created_at=skill.created_at,
+            replaced_at=replaced_at,
+            counts=counts,
+            text=text,
         )
 
     def _snapshot(
@@ -87,14 +140,19 @@ class SkillRecipes(SkillBase):
         tool_policy: Any,
         created_at: datetime,
         replaced_at: datetime,
+        counts: tuple[int, int] | None = None,
+        text: Skill | SkillRevision | None = None,
     ) -> None:
-        successes, failures = self._outcomes_of_current_revision(skill)
+        """Keep a replaced revision: its recipe as given, the text of ``text`` (default: the
+        skill's now) and ``counts`` (default: the outcomes of the revision in force)."""
+        successes, failures = counts or self._outcomes_of_current_revision(skill)
+        text = text or skill
         row = SkillRevision(
             skill_id=skill.id,
             revision=revision,
-            description=skill.description,
-            action_template=skill.action_template,
-            trigger_keywords=skill.trigger_keywords,
+            description=text.description,
+            action_template=text.action_template,
+            trigger_keywords=text.trigger_keywords,
             steps=steps,
             verification=verification,
             tool_policy=tool_policy,
@@ -146,15 +204,7 @@ class SkillRecipes(SkillBase):
         now = self.clock()
         counts = clean(skill, SKILL_ROW, raw=False, fields=("success_count", "failure_count"))
         if counts.success_count + counts.failure_count > 0:
-            self._snapshot(
-                skill,
-                revision=NO_RECIPE_REVISION,
-                steps=[],
-                verification=None,
-                tool_policy=[],
-                created_at=skill.created_at,
-                replaced_at=now,
-            )
+            self._keep_recipe_less(skill, replaced_at=now)
         if recipe is None:
             recipe = SkillRecipe(skill_id=skill.id, grade_anchor_at=None)
             self.session.add(recipe)

@@ -335,7 +335,8 @@ class SkillService(SkillRecipes):
         ``at`` (default now) never moves ``last_*_at`` backwards. ``use_count`` is not touched:
         the use was counted when the skill was used. Logs ``skill.grade_changed`` on a change.
         ``retrieved_at`` (when the observed run fetched the skill) charges the outcome to the
-        recipe revision in force then, when it has been replaced since (``revisions()``).
+        recipe revision in force then, when it has been replaced since (``revisions()``); to
+        revision 0 when the skill had no recipe yet (kept then if it was not).
         """
         if not isinstance(success, bool):
             raise InvalidInputError.of("success", f"must be a bool, got {type(success).__name__}")
@@ -475,13 +476,16 @@ class SkillService(SkillRecipes):
         )
         changes: builtins.list[GradeChange] = []
         for skill, anchor in self.session.execute(stmt).all():
+            # created_at too: an outcome credited with an earlier time (``record_outcome``'s
+            # ``at``) must not make a skill made since look unused for longer than it exists.
             stamps = (
                 skill.last_used_at,
                 skill.last_success_at,
                 skill.last_failure_at,
                 anchor,
+                skill.created_at,
             )
-            latest = max((s for s in stamps if s is not None), default=None)
+            latest = max(s for s in stamps if s is not None)
             new = disuse_grade(
                 skill.maturity,
                 last_used_at=latest,

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from philont.domain.maturity import Grade
 from philont.domain.tokens import default_estimator
 from philont.errors import InvalidInputError
+from philont.learning.cursor import write_cursor
 from philont.services.facts import FactService
 from philont.services.notes import NoteService
 from philont.services.prefix import (
@@ -164,6 +165,44 @@ def test_blank_environment_or_plan_adds_no_section(
     result = builder.build(environment=blank, plan=blank)
     assert result.text == empty.text
     assert [s.name for s in result.sections] == [s.name for s in empty.sections]
+
+
+@given(
+    namespaces=st.lists(
+        st.sampled_from(["system", "system.loop", "systems", "user", "user.system", "project.x"]),
+        min_size=1,
+        max_size=6,
+        unique=True,
+    ),
+    pinned=st.booleans(),
+    cursor=st.booleans(),
+)
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_the_runtimes_own_state_is_no_fact_of_the_prefix(
+    session: Session, clock: FakeClock, namespaces: list[str], pinned: bool, cursor: bool
+) -> None:
+    """``system`` and below hold the runtime's own state (the consolidator's cursor, pinned:
+    it outranked every fact on every turn); the prefix shows every other fact, ``systems``
+    and ``user.system`` too, and counts only those."""
+    nested = session.begin_nested()  # the examples share one session
+    try:
+        mem = joined(session, clock)
+        for ns in namespaces:
+            rec = mem.facts.store(ns, "k", "v")
+            if pinned:
+                mem.facts.pin(rec.id)
+        if cursor:
+            write_cursor(mem, 1_781_409_600_000)
+        result = MemoryPrefix(joined(session, clock)).build()
+        shown = {line[2:].split(" = ")[0] for line in result.text.splitlines() if " = " in line}
+        wanted = {f"{ns}.k" for ns in namespaces if ns.partition(".")[0] != "system"}
+        assert shown == wanted
+        counted = sum(s.shown + s.omitted for s in result.sections if s.name == "facts")
+        assert counted == len(wanted)
+    finally:
+        nested.rollback()
 
 
 # --- fact lines are kept for the values they were formatted from ---------------------------

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import uuid
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
@@ -181,6 +184,63 @@ def test_outcomes_before_the_first_recipe_are_kept_as_revision_zero(
     assert (before.revision, before.success_count, before.failure_count) == (0, 1, 1)
     assert before.steps == []
     assert (current.revision, current.success_count, current.failure_count) == (1, 1, 0)
+
+
+RUN = st.one_of(
+    st.tuples(st.just("run"), st.booleans()),
+    st.tuples(st.just("recipe"), st.just(False)),
+    st.tuples(st.just("settle"), st.just(False)),
+)
+
+
+@given(plan=st.lists(RUN, max_size=12))
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_each_revision_counts_the_runs_that_fetched_it(
+    skills: SkillService, clock: FakeClock, plan: list[tuple[str, bool]]
+) -> None:
+    """Runs fetch the skill (before it has a recipe, or under one of its revisions), recipes
+    are set and revised, and the outcomes of the runs so far are recorded later (as the
+    reflector does, with the time of the fetch). Each revision counts exactly the outcomes of
+    the runs that fetched it; revision 0, the skill before its first recipe, is kept when one
+    of its runs had an outcome, also when that outcome came after the recipe (it was charged
+    to revision 1, which that run never read)."""
+    name = f"rent-{uuid.uuid4().hex[:8]}"  # the examples share one database
+    skills.create(name, "Compare rents", "rent", "v0 template")
+    revision = 0
+    pending: list[tuple[datetime, bool, int]] = []
+    expected: dict[int, list[int]] = {}
+
+    def settle() -> None:
+        for fetched_at, ok, fetched in pending:
+            skills.record_outcome(name, success=ok, retrieved_at=fetched_at)
+            expected.setdefault(fetched, [0, 0])[not ok] += 1
+        pending.clear()
+
+    for step, ok in [*plan, ("settle", False)]:
+        clock.advance(minutes=1)
+        if step == "run":
+            pending.append((clock.now, ok, revision))
+        elif step == "settle":
+            settle()
+        elif revision == 0:
+            skills.set_recipe(name, steps=STEPS, verification=VERIFY, tool_policy=POLICY)
+            revision = 1
+        else:
+            skills.revise_recipe(name, steps=[f"step of revision {revision + 1}"])
+            revision += 1
+
+    kept = {r.revision: [r.success_count, r.failure_count] for r in skills.revisions(name)}
+    if revision == 0:
+        assert kept == {}
+        return
+    wanted = {r: expected.get(r, [0, 0]) for r in range(1, revision + 1)}
+    if 0 in expected:
+        wanted[0] = expected[0]
+    assert kept == wanted
 
 
 def test_a_skill_without_a_recipe_has_no_revisions(skills: SkillService) -> None:

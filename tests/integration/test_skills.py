@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 from structlog.testing import capture_logs
@@ -411,6 +414,37 @@ def test_a_recent_use_or_outcome_protects_from_disuse(
     skills.record_outcome("credited", success=True)
     clock.advance(days=80)
     assert skills.apply_disuse() == []
+
+
+@given(
+    grade=st.sampled_from([Grade.CONFIRMED, Grade.STABLE]),
+    outcomes=st.lists(st.tuples(st.booleans(), st.integers(-400, 0)), max_size=4),
+    wait=st.integers(0, 200),
+)
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_a_skill_is_not_unused_for_longer_than_it_exists(
+    skills: SkillService,
+    clock: FakeClock,
+    grade: Grade,
+    outcomes: list[tuple[bool, int]],
+    wait: int,
+) -> None:
+    """Outcomes credited with times before the skill was made (``at``, the time of an action
+    the reflector read late) do not make it look unused since then: it drops for disuse only
+    once the period has passed since it was made."""
+    name = make(skills, f"made-{uuid.uuid4().hex[:8]}", grade=grade)  # one database for all
+    made = clock.now
+    for ok, days in outcomes:
+        skills.record_outcome(name, success=ok, at=made + timedelta(days=days))
+    now_graded = skills.get(name, record_access=False)
+    assert now_graded is not None
+    changes = [c for c in skills.apply_disuse(now=made + timedelta(days=wait)) if c.name == name]
+    proven = now_graded.grade in (Grade.CONFIRMED, Grade.STABLE)
+    assert bool(changes) == (proven and wait > DEFAULT_DISUSE_AFTER.days)
 
 
 def test_drafts_playbooks_and_deprecated_skills_never_decay(
