@@ -21,7 +21,7 @@ from philont.db import fork
 from philont.db.backend import Raw
 from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
 from philont.db.models import Note, RawMessage, Skill
-from philont.domain.query import LIKE_ESCAPE, SearchPlan, fold_case, like_pattern
+from philont.domain.query import LIKE_ESCAPE, SearchPlan, fold_case, like_escape, like_pattern
 from philont.services.search.scoring import (
     BM25_K1,
     BM25_MAX_DF,
@@ -216,6 +216,7 @@ class _Run:
             return []
         lengths = self._avg_lengths(corpus, n_docs, oid)
         terms = self._pg_word_terms(corpus, plan, flt, n_docs, stats, lengths[0])
+        self._pg_unindexed(corpus, terms, stats, flt, n_docs, lengths[0])
         terms += [self._cjk_term(corpus, term, flt, n_docs) for term in plan.like_terms]
         if distinct_at_most(terms, wanted) < wanted:
             # Few whole-word matches: long words may sit inside compounds, as on SQLite.
@@ -416,26 +417,9 @@ class _Run:
     ) -> None:
         """Merge substring matches (pg_trgm) into word terms, ranked as SQLite's trigram index
         ranks them (bm25 over trigrams), per document the better of the two scores."""
-        columns = ", ".join(c for c, _w in corpus.trigram_columns)
-        scan = self._pools.at_least(SUBSTRING_SCAN)
         for term in terms:
             label = fold_case(term.label)
-            rows = self._fetch(
-                f"SELECT b.id, {columns} FROM {corpus.base} AS b WHERE {self._mine}"
-                f" AND {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'{flt.where()}"
-                f" ORDER BY {corpus.newest} LIMIT {scan}",
-                [like_pattern(term.label), *flt.params],
-            )
-            hits = len(rows)
-            if flt.sql:  # bm25's idf counts the whole table, as FTS5 does
-                hits = int(
-                    self._fetch(
-                        f"SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
-                        f" WHERE {self._mine} AND {corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'"
-                        f" LIMIT {scan}) AS m",
-                        [like_pattern(term.label)],
-                    )[0][0]
-                )
+            rows, hits = self._ilike(corpus, corpus.trigram_columns, like_pattern(term.label), flt)
             idf = bm25_idf(hits, n_docs)
             scored: dict[Any, float] = {}
             for r in rows:
@@ -450,6 +434,67 @@ class _Run:
             weight = discount * bm25_idf(max(term.df, len(scored), 1), n_docs)
             for d in _cut(scored, self._pools.per_term):
                 term.scores[d] = max(term.scores.get(d, 0.0), scored[d] * weight)
+
+    def _ilike(
+        self,
+        corpus: _PgCorpus,
+        columns: tuple[tuple[str, float], ...],
+        pattern: str,
+        flt: Filter,
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """The newest documents whose text matches the escaped ILIKE ``pattern`` and ``flt``
+        (id, then ``columns``), and how many match in the whole table (bm25's idf counts the
+        whole table, as FTS5 does); both read up to a scan's size."""
+        scan = self._pools.at_least(SUBSTRING_SCAN)
+        like = f"{corpus.text} ILIKE %s ESCAPE '{LIKE_ESCAPE}'"
+        rows = self._fetch(
+            f"SELECT b.id, {', '.join(c for c, _w in columns)} FROM {corpus.base} AS b"
+            f" WHERE {self._mine} AND {like}{flt.where()} ORDER BY {corpus.newest} LIMIT {scan}",
+            [pattern, *flt.params],
+        )
+        if not flt.sql:
+            return rows, len(rows)
+        hits = self._fetch(
+            f"SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
+            f" WHERE {self._mine} AND {like} LIMIT {scan}) AS m",
+            [pattern],
+        )
+        return rows, int(hits[0][0])
+
+    def _pg_unindexed(
+        self,
+        corpus: _PgCorpus,
+        terms: list[Term],
+        stats: list[tuple[int, list[str]]],
+        flt: Filter,
+        n_docs: int,
+        avg_length: float,
+    ) -> None:
+        """Words the ``english`` configuration holds no lexeme of, which FTS5's word index
+        holds: every part a stop word (``AT&T``: at, t) or characters PostgreSQL's parser
+        skips (``½``, ``③``). Their documents are read by an escaped ILIKE of their tokens in
+        order and scored as FTS5 scores a rare word (a phrase of those tokens: frequency,
+        document length, idf twice), instead of matching nothing."""
+        for term, (_df, lexemes) in zip(terms, stats, strict=True):
+            phrase = _TOKEN.findall(term.label)
+            if lexemes or not phrase:
+                continue
+            pattern = "%" + "%".join(like_escape(t) for t in phrase) + "%"
+            rows, hits = self._ilike(corpus, corpus.columns, pattern, flt)
+            found: dict[Any, tuple[float, int]] = {}
+            for r in rows:
+                tf = sum(
+                    w * _phrase_count(_TOKEN.findall(fold_case(str(t or ""))), phrase, {})
+                    for t, (_c, w) in zip(r[1:], corpus.columns, strict=True)
+                )
+                if tf > 0:
+                    found[r[0]] = (tf, _word_length(corpus, r[1:]))
+            # A filtered search's rows are not the whole table's: its count of ILIKE matches
+            # stands in for the phrase's document frequency then.
+            term.df = len(found) if not flt.sql else max(len(found), hits)
+            idf = bm25_idf(max(term.df, 1), n_docs)
+            scored = {d: idf * idf * _bm25(tf, n, avg_length) for d, (tf, n) in found.items()}
+            term.scores = {d: scored[d] for d in _cut(scored, self._pools.per_term)}
 
     def _cjk_term(self, corpus: _PgCorpus, term: str, flt: Filter, n_docs: int) -> Term:
         """A short CJK term by escaped LIKE over its newest documents; tf counted in Python."""
