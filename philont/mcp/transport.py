@@ -108,11 +108,24 @@ def error_line(request_id: Any, code: int, message: str, our_code: str, detail: 
 
 
 def _request_id(data: Any) -> Any:
-    """The id of a request as JSON-RPC allows it (a string or a whole number), else None."""
-    if not isinstance(data, dict):
-        return None
-    value = data.get("id")
-    return value if isinstance(value, str) or type(value) is int else None
+    """The id of a request as its answer echoes it (:func:`_echoed`), else None."""
+    return _echoed(data.get("id")) if isinstance(data, dict) else None
+
+
+def _echoed(value: Any) -> Any:
+    """``value`` if it is an id JSON-RPC allows (a string or a number), else None: a refusal
+    is answered with the id its request gave, which its sender waits for. The SDK (and so
+    this server) serves ids that are strings or whole numbers only; a request with another
+    number (``1.5``, ``1e3``) is refused, and was refused with ``id: null``, which no waiting
+    request matches."""
+    if _served_id(value) or (type(value) is float and math.isfinite(value)):
+        return value
+    return None
+
+
+def _served_id(value: Any) -> bool:
+    """Whether ``value`` is an id the SDK serves: a string or a whole number (MCP: not null)."""
+    return isinstance(value, str) or type(value) is int
 
 
 def check_line(line: bytes) -> SessionMessage | str | None:
@@ -316,7 +329,7 @@ def _shape(data: Any) -> str:
         return 'it needs "jsonrpc": "2.0"'
     if "method" in data and not isinstance(data["method"], str):
         return "its method must be a string"
-    if "id" in data and _request_id(data) is None:
+    if "id" in data and not _served_id(data["id"]):
         return "its id must be a string or a whole number (MCP: not null)"
     if "params" in data and not isinstance(data["params"], dict):
         return "its params must be an object"
@@ -328,8 +341,9 @@ def _checked(message: types.JSONRPCMessage) -> SessionMessage | str | None:
     root = message.root
     if _bad_id(root):
         return error_line(  # read as a notification only because its id is not one
-            None, types.INVALID_REQUEST, "Invalid Request", "invalid_request",
-            "not a JSON-RPC 2.0 request: its id must be a string or a whole number (MCP: not null)",
+            _echoed((root.model_extra or {}).get("id")),
+            types.INVALID_REQUEST, "Invalid Request", "invalid_request",
+            "a request's id must be a string or a whole number here (MCP: not null)",
         )  # fmt: skip
     if isinstance(root, types.JSONRPCRequest | types.JSONRPCNotification):
         shaped = {"method": root.method, "params": root.params}
