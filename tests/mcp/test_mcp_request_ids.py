@@ -31,7 +31,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawClient]:
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     request_id=NUMBER_IDS,
-    method=st.sampled_from(["ping", "tools/list", "tools/call", "resources/list"]),
+    method=st.sampled_from(
+        ["ping", "tools/list", "tools/call", "resources/list", "no/such-method"]
+    ),
 )
 def test_a_request_with_a_number_id_it_does_not_serve_is_refused_with_that_id(
     server: RawClient, request_id: float, method: str
