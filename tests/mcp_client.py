@@ -4,9 +4,12 @@ and waits for answers by id (threads read stdout and stderr; a condition wakes t
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +129,30 @@ class RawClient:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(TIMEOUT_S)
+
+
+@contextmanager
+def served(db: Path | str) -> Iterator[RawClient]:
+    """A server on ``db``, initialized, killed at the end if it is still running."""
+    client = RawClient(db)
+    try:
+        client.initialize()
+        yield client
+    finally:
+        client.stop()
+
+
+@contextmanager
+def lock_holder(db: Path | str) -> Iterator[sqlite3.Connection]:
+    """Another process's connection to ``db``, as it were: it holds the write lock when told
+    (``BEGIN IMMEDIATE``), and lets it go at the end."""
+    conn = sqlite3.connect(str(db), isolation_level=None, check_same_thread=False)
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        conn.close()
 
 
 def tool_text(answer: dict[str, Any]) -> tuple[bool, str]:

@@ -10,8 +10,9 @@ deleted database) is a tool result with ``isError`` and the text ``error (<code>
 model reads; a call the protocol cannot make (an unknown tool) is a JSON-RPC error ``-32602``
 with our code in ``error.data.code``. A call the client cancels (``notifications/cancelled``)
 runs to its end in its thread, so it has its whole effect or none of it, and is not answered
-again (the SDK answered "Request cancelled"). When stdin ends, the calls in flight are
-answered before the server stops (``philont.mcp.transport``), unless stdout is closed too.
+(MCP: a cancelled request gets no answer; ``philont.mcp.transport`` drops the SDK's "Request
+cancelled"). When stdin ends, the calls in flight are answered before the server stops
+(``philont.mcp.transport``), unless stdout is closed too.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ async def _call(store: Store, name: str, arguments: dict[str, Any] | None) -> ty
     call = functools.partial(tools.call, name, arguments, db=store)
     result = await anyio.to_thread.run_sync(call)  # not abandoned when cancelled: it ends first
     # Cancelled meanwhile (the client's notifications/cancelled, stdout closed): raise here, so
-    # that the SDK does not answer the request a second time.
+    # that the SDK does not answer the request (it answered the cancellation itself, an answer
+    # the transport does not write).
     await anyio.lowlevel.checkpoint()
     if result.error_code == "unknown_tool":
         raise McpError(

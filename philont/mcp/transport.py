@@ -27,7 +27,8 @@ line gets its JSON-RPC answer with a code of ours in ``error.data.code``:
 
 A notification the SDK cannot read (or one sent before ``initialize``) gets no answer (JSON-RPC
 answers no notification) and is dropped quietly, as is any response the client sends (the
-server sends no requests). Text that Python reads but the SDK's parser refuses (a lone
+server sends no requests), and so is the answer to a request the client cancelled while it
+was in flight (:class:`_InFlight`). Text that Python reads but the SDK's parser refuses (a lone
 surrogate) goes on to the tools, which refuse it by name as any other bad argument.
 
 On pipes (how a client runs the server) the event loop itself reads stdin when it has data and
@@ -94,6 +95,9 @@ SERVED = frozenset({"initialize", "ping", "tools/list", "tools/call"})
 defines (``resources/list``, ``prompts/list``, ``logging/setLevel``, ``tasks/get`` ...) are
 unknown methods here: the SDK answered them a bare "Method not found", no code of ours, and
 the refusal of a method listed them as methods to call."""
+CANCELLED = "notifications/cancelled"
+"""The notification that cancels a request in flight, which then gets no answer
+(:class:`_InFlight`)."""
 
 
 def error_line(request_id: Any, code: int, message: str, our_code: str, detail: str) -> str:
@@ -104,11 +108,24 @@ def error_line(request_id: Any, code: int, message: str, our_code: str, detail: 
 
 
 def _request_id(data: Any) -> Any:
-    """The id of a request as JSON-RPC allows it (a string or a whole number), else None."""
-    if not isinstance(data, dict):
-        return None
-    value = data.get("id")
-    return value if isinstance(value, str) or type(value) is int else None
+    """The id of a request as its answer echoes it (:func:`_echoed`), else None."""
+    return _echoed(data.get("id")) if isinstance(data, dict) else None
+
+
+def _echoed(value: Any) -> Any:
+    """``value`` if it is an id JSON-RPC allows (a string or a number), else None: a refusal
+    is answered with the id its request gave, which its sender waits for. The SDK (and so
+    this server) serves ids that are strings or whole numbers only; a request with another
+    number (``1.5``, ``1e3``) is refused, and was refused with ``id: null``, which no waiting
+    request matches."""
+    if _served_id(value) or (type(value) is float and math.isfinite(value)):
+        return value
+    return None
+
+
+def _served_id(value: Any) -> bool:
+    """Whether ``value`` is an id the SDK serves: a string or a whole number (MCP: not null)."""
+    return isinstance(value, str) or type(value) is int
 
 
 def check_line(line: bytes) -> SessionMessage | str | None:
@@ -312,7 +329,7 @@ def _shape(data: Any) -> str:
         return 'it needs "jsonrpc": "2.0"'
     if "method" in data and not isinstance(data["method"], str):
         return "its method must be a string"
-    if "id" in data and _request_id(data) is None:
+    if "id" in data and not _served_id(data["id"]):
         return "its id must be a string or a whole number (MCP: not null)"
     if "params" in data and not isinstance(data["params"], dict):
         return "its params must be an object"
@@ -324,8 +341,9 @@ def _checked(message: types.JSONRPCMessage) -> SessionMessage | str | None:
     root = message.root
     if _bad_id(root):
         return error_line(  # read as a notification only because its id is not one
-            None, types.INVALID_REQUEST, "Invalid Request", "invalid_request",
-            "not a JSON-RPC 2.0 request: its id must be a string or a whole number (MCP: not null)",
+            _echoed((root.model_extra or {}).get("id")),
+            types.INVALID_REQUEST, "Invalid Request", "invalid_request",
+            "a request's id must be a string or a whole number here (MCP: not null)",
         )  # fmt: skip
     if isinstance(root, types.JSONRPCRequest | types.JSONRPCNotification):
         shaped = {"method": root.method, "params": root.params}
@@ -460,13 +478,21 @@ class _InFlight:
     """The requests passed to the SDK and not yet answered, by id. When stdin ends the server
     answers them before it stops: a call still running then (``printf ... | philont mcp``,
     a client that closes stdin and reads on) ran to its end, its effect kept, but its answer
-    was dropped, so the client could not know what it did."""
+    was dropped, so the client could not know what it did.
+
+    A request the client cancels (``notifications/cancelled``) while it is in flight gets no
+    answer (MCP: the receiver of a cancellation SHOULD NOT answer the cancelled request; its
+    sender has stopped waiting for it). The SDK answered every cancellation at once with an
+    error ``0 "Request cancelled"`` although the call ran on to its end and kept its effect,
+    and an official client reads an answer to a request it cancelled as an error of its own
+    ("a response for an unknown message ID")."""
 
     def __init__(self) -> None:
         self._ids: Counter[Any] = Counter()
         self._open = 0  # the sum of the counts
         self._none = anyio.Event()
         self._none.set()
+        self._cancelled: set[Any] = set()  # ids in flight the client cancelled
 
     def add(self, root: object) -> None:
         if isinstance(root, types.JSONRPCRequest):
@@ -474,6 +500,17 @@ class _InFlight:
             self._open += 1
             if self._none.is_set():
                 self._none = anyio.Event()
+        elif isinstance(root, types.JSONRPCNotification) and root.method == CANCELLED:
+            request_id = (root.params or {}).get("requestId")
+            known = isinstance(request_id, str) or type(request_id) is int
+            if known and self._ids[request_id]:
+                self._cancelled.add(request_id)
+
+    def unanswered(self, root: object) -> bool:
+        """Whether ``root`` answers a request the client cancelled: it is not written."""
+        if not isinstance(root, types.JSONRPCResponse | types.JSONRPCError):
+            return False
+        return root.id in self._cancelled
 
     def done(self, root: object) -> None:
         if isinstance(root, types.JSONRPCResponse | types.JSONRPCError) and self._ids[root.id]:
@@ -481,6 +518,7 @@ class _InFlight:
             self._open -= 1
             if not self._ids[root.id]:
                 del self._ids[root.id]
+                self._cancelled.discard(root.id)
             if not self._open:
                 self._none.set()
 
@@ -501,10 +539,12 @@ class _Answers(ObjectSendStream[SessionMessage]):
     async def send(self, item: SessionMessage) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
+        root = item.message.root
         try:
-            await self._emit(_json(item.message))
+            if not self._in_flight.unanswered(root):
+                await self._emit(_json(item.message))
         finally:  # written, or dropped (its request cancelled meanwhile): not waited for
-            self._in_flight.done(item.message.root)
+            self._in_flight.done(root)
 
     async def aclose(self) -> None:
         self._closed = True

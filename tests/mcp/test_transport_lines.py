@@ -97,7 +97,7 @@ def _sdk_reads(line: bytes) -> bool:
 def _check_answer(line: bytes, answer: str) -> dict[str, Any]:
     parsed = json.loads(answer)
     assert parsed["jsonrpc"] == "2.0" and set(parsed) == {"jsonrpc", "id", "error"}
-    assert parsed["id"] is None or isinstance(parsed["id"], str | int)
+    assert parsed["id"] is None or isinstance(parsed["id"], str | int | float)
     error = parsed["error"]
     assert error["data"]["code"] in OUR_CODES[error["code"]], (line, error)
     assert error["message"] and error["data"]["message"]
@@ -119,7 +119,8 @@ def test_any_bytes_are_passed_on_or_answered_and_never_raise(line: bytes) -> Non
 def test_every_message_is_passed_on_or_answered_naming_its_request(message: dict[str, Any]) -> None:
     line = json.dumps(message).encode()
     checked = check_line(line)
-    readable_id = type(message.get("id")) in (str, int)
+    given = message.get("id")  # an id JSON-RPC allows is echoed (a number: the SDK's or not)
+    readable_id = type(given) in (str, int) or (type(given) is float and math.isfinite(given))
     if _sdk_reads(line):
         assert isinstance(checked, SessionMessage), (message, checked)
     elif isinstance(checked, str):
@@ -129,7 +130,8 @@ def test_every_message_is_passed_on_or_answered_naming_its_request(message: dict
         method = message.get("method")
         assert isinstance(method, str), message
         assert "id" not in message or method in NOTIFICATIONS, message
-    if "id" in message and readable_id and message.get("jsonrpc") == "2.0" and "method" in message:
+    served_id = type(given) in (str, int)  # (a notification's method with another id: as read)
+    if "id" in message and served_id and message.get("jsonrpc") == "2.0" and "method" in message:
         assert checked is not None, message  # a request always gets through or an answer
 
 
