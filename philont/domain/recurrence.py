@@ -70,7 +70,7 @@ MIN_INTERVAL_MS: Final = 1000
 MAX_INTERVAL_MS: Final = 10 * 366 * 86_400_000
 """About ten years: longer intervals belong in a calendar event."""
 
-_INTERVAL_EXPR_RE: Final = re.compile(r"interval:(\d{1,15})")
+_INTERVAL_EXPR_RE: Final = re.compile(r"interval:(\d{1,15})", re.ASCII)
 _CRON_TICK: Final = timedelta(minutes=1)
 """The resolution of cron: two cron times are at least this far apart on the wall clock."""
 _CRON_SCAN_STEPS: Final = 3 * 1441 + 16
@@ -159,12 +159,12 @@ _CRON_NAMES: Final = {
     )
     for number, name in enumerate(names.split(), first)
 }
-_CRON_RANGE: Final = re.compile(r"(\w+)-(\w+)(?:/\d+)?")
+_CRON_RANGE: Final = re.compile(r"(\w+)-(\w+)(?:/\d+)?", re.ASCII)
 
 
 def _cron_value(text: str) -> int | None:
     low = text.lower()
-    return int(low) if low.isdigit() else _CRON_NAMES.get(low)
+    return int(low) if low.isascii() and low.isdigit() else _CRON_NAMES.get(low)
 
 
 def _one_value_ranges(field: str) -> str:
@@ -205,6 +205,10 @@ def _validate_cron(expr: str) -> str:
     if "@" in expr:
         raise InvalidInputError.of(
             "cron", f"cron expression {expr!r} must not contain '@'", cron=expr
+        )
+    if not expr.isascii():  # another script's digits: croniter's own message named none
+        raise InvalidInputError.of(
+            "cron", f"cron expression {expr!r} must be written in ASCII (digits 0-9)", cron=expr
         )
     normalised = " ".join(_one_value_ranges(field) for field in fields)
     try:

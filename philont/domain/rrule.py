@@ -56,10 +56,11 @@ _INT_LISTS: Final[dict[str, tuple[int, int, bool]]] = {
     "BYMONTH": (1, 12, False),
     "BYSETPOS": (1, 366, True),
 }
-_INT_RE: Final = re.compile(r"[+-]?\d{1,9}")
-_BYDAY_RE: Final = re.compile(r"([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)")
-_UNTIL_RE: Final = re.compile(r"(\d{8})(?:T(\d{6})(Z?))?")
-_COUNT_RE: Final = re.compile(r"\d{1,18}")
+# ASCII digits only: int() reads every script's digits ("INTERVAL=٣" was stored as 3)
+_INT_RE: Final = re.compile(r"[+-]?\d{1,9}", re.ASCII)
+_BYDAY_RE: Final = re.compile(r"([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)", re.ASCII)
+_UNTIL_RE: Final = re.compile(r"(\d{8})(?:T(\d{6})(Z?))?", re.ASCII)
+_COUNT_RE: Final = re.compile(r"\d{1,18}", re.ASCII)
 
 # One step of a longer interval jumps past the whole calendar (years 1..9999): such a "series"
 # can only ever be its first occurrence, and the arithmetic on it would overflow.

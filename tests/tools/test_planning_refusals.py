@@ -149,3 +149,55 @@ def test_cancelling_twice_is_not_found_the_second_time_and_keeps_the_history(
     assert (again.ok, again.error_code) == (False, "schedule_not_found")
     with Memory.open(seeded) as mem:
         assert [s.enabled for s in mem.schedules.list()] == [False]
+
+
+RULES_WITH_DIGITS = {
+    "rrule": [
+        "FREQ=DAILY;INTERVAL=3;COUNT=4",
+        "FREQ=MONTHLY;BYMONTHDAY=7;COUNT=2",
+        "FREQ=WEEKLY;UNTIL=20311231",
+        "FREQ=MONTHLY;BYDAY=2TU;COUNT=2",
+        "FREQ=YEARLY;BYMONTH=6;UNTIL=20340601T090000Z",
+    ],
+    "cron": ["*/30 2 * * *", "0 9 * * 1-5", "15 8 1 * *", "0 0 * 6 0"],
+}
+TOOL_OF = {"rrule": "create_calendar_event", "cron": "schedule_reminder"}
+OTHER_DIGITS = st.characters(categories=["Nd"]).filter(lambda ch: not ch.isascii())
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+@example(data=None)
+def test_a_digit_of_another_script_in_a_rule_is_refused_by_its_name(
+    seeded: DbTarget, data: st.DataObject | None
+) -> None:
+    # int() reads every script's digits: "INTERVAL=٣" was stored as INTERVAL=3 and
+    # "BYMONTHDAY=٧" as 7, while "UNTIL=٢٠٣١١٢٣١" failed with strptime's own words and a cron
+    # field with croniter's. A rule is written in ASCII; any other digit is refused, naming it.
+    if data is None:
+        examples = [("rrule", "FREQ=DAILY;INTERVAL=3;COUNT=4", "3", "٣"),
+                    ("rrule", "FREQ=MONTHLY;BYMONTHDAY=7;COUNT=2", "7", "٧"),
+                    ("rrule", "FREQ=WEEKLY;UNTIL=20311231", "2", "٢"),
+                    ("cron", "15 8 1 * *", "8", "٨")]  # fmt: skip
+        draws = [(name, rule, rule.index(ascii_digit), digit)
+                 for name, rule, ascii_digit, digit in examples]  # fmt: skip
+    else:
+        name = data.draw(st.sampled_from(sorted(RULES_WITH_DIGITS)))
+        rule = data.draw(st.sampled_from(RULES_WITH_DIGITS[name]))
+        at = data.draw(st.sampled_from([i for i, ch in enumerate(rule) if ch.isdigit()]))
+        draws = [(name, rule, at, data.draw(OTHER_DIGITS))]
+    for name, rule, at, digit in draws:
+        assert rule[at].isascii() and rule[at].isdigit()
+        tool = TOOL_OF[name]
+        before = snapshot(seeded)
+        odd = rule[:at] + digit + rule[at + 1 :]
+        result = tools.call(tool, {**GOOD[tool], name: odd}, db=seeded)
+        shown = f"{tool}({name}={odd!r}): {result.text[:300]}"
+        assert result.error_code in INPUT_CODES, shown
+        assert _names_it(result.error or "", name), shown
+        assert "does not match format" not in (result.error or ""), shown  # strptime's
+        assert snapshot(seeded) == before, shown
