@@ -21,7 +21,12 @@ from hypothesis import strategies as st
 
 from philont import Store, filewrite, migrate
 from philont.db.schema import metadata
-from philont.errors import ConflictError, InvalidInputError, SchemaOutOfDateError
+from philont.errors import (
+    ConflictError,
+    FilePathError,
+    InvalidInputError,
+    SchemaOutOfDateError,
+)
 from philont.transfer import (
     CHECKING,
     INDEXING,
@@ -281,6 +286,68 @@ def test_bootstrap_rows_keep_their_place_among_the_rows_through_export_and_impor
     assert _without_moment(_export_lines(target)) == _without_moment(
         out.read_text("utf-8").splitlines(keepends=True)
     )
+
+
+def _database_files(path: Path) -> dict[str, bytes]:
+    """The bytes of the database file and of what SQLite keeps beside it."""
+    files = [path, *(Path(f"{path}{s}") for s in filewrite.COMPANIONS)]
+    return {f.name: f.read_bytes() for f in files if f.exists()}
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    suffix=st.sampled_from(["", *filewrite.COMPANIONS]),
+    naming=st.sampled_from(["as given", "relative", "through a linked folder", "db is a link"]),
+    open_meanwhile=st.booleans(),
+)
+def test_an_export_over_the_database_it_reads_is_refused_and_changes_nothing(
+    suffix: str, naming: str, open_meanwhile: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``philont export memory.sqlite --db memory.sqlite`` renamed its file over the database:
+    the memory was gone, replaced by its export (over the ``-wal``: the transactions in it).
+    However the two are named, the export is refused (``file_path``) and no file changes."""
+    base = tmp_path_factory.mktemp("self")
+    real = base / "data" / "memory.sqlite"
+    with Store.open(real) as store, store.begin() as mem:
+        mem.notes.add("the rent is warm")
+    (base / "linked").symlink_to(base / "data")
+    (base / "link.sqlite").symlink_to(real)
+    db = base / "link.sqlite" if naming == "db is a link" else real
+    out = {
+        "as given": Path(f"{real}{suffix}"),
+        "relative": Path(os.path.relpath(f"{real}{suffix}")),
+        "through a linked folder": base / "linked" / f"memory.sqlite{suffix}",
+        "db is a link": Path(f"{real}{suffix}"),
+    }[naming]
+    with Store.open(real) as store:
+        if open_meanwhile:  # a -wal and -shm beside it, as while the agent runs
+            with store.begin() as mem:
+                mem.notes.add("written, not checkpointed yet")
+        before = _database_files(real)
+
+        with pytest.raises(FilePathError) as caught:
+            export(db, out)
+
+        assert caught.value.code == "file_path"
+        assert "the database being exported" in str(caught.value)
+        assert _database_files(real) == before
+    assert sorted(p.name for p in real.parent.iterdir() if "export" in p.name) == []
+
+
+def test_an_export_to_a_link_to_the_database_replaces_the_link_alone(tmp_path: Path) -> None:
+    """The control: the rename replaces the name it is given; through a link the database
+    stays as it was (the link now names the export)."""
+    real = tmp_path / "memory.sqlite"
+    with Store.open(real) as store, store.begin() as mem:
+        mem.notes.add("the rent is warm")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    before = real.read_bytes()
+
+    export(real, link)
+
+    assert not link.is_symlink() and link.read_text("utf-8").startswith('{"format"')
+    assert real.read_bytes() == before
 
 
 def test_an_export_stores_raw_values_and_ends_with_a_trailer(copy_fixture: CopyFixture) -> None:
