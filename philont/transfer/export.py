@@ -15,7 +15,7 @@ from sqlalchemy.engine import URL
 
 from philont import filewrite, migrate
 from philont.db.cursors import NOT_UTF8
-from philont.db.engine import FILE_MODE, database_name, is_postgres, resolve_url
+from philont.db.engine import FILE_MODE, database_name, is_postgres, resolve_url, sqlite_path
 from philont.db.retry import typed_errors
 from philont.db.schema import metadata
 from philont.errors import FilePathError, InvalidInputError, SchemaError, StorageError
@@ -133,8 +133,30 @@ def export(
     """
     out = _sink(out)
     target = resolve_url(db)
+    _not_the_database(out, target)
     with typed_errors("transfer.export_failed", where=database_name(target)):
         return _export(db, target, out, progress, agent)
+
+
+def _not_the_database(out: Path | TextIO, db: URL) -> None:
+    """Refuse (:class:`FilePathError`) an export file whose rename would replace the SQLite
+    database being exported, or a file SQLite keeps beside it (its ``-wal`` holds committed
+    transactions): ``philont export memory.sqlite`` with that file as the database replaced
+    the memory with its export. A link to the database is another name, which the rename
+    replaces alone: it is written."""
+    if not isinstance(out, Path) or is_postgres(db):
+        return
+    path = sqlite_path(db)
+    if path is None:
+        return
+    entry = out.parent.resolve() / out.name  # what the rename replaces
+    files = {path.parent.resolve() / path.name, path.resolve()}  # SQLite's -wal: beside either
+    if any(entry == Path(f"{f}{s}") for f in files for s in ("", *filewrite.COMPANIONS)):
+        raise FilePathError(
+            str(out),
+            f"it is the database being exported, or a file SQLite keeps beside it ({path}); "
+            "the export would replace it: name another file",
+        )
 
 
 def _export(

@@ -27,6 +27,7 @@ from philont.transfer.format import (
     report_empty,
     reported,
     sqlite_connection,
+    without_rowid,
 )
 from philont.transfer.merge import (
     CurrentFacts,
@@ -108,8 +109,6 @@ def _insert_row(
     conflicts: MergeConflicts,
 ) -> None:
     pk, key, values = file_row(name, row)
-    where = " AND ".join(f"{ident(c)} = ?" for c in pk)
-    sets = ", ".join(f"{ident(c)} = ?" for c in values)
     try:
         outcome = place_row(
             name,
@@ -118,9 +117,7 @@ def _insert_row(
             mode,
             conflicts,
             insert=lambda: _insert_new(conn, name, row, report),
-            replace=lambda: conn.execute(
-                f"UPDATE {ident(name)} SET {sets} WHERE {where}", (*values.values(), *key)
-            ),
+            replace=lambda: _replace(conn, name, pk, key, values),
             same=lambda: _same_row(conn, name, pk, row),
         )
     except sqlite3.IntegrityError as exc:  # named by kind, never by the row's values
@@ -148,6 +145,22 @@ def _insert_new(
     marks = ", ".join("?" for _ in values)
     conn.execute(f"INSERT INTO {ident(name)} ({columns}) VALUES ({marks})", tuple(values.values()))
     return True
+
+
+def _replace(
+    conn: sqlite3.Connection, name: str, pk: list[str], key: tuple[Any, ...], values: dict[str, Any]
+) -> None:
+    """Give the target's bootstrap row the file's values, and its place in the file's order
+    (its rowid past the rows so far, as an inserted row's): the target made it before any
+    other row, the source may have made it later (a database from before it existed), and an
+    export of the target would list it elsewhere than the file does."""
+    sets = [f"{ident(c)} = ?" for c in values]
+    if not without_rowid(conn, name):
+        sets.append(f"rowid = (SELECT max(rowid) + 1 FROM {ident(name)})")
+    where = " AND ".join(f"{ident(c)} = ?" for c in pk)
+    conn.execute(
+        f"UPDATE {ident(name)} SET {', '.join(sets)} WHERE {where}", (*values.values(), *key)
+    )
 
 
 def _same_row(conn: sqlite3.Connection, name: str, pk: list[str], row: dict[str, Any]) -> bool:

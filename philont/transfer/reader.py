@@ -7,6 +7,7 @@ import binascii
 import io
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -24,7 +25,7 @@ from philont.db.schema import metadata
 from philont.errors import FilePathError, InvalidInputError
 from philont.log import get_logger
 from philont.migrate.scripts import known_revisions
-from philont.schemas.stored import json_error
+from philont.schemas.stored import INT64_MAX, INT64_MIN, json_error
 from philont.transfer.format import (
     B64_KEY,
     FORMAT,
@@ -57,6 +58,14 @@ def _parse(number: int, line: str) -> dict[str, Any]:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ImportFormatError(number, f"invalid JSON ({json_error(exc)})") from exc
+    except ValueError as exc:  # the only other: Python's limit of digits of an int
+        raise ImportFormatError(
+            number,
+            f"a JSON number of more than {sys.get_int_max_str_digits():,} digits (no stored "
+            "value has one)",
+        ) from exc
+    except RecursionError as exc:
+        raise ImportFormatError(number, "JSON nested too deeply (no export line is)") from exc
     if not isinstance(obj, dict):
         raise ImportFormatError(number, f"expected a JSON object, found {type(obj).__name__}")
     return obj
@@ -85,9 +94,12 @@ def _read_header(number: int, obj: dict[str, Any], known: dict[str, Table]) -> _
         raise ImportFormatError(number, "header 'tables' lists a table twice")
     sequences = obj.get("sequences", {})
     if not isinstance(sequences, dict) or not all(
-        name in tables and is_int(seq) for name, seq in sequences.items()
+        name in tables and is_int(seq) and INT64_MIN <= seq <= INT64_MAX
+        for name, seq in sequences.items()
     ):
-        raise ImportFormatError(number, "header 'sequences' must map listed tables to integers")
+        raise ImportFormatError(
+            number, "header 'sequences' must map listed tables to 64-bit integers"
+        )
     return _Header(tables=list(tables), sequences=dict(sequences))
 
 

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from philont import agents, migrate, transfer
 from philont.db.schema import metadata
@@ -307,6 +309,78 @@ def test_the_same_file_undamaged_imports(
     before = target.digest()
     target.import_(file)
     assert target.digest() != before
+
+
+# --- values Python's JSON parser cannot take, or a header the database cannot hold ------------
+
+_DIGITS = sys.get_int_max_str_digits()
+_PLACE = "<the value>"
+
+
+@st.composite
+def _unparsable(draw: st.DrawFn) -> str:
+    """JSON text no stored value needs and Python's parser refuses with another error than a
+    syntax error: a number of more digits than Python converts (ValueError), nesting deeper
+    than its recursion limit (RecursionError)."""
+    if draw(st.booleans()):
+        sign = draw(st.sampled_from(["", "-"]))
+        return sign + "9" * draw(st.integers(_DIGITS + 1, 4 * _DIGITS))
+    depth = draw(st.integers(10_000, 100_000))  # past any recursion limit a test runs under
+    opening, closing = draw(st.sampled_from([("[", "]"), ('{"a":', "}")]))
+    return opening * depth + "0" + closing * depth
+
+
+@st.composite
+def _beyond_parsing(draw: st.DrawFn, lines: list[str]) -> tuple[str, int]:
+    """An export whose one line holds such a value: as a row's column, an extra member of the
+    header or of the trailer."""
+    raw = draw(_unparsable())
+    where = draw(st.integers(0, len(lines) - 1))
+    obj = json.loads(lines[where])
+    holder = obj.get("row", obj)
+    column = draw(st.sampled_from(sorted(holder))) if "row" in obj else "extra"
+    holder[column] = _PLACE
+    line = json.dumps(obj).replace(json.dumps(_PLACE), raw, 1) + "\n"
+    return _text([*lines[:where], line, *lines[where + 1 :]]), where + 1
+
+
+@st.composite
+def _sequence_beyond_64_bits(draw: st.DrawFn, lines: list[str]) -> tuple[str, int]:
+    """An export whose header carries an id high-water mark past what a 64-bit counter holds."""
+    header = json.loads(lines[0])
+    table = draw(st.sampled_from(sorted(header["sequences"])))
+    header["sequences"][table] = draw(
+        st.integers(min_value=2**63) | st.integers(max_value=-(2**63) - 1)
+    )
+    return _text([json.dumps(header) + "\n", *lines[1:]]), 1
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_a_value_beyond_parsing_or_64_bits_is_a_typed_error_naming_its_line(
+    data: st.DataObject, export_lines: list[str], target: Target, tmp_path: Path
+) -> None:
+    """A hand-edited or damaged line with a 5,000-digit number or 100,000 nested brackets failed
+    with Python's ValueError or RecursionError, no line named; a header's ``sequences`` past
+    64 bits passed the check and failed the load (an OverflowError on SQLite, a storage error
+    on PostgreSQL). Each is refused while the file is checked, naming its line."""
+    assert export_lines[0].count('"sequences":{"')  # the file carries some
+    content, line_number = data.draw(
+        _beyond_parsing(export_lines) | _sequence_beyond_64_bits(export_lines)
+    )
+    file = tmp_path / "import.jsonl"
+    file.write_text(content, encoding="utf-8")
+    before = target.digest()
+
+    with pytest.raises(transfer.ImportFormatError) as caught:
+        target.import_(file)
+
+    assert caught.value.line_number == line_number, caught.value
+    assert target.digest() == before
 
 
 # --- a row the database refuses: named by kind and line, never by the row's values -----------

@@ -16,10 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from philont import Store, filewrite, migrate
 from philont.db.schema import metadata
-from philont.errors import ConflictError, InvalidInputError, SchemaOutOfDateError
+from philont.errors import (
+    ConflictError,
+    FilePathError,
+    InvalidInputError,
+    SchemaOutOfDateError,
+)
 from philont.transfer import (
     CHECKING,
     INDEXING,
@@ -209,6 +216,138 @@ def test_exporting_the_same_database_twice_gives_the_same_bytes_but_the_timestam
     assert head1.pop("exported_at") and head2.pop("exported_at")
     assert head1 == head2
     assert first[1:] == second[1:]
+
+
+def _without_moment(lines: list[str]) -> list[str]:
+    header = json.loads(lines[0])
+    assert header.pop("exported_at")
+    return [json.dumps(header), *lines[1:]]
+
+
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_exporting_the_imported_database_gives_the_file_again_but_the_timestamp(
+    fixture: str, copy_fixture: CopyFixture, tmp_path: Path
+) -> None:
+    """docs/cli.md: exporting the imported SQLite file gives the same bytes but ``exported_at``.
+    v2's 'global' session came after its other sessions (the upgrade made it): the import left
+    it first, where the target had made it, and the second export listed it there."""
+    source = _upgraded(copy_fixture, fixture)
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    target = _fresh(tmp_path)
+
+    import_(target, out)
+
+    assert _without_moment(_export_lines(target)) == _without_moment(
+        out.read_text("utf-8").splitlines(keepends=True)
+    )
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    before=st.integers(0, 3),
+    after=st.integers(0, 3),
+    root_last=st.booleans(),
+)
+def test_bootstrap_rows_keep_their_place_among_the_rows_through_export_and_import(
+    before: int, after: int, root_last: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Wherever a source holds its bootstrap rows among the others (a database that had rows
+    before the bootstrap rows were made, as v2 did), the imported database lists them there
+    too: its export is the file again but ``exported_at``."""
+    tmp_path = tmp_path_factory.mktemp("order")
+    source = tmp_path / "source.sqlite"
+    with Store.open(source) as store:
+        with store.begin() as mem:
+            for i in range(before):
+                mem.timeline.start_session(f"before-{i}")
+        with closing(sqlite3.connect(str(source))) as conn, conn:  # no service writes these
+            conn.execute(
+                "INSERT INTO memory_pursuits (id, parent_pursuit_id, root_pursuit_id, title,"
+                " intent, origin, created_at, updated_at) VALUES ('move', 'default', 'default',"
+                " 'help with the move', 'a flat in Berlin', 'user', 1, 1)"
+            )
+            for table, key in BOOTSTRAP.items():
+                if table == "memory_raw_sessions" or root_last:
+                    conn.execute(
+                        f"UPDATE {table} SET rowid = (SELECT max(rowid) + 1 FROM {table})"
+                        " WHERE id = ?",
+                        (key,),
+                    )
+        with store.begin() as mem:
+            for i in range(after):
+                mem.timeline.start_session(f"after-{i}")
+    out = tmp_path / "export.jsonl"
+    export(source, out)
+    target = tmp_path / "target.sqlite"
+
+    import_(target, out)
+
+    assert _without_moment(_export_lines(target)) == _without_moment(
+        out.read_text("utf-8").splitlines(keepends=True)
+    )
+
+
+def _database_files(path: Path) -> dict[str, bytes]:
+    """The bytes of the database file and of what SQLite keeps beside it."""
+    files = [path, *(Path(f"{path}{s}") for s in filewrite.COMPANIONS)]
+    return {f.name: f.read_bytes() for f in files if f.exists()}
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    suffix=st.sampled_from(["", *filewrite.COMPANIONS]),
+    naming=st.sampled_from(["as given", "relative", "through a linked folder", "db is a link"]),
+    open_meanwhile=st.booleans(),
+)
+def test_an_export_over_the_database_it_reads_is_refused_and_changes_nothing(
+    suffix: str, naming: str, open_meanwhile: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``philont export memory.sqlite --db memory.sqlite`` renamed its file over the database:
+    the memory was gone, replaced by its export (over the ``-wal``: the transactions in it).
+    However the two are named, the export is refused (``file_path``) and no file changes."""
+    base = tmp_path_factory.mktemp("self")
+    real = base / "data" / "memory.sqlite"
+    with Store.open(real) as store, store.begin() as mem:
+        mem.notes.add("the rent is warm")
+    (base / "linked").symlink_to(base / "data")
+    (base / "link.sqlite").symlink_to(real)
+    db = base / "link.sqlite" if naming == "db is a link" else real
+    out = {
+        "as given": Path(f"{real}{suffix}"),
+        "relative": Path(os.path.relpath(f"{real}{suffix}")),
+        "through a linked folder": base / "linked" / f"memory.sqlite{suffix}",
+        "db is a link": Path(f"{real}{suffix}"),
+    }[naming]
+    with Store.open(real) as store:
+        if open_meanwhile:  # a -wal and -shm beside it, as while the agent runs
+            with store.begin() as mem:
+                mem.notes.add("written, not checkpointed yet")
+        before = _database_files(real)
+
+        with pytest.raises(FilePathError) as caught:
+            export(db, out)
+
+        assert caught.value.code == "file_path"
+        assert "the database being exported" in str(caught.value)
+        assert _database_files(real) == before
+    assert sorted(p.name for p in real.parent.iterdir() if "export" in p.name) == []
+
+
+def test_an_export_to_a_link_to_the_database_replaces_the_link_alone(tmp_path: Path) -> None:
+    """The control: the rename replaces the name it is given; through a link the database
+    stays as it was (the link now names the export)."""
+    real = tmp_path / "memory.sqlite"
+    with Store.open(real) as store, store.begin() as mem:
+        mem.notes.add("the rent is warm")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    before = real.read_bytes()
+
+    export(real, link)
+
+    assert not link.is_symlink() and link.read_text("utf-8").startswith('{"format"')
+    assert real.read_bytes() == before
 
 
 def test_an_export_stores_raw_values_and_ends_with_a_trailer(copy_fixture: CopyFixture) -> None:
