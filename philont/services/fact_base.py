@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, Text, and_, func, or_, select, type_coerce
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    Text,
+    and_,
+    bindparam,
+    func,
+    or_,
+    select,
+    type_coerce,
+)
 from sqlalchemy.orm import Session, aliased
 
 from philont.db.models import Fact
@@ -267,23 +278,18 @@ def holding(
     return out
 
 
-def _held_instead(
-    session: Session,
-    keys: set[tuple[str, str]],
-    columns: Sequence[str],
-    at: datetime,
-    recorded_by: datetime,
-    believed: datetime | None,
-    cond: ColumnElement[bool] | None,
-) -> dict[tuple[str, str], Any]:
-    """For each of ``keys``, the version that holds at ``at`` (:func:`holding`), if any."""
-    current = aliased(Fact)
+@functools.cache
+def _versions_held(columns: tuple[str, ...], believed: bool) -> Any:
+    """The statement of :func:`_held_instead` (``columns``, and current as ``:believed`` says
+    when ``believed``), built once: the prefix runs it on every turn."""
+    current = aliased(Fact, name="current_version")
     names = dict.fromkeys([*_STAMPS, *columns])
-    stmt = current_as_of(
+    at, recorded_by = _time_param("at"), _time_param("recorded_by")
+    return current_as_of(
         select(*(RAW_COLUMNS[n] for n in names))
         .select_from(Fact)
         .join(current, and_(current.namespace == Fact.namespace, current.key == Fact.key)),
-        believed,
+        _time_param("believed") if believed else None,
         current,
     ).where(
         # the SQL of "a current state outside its window" (text in a time column orders after
@@ -294,11 +300,29 @@ def _held_instead(
         Fact.created_at <= recorded_by,
         or_(Fact.forgotten_at.is_(None), Fact.forgotten_at > recorded_by),
     )
+
+
+def _time_param(name: str) -> Any:
+    return bindparam(name, type_=Fact.__table__.c.created_at.type)
+
+
+def _held_instead(
+    session: Session,
+    keys: set[tuple[str, str]],
+    columns: Sequence[str],
+    at: datetime,
+    recorded_by: datetime,
+    believed: datetime | None,
+    cond: ColumnElement[bool] | None,
+) -> dict[tuple[str, str], Any]:
+    """For each of ``keys``, the version that holds at ``at`` (:func:`holding`), if any."""
+    stmt = _versions_held(tuple(columns), believed is not None)
+    params = {"at": at, "recorded_by": recorded_by, "believed": believed}
     if cond is not None:
         stmt = stmt.where(cond)
     versions: dict[tuple[str, str], builtins.list[Any]] = {}
     careful = session.info.get(CAREFUL)  # a careful read reads every row as its columns' kinds
-    for row in session.execute(stmt):
+    for row in session.execute(stmt, params):
         if careful:
             row = clean(row, FACT_ROW, raw=True)
         if (row.namespace, row.key) in keys:
