@@ -7,13 +7,15 @@ tools and the CLI (through FactRecord).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from philont.domain import decay
 from philont.domain.timeparse import iso
 from philont.domain.timepolicy import MAX_INSTANT, MIN_INSTANT
 
-__all__ = ["is_expired", "is_valid_at", "rank_score", "time_tag"]
+__all__ = ["held_rank", "is_expired", "is_valid_at", "latest_held", "rank_score", "time_tag"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -33,6 +35,51 @@ def is_valid_at(
     if valid_from_ms is not None and valid_from_ms > at_ms:
         return False
     return not is_expired(fact_kind=fact_kind, valid_until_ms=valid_until_ms, now_ms=at_ms)
+
+
+HeldRank = tuple[int, int, str]
+"""Where a version ranks among those that held at a time (:func:`held_rank`)."""
+
+V = TypeVar("V")
+
+
+def held_rank(
+    *,
+    fact_id: str,
+    fact_kind: str,
+    created_ms: int,
+    occurred_ms: int | None,
+    valid_from_ms: int | None,
+    valid_until_ms: int | None,
+    at_ms: int,
+) -> HeldRank | None:
+    """Whether a version of a key counts as holding at ``at_ms``, and if so its rank (the
+    greatest of a key's versions answers, :func:`latest_held`); ``None`` when it does not count.
+
+    * A state counts inside its validity window (:func:`is_valid_at`) and ranks by when it was
+      recorded, so the latest belief wins where windows overlap; supersession hides nothing
+      (storing a past state keeps an open one holding now).
+    * An event counts once it has occurred (``occurred_ms``, else ``created_ms``, at or before
+      ``at_ms``; its window ignored) and ranks by its occurrence, then its recording.
+
+    Equal stamps fall back to the id, so the choice is deterministic."""
+    if fact_kind == "event":
+        occurred = created_ms if occurred_ms is None else occurred_ms
+        return (occurred, created_ms, fact_id) if occurred <= at_ms else None
+    valid = is_valid_at(
+        fact_kind=fact_kind, valid_from_ms=valid_from_ms, valid_until_ms=valid_until_ms, at_ms=at_ms
+    )
+    return (created_ms, created_ms, fact_id) if valid else None
+
+
+def latest_held(ranked: Iterable[tuple[HeldRank | None, V]]) -> V | None:
+    """The version of one key that held (``FactService.as_of``'s answer): the greatest
+    :func:`held_rank` among those that count, or ``None`` when none does."""
+    best: tuple[HeldRank, V] | None = None
+    for rank, version in ranked:
+        if rank is not None and (best is None or rank > best[0]):
+            best = (rank, version)
+    return None if best is None else best[1]
 
 
 def rank_score(

@@ -3,18 +3,37 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, Text, and_, func, or_, select, type_coerce
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    Text,
+    and_,
+    bindparam,
+    func,
+    or_,
+    select,
+    type_coerce,
+)
 from sqlalchemy.orm import Session, aliased
 
 from philont.db.models import Fact
-from philont.db.stored_values import UNREADABLE, cleaned
+from philont.db.stored_values import CAREFUL, UNREADABLE, clean, cleaned
 from philont.db.types import kinds_of, to_epoch_ms
 from philont.domain import decay
-from philont.domain.facts import is_expired, is_valid_at, rank_score
+from philont.domain.facts import (
+    HeldRank,
+    held_rank,
+    is_expired,
+    is_valid_at,
+    latest_held,
+    rank_score,
+)
+from philont.domain.kinds import FactKind
 from philont.errors import (
     InvalidInputError,
     NotFoundError,
@@ -168,19 +187,149 @@ def valid_raw(row: Any, at_ms: int) -> bool:
         return valid_raw(cleaned(row, FACT_ROW, raw=True), at_ms)
 
 
-def current_as_of(stmt: Any, believed: datetime | None) -> Any:
-    """``stmt`` restricted to the current versions: today's (not superseded, not forgotten),
-    or with ``believed`` those current as we believed them then (recorded by then, and not
-    yet superseded or forgotten by then)."""
+def current_as_of(stmt: Any, believed: datetime | None, version: Any = Fact) -> Any:
+    """``stmt`` restricted to the current versions (``version``: the fact table or an alias of
+    it): today's (not superseded, not forgotten), or with ``believed`` those current as we
+    believed them then (recorded by then, and not yet superseded or forgotten by then)."""
     if believed is None:
-        return stmt.where(CURRENT)
+        return stmt.where(version.superseded_by.is_(None), version.forgotten_at.is_(None))
     successor = aliased(Fact)
     return (
-        stmt.outerjoin(successor, successor.id == Fact.superseded_by)
-        .where(Fact.created_at <= believed)
-        .where(or_(Fact.forgotten_at.is_(None), Fact.forgotten_at > believed))
-        .where(or_(Fact.superseded_by.is_(None), successor.created_at > believed))
+        stmt.outerjoin(successor, successor.id == version.superseded_by)
+        .where(version.created_at <= believed)
+        .where(or_(version.forgotten_at.is_(None), version.forgotten_at > believed))
+        .where(or_(version.superseded_by.is_(None), successor.created_at > believed))
     )
+
+
+def rank_raw(row: Any, at_ms: int) -> HeldRank | None:
+    """:func:`philont.domain.facts.held_rank` of raw stored values (``RAW_COLUMNS``)."""
+    try:
+        return held_rank(
+            fact_id=row.id,
+            fact_kind=row.fact_kind,
+            created_ms=row.created_at,
+            occurred_ms=row.occurred_at,
+            valid_from_ms=row.valid_from,
+            valid_until_ms=row.valid_until,
+            at_ms=at_ms,
+        )
+    except UNREADABLE:
+        return rank_raw(cleaned(row, FACT_ROW, raw=True), at_ms)
+
+
+def rank_row(row: Fact, at_ms: int) -> HeldRank | None:
+    """:func:`philont.domain.facts.held_rank` of an ORM row."""
+    occurred, start, until = row.occurred_at, row.valid_from, row.valid_until
+    return held_rank(
+        fact_id=row.id,
+        fact_kind=row.fact_kind.value,
+        created_ms=to_epoch_ms(row.created_at),
+        occurred_ms=None if occurred is None else to_epoch_ms(occurred),
+        valid_from_ms=None if start is None else to_epoch_ms(start),
+        valid_until_ms=None if until is None else to_epoch_ms(until),
+        at_ms=at_ms,
+    )
+
+
+def valid_row(row: Fact, at_ms: int) -> bool:
+    """:func:`philont.domain.facts.is_valid_at` of an ORM row."""
+    start, until = row.valid_from, row.valid_until
+    return is_valid_at(
+        fact_kind=row.fact_kind.value,
+        valid_from_ms=None if start is None else to_epoch_ms(start),
+        valid_until_ms=None if until is None else to_epoch_ms(until),
+        at_ms=at_ms,
+    )
+
+
+def holding(
+    session: Session,
+    rows: Sequence[Any],
+    columns: Sequence[str],
+    *,
+    at: datetime,
+    recorded_by: datetime,
+    believed: datetime | None = None,
+    cond: ColumnElement[bool] | None = None,
+) -> builtins.list[Any]:
+    """What holds at ``at`` of the keys of ``rows`` (current versions as raw stored values,
+    with ``namespace``, ``key`` and :func:`valid_raw`'s columns, as current as ``believed``
+    says): each row valid at ``at``, in order; in place of a key none of whose current versions
+    is, the version that holds by ``FactService.as_of``'s rule (not forgotten, recorded by
+    ``recorded_by``: :func:`philont.domain.facts.latest_held`), read with ``columns`` (names
+    in ``RAW_COLUMNS``). Storing a past state supersedes an open one, which still holds now.
+
+    One query, and only when a current version does not hold: for every key in ``cond``
+    (namespaces) whose current state is outside its window at ``at``, its other versions."""
+    at_ms = to_epoch_ms(at)
+    valid = [valid_raw(r, at_ms) for r in rows]
+    held = {(r.namespace, r.key) for r, ok in zip(rows, valid, strict=True) if ok}
+    looked = {(r.namespace, r.key) for r in rows} - held
+    found = (
+        _held_instead(session, looked, columns, at, recorded_by, believed, cond) if looked else {}
+    )
+    out = []
+    for r, ok in zip(rows, valid, strict=True):
+        if ok:
+            out.append(r)
+        elif (version := found.pop((r.namespace, r.key), None)) is not None:
+            out.append(version)
+    return out
+
+
+@functools.cache
+def _versions_held(columns: tuple[str, ...], believed: bool) -> Any:
+    """The statement of :func:`_held_instead` (``columns``, and current as ``:believed`` says
+    when ``believed``), built once: the prefix runs it on every turn."""
+    current = aliased(Fact, name="current_version")
+    names = dict.fromkeys([*_STAMPS, *columns])
+    at, recorded_by = _time_param("at"), _time_param("recorded_by")
+    return current_as_of(
+        select(*(RAW_COLUMNS[n] for n in names))
+        .select_from(Fact)
+        .join(current, and_(current.namespace == Fact.namespace, current.key == Fact.key)),
+        _time_param("believed") if believed else None,
+        current,
+    ).where(
+        # the SQL of "a current state outside its window" (text in a time column orders after
+        # every number here as it reads in Python: philont.db.stored_values)
+        current.fact_kind != FactKind.EVENT,
+        or_(current.valid_from > at, current.valid_until < at),
+        Fact.id != current.id,
+        Fact.created_at <= recorded_by,
+        or_(Fact.forgotten_at.is_(None), Fact.forgotten_at > recorded_by),
+    )
+
+
+def _time_param(name: str) -> Any:
+    return bindparam(name, type_=Fact.__table__.c.created_at.type)
+
+
+def _held_instead(
+    session: Session,
+    keys: set[tuple[str, str]],
+    columns: Sequence[str],
+    at: datetime,
+    recorded_by: datetime,
+    believed: datetime | None,
+    cond: ColumnElement[bool] | None,
+) -> dict[tuple[str, str], Any]:
+    """For each of ``keys``, the version that holds at ``at`` (:func:`holding`), if any."""
+    stmt = _versions_held(tuple(columns), believed is not None)
+    params = {"at": at, "recorded_by": recorded_by, "believed": believed}
+    if cond is not None:
+        stmt = stmt.where(cond)
+    versions: dict[tuple[str, str], builtins.list[Any]] = {}
+    careful = session.info.get(CAREFUL)  # a careful read reads every row as its columns' kinds
+    for row in session.execute(stmt, params):
+        if careful:
+            row = clean(row, FACT_ROW, raw=True)
+        if (row.namespace, row.key) in keys:
+            versions.setdefault((row.namespace, row.key), []).append(row)
+    at_ms = to_epoch_ms(at)
+    found = {k: latest_held((rank_raw(v, at_ms), v) for v in vs) for k, vs in versions.items()}
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def to_record(row: Fact | Any, *, score: float | None = None) -> FactRecord:
@@ -220,17 +369,53 @@ CURRENT = and_(Fact.superseded_by.is_(None), Fact.forgotten_at.is_(None))
 FACT_COLUMNS = tuple(getattr(Fact, attr.key) for attr in Fact.__mapper__.column_attrs)
 # Raw stored values (epoch-ms ints, plain text): ranking every current fact on each turn must
 # not pay for a datetime and an enum per column per row.
-SCORE_COLUMNS = (
-    Fact.id,
-    Fact.namespace,
-    Fact.confidence,
-    type_coerce(Fact.created_at, Integer).label("created_at"),
-    type_coerce(Fact.last_accessed_at, Integer).label("last_accessed_at"),
-    Fact.decay_tau_days,
-    type_coerce(Fact.fact_kind, Text).label("fact_kind"),
-    type_coerce(Fact.valid_from, Integer).label("valid_from"),
-    type_coerce(Fact.valid_until, Integer).label("valid_until"),
+
+
+def _epoch(column: Any) -> Any:
+    return type_coerce(column, Integer).label(column.key)
+
+
+RAW_COLUMNS: dict[str, Any] = {
+    "id": Fact.id,
+    "namespace": Fact.namespace,
+    "key": Fact.key,
+    "value_json": type_coerce(Fact.value, Text).label("value_json"),
+    "confidence": Fact.confidence,
+    "fact_kind": type_coerce(Fact.fact_kind, Text).label("fact_kind"),
+    "created_at": _epoch(Fact.created_at),
+    "occurred_at": _epoch(Fact.occurred_at),
+    "valid_from": _epoch(Fact.valid_from),
+    "valid_until": _epoch(Fact.valid_until),
+    "last_accessed_at": _epoch(Fact.last_accessed_at),
+    "decay_tau_days": Fact.decay_tau_days,
+}
+"""Columns as stored (epoch-ms ints, plain text), by name: ranking every current fact on each
+turn must not pay for a datetime and an enum per column per row."""
+_SCORED = (
+    "id",
+    "namespace",
+    "confidence",
+    "created_at",
+    "last_accessed_at",
+    "decay_tau_days",
+    "fact_kind",
+    "valid_from",
+    "valid_until",
 )
+SCORE_COLUMNS = tuple(RAW_COLUMNS[n] for n in _SCORED)
+LIGHT = (*_SCORED, "key")
+"""What ``FactService.list`` ranks and filters by (``SCORE_COLUMNS`` and the key)."""
+_STAMPS = (
+    "id",
+    "namespace",
+    "key",
+    "fact_kind",
+    "created_at",
+    "occurred_at",
+    "valid_from",
+    "valid_until",
+)
+"""What :func:`rank_raw` reads, and a version's key."""
 
 
 def score_raw(row: Any, now_ms: int) -> float:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import builtins
 from datetime import datetime
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.orm import aliased
 
 from philont.db.models import Fact
+from philont.db.types import to_epoch_ms
+from philont.domain.facts import latest_held
 from philont.domain.kinds import FactKind
 from philont.errors import (
     InvalidTimeRangeError,
@@ -23,6 +25,7 @@ from philont.services.fact_base import (
     held_address,
     namespace_filter,
     optional_aware,
+    rank_row,
     to_record,
 )
 
@@ -62,6 +65,11 @@ class FactTime(Service):
         cond = held_address(self.session, namespace, key)
         when = aware(at, "at")
         believed = self._now() if believed_at is None else aware(believed_at, "believed_at")
+        row = self._held(cond, when, believed)
+        return None if row is None else to_record(row)
+
+    def _held(self, cond: ColumnElement[bool], at: datetime, believed: datetime) -> Fact | None:
+        """:meth:`as_of` of the key ``cond`` selects, as its row."""
         rows = self.session.scalars(
             select(Fact).where(
                 cond,
@@ -69,19 +77,8 @@ class FactTime(Service):
                 Fact.created_at <= believed,
             )
         )
-        candidates: builtins.list[tuple[datetime, datetime, str, Fact]] = []
-        for row in rows:
-            if row.fact_kind is FactKind.EVENT:
-                occurred = row.occurred_at or row.created_at
-                if occurred <= when:
-                    candidates.append((occurred, row.created_at, row.id, row))
-            elif (row.valid_from is None or row.valid_from <= when) and (
-                row.valid_until is None or when <= row.valid_until
-            ):
-                candidates.append((row.created_at, row.created_at, row.id, row))
-        if not candidates:
-            return None
-        return to_record(max(candidates, key=lambda c: c[:3])[3])
+        at_ms = to_epoch_ms(at)
+        return latest_held((rank_row(row, at_ms), row) for row in rows)
 
     @finds(namespace=inputs.NamespaceSelector)
     def events(

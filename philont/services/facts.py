@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import ColumnElement, or_, select
 
 from philont.db.models import Fact
 from philont.db.types import to_epoch_ms
@@ -23,12 +23,13 @@ from philont.schemas.facts import FactRecord
 from philont.services.fact_base import (
     CURRENT,
     FACT_COLUMNS,
+    LIGHT,
     SCORE_COLUMNS,
     FactIdNotFoundError,
     aware,
     current_as_of,
-    expired,
     held_address,
+    holding,
     log,
     namespace_filter,
     newest_first,
@@ -36,7 +37,7 @@ from philont.services.fact_base import (
     score_raw,
     score_record,
     to_record,
-    valid_raw,
+    valid_row,
 )
 from philont.services.fact_time import FactTime
 
@@ -187,26 +188,34 @@ class FactService(FactTime):
 
     @finds(namespace=inputs.NamespaceLookup, key=inputs.FactKeyLookup)
     def get(self, namespace: str, key: str, *, include_expired: bool = True) -> FactRecord | None:
-        """The current version of ``namespace.key``, or ``None``.
+        """What ``namespace.key`` holds now: its current version, or ``None``.
+
+        When the current version is a state that does not hold now (expired, or not yet in
+        force) but an older version does, that one answers, as :meth:`as_of` at now would
+        (storing a past state supersedes an open one, which still holds). When none does, the
+        current version answers (the original's behaviour, Q-S2), or with
+        ``include_expired=False`` none: a miss.
 
         A hit refreshes ``last_accessed_at`` and writes one access-log row (the original did
-        neither log, Q-D4; a read-only Store does neither). With ``include_expired=False`` a
-        state whose ``valid_until`` has passed counts as a miss (Q-S2); the default keeps the
-        original's behaviour.
-        A miss writes nothing. On PostgreSQL it takes the key's lock (``Backend.serialize``)
-        first, like a store: it waits for a concurrent writer of the key to end.
+        neither log, Q-D4; a read-only Store does neither). A miss writes nothing. On
+        PostgreSQL it takes the key's lock (``Backend.serialize``) first, like a store: it
+        waits for a concurrent writer of the key to end.
         """
         # the key's lock before its row's (Backend.serialize's order): a host's get, which
         # locks the row it refreshes, and then store of the key deadlocked with a tool's store
         self.mem.backend.serialize(self.session, "fact", namespace, key)
-        stmt = select(Fact).where(held_address(self.session, namespace, key), CURRENT)
-        rows = newest_first(self.session.scalars(stmt))
+        cond = held_address(self.session, namespace, key)
+        rows = newest_first(self.session.scalars(select(Fact).where(cond, CURRENT)))
         if not rows:
             return None
         row = rows[0]
         now = self._now()
-        if not include_expired and expired(row, to_epoch_ms(now)):
-            return None
+        if not valid_row(row, to_epoch_ms(now)):
+            held = self._held(cond, now, now)
+            if held is not None:
+                row = held
+            elif not include_expired:
+                return None
         self.mem.access.refresh(AccessTarget.FACT, row.id, context=f"get {namespace}.{key}")
         return to_record(row)
 
@@ -246,30 +255,18 @@ class FactService(FactTime):
         ``'user.*'``) as ``user`` plus every ``user.<child>`` — never ``username``. ``None`` or
         ``'*'`` lists every namespace. Ordered by namespace and key, or with ``ranked=True`` by
         decay score at ``now``, highest first, with ``score`` filled in. By default only what
-        is valid at ``now`` (default: the clock) is listed: states inside their validity window
-        (not expired, not yet to begin) and events; ``include_expired=True`` lists every
-        current version. ``as_of`` lists the versions current as we believed them then
-        (recorded by then, not yet superseded or forgotten then), valid at ``as_of`` unless
-        ``now`` says otherwise. ``limit`` keeps the first N after ordering.
+        holds at ``now`` (default: the clock) is listed, a key's version as :meth:`as_of` at
+        ``now`` answers it: the current version when it is an event or a state inside its
+        validity window; else the version of the key that holds then (storing a past state
+        supersedes an open one, which still holds now), or nothing. ``include_expired=True``
+        lists every current version, in its window or not. ``as_of`` lists the versions
+        current as we believed them then (recorded by then, not yet superseded or forgotten
+        then), held at ``as_of`` unless ``now`` says otherwise, by the same rule as believed
+        then. ``limit`` keeps the first N after ordering.
         """
         cond = namespace_filter(self.session, namespace, prefix=prefix)
-        believed = optional_aware(as_of, "as_of")
-        at = aware(now, "now") if now is not None else believed or self._now()
+        at, light = self._light(cond, now, include_expired, as_of)
         at_ms = to_epoch_ms(at)
-        stmt = current_as_of(select(Fact.id).select_from(Fact), believed)
-        if cond is not None:
-            stmt = stmt.where(cond)
-        # Rank and filter on raw columns, then load only the winners in full: every turn's
-        # prefix ranks all current facts.
-        light = [
-            r
-            for r in self.session.execute(
-                stmt.with_only_columns(*SCORE_COLUMNS, Fact.key).order_by(
-                    Fact.namespace, Fact.key, Fact.created_at
-                )
-            )
-            if include_expired or valid_raw(r, at_ms)
-        ]
         chosen: builtins.list[tuple[float | None, str]] = [(None, r.id) for r in light]
         if ranked:
             scored = [(score_raw(r, at_ms), r.id) for r in light]
@@ -294,11 +291,31 @@ class FactService(FactTime):
         as_of: datetime | None = None,
     ) -> int:
         """How many facts :meth:`list` would list for every namespace."""
+        return len(self._light(None, now, include_expired, as_of)[1])
+
+    def _light(
+        self,
+        cond: ColumnElement[bool] | None,
+        now: datetime | None,
+        include_expired: bool,
+        as_of: datetime | None,
+    ) -> tuple[datetime, builtins.list[Any]]:
+        """The time :meth:`list` lists at, and what it lists as raw stored values
+        (``SCORE_COLUMNS`` and the key), by namespace, key and age."""
         believed = optional_aware(as_of, "as_of")
         at = aware(now, "now") if now is not None else believed or self._now()
-        at_ms = to_epoch_ms(at)
-        stmt = current_as_of(select(*SCORE_COLUMNS).select_from(Fact), believed)
-        return sum(1 for r in self.session.execute(stmt) if include_expired or valid_raw(r, at_ms))
+        stmt = current_as_of(select(*SCORE_COLUMNS, Fact.key).select_from(Fact), believed)
+        if cond is not None:
+            stmt = stmt.where(cond)
+        rows = builtins.list(
+            self.session.execute(stmt.order_by(Fact.namespace, Fact.key, Fact.created_at))
+        )
+        if include_expired:
+            return at, rows
+        recorded_by = believed or self._now()
+        return at, holding(
+            self.session, rows, LIGHT, at=at, recorded_by=recorded_by, believed=believed, cond=cond
+        )
 
     @finds(namespace=inputs.NamespaceLookup, key=inputs.FactKeyLookup)
     def history(self, namespace: str, key: str) -> builtins.list[FactRecord]:

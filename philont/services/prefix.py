@@ -20,7 +20,7 @@ from philont.db.queries import skills as skill_rows
 from philont.db.queries.skills import RankedSkill
 from philont.db.stored_values import careful_read
 from philont.db.types import dumps_compact, to_epoch_ms
-from philont.domain.facts import is_valid_at, time_tag
+from philont.domain.facts import time_tag
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
     caveat,
@@ -33,7 +33,7 @@ from philont.schemas import inputs
 from philont.schemas.inputs import RUNTIME_NAMESPACE_ROOT
 from philont.schemas.prefix import MemoryPrefixResult, PrefixSection
 from philont.services.base import Service
-from philont.services.fact_base import score_raw
+from philont.services.fact_base import holding, score_raw
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -202,7 +202,7 @@ class MemoryPrefix(Service):
         plan_line = _cut(plan or "", 1200)
         if plan_line:
             sections.append(("plan", "## Active plan", 1, lambda: [plan_line]))
-        facts, total = self._facts(raw, to_epoch_ms(now), limits.facts)
+        facts, total = self._facts(raw, now, limits.facts)
         sections.append(("facts", "## Known facts (most relevant first)", total, facts))
         sections.extend(self._skills(raw, limits, now))
         notes = note_rows.most_important(raw, limits.notes)
@@ -216,22 +216,22 @@ class MemoryPrefix(Service):
         )
         return self._assemble(sections, limits.budget_tokens)
 
-    def _facts(self, raw: Raw, now_ms: int, limit: int) -> tuple[_Entries, int]:
-        """The best ``limit`` current facts valid at ``now_ms`` by decay score (ties keep
-        namespace, key order), as lines formatted on demand; and how many such facts exist.
+    def _facts(self, raw: Raw, now: datetime, limit: int) -> tuple[_Entries, int]:
+        """The best ``limit`` facts holding at ``now`` by decay score (ties keep namespace,
+        key order), as lines formatted on demand; and how many such facts exist. What holds
+        is what ``FactService.list`` lists (:func:`~philont.services.fact_base.holding`).
         The runtime's own state (``system`` and below: the consolidator's cursor, pinned, so
         it outranked every fact) is no knowledge to show the model."""
-        scored = [
-            (-score_raw(row, now_ms), row)
+        now_ms = to_epoch_ms(now)
+        rows = [
+            row
             for row in fact_rows.current(raw)
             if row.namespace.partition(".")[0] != RUNTIME_NAMESPACE_ROOT
-            and is_valid_at(
-                fact_kind=row.fact_kind,
-                valid_from_ms=row.valid_from,
-                valid_until_ms=row.valid_until,
-                at_ms=now_ms,
-            )
         ]
+        held = holding(
+            self.session, rows, fact_rows.CurrentFact._fields, at=now, recorded_by=self._now()
+        )
+        scored = [(-score_raw(row, now_ms), row) for row in held]
         scored.sort(key=itemgetter(0))  # stable: equal scores keep the SQL order
 
         def lines() -> Iterator[str]:

@@ -266,12 +266,16 @@ def test_javascripts_earliest_date_as_valid_until_has_expired(spoiled: Path) -> 
     store = Store.open(spoiled, clock=lambda: NOW)
     try:
         with store.begin() as mem:
-            assert mem.facts.get(*VICTIM_FACT, include_expired=False) is None
-            fact = mem.facts.get(*VICTIM_FACT)
-            assert fact is not None and fact.valid_until == MIN_INSTANT
-            assert "city" not in [f.key for f in mem.facts.list("*", now=NOW)]
-            assert "city" in [f.key for f in mem.facts.list("*", include_expired=True)]
-            assert '"Berlin"' not in mem.prefix.build(now=NOW).text
+            # Berlin expired long ago, so Paris, stored before it without end, holds now
+            held = mem.facts.get(*VICTIM_FACT, include_expired=False)
+            assert held is not None and held.value == "Paris"
+            assert mem.facts.get(*VICTIM_FACT) == held
+            listed = [f.value for f in mem.facts.list("*", now=NOW) if f.key == "city"]
+            assert listed == ["Paris"]
+            (current,) = [f for f in mem.facts.list("*", include_expired=True) if f.key == "city"]
+            assert current.value == "Berlin" and current.valid_until == MIN_INSTANT
+            prefix = mem.prefix.build(now=NOW).text
+            assert '"Berlin"' not in prefix and '"Paris"' in prefix
     finally:
         store.close()
 
