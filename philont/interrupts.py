@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from types import FrameType
 
-__all__ = ["Watch", "check", "held", "point_of_no_return", "watch"]
+__all__ = ["Watch", "caused", "check", "held", "point_of_no_return", "watch"]
 
 
 class Watch:
@@ -64,6 +64,21 @@ def check() -> None:
     current = _current
     if current is not None and current.interrupted and not current.past and _main_thread():
         raise KeyboardInterrupt  # (another thread's work, an MCP call's, ends as it would)
+
+
+def caused(exc: BaseException) -> bool:
+    """Whether ``exc`` is a ``KeyboardInterrupt`` or an error made of one on its way up: the
+    interpreter turns an exception raised in ``__set_name__`` (a SIGINT's, while a class of
+    an import is made) into ``RuntimeError`` with it as the cause, and an error raised while
+    unwinding from one has it as its context. Either is a Ctrl-C, never a bug to show."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _main_thread() -> bool:

@@ -31,7 +31,12 @@ def main() -> None:
 
             interrupts.check()  # one whose KeyboardInterrupt an import lost (importlib drops it)
             app()
-        except KeyboardInterrupt:  # while starting: the commands catch their own
+        except Exception as exc:  # while starting (the commands catch their own): a Ctrl-C
+            if not interrupts.caused(exc):  # that an import's class machinery wrapped
+                raise
+            sys.stderr.write("interrupted\n")
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        except KeyboardInterrupt:
             sys.stderr.write("interrupted\n")
             raise SystemExit(EXIT_INTERRUPTED) from None
         finally:

@@ -178,6 +178,10 @@ class Commands(TyperGroup):
             raise fail_usage(exc) from exc
         except KeyboardInterrupt:
             raise interrupted() from None
+        except Exception as exc:  # a value's parser importing a module as Ctrl-C came
+            if interrupts.caused(exc):
+                raise interrupted() from None
+            raise
 
     def invoke(self, ctx: Any) -> Any:  # typer vendors its own click.Context
         try:
@@ -197,6 +201,8 @@ class Commands(TyperGroup):
         except OSError as exc:
             raise fail_os(exc) from exc
         except Exception as exc:
+            if interrupts.caused(exc):  # a Ctrl-C the interpreter wrapped (interrupts.caused)
+                raise interrupted() from None
             typed = _file_error(exc, ctx.meta.get(_DB_KEY))
             if typed is None:
                 raise  # not the file's state: a bug, with its traceback

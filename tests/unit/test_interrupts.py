@@ -10,6 +10,10 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from philont import interrupts
 
 CHILD = """
 import gc, os, signal, sys
@@ -123,3 +127,84 @@ def test_a_ctrl_c_python_dropped_during_a_command_is_interrupted_and_writes_noth
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert (done.returncode, done.stderr) == (130, "interrupted\n"), (done.stdout, done.stderr)
     assert _facts(db) == before
+
+
+WRAPPED = """
+import os, signal, sys
+import philont.cli.root
+
+def app():  # a class made as Ctrl-C comes: __set_name__ runs the handler (an import's class)
+    class Interrupts:
+        def __set_name__(self, owner, name):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(100_000):
+                pass
+
+    class Made:
+        field = Interrupts()
+
+philont.cli.root.app = app
+sys.argv = ["philont", "stats"]
+from philont.cli import main
+main()
+"""
+
+
+def test_a_ctrl_c_the_interpreter_wrapped_while_starting_is_one_line_and_130() -> None:
+    # Python turns an exception raised in __set_name__ into RuntimeError("Error calling
+    # __set_name__ ..."), its cause the KeyboardInterrupt: a Ctrl-C while pydantic made a
+    # class as the command line started printed that traceback, exit 1 (CI, test_ctrl_c).
+    done = subprocess.run([sys.executable, "-c", WRAPPED], capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (130, "interrupted\n"), done.stderr[-2000:]
+
+
+def _chain(kinds: list[str], link: str) -> BaseException:
+    """An exception whose causes (or contexts) are ``kinds``, outermost first."""
+    made = {"ki": KeyboardInterrupt, "rt": RuntimeError, "os": OSError, "v": ValueError}
+    inner: BaseException | None = None
+    for kind in reversed(kinds):
+        exc = made[kind]()
+        if inner is not None:
+            setattr(exc, "__cause__" if link == "cause" else "__context__", inner)
+        inner = exc
+    assert inner is not None
+    return inner
+
+
+@given(
+    kinds=st.lists(st.sampled_from(["ki", "rt", "os", "v"]), min_size=1, max_size=5),
+    link=st.sampled_from(["cause", "context"]),
+    loop=st.booleans(),
+)
+def test_an_error_is_a_ctrl_c_when_a_keyboard_interrupt_is_in_its_chain(
+    kinds: list[str], link: str, loop: bool
+) -> None:
+    exc = _chain(kinds, link)
+    if loop:  # a chain that comes back to itself ends
+        last = exc
+        while (last.__cause__ or last.__context__) is not None:
+            last = last.__cause__ or last.__context__  # type: ignore[assignment]
+        last.__context__ = exc
+    assert interrupts.caused(exc) == ("ki" in kinds)
+
+
+def test_a_command_whose_error_a_ctrl_c_caused_is_interrupted_not_a_traceback() -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from philont.cli.common import Commands
+
+    app = typer.Typer(cls=Commands)
+
+    @app.command()
+    def wrapped() -> None:
+        raise RuntimeError("Error calling __set_name__") from KeyboardInterrupt()
+
+    @app.command()
+    def bug() -> None:
+        raise RuntimeError("a bug")
+
+    result = CliRunner().invoke(app, ["wrapped"])
+    assert (result.exit_code, result.output.strip()) == (130, "interrupted")
+    result = CliRunner().invoke(app, ["bug"])
+    assert isinstance(result.exception, RuntimeError)  # a bug keeps its traceback
