@@ -178,6 +178,8 @@ class Commands(TyperGroup):
             raise fail_usage(exc) from exc
         except KeyboardInterrupt:
             raise interrupted() from None
+        except typer.Exit:
+            raise  # said already (its context may be the Ctrl-C it reports)
         except Exception as exc:  # a value's parser importing a module as Ctrl-C came
             if interrupts.caused(exc):
                 raise interrupted() from None
@@ -198,6 +200,8 @@ class Commands(TyperGroup):
             raise fail(exc, code=exit_code(exc)) from exc
         except BrokenPipeError:
             raise  # typer's main silences stdout and exits 1
+        except typer.Exit:
+            raise  # said already (its context may be the Ctrl-C it reports)
         except OSError as exc:
             raise fail_os(exc) from exc
         except Exception as exc:

@@ -192,7 +192,7 @@ def test_a_command_whose_error_a_ctrl_c_caused_is_interrupted_not_a_traceback() 
     import typer
     from typer.testing import CliRunner
 
-    from philont.cli.common import Commands
+    from philont.cli.common import Commands, interrupted
 
     app = typer.Typer(cls=Commands)
 
@@ -204,7 +204,16 @@ def test_a_command_whose_error_a_ctrl_c_caused_is_interrupted_not_a_traceback() 
     def bug() -> None:
         raise RuntimeError("a bug")
 
+    @app.command()
+    def said() -> None:  # a command that reports its own Ctrl-C: said once
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise interrupted("nothing written") from None
+
     result = CliRunner().invoke(app, ["wrapped"])
     assert (result.exit_code, result.output.strip()) == (130, "interrupted")
+    result = CliRunner().invoke(app, ["said"])
+    assert (result.exit_code, result.output.strip()) == (130, "interrupted: nothing written")
     result = CliRunner().invoke(app, ["bug"])
     assert isinstance(result.exception, RuntimeError)  # a bug keeps its traceback
