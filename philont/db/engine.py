@@ -28,7 +28,14 @@ from philont.arguments import checked
 from philont.db import cursors, fork, write_gate
 from philont.db.backend import FOLD_FUNCTION, fold_stored
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
-from philont.db.retry import cannot_open, is_busy, mark_busy, shm_cannot_be_made, translate
+from philont.db.retry import (
+    cannot_open,
+    is_busy,
+    mark_busy,
+    shm_cannot_be_made,
+    sqlite_message,
+    translate,
+)
 from philont.errors import (
     BackendError,
     DatabasePathError,
@@ -529,6 +536,9 @@ def file_kind(path: Path) -> str:
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_CANTOPEN:
             raise DatabasePathError(str(path), "it cannot be opened") from exc
+    except UnicodeDecodeError as exc:  # SQLite's message quoted the damaged file's bytes
+        if sqlite_message(exc) is None:
+            raise
     # SQLite cannot use this file (not a database, or damaged): nothing here has a lock to lose.
     with path.open("rb") as fh:
         return "damaged" if fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER else "other"
