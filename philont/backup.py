@@ -538,10 +538,12 @@ def _quarantine_copy(path: Path) -> Path:
         with filewrite.refusing(path, DatabasePathError, _QUARANTINING, LEFT_AS_IT_WAS):
             for suffix in ("", *filewrite.COMPANIONS):
                 src = Path(f"{path}{suffix}")
-                if src.exists():
-                    dst = Path(f"{target}{suffix}")
-                    shutil.copyfile(src, dst)
-                    os.chmod(dst, FILE_MODE)
+                if src.exists():  # made 0600: a damaged file's bytes are the user's memory
+                    dst = os.open(
+                        f"{target}{suffix}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE
+                    )
+                    with src.open("rb") as fin, os.fdopen(dst, "wb") as fout:
+                        shutil.copyfileobj(fin, fout)
     except BaseException:
         filewrite.remove_with_companions(target)  # no half copy that looks like a whole one
         raise

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from contextlib import ExitStack, closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -279,6 +280,37 @@ def test_restoring_onto_a_missing_file_takes_no_safety_backup(
 
     assert report.safety_backup is None
     assert _message_ids(target) == _message_ids(populated)
+
+
+def test_the_byte_copy_of_a_damaged_file_is_never_readable_by_others(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy was made with the process's umask (0644 under 022) and set to 0600 only once
+    all of it was written: for that moment another user could read the damaged memory. Each
+    copy's mode is looked at as soon as its bytes are in it, before anything else runs."""
+    taken = backup(populated, at=AT)
+    populated.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8192)
+    Path(f"{populated}-wal").write_bytes(b"wal")
+    modes: list[int] = []
+
+    def watched(copy: Callable[..., Any]) -> Callable[..., Any]:
+        def run(src: Any, dst: Any, *args: Any, **kwargs: Any) -> Any:
+            done = copy(src, dst, *args, **kwargs)
+            named = getattr(dst, "fileno", None)
+            modes.append((os.fstat(named()) if named else os.stat(dst)).st_mode & 0o777)
+            return done
+
+        return run
+
+    monkeypatch.setattr(shutil, "copyfile", watched(shutil.copyfile))
+    monkeypatch.setattr(shutil, "copyfileobj", watched(shutil.copyfileobj))
+    old = os.umask(0o022)
+    try:
+        report = restore(taken, populated)
+    finally:
+        os.umask(old)
+    assert report.previous_was_corrupt and len(modes) >= 2
+    assert set(modes) == {0o600}, [oct(m) for m in modes]
 
 
 def test_restore_over_a_corrupt_live_file_quarantines_it(populated: Path) -> None:
