@@ -16,9 +16,7 @@ class SkipReason(enum.StrEnum):
     NO_ACTIONS = "no_actions"
     """Its window closed with no action in it; marked processed, nothing credited."""
     UNKNOWN_SKILL = "unknown_skill"
-    """No skill has that name (deleted since, or never existed), or the one that has it was
-    made after the retrieval (the skill fetched was deleted and the name given again); marked
-    processed."""
+    """No skill has that name (deleted since, or never existed); marked processed."""
 
 
 class CreditRecord(ReadModel):

@@ -19,9 +19,7 @@ only looks at unprocessed retrievals, marks each one it decides on (claiming it 
 
 * credited (success or failure);
 * its window closed with no action in it (``no_actions``), or its skill no longer exists
-  (``unknown_skill``; also when the skill now under that name was made after the retrieval:
-  the one fetched was deleted, and its outcome is not the new one's): marked, reported in
-  ``skipped``, nothing recorded.
+  (``unknown_skill``): marked, reported in ``skipped``, nothing recorded.
 
 A retrieval whose window is still open is *pending*: left unmarked, reported, and looked at again
 by the next run. A window is open when, at ``now`` (the clock), all of these hold: the deadline
@@ -401,20 +399,12 @@ class ReflectorService(Service):
                 detail=credit.reason,
             )
         before = self.mem.skills.get(name, record_access=False)
-        if before is None or before.created_at > retrieval.timestamp:
-            # A skill made after the retrieval is not the one fetched: that one was deleted
-            # (a pruned draft) and the name given again. Its outcome is not the new one's.
-            gone = (
-                f"no skill named {name!r}"
-                if before is None
-                else f"the skill named {name!r} was made after the retrieval (the one fetched"
-                " was deleted)"
-            )
+        if before is None:
             return SkippedRetrieval(
                 skill=name,
                 retrieval_action_id=retrieval.id,
                 reason=SkipReason.UNKNOWN_SKILL,
-                detail=f"{gone}; nothing credited",
+                detail=f"no skill named {name!r}; nothing credited",
             )
         self._link(credit.attributed_action_ids, name)
         at = max(timeline.by_id[i].timestamp for i in credit.attributed_action_ids)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from sqlalchemy import select
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
@@ -315,61 +312,6 @@ def test_a_retrieval_of_a_deleted_skill_is_reported_and_credits_nothing(
     assert linked(session, action) is None
     assert reflector.run().skipped == []  # reported once, not on every run
     assert linked(session, retrieval) == "gone-soon"
-
-
-@given(
-    outcomes=st.lists(st.booleans(), min_size=1, max_size=3),
-    made=st.sampled_from(["before the use", "at the use", "after the use"]),
-    deleted=st.booleans(),
-)
-@settings(
-    max_examples=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-def test_an_outcome_goes_only_to_the_skill_that_was_fetched(
-    skills: SkillService,
-    reflector: ReflectorService,
-    log: Log,
-    clock: FakeClock,
-    outcomes: list[bool],
-    made: str,
-    deleted: bool,
-) -> None:
-    """A skill is fetched and its steps run; the skill under that name now was made before
-    the fetch, at its instant or after it (the one fetched deleted, a pruned draft whose name
-    the model proposed again). Only a skill that existed when it was fetched is credited or
-    blamed; the newcomer's record starts clean (it took the old skill's outcome)."""
-    name = f"pruned-{uuid.uuid4().hex[:8]}"  # the examples share one database
-    sid = f"s-{name}"
-    skills.create(name, "the old recipe", "k", "old steps")
-    if made == "before the use":
-        clock.advance(minutes=1)
-        skills.delete(name)
-        skills.create(name, "the new recipe", "k", "new steps")
-    log.retrieve(name, session_id=sid, minutes=0 if made == "at the use" else 1)
-    for ok in outcomes:
-        log.action("web_fetch", success=ok, session_id=sid)
-    if made == "after the use":
-        clock.advance(minutes=1)
-        skills.delete(name)
-        skills.create(name, "the new recipe", "k", "new steps")
-    if deleted:
-        skills.delete(name)
-    clock.advance(hours=1)
-
-    report = reflector.run(session_id=sid)
-
-    after = skills.get(name, record_access=False)
-    if made == "after the use" or deleted:
-        assert report.credited == []
-        assert [(s.reason, s.skill) for s in report.skipped] == [(SkipReason.UNKNOWN_SKILL, name)]
-        assert after is None or (after.success_count, after.failure_count) == (0, 0)
-    else:
-        assert after is not None
-        assert [c.skill for c in report.credited] == [name]
-        failed = not all(outcomes)
-        assert (after.success_count, after.failure_count) == (int(not failed), int(failed))
 
 
 def test_a_refused_use_skill_call_is_not_a_retrieval(
