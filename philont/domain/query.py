@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -59,8 +60,15 @@ class SearchPlan:
       searched as a phrase, which the index's tokenizer splits and stems as it did the text);
       with ``forms``, followed by the forms of those words a stemmer cannot join (see
       :mod:`philont.domain.word_forms`).
-    * ``form_of``: for each word, the index of the query's word it stands for (itself, or the
-      word it is a form of); empty: every word stands for itself.
+    * ``form_of``: for each term, the index of the term it stands for (itself; for a form, the
+      query's word it is a form of; for a spelling, the term it spells); empty: every term
+      stands for itself.
+    * ``spellings``: the indexes of the terms that spell another term in decomposed Unicode
+      (NFD: ``e`` + U+0301 for ``é``, jamo for Hangul, ``カ`` + U+3099 for ``ガ``), as macOS
+      writes text. The query is read composed (NFC) and the indexes hold text as it was
+      stored, so each term whose decomposed form differs is searched in both; the two are one
+      term (:func:`philont.domain.ranking.fold_forms`). They come last among the words and
+      last among the CJK terms, and never count against a plan's term limit.
     * ``fts_expression``: the words OR-ed for the word-level index, each double-quoted (so no
       FTS5 operator, column filter, prefix star or NEAR group can come from user text); None
       when there are no words.
@@ -77,6 +85,7 @@ class SearchPlan:
     trigram_expression: str | None
     like_terms: tuple[str, ...]
     form_of: tuple[int, ...] = ()
+    spellings: tuple[int, ...] = ()
 
     def word_phrases(self) -> tuple[str, ...]:
         """Each word as its own quoted FTS5 phrase."""
@@ -242,6 +251,30 @@ def _possessive(word: str) -> str:
     return word[:-2] if word.endswith("'s") and len(word) > 2 else word
 
 
+def _word(span: str) -> str:
+    """The search word of a span of word characters: lowercased, without a possessive."""
+    return _possessive(fold_case(span).translate(_APOSTROPHES))
+
+
+def _nfd(term: str) -> str:
+    return unicodedata.normalize("NFD", term)
+
+
+def _spell(
+    terms: list[str], form_of: list[int], start: int, spell: Callable[[str], str]
+) -> tuple[int, ...]:
+    """Append the decomposed spelling of each term from ``start`` on that has one (standing for
+    that term, in ``form_of``); the indexes of the spellings."""
+    added: list[int] = []
+    for i in range(start, len(terms)):
+        spelling = spell(terms[i])
+        if spelling != terms[i] and spelling not in terms:
+            added.append(len(terms))
+            terms.append(spelling)
+            form_of.append(i)
+    return tuple(added)
+
+
 @dataclass
 class _Terms:
     """The terms a plan collects, in order of appearance, capped at ``max_terms``."""
@@ -253,6 +286,9 @@ class _Terms:
     singles: dict[str, None] = field(default_factory=dict)
     long_cjk: dict[str, None] = field(default_factory=dict)
     forms: dict[str, int] = field(default_factory=dict)
+    decomposed: dict[str, str] = field(default_factory=dict)
+    """A word -> the same word read from its decomposed text, where they differ (İ: ``i`` once
+    lowercased, ``i`` + U+0307 decomposed first)."""
 
     def room(self) -> bool:
         return len(self.words) + len(self.forms) + len(self.cjk) < self.max_terms
@@ -269,7 +305,9 @@ class _Terms:
                     self.cjk.setdefault(gram)
 
     def add_word(self, span: str) -> None:
-        word = _possessive(fold_case(span).translate(_APOSTROPHES))
+        word = _word(span)
+        if not span.isascii() and (decomposed := _word(_nfd(span))) != word:
+            self.decomposed.setdefault(word, decomposed)
         if word in _EN_STOP:
             return
         if len(word) == 1 and not word.isdigit():  # a lone letter (s, t, x); "room 7" needs its 7
@@ -296,10 +334,18 @@ class _Terms:
                     self.forms[form] = index
 
     def plan(self) -> SearchPlan | None:
-        word_list = tuple(self.words) + tuple(self.forms)
-        like_terms = tuple(self.cjk)
-        if not word_list and not like_terms:
+        words = tuple(self.words) + tuple(self.forms)
+        if not words and not self.cjk:
             return None
+        form_of = [*range(len(self.words)), *self.forms.values()]
+        terms = list(words)
+        word_spellings = _spell(terms, form_of, 0, lambda w: self.decomposed.get(w, _nfd(w)))
+        like_start = len(terms)
+        terms += self.cjk
+        form_of += range(like_start, len(terms))
+        cjk_spellings = _spell(terms, form_of, like_start, _nfd)
+        word_list = tuple(terms[:like_start])
+        like_terms = tuple(terms[like_start:])
         trigram_terms = [w for w in word_list if len(w) >= 3] + list(self.long_cjk)
         return SearchPlan(
             terms=word_list + like_terms,
@@ -307,7 +353,8 @@ class _Terms:
             fts_expression=" OR ".join(quote(w) for w in word_list) or None,
             trigram_expression=" OR ".join(quote(t) for t in trigram_terms) or None,
             like_terms=like_terms,
-            form_of=tuple(range(len(self.words))) + tuple(self.forms.values()),
+            form_of=tuple(form_of),
+            spellings=word_spellings + cjk_spellings,
         )
 
 
@@ -317,7 +364,8 @@ def build_plan(text: str, *, max_terms: int = 16, forms: bool = False) -> Search
     Never raises for any ``str`` (NUL, controls, lone surrogates, FTS5 syntax, quotes, 100 kB):
     words are lowercased, English stop words dropped, every FTS5 term double-quoted; CJK runs
     lose their function words and become two-character terms. ``forms``: the words' forms a
-    stemmer cannot join are searched too (``form_of`` tells whose). At most ``max_terms`` terms.
+    stemmer cannot join are searched too (``form_of`` tells whose). At most ``max_terms`` terms,
+    besides the decomposed spellings of those that have one (``spellings``).
     """
     if not isinstance(text, str) or max_terms < 1:
         return None

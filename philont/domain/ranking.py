@@ -12,7 +12,8 @@ Each rule has a switch in :class:`RankingOptions`. No database, no I/O.
 * the reply to a question (its answer) keeps a larger share of the question's score than the
   reply to a statement (often a mere reaction);
 * a form of a query word that stemming cannot join ("bought" for "buy", "bands" for
-  "artists/bands") counts as a weaker match of that word.
+  "artists/bands") counts as a weaker match of that word; its decomposed Unicode spelling
+  (``e`` + U+0301 for ``é``) as that word itself.
 """
 
 from __future__ import annotations
@@ -86,22 +87,29 @@ def total(terms: Sequence[Scores]) -> dict[int, float]:
     return {msg: score for msg, score in out.items() if score > 0}
 
 
-def fold_forms(terms: Sequence[Scores], form_of: Sequence[int], weight: float) -> list[Scores]:
+def fold_forms(
+    terms: Sequence[Scores], form_of: Sequence[int], weight: float, spellings: Sequence[int] = ()
+) -> list[Scores]:
     """The per-term scores with each form's term folded into the term of the word it is a
     form of (``form_of[i]``: that word's index; ``i`` itself for the query's own words): per
     message, the better of the word's score and ``weight`` times the form's. So a form never
     counts as a word of its own (a message holding "buy" and "bought" matches one word), and a
-    session's coverage counts the word once. Terms past ``form_of`` (CJK) are kept as they
-    are; with no forms the terms come back unchanged."""
+    session's coverage counts the word once. The ``spellings`` (another spelling of the term
+    ``form_of`` names: its decomposed Unicode) fold first, at full weight: a message holding
+    either spelling matches the term once. Terms past ``form_of`` are kept as they are; with
+    no forms the terms come back unchanged."""
     if all(base == i for i, base in enumerate(form_of)):
         return list(terms)
     folded: list[dict[int, float]] = [dict(t) for t in terms]
-    for i, base in enumerate(form_of):
-        if base == i or i >= len(terms) or base >= len(terms):
+    full = set(spellings)
+    forms = [i for i, base in enumerate(form_of) if base != i and i not in full]
+    for i in (*spellings, *forms):
+        base = form_of[i]
+        if i >= len(terms) or base >= len(terms):
             continue
-        into = folded[base]
-        for msg, score in terms[i].items():
-            into[msg] = max(into.get(msg, 0.0), weight * score)
+        into, share = folded[base], 1.0 if i in full else weight
+        for msg, score in folded[i].items():
+            into[msg] = max(into.get(msg, 0.0), share * score)
     return [t for i, t in enumerate(folded) if i >= len(form_of) or form_of[i] == i]
 
 

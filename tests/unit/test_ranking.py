@@ -82,6 +82,28 @@ def test_folding_keeps_one_term_per_word_and_never_lowers_a_score(data: st.DataO
     assert folded[words:] == terms[len(form_of) :]
 
 
+@given(st.data())
+def test_a_spelling_folds_into_its_term_at_full_weight(data: st.DataObject) -> None:
+    """A term's decomposed spelling (``SearchPlan.spellings``) is that term: a message holding
+    either scores the term's best, never a second term; a form's spelling is that form."""
+    words = data.draw(st.integers(1, 4))
+    forms = data.draw(st.lists(st.integers(0, words - 1), max_size=3))
+    spelled = data.draw(st.lists(st.integers(0, words + len(forms) - 1), unique=True))
+    form_of = tuple(range(words)) + tuple(forms) + tuple(spelled)
+    spellings = tuple(range(words + len(forms), len(form_of)))
+    terms = data.draw(st.lists(SCORES, min_size=len(form_of), max_size=len(form_of)))
+    weight = data.draw(st.floats(0.0, 1.0))
+    folded = fold_forms(terms, form_of, weight, spellings)
+    assert len(folded) == words
+    merged: list[dict[int, float]] = [dict(t) for t in terms[: words + len(forms)]]
+    for s in spellings:  # each spelling's scores counted as its term's own
+        into = merged[form_of[s]]
+        for m, score in terms[s].items():
+            into[m] = max(into.get(m, 0.0), score)
+    own = fold_forms(merged, form_of[: words + len(forms)], weight)
+    assert folded == own
+
+
 # --- periods ---------------------------------------------------------------------------------
 
 

@@ -427,7 +427,7 @@ class SearchService(Service):
     ) -> list[ranking.Scores]:
         """Per query word (forms folded into their word) and CJK term, candidate scores."""
         terms = self._scorer.term_scores(self.mem.raw(), kind, plan, flt, pools)
-        return ranking.fold_forms(terms, plan.form_of, self._rules.form_weight)
+        return ranking.fold_forms(terms, plan.form_of, self._rules.form_weight, plan.spellings)
 
     def _score(self, kind: Kind, plan: SearchPlan, flt: Filter, limit: int) -> dict[Any, float]:
         """Relevance of every candidate (key -> score > 0) that passes ``flt``."""

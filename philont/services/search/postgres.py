@@ -36,6 +36,8 @@ from philont.services.search.scoring import (
     distinct_at_most,
     estimate_df,
     saturate,
+    share_idf,
+    words_of_length,
 )
 
 __all__ = ["PgScorer"]
@@ -220,11 +222,12 @@ class _Run:
         terms += [self._cjk_term(corpus, term, flt, n_docs) for term in plan.like_terms]
         if distinct_at_most(terms, wanted) < wanted:
             # Few whole-word matches: long words may sit inside compounds, as on SQLite.
-            long_words = [t for t in terms if t.word and len(t.label) >= SUBSTRING_MIN_CHARS]
+            long_words = words_of_length(terms, SUBSTRING_MIN_CHARS)
             self._pg_substrings(corpus, long_words, flt, n_docs, lengths[1], SUBSTRING_WEIGHT)
         if not any(t.scores for t in terms):
-            words = [t for t in terms if t.word and len(t.label) >= 3]
+            words = words_of_length(terms, 3)
             self._pg_substrings(corpus, words, flt, n_docs, lengths[1], 1.0)
+        share_idf(terms, plan, n_docs)
         return [t.scores for t in terms]
 
     def _match(self, corpus: _PgCorpus) -> str:

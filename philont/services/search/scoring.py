@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import math
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -238,6 +239,26 @@ def contenders(scores: dict[Any, float], limit: int, ratio: float) -> dict[Any, 
     if len(kept) > cap:
         kept = {i: kept[i] for i in best(kept, cap)}
     return kept
+
+
+def share_idf(terms: list[Term], plan: SearchPlan, n_docs: int) -> None:
+    """A term and its decomposed spelling (``plan.spellings``) are one word: both are weighted
+    by the idf of the more common of the two (every channel weighs a term by its idf squared),
+    so a rare spelling does not outweigh its word. SQLite's word index reads both spellings of
+    a Latin word as one token: nothing changes there. ``terms``: one per term of the plan."""
+    for i in plan.spellings:
+        pair = (terms[plan.form_of[i]], terms[i])
+        df = max(t.df for t in pair)
+        for t in pair:
+            if t.df < df:
+                ratio = (bm25_idf(df, n_docs) / bm25_idf(max(t.df, 1), n_docs)) ** 2
+                t.df, t.scores = df, {d: s * ratio for d, s in t.scores.items()}
+
+
+def words_of_length(terms: list[Term], chars: int) -> list[Term]:
+    """The word terms of at least ``chars`` characters, counted composed (NFC): a decomposed
+    spelling (``SearchPlan.spellings``) is looked up as its word is."""
+    return [t for t in terms if t.word and len(unicodedata.normalize("NFC", t.label)) >= chars]
 
 
 def distinct_at_most(terms: list[Term], enough: int) -> int:

@@ -27,6 +27,8 @@ from philont.services.search.scoring import (
     estimate_cjk_df,
     estimate_df,
     saturate,
+    share_idf,
+    words_of_length,
 )
 
 __all__ = ["SqliteScorer"]
@@ -132,12 +134,13 @@ class _Run:
         if distinct_at_most(terms, wanted) < wanted:
             # Few whole-word matches: long words may sit inside compounds (Kaution in
             # Mietkaution), so look them up as substrings too, at a discount.
-            long_words = [t for t in terms if t.word and len(t.label) >= SUBSTRING_MIN_CHARS]
+            long_words = words_of_length(terms, SUBSTRING_MIN_CHARS)
             self._add_substrings(corpus, long_words, sql_filter, n_docs, SUBSTRING_WEIGHT)
         if not any(t.scores for t in terms):
             # Still nothing: every word of three or more characters as a substring.
-            words = [t for t in terms if t.word and len(t.label) >= 3]
+            words = words_of_length(terms, 3)
             self._add_substrings(corpus, words, sql_filter, n_docs, 1.0)
+        share_idf(terms, plan, n_docs)
         return [t.scores for t in terms]
 
     @staticmethod
@@ -246,15 +249,26 @@ class _Run:
                 term.scores[d] = max(term.scores.get(d, 0.0), score * weight)
 
     def _cjk_occurrences(self, term: str, flt: Filter) -> tuple[str, list[Any]]:
-        """SQL for a short CJK term's occurrences, one row (``id``: the message) each: where a
-        trigram starts with it, or a message ends with it."""
+        """SQL for a short CJK term's occurrences, one row (``id``: the message, ``tf``: 1)
+        each: where a trigram starts with it, or a message ends with it. A term of three or more
+        characters (the decomposed spelling of kana or Hangul: ``plan.spellings``) is a phrase of
+        the trigram index instead, one row per message with its number of occurrences."""
+        if len(term) >= 3:
+            fts, base = _MESSAGES.trigram, _MESSAGES.base
+            return (
+                f"SELECT b.rowid AS id, max(1, (length(b.content)"
+                f" - length(replace(b.content, ?, ''))) / length(?)) AS tf FROM {fts}"
+                f" CROSS JOIN {base} AS b ON b.rowid = {fts}.rowid WHERE {fts} MATCH ?"
+                f"{flt.where()}"
+            ), [term, term, "content : " + quote(term), *flt.params]
         vocab = "philont_raw_messages_fts_trigrams"
         words = _MESSAGES.words
         join = f" CROSS JOIN {_MESSAGES.base} AS b ON b.rowid = v.doc" if flt.sql else ""
         sql = (
-            f"SELECT v.doc AS id FROM {vocab} AS v{join} WHERE v.term >= ? AND v.term < ?"
-            f" AND v.col = 'content'{flt.where()} UNION ALL SELECT {words}.rowid AS id"
-            f"{self._from(words, _MESSAGES, flt)} WHERE {words} MATCH ?{flt.where()}"
+            f"SELECT v.doc AS id, 1 AS tf FROM {vocab} AS v{join} WHERE v.term >= ?"
+            f" AND v.term < ? AND v.col = 'content'{flt.where()} UNION ALL SELECT"
+            f" {words}.rowid AS id, 1 AS tf{self._from(words, _MESSAGES, flt)}"
+            f" WHERE {words} MATCH ?{flt.where()}"
         )
         # The filter stands in both arms: its values are bound twice.
         return sql, [term, term + "\U0010ffff", *flt.params, "tail : " + quote(term), *flt.params]
@@ -288,7 +302,7 @@ class _Run:
                 params += [*flt.params, recent, term, window]
             elif counts.get(i, 0) > 0:
                 sql, values = self._cjk_occurrences(term, flt)
-                arms.append(f"SELECT {i}, id, count(*) FROM ({sql} LIMIT ?) GROUP BY id")
+                arms.append(f"SELECT {i}, id, sum(tf) FROM ({sql} LIMIT ?) GROUP BY id")
                 params += [*values, CJK_OCCURRENCE_CAP]
         found: dict[int, dict[int, int]] = defaultdict(dict)
         if arms:
