@@ -4,6 +4,7 @@ function."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -126,6 +127,9 @@ TAGS: list[tuple[str, FactKind, datetime | None, datetime | None, datetime | Non
 ]
 
 
+KEYS = itertools.count()
+
+
 def _tag_on_every_path(
     store: Store,
     kind: FactKind,
@@ -134,27 +138,30 @@ def _tag_on_every_path(
     end: datetime | None,
 ) -> str:
     """The tag of one stored fact, checked equal on every path that shows a fact: the record,
-    store_fact's answer, the prefix, get_fact, list_facts (and the command line on SQLite)."""
-    args = {"namespace": "rules", "key": "tag", "value": "v", "fact_kind": kind.value}
+    store_fact's answer, the prefix, get_fact, list_facts (and the command line on SQLite).
+    A key of its own each time: the examples share the store, and an older version of one
+    key that holds now is what get() answers when the newer one does not."""
+    key = f"tag{next(KEYS)}"
+    args = {"namespace": "rules", "key": key, "value": "v", "fact_kind": kind.value}
     for name, value in (("occurred_at", occurred), ("valid_from", start), ("valid_until", end)):
         if value is not None:
             args[name] = value.isoformat()
     stored = tools.call("store_fact", args, db=store)
     assert stored.ok, stored.text
     with store.begin() as mem:
-        record = mem.facts.get("rules", "tag")
+        record = mem.facts.get("rules", key)
         assert record is not None
         tag = record.time_tag()
         prefix = mem.prefix.build(limits=PrefixLimits(budget_tokens=10**5)).text
-    assert f"Stored rules.tag {tag}" in stored.text
+    assert f"Stored rules.{key} {tag}" in stored.text
     # the prefix shows what holds now (not an expired state, nor one yet to begin)
-    assert (f'- rules.tag = "v" {tag}' in prefix) is record.is_valid_at(NOW)
-    assert tag in tools.call("get_fact", {"namespace": "rules", "key": "tag"}, db=store).text
+    assert (f'- rules.{key} = "v" {tag}' in prefix) is record.is_valid_at(NOW)
+    assert tag in tools.call("get_fact", {"namespace": "rules", "key": key}, db=store).text
     listed = tools.call("list_facts", {"namespace": "rules"}, db=store).text
     assert (tag in listed) is record.is_valid_at(NOW)  # lists what holds now
     if store.path is not None:
         shown = CliRunner().invoke(
-            app, ["facts", "get", "rules", "tag", "--db", str(store.path), "--json"]
+            app, ["facts", "get", "rules", key, "--db", str(store.path), "--json"]
         )
         assert shown.exit_code == 0, shown.output
         assert json.loads(shown.output)["time"] == tag
