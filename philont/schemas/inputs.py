@@ -454,6 +454,7 @@ HeldNamespace = Annotated[
         min_length=1,
         max_length=MAX_NAMESPACE_CHARS,
         description="The fact's namespace, as list_facts shows it.",
+        **advertised(NON_BLANK_SCHEMA),
     ),
     AfterValidator(_or_held(_namespace_shape)),
     UNICODE,
@@ -464,7 +465,12 @@ the write rule's (:data:`NamespaceLookup`), or any a stored row may hold (a lega
 row holds with the write rule's message."""
 HeldFactKey = Annotated[
     StrictStr,
-    Field(min_length=1, max_length=64, description="The fact's key, as list_facts shows it."),
+    Field(
+        min_length=1,
+        max_length=64,
+        description="The fact's key, as list_facts shows it.",
+        **advertised(NON_BLANK_SCHEMA),
+    ),
     AfterValidator(_or_held(_key)),
     UNICODE,
 ]
@@ -476,6 +482,7 @@ HeldNamespaceSelector = Annotated[
         max_length=MAX_NAMESPACE_CHARS + len(PREFIX_SUFFIX),
         description="Exact namespace as list_facts shows it, prefix form 'user.*' (user and its "
         "sub-namespaces), or '*' for all.",
+        **advertised(NON_BLANK_SCHEMA),
     ),
     AfterValidator(_or_held(_selector)),
     UNICODE,
