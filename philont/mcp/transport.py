@@ -72,7 +72,7 @@ from philont.db.stored_values import MAX_JSON_DEPTH
 from philont.domain.shown import place
 from philont.log import get_logger
 from philont.mcp.depth import MAX_MESSAGE_DEPTH, items, nesting, shallow
-from philont.mcp.lines import MAX_LINE_BYTES, Oversized, fd_of, head_fields
+from philont.mcp.lines import MAX_BATCH_MESSAGES, MAX_LINE_BYTES, Oversized, fd_of, head_fields
 from philont.mcp.lines import lines as _lines
 from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe, repeated_key, unstorable
 from philont.tools.dispatch import not_an_object
@@ -111,9 +111,6 @@ CANCELLED = "notifications/cancelled"
 BATCH_VERSIONS = frozenset({"2025-03-26"})
 """The protocol versions under which a client may send a batch (MCP 2025-03-26: implementations
 MUST support receiving them; 2024-11-05 had none, 2025-06-18 removed them)."""
-MAX_BATCH_MESSAGES = 100
-"""The most messages a batch may hold: its answers are written as one line once all are done,
-so they are held until then (each up to a tool's result, tens of KB)."""
 
 
 def error_line(request_id: Any, code: int, message: str, our_code: str, detail: str) -> str:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 pytest.importorskip("mcp")
 
 from philont.mcp.depth import items
-from philont.mcp.transport import MAX_BATCH_MESSAGES
+from philont.mcp.lines import MAX_BATCH_MESSAGES
 from tests.mcp_client import RawClient, error_of, lock_holder, served, tool_text
 
 BATCHES = "2025-03-26"
