@@ -75,6 +75,8 @@ MALFORMED = st.sampled_from(
         ' "arguments": {"namespace": "user", "key": "a", "key": "b"}}}',  # a key given twice
         '{"jsonrpc": "2.0", "id": "ID", "method": "tools/call", "params": {"name": "get_fact",'
         ' "arguments": {"namespace": "user", "key": NaN}}}',
+        '{"jsonrpc": "2.0", "id": "ID", "method": "tools/call", "params": {"name": "store_fact",'
+        f' "arguments": {{"namespace": "user", "key": "k", "value": {"[" * 300}{"]" * 300}}}}}}}',
     ]
 )
 """Texts of messages the transport refuses ("ID": the request's id, made unique; 1.5: an id
