@@ -28,6 +28,7 @@ class RawClient:
         )
         self.answers: dict[Any, dict[str, Any]] = {}
         self.unmatched: list[dict[str, Any]] = []  # notifications, answers without an id
+        self.batches: list[list[dict[str, Any]]] = []  # lines holding an array of answers
         self.stderr = b""
         self.unreadable: list[bytes] = []  # lines of stdout that are no UTF-8 JSON
         self.ended = False  # stdout closed: the server exited (or closed it)
@@ -48,7 +49,9 @@ class RawClient:
                 self.unreadable.append(line)
                 continue
             with self._seen:
-                if message.get("id") is not None:
+                if isinstance(message, list):
+                    self.batches.append(message)
+                elif message.get("id") is not None:
                     self.answers[message["id"]] = message
                 else:
                     self.unmatched.append(message)
@@ -98,17 +101,29 @@ class RawClient:
                 raise AssertionError(f"no answer without an id; stderr: {self.stderr!r}")
             return self.unmatched[count - 1]
 
-    def initialize(self) -> None:
+    def batch_answer(self, count: int = 1) -> list[dict[str, Any]]:
+        """The ``count``-th line of answers to a batch (a JSON array)."""
+        with self._seen:
+            self._seen.wait_for(lambda: len(self.batches) >= count or self.ended, TIMEOUT_S)
+            if len(self.batches) < count:
+                raise AssertionError(
+                    f"no answer to batch {count}; answers: {self.answers!r}, "
+                    f"without an id: {self.unmatched!r}; stderr: {self.stderr!r}"
+                )
+            return self.batches[count - 1]
+
+    def initialize(self, version: str = "2025-06-18") -> None:
         self.request(
             "init",
             "initialize",
             {
-                "protocolVersion": "2025-06-18",
+                "protocolVersion": version,
                 "capabilities": {},
                 "clientInfo": {"name": "raw", "version": "1"},
             },
         )
-        assert "result" in self.answer("init")
+        answer = self.answer("init")
+        assert answer["result"]["protocolVersion"] == version, answer
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def round_trip(self, request_id: Any) -> None:
@@ -132,11 +147,12 @@ class RawClient:
 
 
 @contextmanager
-def served(db: Path | str) -> Iterator[RawClient]:
-    """A server on ``db``, initialized, killed at the end if it is still running."""
+def served(db: Path | str, version: str = "2025-06-18") -> Iterator[RawClient]:
+    """A server on ``db``, initialized (at protocol ``version``), killed at the end if it is
+    still running."""
     client = RawClient(db)
     try:
-        client.initialize()
+        client.initialize(version)
         yield client
     finally:
         client.stop()

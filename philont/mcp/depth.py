@@ -16,7 +16,7 @@ from typing import Final
 
 from philont.db.stored_values import MAX_JSON_DEPTH
 
-__all__ = ["MAX_MESSAGE_DEPTH", "nesting", "shallow"]
+__all__ = ["MAX_MESSAGE_DEPTH", "items", "nesting", "shallow"]
 
 MAX_MESSAGE_DEPTH: Final = 2 * MAX_JSON_DEPTH
 """Levels of arrays and objects a message may nest. A tool argument's value nests at most
@@ -26,6 +26,9 @@ fails from 255."""
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 """A JSON string (skipped whole: brackets inside it are text) or a bracket."""
+_ITEM_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]', re.DOTALL)
+"""The same, or a comma."""
+_JSON_SPACE = " \t\n\r"
 
 
 def nesting(text: str) -> int:
@@ -57,3 +60,25 @@ def shallow(text: str, keep: int) -> str:
             copied = match.end()
     out.append(text[copied:] if depth <= keep else "")
     return "".join(out)
+
+
+def items(text: str) -> list[str]:
+    """The texts of the items of the JSON array ``text`` (valid JSON up to its items), each as
+    it was written (a key given twice, a number too long to read ...), found without parsing
+    them: a batch's messages, each checked as a line of its own."""
+    found: list[str] = []
+    depth, start = 0, 0
+    for match in _ITEM_TOKEN.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            start = match.end() if depth == 1 else start
+        elif token in ("]", "}"):
+            depth -= 1
+            if depth == 0:
+                found.append(text[start : match.start()])
+                break
+        elif token == "," and depth == 1:
+            found.append(text[start : match.start()])
+            start = match.end()
+    return [item.strip(_JSON_SPACE) for item in found if item.strip(_JSON_SPACE)]

@@ -21,12 +21,15 @@ import anyio
 
 from philont.schemas.inputs import MAX_ARGUMENT_BYTES
 
-__all__ = ["MAX_LINE_BYTES", "Oversized", "fd_of", "head_fields", "lines"]
+__all__ = ["MAX_BATCH_MESSAGES", "MAX_LINE_BYTES", "Oversized", "fd_of", "head_fields", "lines"]
 
 MAX_LINE_BYTES: Final = 16 * MAX_ARGUMENT_BYTES
 """The longest line the server reads whole: room for the largest arguments a tool takes in
 any JSON spelling of them (``\\u0001`` is six bytes for one), and the refusal of a longer
 argument stays the tool's own (``error (invalid_arguments): arguments are N bytes ...``)."""
+MAX_BATCH_MESSAGES: Final = 100
+"""The most messages a line holding a batch may hold: the answers to a batch are written as one
+line once all are done, so they are held until then (each up to a tool's result, tens of KB)."""
 HEAD_BYTES: Final = 65_536
 """What is kept of an oversized line: its id and method come first in the messages clients
 write."""

@@ -9,8 +9,8 @@ line gets its JSON-RPC answer with a code of ours in ``error.data.code``:
 
 * not JSON, or not UTF-8 text: ``-32700`` parse error (``invalid_json``), with the request's id
   when it can still be read, else ``null``;
-* JSON that is no JSON-RPC 2.0 message (a batch, a number, no method): ``-32600``
-  (``invalid_request``);
+* JSON that is no JSON-RPC 2.0 message (a number, no method, a batch where the session takes
+  none): ``-32600`` (``invalid_request``);
 * an unknown method: ``-32601`` (``unknown_method``);
 * a known method with parameters of the wrong shape: ``-32602`` (``invalid_arguments`` for
   ``tools/call``, ``invalid_params`` otherwise), naming what is wrong; so is a tool call whose
@@ -31,6 +31,13 @@ server sends no requests), and so is the answer to a request the client cancelle
 was in flight (:class:`_InFlight`). Text that Python reads but the SDK's parser refuses (a lone
 surrogate) goes on to the tools, which refuse it by name as any other bad argument.
 
+A batch (a JSON array of messages) is taken under protocol version 2025-03-26 (MCP: an
+implementation MUST support receiving them; 2024-11-05 had none, 2025-06-18 removed them),
+once ``initialize`` agreed on it: each message is checked and run as if sent alone, and the
+answers to its requests are written as one array on one line once all are done
+(:func:`check_batch`, :class:`_Batch`). Elsewhere, and before ``initialize``, a batch is one
+``-32600`` error with ``id: null`` saying so.
+
 On pipes (how a client runs the server) the event loop itself reads stdin when it has data and
 writes an answer of at most ``PIPE_BUF`` bytes once stdout has room: no worker thread to wake
 for either, and still nothing that can block the loop. Anything else (a file, a terminal, a
@@ -47,7 +54,7 @@ import re
 import select
 import stat
 import sys
-from collections import Counter
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, BinaryIO, cast, get_args
@@ -57,14 +64,15 @@ from anyio.abc import ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import types
 from mcp.shared.message import SessionMessage
+from mcp.shared.version import SUPPORTED_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from philont.db.stored_values import MAX_JSON_DEPTH
 from philont.domain.shown import place
 from philont.log import get_logger
-from philont.mcp.depth import MAX_MESSAGE_DEPTH, nesting, shallow
-from philont.mcp.lines import MAX_LINE_BYTES, Oversized, fd_of, head_fields
+from philont.mcp.depth import MAX_MESSAGE_DEPTH, items, nesting, shallow
+from philont.mcp.lines import MAX_BATCH_MESSAGES, MAX_LINE_BYTES, Oversized, fd_of, head_fields
 from philont.mcp.lines import lines as _lines
 from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe, repeated_key, unstorable
 from philont.tools.dispatch import not_an_object
@@ -98,6 +106,11 @@ the refusal of a method listed them as methods to call."""
 CANCELLED = "notifications/cancelled"
 """The notification that cancels a request in flight, which then gets no answer
 (:class:`_InFlight`)."""
+
+
+BATCH_VERSIONS = frozenset({"2025-03-26"})
+"""The protocol versions under which a client may send a batch (MCP 2025-03-26: implementations
+MUST support receiving them; 2024-11-05 had none, 2025-06-18 removed them)."""
 
 
 def error_line(request_id: Any, code: int, message: str, our_code: str, detail: str) -> str:
@@ -141,7 +154,12 @@ def check_line(line: bytes) -> SessionMessage | str | None:
             _request_id(found), types.PARSE_ERROR, "Parse error", "invalid_json",
             f"the message is not UTF-8 text ({where})",
         )  # fmt: skip
-    if line.count(b"[") + line.count(b"{") > MAX_MESSAGE_DEPTH:  # else it cannot be too deep
+    return _check_text(text)
+
+
+def _check_text(text: str) -> SessionMessage | str | None:
+    """:func:`check_line` of a line's text (UTF-8), or of one message of a batch."""
+    if text.count("[") + text.count("{") > MAX_MESSAGE_DEPTH:  # else it cannot be too deep
         depth = nesting(text)
         if depth > MAX_MESSAGE_DEPTH:
             return _too_deep(text, depth)
@@ -308,18 +326,86 @@ def _read_by_python(text: str) -> SessionMessage | str | None:
     try:
         data = _loads(text)
     except (ValueError, RecursionError) as exc:
-        return error_line(
-            None, types.PARSE_ERROR, "Parse error", "invalid_json", f"not valid JSON ({exc})"
-        )
+        return _not_json(exc)
     try:
         message = types.JSONRPCMessage.model_validate(data)
     except (ValidationError, RecursionError):
-        what = "a batch (a JSON array), which MCP does not use" if isinstance(data, list) else None
+        what = _NO_BATCH if isinstance(data, list) else None
         return error_line(
             _request_id(data), types.INVALID_REQUEST, "Invalid Request", "invalid_request",
             f"not a JSON-RPC 2.0 request, notification or response: {what or _shape(data)}",
         )  # fmt: skip
     return _keys_written(_checked(message))
+
+
+def _not_json(exc: Exception) -> str:
+    return error_line(
+        None, types.PARSE_ERROR, "Parse error", "invalid_json", f"not valid JSON ({exc})"
+    )
+
+
+_NO_BATCH = (
+    "a batch (a JSON array), which this session does not take: MCP has batches under protocol "
+    f"version {' and '.join(sorted(BATCH_VERSIONS))} only (2025-06-18 removed them), once "
+    "initialize has agreed on it; send one message per line"
+)
+
+
+def check_batch(line: bytes) -> list[SessionMessage | str | None] | str:
+    """The messages of a batch line (a JSON array, in a session that takes batches), each
+    checked as a line of its own (:func:`check_line`: a message, the error that answers it,
+    or None), or the one error that answers the whole line: not JSON (or not UTF-8), an empty
+    array, more than :data:`MAX_BATCH_MESSAGES` messages (then each request is refused by its
+    id). ``initialize`` is refused inside a batch (MCP 2025-03-26: it MUST NOT be part of
+    one)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return cast(str, check_line(line))  # the parse error
+    try:  # the array and its messages' upper levels: a message too deep is refused by its id
+        data = _loads(shallow(text, MAX_MESSAGE_DEPTH + 1))
+    except (ValueError, RecursionError) as exc:
+        return _not_json(exc)
+    if not data:
+        return error_line(
+            None, types.INVALID_REQUEST, "Invalid Request", "invalid_request",
+            "an empty batch: a batch holds one message at least (JSON-RPC 2.0)",
+        )  # fmt: skip
+    if len(data) > MAX_BATCH_MESSAGES:
+        detail = (
+            f"a batch of {len(data):,} messages; at most {MAX_BATCH_MESSAGES} (send the rest in "
+            "another batch, or one message per line)"
+        )
+        ids = [_request_id(item) for item in data if isinstance(item, dict) and "id" in item]
+        refused = [i for i in ids if i is not None] or [None]
+        return [
+            error_line(i, types.INVALID_REQUEST, "Invalid Request", "invalid_request", detail)
+            for i in refused
+        ]
+    return [_in_batch(item) for item in items(text)]
+
+
+def _in_batch(text: str) -> SessionMessage | str | None:
+    """A message of a batch checked as a line of its own, unless it is ``initialize`` or
+    another batch."""
+    if text.startswith("["):
+        return error_line(
+            None, types.INVALID_REQUEST, "Invalid Request", "invalid_request",
+            "a batch inside a batch: a batch's messages are JSON objects",
+        )  # fmt: skip
+    checked = _check_text(text)
+    root = checked.message.root if isinstance(checked, SessionMessage) else None
+    if not isinstance(root, types.JSONRPCRequest) or root.method != "initialize":
+        return checked
+    return error_line(
+        root.id, types.INVALID_REQUEST, "Invalid Request", "invalid_request",
+        "initialize inside a batch (MCP 2025-03-26: it MUST NOT be part of one)",
+    )  # fmt: skip
+
+
+def is_batch(line: bytes) -> bool:
+    """Whether ``line`` holds a JSON array (JSON-RPC: a batch)."""
+    return line.lstrip(b" \t\r\n").startswith(b"[")
 
 
 def _shape(data: Any) -> str:
@@ -397,10 +483,20 @@ class _Handshake:
     request is answered ``-32600`` (``not_initialized``) saying what to send first, and a
     notification is dropped. A response from the client is always dropped (debug log): the
     server sends no requests, so it answers none, and the SDK would report an "Internal Server
-    Error" to the client and on stderr."""
+    Error" to the client and on stderr.
+
+    It keeps the protocol version ``initialize`` agreed on, as the SDK answers it (the one
+    asked for if the SDK supports it, else its latest): under 2025-03-26 a line may be a batch
+    (:attr:`batches`)."""
 
     def __init__(self) -> None:
         self.ready = False
+        self.version: str | None = None
+
+    @property
+    def batches(self) -> bool:
+        """Whether a line may be a batch (JSON-RPC: an array of messages)."""
+        return self.ready and self.version in BATCH_VERSIONS
 
     def check(self, checked: SessionMessage | str | None) -> SessionMessage | str | None:
         if not isinstance(checked, SessionMessage):
@@ -412,6 +508,10 @@ class _Handshake:
         method = root.method
         if method in ("initialize", "notifications/initialized"):
             self.ready = True
+        if isinstance(root, types.JSONRPCRequest) and method == "initialize":
+            asked = (root.params or {}).get("protocolVersion")
+            known = asked in SUPPORTED_PROTOCOL_VERSIONS
+            self.version = asked if known else types.LATEST_PROTOCOL_VERSION
         if self.ready or method == "ping":
             return checked
         if isinstance(root, types.JSONRPCNotification):
@@ -455,10 +555,30 @@ async def stdio_transport(
 
         in_flight = _InFlight()
 
+        async def batch(checked: list[SessionMessage | str | None] | str) -> None:
+            """Pass a batch's messages on, its answers written as one array once all are
+            done (:class:`_Batch`)."""
+            if isinstance(checked, str):
+                await emit(checked)
+                return
+            messages = [session.check(item) for item in checked]  # responses dropped
+            passed = [m for m in messages if isinstance(m, SessionMessage)]
+            requests = sum(isinstance(m.message.root, types.JSONRPCRequest) for m in passed)
+            answers = _Batch(emit, [m for m in messages if isinstance(m, str)], requests)
+            for message in passed:
+                in_flight.add(message.message.root, answers)
+                await to_server.send(message)
+            if not requests:
+                await answers.write()
+
+        session = _Handshake()
+
         async def read() -> None:
-            session = _Handshake()
             async with to_server:
                 async for line in _lines(source):
+                    if isinstance(line, bytes) and session.batches and is_batch(line):
+                        await batch(check_batch(line))
+                        continue
                     given = check_line(line) if isinstance(line, bytes) else oversized(line)
                     checked = session.check(given)
                     if isinstance(checked, SessionMessage):
@@ -488,22 +608,22 @@ class _InFlight:
     ("a response for an unknown message ID")."""
 
     def __init__(self) -> None:
-        self._ids: Counter[Any] = Counter()
-        self._open = 0  # the sum of the counts
+        self._ids: dict[Any, deque[_Batch | None]] = {}  # the batch each came in (None: a line)
+        self._open = 0  # requests whose answer is not written yet
         self._none = anyio.Event()
         self._none.set()
         self._cancelled: set[Any] = set()  # ids in flight the client cancelled
 
-    def add(self, root: object) -> None:
+    def add(self, root: object, batch: _Batch | None = None) -> None:
         if isinstance(root, types.JSONRPCRequest):
-            self._ids[root.id] += 1
+            self._ids.setdefault(root.id, deque()).append(batch)
             self._open += 1
             if self._none.is_set():
                 self._none = anyio.Event()
         elif isinstance(root, types.JSONRPCNotification) and root.method == CANCELLED:
             request_id = (root.params or {}).get("requestId")
             known = isinstance(request_id, str) or type(request_id) is int
-            if known and self._ids[request_id]:
+            if known and request_id in self._ids:
                 self._cancelled.add(request_id)
 
     def unanswered(self, root: object) -> bool:
@@ -512,18 +632,51 @@ class _InFlight:
             return False
         return root.id in self._cancelled
 
-    def done(self, root: object) -> None:
-        if isinstance(root, types.JSONRPCResponse | types.JSONRPCError) and self._ids[root.id]:
-            self._ids[root.id] -= 1
-            self._open -= 1
-            if not self._ids[root.id]:
-                del self._ids[root.id]
-                self._cancelled.discard(root.id)
-            if not self._open:
-                self._none.set()
+    def take(self, root: object) -> tuple[bool, _Batch | None]:
+        """Whether ``root`` answers a request in flight (then :meth:`done` once it is written
+        or dropped), and the batch that request came in (None: a line of its own). Answers to
+        requests that share an id go to them in the order they came."""
+        if not isinstance(root, types.JSONRPCResponse | types.JSONRPCError):
+            return False, None
+        owners = self._ids.get(root.id)
+        if not owners:
+            return False, None
+        batch = owners.popleft()
+        if not owners:
+            del self._ids[root.id]
+            self._cancelled.discard(root.id)
+        return True, batch
+
+    def done(self) -> None:
+        self._open -= 1
+        if not self._open:
+            self._none.set()
 
     async def answered(self) -> None:
         await self._none.wait()
+
+
+class _Batch:
+    """The answers to one batch line, written as one JSON array once each of its requests is
+    answered (JSON-RPC 2.0; in any order), the errors of the messages the transport refused
+    among them; none when there is nothing to answer (notifications, cancelled requests)."""
+
+    def __init__(self, emit: Callable[[str], Awaitable[None]], refused: list[str], requests: int):
+        self._emit = emit
+        self._answers = refused
+        self._left = requests
+
+    async def answered(self, text: str | None) -> None:
+        """One request answered (None: cancelled, not answered)."""
+        if text is not None:
+            self._answers.append(text)
+        self._left -= 1
+        if not self._left:
+            await self.write()
+
+    async def write(self) -> None:
+        if self._answers:
+            await self._emit(f"[{','.join(self._answers)}]")
 
 
 class _Answers(ObjectSendStream[SessionMessage]):
@@ -540,11 +693,16 @@ class _Answers(ObjectSendStream[SessionMessage]):
         if self._closed:
             raise anyio.ClosedResourceError
         root = item.message.root
+        text = None if self._in_flight.unanswered(root) else _json(item.message)
+        waited, batch = self._in_flight.take(root)
         try:
-            if not self._in_flight.unanswered(root):
-                await self._emit(_json(item.message))
+            if batch is not None:
+                await batch.answered(text)
+            elif text is not None:
+                await self._emit(text)
         finally:  # written, or dropped (its request cancelled meanwhile): not waited for
-            self._in_flight.done(root)
+            if waited:
+                self._in_flight.done()
 
     async def aclose(self) -> None:
         self._closed = True

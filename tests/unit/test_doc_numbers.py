@@ -25,6 +25,7 @@ from philont.learning import ConsolidatorConfig, LearningConfig, parse
 from philont.learning.config import MIN_LEASE
 from philont.llm.base import MAX_TOKENS_PER_CALL
 from philont.mcp.depth import MAX_MESSAGE_DEPTH
+from philont.mcp.lines import MAX_BATCH_MESSAGES
 from philont.schemas import inputs
 from philont.services.prefix import PrefixLimits
 from philont.services.retriever import TimelineRetriever
@@ -93,6 +94,7 @@ REFERENCE = {  # what README's reference pages state (moved from README, or said
         f"up to {inputs.MAX_TEXT_CHARS >> 20} Mi characters per message or note",
         f"nests at most {stored_values.MAX_JSON_DEPTH} levels",
         f"deeper than {MAX_MESSAGE_DEPTH} levels of arrays and objects",
+        f"a batch of more than {MAX_BATCH_MESSAGES} messages",
         f"(`interval_ms` {recurrence.MIN_INTERVAL_MS}..{_n(recurrence.MAX_INTERVAL_MS)},",
         f"at most {_n(inputs.MAX_ARGUMENT_BYTES)} bytes of UTF-8 JSON",
         f"cut at a line to {_n(dispatch.MAX_RESULT_CHARS)} characters",
