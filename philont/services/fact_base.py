@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -244,31 +244,27 @@ def valid_row(row: Fact, at_ms: int) -> bool:
 
 
 def holding(
-    session: Session,
-    rows: Sequence[Any],
-    columns: Sequence[str],
-    *,
-    at: datetime,
-    recorded_by: datetime,
-    believed: datetime | None = None,
-    cond: ColumnElement[bool] | None = None,
+    rows: Sequence[Any], at_ms: int, others: Callable[[], Iterable[Any]]
 ) -> builtins.list[Any]:
-    """What holds at ``at`` of the keys of ``rows`` (current versions as raw stored values,
-    with ``namespace``, ``key`` and :func:`valid_raw`'s columns, as current as ``believed``
-    says): each row valid at ``at``, in order; in place of a key none of whose current versions
-    is, the version that holds by ``FactService.as_of``'s rule (not forgotten, recorded by
-    ``recorded_by``: :func:`philont.domain.facts.latest_held`), read with ``columns`` (names
-    in ``RAW_COLUMNS``). Storing a past state supersedes an open one, which still holds now.
+    """What holds at ``at_ms`` of the keys of ``rows`` (current versions as raw stored values,
+    with ``namespace``, ``key`` and :func:`valid_raw`'s columns): each row valid then, in
+    order; in place of a key none of whose current versions is, the version that holds by
+    ``FactService.as_of``'s rule (:func:`philont.domain.facts.latest_held`) among ``others``
+    (:func:`rank_raw`'s columns). Storing a past state supersedes an open one, which still
+    holds now.
 
-    One query, and only when a current version does not hold: for every key in ``cond``
-    (namespaces) whose current state is outside its window at ``at``, its other versions."""
-    at_ms = to_epoch_ms(at)
+    ``others`` is one read, made only when a current version does not hold: the other
+    versions of every key whose current state is outside its window at ``at_ms`` (for the
+    prefix :func:`philont.db.queries.facts.others_of_lapsed`, for ``FactService.list``
+    :func:`versions_held`)."""
     valid = [valid_raw(r, at_ms) for r in rows]
     held = {(r.namespace, r.key) for r, ok in zip(rows, valid, strict=True) if ok}
     looked = {(r.namespace, r.key) for r in rows} - held
-    found = (
-        _held_instead(session, looked, columns, at, recorded_by, believed, cond) if looked else {}
-    )
+    versions: dict[tuple[str, str], builtins.list[Any]] = {}
+    for row in others() if looked else ():
+        if (row.namespace, row.key) in looked:
+            versions.setdefault((row.namespace, row.key), []).append(row)
+    found = {k: latest_held((rank_raw(v, at_ms), v) for v in vs) for k, vs in versions.items()}
     out = []
     for r, ok in zip(rows, valid, strict=True):
         if ok:
@@ -280,8 +276,8 @@ def holding(
 
 @functools.cache
 def _versions_held(columns: tuple[str, ...], believed: bool) -> Any:
-    """The statement of :func:`_held_instead` (``columns``, and current as ``:believed`` says
-    when ``believed``), built once: the prefix runs it on every turn."""
+    """The statement of :func:`versions_held` (``columns``, and current as ``:believed`` says
+    when ``believed``), built once."""
     current = aliased(Fact, name="current_version")
     names = dict.fromkeys([*_STAMPS, *columns])
     at, recorded_by = _time_param("at"), _time_param("recorded_by")
@@ -306,30 +302,26 @@ def _time_param(name: str) -> Any:
     return bindparam(name, type_=Fact.__table__.c.created_at.type)
 
 
-def _held_instead(
+def versions_held(
     session: Session,
-    keys: set[tuple[str, str]],
     columns: Sequence[str],
+    *,
     at: datetime,
     recorded_by: datetime,
-    believed: datetime | None,
-    cond: ColumnElement[bool] | None,
-) -> dict[tuple[str, str], Any]:
-    """For each of ``keys``, the version that holds at ``at`` (:func:`holding`), if any."""
+    believed: datetime | None = None,
+    cond: ColumnElement[bool] | None = None,
+) -> builtins.list[Any]:
+    """:func:`holding`'s ``others`` for keys current as ``believed`` says, in namespaces
+    ``cond``: their versions recorded by ``recorded_by`` and not forgotten by then, read with
+    ``columns`` (names in ``RAW_COLUMNS``)."""
     stmt = _versions_held(tuple(columns), believed is not None)
-    params = {"at": at, "recorded_by": recorded_by, "believed": believed}
     if cond is not None:
         stmt = stmt.where(cond)
-    versions: dict[tuple[str, str], builtins.list[Any]] = {}
-    careful = session.info.get(CAREFUL)  # a careful read reads every row as its columns' kinds
-    for row in session.execute(stmt, params):
-        if careful:
-            row = clean(row, FACT_ROW, raw=True)
-        if (row.namespace, row.key) in keys:
-            versions.setdefault((row.namespace, row.key), []).append(row)
-    at_ms = to_epoch_ms(at)
-    found = {k: latest_held((rank_raw(v, at_ms), v) for v in vs) for k, vs in versions.items()}
-    return {k: v for k, v in found.items() if v is not None}
+    params = {"at": at, "recorded_by": recorded_by, "believed": believed}
+    rows = builtins.list(session.execute(stmt, params))
+    if session.info.get(CAREFUL):  # a careful read reads every row as its columns' kinds
+        return [clean(row, FACT_ROW, raw=True) for row in rows]
+    return rows
 
 
 def to_record(row: Fact | Any, *, score: float | None = None) -> FactRecord:

@@ -38,6 +38,7 @@ from philont.services.fact_base import (
     score_record,
     to_record,
     valid_row,
+    versions_held,
 )
 from philont.services.fact_time import FactTime
 
@@ -314,7 +315,11 @@ class FactService(FactTime):
             return at, rows
         recorded_by = believed or self._now()
         return at, holding(
-            self.session, rows, LIGHT, at=at, recorded_by=recorded_by, believed=believed, cond=cond
+            rows,
+            to_epoch_ms(at),
+            lambda: versions_held(
+                self.session, LIGHT, at=at, recorded_by=recorded_by, believed=believed, cond=cond
+            ),
         )
 
     @finds(namespace=inputs.NamespaceLookup, key=inputs.FactKeyLookup)

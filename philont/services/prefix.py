@@ -228,9 +228,8 @@ class MemoryPrefix(Service):
             for row in fact_rows.current(raw)
             if row.namespace.partition(".")[0] != RUNTIME_NAMESPACE_ROOT
         ]
-        held = holding(
-            self.session, rows, fact_rows.CurrentFact._fields, at=now, recorded_by=self._now()
-        )
+        recorded_by = to_epoch_ms(self._now())
+        held = holding(rows, now_ms, lambda: fact_rows.others_of_lapsed(raw, now_ms, recorded_by))
         scored = [(-score_raw(row, now_ms), row) for row in held]
         scored.sort(key=itemgetter(0))  # stable: equal scores keep the SQL order
 

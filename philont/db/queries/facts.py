@@ -28,15 +28,59 @@ class CurrentFact(NamedTuple):
     decay_tau_days: float | None
 
 
+class Version(NamedTuple):
+    """A version of a key as stored (``CurrentFact``'s columns and the id)."""
+
+    id: int
+    namespace: str
+    key: str
+    value_json: str
+    confidence: float
+    fact_kind: str
+    created_at: int
+    occurred_at: int | None
+    valid_from: int | None
+    valid_until: int | None
+    last_accessed_at: int | None
+    decay_tau_days: float | None
+
+
 register(CurrentFact, kinds_of(Fact))
+register(Version, kinds_of(Fact))
+
+_COLUMNS = (
+    "namespace, key, value_json, confidence, fact_kind, created_at, occurred_at, valid_from,"
+    " valid_until, last_accessed_at, decay_tau_days"
+)
 
 
 def current(raw: Raw) -> list[CurrentFact]:
     """Every current version, by namespace, key and age (``FactService.list``'s order)."""
     return raw.named(
         CurrentFact,
-        "SELECT namespace, key, value_json, confidence, fact_kind, created_at, occurred_at,"
-        " valid_from, valid_until, last_accessed_at, decay_tau_days FROM memory_facts"
+        f"SELECT {_COLUMNS} FROM memory_facts"
         f"{raw.where('superseded_by IS NULL AND forgotten_at IS NULL')}"
         " ORDER BY namespace, key, created_at",
+    )
+
+
+def others_of_lapsed(raw: Raw, at_ms: int, recorded_by_ms: int) -> list[Version]:
+    """The other versions, recorded by ``recorded_by_ms`` and not forgotten by then, of every
+    key whose current state is outside its window at ``at_ms`` (the SQL of
+    ``philont.services.fact_base.holding``'s one extra read; text in a time column orders
+    after every number, as it reads in Python: :mod:`philont.db.stored_values`)."""
+    m = raw.mark
+    columns = ", ".join(f"v.{c}" for c in ("id", *_COLUMNS.split(", ")))
+    return raw.named(
+        Version,
+        f"SELECT {columns} FROM memory_facts c JOIN memory_facts v"
+        f" ON v.namespace = c.namespace AND v.key = c.key{raw.same_agent('v', 'c')}"
+        + raw.where(
+            "c.superseded_by IS NULL AND c.forgotten_at IS NULL AND c.fact_kind != 'event'",
+            f"(c.valid_from > {m} OR c.valid_until < {m})",
+            f"v.id != c.id AND v.created_at <= {m}",
+            f"(v.forgotten_at IS NULL OR v.forgotten_at > {m})",
+            alias="c",
+        ),
+        (at_ms, at_ms, recorded_by_ms, recorded_by_ms),
     )
