@@ -258,8 +258,10 @@ def holding(
     prefix :func:`philont.db.queries.facts.others_of_lapsed`, for ``FactService.list``
     :func:`versions_held`)."""
     valid = [valid_raw(r, at_ms) for r in rows]
+    if all(valid):
+        return list(rows)
     held = {(r.namespace, r.key) for r, ok in zip(rows, valid, strict=True) if ok}
-    looked = {(r.namespace, r.key) for r in rows} - held
+    looked = {(r.namespace, r.key) for r, ok in zip(rows, valid, strict=True) if not ok} - held
     versions: dict[tuple[str, str], builtins.list[Any]] = {}
     for row in others() if looked else ():
         if (row.namespace, row.key) in looked:

@@ -23,6 +23,7 @@ from philont.db.types import dumps_compact, to_epoch_ms
 from philont.domain.facts import time_tag
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
+    callable_skill,
     caveat,
     parse_grade,
 )
@@ -134,6 +135,8 @@ FACT_LINES_KEPT = 1024
 KEPT_VALUE_CHARS = 1024
 """Lines are kept only for values up to this long as stored (a line shows 200 characters of
 a value; what a kept line holds stays a few megabytes whatever the facts hold)."""
+SKILL_CHECKS_KEPT = 1024
+"""How many skills' "may it be called" answers :func:`_kept_recipe_callable` keeps."""
 
 
 def _fact_line(
@@ -162,6 +165,44 @@ _kept_fact_line = functools.lru_cache(maxsize=FACT_LINES_KEPT, typed=True)(_fact
 """:func:`_fact_line`, kept for the values it was given: the same facts are formatted on every
 turn, and a write gives other values, which are formatted anew. ``typed``: an integer and an
 equal float or bool are different values here."""
+
+
+def _recipe_callable(
+    maturity: str,
+    revision: int | None,
+    steps: str | None,
+    verification: str | None,
+    tool_policy: str | None,
+) -> bool:
+    """:func:`~philont.db.queries.skills.is_callable` of a skill's stored grade and recipe
+    columns (JSON as text): a function of these values and of nothing else."""
+    return callable_skill(
+        maturity=maturity,
+        recipe_revision=revision,
+        steps=steps,
+        verification=verification,
+        tool_policy=tool_policy,
+    )
+
+
+_kept_recipe_callable = functools.lru_cache(maxsize=SKILL_CHECKS_KEPT, typed=True)(_recipe_callable)
+""":func:`_recipe_callable`, kept for the values it was given: the same skills are checked on
+every turn (each a JSON parse of its recipe's steps and tool policy), and a write gives other
+values, which are checked anew."""
+
+
+def _is_callable(row: RankedSkill) -> bool:
+    """:func:`~philont.db.queries.skills.is_callable` of ``row``, kept
+    (:func:`_kept_recipe_callable`) for a recipe of text up to KEPT_VALUE_CHARS long, as a
+    fact line is."""
+    steps, verification, policy = row.steps, row.verification, row.tool_policy
+    if _keepable(steps) and _keepable(verification) and _keepable(policy):
+        return _kept_recipe_callable(row.maturity, row.revision, steps, verification, policy)
+    return skill_rows.is_callable(row)
+
+
+def _keepable(value: object) -> bool:
+    return value is None or (isinstance(value, str) and len(value) <= KEPT_VALUE_CHARS)
 
 
 def _stored_kind(value: str) -> SkillKind:
@@ -257,7 +298,7 @@ class MemoryPrefix(Service):
         rows = skill_rows.not_deprecated(raw)
 
         def usable(row: RankedSkill) -> bool:
-            return _stored_kind(row.kind) == _POSITIVE and skill_rows.is_callable(row)
+            return _stored_kind(row.kind) == _POSITIVE and _is_callable(row)
 
         @functools.cache
         def ranked() -> list[RankedSkill]:

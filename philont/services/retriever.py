@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from philont.db.backend import Raw
 from philont.db.models import RawMessage
@@ -16,7 +16,7 @@ from philont.domain.kinds import Role
 from philont.domain.tokens import TokenEstimator, default_estimator, utf16_len
 from philont.finds import finds
 from philont.schemas import inputs
-from philont.schemas.search import ContextMessage, RetrievalResult
+from philont.schemas.search import RetrievalResult
 from philont.services.base import Service
 from philont.services.search import ScoredMessage, recall_rows
 from philont.services.search.scoring import Kind
@@ -156,16 +156,21 @@ class TimelineRetriever(Service):
             query.strip(), recall_budget_tokens, recall_candidates, sessions, now, recent, around
         )
         report = self.mem.search.reports.get(Kind.MESSAGES)  # issue #18: with an embedder
-        return RetrievalResult(
-            recall_channels=report.answered if report else ("keyword",) if recalled else (),
-            unembedded=report.unembedded if report else 0,
-            messages=_window(recalled, recent),
-            recency_count=len(recent),
-            recall_count=len(recalled),
-            recent_tokens=recent_tokens,
-            recall_tokens=recall_tokens,
-            total_tokens=recent_tokens + recall_tokens,
-            dropped_system=dropped_system,
+        # One validation of the whole result: its messages are given as the fields of
+        # ContextMessage (validated by that model's schema inside the one call), not as ~40
+        # models built one by one on every turn.
+        return RetrievalResult.model_validate(
+            {
+                "recall_channels": report.answered if report else ("keyword",) if recalled else (),
+                "unembedded": report.unembedded if report else 0,
+                "messages": _window(recalled, recent),
+                "recency_count": len(recent),
+                "recall_count": len(recalled),
+                "recent_tokens": recent_tokens,
+                "recall_tokens": recall_tokens,
+                "total_tokens": recent_tokens + recall_tokens,
+                "dropped_system": dropped_system,
+            }
         )
 
     def _recall(
@@ -273,19 +278,21 @@ class TimelineRetriever(Service):
         )
 
 
-def _window(recalled: list[ScoredMessage], recent: list[MessageRow]) -> list[ContextMessage]:
-    """Recalled messages, the separator (when both sections have some), recent messages."""
-    messages: list[ContextMessage] = [_context(r, "recall") for r in recalled]
+def _window(recalled: list[ScoredMessage], recent: list[MessageRow]) -> list[dict[str, Any]]:
+    """Recalled messages, the separator (when both sections have some), recent messages, as
+    the fields of :class:`~philont.schemas.search.ContextMessage` (``RetrievalResult``
+    validates them)."""
+    messages = [_context(r, "recall") for r in recalled]
     chronological = list(reversed(recent))
     if recalled and chronological:
         messages.append(
-            ContextMessage(
-                role="user",
-                content=SEPARATOR,
-                timestamp=from_epoch_ms(chronological[0].timestamp) - timedelta(milliseconds=1),
-                message_id=None,
-                section="separator",
-            )
+            {
+                "role": "user",
+                "content": SEPARATOR,
+                "timestamp": from_epoch_ms(chronological[0].timestamp) - timedelta(milliseconds=1),
+                "message_id": None,
+                "section": "separator",
+            }
         )
     messages.extend(_context(r, "recent") for r in chronological)
     return messages
@@ -293,11 +300,12 @@ def _window(recalled: list[ScoredMessage], recent: list[MessageRow]) -> list[Con
 
 def _context(
     row: MessageRow | ScoredMessage, section: Literal["recall", "recent"]
-) -> ContextMessage:
-    return ContextMessage(
-        role=_LLM_ROLE.get(row.role, "user"),
-        content=row.content,
-        timestamp=from_epoch_ms(row.timestamp),
-        message_id=row.id,
-        section=section,
-    )
+) -> dict[str, Any]:
+    """The fields of the :class:`~philont.schemas.search.ContextMessage` of ``row``."""
+    return {
+        "role": _LLM_ROLE.get(row.role, "user"),
+        "content": row.content,
+        "timestamp": from_epoch_ms(row.timestamp),
+        "message_id": row.id,
+        "section": section,
+    }

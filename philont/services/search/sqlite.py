@@ -306,8 +306,10 @@ class _Run:
                 params += [*values, CJK_OCCURRENCE_CAP]
         found: dict[int, dict[int, int]] = defaultdict(dict)
         if arms:
+            # Integers all, as SQLite returns them (a literal, a rowid, a count or sum of
+            # counts): up to CJK_OCCURRENCE_CAP rows a term, taken as they are.
             for t, doc, tf in self._fetch(" UNION ALL ".join(arms), params):
-                found[int(t)][int(doc)] = int(tf)
+                found[t][doc] = tf
 
         terms: list[Term] = []
         for i, term in enumerate(plan.like_terms):
@@ -316,9 +318,9 @@ class _Run:
             df = estimate_cjk_df(list(docs), n_docs, window, recent) if common else len(docs)
             weight = bm25_idf(max(df, 1), n_docs)
             weight *= weight
-            terms.append(
-                Term(term, df, {d: weight * saturate(float(tf)) for d, tf in docs.items()})
-            )
+            # A document's score is a function of its tf alone, and most share a few values.
+            earned = {tf: weight * saturate(float(tf)) for tf in set(docs.values())}
+            terms.append(Term(term, df, {d: earned[tf] for d, tf in docs.items()}))
         return terms
 
     def _cjk_terms_like(
