@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from philont.db.queries import skills as skill_rows
+from philont.db.queries.skills import RankedSkill
 from philont.domain.maturity import Grade
 from philont.domain.tokens import default_estimator
 from philont.errors import InvalidInputError
@@ -24,6 +26,7 @@ from philont.services.prefix import (
     PrefixLimits,
     _fact_line,
     _frame_tokens,
+    _is_callable,
     _kept_fact_line,
 )
 from philont.services.skills import SkillService
@@ -273,3 +276,59 @@ def test_lines_of_long_values_are_formatted_but_not_kept(
     assert 'user.city = "Berlin"' in text
     assert f'user.essay = "{"x" * 198}…' in text  # cut to 200 characters
     assert (after.hits + after.misses) - (before.hits + before.misses) == 1  # the city's only
+
+
+# --- "may this skill be called" is kept for the stored values it was answered from ----------
+
+_recipe_text = st.one_of(
+    st.none(),
+    st.sampled_from(['["pack"]', '["  "]', "[]", '"pack"', "not json", '["a", 1]', "", "ok"]),
+    st.just('["' + "s" * KEPT_VALUE_CHARS + '"]'),  # too long to keep: answered anew
+    st.integers(-2, 2),
+    st.binary(max_size=4),
+)
+_skill_rows = st.builds(
+    RankedSkill,
+    name=st.just("s"),
+    description=st.just("d"),
+    when_to_use=st.none(),
+    kind=st.just("positive"),
+    maturity=st.sampled_from(["draft", "confirmed", "stable", "playbook", "deprecated", "x"]),
+    use_count=st.just(0),
+    success_count=st.just(0),
+    failure_count=st.just(0),
+    last_used_at=st.none(),
+    revision=st.one_of(st.none(), st.integers(-1, 3), st.sampled_from([1.0, True, "1"])),
+    steps=_recipe_text,
+    verification=_recipe_text,
+    tool_policy=_recipe_text,
+)
+
+
+def _answer(row: RankedSkill, check: Any) -> Any:
+    try:
+        return check(row)
+    except Exception as exc:  # a stored value of the wrong kind: the same error either way
+        return type(exc)
+
+
+@given(st.lists(_skill_rows, min_size=1, max_size=30))
+def test_a_kept_callable_answer_is_the_answer_of_its_values(rows: list[RankedSkill]) -> None:
+    # Kept or not, the answer is what the rule gives for the row's stored values (equal values
+    # of another type, 1 and 1.0 and True, are kept apart; a row of unhashable or long values
+    # is answered without being kept).
+    for row in rows + rows[::-1]:
+        assert _answer(row, _is_callable) == _answer(row, skill_rows.is_callable)
+
+
+def test_a_skill_is_checked_again_when_its_recipe_changes_in_place(
+    session: Session, clock: FakeClock
+) -> None:
+    # The same skill, grade and recipe revision: only the verification text changes (another
+    # program's UPDATE). The next prefix reads the new values and no longer offers the skill.
+    skills = SkillService(joined(session, clock))
+    skills.create("pack-boxes", "Pack the boxes", "pack", "1. pack")
+    skills.set_recipe("pack-boxes", steps=["pack"], verification="counted", tool_policy=["tape"])
+    assert "- pack-boxes [draft" in MemoryPrefix(joined(session, clock)).build().text
+    session.execute(text("UPDATE philont_skill_recipes SET verification = ' '"))
+    assert "pack-boxes" not in MemoryPrefix(joined(session, clock)).build().text

@@ -270,16 +270,15 @@ class SearchService(Service):
         if not self._context:
             return dict(own)
         sources = best(own, CONTEXT_SOURCES)
-        wanted = set(sources)
-        for s in sources:
-            wanted.update(s + off for off, _w in self._context)
+        offsets = (0, *(off for off, _w in self._context))
+        wanted = {s + off for s in sources for off in offsets}
         rows = message_rows.headers(self.mem.raw(), sorted(i for i in wanted if i > 0))
         check = not flt.is_empty()
         chosen = set(sources)
         turns = {  # the sources, and the neighbours the filter lets through
             i: (r.session_id, r.role, i in chosen and ranking.asks(r.content))
             for i, r in rows.items()
-            if i in own or not check or flt.accepts(r.session_id, r.timestamp, r.role)
+            if not check or i in own or flt.accepts(r.session_id, r.timestamp, r.role)
         }
         return ranking.share_with_neighbours(
             own, sources, turns, self._context, self._rules.reaction_share
