@@ -101,7 +101,43 @@ class Layout:
         _admin(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
 
 
+def philont_tables(schema: str) -> list[str]:
+    """Tables of philont's layout (``philont_*``, ``memory_*``) in ``schema`` of the server."""
+    engine = create_engine(server_url())
+    try:
+        with engine.connect() as conn:
+            return list(
+                conn.scalars(
+                    text(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = :s AND"
+                        r" (tablename LIKE 'philont\_%' OR tablename LIKE 'memory\_%')"
+                        " ORDER BY tablename"
+                    ),
+                    {"s": schema},
+                )
+            )
+    finally:
+        engine.dispose()
+
+
+def refuse_populated_public() -> None:
+    """Fail at once when the server's ``public`` schema holds philont's tables: every test's
+    search_path is ``<its schema>, public``, so such tables (a probe that opened a Store on the
+    server's URL as is migrated into ``public``) make every PostgreSQL test fail far from the
+    cause ("permission denied for table philont_agents")."""
+    found = philont_tables("public")
+    if found:
+        pytest.fail(
+            f"the test server's public schema holds philont's tables ({', '.join(found[:5])}"
+            f"{', ...' if len(found) > 5 else ''}): something migrated into public (open a"
+            " probe's Store on a URL with options=-csearch_path%3D<schema>,public). Drop them"
+            " (DROP TABLE public.<name> CASCADE) and run again.",
+            pytrace=False,
+        )
+
+
 def make_layout(schema: str) -> Layout:
+    refuse_populated_public()
     _admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE; CREATE SCHEMA "{schema}"')
     url = in_schema(server_url(), schema)
     migrate.upgrade(url)

@@ -46,6 +46,7 @@ from enum import StrEnum
 from typing import Any, Final, NamedTuple, TypeVar, cast
 
 from philont.db import fork
+from philont.domain.graphemes import clip
 from philont.domain.timepolicy import MAX_EPOCH_MS, MIN_EPOCH_MS
 from philont.errors import InvalidInputError
 from philont.log import get_logger
@@ -105,7 +106,7 @@ def _shown(value: Any) -> str:
     if isinstance(value, str | bytes):
         value = value[:100]  # a deeply nested JSON text is 100,000 characters
     text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return clip(text, 80, mark="...")
 
 
 def report(table: str, column: str, row_id: Any, stored: Any, read_as: Any) -> None:

@@ -112,6 +112,16 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "zh.you_forgot",
         re.compile(r"你\s*(?:是不是|是否)?\s*忘(?:了|记了|记)\s*(?:吗|么|没|我|咱|上次|之前|刚才)"),
     ),
+    # "上次你推荐的那本书", "你之前给我推荐的餐厅", "你推荐过的": a recommendation of the
+    # assistant's (你/您), in the past; "你推荐一本书吧" asks for one, "我推荐给同事" is the
+    # user's own.
+    (
+        "zh.you_recommended",
+        re.compile(
+            rf"(?:{_ZH_PAST}\s*[你您]|[你您]\s*{_ZH_PAST})\s*(?:{_ZH_ADVERB}\s*){{0,3}}推荐[过的了]?"
+            rf"|[你您]\s*(?:{_ZH_ADVERB}\s*){{0,3}}推荐过"
+        ),
+    ),
     # "接着上次的话题", "继续之前的"
     (
         "zh.continue_from_before",
@@ -127,7 +137,7 @@ _EN_APOSTROPHE = "['\u2019]"
 # Verbs of talking; "told"/"asked" only with a participant as object, so "I told my boss" is out.
 _EN_TALKED = (
     r"(?:talked|discussed|mentioned|said|told\s+(?:you|me|us)|chatted|spoke"
-    r"|asked\s+(?:you|me)|suggested|explained|agreed|decided|promised"
+    r"|asked\s+(?:you|me)|suggested|recommended|explained|agreed|decided|promised"
     # "went over"/"covered" only with what was talked about ("we went over budget" is money)
     r"|(?:went\s+over|covered)\s+(?:this|that|it|these|those)\b)"
 )
@@ -205,6 +215,18 @@ _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"\bwe(?:{_EN_APOSTROPHE}ve|\s+have|\s+had)\s+(?:already\s+)?"
             r"(?:talked\s+about|discussed|gone\s+over|been\s+over|covered)\s+(?:this|that|it)\b"
             r"(?!\s+with\b)",
+            _EN_FLAGS,
+        ),
+    ),
+    # "As I said, …", "like you mentioned", "just as I told you": at a clause start, so "I feel
+    # like I said too much" misses, and never to someone else ("like I said to my boss").
+    (
+        "en.as_i_said",
+        re.compile(
+            r"(?:^|(?<=[.!?,;:(])\s*|\b(?:just|exactly|and|but|so|well|yeah|ok|okay)\s+)"
+            rf"(?:as|like)\s+{_EN_WHO}(?:\s+(?:already|just))?\s+"
+            r"(?:said|told\s+(?:you|me|us)|mentioned|explained|suggested|recommended|discussed"
+            rf"|agreed|promised)\b(?!\s+{_EN_THIRD_PARTY})",
             _EN_FLAGS,
         ),
     ),

@@ -58,7 +58,7 @@ def _aware(value: object, name: str) -> datetime:
         raise InvalidInputError.of(name, f"must be a datetime, got {value!r}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInputError.of(name, f"must be timezone-aware, got naive {value.isoformat()}")
-    return value
+    return timepolicy.forward_in_gap(value)  # a skipped time is read forward, whatever its fold
 
 
 # --- schedules: interval and cron ---------------------------------------------------------------

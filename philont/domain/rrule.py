@@ -104,15 +104,16 @@ def bad_rule(rule: str, reason: str) -> InvalidInputError:
     )
 
 
-def until_fields(value: str) -> tuple[datetime, bool]:
-    """UNTIL as a naive datetime plus whether it was UTC (``Z``); date-only means end of day."""
+def until_fields(value: str) -> tuple[datetime, bool, bool]:
+    """UNTIL as a naive datetime, whether it was UTC (``Z``) and whether it was a date alone
+    (then its midnight: the caller bounds the series by that whole day)."""
     match = _UNTIL_RE.fullmatch(value)
     if match is None:
         raise ValueError(f"UNTIL {value!r} is not YYYYMMDD[THHMMSS[Z]]")
     day, clock, zulu = match.groups()
     if clock is None:
-        return datetime.strptime(day, "%Y%m%d").replace(hour=23, minute=59, second=59), False
-    return datetime.strptime(day + clock, "%Y%m%d%H%M%S"), zulu == "Z"
+        return datetime.strptime(day, "%Y%m%d"), False, True
+    return datetime.strptime(day + clock, "%Y%m%d%H%M%S"), zulu == "Z", False
 
 
 def _int_value(rule: str, name: str, value: str, low: int, high: int, negative: bool) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -20,6 +21,7 @@ from typing import Final
 from philont.domain import timepolicy, wallclock
 from philont.domain.rrule import Freq, Rule, bad_rule, parse_rule, until_fields
 from philont.domain.rrule_engine import Series, Work, WorkLimitExceeded
+from philont.domain.rrule_grid import DAY, UNIT
 from philont.errors import InvalidInputError, InvalidTimeRangeError, TimeOutOfRangeError
 
 __all__ = [
@@ -94,14 +96,22 @@ def all_day_dates(start: datetime, end: datetime | None, tz: str) -> tuple[date,
 
 
 def _until_instant(rule: Rule, zone: zoneinfo.ZoneInfo) -> datetime | None:
-    """UNTIL as an instant: ``...Z`` is UTC; a date or a floating time is read in the event's
-    zone (a date includes that whole local day). Clamped to the supported range."""
+    """UNTIL as the last instant it allows: ``...Z`` is UTC; a floating time is read in the
+    event's zone; a date allows that whole local day, up to the first instant of the next
+    (its last microsecond: an occurrence at 23:59:59.5, or in the second pass of a repeated
+    23:00 hour where the clocks go back at midnight, is still on that day). RFC 5545 §3.3.10
+    asks for a UTC time when DTSTART has a zone; the other two are read as the day or time of
+    the event's zone that they name. Clamped to the supported range."""
     if rule.until is None:
         return None
-    naive, is_utc = until_fields(rule.until)
+    naive, is_utc, is_date = until_fields(rule.until)
     if is_utc:
         return timepolicy.clamp(naive.replace(tzinfo=UTC))
-    local = wallclock.place(naive, zone)
+    if is_date:
+        after = None if naive.year > 9998 else wallclock.day_start(naive + timedelta(1), zone)
+        local = None if after is None else after - timedelta(microseconds=1)
+    else:
+        local = wallclock.place(naive, zone)
     if local is None:
         return timepolicy.MAX_INSTANT if naive.year > 5000 else timepolicy.MIN_INSTANT
     return local
@@ -116,7 +126,8 @@ class _ZoneRepeats:
     is placed a gap later (:func:`~philont.domain.wallclock.place`), on the instant of the wall
     time a gap later; when the series has both, the later one (in wall-clock order) is the
     repeat. So ``FREQ=HOURLY;COUNT=5`` from 00:30 on the spring-forward day in Berlin gives
-    00:30, 01:30, 03:30 (its 02:30), 04:30 and 05:30: five instants, none twice."""
+    00:30, 01:30, 03:30 (its 02:30), 04:30 and 05:30: five instants, none twice. A series that
+    starts at a skipped time has no occurrence before the instant it lands on either."""
 
     def __init__(self, zone: zoneinfo.ZoneInfo, work: Work, begin: datetime) -> None:
         self.zone = zone
@@ -130,7 +141,15 @@ class _ZoneRepeats:
 
     def repeats(self, series: Series, wall: datetime) -> bool:
         source = wallclock.skipped_twin(wall, self.zone)
-        return source is not None and series.start <= source and series.has(source)
+        if source is None:
+            return False
+        if source < series.start:
+            # A series from a skipped time (every 20 minutes from 02:10 on Lord Howe's spring
+            # night, whose 02:10 is at 02:40) reaches times after the gap that lie before its
+            # own start (02:30): none is an occurrence, as none of a second-pass start's is.
+            moved = self.place(wall)
+            return moved is not None and moved < self.begin
+        return series.has(source)
 
     def before(self, series: Series, lower: datetime) -> int:
         begin = self.place(series.start)
@@ -236,20 +255,22 @@ def _series_start(
     """The naive local start a series is expanded from, and the sub-second rest. An all-day
     series runs from midnight even when its first day began later (a zone that skips
     midnight), so each later day starts at its own first instant. A series that began at a
-    time its first day skipped (daily at 02:30 from the Berlin spring day: stored at 03:30
-    summer time, where 02:30 lands) runs from that skipped time when its rule says so
-    (:func:`keep_skipped_time` wrote its time of day into the rule), so the later days keep
-    02:30 instead of 03:30."""
+    time its first day skipped (02:30 on the Berlin spring day: stored at 03:30 summer time,
+    where 02:30 lands) runs from that skipped time when its rule says so
+    (:func:`keep_skipped_time` wrote the times of day its own steps reach into the rule), so
+    daily keeps 02:30 on the later days, and every two hours goes on at 04:30, 06:30."""
     if all_day:
         return datetime.combine(start.astimezone(zone).date(), time()), timedelta(0)
     naive, sub_second = wallclock.naive_local(start, zone)
-    twin = wallclock.skipped_twin(naive, zone) if rule.freq <= Freq.DAILY else None
+    twin = wallclock.skipped_twin(naive, zone)
     if twin is not None and _time_fits(rule, twin) and not _time_fits(rule, naive):
         return twin, sub_second
     return naive, sub_second
 
 
 _TIME_PARTS: Final = (("BYHOUR", "hour"), ("BYMINUTE", "minute"), ("BYSECOND", "second"))
+_FIELDS: Final = {"hour": (3600, 24), "minute": (60, 60), "second": (1, 60)}
+"""Each time-of-day field's length in seconds and how many values it has."""
 
 
 def _time_fits(rule: Rule, wall: datetime) -> bool:
@@ -261,14 +282,55 @@ def _time_fits(rule: Rule, wall: datetime) -> bool:
     )
 
 
+def _reached(rule: Rule, wall: datetime) -> dict[str, set[int]]:
+    """The hours, minutes and seconds of the day that a series from ``wall`` reaches by its own
+    steps, before its BYxxx parts: ``wall``'s alone for a step of whole days, all the times of
+    day congruent to it modulo the step's greatest common divisor with a day for a finer one
+    (every 2 hours from 02:30: 00:30, 02:30, ..., 22:30)."""
+    step = rule.interval * UNIT[rule.freq] if rule.freq in UNIT else DAY
+    period = math.gcd(step, DAY)
+    seconds = range((wall.hour * 3600 + wall.minute * 60 + wall.second) % period, DAY, period)
+    return {field: {t // unit % size for t in seconds} for field, (unit, size) in _FIELDS.items()}
+
+
+def _marks(rule: Rule, wall: datetime, landed: datetime) -> list[str]:
+    """The parts that tell the series from ``wall`` from the one from ``landed``: each of
+    BYHOUR, BYMINUTE, BYSECOND the rule lacks whose reached times (:func:`_reached`) leave out
+    the landed time's; with them, for a FREQ finer than a day, every other part it filters by
+    (hours of HOURLY, down to seconds of SECONDLY) that leaves some value out, or the engine
+    would try every minute and second of each hour allowed."""
+    reached = _reached(rule, wall)
+    given = {"hour": rule.byhour, "minute": rule.byminute, "second": rule.bysecond}
+    missing = [(part, field) for part, field in _TIME_PARTS if not given[field]]
+    telling = {field for _, field in missing if getattr(landed, field) not in reached[field]}
+    if telling and rule.freq in UNIT:
+        telling |= {
+            field
+            for _, field in missing
+            if _FIELDS[field][0] >= UNIT[rule.freq] and len(reached[field]) < _FIELDS[field][1]
+        }
+    return [
+        f"{part}={','.join(map(str, sorted(reached[field])))}"
+        for part, field in missing
+        if field in telling
+    ]
+
+
 def keep_skipped_time(rrule: str | None, wall: datetime | None, tz: str) -> str | None:
     """``rrule`` for a series whose first occurrence was given as the naive local time ``wall``
     of zone ``tz``: when ``wall`` is a time that day skips (02:30 on the Berlin spring day), the
-    start is stored where it lands (03:30 summer time), and a rule repeating by days or longer
-    gets the time of day that was meant written into it (``BYHOUR=2``, and ``BYMINUTE`` or
-    ``BYSECOND`` where those differ, as on Lord Howe's half-hour gap), so its other days keep
-    the time that was given (RFC 5545 §3.3.5 moves only the skipped occurrence). Parts the rule
-    already has are left as they are; anything else is returned unchanged."""
+    start is stored where it lands (03:30 summer time), and the series' own arithmetic still
+    runs from ``wall`` (RFC 5545 §3.8.5.3 computes local times from DTSTART's and moves only
+    the skipped ones, §3.3.5). The start column holds only the instant, so the rule is given
+    the times of day the series from ``wall`` reaches as ``BYHOUR``, ``BYMINUTE`` or
+    ``BYSECOND`` where they leave out the landed time (:func:`_marks`): daily gets
+    ``BYHOUR=2`` (``BYMINUTE`` on Lord Howe's half-hour gap), every two hours
+    ``BYHOUR=0,2,...,22``, hourly on Lord Howe ``BYMINUTE=15`` from 02:15. None of them drops
+    an occurrence of the series from ``wall``; :func:`_series_start` reads them back. Parts the
+    rule already has are left as they are; anything else is returned unchanged. A series whose
+    steps from ``wall`` miss the landed time but reach an hour, a minute and a second it has
+    (every 5 hours, or every 45 minutes, from 02:30 in Berlin) is refused with
+    ``InvalidInputError``: no rule part could keep it from running from the landed time."""
     if rrule is None or wall is None:
         return rrule
     zone = timepolicy.zone(tz)
@@ -277,16 +339,23 @@ def keep_skipped_time(rrule: str | None, wall: datetime | None, tz: str) -> str 
     if at is None:
         return rrule
     landed, _ = wallclock.naive_local(at, zone)
-    rule = parse_rule(rrule)
-    if landed == wall or rule.freq > Freq.DAILY or wallclock.skipped_twin(landed, zone) != wall:
+    if landed == wall or wallclock.skipped_twin(landed, zone) != wall:
         return rrule
-    given = dict(zip(_TIME_PARTS, (rule.byhour, rule.byminute, rule.bysecond), strict=True))
-    added = [
-        f"{part}={getattr(wall, field)}"
-        for (part, field), allowed in given.items()
-        if not allowed and getattr(wall, field) != getattr(landed, field)
-    ]
-    return parse_rule(";".join([rule.text, *added])).text if added else rrule
+    rule = parse_rule(rrule)
+    marks = _marks(rule, wall, landed)
+    kept = parse_rule(";".join([rule.text, *marks])) if marks else rule
+    moved = int((landed - wall).total_seconds())
+    # A finer series' times of day come from its start's steps: the two starts give two series.
+    apart = rule.freq in UNIT and moved % (rule.interval * UNIT[rule.freq]) != 0
+    if apart and _time_fits(kept, wall) and _time_fits(kept, landed):
+        raise bad_rule(
+            rule.text,
+            f"its steps from {wall:%H:%M:%S}, a time {tz} skips on {wall:%Y-%m-%d}, do not "
+            f"pass {landed:%H:%M:%S}, where that time lands, and no BYHOUR, BYMINUTE or "
+            "BYSECOND can tell the two starts apart (an event keeps only the instant it "
+            f"starts): start at {landed:%H:%M:%S} or on another day",
+        )
+    return kept.text if marks else rrule
 
 
 _SUB_DAILY: Final = "an all-day event repeats by whole days: FREQ must be DAILY or longer, " + (

@@ -30,6 +30,7 @@ __all__ = [
     "MIN_OFFSET",
     "SECONDS_SIZED_MS",
     "clamp",
+    "forward_in_gap",
     "from_epoch_ms",
     "given_epoch_ms",
     "instant",
@@ -200,10 +201,30 @@ def out_of_range(field: str, shown: str) -> TimeOutOfRangeError:
 _OUTSIDE: Final = f"is outside the supported times ({_RANGE_TEXT})"
 
 
+def forward_in_gap(value: datetime) -> datetime:
+    """``value`` with ``fold=0`` when it is a wall time its zone skips: such a time means the
+    instant a gap later (02:30 on the Berlin spring day is 03:30 summer time), whatever its
+    ``fold``. PEP 495 reads a skipped time with ``fold=1`` by the offset after the gap, an
+    instant *before* the wall time written (01:30 winter time), while Philont reads every
+    skipped time forward, as RFC 5545 §3.3.5 and :mod:`philont.domain.wallclock` do, so a
+    reminder or an event is never moved earlier than the time it was given. A repeated time
+    (the autumn overlap) keeps its ``fold``: there both readings are real instants of that
+    wall time, and ``fold=1`` names the second. The offset may raise as :meth:`utcoffset`
+    does."""
+    if not value.fold:
+        return value
+    after, before = value.utcoffset(), value.replace(fold=0).utcoffset()
+    if after is not None and before is not None and after > before:
+        return value.replace(fold=0)  # the offset grows across the change: a gap
+    return value
+
+
 def supported_utc(value: datetime) -> datetime:
     """An aware datetime as UTC inside the supported range, or ``ValueError`` saying why (for
-    validators that name the argument themselves; :func:`instant` is the typed variant)."""
+    validators that name the argument themselves; :func:`instant` is the typed variant). A
+    skipped wall time is read forward (:func:`forward_in_gap`)."""
     try:
+        value = forward_in_gap(value)
         offset = value.utcoffset()
     except (OverflowError, ValueError) as exc:
         raise ValueError(f"its zone has no offset here ({exc})") from exc

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from philont.domain.graphemes import clip
 from philont.domain.timeparse import iso
 from philont.learning.parse import MAX_ITEMS
 from philont.learning.window import Run, ToolCall, Turn, Window
@@ -53,8 +54,7 @@ NEW_LINE: Final = "\u23ce"
 
 def _cut(text: str, limit: int) -> str:
     """``text`` on one line, at most ``limit`` characters of it (then ``…``)."""
-    text = _LINE_BREAKS.sub(NEW_LINE, text)
-    return text if len(text) <= limit else text[:limit] + "…"
+    return clip(_LINE_BREAKS.sub(NEW_LINE, text), limit, mark_within=False)
 
 
 def _fit(lines: Sequence[str], budget: int, what: str) -> list[str]:

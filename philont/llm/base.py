@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
+from philont.domain.graphemes import clip
 from philont.errors import (
     ModelEmptyAnswerError,
     ModelError,
@@ -149,7 +150,7 @@ def call_sdk(
 
 
 def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
+    return clip(text, limit, mark_within=False)
 
 
 def ask(model: ModelClient, prompt: str) -> Completion:

@@ -62,8 +62,10 @@ def _aware(value: object, name: str) -> datetime:
 
 def _wall_in(value: datetime, zone: str) -> datetime | None:
     """The naive local time an aware ``value`` was given as, when it was given in ``zone``
-    itself (its ``ZoneInfo``, first pass): a time the zone skips keeps the wall time that was
-    meant (see :func:`philont.domain.series.keep_skipped_time`). None otherwise."""
+    itself (its ``ZoneInfo``, first pass; a skipped time with either fold): a time the zone
+    skips keeps the wall time that was meant (see
+    :func:`philont.domain.series.keep_skipped_time`). None otherwise."""
+    value = timepolicy.forward_in_gap(value)  # a skipped time is meant forward, whatever its fold
     given = value.tzinfo
     if not isinstance(given, ZoneInfo) or value.fold or given.key is None:
         return None

@@ -21,6 +21,7 @@ from philont.db.queries.skills import RankedSkill
 from philont.db.stored_values import careful_read
 from philont.db.types import dumps_compact, to_epoch_ms
 from philont.domain.facts import time_tag
+from philont.domain.graphemes import clip
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
     callable_skill,
@@ -69,8 +70,7 @@ class PrefixLimits:
 
 
 def _cut(text: str, n: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return clip(" ".join(text.split()), n)
 
 
 def _frame_tokens(estimator: TokenEstimator) -> int:

@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from philont.db.types import dumps_compact
+from philont.domain.graphemes import clip
 from philont.domain.kinds import AccessTarget, FactKind, SkillKind
 from philont.domain.maturity import caveat
 from philont.domain.series import all_day_dates
@@ -60,8 +61,7 @@ def _inline(text: str, limit: int = TITLE_SHOWN) -> str:
     """Stored text (a title, a task name) inside one line of tool output: its line breaks and
     runs of whitespace become one space, so "Dentist\n- [task] …" cannot add a line the model
     reads as another entry; cut to ``limit`` characters with "…"."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return clip(" ".join(text.split()), limit)
 
 
 RECURRING_WORDS = re.compile(r"每|每隔|\b(every|each|daily|weekly)\b", re.IGNORECASE)

@@ -10,6 +10,7 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
 from dateutil.rrule import rrulestr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from philont import Store, tools
 from philont.domain import wallclock
 from tests.tools.helpers import DbTarget
+from tests.unit import test_skipped_local_times as skipped_oracle
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
 
@@ -81,6 +83,39 @@ def _wall_oracle(rule: str, wall: datetime, zone: ZoneInfo) -> list[datetime]:
     return [at.replace(tzinfo=zone).astimezone(UTC) for at in rrulestr(rule, dtstart=wall)]
 
 
+def _created_and_listed(
+    target: DbTarget, zone_name: str, wall: datetime, text: str, via: str, want: list[datetime]
+) -> list[datetime]:
+    """The starts listed from ``want[0]`` to a day after ``want[-1]`` of the series ``text``
+    created from the naive local time ``wall``: by the tool (``via`` "tool", the text without an
+    offset) or by calendar.create with a ZoneInfo time ("service", or "fold=0"/"fold=1")."""
+    zone = ZoneInfo(zone_name)
+    with Store.open(target, clock=lambda: want[0] - timedelta(hours=1)) as store:
+        if via == "tool":
+            args = {"title": "skipped", "timezone": zone_name, "rrule": text}
+            created = tools.call(
+                "create_calendar_event", args | {"starts_at": wall.isoformat()}, db=store
+            )
+            assert created.ok, created.text
+            event_id = created.data["id"]
+        else:
+            given_time = wall.replace(tzinfo=zone, fold=int(via == "fold=1"))
+            event_id = store.run(
+                lambda mem: (
+                    mem.calendar.create("skipped", given_time, timezone=zone_name, rrule=text).id
+                )
+            )
+        got = store.run(
+            lambda mem: [
+                o.starts_at
+                for o in mem.calendar.between(want[0], want[-1] + timedelta(days=1)).occurrences
+                if o.event.id == event_id
+            ]
+        )
+        store.run(lambda mem: mem.calendar.delete(event_id))  # the next example's
+    return got
+
+
 @settings(
     max_examples=16,
     deadline=None,
@@ -92,7 +127,7 @@ def _wall_oracle(rule: str, wall: datetime, zone: ZoneInfo) -> list[datetime]:
     count=st.integers(2, 4),
     year=st.integers(2026, 2040),
     into_gap=st.floats(0, 1, exclude_max=True),
-    via=st.sampled_from(("tool", "service")),
+    via=st.sampled_from(("tool", "service", "fold=1")),
 )
 def test_a_series_started_at_a_skipped_time_keeps_that_time_on_its_other_days(
     tool_target: DbTarget,
@@ -111,30 +146,46 @@ def test_a_series_started_at_a_skipped_time_keeps_that_time_on_its_other_days(
     wall = skipped + timedelta(minutes=int(size.total_seconds() // 60 * into_gap))
     text = f"FREQ={rule};COUNT={count}"
     want = _wall_oracle(text, wall, zone)
-    start = want[0]
-    now = start - timedelta(hours=1)
-    with Store.open(tool_target, clock=lambda: now) as store:
-        if via == "tool":
-            args = {"title": "skipped", "timezone": zone_name, "rrule": text}
-            created = tools.call(
-                "create_calendar_event", args | {"starts_at": wall.isoformat()}, db=store
-            )
-            assert created.ok, created.text
-            event_id = created.data["id"]
-        else:
-            event_id = store.run(
-                lambda mem: (
-                    mem.calendar.create(
-                        "skipped", wall.replace(tzinfo=zone), timezone=zone_name, rrule=text
-                    ).id
-                )
-            )
-        got = store.run(
-            lambda mem: [
-                o.starts_at
-                for o in mem.calendar.between(start, want[-1] + timedelta(days=1)).occurrences
-                if o.event.id == event_id
-            ]
-        )
-        store.run(lambda mem: mem.calendar.delete(event_id))  # the next example's
+    got = _created_and_listed(tool_target, zone_name, wall, text, via, want)
     assert got == want, (wall, text, [g.astimezone(zone).isoformat() for g in got])
+
+
+@pytest.mark.parametrize(
+    ("zone_name", "wall", "rule", "via"),
+    [
+        ("Europe/Berlin", datetime(2026, 3, 29, 2, 30), "HOURLY;INTERVAL=2", "tool"),
+        ("Europe/Berlin", datetime(2026, 3, 29, 2, 30), "HOURLY;INTERVAL=2", "fold=1"),
+        ("America/New_York", datetime(2027, 3, 14, 2, 30), "MINUTELY;INTERVAL=90", "tool"),
+        ("Australia/Lord_Howe", datetime(2026, 10, 4, 2, 15), "HOURLY", "fold=0"),
+        ("Pacific/Chatham", datetime(2026, 9, 27, 3, 0), "HOURLY;INTERVAL=3", "fold=1"),
+    ],
+)
+def test_a_finer_series_from_a_skipped_time_steps_from_that_time_when_stored(
+    tool_target: DbTarget, zone_name: str, wall: datetime, rule: str, via: str
+) -> None:
+    # Every two hours from 02:30 on the Berlin spring day: RFC 5545 computes 02:30, 04:30,
+    # 06:30 and reads the skipped 02:30 as 03:30 summer time. The event kept only the instant
+    # 03:30 and ran 03:30, 05:30, 07:30; a host's ZoneInfo 02:30 with fold=1 was 01:30, an hour
+    # before the time given (PEP 495), and the series ran from there.
+    zone = ZoneInfo(zone_name)
+    unit, _, interval = rule.partition(";INTERVAL=")
+    each = timedelta(seconds={"HOURLY": 3600, "MINUTELY": 60}[unit] * int(interval or 1))
+    want = skipped_oracle.series(wall, each, 5, zone)
+    text = f"FREQ={rule};COUNT=5"
+    got = _created_and_listed(tool_target, zone_name, wall, text, via, want)
+    assert got == want, [g.astimezone(zone).isoformat() for g in got]
+
+
+def test_a_finer_series_whose_two_starts_cannot_be_told_apart_is_refused(
+    tool_target: DbTarget,
+) -> None:
+    # Every 5 hours from 02:30 (Berlin spring day) reaches 03:30's hour and minute on other
+    # days, so no BYHOUR/BYMINUTE keeps it from running from 03:30 (where 02:30 lands): refused,
+    # nothing written, rather than listed from a start that was not given.
+    args = {"title": "every 5 h", "timezone": "Europe/Berlin", "rrule": "FREQ=HOURLY;INTERVAL=5"}
+    with Store.open(tool_target) as store:
+        created = tools.call(
+            "create_calendar_event", args | {"starts_at": "2026-03-29T02:30"}, db=store
+        )
+        assert not created.ok and "start at 03:30:00 or on another day" in created.text
+        assert store.run(lambda mem: mem.calendar.count()) == 0

@@ -40,6 +40,11 @@ CHINESE_HITS = [
     "我昨天跟你说的那个bug",
     "我上次告诉你的地址",
     "我们上次决定的方案",
+    # a recommendation of the assistant's, in the past
+    "上次你推荐的那本书叫什么",
+    "你之前推荐的餐厅还开着吗",
+    "上次你给我推荐的电影",
+    "您推荐过的那家店",
 ]
 
 CHINESE_MISSES = [
@@ -73,6 +78,9 @@ CHINESE_MISSES = [
     "上周末我去爬山了",
     "两天前我买了车",
     "记得昨天买的菜放冰箱",
+    "你推荐一本书吧",  # asks for a recommendation
+    "您推荐一下",
+    "上次我推荐给同事的书",  # the user's own recommendation
 ]
 
 ENGLISH_HITS = [
@@ -101,6 +109,13 @@ ENGLISH_HITS = [
     "Two days ago you told me to rest.",
     "I told you to use pandoc yesterday",
     "we agreed on the price last week",
+    # "as I said" and its kin at a clause start
+    "as I told you, the meeting moved",
+    "Like I said, use pandoc.",
+    "As I mentioned, budget is tight",
+    "It works, just like you said.",
+    "exactly as you recommended",
+    "the book you recommended last time",
 ]
 
 ENGLISH_MISSES = [
@@ -129,6 +144,10 @@ ENGLISH_MISSES = [
     "I decided to buy a car last week",
     "We went over budget last month",
     "we covered 10 miles yesterday",
+    "I feel like I said too much",  # "like" not at a clause start
+    "as they said on the news",
+    "Do as I say",
+    "that restaurant you suggested",  # no past time: a miss is preferred
 ]
 
 # Talk verbs with someone else as the addressee, followed by a past time: never this
@@ -140,6 +159,13 @@ THIRD_PARTY_TALKS = [
     for prep in ("to", "with")
     for whom in ("my boss", "the doctor", "him", "someone", "Anna's team")
     for when in ("yesterday", "last week", "two days ago", "earlier.")
+] + [
+    f"{lead} {who} {verb} {prep} {whom}"
+    for lead in ("As", "like", "Just as")
+    for who in ("I", "We", "you")
+    for verb in ("said", "mentioned", "explained", "suggested", "agreed")
+    for prep in ("to", "with")
+    for whom in ("my boss", "the doctor", "him", "Anna's team")
 ]
 
 
