@@ -136,7 +136,7 @@ KEPT_VALUE_CHARS = 1024
 """Lines are kept only for values up to this long as stored (a line shows 200 characters of
 a value; what a kept line holds stays a few megabytes whatever the facts hold)."""
 SKILL_CHECKS_KEPT = 1024
-"""How many skills' "may it be called" answers :func:`_kept_recipe_callable` keeps."""
+"""How many skills' "may it be called" answers :func:`_kept_callable_skill` keeps."""
 
 
 def _fact_line(
@@ -167,37 +167,26 @@ turn, and a write gives other values, which are formatted anew. ``typed``: an in
 equal float or bool are different values here."""
 
 
-def _recipe_callable(
-    maturity: str,
-    revision: int | None,
-    steps: str | None,
-    verification: str | None,
-    tool_policy: str | None,
-) -> bool:
-    """:func:`~philont.db.queries.skills.is_callable` of a skill's stored grade and recipe
-    columns (JSON as text): a function of these values and of nothing else."""
-    return callable_skill(
-        maturity=maturity,
-        recipe_revision=revision,
-        steps=steps,
-        verification=verification,
-        tool_policy=tool_policy,
-    )
-
-
-_kept_recipe_callable = functools.lru_cache(maxsize=SKILL_CHECKS_KEPT, typed=True)(_recipe_callable)
-""":func:`_recipe_callable`, kept for the values it was given: the same skills are checked on
-every turn (each a JSON parse of its recipe's steps and tool policy), and a write gives other
-values, which are checked anew."""
+_kept_callable_skill = functools.lru_cache(maxsize=SKILL_CHECKS_KEPT, typed=True)(callable_skill)
+""":func:`~philont.domain.maturity.callable_skill` (a function of the stored values it is
+given), kept for the values it was given: the same skills are checked on every turn (each a
+JSON parse of its recipe's steps and tool policy), and a write gives other values, which are
+checked anew."""
 
 
 def _is_callable(row: RankedSkill) -> bool:
     """:func:`~philont.db.queries.skills.is_callable` of ``row``, kept
-    (:func:`_kept_recipe_callable`) for a recipe of text up to KEPT_VALUE_CHARS long, as a
+    (:func:`_kept_callable_skill`) for a recipe of text up to KEPT_VALUE_CHARS long, as a
     fact line is."""
     steps, verification, policy = row.steps, row.verification, row.tool_policy
     if _keepable(steps) and _keepable(verification) and _keepable(policy):
-        return _kept_recipe_callable(row.maturity, row.revision, steps, verification, policy)
+        return _kept_callable_skill(
+            maturity=row.maturity,
+            recipe_revision=row.revision,
+            steps=steps,
+            verification=verification,
+            tool_policy=policy,
+        )
     return skill_rows.is_callable(row)
 
 
