@@ -613,10 +613,13 @@ def install_sqlite_hooks(
     foreign_keys: bool,
     busy_timeout_ms: int | None = None,
     read_only: bool = False,
+    wal: bool = True,
 ) -> None:
     """philont's set-up of ``engine``'s connections (see :func:`has_sqlite_hooks`).
     ``read_only`` (:func:`sqlite_read_only_engine`): connections that never write, so no
-    WAL switch, checkpoints or write gate, and every transaction begins DEFERRED."""
+    WAL switch, checkpoints or write gate, and every transaction begins DEFERRED.
+    ``wal=False``: the file keeps its journal mode (an import switches it once it has
+    committed: a refused one changes no byte of the file)."""
     _WITH_HOOKS.add(engine)
     path = sqlite_path(engine.url)
     writes = path is not None and not read_only
@@ -643,7 +646,7 @@ def install_sqlite_hooks(
         cur.execute(f"PRAGMA busy_timeout = {timeout}")
         _record.info[_BUSY_MS] = timeout
         try:
-            if not read_only:  # a read-only file is read in the journal mode it has
+            if wal and not read_only:  # a read-only file is read in the journal mode it has
                 switch_to_wal(cur, timeout)
         except sqlite3.Error as exc:  # the first read: SQLite opens what it needs beside the file
             if (
@@ -853,11 +856,12 @@ def sqlite_engine(
     foreign_keys: bool = True,
     echo: bool = False,
     busy_timeout_ms: int | None = None,
+    wal: bool = True,
 ) -> Engine:
     """The engine :func:`create_engine` makes on the SQLite ``url`` (resolved), without its
     look at the file: for a caller that has just checked it (:func:`check_file`), as
     ``Store.open``'s schema check and an upgrade do, so that opening a database looks at its
-    file once."""
+    file once. ``wal=False``: see :func:`install_sqlite_hooks`."""
     ensure_fts5()
     path = sqlite_path(url)
     if path is None:
@@ -872,7 +876,9 @@ def sqlite_engine(
             url, echo=echo, connect_args={"factory": cursors.TrackedConnection}
         )
         fork.renew_after_fork(engine)
-    install_sqlite_hooks(engine, foreign_keys=foreign_keys, busy_timeout_ms=busy_timeout_ms)
+    install_sqlite_hooks(
+        engine, foreign_keys=foreign_keys, busy_timeout_ms=busy_timeout_ms, wal=wal
+    )
     return engine
 
 

@@ -9,7 +9,6 @@ from typing import TextIO
 from sqlalchemy import Table
 from sqlalchemy.engine import URL
 
-from philont import migrate
 from philont.db.engine import database_name, is_postgres, resolve_url
 from philont.db.retry import typed_errors
 from philont.errors import InvalidInputError
@@ -81,7 +80,10 @@ def import_(
     The whole file is validated first, nothing touched (``ImportFormatError(line_number,
     reason)``): its format, then every value against the types and rules a service write applies
     (:mod:`philont.transfer.gate`), and every unique key once (a repeat names both lines). Then
-    the target is upgraded to head. Every row of the file gets one outcome
+    the target is upgraded to head inside the transaction that loads the rows: any refusal
+    (the file's, or the target's below) leaves an older target as it was, an SQLite file byte
+    for byte (not switched to WAL before the commit, its ``-pre-upgrade`` copy removed again;
+    one that commits keeps it: ``report.upgrade.backup``). Every row of the file gets one outcome
     (:func:`philont.transfer.merge.place_row`), counted per table in the report, which adds up:
     ``file_rows = inserted + replaced + skipped + kept + not_imported``. ``memory_meta`` rows
     describe the source's schema and are never imported (``not_imported``: the target keeps its
@@ -103,9 +105,9 @@ def import_(
     total)`` reports the first pass as :data:`CHECKING` (bytes of the file), then each table's
     rows, then (SQLite) :data:`INDEXING` (full-text indexes rebuilt). No line is read past
     ``MAX_LINE_CHARS``. A target file the import created is removed again when the import
-    fails, unless by then it is someone else's too (open elsewhere, holding memory another
-    process wrote, or a schema this import's upgrade did not create: a concurrent import of the
-    same path that succeeded, or is about to load its rows).
+    fails, unless by then it is someone else's too (open elsewhere, or holding any table: this
+    import's schema went with its transaction, so one there is another's, such as a concurrent
+    import of the same path that succeeded).
 
     A value the gate imports as it is but that deserves a look (a one-shot's ``once@<zone>``
     whose zone this machine's tzdata lacks) is a warning in ``report.warnings``, naming its
@@ -138,9 +140,7 @@ def _import(
     with reopenable(src) as reopen:
         totals = _validate(reopen, known, report, postgres=postgres, progress=progress)
         report.file_rows = dict(totals)
-        with removed_on_failure(path) as claim:
-            report.upgrade = migrate.upgrade(url)
-            claim.upgraded(report.upgrade)
+        with removed_on_failure(path):
             if postgres:
                 from philont.transfer.postgres import import_agent
 

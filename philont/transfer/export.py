@@ -34,6 +34,7 @@ from philont.transfer.format import (
     ExportTextNotUtf8Error,
     Progress,
     dumps_line,
+    encode_row,
     encode_value,
     export_tables,
     ident,
@@ -120,8 +121,9 @@ def export(
     Line 1 is a header (``format``, ``format_version``, ``schema_revision``, ``schema_version``,
     ``exported_at``, ``tables`` in dependency order, AUTOINCREMENT ``sequences``); then one
     ``{"table": ..., "row": {column: stored value}}`` per row, values exactly as stored (epoch-ms
-    integers, JSON text as its stored string, BLOBs as ``{"$b64": ...}``; notes and skills also
-    carry ``_rowid``); last a trailer ``{"end": true, "rows": {table: count}}``.
+    integers, JSON text as its stored string, BLOBs as ``{"$b64": ...}``, an infinity or NaN
+    as ``{"$real": "Infinity"}``, ``"-Infinity"`` or ``"NaN"``: JSON has no such number; notes
+    and skills also carry ``_rowid``); last a trailer ``{"end": true, "rows": {table: count}}``.
 
     The database must be at head (``SchemaOutOfDateError`` otherwise). All rows come from one
     read snapshot, table by table and within a table by rowid (primary key for WITHOUT ROWID
@@ -170,7 +172,7 @@ def _export(
     status = migrate.check(url)
     tables = export_tables()
     counts: dict[str, int] = {}
-    with sqlite_connection(url, create=False, read_only=True) as conn:  # it only reads
+    with sqlite_connection(url) as conn:  # it only reads
         conn.execute("BEGIN")  # one snapshot: the counts and the rows agree
         try:
             for table in tables:
@@ -299,7 +301,7 @@ def _write_rows(
     prefix = '{"table":' + dumps_line(name) + ',"row":'
     for record in records:
         row = {n: encode_value(v) for n, v in zip(names, record, strict=True)}
-        line = prefix + dumps_line(row) + "}"
+        line = prefix + encode_row(row) + "}"
         if len(line) > MAX_LINE_CHARS:
             key = {c.name: row[c.name] for c in metadata.tables[name].primary_key.columns}
             raise ExportRowTooLongError(name, key, len(line))

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from philont import settings
 from philont.db.engine import check_file
-from philont.migrate.report import UpgradeReport
+from philont.migrate.env import PRE_UPGRADE_LABEL, backup_file
+from philont.migrate.plan import _Plan, table_names
+from philont.migrate.scripts import head_revision
 
 
 def _missing_dirs(path: Path) -> list[Path]:
@@ -23,38 +25,23 @@ def _missing_dirs(path: Path) -> list[Path]:
     return [d for d in missing if not d.exists()]
 
 
-class Claim:
-    """What an import made of the file it may remove again besides the file itself: its
-    schema (this import's own upgrade created the tables, instead of finding them made by
-    someone else)."""
-
-    def __init__(self) -> None:
-        self.made_schema = False
-
-    def upgraded(self, report: UpgradeReport) -> None:
-        """After this import's upgrade of the file: whether it created the schema."""
-        self.made_schema = report.from_revision is None and bool(report.applied)
-
-
 @contextmanager
-def removed_on_failure(path: Path | None) -> Iterator[Claim]:
+def removed_on_failure(path: Path | None) -> Iterator[None]:
     """Around work that may create the SQLite file ``path``: if the work fails, a file that did
     not exist is removed (with its -wal/-shm and the directories made for it), and one that
     existed empty is emptied again. An existing database is left to its own transaction, and
     so is the file when, by then, it is not only ours: another connection has it open, or it
-    holds anything this import did not make: memory or tables another process wrote, or the
-    schema a concurrent import of the same new path created (that import may be about to fill
-    it). Tell the claim what the upgrade did (:meth:`Claim.upgraded`)."""
+    holds any table (the import's own schema went with its rolled-back transaction, so a
+    schema there is someone else's: a concurrent import of the same new path, a Store)."""
     if path is None or (path.exists() and path.stat().st_size > 0):
-        yield Claim()
+        yield
         return
     made = _missing_dirs(path)
     existed = not check_file(path, create=True)
-    claim = Claim()
     try:
-        yield claim
+        yield
     except BaseException:
-        with _claimed(path, claim) as ours:
+        with _claimed(path) as ours:
             if ours:
                 _remove(path, existed=existed)
         if ours and not existed:
@@ -65,10 +52,9 @@ def removed_on_failure(path: Path | None) -> Iterator[Claim]:
 
 
 @contextmanager
-def _claimed(path: Path, claim: Claim) -> Iterator[bool]:
+def _claimed(path: Path) -> Iterator[bool]:
     """True, with the file locked against every other connection, when nobody else has it
-    open and it holds nothing but what this import made (nothing, or the schema its own
-    upgrade created with the bootstrap rows); else False, nothing held."""
+    open and it holds no table; else False, nothing held."""
     if not path.exists():
         yield False
         return
@@ -77,7 +63,7 @@ def _claimed(path: Path, claim: Claim) -> Iterator[bool]:
         try:
             conn.execute("PRAGMA locking_mode = EXCLUSIVE")
             conn.execute("BEGIN EXCLUSIVE")  # the lock stays until the connection closes
-            empty = not _holds_anything(conn, made_schema=claim.made_schema)
+            empty = not any(not t.startswith("sqlite_") for t in table_names(conn))
             conn.execute("COMMIT")
             if empty:
                 conn.execute("PRAGMA journal_mode = DELETE")  # closing removes no WAL by name
@@ -88,24 +74,6 @@ def _claimed(path: Path, claim: Claim) -> Iterator[bool]:
         conn.close()
 
 
-def _holds_anything(conn: sqlite3.Connection, *, made_schema: bool) -> bool:
-    from philont.errors import ConflictError
-    from philont.migrate.checks import philont_tables
-    from philont.migrate.plan import table_names
-    from philont.transfer.merge import refuse_unless_empty
-
-    tables = {t for t in table_names(conn) if not t.startswith("sqlite_")}
-    if not tables:
-        return False
-    if set(philont_tables(tables)) != tables or not made_schema:
-        return True  # another application's tables, or another import's schema
-    try:
-        refuse_unless_empty(conn)
-    except ConflictError:
-        return True
-    return False
-
-
 def _remove(path: Path, *, existed: bool) -> None:
     for suffix in ("-wal", "-shm", "-journal"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -113,3 +81,24 @@ def _remove(path: Path, *, existed: bool) -> None:
         os.truncate(path, 0)
     else:
         path.unlink(missing_ok=True)
+
+
+@contextmanager
+def pre_upgrade_copy(path: Path, plan: _Plan) -> Iterator[Path | None]:
+    """The copy of ``path`` an upgrade takes first (``backups/memory-<UTC>-pre-upgrade.sqlite``),
+    when ``plan`` (read under the import's write lock) has an upgrade of a file holding data to
+    do; the import then upgrades inside its own transaction. Removed again, with the
+    ``backups/`` made for it, when the import fails: the file is then as it was."""
+    if not plan.has_data or plan.revision == head_revision():
+        yield None
+        return
+    made = not settings.backup_dir_for(path).exists()
+    copy = backup_file(path, label=PRE_UPGRADE_LABEL)
+    try:
+        yield copy
+    except BaseException:
+        copy.unlink(missing_ok=True)
+        if made:
+            with suppress(OSError):  # another backup went in meanwhile
+                copy.parent.rmdir()
+        raise

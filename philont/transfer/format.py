@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -17,7 +18,7 @@ from sqlalchemy.engine import URL
 
 from philont import charter, migrate
 from philont.db.bootstrap import GLOBAL_SESSION_ID
-from philont.db.engine import create_engine, resolve_url, sqlite_path, sqlite_read_only_engine
+from philont.db.engine import resolve_url, sqlite_path, sqlite_read_only_engine
 from philont.db.fts import FTS_INDEXES
 from philont.db.retry import refusal
 from philont.db.schema import metadata
@@ -41,6 +42,14 @@ ROWID_KEY = "_rowid"  # the implicit rowid, kept where an external-content FTS i
 
 
 B64_KEY = "$b64"
+
+
+REAL_KEY = "$real"
+"""A REAL that JSON has no number for, as ``{"$real": "Infinity"}`` (or ``"-Infinity"``,
+``"NaN"``): SQLite holds infinities (``9e999`` is stored so, in any numeric column),
+PostgreSQL NaN too; :func:`dumps_line` writes no bare ``Infinity`` token, which is not JSON."""
+
+NON_FINITE: dict[str, float] = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
 PROGRESS_EVERY = 1000
@@ -304,8 +313,9 @@ def _escaped(match: re.Match[str]) -> str:
 
 def dumps_line(obj: Any) -> str:
     """``obj`` as one line of compact JSON: text as it is (UTF-8), but every character any
-    line reader could split a line at escaped, so that every reader sees the same lines."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    line reader could split a line at escaped, so that every reader sees the same lines. A
+    float JSON has no number for is a ValueError (:func:`encode_row` writes it)."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if _LINE_BREAKS.search(text) is None:
         return text
     return _LINE_BREAKS.sub(_escaped, text)
@@ -314,6 +324,21 @@ def dumps_line(obj: Any) -> str:
 def encode_value(value: Any) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return {B64_KEY: base64.b64encode(bytes(value)).decode("ascii")}
+    return value
+
+
+def encode_row(row: dict[str, Any]) -> str:
+    """A row's stored values (:func:`encode_value`) as one JSON line; an infinity or NaN as
+    ``{"$real": ...}`` (:data:`REAL_KEY`), looked for only when JSON refused the row."""
+    try:
+        return dumps_line(row)
+    except ValueError:  # allow_nan=False: a float that is not finite
+        return dumps_line({name: _finite_or_tagged(value) for name, value in row.items()})
+
+
+def _finite_or_tagged(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return {REAL_KEY: "NaN" if math.isnan(value) else ("-" if value < 0 else "") + "Infinity"}
     return value
 
 
@@ -326,18 +351,12 @@ def sqlite_file(db: DbTarget) -> tuple[URL, Path]:
 
 
 @contextmanager
-def sqlite_connection(
-    url: URL, *, create: bool, read_only: bool = False
-) -> Iterator[sqlite3.Connection]:
-    """A plain sqlite3 connection with our PRAGMAs; values come back exactly as stored. For an
-    import, foreign keys are off (import order is free; ``foreign_key_check`` runs before
-    commit). ``read_only`` (an export): a read-only Store's connection (``mode=ro``, foreign
-    keys as a Store has them: nothing is written), so a file this process may not write is read
-    too, and nothing of the file changes (its journal mode neither)."""
-    if read_only:
-        engine = sqlite_read_only_engine(url)
-    else:
-        engine = create_engine(url, foreign_keys=False, create=create)
+def sqlite_connection(url: URL) -> Iterator[sqlite3.Connection]:
+    """An export's plain sqlite3 connection, values exactly as stored: a read-only Store's
+    (``mode=ro``, foreign keys as a Store has them: nothing is written), so a file this process
+    may not write is read too, and nothing of the file changes (its journal mode neither). An
+    import writes through :func:`philont.transfer.load.load_sqlite`'s own."""
+    engine = sqlite_read_only_engine(url)
     try:
         raw = engine.raw_connection()
         try:

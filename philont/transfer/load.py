@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import Any
+from contextlib import suppress
+from typing import IO, Any, cast
 
 from sqlalchemy import Table
 from sqlalchemy.engine import URL
 
+from philont import migrate, settings
 from philont.backup import fts5_tables
+from philont.db.engine import (
+    BEGIN_OPTION,
+    check_file,
+    sqlite_engine,
+    switch_to_wal,
+    tighten_permissions,
+)
 from philont.db.schema import metadata
 from philont.interrupts import point_of_no_return
 from philont.log import get_logger
+from philont.migrate.plan import plan_from
+from philont.transfer.files import pre_upgrade_copy
 from philont.transfer.format import (
     INDEXING,
     ROWID_KEY,
@@ -26,7 +37,7 @@ from philont.transfer.format import (
     rejected_row,
     report_empty,
     reported,
-    sqlite_connection,
+    sqlite_file,
     without_rowid,
 )
 from philont.transfer.merge import (
@@ -52,30 +63,62 @@ def load_sqlite(
     report: ImportReport,
     progress: Progress | None,
 ) -> None:
-    with sqlite_connection(url, create=True) as conn, reopen() as fh:
-        conn.execute("BEGIN IMMEDIATE")  # take the write lock before checking emptiness
-        try:
-            if mode == "refuse":
-                refuse_unless_empty(conn)
-            reader = Reader(fh, known)
-            conflicts, facts = MergeConflicts(), CurrentFacts(conn)
-            for number, name, row in reported(reader, totals, progress):
-                if mode == "merge":
-                    facts.see(number, name, row)
-                _insert_row(conn, number, name, row, mode, report, conflicts)
-            conflicts.raise_if_any()  # before anything else: the rollback below undoes all
-            facts.raise_if_any()
-            assert reader.header is not None  # validated above
-            _raise_sequences(conn, reader.header.sequences)
-            report_empty(reader.header.tables, totals, progress)
-            report.fts_rebuilt = rebuild_fts(conn, progress)
-            _check_foreign_keys(conn, reopen, known)
-            with point_of_no_return():  # Ctrl-C from here on: too late, the rows stay
-                conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:  # SQLite may already have rolled back (e.g. disk full)
-                conn.execute("ROLLBACK")
-            raise
+    """Upgrade the target and insert the rows in ONE transaction: a refusal anywhere (a row, a
+    conflict, a foreign key, the upgrade itself) rolls back the upgrade too, and the file keeps
+    its journal mode until the commit, so a refused import changes no byte of it (and the
+    pre-upgrade copy it took is removed again)."""
+    path = sqlite_file(url)[1]
+    check_file(path, create=True)
+    engine = sqlite_engine(url, foreign_keys=False, wal=False)
+    try:
+        with engine.connect() as target, reopen() as fh:
+            conn = cast(sqlite3.Connection, target.connection.driver_connection)
+            # the write lock before the schema is read and emptiness checked
+            transaction = target.execution_options(**{BEGIN_OPTION: "IMMEDIATE"}).begin()
+            try:
+                with pre_upgrade_copy(path, plan_from(conn)) as copy:
+                    report.upgrade = migrate.upgrade(target)  # inside this transaction
+                    report.upgrade.backup = copy
+                    _load(conn, fh, reopen, known, mode, totals, report, progress)
+                    with point_of_no_return():  # Ctrl-C from here on: too late, the rows stay
+                        transaction.commit()
+            except BaseException:
+                if transaction.is_active:  # SQLite may already have rolled back (disk full)
+                    transaction.rollback()
+                raise
+            with suppress(sqlite3.Error):  # as a Store would on opening it (it still may)
+                switch_to_wal(conn.cursor(), settings.BUSY_TIMEOUT_MS)
+    finally:
+        engine.dispose()
+    if report.upgrade.applied:
+        tighten_permissions(path)
+
+
+def _load(
+    conn: sqlite3.Connection,
+    fh: IO[str],
+    reopen: Reopen,
+    known: dict[str, Table],
+    mode: Mode,
+    totals: dict[str, int],
+    report: ImportReport,
+    progress: Progress | None,
+) -> None:
+    if mode == "refuse":
+        refuse_unless_empty(conn)
+    reader = Reader(fh, known)
+    conflicts, facts = MergeConflicts(), CurrentFacts(conn)
+    for number, name, row in reported(reader, totals, progress):
+        if mode == "merge":
+            facts.see(number, name, row)
+        _insert_row(conn, number, name, row, mode, report, conflicts)
+    conflicts.raise_if_any()  # before anything else: the rollback undoes all
+    facts.raise_if_any()
+    assert reader.header is not None  # validated above
+    _raise_sequences(conn, reader.header.sequences)
+    report_empty(reader.header.tables, totals, progress)
+    report.fts_rebuilt = rebuild_fts(conn, progress)
+    _check_foreign_keys(conn, reopen, known)
 
 
 def _check_foreign_keys(conn: sqlite3.Connection, reopen: Reopen, known: dict[str, Table]) -> None:

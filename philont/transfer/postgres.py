@@ -226,7 +226,8 @@ def import_agent(
     agent: str | None = None,
 ) -> None:
     """Insert a checked export file's rows as one agent's, in one transaction (see the module
-    docstring); a foreign key violation anywhere rolls back everything."""
+    docstring), which also upgrades a database not at head: a refusal anywhere (a foreign key
+    violation, a conflict, the upgrade) rolls back everything, the upgrade too."""
     name = agent_name(agent)
     with (
         _connection(url) as (conn, driver),
@@ -234,6 +235,8 @@ def import_agent(
         nesting.watched(conn),  # inside this thread's open unit of the agent: refused
         reopen() as fh,
     ):
+        if not migrate.status(conn).at_head:  # inside this transaction: a refusal undoes it
+            report.upgrade = migrate.upgrade(conn)
         # The agent's units of work wait for its lock, taken alone, as they enter the agent
         # (registry.set_local): they hold nothing of it, no counter _raise_counters needs.
         # A rename or delete of the agent meanwhile: the name is looked up again (hold).

@@ -31,6 +31,8 @@ from philont.transfer.format import (
     FORMAT,
     FORMAT_VERSION,
     MAX_LINE_CHARS,
+    NON_FINITE,
+    REAL_KEY,
     ROWID_KEY,
     ROWID_TABLES,
     ImportFormatError,
@@ -103,9 +105,14 @@ def _read_header(number: int, obj: dict[str, Any], known: dict[str, Table]) -> _
     return _Header(tables=list(tables), sequences=dict(sequences))
 
 
+_NON_FINITE = list(NON_FINITE)  # looked up by equality: a list or object there is no key
+
+
 def _decode_value(number: int, table: str, column: str, value: Any) -> Any:
     if value is None or isinstance(value, str | float) or is_int(value):
         return value
+    if isinstance(value, dict) and set(value) == {REAL_KEY} and value[REAL_KEY] in _NON_FINITE:
+        return NON_FINITE[value[REAL_KEY]]
     if isinstance(value, dict) and set(value) == {B64_KEY} and isinstance(value[B64_KEY], str):
         try:
             return base64.b64decode(value[B64_KEY], validate=True)
