@@ -113,6 +113,27 @@ _SKILLS = _PgCorpus(
 _CORPORA = {Kind.MESSAGES: _MESSAGES, Kind.NOTES: _NOTES, Kind.SKILLS: _SKILLS}
 
 
+_SIGNS = ("", "-", "+")
+"""How PostgreSQL's parser may read a number that follows a word: as it is (``covid 19``), or
+signed (``covid-19``: ``-19``; ``covid+19``: ``+19``)."""
+
+
+def _readings(word: str) -> list[str]:
+    """The spellings of ``word`` whose ``phraseto_tsquery`` together match every document
+    holding its unicode61 tokens in order (which FTS5's word index matches), and more.
+
+    PostgreSQL's parser reads text by shapes of its own: ``covid-19`` as ``covid`` and the
+    signed number ``-19``, ``covid 19`` as ``covid`` and ``19``; so ``covid-19`` as one word
+    misses ``covid 19``, and ``19`` misses ``covid-19``. Read are: the word as given, and its
+    tokens apart, each that starts with a digit as it is or signed (:data:`_SIGNS`). A
+    document matched by one of them counts only where it holds the tokens
+    (:func:`_phrase_count`), as ``q&a`` (``q``: ``a`` is a stop word) or ``x²`` (``x``: ``²``
+    is skipped) match more."""
+    tokens = _TOKEN.findall(word)
+    spaced = (" ".join(sign + t if t[0].isdigit() else t for t in tokens) for sign in _SIGNS)
+    return list(dict.fromkeys([word, *spaced]))
+
+
 def _tokens(text: Any) -> int:
     """Tokens FTS5's unicode61 tokenizer makes of ``text`` (bm25's document length)."""
     return sum(1 for _ in _TOKEN.finditer(str(text or "")))
@@ -230,15 +251,17 @@ class _Run:
         share_idf(terms, plan, n_docs)
         return [t.scores for t in terms]
 
-    def _match(self, corpus: _PgCorpus) -> str:
-        """SQL: the document holds the bound word (one ``%s``), through the GIN word index."""
-        return f"{pg_words(corpus.text)} @@ phraseto_tsquery('english'::regconfig, %s)"
+    def _match(self, corpus: _PgCorpus, readings: list[str]) -> str:
+        """SQL: the document may hold a word read as ``readings`` (:func:`_readings`, bound
+        after it), through the GIN word index; the scorer keeps those that hold its tokens."""
+        phrases = " || ".join("phraseto_tsquery('english'::regconfig, %s)" for _ in readings)
+        return f"{pg_words(corpus.text)} @@ ({phrases})"
 
     def _pg_statistics(
         self, corpus: _PgCorpus, plan: SearchPlan
     ) -> tuple[int, int, list[tuple[int, list[str]]]]:
         """In one statement: the number of documents, the table's oid, and per word its
-        document frequency (counted up to a cap, as on SQLite) and its lexemes."""
+        document frequency (counted up to a cap, as on SQLite) and its tokens' lexemes."""
         arms = [
             f"SELECT -2, ('{corpus.base}'::regclass)::oid::bigint, NULL::text[]",
             f"SELECT -1, (SELECT {corpus.count} FROM {corpus.base} AS b WHERE {self._mine}),"
@@ -246,12 +269,14 @@ class _Run:
         ]
         params: list[Any] = []
         for i, word in enumerate(plan.words):
+            readings = _readings(word)
+            match = self._match(corpus, readings)
             arms.append(
                 f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
-                f" WHERE {self._mine} AND {self._match(corpus)} LIMIT {BM25_MAX_DF + 1}) AS m),"
+                f" WHERE {self._mine} AND {match} LIMIT {BM25_MAX_DF + 1}) AS m),"
                 " tsvector_to_array(to_tsvector('english'::regconfig, %s))"
             )
-            params += [word, word]
+            params += [*readings, " ".join(_TOKEN.findall(word))]  # its tokens' lexemes
         rows = {int(r[0]): r for r in self._fetch(" UNION ALL ".join(arms), params)}
         stats = [
             (int(rows[i][1]), list(rows[i][2] or [])) if i in rows else (0, [])
@@ -295,7 +320,8 @@ class _Run:
         arms: list[str] = []
         params: list[Any] = []
         for i, df in words:
-            where = f"WHERE {self._mine} AND {self._match(corpus)}{flt.where()}"
+            readings = _readings(plan.words[i])
+            where = f"WHERE {self._mine} AND {self._match(corpus, readings)}{flt.where()}"
             if df <= BM25_MAX_DF:
                 arms.append(f"SELECT {i}, b.id, {texts} FROM {corpus.base} AS b {where}")
             else:
@@ -303,7 +329,7 @@ class _Run:
                     f"SELECT * FROM (SELECT {i}, b.id, {nulls} FROM {corpus.base} AS b {where}"
                     f" ORDER BY {corpus.newest} LIMIT {self._pools.presence}) AS p{i}"
                 )
-            params += [plan.words[i], *flt.params]
+            params += [*readings, *flt.params]
         return " UNION ALL ".join(arms), params
 
     def _pg_word_terms(
@@ -343,18 +369,18 @@ class _Run:
             rows = found.get(i, [])
             if df <= BM25_MAX_DF:
                 phrase = [stems.get(t, t) for t in _TOKEN.findall(plan.words[i])]
-                idf = bm25_idf(df, n_docs)
-                scored: dict[Any, float] = {}
+                held: dict[Any, tuple[float, int]] = {}
                 for r in rows:
-                    columns = tokens[r[1]]
                     tf = sum(
                         w * _phrase_count(toks, phrase, stems)
-                        for toks, (_c, w) in zip(columns, corpus.columns, strict=True)
+                        for toks, (_c, w) in zip(tokens[r[1]], corpus.columns, strict=True)
                     )
-                    # The index matched it: at least once (PostgreSQL's parser may cut it
-                    # where unicode61 does not, as in a host name).
-                    length = _word_length(corpus, r[2:])
-                    scored[r[1]] = idf * _bm25(tf or 1.0, length, avg_length)
+                    if tf > 0:  # the index's readings of the word match more (_readings)
+                        held[r[1]] = (tf, _word_length(corpus, r[2:]))
+                # FTS5's document frequency counts the documents holding the phrase only.
+                df = max(df - (len(rows) - len(held)), len(held))
+                idf = bm25_idf(max(df, 1), n_docs)
+                scored = {d: idf * _bm25(tf, n, avg_length) for d, (tf, n) in held.items()}
                 # bm25 carries one idf factor; weighted by idf once more, as on SQLite.
                 terms[i].df = df
                 terms[i].scores = {d: scored[d] * idf for d in _cut(scored, self._pools.per_term)}
@@ -371,21 +397,23 @@ class _Run:
         """PostgreSQL's ``english`` stem of every token that may count towards a query word's
         frequency (a stem keeps all but the last letters of its word; a stop word stands for
         itself). ``words``: (lexemes, word, the tokens of each document it matched, by column).
-        A document the index matched with one such token only holds the word's stem there; the
-        rest are asked for in one statement, and kept."""
+        A document the index matched with one such token only holds the word's stem there, if
+        the parser reads that token whole (ASCII: ``x²`` is read as ``x``); the rest are asked
+        for in one statement, and kept."""
         stems: dict[str, str] = {}
         unknown: set[str] = set()
         for lexs, word, docs in words:
             phrase = _TOKEN.findall(word)
             prefixes = tuple({lex[: max(1, len(lex) - 2)] for lex in lexs})
-            single = lexs[0] if len(lexs) == 1 and len(phrase) == 1 else None
+            whole = len(phrase) == 1 and phrase[0].isascii()
+            single = lexs[0] if len(lexs) == 1 and whole else None
             if single is not None:
                 stems[phrase[0]] = single
             else:
                 unknown.update(phrase)
             for columns in docs:
                 seen = {t for toks in columns for t in toks if t.startswith(prefixes)}
-                if single is not None and len(seen) == 1:
+                if single is not None and len(seen) == 1 and min(seen).isascii():
                     stems.setdefault(seen.pop(), single)
                 else:
                     unknown.update(seen)
