@@ -52,7 +52,7 @@ from sqlalchemy import Column, Connection, Engine, event
 from sqlalchemy.sql import operators, visitors
 from sqlalchemy.sql.elements import BinaryExpression, BindParameter
 
-from philont.db import stored_values
+from philont.db import connections, stored_values
 from philont.errors import UnreadableRowError
 
 __all__ = [
@@ -72,19 +72,20 @@ NOT_UTF8: Final = "Could not decode to UTF-8"
 """How ``sqlite3`` says a stored TEXT value is not UTF-8 (it has no error code of its own)."""
 
 
-class Cursor(sqlite3.Cursor):
+class Cursor(connections.Cursor):
     """A ``sqlite3`` cursor whose fetches read a row with text that is not UTF-8 with U+FFFD
     in place of the bad bytes (see the module's docstring), and whose statements mark their
-    connection when SQLite refuses a write as read-only (:func:`refused_read_only`)."""
+    connection when SQLite refuses a write as read-only (:func:`refused_read_only`); a message
+    of SQLite's that is not UTF-8 is a ``DatabaseError`` (:mod:`philont.db.connections`)."""
 
     def execute(self, *args: Any) -> Any:
-        return self._run(sqlite3.Cursor.execute, args)
+        return self._run(connections.Cursor.execute, args)
 
     def executemany(self, *args: Any) -> Any:
-        return self._run(sqlite3.Cursor.executemany, args)
+        return self._run(connections.Cursor.executemany, args)
 
     def executescript(self, *args: Any) -> Any:
-        return self._run(sqlite3.Cursor.executescript, args)
+        return self._run(connections.Cursor.executescript, args)
 
     def _run(self, method: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         try:
@@ -121,6 +122,8 @@ class Cursor(sqlite3.Cursor):
             except sqlite3.OperationalError as exc:
                 if not _undecodable(self, exc):
                     raise
+            except UnicodeDecodeError as exc:  # sqlite3's own loop
+                raise connections.undecodable(exc) from exc
             rows.append(_replaced(self))
 
     def fetchall(self) -> list[Any]:
@@ -132,6 +135,8 @@ class Cursor(sqlite3.Cursor):
             except sqlite3.OperationalError as exc:
                 if not _undecodable(self, exc):
                     raise
+            except UnicodeDecodeError as exc:  # sqlite3's own loop
+                raise connections.undecodable(exc) from exc
             rows.append(_replaced(self))
 
 
@@ -184,7 +189,7 @@ def _tables_with(column: str) -> str:
     return "|".join(names) if 0 < len(names) <= 3 else "?"
 
 
-class TrackedConnection(sqlite3.Connection):
+class TrackedConnection(connections.Connection):
     """A ``sqlite3`` connection that remembers its cursors (weakly: a cursor freed is
     forgotten), those of its ``execute``, ``executemany`` and ``executescript`` shortcuts too
     (in C they make theirs without calling :meth:`cursor`)."""
