@@ -78,18 +78,29 @@ class Connection(sqlite3.Connection):
         return super().cursor(factory)
 
     def execute(self, *args: Any) -> Any:
-        return self.cursor().execute(*args)
+        return _run(self.cursor(), "execute", args)
 
     def executemany(self, *args: Any) -> Any:
-        return self.cursor().executemany(*args)
+        return _run(self.cursor(), "executemany", args)
 
     def executescript(self, *args: Any) -> Any:
-        return self.cursor().executescript(*args)
+        return _run(self.cursor(), "executescript", args)
 
     commit = _decoded(sqlite3.Connection.commit)
     rollback = _decoded(sqlite3.Connection.rollback)
     backup = _decoded(sqlite3.Connection.backup)
     close = _decoded(sqlite3.Connection.close)
+
+
+def _run(cur: sqlite3.Cursor, method: str, args: tuple[Any, ...]) -> Any:
+    """``cur.<method>(*args)``; a cursor whose statement failed is closed at once, as sqlite3's
+    own shortcut drops it: a traceback that keeps it would keep its statement active (a busy
+    one, or a lock the closed connection holds until the statement is freed)."""
+    try:
+        return getattr(cur, method)(*args)
+    except BaseException:
+        cur.close()
+        raise
 
 
 def connect(

@@ -192,7 +192,7 @@ def _tables_with(column: str) -> str:
 class TrackedConnection(connections.Connection):
     """A ``sqlite3`` connection that remembers its cursors (weakly: a cursor freed is
     forgotten), those of its ``execute``, ``executemany`` and ``executescript`` shortcuts too
-    (in C they make theirs without calling :meth:`cursor`)."""
+    (:class:`~philont.db.connections.Connection`'s make theirs with :meth:`cursor`)."""
 
     refused_write = False
     """Whether SQLite refused a write on it as read-only (:func:`refused_read_only`)."""
@@ -208,25 +208,6 @@ class TrackedConnection(connections.Connection):
         cur = super().cursor(factory)
         self.cursors.add(cur)
         return cur
-
-    def execute(self, *args: Any) -> Any:
-        return _run(self.cursor(), "execute", args)
-
-    def executemany(self, *args: Any) -> Any:
-        return _run(self.cursor(), "executemany", args)
-
-    def executescript(self, *args: Any) -> Any:
-        return _run(self.cursor(), "executescript", args)
-
-
-def _run(cur: sqlite3.Cursor, method: str, args: tuple[Any, ...]) -> Any:
-    """``cur.<method>(*args)``; a cursor whose statement failed is closed at once (a traceback
-    that keeps it would keep a busy statement active)."""
-    try:
-        return getattr(cur, method)(*args)
-    except BaseException:
-        cur.close()
-        raise
 
 
 _SQLITE_READONLY = 8
