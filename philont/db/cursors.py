@@ -79,17 +79,21 @@ class Cursor(connections.Cursor):
     of SQLite's that is not UTF-8 is a ``DatabaseError`` (:mod:`philont.db.connections`)."""
 
     def execute(self, *args: Any) -> Any:
-        return self._run(connections.Cursor.execute, args)
+        return self._run(sqlite3.Cursor.execute, args)
 
     def executemany(self, *args: Any) -> Any:
-        return self._run(connections.Cursor.executemany, args)
+        return self._run(sqlite3.Cursor.executemany, args)
 
     def executescript(self, *args: Any) -> Any:
-        return self._run(connections.Cursor.executescript, args)
+        return self._run(sqlite3.Cursor.executescript, args)
 
+    # sqlite3's methods called directly, the conversion of connections.Cursor in their own
+    # ``except``: the hot path's statements and fetches cost what they did (no extra call)
     def _run(self, method: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         try:
             return method(self, *args)
+        except UnicodeDecodeError as exc:
+            raise connections.undecodable(exc) from exc
         except sqlite3.Error as exc:
             if not _is_read_only(exc):
                 raise
@@ -106,10 +110,12 @@ class Cursor(connections.Cursor):
 
     def fetchone(self) -> Any:
         try:
-            return super().fetchone()
+            return sqlite3.Cursor.fetchone(self)
         except sqlite3.OperationalError as exc:
             if not _undecodable(self, exc):
                 raise
+        except UnicodeDecodeError as exc:
+            raise connections.undecodable(exc) from exc
         return _replaced(self)
 
     def fetchmany(self, size: int | None = None) -> list[Any]:
