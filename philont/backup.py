@@ -18,6 +18,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL
 
 from philont import filewrite, migrate, settings
+from philont.db import connections
 from philont.db.engine import (
     DIR_MODE,
     FILE_MODE,
@@ -218,7 +219,7 @@ def _checked(
     by the time the refusal is read) and names the backup."""
     step = progress or _no_progress
     try:
-        with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
+        with closing(connections.connect(str(path), isolation_level=None)) as conn:
             fts = fts5_tables(conn)
             step(VERIFYING, 0, 1 + len(fts))
             rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
@@ -364,7 +365,7 @@ def _held(path: Path) -> Iterator[sqlite3.Connection | None]:
     if not path.exists() or path.stat().st_size == 0:
         yield None
         return
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=0)
+    conn = connections.connect(str(path), isolation_level=None, timeout=0)
     try:
         if Path(f"{path}-wal").exists():  # else closing removes the -wal it made, and only that
             _no_checkpoint_on_close(conn)
@@ -429,7 +430,7 @@ def _kept_open(path: Path) -> bool:
     if told is not None:
         return told
     try:
-        with closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as probe:
+        with closing(connections.connect(str(path), isolation_level=None, timeout=0)) as probe:
             mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
     except sqlite3.DatabaseError:
         return False
@@ -640,7 +641,7 @@ def _fold_wal(tmp: Path, path: Path) -> None:
     database ``path``: one that fails there (a full disk, a file size limit, an I/O error) is
     the refusal of ``path``, like any write of the copy."""
     try:
-        with closing(sqlite3.connect(str(tmp), isolation_level=None)) as conn:
+        with closing(connections.connect(str(tmp), isolation_level=None)) as conn:
             mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
     except sqlite3.OperationalError as exc:
         raise DatabasePathError(str(path), f"{_COPYING} ({exc})") from exc

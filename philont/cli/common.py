@@ -220,8 +220,7 @@ def _file_error(exc: Exception, db: str | None) -> PhilontError | None:
     statement's parameters: users' text; logged, its traceback at debug); None for anything
     else (a bug)."""
     dbapi = sys.modules.get("sqlalchemy.exc")  # not loaded: nothing raised a DBAPIError
-    # (a UnicodeDecodeError: sqlite3's own, for a damaged file's message; retry.sqlite_message)
-    if not isinstance(exc, sqlite3.Error | UnicodeDecodeError) and not (
+    if not isinstance(exc, sqlite3.Error) and not (
         dbapi is not None and isinstance(exc, dbapi.DBAPIError)
     ):
         return None

@@ -158,9 +158,10 @@ def _stats_connection(path: str) -> sqlite3.Connection:
     """A connection that may write (the FTS check is an INSERT command), or a read-only one
     when SQLite cannot open the file so (:func:`philont.db.engine.connect_read_only` reads a
     WAL file in a directory that is not writable, or says why it cannot)."""
+    from philont.db.connections import connect
     from philont.db.engine import connect_read_only
 
-    conn = sqlite3.connect(path)
+    conn = connect(path)
     try:
         conn.execute("PRAGMA schema_version").fetchone()
     except sqlite3.OperationalError as exc:

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from urllib.parse import quote
 
-from philont.db import fork
+from philont.db import connections, fork
 from philont.db.retry import is_busy
 from philont.log import get_logger
 
@@ -83,7 +83,7 @@ class Checkpointer:
             # mode=rw: a file deleted or moved meanwhile is an error, never a new empty file
             uri = f"file:{quote(str(self.path))}?mode=rw"
             with self._in_sqlite:
-                conn = sqlite3.connect(uri, uri=True, timeout=0)
+                conn = connections.connect(uri, uri=True, timeout=0)
             try:
                 while self._wake.wait(IDLE_S) and not self._halt.wait(GATHER_S):
                     self._wake.clear()

@@ -52,7 +52,7 @@ from sqlalchemy import Column, Connection, Engine, event
 from sqlalchemy.sql import operators, visitors
 from sqlalchemy.sql.elements import BinaryExpression, BindParameter
 
-from philont.db import stored_values
+from philont.db import connections, stored_values
 from philont.errors import UnreadableRowError
 
 __all__ = [
@@ -72,10 +72,11 @@ NOT_UTF8: Final = "Could not decode to UTF-8"
 """How ``sqlite3`` says a stored TEXT value is not UTF-8 (it has no error code of its own)."""
 
 
-class Cursor(sqlite3.Cursor):
+class Cursor(connections.Cursor):
     """A ``sqlite3`` cursor whose fetches read a row with text that is not UTF-8 with U+FFFD
     in place of the bad bytes (see the module's docstring), and whose statements mark their
-    connection when SQLite refuses a write as read-only (:func:`refused_read_only`)."""
+    connection when SQLite refuses a write as read-only (:func:`refused_read_only`); a message
+    of SQLite's that is not UTF-8 is a ``DatabaseError`` (:mod:`philont.db.connections`)."""
 
     def execute(self, *args: Any) -> Any:
         return self._run(sqlite3.Cursor.execute, args)
@@ -86,9 +87,13 @@ class Cursor(sqlite3.Cursor):
     def executescript(self, *args: Any) -> Any:
         return self._run(sqlite3.Cursor.executescript, args)
 
+    # sqlite3's methods called directly, the conversion of connections.Cursor in their own
+    # ``except``: the hot path's statements and fetches cost what they did (no extra call)
     def _run(self, method: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         try:
             return method(self, *args)
+        except UnicodeDecodeError as exc:
+            raise connections.undecodable(exc) from exc
         except sqlite3.Error as exc:
             if not _is_read_only(exc):
                 raise
@@ -105,10 +110,12 @@ class Cursor(sqlite3.Cursor):
 
     def fetchone(self) -> Any:
         try:
-            return super().fetchone()
+            return sqlite3.Cursor.fetchone(self)
         except sqlite3.OperationalError as exc:
             if not _undecodable(self, exc):
                 raise
+        except UnicodeDecodeError as exc:
+            raise connections.undecodable(exc) from exc
         return _replaced(self)
 
     def fetchmany(self, size: int | None = None) -> list[Any]:
@@ -121,6 +128,8 @@ class Cursor(sqlite3.Cursor):
             except sqlite3.OperationalError as exc:
                 if not _undecodable(self, exc):
                     raise
+            except UnicodeDecodeError as exc:  # sqlite3's own loop
+                raise connections.undecodable(exc) from exc
             rows.append(_replaced(self))
 
     def fetchall(self) -> list[Any]:
@@ -132,6 +141,8 @@ class Cursor(sqlite3.Cursor):
             except sqlite3.OperationalError as exc:
                 if not _undecodable(self, exc):
                     raise
+            except UnicodeDecodeError as exc:  # sqlite3's own loop
+                raise connections.undecodable(exc) from exc
             rows.append(_replaced(self))
 
 
@@ -184,10 +195,10 @@ def _tables_with(column: str) -> str:
     return "|".join(names) if 0 < len(names) <= 3 else "?"
 
 
-class TrackedConnection(sqlite3.Connection):
+class TrackedConnection(connections.Connection):
     """A ``sqlite3`` connection that remembers its cursors (weakly: a cursor freed is
     forgotten), those of its ``execute``, ``executemany`` and ``executescript`` shortcuts too
-    (in C they make theirs without calling :meth:`cursor`)."""
+    (:class:`~philont.db.connections.Connection`'s make theirs with :meth:`cursor`)."""
 
     refused_write = False
     """Whether SQLite refused a write on it as read-only (:func:`refused_read_only`)."""
@@ -203,25 +214,6 @@ class TrackedConnection(sqlite3.Connection):
         cur = super().cursor(factory)
         self.cursors.add(cur)
         return cur
-
-    def execute(self, *args: Any) -> Any:
-        return _run(self.cursor(), "execute", args)
-
-    def executemany(self, *args: Any) -> Any:
-        return _run(self.cursor(), "executemany", args)
-
-    def executescript(self, *args: Any) -> Any:
-        return _run(self.cursor(), "executescript", args)
-
-
-def _run(cur: sqlite3.Cursor, method: str, args: tuple[Any, ...]) -> Any:
-    """``cur.<method>(*args)``; a cursor whose statement failed is closed at once (a traceback
-    that keeps it would keep a busy statement active)."""
-    try:
-        return getattr(cur, method)(*args)
-    except BaseException:
-        cur.close()
-        raise
 
 
 _SQLITE_READONLY = 8

@@ -25,7 +25,7 @@ from sqlalchemy.pool import StaticPool
 
 from philont import filewrite, settings
 from philont.arguments import checked
-from philont.db import cursors, fork, write_gate
+from philont.db import connections, cursors, fork, write_gate
 from philont.db.backend import FOLD_FUNCTION, fold_stored
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
 from philont.db.retry import (
@@ -33,7 +33,6 @@ from philont.db.retry import (
     is_busy,
     mark_busy,
     shm_cannot_be_made,
-    sqlite_message,
     translate,
 )
 from philont.errors import (
@@ -462,7 +461,7 @@ def connect_read_only(
     *,
     immutable: bool = False,
     timeout: float = 5.0,
-    factory: type[sqlite3.Connection] = sqlite3.Connection,
+    factory: type[connections.Connection] = connections.Connection,
     check_same_thread: bool = True,
 ) -> sqlite3.Connection:
     """A read-only sqlite3 connection to the file ``path`` (``immutable``: without locks or
@@ -478,7 +477,7 @@ def connect_read_only(
     "unable to open database file" (which was reported as a damaged database)."""
     flags = "mode=ro&immutable=1" if immutable else "mode=ro"
     name = f"file:{quote(os.fspath(path))}?{flags}"
-    conn = sqlite3.connect(
+    conn = connections.connect(
         name, uri=True, timeout=timeout, factory=factory, check_same_thread=check_same_thread
     )
     if immutable:
@@ -497,7 +496,7 @@ def _without_shm(
     path: Path,
     exc: sqlite3.Error,
     timeout: float,
-    factory: type[sqlite3.Connection],
+    factory: type[connections.Connection],
     check_same_thread: bool,
 ) -> sqlite3.Connection:
     """``path`` exists but SQLite cannot open what it needs beside it to read it (``exc``):
@@ -536,9 +535,6 @@ def file_kind(path: Path) -> str:
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_CANTOPEN:
             raise DatabasePathError(str(path), "it cannot be opened") from exc
-    except UnicodeDecodeError as exc:  # SQLite's message quoted the damaged file's bytes
-        if sqlite_message(exc) is None:
-            raise
     # SQLite cannot use this file (not a database, or damaged): nothing here has a lock to lose.
     with path.open("rb") as fh:
         return "damaged" if fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER else "other"
@@ -547,7 +543,7 @@ def file_kind(path: Path) -> str:
 @functools.cache
 def ensure_fts5() -> None:
     """Fail clearly when this Python's SQLite lacks FTS5 or its trigram tokenizer."""
-    conn = sqlite3.connect(":memory:")
+    conn = connections.connect(":memory:")
     try:
         options = {r[0] for r in conn.execute("PRAGMA compile_options")}
         if "ENABLE_FTS5" not in options:

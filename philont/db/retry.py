@@ -136,28 +136,10 @@ PG_CONFLICTS = {
 
 
 def _driver_error(exc: BaseException) -> BaseException:
-    """The DB-API exception behind a SQLAlchemy wrapper (or ``exc`` itself, or the SQLite error
-    it stands for: :func:`sqlite_message`)."""
+    """The DB-API exception behind a SQLAlchemy wrapper (or ``exc`` itself)."""
     if isinstance(exc, DBAPIError) and isinstance(exc.orig, BaseException):
         return exc.orig
-    return sqlite_message(exc) or exc
-
-
-def sqlite_message(exc: BaseException) -> sqlite3.DatabaseError | None:
-    """The error SQLite reported that Python's sqlite3 could not raise: a damaged file's
-    message quotes its bytes (a table's name in ``malformed database schema (...)``), and
-    when they are not UTF-8 CPython raises ``UnicodeDecodeError`` decoding the message
-    instead of the ``DatabaseError``. As that error (``SQLITE_CORRUPT``, the bytes that are
-    not UTF-8 replaced); None for any other exception."""
-    if not isinstance(exc, UnicodeDecodeError) or not isinstance(exc.object, bytes):
-        return None
-    text = exc.object.decode("utf-8", "replace")
-    lowered = text.lower()
-    if "malformed" not in lowered and not any(m in lowered for m in _CORRUPT_MESSAGES):
-        return None
-    err = sqlite3.DatabaseError(text)
-    err.sqlite_errorcode = _SQLITE_CORRUPT
-    return err
+    return exc
 
 
 def _kind(err: BaseException) -> int | None:
@@ -299,7 +281,7 @@ def translate(exc: BaseException, *, path: str | None = None) -> PhilontError | 
 def is_database_error(exc: BaseException) -> bool:
     """Whether ``exc`` is an error of SQLAlchemy or of a database driver (sqlite3, psycopg,
     aiosqlite), whose text can hold a statement and its bound parameters (users' text)."""
-    if isinstance(exc, sqlite3.Error) or sqlite_message(exc) is not None:
+    if isinstance(exc, sqlite3.Error):
         return True
     module = type(exc).__module__
     return module.startswith(("sqlalchemy.", "psycopg", "aiosqlite")) and not isinstance(
@@ -448,7 +430,7 @@ def is_duplicate(exc: BaseException, table: str, *columns: str) -> bool:
 def is_driver_error(exc: BaseException) -> bool:
     """Whether ``exc`` is a statement's failure reported by a database driver (raised by it,
     or wrapped by SQLAlchemy as a ``DBAPIError``), not an error of SQLAlchemy itself."""
-    if isinstance(exc, DBAPIError | sqlite3.Error) or sqlite_message(exc) is not None:
+    if isinstance(exc, DBAPIError | sqlite3.Error):
         return True
     return type(exc).__module__.startswith("psycopg") and isinstance(exc, Exception)
 

@@ -21,6 +21,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
 from philont import filewrite, settings
+from philont.db import connections
 from philont.db.engine import (
     BEGIN_OPTION,
     check_file,
@@ -91,13 +92,13 @@ def backup_file(
     partial = held.path
     try:
         with held, _writing_into(directory):
-            with closing(sqlite3.connect(str(partial))) as dst:
+            with closing(connections.connect(str(partial))) as dst:
                 dst.execute("PRAGMA journal_mode = OFF")  # unnamed until complete: no journal
                 if source is not None:
                     source.backup(dst)
                 else:
                     # timeout 0: the waiting is _gives_up's, where Ctrl-C can end it
-                    with closing(sqlite3.connect(str(path), timeout=0)) as src:
+                    with closing(connections.connect(str(path), timeout=0)) as src:
                         src.backup(dst, progress=_gives_up(path), sleep=BUSY_SLEEP_S)
             _fsync(partial)
             target = _claim_name(partial, directory, stem)
@@ -392,7 +393,7 @@ def _say_if_waiting(path: Path) -> None:
     """Log (WARNING: a command shows it) that the upgrade waits for another connection's write
     lock, when it will: it may wait up to ``MIGRATION_BUSY_TIMEOUT_MS`` without a word. Any
     other failure is left to the checks that follow (a damaged file is named there)."""
-    with closing(sqlite3.connect(str(path), isolation_level=None, timeout=0)) as probe:
+    with closing(connections.connect(str(path), isolation_level=None, timeout=0)) as probe:
         try:
             probe.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:

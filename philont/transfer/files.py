@@ -9,6 +9,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from philont import settings
+from philont.db import connections
 from philont.db.engine import check_file
 from philont.migrate.env import PRE_UPGRADE_LABEL, backup_file
 from philont.migrate.plan import _Plan, table_names
@@ -58,7 +59,7 @@ def _claimed(path: Path) -> Iterator[bool]:
     if not path.exists():
         yield False
         return
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=0)
+    conn = connections.connect(str(path), isolation_level=None, timeout=0)
     try:
         try:
             conn.execute("PRAGMA locking_mode = EXCLUSIVE")

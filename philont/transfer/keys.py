@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import functools
 import json
-import sqlite3
 from types import TracebackType
 from typing import Any
 
 from sqlalchemy import UniqueConstraint
 
+from philont.db import connections
 from philont.db.schema import metadata
 from philont.transfer.format import ROWID_KEY, ROWID_TABLES, ImportFormatError
 
@@ -40,7 +40,7 @@ class SeenKeys:
     a repeated key is read again to name the first repeat and the line it repeats."""
 
     def __init__(self) -> None:
-        self._db = sqlite3.connect("")  # a temporary file, deleted when closed
+        self._db = connections.connect("")  # a temporary file, deleted when closed
         self._db.execute(
             "CREATE TABLE seen (what TEXT, key TEXT, line INTEGER, PRIMARY KEY (what, key))"
             " WITHOUT ROWID"

@@ -4,13 +4,23 @@ SQLite names a damaged schema's table in its message (``malformed database schem
 and when the name's bytes are not UTF-8 Python's sqlite3 raises ``UnicodeDecodeError``
 decoding the message, instead of the ``DatabaseError``: a restore of such a backup, `philont
 stats` and `Store.open` ended in a traceback (CI: a restore test whose corrupt backup's random
-bytes happened to land there). Generated: any bytes that are not UTF-8 in the name."""
+bytes happened to land there); the typing at the edges that followed left every ``except
+sqlite3.DatabaseError`` of the way blind to it (a backup's verification, an upgrade's look at
+the file: "failed: UnicodeDecodeError"). Every connection philont opens is now
+``philont.db.connections``'s, which raises it as the ``DatabaseError`` SQLite reported.
+Generated: any bytes that are not UTF-8 in the name, through every entry point that reads
+such a file, handled as the same damage with a name that is UTF-8."""
 
 from __future__ import annotations
 
+import ast
+import functools
+import re
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -18,12 +28,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from philont import Store
-from philont.backup import restore
+from philont import Store, migrate
+from philont.backup import backup, restore, verify
+from philont.cli.inspect import _sqlite_stats
+from philont.db.checkpoint import Checkpointer
 from philont.db.engine import file_kind
 from philont.errors import PhilontError
+from philont.transfer import export, import_
 
-NOT_UTF8 = st.binary(min_size=4, max_size=4).filter(lambda b: not _decodes(b))
+ROOT = Path(__file__).resolve().parents[2]
+
+NOT_UTF8 = st.binary(min_size=4, max_size=4).filter(lambda b: not _decodes(_quoted(b)))
+
+
+def _quoted(name: bytes) -> bytes:
+    """What SQLite's message quotes of the name ``name``: up to its first NUL (a C string)."""
+    return name.partition(b"\0")[0]
 
 
 def _decodes(data: bytes) -> bool:
@@ -46,7 +66,8 @@ def _damaged(path: Path, name: bytes) -> Path:
     at = data.find(b"CREATE TABLE")
     data[at : at + 12] = b"CREATE TABLX"
     path.write_bytes(bytes(data))
-    with pytest.raises(UnicodeDecodeError), closing(sqlite3.connect(path)) as conn:
+    raised = sqlite3.DatabaseError if _decodes(_quoted(name)) else UnicodeDecodeError
+    with pytest.raises(raised), closing(sqlite3.connect(path)) as conn:
         conn.execute("PRAGMA journal_mode").fetchone()  # what Python's sqlite3 does with it
     return path
 
@@ -80,3 +101,127 @@ def test_the_command_line_says_it_in_one_line(tmp_path: Path, args: list[str]) -
     errors = [line for line in done.stderr.splitlines() if line.startswith("error (")]
     assert done.returncode == 1 and len(errors) == 1, done.stderr[-2000:]
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
+
+
+def _checkpoint(path: Path, _sound: Path) -> int:
+    """One run of the background checkpointer's thread on ``path``, in this thread."""
+    checkpointer = Checkpointer(path)
+    checkpointer._wake.set()
+    checkpointer._run()  # a failure is logged and ends the run
+    return checkpointer.runs
+
+
+_SOUND = tempfile.TemporaryDirectory()
+
+
+@functools.cache
+def _sound() -> Path:
+    """A backup of a sound, empty store, and its export beside it (``.jsonl``): read only."""
+    live = Path(_SOUND.name) / "memory.sqlite"
+    Store.open(live).close()
+    export(live, live.with_suffix(".jsonl"))
+    return backup(live)
+
+
+ENTRIES: dict[str, Callable[[Path, Path], object]] = {
+    "file_kind": lambda bad, _: file_kind(bad),
+    "Store.open": lambda bad, _: Store.open(bad).close(),
+    "Store.open read_only": lambda bad, _: Store.open(bad, read_only=True).close(),
+    "backup.verify": lambda bad, _: verify(bad),
+    "backup": lambda bad, _: backup(bad),
+    "restore from it": lambda bad, _: restore(bad, bad.parent / "live" / "memory.sqlite"),
+    "restore over it": lambda bad, sound: restore(sound, bad),
+    "migrate.status": lambda bad, _: migrate.status(bad),
+    "migrate.check": lambda bad, _: migrate.check(bad),
+    "migrate.upgrade": lambda bad, _: migrate.upgrade(bad),
+    "export": lambda bad, _: export(bad, bad.parent / "out.jsonl"),
+    "import into it": lambda bad, sound: import_(bad, sound.parents[1] / "memory.jsonl"),
+    "stats": lambda bad, _: _sqlite_stats(str(bad)),
+    "checkpoint": _checkpoint,
+}
+_SAME_DAMAGE: dict[str, tuple[str, str]] = {}
+"""Each entry's outcome on the damage with a name that is UTF-8 (``zzqa``)."""
+
+
+def _outcome(entry: str, name: bytes) -> tuple[str, str]:
+    """What ``entry`` does with a damaged file whose table is named ``name``: the type of what
+    it raised (``returned``) and its text, the folder and a backup's time left out."""
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        bad = _damaged(tmp / "memory.sqlite", name)
+        try:
+            kind, text = "returned", repr(ENTRIES[entry](bad, _sound()))
+        except Exception as exc:
+            kind, text = type(exc).__qualname__, str(exc)
+        text = text.replace(folder, "<tmp>").replace(_SOUND.name, "<sound>")
+        return kind, re.sub(r"\d{8}T\d{6}", "<at>", text)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@settings(max_examples=4, deadline=None)
+@given(name=NOT_UTF8)
+def test_every_handler_gets_it_as_the_same_damage_named_in_utf8(entry: str, name: bytes) -> None:
+    if entry not in _SAME_DAMAGE:
+        _SAME_DAMAGE[entry] = _outcome(entry, b"zzqa")
+    kind, text = _SAME_DAMAGE[entry]
+    quoted = _quoted(name).decode("utf-8", "replace")
+    assert _outcome(entry, name) == (kind, text.replace("zzqa", quoted))
+
+
+def _connects(tree: ast.AST) -> list[int]:
+    """The lines of ``tree`` that call ``sqlite3.connect`` or ``connect`` imported from
+    ``sqlite3``, or make a ``sqlite3.Connection`` directly."""
+    names = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "sqlite3"
+        for alias in node.names
+        if alias.name in ("connect", "Connection")
+    }
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        direct = (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("connect", "Connection")
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "sqlite3"
+        )
+        if direct or (isinstance(func, ast.Name) and func.id in names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_connection_bypasses_the_factory() -> None:
+    """philont and its migrations open sqlite3 connections only through
+    ``philont.db.connections.connect`` (its own call the one allowed)."""
+    files = sorted((ROOT / "philont").rglob("*.py")) + sorted((ROOT / "alembic").rglob("*.py"))
+    allowed = ROOT / "philont" / "db" / "connections.py"
+    assert allowed in files
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in files
+        for line in _connects(ast.parse(path.read_text(), str(path)))
+        if path != allowed
+    ]
+    assert found == []
+    assert _connects(ast.parse("import sqlite3\nsqlite3.connect('x')")) == [2]  # it can see one
+
+
+@pytest.mark.parametrize("read_only", [False, True], ids=["read-write", "read-only"])
+def test_the_engines_connections_are_the_factorys(tmp_path: Path, read_only: bool) -> None:
+    from philont.db.connections import Connection
+
+    path = tmp_path / "memory.sqlite"
+    Store.open(path).close()
+    store = Store.open(path, read_only=read_only)
+    try:
+        raw = store.engine.raw_connection()
+        try:
+            assert isinstance(raw.driver_connection, Connection)
+        finally:
+            raw.close()
+    finally:
+        store.close()
