@@ -198,3 +198,12 @@ def in_another_pid_namespace(code: str, *args: str) -> None:
         check=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
+
+
+def is_utf8(data: bytes) -> bool:
+    """Whether ``data`` decodes as UTF-8 (strategies of bytes that must not)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

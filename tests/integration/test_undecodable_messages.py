@@ -35,23 +35,16 @@ from philont.db.checkpoint import Checkpointer
 from philont.db.engine import file_kind
 from philont.errors import PhilontError
 from philont.transfer import export, import_
+from tests.support import is_utf8
 
 ROOT = Path(__file__).resolve().parents[2]
 
-NOT_UTF8 = st.binary(min_size=4, max_size=4).filter(lambda b: not _decodes(_quoted(b)))
+NOT_UTF8 = st.binary(min_size=4, max_size=4).filter(lambda b: not is_utf8(_quoted(b)))
 
 
 def _quoted(name: bytes) -> bytes:
     """What SQLite's message quotes of the name ``name``: up to its first NUL (a C string)."""
     return name.partition(b"\0")[0]
-
-
-def _decodes(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _damaged(path: Path, name: bytes) -> Path:
@@ -66,7 +59,7 @@ def _damaged(path: Path, name: bytes) -> Path:
     at = data.find(b"CREATE TABLE")
     data[at : at + 12] = b"CREATE TABLX"
     path.write_bytes(bytes(data))
-    raised = sqlite3.DatabaseError if _decodes(_quoted(name)) else UnicodeDecodeError
+    raised = sqlite3.DatabaseError if is_utf8(_quoted(name)) else UnicodeDecodeError
     with pytest.raises(raised), closing(sqlite3.connect(path)) as conn:
         conn.execute("PRAGMA journal_mode").fetchone()  # what Python's sqlite3 does with it
     return path

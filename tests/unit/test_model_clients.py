@@ -28,6 +28,7 @@ from philont.llm import Completion, ModelClient, ScriptedModel, model_from_spec,
 from philont.llm.anthropic_client import AnthropicModel
 from philont.llm.base import MAX_TOKENS_PER_CALL, ask
 from philont.llm.openai_client import OpenAIModel
+from tests.support import is_utf8
 
 
 @dataclass
@@ -333,15 +334,7 @@ def test_the_task_of_a_prompt_is_its_first_line_marker(prompt: str, task: str | 
     assert task_of(prompt) == task
 
 
-_NOT_UTF8 = st.binary(min_size=1, max_size=40).filter(lambda b: not _utf8(b))
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+_NOT_UTF8 = st.binary(min_size=1, max_size=40).filter(lambda b: not is_utf8(b))
 
 
 @settings(

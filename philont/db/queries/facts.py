@@ -12,24 +12,8 @@ from philont.db.types import kinds_of
 TABLE = "memory_facts"
 
 
-class CurrentFact(NamedTuple):
-    """A current version (not superseded, not forgotten) as stored: epoch ms, JSON text."""
-
-    namespace: str
-    key: str
-    value_json: str
-    confidence: float
-    fact_kind: str
-    created_at: int
-    occurred_at: int | None
-    valid_from: int | None
-    valid_until: int | None
-    last_accessed_at: int | None
-    decay_tau_days: float | None
-
-
-class Version(NamedTuple):
-    """A version of a key as stored (``CurrentFact``'s columns and the id)."""
+class FactVersion(NamedTuple):
+    """A version of a key as stored: epoch ms, JSON text."""
 
     id: int
     namespace: str
@@ -45,34 +29,31 @@ class Version(NamedTuple):
     decay_tau_days: float | None
 
 
-register(CurrentFact, kinds_of(Fact))
-register(Version, kinds_of(Fact))
+register(FactVersion, kinds_of(Fact))
 
-_COLUMNS = (
-    "namespace, key, value_json, confidence, fact_kind, created_at, occurred_at, valid_from,"
-    " valid_until, last_accessed_at, decay_tau_days"
-)
+_COLUMNS = ", ".join(FactVersion._fields)
 
 
-def current(raw: Raw) -> list[CurrentFact]:
-    """Every current version, by namespace, key and age (``FactService.list``'s order)."""
+def current(raw: Raw) -> list[FactVersion]:
+    """Every current version (not superseded, not forgotten), by namespace, key and age
+    (``FactService.list``'s order)."""
     return raw.named(
-        CurrentFact,
+        FactVersion,
         f"SELECT {_COLUMNS} FROM memory_facts"
         f"{raw.where('superseded_by IS NULL AND forgotten_at IS NULL')}"
         " ORDER BY namespace, key, created_at",
     )
 
 
-def others_of_lapsed(raw: Raw, at_ms: int, recorded_by_ms: int) -> list[Version]:
+def others_of_lapsed(raw: Raw, at_ms: int, recorded_by_ms: int) -> list[FactVersion]:
     """The other versions, recorded by ``recorded_by_ms`` and not forgotten by then, of every
     key whose current state is outside its window at ``at_ms`` (the SQL of
     ``philont.services.fact_base.holding``'s one extra read; text in a time column orders
     after every number, as it reads in Python: :mod:`philont.db.stored_values`)."""
     m = raw.mark
-    columns = ", ".join(f"v.{c}" for c in ("id", *_COLUMNS.split(", ")))
+    columns = ", ".join(f"v.{c}" for c in FactVersion._fields)
     return raw.named(
-        Version,
+        FactVersion,
         f"SELECT {columns} FROM memory_facts c JOIN memory_facts v"
         f" ON v.namespace = c.namespace AND v.key = c.key{raw.same_agent('v', 'c')}"
         + raw.where(
