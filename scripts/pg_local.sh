@@ -48,7 +48,7 @@ start)
     fi
     if ! as_owner "$BIN/pg_ctl" -D "$DIR" status >/dev/null 2>&1; then
         as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" \
-            -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DIR -c fsync=off -c max_connections=100 -c max_locks_per_transaction=256" start >/dev/null
+            -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DIR -c fsync=off -c max_connections=100" start >/dev/null
     fi
     PSQL=("$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -qtA -v ON_ERROR_STOP=1)
     if [[ -z "$(as_owner "${PSQL[@]}" -c "SELECT 1 FROM pg_roles WHERE rolname = 'philont'")" ]]; then
