@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from philont.db.bootstrap import ensure_bootstrap_rows
 from philont.db.engine import create_engine
-from philont.db.models import RawMessage, RawSession
+from philont.db.models import Note, RawMessage, RawSession
 from philont.db.schema import metadata
 from philont.domain.kinds import Role
 from philont.services.search import SearchService
@@ -124,13 +124,20 @@ def store(session: Session, texts: list[str]) -> None:
             for n, text in enumerate(texts)
         ],
     )
+    session.execute(
+        insert(Note),
+        [
+            {"id": f"n{n + 1}", "content": text, "created_at": T0 + timedelta(minutes=n)}
+            for n, text in enumerate(texts)
+        ],
+    )
     session.flush()
 
 
 def differences(engines: Engines, word: str) -> list[str]:
-    """Each query whose search differs between the backends: other messages found (the
-    word's, id 1, on SQLite and not on PostgreSQL; a part's alone on PostgreSQL), or another
-    top hit."""
+    """Each query whose search differs between the backends: other messages or notes found
+    (the word's, id 1, on SQLite and not on PostgreSQL; a part's alone on PostgreSQL), or
+    another top hit."""
     sqlite, pg = engines.sessions()
     try:
         texts = corpus(word)
@@ -138,10 +145,13 @@ def differences(engines: Engines, word: str) -> list[str]:
         store(pg, texts)
         out = []
         for q in queries(word):
-            a = [h.id for h in SearchService(joined(sqlite)).messages(q, limit=5)]
-            b = [h.id for h in SearchService(joined(pg)).messages(q, limit=5)]
-            if set(a) != set(b) or a[:1] != b[:1]:
-                out.append(f"{q!r}: sqlite {a}, postgresql {b}")
+            a, b = (SearchService(joined(s)) for s in (sqlite, pg))
+            for found in (
+                ([h.id for h in a.messages(q, limit=5)], [h.id for h in b.messages(q, limit=5)]),
+                ([h.id for h in a.notes(q, limit=5)], [h.id for h in b.notes(q, limit=5)]),
+            ):
+                if set(found[0]) != set(found[1]) or found[0][:1] != found[1][:1]:
+                    out.append(f"{q!r}: sqlite {found[0]}, postgresql {found[1]}")
         return out
     finally:
         for s in (sqlite, pg):
