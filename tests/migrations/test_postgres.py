@@ -196,6 +196,11 @@ def test_an_upgrade_from_v037_rebuilds_the_word_indexes_and_keeps_every_row(
         report = migrate.upgrade(url)
         assert report.applied == ["v038"]
         assert _word_lookups(engine, "example") == dict.fromkeys(_WORD_INDEXES, (1, True))
+        with engine.connect() as conn:  # the planner knows the new expressions' lexemes
+            analyzed = "SELECT tablename FROM pg_stats WHERE schemaname = current_schema()"
+            assert {"philont_pg_notes_words", "philont_pg_skills_words"} <= set(
+                conn.exec_driver_sql(analyzed).scalars()
+            )
         with Store.open(url, upgrade=False) as store, store.begin(agent="kept") as mem:
             assert mem.timeline.count() == 1
             assert [h.id for h in mem.search.messages("node")] == [1]
