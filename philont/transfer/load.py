@@ -56,13 +56,16 @@ def load_sqlite(url: URL, incoming: Incoming) -> None:
     """Upgrade the target and insert the rows in ONE transaction: a refusal anywhere (a row, a
     conflict, a foreign key, the upgrade itself) rolls back the upgrade too, and the file keeps
     its journal mode until the commit, so a refused import changes no byte of it (and the
-    pre-upgrade copy it took is removed again)."""
+    pre-upgrade copy it took is removed again). In a rollback-journal mode the transaction's
+    pages stay in memory (up to :data:`SPILL_BYTES`) instead of being written into the file
+    before the commit, which would lock readers out until it."""
     path, report = sqlite_file(url)[1], incoming.report
     check_file(path, create=True)
     engine = sqlite_engine(url, foreign_keys=False, wal=False)
     try:
         with engine.connect() as target, incoming.reopen() as fh:
             conn = cast(sqlite3.Connection, target.connection.driver_connection)
+            _keep_readers_reading(conn)
             # the write lock before the schema is read and emptiness checked
             transaction = target.execution_options(**{BEGIN_OPTION: "IMMEDIATE"}).begin()
             try:
@@ -82,6 +85,23 @@ def load_sqlite(url: URL, incoming: Incoming) -> None:
         engine.dispose()
     if report.upgrade.applied:
         tighten_permissions(path)
+
+
+SPILL_BYTES = 256 << 20
+"""How much of an import's changes to a file in a rollback-journal mode (the original's) SQLite
+keeps in memory before it writes them into the file ahead of the commit."""
+
+
+def _keep_readers_reading(conn: sqlite3.Connection) -> None:
+    """Outside WAL, SQLite writes changed pages into the database file once its page cache
+    (2 MB by default) is full, and must hold the file's exclusive lock from then on: readers
+    get "database is locked" until the commit, most of an import. With ``cache_spill`` at
+    :data:`SPILL_BYTES`, they read the file as it was until the commit (of an import whose
+    changes fit; a larger one's past that point); in WAL readers never wait for a writer."""
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        # in KiB (negative): SQLite reads a page count N also as the boolean N % 256 (65536
+        # pages would turn spilling off, and memory would grow with the import)
+        conn.execute(f"PRAGMA cache_spill = -{SPILL_BYTES // 1024}")
 
 
 def _load(conn: sqlite3.Connection, fh: IO[str], incoming: Incoming) -> None:
