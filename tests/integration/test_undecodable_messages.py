@@ -36,7 +36,7 @@ from philont.db.checkpoint import Checkpointer
 from philont.db.engine import file_kind
 from philont.errors import PhilontError
 from philont.transfer import export, import_
-from tests.support import is_utf8
+from tests.support import examples, is_utf8
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -201,9 +201,7 @@ def _damage_schema(path: Path, name: bytes) -> str:
 
 
 @pytest.mark.parametrize("journal", ["wal", "delete"])
-@settings(
-    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@examples(4)
 @given(name=NOT_UTF8)
 def test_a_cursor_iterates_on_while_another_connection_damages_the_schema(
     tmp_path: Path, journal: str, name: bytes
