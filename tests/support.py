@@ -1,5 +1,5 @@
-"""Helpers the suites share: units of work joined to a test's own Session, and the lists
-of every service method and every command."""
+"""Helpers the suites share: units of work joined to a test's own Session, the lists of
+every service method and every command, a refused import's check."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import pytest
+from hypothesis import HealthCheck, settings
 from sqlalchemy.orm import Session
 
 from philont.clock import Clock, utc_now
@@ -207,3 +209,35 @@ def is_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def written(file: Path, content: str | bytes) -> Path:
+    """``file`` holding ``content`` (text as UTF-8)."""
+    if isinstance(content, bytes):
+        file.write_bytes(content)
+    else:
+        file.write_text(content, encoding="utf-8")
+    return file
+
+
+def refused(error: type[E], run: Callable[[], object], state: Callable[[], object]) -> E:
+    """What ``run()`` (an import) raised, which must be an ``error``; ``state()`` (of its
+    target) after it is as it was before: a refused import changes nothing."""
+    before = state()
+    with pytest.raises(error) as caught:
+        run()
+    assert state() == before
+    return caught.value
+
+
+def examples(n: int) -> settings:
+    """Hypothesis' settings for ``n`` examples of a test that uses function-scoped fixtures
+    (files, databases) and may take long: no deadline, those health checks off."""
+    return settings(
+        max_examples=n,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )

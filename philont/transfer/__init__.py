@@ -35,7 +35,7 @@ from philont.transfer.format import (
 from philont.transfer.gate import check_row
 from philont.transfer.keys import SeenKeys
 from philont.transfer.load import load_sqlite
-from philont.transfer.merge import ImportFactConflictError, ImportMergeConflictError
+from philont.transfer.merge import ImportFactConflictError, ImportMergeConflictError, Incoming
 from philont.transfer.reader import (
     Reader,
     Reopen,
@@ -140,13 +140,14 @@ def _import(
     with reopenable(src) as reopen:
         totals = _validate(reopen, known, report, postgres=postgres, progress=progress)
         report.file_rows = dict(totals)
+        incoming = Incoming(reopen, known, mode, totals, report, progress)
         with removed_on_failure(path):
             if postgres:
                 from philont.transfer.postgres import import_agent
 
-                import_agent(url, reopen, known, mode, totals, report, progress, agent=agent)
+                import_agent(url, incoming, agent=agent)
             else:
-                load_sqlite(url, reopen, known, mode, totals, report, progress)
+                load_sqlite(url, incoming)
     log.info(
         "transfer.imported",
         db=database_name(url),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from contextlib import suppress
+from functools import partial
 from typing import IO, Any, cast
 
 from sqlalchemy import Table
@@ -35,51 +36,43 @@ from philont.transfer.format import (
     export_tables,
     ident,
     rejected_row,
-    report_empty,
-    reported,
     sqlite_file,
     without_rowid,
 )
 from philont.transfer.merge import (
-    CurrentFacts,
+    Incoming,
     MergeConflicts,
     count_row,
     file_row,
     place_row,
-    refuse_unless_empty,
     same_row_sql,
 )
-from philont.transfer.reader import Reader, Reopen, find_lines
+from philont.transfer.reader import Reopen, find_lines
 
 log = get_logger(__name__)
 
 
-def load_sqlite(
-    url: URL,
-    reopen: Reopen,
-    known: dict[str, Table],
-    mode: Mode,
-    totals: dict[str, int],
-    report: ImportReport,
-    progress: Progress | None,
-) -> None:
+def load_sqlite(url: URL, incoming: Incoming) -> None:
     """Upgrade the target and insert the rows in ONE transaction: a refusal anywhere (a row, a
     conflict, a foreign key, the upgrade itself) rolls back the upgrade too, and the file keeps
     its journal mode until the commit, so a refused import changes no byte of it (and the
-    pre-upgrade copy it took is removed again)."""
-    path = sqlite_file(url)[1]
+    pre-upgrade copy it took is removed again). In a rollback-journal mode the transaction's
+    pages stay in memory (up to :data:`SPILL_BYTES`) instead of being written into the file
+    before the commit, which would lock readers out until it."""
+    path, report = sqlite_file(url)[1], incoming.report
     check_file(path, create=True)
     engine = sqlite_engine(url, foreign_keys=False, wal=False)
     try:
-        with engine.connect() as target, reopen() as fh:
+        with engine.connect() as target, incoming.reopen() as fh:
             conn = cast(sqlite3.Connection, target.connection.driver_connection)
+            _keep_readers_reading(conn)
             # the write lock before the schema is read and emptiness checked
             transaction = target.execution_options(**{BEGIN_OPTION: "IMMEDIATE"}).begin()
             try:
                 with pre_upgrade_copy(path, plan_from(conn)) as copy:
                     report.upgrade = migrate.upgrade(target)  # inside this transaction
                     report.upgrade.backup = copy
-                    _load(conn, fh, reopen, known, mode, totals, report, progress)
+                    _load(conn, fh, incoming)
                     with point_of_no_return():  # Ctrl-C from here on: too late, the rows stay
                         transaction.commit()
             except BaseException:
@@ -94,31 +87,28 @@ def load_sqlite(
         tighten_permissions(path)
 
 
-def _load(
-    conn: sqlite3.Connection,
-    fh: IO[str],
-    reopen: Reopen,
-    known: dict[str, Table],
-    mode: Mode,
-    totals: dict[str, int],
-    report: ImportReport,
-    progress: Progress | None,
-) -> None:
-    if mode == "refuse":
-        refuse_unless_empty(conn)
-    reader = Reader(fh, known)
-    conflicts, facts = MergeConflicts(), CurrentFacts(conn)
-    for number, name, row in reported(reader, totals, progress):
-        if mode == "merge":
-            facts.see(number, name, row)
-        _insert_row(conn, number, name, row, mode, report, conflicts)
-    conflicts.raise_if_any()  # before anything else: the rollback undoes all
-    facts.raise_if_any()
-    assert reader.header is not None  # validated above
-    _raise_sequences(conn, reader.header.sequences)
-    report_empty(reader.header.tables, totals, progress)
-    report.fts_rebuilt = rebuild_fts(conn, progress)
-    _check_foreign_keys(conn, reopen, known)
+SPILL_BYTES = 256 << 20
+"""How much of an import's changes to a file in a rollback-journal mode (the original's) SQLite
+keeps in memory before it writes them into the file ahead of the commit."""
+
+
+def _keep_readers_reading(conn: sqlite3.Connection) -> None:
+    """Outside WAL, SQLite writes changed pages into the database file once its page cache
+    (2 MB by default) is full, and must hold the file's exclusive lock from then on: readers
+    get "database is locked" until the commit, most of an import. With ``cache_spill`` at
+    :data:`SPILL_BYTES`, they read the file as it was until the commit (of an import whose
+    changes fit; a larger one's past that point); in WAL readers never wait for a writer."""
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        # in KiB (negative): SQLite reads a page count N also as the boolean N % 256 (65536
+        # pages would turn spilling off, and memory would grow with the import)
+        conn.execute(f"PRAGMA cache_spill = -{SPILL_BYTES // 1024}")
+
+
+def _load(conn: sqlite3.Connection, fh: IO[str], incoming: Incoming) -> None:
+    place = partial(_insert_row, conn, incoming.mode, incoming.report)
+    _raise_sequences(conn, incoming.place_rows(conn, fh, place))
+    incoming.report.fts_rebuilt = rebuild_fts(conn, incoming.progress)
+    _check_foreign_keys(conn, incoming.reopen, incoming.known)
 
 
 def _check_foreign_keys(conn: sqlite3.Connection, reopen: Reopen, known: dict[str, Table]) -> None:
@@ -144,12 +134,12 @@ def _check_foreign_keys(conn: sqlite3.Connection, reopen: Reopen, known: dict[st
 
 def _insert_row(
     conn: sqlite3.Connection,
-    number: int,
-    name: str,
-    row: dict[str, Any],
     mode: Mode,
     report: ImportReport,
     conflicts: MergeConflicts,
+    number: int,
+    name: str,
+    row: dict[str, Any],
 ) -> None:
     pk, key, values = file_row(name, row)
     try:

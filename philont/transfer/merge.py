@@ -3,14 +3,17 @@
 Refuse mode: the target must hold nothing but its bootstrap rows (:func:`refuse_unless_empty`),
 which the file's versions replace. Merge mode: a row whose key the target already holds is
 skipped only when it is the same row; a different row under that key refuses the whole import
-(nothing is dropped). :func:`place_row` is the one rule for every row of the file.
+(nothing is dropped). :func:`place_row` is the one rule for every row of the file;
+:meth:`Incoming.place_rows` takes every row of the file through it, on either backend.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import IO, Any, NamedTuple, Protocol
+
+from sqlalchemy import Table
 
 from philont.db.pg_layout import AGENT_COLUMN
 from philont.db.schema import metadata
@@ -21,9 +24,13 @@ from philont.transfer.format import (
     ImportReport,
     Mode,
     Outcome,
+    Progress,
     export_tables,
     ident,
+    report_empty,
+    reported,
 )
+from philont.transfer.reader import Reader, Reopen
 
 SHOWN = 5  # conflicts named in the message (all are counted)
 
@@ -246,3 +253,53 @@ class MergeConflicts:
     def raise_if_any(self) -> None:
         if self.counts:
             raise ImportMergeConflictError(self.counts, self.first)
+
+
+PlaceRow = Callable[[MergeConflicts, int, str, dict[str, Any]], None]
+"""A backend's placing of the file row ``(conflicts, line number, table, row)`` in its target:
+:func:`place_row` with the backend's statements, the outcome counted in the report."""
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """What an import carries from its check of the file into the target's transaction, the
+    same for both backends: how to read the file again, the tables it may hold, the mode, the
+    rows per table the check counted, the report the load fills in, whom to tell the progress."""
+
+    reopen: Reopen
+    known: dict[str, Table]
+    mode: Mode
+    totals: dict[str, int]
+    report: ImportReport
+    progress: Progress | None
+
+    def place_rows(
+        self,
+        conn: Connection,
+        fh: IO[str],
+        place: PlaceRow,
+        mark: str = "?",
+        *,
+        agent_id: int | None = None,
+    ) -> dict[str, int]:
+        """Every row of the file read again from ``fh`` through ``place``, into the target
+        ``conn`` (of the agent ``agent_id``, on PostgreSQL), ``progress`` told: in refuse mode
+        once the target is found empty (:func:`refuse_unless_empty`), in merge mode each current
+        fact seen by :class:`CurrentFacts` first; then the merge's conflicts, raised once the
+        whole file is seen (inside the transaction: the rollback undoes every row), and
+        ``progress(table, 0, 0)`` for the file's empty tables. Returns the file's id high-water
+        marks (its header's ``sequences``)."""
+        if self.mode == "refuse":
+            refuse_unless_empty(conn, mark, agent_id=agent_id)
+        facts = CurrentFacts(conn, mark, agent_id=agent_id)
+        reader = Reader(fh, self.known)
+        conflicts = MergeConflicts()
+        for number, name, row in reported(reader, self.totals, self.progress):
+            if self.mode == "merge":
+                facts.see(number, name, row)
+            place(conflicts, number, name, row)
+        conflicts.raise_if_any()
+        facts.raise_if_any()
+        assert reader.header is not None  # validated before
+        report_empty(reader.header.tables, self.totals, self.progress)
+        return reader.header.sequences

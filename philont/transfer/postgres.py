@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
@@ -60,19 +61,15 @@ from philont.transfer.format import (
     export_tables,
     ident,
     rejected_row,
-    report_empty,
-    reported,
 )
 from philont.transfer.merge import (
-    CurrentFacts,
+    Incoming,
     MergeConflicts,
     count_row,
     file_row,
     place_row,
-    refuse_unless_empty,
     same_row_sql,
 )
-from philont.transfer.reader import Reader, Reopen
 
 if TYPE_CHECKING:
     import psycopg
@@ -214,17 +211,7 @@ def _export_rows(
 # --- import -----------------------------------------------------------------------------------
 
 
-def import_agent(
-    url: URL,
-    reopen: Reopen,
-    known: dict[str, Table],
-    mode: Mode,
-    totals: dict[str, int],
-    report: ImportReport,
-    progress: Progress | None,
-    *,
-    agent: str | None = None,
-) -> None:
+def import_agent(url: URL, incoming: Incoming, *, agent: str | None = None) -> None:
     """Insert a checked export file's rows as one agent's, in one transaction (see the module
     docstring), which also upgrades a database not at head: a refusal anywhere (a foreign key
     violation, a conflict, the upgrade) rolls back everything, the upgrade too."""
@@ -233,40 +220,30 @@ def import_agent(
         _connection(url) as (conn, driver),
         _transaction(conn, permanent=True),
         nesting.watched(conn),  # inside this thread's open unit of the agent: refused
-        reopen() as fh,
+        incoming.reopen() as fh,
     ):
         if not migrate.status(conn).at_head:  # inside this transaction: a refusal undoes it
-            report.upgrade = migrate.upgrade(conn)
+            incoming.report.upgrade = migrate.upgrade(conn)
         # The agent's units of work wait for its lock, taken alone, as they enter the agent
         # (registry.set_local): they hold nothing of it, no counter _raise_counters needs.
         # A rename or delete of the agent meanwhile: the name is looked up again (hold).
         found, _created = registry.hold(conn, name, make=True)
         registry.set_local(conn, found.id, lock=False)  # held alone already
         driver.execute("SELECT 1 FROM philont_agents WHERE id = %s FOR UPDATE", (found.id,))
-        if mode == "refuse":
-            refuse_unless_empty(driver, "%s", agent_id=found.id)
-        reader = Reader(fh, known)
-        conflicts, facts = MergeConflicts(), CurrentFacts(driver, "%s", agent_id=found.id)
-        for number, table_name, row in reported(reader, totals, progress):
-            if mode == "merge":
-                facts.see(number, table_name, row)
-            _insert_row(driver, found.id, number, table_name, row, mode, report, conflicts)
-        conflicts.raise_if_any()  # inside the transaction: everything inserted is rolled back
-        facts.raise_if_any()
-        assert reader.header is not None  # validated before
-        _raise_counters(driver, found.id, reader.header.sequences)
-        report_empty(reader.header.tables, totals, progress)
+        place = partial(_insert_row, driver, found.id, incoming.mode, incoming.report)
+        sequences = incoming.place_rows(driver, fh, place, "%s", agent_id=found.id)
+        _raise_counters(driver, found.id, sequences)
 
 
 def _insert_row(
     driver: psycopg.Connection[tuple[Any, ...]],
     agent_id: int,
-    number: int,
-    name: str,
-    row: dict[str, Any],
     mode: Mode,
     report: ImportReport,
     conflicts: MergeConflicts,
+    number: int,
+    name: str,
+    row: dict[str, Any],
 ) -> None:
     import psycopg
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import pytest
 from alembic import command
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.engine import URL
@@ -37,6 +37,7 @@ from philont.transfer import (
     ImportMergeConflictError,
 )
 from tests.pg_support import _admin, in_schema, server_url
+from tests.support import examples, refused, written
 
 Lines = list[str]
 Mode = Literal["refuse", "merge"]
@@ -315,11 +316,7 @@ def _state(path: Path) -> tuple[str, str, list[str]]:
 
 @pytest.mark.parametrize("fixture", [*OLD, "empty-v31"])
 @pytest.mark.parametrize("kind", sorted(DAMAGES))
-@settings(
-    max_examples=3,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@examples(3)
 @given(data=st.data())
 def test_a_refused_import_leaves_an_old_file_byte_for_byte_as_it_was(
     data: st.DataObject,
@@ -342,19 +339,16 @@ def test_a_refused_import_leaves_an_old_file_byte_for_byte_as_it_was(
     target = Path(tempfile.mkdtemp(dir=tmp_path)) / "memory.sqlite"  # a new one per example
     shutil.copyfile(philont_fixtures / f"{fixture}.sqlite", target)
     target.chmod(0o600)
-    file = target.parent.with_suffix(".jsonl")
     content, line_number = damage(lines, data)
-    file.write_text(content, encoding="utf-8")
-    before = _state(target)
+    file = written(target.parent.with_suffix(".jsonl"), content)
 
-    with pytest.raises(PhilontError) as caught:
-        transfer.import_(target, file, mode=mode)
+    caught = refused(
+        error, lambda: transfer.import_(target, file, mode=mode), lambda: _state(target)
+    )
 
-    assert isinstance(caught.value, error), caught.value
     if line_number is not None:
-        assert _line(caught.value) == line_number, caught.value
-        assert f"line {line_number}" in str(caught.value)
-    assert _state(target) == before
+        assert _line(caught) == line_number, caught
+        assert f"line {line_number}" in str(caught)
 
 
 @pytest.mark.parametrize("fixture", OLD)
@@ -412,11 +406,7 @@ def _pg_state(url: URL) -> tuple[str | None, list[str]]:
 @pytest.mark.postgres
 @pytest.mark.parametrize("revision", [None, "v036"], ids=["no layout", "v036"])
 @pytest.mark.parametrize("kind", ["a missing parent", "invalid JSON", "a confidence not finite"])
-@settings(
-    max_examples=2,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@examples(2)
 @given(data=st.data())
 def test_a_refused_import_leaves_an_old_postgresql_database_as_it_was(
     data: st.DataObject,
@@ -430,13 +420,12 @@ def test_a_refused_import_leaves_an_old_postgresql_database_as_it_was(
     it is inserted, after the upgrade), or refused before; the database keeps its revision and
     its tables: the import did not make the layout, nor upgrade it."""
     url = old_schema(revision)
-    content, line_number = DAMAGES[kind][0](exports["v31"], data)
-    file = tmp_path / "file.jsonl"
-    file.write_text(content, encoding="utf-8")
-    before = _pg_state(url)
+    damage, error = DAMAGES[kind]
+    content, line_number = damage(exports["v31"], data)
+    file = written(tmp_path / "file.jsonl", content)
 
-    with pytest.raises(DAMAGES[kind][1]) as caught:
-        transfer.import_(url, file, agent="newcomer")
+    caught = refused(
+        error, lambda: transfer.import_(url, file, agent="newcomer"), lambda: _pg_state(url)
+    )
 
-    assert _line(caught.value) == line_number, caught.value
-    assert _pg_state(url) == before
+    assert _line(caught) == line_number, caught

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from philont import agents, migrate, transfer
@@ -33,6 +33,7 @@ from philont.store import Store
 from philont.transfer import reader
 from philont.transfer.format import MAX_LINE_CHARS
 from tests.pg_support import Layout, _admin
+from tests.support import examples, refused, written
 
 HEAVY = os.environ.get("PHILONT_HEAVY") == "1"
 REPO = Path(__file__).resolve().parents[2]
@@ -283,29 +284,20 @@ def test_a_bad_file_is_a_typed_error_naming_its_line_and_changes_nothing(
     damage: Damage, export_lines: list[str], target: Target, tmp_path: Path
 ) -> None:
     content, line_number = damage(export_lines)
-    file = tmp_path / "import.jsonl"
-    if isinstance(content, bytes):
-        file.write_bytes(content)
-    else:
-        file.write_text(content, encoding="utf-8")
-    before = target.digest()
+    file = written(tmp_path / "import.jsonl", content)
 
-    with pytest.raises(PhilontError) as caught:
-        target.import_(file)
+    error = refused(PhilontError, lambda: target.import_(file), target.digest)
 
-    error = caught.value
     assert error.code.startswith("import_"), (error.code, error)
     assert getattr(error, "line_number", None) == line_number, error
     assert f"line {line_number}" in str(error)
-    assert target.digest() == before
 
 
 def test_the_same_file_undamaged_imports(
     export_lines: list[str], target: Target, tmp_path: Path
 ) -> None:
     """The control: what the damages start from is a good file for this target."""
-    file = tmp_path / "import.jsonl"
-    file.write_text(_text(export_lines), encoding="utf-8")
+    file = written(tmp_path / "import.jsonl", _text(export_lines))
     before = target.digest()
     target.import_(file)
     assert target.digest() != before
@@ -355,11 +347,7 @@ def _sequence_beyond_64_bits(draw: st.DrawFn, lines: list[str]) -> tuple[str, in
     return _text([json.dumps(header) + "\n", *lines[1:]]), 1
 
 
-@settings(
-    max_examples=20,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@examples(20)
 @given(data=st.data())
 def test_a_value_beyond_parsing_or_64_bits_is_a_typed_error_naming_its_line(
     data: st.DataObject, export_lines: list[str], target: Target, tmp_path: Path
@@ -372,15 +360,11 @@ def test_a_value_beyond_parsing_or_64_bits_is_a_typed_error_naming_its_line(
     content, line_number = data.draw(
         _beyond_parsing(export_lines) | _sequence_beyond_64_bits(export_lines)
     )
-    file = tmp_path / "import.jsonl"
-    file.write_text(content, encoding="utf-8")
-    before = target.digest()
+    file = written(tmp_path / "import.jsonl", content)
 
-    with pytest.raises(transfer.ImportFormatError) as caught:
-        target.import_(file)
+    error = refused(transfer.ImportFormatError, lambda: target.import_(file), target.digest)
 
-    assert caught.value.line_number == line_number, caught.value
-    assert target.digest() == before
+    assert error.line_number == line_number, error
 
 
 # --- a row the database refuses: named by kind and line, never by the row's values -----------
@@ -448,14 +432,10 @@ def _refused_without_its_values(
 ) -> PhilontError:
     """The error importing ``content`` into ``target`` raised: it names ``line_number`` and
     no text of ``row`` but its key; the target is as it was."""
-    file = tmp_path / "import.jsonl"
-    file.write_text(content, encoding="utf-8")
-    before = target.digest()
+    file = written(tmp_path / "import.jsonl", content)
 
-    with pytest.raises(PhilontError) as caught:
-        target.import_(file)
+    error = refused(PhilontError, lambda: target.import_(file), target.digest)
 
-    error = caught.value
     said = f"{error} {error.details}"
     assert error.details.get("line_number") == line_number, said
     assert f"line {line_number}" in str(error), said
@@ -464,7 +444,6 @@ def _refused_without_its_values(
     assert values
     for value in values:
         assert value not in said, (value, said)
-    assert target.digest() == before
     return error
 
 

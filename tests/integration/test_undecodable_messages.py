@@ -31,11 +31,12 @@ from hypothesis import strategies as st
 from philont import Store, migrate
 from philont.backup import backup, restore, verify
 from philont.cli.inspect import _sqlite_stats
+from philont.db import connections
 from philont.db.checkpoint import Checkpointer
 from philont.db.engine import file_kind
 from philont.errors import PhilontError
 from philont.transfer import export, import_
-from tests.support import is_utf8
+from tests.support import examples, is_utf8
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,6 +117,16 @@ def _sound() -> Path:
     return backup(live)
 
 
+def _on(use: Callable[[connections.Connection], object]) -> Callable[[Path, Path], object]:
+    """An entry that opens a philont connection on the damaged file and ``use``s it."""
+
+    def entry(bad: Path, _sound: Path) -> object:
+        with closing(connections.connect(bad)) as conn:
+            return use(conn)
+
+    return entry
+
+
 ENTRIES: dict[str, Callable[[Path, Path], object]] = {
     "file_kind": lambda bad, _: file_kind(bad),
     "Store.open": lambda bad, _: Store.open(bad).close(),
@@ -131,6 +142,13 @@ ENTRIES: dict[str, Callable[[Path, Path], object]] = {
     "import into it": lambda bad, sound: import_(bad, sound.parents[1] / "memory.jsonl"),
     "stats": lambda bad, _: _sqlite_stats(str(bad)),
     "checkpoint": _checkpoint,
+    # the connection's own methods (philont iterates cursors and creates a function)
+    "a cursor iterated": _on(lambda c: list(c.cursor().execute("SELECT * FROM sqlite_master"))),
+    "Connection.iterdump": _on(lambda c: list(c.iterdump())),
+    "Connection.blobopen": _on(lambda c: c.blobopen("zzqq", "a", 1)),
+    "Connection.serialize": _on(lambda c: c.serialize()),
+    "Connection.create_function": _on(lambda c: c.create_function("f", 1, abs)),
+    "Connection.create_collation": _on(lambda c: c.create_collation("c", lambda a, b: 0)),
 }
 _SAME_DAMAGE: dict[str, tuple[str, str]] = {}
 """Each entry's outcome on the damage with a name that is UTF-8 (``zzqa``)."""
@@ -159,6 +177,63 @@ def test_every_handler_gets_it_as_the_same_damage_named_in_utf8(entry: str, name
     kind, text = _SAME_DAMAGE[entry]
     quoted = _quoted(name).decode("utf-8", "replace")
     assert _outcome(entry, name) == (kind, text.replace("zzqa", quoted))
+
+
+def _damage_schema(path: Path, name: bytes) -> str:
+    """Another connection damages ``path``'s schema as :func:`_damaged` does (``zzqq`` renamed
+    ``name``, its SQL unparsable) and commits (``committed``), unless it cannot take the write
+    lock at once (the error's text)."""
+    with closing(sqlite3.connect(path, isolation_level=None, timeout=0)) as other:
+        try:
+            version = other.execute("PRAGMA schema_version").fetchone()[0]
+            other.execute("PRAGMA writable_schema = ON")
+            other.execute("BEGIN IMMEDIATE")
+            other.execute(
+                "UPDATE sqlite_master SET name = CAST(? AS TEXT), sql = 'CREATE TABLX zzqq(a)'"
+                " WHERE name = 'zzqq'",
+                (name,),
+            )
+            other.execute(f"PRAGMA schema_version = {version + 1}")
+            other.execute("COMMIT")
+            return "committed"
+        except sqlite3.OperationalError as exc:
+            return str(exc)
+
+
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+@examples(4)
+@given(name=NOT_UTF8)
+def test_a_cursor_iterates_on_while_another_connection_damages_the_schema(
+    tmp_path: Path, journal: str, name: bytes
+) -> None:
+    """Why iterating a cursor (sqlite3's C loop) is not wrapped: its statement holds its read
+    transaction from its first step (in ``execute``), so the schema it was prepared on cannot
+    change under it. Another connection damages the schema in the middle of the iteration:
+    in WAL it commits, and the iteration yields every row of its snapshot, then the next
+    statement reads the damaged schema and raises it as ``DatabaseError`` (``SQLITE_CORRUPT``);
+    in a rollback-journal mode it cannot take the write lock while the cursor reads."""
+    path = tmp_path / f"{journal}-{name.hex()}.sqlite"
+    with closing(sqlite3.connect(path, isolation_level=None)) as setup:
+        setup.execute(f"PRAGMA journal_mode = {journal}")
+        setup.execute(
+            "CREATE TABLE t AS WITH RECURSIVE n(a) AS"
+            " (SELECT 0 UNION ALL SELECT a + 1 FROM n WHERE a < 4999) SELECT a FROM n"
+        )
+        setup.execute("CREATE TABLE zzqq(a)")
+    with closing(connections.connect(path, isolation_level=None)) as conn:
+        cursor = conn.execute("SELECT a FROM t")
+        rows = [next(cursor)]
+        damage = _damage_schema(path, name)
+        rows += cursor
+        assert rows == [(i,) for i in range(5000)]
+        if journal == "wal":
+            assert damage == "committed"
+            with pytest.raises(sqlite3.DatabaseError) as caught:
+                conn.execute("SELECT count(*) FROM t")
+            assert caught.value.sqlite_errorname == "SQLITE_CORRUPT"
+            assert "malformed database schema" in str(caught.value)
+        else:
+            assert damage == "database is locked"
 
 
 def _connects(tree: ast.AST) -> list[int]:

@@ -31,6 +31,7 @@ from philont.services.prefix import PrefixLimits
 from philont.services.retriever import TimelineRetriever
 from philont.services.search import scoring
 from philont.tools import dispatch, handlers
+from philont.transfer import load
 from philont.transfer.format import MAX_LINE_CHARS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +86,7 @@ REFERENCE = {  # what README's reference pages state (moved from README, or said
         f"stays on at {_n(checkpoint.SAFETY_PAGES)} pages",
         f"`busy_timeout={settings.BUSY_TIMEOUT_MS}`",
         f"(up to {settings.MIGRATION_BUSY_TIMEOUT_MS // 60_000} minutes, saying so",
+        f"in memory, up to {load.SPILL_BYTES >> 20} MiB of pages, instead of writing them",
     ],
     "docs/tools.md": [
         f"a search query: at most {_n(inputs.MAX_QUERY_CHARS)} characters",
