@@ -267,3 +267,15 @@ def test_compatibility_forms_are_not_conflated(store: Store) -> None:
     written = "zz oﬃce x² ｆｏｏ zz"
     for query, expected in (("office", False), ("x2", False), ("foo", False), ("oﬃce", True)):
         assert found_by(store, written, query) == [dict.fromkeys(ENTRY_POINTS, expected)]
+
+
+@pytest.mark.parametrize("wildcard", ["%", "_", "\\"])
+@pytest.mark.parametrize("asked", FORMS)
+def test_every_spelling_of_a_substring_is_escaped(store: Store, wildcard: str, asked: Form) -> None:
+    """``mem.notes.search`` escapes each spelling it looks for: a LIKE wildcard typed next to
+    an accent is a literal character in the composed and the decomposed pattern alike."""
+    held = stored(store, unicodedata.normalize(asked, f"zz é{wildcard}x zz"))["note"]
+    other = stored(store, unicodedata.normalize(asked, "zz éyx zz"))["note"]
+    query = unicodedata.normalize("NFD" if asked == "NFC" else "NFC", f"é{wildcard}")
+    with store.begin(write=False) as mem:
+        assert [n.id for n in mem.notes.search(query)] == [held], other
