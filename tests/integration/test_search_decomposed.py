@@ -8,9 +8,9 @@ voicing marks.
 
 Every entry point where query text becomes a search term answers alike whichever normal form
 the stored text and the query use (:data:`ENTRY_POINTS`): the ranked searches, the substring
-search ``mem.notes.search`` (it looked for the query's spelling only), the model's tools and
-the recall trigger (which kept a stored copy of the triggering message in the other form among
-its answers: it compared the two as code points)."""
+search ``mem.notes.search`` (it looked for the query's spelling only), the model's tools, the
+retriever and the recall trigger (which kept a stored copy of the triggering message in the
+other form among its answers: it compared the two as code points)."""
 
 from __future__ import annotations
 
@@ -158,6 +158,15 @@ def _tool(name: str) -> Found:
     return found
 
 
+def _recalled(store: Store, query: str) -> set[object]:
+    """The messages the retriever recalls for a turn whose user message is ``query``."""
+    with store.begin(write=False) as mem:
+        window = mem.retriever.retrieve(
+            query, recent_budget_tokens=0, recall_budget_tokens=10**6, recall_candidates=1_000
+        )
+    return {m.message_id for m in window.messages if m.section == "recall"}
+
+
 RECALL = "do you remember when we talked about {}?"
 """A message the recall trigger takes as a reference to an earlier conversation."""
 
@@ -173,6 +182,7 @@ ENTRY_POINTS: dict[str, tuple[str, Found]] = {
         "message",
         _read(lambda m, q: m.recall_trigger.recall(RECALL.format(q), limit=1_000)),
     ),
+    "retriever": ("message", _recalled),
 }
 """Each entry point: the kind of record it finds and how it is asked."""
 
