@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import URL
 
 from philont import Memory, tools
-from philont.domain.query import build_plan, canonical_spellings
+from philont.domain.query import build_plan
 from philont.store import Store
 
 BOTH_BACKENDS = True
@@ -258,17 +258,6 @@ def test_the_recall_trigger_leaves_out_its_message_stored_in_the_other_form(
     with store.begin(write=False) as mem:
         hits = mem.recall_trigger.recall(asked, limit=10)
     assert ids["message"] not in {h.id for h in hits}
-
-
-@given(st.text(max_size=12))
-def test_a_text_s_spellings_are_canonically_equivalent_and_ascii_has_one(text: str) -> None:
-    spellings = canonical_spellings(text)
-    assert spellings[0] == text and len(set(spellings)) == len(spellings)
-    assert {unicodedata.normalize("NFC", s) for s in spellings} == {
-        unicodedata.normalize("NFC", text)
-    }
-    assert unicodedata.normalize("NFD", text) in spellings
-    assert len(spellings) == 1 or not text.isascii()
 
 
 def test_compatibility_forms_are_not_conflated(store: Store) -> None:
