@@ -17,6 +17,7 @@ __all__ = [
     "MAX_TERM_CHARS",
     "SearchPlan",
     "build_plan",
+    "canonical_spellings",
     "fold_case",
     "like_escape",
     "like_pattern",
@@ -110,6 +111,18 @@ def like_pattern(term: str) -> str:
     """``%term%`` with ``\\``, ``%`` and ``_`` escaped (pair with ``ESCAPE '\\'``)."""
     escaped = like_escape(term)
     return f"%{escaped}%"
+
+
+def canonical_spellings(text: str) -> tuple[str, ...]:
+    """``text`` as given, composed (NFC: ``é``) and decomposed (NFD: ``e`` + U+0301, Hangul as
+    jamo), each once: the spellings canonically equivalent text may be stored in (text is stored
+    as given; macOS and some input methods write NFD). A substring search looks for each. Only
+    canonical equivalence: compatibility forms stay apart (NFKC would make ``ﬁ`` ``fi``, ``²``
+    ``2``, ``ｆｏｏ`` ``foo``; they are other text). ASCII text has one spelling."""
+    if text.isascii():
+        return (text,)
+    forms = (unicodedata.normalize("NFC", text), unicodedata.normalize("NFD", text))
+    return tuple(dict.fromkeys((text, *forms)))
 
 
 # --- stop words ------------------------------------------------------------------------------

@@ -9,12 +9,16 @@ characters, then dropped every token shorter than two characters, so Chinese tex
 * any other run of letters or digits (any script) of at least two characters is a token, so a
   kebab-case name splits on its hyphens;
 * a skill is compared by its name together with its when-to-use text (its description when it
-  has none), on both sides alike.
+  has none), on both sides alike;
+* text is read composed (NFC), so a skill written decomposed (NFD: ``e`` + U+0301, Hangul as
+  jamo, as macOS writes) has the tokens of the same text composed; compatibility forms
+  (``ﬁ``, ``²``) stay other text.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -39,7 +43,7 @@ _CJK_RUN: Final = re.compile(rf"[{_CJK}]+")
 def tokens(text: str) -> frozenset[str]:
     """The similarity tokens of ``text`` (lower-cased; see the module docstring)."""
     found: set[str] = set()
-    for run in _RUNS.findall(text.lower()):
+    for run in _RUNS.findall(unicodedata.normalize("NFC", text).lower()):
         if _CJK_RUN.fullmatch(run):
             if len(run) == 1:
                 found.add(run)

@@ -11,7 +11,7 @@ from sqlalchemy import func, or_, select
 from philont.db.models import Note
 from philont.db.stored_values import record
 from philont.domain.kinds import AccessTarget
-from philont.domain.query import fold_case
+from philont.domain.query import canonical_spellings, fold_case
 from philont.domain.query import like_escape as _like_escape
 from philont.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from philont.finds import finds
@@ -30,6 +30,12 @@ def _pattern(token: str) -> str:
     # '%' and '_' typed by the user are literal characters, not wildcards (the original let
     # them through, Q-F4: searching '%' returned every note).
     return f"%{_like_escape(fold_case(token))}%"
+
+
+def _patterns(token: str) -> builtins.list[str]:
+    """The patterns of ``token`` in each spelling canonically equivalent text may be stored in
+    (:func:`~philont.domain.query.canonical_spellings`): one for ASCII."""
+    return builtins.list(dict.fromkeys(_pattern(s) for s in canonical_spellings(token)))
 
 
 def _record(row: Note) -> NoteRecord:
@@ -193,9 +199,11 @@ class NoteService(Service):
         Each token is an escaped ``LIKE`` substring (``%`` and ``_`` are literal), matched
         without case by one rule on both backends (:func:`~philont.domain.query.fold_case`:
         ``ärger`` finds ``Ärger``, ``istanbul`` ``İstanbul``, ``ｆｏｏ`` ``ＦＯＯ``; accents
-        and ``ς``/``σ`` stay apart). A blank query finds nothing, and so does a token no stored
-        text can hold (a lone surrogate). No access refresh. Ranked search with stems,
-        substrings and time windows is ``mem.search.notes``.
+        and ``ς``/``σ`` stay apart), in either normal form: a token is looked for as given,
+        composed (NFC) and decomposed (NFD), so ``é`` finds ``e`` + U+0301 and the other way
+        round (:func:`~philont.domain.query.canonical_spellings`). A blank query finds
+        nothing, and so does a token no stored text can hold (a lone surrogate). No access
+        refresh. Ranked search with stems, substrings and time windows is ``mem.search.notes``.
         """
         query = inputs.check(inputs.Query, query, "query")
         # SQLite's LIKE reads its pattern up to a NUL ('Berlin\x00' found '... Berlin'), and
@@ -209,7 +217,8 @@ class NoteService(Service):
             )
         if not tokens or any(inputs.unstorable(t) is not None for t in tokens):
             return []
-        contains = [self.mem.backend.folded_like(Note.content, _pattern(t)) for t in tokens]
+        like = self.mem.backend.folded_like
+        contains = [or_(*(like(Note.content, p) for p in _patterns(t))) for t in tokens]
         stmt = select(Note).where(_ACTIVE, *contains).order_by(*_RANKING).limit(limit)
         return [_record(r) for r in self.session.scalars(stmt)]
 

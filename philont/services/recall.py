@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from philont.domain.recall_trigger import RecallHit, detect
 from philont.schemas.search import MessageHit
 from philont.services.base import Service
@@ -28,14 +30,21 @@ class RecallTrigger(Service):
 
         The message itself is never among them: a host has usually stored the turn already,
         and its own text is always the best match for itself (it came back first, pushing out
-        what was meant). Copies of it are left out as well, whenever they were sent."""
+        what was meant). Copies of it are left out as well, whenever they were sent, in
+        either normal form (a copy stored decomposed, NFD, is the same text as ``message``
+        composed, and the search finds it by either)."""
         if detect(message) is None:
             return []
-        text = message.strip()
+        text = _composed(message)
         echoes: set[int] = set()
         while True:
             hits = self.mem.search.messages(message, limit=limit, exclude_ids=echoes)
-            found = {h.id for h in hits if h.content.strip() == text}
+            found = {h.id for h in hits if _composed(h.content) == text}
             if not found:
                 return hits
             echoes |= found
+
+
+def _composed(text: str) -> str:
+    """``text`` trimmed and composed (NFC): the form two copies of a message are compared in."""
+    return unicodedata.normalize("NFC", text.strip())

@@ -4,13 +4,19 @@ composed (NFC) and the indexes hold text as it was stored (the timeline is appen
 word whose decomposed form differs is searched in both spellings, as one word
 (``SearchPlan.spellings``). Before, PostgreSQL missed decomposed Latin (its index holds
 ``e`` + U+0301, not ``é``) and both backends missed decomposed Hangul (jamo) and kana with
-voicing marks."""
+voicing marks.
+
+Every entry point where query text becomes a search term answers alike whichever normal form
+the stored text and the query use (:data:`ENTRY_POINTS`): the ranked searches, the substring
+search ``mem.notes.search`` (it looked for the query's spelling only), the model's tools, the
+retriever and the recall trigger (which kept a stored copy of the triggering message in the
+other form among its answers: it compared the two as code points)."""
 
 from __future__ import annotations
 
 import itertools
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -19,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.engine import URL
 
+from philont import Memory, tools
 from philont.domain.query import build_plan
 from philont.store import Store
 
@@ -50,6 +57,15 @@ def store(target: Path | URL) -> Iterator[Store]:
         yield s
 
 
+def examples(n: int) -> settings:
+    """Hypothesis settings for ``n`` examples sharing one store (each writes records)."""
+    return settings(
+        max_examples=n,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+
+
 @st.composite
 def words(draw: st.DrawFn) -> str:
     plain, marked = SCRIPTS[draw(st.sampled_from(sorted(SCRIPTS)))]
@@ -73,11 +89,7 @@ def found(store: Store, written: str, query: str) -> dict[str, bool]:
         }
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@examples(60)
 @given(word=words(), stored=st.sampled_from(FORMS), asked=st.sampled_from(FORMS))
 def test_a_word_stored_in_either_normal_form_is_found_by_either(
     store: Store, word: str, stored: Literal["NFC", "NFD"], asked: Literal["NFC", "NFD"]
@@ -120,3 +132,149 @@ def test_ascii_plans_hold_no_spellings() -> None:
     assert [plan.words[i] for i in plan.spellings] == [unicodedata.normalize("NFD", "café")]
     ascii_plan = build_plan("What did Dave buy in Berlin?", forms=True)
     assert ascii_plan is not None and ascii_plan.spellings == ()
+
+
+# --- every entry point -------------------------------------------------------------------------
+
+Form = Literal["NFC", "NFD"]
+Found = Callable[[Store, str], set[object]]
+"""The ids an entry point finds for a query."""
+
+
+def _read(search: Callable[[Memory, str], list[object]]) -> Found:
+    def found(store: Store, query: str) -> set[object]:
+        with store.begin(write=False) as mem:
+            return {getattr(h, "id") for h in search(mem, query)}  # noqa: B009
+
+    return found
+
+
+def _tool(name: str) -> Found:
+    def found(store: Store, query: str) -> set[object]:
+        result = tools.call(name, {"query": query, "limit": 1_000}, db=store)
+        assert result.ok, result
+        return {d["id"] for d in result.data or ()}
+
+    return found
+
+
+def _recalled(store: Store, query: str) -> set[object]:
+    """The messages the retriever recalls for a turn whose user message is ``query``."""
+    with store.begin(write=False) as mem:
+        window = mem.retriever.retrieve(
+            query, recent_budget_tokens=0, recall_budget_tokens=10**6, recall_candidates=1_000
+        )
+    return {m.message_id for m in window.messages if m.section == "recall"}
+
+
+RECALL = "do you remember when we talked about {}?"
+"""A message the recall trigger takes as a reference to an earlier conversation."""
+
+ENTRY_POINTS: dict[str, tuple[str, Found]] = {
+    "search.messages": ("message", _read(lambda m, q: m.search.messages(q, limit=1_000))),
+    "search.notes": ("note", _read(lambda m, q: m.search.notes(q, limit=1_000))),
+    "search.skills": ("skill", _read(lambda m, q: m.search.skills(q, limit=1_000))),
+    "notes.search": ("note", _read(lambda m, q: m.notes.search(q, limit=1_000))),
+    "recall_sessions": ("message", _tool("recall_sessions")),
+    "search_notes": ("note", _tool("search_notes")),
+    "search_skills": ("skill", _tool("search_skills")),
+    "recall_trigger": (
+        "message",
+        _read(lambda m, q: m.recall_trigger.recall(RECALL.format(q), limit=1_000)),
+    ),
+    "retriever": ("message", _recalled),
+}
+"""Each entry point: the kind of record it finds and how it is asked."""
+
+
+def stored(store: Store, text: str) -> dict[str, object]:
+    """The ids of a new message, note and skill holding ``text``."""
+    with store.begin() as mem:  # a session of its own: no neighbour lends it a score
+        message = mem.timeline.append(text, session_id=mem.timeline.start_session().id)
+        note = mem.notes.add(text)
+        skill = mem.skills.create(next(_names), text, "zz", "do it")
+    return {"message": message.id, "note": note.id, "skill": skill.id}
+
+
+def found_by(store: Store, written: str, *queries: str) -> list[dict[str, bool]]:
+    """For each query, whether each entry point finds a new record holding ``written``."""
+    ids = stored(store, written)
+    return [
+        {name: ids[kind] in find(store, query) for name, (kind, find) in ENTRY_POINTS.items()}
+        for query in queries
+    ]
+
+
+def _composed_length(word: str) -> int:
+    return len(unicodedata.normalize("NFC", word))
+
+
+@st.composite
+def compounds(draw: st.DrawFn) -> tuple[str, str]:
+    """A word of three or more characters (composed) and a longer word holding it."""
+    plain, marked = SCRIPTS[draw(st.sampled_from(sorted(SCRIPTS)))]
+    letters = st.text(plain + marked, min_size=1, max_size=3)
+    word = draw(words().filter(lambda w: _composed_length(w) >= 3))
+    return word, draw(letters) + word + draw(letters)
+
+
+@examples(40)
+@given(
+    word=words().filter(lambda w: _composed_length(w) >= 2),  # the trigger skips lone letters
+    written=st.sampled_from(FORMS),
+    asked=st.sampled_from(FORMS),
+)
+def test_every_entry_point_finds_a_word_in_either_normal_form(
+    store: Store, word: str, written: Form, asked: Form
+) -> None:
+    text = f"zz {unicodedata.normalize(written, word)} zz"
+    query = unicodedata.normalize(asked, word)
+    assert found_by(store, text, query) == [dict.fromkeys(ENTRY_POINTS, True)]
+
+
+@examples(30)
+@given(pair=compounds(), written=st.sampled_from(FORMS), asked=st.sampled_from(FORMS))
+def test_a_piece_of_a_word_is_found_whatever_either_normal_form(
+    store: Store, pair: tuple[str, str], written: Form, asked: Form
+) -> None:
+    """The substring paths (SQLite's trigram index, PostgreSQL's pg_trgm, LIKE): the form the
+    piece is asked in never changes what is found (as asked in the stored form)."""
+    word, compound = pair
+    text = f"zz {unicodedata.normalize(written, compound)} zz"
+    same, other = found_by(
+        store, text, unicodedata.normalize(written, word), unicodedata.normalize(asked, word)
+    )
+    assert other == same
+    assert same["notes.search"], same  # a substring search finds every piece
+
+
+@pytest.mark.parametrize("written", FORMS)
+def test_the_recall_trigger_leaves_out_its_message_stored_in_the_other_form(
+    store: Store, written: Form
+) -> None:
+    message = RECALL.format("the école in Huế")
+    asked = unicodedata.normalize("NFD" if written == "NFC" else "NFC", message)
+    ids = stored(store, unicodedata.normalize(written, message))
+    with store.begin(write=False) as mem:
+        hits = mem.recall_trigger.recall(asked, limit=10)
+    assert ids["message"] not in {h.id for h in hits}
+
+
+def test_compatibility_forms_are_not_conflated(store: Store) -> None:
+    """Only canonical equivalence: ``ﬃ`` (U+FB03), ``²`` and ``ｆｏｏ`` are other text than
+    ``ffi``, ``2`` and ``foo`` (NFKC would join them), on every path; each finds itself."""
+    written = "zz oﬃce x² ｆｏｏ zz"
+    for query, expected in (("office", False), ("x2", False), ("foo", False), ("oﬃce", True)):
+        assert found_by(store, written, query) == [dict.fromkeys(ENTRY_POINTS, expected)]
+
+
+@pytest.mark.parametrize("wildcard", ["%", "_", "\\"])
+@pytest.mark.parametrize("asked", FORMS)
+def test_every_spelling_of_a_substring_is_escaped(store: Store, wildcard: str, asked: Form) -> None:
+    """``mem.notes.search`` escapes each spelling it looks for: a LIKE wildcard typed next to
+    an accent is a literal character in the composed and the decomposed pattern alike."""
+    held = stored(store, unicodedata.normalize(asked, f"zz é{wildcard}x zz"))["note"]
+    other = stored(store, unicodedata.normalize(asked, "zz éyx zz"))["note"]
+    query = unicodedata.normalize("NFD" if asked == "NFC" else "NFC", f"é{wildcard}")
+    with store.begin(write=False) as mem:
+        assert [n.id for n in mem.notes.search(query)] == [held], other

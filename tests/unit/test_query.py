@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +14,7 @@ from philont.domain.query import (
     MAX_SCAN_CHARS,
     SearchPlan,
     build_plan,
+    canonical_spellings,
     fold_case,
     like_pattern,
     quote,
@@ -324,3 +326,14 @@ def test_the_case_fold_maps_each_code_point_to_one_code_point(text: str) -> None
     assert folded == "".join(fold_case(c) for c in text)  # no context (no final sigma rule)
     assert fold_case(folded) == folded
     assert all(c == d or c.lower() == d or c in "İΣ" for c, d in zip(text, folded, strict=True))
+
+
+@given(st.text(max_size=12))
+def test_a_text_s_spellings_are_canonically_equivalent_and_ascii_has_one(text: str) -> None:
+    spellings = canonical_spellings(text)
+    assert spellings[0] == text and len(set(spellings)) == len(spellings)
+    assert {unicodedata.normalize("NFC", s) for s in spellings} == {
+        unicodedata.normalize("NFC", text)
+    }
+    assert unicodedata.normalize("NFD", text) in spellings
+    assert len(spellings) == 1 or not text.isascii()

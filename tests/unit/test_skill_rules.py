@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -95,6 +96,19 @@ def test_similarity_is_a_symmetric_fraction(a: str, b: str) -> None:
     assert score == similarity(SkillText(b), SkillText(a))
     if tokens(a):
         assert similarity(SkillText(a), SkillText(a)) == 1.0
+
+
+@given(st.text(st.characters(codec="utf-8"), max_size=30))
+def test_a_text_and_its_decomposed_form_have_the_same_tokens(text: str) -> None:
+    """A skill written decomposed (NFD, as macOS writes) is the same text: ``café`` with
+    ``e`` + U+0301 was ``caf`` and a dropped ``e``, ``회의록`` in jamo one Latin-like run."""
+    assert tokens(unicodedata.normalize("NFD", text)) == tokens(text)
+
+
+@pytest.mark.parametrize("text", ["café menu", "회의록 정리", "Việt nam", "ガギグ"])
+def test_decomposed_names_are_near_duplicates(text: str) -> None:
+    decomposed = unicodedata.normalize("NFD", text)
+    assert similarity(SkillText(decomposed), SkillText(text)) == 1.0
 
 
 # --- create / update / merge / refuse -------------------------------------------------------
