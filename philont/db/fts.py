@@ -252,11 +252,12 @@ for _vocab in VOCAB_TABLES:
     event.listen(_vocab.content_table, "before_drop", _drop.execute_if(dialect="sqlite"))
 
 
-# --- PostgreSQL: the same searches through GIN expression indexes (revisions v034, v038) -------
-# No table changes: word search uses to_tsvector('english', ...) (snowball stemming, as porter
-# here) over the text with ASCII separators read as spaces (revision v038), substrings and short
-# CJK words use pg_trgm. Queries must repeat these expressions exactly for PostgreSQL to use the
-# indexes.
+# --- PostgreSQL: the same searches through GIN indexes (revisions v034, v038, v039) -----------
+# Word search uses to_tsvector('english', ...) (snowball stemming, as porter here) over the text
+# with ASCII separators read as spaces (revision v038), held in a stored generated column of the
+# shared layout (revision v039, PG_WORDS_COLUMN); substrings and short CJK words use pg_trgm.
+# Queries must repeat the trigram expressions exactly for PostgreSQL to use the indexes.
+# PG_SEARCH_INDEXES below are the expression indexes of the old per-agent layout (create_all).
 
 PG_MESSAGES_TEXT = "content"
 PG_NOTES_TEXT = "content"
@@ -288,6 +289,21 @@ def pg_separated(expression: str) -> str:
 def pg_words(expression: str) -> str:
     """The tsvector a PostgreSQL word index holds for ``expression``."""
     return f"to_tsvector('english'::regconfig, {pg_separated(expression)})"
+
+
+PG_WORDS_COLUMN = "philont_words"
+"""PostgreSQL's shared layout (revision v039): a stored generated column of each searchable
+table, ``GENERATED ALWAYS AS (pg_words(text)) STORED``, that the word index covers and search
+reads, so no read evaluates ``to_tsvector`` (a common word's newest matches, read by a backward
+scan of the primary key, evaluated it on every row scanned). No model maps it and nothing can
+write it; SQLite has no such column (its word indexes are FTS5 tables)."""
+
+PG_WORDS_TEXTS = {
+    RawMessage.__tablename__: PG_MESSAGES_TEXT,
+    Note.__tablename__: PG_NOTES_TEXT,
+    Skill.__tablename__: PG_SKILLS_TEXT,
+}
+"""Per table of :data:`PG_WORDS_COLUMN`, the text it holds the words of."""
 
 
 PG_SEARCH_INDEXES: tuple[tuple[Any, str], ...] = (

@@ -15,12 +15,14 @@ references the agents registry (``philont_agents``). The rules, applied to every
 * row-level security (enabled and forced, so the tables' owner is held to it too): a row is
   visible and writable only while its agent is the transaction's (``philont_agent()``);
 * the search indexes are GIN over ``(agent_id, expression)`` (``btree_gin``), so a word's
-  look-up reads only the agent's part of its posting list; the word indexes read the text with
-  ASCII separators as spaces (``philont.db.fts.pg_words``), as SQLite's unicode61 tokenizer does.
+  look-up reads only the agent's part of its posting list; the word indexes cover a stored
+  generated column (``philont.db.fts.PG_WORDS_COLUMN``, appended to the searchable tables: no
+  read evaluates ``to_tsvector``), the words of the text with ASCII separators read as spaces
+  (``philont.db.fts.pg_words``), as SQLite's unicode61 tokenizer does.
 
 Nothing here is per agent: creating an agent is a row in ``philont_agents``. Revisions v036,
-v037 and v038 (the word indexes rebuilt) hold a frozen copy of :func:`statements`' output; a
-parity test builds both and compares them.
+v037, v038 (the word indexes rebuilt) and v039 (the word columns) hold a frozen copy of
+:func:`statements`' output; a parity test builds both and compares them.
 Everything keys, joins and partitions by ``agent_id``, so the layout can be distributed by it
 (Citus, README).
 """
@@ -32,6 +34,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Column,
+    Computed,
     ForeignKeyConstraint,
     Identity,
     Index,
@@ -47,7 +50,14 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.elements import UnaryExpression
 
-from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
+from philont.db.fts import (
+    PG_MESSAGES_TEXT,
+    PG_NOTES_TEXT,
+    PG_SKILLS_TEXT,
+    PG_WORDS_COLUMN,
+    PG_WORDS_TEXTS,
+    pg_words,
+)
 from philont.db.schema import metadata as model_metadata
 
 __all__ = [
@@ -115,11 +125,11 @@ FUNCTIONS = (
 )
 
 _SEARCH_INDEXES = (
-    ("philont_pg_raw_messages_words", "memory_raw_messages", pg_words(PG_MESSAGES_TEXT)),
+    ("philont_pg_raw_messages_words", "memory_raw_messages", PG_WORDS_COLUMN),
     ("philont_pg_raw_messages_trgm", "memory_raw_messages", f"{PG_MESSAGES_TEXT} gin_trgm_ops"),
-    ("philont_pg_notes_words", "memory_notes", pg_words(PG_NOTES_TEXT)),
+    ("philont_pg_notes_words", "memory_notes", PG_WORDS_COLUMN),
     ("philont_pg_notes_trgm", "memory_notes", f"{PG_NOTES_TEXT} gin_trgm_ops"),
-    ("philont_pg_skills_words", "memory_skills", pg_words(PG_SKILLS_TEXT)),
+    ("philont_pg_skills_words", "memory_skills", PG_WORDS_COLUMN),
     ("philont_pg_skills_trgm", "memory_skills", f"{PG_SKILLS_TEXT} gin_trgm_ops"),
 )
 
@@ -183,7 +193,7 @@ def _index_expression(expr: object, table: Table) -> ColumnElement[object]:
 def _scoped(model: Table, md: MetaData) -> Table:
     """The layout table of one model table (see the module docstring's rules)."""
     counters = model.dialect_options["sqlite"].get("autoincrement")
-    columns = [
+    columns: list[Column[Any]] = [
         Column(
             AGENT_COLUMN,
             BigInteger,
@@ -204,6 +214,9 @@ def _scoped(model: Table, md: MetaData) -> Table:
                 autoincrement=False,
             )
         )
+    if model.name in PG_WORDS_TEXTS:  # the words a word index covers (revision v039)
+        words = Computed(pg_words(PG_WORDS_TEXTS[model.name]), persisted=True)
+        columns.append(Column(PG_WORDS_COLUMN, postgresql.TSVECTOR(), words))
     constraints: list[Any] = [
         PrimaryKeyConstraint(AGENT_COLUMN, *[c.name for c in model.primary_key]),
         ForeignKeyConstraint([AGENT_COLUMN], [f"{AGENTS_TABLE}.id"]),

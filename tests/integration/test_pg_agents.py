@@ -22,6 +22,7 @@ from philont import agents, settings, transfer
 from philont.cli.common import EXIT_NOT_FOUND
 from philont.db.bootstrap import ensure_bootstrap_rows
 from philont.db.engine import create_engine
+from philont.db.fts import PG_WORDS_COLUMN
 from philont.db.models import Fact, Note, RawMessage, RawSession
 from philont.db.pg_layout import AGENTS_TABLE, COUNTERS_TABLE
 from philont.db.schema import metadata
@@ -112,7 +113,12 @@ def test_an_agent_exported_and_imported_under_another_name_has_every_row(
     transfer.import_(store.url, out, agent=copy)
     original, copied = _dump(store, alice), _dump(store, copy)
     assert copied == original  # same rows, same ids, same counters
+    assert not any(PG_WORDS_COLUMN in line for line in map(json.dumps, copied))
     with store.begin(agent=copy) as mem:  # and the copy goes on from the same high-water marks
+        # its words stored anew (a generated column: no file carries it, no import writes it)
+        found = mem.search.messages("amber message", limit=10)
+        assert sorted(h.id for h in found) == [1, 2, 3, 4, 5]
+        assert len(mem.search.notes("amber")) == len(mem.search.skills("amber")) == 1
         assert mem.timeline.append("next").id == 6
         assert mem.facts.get("user", "city") is not None
 

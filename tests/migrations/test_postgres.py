@@ -21,7 +21,13 @@ from philont import migrate, settings
 from philont.db import pg_layout as rules
 from philont.db.agents import check_name
 from philont.db.engine import create_engine
-from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
+from philont.db.fts import (
+    PG_MESSAGES_TEXT,
+    PG_NOTES_TEXT,
+    PG_SKILLS_TEXT,
+    PG_WORDS_COLUMN,
+    pg_words,
+)
 from philont.errors import (
     AgentRequiredError,
     InvalidInputError,
@@ -60,9 +66,9 @@ def _schema_objects(engine: Engine) -> dict[str, object]:
         schema = conn.execute(text("SELECT current_schema()")).scalar_one()
         columns = conn.execute(
             text(
-                "SELECT table_name, column_name, data_type, is_nullable, column_default"
-                " FROM information_schema.columns WHERE table_schema = :s"
-                " AND table_name != :v ORDER BY 1, 2"
+                "SELECT table_name, column_name, data_type, is_nullable, column_default,"
+                " is_generated, generation_expression FROM information_schema.columns"
+                " WHERE table_schema = :s AND table_name != :v ORDER BY 1, 2"
             ),
             {"s": schema, "v": settings.VERSION_TABLE},
         ).all()
@@ -128,8 +134,8 @@ def test_upgrade_head_builds_what_the_models_describe(scratch: Callable[[], URL]
     with engine.begin() as conn:
         for statement in rules.statements():  # the layout derived from the models now
             conn.exec_driver_sql(statement)
-    report = migrate.upgrade(upgraded)  # v036, v037 and v038: frozen copies
-    assert report.stamped == "v035" and report.applied == ["v036", "v037", "v038"]
+    report = migrate.upgrade(upgraded)  # v036 to v039: frozen copies
+    assert report.stamped == "v035" and report.applied == ["v036", "v037", "v038", "v039"]
     other = create_engine(upgraded)
     try:
         built, migrated = _schema_objects(engine), _schema_objects(other)
@@ -161,14 +167,16 @@ _WORD_INDEXES = {
 }
 
 
-def _word_lookups(engine: Engine, word: str) -> dict[str, tuple[int, bool]]:
-    """Per word index: how many rows hold ``word`` by the expression search asks
-    (``pg_words``), and whether the plan of that look-up matches the words in an index."""
+def _word_lookups(engine: Engine, word: str, *, stored: bool) -> dict[str, tuple[int, bool]]:
+    """Per word index: how many rows hold ``word`` by the stored words search reads since v039
+    (``PG_WORDS_COLUMN``) or by the expression it asked before (``pg_words``), and whether the
+    plan of that look-up matches the words in an index."""
     out: dict[str, tuple[int, bool]] = {}
     with engine.connect() as conn:
         conn.exec_driver_sql("SET enable_seqscan = off")
         for name, (table, expression) in _WORD_INDEXES.items():
-            where = f"{pg_words(expression)} @@ phraseto_tsquery('english', %s)"
+            words = PG_WORDS_COLUMN if stored else pg_words(expression)
+            where = f"{words} @@ phraseto_tsquery('english', %s)"
             found = conn.exec_driver_sql(f"SELECT count(*) FROM {table} WHERE {where}", (word,))
             plan = conn.exec_driver_sql(f"EXPLAIN SELECT 1 FROM {table} WHERE {where}", (word,))
             indexed = any("Index Cond" in r[0] and "@@" in r[0] for r in plan)
@@ -176,35 +184,73 @@ def _word_lookups(engine: Engine, word: str) -> dict[str, tuple[int, bool]]:
     return out
 
 
-def test_an_upgrade_from_v037_rebuilds_the_word_indexes_and_keeps_every_row(
-    scratch: Callable[[], URL],
+@pytest.mark.parametrize("base", ["v037", "v038"])
+def test_an_upgrade_stores_the_words_indexes_them_and_keeps_every_row(
+    scratch: Callable[[], URL], base: str
 ) -> None:
-    """v038 rebuilds the word indexes of a database made before it over the text with ASCII
-    separators read as spaces: the rows are kept, a part of a shape PostgreSQL's parser kept
-    whole (``node`` of ``node.js``, ``example`` of ``bob@example.com``) is found by the index."""
+    """v038 rebuilt the word indexes over the text with ASCII separators read as spaces, so a
+    part of a shape PostgreSQL's parser keeps whole (``node`` of ``node.js``, ``example`` of
+    ``bob@example.com``) is found; v039 stores those words in a generated column the indexes
+    cover and search reads. From a database made before either, the rows are kept, the words
+    of every row are stored and found by the index, search finds what it found, and the
+    planner has the column's statistics."""
     url = scratch()
     with migrate.isolated():
-        command.upgrade(migrate.alembic_config(url), "v037")
+        command.upgrade(migrate.alembic_config(url), base)
     engine = create_engine(url)
     try:
         with Store(engine).begin(agent="kept") as mem:  # the layout before head: no check
             mem.timeline.append("We ported it to node.js; mail bob@example.com")
             mem.notes.add("The guide is at https://example.com/docs now")
             mem.skills.create("ship", "Tag v1.2.3 for example.com", ["release"], "1. tag it")
-        before = _word_lookups(engine, "example")
-        assert before == dict.fromkeys(_WORD_INDEXES, (1, False))  # found by no index
+        before = _word_lookups(engine, "example", stored=False)
+        assert before == dict.fromkeys(_WORD_INDEXES, (1, base == "v038"))
         report = migrate.upgrade(url)
-        assert report.applied == ["v038"]
-        assert _word_lookups(engine, "example") == dict.fromkeys(_WORD_INDEXES, (1, True))
-        with engine.connect() as conn:  # the planner knows the new expressions' lexemes
-            analyzed = "SELECT tablename FROM pg_stats WHERE schemaname = current_schema()"
-            assert {"philont_pg_notes_words", "philont_pg_skills_words"} <= set(
+        assert report.applied == (["v038", "v039"] if base == "v037" else ["v039"])
+        assert _word_lookups(engine, "example", stored=True) == dict.fromkeys(
+            _WORD_INDEXES, (1, True)
+        )
+        with engine.connect() as conn:  # the planner knows the new column's lexemes
+            analyzed = (
+                "SELECT tablename FROM pg_stats WHERE schemaname = current_schema()"
+                f" AND attname = '{PG_WORDS_COLUMN}'"
+            )
+            assert {t for t, _i in _WORD_INDEXES.values()} <= set(
                 conn.exec_driver_sql(analyzed).scalars()
             )
         with Store.open(url, upgrade=False) as store, store.begin(agent="kept") as mem:
             assert mem.timeline.count() == 1
             assert [h.id for h in mem.search.messages("node")] == [1]
             assert len(mem.search.notes("example")) == len(mem.search.skills("v1")) == 1
+    finally:
+        engine.dispose()
+
+
+def test_the_stored_words_cannot_be_written_and_follow_the_text(pg_layout: object) -> None:
+    """The word column is generated: a write that names it is refused by PostgreSQL, and a
+    row's words follow its text when the text changes (a note edited is found by its new
+    words only)."""
+    from tests.pg_support import Layout
+
+    assert isinstance(pg_layout, Layout)
+    name = pg_layout.new_agent()
+    with Store.open(pg_layout.url) as store:
+        with store.begin(agent=name) as mem:
+            mem.notes.upsert("n1", "the tent is in the garage")
+            mem.skills.create("pack", "Pack the tent", ["camping"], "1. fold it")
+        with store.begin(agent=name) as mem:
+            mem.notes.upsert("n1", "the stove is in the attic")
+            mem.skills.update("pack", when_to_use="before a hike")
+        with store.begin(agent=name, write=False) as mem:
+            assert mem.search.notes("tent") == []
+            assert [h.id for h in mem.search.notes("attic")] == ["n1"]
+            assert [s.name for s in mem.search.skills("hike")] == ["pack"]
+    engine = create_engine(pg_layout.url)
+    try:
+        with engine.connect() as conn, pytest.raises(Exception, match="generated column"):
+            conn.exec_driver_sql(
+                f"UPDATE memory_notes SET {PG_WORDS_COLUMN} = to_tsvector('x') WHERE false"
+            )
     finally:
         engine.dispose()
 
@@ -437,7 +483,7 @@ def test_a_failure_mid_upgrade_leaves_the_schema_empty(scratch: Callable[[], URL
             assert list(tables) == []  # PostgreSQL's DDL is transactional: all or nothing
     finally:
         engine.dispose()
-    assert migrate.upgrade(url).applied == ["v036", "v037", "v038"]
+    assert migrate.upgrade(url).applied == ["v036", "v037", "v038", "v039"]
 
 
 def test_concurrent_first_upgrades_of_one_database_all_succeed(
@@ -458,7 +504,7 @@ def test_concurrent_first_upgrades_of_one_database_all_succeed(
     outputs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [err for _out, err in outputs]
     applied = sorted((json.loads(out) for out, _err in outputs), key=len)
-    assert applied == [[], [], ["v036", "v037", "v038"]]
+    assert applied == [[], [], ["v036", "v037", "v038", "v039"]]
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

@@ -6,10 +6,10 @@ CJK term as an escaped LIKE pattern. Ranking mirrors :class:`SearchService`: per
 frequencies read from the document's tsvector, ``english`` snowball stemming as porter on
 SQLite) weighted by the word's idf once more, common words counted as present in their newest
 documents, long words also as substrings (pg_trgm), short CJK terms by LIKE, and messages earn a
-share of their neighbours' scores. The indexes are revision v036's (the word indexes as v038
-rebuilt them: the text with ASCII separators read as spaces, as unicode61 reads it), led by
-``agent_id`` (``philont/db/pg_layout.py``); every statement reads the unit of work's agent only
-(``Raw.mine``).
+share of their neighbours' scores. The indexes are revision v036's (the word indexes as v039
+rebuilt them: over a stored column of the words of the text with ASCII separators read as
+spaces, as unicode61 reads it), led by ``agent_id`` (``philont/db/pg_layout.py``); every
+statement reads the unit of work's agent only (``Raw.mine``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from philont.db.fts import (
     PG_NOTES_TEXT,
     PG_SKILLS_TEXT,
     PG_SPACES,
-    pg_words,
+    PG_WORDS_COLUMN,
 )
 from philont.db.models import Note, RawMessage, Skill
 from philont.domain.query import LIKE_ESCAPE, SearchPlan, fold_case, like_escape, like_pattern
@@ -134,6 +134,14 @@ def _readings(word: str) -> list[str]:
     return list(dict.fromkeys([word.translate(PG_SPACES), " ".join(_TOKEN.findall(word))]))
 
 
+def _word_match(readings: list[str]) -> str:
+    """SQL: the document ``b`` may hold a word read as ``readings`` (:func:`_readings`, bound
+    after it), through the GIN word index of its table's stored words (revision v039: no read
+    computes ``to_tsvector``); the scorer keeps those that hold its tokens."""
+    phrases = " || ".join("phraseto_tsquery('english'::regconfig, %s)" for _ in readings)
+    return f"b.{PG_WORDS_COLUMN} @@ ({phrases})"
+
+
 def _tokens(text: Any) -> int:
     """Tokens FTS5's unicode61 tokenizer makes of ``text`` (bm25's document length)."""
     return sum(1 for _ in _TOKEN.finditer(str(text or "")))
@@ -196,7 +204,7 @@ _STEMS: dict[str, str] = {}
 
 class PgScorer:
     """The :class:`~philont.services.search.scoring.Scorer` of PostgreSQL databases: the same
-    plan and arithmetic as on SQLite, over the GIN indexes of revisions v036 and v038."""
+    plan and arithmetic as on SQLite, over the GIN indexes of revisions v036 and v039."""
 
     def __init__(self) -> None:
         self._lengths: dict[tuple[int, int], tuple[int, float, float]] = {}
@@ -251,12 +259,6 @@ class _Run:
         share_idf(terms, plan, n_docs)
         return [t.scores for t in terms]
 
-    def _match(self, corpus: _PgCorpus, readings: list[str]) -> str:
-        """SQL: the document may hold a word read as ``readings`` (:func:`_readings`, bound
-        after it), through the GIN word index; the scorer keeps those that hold its tokens."""
-        phrases = " || ".join("phraseto_tsquery('english'::regconfig, %s)" for _ in readings)
-        return f"{pg_words(corpus.text)} @@ ({phrases})"
-
     def _pg_statistics(
         self, corpus: _PgCorpus, plan: SearchPlan
     ) -> tuple[int, int, list[tuple[int, list[str]]]]:
@@ -270,7 +272,7 @@ class _Run:
         params: list[Any] = []
         for i, word in enumerate(plan.words):
             readings = _readings(word)
-            match = self._match(corpus, readings)
+            match = _word_match(readings)
             arms.append(
                 f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM {corpus.base} AS b"
                 f" WHERE {self._mine} AND {match} LIMIT {BM25_MAX_DF + 1}) AS m),"
@@ -321,7 +323,7 @@ class _Run:
         params: list[Any] = []
         for i, df in words:
             readings = _readings(plan.words[i])
-            where = f"WHERE {self._mine} AND {self._match(corpus, readings)}{flt.where()}"
+            where = f"WHERE {self._mine} AND {_word_match(readings)}{flt.where()}"
             if df <= BM25_MAX_DF:
                 arms.append(f"SELECT {i}, b.id, {texts} FROM {corpus.base} AS b {where}")
             else:
