@@ -6,6 +6,7 @@ import builtins
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from itertools import compress
 from operator import attrgetter
 from typing import Any
 
@@ -279,13 +280,18 @@ def holding(
     valid = valid_raws(rows, at_ms)
     if all(valid):
         return list(rows)
-    held = {(r.namespace, r.key) for r, ok in zip(rows, valid, strict=True) if ok}
-    looked = {(r.namespace, r.key) for r, ok in zip(rows, valid, strict=True) if not ok} - held
+    lapsed = {(r.namespace, r.key) for r, ok in zip(rows, valid, strict=True) if not ok}
+    keys = {key for _namespace, key in lapsed}  # a text test first: few keys have lapsed
+    looked = lapsed - {
+        (r.namespace, r.key) for r in compress(rows, valid) if r.key in keys
+    }  # a key another of whose current versions holds is not looked up
     versions: dict[tuple[str, str], builtins.list[Any]] = {}
     for row in others() if looked else ():
         if (row.namespace, row.key) in looked:
             versions.setdefault((row.namespace, row.key), []).append(row)
     found = {k: latest_held((rank_raw(v, at_ms), v) for v in vs) for k, vs in versions.items()}
+    if all(version is None for version in found.values()):
+        return list(compress(rows, valid))
     out = []
     for r, ok in zip(rows, valid, strict=True):
         if ok:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from philont.domain import decay
 from philont.domain.facts import is_valid_at, rank_score, rank_scores, valid_at
 from philont.errors import InvalidInputError
-from philont.services.fact_base import score_raw, scores_raw, valid_raw, valid_raws
+from philont.services.fact_base import holding, score_raw, scores_raw, valid_raw, valid_raws
 
 NOW_MS = 1_780_000_000_000
 DAY = decay.MS_PER_DAY
@@ -134,3 +134,46 @@ def test_a_value_of_another_kind_is_read_again_row_by_row() -> None:
     ]
     assert scores_raw(rows, NOW_MS) == [score_raw(r, NOW_MS) for r in rows]
     assert valid_raws(rows, NOW_MS) == [valid_raw(r, NOW_MS) for r in rows]
+
+
+class _Version(NamedTuple):
+    id: str
+    namespace: str
+    key: str
+    fact_kind: str
+    created_at: int
+    occurred_at: int | None
+    valid_from: int | None
+    valid_until: int | None
+
+
+def _state(i: str, key: str, created: int, start: int | None, until: int | None) -> _Version:
+    return _Version(i, "n", key, "state", created, None, start, until)
+
+
+def test_holding_replaces_a_lapsed_state_by_what_holds_and_looks_up_only_those_keys() -> None:
+    now = NOW_MS
+    rows = [
+        _state("a1", "a", now - 9, None, None),  # holds
+        _state("b2", "b", now - 5, now + DAY, None),  # lapsed (yet to begin): b1 held before
+        _state("c2", "c", now - 5, None, now - DAY),  # lapsed, and nothing else holds
+        _state("d1", "d", now - 9, None, None),  # d: one current version holds,
+        _state("d2", "d", now - 5, None, now - DAY),  # another lapsed: d is not looked up
+    ]
+    older = [
+        _state("b1", "b", now - 50, None, None),
+        _state("c1", "c", now - 50, None, now - 2 * DAY),
+        _state("d0", "d", now - 50, None, None),
+        rows[3],  # the lapsed key's other current version, as the SQL of the prefix reads it
+    ]
+    looked: list[bool] = []
+
+    def others() -> list[_Version]:
+        looked.append(True)
+        return older
+
+    assert [r.id for r in holding(rows, now, others)] == ["a1", "b1", "d1"]
+    assert looked == [True]  # one read
+    assert [r.id for r in holding(rows[:1] + rows[3:4], now, others)] == ["a1", "d1"]
+    assert looked == [True]  # everything held: no read
+    assert [r.id for r in holding(rows[2:3], now, others)] == []
