@@ -15,10 +15,12 @@ references the agents registry (``philont_agents``). The rules, applied to every
 * row-level security (enabled and forced, so the tables' owner is held to it too): a row is
   visible and writable only while its agent is the transaction's (``philont_agent()``);
 * the search indexes are GIN over ``(agent_id, expression)`` (``btree_gin``), so a word's
-  look-up reads only the agent's part of its posting list.
+  look-up reads only the agent's part of its posting list; the word indexes read the text with
+  ASCII separators as spaces (``philont.db.fts.pg_words``), as SQLite's unicode61 tokenizer does.
 
-Nothing here is per agent: creating an agent is a row in ``philont_agents``. Revision v036 holds
-a frozen copy of :func:`statements`' output; a parity test builds both and compares them.
+Nothing here is per agent: creating an agent is a row in ``philont_agents``. Revisions v036,
+v037 and v038 (the word indexes rebuilt) hold a frozen copy of :func:`statements`' output; a
+parity test builds both and compares them.
 Everything keys, joins and partitions by ``agent_id``, so the layout can be distributed by it
 (Citus, README).
 """

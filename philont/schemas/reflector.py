@@ -17,6 +17,9 @@ class SkipReason(enum.StrEnum):
     """Its window closed with no action in it; marked processed, nothing credited."""
     UNKNOWN_SKILL = "unknown_skill"
     """No skill has that name (deleted since, or never existed); marked processed."""
+    REMADE = "remade"
+    """The skill of that name was made after the retrieval: the one fetched was deleted and
+    another made under its name since, which the outcome says nothing about; marked processed."""
 
 
 class CreditRecord(ReadModel):

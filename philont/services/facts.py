@@ -108,6 +108,11 @@ class FactService(FactTime):
         new row in the same flush; the new row's ``supersedes`` names the newest of them.
         Forgotten versions are left alone: they stay forgotten and unlinked, so a forgotten
         fact is never resurrected into the chain by a later write.
+
+        Without ``decay_tau_days`` the new version keeps the key's decay setting: the current
+        version's pin or τ override (Philont's new row had none, so a value the agent
+        re-stored lost the pin a person had set and could decay into a forget candidate).
+        ``unpin`` the new version to drop it.
         """
         namespace = inputs.check(inputs.Namespace, namespace, "namespace")
         key = inputs.check(inputs.FactKey, key, "key")
@@ -152,7 +157,8 @@ class FactService(FactTime):
         decay_tau_days: float | None,
         now: datetime,
     ) -> FactRecord:
-        """Insert an already validated version and supersede the current ones (no checks:
+        """Insert an already validated version and supersede the current ones (``decay_tau_days``
+        None: the newest current version's setting; no checks:
         a future kernel path for ``self`` facts calls this after its own authorisation)."""
         self.mem.backend.serialize(self.session, "fact", namespace, key)
         current = newest_first(
@@ -176,6 +182,8 @@ class FactService(FactTime):
             decay_tau_days=decay_tau_days,
             supersedes=current[0].id if current else None,
         )
+        if decay_tau_days is None and current:
+            row.decay_tau_days = current[0].decay_tau_days  # the key's pin or τ override
         self.session.add(row)
         for old in current:
             old.superseded_by = row.id

@@ -18,8 +18,12 @@ only looks at unprocessed retrievals, marks each one it decides on (claiming it 
 ``linked_skill`` on the attributed actions too. Decided means:
 
 * credited (success or failure);
-* its window closed with no action in it (``no_actions``), or its skill no longer exists
-  (``unknown_skill``): marked, reported in ``skipped``, nothing recorded.
+* its window closed with no action in it (``no_actions``), its skill no longer exists
+  (``unknown_skill``), or the skill of that name now was made after the retrieval, so the one
+  fetched was deleted and the name reused (``remade``; told by the skill's ``created_at``
+  against the retrieval's time, so hosts sharing a database need clocks that agree to within
+  the time between making a skill and first fetching it): marked, reported in ``skipped``,
+  nothing recorded.
 
 A retrieval whose window is still open is *pending*: left unmarked, reported, and looked at again
 by the next run. A window is open when, at ``now`` (the clock), all of these hold: the deadline
@@ -405,6 +409,17 @@ class ReflectorService(Service):
                 retrieval_action_id=retrieval.id,
                 reason=SkipReason.UNKNOWN_SKILL,
                 detail=f"no skill named {name!r}; nothing credited",
+            )
+        if before.created_at > retrieval.timestamp:
+            return SkippedRetrieval(
+                skill=name,
+                retrieval_action_id=retrieval.id,
+                reason=SkipReason.REMADE,
+                detail=(
+                    f"the skill named {name!r} was made at {before.created_at.isoformat()}, "
+                    f"after this retrieval at {retrieval.timestamp.isoformat()}: the one "
+                    "fetched was deleted since; nothing credited"
+                ),
             )
         self._link(credit.attributed_action_ids, name)
         at = max(timeline.by_id[i].timestamp for i in credit.attributed_action_ids)

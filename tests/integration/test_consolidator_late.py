@@ -578,6 +578,7 @@ def test_tool_calls_logged_late_alone_credit_and_blame_the_skills_they_used(
     with units() as mem:
         for name in ("works", "breaks"):
             mem.skills.create(name, f"a skill that {name}", name, "do it")
+    clock.advance(hours=2)  # the calls below used the skills, so came after they were made
     say(units, "a1")
     assert drain(worker, clock) == [S.CONSOLIDATED, S.NOTHING_NEW]
     at = clock.now - timedelta(hours=1)

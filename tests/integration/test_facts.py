@@ -463,6 +463,32 @@ def test_unpinning_restores_the_namespace_decay(facts: FactService, clock: FakeC
     assert facts.score(unpinned) == pytest.approx(math.exp(-2))
 
 
+@pytest.mark.parametrize("given", [None, PIN_SENTINEL, 7.0])
+@pytest.mark.parametrize("held", [None, PIN_SENTINEL, 30.0])
+def test_a_new_version_keeps_the_keys_decay_setting_unless_given_one(
+    facts: FactService, held: float | None, given: float | None
+) -> None:
+    """A pin (or τ override) belongs to the key a person set it on: re-storing its value
+    (the agent's store_fact passes none) kept it in Philont only by chance, never."""
+    first = facts.store("context", "badge", "A-17")
+    if held is not None:
+        facts.set_tau(first.id, held)
+
+    second = facts.store("context", "badge", "B-2", decay_tau_days=given)
+
+    expected = held if given is None else given
+    assert second.decay_tau_days == expected
+    assert second.pinned is (expected == PIN_SENTINEL)
+    assert facts.get_by_id(second.id) == second  # as stored, not only as returned
+
+
+def test_a_forgotten_versions_pin_is_not_inherited(facts: FactService) -> None:
+    first = facts.pin(facts.store("context", "badge", "A-17").id)
+    facts.forget(first.id)
+
+    assert facts.store("context", "badge", "B-2").decay_tau_days is None
+
+
 def test_set_tau_overrides_the_namespace_time_constant(
     facts: FactService, clock: FakeClock
 ) -> None:

@@ -314,6 +314,45 @@ def test_a_retrieval_of_a_deleted_skill_is_reported_and_credits_nothing(
     assert linked(session, retrieval) == "gone-soon"
 
 
+@pytest.mark.parametrize("remade", [False, True])
+def test_a_skill_deleted_and_remade_under_its_name_is_not_credited_for_the_old_ones_run(
+    session: Session,
+    skills: SkillService,
+    reflector: ReflectorService,
+    log: Log,
+    clock: FakeClock,
+    remade: bool,
+) -> None:
+    """The outcome of a run belongs to the skill it fetched. When that skill was deleted (a
+    pruned draft, say) and another made under its name before the reflector ran, the new one
+    did not guide the run: crediting it moved a stranger's grade."""
+    skills.create("rebuilt", "d", "k", "old template")
+    retrieval = log.retrieve("rebuilt")
+    log.action("web_fetch")
+    log.user_turn()
+    if remade:
+        skills.delete("rebuilt")
+        clock.advance(minutes=1)
+        skills.create("rebuilt", "d", "k", "new template")
+
+    report = reflector.run()
+
+    after = skills.get("rebuilt", record_access=False)
+    assert after is not None
+    if remade:
+        assert report.credited == []
+        [skipped] = report.skipped
+        assert (skipped.reason, skipped.skill) == (SkipReason.REMADE, "rebuilt")
+        assert skipped.retrieval_action_id == retrieval
+        assert "after this retrieval" in skipped.detail
+        assert (after.success_count, after.failure_count) == (0, 0)
+    else:  # the same skill, made before the run that fetched it: credited
+        assert [c.skill for c in report.credited] == ["rebuilt"]
+        assert after.success_count == 1
+    assert linked(session, retrieval) == "rebuilt"  # decided either way: not looked at again
+    assert reflector.run().skipped == []
+
+
 def test_a_refused_use_skill_call_is_not_a_retrieval(
     skills: SkillService, reflector: ReflectorService, log: Log
 ) -> None:

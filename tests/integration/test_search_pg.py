@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from philont.db.backend import Raw
 from philont.db.bootstrap import ensure_bootstrap_rows
 from philont.db.engine import create_engine
+from philont.db.fts import pg_words
 from philont.db.models import Note, RawMessage, RawSession, Skill
 from philont.db.schema import metadata
 from philont.domain.kinds import Role, SkillKind
@@ -419,9 +420,8 @@ def test_scores_equal_sqlite(backends: Backends) -> None:
     ("opclass", "condition"),
     [
         (
-            "to_tsvector('english'::regconfig, content)",
-            "to_tsvector('english'::regconfig, content) @@ "
-            "phraseto_tsquery('english'::regconfig, 'camping')",
+            pg_words("content"),
+            f"{pg_words('content')} @@ phraseto_tsquery('english'::regconfig, 'camping')",
         ),
         ("content gin_trgm_ops", "content ILIKE '%%camping%%'"),
     ],

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, text
@@ -20,6 +21,7 @@ from philont import migrate, settings
 from philont.db import pg_layout as rules
 from philont.db.agents import check_name
 from philont.db.engine import create_engine
+from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
 from philont.errors import (
     AgentRequiredError,
     InvalidInputError,
@@ -126,8 +128,8 @@ def test_upgrade_head_builds_what_the_models_describe(scratch: Callable[[], URL]
     with engine.begin() as conn:
         for statement in rules.statements():  # the layout derived from the models now
             conn.exec_driver_sql(statement)
-    report = migrate.upgrade(upgraded)  # v036 and v037: frozen copies
-    assert report.stamped == "v035" and report.applied == ["v036", "v037"]
+    report = migrate.upgrade(upgraded)  # v036, v037 and v038: frozen copies
+    assert report.stamped == "v035" and report.applied == ["v036", "v037", "v038"]
     other = create_engine(upgraded)
     try:
         built, migrated = _schema_objects(engine), _schema_objects(other)
@@ -150,6 +152,61 @@ def test_upgrade_head_builds_what_the_models_describe(scratch: Callable[[], URL]
     finally:
         engine.dispose()
         other.dispose()
+
+
+_WORD_INDEXES = {
+    "philont_pg_raw_messages_words": ("memory_raw_messages", PG_MESSAGES_TEXT),
+    "philont_pg_notes_words": ("memory_notes", PG_NOTES_TEXT),
+    "philont_pg_skills_words": ("memory_skills", PG_SKILLS_TEXT),
+}
+
+
+def _word_lookups(engine: Engine, word: str) -> dict[str, tuple[int, bool]]:
+    """Per word index: how many rows hold ``word`` by the expression search asks
+    (``pg_words``), and whether the plan of that look-up matches the words in an index."""
+    out: dict[str, tuple[int, bool]] = {}
+    with engine.connect() as conn:
+        conn.exec_driver_sql("SET enable_seqscan = off")
+        for name, (table, expression) in _WORD_INDEXES.items():
+            where = f"{pg_words(expression)} @@ phraseto_tsquery('english', %s)"
+            found = conn.exec_driver_sql(f"SELECT count(*) FROM {table} WHERE {where}", (word,))
+            plan = conn.exec_driver_sql(f"EXPLAIN SELECT 1 FROM {table} WHERE {where}", (word,))
+            indexed = any("Index Cond" in r[0] and "@@" in r[0] for r in plan)
+            out[name] = (int(found.scalar_one()), indexed)
+    return out
+
+
+def test_an_upgrade_from_v037_rebuilds_the_word_indexes_and_keeps_every_row(
+    scratch: Callable[[], URL],
+) -> None:
+    """v038 rebuilds the word indexes of a database made before it over the text with ASCII
+    separators read as spaces: the rows are kept, a part of a shape PostgreSQL's parser kept
+    whole (``node`` of ``node.js``, ``example`` of ``bob@example.com``) is found by the index."""
+    url = scratch()
+    with migrate.isolated():
+        command.upgrade(migrate.alembic_config(url), "v037")
+    engine = create_engine(url)
+    try:
+        with Store(engine).begin(agent="kept") as mem:  # the layout before head: no check
+            mem.timeline.append("We ported it to node.js; mail bob@example.com")
+            mem.notes.add("The guide is at https://example.com/docs now")
+            mem.skills.create("ship", "Tag v1.2.3 for example.com", ["release"], "1. tag it")
+        before = _word_lookups(engine, "example")
+        assert before == dict.fromkeys(_WORD_INDEXES, (1, False))  # found by no index
+        report = migrate.upgrade(url)
+        assert report.applied == ["v038"]
+        assert _word_lookups(engine, "example") == dict.fromkeys(_WORD_INDEXES, (1, True))
+        with engine.connect() as conn:  # the planner knows the new expressions' lexemes
+            analyzed = "SELECT tablename FROM pg_stats WHERE schemaname = current_schema()"
+            assert {"philont_pg_notes_words", "philont_pg_skills_words"} <= set(
+                conn.exec_driver_sql(analyzed).scalars()
+            )
+        with Store.open(url, upgrade=False) as store, store.begin(agent="kept") as mem:
+            assert mem.timeline.count() == 1
+            assert [h.id for h in mem.search.messages("node")] == [1]
+            assert len(mem.search.notes("example")) == len(mem.search.skills("v1")) == 1
+    finally:
+        engine.dispose()
 
 
 def test_autogenerate_finds_no_difference_on_postgresql(pg_layout: object) -> None:
@@ -380,7 +437,7 @@ def test_a_failure_mid_upgrade_leaves_the_schema_empty(scratch: Callable[[], URL
             assert list(tables) == []  # PostgreSQL's DDL is transactional: all or nothing
     finally:
         engine.dispose()
-    assert migrate.upgrade(url).applied == ["v036", "v037"]
+    assert migrate.upgrade(url).applied == ["v036", "v037", "v038"]
 
 
 def test_concurrent_first_upgrades_of_one_database_all_succeed(
@@ -401,7 +458,7 @@ def test_concurrent_first_upgrades_of_one_database_all_succeed(
     outputs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [err for _out, err in outputs]
     applied = sorted((json.loads(out) for out, _err in outputs), key=len)
-    assert applied == [[], [], ["v036", "v037"]]
+    assert applied == [[], [], ["v036", "v037", "v038"]]
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

@@ -151,3 +151,20 @@ def test_get_fact_says_when_a_state_does_not_hold_now(
     assert stored.ok, stored.text
     got = call(tool_target, "get_fact", namespace="user", key="plan")
     assert got.ok and got.text.endswith("]" + note)
+
+
+def test_a_fact_a_person_pinned_stays_pinned_when_the_agent_stores_it_again(
+    tool_target: DbTarget,
+) -> None:
+    assert call(tool_target, "store_fact", namespace="context", key="badge", value="A-17").ok
+    with Memory.open(tool_target) as mem:
+        held = mem.facts.get("context", "badge")
+        assert held is not None
+        mem.facts.pin(held.id)
+
+    assert call(tool_target, "store_fact", namespace="context", key="badge", value="B-2").ok
+
+    with Memory.open(tool_target) as mem:
+        now = mem.facts.get("context", "badge")
+        assert now is not None and (now.value, now.pinned) == ("B-2", True)
+        assert mem.facts.forget_candidates(threshold=1.0) == []

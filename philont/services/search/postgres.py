@@ -6,8 +6,10 @@ CJK term as an escaped LIKE pattern. Ranking mirrors :class:`SearchService`: per
 frequencies read from the document's tsvector, ``english`` snowball stemming as porter on
 SQLite) weighted by the word's idf once more, common words counted as present in their newest
 documents, long words also as substrings (pg_trgm), short CJK terms by LIKE, and messages earn a
-share of their neighbours' scores. The indexes are revision v036's, led by ``agent_id``
-(``philont/db/pg_layout.py``); every statement reads the unit of work's agent only (``Raw.mine``).
+share of their neighbours' scores. The indexes are revision v036's (the word indexes as v038
+rebuilt them: the text with ASCII separators read as spaces, as unicode61 reads it), led by
+``agent_id`` (``philont/db/pg_layout.py``); every statement reads the unit of work's agent only
+(``Raw.mine``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from typing import Any
 
 from philont.db import fork
 from philont.db.backend import Raw
-from philont.db.fts import PG_MESSAGES_TEXT, PG_NOTES_TEXT, PG_SKILLS_TEXT, pg_words
+from philont.db.fts import (
+    PG_MESSAGES_TEXT,
+    PG_NOTES_TEXT,
+    PG_SKILLS_TEXT,
+    PG_SPACES,
+    pg_words,
+)
 from philont.db.models import Note, RawMessage, Skill
 from philont.domain.query import LIKE_ESCAPE, SearchPlan, fold_case, like_escape, like_pattern
 from philont.services.search.scoring import (
@@ -113,25 +121,17 @@ _SKILLS = _PgCorpus(
 _CORPORA = {Kind.MESSAGES: _MESSAGES, Kind.NOTES: _NOTES, Kind.SKILLS: _SKILLS}
 
 
-_SIGNS = ("", "-", "+")
-"""How PostgreSQL's parser may read a number that follows a word: as it is (``covid 19``), or
-signed (``covid-19``: ``-19``; ``covid+19``: ``+19``)."""
-
-
 def _readings(word: str) -> list[str]:
     """The spellings of ``word`` whose ``phraseto_tsquery`` together match every document
     holding its unicode61 tokens in order (which FTS5's word index matches), and more.
 
-    PostgreSQL's parser reads text by shapes of its own: ``covid-19`` as ``covid`` and the
-    signed number ``-19``, ``covid 19`` as ``covid`` and ``19``; so ``covid-19`` as one word
-    misses ``covid 19``, and ``19`` misses ``covid-19``. Read are: the word as given, and its
-    tokens apart, each that starts with a digit as it is or signed (:data:`_SIGNS`). A
-    document matched by one of them counts only where it holds the tokens
-    (:func:`_phrase_count`), as ``q&a`` (``q``: ``a`` is a stop word) or ``x²`` (``x``: ``²``
-    is skipped) match more."""
-    tokens = _TOKEN.findall(word)
-    spaced = (" ".join(sign + t if t[0].isdigit() else t for t in tokens) for sign in _SIGNS)
-    return list(dict.fromkeys([word, *spaced]))
+    The word indexes read ASCII separators as spaces (:data:`~philont.db.fts.PG_SEPARATORS`:
+    ``covid-19`` as ``covid 19``, ``node.js`` as ``node js``), and the word is read so too;
+    PostgreSQL's parser still reads other shapes its own way (``x²`` as ``x``, ``ma’am`` as
+    ``ma``), so its tokens apart are read as well. A document matched by one of them counts
+    only where it holds the tokens (:func:`_phrase_count`), as ``q&a`` (``q``: ``a`` is a stop
+    word) or ``x²`` match more."""
+    return list(dict.fromkeys([word.translate(PG_SPACES), " ".join(_TOKEN.findall(word))]))
 
 
 def _tokens(text: Any) -> int:
@@ -196,7 +196,7 @@ _STEMS: dict[str, str] = {}
 
 class PgScorer:
     """The :class:`~philont.services.search.scoring.Scorer` of PostgreSQL databases: the same
-    plan and arithmetic as on SQLite, over the GIN indexes of revision v036."""
+    plan and arithmetic as on SQLite, over the GIN indexes of revisions v036 and v038."""
 
     def __init__(self) -> None:
         self._lengths: dict[tuple[int, int], tuple[int, float, float]] = {}
