@@ -3,11 +3,12 @@
 SQLite's automatic checkpoint runs inside the commit that crosses its threshold (1,000 pages):
 that one caller copies the WAL into the database file and waits for two fsyncs, which is most
 of a write's p95. Engines made by :func:`philont.db.engine.create_engine` leave that to a
-:class:`Checkpointer` instead: every commit wakes one daemon thread that, after letting commits
-gather for ``GATHER_S``, runs ``PRAGMA wal_checkpoint(PASSIVE)`` on a connection of its own
-(it copies what no reader still needs and never waits for readers or writers; SQLite releases
-the GIL while it works). The writers' own automatic checkpoint stays on at ``SAFETY_PAGES``
-(about 40 MB of WAL) in case the thread falls behind or cannot run. The thread ends after
+:class:`Checkpointer` instead: every commit that changed rows wakes one daemon thread that,
+after letting commits gather for ``GATHER_S``, runs ``PRAGMA wal_checkpoint(PASSIVE)`` on a
+connection of its own (it copies what no reader still needs and never waits for readers or
+writers; SQLite releases the GIL while it works). The writers' own automatic checkpoint stays
+on at ``SAFETY_PAGES`` (about 40 MB of WAL) in case the thread falls behind or cannot run, or a
+commit changed pages but no row (DDL alone). The thread ends after
 ``IDLE_S`` without commits and at once when the engine is disposed; the next commit starts it
 again (in a forked child too). Durability is SQLite's ``synchronous=NORMAL`` in WAL either way.
 """
@@ -36,7 +37,8 @@ SAFETY_PAGES = 10_000
 
 
 class Checkpointer:
-    """One database file's background checkpoints; :meth:`committed` after every commit."""
+    """One database file's background checkpoints; :meth:`committed` after every commit that
+    changed rows (``philont.db.engine``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path.absolute()

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from pydantic import PlainValidator
-from sqlalchemy import Engine, event
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
@@ -805,9 +805,35 @@ _CHECKPOINTERS: weakref.WeakKeyDictionary[Engine, Checkpointer] = weakref.WeakKe
 def _start_checkpoints(engine: Engine, path: Path) -> Checkpointer:
     """WAL checkpoints of ``engine``'s commits in a background thread (philont.db.checkpoint)."""
     checkpointer = _CHECKPOINTERS[engine] = Checkpointer(path)
-    event.listen(engine, "commit", lambda _conn: checkpointer.committed())
+
+    def committed(conn: Connection) -> None:
+        if _changed_rows(conn):
+            checkpointer.committed()
+
+    event.listen(engine, "commit", committed)
     event.listen(engine, "engine_disposed", lambda _engine: checkpointer.stop())
     return checkpointer
+
+
+_CHANGES = "philont_total_changes"
+"""How many rows a pooled connection had changed at its last commit that changed any
+(sqlite3's ``total_changes``; its pool record's ``info``)."""
+
+
+def _changed_rows(conn: Connection) -> bool:
+    """Whether the transaction ``conn`` is committing changed rows (an INSERT, UPDATE or DELETE
+    since its connection's last such commit), so that the checkpointer has pages to copy: a
+    unit of work that only read (a context turn, every turn) wakes no thread. A commit of DDL
+    alone changes no row: its pages wait for the next commit that does, or for the writers'
+    own ``SAFETY_PAGES`` checkpoint. True when the driver does not say (an async adapter)."""
+    pooled = conn.connection
+    total = getattr(pooled.dbapi_connection, "total_changes", None)
+    if total is None:
+        return True
+    if pooled.info.get(_CHANGES, 0) == total:
+        return False
+    pooled.info[_CHANGES] = total
+    return True
 
 
 def checkpointer_of(engine: Engine) -> Checkpointer | None:

@@ -6,16 +6,27 @@ tools and the CLI (through FactRecord).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from math import isfinite
 from typing import TypeVar
 
 from philont.domain import decay
 from philont.domain.timeparse import iso
 from philont.domain.timepolicy import MAX_INSTANT, MIN_INSTANT
 
-__all__ = ["held_rank", "is_expired", "is_valid_at", "latest_held", "rank_score", "time_tag"]
+__all__ = [
+    "Scored",
+    "Window",
+    "held_rank",
+    "is_expired",
+    "is_valid_at",
+    "latest_held",
+    "rank_score",
+    "rank_scores",
+    "time_tag",
+    "valid_at",
+]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -30,11 +41,23 @@ def is_valid_at(
 ) -> bool:
     """Whether a fact holds at ``at_ms``: a state inside its validity window (an open bound is
     open; neither expired nor yet to begin); an event always (it is an occurrence, kept)."""
-    if fact_kind == "event":
-        return True
-    if valid_from_ms is not None and valid_from_ms > at_ms:
-        return False
-    return not is_expired(fact_kind=fact_kind, valid_until_ms=valid_until_ms, now_ms=at_ms)
+    return valid_at(((fact_kind, valid_from_ms, valid_until_ms),), at_ms)[0]
+
+
+Window = tuple[str, int | None, int | None]
+"""What :func:`valid_at` reads of a fact: its stored kind, ``valid_from`` and
+``valid_until`` (epoch ms)."""
+
+
+def valid_at(facts: Iterable[Window], at_ms: int) -> list[bool]:
+    """:func:`is_valid_at` of each fact at ``at_ms``, in one pass (the memory prefix and
+    ``FactService.list`` check every current fact): an event, or a state neither yet to begin
+    nor expired (:func:`is_expired`)."""
+    return [
+        kind == "event"
+        or not ((start is not None and start > at_ms) or (until is not None and until < at_ms))
+        for kind, start, until in facts
+    ]
 
 
 HeldRank = tuple[int, int, str]
@@ -95,15 +118,32 @@ def rank_score(
     it was last accessed (or created), with its namespace's time constant unless overridden
     (pinned facts never decay; see :mod:`philont.domain.decay`). ``ValueError`` when that is
     no finite number (a stored infinite confidence): no score can be ranked or shown so."""
-    anchor = created_ms if accessed_ms is None else accessed_ms
-    score = decay.score_days(
-        confidence=confidence,
-        age_days=(now_ms - anchor) / decay.MS_PER_DAY,
-        tau_days=decay.effective_tau_days(namespace, tau_override),
-    )
-    if not math.isfinite(score):
-        raise ValueError(f"the score of confidence {confidence!r} is no finite number")
-    return score
+    return rank_scores(((namespace, confidence, created_ms, accessed_ms, tau_override),), now_ms)[0]
+
+
+Scored = tuple[str, float, int, int | None, float | None]
+"""What :func:`rank_scores` reads of a fact: its namespace, confidence, ``created_at`` and
+``last_accessed_at`` (epoch ms) and ``decay_tau_days`` override."""
+
+
+def rank_scores(facts: Iterable[Scored], now_ms: int) -> list[float]:
+    """:func:`rank_score` of each fact at ``now_ms``, in one pass (the memory prefix ranks every
+    current fact on every turn): each time constant (namespace and override) is resolved once,
+    and each fact scored by one positional call (:func:`philont.domain.decay.decayer`)."""
+    decayers: dict[tuple[str, float | None], decay.Decayer] = {}
+    scores: list[float] = []
+    add = scores.append
+    for namespace, confidence, created_ms, accessed_ms, tau_override in facts:
+        decayed = decayers.get((namespace, tau_override))
+        if decayed is None:
+            tau = decay.effective_tau_days(namespace, tau_override)
+            decayed = decayers[namespace, tau_override] = decay.decayer(tau)
+        anchor = created_ms if accessed_ms is None else accessed_ms
+        score = decayed(confidence, (now_ms - anchor) / decay.MS_PER_DAY)
+        if not isfinite(score):
+            raise ValueError(f"the score of confidence {confidence!r} is no finite number")
+        add(score)
+    return scores
 
 
 def _iso(ms: int | None, missing: str) -> str:

@@ -6,6 +6,8 @@ import builtins
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import (
@@ -32,6 +34,8 @@ from philont.domain.facts import (
     is_valid_at,
     latest_held,
     rank_score,
+    rank_scores,
+    valid_at,
 )
 from philont.domain.kinds import FactKind
 from philont.errors import (
@@ -187,6 +191,22 @@ def valid_raw(row: Any, at_ms: int) -> bool:
         return valid_raw(cleaned(row, FACT_ROW, raw=True), at_ms)
 
 
+_WINDOW = attrgetter("fact_kind", "valid_from", "valid_until")
+_SCORED_BY = attrgetter(
+    "namespace", "confidence", "created_at", "last_accessed_at", "decay_tau_days"
+)
+
+
+def valid_raws(rows: Sequence[Any], at_ms: int) -> builtins.list[bool]:
+    """:func:`valid_raw` of each row, in one pass (:func:`philont.domain.facts.valid_at`); row
+    by row, each read again as its columns' kinds if need be, when one holds a value of
+    another kind."""
+    try:
+        return valid_at(map(_WINDOW, rows), at_ms)
+    except UNREADABLE:
+        return [valid_raw(r, at_ms) for r in rows]
+
+
 def current_as_of(stmt: Any, believed: datetime | None, version: Any = Fact) -> Any:
     """``stmt`` restricted to the current versions (``version``: the fact table or an alias of
     it): today's (not superseded, not forgotten), or with ``believed`` those current as we
@@ -257,16 +277,21 @@ def holding(
     versions of every key whose current state is outside its window at ``at_ms`` (for the
     prefix :func:`philont.db.queries.facts.others_of_lapsed`, for ``FactService.list``
     :func:`versions_held`)."""
-    valid = [valid_raw(r, at_ms) for r in rows]
+    valid = valid_raws(rows, at_ms)
     if all(valid):
         return list(rows)
-    held = {(r.namespace, r.key) for r, ok in zip(rows, valid, strict=True) if ok}
-    looked = {(r.namespace, r.key) for r, ok in zip(rows, valid, strict=True) if not ok} - held
+    lapsed = {(r.namespace, r.key) for r, ok in zip(rows, valid, strict=True) if not ok}
+    keys = {key for _namespace, key in lapsed}  # a text test first: few keys have lapsed
+    looked = lapsed - {
+        (r.namespace, r.key) for r in compress(rows, valid) if r.key in keys
+    }  # a key another of whose current versions holds is not looked up
     versions: dict[tuple[str, str], builtins.list[Any]] = {}
     for row in others() if looked else ():
         if (row.namespace, row.key) in looked:
             versions.setdefault((row.namespace, row.key), []).append(row)
     found = {k: latest_held((rank_raw(v, at_ms), v) for v in vs) for k, vs in versions.items()}
+    if all(version is None for version in found.values()):
+        return list(compress(rows, valid))
     out = []
     for r, ok in zip(rows, valid, strict=True):
         if ok:
@@ -425,6 +450,16 @@ def score_raw(row: Any, now_ms: int) -> float:
         )
     except UNREADABLE:
         return score_raw(cleaned(row, FACT_ROW, raw=True), now_ms)
+
+
+def scores_raw(rows: Sequence[Any], now_ms: int) -> builtins.list[float]:
+    """:func:`score_raw` of each row, in one pass (:func:`philont.domain.facts.rank_scores`);
+    row by row, each read again as its columns' kinds if need be, when one holds a value of
+    another kind."""
+    try:
+        return rank_scores(map(_SCORED_BY, rows), now_ms)
+    except UNREADABLE:
+        return [score_raw(r, now_ms) for r in rows]
 
 
 def score_record(row: Fact | FactRecord | Any, now_ms: int) -> float:

@@ -34,8 +34,8 @@ from philont.services.fact_base import (
     namespace_filter,
     newest_first,
     optional_aware,
-    score_raw,
     score_record,
+    scores_raw,
     to_record,
     valid_row,
     versions_held,
@@ -278,7 +278,7 @@ class FactService(FactTime):
         at_ms = to_epoch_ms(at)
         chosen: builtins.list[tuple[float | None, str]] = [(None, r.id) for r in light]
         if ranked:
-            scored = [(score_raw(r, at_ms), r.id) for r in light]
+            scored = list(zip(scores_raw(light, at_ms), (r.id for r in light), strict=True))
             # sorted() is stable: equal scores keep the (namespace, key) order
             scored.sort(key=lambda pair: -pair[0])
             chosen = [(score, i) for score, i in scored]

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from operator import itemgetter
+from operator import itemgetter, neg
 from typing import TYPE_CHECKING
 
 from philont.db.backend import Raw
@@ -35,7 +35,7 @@ from philont.schemas import inputs
 from philont.schemas.inputs import RUNTIME_NAMESPACE_ROOT
 from philont.schemas.prefix import MemoryPrefixResult, PrefixSection
 from philont.services.base import Service
-from philont.services.fact_base import holding, score_raw
+from philont.services.fact_base import holding, scores_raw
 
 if TYPE_CHECKING:
     from philont.memory import Memory
@@ -260,7 +260,7 @@ class MemoryPrefix(Service):
         ]
         recorded_by = to_epoch_ms(self._now())
         held = holding(rows, now_ms, lambda: fact_rows.others_of_lapsed(raw, now_ms, recorded_by))
-        scored = [(-score_raw(row, now_ms), row) for row in held]
+        scored = list(zip(map(neg, scores_raw(held, now_ms)), held, strict=True))
         scored.sort(key=itemgetter(0))  # stable: equal scores keep the SQL order
 
         def lines() -> Iterator[str]:

@@ -73,6 +73,38 @@ def test_commits_reach_the_database_file_without_an_inline_checkpoint(tmp_path: 
         store.close()
 
 
+def test_a_unit_of_work_that_changed_no_row_wakes_no_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A host builds its context (a read unit of work) on every turn: each commit woke the
+    # thread, which then ran a checkpoint of nothing every GATHER_S beside the turns.
+    monkeypatch.setattr(checkpoint, "IDLE_S", 0.2)
+    db_path = tmp_path / "memory.sqlite"
+    Store.open(db_path).close()  # created, and written
+    store = Store.open(db_path)
+    try:
+        for write in (False, True, False):  # a writing unit that happened to write nothing too
+            with store.begin(write=write) as mem:
+                mem.prefix.build()
+                mem.search.notes("anything")
+        cp = checkpointer_of(store.engine)
+        assert cp is not None
+        time.sleep(checkpoint.GATHER_S * 4)
+        assert not _threads(db_path)
+        assert cp.runs == 0
+        _write_notes(store, 1)  # a commit that changed rows wakes it
+        assert _threads(db_path)
+        assert _eventually(lambda: cp.runs == 1 and _all_in_file(db_path))
+        assert _eventually(lambda: not _threads(db_path))  # idle again
+        with store.begin(write=False) as mem:  # the same pooled connection, reading again
+            mem.notes.list()
+        time.sleep(checkpoint.GATHER_S * 4)
+        assert not _threads(db_path)
+        assert cp.runs == 1
+    finally:
+        store.close()
+
+
 def test_the_thread_ends_with_the_store_and_when_idle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
