@@ -33,6 +33,8 @@ revision = "v033"
 down_revision = "v032"
 branch_labels = None
 depends_on = None
+backends = ("sqlite",)
+"""The backends this revision changes; on PostgreSQL it does nothing (``heads_for``)."""
 
 RAW_MESSAGES_WORDS_FTS_CREATE = """CREATE VIRTUAL TABLE philont_raw_messages_words_fts USING fts5(
   content,

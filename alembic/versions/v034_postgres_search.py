@@ -28,6 +28,8 @@ revision = "v034"
 down_revision = "v033"
 branch_labels = None
 depends_on = None
+backends = ("postgresql",)
+"""The backends this revision changes; on SQLite it does nothing (``heads_for``)."""
 
 _SKILLS_TEXT = (
     "(name || ' ' || description || ' ' || trigger_keywords || ' ' || coalesce(when_to_use, ''))"

@@ -32,6 +32,8 @@ revision = "v036"
 down_revision = "v035"
 branch_labels = None
 depends_on = None
+backends = ("postgresql",)
+"""The backends this revision changes; on SQLite it does nothing (``heads_for``)."""
 
 STATEMENTS = (
     "CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public",

@@ -29,6 +29,8 @@ revision = "v038"
 down_revision = "v037"
 branch_labels = None
 depends_on = None
+backends = ("postgresql",)
+"""The backends this revision changes; on SQLite it does nothing (``heads_for``)."""
 
 _SEPARATED = (
     r"regexp_replace({}, E'[\\x21\\x22\\x23\\x24\\x25\\x26\\x27\\x28\\x29\\x2a\\x2b"

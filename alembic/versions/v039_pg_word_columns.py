@@ -30,6 +30,8 @@ revision = "v039"
 down_revision = "v038"
 branch_labels = None
 depends_on = None
+backends = ("postgresql",)
+"""The backends this revision changes; on SQLite it does nothing (``heads_for``)."""
 
 _WORDS = (
     r"to_tsvector('english'::regconfig, regexp_replace({}, E'[\\x21\\x22\\x23\\x24\\x25\\x26"

@@ -127,13 +127,13 @@ def restore(
 
     with _step_progress("the database was left as it was") as steps:
         report = backups.restore(file, db, progress=steps)
-    head = migrate.head_revision()
+    head, at_head = migrate.head_revision(), report.revision in migrate.heads_for("sqlite")
     data = {
         "restored_from": str(report.restored_from),
         "database": str(report.database),
         "previous_kept_as": str(report.safety_backup) if report.safety_backup else None,
         "revision": report.revision,
-        "at_head": report.revision == head,
+        "at_head": at_head,
     }
     if as_json:
         emit(data)
@@ -142,7 +142,7 @@ def restore(
         f"restored {report.restored_from} into {report.database} ({_kept(report)})",
         markup=False,
     )
-    if report.revision != head:  # an older backup, a Philont v1 file: every command says 3
+    if not at_head:  # an older backup, a Philont v1 file: every command says 3
         out.print(
             f"it is at revision {report.revision}, head is {head}: run `philont db upgrade "
             f"--db {shlex.quote(str(report.database))}` before using it (it keeps a "

@@ -60,6 +60,7 @@ from philont.migrate.scripts import (
     alembic_config,
     alembic_ini,
     head_revision,
+    heads_for,
     history,
     isolated,
     script_directory,
@@ -77,6 +78,7 @@ __all__ = [
     "check",
     "file_status",
     "head_revision",
+    "heads_for",
     "history",
     "host_include_name",
     "host_include_object",
@@ -184,7 +186,12 @@ def file_status(path: Path) -> Status:
             revision, version = _recorded(conn)
     except sqlite3.DatabaseError as exc:  # locked by a writer, damaged, ...: typed
         raise unreadable(path, exc) from exc
-    return Status(revision=revision, head=head_revision(), schema_version=version)
+    return Status(
+        revision=revision,
+        head=head_revision(),
+        schema_version=version,
+        heads=heads_for("sqlite"),
+    )
 
 
 def _recorded(conn: sqlite3.Connection) -> tuple[str | None, str | None]:

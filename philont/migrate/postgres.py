@@ -19,7 +19,7 @@ from philont.db.pg_layout import AGENTS_TABLE
 from philont.errors import MigrationError, UnknownSchemaVersionError, UnrecognizedSchemaError
 from philont.migrate.plan import _Plan
 from philont.migrate.report import Status
-from philont.migrate.scripts import known_revisions
+from philont.migrate.scripts import heads_for, known_revisions
 
 __all__ = [
     "SQLITE_HISTORY_END",
@@ -137,4 +137,6 @@ def status_on(conn: Connection, head: str) -> Status:
     version = str(settings.SCHEMA_VERSION) if ours else None
     if ours and not _exists(conn, AGENTS_TABLE):  # pragma: no cover - damaged
         revision = None
-    return Status(revision=revision, head=head, schema_version=version)
+    return Status(
+        revision=revision, head=head, schema_version=version, heads=heads_for("postgresql")
+    )

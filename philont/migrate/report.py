@@ -36,12 +36,18 @@ class Status:
     revision: str | None
     head: str
     schema_version: str | None
+    heads: frozenset[str] = frozenset()
+    """The revisions that count as the head on this database's backend besides ``head``
+    (:func:`philont.migrate.scripts.heads_for`: below revisions that change nothing there)."""
 
     @property
     def at_head(self) -> bool:
-        """At the head revision, with the ``schema_version`` head writes (a file whose records
-        disagree is not at head: upgrading it refuses it by name)."""
-        if self.revision != self.head or self.schema_version is None:
+        """At the head revision (or one with the same schema on this backend), with the
+        ``schema_version`` head writes (a file whose records disagree is not at head:
+        upgrading it refuses it by name)."""
+        if self.revision != self.head and self.revision not in self.heads:
+            return False
+        if self.schema_version is None:
             return False
         version = self.schema_version.strip()
         return re.fullmatch("[0-9]{1,6}", version) is not None and int(version) == HEAD_VERSION

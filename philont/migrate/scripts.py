@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from alembic.config import Config
-from alembic.script import ScriptDirectory
+from alembic.script import Script, ScriptDirectory
 from sqlalchemy.engine import URL
 
 from philont.db import fork
@@ -49,6 +49,31 @@ def head_revision() -> str:
     head = script_directory().get_current_head()
     assert head is not None
     return head
+
+
+BACKENDS = ("sqlite", "postgresql")
+"""The backends a revision changes unless its module says otherwise (``backends = (...)``)."""
+
+
+@functools.cache
+def heads_for(backend: str) -> frozenset[str]:
+    """The revisions a database of ``backend`` counts as at head from: the head and each
+    revision below it reached only through revisions that change nothing there (a module
+    constant ``backends`` that leaves ``backend`` out: v038, v039 are PostgreSQL's alone). A
+    SQLite file made before a PostgreSQL-only revision has its head's schema, and is read as
+    it is (read-only, by the CLI, with ``upgrade=False``); an upgrade still stamps it."""
+    if backend not in BACKENDS:
+        raise ValueError(f"no backend {backend!r}; one of {BACKENDS}")
+    script = script_directory()
+    current: Script | None = script.get_revision(head_revision())
+    found = set()
+    while current is not None:
+        found.add(current.revision)
+        if backend in getattr(current.module, "backends", BACKENDS):
+            break
+        down = current.down_revision
+        current = script.get_revision(down) if isinstance(down, str) else None
+    return frozenset(found)
 
 
 @functools.cache
