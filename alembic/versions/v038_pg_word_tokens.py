@@ -8,9 +8,11 @@ letters and digits) finds it. This revision rebuilds the three word indexes of v
 (``philont_pg_raw_messages_words``, ``philont_pg_notes_words``, ``philont_pg_skills_words``)
 over the same text with every ASCII punctuation character or symbol read as a space
 (``regexp_replace``), so a document's lexemes are those of unicode61's tokens; search reads a query
-the same way (``philont.db.fts.pg_words``). The trigram indexes, the tables and the rows are
-left as they are; building the indexes takes a lock that holds writes (not reads) back while it
-runs, and the three tables are analyzed after it (the new expressions' statistics).
+the same way (``philont.db.fts.pg_words``). An index reads a text's first 200,000 characters: a
+tsvector holds at most 1 MB of lexemes, which a long dotted run read as words would pass. The
+trigram indexes, the tables and the rows are left as they are; building the indexes takes a
+lock that holds writes (not reads) back while it runs, and the three tables are analyzed
+after it (the new expressions' statistics).
 
 The statements are a frozen copy of what ``philont.db.pg_layout.statements()`` makes of these
 indexes; the parity test builds both and compares the catalogs. On SQLite this revision is a
@@ -56,7 +58,8 @@ def pg_statements() -> list[str]:
     longer written may never need)."""
     out: list[str] = []
     for name, table, text in PG_WORD_INDEXES:
-        words = f"to_tsvector('english'::regconfig, {_SEPARATED.format(text)})"
+        separated = _SEPARATED.format(f"left({text}, 200000)")  # tsvector's 1 MB of lexemes
+        words = f"to_tsvector('english'::regconfig, {separated})"
         out.append(f"DROP INDEX {name}")
         out.append(f"CREATE INDEX {name} ON {table} USING gin (agent_id, {words})")
     out.append(f"ANALYZE {', '.join(table for _n, table, _t in PG_WORD_INDEXES)}")

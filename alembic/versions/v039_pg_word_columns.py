@@ -39,7 +39,7 @@ _WORDS = (
     r"\\x5b\\x5c\\x5d\\x5e\\x5f\\x60\\x7b\\x7c\\x7d\\x7e]+', ' ', 'g'))"
 )
 """v038's words of a text (the text with every run of ASCII punctuation and symbols read as a
-space)."""
+space), given its first 200,000 characters (a tsvector holds at most 1 MB of lexemes)."""
 _SKILLS_TEXT = (
     "(name || ' ' || description || ' ' || trigger_keywords || ' ' || coalesce(when_to_use, ''))"
 )
@@ -60,7 +60,7 @@ def pg_statements() -> list[str]:
         out.append(f"DROP INDEX {name}")
         out.append(
             f"ALTER TABLE {table} ADD COLUMN philont_words tsvector"
-            f" GENERATED ALWAYS AS ({_WORDS.format(text)}) STORED"
+            f" GENERATED ALWAYS AS ({_WORDS.format(f'left({text}, 200000)')}) STORED"
         )
         out.append(f"CREATE INDEX {name} ON {table} USING gin (agent_id, philont_words)")
     out.append(f"ANALYZE {', '.join(table for _n, table, _t in PG_WORD_COLUMNS)}")

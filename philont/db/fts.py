@@ -286,9 +286,19 @@ def pg_separated(expression: str) -> str:
     return f"regexp_replace({expression}, E'[{codes}]+', ' ', 'g')"
 
 
+PG_WORDS_CHARS = 200_000
+"""How many characters of a text PostgreSQL's word index reads (the rest is found by its
+trigram index, and on SQLite by both). A tsvector holds at most 1 MB of lexemes, and every
+separator read as a space makes a long dotted run (minified code, a path) thousands of words:
+a text over that failed to be stored, and failed v038 / v039's upgrade of a database holding
+one. At most 4 bytes a character, 200,000 characters are 800 kB of lexemes at the worst."""
+
+
 def pg_words(expression: str) -> str:
-    """The tsvector a PostgreSQL word index holds for ``expression``."""
-    return f"to_tsvector('english'::regconfig, {pg_separated(expression)})"
+    """The tsvector a PostgreSQL word index holds for ``expression``: the words of its first
+    :data:`PG_WORDS_CHARS` characters."""
+    text = pg_separated(f"left({expression}, {PG_WORDS_CHARS})")
+    return f"to_tsvector('english'::regconfig, {text})"
 
 
 PG_WORDS_COLUMN = "philont_words"

@@ -203,6 +203,7 @@ def test_an_upgrade_stores_the_words_indexes_them_and_keeps_every_row(
             mem.timeline.append("We ported it to node.js; mail bob@example.com")
             mem.notes.add("The guide is at https://example.com/docs now")
             mem.skills.create("ship", "Tag v1.2.3 for example.com", ["release"], "1. tag it")
+            mem.timeline.append(DOTTED)  # storable before: the parser kept it one long token
         before = _word_lookups(engine, "example", stored=False)
         assert before == dict.fromkeys(_WORD_INDEXES, (1, base == "v038"))
         report = migrate.upgrade(url)
@@ -219,11 +220,41 @@ def test_an_upgrade_stores_the_words_indexes_them_and_keeps_every_row(
                 conn.exec_driver_sql(analyzed).scalars()
             )
         with Store.open(url, upgrade=False) as store, store.begin(agent="kept") as mem:
-            assert mem.timeline.count() == 1
-            assert [h.id for h in mem.search.messages("node")] == [1]
+            assert mem.timeline.count() == 2
+            # the best hit (the other message follows as its neighbour)
+            assert mem.search.messages("node")[0].id == 1
+            assert mem.search.messages("w17")[0].id == 2
             assert len(mem.search.notes("example")) == len(mem.search.skills("v1")) == 1
     finally:
         engine.dispose()
+
+
+DOTTED = ".".join(f"w{i}" for i in range(300_000))
+"""2.3 MB of short words joined by dots (minified code, a long path): read as words it is more
+than the 1 MB of lexemes a tsvector holds; an index reads only its first PG_WORDS_CHARS."""
+
+
+@pytest.mark.parametrize("separator", [".", " ", "/"])
+def test_a_text_with_more_words_than_a_tsvector_holds_is_stored_and_found(
+    pg_layout: object, separator: str
+) -> None:
+    """Storing it failed ("string is too long for tsvector") once separators were read as
+    spaces (v038), and a long text of plain words always had: the 16 M characters a text may
+    hold were not true on PostgreSQL."""
+    from tests.pg_support import Layout
+
+    assert isinstance(pg_layout, Layout)
+    name = pg_layout.new_agent()
+    text = DOTTED.replace(".", separator)
+    with Store.open(pg_layout.url) as store:
+        with store.begin(agent=name) as mem:
+            mem.timeline.append(text)
+            mem.notes.add(text)
+            mem.skills.create("long", text, ["bulk"], "1. read it")
+        with store.begin(agent=name, write=False) as mem:
+            assert len(mem.search.messages("w17")) == 1
+            assert len(mem.search.notes("w17")) == 1
+            assert [s.name for s in mem.search.skills("w17")] == ["long"]
 
 
 def test_the_stored_words_cannot_be_written_and_follow_the_text(pg_layout: object) -> None:
