@@ -115,8 +115,9 @@ def like_pattern(term: str) -> str:
 
 def canonical_spellings(text: str) -> tuple[str, ...]:
     """``text`` as given, composed (NFC: ``é``) and decomposed (NFD: ``e`` + U+0301, Hangul as
-    jamo), each once: the spellings canonically equivalent text may be stored in (text is stored
-    as given; macOS and some input methods write NFD). A substring search looks for each. Only
+    jamo), each once: the two normal forms text is usually stored in (text is stored as given;
+    macOS and some input methods write NFD). Text in neither form (``ê`` + U+0323) is
+    matched only by its own spelling. A substring search looks for each. Only
     canonical equivalence: compatibility forms stay apart (NFKC would make ``ﬁ`` ``fi``, ``²``
     ``2``, ``ｆｏｏ`` ``foo``; they are other text). ASCII text has one spelling."""
     if text.isascii():

@@ -112,7 +112,7 @@ class FactService(FactTime):
         Without ``decay_tau_days`` the new version keeps the key's decay setting: the current
         version's pin or τ override (Philont's new row had none, so a value the agent
         re-stored lost the pin a person had set and could decay into a forget candidate).
-        ``unpin`` the new version to drop it.
+        ``unpin`` (or ``set_tau``) the new version to change it.
         """
         namespace = inputs.check(inputs.Namespace, namespace, "namespace")
         key = inputs.check(inputs.FactKey, key, "key")

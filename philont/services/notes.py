@@ -33,7 +33,7 @@ def _pattern(token: str) -> str:
 
 
 def _patterns(token: str) -> builtins.list[str]:
-    """The patterns of ``token`` in each spelling canonically equivalent text may be stored in
+    """The patterns of ``token`` as given and in either normal form
     (:func:`~philont.domain.query.canonical_spellings`): one for ASCII."""
     return builtins.list(dict.fromkeys(_pattern(s) for s in canonical_spellings(token)))
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from philont.db.bootstrap import ensure_bootstrap_rows
@@ -143,6 +143,11 @@ def differences(engines: Engines, word: str) -> list[str]:
         texts = corpus(word)
         store(sqlite, texts)
         store(pg, texts)
+        # A word of stop words alone (a&a, the/s) is found on PostgreSQL by its tokens, as
+        # SQLite's index reads them (docs/search.md), but ranked there without its lexemes
+        # (none): the same hits, not always in the same order.
+        lexemes = "SELECT numnode(plainto_tsquery('english', :w))"
+        ranked = bool(pg.execute(text(lexemes), {"w": " ".join(_TOKEN.findall(word))}).scalar())
         out = []
         for q in queries(word):
             a, b = (SearchService(joined(s)) for s in (sqlite, pg))
@@ -150,7 +155,8 @@ def differences(engines: Engines, word: str) -> list[str]:
                 ([h.id for h in a.messages(q, limit=5)], [h.id for h in b.messages(q, limit=5)]),
                 ([h.id for h in a.notes(q, limit=5)], [h.id for h in b.notes(q, limit=5)]),
             ):
-                if set(found[0]) != set(found[1]) or found[0][:1] != found[1][:1]:
+                top_differs = ranked and found[0][:1] != found[1][:1]
+                if set(found[0]) != set(found[1]) or top_differs:
                     out.append(f"{q!r}: sqlite {found[0]}, postgresql {found[1]}")
         return out
     finally:
