@@ -847,8 +847,10 @@ def free_disk_gb(path: Path = CACHE) -> float:
 
 def _bucket(filename: str, func: str) -> str:
     if filename == "~":
-        if "sqlite3." in func:
-            return "sqlite3 C calls (SQL execution)"
+        # philont's cursor reads its rows with list.extend over itself (philont.db.cursors):
+        # the statement's steps run inside that C call
+        if "sqlite3." in func or "Cursor." in func or func == "<method 'extend' of 'list' objects>":
+            return "sqlite3 C calls (SQL execution; list.extend over a cursor included)"
         return "builtins"
     if "/sqlalchemy/" in filename:
         return "sqlalchemy"

@@ -158,7 +158,8 @@ class FactService(FactTime):
         now: datetime,
     ) -> FactRecord:
         """Insert an already validated version and supersede the current ones (``decay_tau_days``
-        None: the newest current version's setting; no checks:
+        None: the newest current version's setting, by :func:`~philont.domain.decay.inherited_tau`;
+        no checks:
         a future kernel path for ``self`` facts calls this after its own authorisation)."""
         self.mem.backend.serialize(self.session, "fact", namespace, key)
         current = newest_first(
@@ -183,7 +184,7 @@ class FactService(FactTime):
             supersedes=current[0].id if current else None,
         )
         if decay_tau_days is None and current:
-            row.decay_tau_days = current[0].decay_tau_days  # the key's pin or τ override
+            row.decay_tau_days = decay.inherited_tau(current[0].decay_tau_days)
         self.session.add(row)
         for old in current:
             old.superseded_by = row.id

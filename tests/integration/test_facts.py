@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from philont.db.models import AccessLogEntry, Fact
@@ -480,6 +480,25 @@ def test_a_new_version_keeps_the_keys_decay_setting_unless_given_one(
     assert second.decay_tau_days == expected
     assert second.pinned is (expected == PIN_SENTINEL)
     assert facts.get_by_id(second.id) == second  # as stored, not only as returned
+
+
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [(0.0, None), (math.nan, None), (-5.0, PIN_SENTINEL), (math.inf, PIN_SENTINEL), (2.5, 2.5)],
+)
+def test_a_setting_no_write_could_make_is_inherited_as_what_it_means(
+    facts: FactService, session: Session, stored: float, expected: float | None
+) -> None:
+    """A 0 or NaN written by the original (or by hand) is not carried on (it scored the new
+    version 0, or could not be scored); any negative or infinite τ never decays: the pin."""
+    first = facts.store("context", "badge", "A-17")
+    session.execute(update(Fact).where(Fact.id == first.id).values(decay_tau_days=stored))
+
+    second = facts.store("context", "badge", "B-2")
+
+    assert second.decay_tau_days == expected
+    assert facts.get_by_id(second.id) == second
+    assert facts.score(second) == pytest.approx(1.0)  # just stored: scored, not decayed to 0
 
 
 def test_a_forgotten_versions_pin_is_not_inherited(facts: FactService) -> None:

@@ -91,6 +91,20 @@ def test_a_nan_stored_tau_is_refused() -> None:
         effective_tau_days("project", math.nan)
 
 
+@given(st.none() | st.floats())
+def test_an_inherited_tau_is_a_valid_override_that_keeps_whether_the_fact_decays(
+    stored: float | None,
+) -> None:
+    inherited = decay.inherited_tau(stored)
+
+    if inherited is not None:
+        assert decay.validate_tau_override(inherited) == inherited
+    never_decays = stored is not None and (stored < 0 or stored == math.inf)
+    assert is_pinned(inherited) is never_decays
+    if inherited is not None and not never_decays:
+        assert inherited == stored
+
+
 @pytest.mark.parametrize("value", [0.001, 1, 60.0, 1e6, PIN_SENTINEL, -1])
 def test_a_positive_finite_tau_or_the_pin_sentinel_is_a_valid_override(value: float) -> None:
     assert validate_tau_override(value) == float(value)
