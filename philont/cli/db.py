@@ -51,6 +51,10 @@ def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
         )
     else:
         out.print(f"at {report.to_revision}; applied {len(report.applied)} revision(s)")
+        if report.stamped:
+            out.print(f"adopted a Philont database at {report.stamped}")
+        if report.backup:
+            out.print(f"a copy from before the upgrade: {report.backup}")
 
 
 @db_app.command("current")

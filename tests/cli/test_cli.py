@@ -77,6 +77,20 @@ def test_db_check_exits_3_with_the_fixing_command_on_an_old_database(copy_fixtur
     assert code == 3 and "upgrade" in output
 
 
+def test_db_upgrade_names_what_it_adopted_and_where_the_copy_from_before_is(copy_fixture) -> None:  # type: ignore[no-untyped-def]
+    db = copy_fixture("v27")
+    code, output = run("db", "upgrade", "--db", str(db))
+    assert code == 0, output
+    lines = output.splitlines()
+    assert lines[1] == "adopted a Philont database at v027"
+    copy = Path(lines[2].removeprefix("a copy from before the upgrade: "))
+    assert copy.parent == db.parent / "backups" and copy.name.endswith("-pre-upgrade.sqlite")
+    assert copy.is_file()
+
+    code, output = run("db", "upgrade", "--db", str(db))
+    assert (code, output.splitlines()[1:]) == (0, [])  # nothing to do: no copy, nothing adopted
+
+
 def test_an_unknown_schema_version_fails_upgrade_with_exit_1(copy_fixture) -> None:  # type: ignore[no-untyped-def]
     db = copy_fixture("v27")
     with closing(sqlite3.connect(str(db))) as conn:
