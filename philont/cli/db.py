@@ -44,6 +44,7 @@ def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
                 {
                     "applied": report.applied,
                     "stamped": report.stamped,
+                    "adopted": report.adopted,
                     "to": report.to_revision,
                     "backup": str(report.backup) if report.backup else None,
                 }
@@ -51,8 +52,8 @@ def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
         )
     else:
         out.print(f"at {report.to_revision}; applied {len(report.applied)} revision(s)")
-        if report.stamped:
-            out.print(f"adopted a Philont database at {report.stamped}")
+        if report.adopted:
+            out.print(f"adopted a Philont database at {report.adopted}")
         if report.backup:
             out.print(f"a copy from before the upgrade: {report.backup}")
 

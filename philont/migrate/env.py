@@ -350,6 +350,8 @@ def _run_env(context: Any) -> None:
     if run.report is not None:
         run.report.from_revision = run.plan.revision or run.plan.stamp
         run.report.stamped = run.plan.stamp
+        if run.url.get_backend_name() != "postgresql":
+            run.report.adopted = run.plan.stamp
         run.report.backup = run.backup
 
 
@@ -480,7 +482,7 @@ def _migrate(run: _Run, conn: Connection) -> None:
     _configure(run, conn)
     if run.is_upgrade and run.plan.stamp:
         context.get_context().stamp(context.script, run.plan.stamp)
-        log.info("migrate.adopted", stamped=run.plan.stamp)
+        log.info("migrate.stamped" if postgres else "migrate.adopted", stamped=run.plan.stamp)
     with context.begin_transaction():
         context.run_migrations()
     at_head = context.get_context().get_current_heads() == (head,)

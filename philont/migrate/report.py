@@ -24,6 +24,10 @@ class UpgradeReport:
     from_revision: str | None
     to_revision: str | None
     stamped: str | None = None
+    """The revision the chain started from without running it: a Philont file's schema version
+    (SQLite) or, on a new PostgreSQL schema, the layout's starting point."""
+    adopted: str | None = None
+    """The schema version of the original's database this upgrade adopted (SQLite only)."""
     backup: Path | None = None
     applied: list[str] = field(default_factory=list)
     bootstrap_rows: list[str] = field(default_factory=list)

@@ -57,7 +57,7 @@ def test_a_real_philont_database_is_adopted_and_reaches_head(
     st = migrate.status(db)
     assert st.at_head and st.schema_version == "31"
     expected_stamp = {"v2": "v002", "v27": "v027"}.get(name, "v031")
-    assert report.stamped == expected_stamp
+    assert report.stamped == report.adopted == expected_stamp
 
 
 @pytest.mark.parametrize("name", POPULATED)
@@ -310,7 +310,7 @@ def test_another_applications_tables_are_left_untouched(tmp_path: Path) -> None:
         conn.execute("INSERT INTO alembic_version VALUES ('host123')")
         conn.commit()
     report = migrate.upgrade(db)
-    assert report.stamped is None and report.applied[0] == "v001"
+    assert report.stamped is None and report.adopted is None and report.applied[0] == "v001"
     with closing(connect_ro(db)) as conn:
         assert conn.execute("SELECT name FROM app_users").fetchall() == [("ada",)]
         assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("host123",)]

@@ -136,6 +136,7 @@ def test_upgrade_head_builds_what_the_models_describe(scratch: Callable[[], URL]
             conn.exec_driver_sql(statement)
     report = migrate.upgrade(upgraded)  # v036 to v039: frozen copies
     assert report.stamped == "v035" and report.applied == ["v036", "v037", "v038", "v039"]
+    assert report.adopted is None  # a new schema: nothing of the original's was adopted
     other = create_engine(upgraded)
     try:
         built, migrated = _schema_objects(engine), _schema_objects(other)
@@ -482,6 +483,7 @@ def test_the_cli_works_for_one_agent(scratch: Callable[[], URL]) -> None:
     up = subprocess.run([*cli, "db", "upgrade", "--db", url], env=env, capture_output=True,
                         text=True, timeout=300)  # fmt: skip
     assert up.returncode == 0, up.stderr
+    assert up.stdout.splitlines()[1:] == []  # a new schema: nothing adopted, nothing copied
     current = subprocess.run([*cli, "db", "current", "--db", url, "--json"], env=env,
                              capture_output=True, text=True, timeout=300)  # fmt: skip
     assert current.returncode == 0, current.stderr
