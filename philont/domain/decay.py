@@ -92,16 +92,19 @@ def validate_tau_override(value: float, name: str = "decay_tau_days") -> float:
     return tau
 
 
-def inherited_tau(stored: float | None) -> float | None:
+def inherited_tau(stored: object) -> float | None:
     """Return the ``decay_tau_days`` a fact's new version takes from the key's current version
     when the write gives none.
 
     A pin (any negative, as :func:`is_pinned` reads it) or an infinite τ (never decays) comes
     over as :data:`PIN_SENTINEL`; a valid override as is. A value no write of ours can set (0, or
-    NaN written by the original or by hand) is not carried on: the new version decays by its
-    namespace (``None``) instead of inheriting a setting that scores it 0 or cannot be scored.
+    NaN written by the original or by hand, or a stored value that is no number at all) is not
+    carried on: the new version decays by its namespace (``None``) instead of inheriting a
+    setting that scores it 0 or cannot be scored.
     """
-    if stored is None or math.isnan(stored) or stored == 0:
+    if isinstance(stored, bool) or not isinstance(stored, int | float):
+        return None
+    if math.isnan(stored) or stored == 0:
         return None
     if stored < 0 or math.isinf(stored):
         return PIN_SENTINEL

@@ -91,15 +91,16 @@ def test_a_nan_stored_tau_is_refused() -> None:
         effective_tau_days("project", math.nan)
 
 
-@given(st.none() | st.floats())
+@given(st.none() | st.floats() | st.integers() | st.booleans() | st.text(max_size=5))
 def test_an_inherited_tau_is_a_valid_override_that_keeps_whether_the_fact_decays(
-    stored: float | None,
+    stored: object,
 ) -> None:
     inherited = decay.inherited_tau(stored)
 
     if inherited is not None:
         assert decay.validate_tau_override(inherited) == inherited
-    never_decays = stored is not None and (stored < 0 or stored == math.inf)
+    number = isinstance(stored, int | float) and not isinstance(stored, bool)
+    never_decays = number and (stored < 0 or stored == math.inf)  # type: ignore[operator]
     assert is_pinned(inherited) is never_decays
     if inherited is not None and not never_decays:
         assert inherited == stored
