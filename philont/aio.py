@@ -36,7 +36,7 @@ from philont.db.engine import (
     busy_timeout_s,
     check_file,
     ensure_fts5,
-    guard_nul,
+    guard_pg,
     install_sqlite_hooks,
     is_postgres,
     read_only_connector,
@@ -91,7 +91,7 @@ def create_async_engine(
         engine = sa_create_async_engine(
             url, pool_pre_ping=True, connect_args={"prepare_threshold": None}
         )
-        guard_nul(engine.sync_engine)
+        guard_pg(engine.sync_engine)
         renew_after_fork(engine.sync_engine)
         return engine
     if url.get_backend_name() != "sqlite":

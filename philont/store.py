@@ -32,8 +32,9 @@ from philont.db.engine import (
     check_file,
     create_engine,
     database_name,
-    guard_nul,
+    guard_pg,
     is_postgres,
+    refuse_non_utf8,
     require_file,
     require_sqlite_hooks,
     resolve_url,
@@ -94,7 +95,7 @@ class Store:
         (:func:`~philont.db.engine.refused_write`), reads refresh no access times."""
         self.backend: Backend = backend_for(engine)
         if self.backend.name == "postgresql":
-            guard_nul(engine)  # a host's engine too: U+0000 is refused by name, not by psycopg
+            guard_pg(engine)  # a host's engine too: U+0000 is refused by name, not by psycopg
         self.agent = None if agent is None else check_name(agent)  # a bad name: any backend
         """The agent units of work serve when ``begin()``/``join()`` name none (PostgreSQL;
         without it, ``$PHILONT_AGENT`` as it is when the unit of work begins)."""
@@ -198,7 +199,9 @@ class Store:
         require_file(engine.url)
         require_sqlite_hooks(engine)
         if is_postgres(engine.url):
-            with engine.connect() as conn:
+            guard_pg(engine)
+            with engine.connect() as conn:  # made before the guard, perhaps
+                refuse_non_utf8(conn.connection.dbapi_connection, None)
                 ensure_schema_on(conn, upgrade=upgrade)
         else:
             ensure_schema(engine.url, upgrade=upgrade)

@@ -1004,7 +1004,7 @@ def _create_pg_engine(url: URL, *, create: bool, echo: bool) -> Engine:
         )
     except ModuleNotFoundError as exc:
         raise BackendError("PostgreSQL needs psycopg: pip install 'philont[postgres]'") from exc
-    guard_nul(engine)
+    guard_pg(engine)
     event.listen(engine, "handle_error", refuse_unreachable)
     fork.renew_after_fork(engine)
     return engine
@@ -1021,11 +1021,29 @@ def refuse_unreachable(context: ExceptionContext) -> None:
     raise BackendError(f"cannot connect to {where}: {reason}", url=where)
 
 
-def guard_nul(engine: Engine) -> None:
-    """Install :func:`refuse_nul` on a PostgreSQL engine (once; a host's engine given to
-    ``Store.from_engine`` too, or its text with U+0000 failed inside the driver)."""
+def guard_pg(engine: Engine) -> None:
+    """Install :func:`refuse_nul` and :func:`refuse_non_utf8` on a PostgreSQL engine (once; a
+    host's engine given to ``Store.from_engine`` too, or its text with U+0000 failed inside the
+    driver)."""
     if not event.contains(engine, "before_cursor_execute", refuse_nul):
         event.listen(engine, "before_cursor_execute", refuse_nul)
+    if not event.contains(engine.pool, "connect", refuse_non_utf8):  # before the dialect's
+        event.listen(engine.pool, "connect", refuse_non_utf8, insert=True)  # first reads text
+
+
+def refuse_non_utf8(dbapi_connection: Any, _record: Any) -> None:
+    """A database whose encoding is not UTF8 is refused when a connection is made (before
+    any statement), with a typed :class:`BackendError` saying how to make one: philont stores
+    any Unicode text and its word indexes compose it (``normalize``, UTF8 only). Before, a
+    SQL_ASCII database failed its upgrade with a TypeError (text came back as bytes) and a
+    LATIN1 one took facts but failed on the first text outside Latin-1."""
+    encoding = dbapi_connection.info.parameter_status("server_encoding")
+    if encoding != "UTF8":
+        raise BackendError(
+            f"the database {dbapi_connection.info.dbname!r} is encoded {encoding}; philont"
+            " needs a UTF8 database (CREATE DATABASE name ENCODING 'UTF8' TEMPLATE template0)",
+            encoding=encoding,
+        )
 
 
 def refuse_nul(
