@@ -183,16 +183,17 @@ def session_coverage(terms: Sequence[Scores], session_of: Mapping[int, str]) -> 
     its messages earns for that term, summed over the terms. A session answering the query in
     several turns ("picnic" in one, "church friends" in the next) covers it although no single
     message does. Messages missing from ``session_of`` are not counted."""
-    per_term: dict[tuple[str, int], float] = {}
-    best, session = per_term.get, session_of.get
-    for t, scores in enumerate(terms):
+    coverage: dict[str, float] = {}
+    session, add = session_of.get, coverage.get
+    for scores in terms:
+        top: dict[str, float] = {}  # this term's best score per session
+        best = top.get
         for msg, score in scores.items():
             sid = session(msg)
-            if sid is not None and score > best((sid, t), 0.0):
-                per_term[(sid, t)] = score
-    coverage: dict[str, float] = {}
-    for (sid, _t), score in per_term.items():
-        coverage[sid] = coverage.get(sid, 0.0) + score
+            if sid is not None and score > best(sid, 0.0):
+                top[sid] = score
+        for sid, score in top.items():
+            coverage[sid] = add(sid, 0.0) + score
     return coverage
 
 

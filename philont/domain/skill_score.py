@@ -58,9 +58,13 @@ def _require_count(value: int, name: str) -> None:
 def recency(idle_days: float | None, kind: SkillKind) -> float:
     """Return ``exp(-max(0, idle_days) / tau)``, the days since the last use given (0.1 if
     never used, ``None``)."""
+    return _recency(idle_days, kind == _NEGATIVE)
+
+
+def _recency(idle_days: float | None, negative: bool) -> float:
     if idle_days is None:
         return NEVER_USED_RECENCY
-    tau = NEGATIVE_RECENCY_TAU_DAYS if kind == _NEGATIVE else POSITIVE_RECENCY_TAU_DAYS
+    tau = NEGATIVE_RECENCY_TAU_DAYS if negative else POSITIVE_RECENCY_TAU_DAYS
     return math.exp(-max(0.0, idle_days) / tau)
 
 
@@ -112,6 +116,17 @@ def score_idle(
 ) -> float:
     """:func:`score_skill` with the time since the last use given in days (``None``: never
     used), for ranking code holding stored epoch milliseconds (``idle_ms / MS_PER_DAY``)."""
+    return _score(use_count, success_count, failure_count, idle_days, kind == _NEGATIVE)
+
+
+def _score(
+    use_count: int,
+    success_count: int,
+    failure_count: int,
+    idle_days: float | None,
+    negative: bool,
+) -> float:
+    """:func:`score_idle` by position (:func:`score_stored` calls it once a row)."""
     if not (  # the usual case in one test; anything else gets the precise checks
         type(use_count) is int
         and type(success_count) is int
@@ -123,7 +138,7 @@ def score_idle(
         _require_count(failure_count, "failure_count")
     volume = math.log(2 + use_count)
     success_rate = (success_count + 1) / (success_count + failure_count + 2)
-    return volume * success_rate * recency(idle_days, kind)
+    return volume * success_rate * _recency(idle_days, negative)
 
 
 class StoredSkill(Protocol):
@@ -150,15 +165,14 @@ def score_stored(skills: Iterable[StoredSkill], now_us: int) -> list[float]:
     ``(now_us - last_used_at * 1000) / 86_400_000_000`` days (None: never used), negative when
     its stored kind is ``negative`` (any other text reads as positive). For the memory
     prefix, which ranks every skill on every turn."""
+    score = _score
     return [
-        score_idle(
-            use_count=sk.use_count,
-            success_count=sk.success_count,
-            failure_count=sk.failure_count,
-            idle_days=None
-            if sk.last_used_at is None
-            else (now_us - sk.last_used_at * 1000) / _US_PER_DAY,
-            kind=_NEGATIVE if sk.kind == "negative" else SkillKind.POSITIVE,
+        score(
+            sk.use_count,
+            sk.success_count,
+            sk.failure_count,
+            None if sk.last_used_at is None else (now_us - sk.last_used_at * 1000) / _US_PER_DAY,
+            sk.kind == "negative",
         )
         for sk in skills
     ]

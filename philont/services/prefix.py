@@ -194,6 +194,11 @@ def _keepable(value: object) -> bool:
     return value is None or (isinstance(value, str) and len(value) <= KEPT_VALUE_CHARS)
 
 
+def _runtime(namespace: str) -> bool:
+    """Whether ``namespace`` is the runtime's own (``system`` and below)."""
+    return namespace.partition(".")[0] == RUNTIME_NAMESPACE_ROOT
+
+
 def _stored_kind(value: str) -> SkillKind:
     return _KINDS.get(value, _POSITIVE)  # the model reads an unknown kind as positive
 
@@ -256,7 +261,8 @@ class MemoryPrefix(Service):
         rows = [
             row
             for row in fact_rows.current(raw)
-            if row.namespace.partition(".")[0] != RUNTIME_NAMESPACE_ROOT
+            # a text test first: few namespaces start with the runtime's root at all
+            if not row.namespace.startswith(RUNTIME_NAMESPACE_ROOT) or not _runtime(row.namespace)
         ]
         recorded_by = to_epoch_ms(self._now())
         held = holding(rows, now_ms, lambda: fact_rows.others_of_lapsed(raw, now_ms, recorded_by))

@@ -215,6 +215,57 @@ def test_a_session_covers_each_term_by_its_best_message() -> None:
     assert session_coverage(terms, sessions) == {"a": 8.0, "b": 6.0}
 
 
+def _coverage_by_pairs(
+    terms: list[dict[int, float]], session_of: dict[int, str]
+) -> dict[str, float]:
+    """session_coverage as it was first written: the best score per (session, term) pair,
+    then each session's pairs summed in the order the pairs were first met."""
+    per_term: dict[tuple[str, int], float] = {}
+    for t, scores in enumerate(terms):
+        for msg, score in scores.items():
+            sid = session_of.get(msg)
+            if sid is not None and score > per_term.get((sid, t), 0.0):
+                per_term[(sid, t)] = score
+    coverage: dict[str, float] = {}
+    for (sid, _t), score in per_term.items():
+        coverage[sid] = coverage.get(sid, 0.0) + score
+    return coverage
+
+
+_msg_ids = st.integers(min_value=1, max_value=40)
+_term_scores = st.dictionaries(
+    _msg_ids, st.floats(min_value=-5.0, max_value=1e6, allow_nan=False), max_size=25
+)
+
+
+@given(
+    st.lists(_term_scores, max_size=6),
+    st.dictionaries(_msg_ids, st.sampled_from("abcde"), max_size=30),
+)
+def test_session_coverage_is_the_sum_of_each_terms_best_per_session(
+    terms: list[dict[int, float]], session_of: dict[int, str]
+) -> None:
+    """One pass per term (a dict of sessions) gives the very floats, in the same order, that
+    the pairs of (session, term) gave: the lift, and so the ranking, is unchanged."""
+    got = session_coverage(terms, session_of)
+    expected = _coverage_by_pairs(terms, session_of)
+    assert list(got.items()) == list(expected.items())
+    own = total(terms)
+    assert lift_sessions(own, terms, session_of, 0.5) == _lift_by(own, expected, session_of)
+
+
+def _lift_by(
+    own: dict[int, float], coverage: dict[str, float], session_of: dict[int, str]
+) -> dict[int, float]:
+    top = max(coverage.values(), default=0.0)
+    if top <= 0 or len(coverage) < 2:
+        return dict(own)
+    return {
+        m: s * (1.0 + 0.5 * (coverage.get(session_of[m], 0.0) / top) ** 2) if m in session_of else s
+        for m, s in own.items()
+    }
+
+
 def test_the_best_covering_session_lifts_its_matches_most() -> None:
     terms = [{1: 2.0, 3: 2.0}, {2: 2.0}]
     own = total(terms)

@@ -231,3 +231,42 @@ def test_score_stored_is_score_idle_of_each_row(rows: list[_Stored], now_us: int
     assert [(type(x), struct.pack("<d", x) if isinstance(x, float) else x) for x in got] == [
         (type(x), struct.pack("<d", x) if isinstance(x, float) else x) for x in expected
     ]
+
+
+def _formula(row: _Stored, now_us: int) -> float:
+    """The score as the module's docstring writes it, term by term: ln(2 + uses) x (successes
+    + 1) / (successes + failures + 2) x recency (0.1 never used; else exp(-idle days / tau),
+    a future use counting as now)."""
+    volume = math.log(2 + row.use_count)
+    success_rate = (row.success_count + 1) / (row.success_count + row.failure_count + 2)
+    if row.last_used_at is None:
+        return volume * success_rate * NEVER_USED_RECENCY
+    idle_days = (now_us - row.last_used_at * 1000) / 86_400_000_000
+    tau = NEGATIVE_RECENCY_TAU_DAYS if row.kind == "negative" else POSITIVE_RECENCY_TAU_DAYS
+    return volume * success_rate * math.exp(-max(0.0, idle_days) / tau)
+
+
+_valid_counter = st.integers(min_value=0, max_value=10**6)
+
+
+@given(
+    st.lists(
+        st.builds(
+            _Stored,
+            use_count=_valid_counter,
+            success_count=_valid_counter,
+            failure_count=_valid_counter,
+            last_used_at=st.one_of(st.none(), st.integers(min_value=0, max_value=_NOW_US // 500)),
+            kind=st.sampled_from(["positive", "negative", "Negative", "other"]),
+        ),
+        max_size=20,
+    ),
+    st.sampled_from([_NOW_US, _NOW_US + 86_400_000_000 * 400]),
+)
+def test_score_stored_is_the_formula_to_the_last_bit(rows: list[_Stored], now_us: int) -> None:
+    """score_stored computes each row's score by position (no keyword call per row): the very
+    float the formula gives, so the prefix ranks skills as before."""
+    got = score_stored(rows, now_us)
+    assert [struct.pack("<d", x) for x in got] == [
+        struct.pack("<d", _formula(r, now_us)) for r in rows
+    ]

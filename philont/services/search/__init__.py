@@ -257,7 +257,9 @@ class SearchService(Service):
             periods.append(ranking.around(around, days=AROUND_DAYS))
         if len(own) < 2 or not (periods or rules.session_weight > 0):
             return own
-        rows = message_rows.placements(self.mem.raw(), best(own, pools.rules))
+        # Only which candidates the rules weigh matters here, not their order.
+        weighed = list(own) if len(own) <= pools.rules else best(own, pools.rules)
+        rows = message_rows.placements(self.mem.raw(), weighed)
         if periods:
             at = {i: r.timestamp for i, r in rows.items()}
             own = ranking.prefer_periods(own, at, periods, rules.period_weight)
