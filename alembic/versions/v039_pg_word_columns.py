@@ -8,7 +8,10 @@ on every row it scanned, about 100 rows a match. This revision adds to each sear
 ``tsvector GENERATED ALWAYS AS (<v038's expression>) STORED``, and rebuilds the three word
 indexes (``philont_pg_raw_messages_words``, ``philont_pg_notes_words``,
 ``philont_pg_skills_words``) over ``(agent_id, philont_words)``; search reads the column, so no
-read evaluates ``to_tsvector``. The column is declared on the partitioned parent (its
+read evaluates ``to_tsvector``. The column holds the words of the text composed
+(``normalize(text, NFC)``, which needs a UTF8 database), so a text stored in any canonically
+equivalent spelling (NFC, NFD, or neither: ``ê`` + U+0323 for ``ệ``) has the words of the
+composed text, which a query is read as. The column is declared on the partitioned parent (its
 partitions get it). Adding it rewrites each table under a lock that holds reads and writes back
 while it runs; the tables are analyzed after it. The rows are kept; no model maps the column and
 nothing can write it (every INSERT and COPY names its columns).
@@ -39,7 +42,8 @@ _WORDS = (
     r"\\x5b\\x5c\\x5d\\x5e\\x5f\\x60\\x7b\\x7c\\x7d\\x7e]+', ' ', 'g'))"
 )
 """v038's words of a text (the text with every run of ASCII punctuation and symbols read as a
-space), given its first 200,000 characters (a tsvector holds at most 1 MB of lexemes)."""
+space), given its first 200,000 characters (a tsvector holds at most 1 MB of lexemes), of the
+text composed (NFC)."""
 _SKILLS_TEXT = (
     "(name || ' ' || description || ' ' || trigger_keywords || ' ' || coalesce(when_to_use, ''))"
 )
@@ -60,7 +64,8 @@ def pg_statements() -> list[str]:
         out.append(f"DROP INDEX {name}")
         out.append(
             f"ALTER TABLE {table} ADD COLUMN philont_words tsvector"
-            f" GENERATED ALWAYS AS ({_WORDS.format(f'left({text}, 200000)')}) STORED"
+            f" GENERATED ALWAYS AS ({_WORDS.format(f'left(normalize({text}, NFC), 200000)')})"
+            " STORED"
         )
         out.append(f"CREATE INDEX {name} ON {table} USING gin (agent_id, philont_words)")
     out.append(f"ANALYZE {', '.join(table for _n, table, _t in PG_WORD_COLUMNS)}")

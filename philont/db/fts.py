@@ -301,19 +301,26 @@ def pg_words(expression: str) -> str:
     return f"to_tsvector('english'::regconfig, {text})"
 
 
+def pg_composed(expression: str) -> str:
+    """SQL: ``expression`` composed (NFC), so that every canonically equivalent spelling of a
+    text (NFC, NFD, or neither: ``ê`` + U+0323 for ``ệ``) has the words of the composed text,
+    as a query is read (:func:`philont.domain.query.build_plan`). Needs a UTF8 database."""
+    return f"normalize({expression}, NFC)"
+
+
 PG_WORDS_COLUMN = "philont_words"
 """PostgreSQL's shared layout (revision v039): a stored generated column of each searchable
-table, ``GENERATED ALWAYS AS (pg_words(text)) STORED``, that the word index covers and search
-reads, so no read evaluates ``to_tsvector`` (a common word's newest matches, read by a backward
-scan of the primary key, evaluated it on every row scanned). No model maps it and nothing can
-write it; SQLite has no such column (its word indexes are FTS5 tables)."""
+table, ``GENERATED ALWAYS AS (pg_words(pg_composed(text))) STORED``, that the word index covers
+and search reads, so no read evaluates ``to_tsvector`` (a common word's newest matches, read by
+a backward scan of the primary key, evaluated it on every row scanned). No model maps it and
+nothing can write it; SQLite has no such column (its word indexes are FTS5 tables)."""
 
 PG_WORDS_TEXTS = {
-    RawMessage.__tablename__: PG_MESSAGES_TEXT,
-    Note.__tablename__: PG_NOTES_TEXT,
-    Skill.__tablename__: PG_SKILLS_TEXT,
+    RawMessage.__tablename__: pg_composed(PG_MESSAGES_TEXT),
+    Note.__tablename__: pg_composed(PG_NOTES_TEXT),
+    Skill.__tablename__: pg_composed(PG_SKILLS_TEXT),
 }
-"""Per table of :data:`PG_WORDS_COLUMN`, the text it holds the words of."""
+"""Per table of :data:`PG_WORDS_COLUMN`, the text it holds the words of (composed)."""
 
 
 PG_SEARCH_INDEXES: tuple[tuple[Any, str], ...] = (

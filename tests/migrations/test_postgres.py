@@ -194,7 +194,8 @@ def test_an_upgrade_stores_the_words_indexes_them_and_keeps_every_row(
     ``bob@example.com``) is found; v039 stores those words in a generated column the indexes
     cover and search reads. From a database made before either, the rows are kept, the words
     of every row are stored and found by the index, search finds what it found, and the
-    planner has the column's statistics."""
+    planner has the column's statistics; the words stored are those of the text composed, so
+    a text in neither normal form is found by its composed words."""
     url = scratch()
     with migrate.isolated():
         command.upgrade(migrate.alembic_config(url), base)
@@ -205,6 +206,7 @@ def test_an_upgrade_stores_the_words_indexes_them_and_keeps_every_row(
             mem.notes.add("The guide is at https://example.com/docs now")
             mem.skills.create("ship", "Tag v1.2.3 for example.com", ["release"], "1. tag it")
             mem.timeline.append(DOTTED)  # storable before: the parser kept it one long token
+            mem.notes.add("Trip to vie\u0302\u0323t nam")  # in neither normal form (việt)
         before = _word_lookups(engine, "example", stored=False)
         assert before == dict.fromkeys(_WORD_INDEXES, (1, base == "v038"))
         report = migrate.upgrade(url)
@@ -226,6 +228,9 @@ def test_an_upgrade_stores_the_words_indexes_them_and_keeps_every_row(
             assert mem.search.messages("node")[0].id == 1
             assert mem.search.messages("w17")[0].id == 2
             assert len(mem.search.notes("example")) == len(mem.search.skills("v1")) == 1
+            assert [n.content for n in mem.search.notes("việt")] == ["Trip to vie\u0302\u0323t nam"]
+        # the words stored are the composed text's: the composed word alone finds it
+        assert _word_lookups(engine, "việt", stored=True)["philont_pg_notes_words"] == (1, True)
     finally:
         engine.dispose()
 

@@ -15,6 +15,7 @@ statement reads the unit of work's agent only (``Raw.mine``).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -140,6 +141,11 @@ def _word_match(readings: list[str]) -> str:
     computes ``to_tsvector``); the scorer keeps those that hold its tokens."""
     phrases = " || ".join("phraseto_tsquery('english'::regconfig, %s)" for _ in readings)
     return f"b.{PG_WORDS_COLUMN} @@ ({phrases})"
+
+
+def _composed(text: Any) -> str:
+    """``text`` composed (NFC), as :func:`~philont.db.fts.pg_composed` reads it."""
+    return unicodedata.normalize("NFC", str(text or ""))
 
 
 def _tokens(text: Any) -> int:
@@ -356,8 +362,8 @@ class _Run:
         ):
             found.setdefault(int(row[0]), []).append(row)
         rare = [(i, df, lex) for i, df, lex in words if df <= BM25_MAX_DF]
-        tokens = {
-            r[1]: [_TOKEN.findall(fold_case(str(t or ""))) for t in r[2:]]
+        tokens = {  # of the text composed, as the stored words read it (pg_composed)
+            r[1]: [_TOKEN.findall(fold_case(_composed(t))) for t in r[2:]]
             for i, _df, _l in rare
             for r in found.get(i, [])
         }
