@@ -235,6 +235,7 @@ class AsyncStore:
         require_sqlite_hooks(engine.sync_engine, "AsyncStore.from_engine")
         if is_postgres(engine.url):  # through the host's connections (search_path, credentials)
             await asyncio.to_thread(_read_scripts)  # the revision scripts, read off the loop
+            guard_pg(engine.sync_engine)  # its connections made before: ensure_schema_on
             async with engine.connect() as conn:
                 await conn.run_sync(lambda sync: ensure_schema_on(sync, upgrade=upgrade))
             return cls(engine, agent=agent, clock=clock)._bound()

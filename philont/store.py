@@ -34,7 +34,6 @@ from philont.db.engine import (
     database_name,
     guard_pg,
     is_postgres,
-    refuse_non_utf8,
     require_file,
     require_sqlite_hooks,
     resolve_url,
@@ -199,9 +198,8 @@ class Store:
         require_file(engine.url)
         require_sqlite_hooks(engine)
         if is_postgres(engine.url):
-            guard_pg(engine)
-            with engine.connect() as conn:  # made before the guard, perhaps
-                refuse_non_utf8(conn.connection.dbapi_connection, None)
+            guard_pg(engine)  # its connections made before are checked by ensure_schema_on
+            with engine.connect() as conn:
                 ensure_schema_on(conn, upgrade=upgrade)
         else:
             ensure_schema(engine.url, upgrade=upgrade)

@@ -9,7 +9,8 @@ on every row it scanned, about 100 rows a match. This revision adds to each sear
 indexes (``philont_pg_raw_messages_words``, ``philont_pg_notes_words``,
 ``philont_pg_skills_words``) over ``(agent_id, philont_words)``; search reads the column, so no
 read evaluates ``to_tsvector``. The column holds the words of the text composed
-(``normalize(text, NFC)``, which needs a UTF8 database), so a text stored in any canonically
+(``normalize(text, NFC)`` of its first 200,000 characters, which needs a UTF8 database; composing
+a whole 16M-character text took a second a write), so a text stored in any canonically
 equivalent spelling (NFC, NFD, or neither: ``ê`` + U+0323 for ``ệ``) has the words of the
 composed text, which a query is read as. The column is declared on the partitioned parent (its
 partitions get it). Adding it rewrites each table under a lock that holds reads and writes back
@@ -64,8 +65,8 @@ def pg_statements() -> list[str]:
         out.append(f"DROP INDEX {name}")
         out.append(
             f"ALTER TABLE {table} ADD COLUMN philont_words tsvector"
-            f" GENERATED ALWAYS AS ({_WORDS.format(f'left(normalize({text}, NFC), 200000)')})"
-            " STORED"
+            " GENERATED ALWAYS AS"
+            f" ({_WORDS.format(f'left(normalize(left({text}, 200000), NFC), 200000)')}) STORED"
         )
         out.append(f"CREATE INDEX {name} ON {table} USING gin (agent_id, philont_words)")
     out.append(f"ANALYZE {', '.join(table for _n, table, _t in PG_WORD_COLUMNS)}")

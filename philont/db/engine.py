@@ -1031,19 +1031,45 @@ def guard_pg(engine: Engine) -> None:
         event.listen(engine.pool, "connect", refuse_non_utf8, insert=True)  # first reads text
 
 
-def refuse_non_utf8(dbapi_connection: Any, _record: Any) -> None:
-    """A database whose encoding is not UTF8 is refused when a connection is made (before
-    any statement), with a typed :class:`BackendError` saying how to make one: philont stores
-    any Unicode text and its word indexes compose it (``normalize``, UTF8 only). Before, a
-    SQL_ASCII database failed its upgrade with a TypeError (text came back as bytes) and a
-    LATIN1 one took facts but failed on the first text outside Latin-1."""
-    encoding = dbapi_connection.info.parameter_status("server_encoding")
-    if encoding != "UTF8":
+def refuse_non_utf8(dbapi_connection: Any, _record: Any = None) -> None:
+    """A database whose encoding is not UTF8, or a connection whose client encoding is not, is
+    refused with a typed :class:`BackendError` saying what to change: philont stores any
+    Unicode text and its word indexes compose it (``normalize``, UTF8 only). Installed to run
+    when a connection is made, before any statement (:func:`guard_pg`), and run by every
+    migrate path on a caller's connection (a host's engine may have connected before).
+    Before, a SQL_ASCII database (or client encoding) failed its upgrade with a TypeError
+    (text came back as bytes) and a LATIN1 one took facts, then failed on the first text
+    outside Latin-1."""
+    server = _pg_setting(dbapi_connection, "server_encoding")
+    client = _pg_setting(dbapi_connection, "client_encoding")
+    if server != "UTF8":
         raise BackendError(
-            f"the database {dbapi_connection.info.dbname!r} is encoded {encoding}; philont"
-            " needs a UTF8 database (CREATE DATABASE name ENCODING 'UTF8' TEMPLATE template0)",
-            encoding=encoding,
+            f"the database is encoded {server}; philont needs a UTF8 database"
+            " (CREATE DATABASE name ENCODING 'UTF8' TEMPLATE template0)",
+            encoding=server,
         )
+    if client != "UTF8":
+        raise BackendError(
+            f"the connection's client encoding is {client}; philont needs UTF8 (leave"
+            " client_encoding unset in the URL, PGCLIENTENCODING and the role's settings)",
+            encoding=client,
+        )
+
+
+def _pg_setting(dbapi_connection: Any, name: str) -> str:
+    """A connection's setting: the value the server reported (psycopg keeps it), else asked
+    with SHOW (another driver, or a pooler that does not pass it on)."""
+    info = getattr(dbapi_connection, "info", None)
+    value = getattr(info, "parameter_status", lambda _n: None)(name)
+    if value is None:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"SHOW {name}")
+            value = cursor.fetchone()[0]
+        finally:
+            cursor.close()
+            dbapi_connection.rollback()  # SHOW began a transaction: leave none open
+    return value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
 
 
 def refuse_nul(

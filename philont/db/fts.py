@@ -302,10 +302,13 @@ def pg_words(expression: str) -> str:
 
 
 def pg_composed(expression: str) -> str:
-    """SQL: ``expression`` composed (NFC), so that every canonically equivalent spelling of a
-    text (NFC, NFD, or neither: ``ê`` + U+0323 for ``ệ``) has the words of the composed text,
-    as a query is read (:func:`philont.domain.query.build_plan`). Needs a UTF8 database."""
-    return f"normalize({expression}, NFC)"
+    """SQL: the first :data:`PG_WORDS_CHARS` characters of ``expression`` composed (NFC), so
+    that every canonically equivalent spelling of a text (NFC, NFD, or neither: ``ê`` + U+0323
+    for ``ệ``) has the words of the composed text, as a query is read
+    (:func:`philont.domain.query.build_plan`). Cut first: composing a whole 16M-character text
+    took a second a write (5 s for one of Greek letters that decompose to four). Needs a UTF8
+    database (:func:`philont.db.engine.refuse_non_utf8`)."""
+    return f"normalize(left({expression}, {PG_WORDS_CHARS}), NFC)"
 
 
 PG_WORDS_COLUMN = "philont_words"

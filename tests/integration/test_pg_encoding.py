@@ -1,18 +1,18 @@
-"""A PostgreSQL database not encoded UTF8 is refused on connecting, with a typed error that
-says how to make one, by every way in (Store.open, a host's engine, AsyncStore, migrate, the
-CLI), and nothing is written to it. Before, a SQL_ASCII database failed its upgrade with a
+"""A PostgreSQL database not encoded UTF8, or a connection with another client encoding, is
+refused with a typed error that says what to change, by every way in (Store.open, a host's
+engine new or used, AsyncStore, migrate by URL or on a host's connection, the CLI), and
+nothing is written to it. Before, a SQL_ASCII database failed its upgrade with a
 TypeError (text came back as bytes) and a LATIN1 one stored facts but failed on the first text
 outside Latin-1 with a UnicodeEncodeError."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
@@ -24,7 +24,13 @@ from tests.pg_support import server_url
 pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg")
 
-ENCODINGS = ["SQL_ASCII", "LATIN1"]
+CASES = {  # the database's encoding, the client's (None: psycopg's default, the server's)
+    "SQL_ASCII database": ("SQL_ASCII", None),
+    "LATIN1 database": ("LATIN1", None),
+    "LATIN1 client": ("UTF8", "latin1"),
+    "SQL_ASCII client": ("UTF8", "sql_ascii"),
+}
+ENCODINGS = {"SQL_ASCII", "LATIN1"}
 
 
 def _admin(sql: str) -> None:
@@ -36,18 +42,23 @@ def _admin(sql: str) -> None:
         engine.dispose()
 
 
-@pytest.fixture(params=ENCODINGS)
-def other_encoding(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The URL of a new database encoded otherwise (dropped after)."""
+@pytest.fixture(params=CASES)
+def not_utf8(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The URL of a new database encoded otherwise, or of a UTF8 one with another client
+    encoding (dropped after)."""
+    encoding, client = CASES[request.param]
     name = f"philont_enc_{uuid.uuid4().hex[:8]}"
     try:
         _admin(
-            f"CREATE DATABASE {name} ENCODING '{request.param}' LC_COLLATE 'C' LC_CTYPE 'C'"
+            f"CREATE DATABASE {name} ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"
             " TEMPLATE template0"
         )
     except Exception as exc:  # a server where this role may not create databases
-        pytest.skip(f"cannot create a {request.param} database here: {exc}")
-    yield make_url(server_url()).set(database=name).render_as_string(hide_password=False)
+        pytest.skip(f"cannot create a {encoding} database here: {exc}")
+    url = make_url(server_url()).set(database=name)
+    if client is not None:
+        url = url.update_query_dict({"client_encoding": client})
+    yield url.render_as_string(hide_password=False)
     _admin(f"DROP DATABASE {name} WITH (FORCE)")
 
 
@@ -74,12 +85,44 @@ def _from_engine(url: str) -> object:
 
 
 def _from_used_engine(url: str) -> object:
-    """A host's engine that has connected already (its pool holds a connection the guard
-    never saw; on SQL_ASCII SQLAlchemy's own first connect fails)."""
+    return Store.from_engine(_host_engine(url), agent="someone")
+
+
+def _host_engine(url: str) -> Engine:
+    """A host's engine that has connected already (its pool holds a connection philont's
+    guard never saw). SQLAlchemy itself cannot connect where text comes back as bytes."""
     engine = create_engine(url)
-    with contextlib.suppress(TypeError), engine.connect():
-        pass
-    return Store.from_engine(engine, agent="someone")
+    try:
+        with engine.connect():
+            pass
+    except TypeError:
+        pytest.skip("SQLAlchemy cannot connect there: text comes back as bytes")
+    return engine
+
+
+def _upgrade_on_connection(url: str) -> object:
+    with _host_engine(url).connect() as conn:
+        return migrate.upgrade(conn)  # as alembic's op.get_bind() is passed
+
+
+def _async_from_engine(url: str) -> object:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from philont.aio import AsyncStore
+
+    async def run() -> object:
+        engine = create_async_engine(url)
+        try:
+            async with engine.connect():
+                pass
+        except TypeError:
+            pytest.skip("SQLAlchemy cannot connect there: text comes back as bytes")
+        try:
+            return await AsyncStore.from_engine(engine, agent="someone")
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(run())
 
 
 def _async_open(url: str) -> object:
@@ -98,25 +141,25 @@ WAYS_IN: dict[str, Callable[[str], object]] = {
     "Store.from_engine": _from_engine,
     "Store.from_engine, used before": _from_used_engine,
     "AsyncStore.open": _async_open,
+    "AsyncStore.from_engine, used before": _async_from_engine,
     "migrate.upgrade": migrate.upgrade,
+    "migrate.upgrade(a host's connection)": _upgrade_on_connection,
 }
 
 
 @pytest.mark.parametrize("way", WAYS_IN)
-def test_a_database_not_encoded_utf8_is_refused_on_connecting(
-    other_encoding: str, way: str
-) -> None:
-    with pytest.raises(BackendError, match=r"needs a UTF8 database") as caught:
-        WAYS_IN[way](other_encoding)
+def test_a_database_or_client_not_in_utf8_is_refused(not_utf8: str, way: str) -> None:
+    with pytest.raises(BackendError, match=r"philont needs (a )?UTF8") as caught:
+        WAYS_IN[way](not_utf8)
 
-    assert caught.value.details["encoding"] in ENCODINGS
-    assert _tables(other_encoding) == 0  # nothing written
+    assert caught.value.details["encoding"].upper() in ENCODINGS
+    assert _tables(not_utf8) == 0  # nothing written
 
 
-def test_the_cli_says_so_in_one_typed_line(other_encoding: str) -> None:
-    result = CliRunner().invoke(app, ["db", "upgrade", "--db", other_encoding])
+def test_the_cli_says_so_in_one_typed_line(not_utf8: str) -> None:
+    result = CliRunner().invoke(app, ["db", "upgrade", "--db", not_utf8])
 
     assert result.exit_code == 1, result.output
-    assert result.stderr.startswith("error (backend_unavailable): the database"), result.stderr
-    assert "needs a UTF8 database" in result.stderr
-    assert _tables(other_encoding) == 0
+    assert result.stderr.startswith("error (backend_unavailable): the "), result.stderr
+    assert "philont needs" in result.stderr and "UTF8" in result.stderr
+    assert _tables(not_utf8) == 0

@@ -316,3 +316,19 @@ def test_a_word_stored_in_neither_normal_form_is_found_by_its_words(
     written, composed = word
     query = unicodedata.normalize(asked, composed)
     assert found(store, written, query) == dict.fromkeys(("messages", "notes", "skills"), True)
+
+
+@pytest.mark.parametrize("text", ["planning the café trip to Việt Nam", "한국어 planning notes"])
+def test_a_text_scores_alike_in_either_normal_form(store: Store, text: str) -> None:
+    """bm25's length of a document is that of its composed text on both backends, as SQLite's
+    tokenizer reads a letter and its marks as one token: a note written decomposed (as macOS
+    types) ranked below the same note composed on PostgreSQL, which split its words at the
+    marks."""
+    with store.begin() as mem:
+        composed = mem.notes.add(unicodedata.normalize("NFC", text)).id
+        decomposed = mem.notes.add(unicodedata.normalize("NFD", text)).id
+        for n in range(4):  # notes without the word, for a telling idf
+            mem.notes.add(f"filler {n} zz")
+    with store.begin(write=False) as mem:
+        score = {h.id: h.score for h in mem.search.notes("planning", limit=10)}
+    assert score[composed] == pytest.approx(score[decomposed], rel=1e-9), score

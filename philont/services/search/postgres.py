@@ -170,7 +170,7 @@ def _occurrences(text: Any, needle: str) -> int:
 
 def _word_length(corpus: _PgCorpus, texts: Sequence[Any]) -> int:
     """bm25's length of one document of the word index (all its columns, as FTS5 counts)."""
-    length = sum(_tokens(t) for t in texts)
+    length = sum(_tokens(_composed(t)) for t in texts)  # as the stored words read it
     if corpus.tail:
         length += _tokens(str(texts[0] or "")[-2:])
     return length
