@@ -1034,14 +1034,37 @@ def guard_pg(engine: Engine) -> None:
 def refuse_non_utf8(dbapi_connection: Any, _record: Any = None) -> None:
     """A database whose encoding is not UTF8, or a connection whose client encoding is not, is
     refused with a typed :class:`BackendError` saying what to change: philont stores any
-    Unicode text and its word indexes compose it (``normalize``, UTF8 only). Installed to run
-    when a connection is made, before any statement (:func:`guard_pg`), and run by every
-    migrate path on a caller's connection (a host's engine may have connected before).
+    Unicode text and its word indexes compose it (``normalize``, UTF8 only). Runs when a
+    connection is made, before any statement (:func:`guard_pg`); every migrate path runs
+    :func:`check_utf8` on a caller's connection (a host's engine may have connected before).
     Before, a SQL_ASCII database (or client encoding) failed its upgrade with a TypeError
     (text came back as bytes) and a LATIN1 one took facts, then failed on the first text
     outside Latin-1."""
-    server = _pg_setting(dbapi_connection, "server_encoding")
-    client = _pg_setting(dbapi_connection, "client_encoding")
+
+    def asked(name: str) -> Any:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"SHOW {name}")
+            return cursor.fetchone()[0]
+        finally:
+            cursor.close()
+            dbapi_connection.rollback()  # a new connection: SHOW began its only transaction
+
+    _refuse_encodings(dbapi_connection, asked)
+
+
+def check_utf8(conn: Connection) -> None:
+    """:func:`refuse_non_utf8` on a caller's connection, inside its transaction (a setting
+    the driver does not keep is asked with SHOW there, nothing rolled back)."""
+    _refuse_encodings(
+        conn.connection.dbapi_connection,
+        lambda name: conn.exec_driver_sql(f"SHOW {name}").scalar(),
+    )
+
+
+def _refuse_encodings(dbapi_connection: Any, asked: Callable[[str], Any]) -> None:
+    server = _pg_setting(dbapi_connection, "server_encoding", asked)
+    client = _pg_setting(dbapi_connection, "client_encoding", asked)
     if server != "UTF8":
         raise BackendError(
             f"the database is encoded {server}; philont needs a UTF8 database"
@@ -1056,19 +1079,13 @@ def refuse_non_utf8(dbapi_connection: Any, _record: Any = None) -> None:
         )
 
 
-def _pg_setting(dbapi_connection: Any, name: str) -> str:
-    """A connection's setting: the value the server reported (psycopg keeps it), else asked
-    with SHOW (another driver, or a pooler that does not pass it on)."""
+def _pg_setting(dbapi_connection: Any, name: str, asked: Callable[[str], Any]) -> str:
+    """A connection's setting: the value the server reported (psycopg keeps it), else
+    ``asked(name)`` (another driver, or a pooler that does not pass it on)."""
     info = getattr(dbapi_connection, "info", None)
     value = getattr(info, "parameter_status", lambda _n: None)(name)
     if value is None:
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(f"SHOW {name}")
-            value = cursor.fetchone()[0]
-        finally:
-            cursor.close()
-            dbapi_connection.rollback()  # SHOW began a transaction: leave none open
+        value = asked(name)
     return value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
 
 

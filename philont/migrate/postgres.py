@@ -14,7 +14,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.engine import URL
 
 from philont import settings
-from philont.db.engine import create_engine, refuse_non_utf8
+from philont.db.engine import check_utf8, create_engine
 from philont.db.pg_layout import AGENTS_TABLE
 from philont.errors import MigrationError, UnknownSchemaVersionError, UnrecognizedSchemaError
 from philont.migrate.plan import _Plan
@@ -56,7 +56,7 @@ def plan(conn: Connection) -> _Plan:
     """What upgrading the connection's schema would do; refuses, before any write, a database
     or connection not in UTF8, a schema philont did not make or one in the old per-agent
     layout."""
-    refuse_non_utf8(conn.connection.dbapi_connection)
+    check_utf8(conn)
     revision = _revision(conn)
     if revision is not None:
         if revision not in known_revisions():
@@ -134,9 +134,9 @@ def status(url: URL, head: str) -> Status:
 
 def status_on(conn: Connection, head: str) -> Status:
     """:func:`status` as ``conn`` sees the database (its search_path, its credentials); a
-    database or connection not in UTF8 is refused (:func:`~philont.db.engine.refuse_non_utf8`:
+    database or connection not in UTF8 is refused (:func:`~philont.db.engine.check_utf8`:
     a host's connection may have been made without philont's guard)."""
-    refuse_non_utf8(conn.connection.dbapi_connection)
+    check_utf8(conn)
     revision = _revision(conn)
     ours = revision is not None and revision > SQLITE_HISTORY_END
     version = str(settings.SCHEMA_VERSION) if ours else None

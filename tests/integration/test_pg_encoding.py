@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from philont import Store, migrate
 from philont.cli import app
+from philont.db.engine import refuse_non_utf8
 from philont.errors import BackendError
 from tests.pg_support import server_url
 
@@ -163,3 +164,49 @@ def test_the_cli_says_so_in_one_typed_line(not_utf8: str) -> None:
     assert result.stderr.startswith("error (backend_unavailable): the "), result.stderr
     assert "philont needs" in result.stderr and "UTF8" in result.stderr
     assert _tables(not_utf8) == 0
+
+
+class _Unreported:
+    """A DB-API connection that keeps none of the server's settings (another driver, or a
+    pooler that does not pass them on): they are asked with SHOW."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        u = make_url(url)
+        self.real = psycopg.connect(
+            host=u.host,
+            port=u.port,
+            user=u.username,
+            password=u.password,
+            dbname=u.database,
+            **(
+                {"client_encoding": u.query["client_encoding"]}
+                if "client_encoding" in u.query
+                else {}
+            ),
+        )
+
+    def cursor(self) -> object:
+        return self.real.cursor()
+
+    def rollback(self) -> None:
+        self.real.rollback()
+
+
+def test_settings_a_driver_does_not_keep_are_asked(not_utf8: str) -> None:
+    unreported = _Unreported(not_utf8)
+    try:
+        with pytest.raises(BackendError, match=r"philont needs (a )?UTF8"):
+            refuse_non_utf8(unreported)
+        assert unreported.real.info.transaction_status == 0  # idle: SHOW's transaction ended
+    finally:
+        unreported.real.close()
+
+
+def test_a_utf8_database_and_client_pass_when_asked() -> None:
+    unreported = _Unreported(server_url())
+    try:
+        refuse_non_utf8(unreported)
+    finally:
+        unreported.real.close()
