@@ -33,6 +33,7 @@ from sqlalchemy.sql.expression import ColumnClause
 
 from philont.db.base import Base
 from philont.db.bootstrap import bootstrap_rows
+from philont.db.listen import listen_once
 from philont.db.models import Meta
 from philont.db.nesting import BACKEND
 from philont.db.pg_layout import (
@@ -278,8 +279,7 @@ def _dml_criteria(
 
 def scope_engine(engine: Engine) -> None:
     """Install the UPDATE/DELETE agent filter on ``engine`` (once; host engines included)."""
-    if not event.contains(engine, "before_execute", _dml_criteria):
-        event.listen(engine, "before_execute", _dml_criteria, retval=True)
+    listen_once(engine, "before_execute", _dml_criteria, retval=True)
 
 
 # --- the registry -----------------------------------------------------------------------------

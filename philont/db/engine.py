@@ -28,6 +28,7 @@ from philont.arguments import checked
 from philont.db import connections, cursors, fork, write_gate
 from philont.db.backend import FOLD_FUNCTION, fold_stored
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
+from philont.db.listen import listen_once
 from philont.db.retry import (
     cannot_open,
     is_busy,
@@ -1025,10 +1026,9 @@ def guard_pg(engine: Engine) -> None:
     """Install :func:`refuse_nul` and :func:`refuse_non_utf8` on a PostgreSQL engine (once; a
     host's engine given to ``Store.from_engine`` too, or its text with U+0000 failed inside the
     driver)."""
-    if not event.contains(engine, "before_cursor_execute", refuse_nul):
-        event.listen(engine, "before_cursor_execute", refuse_nul)
-    if not event.contains(engine.pool, "connect", refuse_non_utf8):  # before the dialect's
-        event.listen(engine.pool, "connect", refuse_non_utf8, insert=True)  # first reads text
+    listen_once(engine, "before_cursor_execute", refuse_nul)
+    listen_once(engine, "connect", refuse_non_utf8, pool=True, insert=True)  # before the
+    # dialect's first statement reads text
 
 
 def refuse_non_utf8(dbapi_connection: Any, _record: Any = None) -> None:

@@ -8,17 +8,20 @@ outside Latin-1 with a UnicodeEncodeError."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import QueuePool
 from typer.testing import CliRunner
 
 from philont import Store, migrate
 from philont.cli import app
-from philont.db.engine import refuse_non_utf8
+from philont.db.engine import create_engine as philont_engine
+from philont.db.engine import guard_pg, refuse_non_utf8
 from philont.errors import BackendError
 from tests.pg_support import server_url
 
@@ -210,3 +213,48 @@ def test_a_utf8_database_and_client_pass_when_asked() -> None:
         refuse_non_utf8(unreported)
     finally:
         unreported.real.close()
+
+
+def _engine_at_a_freed_pools_address(url: str) -> Engine:
+    """A host's new engine whose pool was made where a disposed engine's first pool was. That
+    engine is still referenced, so SQLAlchemy's event registry keeps the old pool's key (its
+    listeners live on in the pool ``dispose()`` made), keyed by the freed address. Where the
+    allocator puts a new pool varies: a few engines are tried (one in 20 missed here)."""
+    disposed = []
+    for _ in range(50):
+        engine = philont_engine(url)  # guarded, as every engine philont makes
+        disposed.append(engine)
+        address = id(engine.pool)
+        cargs, cparams = engine.dialect.create_connect_args(engine.url)
+        creator = functools.partial(engine.dialect.connect, *cargs, **cparams)
+        engine.dispose()
+        made = []
+        for _ in range(5_000):
+            pool = QueuePool(creator)
+            if id(pool) == address:
+                return create_engine(url, pool=pool)
+            made.append(pool)
+    pytest.fail("no pool was made at a freed address")
+
+
+def test_a_new_engine_where_a_disposed_engines_pool_was_is_guarded() -> None:
+    """Before, ``guard_pg`` asked ``event.contains``, which found the old pool's key and left
+    the new engine without its UTF8 check: Store.from_engine failed with a TypeError (CI)."""
+    url = make_url(server_url()).update_query_dict({"client_encoding": "sql_ascii"})
+    engine = _engine_at_a_freed_pools_address(url.render_as_string(hide_password=False))
+    try:
+        with pytest.raises(BackendError, match="philont needs UTF8"):
+            Store.from_engine(engine, agent="someone")
+    finally:
+        engine.dispose()
+
+
+def test_the_guard_runs_once_however_often_it_is_installed() -> None:
+    engine = create_engine(server_url())
+    try:
+        for _ in range(3):
+            guard_pg(engine)
+            engine.dispose()  # a new pool, the same listeners
+        assert list(engine.pool.dispatch.connect).count(refuse_non_utf8) == 1
+    finally:
+        engine.dispose()
