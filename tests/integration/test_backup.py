@@ -647,11 +647,14 @@ def test_a_backup_of_a_file_kept_locked_gives_up_after_the_busy_timeout(
 
 
 BACKUP_UNTIL_INTERRUPTED = """
-import sys
-from philont import settings
-from philont.backup import backup
-settings.BUSY_TIMEOUT_MS = 3_600_000
+import signal, sys
+# Ctrl-C raises, as in a foreground shell: a test run started in the background (`make test &`)
+# has SIGINT ignored, its children inherit that and Python keeps it (the test waited 2 minutes)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
+    from philont import settings
+    from philont.backup import backup
+    settings.BUSY_TIMEOUT_MS = 3_600_000
     backup(sys.argv[1])
 except KeyboardInterrupt:
     sys.exit(130)
