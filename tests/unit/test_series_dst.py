@@ -7,10 +7,11 @@ series has both (``FREQ=HOURLY`` from 00:30 on the Berlin spring day: 02:30 and 
 listed nor counted, so COUNT still yields its N occurrences (it gave N - 1). A time shown twice
 (the autumn overlap) is its first instant, so nothing there is listed twice.
 
-The oracle knows nothing of the engine: dateutil expands the rule over naive wall-clock times,
-Python places each (``fold=0``; ``fold=1`` when the first pass of a repeated hour lies before
-the event's start, which began in the second), and the first N distinct instants in wall-clock
-order are the series.
+The oracle knows nothing of the engine: dateutil expands the rule over naive wall-clock times
+(from the start's, or from the skipped time that lands on the start when only that one fits the
+rule's BYHOUR/BYMINUTE: ``series_wall``), Python places each (``fold=0``; ``fold=1`` when the
+first pass of a repeated hour lies before the event's start, which began in the second), and
+the first N distinct instants in wall-clock order are the series.
 """
 
 from __future__ import annotations
@@ -51,10 +52,35 @@ def changes(zone_name: str, year: int) -> tuple[datetime, ...]:
     return tuple(found)
 
 
+def _fits(rule: str, wall: datetime) -> bool:
+    """Whether ``wall``'s time of day is one the rule's BYHOUR and BYMINUTE allow."""
+    parts = dict(part.split("=") for part in rule.split(";"))
+    return all(
+        name not in parts or getattr(wall, field) in map(int, parts[name].split(","))
+        for name, field in (("BYHOUR", "hour"), ("BYMINUTE", "minute"))
+    )
+
+
+def series_wall(rule: str, start: datetime, zone: zoneinfo.ZoneInfo) -> datetime:
+    """The wall-clock time the series runs from: the start's, or the time its day skipped that
+    lands on the start's instant (read with the offset before the gap) when only that one is a
+    time of day the rule allows: an event made at 02:30 on the Berlin spring day is stored at
+    03:30 summer time, and daily at 02:30 it stays (so BYHOUR=2 from 03:30 on that day is a
+    series from 02:30, its first occurrence the start itself)."""
+    local = start.astimezone(zone).replace(tzinfo=None)
+    for minutes in range(1, 181):
+        twin = local - timedelta(minutes=minutes)
+        placed = twin.replace(tzinfo=zone).astimezone(UTC)  # fold=0: the offset before a gap
+        skipped = placed.astimezone(zone).replace(tzinfo=None) != twin
+        if skipped and placed == start and _fits(rule, twin) and not _fits(rule, local):
+            return twin
+    return local
+
+
 def oracle(rule: str, start: datetime, zone_name: str) -> list[datetime]:
     """The first COUNT distinct instants of the wall-clock series (wall-clock order), sorted."""
     zone = zoneinfo.ZoneInfo(zone_name)
-    local = start.astimezone(zone).replace(tzinfo=None)
+    local = series_wall(rule, start, zone)
     count = int(rule.split("COUNT=")[1].split(";")[0])
     plain = rule.replace(f"COUNT={count}", f"COUNT={count * 40}")
     seen: list[datetime] = []
@@ -112,6 +138,28 @@ def _rule(freq: str, interval: int, count: int, hours: list[int] | None, minutes
     steps_before=2,
     jitter_min=-30,
     hours=None,
+    minutes=None,
+)
+@example(  # started at the change, 03:00 summer time: BYHOUR=2 runs it from 02:00, the start
+    zone="Europe/Berlin",
+    year=2000,
+    which=0,
+    rule=("DAILY", 1, 86_400),
+    count=1,
+    steps_before=0,
+    jitter_min=0,
+    hours=[0, 1, 2],
+    minutes=None,
+)
+@example(  # from 01:00 every two hours never reaches 0, from the skipped midnight it does
+    zone="America/Santiago",
+    year=2000,
+    which=1,
+    rule=("HOURLY", 2, 3600),
+    count=1,
+    steps_before=0,
+    jitter_min=0,
+    hours=[0],
     minutes=None,
 )
 def test_count_gives_count_distinct_increasing_instants_across_offset_changes(
