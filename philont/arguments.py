@@ -74,7 +74,10 @@ def _lone_surrogate(value: object) -> str | None:
     if not isinstance(value, _WALKED):
         return None
     stack: list[object] = [value]
-    seen: set[int] = set()
+    # a container holding itself is walked once; kept by id with the container itself: a
+    # mapping that makes its values anew frees one, and the next one made at its address was
+    # taken for walked (a lone surrogate in it got through)
+    seen: dict[int, object] = {}
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -82,7 +85,7 @@ def _lone_surrogate(value: object) -> str | None:
             if problem is not None:
                 return problem
         elif isinstance(item, _WALKED) and id(item) not in seen:
-            seen.add(id(item))  # a container holding itself is walked once
+            seen[id(item)] = item
             if isinstance(item, Mapping):
                 stack.extend(itertools.chain(item.keys(), item.values()))
             else:

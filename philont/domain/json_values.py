@@ -53,17 +53,20 @@ def _walk(value: Any, name: str) -> Iterator[tuple[Any, str, str]]:
     document order, iteratively (any depth); a container inside itself comes as ``_CYCLE``."""
     stack: list[tuple[Any, str, str]] = [(value, name, "")]
     around: set[int] = set()  # the containers around the part looked at
-    leaving: list[tuple[int, int]] = []  # (stack height, id): left once the stack is back there
+    # (stack height, container): left once the stack is back there; the container is kept, or
+    # a mapping that makes its values anew freed it and a part made at its address was taken
+    # for the container around itself
+    leaving: list[tuple[int, Any]] = []
     while stack:
         while leaving and len(stack) <= leaving[-1][0]:
-            around.discard(leaving.pop()[1])
+            around.discard(id(leaving.pop()[1]))
         part, where, role = stack.pop()
         if isinstance(part, _CONTAINERS) and not isinstance(part, str):
             if id(part) in around:
                 yield _CYCLE, where, role
                 continue
             around.add(id(part))
-            leaving.append((len(stack), id(part)))
+            leaving.append((len(stack), part))
             stack.extend(reversed(list(_parts(part, where))))
         yield part, where, role
 
