@@ -485,7 +485,8 @@ class ScheduleService(Service):
 
     @finds(schedule_id=planning.ScheduleId)
     def outcomes(self, schedule_id: str, limit: int = 5) -> builtins.list[ScheduleOutcomeRecord]:
-        """The newest ``limit`` outcomes of a schedule, newest first.
+        """The newest ``limit`` outcomes of a schedule, newest first (by when it fired, then
+        when it was recorded; those of one millisecond by id, the same order on every call).
 
         ``schedule_id`` is a schedule's id (its name's history is returned, including runs of
         schedules it replaced); a value that is no schedule's id is read as the key itself, so
@@ -497,7 +498,11 @@ class ScheduleService(Service):
         stmt = (
             select(ScheduleOutcome)
             .where(ScheduleOutcome.schedule_id == name)
-            .order_by(ScheduleOutcome.fired_at.desc(), ScheduleOutcome.created_at.desc())
+            .order_by(
+                ScheduleOutcome.fired_at.desc(),
+                ScheduleOutcome.created_at.desc(),
+                ScheduleOutcome.id.desc(),  # runs fired and recorded in one millisecond
+            )
             .limit(limit)
         )
         return [_outcome_record(r) for r in self.session.scalars(stmt)]

@@ -821,6 +821,31 @@ def test_outcomes_are_recorded_under_the_schedules_name_and_listed_newest_first(
     assert schedules.outcomes("heartbeat", limit=2) == got[:2]
 
 
+def test_outcomes_of_one_millisecond_come_in_one_order_every_time(
+    schedules: ScheduleService, session: Session, clock: FakeClock
+) -> None:
+    """Runs fired and recorded in the same millisecond were listed in whatever order the
+    database read them (a limit cut an arbitrary one); now by id, newest id first."""
+    rec = schedules.create("heartbeat", message="check", interval_ms=600_000)
+    for summary in ("one", "two", "three"):
+        schedules.record_outcome(
+            rec.id, ok=True, fired_at=clock.now, duration_ms=1, summary=summary
+        )
+    ids = sorted(session.scalars(select(ScheduleOutcome.id)))
+    for new_id, summary in zip(ids, ("one", "two", "three"), strict=True):  # read in id order
+        session.execute(
+            update(ScheduleOutcome)
+            .where(ScheduleOutcome.text_summary == summary)
+            .values(id=new_id + "x")
+        )
+    session.flush()
+
+    got = schedules.outcomes(rec.id)
+
+    assert [o.text_summary for o in got] == ["three", "two", "one"]
+    assert [o.text_summary for o in schedules.outcomes(rec.id, limit=1)] == ["three"]
+
+
 def test_the_outcome_history_survives_a_same_name_replacement(
     schedules: ScheduleService, clock: FakeClock
 ) -> None:
