@@ -88,10 +88,13 @@ def _main_thread() -> bool:
 @contextmanager
 def watch() -> Iterator[Watch]:
     """SIGINT raises ``KeyboardInterrupt`` in the block until a :func:`point_of_no_return`;
-    after it, it is held. The previous handler is back when the block ends."""
+    after it, it is held. The previous handler is back when the block ends. A SIGINT the
+    process ignores stays ignored (a host that ignores it; a job a script started in the
+    background, which a Ctrl-C meant for the foreground job used to stop), as Python leaves
+    it."""
     global _current
     state = Watch()
-    if not _main_thread():
+    if not _main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         yield state
         return
     previous, before = signal.signal(signal.SIGINT, _on_sigint), _current

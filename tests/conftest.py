@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,6 +30,12 @@ FIXTURE_NAMES = ("v2", "v27", "v31", "empty-v31")
 # hypothesis's default 200 ms deadline failed tests that had found nothing wrong.
 hypothesis_settings.register_profile("philont", deadline=None)
 hypothesis_settings.load_profile("philont")
+
+# Ctrl-C as in a foreground shell: a test run started in the background (`make test &`) has
+# SIGINT ignored, every child inherits that, and philont keeps an ignored SIGINT ignored, so
+# the tests that press Ctrl-C on a command waited for it in vain.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def fixtures_dir() -> Path | None:

@@ -252,7 +252,11 @@ def _stop_on_signals() -> Iterator[threading.Event]:
         stop.set()
         os.write(2, STOPPING.encode())  # not the console: it may be printing right now
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {  # one the process ignores stays ignored (as interrupts.watch leaves it)
+        sig: signal.signal(sig, on_signal)
+        for sig in (signal.SIGINT, signal.SIGTERM)
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
     try:
         yield stop
     finally:

@@ -191,6 +191,38 @@ def test_the_consolidate_loop_stops_cleanly_on_a_signal(
     assert out.strip().endswith("stopped")
 
 
+def test_a_consolidate_loop_started_with_ctrl_c_ignored_keeps_it_ignored(
+    chatty: Path, tmp_path: Path
+) -> None:
+    """A loop a script started in the background has SIGINT ignored, so that a Ctrl-C meant
+    for the script's foreground command leaves it running (as Python leaves it). It used to
+    replace that with its own handler and stop. SIGTERM still stops it."""
+    model = script(tmp_path, extract="[]", reflect="[]", summarize="s")
+    proc = subprocess.Popen(  # started as a script's shell starts a job with `&`
+        ["sh", "-c", "trap '' INT; exec \"$0\" \"$@\"", sys.executable, "-m", "philont",
+         "consolidate", "--db", str(chatty), "--model", model,
+         "--interval", "0.2", "--idle-after", "0", "--backlog"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    ticks = 0
+    deadline = time.monotonic() + 60
+    while ticks < 4 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:  # it stopped
+            break
+        if line.startswith("nothing_new"):
+            ticks += 1
+            if ticks == 1:
+                proc.send_signal(signal.SIGINT)  # the loop goes on: three more ticks
+    assert ticks == 4 and proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    out, errors = proc.communicate(timeout=30)
+    assert proc.returncode == 0, errors
+    assert out.strip().endswith("stopped")
+    assert errors.count("stopping") <= 1, errors  # the SIGTERM's, not the SIGINT's
+
+
 def test_judge_report_prints_the_agreement_per_skill(tool_db: Path) -> None:
     with Memory.open(tool_db) as mem:
         mem.skills.create("export-csv", "Export CSV", ["csv"], "1. query\n2. write")
