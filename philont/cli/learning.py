@@ -232,10 +232,19 @@ def _worker(
     return store, worker
 
 
-STOPPING = (
-    "stopping: a batch in progress is written first (its model may take minutes); "
-    "Ctrl-C again to stop now, giving it up\n"
-)
+def _how_to_stop() -> str:
+    """What the user can send: Ctrl-C, unless the process ignores it (a job a script started
+    with ``&``): SIGTERM then."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return f"SIGTERM (kill {os.getpid()})"
+    return "Ctrl-C"
+
+
+def _stopping() -> str:
+    return (
+        "stopping: a batch in progress is written first (its model may take minutes); "
+        f"{_how_to_stop()} again to stop now, giving it up\n"
+    )
 
 
 @contextmanager
@@ -250,7 +259,7 @@ def _stop_on_signals() -> Iterator[threading.Event]:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        os.write(2, STOPPING.encode())  # not the console: it may be printing right now
+        os.write(2, _stopping().encode())  # not the console: it may be printing right now
 
     previous = {  # one the process ignores stays ignored (as interrupts.watch leaves it)
         sig: signal.signal(sig, on_signal)
@@ -267,7 +276,7 @@ def _stop_on_signals() -> Iterator[threading.Event]:
 def _loop(worker: Consolidator, as_json: bool) -> None:
     with _stop_on_signals() as stop:
         if not as_json:
-            out.print(Text("consolidating; stop with Ctrl-C"))
+            out.print(Text(f"consolidating; stop with {_how_to_stop()}"))
         worker.run_forever(stop, on_report=lambda report: _print(report, as_json))
     if not as_json:
         out.print(Text("stopped"))

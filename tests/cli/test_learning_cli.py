@@ -205,12 +205,13 @@ def test_a_consolidate_loop_started_with_ctrl_c_ignored_keeps_it_ignored(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
-    ticks = 0
+    ticks, lines = 0, []
     deadline = time.monotonic() + 60
     while ticks < 4 and time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:  # it stopped
             break
+        lines.append(line)
         if line.startswith("nothing_new"):
             ticks += 1
             if ticks == 1:
@@ -220,7 +221,9 @@ def test_a_consolidate_loop_started_with_ctrl_c_ignored_keeps_it_ignored(
     out, errors = proc.communicate(timeout=30)
     assert proc.returncode == 0, errors
     assert out.strip().endswith("stopped")
-    assert errors.count("stopping") <= 1, errors  # the SIGTERM's, not the SIGINT's
+    assert f"consolidating; stop with SIGTERM (kill {proc.pid})\n" in lines  # not Ctrl-C
+    assert errors.count("stopping") == 1, errors  # the SIGTERM's, not the SIGINT's
+    assert "SIGTERM (kill" in errors and "Ctrl-C" not in errors, errors
 
 
 def test_judge_report_prints_the_agreement_per_skill(tool_db: Path) -> None:

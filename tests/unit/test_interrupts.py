@@ -222,7 +222,7 @@ def test_a_command_whose_error_a_ctrl_c_caused_is_interrupted_not_a_traceback() 
 IGNORED = """
 import os, signal, time
 from philont import interrupts
-signal.signal(signal.SIGINT, signal.SIG_IGN)  # a host's choice, or a job started with `&`
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a job a script started with `&` has it
 with interrupts.watch():
     os.kill(os.getpid(), signal.SIGINT)
     time.sleep(0.2)
@@ -232,7 +232,7 @@ print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
 
 
 def test_a_ctrl_c_the_process_ignores_stays_ignored_inside_a_watch() -> None:
-    """The watch replaced an ignored SIGINT with its own handler: a host that ignores Ctrl-C
-    was interrupted inside philont's calls, a background job by a Ctrl-C meant for another."""
+    """The watch replaced an ignored SIGINT with its own handler: a command started in the
+    background was stopped by a Ctrl-C meant for the foreground one."""
     done = subprocess.run([sys.executable, "-c", IGNORED], capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "went on False\nTrue\n"), done.stderr
