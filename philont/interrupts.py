@@ -89,9 +89,8 @@ def _main_thread() -> bool:
 def watch() -> Iterator[Watch]:
     """SIGINT raises ``KeyboardInterrupt`` in the block until a :func:`point_of_no_return`;
     after it, it is held. The previous handler is back when the block ends. A SIGINT the
-    process ignores stays ignored (a host that ignores it; a job a script started in the
-    background, which a Ctrl-C meant for the foreground job used to stop), as Python leaves
-    it."""
+    process ignores stays ignored, as Python leaves it: a command a script started in the
+    background (``&``) used to stop on a Ctrl-C meant for the foreground command."""
     global _current
     state = Watch()
     if not _main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
