@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -216,22 +218,32 @@ def test_a_utf8_database_and_client_pass_when_asked() -> None:
 
 
 def _engine_at_a_freed_pools_address(url: str) -> Engine:
-    """A host's new engine whose pool was made where a disposed engine's first pool was. That
-    engine is still referenced, so SQLAlchemy's event registry keeps the old pool's key (its
-    listeners live on in the pool ``dispose()`` made), keyed by the freed address. Where the
-    allocator puts a new pool varies: a few engines are tried (one in 20 missed here)."""
-    disposed = []
-    for _ in range(50):
+    """A host's new engine whose pool sits where a guarded engine's first pool was. That engine
+    is still referenced and its old pool is freed the way ``dispose()`` frees it (the new pool
+    keeps the listeners), so SQLAlchemy's event registry keeps the old pool's key: its address.
+
+    The old pool is freed here, checked freed, and pool objects are then made bare (no other
+    object is made between two tries) until one lands at its address. A first version made
+    whole pools after ``dispose()`` and missed in CI: whatever else was made could take it."""
+    keep = []
+    for _ in range(20):
         engine = philont_engine(url)  # guarded, as every engine philont makes
-        disposed.append(engine)
-        address = id(engine.pool)
-        cargs, cparams = engine.dialect.create_connect_args(engine.url)
-        creator = functools.partial(engine.dialect.connect, *cargs, **cparams)
-        engine.dispose()
+        keep.append(engine)
+        old = engine.pool
+        engine.pool = old.recreate()  # as dispose() does: the listeners move to the new pool
+        address, freed = id(old), weakref.ref(old)
+        del old
+        if freed() is not None:
+            gc.collect()
+        assert freed() is None, gc.get_referrers(freed())
         made = []
-        for _ in range(5_000):
-            pool = QueuePool(creator)
+        for _ in range(200_000):
+            pool = QueuePool.__new__(QueuePool)
             if id(pool) == address:
+                cargs, cparams = engine.dialect.create_connect_args(engine.url)
+                QueuePool.__init__(
+                    pool, functools.partial(engine.dialect.connect, *cargs, **cparams)
+                )
                 return create_engine(url, pool=pool)
             made.append(pool)
     pytest.fail("no pool was made at a freed address")
