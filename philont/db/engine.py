@@ -28,7 +28,7 @@ from philont.arguments import checked
 from philont.db import connections, cursors, fork, write_gate
 from philont.db.backend import FOLD_FUNCTION, fold_stored
 from philont.db.checkpoint import SAFETY_PAGES, Checkpointer
-from philont.db.listen import listen_once
+from philont.db.listen import listen_once, made_from
 from philont.db.retry import (
     cannot_open,
     is_busy,
@@ -567,7 +567,7 @@ _WITH_HOOKS: weakref.WeakSet[Engine] = weakref.WeakSet()
 def has_sqlite_hooks(engine: Engine) -> bool:
     """Whether ``engine`` runs philont's SQLite set-up: transactional BEGIN (so SAVEPOINTs and
     DDL are transactional), WAL, busy timeout, foreign keys."""
-    return engine in _WITH_HOOKS
+    return made_from(engine) in _WITH_HOOKS
 
 
 def require_sqlite_hooks(engine: Engine, what: str = "Store.from_engine") -> None:
@@ -772,7 +772,7 @@ _BUSY_TIMEOUTS: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictiona
 def busy_timeout_s(engine: Engine) -> float:
     """How long a connection of ``engine`` waits for another's lock, in seconds (the engine's
     ``busy_timeout_ms``; ``settings.BUSY_TIMEOUT_MS`` for an engine not set up here)."""
-    return _BUSY_TIMEOUTS.get(engine, settings.BUSY_TIMEOUT_MS) / 1000
+    return _BUSY_TIMEOUTS.get(made_from(engine), settings.BUSY_TIMEOUT_MS) / 1000
 
 
 _BUSY_MS = "philont_busy_timeout_ms"
@@ -839,7 +839,7 @@ def _changed_rows(conn: Connection) -> bool:
 
 def checkpointer_of(engine: Engine) -> Checkpointer | None:
     """The background checkpointer of a SQLite file engine made here (None otherwise)."""
-    return _CHECKPOINTERS.get(engine)
+    return _CHECKPOINTERS.get(made_from(engine))
 
 
 @checked

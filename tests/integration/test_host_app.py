@@ -22,6 +22,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session
 
 from philont import migrate, settings, tools
+from philont.db.engine import busy_timeout_s, checkpointer_of
 from philont.db.engine import create_engine as philont_engine
 from philont.errors import InvalidDatabaseError, InvalidInputError
 from philont.store import Store
@@ -219,6 +220,25 @@ def test_a_host_rollback_undoes_what_philont_wrote_first_in_its_transaction(
             with store.join(conn) as mem:
                 mem.facts.store("user", "b", 1)
             outer.rollback()
+    with store.begin(write=False) as mem:
+        assert mem.facts.get("user", "b") is None
+
+
+def test_a_copy_of_philonts_engine_with_other_execution_options_has_its_set_up(
+    shared_sqlite: Engine,
+) -> None:
+    # engine.execution_options() makes a copy sharing the engine's pool, dialect and listeners.
+    # Store.from_engine refused it as a plain pysqlite engine: philont's records of its set-up
+    # were kept by engine object.
+    copy = shared_sqlite.execution_options(logging_token="host").execution_options(x=1)
+    assert busy_timeout_s(copy) == busy_timeout_s(shared_sqlite)
+    assert checkpointer_of(copy) is checkpointer_of(shared_sqlite) is not None
+    store = Store.from_engine(copy)
+    with copy.connect() as conn:
+        outer = conn.begin()
+        with store.join(conn) as mem:
+            mem.facts.store("user", "b", 1)
+        outer.rollback()
     with store.begin(write=False) as mem:
         assert mem.facts.get("user", "b") is None
 

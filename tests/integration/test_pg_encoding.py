@@ -270,3 +270,19 @@ def test_the_guard_runs_once_however_often_it_is_installed() -> None:
         assert list(engine.pool.dispatch.connect).count(refuse_non_utf8) == 1
     finally:
         engine.dispose()
+
+
+def test_a_copy_with_other_execution_options_is_guarded_once_with_its_engine() -> None:
+    """A host's ``engine.execution_options(...)`` copy shares the engine's pool and listeners:
+    guarded through either, the check runs once a connection, and the copy is refused too."""
+    url = make_url(server_url()).update_query_dict({"client_encoding": "sql_ascii"})
+    engine = create_engine(url)
+    copy = engine.execution_options(logging_token="host")
+    try:
+        guard_pg(engine)
+        with pytest.raises(BackendError, match="philont needs UTF8"):
+            Store.from_engine(copy, agent="someone")
+        assert list(engine.pool.dispatch.connect).count(refuse_non_utf8) == 1
+        assert len(engine.dispatch.before_cursor_execute) == 1  # refuse_nul, wrapped
+    finally:
+        engine.dispose()
