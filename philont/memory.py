@@ -168,6 +168,11 @@ class Memory:
             # block undoes what the block wrote, and the host's transaction goes on.
             self._savepoint = session.begin_nested()
         elif isinstance(self._bind, Connection):
+            if not self._bind.in_transaction():
+                # Begun as the host's first statement would begin it (SQLAlchemy's autobegin),
+                # so the host commits or rolls back; a Session on a Connection in no
+                # transaction begins one of its own and commits it as the block ends.
+                self._bind.begin()
             session = Session(
                 bind=self._bind, join_transaction_mode="create_savepoint", expire_on_commit=False
             )

@@ -435,6 +435,24 @@ def test_a_unit_of_work_joins_a_hosts_connection_and_its_transaction(store: Stor
         assert mem.facts.get("user", "name") is None
 
 
+def test_a_joined_connection_in_no_transaction_is_the_hosts_to_commit_or_roll_back(
+    store: Store,
+) -> None:
+    # SQLAlchemy's "commit as you go": a Connection begins its transaction with its first
+    # statement, and the host ends it. Joined before any statement, the unit of work committed
+    # on the host's connection itself, so the host's rollback kept philont's writes.
+    for ending in ("rollback", "commit"):
+        with store.engine.connect() as connection:
+            with store.join(connection) as mem:
+                mem.facts.store("user", ending, "written")
+                assert tools.call("get_fact", {"namespace": "user", "key": ending}, db=mem).ok
+            assert connection.in_transaction()
+            getattr(connection, ending)()
+    with store.begin() as mem:
+        assert mem.facts.get("user", "rollback") is None
+        assert mem.facts.get("user", "commit") is not None
+
+
 @pytest.mark.parametrize("host", ["session", "connection"])
 def test_an_exception_in_a_joined_block_undoes_that_block_and_the_host_goes_on(
     store: Store, host: str
