@@ -117,6 +117,9 @@ class Store:
         """The file as text, stat'ed by every unit of work (a Path costs more than the stat)."""
         self._file_id = _file_id(self._path_text)
         self._async = engine.dialect.is_async
+        self._origin: Store | None = None
+        """The Store this one is a view of (:meth:`for_agent`), whose per-Store state it shares
+        (its search statistics, agent ids, vector search state); None: not a view."""
         """The sync face of an async engine (an AsyncStore's): it can only join a unit of work
         the AsyncStore runs (inside ``run_sync``), never begin one of its own."""
 
@@ -326,6 +329,7 @@ class Store:
             read_only=self.read_only,
         )
         view.scorer, view._agent_ids = self.scorer, self._agent_ids  # shared caches
+        view._origin = self._origin or self
         return view
 
     # --- lifetime ------------------------------------------------------------------------
