@@ -345,10 +345,12 @@ class Store:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """Closed, or a view of a Store that is (:meth:`for_agent`: it served on after the
+        Store's ``close()``, opening connections nobody would release)."""
+        return self._closed or (self._origin is not None and self._origin._closed)
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self.closed:
             raise StoreClosedError(f"the Store of {self.label} is closed")
 
     def _check_usable(self) -> None:
@@ -393,7 +395,7 @@ class Store:
         return self._path
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else self.backend.name
+        state = "closed" if self.closed else self.backend.name
         return f"<Store {self.label} ({state})>"
 
 

@@ -165,6 +165,22 @@ def test_a_closed_store_begins_nothing(target: Path | URL) -> None:
         store.begin()
 
 
+def test_a_view_of_a_closed_store_begins_nothing(target: Path | URL) -> None:
+    # A view (store.for_agent, shared(url, agent=...)) served on after its Store's close()
+    # released the engine, opening connections that nobody would release.
+    store = Store.open(target)
+    view = store.for_agent(store._agent(None) or "alice")
+    with view.begin() as mem:
+        mem.notes.add("before the close")
+    store.close()
+    assert view.closed and "closed" in repr(view)
+    with pytest.raises(StoreClosedError):
+        view.begin()
+    result = tools.call("store_fact", {"namespace": "u", "key": "k", "value": 1}, db=view)
+    assert result.error_code == "store_closed"
+    assert store.engine.pool.checkedin() == 0
+
+
 @pytest.mark.parametrize("change", ["deleted", "replaced"])
 def test_a_store_whose_file_went_away_writes_nothing_to_the_old_one(
     tmp_path: Path, change: str
