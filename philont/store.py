@@ -300,17 +300,19 @@ class Store:
 
     def _check_same_database(self, bind: Session | Connection) -> None:
         """Refuse a Session or Connection on another database than this Store's: its services
-        would write there, with this Store's caches (agent ids, search statistics)."""
+        would write there, with this Store's caches (agent ids, search statistics). On SQLite
+        its engine must have philont's set-up, as for :meth:`from_engine`: under pysqlite's
+        own transaction handling the caller's rollback kept what the block wrote."""
         from philont.db.models import Meta
 
         # a Session with binds per model: the engine philont's own statements would use
         engine = bind.engine if isinstance(bind, Connection) else bind.get_bind(Meta).engine
-        if engine is self.engine or _database_of(engine.url) == _database_of(self.engine.url):
-            return
-        raise InvalidDatabaseError(
-            f"store.join: the {type(bind).__name__} is on "
-            f"{database_name(engine.url)}, this Store serves {self.label}"
-        )
+        if engine is not self.engine and _database_of(engine.url) != _database_of(self.engine.url):
+            raise InvalidDatabaseError(
+                f"store.join: the {type(bind).__name__} is on "
+                f"{database_name(engine.url)}, this Store serves {self.label}"
+            )
+        require_sqlite_hooks(engine, "store.join")
 
     def _agent(self, agent: str | None) -> str | None:
         if agent is not None:
