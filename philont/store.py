@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import UnboundExecutionError
 from sqlalchemy.orm import Session, scoped_session
 
 from philont import settings
@@ -300,19 +301,33 @@ class Store:
 
     def _check_same_database(self, bind: Session | Connection) -> None:
         """Refuse a Session or Connection on another database than this Store's: its services
-        would write there, with this Store's caches (agent ids, search statistics). On SQLite
-        its engine must have philont's set-up, as for :meth:`from_engine`: under pysqlite's
-        own transaction handling the caller's rollback kept what the block wrote."""
+        would write there, with this Store's caches (agent ids, search statistics). A Session
+        with binds per model is checked for philont's models and for the statements it runs
+        without one (lean reads, locks: its default bind). On SQLite the engine must have
+        philont's set-up, as for :meth:`from_engine`: under pysqlite's own transaction
+        handling the caller's rollback kept what the block wrote."""
         from philont.db.models import Meta
 
-        # a Session with binds per model: the engine philont's own statements would use
-        engine = bind.engine if isinstance(bind, Connection) else bind.get_bind(Meta).engine
-        if engine is not self.engine and _database_of(engine.url) != _database_of(self.engine.url):
-            raise InvalidDatabaseError(
-                f"store.join: the {type(bind).__name__} is on "
-                f"{database_name(engine.url)}, this Store serves {self.label}"
-            )
-        require_sqlite_hooks(engine, "store.join")
+        held = "" if isinstance(bind, Connection) else _JOIN_HELD
+        if isinstance(bind, Connection):
+            engines = [bind.engine]
+        else:  # binds per model: where philont's models go, and its statements without one
+            try:
+                engines = [bind.get_bind(Meta).engine, bind.get_bind().engine]
+            except UnboundExecutionError as exc:
+                raise InvalidDatabaseError(
+                    "store.join: the Session has no bind for statements without a model, "
+                    f"which philont's services run too{held}"
+                ) from exc
+        for engine in engines:
+            if engine is not self.engine and _database_of(engine.url) != _database_of(
+                self.engine.url
+            ):
+                raise InvalidDatabaseError(
+                    f"store.join: the {type(bind).__name__} is on "
+                    f"{database_name(engine.url)}, this Store serves {self.label}{held}"
+                )
+            require_sqlite_hooks(engine, "store.join")
 
     def _agent(self, agent: str | None) -> str | None:
         if agent is not None:
@@ -402,6 +417,10 @@ class Store:
 
 
 _check_begin = check_of(Store.begin)
+_JOIN_HELD = (
+    "; join the connection the Session holds on this Store's database instead: "
+    "store.join(session.connection(bind_arguments={'bind': store.engine}))"
+)
 
 
 def _database_of(url: URL) -> tuple[object, ...]:

@@ -576,6 +576,41 @@ def test_join_refuses_a_transaction_on_another_database(tmp_path: Path, kind: st
         assert mem.facts.get("user", "city") is None
 
 
+def test_join_refuses_a_session_whose_statements_without_a_model_go_elsewhere(
+    tmp_path: Path, store: Store
+) -> None:
+    """A Session with binds per model (a host with its own database beside the memory): the
+    check asked only where philont's models go, and the services' statements without one
+    (lean reads, appends, locks) ran on the Session's default bind: another database (a
+    StorageError for a missing table) or none (SQLAlchemy's UnboundExecutionError). The
+    connection the Session holds on the Store's database joins, in its transaction."""
+    from philont.db.base import Base
+    from philont.db.engine import create_engine
+    from philont.errors import InvalidDatabaseError
+
+    elsewhere = create_engine(tmp_path / "app.sqlite")
+    try:
+        for session, refused in (
+            (Session(binds={Base: store.engine}), "no bind for statements without a model"),
+            (Session(elsewhere, binds={Base: store.engine}), r"is on .*app\.sqlite"),
+        ):
+            with session, pytest.raises(InvalidDatabaseError, match=refused):
+                store.join(session)
+        for ending in ("rollback", "commit"):
+            with Session(elsewhere, binds={Base: store.engine}) as session:
+                held = session.connection(bind_arguments={"bind": store.engine})
+                with store.join(held) as mem:
+                    mem.facts.store("user", ending, "written")
+                    mem.timeline.append("a message of the " + ending)
+                getattr(session, ending)()
+        with store.begin() as mem:
+            assert mem.facts.get("user", "rollback") is None
+            assert mem.facts.get("user", "commit") is not None
+            assert mem.timeline.count() == 1
+    finally:
+        elsewhere.dispose()
+
+
 @pytest.mark.parametrize("agent", ["", "Alice", "-a", "a b", "x" * 64, "a;b", 7])
 def test_a_bad_agent_name_is_refused_on_every_backend(store: Store, agent: Any) -> None:
     # On SQLite the agent is not used, but a name PostgreSQL would refuse is refused here too
