@@ -6,7 +6,8 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -14,6 +15,7 @@ from typing import Any, NamedTuple
 import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from philont import tools
@@ -574,6 +576,60 @@ def test_join_refuses_a_transaction_on_another_database(tmp_path: Path, kind: st
             assert mem.facts.get("user", "city") is not None
     with Store.open(theirs) as other, other.begin() as mem:
         assert mem.facts.get("user", "city") is None
+
+
+def _closed(store: Store, stack: ExitStack) -> Connection:
+    conn = store.engine.connect()
+    conn.close()
+    return conn
+
+
+def _invalidated(store: Store, stack: ExitStack) -> Connection:
+    conn = stack.enter_context(store.engine.connect())
+    conn.begin()
+    conn.invalidate()
+    return conn
+
+
+def _failed_flush(store: Store, stack: ExitStack) -> Session:
+    from philont.db.models import Meta
+
+    session = stack.enter_context(Session(store.engine))
+    session.add(Meta(key="h111", value=None))
+    with pytest.raises(DBAPIError):  # NOT NULL (PostgreSQL: no agent set, first)
+        session.flush()
+    return session
+
+
+def _aborted(store: Store, stack: ExitStack) -> Session | Connection:
+    conn = stack.enter_context(store.engine.connect())
+    conn.begin()
+    with pytest.raises(DBAPIError):
+        conn.exec_driver_sql("SELECT * FROM no_such_table")
+    return conn
+
+
+@pytest.mark.parametrize("host", [_closed, _invalidated, _failed_flush, _aborted])
+def test_a_host_transaction_that_cannot_be_joined_is_refused_by_name(
+    store: Store, host: Callable[[Store, ExitStack], Session | Connection]
+) -> None:
+    """A closed Connection, or a transaction that failed and was not rolled back (a failed
+    flush, an invalidated connection, a PostgreSQL statement that aborted it): store.join
+    raised SQLAlchemy's own error (ResourceClosedError, PendingRollbackError, InternalError),
+    which a host catching philont's errors did not catch. It is refused by name, nothing
+    written; SQLite goes on after a failed statement, so that one joins there."""
+    with ExitStack() as stack:
+        bind = host(store, stack)
+        if host is _aborted and store.backend.name == "sqlite":
+            with store.join(bind) as mem:
+                mem.notes.add("joined")
+            return
+        refused_by_name = pytest.raises(InvalidInputError, match=r"^bind: .* cannot be joined")
+        with refused_by_name as refused, store.join(bind) as mem:
+            mem.notes.add("never written")
+        assert refused.value.details["argument"] == "bind"
+    with store.begin() as mem:
+        assert mem.notes.count() == 0
 
 
 def test_join_refuses_a_session_whose_statements_without_a_model_go_elsewhere(
