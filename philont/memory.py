@@ -120,6 +120,9 @@ class Memory:
         """The transaction that flush rolled back (one begun by :meth:`rollback` is not)."""
         self._session: Session | None = None
         self._agent: int | None = None
+        self._outer_agent: int | None = None
+        """The agent served on a joined transaction as this unit entered it: an open unit's
+        it was joined inside (PostgreSQL), served again as this one leaves."""
         self._open: nesting.Open | None = None
         """Listed among this thread's open units of work (PostgreSQL, :mod:`philont.db.nesting`)."""
         self._state = _State.NEW
@@ -192,6 +195,8 @@ class Memory:
             session.begin()
         self._agent = agent_id
         try:
+            if self._bind is not None:  # joined inside another unit: its agent, served again
+                self._outer_agent = self.store.backend.served(session)
             self._enter_agent(session)
             self._open = self._listed(session)
         except BaseException:
@@ -224,7 +229,7 @@ class Memory:
         failed = self._flush_failed(session)
         try:
             if self._bind is not None:
-                self.store.backend.leave(session)
+                self.store.backend.leave(session, self._outer_agent)
             if isinstance(self._bind, Session):
                 savepoint, self._savepoint = self._savepoint, None
                 if savepoint is not None and exc_type is None and failed is None:
