@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from sqlalchemy import Connection, event
-from sqlalchemy.exc import PendingRollbackError, SQLAlchemyError
+from sqlalchemy.exc import PendingRollbackError, ResourceClosedError, SQLAlchemyError
 from sqlalchemy.orm import Session, SessionTransaction, SessionTransactionOrigin
 
 from philont import interrupts
@@ -33,6 +33,7 @@ from philont.db.retry import edge_failure, translate, typed_from, unlogged
 from philont.errors import (
     ConflictError,
     DatabaseReadOnlyError,
+    InvalidInputError,
     PhilontError,
     UnitOfWorkError,
 )
@@ -119,6 +120,9 @@ class Memory:
         """The transaction that flush rolled back (one begun by :meth:`rollback` is not)."""
         self._session: Session | None = None
         self._agent: int | None = None
+        self._outer_agent: int | None = None
+        """The agent served on a joined transaction as this unit entered it: an open unit's
+        it was joined inside (PostgreSQL), served again as this one leaves."""
         self._open: nesting.Open | None = None
         """Listed among this thread's open units of work (PostgreSQL, :mod:`philont.db.nesting`)."""
         self._state = _State.NEW
@@ -161,6 +165,14 @@ class Memory:
                 "this unit of work was already used; begin a new one (with store.begin() as mem:)"
             )
         self.store._check_usable()
+        if self._bind is None:
+            return self._begin()
+        try:
+            return self._begin()
+        except (SQLAlchemyError, sqlite3.Error) as exc:
+            raise self._unjoinable(exc) from exc
+
+    def _begin(self) -> Memory:
         agent_id = self._agent_id()  # before our transaction: creating an agent commits its own
         if isinstance(self._bind, Session):
             session = self._bind
@@ -168,6 +180,12 @@ class Memory:
             # block undoes what the block wrote, and the host's transaction goes on.
             self._savepoint = session.begin_nested()
         elif isinstance(self._bind, Connection):
+            if not self._bind.in_transaction():
+                # Begun as the host's first statement would begin it (SQLAlchemy's autobegin),
+                # so the host commits or rolls back; a Session on a Connection in no
+                # transaction begins one of its own and commits it as the block ends.
+                self._bind.begin()
+            _ = self._bind.connection  # invalidated in a transaction: refused here, not later
             session = Session(
                 bind=self._bind, join_transaction_mode="create_savepoint", expire_on_commit=False
             )
@@ -177,6 +195,8 @@ class Memory:
             session.begin()
         self._agent = agent_id
         try:
+            if self._bind is not None:  # joined inside another unit: its agent, served again
+                self._outer_agent = self.store.backend.served(session)
             self._enter_agent(session)
             self._open = self._listed(session)
         except BaseException:
@@ -209,7 +229,7 @@ class Memory:
         failed = self._flush_failed(session)
         try:
             if self._bind is not None:
-                self.store.backend.leave(session)
+                self.store.backend.leave(session, self._outer_agent)
             if isinstance(self._bind, Session):
                 savepoint, self._savepoint = self._savepoint, None
                 if savepoint is not None and exc_type is None and failed is None:
@@ -234,6 +254,25 @@ class Memory:
             raise
         if exc is not None:
             self._raise_typed(exc, failed)
+
+    def _unjoinable(self, exc: SQLAlchemyError | sqlite3.Error) -> PhilontError:
+        """The typed error of a caller's Session or Connection that could not be joined: one
+        that is closed, or whose transaction failed and was not rolled back (a failed flush,
+        a PostgreSQL statement that aborted it, an invalidated connection), refuses the
+        argument by name; any other database error is typed as a unit of work's
+        (:meth:`_storage_error`). SQLAlchemy's own error left ``store.join`` untyped."""
+        orig = getattr(exc, "orig", None)
+        if isinstance(exc, ResourceClosedError | PendingRollbackError) or (
+            getattr(orig, "sqlstate", None) == IN_FAILED_TRANSACTION
+        ):
+            return InvalidInputError.of(
+                "bind",
+                f"the {type(self._bind).__name__} cannot be joined ({type(exc).__name__}): it "
+                "is closed, or its transaction failed; roll it back (or open a new one) first",
+            )
+        typed = self._storage_error(exc, None, _STORAGE_ERROR)
+        assert typed is not None  # a database error
+        return typed
 
     def _raise_typed(self, exc: BaseException, failed: BaseException | None) -> None:
         """Raise ``exc``'s typed error from it, when it has one (:meth:`_storage_error`); a
@@ -515,6 +554,8 @@ class Memory:
 log = get_logger(__name__)
 
 _STORAGE_ERROR = "unit_of_work.storage_error"
+IN_FAILED_TRANSACTION = "25P02"
+"""PostgreSQL's SQLSTATE of a statement in a transaction an earlier error aborted."""
 _UNITS = "philont.units"
 """The key of ``Session.info`` listing the units of work open on that Session (a host's
 Session may hold one joined inside another), told of a flush that fails in it."""

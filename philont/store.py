@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import UnboundExecutionError
 from sqlalchemy.orm import Session, scoped_session
 
 from philont import settings
@@ -117,6 +118,9 @@ class Store:
         """The file as text, stat'ed by every unit of work (a Path costs more than the stat)."""
         self._file_id = _file_id(self._path_text)
         self._async = engine.dialect.is_async
+        self._origin: Store | None = None
+        """The Store this one is a view of (:meth:`for_agent`), whose per-Store state it shares
+        (its search statistics, agent ids, vector search state); None: not a view."""
         """The sync face of an async engine (an AsyncStore's): it can only join a unit of work
         the AsyncStore runs (inside ``run_sync``), never begin one of its own."""
 
@@ -297,17 +301,33 @@ class Store:
 
     def _check_same_database(self, bind: Session | Connection) -> None:
         """Refuse a Session or Connection on another database than this Store's: its services
-        would write there, with this Store's caches (agent ids, search statistics)."""
+        would write there, with this Store's caches (agent ids, search statistics). A Session
+        with binds per model is checked for philont's models and for the statements it runs
+        without one (lean reads, locks: its default bind). On SQLite the engine must have
+        philont's set-up, as for :meth:`from_engine`: under pysqlite's own transaction
+        handling the caller's rollback kept what the block wrote."""
         from philont.db.models import Meta
 
-        # a Session with binds per model: the engine philont's own statements would use
-        engine = bind.engine if isinstance(bind, Connection) else bind.get_bind(Meta).engine
-        if engine is self.engine or _database_of(engine.url) == _database_of(self.engine.url):
-            return
-        raise InvalidDatabaseError(
-            f"store.join: the {type(bind).__name__} is on "
-            f"{database_name(engine.url)}, this Store serves {self.label}"
-        )
+        held = "" if isinstance(bind, Connection) else _JOIN_HELD
+        if isinstance(bind, Connection):
+            engines = [bind.engine]
+        else:  # binds per model: where philont's models go, and its statements without one
+            try:
+                engines = [bind.get_bind(Meta).engine, bind.get_bind().engine]
+            except UnboundExecutionError as exc:
+                raise InvalidDatabaseError(
+                    "store.join: the Session has no bind for statements without a model, "
+                    f"which philont's services run too{held}"
+                ) from exc
+        for engine in engines:
+            if engine is not self.engine and _database_of(engine.url) != _database_of(
+                self.engine.url
+            ):
+                raise InvalidDatabaseError(
+                    f"store.join: the {type(bind).__name__} is on "
+                    f"{database_name(engine.url)}, this Store serves {self.label}{held}"
+                )
+            require_sqlite_hooks(engine, "store.join")
 
     def _agent(self, agent: str | None) -> str | None:
         if agent is not None:
@@ -326,6 +346,7 @@ class Store:
             read_only=self.read_only,
         )
         view.scorer, view._agent_ids = self.scorer, self._agent_ids  # shared caches
+        view._origin = self._origin or self
         return view
 
     # --- lifetime ------------------------------------------------------------------------
@@ -341,10 +362,12 @@ class Store:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """Closed, or a view of a Store that is (:meth:`for_agent`: it served on after the
+        Store's ``close()``, opening connections nobody would release)."""
+        return self._closed or (self._origin is not None and self._origin._closed)
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self.closed:
             raise StoreClosedError(f"the Store of {self.label} is closed")
 
     def _check_usable(self) -> None:
@@ -389,11 +412,15 @@ class Store:
         return self._path
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else self.backend.name
+        state = "closed" if self.closed else self.backend.name
         return f"<Store {self.label} ({state})>"
 
 
 _check_begin = check_of(Store.begin)
+_JOIN_HELD = (
+    "; join the connection the Session holds on this Store's database instead: "
+    "store.join(session.connection(bind_arguments={'bind': store.engine}))"
+)
 
 
 def _database_of(url: URL) -> tuple[object, ...]:

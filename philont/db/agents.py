@@ -162,13 +162,31 @@ def enter(session: Session, agent_id: int, name: str | None = None) -> bool:
     return True
 
 
-def leave(session: Session) -> None:
+def served(session: Session) -> int | None:
+    """The agent the connection of ``session``'s transaction serves now: that of an open unit
+    of work a unit joining it is joined inside (None: none)."""
+    agent = session.connection().get_execution_options().get(AGENT_OPTION)
+    return None if agent is None else int(agent)
+
+
+def leave(session: Session, outer: int | None = None) -> None:
     """Forget the agent on ``session`` and its connection (a host's Session or Connection
-    lives on; its transaction keeps the ``SET LOCAL`` until it ends)."""
-    session.info.pop(AGENT_OPTION, None)
+    lives on; its transaction keeps the ``SET LOCAL`` until it ends), or serve ``outer``
+    again: the agent of the open unit of work this one was joined inside (:func:`served`).
+    Forgotten, that unit's later statements were no agent's (as the owner its reads saw every
+    agent's rows), and the inner agent's ``SET LOCAL``, kept by its SAVEPOINT's release, took
+    its writes."""
+    inner = session.info.pop(AGENT_OPTION, None)
     conn = session.info.pop(_CONNECTION, None)
-    if conn is not None and not conn.closed:
-        conn.execution_options(**{AGENT_OPTION: None})
+    if conn is None or conn.closed:
+        return
+    conn.execution_options(**{AGENT_OPTION: outer})
+    if outer is None:
+        return
+    session.info[AGENT_OPTION], session.info[_CONNECTION] = outer, conn
+    if outer != inner:
+        set_local(conn, outer, lock=False)  # its lock is held since the outer unit entered
+        conn.info.pop(BACKEND, None)  # not a unit of work's entry (philont.db.nesting)
 
 
 def _agent_column(entity: Any) -> ColumnElement[Any]:

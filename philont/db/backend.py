@@ -248,8 +248,14 @@ class Backend:
         ``name``, only while the agent still has that name: False, nothing changed, if not."""
         return True
 
-    def leave(self, session: Session) -> None:
-        """Stop serving the agent on ``session`` (nothing on SQLite)."""
+    def served(self, session: Session) -> int | None:
+        """The agent the connection of ``session``'s transaction serves now, an open unit of
+        work's (None: none; always on SQLite)."""
+        return None
+
+    def leave(self, session: Session, outer: int | None = None) -> None:
+        """Stop serving the agent on ``session``, or serve ``outer`` again, the agent of the
+        unit of work this one was joined inside (nothing on SQLite)."""
 
     def serialize(self, session: Session, *key: str) -> None:
         """Make this transaction the only writer of ``key`` (e.g. a fact's table, namespace
@@ -383,10 +389,15 @@ class PostgresBackend(Backend):
             )
         return agents.enter(session, agent, name)
 
-    def leave(self, session: Session) -> None:
+    def served(self, session: Session) -> int | None:
         from philont.db import agents
 
-        agents.leave(session)
+        return agents.served(session)
+
+    def leave(self, session: Session, outer: int | None = None) -> None:
+        from philont.db import agents
+
+        agents.leave(session, outer)
 
     def serialize(self, session: Session, *key: str) -> None:
         _check_order(session, key)

@@ -121,7 +121,10 @@ _STATES_LOCK = fork.Lock()
 
 
 def state(store: Store) -> StoreVectors:
-    """The vector search state of ``store`` (made on first use)."""
+    """The vector search state of ``store`` (made on first use), the Store's it is a view of
+    (``store.for_agent``, ``shared(agent=...)``): a view's own state re-embedded every query
+    and re-read every code, and had the default fusion weights."""
+    store = store._origin or store
     with _STATES_LOCK:
         found = _STATES.get(store)
         if found is None:

@@ -4,6 +4,7 @@ the coarse pass keeps the nearest, and the consolidator keeps vectors current.""
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import URL
 
-from philont import tools
+from philont import settings, tools
 from philont.db.queries import vectors as q
 from philont.embed import FusionWeights, HashEmbedder, backfill, checked_vectors, codec
 from philont.embed.search import state
@@ -104,6 +105,30 @@ def test_appends_never_call_a_model_and_a_query_is_embedded_once(target: Path | 
             mem.search.skills("deploy the cluster")
             mem.retriever.retrieve("deploy the cluster")
         assert emb.calls == [1]
+
+
+def test_a_view_for_an_agent_shares_its_stores_query_vectors_codes_and_weights(
+    filled: Path | URL,
+) -> None:
+    # A view (store.for_agent, shared(agent=...): one per call) had a vector search state of
+    # its own: every search through a new view embedded its query again (a model call) and
+    # read every code again, and fusion weights set on the Store did not hold there.
+    emb = CountingEmbedder(256)  # as the first test: vectors change the ranking
+    with Store.open(filled) as plain:
+        backfill(plain, emb)
+        with plain.begin() as mem:
+            before = everything(mem)
+    agent = os.environ.get(settings.AGENT_ENV, "solo")  # PostgreSQL: this test's agent
+    with Store.open(filled, embedder=emb) as store:
+        state(store).weights = FusionWeights(0.0, 0.0, 0.0)
+        emb.calls.clear()
+        with store.begin() as mem:
+            assert everything(mem) == before
+        embedded = len(emb.calls)
+        for view in (store.for_agent(agent), store.for_agent(agent).for_agent(agent)):
+            with view.begin() as mem:
+                assert everything(mem) == before  # the Store's weights
+        assert len(emb.calls) == embedded  # every query's vector was the Store's
 
 
 def test_searches_say_how_many_recent_items_are_not_embedded_and_keywords_still_find_them(

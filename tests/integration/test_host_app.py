@@ -193,10 +193,16 @@ def test_a_plain_pysqlite_engine_is_refused_because_a_host_rollback_could_keep_o
     # Under pysqlite's own transaction handling a SAVEPOINT issued before the host's first
     # write is outside any transaction: its release committed a tool call's fact, and a join
     # on a host Connection kept its writes after the host rolled back.
+    # store.join took a Session or Connection of such an engine on the Store's own file.
     plain = create_engine(shared_sqlite.url)
+    store = Store.from_engine(shared_sqlite)
     try:
         with pytest.raises(InvalidDatabaseError, match=r"philont\.db\.engine\.create_engine"):
             Store.from_engine(plain)
+        with Session(plain) as session, plain.connect() as conn:
+            for bind in (session, conn, Session(conn)):
+                with pytest.raises(InvalidDatabaseError, match=r"^store\.join: .* pysqlite"):
+                    store.join(bind)
     finally:
         plain.dispose()
 

@@ -12,9 +12,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Select, func, select
+from sqlalchemy import Connection, Select, func, select
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
 
 from philont import Memory, agents, tools
 from philont.db import agents as registry
@@ -376,6 +377,35 @@ def _reads_nothing_of(me: Agent, other: Agent, theirs: dict[str, str]) -> None:
             mem.timeline.end_session(theirs["session"])
         with pytest.raises(NotFoundError):
             mem.timeline.append("x", session_id=theirs["session"])
+
+
+@pytest.mark.parametrize("host", ["Session", "Connection"])
+@pytest.mark.parametrize("inner_is", ["alice", "bob"])
+def test_a_unit_joined_inside_anothers_transaction_gives_it_back_its_agent(
+    agents: tuple[Agent, Agent], host: str, inner_is: str
+) -> None:
+    """A unit of work joined inside another's on one host transaction (a turn of one agent
+    that writes to another's memory, or to its own again) forgot the outer unit's agent as it
+    left: the outer unit's later reads were no agent's (as the owner, every agent's rows) and
+    its writes went to the inner agent, whose SET LOCAL the SAVEPOINT's release kept."""
+    alice, bob = agents
+    inner_agent = alice if inner_is == "alice" else bob
+    with bob.open() as mem:
+        mem.notes.add(bob.note)
+    store = alice.store
+    with store.engine.connect() as conn, conn.begin():
+        bind: Session | Connection = Session(conn) if host == "Session" else conn
+        with store.join(bind) as outer:
+            with inner_agent.store.join(bind) as inner:
+                inner.notes.list()
+            assert [n.content for n in outer.notes.list()] == []  # not bob's note
+            outer.notes.add(alice.note)
+        if isinstance(bind, Session):
+            bind.commit()
+    with alice.open() as mem:
+        assert [n.content for n in mem.notes.list()] == [alice.note]
+    with bob.open() as mem:
+        assert [n.content for n in mem.notes.list()] == [bob.note]
 
 
 def test_every_service_finds_nothing_another_agent_wrote(agents: tuple[Agent, Agent]) -> None:

@@ -6,7 +6,8 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -14,6 +15,7 @@ from typing import Any, NamedTuple
 import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from philont import tools
@@ -163,6 +165,22 @@ def test_a_closed_store_begins_nothing(target: Path | URL) -> None:
     store.close()  # twice is harmless
     with pytest.raises(StoreClosedError):
         store.begin()
+
+
+def test_a_view_of_a_closed_store_begins_nothing(target: Path | URL) -> None:
+    # A view (store.for_agent, shared(url, agent=...)) served on after its Store's close()
+    # released the engine, opening connections that nobody would release.
+    store = Store.open(target)
+    view = store.for_agent(store._agent(None) or "alice")
+    with view.begin() as mem:
+        mem.notes.add("before the close")
+    store.close()
+    assert view.closed and "closed" in repr(view)
+    with pytest.raises(StoreClosedError):
+        view.begin()
+    result = tools.call("store_fact", {"namespace": "u", "key": "k", "value": 1}, db=view)
+    assert result.error_code == "store_closed"
+    assert store.engine.pool.checkedin() == 0
 
 
 @pytest.mark.parametrize("change", ["deleted", "replaced"])
@@ -435,6 +453,24 @@ def test_a_unit_of_work_joins_a_hosts_connection_and_its_transaction(store: Stor
         assert mem.facts.get("user", "name") is None
 
 
+def test_a_joined_connection_in_no_transaction_is_the_hosts_to_commit_or_roll_back(
+    store: Store,
+) -> None:
+    # SQLAlchemy's "commit as you go": a Connection begins its transaction with its first
+    # statement, and the host ends it. Joined before any statement, the unit of work committed
+    # on the host's connection itself, so the host's rollback kept philont's writes.
+    for ending in ("rollback", "commit"):
+        with store.engine.connect() as connection:
+            with store.join(connection) as mem:
+                mem.facts.store("user", ending, "written")
+                assert tools.call("get_fact", {"namespace": "user", "key": ending}, db=mem).ok
+            assert connection.in_transaction()
+            getattr(connection, ending)()
+    with store.begin() as mem:
+        assert mem.facts.get("user", "rollback") is None
+        assert mem.facts.get("user", "commit") is not None
+
+
 @pytest.mark.parametrize("host", ["session", "connection"])
 def test_an_exception_in_a_joined_block_undoes_that_block_and_the_host_goes_on(
     store: Store, host: str
@@ -540,6 +576,95 @@ def test_join_refuses_a_transaction_on_another_database(tmp_path: Path, kind: st
             assert mem.facts.get("user", "city") is not None
     with Store.open(theirs) as other, other.begin() as mem:
         assert mem.facts.get("user", "city") is None
+
+
+def _closed(store: Store, stack: ExitStack) -> Connection:
+    conn = store.engine.connect()
+    conn.close()
+    return conn
+
+
+def _invalidated(store: Store, stack: ExitStack) -> Connection:
+    conn = stack.enter_context(store.engine.connect())
+    conn.begin()
+    conn.invalidate()
+    return conn
+
+
+def _failed_flush(store: Store, stack: ExitStack) -> Session:
+    from philont.db.models import Meta
+
+    session = stack.enter_context(Session(store.engine))
+    session.add(Meta(key="h111", value=None))
+    with pytest.raises(DBAPIError):  # NOT NULL (PostgreSQL: no agent set, first)
+        session.flush()
+    return session
+
+
+def _aborted(store: Store, stack: ExitStack) -> Session | Connection:
+    conn = stack.enter_context(store.engine.connect())
+    conn.begin()
+    with pytest.raises(DBAPIError):
+        conn.exec_driver_sql("SELECT * FROM no_such_table")
+    return conn
+
+
+@pytest.mark.parametrize("host", [_closed, _invalidated, _failed_flush, _aborted])
+def test_a_host_transaction_that_cannot_be_joined_is_refused_by_name(
+    store: Store, host: Callable[[Store, ExitStack], Session | Connection]
+) -> None:
+    """A closed Connection, or a transaction that failed and was not rolled back (a failed
+    flush, an invalidated connection, a PostgreSQL statement that aborted it): store.join
+    raised SQLAlchemy's own error (ResourceClosedError, PendingRollbackError, InternalError),
+    which a host catching philont's errors did not catch. It is refused by name, nothing
+    written; SQLite goes on after a failed statement, so that one joins there."""
+    with ExitStack() as stack:
+        bind = host(store, stack)
+        if host is _aborted and store.backend.name == "sqlite":
+            with store.join(bind) as mem:
+                mem.notes.add("joined")
+            return
+        refused_by_name = pytest.raises(InvalidInputError, match=r"^bind: .* cannot be joined")
+        with refused_by_name as refused, store.join(bind) as mem:
+            mem.notes.add("never written")
+        assert refused.value.details["argument"] == "bind"
+    with store.begin() as mem:
+        assert mem.notes.count() == 0
+
+
+def test_join_refuses_a_session_whose_statements_without_a_model_go_elsewhere(
+    tmp_path: Path, store: Store
+) -> None:
+    """A Session with binds per model (a host with its own database beside the memory): the
+    check asked only where philont's models go, and the services' statements without one
+    (lean reads, appends, locks) ran on the Session's default bind: another database (a
+    StorageError for a missing table) or none (SQLAlchemy's UnboundExecutionError). The
+    connection the Session holds on the Store's database joins, in its transaction."""
+    from philont.db.base import Base
+    from philont.db.engine import create_engine
+    from philont.errors import InvalidDatabaseError
+
+    elsewhere = create_engine(tmp_path / "app.sqlite")
+    try:
+        for session, refused in (
+            (Session(binds={Base: store.engine}), "no bind for statements without a model"),
+            (Session(elsewhere, binds={Base: store.engine}), r"is on .*app\.sqlite"),
+        ):
+            with session, pytest.raises(InvalidDatabaseError, match=refused):
+                store.join(session)
+        for ending in ("rollback", "commit"):
+            with Session(elsewhere, binds={Base: store.engine}) as session:
+                held = session.connection(bind_arguments={"bind": store.engine})
+                with store.join(held) as mem:
+                    mem.facts.store("user", ending, "written")
+                    mem.timeline.append("a message of the " + ending)
+                getattr(session, ending)()
+        with store.begin() as mem:
+            assert mem.facts.get("user", "rollback") is None
+            assert mem.facts.get("user", "commit") is not None
+            assert mem.timeline.count() == 1
+    finally:
+        elsewhere.dispose()
 
 
 @pytest.mark.parametrize("agent", ["", "Alice", "-a", "a b", "x" * 64, "a;b", 7])
