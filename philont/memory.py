@@ -20,7 +20,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from sqlalchemy import Connection, event
-from sqlalchemy.exc import PendingRollbackError, ResourceClosedError, SQLAlchemyError
+from sqlalchemy.exc import (
+    InvalidRequestError,
+    PendingRollbackError,
+    ResourceClosedError,
+    SQLAlchemyError,
+)
 from sqlalchemy.orm import Session, SessionTransaction, SessionTransactionOrigin
 
 from philont import interrupts
@@ -250,10 +255,25 @@ class Memory:
                 finally:
                     session.close()
         except (SQLAlchemyError, sqlite3.Error) as err:
+            if (
+                self._bind is not None
+                and isinstance(err, InvalidRequestError)
+                and not isinstance(err, PendingRollbackError)  # a failed flush's
+            ):
+                raise self._ended_by_host() from err
             self._raise_typed(err, failed)
             raise
         if exc is not None:
             self._raise_typed(exc, failed)
+
+    def _ended_by_host(self) -> UnitOfWorkError:
+        """A joined block's SAVEPOINT is gone at its end because the caller's Session or
+        Connection ended its transaction (``commit()``, ``rollback()``) inside the block:
+        SQLAlchemy's untyped ResourceClosedError / InvalidRequestError before."""
+        return UnitOfWorkError(
+            f"store.join: the {type(self._bind).__name__} ended its transaction (commit or "
+            "rollback) inside the joined block; end it after the block"
+        )
 
     def _unjoinable(self, exc: SQLAlchemyError | sqlite3.Error) -> PhilontError:
         """The typed error of a caller's Session or Connection that could not be joined: one

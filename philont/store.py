@@ -118,11 +118,11 @@ class Store:
         """The file as text, stat'ed by every unit of work (a Path costs more than the stat)."""
         self._file_id = _file_id(self._path_text)
         self._async = engine.dialect.is_async
+        """The sync face of an async engine (an AsyncStore's): it can only join a unit of work
+        the AsyncStore runs (inside ``run_sync``), never begin one of its own."""
         self._origin: Store | None = None
         """The Store this one is a view of (:meth:`for_agent`), whose per-Store state it shares
         (its search statistics, agent ids, vector search state); None: not a view."""
-        """The sync face of an async engine (an AsyncStore's): it can only join a unit of work
-        the AsyncStore runs (inside ``run_sync``), never begin one of its own."""
 
     # --- building ------------------------------------------------------------------------
 

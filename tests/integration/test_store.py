@@ -713,3 +713,24 @@ def test_the_agent_functions_refuse_a_bad_name_naming_their_argument(
     else:  # a good name, but an SQLite file holds one agent: the store is what is refused
         with pytest.raises(InvalidInputError, match=r"^store: agents live in a PostgreSQL"):
             agents.count(store)
+
+
+@pytest.mark.parametrize("ending", ["commit", "rollback"])
+@pytest.mark.parametrize("kind", ["Session", "Connection"])
+def test_a_host_ending_its_transaction_inside_a_joined_block_is_told_so(
+    store: Store, kind: str, ending: str
+) -> None:
+    """The host's commit() or rollback() inside ``with store.join(...)`` ended the block's
+    SAVEPOINT with it: its end raised SQLAlchemy's untyped ResourceClosedError (a Session) or
+    InvalidRequestError (a Connection)."""
+    with ExitStack() as stack:
+        bind: Session | Connection = stack.enter_context(
+            Session(store.engine) if kind == "Session" else store.engine.connect()
+        )
+        bind.begin()
+        told = pytest.raises(UnitOfWorkError, match=f"the {kind} ended its transaction")
+        with told, store.join(bind) as mem:
+            mem.notes.add("before the host's end")
+            getattr(bind, ending)()
+    with store.begin(write=False) as mem:
+        assert mem.notes.count() == (1 if ending == "commit" else 0)
