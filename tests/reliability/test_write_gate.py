@@ -13,11 +13,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from philont.db import write_gate
 from philont.db.retry import RetryPolicy, translate
 from philont.db.write_gate import AsyncWriteGate, WriteGate, gate_for, give_back, queued, take
 from philont.errors import DatabaseBusyError, NestedWriteError
@@ -80,15 +82,23 @@ def test_a_waiter_whose_time_ran_out_leaves_the_queue() -> None:
     assert gate.acquire(0)  # open again: nobody left waiting for a turn that never ends
 
 
-def test_a_waiter_waits_on_past_the_timeout_while_the_queue_moves() -> None:
+def test_a_waiter_waits_on_past_the_timeout_while_the_queue_moves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The gate's clock is the test's: on the real one, a loaded machine that let this thread
+    # sleep past 0.3 s between two moves of the queue timed the waiter out.
+    now = [1000.0]
+    monkeypatch.setattr(write_gate, "time", SimpleNamespace(monotonic=lambda: now[0]))
     gate = WriteGate()
     assert gate.acquire(0)
     got: list[bool] = []
     waiter = threading.Thread(target=lambda: got.append(gate.acquire(0.3)))
     waiter.start()
+    _wait_until(lambda: len(gate._waiters) == 1)
     for _ in range(8):  # 1.2 s: four timeouts, but a holder finished a transaction meanwhile
-        time.sleep(0.15)
-        gate.moved_at = time.monotonic()
+        time.sleep(0.15)  # (real time too: the waiter looks at the clock meanwhile)
+        now[0] += 0.15
+        gate.moved_at = now[0]
     assert waiter.is_alive() and not got
     gate.release()
     waiter.join(5)
