@@ -147,16 +147,18 @@ def test_a_host_block_that_took_a_fact_lock_then_the_learning_lock_gets_the_type
     host, _ = sides("host")
     worker, worker_name = sides("consolidator", deadlock_timeout=WAITS_LONG)
     converse(host)
-    learning = threading.Event()
+    holding, learning = threading.Event(), threading.Event()
 
     def host_block() -> None:
         with host.begin() as mem:
             mem.facts.store("user", "city", "Berlin")  # the fact's key lock
+            holding.set()
             assert learning.wait(30)  # the other side holds the learning lock
             wait_until_blocked(probe, worker_name)  # and waits for the fact's lock
             learn_nothing(mem)  # the learning lock: waits second, closes the cycle
 
     def consolidator_write() -> None:  # what the consolidator's write does (batch.apply)
+        assert holding.wait(30)
         with worker.begin() as mem:
             hold_learning_lock(mem)
             learning.set()
