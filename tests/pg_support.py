@@ -178,14 +178,27 @@ class Bouncer:
 
 def start_bouncer(layout: Layout) -> Bouncer:
     """PgBouncer on a free 127.0.0.1 port, transaction pooling, 4 server connections, for the
-    owner and the application role of ``layout``; skips (fails in CI) when not installed."""
+    owner and the application role of ``layout``; skips (fails in CI) when not installed.
+
+    The port is free when picked, not when PgBouncer binds it: another process may take it
+    in between. PgBouncer then exits ("Address already in use") and is started again on
+    another port; it is running once its own log says it listens on the port (a connection
+    that succeeds could reach the other process)."""
     binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
     if not Path(binary).exists():
         if os.environ.get("PHILONT_REQUIRE_PG") == "1":
             pytest.fail("PHILONT_REQUIRE_PG=1 but pgbouncer is not installed (scripts/pg_local.sh)")
         pytest.skip("pgbouncer is not installed (scripts/pg_local.sh installs it)")
+    for _ in range(20):
+        running = _bouncer_on(binary, _free_port())
+        if running is not None:
+            return running
+    raise RuntimeError("pgbouncer found every port it was given taken")
+
+
+def _bouncer_on(binary: str, port: int) -> Bouncer | None:
+    """PgBouncer listening on ``port``; None when the port was taken before it bound it."""
     server = make_url(server_url())
-    port = _free_port()
     directory = Path(tempfile.mkdtemp(prefix="philont-pgbouncer-"))
     users = [(server.username, server.password), (APP_ROLE, APP_PASSWORD)]
     (directory / "users.txt").write_text("".join(f'"{u}" "{p}"\n' for u, p in users))
@@ -207,17 +220,21 @@ def start_bouncer(layout: Layout) -> Bouncer:
     log = directory / "pgbouncer.log"  # its log goes to stderr, into a file we opened
     with log.open("wb") as sink:
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sink)
-    deadline = time.monotonic() + 10
+    bouncer = Bouncer(port, directory, process)
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"pgbouncer exited: {log.read_text(errors='replace')}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return Bouncer(port, directory, process)
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    raise RuntimeError("pgbouncer did not start listening within 10 s")
+        exited = process.poll() is not None
+        said = log.read_text(errors="replace")  # read after the poll: all it said, if it exited
+        if not exited and f"listening on 127.0.0.1:{port}" in said:
+            return bouncer
+        if exited:
+            bouncer.stop()
+            if "Address already in use" in said:
+                return None
+            raise RuntimeError(f"pgbouncer exited: {said}")
+        time.sleep(0.05)
+    bouncer.stop()
+    raise RuntimeError("pgbouncer did not start listening within 60 s")
 
 
 # --- working as one agent ------------------------------------------------------------------------

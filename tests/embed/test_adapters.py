@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import socket
 import threading
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -79,12 +80,13 @@ def test_a_server_error_and_an_unreachable_server_are_typed_errors(server: str) 
     with pytest.raises(EmbedderError, match="HTTP 500") as err:
         OpenAIEmbedder("fail", base_url=server, dimension=24).embed(["x"])
     assert err.value.details["status"] == 500
-    # a port nobody listens on (the stub's, after it closed)
-    closed = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    port = closed.server_address[1]
-    closed.server_close()
-    with pytest.raises(EmbedderUnavailableError, match="cannot be reached"):
-        OpenAIEmbedder("m", base_url=f"http://127.0.0.1:{port}/v1", dimension=3).embed(["x"])
+    # a port nobody listens on: bound here and never listened on (a port closed again could be
+    # taken meanwhile by another process's listener)
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        with pytest.raises(EmbedderUnavailableError, match="cannot be reached"):
+            OpenAIEmbedder("m", base_url=f"http://127.0.0.1:{port}/v1", dimension=3).embed(["x"])
 
 
 def _tiny_model2vec(path: Path) -> Path:

@@ -35,19 +35,20 @@ def test_a_backfill_killed_mid_run_resumes_where_it_stopped(target: Path | URL) 
     with Store.open(target) as store, store.begin() as mem:
         fill(mem, messages=400, notes=0, skills=0)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.embed.backfill_worker", _text(target), "20"],
+        [sys.executable, "-m", "tests.embed.backfill_worker", _text(target), "20", "60"],
         cwd=REPO,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.stdout is not None
     reported = 0
-    for line in proc.stdout:
+    for line in proc.stdout:  # until it stops mid-batch, past 60 embeddings committed
         if line.startswith("committed"):
             reported = int(line.split()[1])
-            if reported >= 60:
-                break
+        if line == "mid-batch\n":
+            break
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL and 60 <= reported < 400

@@ -2,9 +2,14 @@
 named (``application_name``), and a probe that waits until a side is waiting for a lock.
 
 Which of two deadlocked transactions PostgreSQL ends is decided by time: each waiter checks for a
-cycle once, ``deadlock_timeout`` (1 s) after it began to wait. When the second one begins to wait
-before the first one's check, the first one finds the cycle and is ended (it is the victim).
-:func:`wait_until_blocked` lets a test begin the second wait right after the first began.
+cycle once, ``deadlock_timeout`` after it began to wait, and the one whose check finds the cycle
+is ended (it is the victim). A test that let the first waiter be the victim needed the second
+one to begin to wait within the first one's 1 s: a loaded machine made it late, the first one's
+check found no cycle, and the second one was ended instead. So a deadlock test makes its victim
+the second waiter, the one that closes the cycle: the first one waits with
+``deadlock_timeout=WAITS_LONG`` (it never checks during the test), the victim begins to wait
+only once :func:`wait_until_blocked` saw the first one wait (:func:`held_until_blocked` holds
+a unit of work of philont's there), and its own check then finds the cycle, however late.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 
 from philont.db.engine import create_engine
 from tests.pg_support import Layout
@@ -30,6 +35,29 @@ def side_engine(layout: Layout, side: str, **settings: str) -> tuple[Engine, str
     options += "".join(f" -c{key}={value}" for key, value in settings.items())
     url = layout.url.update_query_dict({"options": options, "application_name": name})
     return create_engine(url), name
+
+
+WAITS_LONG = "10min"
+"""The ``deadlock_timeout`` of a deadlock test's first waiter: longer than any test runs."""
+
+
+def held_until_blocked(engine: Engine, *key: str, probe: Engine, name: str) -> threading.Event:
+    """Once a connection of ``engine`` was first granted philont's lock of ``key``
+    (:meth:`~philont.db.backend.Backend.serialize`: ``"learning"``, ``"fact", "user", "city"``):
+    set the event returned, and let its unit of work go on only once a connection named
+    ``name`` waits for a lock."""
+    suffix = "\x1f".join(("", *key))
+    granted = threading.Event()
+
+    def after(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        lock = parameters.get("k") if isinstance(parameters, dict) else None
+        first = not granted.is_set()
+        if first and "pg_advisory_xact_lock" in statement and str(lock).endswith(suffix):
+            granted.set()
+            wait_until_blocked(probe, name)
+
+    event.listen(engine, "after_cursor_execute", after)
+    return granted
 
 
 def wait_until_blocked(probe: Engine, name: str, timeout: float = 30.0) -> None:

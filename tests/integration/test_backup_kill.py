@@ -31,9 +31,29 @@ from tests.support import DEAD_PID, held_by_another_process
 _WRITER = """
 import sys
 from pathlib import Path
+from philont.db import connections
 from philont.migrate import backup_file
+
+copy = connections.Connection.backup
+
+
+def in_steps(self, target, *, pages=-1, progress=None, **kwargs):
+    # the copy in steps of 1 MiB; once its partial file holds more than 4 MiB and pages remain,
+    # say so and stop there (until killed): the moment the test kills it is mid-copy for sure
+    def mid_copy(status, remaining, total):
+        if progress is not None:
+            progress(status, remaining, total)
+        if remaining and any(p.stat().st_size > 4 << 20 for p in Path(sys.argv[2]).iterdir()):
+            print("mid-copy", flush=True)
+            sys.stdin.read()
+
+    copy(self, target, pages=256, progress=mid_copy, **kwargs)
+
+
+connections.Connection.backup = in_steps
 backup_file(Path(sys.argv[1]), label="-pre-upgrade")
 """
+MEGABYTES = 16
 
 
 def _big_database(path: Path, megabytes: int) -> None:
@@ -52,16 +72,21 @@ def _files(directory: Path) -> list[Path]:
 
 
 def _kill_mid_copy(db: Path) -> None:
-    """Start a backup in another process and SIGKILL it once its copy has begun to grow."""
+    """Start a backup in another process and SIGKILL it once its copy has grown past 4 MiB
+    (the child stops there and says so: a timer of the parent's, late on a loaded machine,
+    let the copy finish first)."""
     directory = philont_settings.backup_dir_for(db)
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(db)])
-    deadline = time.monotonic() + 60
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(db), str(directory)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if any(p.stat().st_size > 4 << 20 for p in _files(directory) if p.is_file()):
-                break
-            time.sleep(0.001)
-        assert proc.poll() is None, "the copy finished before it could be interrupted"
+        assert proc.stdout is not None
+        said = proc.stdout.readline()  # "" when it ended without stopping mid-copy
+        assert said == "mid-copy\n", "the copy finished before it could be interrupted"
+        assert proc.poll() is None
     finally:
         proc.kill()
         proc.wait()
@@ -69,7 +94,7 @@ def _kill_mid_copy(db: Path) -> None:
 
 def test_a_backup_killed_mid_copy_leaves_nothing_named_like_a_backup(tmp_path: Path) -> None:
     db = tmp_path / "memory.sqlite"
-    _big_database(db, 400)
+    _big_database(db, MEGABYTES)
     directory = philont_settings.backup_dir_for(db)
 
     _kill_mid_copy(db)
@@ -83,7 +108,7 @@ def test_a_backup_killed_mid_copy_leaves_nothing_named_like_a_backup(tmp_path: P
     assert _files(directory) == [done]  # the killed copy's leftovers were cleared
     with closing(sqlite3.connect(f"file:{done}?mode=ro", uri=True)) as conn:
         assert conn.execute("PRAGMA quick_check").fetchone() == ("ok",)
-        assert conn.execute("SELECT count(*) FROM blobs").fetchone() == (400,)
+        assert conn.execute("SELECT count(*) FROM blobs").fetchone() == (MEGABYTES,)
     assert oct(done.stat().st_mode & 0o777) == oct(0o600)
 
 

@@ -29,6 +29,7 @@ from typer.testing import CliRunner
 
 from philont.aio import AsyncStore
 from philont.cli import app
+from philont.db import retry
 from philont.db.engine import create_engine
 from philont.db.models import Action
 from philont.errors import DatabaseBusyError, TransactionConflictError
@@ -40,7 +41,13 @@ from philont.schemas.learning import ConsolidationStatus
 from philont.store import Store
 from philont.tools import call
 from tests.conftest import FakeClock
-from tests.integration.conflict_helpers import Sides, side_engine, wait_until_blocked
+from tests.integration.conflict_helpers import (
+    WAITS_LONG,
+    Sides,
+    held_until_blocked,
+    side_engine,
+    wait_until_blocked,
+)
 from tests.pg_support import Layout
 
 pytestmark = pytest.mark.postgres
@@ -112,29 +119,50 @@ def learn_nothing(mem: Memory) -> None:
     Learner(mem, model([]), config=CONFIG).extract(session_id="s1")
 
 
+LOCK_TIMEOUT = "500ms"
+"""The ``lock_timeout`` of a side that meets a held lock and runs its unit again: the holder lets
+go at its first retry (:func:`let_go_at_the_first_retry`), and the attempts left wait this long
+each for the holder's commit."""
+
+
+def let_go_at_the_first_retry(monkeypatch: pytest.MonkeyPatch, release: threading.Event) -> None:
+    """Set ``release`` (the holder commits) as the first failed attempt is about to run again.
+    A timer let go too early (before an attempt slowed by a loaded machine had timed out: no
+    retry) or too late (after every attempt had)."""
+    delay = retry.backoff
+
+    def released_then_delay(*args: Any, **kwargs: Any) -> float:
+        release.set()
+        return delay(*args, **kwargs)
+
+    monkeypatch.setattr(retry, "backoff", released_then_delay)
+
+
 # --- the deadlock -------------------------------------------------------------------------------
 
 
 def test_a_host_block_that_took_a_fact_lock_then_the_learning_lock_gets_the_typed_error(
     sides: Callable[..., tuple[Store, str]], probe: Engine
 ) -> None:
-    host, host_name = sides("host")
-    worker, _ = sides("consolidator")
+    host, _ = sides("host")
+    worker, worker_name = sides("consolidator", deadlock_timeout=WAITS_LONG)
     converse(host)
-    learning = threading.Event()
+    holding, learning = threading.Event(), threading.Event()
 
     def host_block() -> None:
         with host.begin() as mem:
             mem.facts.store("user", "city", "Berlin")  # the fact's key lock
+            holding.set()
             assert learning.wait(30)  # the other side holds the learning lock
-            learn_nothing(mem)  # the learning lock: waits, first
+            wait_until_blocked(probe, worker_name)  # and waits for the fact's lock
+            learn_nothing(mem)  # the learning lock: waits second, closes the cycle
 
     def consolidator_write() -> None:  # what the consolidator's write does (batch.apply)
+        assert holding.wait(30)
         with worker.begin() as mem:
             hold_learning_lock(mem)
             learning.set()
-            wait_until_blocked(probe, host_name)  # the host waits: now wait for its fact lock
-            mem.facts.store("user", "city", "Paris")
+            mem.facts.store("user", "city", "Paris")  # waits first, for the host's fact lock
 
     run = Sides()
     with capture_logs() as logs:
@@ -157,8 +185,8 @@ def test_a_host_block_that_took_a_fact_lock_then_the_learning_lock_gets_the_type
 def test_a_consolidator_deadlocked_with_a_host_runs_its_unit_again_and_consolidates(
     sides: Callable[..., tuple[Store, str]], probe: Engine
 ) -> None:
-    host, _ = sides("host")
-    worker, worker_name = sides("consolidator")
+    host, host_name = sides("host", deadlock_timeout=WAITS_LONG)
+    worker, _ = sides("consolidator")
     converse(host)
     consolidator = Consolidator.for_store(
         worker,
@@ -167,14 +195,16 @@ def test_a_consolidator_deadlocked_with_a_host_runs_its_unit_again_and_consolida
         schedule=ConsolidatorConfig(idle_after=timedelta(0), min_messages=1, backlog=True),
     )
     holding = threading.Event()
+    # the consolidator holds the learning lock: it asks for the city's lock (second, closing
+    # the cycle: its unit is ended) once the host waits for the learning lock
+    learning = held_until_blocked(worker.engine, "learning", probe=probe, name=host_name)
 
     def host_block() -> None:
         with host.begin() as mem:
             mem.facts.store("user", "city", "Berlin")
             holding.set()
-            # the consolidator holds the learning lock and waits for the city's lock
-            wait_until_blocked(probe, worker_name)
-            learn_nothing(mem)  # waits second: the consolidator's unit is ended
+            assert learning.wait(30)
+            learn_nothing(mem)  # waits first, for the consolidator's learning lock
 
     def consolidate() -> Any:
         assert holding.wait(30)
@@ -201,18 +231,20 @@ def test_a_consolidator_deadlocked_with_a_host_runs_its_unit_again_and_consolida
 def test_a_learner_in_store_run_deadlocked_with_a_host_runs_again_and_both_succeed(
     sides: Callable[..., tuple[Store, str]], probe: Engine
 ) -> None:
-    host, _ = sides("host")
-    learner, learner_name = sides("learner")
+    host, host_name = sides("host", deadlock_timeout=WAITS_LONG)
+    learner, _ = sides("learner")
     converse(host)
     holding = threading.Event()
+    # the Learner holds the learning lock; it asks for the city's lock (second: it is ended)
+    learning = held_until_blocked(learner.engine, "learning", probe=probe, name=host_name)
     asked: list[int] = []
 
     def host_block() -> str:
         with host.begin() as mem:
             mem.facts.store("user", "city", "Berlin")
             holding.set()
-            wait_until_blocked(probe, learner_name)  # it holds the learning lock, waits
-            learn_nothing(mem)
+            assert learning.wait(30)
+            learn_nothing(mem)  # waits first, for the Learner's learning lock
         return "committed"
 
     def learn(mem: Memory) -> Any:
@@ -245,17 +277,19 @@ def test_a_tool_call_deadlocked_with_a_host_runs_again_and_leaves_one_action(
     # The host appends an action (a tool call in its transaction: the agent's id counter of
     # the action log stays locked to its commit) and then stores user.k2; the tool call holds
     # user.k2's lock and then appends its action.
-    host, _ = sides("host")
-    tool, tool_name = sides("tool")
+    host, host_name = sides("host", deadlock_timeout=WAITS_LONG)
+    tool, _ = sides("tool")
     holding = threading.Event()
+    # the tool call holds user.k2's lock; it appends its action (second: it is ended)
+    k2 = held_until_blocked(tool.engine, "fact", "user", "k2", probe=probe, name=host_name)
 
     def host_block() -> None:
         with host.begin() as mem:
             first = call("store_fact", {"namespace": "user", "key": "k1", "value": 1}, db=mem)
             assert first.ok, first.error
             holding.set()
-            wait_until_blocked(probe, tool_name)
-            mem.facts.store("user", "k2", "host")  # waits second: the tool call is ended
+            assert k2.wait(30)
+            mem.facts.store("user", "k2", "host")  # waits first, for the tool call's k2 lock
 
     def tool_call() -> Any:
         assert holding.wait(30)
@@ -277,10 +311,10 @@ def test_a_tool_call_deadlocked_with_a_host_runs_again_and_leaves_one_action(
 
 
 def test_a_lock_timeout_is_typed_for_a_host_and_waited_out_by_a_tool_call(
-    sides: Callable[..., tuple[Store, str]],
+    sides: Callable[..., tuple[Store, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     host, _ = sides("host")
-    impatient, _ = sides("impatient", lock_timeout="150ms")
+    impatient, _ = sides("impatient", lock_timeout=LOCK_TIMEOUT)
     holding, release = threading.Event(), threading.Event()
 
     def holder() -> None:
@@ -296,8 +330,10 @@ def test_a_lock_timeout_is_typed_for_a_host_and_waited_out_by_a_tool_call(
     with pytest.raises(TransactionConflictError) as caught, impatient.begin() as mem:
         mem.facts.store("user", "city", "Rome")
     assert caught.value.details["sqlstate"] == "55P03"
-    threading.Timer(0.5, release.set).start()  # the holder commits after a few attempts
+    assert not release.is_set()
+    let_go_at_the_first_retry(monkeypatch, release)  # the holder commits after an attempt
     result = call("store_fact", {**CITY, "value": "Paris"}, db=impatient)
+    assert release.is_set()  # an attempt timed out and was run again
     run.join()
     assert run.errors == {}
     assert result.ok, (result.error_code, result.error)
@@ -336,7 +372,7 @@ def test_a_serialization_failure_is_run_again_by_a_tool_call(
 
 
 def test_an_async_tool_call_in_a_unit_of_its_own_runs_again_after_a_lock_timeout(
-    sides: Callable[..., tuple[Store, str]], pg_layout: Layout
+    sides: Callable[..., tuple[Store, str]], pg_layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     host, _ = sides("host")
     holding, release = threading.Event(), threading.Event()
@@ -347,7 +383,7 @@ def test_an_async_tool_call_in_a_unit_of_its_own_runs_again_after_a_lock_timeout
             holding.set()
             assert release.wait(30)
 
-    options = f"{pg_layout.url.query['options']} -clock_timeout=150ms"
+    options = f"{pg_layout.url.query['options']} -clock_timeout={LOCK_TIMEOUT}"
     url = pg_layout.url.update_query_dict({"options": options})
 
     async def tool_call() -> Any:
@@ -360,7 +396,7 @@ def test_an_async_tool_call_in_a_unit_of_its_own_runs_again_after_a_lock_timeout
     run = Sides()
     run.start("holder", holder)
     assert holding.wait(30)
-    threading.Timer(0.5, release.set).start()
+    let_go_at_the_first_retry(monkeypatch, release)
     with capture_logs() as logs:
         result = asyncio.run(tool_call())
     run.join()
@@ -373,7 +409,7 @@ def test_an_async_tool_call_in_a_unit_of_its_own_runs_again_after_a_lock_timeout
 
 
 def test_a_command_runs_its_unit_of_work_again_after_a_lock_timeout(
-    sides: Callable[..., tuple[Store, str]], pg_layout: Layout
+    sides: Callable[..., tuple[Store, str]], pg_layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     host, _ = sides("host")
     with host.begin() as mem:
@@ -386,12 +422,12 @@ def test_a_command_runs_its_unit_of_work_again_after_a_lock_timeout(
             holding.set()
             assert release.wait(30)
 
-    options = f"{pg_layout.url.query['options']} -clock_timeout=150ms"
+    options = f"{pg_layout.url.query['options']} -clock_timeout={LOCK_TIMEOUT}"
     url = pg_layout.url.update_query_dict({"options": options})
     run = Sides()
     run.start("holder", holder)
     assert holding.wait(30)
-    threading.Timer(0.5, release.set).start()
+    let_go_at_the_first_retry(monkeypatch, release)
     # `facts get` refreshes the access time of the row it reads too
     db = url.render_as_string(hide_password=False)
     assert host.agent is not None
@@ -404,7 +440,8 @@ def test_a_command_runs_its_unit_of_work_again_after_a_lock_timeout(
     assert run.errors == {}
     assert result.exit_code == 0, (result.output, result.exception)
     assert json.loads(result.stdout)["value"] == "Lyon"
-    assert waited >= 0.45  # its first attempts timed out (150 ms each) until the holder let go
+    assert release.is_set()  # its first attempt timed out and it ran again
+    assert waited >= 0.45  # that attempt waited the lock_timeout (500 ms)
 
 
 def test_a_host_that_gets_then_stores_a_fact_waits_for_no_tool_and_no_tool_for_it_forever(

@@ -31,9 +31,11 @@ from philont.tools.dispatch import ToolResult
 
 TIMEOUT_MS = 500
 TIMEOUT_S = TIMEOUT_MS / 1000
-WITHIN_S = 2 * TIMEOUT_S + 0.5
-"""A locked file fails within one busy timeout, a retry begun at once and its backoff (retrying
-every busy five times took 5 x the busy timeout and the backoffs, about 2.9 s here)."""
+WITHIN_S = 10 * TIMEOUT_S
+"""A locked file fails after one busy timeout (and a retry begun at once): how many attempts
+were made is read from the error ("gave up after 1 attempt"; retrying every busy five times
+took 5 x the busy timeout and the backoffs, about 2.9 s here). A bound of 1.5 s said so by
+the clock, and the command line's 0.9 s on an idle machine left it 0.6 s of a loaded one's."""
 
 FACT = {"namespace": "user", "key": "k", "value": "v"}
 
@@ -131,11 +133,10 @@ def test_a_file_locked_all_along_is_waited_for_one_busy_timeout_then_database_bu
         CALLERS[caller](tool_db)()
     elapsed = time.monotonic() - started
     assert TIMEOUT_S * 0.9 <= elapsed < WITHIN_S, f"{caller}: failed after {elapsed:.2f} s"
-    if caller != "the command line (facts list)":
-        assert "its whole busy timeout (0.5 s)" in raised.value.message
-        assert "gave up after 1 attempt" in raised.value.message or (
-            "gave up after 2 attempts" in raised.value.message  # a read's retry begun at once
-        )
+    assert "its whole busy timeout (0.5 s)" in raised.value.message
+    assert "gave up after 1 attempt" in raised.value.message or (
+        "gave up after 2 attempts" in raised.value.message  # a read's retry begun at once
+    )
     assert _messages(tool_db) == before
 
 

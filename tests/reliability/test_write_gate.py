@@ -13,11 +13,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from philont.db import write_gate
 from philont.db.retry import RetryPolicy, translate
 from philont.db.write_gate import AsyncWriteGate, WriteGate, gate_for, give_back, queued, take
 from philont.errors import DatabaseBusyError, NestedWriteError
@@ -25,11 +27,20 @@ from philont.memory import Memory
 from philont.store import Store
 
 TIMEOUT_MS = 500
+QUEUED_MS = 2_000
+"""The busy timeout of writers queued behind another process's lock: one timeout is told from
+two by 0.6 of it, 1.2 s here (0.3 s with TIMEOUT_MS: a loaded machine's stall)."""
 
 
 @pytest.fixture
 def store(tool_db: Path) -> Iterator[Store]:
     with Store.open(tool_db, busy_timeout_ms=TIMEOUT_MS) as opened:
+        yield opened
+
+
+@pytest.fixture
+def queued_store(tool_db: Path) -> Iterator[Store]:
+    with Store.open(tool_db, busy_timeout_ms=QUEUED_MS) as opened:
         yield opened
 
 
@@ -80,15 +91,23 @@ def test_a_waiter_whose_time_ran_out_leaves_the_queue() -> None:
     assert gate.acquire(0)  # open again: nobody left waiting for a turn that never ends
 
 
-def test_a_waiter_waits_on_past_the_timeout_while_the_queue_moves() -> None:
+def test_a_waiter_waits_on_past_the_timeout_while_the_queue_moves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The gate's clock is the test's: on the real one, a loaded machine that let this thread
+    # sleep past 0.3 s between two moves of the queue timed the waiter out.
+    now = [1000.0]
+    monkeypatch.setattr(write_gate, "time", SimpleNamespace(monotonic=lambda: now[0]))
     gate = WriteGate()
     assert gate.acquire(0)
     got: list[bool] = []
     waiter = threading.Thread(target=lambda: got.append(gate.acquire(0.3)))
     waiter.start()
+    _wait_until(lambda: len(gate._waiters) == 1)
     for _ in range(8):  # 1.2 s: four timeouts, but a holder finished a transaction meanwhile
-        time.sleep(0.15)
-        gate.moved_at = time.monotonic()
+        time.sleep(0.15)  # (real time too: the waiter looks at the clock meanwhile)
+        now[0] += 0.15
+        gate.moved_at = now[0]
     assert waiter.is_alive() and not got
     gate.release()
     waiter.join(5)
@@ -151,26 +170,33 @@ def test_a_unit_of_work_gives_the_gate_back_however_it_ended(
     assert _free(tool_db)
 
 
+LONG_MS = 60_000
+"""A busy timeout whose half no unit of work of a test takes unless it waited for a lock (not
+a speed target: within 0.5 s, a loaded machine's stall told a wait that was none)."""
+
+
 def test_a_connection_that_begins_twice_before_going_back_to_the_pool_does_not_wait_on_itself(
-    store: Store, tool_db: Path
+    tool_db: Path,
 ) -> None:
     started = time.monotonic()
-    with store.write_engine.connect() as conn:
-        for _ in range(2):
-            conn.begin()
-            conn.execute(text("SELECT 1"))
-            conn.commit()
-        assert not _free(tool_db)  # still this connection's until it goes back
-    assert time.monotonic() - started < TIMEOUT_MS / 1000
-    assert _free(tool_db)
+    with Store.open(tool_db, busy_timeout_ms=LONG_MS) as store:
+        with store.write_engine.connect() as conn:
+            for _ in range(2):
+                conn.begin()
+                conn.execute(text("SELECT 1"))
+                conn.commit()
+            assert not _free(tool_db)  # still this connection's until it goes back
+        assert time.monotonic() - started < LONG_MS / 2000
+        assert _free(tool_db)
 
 
 def test_writers_queued_behind_one_waiting_out_another_process_give_up_with_it(
-    store: Store, tool_db: Path
+    queued_store: Store, tool_db: Path
 ) -> None:
     # Another connection holds SQLite's lock all along: the first writer waits one busy
     # timeout in SQLite while the second queues at the gate, where nothing moves; the second
     # gives up too (or waits only what is left), after about one busy timeout, not two.
+    store = queued_store
     other = sqlite3.connect(str(tool_db), isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     took: dict[int, float] = {}
@@ -190,10 +216,10 @@ def test_writers_queued_behind_one_waiting_out_another_process_give_up_with_it(
     finally:
         other.execute("ROLLBACK")
         other.close()
-    assert max(took.values()) < 1.6 * TIMEOUT_MS / 1000 + 0.2, took
+    assert max(took.values()) < 1.6 * QUEUED_MS / 1000 + 0.2, took
     with store.begin() as mem:  # the busy timeout is whole again for the next unit
         waited = mem.session.connection().exec_driver_sql("PRAGMA busy_timeout").scalar()
-    assert waited == TIMEOUT_MS
+    assert waited == QUEUED_MS
 
 
 def _child_takes(path: str, result: multiprocessing.Queue[bool]) -> None:
