@@ -207,11 +207,19 @@ def test_a_plain_pysqlite_engine_is_refused_because_a_host_rollback_could_keep_o
         plain.dispose()
 
 
-@pytest.mark.parametrize("via", ["tool call", "connection"])
+def _copy(engine: Engine) -> Engine:
+    """A host's copy of ``engine`` with other execution options: it shares the engine's pool,
+    dialect and listeners. Store.from_engine refused one as a plain pysqlite engine: philont
+    kept its records of the set-up by engine object."""
+    return engine.execution_options(logging_token="host").execution_options(x=1)
+
+
+@pytest.mark.parametrize("via", ["tool call", "connection", "a copy's connection"])
 def test_a_host_rollback_undoes_what_philont_wrote_first_in_its_transaction(
     shared_sqlite: Engine, via: str
 ) -> None:
-    store = Store.from_engine(shared_sqlite)
+    engine = _copy(shared_sqlite) if via == "a copy's connection" else shared_sqlite
+    store = Store.from_engine(engine)
     if via == "tool call":
         with Session(shared_sqlite) as session:
             session.begin()
@@ -221,7 +229,7 @@ def test_a_host_rollback_undoes_what_philont_wrote_first_in_its_transaction(
                 ).ok
             session.rollback()
     else:
-        with shared_sqlite.connect() as conn:
+        with engine.connect() as conn:
             outer = conn.begin()
             with store.join(conn) as mem:
                 mem.facts.store("user", "b", 1)
@@ -230,23 +238,12 @@ def test_a_host_rollback_undoes_what_philont_wrote_first_in_its_transaction(
         assert mem.facts.get("user", "b") is None
 
 
-def test_a_copy_of_philonts_engine_with_other_execution_options_has_its_set_up(
+def test_a_copy_of_philonts_engine_has_its_busy_timeout_and_checkpointer(
     shared_sqlite: Engine,
 ) -> None:
-    # engine.execution_options() makes a copy sharing the engine's pool, dialect and listeners.
-    # Store.from_engine refused it as a plain pysqlite engine: philont's records of its set-up
-    # were kept by engine object.
-    copy = shared_sqlite.execution_options(logging_token="host").execution_options(x=1)
+    copy = _copy(shared_sqlite)
     assert busy_timeout_s(copy) == busy_timeout_s(shared_sqlite)
     assert checkpointer_of(copy) is checkpointer_of(shared_sqlite) is not None
-    store = Store.from_engine(copy)
-    with copy.connect() as conn:
-        outer = conn.begin()
-        with store.join(conn) as mem:
-            mem.facts.store("user", "b", 1)
-        outer.rollback()
-    with store.begin(write=False) as mem:
-        assert mem.facts.get("user", "b") is None
 
 
 OUTCOMES = [("commit", (1, 1, 1)), ("rollback", (0, 0, 0)), ("error", (0, 0, 0))]
