@@ -233,12 +233,14 @@ class Memory:
             self.store.backend.explain(exc)
         failed = self._flush_failed(session)
         try:
-            if self._bind is not None:
-                self.store.backend.leave(session, self._outer_agent)
+            again = (  # PostgreSQL: the connection to serve the outer unit's agent on again
+                None if self._bind is None else self.store.backend.leave(session, self._outer_agent)
+            )
             if isinstance(self._bind, Session):
                 savepoint, self._savepoint = self._savepoint, None
                 if savepoint is not None and exc_type is None and failed is None:
                     savepoint.commit()  # released: the caller's transaction commits, not us
+                    self._serve_outer_again(again)
                 elif savepoint is not None:
                     savepoint.rollback()  # the caller's transaction goes on
                     if exc_type is None:  # a failed flush rolled the block's writes back
@@ -250,6 +252,7 @@ class Memory:
                     if exc_type is None:
                         interrupts.check()  # a Ctrl-C Python dropped: never commit past it
                         session.commit()
+                        self._serve_outer_again(again)
                     else:
                         session.rollback()
                 finally:
@@ -265,6 +268,13 @@ class Memory:
             raise
         if exc is not None:
             self._raise_typed(exc, failed)
+
+    def _serve_outer_again(self, conn: Connection | None) -> None:
+        """After the release only: rolled back to, the SAVEPOINT gave the outer agent back,
+        and in a transaction an error aborted the ``SET LOCAL`` failed, untyped, leaving the
+        host's transaction aborted before its SAVEPOINT was rolled back to."""
+        if conn is not None and self._outer_agent is not None:
+            self.store.backend.serve_again(conn, self._outer_agent)
 
     def _ended_by_host(self) -> UnitOfWorkError:
         """A joined block's SAVEPOINT is gone at its end because the caller's Session or

@@ -169,24 +169,34 @@ def served(session: Session) -> int | None:
     return None if agent is None else int(agent)
 
 
-def leave(session: Session, outer: int | None = None) -> None:
+def leave(session: Session, outer: int | None = None) -> Connection | None:
     """Forget the agent on ``session`` and its connection (a host's Session or Connection
-    lives on; its transaction keeps the ``SET LOCAL`` until it ends), or serve ``outer``
-    again: the agent of the open unit of work this one was joined inside (:func:`served`).
+    lives on; its transaction keeps the ``SET LOCAL`` until it ends), or note ``outer`` again:
+    the agent of the open unit of work this one was joined inside (:func:`served`).
     Forgotten, that unit's later statements were no agent's (as the owner its reads saw every
-    agent's rows), and the inner agent's ``SET LOCAL``, kept by its SAVEPOINT's release, took
-    its writes."""
+    agent's rows). Returns the connection whose transaction must be told ``outer`` again once
+    this unit's SAVEPOINT is released (:func:`serve_again`), as the release keeps the inner
+    agent's ``SET LOCAL``; None when nothing is to be told (rolled back to, the SAVEPOINT gives
+    the outer agent's back itself)."""
     inner = session.info.pop(AGENT_OPTION, None)
     conn = session.info.pop(_CONNECTION, None)
     if conn is None or conn.closed:
-        return
+        return None
     conn.execution_options(**{AGENT_OPTION: outer})
     if outer is None:
-        return
+        return None
     session.info[AGENT_OPTION], session.info[_CONNECTION] = outer, conn
-    if outer != inner:
-        set_local(conn, outer, lock=False)  # its lock is held since the outer unit entered
-        conn.info.pop(BACKEND, None)  # not a unit of work's entry (philont.db.nesting)
+    return conn if outer != inner else None
+
+
+def serve_again(conn: Connection, outer: int) -> None:
+    """``SET LOCAL`` ``outer`` on ``conn``'s transaction after an inner unit's release
+    (:func:`leave`); nothing when the host ended the transaction inside the block (set there,
+    it would begin one SQLAlchemy does not know of, serving ``outer`` without its lock)."""
+    if conn.closed or not conn.in_transaction():
+        return
+    set_local(conn, outer, lock=False)  # its lock is held since the outer unit entered
+    conn.info.pop(BACKEND, None)  # not a unit of work's entry (philont.db.nesting)
 
 
 def _agent_column(entity: Any) -> ColumnElement[Any]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 
-from sqlalchemy import ColumnElement, Engine, LargeBinary, and_, cast, func, text
+from sqlalchemy import ColumnElement, Connection, Engine, LargeBinary, and_, cast, func, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import QueryableAttribute, Session
@@ -253,9 +253,14 @@ class Backend:
         work's (None: none; always on SQLite)."""
         return None
 
-    def leave(self, session: Session, outer: int | None = None) -> None:
-        """Stop serving the agent on ``session``, or serve ``outer`` again, the agent of the
-        unit of work this one was joined inside (nothing on SQLite)."""
+    def leave(self, session: Session, outer: int | None = None) -> Connection | None:
+        """Stop serving the agent on ``session``, or note ``outer`` again, the agent of the
+        unit of work this one was joined inside; the connection to tell it once the unit's
+        SAVEPOINT is released (:meth:`serve_again`), if any (nothing on SQLite)."""
+        return None
+
+    def serve_again(self, conn: Connection, outer: int) -> None:
+        """Serve ``outer`` again on ``conn``'s transaction (nothing on SQLite)."""
 
     def serialize(self, session: Session, *key: str) -> None:
         """Make this transaction the only writer of ``key`` (e.g. a fact's table, namespace
@@ -394,10 +399,15 @@ class PostgresBackend(Backend):
 
         return agents.served(session)
 
-    def leave(self, session: Session, outer: int | None = None) -> None:
+    def leave(self, session: Session, outer: int | None = None) -> Connection | None:
         from philont.db import agents
 
-        agents.leave(session, outer)
+        return agents.leave(session, outer)
+
+    def serve_again(self, conn: Connection, outer: int) -> None:
+        from philont.db import agents
+
+        agents.serve_again(conn, outer)
 
     def serialize(self, session: Session, *key: str) -> None:
         _check_order(session, key)

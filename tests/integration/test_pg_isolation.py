@@ -5,6 +5,7 @@ without any filter sees only the transaction's agent under the application role.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Select, func, select
+from sqlalchemy import Connection, Select, func, select, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -23,7 +24,7 @@ from philont.db.base import Base
 from philont.db.engine import create_engine
 from philont.db.schema import metadata
 from philont.domain.kinds import AccessTarget
-from philont.errors import NotFoundError
+from philont.errors import NotFoundError, StorageError, UnitOfWorkError
 from philont.store import Store
 from tests.pg_support import Layout
 
@@ -379,15 +380,18 @@ def _reads_nothing_of(me: Agent, other: Agent, theirs: dict[str, str]) -> None:
             mem.timeline.append("x", session_id=theirs["session"])
 
 
+@pytest.mark.parametrize("inner_ends", ["released", "with a database error"])
 @pytest.mark.parametrize("host", ["Session", "Connection"])
 @pytest.mark.parametrize("inner_is", ["alice", "bob"])
 def test_a_unit_joined_inside_anothers_transaction_gives_it_back_its_agent(
-    agents: tuple[Agent, Agent], host: str, inner_is: str
+    agents: tuple[Agent, Agent], host: str, inner_is: str, inner_ends: str
 ) -> None:
     """A unit of work joined inside another's on one host transaction (a turn of one agent
     that writes to another's memory, or to its own again) forgot the outer unit's agent as it
     left: the outer unit's later reads were no agent's (as the owner, every agent's rows) and
-    its writes went to the inner agent, whose SET LOCAL the SAVEPOINT's release kept."""
+    its writes went to the inner agent, whose SET LOCAL the SAVEPOINT's release kept. Serving
+    it again in a transaction an error had aborted failed untyped (psycopg's
+    InFailedSqlTransaction) and left the host's transaction aborted (H112's review)."""
     alice, bob = agents
     inner_agent = alice if inner_is == "alice" else bob
     with bob.open() as mem:
@@ -396,8 +400,10 @@ def test_a_unit_joined_inside_anothers_transaction_gives_it_back_its_agent(
     with store.engine.connect() as conn, conn.begin():
         bind: Session | Connection = Session(conn) if host == "Session" else conn
         with store.join(bind) as outer:
-            with inner_agent.store.join(bind) as inner:
+            with contextlib.suppress(StorageError), inner_agent.store.join(bind) as inner:
                 inner.notes.list()
+                if inner_ends == "with a database error":
+                    inner.session.execute(text("SELECT 1/0"))
             assert [n.content for n in outer.notes.list()] == []  # not bob's note
             outer.notes.add(alice.note)
         if isinstance(bind, Session):
@@ -406,6 +412,27 @@ def test_a_unit_joined_inside_anothers_transaction_gives_it_back_its_agent(
         assert [n.content for n in mem.notes.list()] == [alice.note]
     with bob.open() as mem:
         assert [n.content for n in mem.notes.list()] == [bob.note]
+
+
+def test_a_host_ending_its_transaction_in_an_inner_unit_leaves_no_agent_set_after(
+    agents: tuple[Agent, Agent],
+) -> None:
+    """The host's commit inside an inner joined unit of another agent: serving the outer
+    agent again there began a transaction SQLAlchemy did not know of, and the host's next
+    transaction ran as the outer agent without its lock (H112's review)."""
+    alice, bob = agents
+    with alice.store.engine.connect() as conn:
+        conn.begin()
+        with pytest.raises(UnitOfWorkError), alice.store.join(conn) as outer:
+            outer.notes.list()
+            with pytest.raises(UnitOfWorkError), bob.store.join(conn) as inner:
+                inner.notes.list()
+                conn.commit()
+        assert not conn.in_transaction()
+        assert conn.connection.dbapi_connection.info.transaction_status == 0  # idle
+        with conn.begin():
+            setting = conn.execute(text("SELECT current_setting('philont.agent_id', true)"))
+            assert setting.scalar_one() in (None, "")
 
 
 def test_every_service_finds_nothing_another_agent_wrote(agents: tuple[Agent, Agent]) -> None:
