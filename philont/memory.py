@@ -19,9 +19,8 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, Transaction, event
 from sqlalchemy.exc import (
-    InvalidRequestError,
     PendingRollbackError,
     ResourceClosedError,
     SQLAlchemyError,
@@ -118,6 +117,9 @@ class Memory:
         """The agent this unit of work serves (PostgreSQL; None on SQLite: a file is one)."""
         self._bind = bind
         self._savepoint: SessionTransaction | None = None
+        self._host_transaction: SessionTransaction | Transaction | None = None
+        """The caller's transaction a joined unit entered (:meth:`Store.join`): ended by the
+        caller inside the block, it ends the unit (:meth:`_ended_by_host`)."""
         self._flush_failure: BaseException | None = None
         """The error of a flush that failed and rolled this unit's transaction back
         (:func:`_flush_rolled_back`)."""
@@ -212,6 +214,8 @@ class Memory:
                 self._savepoint = None
             raise
         self._session = session
+        if self._bind is not None:  # a failed flush ends its SAVEPOINT only: this stays active
+            self._host_transaction = self._bind.get_transaction()
         self._state = _State.ACTIVE
         session.info.setdefault(_UNITS, []).append(self)  # told of a failed flush
         return self
@@ -232,6 +236,13 @@ class Memory:
             # unit of work (or a service) explained is left alone
             self.store.backend.explain(exc)
         failed = self._flush_failed(session)
+        if self._host_ended():
+            self.store.backend.leave(session, self._outer_agent)
+            if not isinstance(self._bind, Session):
+                session.close()  # no rollback: our SAVEPOINT ended with the caller's transaction
+            if isinstance(exc, UnitOfWorkError):
+                return  # the block's own (a service called after the end: _ended_by_host)
+            raise self._ended_by_host() from exc
         try:
             again = (  # PostgreSQL: the connection to serve the outer unit's agent on again
                 None if self._bind is None else self.store.backend.leave(session, self._outer_agent)
@@ -258,12 +269,6 @@ class Memory:
                 finally:
                     session.close()
         except (SQLAlchemyError, sqlite3.Error) as err:
-            if (
-                self._bind is not None
-                and isinstance(err, InvalidRequestError)
-                and not isinstance(err, PendingRollbackError)  # a failed flush's
-            ):
-                raise self._ended_by_host() from err
             self._raise_typed(err, failed)
             raise
         if exc is not None:
@@ -276,13 +281,22 @@ class Memory:
         if conn is not None and self._outer_agent is not None:
             self.store.backend.serve_again(conn, self._outer_agent)
 
+    def _host_ended(self) -> bool:
+        """Whether the caller's Session or Connection ended the transaction this joined unit
+        entered (``commit()``, ``rollback()``, ``close()`` inside the block)."""
+        host = self._host_transaction
+        return host is not None and not host.is_active
+
     def _ended_by_host(self) -> UnitOfWorkError:
-        """A joined block's SAVEPOINT is gone at its end because the caller's Session or
-        Connection ended its transaction (``commit()``, ``rollback()``) inside the block:
-        SQLAlchemy's untyped ResourceClosedError / InvalidRequestError before."""
+        """The error of a joined unit whose caller ended its transaction inside the block
+        (:meth:`_host_ended`), raised by the next service call and by the block's end. The
+        block's SAVEPOINT went with it, so what the unit wrote is the caller's to keep or not;
+        a service call after it wrote in a transaction the caller began next (SQLite), or
+        failed as a generic StorageError (PostgreSQL: no agent served), and the block's end
+        raised SQLAlchemy's untyped ResourceClosedError / InvalidRequestError."""
         return UnitOfWorkError(
-            f"store.join: the {type(self._bind).__name__} ended its transaction (commit or "
-            "rollback) inside the joined block; end it after the block"
+            f"store.join: the {type(self._bind).__name__} ended its transaction (commit, "
+            "rollback or close) inside the joined block; end it after the block"
         )
 
     def _unjoinable(self, exc: SQLAlchemyError | sqlite3.Error) -> PhilontError:
@@ -481,6 +495,8 @@ class Memory:
                 "this unit of work has ended (its transaction was committed or rolled back); "
                 "begin a new one: with store.begin() as mem:"
             )
+        if self._host_ended():
+            raise self._ended_by_host()
         return session
 
     @property

@@ -734,3 +734,38 @@ def test_a_host_ending_its_transaction_inside_a_joined_block_is_told_so(
             getattr(bind, ending)()
     with store.begin(write=False) as mem:
         assert mem.notes.count() == (1 if ending == "commit" else 0)
+
+
+@pytest.mark.parametrize("then", ["write", "read", "raw"])
+@pytest.mark.parametrize("ending", ["commit", "rollback", "close"])
+@pytest.mark.parametrize("kind", ["Session", "Connection"])
+def test_a_joined_unit_is_refused_once_its_host_ended_the_transaction(
+    store: Store, kind: str, ending: str, then: str, recwarn: pytest.WarningsRecorder
+) -> None:
+    """After the host's commit(), rollback() or close() inside ``with store.join(...)``, a
+    service call in the block is refused as the block's end is. Before, on SQLite it wrote
+    into the transaction the host began next, which the host then committed although the
+    block failed; on PostgreSQL a write failed as a generic StorageError (no agent served),
+    and the block's end warned "nested transaction already deassociated"."""
+    calls: dict[str, Callable[[Memory], object]] = {
+        "write": lambda mem: mem.notes.add("after the host's end"),
+        "read": lambda mem: mem.notes.count(),
+        "raw": lambda mem: mem.raw(),
+    }
+    with ExitStack() as stack:
+        bind: Session | Connection = stack.enter_context(
+            Session(store.engine) if kind == "Session" else store.engine.connect()
+        )
+        bind.begin()
+        told = f"the {kind} ended its transaction"
+        with pytest.raises(UnitOfWorkError, match=told), store.join(bind) as mem:
+            getattr(bind, ending)()
+            with pytest.raises(UnitOfWorkError, match=told):
+                calls[then](mem)
+            calls[then](mem)  # the block goes on: still refused, and its end says so too
+        if ending != "close":
+            assert not bind.in_transaction()  # nothing began in the host's name
+            bind.commit()
+    assert not [w for w in recwarn if issubclass(w.category, Warning)]
+    with store.begin(write=False) as mem:
+        assert mem.notes.count() == 0
