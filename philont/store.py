@@ -308,10 +308,10 @@ class Store:
         handling the caller's rollback kept what the block wrote."""
         from philont.db.models import Meta
 
-        held = "" if isinstance(bind, Connection) else _JOIN_HELD
         if isinstance(bind, Connection):
-            engines = [bind.engine]
+            held, engines = "", [bind.engine]
         else:  # binds per model: where philont's models go, and its statements without one
+            held = _JOIN_HELD
             try:
                 engines = [bind.get_bind(Meta).engine, bind.get_bind().engine]
             except UnboundExecutionError as exc:
