@@ -37,7 +37,8 @@ A run reads the log only from its earliest unprocessed retrieval in scope, so on
 decided a run costs one query over the ``use_skill`` rows. :meth:`ReflectorService.due` reads
 as a run does and counts what it would decide now, writing nothing (the consolidator's idle
 tick asks it before it takes the learning lock). (A successful ``use_skill`` row
-without a usable ``params.name`` is never a retrieval and never marked; the search for the
+without a usable ``params.name``, or naming what no skill can be named, is never a retrieval
+and never marked; the search for the
 earliest passes over it, it changes no outcome. It made every run read the log from it on.)
 
 Caveat: Philont schema-31 software sharing the file would read the ``linked_skill`` tags we set
@@ -74,6 +75,7 @@ from philont.domain.maturity import Outcome
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.finds import PASS_ON, finds
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.reflector import (
     CreditRecord,
     ReflectionReport,
@@ -95,6 +97,21 @@ DEFAULT_WINDOW: Final = AttributionWindow()
 """20 actions, 30 minutes, retrieval tool ``use_skill``."""
 _SCAN: Final = 100
 """Rows fetched at a time while looking for the first unprocessed retrieval."""
+
+
+def _skill_named(params: object) -> str | None:
+    """The skill a retrieval names (:func:`retrieved_skill`), when a skill can bear the name;
+    one the skill look-up refuses (over 200 characters) or that has a NUL (no PostgreSQL text
+    holds one; so on both backends) names none: the row is no retrieval, as one naming
+    nothing. Taken for one, deciding it raised (its look-up, or marking its row with the
+    name), and so did every run: every batch's apply and every idle tick, for good."""
+    name = retrieved_skill(params)
+    if name is None or "\x00" in name:
+        return None
+    try:
+        return str(inputs.check(inputs.SkillNameLookup, name, "name"))
+    except InvalidInputError:
+        return None
 
 
 def _aware_or_none(value: object, field: str) -> datetime | None:
@@ -303,6 +320,8 @@ class ReflectorService(Service):
             retrieval = timeline.by_id[credit.retrieval_action_id]
             if timeline.linked[retrieval.id] is not None:
                 continue  # processed by an earlier run
+            if _skill_named(retrieval.params) is None:
+                continue  # it names no skill there can be: no retrieval, never marked
             if until is not None and retrieval.timestamp > until:
                 continue  # read only as context for an in-scope window
             yield retrieval, credit, timeline
@@ -344,7 +363,7 @@ class ReflectorService(Service):
             .execution_options(yield_per=_SCAN)
         )
         with contextlib.closing(self.session.execute(stmt)) as rows:
-            return next((at for at, params in rows if retrieved_skill(params) is not None), None)
+            return next((at for at, params in rows if _skill_named(params) is not None), None)
 
     def _load(self, session_id: str | None, start: datetime, end: datetime | None) -> _Timeline:
         rows = self.session.scalars(
