@@ -16,6 +16,7 @@ from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role
 from philont.learning.config import LearningConfig
 from philont.schemas.inputs import MAX_TEXT_CHARS
+from philont.services.skill_base import named_skill
 
 __all__ = [
     "Left",
@@ -302,10 +303,14 @@ class Run:
 
 
 def _retrieval(trace: Sequence[ToolCall]) -> tuple[str | None, int | None]:
+    """The first skill a run fetched and its call: a successful ``use_skill`` call naming what
+    a skill can be named (:func:`~philont.services.skill_base.named_skill`, as attribution
+    takes it)."""
     for call in trace:
-        name = call.params.get("name") if isinstance(call.params, dict) else None
-        if call.tool_name == RETRIEVAL_TOOL and call.success and isinstance(name, str):
-            return name, call.id
+        if call.tool_name == RETRIEVAL_TOOL and call.success:
+            name = named_skill(call.params)
+            if name is not None:
+                return name, call.id
     return None, None
 
 

@@ -68,14 +68,12 @@ from philont.domain.attribution import (
     attribute,
     failure_code,
     is_neutral,
-    retrieved_skill,
 )
 from philont.domain.kinds import Role
 from philont.domain.maturity import Outcome
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.finds import PASS_ON, finds
 from philont.log import get_logger
-from philont.schemas import inputs
 from philont.schemas.reflector import (
     CreditRecord,
     ReflectionReport,
@@ -83,6 +81,7 @@ from philont.schemas.reflector import (
     SkipReason,
 )
 from philont.services.base import Service
+from philont.services.skill_base import named_skill
 
 if TYPE_CHECKING:
     from philont.learning.config import LearningConfig
@@ -97,21 +96,6 @@ DEFAULT_WINDOW: Final = AttributionWindow()
 """20 actions, 30 minutes, retrieval tool ``use_skill``."""
 _SCAN: Final = 100
 """Rows fetched at a time while looking for the first unprocessed retrieval."""
-
-
-def _skill_named(params: object) -> str | None:
-    """The skill a retrieval names (:func:`retrieved_skill`), when a skill can bear the name;
-    one the skill look-up refuses (over 200 characters) or that has a NUL (no PostgreSQL text
-    holds one; so on both backends) names none: the row is no retrieval, as one naming
-    nothing. Taken for one, deciding it raised (its look-up, or marking its row with the
-    name), and so did every run: every batch's apply and every idle tick, for good."""
-    name = retrieved_skill(params)
-    if name is None or "\x00" in name:
-        return None
-    try:
-        return str(inputs.check(inputs.SkillNameLookup, name, "name"))
-    except InvalidInputError:
-        return None
 
 
 def _aware_or_none(value: object, field: str) -> datetime | None:
@@ -320,7 +304,7 @@ class ReflectorService(Service):
             retrieval = timeline.by_id[credit.retrieval_action_id]
             if timeline.linked[retrieval.id] is not None:
                 continue  # processed by an earlier run
-            if _skill_named(retrieval.params) is None:
+            if named_skill(retrieval.params) is None:
                 continue  # it names no skill there can be: no retrieval, never marked
             if until is not None and retrieval.timestamp > until:
                 continue  # read only as context for an in-scope window
@@ -363,7 +347,7 @@ class ReflectorService(Service):
             .execution_options(yield_per=_SCAN)
         )
         with contextlib.closing(self.session.execute(stmt)) as rows:
-            return next((at for at, params in rows if _skill_named(params) is not None), None)
+            return next((at for at, params in rows if named_skill(params) is not None), None)
 
     def _load(self, session_id: str | None, start: datetime, end: datetime | None) -> _Timeline:
         rows = self.session.scalars(
