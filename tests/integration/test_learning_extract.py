@@ -252,6 +252,31 @@ def test_a_window_after_the_session_start_extends_its_summary(
     assert "turn 0" not in summary_prompt
 
 
+@pytest.mark.parametrize("whole", [False, True], ids=["a later window", "the whole session"])
+def test_a_forgotten_summary_is_neither_shown_to_the_model_nor_written_again(
+    mem: Memory, clock: FakeClock, whole: bool
+) -> None:
+    # A forgotten summary stayed forgotten, but each later window of its session sent its
+    # text to the model as the summary to extend (the forgotten memory leaving the database
+    # at every batch), and the answer overwrote the note no one can read: a model call spent.
+    chat(mem, clock, turns=3)
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": "Private."})
+    learner = Learner(mem, model, config=LearningConfig(summary_min_messages=6))
+    learner.summarize("s1")
+    assert mem.notes.forget("session-summary-s1")
+    since = clock.now + timedelta(seconds=1)
+    Conversation(mem, clock, "s1").user("Later, about Paris.")
+    asked = len(model.prompts)
+    if whole:
+        assert learner.summarize("s1") == []
+    else:
+        assert learner.learn(learner.window(since=since, until=clock.now)).summaries == []
+    assert not any(p.startswith("TASK: summarize") for p in model.prompts[asked:])
+    assert not any("Private." in p for p in model.prompts[asked:])
+    note = mem.session.get(Note, "session-summary-s1")
+    assert note is not None and note.forgotten_at is not None and note.content == "Private."
+
+
 def test_a_short_session_gets_no_summary_and_costs_no_call(mem: Memory, clock: FakeClock) -> None:
     chat(mem, clock, turns=1)
     model = ScriptedModel([])
