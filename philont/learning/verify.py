@@ -17,6 +17,7 @@ from philont.db.stored_values import record, report, rows_read
 from philont.db.types import dumps_compact, kinds_of
 from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn, attribute
 from philont.domain.kinds import Role
+from philont.domain.timepolicy import clamp
 from philont.errors import InvalidInputError, ModelError
 from philont.finds import finds
 from philont.learning.lock import hold_learning_lock
@@ -393,7 +394,7 @@ class CaseBook(Service):
     def _outcome_of(self, retrieval_id: int, window: AttributionWindow) -> str:
         retrieval = self.mem.session.get(Action, retrieval_id)
         assert retrieval is not None  # joined above
-        end = retrieval.timestamp + window.max_duration
+        end = clamp(retrieval.timestamp, window.max_duration)  # past year 9999: its end
         actions = self.mem.session.scalars(
             select(Action).where(
                 Action.session_id == retrieval.session_id,

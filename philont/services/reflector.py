@@ -71,6 +71,7 @@ from philont.domain.attribution import (
 )
 from philont.domain.kinds import Role
 from philont.domain.maturity import Outcome
+from philont.domain.timepolicy import clamp
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.finds import PASS_ON, finds
 from philont.log import get_logger
@@ -298,7 +299,8 @@ class ReflectorService(Service):
         start = self._first_unprocessed_retrieval(session_id, since, until, window)
         if start is None:
             return
-        horizon = None if until is None else until + window.max_duration
+        # the last time there is when it reaches past it (an OverflowError, untyped)
+        horizon = None if until is None else clamp(until, window.max_duration)
         timeline = self._load(session_id, start, horizon)
         for credit in attribute(timeline.events, timeline.turns, window):
             retrieval = timeline.by_id[credit.retrieval_action_id]

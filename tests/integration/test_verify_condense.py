@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, select
 
 from philont.db.models import JudgeVerdict
+from philont.domain.attribution import AttributionWindow
 from philont.domain.maturity import Grade
 from philont.errors import InvalidInputError
 from philont.learning import (
@@ -361,3 +362,24 @@ def test_a_judge_result_a_host_made_is_checked_before_it_is_kept(units: UnitFact
             with pytest.raises(InvalidInputError, match=r"^result"):
                 book.record(Run("goal", (_CALL,), "done"), result, judge="j")
         assert mem.session.scalars(select(JudgeVerdict)).all() == []
+
+
+def test_an_observation_window_reaching_past_the_last_time_observes_as_any(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # CaseBook.observe(window) read each run's actions until ``retrieval + max_duration``,
+    # which overflowed past year 9999 for a window it accepted: an untyped OverflowError.
+    two_runs(units, clock)
+    judge = RuleJudge()
+    with units() as mem:
+        learner = Learner(mem, ScriptedModel([]), judge=judge)
+        for run in runs_of(learner.window(session_id="s1")):
+            learner.judge_run(run)
+    clock.advance(hours=1)
+    with units() as mem:
+        mem.reflector.run()
+        assert CaseBook(mem).observe(AttributionWindow(max_duration=timedelta.max)) == 2
+        observed = mem.session.scalars(
+            select(JudgeVerdict.observed_outcome).order_by(JudgeVerdict.id)
+        ).all()
+    assert observed == ["success", "failure"]
