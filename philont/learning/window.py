@@ -315,7 +315,10 @@ def _retrieval(trace: Sequence[ToolCall]) -> tuple[str | None, int | None]:
 
 
 def runs_of(window: Window) -> list[Run]:
-    """The runs of a window that used at least one tool, in time order."""
+    """The runs of a window that used at least one tool, in time order. A user turn of blank
+    text (another program's row: the timeline refuses one) requests nothing to judge and makes
+    no run: taken for one, its verdict was refused (a run needs a goal) and every judged batch
+    holding it failed, retried without end."""
     calls_by_session: dict[str, list[ToolCall]] = defaultdict(list)
     for call in window.calls:
         calls_by_session[call.session_id].append(call)
@@ -335,8 +338,8 @@ def runs_of(window: Window) -> list[Run]:
                 for c in calls_by_session[sid]
                 if c.timestamp >= begin and (end is None or c.timestamp < end)
             )
-            if not trace:
-                continue
+            if not trace or not turns[i].content.strip():
+                continue  # no tool used, or a request of no text (another program's): none
             replies = [t.content for t in span if t.role == Role.ASSISTANT]
             skill, retrieval = _retrieval(trace)
             run = Run(

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 
-from philont.db.models import JudgeVerdict
+from philont.db.models import JudgeVerdict, RawMessage
 from philont.domain.attribution import AttributionWindow
 from philont.domain.maturity import Grade
 from philont.errors import InvalidInputError
@@ -383,3 +383,31 @@ def test_an_observation_window_reaching_past_the_last_time_observes_as_any(
             select(JudgeVerdict.observed_outcome).order_by(JudgeVerdict.id)
         ).all()
     assert observed == ["success", "failure"]
+
+
+def test_a_request_with_no_text_is_no_run_to_judge_and_stops_no_batch(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # A user turn of blank text (the timeline refuses one; another program's row) with tool
+    # calls after it made a run without a goal, which CaseBook.record refused: every judged
+    # batch holding it failed (invalid_input), retried without end. Such a turn requests
+    # nothing to judge: its calls make no run.
+    two_runs(units, clock)
+    with units() as mem:
+        mem.session.execute(
+            update(RawMessage)
+            .where(RawMessage.content == "Export the invoices table as CSV")
+            .values(content="  \n ")
+        )
+    clock.advance(minutes=10)
+    worker = Consolidator(
+        units,
+        ScriptedModel.by_task({"extract": "[]", "reflect": "[]"}),
+        clock=clock,
+        judge=RuleJudge(),
+        config=LearningConfig(summary_min_messages=10_000),
+        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
+    )
+    report = worker.run_once()
+    assert report.status == ConsolidationStatus.CONSOLIDATED, report.error
+    assert [v.goal for v in report.verdicts] == ["Now scrape the competitor prices"]
