@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from philont.domain.maturity import Outcome
+from philont.domain.timepolicy import clamp
 from philont.errors import InvalidInputError
 
 __all__ = [
@@ -210,7 +211,7 @@ def _credit_one(
     next_turn_at: datetime | None,
     window: AttributionWindow,
 ) -> Credit:
-    deadline = retrieval.timestamp + window.max_duration
+    deadline = clamp(retrieval.timestamp, window.max_duration)  # past year 9999: its end
     attributed: list[ActionEvent] = []
     ended_by = "the end of the log"
     for action in following:

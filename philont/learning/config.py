@@ -21,13 +21,16 @@ MAX_DRAFTS_ENV: Final = "PHILONT_MAX_DRAFT_SKILLS"
 
 
 def max_drafts_from_env() -> int:
-    """``$PHILONT_MAX_DRAFT_SKILLS`` when it is an integer of at least 5, else 40 (Philont)."""
+    """``$PHILONT_MAX_DRAFT_SKILLS`` when it is an integer of at least 5, else 40 (Philont); one
+    past :data:`MAX_SETTING` is that (a cap no count of drafts reaches either): taken as it
+    was, it was refused as ``max_drafts`` by every ``LearningConfig()``, a setting the user
+    never gave, and ``philont consolidate`` could not start."""
     raw = os.environ.get(MAX_DRAFTS_ENV, "").strip()
     try:
         value = int(raw)
     except ValueError:
         return DEFAULT_MAX_DRAFTS
-    return value if value >= 5 else DEFAULT_MAX_DRAFTS
+    return min(value, MAX_SETTING) if value >= 5 else DEFAULT_MAX_DRAFTS
 
 
 Rule = tuple[str, type | tuple[type, ...], Callable[[Any], bool], str]

@@ -8,7 +8,8 @@ its JSON escapes it, on both backends). ``store_note`` has no tool; its argument
 by :class:`StoreNoteArgs` and written by ``NoteService.add`` (a NUL character in its content is
 stored on SQLite and refused on PostgreSQL, as that service refuses it). Relative times are the
 model's to resolve, against the window's own time (the prompt gives it); an event without
-``occurred_at`` happened at the window's time, not at the (later) time of extraction.
+``occurred_at`` happened when the message citing it was said (``said_at``, below), else at the
+window's time, never at the (later) time of extraction.
 
 What was forgotten is not written again unless it is said again after the forgetting
 (:mod:`philont.domain.forgetting`): each action may cite the message that says it
@@ -27,7 +28,7 @@ from sqlalchemy import select
 
 from philont.db.models import Fact, Note
 from philont.db.retry import database_error_of
-from philont.db.types import to_epoch_ms
+from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.forgetting import Said, may_write_again, note_key, said_when
 from philont.domain.kinds import FactKind
 from philont.domain.timeparse import iso, parse_time
@@ -240,7 +241,12 @@ class MemoryWriter(Service):
         reference = window.reference or self.mem.clock()
         arguments.setdefault("timezone", self.config.timezone)
         if arguments.get("fact_kind") == "event" and arguments.get("occurred_at") in (None, ""):
-            arguments["occurred_at"] = iso(reference)  # as text: epoch ms of 1966-1973 are refused
+            # when the message that says it was said, when known (it cites one of the window's
+            # messages, or the window has one): stamped with the window's end, an event told
+            # days before it happened after the message that reported it
+            told = None if said is None or said.earliest != said.latest else said.latest
+            happened = reference if told is None else from_epoch_ms(told)
+            arguments["occurred_at"] = iso(happened)  # as text: epoch ms of 1966-1973 are refused
         tool = REGISTRY["store_fact"]
         args = tool.args_model.model_validate(arguments)
         where = {"namespace": args.namespace, "key": args.key}

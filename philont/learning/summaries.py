@@ -67,7 +67,10 @@ def long_sessions(
     the summary to extend: the current one unless the window holds the session from its start
     (its first message and every one after it up to the window's last, and up to the cursor
     before a consolidator's batch), else None — such a window is summarized afresh, so
-    summarizing a session again never counts its turns twice."""
+    summarizing a session again never counts its turns twice. A session whose summary was
+    forgotten is left out: its text was sent to the model as the summary to extend at every
+    window of the session, and the answer overwrote a note no one reads (a forgotten note
+    stays forgotten), a model call spent on it."""
     ids = window.sessions()
     if not ids:
         return {}
@@ -85,17 +88,20 @@ def long_sessions(
         for sid, first in starts.items()
         if held[sid][0] <= first and _from_start(session, window, sid, held[sid])
     }
-    previous = {
-        note_id: content
-        for note_id, content in session.execute(
-            select(Note.id, Note.content).where(
-                Note.id.in_([SESSION_SUMMARY_PREFIX + sid for sid in starts])
-            )
+    previous: dict[str, str] = {}
+    forgotten: set[str] = set()
+    for note_id, content, forgotten_at in session.execute(
+        select(Note.id, Note.content, Note.forgotten_at).where(
+            Note.id.in_([SESSION_SUMMARY_PREFIX + sid for sid in starts])
         )
-    }
+    ):
+        previous[note_id] = content
+        if forgotten_at is not None:
+            forgotten.add(note_id)
     return {
         sid: None if sid in from_start else previous.get(SESSION_SUMMARY_PREFIX + sid)
         for sid in starts
+        if SESSION_SUMMARY_PREFIX + sid not in forgotten
     }
 
 

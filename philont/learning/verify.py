@@ -14,9 +14,10 @@ from sqlalchemy import Select, select
 
 from philont.db.models import Action, JudgeVerdict, LearningCase, RawMessage, Skill
 from philont.db.stored_values import record, report, rows_read
-from philont.db.types import kinds_of
+from philont.db.types import dumps_compact, kinds_of
 from philont.domain.attribution import ActionEvent, AttributionWindow, UserTurn, attribute
 from philont.domain.kinds import Role
+from philont.domain.timepolicy import clamp
 from philont.errors import InvalidInputError, ModelError
 from philont.finds import finds
 from philont.learning.lock import hold_learning_lock
@@ -25,12 +26,14 @@ from philont.learning.prompts import condense_prompt, judge_prompt
 from philont.learning.window import Run, ToolCall
 from philont.llm.base import ModelClient, ask, call_foreign, checked_tokens
 from philont.log import get_logger
+from philont.schemas import inputs
 from philont.schemas.inputs import MAX_SETTING
 from philont.schemas.learning import CaseRecord, JudgeAgreement, Verdict, VerdictRecord
+from philont.schemas.stored import Int64
 from philont.services.base import Service
 
 if TYPE_CHECKING:
-    pass
+    from philont.memory import Memory
 
 __all__ = ["CaseBook", "Judge", "JudgeResult", "ModelJudge", "ask_judge", "ask_to_condense"]
 
@@ -182,6 +185,35 @@ def ask_to_condense(
     return parse_skills(completion.text), completion.tokens_used
 
 
+def _kept_run(mem: Memory, run: Run) -> list[dict[str, Any]]:
+    """The trace :meth:`CaseBook.record` stores of ``run`` (a host may have built it), every
+    part checked first: an :class:`InvalidInputError` naming it, before anything is read or
+    written. Taken as they were, an id past 64 bits or params that are no JSON escaped
+    untyped (``OverflowError``, a ``StatementError``), a result that is no text too
+    (``AttributeError``), and on PostgreSQL a NUL failed the flush, ending the host's unit of
+    work (its own writes lost), where SQLite kept it."""
+    if not isinstance(run.goal, str) or not run.goal.strip():
+        raise InvalidInputError.of("run", "needs a non-blank goal")
+    if not isinstance(run.result, str):
+        raise InvalidInputError.of("run.result", f"must be text, got {type(run.result).__name__}")
+    for name in ("session_id", "skill_name"):  # as stored: a run the loop made is never refused
+        value = getattr(run, name)
+        if value is not None and (not isinstance(value, str) or inputs.unstorable(value)):
+            raise InvalidInputError.of(f"run.{name}", f"must be valid text, got {value!r:.80}")
+        if value is not None:
+            mem.backend.storable_text(value, f"run.{name}")
+    if run.retrieval_action_id is not None:
+        inputs.check(Int64, run.retrieval_action_id, "run.retrieval_action_id")
+    calls = run.trace if isinstance(run.trace, tuple | list) else None
+    if calls is None or not all(isinstance(call, ToolCall) for call in calls):
+        raise InvalidInputError.of("run.trace", "must be a sequence of ToolCall")
+    for call in calls:
+        inputs.check(Int64, call.id, "run.trace: a ToolCall's id")
+    trace = _trace_json(tuple(calls))
+    dumps_compact(trace, "run.trace")
+    return trace
+
+
 def _case_record(row: LearningCase) -> CaseRecord:
     return record(CaseRecord.model_validate, row)
 
@@ -228,6 +260,7 @@ class CaseBook(Service):
 
     def verdict_of(self, run: Run) -> VerdictRecord | None:
         """The verdict a run (known by its first tool call) already has, if any."""
+        _kept_run(self.mem, run)
         if not run.trace:
             return None
         row = self.mem.session.scalars(
@@ -241,8 +274,13 @@ class CaseBook(Service):
     def record(self, run: Run, result: JudgeResult, *, judge: str) -> VerdictRecord:
         """Keep a verdict; a verified run also becomes a case. A run is judged once: a run
         that has a verdict keeps it (returned; no second verdict or case is written)."""
-        if not isinstance(run.goal, str) or not run.goal.strip():
-            raise InvalidInputError.of("run", "needs a non-blank goal")
+        trace = _kept_run(self.mem, run)
+        if not isinstance(result, JudgeResult) or not isinstance(result.verdict, Verdict):
+            raise InvalidInputError.of("result", "must be a JudgeResult with a Verdict")
+        if not isinstance(result.reason, str):
+            raise InvalidInputError.of(
+                "result.reason", f"must be text, got {type(result.reason).__name__}"
+            )
         hold_learning_lock(self.mem)
         existing = self.verdict_of(run)
         if existing is not None:
@@ -255,7 +293,7 @@ class CaseBook(Service):
                 LearningCase(
                     id=case_id,
                     goal=storable(run.goal),
-                    trace=_trace_json(run.trace),
+                    trace=trace,
                     result=storable(run.result),
                     session_id=run.session_id,
                     judge=judge,
@@ -356,7 +394,7 @@ class CaseBook(Service):
     def _outcome_of(self, retrieval_id: int, window: AttributionWindow) -> str:
         retrieval = self.mem.session.get(Action, retrieval_id)
         assert retrieval is not None  # joined above
-        end = retrieval.timestamp + window.max_duration
+        end = clamp(retrieval.timestamp, window.max_duration)  # past year 9999: its end
         actions = self.mem.session.scalars(
             select(Action).where(
                 Action.session_id == retrieval.session_id,

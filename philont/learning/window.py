@@ -16,6 +16,7 @@ from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.kinds import Role
 from philont.learning.config import LearningConfig
 from philont.schemas.inputs import MAX_TEXT_CHARS
+from philont.services.skill_base import named_skill
 
 __all__ = [
     "Left",
@@ -302,15 +303,22 @@ class Run:
 
 
 def _retrieval(trace: Sequence[ToolCall]) -> tuple[str | None, int | None]:
+    """The first skill a run fetched and its call: a successful ``use_skill`` call naming what
+    a skill can be named (:func:`~philont.services.skill_base.named_skill`, as attribution
+    takes it)."""
     for call in trace:
-        name = call.params.get("name") if isinstance(call.params, dict) else None
-        if call.tool_name == RETRIEVAL_TOOL and call.success and isinstance(name, str):
-            return name, call.id
+        if call.tool_name == RETRIEVAL_TOOL and call.success:
+            name = named_skill(call.params)
+            if name is not None:
+                return name, call.id
     return None, None
 
 
 def runs_of(window: Window) -> list[Run]:
-    """The runs of a window that used at least one tool, in time order."""
+    """The runs of a window that used at least one tool, in time order. A user turn of blank
+    text (another program's row: the timeline refuses one) requests nothing to judge and makes
+    no run: taken for one, its verdict was refused (a run needs a goal) and every judged batch
+    holding it failed, retried without end."""
     calls_by_session: dict[str, list[ToolCall]] = defaultdict(list)
     for call in window.calls:
         calls_by_session[call.session_id].append(call)
@@ -330,8 +338,8 @@ def runs_of(window: Window) -> list[Run]:
                 for c in calls_by_session[sid]
                 if c.timestamp >= begin and (end is None or c.timestamp < end)
             )
-            if not trace:
-                continue
+            if not trace or not turns[i].content.strip():
+                continue  # no tool used, or a request of no text (another program's): none
             replies = [t.content for t in span if t.role == Role.ASSISTANT]
             skill, retrieval = _retrieval(trace)
             run = Run(

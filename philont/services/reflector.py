@@ -37,7 +37,8 @@ A run reads the log only from its earliest unprocessed retrieval in scope, so on
 decided a run costs one query over the ``use_skill`` rows. :meth:`ReflectorService.due` reads
 as a run does and counts what it would decide now, writing nothing (the consolidator's idle
 tick asks it before it takes the learning lock). (A successful ``use_skill`` row
-without a usable ``params.name`` is never a retrieval and never marked; the search for the
+without a usable ``params.name``, or naming what no skill can be named, is never a retrieval
+and never marked; the search for the
 earliest passes over it, it changes no outcome. It made every run read the log from it on.)
 
 Caveat: Philont schema-31 software sharing the file would read the ``linked_skill`` tags we set
@@ -67,10 +68,10 @@ from philont.domain.attribution import (
     attribute,
     failure_code,
     is_neutral,
-    retrieved_skill,
 )
 from philont.domain.kinds import Role
 from philont.domain.maturity import Outcome
+from philont.domain.timepolicy import clamp
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.finds import PASS_ON, finds
 from philont.log import get_logger
@@ -81,6 +82,7 @@ from philont.schemas.reflector import (
     SkipReason,
 )
 from philont.services.base import Service
+from philont.services.skill_base import named_skill
 
 if TYPE_CHECKING:
     from philont.learning.config import LearningConfig
@@ -297,12 +299,15 @@ class ReflectorService(Service):
         start = self._first_unprocessed_retrieval(session_id, since, until, window)
         if start is None:
             return
-        horizon = None if until is None else until + window.max_duration
+        # the last time there is when it reaches past it (an OverflowError, untyped)
+        horizon = None if until is None else clamp(until, window.max_duration)
         timeline = self._load(session_id, start, horizon)
         for credit in attribute(timeline.events, timeline.turns, window):
             retrieval = timeline.by_id[credit.retrieval_action_id]
             if timeline.linked[retrieval.id] is not None:
                 continue  # processed by an earlier run
+            if named_skill(retrieval.params) is None:
+                continue  # it names no skill there can be: no retrieval, never marked
             if until is not None and retrieval.timestamp > until:
                 continue  # read only as context for an in-scope window
             yield retrieval, credit, timeline
@@ -344,7 +349,7 @@ class ReflectorService(Service):
             .execution_options(yield_per=_SCAN)
         )
         with contextlib.closing(self.session.execute(stmt)) as rows:
-            return next((at for at, params in rows if retrieved_skill(params) is not None), None)
+            return next((at for at, params in rows if named_skill(params) is not None), None)
 
     def _load(self, session_id: str | None, start: datetime, end: datetime | None) -> _Timeline:
         rows = self.session.scalars(

@@ -403,3 +403,45 @@ def test_an_idle_tick_with_nothing_to_decide_takes_no_lock_nor_writing_unit(
     deciding = (1, 0) if sqlite else (0, 1)  # the same probe sees the lock taken
     assert writes_and_learning_locks(engine, seen) == (deciding if open_use else idle)
     assert counts(units, "export-csv") == ((2, 0) if open_use else (1, 0))
+
+
+# Names no skill can have: longer than a name is looked up by (200 characters), a NUL (no text
+# of PostgreSQL holds one). Lone surrogates cannot get in: a stored one reads back as U+FFFD.
+UNNAMABLE = ["x" * 201, "export\x00csv", "\x00", " "]
+
+
+@pytest.mark.parametrize("judged", [False, True], ids=["no judge", "judge"])
+@pytest.mark.parametrize("name", UNNAMABLE, ids=["201 characters", "NUL", "NUL alone", "blank"])
+def test_a_use_skill_row_naming_what_no_skill_can_be_named_stops_no_learning(
+    units: UnitFactory, clock: FakeClock, name: str, judged: bool
+) -> None:
+    # A successful use_skill row whose name no skill can bear (written by another program or
+    # by a host's actions.record) was taken for a retrieval: deciding it looked the name up
+    # (refused: invalid_input) or marked its row with it (a NUL, on PostgreSQL), so every
+    # reflector run raised, and with it every batch (its apply runs the reflector: the batch
+    # failed, retried without end) and every idle tick's attribution; no skill was credited
+    # again. With a judge, the run it began was the run of that "skill": its verdict kept the
+    # name (a NUL failed the batch on PostgreSQL, again without end; a blank one was recorded).
+    # It is no retrieval (it names no skill), as a row naming none: passed over.
+    export_then_silence(units, clock)
+    with units() as mem:
+        chat = Conversation(mem, clock, "s1")
+        chat.user("and again")
+        chat.act("use_skill", name=name)  # ends no window: export-csv's ended with the turn
+        chat.act("sql", query="select 1")
+        chat.act("use_skill", name="export-csv")  # the run's skill
+        chat.act("sql", query="select 2")
+        chat.assistant("done")
+    clock.advance(minutes=31)
+    consolidator = worker(units, clock, AllSucceeded() if judged else None)
+    reports = consolidator.tick()
+    assert [r.status for r in reports][:1] == [S.CONSOLIDATED], reports[0].error
+    assert counts(units, "export-csv") == (2, 0)
+    with units(write=False) as mem:
+        assert mem.reflector.due() == 0
+        marked = mem.session.scalars(
+            select(Action.linked_skill).where(Action.tool_name == "use_skill").order_by(Action.id)
+        ).all()
+        verdicts = mem.session.scalars(select(JudgeVerdict.skill_name).order_by(JudgeVerdict.id))
+        assert list(verdicts) == (["export-csv"] * 2 if judged else [])
+    assert marked == ["export-csv", None, "export-csv"]  # the unnamed one is never marked

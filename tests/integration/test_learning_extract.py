@@ -154,6 +154,38 @@ def test_an_event_without_a_time_happened_at_the_window_time_not_at_extraction(
     assert f"The conversation ended at {iso(said_at)}" in model.prompts[0]
 
 
+def test_an_event_without_a_time_happened_when_the_message_it_cites_was_said(
+    mem: Memory, clock: FakeClock
+) -> None:
+    # The answer says which message told it (said_at); the event was stamped with the window's
+    # end instead, days after the message that reported it had happened. Without a citation
+    # of one of the window's messages (none, or a time no message has), the window's time.
+    talk = chat(mem, clock)
+    talk.user("I signed the lease today!")
+    said_at = clock.now
+    talk.assistant("Congratulations!")
+    talk.user("And I ran a marathon.", minutes=3 * 24 * 60)
+    ended = clock.now
+    event = {"action": "store_fact", "namespace": "project.flat", "fact_kind": "event"}
+    answer = [
+        {**event, "key": "lease_signed", "value": True, "said_at": iso(said_at)},
+        {**event, "key": "marathon", "value": "run", "said_at": iso(ended)},
+        {**event, "key": "uncited", "value": 1, "said_at": "2020-01-01T00:00:00Z"},
+        {**event, "key": "unsaid", "value": 2},
+    ]
+    report, _ = extract(mem, *answer)
+    assert [w.outcome for w in report.writes] == ["stored"] * 4, report.writes
+    stamps = {key: mem.facts.get("project.flat", key) for key in ("lease_signed", "marathon")}
+    assert {k: f.occurred_at if f else None for k, f in stamps.items()} == {
+        "lease_signed": said_at, "marathon": ended,
+    }  # fmt: skip
+    for key in ("uncited", "unsaid"):
+        fact = mem.facts.get("project.flat", key)
+        assert fact is not None and fact.occurred_at == ended
+    again, _ = extract(mem, *answer)  # the same answer again records nothing new
+    assert [w.outcome for w in again.writes] == ["unchanged"] * 4, again.writes
+
+
 def test_offset_less_times_are_read_in_the_configured_zone(mem: Memory, clock: FakeClock) -> None:
     chat(mem, clock)
     report, _ = extract(
@@ -218,6 +250,31 @@ def test_a_window_after_the_session_start_extends_its_summary(
     summary_prompt = next(p for p in model.prompts[1:] if p.startswith("TASK: summarize"))
     assert "First summary." in summary_prompt and "Later, about Paris." in summary_prompt
     assert "turn 0" not in summary_prompt
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["a later window", "the whole session"])
+def test_a_forgotten_summary_is_neither_shown_to_the_model_nor_written_again(
+    mem: Memory, clock: FakeClock, whole: bool
+) -> None:
+    # A forgotten summary stayed forgotten, but each later window of its session sent its
+    # text to the model as the summary to extend (the forgotten memory leaving the database
+    # at every batch), and the answer overwrote the note no one can read: a model call spent.
+    chat(mem, clock, turns=3)
+    model = ScriptedModel.by_task({"extract": "[]", "reflect": "[]", "summarize": "Private."})
+    learner = Learner(mem, model, config=LearningConfig(summary_min_messages=6))
+    learner.summarize("s1")
+    assert mem.notes.forget("session-summary-s1")
+    since = clock.now + timedelta(seconds=1)
+    Conversation(mem, clock, "s1").user("Later, about Paris.")
+    asked = len(model.prompts)
+    if whole:
+        assert learner.summarize("s1") == []
+    else:
+        assert learner.learn(learner.window(since=since, until=clock.now)).summaries == []
+    assert not any(p.startswith("TASK: summarize") for p in model.prompts[asked:])
+    assert not any("Private." in p for p in model.prompts[asked:])
+    note = mem.session.get(Note, "session-summary-s1")
+    assert note is not None and note.forgotten_at is not None and note.content == "Private."
 
 
 def test_a_short_session_gets_no_summary_and_costs_no_call(mem: Memory, clock: FakeClock) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from philont.domain.kinds import Role
 from philont.domain.maturity import Grade, Outcome
 from philont.errors import InvalidInputError, InvalidTimeRangeError
 from philont.schemas.reflector import SkipReason
-from philont.services.reflector import ReflectorService
+from philont.services.reflector import DEFAULT_WINDOW, ReflectorService
 from philont.services.skills import SkillService
 from philont.store import Store
 from tests.conftest import FakeClock
@@ -546,3 +546,33 @@ def test_an_outcome_is_charged_to_the_recipe_revision_the_run_fetched(
         for r in skills.revisions("berlin-rent")
     ]
     assert revisions == [(1, 0, 1, False), (2, 1, 0, True)]
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        {"until": datetime.max.replace(tzinfo=UTC)},
+        {"until": datetime(9999, 12, 31, 23, 0, tzinfo=UTC)},
+        {"window": AttributionWindow(max_duration=timedelta.max)},
+        {"window": AttributionWindow(max_duration=timedelta(days=3_000_000))},
+        {
+            "until": datetime(2100, 1, 1, tzinfo=UTC),
+            "window": AttributionWindow(max_duration=timedelta.max),
+        },
+    ],
+    ids=["until the last instant", "until late 9999", "longest window", "3M days", "both"],
+)
+def test_a_scope_or_window_reaching_past_the_last_time_credits_as_any(
+    skills: SkillService, reflector: ReflectorService, log: Log, scope: dict[str, Any]
+) -> None:
+    # ``until + window.max_duration`` (the log read as context) and ``retrieval time +
+    # max_duration`` (a window's deadline) overflowed past year 9999: an untyped OverflowError
+    # from run() and due(), for an until or a window each accepted. They end at the last time.
+    log.retrieve("berlin-rent")
+    log.action("web_fetch")
+    log.user_turn()
+    window = scope.get("window", DEFAULT_WINDOW)
+    assert reflector.due(window=window) == 1
+    report = reflector.run(**scope)
+    assert (report.successes, report.failures) == (1, 0)
+    assert reflector.due(window=window) == 0

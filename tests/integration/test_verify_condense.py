@@ -3,23 +3,28 @@ agreement with the outcomes attribution observes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 
-from philont.db.models import JudgeVerdict
+from philont.db.models import JudgeVerdict, RawMessage
+from philont.domain.attribution import AttributionWindow
 from philont.domain.maturity import Grade
 from philont.errors import InvalidInputError
 from philont.learning import (
     CaseBook,
     Consolidator,
     ConsolidatorConfig,
+    JudgeResult,
     Learner,
     LearningConfig,
     ModelJudge,
     Run,
+    ToolCall,
 )
 from philont.learning.window import runs_of
 from philont.llm import ScriptedModel
@@ -289,3 +294,120 @@ def test_a_case_whose_stored_trace_is_not_ours_is_condensed_and_stops_nothing(
     assert report.status == ConsolidationStatus.CONSOLIDATED, report.error
     condense = next(p for p in model.prompts if p.startswith("TASK: condense"))
     assert "Goal: Export the invoices" in condense
+
+
+_AT = datetime(2026, 1, 1, tzinfo=UTC)
+_CALL = ToolCall(1, "s1", "sql", {"query": "select 1"}, "ok", True, _AT)
+_BAD_RUNS: dict[str, tuple[Run, str]] = {  # a host's run, and the argument its refusal names
+    "session_id with a NUL": (Run("goal", (_CALL,), "done", session_id="s\x001"), "session_id"),
+    "session_id not text": (Run("goal", (_CALL,), "done", session_id=5), "session_id"),  # type: ignore[arg-type]
+    "skill_name with a NUL": (Run("goal", (_CALL,), "done", skill_name="a\x00b"), "skill_name"),
+    "skill_name not Unicode": (Run("goal", (_CALL,), "done", skill_name="a\ud800"), "skill_name"),
+    "result not text": (Run("goal", (_CALL,), None), "result"),  # type: ignore[arg-type]
+    "retrieval past 64 bits": (
+        Run("goal", (_CALL,), "done", retrieval_action_id=2**63),
+        "retrieval_action_id",
+    ),
+    "call id past 64 bits": (Run("goal", (dataclasses.replace(_CALL, id=2**63),), "done"), "trace"),
+    "params not JSON": (
+        Run("goal", (dataclasses.replace(_CALL, params={"x": float("nan")}),), "done"),
+        "trace",
+    ),
+    "a step no tool call": (Run("goal", ("sql",), "done"), "trace"),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("how", ["judge_run", "record"])
+@pytest.mark.parametrize("case", sorted(_BAD_RUNS))
+def test_a_run_a_host_made_that_cannot_be_kept_is_refused_and_nothing_is_written(
+    units: UnitFactory, case: str, how: str
+) -> None:
+    # A Run (and its ToolCalls) a host builds for Learner.judge_run / CaseBook.record was
+    # stored as it was: an id past 64 bits, params that are no JSON or a result that is no
+    # text escaped untyped (OverflowError, StatementError, AttributeError), and on PostgreSQL
+    # a NUL failed the flush, ending the host's whole unit of work (its own writes lost), where
+    # SQLite stored it. Now each is an InvalidInputError naming it, before anything is written
+    # (a NUL is kept where the database keeps it, as every service's text is).
+    run, argument = _BAD_RUNS[case]
+    with units() as mem:
+        mem.notes.add("the host's own note")
+        judge = RuleJudge()
+        learner = Learner(mem, ScriptedModel([]), judge=judge)
+
+        def keep() -> Any:
+            if how == "judge_run":
+                return learner.judge_run(run)
+            return CaseBook(mem).record(run, JudgeResult(Verdict.VERIFIED, "ok"), judge=judge.name)
+
+        if "NUL" in case and mem.backend.keeps_nul:
+            assert keep().verdict == Verdict.VERIFIED
+            return
+        with pytest.raises(InvalidInputError) as refused:
+            keep()
+        assert refused.value.message.startswith(f"run.{argument}"), refused.value.message
+        assert mem.session.scalars(select(JudgeVerdict)).all() == []
+    with units(write=False) as mem:  # the unit committed: the host's note kept
+        assert [n.content for n in mem.notes.list()] == ["the host's own note"]
+
+
+def test_a_judge_result_a_host_made_is_checked_before_it_is_kept(units: UnitFactory) -> None:
+    # CaseBook.record took a JudgeResult as it was: a verdict given as text failed with an
+    # AttributeError ('str' object has no attribute 'value'), untyped.
+    with units() as mem:
+        book = CaseBook(mem)
+        for result in (
+            JudgeResult("verified", "ok"),  # type: ignore[arg-type]
+            JudgeResult(Verdict.VERIFIED, None),  # type: ignore[arg-type]
+        ):
+            with pytest.raises(InvalidInputError, match=r"^result"):
+                book.record(Run("goal", (_CALL,), "done"), result, judge="j")
+        assert mem.session.scalars(select(JudgeVerdict)).all() == []
+
+
+def test_an_observation_window_reaching_past_the_last_time_observes_as_any(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # CaseBook.observe(window) read each run's actions until ``retrieval + max_duration``,
+    # which overflowed past year 9999 for a window it accepted: an untyped OverflowError.
+    two_runs(units, clock)
+    judge = RuleJudge()
+    with units() as mem:
+        learner = Learner(mem, ScriptedModel([]), judge=judge)
+        for run in runs_of(learner.window(session_id="s1")):
+            learner.judge_run(run)
+    clock.advance(hours=1)
+    with units() as mem:
+        mem.reflector.run()
+        assert CaseBook(mem).observe(AttributionWindow(max_duration=timedelta.max)) == 2
+        observed = mem.session.scalars(
+            select(JudgeVerdict.observed_outcome).order_by(JudgeVerdict.id)
+        ).all()
+    assert observed == ["success", "failure"]
+
+
+def test_a_request_with_no_text_is_no_run_to_judge_and_stops_no_batch(
+    units: UnitFactory, clock: FakeClock
+) -> None:
+    # A user turn of blank text (the timeline refuses one; another program's row) with tool
+    # calls after it made a run without a goal, which CaseBook.record refused: every judged
+    # batch holding it failed (invalid_input), retried without end. Such a turn requests
+    # nothing to judge: its calls make no run.
+    two_runs(units, clock)
+    with units() as mem:
+        mem.session.execute(
+            update(RawMessage)
+            .where(RawMessage.content == "Export the invoices table as CSV")
+            .values(content="  \n ")
+        )
+    clock.advance(minutes=10)
+    worker = Consolidator(
+        units,
+        ScriptedModel.by_task({"extract": "[]", "reflect": "[]"}),
+        clock=clock,
+        judge=RuleJudge(),
+        config=LearningConfig(summary_min_messages=10_000),
+        schedule=ConsolidatorConfig(backlog=True, min_messages=1),
+    )
+    report = worker.run_once()
+    assert report.status == ConsolidationStatus.CONSOLIDATED, report.error
+    assert [v.goal for v in report.verdicts] == ["Now scrape the competitor prices"]

@@ -276,3 +276,31 @@ def test_good_settings_are_kept_as_given(
     assert (learning.max_drafts, learning.max_runs_judged) == (drafts, judged)
     schedule = ConsolidatorConfig(batch_size=batch, interval=timedelta(seconds=seconds))
     assert schedule.batch_size == batch
+
+
+@given(
+    raw=st.one_of(
+        st.integers(min_value=-(10**30), max_value=10**30).map(str),
+        st.text(max_size=12),
+        st.sampled_from(["", " 7 ", "4", "5", str(MAX_SETTING), str(MAX_SETTING + 1), "1e3"]),
+    )
+)
+@settings(max_examples=200)
+def test_any_draft_cap_in_the_environment_makes_a_config(raw: str) -> None:
+    # $PHILONT_MAX_DRAFT_SKILLS is taken when it is a whole number of at least 5, else 40
+    # (Philont). One past the largest setting was taken too, and then refused as max_drafts:
+    # every LearningConfig() raised invalid_input (philont consolidate could not start),
+    # naming a setting the user never gave. A larger cap prunes no more than the largest.
+    env = {"PHILONT_MAX_DRAFT_SKILLS": raw} if "\x00" not in raw else {}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        cap = LearningConfig().max_drafts
+    try:
+        given_cap = int(raw.strip())
+    except ValueError:
+        given_cap = None
+    if given_cap is None or given_cap < 5:
+        assert cap == 40
+    else:
+        assert cap == min(given_cap, MAX_SETTING)
