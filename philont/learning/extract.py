@@ -295,11 +295,25 @@ class MemoryWriter(Service):
         if kept is not None:
             return MemoryWrite(**base, id=kept[0], outcome="forgotten", detail=kept[1])
         note = self.mem.notes.add(
-            args.content, importance=args.importance, session_id=window.session_id
+            args.content, importance=args.importance, session_id=_session_of(window, said)
         )
         if self._active_notes is not None:
             self._active_notes.setdefault(note_key(args.content), note.id)
         return MemoryWrite(**base, id=note.id, outcome="stored", detail="note stored")
+
+
+def _session_of(window: Window, said: Said | None) -> str | None:
+    """The session a note was said in: the window's, or in a window over many sessions (a
+    time range, the consolidator's batch) the one session of the messages it may have been
+    said in (the one it cites, else any of the window's). None when they are many sessions'."""
+    if window.session_id is not None or said is None:
+        return window.session_id
+    sessions = {
+        t.session_id
+        for t in window.dialogue
+        if said.earliest <= to_epoch_ms(t.timestamp) <= said.latest
+    }
+    return sessions.pop() if len(sessions) == 1 else None
 
 
 def _recorded(

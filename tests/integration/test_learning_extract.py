@@ -22,6 +22,7 @@ from philont.learning.window import runs_of
 from philont.llm import ScriptedModel
 from philont.memory import Memory
 from philont.schemas.inputs import MAX_ID_CHARS
+from philont.schemas.learning import ExtractionReport
 from tests.conftest import FakeClock
 from tests.integration.learning_helpers import Conversation, unit_factory
 
@@ -320,6 +321,38 @@ def test_a_window_is_its_session_or_its_time_range(mem: Memory, clock: FakeClock
     start = clock.now - timedelta(minutes=1)  # inclusive: the turn a minute ago is in
     window = learner.window(since=start, until=clock.now)
     assert [t.content for t in window.turns] == ["Noted.", "Unrelated"]
+
+
+def test_a_note_of_a_window_over_sessions_keeps_the_session_it_was_said_in(
+    mem: Memory, clock: FakeClock
+) -> None:
+    # A time-range window (the consolidator's batch) is no one session's: its notes were all
+    # stored with no session, though the message each cites (or every message it may come
+    # from) is one session's.
+    start = clock.now
+    chat(mem, clock, turns=1)
+    told_in_s1 = clock.now - timedelta(minutes=1)  # the user's turn
+    other = Conversation(mem, clock, "s2")
+    other.user("My sister Ada lives in Oslo")
+    told_in_s2 = clock.now
+    notes = {
+        "s2": {"content": "Ada is their sister", "said_at": iso(told_in_s2)},
+        "s1": {"content": "They moved to Berlin", "said_at": iso(told_in_s1)},
+        "uncited": {"content": "They have family abroad"},
+        "unknown time": {"content": "They like maps", "said_at": "2020-01-01T00:00:00Z"},
+    }
+    alone = [{"content": "Ada is older"}, {"content": "Oslo is far", "said_at": "2020-01-01"}]
+    answers = [[{"action": "store_note", **n} for n in ns] for ns in (notes.values(), alone)]
+    learner = Learner(mem, ScriptedModel([json.dumps(a) for a in answers]))
+
+    def sessions(report: ExtractionReport) -> list[str | None]:
+        assert {w.outcome for w in report.writes} == {"stored"}, report.writes
+        stored = [mem.notes.get(w.id or "") for w in report.writes]
+        return [n.session_id if n else "?" for n in stored]
+
+    assert sessions(learner.extract(since=start, until=clock.now)) == ["s2", "s1", None, None]
+    # a time range holding one session's messages: every note is that session's
+    assert sessions(learner.extract(since=told_in_s2, until=clock.now)) == ["s2", "s2"]
 
 
 @pytest.mark.parametrize(
