@@ -8,9 +8,9 @@ Definitions (``window`` is an :class:`AttributionWindow`):
 
 * Order: actions are ordered by ``(timestamp, id)``; the input need not be sorted.
 * Retrieval: an action with ``tool_name == window.retrieval_tool`` and ``success is True``. The
-  skill is ``params["name"]``; a retrieval whose name is missing, not a string, or blank yields
-  no credit. A failed retrieval-tool call (e.g. ``use_skill`` refusing a deprecated skill) is not
-  a retrieval.
+  skill is ``params["name"]``; a retrieval whose name is missing, not a string, blank, or no
+  skill's name there can be (:func:`retrieved_skill`) yields no credit. A failed
+  retrieval-tool call (e.g. ``use_skill`` refusing a deprecated skill) is not a retrieval.
 * The window of a retrieval R holds the actions A of R's session with
   ``(A.timestamp, A.id) > (R.timestamp, R.id)``, walked in order, and stops before the first of:
 
@@ -50,7 +50,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from philont.domain.json_values import bad_text
 from philont.domain.maturity import Outcome
+from philont.domain.names import MAX_ID_CHARS
 from philont.domain.timepolicy import clamp
 from philont.errors import InvalidInputError
 
@@ -188,10 +190,20 @@ def is_neutral(action: ActionEvent, window: AttributionWindow) -> bool:
 
 
 def retrieved_skill(params: object) -> str | None:
-    """The skill a retrieval's parameters name: ``params["name"]`` when it is a non-blank
-    string, else None (no retrieval)."""
+    """The skill a retrieval's parameters name: ``params["name"]`` when a skill can bear it (a
+    non-blank string of at most :data:`~philont.domain.names.MAX_ID_CHARS` characters, valid
+    Unicode, without a NUL character, which no PostgreSQL text holds), else None (no
+    retrieval: the call still ends the window of the retrieval before it). Such a name was
+    credited, and the reflector's look-up of it (or its marking the row with it) raised at
+    every run, for good; a judged run's verdict kept it."""
     name = params.get("name") if isinstance(params, Mapping) else None
-    if isinstance(name, str) and name.strip():
+    if (
+        isinstance(name, str)
+        and name.strip()
+        and len(name) <= MAX_ID_CHARS
+        and "\x00" not in name
+        and bad_text(name) is None
+    ):
         return name
     return None
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from typing import Final
+
+MAX_ID_CHARS: Final = 200
+"""An id or name philont looks up or stores (a session's, a skill's): at most this many
+characters (:mod:`philont.schemas.inputs` refuses a longer one)."""
 
 NEAR_CANDIDATES = 10_000
 """How many known names a refusal of an unknown one looks through (a query's limit)."""

@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session
 
 from philont.db.models import Action, RawMessage
 from philont.db.types import from_epoch_ms, to_epoch_ms
+from philont.domain.attribution import retrieved_skill
 from philont.domain.kinds import Role
 from philont.learning.config import LearningConfig
 from philont.schemas.inputs import MAX_TEXT_CHARS
-from philont.services.skill_base import named_skill
 
 __all__ = [
     "Left",
@@ -304,11 +304,11 @@ class Run:
 
 def _retrieval(trace: Sequence[ToolCall]) -> tuple[str | None, int | None]:
     """The first skill a run fetched and its call: a successful ``use_skill`` call naming what
-    a skill can be named (:func:`~philont.services.skill_base.named_skill`, as attribution
+    a skill can be named (:func:`~philont.domain.attribution.retrieved_skill`, as attribution
     takes it)."""
     for call in trace:
         if call.tool_name == RETRIEVAL_TOOL and call.success:
-            name = named_skill(call.params)
+            name = retrieved_skill(call.params)
             if name is not None:
                 return name, call.id
     return None, None

@@ -34,12 +34,13 @@ from pydantic_core import SchemaValidator
 from philont.db.stored_values import too_deep
 from philont.domain import json_values
 from philont.domain.kinds import AccessTarget, FactKind, Role
-from philont.domain.names import did_you_mean, meant
+from philont.domain.names import MAX_ID_CHARS, did_you_mean, meant
 from philont.domain.shown import place, short
 from philont.domain.timepolicy import supported_utc
 from philont.errors import InvalidInputError, InvalidTimeRangeError, ReservedNamespaceError
 
 __all__ = [
+    "MAX_ID_CHARS",
     "MAX_LIMIT",
     "MAX_SETTING",
     "MAX_SETTING_DURATION",
@@ -93,7 +94,6 @@ MAX_LIMIT: Final = 10_000
 back to the model is capped separately by size (``philont.tools.dispatch``)."""
 
 MAX_NAMESPACE_CHARS: Final = 100
-MAX_ID_CHARS: Final = 200
 SESSION_SUMMARY_PREFIX: Final = "session-summary-"
 """Id prefix of the per-session summary notes (``session-summary-<session id>``)."""
 MAX_RECORD_ID_CHARS: Final = len(SESSION_SUMMARY_PREFIX) + MAX_ID_CHARS

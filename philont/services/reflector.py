@@ -68,6 +68,7 @@ from philont.domain.attribution import (
     attribute,
     failure_code,
     is_neutral,
+    retrieved_skill,
 )
 from philont.domain.kinds import Role
 from philont.domain.maturity import Outcome
@@ -82,7 +83,6 @@ from philont.schemas.reflector import (
     SkipReason,
 )
 from philont.services.base import Service
-from philont.services.skill_base import named_skill
 
 if TYPE_CHECKING:
     from philont.learning.config import LearningConfig
@@ -306,8 +306,6 @@ class ReflectorService(Service):
             retrieval = timeline.by_id[credit.retrieval_action_id]
             if timeline.linked[retrieval.id] is not None:
                 continue  # processed by an earlier run
-            if named_skill(retrieval.params) is None:
-                continue  # it names no skill there can be: no retrieval, never marked
             if until is not None and retrieval.timestamp > until:
                 continue  # read only as context for an in-scope window
             yield retrieval, credit, timeline
@@ -349,7 +347,7 @@ class ReflectorService(Service):
             .execution_options(yield_per=_SCAN)
         )
         with contextlib.closing(self.session.execute(stmt)) as rows:
-            return next((at for at, params in rows if named_skill(params) is not None), None)
+            return next((at for at, params in rows if retrieved_skill(params) is not None), None)
 
     def _load(self, session_id: str | None, start: datetime, end: datetime | None) -> _Timeline:
         rows = self.session.scalars(

@@ -17,7 +17,6 @@ from philont.db.models.recipes import NO_RECIPE_REVISION
 from philont.db.queries.skills import SKILL_ROW
 from philont.db.stored_values import UNREADABLE, clean
 from philont.db.types import EpochMillis
-from philont.domain.attribution import retrieved_skill
 from philont.domain.kinds import SkillKind
 from philont.domain.maturity import (
     Grade,
@@ -70,23 +69,6 @@ UNSET: Final = Unset.UNSET
 
 
 # --- input validation (before anything is written) ---------------------------------------------
-
-
-def named_skill(params: object) -> str | None:
-    """The skill a ``use_skill`` call's ``params`` name (:func:`~philont.domain.attribution.
-    retrieved_skill`), when a skill can bear that name; one the skill look-up refuses (over 200
-    characters) or that has a NUL (no PostgreSQL text holds one; so on both backends) names
-    none. Such a call is no retrieval of a skill: taken for one, deciding it raised (its
-    look-up, or marking its row with the name) and so did every reflector run, every batch's
-    apply with it, for good; and a judged run's verdict kept the name (a NUL failed the batch
-    on PostgreSQL, again without end)."""
-    name = retrieved_skill(params)
-    if name is None or "\x00" in name:
-        return None
-    try:
-        return str(inputs.check(inputs.SkillNameLookup, name, "name"))
-    except InvalidInputError:
-        return None
 
 
 def required_text(value: object, field: str) -> str:

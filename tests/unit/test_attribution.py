@@ -18,9 +18,12 @@ from philont.domain.attribution import (
     failure_code,
     failure_text,
     is_refused_arguments,
+    retrieved_skill,
 )
 from philont.domain.maturity import Outcome
+from philont.domain.names import MAX_ID_CHARS
 from philont.errors import InvalidInputError
+from philont.schemas.inputs import SkillNameLookup, check
 
 T0 = datetime(2026, 6, 13, 12, 0, tzinfo=UTC)
 SESSION = "s1"
@@ -197,9 +200,31 @@ def test_a_failed_use_skill_neither_ends_the_window_nor_counts_against_the_skill
     assert (credit.outcome, credit.attributed_action_ids) == (Outcome.SUCCESS, (2, 4))
 
 
-@pytest.mark.parametrize("name", [None, 42, "", "   "])
+@pytest.mark.parametrize(
+    "name", [None, 42, "", "   ", "s" * (MAX_ID_CHARS + 1), "a\x00b", "a\ud800b"]
+)
 def test_a_retrieval_without_a_usable_skill_name_is_skipped(name: object) -> None:
+    # A name no skill can bear (longer than a name, a NUL, a lone surrogate) was credited:
+    # the reflector's look-up of it then raised at every run. It still ends the window before.
     assert attribute([fetch(1, 0, name), act(2, 10)], []) == []
+    credit = only(attribute([fetch(1, 0), act(2, 5), fetch(3, 10, name), act(4, 15)], []))
+    assert credit.attributed_action_ids == (2,)
+
+
+_ANY_CHAR = st.characters(exclude_categories=())  # lone surrogates and NUL too
+
+
+@given(
+    st.text(_ANY_CHAR, max_size=8)
+    | st.text(_ANY_CHAR, min_size=MAX_ID_CHARS - 1, max_size=MAX_ID_CHARS + 2)
+)
+def test_a_retrieval_names_a_skill_exactly_when_the_look_up_takes_the_name(name: str) -> None:
+    try:
+        check(SkillNameLookup, name, "name")
+        looked_up = bool(name.strip()) and "\x00" not in name
+    except InvalidInputError:
+        looked_up = False
+    assert (retrieved_skill({"name": name}) == name) is looked_up
 
 
 def test_a_retrieval_without_params_is_skipped() -> None:
