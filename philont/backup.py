@@ -46,15 +46,29 @@ from philont.store import release_shared
 
 log = get_logger(__name__)
 
-BACKUP_PREFIX = "memory-"
 BACKUP_SUFFIX = ".sqlite"
 PRE_RESTORE_LABEL = "-pre-restore"
-_TAG = re.compile(r"(\d{8}T\d{6})")
-_ROTATING = re.compile(rf"{BACKUP_PREFIX}\d{{8}}T\d{{6}}(?:-\d+)?{re.escape(BACKUP_SUFFIX)}")
-"""The names ``backup`` gives its ordinary copies (``memory-<TAG>.sqlite``, ``-2``, ``-3``…):
-the only files rotation counts and deletes. A labelled copy (``-pre-restore``, the
-``-pre-upgrade`` of ``migrate``, any other label) is a safety copy and never rotated away."""
+_TAG = re.compile(r"[0-9]{8}T[0-9]{6}")
 _SEQ = re.compile(r"(.*)-(\d+)")
+
+
+def _prefix(db_path: Path) -> str:
+    """What the names of ``db_path``'s backups begin with: ``<stem>-`` (``memory-`` for
+    ``memory.sqlite``; :func:`philont.settings.backup_stem`)."""
+    return f"{settings.backup_stem(db_path)}-"
+
+
+def _tagged(name: str, db_path: Path) -> re.Match[str] | None:
+    """``name`` as a backup of ``db_path``: ``<stem>-<TAG>``, then a label (``-pre-upgrade``,
+    ``-pre-restore``: group ``label``) and the ``-N`` of a name taken (group ``seq``), each
+    maybe; None when it is not one. A backup of another database sharing the folder, whose
+    stem may begin like this one's (``a`` and ``a-b``, ``a-<TAG>``), is never this one's."""
+    return re.fullmatch(
+        rf"{re.escape(_prefix(db_path))}[0-9]{{8}}T[0-9]{{6}}"
+        rf"(?P<label>(?:-[a-z]+)+)?(?P<seq>-[0-9]+)?{re.escape(BACKUP_SUFFIX)}",
+        name,
+    )
+
 
 DbTarget = str | Path | URL | None
 
@@ -162,29 +176,30 @@ def _order_key(path: Path) -> tuple[str, int, str]:
     """Newest-last sort key: the name's stem (Philont sorts by name), then the ``-N`` that
     ``backup`` appends when a name is taken, so a second backup in the same UTC second ranks
     after the first (plain name order would put ``X.sqlite`` after ``X-2.sqlite``)."""
-    stem = path.name[len(BACKUP_PREFIX) : -len(BACKUP_SUFFIX)]
+    stem = path.name[: -len(BACKUP_SUFFIX)]
     m = _SEQ.fullmatch(stem)
     if m:
         return (m.group(1), int(m.group(2)), path.name)
     return (stem, 1, path.name)
 
 
-def _taken_at(path: Path) -> datetime | None:
-    m = _TAG.match(path.name[len(BACKUP_PREFIX) :])
+def _taken_at(path: Path, db_path: Path) -> datetime | None:
+    m = _TAG.match(path.name[len(_prefix(db_path)) :])
     if m is None:
         return None
     try:
-        return datetime.strptime(m.group(1), "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+        return datetime.strptime(m.group(), "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
     except ValueError:
         return None
 
 
 def _backup_files(db_path: Path) -> list[Path]:
-    """``memory-*.sqlite`` in the backup directory, newest first."""
+    """``db_path``'s backups (``<stem>-<TAG>[-N|label].sqlite``) in its backup directory,
+    newest first; those of another database sharing the folder are not among them."""
     directory = settings.backup_dir_for(db_path)
     if not directory.is_dir():
         return []
-    files = [p for p in directory.glob(f"{BACKUP_PREFIX}*{BACKUP_SUFFIX}") if p.is_file()]
+    files = [p for p in directory.iterdir() if _tagged(p.name, db_path) is not None and p.is_file()]
     return sorted(files, key=_order_key, reverse=True)
 
 
@@ -258,16 +273,19 @@ def _checked(
     )
 
 
-def is_rotating(path: Path) -> bool:
-    """Whether ``path`` is an ordinary rotating backup (not a safety copy made before a
-    restore or an upgrade, nor any other file): what ``backup(keep=)`` may count and delete."""
-    return _ROTATING.fullmatch(path.name) is not None
+def is_rotating(path: Path, db_path: Path) -> bool:
+    """Whether ``path`` is an ordinary rotating backup of the database ``db_path``
+    (``<stem>-<TAG>.sqlite``, ``-2``, ``-3``…; not a safety copy made before a restore or an
+    upgrade, nor another database's backup, nor any other file): what ``backup(keep=)`` may
+    count and delete."""
+    m = _tagged(path.name, db_path)
+    return m is not None and m["label"] is None
 
 
 def _rotate(db_path: Path, keep: int, newest: Path) -> list[Path]:
     """Delete all but the newest ``keep`` ordinary backups; the one just taken always stays,
     and safety copies (``-pre-restore``, ``-pre-upgrade``) are neither counted nor deleted."""
-    others = [p for p in _backup_files(db_path) if p != newest and is_rotating(p)]
+    others = [p for p in _backup_files(db_path) if p != newest and is_rotating(p, db_path)]
     doomed = others[keep - 1 :]
     for p in doomed:
         try:
@@ -288,7 +306,8 @@ def backup(
     progress: Progress | None = None,
 ) -> Path:
     """Take an online backup (SQLite backup API: consistent while others write) of the database
-    into its sibling ``backups/`` as ``memory-YYYYMMDDTHHMMSS.sqlite`` (UTC of ``at``, default
+    into its sibling ``backups/`` as ``<stem>-YYYYMMDDTHHMMSS.sqlite`` (``memory`` for
+    ``memory.sqlite``: :func:`philont.settings.backup_stem`; UTC of ``at``, default
     now; ``-2``, ``-3``… when taken), mode 0600 in a 0700 directory, verify it, then keep only
     the newest ``keep`` ordinary backups (``None``: delete nothing). Only names ``backup``
     gives count and go (:func:`is_rotating`): the ``-pre-restore`` and ``-pre-upgrade`` safety
@@ -337,14 +356,16 @@ def _backup(path: Path, keep: int | None, at: datetime | None, progress: Progres
 
 
 def list_backups(db: DbTarget = None) -> list[BackupInfo]:
-    """The ``memory-*.sqlite`` files in the database's ``backups/``, newest first."""
+    """The database's backups in its ``backups/`` (``<stem>-<TAG>….sqlite``, ``memory-…`` for
+    ``memory.sqlite``; not those of another database in the folder), newest first."""
+    path = _db_file(db)
     found = []
-    for p in _backup_files(_db_file(db)):
+    for p in _backup_files(path):
         try:
             size = p.stat().st_size
         except FileNotFoundError:  # rotated away meanwhile
             continue
-        found.append(BackupInfo(path=p, taken_at=_taken_at(p), size=size))
+        found.append(BackupInfo(path=p, taken_at=_taken_at(p, path), size=size))
     return found
 
 
@@ -513,7 +534,7 @@ def _no_progress(_step: str, _done: int, _total: int) -> None:
 
 
 def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | None, bool]:
-    """Keep the live file before it is replaced: a backup ``memory-<TAG>-pre-restore.sqlite``
+    """Keep the live file before it is replaced: a backup ``<stem>-<TAG>-pre-restore.sqlite``
     taken through the locked connection when it is sound, a byte copy when it is damaged.
     Returns the copy and whether the file was damaged."""
     if live is not None:
@@ -528,7 +549,7 @@ def _keep_previous(path: Path, live: sqlite3.Connection | None) -> tuple[Path | 
 def _quarantine_copy(path: Path) -> Path:
     """Byte copies of a damaged live file (and what SQLite kept beside it: its ``-wal``, a
     hot ``-journal``, which the restore then removes) as ``<db>.corrupt-<TAG>``, Philont's
-    quarantine name; not ``memory-*.sqlite``, so no recovery ever picks them."""
+    quarantine name; not a backup's name, so no recovery ever picks them."""
     stem = f"{path}.corrupt-{_tag(datetime.now(UTC))}"
     target = Path(stem)
     n = 1
@@ -734,7 +755,7 @@ def restore(
     the live file untouched. A ``-wal`` beside the backup that holds changes (a copy of a
     database in WAL mode taken with it) is copied too and folded into the copy. The live file
     is kept: an online backup
-    ``memory-<TAG>-pre-restore.sqlite`` when healthy, a byte copy ``<db>.corrupt-<TAG>`` when
+    ``<stem>-<TAG>-pre-restore.sqlite`` when healthy, a byte copy ``<db>.corrupt-<TAG>`` when
     not; stale ``-wal``/``-shm`` files go, and ``os.replace`` puts the copy in place with
     mode 0600. Once the copy is in place the restore stands, its safety copy stays and the
     file is made 0600 and its rename durable, whatever fails after (an error closing what it

@@ -30,3 +30,11 @@ def default_db_path() -> Path:
 def backup_dir_for(db_path: Path) -> Path:
     """The sibling ``backups/`` directory of a database file."""
     return db_path.parent / BACKUP_DIR_NAME
+
+
+def backup_stem(db_path: Path) -> str:
+    """What the names of a database file's backups begin with (then ``-<UTC second>``): its
+    file name without ``.sqlite`` (``memory`` for ``memory.sqlite``, Philont's
+    ``memory-<TAG>.sqlite``), so that databases sharing a folder, and so ``backups/``, each
+    count and list their own backups only."""
+    return db_path.name.removesuffix(".sqlite")

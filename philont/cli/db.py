@@ -20,15 +20,19 @@ def _upgrade_with_progress(db: str | None) -> migrate.UpgradeReport:
 
     from philont import migrate
 
-    total = len(migrate.history())
+    revisions = [rev for rev, _doc in migrate.history()]
     with progress(
         TextColumn("upgrading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rev]}")
     ) as bar:
-        task = bar.add_task("upgrade", total=total, rev="")
+        # how many revisions run is known once the first has (the chain starts where the
+        # database stands: a v031 file runs 8 of them, not every one philont ships)
+        task = bar.add_task("upgrade", total=None, rev="")
 
         def step(rev: str) -> None:
+            if bar.tasks[0].total is None:
+                bar.update(task, total=len(revisions) - revisions.index(rev))
             bar.update(task, advance=1, rev=rev)
-            if bar.tasks[0].completed < total:
+            if bar.tasks[0].completed < (bar.tasks[0].total or 0):
                 reached("upgrade:revisions")
 
         return migrate.upgrade(db, on_step=step)

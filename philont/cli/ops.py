@@ -96,8 +96,8 @@ def backup(
     keep: Annotated[
         int | None,
         typer.Option(
-            help="Keep only the newest N ordinary backups (never deletes the -pre-restore and "
-            "-pre-upgrade safety copies).",
+            help="Keep only the newest N ordinary backups of this database (never deletes the "
+            "-pre-restore and -pre-upgrade safety copies, nor another database's backups).",
             parser=values.value(values.Positive),
             metavar="N",
         ),

@@ -29,6 +29,7 @@ from philont import settings
 from philont.arguments import checked
 from philont.db.engine import (
     check_file,
+    create_engine,
     database_name,
     is_postgres,
     require_file,
@@ -51,6 +52,7 @@ from philont.migrate.plan import (
     check_recorded,
     parse_schema_version,
     plan_file,
+    plan_from,
     ro_connect,
     table_names,
     unreadable,
@@ -208,6 +210,32 @@ def _recorded(conn: sqlite3.Connection) -> tuple[str | None, str | None]:
     return revision, version
 
 
+def _plan(target: URL | Connection | None) -> None:
+    """Inspect ``target`` as an upgrade does first, read only: raises what an upgrade would
+    refuse it with (a revision or ``schema_version`` we do not ship, records that disagree,
+    another program's tables under philont's names, the old per-agent PostgreSQL layout), on
+    every backend and kind of target."""
+    from philont.migrate import postgres
+
+    if isinstance(target, Connection):
+        driver = target.connection.driver_connection
+        if isinstance(driver, sqlite3.Connection):
+            plan_from(driver)
+        elif target.dialect.name == "postgresql":
+            postgres.plan(target)
+        return
+    path = None if target is None else sqlite_path(target)
+    if path is not None:
+        plan_file(path)
+    elif target is not None and is_postgres(target):
+        engine = create_engine(target, create=False)
+        try:
+            with engine.connect() as conn:
+                postgres.plan(conn)
+        finally:
+            engine.dispose()
+
+
 def _status_pg(url: URL, head: str) -> Status:
     from philont.migrate import postgres
 
@@ -225,9 +253,8 @@ def check(target: Target = None) -> Status:
     if st.revision == st.head and not st.at_head:
         check_recorded(st.revision, st.schema_version)  # raises: the records disagree
     url = None if isinstance(target, Connection) else resolve_url(target)
-    path = None if url is None else sqlite_path(url)
-    if not st.at_head and path is not None:
-        plan_file(path)  # raises what an upgrade of this file would raise
+    if not st.at_head:
+        _plan(target if isinstance(target, Connection) else url)  # raises as an upgrade would
     if not st.at_head:
         named = "database" if url is None else f"database {database_name(url)}"
         raise SchemaOutOfDateError(

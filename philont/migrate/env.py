@@ -67,7 +67,8 @@ def backup_file(
     source: sqlite3.Connection | None = None,
 ) -> Path:
     """Online copy (SQLite backup API, consistent under concurrent writers) of ``path`` into its
-    sibling ``backups/`` as ``memory-YYYYMMDDTHHMMSS[label].sqlite``, mode 0600; read through
+    sibling ``backups/`` as ``<stem>-YYYYMMDDTHHMMSS[label].sqlite`` (:func:`settings.backup_stem`:
+    ``memory`` for ``memory.sqlite``), mode 0600; read through
     ``source`` when given (a connection on ``path`` that holds it locked).
 
     The copy is written to a hidden ``.partial`` file, synced, and only then given its name:
@@ -80,10 +81,10 @@ def backup_file(
     with _writing_into(directory):
         filewrite.sweep(  # a killed backup's
             directory,
-            f".memory-*.sqlite.{PARTIAL}-*",
-            rf"\.memory-.*\.sqlite\.{PARTIAL}-{filewrite.TEMP_ID}",
+            f".*.sqlite.{PARTIAL}-*",
+            rf"\..*\.sqlite\.{PARTIAL}-{filewrite.TEMP_ID}",
         )
-        stem = f"memory-{at.astimezone(UTC):%Y%m%dT%H%M%S}{label}"
+        stem = f"{settings.backup_stem(path)}-{at.astimezone(UTC):%Y%m%dT%H%M%S}{label}"
         # Made 0600 before SQLite writes a byte into it (no window with wider modes), and
         # held, so no sweep takes it for a killed backup's, until it is named or removed.
         held = filewrite.LockedTemp(
@@ -189,7 +190,7 @@ def _gives_up(path: Path) -> Callable[[int, int, int], None]:
 
 
 PARTIAL = "partial"
-"""Marks a backup still being written (``.memory-<...>.sqlite.partial-<id>``)."""
+"""Marks a backup still being written (``.<stem>-<...>.sqlite.partial-<id>``)."""
 
 
 def _claim_name(partial: Path, directory: Path, stem: str) -> Path:
@@ -282,7 +283,7 @@ def _refuse_unsupported(context: Any) -> None:
         raise UnsupportedMigrationError(
             "philont's schema history is forward-only: `alembic downgrade` is not supported "
             "and nothing was changed; to go back, restore the copy the upgrade took "
-            "(`philont restore backups/memory-<UTC>-pre-upgrade.sqlite`; on PostgreSQL, "
+            "(`philont restore backups/<name>-<UTC>-pre-upgrade.sqlite`; on PostgreSQL, "
             "your own backup of the database)"
         )
     if context.is_offline_mode():

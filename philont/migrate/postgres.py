@@ -17,7 +17,7 @@ from philont import settings
 from philont.db.engine import check_utf8, create_engine
 from philont.db.pg_layout import AGENTS_TABLE
 from philont.errors import MigrationError, UnknownSchemaVersionError, UnrecognizedSchemaError
-from philont.migrate.plan import _Plan
+from philont.migrate.plan import VERSION_COLUMN, _Plan
 from philont.migrate.report import Status
 from philont.migrate.scripts import heads_for, known_revisions
 
@@ -60,7 +60,7 @@ def plan(conn: Connection) -> _Plan:
     revision = _revision(conn)
     if revision is not None:
         if revision not in known_revisions():
-            raise UnknownSchemaVersionError(revision)
+            raise UnknownSchemaVersionError(revision, column=VERSION_COLUMN)
         if revision <= SQLITE_HISTORY_END:  # never left there: the stamp and v036 are one
             # transaction, so this is a schema of the old layout (one agent per schema)
             raise UnrecognizedSchemaError(f"revision {revision}: {_LEGACY_HINT}")

@@ -98,7 +98,18 @@ def _finite(value: Any) -> Any:
         raise ValueError("must be a finite number")
     if not isinstance(value, int | float):
         raise ValueError(f"must be a number, got {type(value).__name__}")
+    if isinstance(value, int) and abs(value) > EXACT_WHOLE:
+        raise ValueError(
+            "a whole number beyond 2**53 in a REAL column: a double rounds it (SQLite cannot "
+            "even take one beyond 64 bits); write it as a number with a fraction or exponent "
+            "(1e30), which is stored as it is read"
+        )
     return value
+
+
+EXACT_WHOLE = 2**53
+"""The largest whole number every smaller one of which a double (a REAL column) holds as it
+is: past it a whole number in a REAL column is refused, not rounded by the database."""
 
 
 EpochMs = Annotated[StrictInt, AfterValidator(_epoch_ms)]
@@ -108,7 +119,8 @@ Int64 = Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)]
 Flag = Annotated[StrictInt, Field(ge=0, le=1)]
 """A 0/1 flag (a boolean column)."""
 Real = Annotated[float, PlainValidator(_finite)]
-"""A REAL column: a finite number (whole numbers too: SQLite keeps 1.0 as 1)."""
+"""A REAL column: a finite number (whole numbers too: SQLite keeps 1.0 as 1), one the column
+holds as it is: a whole number up to 2**53 (:data:`EXACT_WHOLE`; 2**53 + 1 a double rounds)."""
 StoredText = Annotated[StrictStr, inputs.UNICODE]
 """A TEXT column: valid Unicode text."""
 JsonText = Annotated[StrictStr, AfterValidator(_json_text), inputs.UNICODE]

@@ -79,7 +79,10 @@ def import_(
 
     The whole file is validated first, nothing touched (``ImportFormatError(line_number,
     reason)``): its format, then every value against the types and rules a service write applies
-    (:mod:`philont.transfer.gate`), and every unique key once (a repeat names both lines). Then
+    (:mod:`philont.transfer.gate`), and every unique key once (a repeat names both lines). The
+    rows are then read again from the file the check read (a path is opened once), compared
+    with it as they are read: a file another process wrote in between is refused
+    (``ImportFormatError``, "the file changed after it was checked"). Then
     the target is upgraded to head inside the transaction that loads the rows: any refusal
     (the file's, or the target's below) leaves an older target as it was, an SQLite file byte
     for byte (not switched to WAL before the commit, its ``-pre-upgrade`` copy removed again;

@@ -86,7 +86,7 @@ def _remove(path: Path, *, existed: bool) -> None:
 
 @contextmanager
 def pre_upgrade_copy(path: Path, plan: _Plan) -> Iterator[Path | None]:
-    """The copy of ``path`` an upgrade takes first (``backups/memory-<UTC>-pre-upgrade.sqlite``),
+    """The copy of ``path`` an upgrade takes first (``backups/<stem>-<UTC>-pre-upgrade.sqlite``),
     when ``plan`` (read under the import's write lock) has an upgrade of a file holding data to
     do; the import then upgrades inside its own transaction. Removed again, with the
     ``backups/`` made for it, when the import fails: the file is then as it was."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import io
 import json
 import os
@@ -225,42 +226,107 @@ def source(src: object) -> Path | TextIO:
     )
 
 
+CHECKPOINT_LINES = 1000
+"""How many lines of an import file a later read of it goes at most before it compares what
+it read with the check's (:class:`_Watched`)."""
+
+
+class _Watched:
+    """One read of an import file, whose lines are fingerprinted as they are read: the first
+    read (the check) notes a digest every :data:`CHECKPOINT_LINES` lines and one at the end;
+    every later read (the load, the lines an error names) compares its own as it reaches
+    them, and raises :class:`ImportFormatError` at the first difference. The load reads the
+    file again after the check, and another process may have written it meanwhile (appended
+    to it, rewritten it in place): rows the check never saw would have gone in unchecked. So
+    the load places at most a checkpoint's rows the check did not see, inside its transaction,
+    before the change is found and everything rolled back. The rest of the file object (its
+    ``fileno``, ``buffer``: the progress of the check) is the file's own."""
+
+    def __init__(self, fh: IO[str], marks: list[bytes] | None) -> None:
+        self._fh = fh
+        self._marks = marks  # the check's digests; None while the check itself reads
+        self.noted: list[bytes] = []
+        self._hash = hashlib.blake2b(digest_size=16)
+        self._lines = 0
+        self.ended = False
+
+    def readline(self, size: int = -1) -> str:
+        line = self._fh.readline(size)
+        if self.ended:
+            return line
+        if line:
+            self._hash.update(line.encode("utf-8", "surrogatepass"))
+            self._lines += 1
+            if self._lines % CHECKPOINT_LINES == 0:
+                self._mark()
+        else:
+            self.ended = True
+            self._mark()
+        return line
+
+    def _mark(self) -> None:
+        digest = self._hash.copy().digest()
+        index = len(self.noted)
+        self.noted.append(digest)
+        if self._marks is None or (index < len(self._marks) and self._marks[index] == digest):
+            return
+        self.ended = True  # nothing more to compare: it differs
+        raise ImportFormatError(
+            self._lines,
+            "the file changed after it was checked (another process wrote it meanwhile); "
+            "nothing was imported: import it again once it is complete",
+        )
+
+    def settle(self) -> None:
+        """After a later read stopped early (an error): read on to its next checkpoint, so a
+        file changed meanwhile is said to be, rather than what its unchecked line caused."""
+        while not self.ended:
+            self.readline(MAX_LINE_CHARS + 1)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fh, name)
+
+
 @contextmanager
 def reopenable(src: Path | TextIO) -> Iterator[Callable[[], AbstractContextManager[IO[str]]]]:
-    """Something to read the source twice from (validate, then insert): a path is reopened, a
-    seekable stream rewound, anything else spooled to a private temp file first."""
-    if isinstance(src, Path):
-        filewrite.regular(src)  # a directory, device, pipe or /proc file: never opened
-        if not src.is_file():
-            raise FilePathError(str(src), missing_reason(src))
-
-        @contextmanager
-        def _open_path() -> Iterator[IO[str]]:
+    """Something to read the source twice from (validate, then insert): a path is opened once
+    (a file renamed over it meanwhile is not read) and rewound, a seekable stream rewound,
+    anything else spooled to a private temp file first. Every read after the first compares
+    what it reads with what the first read (:class:`_Watched`)."""
+    with ExitStack() as stack:
+        stream: IO[str]
+        if isinstance(src, Path):
+            filewrite.regular(src)  # a directory, device, pipe or /proc file: never opened
+            if not src.is_file():
+                raise FilePathError(str(src), missing_reason(src))
             try:
-                fh = src.open("r", encoding="utf-8", newline="\n")
+                stream = stack.enter_context(src.open("r", encoding="utf-8", newline="\n"))
             except OSError as exc:
                 raise FilePathError(str(src), exc.strerror or str(exc)) from exc
-            with fh:
-                yield fh
-
-        yield _open_path
-        return
-    with ExitStack() as stack:
-        stream: IO[str] = src
-        if not src.seekable():
-            spool = stack.enter_context(
+        elif not src.seekable():
+            stream = stack.enter_context(
                 tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")
             )
             for chunk in iter(lambda: src.read(1 << 16), ""):
-                spool.write(chunk)
-            spool.seek(0)
-            stream = spool
+                stream.write(chunk)
+            stream.seek(0)
+        else:
+            stream = src
         start = stream.tell()
+        first: list[list[bytes]] = []  # the check's digests, once it has read the whole file
 
         @contextmanager
         def _rewound() -> Iterator[IO[str]]:
             stream.seek(start)
-            yield stream
+            read = _Watched(stream, first[0] if first else None)
+            try:
+                yield cast(IO[str], read)
+            except Exception:
+                if first:
+                    read.settle()  # raises, from the error, when the file changed
+                raise
+            if not first and read.ended:
+                first.append(read.noted)
 
         yield _rewound
 

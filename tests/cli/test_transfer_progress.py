@@ -1,15 +1,16 @@
 """`philont import` on a terminal, as a person runs it: a long import shows its progress from
-the start (the check of the whole file, the rows of each table, the search indexes). Ctrl-C
-during it: tests/cli/test_ctrl_c.py."""
+the start (the check of the whole file, the rows of each table, the search indexes); `philont
+db upgrade` counts the revisions it runs. Ctrl-C during them: tests/cli/test_ctrl_c.py."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from philont import transfer
+from philont import migrate, transfer
 from philont.schemas.timeline import MessageIn
 from philont.store import Store
 from tests.cli.terminal import run_in_terminal
@@ -56,3 +57,20 @@ def test_a_long_import_shows_each_step_as_it_goes(big_export: Path, tmp_path: Pa
     assert _counts(run.output, "rebuilding search indexes")
     assert run.output.index("checking the file") < run.output.index("importing")
     assert f"{MESSAGES} added" in run.output
+
+
+@pytest.mark.parametrize(("fixture", "runs"), [("v31", 8), ("v27", 12), ("v2", 37)])
+def test_an_upgrade_counts_the_revisions_it_runs(
+    copy_fixture: Callable[[str], Path], fixture: str, runs: int
+) -> None:
+    """The bar counted against every revision philont ships: an upgrade of the original's v31
+    file ended at 8/39, as if it had stopped a fifth of the way."""
+    db = copy_fixture(fixture)
+    assert len(migrate.history()) - runs == int(fixture.removeprefix("v"))  # where it starts
+
+    run = run_in_terminal(["db", "upgrade", "--db", str(db)], None)
+
+    assert run.status == 0, run.output[-2000:]
+    counts = _counts(run.output, "upgrading")
+    assert counts and counts[-1] == (runs, runs), counts
+    assert {total for _done, total in counts} == {runs}, counts

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from philont import filewrite, migrate, tools
@@ -195,6 +195,53 @@ def test_rotation_counts_every_memory_backup_like_philont(live: Path) -> None:
 
     assert not stray.exists()
     assert other.exists()
+
+
+def _tiny_database(path: Path) -> Path:
+    with closing(sqlite3.connect(str(path))) as conn, conn:
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("INSERT INTO t VALUES (?)", (path.name,))
+    return path
+
+
+# Database file names, some beginning like another's backups (``a`` and ``a-b``, ``a-<TAG>``)
+# or holding what a glob or a regular expression reads (``[``, ``*``, ``.``).
+_DB_NAMES = st.text(
+    st.sampled_from(["a", "b", "m", "-", "2", "0", "T", ".", "[", "*", " ", "é"]),
+    min_size=1,
+    max_size=18,
+).map(lambda stem: stem + ".sqlite")
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    names=st.tuples(_DB_NAMES, _DB_NAMES).filter(lambda n: n[0] != n[1]),
+    second=st.integers(0, 3),
+)
+@example(names=("a.sqlite", "b.sqlite"), second=0)
+@example(names=("memory.sqlite", "memory-20260614T040000.sqlite"), second=0)
+@example(names=("a.sqlite", "a-20260614T040000-pre.sqlite"), second=1)
+@example(names=("a-b.sqlite", "a.sqlite"), second=0)
+def test_databases_sharing_a_folder_keep_and_list_only_their_own_backups(
+    tmp_path_factory: pytest.TempPathFactory, names: tuple[str, str], second: int
+) -> None:
+    """Two databases in one folder share ``backups/``: rotating one never deletes the other's
+    backups, nor lists them as its own (before, every ``memory-*`` file was every database's,
+    so ``backup(a, keep=1)`` deleted ``b``'s backups)."""
+    folder = tmp_path_factory.mktemp("shared")
+    a, b = (_tiny_database(folder / name) for name in names)
+    theirs = [backup(b, at=AT + timedelta(seconds=i)) for i in range(2)]
+    theirs.append(migrate.backup_file(b, at=AT, label=PRE_UPGRADE_LABEL))
+
+    ours = [backup(a, at=AT + timedelta(seconds=second + i), keep=1) for i in range(3)]
+
+    assert all(p.exists() for p in theirs), sorted(p.name for p in folder.rglob("*"))
+    assert [p.exists() for p in ours] == [False, False, True]
+    assert [x.path for x in list_backups(a)] == ours[2:]
+    assert {x.path for x in list_backups(b)} == set(theirs)
+    assert not any(is_rotating(p, a) for p in theirs)
 
 
 @pytest.mark.parametrize("keep", [0, -1])
@@ -462,7 +509,7 @@ def test_a_restore_and_an_upgrade_keep_their_safety_copies_through_rotation(
 
     assert safety is not None and safety.exists() and len(upgraded) == 1 and upgraded[0].exists()
     assert _backup_names(populated) == {kept.name, safety.name, upgraded[0].name}
-    assert [b.path for b in list_backups(populated) if is_rotating(b.path)] == [kept]
+    assert [b.path for b in list_backups(populated) if is_rotating(b.path, populated)] == [kept]
 
 
 HOLD = """

@@ -155,6 +155,72 @@ def test_an_impossible_value_is_refused_with_its_line_and_nothing_is_written(
     assert _dump(target) == before
 
 
+# The REAL column of the export's rows that takes any positive number (confidence and
+# importance stop at 1, a negative decay_tau_days is refused for its sign)
+_BEYOND_A_DOUBLE = st.integers(min_value=2**53 + 1, max_value=10**400)
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(value=_BEYOND_A_DOUBLE)
+def test_a_whole_number_a_real_column_would_round_is_refused_with_its_line(
+    value: int,
+    export_lines: list[str],
+    empty_target: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A whole number beyond 2**53 in a REAL column was imported rounded (2**53 + 1 became
+    2**53, on SQLite and PostgreSQL) or, beyond 64 bits, failed on SQLite with Python's
+    untyped OverflowError and a traceback. It is refused naming its line, nothing written."""
+    table, column = "memory_facts", "decay_tau_days"
+    base = tmp_path_factory.mktemp("real")
+    number = _first(export_lines, table)
+    target = _target(empty_target, base)
+    before = _dump(target)
+
+    with pytest.raises(ImportFormatError) as err:
+        import_(target, _file(base, _edit(export_lines, number, **{column: value})))
+
+    assert err.value.line_number == number
+    assert f"{table}.{column}: a whole number beyond 2**53" in str(err.value)
+    assert _dump(target) == before
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("value", [2**53 + 1, 2**60 + 1, 2**63, 10**30])
+def test_on_postgresql_a_whole_number_a_double_would_round_is_refused(
+    value: int, export_lines: list[str], pg_agent: Callable[[], Any], tmp_path: Path
+) -> None:
+    url = pg_agent()
+    number = _first(export_lines, "memory_facts")
+    lines = _edit(export_lines, number, decay_tau_days=value)
+    with pytest.raises(ImportFormatError) as err:
+        import_(url, _file(tmp_path, lines))
+    assert err.value.line_number == number
+    assert not _agent_exists(url)
+
+
+def test_a_whole_number_a_double_holds_and_a_float_beyond_it_are_kept_exactly(
+    export_lines: list[str], empty_target: Path, tmp_path: Path
+) -> None:
+    """The control: 2**53 and 1e30 (a float in the file) are imported as they are."""
+    facts = [
+        n for n, line in enumerate(export_lines, 1) if line.startswith('{"table":"memory_facts"')
+    ]
+    lines = _edit(export_lines, facts[0], decay_tau_days=2**53)
+    lines = _edit(lines, facts[1], decay_tau_days=1e30)
+    target = _target(empty_target, tmp_path)
+    import_(target, _file(tmp_path, lines))
+    with closing(sqlite3.connect(str(target))) as conn:
+        kept = {
+            row[0]
+            for row in conn.execute("SELECT decay_tau_days FROM memory_facts")
+            if row[0] is not None
+        }
+    assert {float(2**53), 1e30} <= kept
+
+
 def test_a_fact_superseded_by_itself_is_refused(
     export_lines: list[str], empty_target: Path, tmp_path: Path
 ) -> None:

@@ -68,7 +68,8 @@ def export_lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 class Target:
     """A database that already holds memory: how to import into it and a digest of it."""
 
-    import_: Callable[[Path], object]
+    import_: Callable[..., object]
+    """``import_(file, **keywords of transfer.import_)``"""
     digest: Callable[[], str]
     refuse: Callable[[str, str, str, bool], None]
     """``refuse(table, column, text, updates_only)``: add a host's rule to the target that
@@ -115,7 +116,7 @@ def _target(request: pytest.FixtureRequest, tmp_path: Path, *, filled: bool) -> 
                     )
 
         return Target(
-            import_=lambda file: transfer.import_(path, file, mode=mode),
+            import_=lambda file, **kw: transfer.import_(path, file, mode=mode, **kw),
             digest=lambda: _sqlite_digest(path),
             refuse=refuse_sqlite,
         )
@@ -161,7 +162,7 @@ def _target(request: pytest.FixtureRequest, tmp_path: Path, *, filled: bool) -> 
         )
 
     return Target(
-        import_=lambda file: transfer.import_(layout.url, file, mode=mode, agent=agent),
+        import_=lambda file, **kw: transfer.import_(layout.url, file, mode=mode, agent=agent, **kw),
         digest=digest,
         refuse=refuse_pg,
     )
@@ -301,6 +302,68 @@ def test_the_same_file_undamaged_imports(
     before = target.digest()
     target.import_(file)
     assert target.digest() != before
+
+
+# --- a file another process writes while it is imported ---------------------------------------
+
+CHANGES: dict[str, Callable[[list[str]], str]] = {
+    "rewritten in place, a value the check would refuse": lambda lines: _set(
+        lines, "memory_notes", importance=5
+    )[0],
+    "a row appended after the trailer": lambda lines: _text(lines) + lines[1],
+    "cut short": lambda lines: _text(lines[:-3]),
+}
+
+
+@pytest.mark.parametrize("checkpoint", [1, 3, 1000])
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_file_written_between_the_check_and_the_load_is_refused(
+    change: str,
+    checkpoint: int,
+    export_lines: list[str],
+    target: Target,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The load reads the file again after the check: a file another process wrote meanwhile
+    went in unchecked (a note's importance of 5 was stored) or was refused for what the
+    writer left half done. Now the load compares what it reads with what the check read
+    (every ``CHECKPOINT_LINES`` lines and at the end) and refuses the changed file as such,
+    the target as it was."""
+    monkeypatch.setattr(reader, "CHECKPOINT_LINES", checkpoint, raising=False)  # none before
+    file = written(tmp_path / "import.jsonl", _text(export_lines))
+
+    def write_when_checked(table: str, done: int, total: int) -> None:
+        if table == transfer.CHECKING and done == total:
+            file.write_text(CHANGES[change](export_lines), encoding="utf-8")  # same inode
+
+    error = refused(
+        transfer.ImportFormatError,
+        lambda: target.import_(file, progress=write_when_checked),
+        target.digest,
+    )
+    assert "the file changed after it was checked" in str(error), error
+
+
+def test_a_file_renamed_over_the_path_after_the_check_is_not_read(
+    export_lines: list[str], target: Target, tmp_path: Path
+) -> None:
+    """The check's file is the one loaded (opened once): a file renamed over its path
+    meanwhile (an export being written there) is not read unchecked."""
+    file = written(tmp_path / "import.jsonl", _text(export_lines))
+    other = written(tmp_path / "other.jsonl", _set(export_lines, "memory_notes", importance=5)[0])
+
+    def rename_when_checked(table: str, done: int, total: int) -> None:
+        if table == transfer.CHECKING and done == total and other.exists():
+            other.replace(file)
+
+    report = target.import_(file, progress=rename_when_checked)
+    assert isinstance(report, transfer.ImportReport)
+    assert not other.exists()
+    again = target.digest()
+    control = written(tmp_path / "checked.jsonl", _text(export_lines))
+    target.import_(control)  # the checked file, merged again: nothing new
+    assert target.digest() == again
 
 
 # --- values Python's JSON parser cannot take, or a header the database cannot hold ------------

@@ -334,7 +334,7 @@ def test_alembic_upgrade_head_from_a_checkout_adopts_a_philont_database(
     assert proc.returncode == 0, proc.stderr
     st = migrate.status(db)
     assert st.at_head and st.schema_version == "31"
-    assert any((db.parent / "backups").glob("memory-*.sqlite"))
+    assert any((db.parent / "backups").glob("v27-*.sqlite"))
 
 
 def test_check_names_the_command_that_fixes_an_old_database(copy_fixture: CopyFixture) -> None:

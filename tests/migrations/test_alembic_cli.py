@@ -133,7 +133,7 @@ def test_the_command_line_says_each_revision_and_the_backup_it_took(
     assert proc.returncode == 0, proc.stderr
     for rev in range(27, 37):
         assert f"Running upgrade v{rev:03d} -> v{rev + 1:03d}" in proc.stderr, proc.stderr
-    (backup,) = (db.parent / "backups").glob("memory-*-pre-upgrade.sqlite")
+    (backup,) = (db.parent / "backups").glob("v27-*-pre-upgrade.sqlite")
     assert f"migrate.backup path='{backup}'" in proc.stderr
     assert "migrate.adopted stamped='v027'" in proc.stderr
 

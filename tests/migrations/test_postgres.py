@@ -32,6 +32,9 @@ from philont.errors import (
     AgentRequiredError,
     InvalidInputError,
     MigrationError,
+    SchemaError,
+    SchemaOutOfDateError,
+    UnknownSchemaVersionError,
     UnrecognizedSchemaError,
 )
 from philont.memory import Memory
@@ -485,6 +488,68 @@ def test_an_agent_schema_of_the_old_layout_is_refused_with_the_way_out(
         engine.dispose()
     with pytest.raises(UnrecognizedSchemaError, match="agents export-schema SCHEMA FILE"):
         migrate.upgrade(url)
+
+
+_REFUSED_SCHEMAS = {
+    "a later release's revision": [
+        "CREATE TABLE {v} (version_num TEXT)",
+        "INSERT INTO {v} VALUES ('v099')",
+    ],
+    "a revision no release has": [
+        "CREATE TABLE {v} (version_num TEXT)",
+        "INSERT INTO {v} VALUES ('zzz')",
+    ],
+    "the old per-agent layout": [
+        "CREATE TABLE {v} (version_num TEXT)",
+        "INSERT INTO {v} VALUES ('v030')",
+    ],
+    "memory tables without our version table": [
+        "CREATE TABLE memory_facts (id TEXT PRIMARY KEY, body TEXT)",
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(_REFUSED_SCHEMAS))
+def test_a_schema_the_upgrade_refuses_is_refused_so_by_every_check(
+    scratch: Callable[[], URL], case: str
+) -> None:
+    """``migrate.check`` (``db check``, ``Store.open``, ``stats``, ``export``) said "run
+    `philont db upgrade`" (schema_out_of_date, exit 3) of a PostgreSQL schema the upgrade
+    then refused; it checked only SQLite files as an upgrade would. Now every check raises the
+    upgrade's own refusal, and an unknown revision is named by the column it is in (the
+    upgrade named ``memory_meta.schema_version``, 'versions 1..31', for ``'v099'``)."""
+    url = scratch()
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            for sql in _REFUSED_SCHEMAS[case]:
+                conn.execute(text(sql.format(v=settings.VERSION_TABLE)))
+        with pytest.raises(SchemaError) as refused:
+            migrate.upgrade(url)
+        assert not isinstance(refused.value, SchemaOutOfDateError)
+        if isinstance(refused.value, UnknownSchemaVersionError):
+            assert refused.value.column == f"{settings.VERSION_TABLE}.version_num"
+        expected = (type(refused.value), refused.value.message)
+
+        def opened() -> None:
+            with Store.open(url, upgrade=False):
+                pass
+
+        def on_connection() -> None:
+            with engine.connect() as conn:
+                migrate.check(conn)
+
+        for call in (lambda: migrate.check(url), on_connection, opened):
+            with pytest.raises(SchemaError) as caught:
+                call()
+            assert (type(caught.value), caught.value.message) == expected
+    finally:
+        engine.dispose()
+    cli = [sys.executable, "-m", "philont", "db", "check", "--db"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([*cli, url.render_as_string(hide_password=False)], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (1, f"error ({expected[0].code}): {expected[1]}\n")
 
 
 @pytest.mark.parametrize("agent", ["", "Alice", "-a", ".a", "a b", "x" * 64, "a;b", None, 7])
