@@ -270,18 +270,32 @@ class _Watched:
         self.noted.append(digest)
         if self._marks is None or (index < len(self._marks) and self._marks[index] == digest):
             return
+        raise self._changed()
+
+    def _changed(self) -> ImportFormatError:
         self.ended = True  # nothing more to compare: it differs
-        raise ImportFormatError(
+        return ImportFormatError(
             self._lines,
             "the file changed after it was checked (another process wrote it meanwhile); "
             "nothing was imported: import it again once it is complete",
         )
 
     def settle(self) -> None:
-        """After a later read stopped early (an error): read on to its next checkpoint, so a
-        file changed meanwhile is said to be, rather than what its unchecked line caused."""
-        while not self.ended:
-            self.readline(MAX_LINE_CHARS + 1)
+        """After a later read stopped early (an error): read on to its next checkpoint only,
+        so a file changed meanwhile is said to be, rather than what its unchecked line caused
+        (up to there, what was read is what the check read, and the error stands). Text that
+        no longer decodes is such a change; a read that fails leaves the error as it is. It
+        read on to the end: every failed load read the whole file once more, and a change
+        past the next checkpoint (bytes no longer UTF-8) replaced the load's own error by an
+        untyped UnicodeDecodeError."""
+        checkpoint = len(self.noted) + 1
+        try:
+            while not self.ended and len(self.noted) < checkpoint:
+                self.readline(MAX_LINE_CHARS + 1)
+        except UnicodeDecodeError as exc:
+            raise self._changed() from exc
+        except OSError:
+            return
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._fh, name)

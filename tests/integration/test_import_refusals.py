@@ -345,6 +345,36 @@ def test_a_file_written_between_the_check_and_the_load_is_refused(
     assert "the file changed after it was checked" in str(error), error
 
 
+class _LoadFailed(Exception):
+    """A load's own error (a database's refusal, say) after the check."""
+
+
+@pytest.mark.parametrize("later", ["unchanged", "bytes no longer UTF-8 far after"])
+def test_a_load_stopped_by_its_own_error_reads_on_to_its_next_checkpoint_only(
+    later: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later read stopped by an error read on to the file's end before the error went on
+    (H116's review): the whole file once more for every failed load, and bytes that no longer
+    decode anywhere after the next checkpoint replaced the load's own error by an untyped
+    UnicodeDecodeError. It reads to the next checkpoint only, where the error stands."""
+    monkeypatch.setattr(reader, "CHECKPOINT_LINES", 10)
+    lines = [json.dumps({"n": i, "pad": "x" * 200}) + "\n" for i in range(2000)]
+    file = written(tmp_path / "import.jsonl", "".join(lines))
+    with reader.reopenable(file) as reopen:
+        with reopen() as check:
+            while check.readline():
+                pass
+        if later != "unchanged":
+            with file.open("r+b") as raw:  # in place, the same file the import holds open
+                raw.seek(len("".join(lines[:1500]).encode()))
+                raw.write(b"\xff\xfe")
+        with pytest.raises(_LoadFailed), reopen() as load:
+            load.readline()
+            load.readline()
+            raise _LoadFailed
+    assert vars(load)["_lines"] == 10  # read on from line 2 to the checkpoint at 10
+
+
 def test_a_file_renamed_over_the_path_after_the_check_is_not_read(
     export_lines: list[str], target: Target, tmp_path: Path
 ) -> None:
