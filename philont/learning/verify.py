@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -204,14 +205,22 @@ def _kept_run(mem: Memory, run: Run) -> list[dict[str, Any]]:
             mem.backend.storable_text(value, f"run.{name}")
     if run.retrieval_action_id is not None:
         inputs.check(Int64, run.retrieval_action_id, "run.retrieval_action_id")
-    calls = run.trace if isinstance(run.trace, tuple | list) else None
-    if calls is None or not all(isinstance(call, ToolCall) for call in calls):
-        raise InvalidInputError.of("run.trace", "must be a sequence of ToolCall")
+    calls = _calls(run)
     for call in calls:
-        inputs.check(Int64, call.id, "run.trace: a ToolCall's id")
+        inputs.check(Int64, call.id, _CALL_ID)
     trace = _trace_json(tuple(calls))
     dumps_compact(trace, "run.trace")
     return trace
+
+
+_CALL_ID = "run.trace: a ToolCall's id"
+
+
+def _calls(run: Run) -> Sequence[ToolCall]:
+    calls = run.trace if isinstance(run.trace, tuple | list) else None
+    if calls is None or not all(isinstance(call, ToolCall) for call in calls):
+        raise InvalidInputError.of("run.trace", "must be a sequence of ToolCall")
+    return calls
 
 
 def _case_record(row: LearningCase) -> CaseRecord:
@@ -259,13 +268,17 @@ class CaseBook(Service):
     """Cases and verdicts in one unit of work (flushes, never commits)."""
 
     def verdict_of(self, run: Run) -> VerdictRecord | None:
-        """The verdict a run (known by its first tool call) already has, if any."""
-        _kept_run(self.mem, run)
-        if not run.trace:
+        """The verdict a run (known by its first tool call) already has, if any. Only what
+        this reads of the run is checked: its trace, and its first call's id."""
+        calls = _calls(run)
+        return self._verdict_of(inputs.check(Int64, calls[0].id, _CALL_ID) if calls else None)
+
+    def _verdict_of(self, first_action_id: int | None) -> VerdictRecord | None:
+        if first_action_id is None:
             return None
         row = self.mem.session.scalars(
             select(JudgeVerdict)
-            .where(JudgeVerdict.first_action_id == run.trace[0].id)
+            .where(JudgeVerdict.first_action_id == first_action_id)
             .order_by(JudgeVerdict.id)
             .limit(1)
         ).first()
@@ -282,7 +295,7 @@ class CaseBook(Service):
                 "result.reason", f"must be text, got {type(result.reason).__name__}"
             )
         hold_learning_lock(self.mem)
-        existing = self.verdict_of(run)
+        existing = self._verdict_of(run.trace[0].id if run.trace else None)
         if existing is not None:
             return existing
         now = self.mem.clock()

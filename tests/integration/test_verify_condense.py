@@ -350,6 +350,23 @@ def test_a_run_a_host_made_that_cannot_be_kept_is_refused_and_nothing_is_written
         assert [n.content for n in mem.notes.list()] == ["the host's own note"]
 
 
+@pytest.mark.parametrize("case", sorted(_BAD_RUNS))
+def test_a_runs_verdict_is_looked_up_checking_only_what_the_look_up_reads(
+    units: UnitFactory, case: str
+) -> None:
+    # CaseBook.verdict_of checked the whole run as record() keeps it: a run it answered (one
+    # whose result is no text, whose params are no JSON) was refused. It reads the trace's
+    # first call's id only, and refuses only a trace it cannot read that from.
+    run, _argument = _BAD_RUNS[case]
+    with units(write=False) as mem:
+        book = CaseBook(mem)
+        if case in ("call id past 64 bits", "a step no tool call"):
+            with pytest.raises(InvalidInputError, match=r"^run\.trace"):
+                book.verdict_of(run)
+        else:
+            assert book.verdict_of(run) is None
+
+
 def test_a_judge_result_a_host_made_is_checked_before_it_is_kept(units: UnitFactory) -> None:
     # CaseBook.record took a JudgeResult as it was: a verdict given as text failed with an
     # AttributeError ('str' object has no attribute 'value'), untyped.
