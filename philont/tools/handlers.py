@@ -22,7 +22,12 @@ from philont.domain.timeparse import (
     zone,
 )
 from philont.domain.timepolicy import clamp
-from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRangeError
+from philont.errors import (
+    FactNotFoundError,
+    InvalidInputError,
+    InvalidTimeRangeError,
+    PhilontError,
+)
 from philont.memory import Memory
 from philont.schemas.calendar import CalendarListing
 from philont.schemas.schedules import ScheduleListing
@@ -353,7 +358,7 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
     if events.capped_series:
         titles = {o.event.id: o.event.title for o in events.occurrences}
         each = ", ".join(
-            f"'{_inline(titles.get(i, i), 60)}' {n}{'' if events.total_is_exact else '+'}"
+            f"{_series_title(mem, titles, i)} {n}{'' if events.total_is_exact else '+'}"
             for i, n in list(events.capped_series.items())[:5]
         )
         lines.append(
@@ -390,6 +395,23 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
     if not lines:
         return ToolOutput(f"Nothing in the next {args.window_days} days.", data)
     return ToolOutput("\n".join(lines), data)
+
+
+def _series_title(mem: Memory, titles: dict[str, str], event_id: str) -> str:
+    """A series cut short, as the listing names it: its title, quoted. A series none of whose
+    occurrences is among those shown (the lines ran out first) is looked up: it was named by
+    its bare id, which the model read as a title. One whose row cannot be read is named by
+    its id, saying so."""
+    title = titles.get(event_id)
+    if title is None:
+        try:
+            found = mem.calendar.get(event_id)
+        except PhilontError:  # an unreadable row: listed as skipped elsewhere
+            found = None
+        if found is None:
+            return f"(event {event_id})"
+        title = found.title
+    return f"'{_inline(title, 60)}'"
 
 
 @tool("schedule_reminder", a.ScheduleReminderArgs, writes=True)
