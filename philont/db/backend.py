@@ -286,7 +286,8 @@ class Backend:
            every writer of the loop (``apply``, extraction, skills, summaries, verdicts,
            condensing) before anything else, so the fact, note and session locks of the loop
            come after it;
-        2. key locks, ``("fact", namespace, key)``, ``("note", id)``, ``("session", id)``, as
+        2. key locks, ``("fact", namespace, key)``, ``("note", id)``, ``("session", id)``,
+           ``("schedule", name)`` (a replace), ``("calendar", external_ref)``, as
            the writes come (one in a tool call; several only under the learning lock, so
            two units of philont's own never hold two key locks each), and always before
            the rows of their key are written (a fact's ``get``, which refreshes its access
@@ -425,7 +426,14 @@ class PostgresBackend(Backend):
         return PgVectors()
 
 
-LOCK_ORDER: Final = {"learning": 0, "fact": 1, "note": 1, "session": 1}
+LOCK_ORDER: Final = {
+    "learning": 0,
+    "fact": 1,
+    "note": 1,
+    "session": 1,
+    "schedule": 1,
+    "calendar": 1,
+}
 """Rank of each kind of :meth:`Backend.serialize` lock: a transaction takes a lower rank
 before a higher one (the order and why: :meth:`Backend.serialize`)."""
 _RANKS_TAKEN = "philont.lock_ranks"

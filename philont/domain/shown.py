@@ -55,18 +55,22 @@ def short(value: object) -> str:
 
 
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NAME_SHOWN: Final = 40
+"""Characters of a key :func:`place` writes as a name; a longer key is shown cut short, as any
+value a message quotes (a key is the client's text: 900,000 characters of it made a refusal
+of 900,000)."""
 
 
 def place(root: str, path: Iterable[object] = ()) -> str:
     """A place in an argument as every message names it, as Python and JSON paths read:
     ``root`` (the argument's name; "" for none) then ``.key`` for a key that is a name,
-    ``[i]`` for an index, ``[<short repr>]`` for any other key (``tags[0]``,
-    ``value.a['x y'][2]``)."""
+    ``[i]`` for an index, ``[<short repr>]`` for any other key, a name longer than
+    :data:`NAME_SHOWN` too (``tags[0]``, ``value.a['x y'][2]``, ``['kkkk...kkkk']``)."""
     where = root
     for step in path:
         if isinstance(step, int) and not isinstance(step, bool):
             where += f"[{step}]"
-        elif isinstance(step, str) and _NAME.fullmatch(step):
+        elif isinstance(step, str) and len(step) <= NAME_SHOWN and _NAME.fullmatch(step):
             where += f".{step}" if where else step
         else:
             where += f"[{short(step)}]"

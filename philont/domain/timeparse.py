@@ -185,6 +185,7 @@ def _parse_time(
                 example,
                 example=True,
             )
+        _a_day_of(day, where, field, tz)
         if end_of_day:
             return _day_end(day, where, field)
         parsed = datetime.combine(day, time(0))
@@ -195,6 +196,21 @@ def _parse_time(
     found = instant(parsed, field)  # a time outside the calendar says so first
     real_offset(parsed, field, zone_field, tz)
     return found
+
+
+def _a_day_of(day: date, where: ZoneInfo, field: str, tz: str) -> None:
+    """Refuse a day the zone skipped whole (Samoa's 30 December 2011, Kiritimati's 31 December
+    1994), as an all-day event of that day alone is refused (:func:`all_day_span`; a span of
+    days covers the days of it the zone has). Read as a start it was the next day's, and as a
+    window's end the instant before: "since and until that day" was refused as a window that
+    ends before it starts, and a fact's validity began a day late without a word. At the
+    calendar's ends the range check speaks instead."""
+    try:
+        start, after = (wallclock.day_start(d, where) for d in (day, day + timedelta(days=1)))
+    except OverflowError:
+        return
+    if start is not None and start == after:
+        raise InvalidInputError.of(field, f"{day.isoformat()} is not a day in {tz}")
 
 
 def _day_end(day: date, where: ZoneInfo, field: str) -> datetime:

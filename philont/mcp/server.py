@@ -18,6 +18,7 @@ cancelled"). When stdin ends, the calls in flight are answered before the server
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,9 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
 
-from philont import __version__, tools
+from philont import __version__, settings, tools
 from philont.db.engine import is_postgres, resolve_url
-from philont.errors import DatabaseReadOnlyError
+from philont.errors import AgentRequiredError, DatabaseReadOnlyError
 from philont.log import get_logger
 from philont.mcp.transport import stdio_transport
 from philont.store import Store
@@ -102,7 +103,15 @@ def run(db: str | Path | None = None, *, agent: str | None = None, read_only: bo
 
 
 def _open(db: str | Path | None, agent: str | None, read_only: bool) -> Store:
-    """The server's Store: read-only when asked, or when the file cannot be written."""
+    """The server's Store: read-only when asked, or when the file cannot be written. On
+    PostgreSQL it serves one agent (``--agent``, ``$PHILONT_AGENT``), named before the server
+    starts: without one it answered ``initialize`` and ``tools/list`` as a working server, and
+    then refused every tool call (``agent_required``)."""
+    if is_postgres(resolve_url(db)) and agent is None and not os.environ.get(settings.AGENT_ENV):
+        raise AgentRequiredError(
+            "a PostgreSQL database holds many agents: name the one this server serves "
+            f"(philont --agent NAME mcp, or ${settings.AGENT_ENV})"
+        )
     if not read_only:
         try:
             return Store.open(db, agent=agent)

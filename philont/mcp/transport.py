@@ -69,13 +69,13 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from philont.db.stored_values import MAX_JSON_DEPTH
-from philont.domain.shown import place
+from philont.domain.shown import place, short
 from philont.log import get_logger
 from philont.mcp.depth import MAX_MESSAGE_DEPTH, items, nesting, shallow
 from philont.mcp.lines import MAX_BATCH_MESSAGES, MAX_LINE_BYTES, Oversized, fd_of, head_fields
 from philont.mcp.lines import lines as _lines
 from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe, repeated_key, unstorable
-from philont.tools.dispatch import not_an_object
+from philont.tools.dispatch import capped, not_an_object
 
 log = get_logger(__name__)
 
@@ -114,8 +114,10 @@ MUST support receiving them; 2024-11-05 had none, 2025-06-18 removed them)."""
 
 
 def error_line(request_id: Any, code: int, message: str, our_code: str, detail: str) -> str:
-    """One JSON-RPC error response (``id`` null when the request's id is unknown)."""
-    error = {"code": code, "message": message, "data": {"code": our_code, "message": detail}}
+    """One JSON-RPC error response (``id`` null when the request's id is unknown); its
+    ``detail`` held to the size policy of every text a client reads back (:func:`capped`)."""
+    data = {"code": our_code, "message": capped(detail)}
+    error = {"code": code, "message": message, "data": data}
     body = {"jsonrpc": "2.0", "id": request_id, "error": error}
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
@@ -225,7 +227,7 @@ def _unwritable_key(value: Any, path: tuple[str | int, ...]) -> str | None:
     for key, item in _children(value):
         problem = unstorable(key) if isinstance(key, str) else None
         if problem is not None:
-            return f"{_named(path) or 'arguments'}: a key {key!r} that is {problem}"
+            return f"{_named(path) or 'arguments'}: a key {short(key)} that is {problem}"
         found = _unwritable_key(item, (*path, key))
         if found is not None:
             return found

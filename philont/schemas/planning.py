@@ -10,7 +10,14 @@ from pydantic import AfterValidator, Field, PlainValidator, StrictStr, WithJsonS
 
 from philont.domain.timepolicy import validate_timezone
 from philont.errors import InvalidInputError
-from philont.schemas.inputs import MAX_ID_CHARS, NON_BLANK_SCHEMA, UNICODE, advertised, non_blank
+from philont.schemas.inputs import (
+    MAX_ID_CHARS,
+    NON_BLANK_SCHEMA,
+    SPACE_CLASS,
+    UNICODE,
+    advertised,
+    non_blank,
+)
 
 __all__ = [
     "MAX_PROJECT_CHARS",
@@ -125,7 +132,7 @@ Project = Annotated[
                 {
                     "type": "string",
                     "maxLength": MAX_PROJECT_CHARS,
-                    "pattern": rf"^\s*(?:{PROJECT_PATTERN.pattern})?\s*$",
+                    "pattern": rf"^[{SPACE_CLASS}]*(?:{PROJECT_PATTERN.pattern})?[{SPACE_CLASS}]*$",
                 },
                 {"type": "null"},
             ],

@@ -195,7 +195,10 @@ class CalendarService(Service):
     ) -> tuple[str, datetime, str | None, str]:
         """Insert, or update the event with this external reference (even one whose stored
         values cannot be read: it is overwritten). Returns (id, created_at, root_pursuit_id,
-        log event)."""
+        log event). The only writer of ``ref`` until the transaction ends: two read committed
+        transactions each found none and each inserted one (PostgreSQL)."""
+        if ref is not None:
+            self.mem.backend.serialize(self.session, "calendar", ref)
         existing = None if ref is None else self._by_external_ref(ref)
         if existing is None:
             event_id, created = str(uuid.uuid4()), self._now()

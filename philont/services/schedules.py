@@ -152,6 +152,10 @@ class ScheduleService(Service):
         schedule and how many were replaced.
         """
         row = new_row(name, now=self._now(), **spec)  # validated before any write
+        # The only replacer of this name until the transaction ends: two read committed
+        # transactions each disabled what they saw and each inserted theirs (PostgreSQL),
+        # leaving two enabled schedules of one name, both firing.
+        self.mem.backend.serialize(self.session, "schedule", row.name)
         result = self.session.execute(
             update(Schedule)
             .where(Schedule.name == row.name, _ENABLED)

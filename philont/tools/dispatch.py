@@ -68,7 +68,11 @@ class ToolResult(BaseModel):
 
 
 class _Failure(Exception):
+    """Why a call failed: its code, and the message the model reads, held to the size
+    policy of every text it reads back (:func:`capped`)."""
+
     def __init__(self, code: str, message: str) -> None:
+        message = capped(message)
         super().__init__(message)
         self.code = code
         self.message = message
@@ -308,12 +312,13 @@ def refused(
     (:func:`~philont.db.retry.database_failure`: its kind and the database ``where``, never
     its text, which holds the statement's parameters; that goes to the log)."""
     typed = exc if isinstance(exc, PhilontError) else _logged_failure(exc, tool_name, where)
+    message = capped(typed.message)
     return ToolResult(
         name=tool_name,
         ok=False,
-        text=failure_text(typed.code, typed.message),
+        text=failure_text(typed.code, message),
         error_code=typed.code,
-        error=typed.message,
+        error=message,
     )
 
 

@@ -22,7 +22,12 @@ from philont.domain.timeparse import (
     zone,
 )
 from philont.domain.timepolicy import clamp
-from philont.errors import FactNotFoundError, InvalidInputError, InvalidTimeRangeError
+from philont.errors import (
+    FactNotFoundError,
+    InvalidInputError,
+    InvalidTimeRangeError,
+    PhilontError,
+)
 from philont.memory import Memory
 from philont.schemas.calendar import CalendarListing
 from philont.schemas.schedules import ScheduleListing
@@ -123,15 +128,27 @@ def get_fact(args: a.GetFactArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     return ToolOutput(f"{_json(record.value)} {record.time_tag()}{note}", _dump(record))
 
 
+FACTS_SHOWN = 100
+"""Facts ``list_facts`` lists (in namespace and key order); it says when there are more. It
+read, formatted and returned every fact of the namespace (20,000 facts: 1.5 s and 20,000
+records as data, for a text cut after about 200 of them)."""
+
+
 @tool("list_facts", a.ListFactsArgs, writes=False)
 def list_facts(args: a.ListFactsArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     namespace = args.namespace
     # the selector whole ('user.*' included): the service reads it as the argument type did
-    records = mem.facts.list(namespace)
+    records = mem.facts.list(namespace, limit=FACTS_SHOWN + 1)
     if not records:
         return ToolOutput(f"No facts in {namespace}", [])
-    lines = [f"{r.namespace}.{r.key} = {_json(r.value)}  {r.time_tag()}" for r in records]
-    return ToolOutput("\n".join(lines), [_dump(r) for r in records])
+    shown = records[:FACTS_SHOWN]
+    lines = [f"{r.namespace}.{r.key} = {_json(r.value)}  {r.time_tag()}" for r in shown]
+    if len(records) > FACTS_SHOWN:
+        lines.append(
+            f"… more facts not shown (listing the first {FACTS_SHOWN} by namespace and key); "
+            "list a narrower namespace, or get_fact one"
+        )
+    return ToolOutput("\n".join(lines), [_dump(r) for r in shown])
 
 
 @tool("use_skill", a.UseSkillArgs, writes=True)
@@ -341,7 +358,7 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
     if events.capped_series:
         titles = {o.event.id: o.event.title for o in events.occurrences}
         each = ", ".join(
-            f"'{_inline(titles.get(i, i), 60)}' {n}{'' if events.total_is_exact else '+'}"
+            f"{_series_title(mem, titles, i)} {n}{'' if events.total_is_exact else '+'}"
             for i, n in list(events.capped_series.items())[:5]
         )
         lines.append(
@@ -378,6 +395,23 @@ def list_upcoming(args: a.ListUpcomingArgs, mem: Memory, ctx: ToolContext) -> To
     if not lines:
         return ToolOutput(f"Nothing in the next {args.window_days} days.", data)
     return ToolOutput("\n".join(lines), data)
+
+
+def _series_title(mem: Memory, titles: dict[str, str], event_id: str) -> str:
+    """A series cut short, as the listing names it: its title, quoted. A series none of whose
+    occurrences is among those shown (the lines ran out first) is looked up: it was named by
+    its bare id, which the model read as a title. One whose row cannot be read is named by
+    its id, saying so."""
+    title = titles.get(event_id)
+    if title is None:
+        try:
+            found = mem.calendar.get(event_id)
+        except PhilontError:  # an unreadable row: listed as skipped elsewhere
+            found = None
+        if found is None:
+            return f"(event {event_id})"
+        title = found.title
+    return f"'{_inline(title, 60)}'"
 
 
 @tool("schedule_reminder", a.ScheduleReminderArgs, writes=True)

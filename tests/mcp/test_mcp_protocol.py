@@ -190,3 +190,40 @@ def test_the_served_methods_are_those_the_server_handles() -> None:
     handled = build_server(cast(Store, None)).request_handlers
     methods = {m for model in handled for m in get_args(model.model_fields["method"].annotation)}
     assert {"initialize", *methods} == SERVED  # initialize: the SDK's session answers it
+
+
+LONG_KEY = "k" * 900_000
+LONG_KEY_LINES = {  # a problem at a key of 900,000 characters: answered in a few hundred
+    "unknown argument": (
+        "tools/call",
+        f'{{"name":"list_upcoming","arguments":{{"{LONG_KEY}":1}}}}',
+        "invalid_arguments",
+    ),
+    "NaN in arguments": (
+        "tools/call",
+        f'{{"name":"list_upcoming","arguments":{{"{LONG_KEY}":NaN}}}}',
+        "invalid_arguments",
+    ),
+    "lone surrogate key in arguments": (
+        "tools/call",
+        f'{{"name":"list_upcoming","arguments":{{"{LONG_KEY}\\ud800":1}}}}',
+        "invalid_arguments",
+    ),
+    "lone surrogate key in params": ("tools/list", f'{{"{LONG_KEY}\\ud800":1}}', "invalid_params"),
+}
+
+
+@pytest.mark.parametrize("problem", sorted(LONG_KEY_LINES))
+def test_a_long_key_is_quoted_cut_short(server: RawClient, problem: str) -> None:
+    method, params, ours = LONG_KEY_LINES[problem]
+    server.send(f'{{"jsonrpc":"2.0","id":"long","method":"{method}","params":{params}}}')
+    answer = server.answer("long")
+    if "error" in answer:
+        assert error_of(answer)[1] == ours
+        shown = answer["error"]["data"]["message"]
+    else:
+        is_error, shown = tool_text(answer)
+        assert is_error and shown.startswith(f"error ({ours}): ")
+    assert "kkkk...kkkk" in shown and len(shown) < 400, (len(shown), shown[:200])
+    assert server.close_stdin() == 0
+    assert server.stderr == b""

@@ -59,12 +59,51 @@ until the generator learns it (so a new constraint cannot slip past unchecked)."
 # --- the oracle: the advertised schema, with patterns read as a JSON Schema reader reads them ---
 
 
+ECMA_SPACES = (
+    "\t\n\v\f\r \xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+"""What ``\\s`` matches in a JSON Schema pattern (ECMA-262: WhiteSpace and LineTerminator);
+Python's ``\\s`` matches another set (U+001C..U+001F and U+0085, not U+FEFF)."""
+_ECMA_CLASS = "".join(f"\\u{ord(c):04x}" for c in ECMA_SPACES)
+_ECMA_ESCAPES = {  # (outside a class, inside one)
+    "s": (f"[{_ECMA_CLASS}]", _ECMA_CLASS),
+    "S": (f"[^{_ECMA_CLASS}]", None),
+    "d": ("[0-9]", "0-9"),
+    "D": ("[^0-9]", None),
+    "w": ("[A-Za-z0-9_]", "A-Za-z0-9_"),
+    "W": ("[^A-Za-z0-9_]", None),
+}
+
+
 def _python_regex(pattern: str) -> str:
-    """A JSON Schema (ECMA-262) pattern for Python's ``re``: a final ``$`` is the very end
-    (Python's ``$`` also matches before a final newline)."""
-    return (
-        pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith(r"\$") else pattern
-    )
+    """A JSON Schema (ECMA-262) pattern for Python's ``re``, meaning what it means to a JSON
+    Schema reader: ``\\s``, ``\\d``, ``\\w`` and their negations as ECMA-262 reads them (Python
+    reads them as Unicode classes), and a final ``$`` the very end (Python's ``$`` also matches
+    before a final newline)."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            escape = pattern[i + 1]
+            assert escape not in "bB", f"cannot read \\{escape} as ECMA-262 does: {pattern}"
+            if escape in _ECMA_ESCAPES:
+                spelled = _ECMA_ESCAPES[escape][in_class]
+                assert spelled is not None, f"cannot read \\{escape} inside a class: {pattern}"
+                out.append(spelled)
+            else:
+                out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    python = "".join(out)
+    return python[:-1] + r"\Z" if python.endswith("$") and not python.endswith(r"\$") else python
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
@@ -323,6 +362,37 @@ def test_the_validator_refuses_exactly_what_the_schema_refuses(
         assert named in (got.error or ""), (args, got)
 
 
+# --- whitespace is what a JSON Schema reader takes it for -------------------------------------
+
+PYTHON_SPACES = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
+SPACES = sorted(set(PYTHON_SPACES) | set(ECMA_SPACES) | {"\u200b", "\u180e", "\x00"})
+PATTERNED = [
+    (tool, name)
+    for tool in TOOLS
+    for name, prop in PLAIN[tool]["properties"].items()
+    if '"pattern"' in json.dumps(prop)
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize(("tool", "name"), PATTERNED)
+def test_whitespace_is_read_alike_by_the_schema_and_the_validator(
+    tool: str, name: str, data: st.DataObject
+) -> None:
+    """Every character either reader takes for a space, alone, repeated or around a name:
+    admitted by the pattern exactly when accepted ("\\x1c" as a title was admitted by ``\\S``
+    and refused as blank, "\\ufeff" refused by it and accepted)."""
+    space = data.draw(st.sampled_from(SPACES))
+    form = data.draw(st.sampled_from(["{}", "{0}{0}{0}", "{0}ab{0}", "ab{0}", "{0}ab"]))
+    args = {**data.draw(arguments(tool)), name: form.format(space)}
+    got = tools.check_arguments(tool, args)
+    if admitted(tool, args):
+        assert got.error_code is None, (args, got)
+    else:
+        assert got.error_code in ("invalid_arguments", "reserved_namespace"), (args, got)
+
+
 # --- what only the validator can judge is refused by name, once --------------------------------
 
 SEMANTIC_BAD = {
@@ -430,3 +500,10 @@ def test_the_advertised_range_of_a_number_is_what_the_call_accepts(
             outside = tools.call(tool, {**fixed, name: bound + step}, db=store)
             assert outside.error_code == "invalid_arguments", (bound + step, outside)
             assert (outside.error or "").startswith(f"{name}:"), outside
+
+
+def test_the_advertised_space_class_is_what_blank_means_to_the_validator() -> None:
+    from philont.schemas.inputs import SPACE_CLASS
+
+    spaces = re.compile(f"[{SPACE_CLASS}]")
+    assert [c for c in map(chr, range(0x110000)) if spaces.fullmatch(c)] == list(PYTHON_SPACES)

@@ -99,3 +99,44 @@ def test_concurrent_calls_through_one_store_leave_what_a_sequential_run_leaves(
     assert {(True, None), (False, "invalid_arguments")} <= set(expected)
     assert got == expected
     assert final_state(concurrent) == final_state(one_by_one)
+
+
+def test_concurrent_calls_of_one_name_or_reference_leave_one_as_one_by_one_would(
+    fresh_store: Callable[[], Store],
+) -> None:
+    """A same-named schedule_reminder replaces the one before, and an external_ref makes
+    create_calendar_event idempotent, however many calls come at once: on PostgreSQL two read
+    committed transactions each disabled what they saw (found no event with the reference)
+    and each inserted their own, leaving several enabled schedules of one name (each one
+    firing) and several events of one reference."""
+    store = fresh_store()
+    calls: list[Call] = []
+    for n in range(8):
+        calls.append(
+            ("schedule_reminder", {"name": "water", "message": f"m{n}", "interval_ms": 60_000})
+        )
+        calls.append(
+            (
+                "create_calendar_event",
+                {
+                    "title": f"t{n}",
+                    "starts_at": "2030-01-01T09:00:00Z",
+                    "timezone": "UTC",
+                    "external_ref": "ics-1",
+                },
+            )
+        )
+    for _ in range(3):
+        start = threading.Barrier(len(calls))
+
+        def run(call: Call, start: threading.Barrier = start) -> tuple[bool, str | None]:
+            start.wait()
+            return outcome(tools.call(*call, db=store))
+
+        with ThreadPoolExecutor(len(calls)) as pool:
+            assert set(pool.map(run, calls)) == {(True, None)}
+        with store.begin(write=False) as mem:
+            enabled = [s for s in mem.schedules.list() if s.enabled and s.name == "water"]
+            events = [e for e in mem.calendar.list().events if e.external_ref == "ics-1"]
+        assert len(enabled) == 1, enabled
+        assert len(events) == 1, events

@@ -6,7 +6,7 @@ list_upcoming stays small and readable whatever the calendar holds."""
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from philont import Memory, tools
-from tests.timegen import NOT_ZONES, time_values, zone_names
+from philont.domain.timeparse import parse_time
+from philont.errors import InvalidInputError
+from tests.timegen import NOT_ZONES, ZONES, time_values, zone_names
 from tests.tools.helpers import DbTarget, snapshot
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
@@ -132,6 +134,54 @@ def test_iso_forms_not_taken_are_refused_by_name_through_every_tool(
         assert (result.error or "").startswith(f"{field}: "), result.error
         assert named in (result.error or ""), result.error
     assert snapshot(tool_target) == before
+
+
+SKIPPED_DAYS = [  # days a zone skipped whole: its clocks went from the day before to the day after
+    ("Pacific/Apia", "2011-12-30"),
+    ("Pacific/Fakaofo", "2011-12-30"),
+    ("Pacific/Kiritimati", "1994-12-31"),
+    ("Pacific/Kwajalein", "1993-08-21"),
+    ("Asia/Manila", "1844-12-31"),
+]
+DAY_CASES = [  # a reminder's at takes no date; an all-day event's days are its own rule
+    c for c in CASES if c[0] != "schedule_reminder" and c[2] != "ends_at"
+]
+
+
+@pytest.mark.parametrize(("tool", "base", "field"), DAY_CASES)
+def test_a_day_the_zone_skipped_is_refused_by_name_through_every_tool(
+    tool: str, base: dict[str, Any], field: str, tool_target: DbTarget
+) -> None:
+    """As an all-day event's day always was. Before, read as a start it was the next day
+    (a fact's validity began a day late, without a word) and as a window's end the instant
+    before it (since and until that day: "the recall window ends before it starts")."""
+    before = snapshot(tool_target)
+    for zone, day in SKIPPED_DAYS:
+        args = {**_arguments(base, field, day), "timezone": zone}
+        if field in ("since", "until"):
+            args = {**args, "since": day, "until": day}
+        result = tools.call(tool, args, db=tool_target)
+        assert not result.ok and result.error_code == "invalid_input", (zone, day, result.text)
+        assert f"{day} is not a day in {zone}" in (result.error or ""), (zone, day, result.error)
+    assert snapshot(tool_target) == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    zone=st.sampled_from(sorted({*ZONES, *(z for z, _ in SKIPPED_DAYS), "America/Santiago"})),
+    day=st.dates(min_value=date(1800, 1, 1), max_value=date(2100, 12, 31))
+    | st.sampled_from([date.fromisoformat(d) for _, d in SKIPPED_DAYS]),
+)
+def test_a_day_alone_is_a_whole_day_or_refused_as_none(zone: str, day: date) -> None:
+    """A date alone as both ends of a window is that day, from its first instant to its last,
+    in any zone: or, where the zone skipped it, refused as no day of the zone."""
+    try:
+        since = parse_time(day.isoformat(), field="since", tz=zone)
+        until = parse_time(day.isoformat(), field="until", tz=zone, end_of_day=True)
+    except InvalidInputError as exc:
+        assert exc.message.endswith(f"{day.isoformat()} is not a day in {zone}"), exc.message
+        return
+    assert since is not None and until is not None and since < until
 
 
 @pytest.mark.parametrize(("tool", "base"), [(t, b) for t, b, _ in TIME_TOOLS])

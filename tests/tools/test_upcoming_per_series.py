@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 from philont import tools
 from philont.store import Store
 from philont.tools.handlers import UPCOMING_PER_SERIES, UPCOMING_SHOWN
+from tests.tools.helpers import DbTarget
+
+BOTH_BACKENDS = True  # the test that takes tool_target runs on SQLite and PostgreSQL
 
 NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
 FREQUENCIES = ["SECONDLY", "MINUTELY", "HOURLY", "DAILY"]
@@ -64,3 +67,32 @@ def test_every_event_of_the_window_is_shown_and_no_series_floods_the_listing(
     every_minute = {f"event {n}" for n, (f, _) in enumerate(plan) if f in ("SECONDLY", "MINUTELY")}
     assert every_minute <= {titles[i] for i in named}
     assert ("shows its first" in result.text) == bool(named)
+
+
+def test_a_series_cut_short_is_named_by_its_title_when_none_of_it_is_shown(
+    tool_target: DbTarget,
+) -> None:
+    """A series whose occurrences in the window all come after the 50th line (it began
+    yesterday and repeats in the afternoon) is still named by its title in the line that
+    names the series cut short: it was named by its bare id, which reads as a title."""
+    fill = UPCOMING_SHOWN // UPCOMING_PER_SERIES  # minutely series that fill every line
+    with Store.open(tool_target, clock=lambda: NOW) as store:
+        afternoon = {
+            "title": "afternoon",
+            "timezone": "UTC",
+            "starts_at": (NOW - timedelta(days=1)).isoformat(),
+            "rrule": "FREQ=MINUTELY;BYHOUR=15",
+        }
+        assert tools.call("create_calendar_event", afternoon, db=store).ok
+        for n in range(fill):
+            start = NOW + timedelta(seconds=30 + n)
+            args = {"title": f"series {n}", "timezone": "UTC", "starts_at": start.isoformat()}
+            args["rrule"] = "FREQ=MINUTELY"
+            assert tools.call("create_calendar_event", args, db=store).ok
+        result = tools.call("list_upcoming", {"window_days": 1}, db=store)
+    assert result.ok, result.error
+    shown = {occ["event"]["title"] for occ in result.data["events"]}
+    assert "afternoon" not in shown and len(result.data["capped_series"]) == fill + 1
+    line = next(line for line in result.text.splitlines() if "shows its first" in line)
+    assert "'afternoon' " in line, line
+    assert not any(event_id in line for event_id in result.data["capped_series"]), line
