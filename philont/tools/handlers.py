@@ -128,27 +128,15 @@ def get_fact(args: a.GetFactArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     return ToolOutput(f"{_json(record.value)} {record.time_tag()}{note}", _dump(record))
 
 
-FACTS_SHOWN = 100
-"""Facts ``list_facts`` lists (in namespace and key order); it says when there are more. It
-read, formatted and returned every fact of the namespace (20,000 facts: 1.5 s and 20,000
-records as data, for a text cut after about 200 of them)."""
-
-
 @tool("list_facts", a.ListFactsArgs, writes=False)
 def list_facts(args: a.ListFactsArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     namespace = args.namespace
     # the selector whole ('user.*' included): the service reads it as the argument type did
-    records = mem.facts.list(namespace, limit=FACTS_SHOWN + 1)
+    records = mem.facts.list(namespace)
     if not records:
         return ToolOutput(f"No facts in {namespace}", [])
-    shown = records[:FACTS_SHOWN]
-    lines = [f"{r.namespace}.{r.key} = {_json(r.value)}  {r.time_tag()}" for r in shown]
-    if len(records) > FACTS_SHOWN:
-        lines.append(
-            f"… more facts not shown (listing the first {FACTS_SHOWN} by namespace and key); "
-            "list a narrower namespace, or get_fact one"
-        )
-    return ToolOutput("\n".join(lines), [_dump(r) for r in shown])
+    lines = [f"{r.namespace}.{r.key} = {_json(r.value)}  {r.time_tag()}" for r in records]
+    return ToolOutput("\n".join(lines), [_dump(r) for r in records])
 
 
 @tool("use_skill", a.UseSkillArgs, writes=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from philont import Memory, tools
-from philont.tools.handlers import FACTS_SHOWN
 from tests.tools.helpers import DbTarget
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
@@ -106,25 +105,6 @@ def test_list_facts_with_a_prefix_includes_sub_namespaces(tool_target: DbTarget)
     assert "user.name" in text and "user.preferences.tea" in text and "username" not in text
     exact = call(tool_target, "list_facts", namespace="user").text
     assert "user.preferences" not in exact
-
-
-@pytest.mark.parametrize("extra", [0, 1, 250])
-def test_list_facts_lists_a_bounded_number_and_says_there_are_more(
-    tool_target: DbTarget, extra: int
-) -> None:
-    """A listing caps its entries, as list_upcoming does: it read and returned every fact of
-    the namespace (the text cut at 20,000 characters, the data whole)."""
-    with Memory.open(tool_target) as mem:  # a host may hold any number
-        for i in range(FACTS_SHOWN + extra):
-            mem.facts.store("user.many", f"k{i:04d}", i)
-    result = call(tool_target, "list_facts", namespace="user.many")
-    lines = result.text.splitlines()
-    assert result.ok and len(result.data) == FACTS_SHOWN
-    assert [line.split(" = ")[0] for line in lines[:FACTS_SHOWN]] == [
-        f"user.many.k{i:04d}" for i in range(FACTS_SHOWN)
-    ]
-    assert len(lines) == FACTS_SHOWN + (1 if extra else 0), lines[-1]
-    assert ("more facts not shown" in lines[-1]) == bool(extra)
 
 
 def test_use_skill_returns_the_template_with_its_caveat_and_never_counts_success(
