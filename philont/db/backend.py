@@ -451,7 +451,8 @@ def _check_order(session: Session, key: tuple[str, ...]) -> None:
         log.warning(
             "db.lock_order",
             lock=key[0],
-            detail="the learning lock after a fact, note or session lock in one transaction:"
+            detail="the learning lock after a key's lock (a fact's, note's, session's, schedule's"
+            " or calendar event's) in one transaction:"
             " it may deadlock with a consolidator (make the Learner first)",
         )
     session.info[_RANKS_TAKEN] = (transaction, taken | {rank})

@@ -137,9 +137,11 @@ MODEL_NAMESPACE_SCHEMA: Final = _writable_schema(*RESERVED_ROOTS)
 """The same for the model's tool: not ``self``, not ``system``, nor below them."""
 KEY_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 SKILL_NAME_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
-SPACE_CLASS: Final = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+SPACE_CLASS: Final = "\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 r"""Python's whitespace (``str.isspace``: what ``str.strip`` removes, so what "blank" means
-here), spelled out for an advertised pattern's character class. ``\s`` means another set to a
+here), spelled out for an advertised pattern's character class, as the characters themselves
+(JSON escapes them): every regular expression reader reads them alike, where ``\uXXXX`` is
+ECMA-262's and Python's but not RE2's (Go). ``\s`` means another set to a
 JSON Schema reader (ECMA-262: U+FEFF, but not U+001C..U+001F or U+0085), so a pattern written
 with it admitted what the validator refused ("\x1c" as a title) and refused what it accepted."""
 NON_BLANK_SCHEMA: Final = f"[^{SPACE_CLASS}]"

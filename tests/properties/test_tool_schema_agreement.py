@@ -507,3 +507,5 @@ def test_the_advertised_space_class_is_what_blank_means_to_the_validator() -> No
 
     spaces = re.compile(f"[{SPACE_CLASS}]")
     assert [c for c in map(chr, range(0x110000)) if spaces.fullmatch(c)] == list(PYTHON_SPACES)
+    # the characters themselves, no escape (``\\uXXXX`` is no escape to RE2, Go's reader)
+    assert "\\" not in SPACE_CLASS
