@@ -23,7 +23,7 @@ from philont.learning.extract import MemoryWriter, ask_for_memories
 from philont.learning.lock import hold_learning_lock
 from philont.learning.skills import SkillWriter, ask_for_skills
 from philont.learning.summaries import ask_for_summaries, long_sessions, write_summaries
-from philont.learning.verify import CaseBook, Judge, ask_judge
+from philont.learning.verify import CaseBook, Judge
 from philont.learning.window import Run, Window, chars_read, load_range, load_session
 from philont.llm.base import ModelClient
 from philont.memory import Memory
@@ -203,12 +203,7 @@ class Learner(Service):
         A run is judged once: one that has a verdict gets it back, and the judge is not asked."""
         if self.judge is None:
             raise InvalidInputError.of("judge", "this Learner was made without one")
-        book = CaseBook(self.mem)
-        existing = book.verdict_of(run)
-        if existing is not None:
-            return existing
-        result = ask_judge(self.judge, run)
-        return book.record(run, result, judge=self.judge.name)
+        return CaseBook(self.mem).judged(run, self.judge)
 
     def condense(self) -> list[SkillReflectionReport]:
         """Condense the verified cases that have no skill yet (verify-then-condense mode)."""

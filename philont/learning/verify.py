@@ -287,7 +287,20 @@ class CaseBook(Service):
     def record(self, run: Run, result: JudgeResult, *, judge: str) -> VerdictRecord:
         """Keep a verdict; a verified run also becomes a case. A run is judged once: a run
         that has a verdict keeps it (returned; no second verdict or case is written)."""
+        return self._record(run, _kept_run(self.mem, run), result, judge)
+
+    def judged(self, run: Run, judge: Judge) -> VerdictRecord:
+        """``judge``'s verdict on ``run``, kept (:meth:`record`); the run is checked before the
+        judge is asked, and one that has a verdict gets it back without asking."""
         trace = _kept_run(self.mem, run)
+        existing = self._verdict_of(run.trace[0].id if run.trace else None)
+        if existing is not None:
+            return existing
+        return self._record(run, trace, ask_judge(judge, run), judge.name)
+
+    def _record(
+        self, run: Run, trace: list[dict[str, Any]], result: JudgeResult, judge: str
+    ) -> VerdictRecord:
         if not isinstance(result, JudgeResult) or not isinstance(result.verdict, Verdict):
             raise InvalidInputError.of("result", "must be a JudgeResult with a Verdict")
         if not isinstance(result.reason, str):

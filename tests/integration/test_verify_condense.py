@@ -331,7 +331,14 @@ def test_a_run_a_host_made_that_cannot_be_kept_is_refused_and_nothing_is_written
     run, argument = _BAD_RUNS[case]
     with units() as mem:
         mem.notes.add("the host's own note")
-        judge = RuleJudge()
+        asked: list[Run] = []
+
+        class CountingJudge(RuleJudge):
+            def judge(self, run: Run) -> JudgeResult:
+                asked.append(run)
+                return super().judge(run)
+
+        judge = CountingJudge()
         learner = Learner(mem, ScriptedModel([]), judge=judge)
 
         def keep() -> Any:
@@ -346,6 +353,7 @@ def test_a_run_a_host_made_that_cannot_be_kept_is_refused_and_nothing_is_written
             keep()
         assert refused.value.message.startswith(f"run.{argument}"), refused.value.message
         assert mem.session.scalars(select(JudgeVerdict)).all() == []
+        assert asked == []  # checked before the judge (a model: tokens spent) is asked
     with units(write=False) as mem:  # the unit committed: the host's note kept
         assert [n.content for n in mem.notes.list()] == ["the host's own note"]
 
