@@ -181,17 +181,22 @@ class Memory:
 
     def _begin(self) -> Memory:
         agent_id = self._agent_id()  # before our transaction: creating an agent commits its own
+        # The host's innermost transaction, which the block is inside (a SAVEPOINT of the
+        # host's, or its transaction): the host's end of it ends the unit (_host_ended).
+        host: SessionTransaction | Transaction | None = None
         if isinstance(self._bind, Session):
             session = self._bind
             # A SAVEPOINT of our own, as a joined Connection gets one: an exception in the
             # block undoes what the block wrote, and the host's transaction goes on.
             self._savepoint = session.begin_nested()
+            host = self._savepoint.parent
         elif isinstance(self._bind, Connection):
             if not self._bind.in_transaction():
                 # Begun as the host's first statement would begin it (SQLAlchemy's autobegin),
                 # so the host commits or rolls back; a Session on a Connection in no
                 # transaction begins one of its own and commits it as the block ends.
                 self._bind.begin()
+            host = self._bind.get_nested_transaction() or self._bind.get_transaction()
             _ = self._bind.connection  # invalidated in a transaction: refused here, not later
             session = Session(
                 bind=self._bind, join_transaction_mode="create_savepoint", expire_on_commit=False
@@ -214,8 +219,7 @@ class Memory:
                 self._savepoint = None
             raise
         self._session = session
-        if self._bind is not None:  # a failed flush ends its SAVEPOINT only: this stays active
-            self._host_transaction = self._bind.get_transaction()
+        self._host_transaction = host  # a failed flush ends our SAVEPOINT only: this stays active
         self._state = _State.ACTIVE
         session.info.setdefault(_UNITS, []).append(self)  # told of a failed flush
         return self
@@ -238,10 +242,13 @@ class Memory:
         failed = self._flush_failed(session)
         if self._host_ended():
             self.store.backend.leave(session, self._outer_agent)
-            if not isinstance(self._bind, Session):
+            if isinstance(self._bind, Connection) and not self._bind.in_transaction():
                 session.close()  # no rollback: our SAVEPOINT ended with the caller's transaction
-            if isinstance(exc, UnitOfWorkError):
-                return  # the block's own (a service called after the end: _ended_by_host)
+            # After the end of a SAVEPOINT of the caller's, ours is gone too, and closing our
+            # Session would roll back to it: an error that on PostgreSQL aborts the caller's
+            # transaction. Left unclosed, it is ended with that transaction, with no statement.
+            if isinstance(exc, UnitOfWorkError) or not isinstance(exc, Exception | None):
+                return  # the block's own (a service called after the end), or Ctrl-C and kin
             raise self._ended_by_host() from exc
         try:
             again = (  # PostgreSQL: the connection to serve the outer unit's agent on again
@@ -283,7 +290,8 @@ class Memory:
 
     def _host_ended(self) -> bool:
         """Whether the caller's Session or Connection ended the transaction this joined unit
-        entered (``commit()``, ``rollback()``, ``close()`` inside the block)."""
+        entered, or the SAVEPOINT of its own the unit was inside (``commit()``, ``rollback()``,
+        ``close()`` inside the block)."""
         host = self._host_transaction
         return host is not None and not host.is_active
 
@@ -495,7 +503,8 @@ class Memory:
                 "this unit of work has ended (its transaction was committed or rolled back); "
                 "begin a new one: with store.begin() as mem:"
             )
-        if self._host_ended():
+        host = self._host_transaction
+        if host is not None and not host.is_active:
             raise self._ended_by_host()
         return session
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime
@@ -736,17 +737,31 @@ def test_a_host_ending_its_transaction_inside_a_joined_block_is_told_so(
         assert mem.notes.count() == (1 if ending == "commit" else 0)
 
 
+def test_ctrl_c_in_a_joined_block_its_host_ended_stays_ctrl_c(store: Store) -> None:
+    """The block's end after the host's: Ctrl-C (any BaseException) in the block is not
+    replaced by the UnitOfWorkError saying the host ended the transaction."""
+    with Session(store.engine) as bind:
+        bind.begin()
+        with pytest.raises(KeyboardInterrupt), store.join(bind):
+            bind.commit()
+            raise KeyboardInterrupt
+
+
 @pytest.mark.parametrize("then", ["write", "read", "raw"])
-@pytest.mark.parametrize("ending", ["commit", "rollback", "close"])
+@pytest.mark.parametrize(
+    "ending", ["commit", "rollback", "close", "savepoint commit", "savepoint rollback"]
+)
 @pytest.mark.parametrize("kind", ["Session", "Connection"])
 def test_a_joined_unit_is_refused_once_its_host_ended_the_transaction(
     store: Store, kind: str, ending: str, then: str, recwarn: pytest.WarningsRecorder
 ) -> None:
-    """After the host's commit(), rollback() or close() inside ``with store.join(...)``, a
-    service call in the block is refused as the block's end is. Before, on SQLite it wrote
-    into the transaction the host began next, which the host then committed although the
-    block failed; on PostgreSQL a write failed as a generic StorageError (no agent served),
-    and the block's end warned "nested transaction already deassociated"."""
+    """After the host's commit(), rollback() or close() inside ``with store.join(...)`` (or
+    its end of a SAVEPOINT of its own the block is inside), a service call in the block is
+    refused as the block's end is. Before, on SQLite it wrote into the transaction the host
+    began next (or straight into the host's transaction), which the host then committed
+    although the block failed; on PostgreSQL a write failed as a generic StorageError (no
+    agent served), and the block's end warned "nested transaction already deassociated"
+    (the host's SAVEPOINT: SQLAlchemy's untyped ResourceClosedError)."""
     calls: dict[str, Callable[[Memory], object]] = {
         "write": lambda mem: mem.notes.add("after the host's end"),
         "read": lambda mem: mem.notes.count(),
@@ -757,14 +772,18 @@ def test_a_joined_unit_is_refused_once_its_host_ended_the_transaction(
             Session(store.engine) if kind == "Session" else store.engine.connect()
         )
         bind.begin()
+        ended: Any = bind.begin_nested() if ending.startswith("savepoint") else bind
         told = f"the {kind} ended its transaction"
         with pytest.raises(UnitOfWorkError, match=told), store.join(bind) as mem:
-            getattr(bind, ending)()
+            with warnings.catch_warnings():  # the host's own: SQLAlchemy's "already
+                warnings.simplefilter("ignore")  # deassociated", a SAVEPOINT of ours inside
+                getattr(ended, ending.split()[-1])()
             with pytest.raises(UnitOfWorkError, match=told):
                 calls[then](mem)
             calls[then](mem)  # the block goes on: still refused, and its end says so too
         if ending != "close":
-            assert not bind.in_transaction()  # nothing began in the host's name
+            # nothing began in the host's name; a SAVEPOINT's end leaves its transaction
+            assert bind.in_transaction() is ending.startswith("savepoint")
             bind.commit()
     assert not [w for w in recwarn if issubclass(w.category, Warning)]
     with store.begin(write=False) as mem:
