@@ -203,7 +203,7 @@ class Learner(Service):
         A run is judged once: one that has a verdict gets it back, and the judge is not asked."""
         if self.judge is None:
             raise InvalidInputError.of("judge", "this Learner was made without one")
-        return CaseBook(self.mem).judged(run, self.judge)
+        return CaseBook(self.mem)._judged(run, self.judge)
 
     def condense(self) -> list[SkillReflectionReport]:
         """Condense the verified cases that have no skill yet (verify-then-condense mode)."""

@@ -289,7 +289,7 @@ class CaseBook(Service):
         that has a verdict keeps it (returned; no second verdict or case is written)."""
         return self._record(run, _kept_run(self.mem, run), result, judge)
 
-    def judged(self, run: Run, judge: Judge) -> VerdictRecord:
+    def _judged(self, run: Run, judge: Judge) -> VerdictRecord:
         """``judge``'s verdict on ``run``, kept (:meth:`record`); the run is checked before the
         judge is asked, and one that has a verdict gets it back without asking."""
         trace = _kept_run(self.mem, run)
