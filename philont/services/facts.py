@@ -258,6 +258,7 @@ class FactService(FactTime):
         include_expired: bool = False,
         as_of: datetime | None = None,
         limit: int | None = None,
+        offset: int = 0,
     ) -> builtins.list[FactRecord]:
         """Current facts of a namespace that hold at ``now``, without refreshing access.
 
@@ -272,8 +273,9 @@ class FactService(FactTime):
         lists every current version, in its window or not. ``as_of`` lists the versions
         current as we believed them then (recorded by then, not yet superseded or forgotten
         then), held at ``as_of`` unless ``now`` says otherwise, by the same rule as believed
-        then. ``limit`` keeps the first N after ordering.
+        then. ``offset`` skips the first N after ordering, ``limit`` keeps the next N.
         """
+        offset = inputs.check(inputs.Offset, offset, "offset")
         cond = namespace_filter(self.session, namespace, prefix=prefix)
         at, light = self._light(cond, now, include_expired, as_of)
         at_ms = to_epoch_ms(at)
@@ -283,7 +285,7 @@ class FactService(FactTime):
             # sorted() is stable: equal scores keep the (namespace, key) order
             scored.sort(key=lambda pair: -pair[0])
             chosen = [(score, i) for score, i in scored]
-        chosen = chosen[:limit]
+        chosen = chosen[offset:][:limit]
         full = {
             r.id: r
             for r in self.session.execute(

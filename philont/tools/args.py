@@ -44,6 +44,7 @@ from philont.schemas.inputs import (
     HeldNamespaceSelector,
     Limit,
     ModelNamespace,
+    Offset,
     Query,
     SkillNameLookup,
 )
@@ -168,9 +169,14 @@ class GetFactArgs(ToolArgs):
 
 class ListFactsArgs(ToolArgs):
     """List the current facts of a namespace; 'user.*' also lists sub-namespaces
-    (user.preferences, user.home...)."""
+    (user.preferences, user.home...). A long listing is shown in parts: it ends saying the
+    offset to list on from."""
 
     namespace: HeldNamespaceSelector
+    offset: Offset = Field(
+        default=0, description="Facts to skip (by namespace and key): where to list on from."
+    )
+    limit: Limit | None = Field(default=None, description="Most facts to list (default: all).")
 
 
 class SearchNotesArgs(ToolArgs):

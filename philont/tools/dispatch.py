@@ -42,16 +42,13 @@ from philont.schemas.inputs import (
 from philont.services.actions import ObjectJson, object_json
 from philont.store import Store, shared
 from philont.tools.args import ToolArgs
-from philont.tools.registry import REGISTRY, Tool, ToolContext, ToolOutput
+from philont.tools.registry import MAX_RESULT_CHARS, REGISTRY, Tool, ToolContext, ToolOutput
 
 log = get_logger(__name__)
 
 T = TypeVar("T")
 
 RESULT_LOG_CHARS = 500
-MAX_RESULT_CHARS = 20_000
-"""The size policy of what a model reads back: a result text is cut (at a line) to this many
-characters, and says how much was left out."""
 
 
 class ToolResult(BaseModel):

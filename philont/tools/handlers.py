@@ -36,7 +36,7 @@ from philont.schemas.timeline import SessionRecord
 from philont.services.search.scoring import Kind
 from philont.services.timeline import GLOBAL_SESSION
 from philont.tools import args as a
-from philont.tools.registry import ToolContext, ToolOutput, tool
+from philont.tools.registry import MAX_RESULT_CHARS, ToolContext, ToolOutput, tool
 
 # A whole value that is an HTTP auth header line, or a scheme followed by one credential-like
 # token. The original refused any text starting with "token " or "basic " (spec Q-S9: "Basic
@@ -132,11 +132,34 @@ def get_fact(args: a.GetFactArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
 def list_facts(args: a.ListFactsArgs, mem: Memory, ctx: ToolContext) -> ToolOutput:
     namespace = args.namespace
     # the selector whole ('user.*' included): the service reads it as the argument type did
-    records = mem.facts.list(namespace)
+    records = mem.facts.list(namespace, offset=args.offset, limit=args.limit)
     if not records:
-        return ToolOutput(f"No facts in {namespace}", [])
+        past = f" past the first {args.offset:,}" if args.offset else ""
+        return ToolOutput(f"No facts in {namespace}{past}", [])
     lines = [f"{r.namespace}.{r.key} = {_json(r.value)}  {r.time_tag()}" for r in records]
-    return ToolOutput("\n".join(lines), [_dump(r) for r in records])
+    return ToolOutput(_listed_in_parts(lines, args.offset), [_dump(r) for r in records])
+
+
+def _listed_in_parts(lines: list[str], offset: int) -> str:
+    """``lines`` (facts from ``offset`` on) as many whole as the model reads back
+    (:data:`~philont.tools.registry.MAX_RESULT_CHARS`; a first one longer than that, its
+    head), and when some do not fit, a last line naming the offset to list on from: the cut
+    of a longer text would leave no way to reach the rest."""
+    room, shown = MAX_RESULT_CHARS - 200, list[str]()
+    for line in lines:
+        if len(line) >= room:
+            if not shown:
+                shown.append(clip(line, room))
+            break
+        room -= len(line) + 1
+        shown.append(line)
+    text = "\n".join(shown)
+    if len(shown) < len(lines):
+        text += (
+            f"\n… {len(lines) - len(shown):,} more facts not shown: "
+            f"list_facts with offset={offset + len(shown)} lists on"
+        )
+    return text
 
 
 @tool("use_skill", a.UseSkillArgs, writes=True)

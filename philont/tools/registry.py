@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from philont.tools.args import ToolArgs
 
+MAX_RESULT_CHARS = 20_000
+"""The size policy of what a model reads back: a result text is cut (at a line) to this many
+characters, and says how much was left out."""
+
 if TYPE_CHECKING:
     from philont.memory import Memory
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from philont import Memory, tools
+from philont.store import Store
+from philont.tools.registry import MAX_RESULT_CHARS
 from tests.tools.helpers import DbTarget
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
@@ -105,6 +109,55 @@ def test_list_facts_with_a_prefix_includes_sub_namespaces(tool_target: DbTarget)
     assert "user.name" in text and "user.preferences.tea" in text and "username" not in text
     exact = call(tool_target, "list_facts", namespace="user").text
     assert "user.preferences" not in exact
+
+
+@pytest.mark.parametrize(
+    ("count", "value_chars"),
+    [(0, 10), (3, 10), (400, 10), (120, 300), (5, 30_000), (60, 2_000)],
+)
+def test_a_long_fact_listing_is_read_in_parts_that_reach_every_fact(
+    count: int, value_chars: int, tool_target: DbTarget
+) -> None:
+    """Each part fits what the model reads back, and its last line names the offset the next
+    part starts at; following them lists every fact once, in order (the cut of one long
+    text left the facts past about 20,000 characters out of reach)."""
+    with Store.open(tool_target) as store, store.begin() as mem:
+        for i in range(count):
+            mem.facts.store("big", f"k{i:04}", "v" * (value_chars - i % 7))
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        result = call(tool_target, "list_facts", namespace="big", offset=offset)
+        assert result.ok and len(result.text) <= MAX_RESULT_CHARS, result.text[-200:]
+        keys = [f["key"] for f in result.data]
+        assert keys == [f"k{i:04}" for i in range(offset, count)]
+        shown = [line.split(" = ")[0].removeprefix("big.") for line in result.text.split("\n")]
+        more = re.fullmatch(
+            r"… [\d,]+ more facts not shown: list_facts with offset=(\d+) lists on", shown[-1]
+        )
+        if more is None:
+            offset = None
+        else:
+            shown.pop()
+            offset = int(more[1])
+            assert offset == len(seen) + len(shown)
+        if count:
+            seen += shown
+    assert seen == [f"k{i:04}" for i in range(count)]
+
+
+def test_list_facts_offset_and_limit_choose_a_slice(tool_target: DbTarget) -> None:
+    for i in range(5):
+        call(tool_target, "store_fact", namespace="ns", key=f"k{i}", value=i)
+    part = call(tool_target, "list_facts", namespace="ns", offset=1, limit=2)
+    assert [f["key"] for f in part.data] == ["k1", "k2"]
+    assert part.text.splitlines()[0].startswith("ns.k1 = 1")
+    past = call(tool_target, "list_facts", namespace="ns", offset=5)
+    assert past.ok and past.data == [] and past.text == "No facts in ns past the first 5"
+    for bad in ({"offset": -1}, {"limit": 0}, {"offset": "1"}):
+        refused = call(tool_target, "list_facts", namespace="ns", **bad)
+        assert refused.error_code == "invalid_arguments", refused
+        assert refused.error is not None and refused.error.startswith(f"{next(iter(bad))}: ")
 
 
 def test_use_skill_returns_the_template_with_its_caveat_and_never_counts_success(

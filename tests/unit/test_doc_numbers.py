@@ -101,6 +101,7 @@ REFERENCE = {  # what README's reference pages state (moved from README, or said
         f"at most {_n(inputs.MAX_ARGUMENT_BYTES)} bytes of UTF-8 JSON",
         f"cut at a line to {_n(dispatch.MAX_RESULT_CHARS)} characters",
         f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} and says how many more",
+        f"as fit what a model reads back ({_n(dispatch.MAX_RESULT_CHARS)} characters)",
     ],
     "docs/cli.md": [
         f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
