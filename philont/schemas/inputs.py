@@ -273,12 +273,17 @@ def held_name(value: str) -> str:
     return _storable(value)
 
 
-def _or_held(rule: Callable[[str], str]) -> Callable[[str], str]:
+def _or_held(
+    rule: Callable[[str], str], *, before: Callable[[str], None] | None = None
+) -> Callable[[str], str]:
     """``rule``, except that a name it refuses which a stored row may hold (:func:`held_name`)
     passes on to the service: it reads the address a row holds exactly, and refuses one no row
-    holds with ``rule``'s message (:func:`philont.services.fact_base.held_address`)."""
+    holds with ``rule``'s message (:func:`philont.services.fact_base.held_address`). ``before``
+    refuses what no row may hold either, first."""
 
     def check(value: str) -> str:
+        if before is not None:
+            before(value)
         try:
             return rule(value)
         except ValueError as refused:
@@ -290,6 +295,13 @@ def _or_held(rule: Callable[[str], str]) -> Callable[[str], str]:
     return check
 
 
+def _selector_length(value: str) -> None:
+    """A filter's namespace (``value`` without ``.*``) is at most as long as a write's (a
+    stored row's too), refused in the write's words."""
+    if len(value.removesuffix(PREFIX_SUFFIX)) > MAX_NAMESPACE_CHARS:
+        raise ValueError(f"String should have at most {MAX_NAMESPACE_CHARS} characters")
+
+
 def _selector(value: str) -> str:
     """'*' (every namespace), 'user' (exact) or 'user.*' (user and its children), the
     namespace following the write rule (``self`` is readable)."""
@@ -298,8 +310,7 @@ def _selector(value: str) -> str:
     root = value.removesuffix(PREFIX_SUFFIX)
     if not root:
         raise ValueError("pattern '.*' has no root; use '*' for all")
-    if len(root) > MAX_NAMESPACE_CHARS:  # the write's own limit, in its words
-        raise ValueError(f"String should have at most {MAX_NAMESPACE_CHARS} characters")
+    _selector_length(value)
     _namespace_shape(root)
     return value
 
@@ -487,12 +498,15 @@ HeldNamespaceSelector = Annotated[
     StrictStr,
     Field(
         min_length=1,
-        max_length=MAX_NAMESPACE_CHARS + len(PREFIX_SUFFIX),
         description="Exact namespace as list_facts shows it, prefix form 'user.*' (user and its "
         "sub-namespaces), or '*' for all.",
-        **advertised(NON_BLANK_SCHEMA),
+        # the length is the namespace's own, checked in the write's words (a held one's too)
+        json_schema_extra={
+            "maxLength": MAX_NAMESPACE_CHARS + len(PREFIX_SUFFIX),
+            "pattern": NON_BLANK_SCHEMA,
+        },
     ),
-    AfterValidator(_or_held(_selector)),
+    AfterValidator(_or_held(_selector, before=_selector_length)),
     UNICODE,
 ]
 """The namespace filter of a list (``list_facts``, ``philont facts list``): a

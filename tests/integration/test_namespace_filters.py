@@ -111,6 +111,9 @@ def _flat(message: str | None) -> str | None:
 @example(namespace="user", key="a b")
 @example(namespace="user.*", key="k")
 @example(namespace=":", key="")
+@example(namespace="a" * 101, key="k")  # list_facts said "at most 102 characters" from 103 on
+@example(namespace="a" * 103, key="k")
+@example(namespace="a b" * 40, key="k")  # a long name a stored row may hold
 def test_every_read_refuses_what_a_write_refuses_with_its_message(
     namespace: str, key: str, tool_db: Path
 ) -> None:
