@@ -81,6 +81,21 @@ def valid_day(year: int, month: int, day: int) -> date | None:
         return None
 
 
+LEAP_GAP = 8
+"""The longest run of years without a 29 February (1896 to 1904; 2096 to 2104)."""
+
+
+def recent_day(today: date, month: int, day: int) -> date | None:
+    """The most recent ``month``/``day`` not after ``today`` (a date named without its year),
+    or None if no year holds that day (30 February). A 29 February is the last leap day:
+    the guessed year and the one before it may both lack one."""
+    for back in range(LEAP_GAP + 1):
+        found = valid_day(today.year - back, month, day)
+        if found is not None and found <= today:
+            return found
+    return None
+
+
 def ago(today: date, n: int, unit: str) -> Window | None:
     """``n`` units before ``today``: that day, that week, that month or that year."""
     if n < 1 or n > MAX_AGO:

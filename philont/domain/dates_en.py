@@ -17,6 +17,7 @@ from philont.domain.date_windows import (
     month_window,
     months_back,
     next_month,
+    recent_day,
     recent_month,
     valid_day,
     week_start,
@@ -124,10 +125,7 @@ def _en_date(m: re.Match[str], today: date) -> tuple[Window, float] | None:
     if m.group("year") is not None and year is None:
         return None
     if year is None:
-        year, _ = recent_month(today, month)
-        found = valid_day(year, month, day)
-        if found is not None and found > today:
-            found = valid_day(year - 1, month, day)
+        found = recent_day(today, month, day)
         return (day_window(found), 0.8) if found is not None else None
     found = valid_day(year, month, day)
     return (day_window(found), 1.0) if found is not None else None

@@ -14,6 +14,7 @@ from philont.domain.date_windows import (
     day_window,
     month_window,
     months_back,
+    recent_day,
     recent_month,
     valid_day,
     week_start,
@@ -70,9 +71,12 @@ def _zh_month_day(m: re.Match[str], year: int | None, today: date) -> tuple[Wind
     if day_text is None:
         return month_window(year, month), confidence
     day = _zh_number(day_text)
-    found = None if day is None else valid_day(year, month, day)
-    if found is not None and guessed and found > today:
-        found = valid_day(year - 1, month, found.day)
+    if day is None:
+        found = None
+    elif guessed:
+        found = recent_day(today, month, day)
+    else:
+        found = valid_day(year, month, day)
     if found is None:  # no such day (2月30日): the month is still named
         return month_window(year, month), confidence
     return day_window(found), confidence

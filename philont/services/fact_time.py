@@ -19,6 +19,7 @@ from philont.errors import (
 from philont.finds import finds
 from philont.schemas import inputs
 from philont.schemas.facts import FactRecord
+from philont.services._rows import code_point_order
 from philont.services.base import Service
 from philont.services.fact_base import (
     aware,
@@ -118,7 +119,13 @@ class FactTime(Service):
                     successor.occurred_at != occurred,
                 ),
             )
-            .order_by(occurred, Fact.created_at, Fact.namespace, Fact.key, Fact.id)
+            .order_by(
+                occurred,
+                Fact.created_at,
+                code_point_order(Fact.namespace, self.session),
+                code_point_order(Fact.key, self.session),
+                Fact.id,
+            )
         )
         if cond is not None:
             stmt = stmt.where(cond)

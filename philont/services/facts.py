@@ -20,6 +20,7 @@ from philont.errors import (
 from philont.finds import finds
 from philont.schemas import inputs
 from philont.schemas.facts import FactRecord
+from philont.services._rows import code_point_order
 from philont.services.fact_base import (
     CURRENT,
     FACT_COLUMNS,
@@ -320,7 +321,13 @@ class FactService(FactTime):
         if cond is not None:
             stmt = stmt.where(cond)
         rows = builtins.list(
-            self.session.execute(stmt.order_by(Fact.namespace, Fact.key, Fact.created_at))
+            self.session.execute(
+                stmt.order_by(
+                    code_point_order(Fact.namespace, self.session),
+                    code_point_order(Fact.key, self.session),
+                    Fact.created_at,
+                )
+            )
         )
         if include_expired:
             return at, rows

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy.orm import Session
 
 from philont.db.models import Note
 from philont.db.stored_values import record
@@ -19,6 +20,7 @@ from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.inputs import SESSION_SUMMARY_PREFIX
 from philont.schemas.notes import NoteRecord
+from philont.services._rows import code_point_order
 from philont.services.base import Service
 
 __all__ = ["SESSION_SUMMARY_PREFIX", "NoteService"]
@@ -43,7 +45,11 @@ def _record(row: Note) -> NoteRecord:
 
 
 _ACTIVE = Note.forgotten_at.is_(None)
-_RANKING = (Note.importance.desc(), Note.created_at.desc(), Note.id)
+
+
+def _ranking(session: Session) -> tuple[ColumnElement[Any], ...]:
+    """Most important first, then newest, then by id (in code point order on both backends)."""
+    return (Note.importance.desc(), Note.created_at.desc(), code_point_order(Note.id, session))
 
 
 MAX_SEARCH_TOKENS = 64
@@ -135,7 +141,7 @@ class NoteService(Service):
         Forgotten notes are left out unless asked for (the original listed them, Q-F6).
         No access refresh.
         """
-        stmt = select(Note).order_by(*_RANKING).limit(limit)
+        stmt = select(Note).order_by(*_ranking(self.session)).limit(limit)
         if not include_forgotten:
             stmt = stmt.where(_ACTIVE)
         return [_record(r) for r in self.session.scalars(stmt)]
@@ -182,7 +188,7 @@ class NoteService(Service):
                 _ACTIVE,
                 Note.id.like(_like_escape(SESSION_SUMMARY_PREFIX) + "%", escape="\\"),
             )
-            .order_by(Note.created_at.desc(), Note.id)
+            .order_by(Note.created_at.desc(), code_point_order(Note.id, self.session))
             .limit(1)
         )
         if exclude_session_id is not None:
@@ -219,7 +225,7 @@ class NoteService(Service):
             return []
         like = self.mem.backend.folded_like
         contains = [or_(*(like(Note.content, p) for p in _patterns(t))) for t in tokens]
-        stmt = select(Note).where(_ACTIVE, *contains).order_by(*_RANKING).limit(limit)
+        stmt = select(Note).where(_ACTIVE, *contains).order_by(*_ranking(self.session)).limit(limit)
         return [_record(r) for r in self.session.scalars(stmt)]
 
     def count(self, include_forgotten: bool = False) -> int:

@@ -25,6 +25,7 @@ from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.inputs import SESSION_SUMMARY_PREFIX
 from philont.schemas.timeline import MessageIn, MessageRecord, SessionOverview, SessionRecord
+from philont.services._rows import code_point_order
 from philont.services.base import Service
 
 __all__ = ["GLOBAL_SESSION", "TimelineService"]
@@ -173,7 +174,9 @@ class TimelineService(Service):
         offset = inputs.check(inputs.Offset, offset, "offset")
         stmt = (
             select(RawSession)
-            .order_by(RawSession.started_at.desc(), RawSession.id.desc())
+            .order_by(
+                RawSession.started_at.desc(), code_point_order(RawSession.id, self.session).desc()
+            )
             .limit(limit)
             .offset(offset)
         )

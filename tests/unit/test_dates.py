@@ -286,3 +286,50 @@ def test_the_quick_check_never_hides_a_phrase(text: str) -> None:
 
     found = dates._candidates(text, NOW.date())
     assert not found or dates._HINT.search(text) is not None
+
+
+_MONTH_NAMES = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+
+
+def _last_before(today: date, month: int, day: int) -> date:
+    """The most recent ``month``/``day`` not after ``today``, counted back a day at a time."""
+    found = today
+    while (found.month, found.day) != (month, day):
+        found -= timedelta(days=1)
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    today=st.dates(date(1910, 1, 1), date(2190, 12, 31)),
+    when=st.one_of(st.dates(date(2000, 1, 1), date(2000, 12, 31)), st.just(date(2000, 2, 29))),
+    form=st.sampled_from(["on {d} {M}", "on {M} {d}", "the {M} {d}th", "{m}月{d}日", "{m}月{d}号"]),
+)
+def test_a_day_without_a_year_is_its_last_occurrence_leap_days_too(
+    today: date, when: date, form: str
+) -> None:
+    # 29 February named without a year is the last leap day (up to eight years back), not
+    # nothing (English) or the guessed year's February (Chinese) when that year has none.
+    text = form.format(d=when.day, m=when.month, M=_MONTH_NAMES[when.month - 1])
+    now = datetime.combine(today, datetime.min.time(), tzinfo=UTC) + timedelta(hours=12)
+    period = find_period(text, now)
+    expected = _last_before(today, when.month, when.day)
+    assert period is not None, text
+    assert (period.start.date(), period.end.date(), period.granularity) == (
+        expected,
+        expected + timedelta(days=1),
+        "day",
+    ), text

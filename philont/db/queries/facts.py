@@ -41,7 +41,7 @@ def current(raw: Raw) -> list[FactVersion]:
         FactVersion,
         f"SELECT {_COLUMNS} FROM memory_facts"
         f"{raw.where('superseded_by IS NULL AND forgotten_at IS NULL')}"
-        " ORDER BY namespace, key, created_at",
+        f" ORDER BY {raw.code_points('namespace')}, {raw.code_points('key')}, created_at",
     )
 
 

@@ -52,6 +52,6 @@ def most_important(raw: Raw, limit: int) -> list[ImportantNote]:
     return raw.named(
         ImportantNote,
         f"SELECT id, importance, content FROM {TABLE}{raw.where('forgotten_at IS NULL')}"
-        f" ORDER BY importance DESC, created_at DESC, id LIMIT {raw.mark}",
+        f" ORDER BY importance DESC, created_at DESC, {raw.code_points('id')} LIMIT {raw.mark}",
         [limit],
     )

@@ -1,0 +1,140 @@
+"""Records tied on everything but their text keys are listed in code point order on both
+backends, whatever the PostgreSQL database's collation: facts by namespace and key
+(``FactService.list``, the ``list_facts`` tool, the memory prefix's ties of the decay score),
+notes by id (``NoteService.list``, the prefix's notes) and sessions by id
+(``TimelineService.list_sessions``). Before, PostgreSQL ordered
+them by its database's locale, so a database made with ``initdb`` under ``en_US.UTF-8`` (most
+systems' default) listed ``user.Zoe`` after ``user.apple`` and ``a_b`` after ``ab`` where SQLite
+(and Python's ``sorted``) put them first."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from philont import Store
+from philont.services.prefix import PrefixLimits
+from philont.tools import call as call_tool
+from tests.pg_support import server_url
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+# Keys whose code point order differs from a linguistic one: case, punctuation, digits.
+KEYS = ["Zoe", "apple", "a_b", "ab", "a-c", "a.c", "b2", "b10", "B", "z", "A_b"]
+
+
+def _admin(sql: str) -> None:
+    engine = create_engine(server_url(), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(sql))
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def linguistic_db() -> Iterator[str]:
+    """The URL of a new PostgreSQL database whose default collation is ICU's English (dropped
+    after): text ordered there without a collation is ordered as words, not code points."""
+    pytest.importorskip("psycopg")
+    name = f"philont_coll_{uuid.uuid4().hex[:8]}"
+    try:
+        _admin(
+            f"CREATE DATABASE {name} ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en'"
+            " LOCALE 'C.UTF-8' TEMPLATE template0"
+        )
+    except Exception as exc:  # a server where this role may not create databases, or no ICU
+        pytest.skip(f"cannot create an ICU-collated database here: {exc}")
+    yield make_url(server_url()).set(database=name).render_as_string(hide_password=False)
+    _admin(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _open(
+    request: pytest.FixtureRequest, backend: str, tmp_path_factory: pytest.TempPathFactory
+) -> Store:
+    """A new memory at NOW: a new file, or a new agent in the ICU-collated database."""
+    if backend == "postgres":
+        target: str | Path = request.getfixturevalue("linguistic_db")
+    else:
+        target = tmp_path_factory.mktemp("order") / "memory.sqlite"
+    return Store.open(target, agent=f"a{uuid.uuid4().hex[:8]}", clock=lambda: NOW)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    keys=st.lists(st.sampled_from(KEYS), min_size=2, max_size=8, unique=True),
+    namespaces=st.lists(
+        st.sampled_from(["user", "user_x", "userx", "use", "user-x", "user.a"]),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_tied_facts_are_listed_in_code_point_order(
+    request: pytest.FixtureRequest,
+    backend_name: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    keys: list[str],
+    namespaces: list[str],
+) -> None:
+    pairs = [(ns, k) for ns in dict.fromkeys(namespaces) for k in keys]
+    expected = sorted(pairs)
+    store = _open(request, backend_name, tmp_path_factory)
+    try:
+        with store.begin() as mem:
+            for ns, k in reversed(pairs):  # stored in the wrong order, at one instant
+                mem.facts.store(ns, k, "v")
+        with store.begin() as mem:
+            listed = [(f.namespace, f.key) for f in mem.facts.list("*", now=NOW)]
+            ranked = [(f.namespace, f.key) for f in mem.facts.list("*", ranked=True, now=NOW)]
+            prefix = mem.prefix.build(limits=PrefixLimits(budget_tokens=10_000), now=NOW).text
+        assert listed == expected
+        assert ranked == expected  # equal scores keep the listing's order
+        shown = [line.split(" = ")[0] for line in prefix.splitlines() if " = " in line]
+        assert shown == [f"- {ns}.{k}" for ns, k in expected]
+        tool = call_tool("list_facts", {"namespace": "*"}, db=store)
+        assert [(f["namespace"], f["key"]) for f in tool.data] == expected
+    finally:
+        store.close()
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ids=st.lists(st.sampled_from(KEYS), min_size=2, max_size=8, unique=True))
+def test_tied_notes_and_sessions_are_listed_in_code_point_order(
+    request: pytest.FixtureRequest,
+    backend_name: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    ids: list[str],
+) -> None:
+    store = _open(request, backend_name, tmp_path_factory)
+    try:
+        with store.begin() as mem:
+            for i in reversed(ids):  # at one instant, equally important
+                mem.notes.add(f"note {i}", importance=0.5, id=i)
+                mem.timeline.start_session(i)
+        with store.begin() as mem:
+            notes = [n.id for n in mem.notes.list(limit=50)]
+            sessions = [s.id for s in mem.timeline.list_sessions(limit=50) if s.id in ids]
+            prefix = mem.prefix.build(limits=PrefixLimits(budget_tokens=10_000), now=NOW).text
+        assert notes == sorted(ids)
+        assert sessions == sorted(ids, reverse=True)  # newest first, then by id descending
+        shown = [line.split("note ")[1] for line in prefix.splitlines() if "note " in line]
+        assert shown == sorted(ids)
+    finally:
+        store.close()
