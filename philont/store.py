@@ -330,11 +330,13 @@ class Store:
             require_sqlite_hooks(engine, "store.join")
 
     def _agent(self, agent: str | None) -> str | None:
+        """The agent a unit of work serves: ``agent``, else this Store's, else (PostgreSQL)
+        ``$PHILONT_AGENT`` (:func:`~philont.settings.default_agent`)."""
         if agent is not None:
-            check_name(agent)  # refused on SQLite too, where the name is not used
-        if agent is not None or self.agent is not None or self.backend.name != "postgresql":
-            return agent or self.agent
-        return os.environ.get(settings.AGENT_ENV) or None
+            return check_name(agent)  # refused on SQLite too, where the name is not used
+        if self.agent is not None or self.backend.name != "postgresql":
+            return self.agent
+        return settings.default_agent()
 
     def for_agent(self, agent: str) -> Store:
         """A Store on the same engine (the same pool) whose default agent is ``agent``."""
