@@ -106,8 +106,10 @@ def run(db: str | Path | None = None, *, agent: str | None = None, read_only: bo
 def _open(db: str | Path | None, agent: str | None, read_only: bool) -> Store:
     """The server's Store: read-only when asked, or when the file cannot be written. On
     PostgreSQL it serves one agent (``--agent``, ``$PHILONT_AGENT``), named before the server
-    starts: without one it answered ``initialize`` and ``tools/list`` as a working server, and
-    then refused every tool call (``agent_required``); a bad name too."""
+    starts (without one it answered ``initialize`` and ``tools/list`` as a working server, and
+    then refused every tool call: ``agent_required``), and already in the database: an agent
+    nobody has (a misspelt name) is :class:`~philont.errors.AgentNotFoundError`, as for every
+    command but ``import`` (the server created it)."""
     url = resolve_url(db)
     if is_postgres(url):
         return _open_agent(url, agent, read_only)
@@ -123,11 +125,19 @@ def _open(db: str | Path | None, agent: str | None, read_only: bool) -> Store:
 
 
 def _open_agent(url: URL, agent: str | None, read_only: bool) -> Store:
-    """The server's Store on PostgreSQL: its one agent."""
+    """The server's Store on PostgreSQL: its one agent, which must exist."""
+    from philont import agents
+
     name = settings.default_agent() if agent is None else check_name(agent)
     if name is None:
         raise AgentRequiredError(
             "a PostgreSQL database holds many agents: name the one this server serves "
             f"(philont --agent NAME mcp, or ${settings.AGENT_ENV})"
         )
-    return Store.open(url, agent=name, read_only=read_only)
+    store = Store.open(url, agent=name, read_only=read_only)
+    try:
+        agents.require(store, name)
+    except BaseException:
+        store.close()
+        raise
+    return store
