@@ -57,7 +57,7 @@ from philont.errors import (
     StoreClosedError,
 )
 from philont.log import alembic_at_debug, get_logger
-from philont.memory import Memory
+from philont.memory import Joined, Memory
 from philont.schemas.inputs import BusyTimeoutMs
 from philont.store import Store, check_read_only, ensure_schema, ensure_schema_on
 
@@ -265,7 +265,9 @@ class AsyncStore:
         self._bound()
         if session is not None:
             return await session.run_sync(
-                lambda s: _in(self.store.join(s, clock=clock, agent=agent), work)
+                lambda s: _in(
+                    self.store._join(s, clock=clock, agent=agent, joined=_HOST_SESSION), work
+                )
             )
 
         async def attempt(write_now: bool) -> T:
@@ -384,7 +386,10 @@ class AsyncStore:
                 s.begin(),
             ):
                 result = await s.run_sync(
-                    lambda sync: _in(self.store.join(sync, clock=clock, agent=agent), work)
+                    lambda sync: _in(
+                        self.store._join(sync, clock=clock, agent=agent, joined=_OWN_SESSION),
+                        work,
+                    )
                 )
                 ending.set()
                 return result
@@ -439,6 +444,23 @@ async def _retrying(attempt: Callable[[bool], Awaitable[T]], *, write: bool) -> 
                 raise verdict from exc
             write = True
             await asyncio.sleep(verdict)
+
+
+_HOST_SESSION = Joined(
+    "AsyncStore.run",
+    "session",
+    "the AsyncSession ended its transaction (commit, rollback or close) inside work; end it "
+    "after AsyncStore.run returns",
+)
+"""A unit of work in the host's AsyncSession (``AsyncStore.run(work, session=...)``, and
+``AsyncStore.call``'s): its errors name the API the host called, not ``store.join``."""
+_OWN_SESSION = Joined(
+    "AsyncStore.run",
+    "session",
+    "work ended the unit of work's transaction (a commit, rollback or close of mem.session); "
+    "AsyncStore.run commits it when work returns",
+)
+"""A unit of work of the AsyncStore's own (``AsyncStore.run(work)``, ``AsyncStore.call``)."""
 
 
 def _in(mem: Memory, work: Callable[[Memory], T]) -> T:

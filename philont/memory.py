@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, overload
 
 from sqlalchemy import Connection, Transaction, event
 from sqlalchemy.exc import (
@@ -91,6 +91,26 @@ class _service(Generic[S]):
         return value
 
 
+class Joined(NamedTuple):
+    """The API that joined a unit of work into a transaction, as the unit's errors name it: a
+    message of ``store.join``'s sent an AsyncStore's user looking for a call they never made."""
+
+    api: str
+    argument: str
+    """The argument that holds the caller's Session or Connection."""
+    ended: str
+    """What the unit says when its transaction was ended inside it (``{host}``: the type of
+    the Session or Connection joined)."""
+
+
+STORE_JOIN = Joined(
+    "store.join",
+    "bind",
+    "the {host} ended its transaction (commit, rollback or close) inside the joined block; "
+    "end it after the block",
+)
+
+
 class _State(enum.Enum):
     NEW = "new"
     ACTIVE = "active"
@@ -109,6 +129,7 @@ class Memory:
         clock: Clock,
         bind: Session | Connection | None = None,
         agent: str | None = None,
+        joined: Joined = STORE_JOIN,
     ) -> None:
         self.store = store
         self.write = write
@@ -116,6 +137,7 @@ class Memory:
         self.agent = agent
         """The agent this unit of work serves (PostgreSQL; None on SQLite: a file is one)."""
         self._bind = bind
+        self._joined = joined
         self._savepoint: SessionTransaction | None = None
         self._host_transaction: SessionTransaction | Transaction | None = None
         """The caller's transaction a joined unit entered (:meth:`Store.join`): ended by the
@@ -302,10 +324,8 @@ class Memory:
         a service call after it wrote in a transaction the caller began next (SQLite), or
         failed as a generic StorageError (PostgreSQL: no agent served), and the block's end
         raised SQLAlchemy's untyped ResourceClosedError / InvalidRequestError."""
-        return UnitOfWorkError(
-            f"store.join: the {type(self._bind).__name__} ended its transaction (commit, "
-            "rollback or close) inside the joined block; end it after the block"
-        )
+        api, _, ended = self._joined
+        return UnitOfWorkError(f"{api}: " + ended.format(host=type(self._bind).__name__))
 
     def _unjoinable(self, exc: SQLAlchemyError | sqlite3.Error) -> PhilontError:
         """The typed error of a caller's Session or Connection that could not be joined: one
@@ -318,7 +338,7 @@ class Memory:
             getattr(orig, "sqlstate", None) == IN_FAILED_TRANSACTION
         ):
             return InvalidInputError.of(
-                "bind",
+                self._joined.argument,
                 f"the {type(self._bind).__name__} cannot be joined ({type(exc).__name__}): it "
                 "is closed, or its transaction failed; roll it back (or open a new one) first",
             )

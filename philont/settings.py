@@ -7,7 +7,8 @@ from pathlib import Path
 
 ENV_DB_PATH = "MEMORY_DB_PATH"
 AGENT_ENV = "PHILONT_AGENT"
-"""With a PostgreSQL URL and no explicit agent: the agent units of work serve."""
+"""With a PostgreSQL URL and no explicit agent: the agent units of work serve
+(:func:`default_agent`)."""
 DEFAULT_RELATIVE_PATH = Path(".philont") / "memory" / "memory.sqlite"
 BACKUP_DIR_NAME = "backups"
 BUSY_TIMEOUT_MS = 5000
@@ -25,6 +26,20 @@ def default_db_path() -> Path:
         return Path(env).expanduser()
     home = os.environ.get("HOME") or str(Path.home())
     return Path(home) / DEFAULT_RELATIVE_PATH
+
+
+def default_agent() -> str | None:
+    """``$PHILONT_AGENT``, the agent of PostgreSQL work that names none (a Store's units of
+    work, an export or import, the MCP server; ``philont --agent NAME`` sets it for one
+    command): surrounding whitespace is dropped, unset or blank is None, anything else must be
+    an agent name (:class:`~philont.errors.InvalidInputError` naming ``$PHILONT_AGENT``). The
+    one reading of it, so that every path takes and refuses the same values."""
+    value = os.environ.get(AGENT_ENV, "").strip()
+    if not value:
+        return None
+    from philont.db.agents import check_name
+
+    return check_name(value, f"${AGENT_ENV}")
 
 
 def backup_dir_for(db_path: Path) -> Path:

@@ -51,7 +51,7 @@ from philont.errors import (
     StoreClosedError,
 )
 from philont.log import alembic_at_debug, get_logger
-from philont.memory import Memory
+from philont.memory import STORE_JOIN, Joined, Memory
 from philont.schemas.inputs import Attempts, BusyTimeoutMs
 
 if TYPE_CHECKING:
@@ -293,13 +293,29 @@ class Store:
         ``scoped_session`` stands for its current Session."""
         if isinstance(bind, scoped_session):
             bind = bind()
+        return self._join(bind, clock=clock, agent=agent, joined=STORE_JOIN)
+
+    def _join(
+        self,
+        bind: Session | Connection,
+        *,
+        clock: Clock | None,
+        agent: str | None,
+        joined: Joined,
+    ) -> Memory:
+        """:meth:`join`, its errors naming ``joined``'s API (an AsyncStore's run joins too)."""
         self._check_open()
-        self._check_same_database(bind)
+        self._check_same_database(bind, joined.api)
         return Memory(
-            self, write=True, clock=clock or self.clock, bind=bind, agent=self._agent(agent)
+            self,
+            write=True,
+            clock=clock or self.clock,
+            bind=bind,
+            agent=self._agent(agent),
+            joined=joined,
         )
 
-    def _check_same_database(self, bind: Session | Connection) -> None:
+    def _check_same_database(self, bind: Session | Connection, api: str) -> None:
         """Refuse a Session or Connection on another database than this Store's: its services
         would write there, with this Store's caches (agent ids, search statistics). A Session
         with binds per model is checked for philont's models and for the statements it runs
@@ -316,7 +332,7 @@ class Store:
                 engines = [bind.get_bind(Meta).engine, bind.get_bind().engine]
             except UnboundExecutionError as exc:
                 raise InvalidDatabaseError(
-                    "store.join: the Session has no bind for statements without a model, "
+                    f"{api}: the Session has no bind for statements without a model, "
                     f"which philont's services run too{held}"
                 ) from exc
         for engine in engines:
@@ -324,17 +340,19 @@ class Store:
                 self.engine.url
             ):
                 raise InvalidDatabaseError(
-                    f"store.join: the {type(bind).__name__} is on "
+                    f"{api}: the {type(bind).__name__} is on "
                     f"{database_name(engine.url)}, this Store serves {self.label}{held}"
                 )
-            require_sqlite_hooks(engine, "store.join")
+            require_sqlite_hooks(engine, api)
 
     def _agent(self, agent: str | None) -> str | None:
+        """The agent a unit of work serves: ``agent``, else this Store's, else (PostgreSQL)
+        ``$PHILONT_AGENT`` (:func:`~philont.settings.default_agent`)."""
         if agent is not None:
-            check_name(agent)  # refused on SQLite too, where the name is not used
-        if agent is not None or self.agent is not None or self.backend.name != "postgresql":
-            return agent or self.agent
-        return os.environ.get(settings.AGENT_ENV) or None
+            return check_name(agent)  # refused on SQLite too, where the name is not used
+        if self.agent is not None or self.backend.name != "postgresql":
+            return self.agent
+        return settings.default_agent()
 
     def for_agent(self, agent: str) -> Store:
         """A Store on the same engine (the same pool) whose default agent is ``agent``."""

@@ -64,7 +64,7 @@ __all__ = [
 
 log = get_logger(__name__)
 
-_NAME = re.compile(r"^[a-z0-9_][a-z0-9_.-]{0,62}$")
+_NAME = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,62}")  # fullmatch: "$" matched before a final "\n"
 AGENT_OPTION = "philont_agent_id"
 """Execution option (on a unit of work's Connection) and ``Session.info`` key: the agent id."""
 _CONNECTION = "philont_agent_connection"
@@ -83,7 +83,7 @@ class Agent:
 def check_name(name: object, argument: str = "agent") -> str:
     """An agent's name: 1-63 characters of ``a-z 0-9 _ . -``, not starting with ``.``/``-``;
     else the refusal of the argument ``argument`` (named, as every argument's refusal)."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise InvalidInputError.of(
             argument,
             f"{name!r} is no agent name: 1-63 characters of a-z, 0-9, _, . and - "

@@ -18,7 +18,6 @@ cancelled"). When stdin ends, the calls in flight are answered before the server
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +26,10 @@ import anyio.lowlevel
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
+from sqlalchemy.engine import URL
 
 from philont import __version__, settings, tools
+from philont.db.agents import check_name
 from philont.db.engine import is_postgres, resolve_url
 from philont.errors import AgentRequiredError, DatabaseReadOnlyError
 from philont.log import get_logger
@@ -105,21 +106,38 @@ def run(db: str | Path | None = None, *, agent: str | None = None, read_only: bo
 def _open(db: str | Path | None, agent: str | None, read_only: bool) -> Store:
     """The server's Store: read-only when asked, or when the file cannot be written. On
     PostgreSQL it serves one agent (``--agent``, ``$PHILONT_AGENT``), named before the server
-    starts: without one it answered ``initialize`` and ``tools/list`` as a working server, and
-    then refused every tool call (``agent_required``)."""
-    if is_postgres(resolve_url(db)) and agent is None and not os.environ.get(settings.AGENT_ENV):
+    starts (without one it answered ``initialize`` and ``tools/list`` as a working server, and
+    then refused every tool call: ``agent_required``), and already in the database: an agent
+    nobody has (a misspelt name) is :class:`~philont.errors.AgentNotFoundError`, as for every
+    command but ``import`` (the server created it)."""
+    url = resolve_url(db)
+    if is_postgres(url):
+        return _open_agent(url, agent, read_only)
+    if not read_only:
+        try:
+            return Store.open(url, agent=agent)
+        except DatabaseReadOnlyError as exc:
+            reason = exc.message
+    store = Store.open(url, agent=agent, read_only=True)
+    if not read_only:
+        log.warning("mcp.serving_read_only", reason=reason, writes="database_read_only")
+    return store
+
+
+def _open_agent(url: URL, agent: str | None, read_only: bool) -> Store:
+    """The server's Store on PostgreSQL: its one agent, which must exist."""
+    from philont import agents
+
+    name = settings.default_agent() if agent is None else check_name(agent)
+    if name is None:
         raise AgentRequiredError(
             "a PostgreSQL database holds many agents: name the one this server serves "
             f"(philont --agent NAME mcp, or ${settings.AGENT_ENV})"
         )
-    if not read_only:
-        try:
-            return Store.open(db, agent=agent)
-        except DatabaseReadOnlyError as exc:
-            if is_postgres(resolve_url(db)):
-                raise
-            reason = exc.message
-    store = Store.open(db, agent=agent, read_only=True)
-    if not read_only:
-        log.warning("mcp.serving_read_only", reason=reason, writes="database_read_only")
+    store = Store.open(url, agent=name, read_only=read_only)
+    try:
+        agents.require(store, name)
+    except BaseException:
+        store.close()
+        raise
     return store

@@ -16,7 +16,6 @@ imports into an SQLite file, into another database, or under another name into t
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -36,6 +35,7 @@ from philont.db.retry import refusal
 from philont.db.schema import metadata
 from philont.errors import (
     AgentNotFoundError,
+    AgentRequiredError,
     InvalidInputError,
     SchemaError,
     UnrecognizedSchemaError,
@@ -83,15 +83,16 @@ LEGACY_REVISIONS = ("v034", "v035")
 
 
 def agent_name(agent: str | None) -> str:
-    """``agent``, else ``$PHILONT_AGENT``; a PostgreSQL export or import is of one agent."""
-    name = agent or os.environ.get(settings.AGENT_ENV) or None
+    """``agent``, else ``$PHILONT_AGENT`` (:func:`~philont.settings.default_agent`); a
+    PostgreSQL export or import is of one agent."""
+    name = settings.default_agent() if agent is None else registry.check_name(agent)
     if name is None:
-        raise InvalidInputError.of(
+        raise AgentRequiredError.of(
             "agent",
             "a PostgreSQL database holds many agents: name the one to export or import "
-            "(agent=..., philont --agent NAME ...)",
+            f"(agent=..., philont --agent NAME ..., ${settings.AGENT_ENV})",
         )
-    return registry.check_name(name)
+    return name
 
 
 @contextmanager

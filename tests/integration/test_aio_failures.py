@@ -23,7 +23,7 @@ import anyio
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from philont import tools
@@ -640,3 +640,86 @@ def test_a_closed_async_store_names_its_database_as_the_sync_store_does(
     else:
         assert not target.password or f":{target.password}@" not in message
         assert message == f"the Store of {target.set(drivername='postgresql')!r} is closed"
+
+
+# --- errors name the API in use --------------------------------------------------------------
+
+ENDS = {
+    "commit": lambda s: s.commit(),
+    "rollback": lambda s: s.rollback(),
+    "close": lambda s: s.close(),
+}
+
+
+@pytest.mark.parametrize("then_write", [False, True], ids=["end", "end-then-write"])
+@pytest.mark.parametrize("end", ENDS)
+@pytest.mark.parametrize("host", [False, True], ids=["own", "host-session"])
+def test_a_unit_whose_transaction_work_ended_names_asyncstore_run(
+    memories: Memories, host: bool, end: str, then_write: bool
+) -> None:
+    # The error of a unit whose transaction was ended inside it said "store.join: ... inside
+    # the joined block; end it after the block": an AsyncStore's user never called store.join
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    def work(mem: Memory) -> None:
+        ENDS[end](mem.session)
+        if then_write:
+            mem.facts.store("user", "after", 1)
+
+    async def body(astore: AsyncStore) -> str:
+        with pytest.raises(UnitOfWorkError) as raised:
+            if host:
+                async with AsyncSession(astore.engine) as session, session.begin():
+                    await astore.run(work, session=session)
+            else:
+                await astore.run(work)
+        return str(raised.value)
+
+    said = run(memories(), body)
+    assert said.startswith("AsyncStore.run: "), said
+    assert "store.join" not in said
+    assert ("the AsyncSession ended its transaction" in said) is host, said
+
+
+def test_a_host_session_that_cannot_be_joined_is_refused_naming_session(
+    memories: Memories,
+) -> None:
+    # It was refused naming a "bind" argument AsyncStore.run does not have
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    async def body(astore: AsyncStore) -> dict[str, Any]:
+        async with AsyncSession(astore.engine) as session:
+            await session.begin()
+            with pytest.raises(DBAPIError):  # a failed flush, not rolled back
+                session.add(Note(id="n", content=None, created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+                await session.flush()
+            with pytest.raises(InvalidInputError) as raised:
+                await astore.run(lambda mem: mem.facts.list("user"), session=session)
+            return raised.value.details
+
+    assert run(memories(), body)["argument"] == "session"
+
+
+def test_a_host_session_on_another_file_is_refused_naming_asyncstore_run(
+    memories: Memories,
+) -> None:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from philont.aio import create_async_engine
+
+    where, (other, agent) = memories(), memories()
+    if agent is not None:
+        pytest.skip("another file: SQLite")
+
+    async def body(astore: AsyncStore) -> str:
+        engine = create_async_engine(other)
+        try:
+            async with AsyncSession(engine) as session, session.begin():
+                with pytest.raises(InvalidDatabaseError) as raised:
+                    await astore.run(lambda mem: mem.facts.list("user"), session=session)
+                return str(raised.value)
+        finally:
+            await engine.dispose()
+
+    said = run(where, body)
+    assert said.startswith("AsyncStore.run: the Session is on "), said

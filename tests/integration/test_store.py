@@ -668,8 +668,9 @@ def test_join_refuses_a_session_whose_statements_without_a_model_go_elsewhere(
         elsewhere.dispose()
 
 
-@pytest.mark.parametrize("agent", ["", "Alice", "-a", "a b", "x" * 64, "a;b", 7])
+@pytest.mark.parametrize("agent", ["", "Alice", "-a", "a b", "x" * 64, "a;b", 7, "a\n", "a\x00b"])
 def test_a_bad_agent_name_is_refused_on_every_backend(store: Store, agent: Any) -> None:
+    # "a\n" passed: the name's pattern ended in ``$``, which matches before a final newline
     # On SQLite the agent is not used, but a name PostgreSQL would refuse is refused here too
     # (it was ignored: code that worked on a file failed when moved to a server)
     # (a name that is no text is refused as such by name: ``agent: must be text ...``)

@@ -1,6 +1,7 @@
 """``philont mcp`` on PostgreSQL serves one agent, named before it starts: without one it
 answered ``initialize`` and ``tools/list`` as a working server and then refused every tool
-call with ``agent_required``; now it exits before serving, saying so in one line."""
+call with ``agent_required``; now it exits before serving, saying so in one line. An agent
+nobody has is ``agent_not_found``, as for every command but ``import``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from philont import settings
+from philont import agents, settings
+from philont.cli.common import EXIT_NOT_FOUND
+from philont.store import Store
 from tests.mcp_client import RawClient, tool_text
 from tests.pg_support import Layout
 
@@ -47,10 +50,39 @@ def test_without_an_agent_the_server_does_not_start(pg_layout: Layout) -> None:
     assert "--agent" in done.stderr and len(done.stderr.splitlines()) == 1
 
 
+def _agents(layout: Layout) -> int:
+    with Store.open(layout.url, upgrade=False) as store:
+        return agents.count(store)
+
+
+@pytest.mark.parametrize("named_by", ["--agent", settings.AGENT_ENV])
+def test_an_agent_nobody_has_is_not_found_and_not_created(pg_layout: Layout, named_by: str) -> None:
+    """Only ``import`` makes an agent (docs/postgresql.md): a misspelt name started a server
+    for a new, empty agent, whose writes then went there."""
+    name = pg_layout.new_agent()
+    env = {k: v for k, v in os.environ.items() if k != settings.AGENT_ENV}
+    agent = ["--agent", name] if named_by == "--agent" else []
+    if named_by == settings.AGENT_ENV:
+        env[settings.AGENT_ENV] = name
+    before = _agents(pg_layout)
+    done = subprocess.run(
+        [sys.executable, "-m", "philont", *agent, "mcp", "--db",
+         pg_layout.app_url.render_as_string(False)],
+        input=json.dumps(INITIALIZE) + "\n", capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == EXIT_NOT_FOUND, done
+    assert done.stdout == ""
+    assert done.stderr == f"error (agent_not_found): no agent named {name!r} in this database\n"
+    assert _agents(pg_layout) == before
+
+
 def test_with_an_agent_the_server_serves_it(
     pg_layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(settings.AGENT_ENV, pg_layout.new_agent())
+    name = pg_layout.new_agent()
+    with Store.open(pg_layout.url, upgrade=False) as store:
+        agents.create(store, name)
+    monkeypatch.setenv(settings.AGENT_ENV, name)
     client = RawClient(pg_layout.app_url.render_as_string(False))
     try:
         client.initialize()
