@@ -111,6 +111,16 @@ STORE_JOIN = Joined(
 )
 
 
+OWN_UNIT_ENDED = (
+    "the unit of work's transaction was ended inside its block (mem.session.commit(), "
+    "rollback() or close()): what the block wrote before was committed or rolled back by that "
+    "call, and nothing after it is written; a unit of work commits as its block ends"
+)
+"""The error of a unit of its own whose Session's transaction the block ended: every later
+service call and the block's end raise it (they raised SQLAlchemy's untyped "Autobegin is
+disabled" error)."""
+
+
 class _State(enum.Enum):
     NEW = "new"
     ACTIVE = "active"
@@ -262,8 +272,11 @@ class Memory:
             # unit of work (or a service) explained is left alone
             self.store.backend.explain(exc)
         failed = self._flush_failed(session)
-        if self._host_ended():
-            self.store.backend.leave(session, self._outer_agent)
+        if self._host_ended(session):
+            if self._bind is None:
+                session.close()  # ours, in no transaction: nothing to end
+            else:
+                self.store.backend.leave(session, self._outer_agent)
             if isinstance(self._bind, Connection) and not self._bind.in_transaction():
                 session.close()  # no rollback: our SAVEPOINT ended with the caller's transaction
             # After the end of a SAVEPOINT of the caller's, ours is gone too, and closing our
@@ -310,10 +323,13 @@ class Memory:
         if conn is not None and self._outer_agent is not None:
             self.store.backend.serve_again(conn, self._outer_agent)
 
-    def _host_ended(self) -> bool:
-        """Whether the caller's Session or Connection ended the transaction this joined unit
-        entered, or the SAVEPOINT of its own the unit was inside (``commit()``, ``rollback()``,
-        ``close()`` inside the block)."""
+    def _host_ended(self, session: Session) -> bool:
+        """Whether the transaction this unit is inside was ended inside the block
+        (``commit()``, ``rollback()``, ``close()``): by the caller's Session or Connection, the
+        one a joined unit entered or the SAVEPOINT of the caller's it was inside; or, in a unit
+        of its own, by ``mem.session`` (a failed flush leaves it begun, to be rolled back)."""
+        if self._bind is None:
+            return not session.in_transaction()
         host = self._host_transaction
         return host is not None and not host.is_active
 
@@ -324,6 +340,8 @@ class Memory:
         a service call after it wrote in a transaction the caller began next (SQLite), or
         failed as a generic StorageError (PostgreSQL: no agent served), and the block's end
         raised SQLAlchemy's untyped ResourceClosedError / InvalidRequestError."""
+        if self._bind is None:
+            return UnitOfWorkError(OWN_UNIT_ENDED)
         api, _, ended = self._joined
         return UnitOfWorkError(f"{api}: " + ended.format(host=type(self._bind).__name__))
 
@@ -523,8 +541,7 @@ class Memory:
                 "this unit of work has ended (its transaction was committed or rolled back); "
                 "begin a new one: with store.begin() as mem:"
             )
-        host = self._host_transaction
-        if host is not None and not host.is_active:
+        if self._host_ended(session):
             raise self._ended_by_host()
         return session
 

@@ -748,6 +748,37 @@ def test_ctrl_c_in_a_joined_block_its_host_ended_stays_ctrl_c(store: Store) -> N
             raise KeyboardInterrupt
 
 
+@pytest.mark.parametrize("then", ["write", "read", "raw", "nothing"])
+@pytest.mark.parametrize("ending", ["commit", "rollback", "close"])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_unit_of_its_own_is_refused_once_its_block_ended_the_transaction(
+    store: Store, ending: str, then: str, read_only: bool, recwarn: pytest.WarningsRecorder
+) -> None:
+    """``mem.session.commit()``, ``rollback()`` or ``close()`` inside ``with store.begin()``:
+    every later call in the block and its end raise UnitOfWorkError, and nothing after the
+    end is written. Before, they raised SQLAlchemy's untyped InvalidRequestError
+    ("Autobegin is disabled")."""
+    calls: dict[str, Callable[[Memory], object]] = {
+        "write": lambda mem: mem.notes.add("after the end"),
+        "read": lambda mem: mem.notes.count(),
+        "raw": lambda mem: mem.raw(),
+    }
+    told = "the unit of work's transaction was ended inside its block"
+    with pytest.raises(UnitOfWorkError, match=told), store.begin(write=not read_only) as mem:
+        if not read_only:
+            mem.notes.add("before the end")
+        getattr(mem.session, ending)()
+        if then in calls:
+            with pytest.raises(UnitOfWorkError, match=told):
+                calls[then](mem)
+            calls[then](mem)  # the block goes on: still refused, and its end says so too
+    assert not [w for w in recwarn if issubclass(w.category, Warning)]
+    with store.begin(write=False) as mem:  # what the block's own end did, and nothing after
+        assert mem.notes.count() == int(ending == "commit" and not read_only)
+    with store.begin() as mem:  # the Store goes on
+        mem.notes.add("next")
+
+
 @pytest.mark.parametrize("then", ["write", "read", "raw"])
 @pytest.mark.parametrize(
     "ending", ["commit", "rollback", "close", "savepoint commit", "savepoint rollback"]
