@@ -72,10 +72,11 @@ def db_current(db: DbOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         out.print_json(json.dumps(data))
     else:
-        out.print(
-            f"revision {st.revision or '(none)'} (head {st.head}); "
-            f"schema_version {st.schema_version or '(none)'}"
-        )
+        revision = st.revision or "(none)"
+        if not st.shipped:  # said, not guessed at: a later release's revision, or not ours
+            revision += ", not one this release ships"
+        version = st.schema_version or ("(none)" if st.shipped else "(unknown)")
+        out.print(f"revision {revision} (head {st.head}); schema_version {version}")
 
 
 @db_app.command("check")
@@ -96,6 +97,7 @@ def _status_data(st: migrate.Status) -> dict[str, object]:
         "head": st.head,
         "schema_version": st.schema_version,
         "at_head": st.at_head,
+        "shipped": st.shipped,
     }
 
 

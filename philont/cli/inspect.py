@@ -95,7 +95,7 @@ def stats(db: DbOption = None, as_json: JsonOption = False) -> None:
     from philont.db.engine import is_postgres
 
     url = resolve_existing(db)
-    st = migrate.status(url)
+    st = migrate.readable_status(url)  # a database this release cannot read is refused
     if is_postgres(url):
         path, size, rows, fts = _pg_stats(url)
     else:

@@ -160,9 +160,12 @@ def real(value: Any, default: Any) -> Any:
     """A REAL column's value as a record holds it: a finite number as it is, an infinity as
     the largest float of its sign (what it ranks and means stays: a ``decay_tau_days`` of
     -infinity is still pinned; no JSON can write an infinity), anything else (text, a blob,
-    PostgreSQL's NaN) as the column's ``default``."""
+    PostgreSQL's NaN) as the column's ``default``, -0.0 (a host's on PostgreSQL) as 0.0, as
+    an SQLite REAL holds it."""
     if not is_number(value) or math.isnan(value):
         return default
+    if value == 0:
+        return 0.0 if isinstance(value, float) else value
     return value if math.isfinite(value) else math.copysign(sys.float_info.max, value)
 
 

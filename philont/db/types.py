@@ -35,8 +35,28 @@ from philont.errors import InvalidInputError
 Int: TypeEngine[int] = Integer().with_variant(BigInteger(), "postgresql")
 """Philont's INTEGER: SQLite integers are 64-bit, so PostgreSQL gets BIGINT (epoch-ms fits)."""
 
-Real: TypeEngine[float] = REAL().with_variant(DOUBLE_PRECISION(), "postgresql")
-"""Philont's REAL: SQLite reals are 8-byte doubles, so PostgreSQL gets DOUBLE PRECISION."""
+
+def _unsigned_zero(value: Any) -> Any:
+    return 0.0 if isinstance(value, float) and value == 0.0 else value
+
+
+class _Double(TypeDecorator[float]):
+    """PostgreSQL's DOUBLE PRECISION storing and reading -0.0 as 0.0, as an SQLite REAL column
+    does (it keeps no sign of zero): the same write reads back the same on both backends."""
+
+    impl = DOUBLE_PRECISION
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return _unsigned_zero(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return _unsigned_zero(value)  # a host's -0.0 reads as SQLite would hold it
+
+
+Real: TypeEngine[float] = REAL().with_variant(_Double(), "postgresql")
+"""Philont's REAL: SQLite reals are 8-byte doubles, so PostgreSQL gets DOUBLE PRECISION
+(which stores -0.0 as 0.0, as SQLite does)."""
 
 
 COUNT: dict[str, Any] = {"least": 0}

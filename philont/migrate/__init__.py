@@ -86,6 +86,7 @@ __all__ = [
     "host_include_object",
     "include_name",
     "parse_schema_version",
+    "readable_status",
     "run_env",
     "script_directory",
     "script_location",
@@ -243,18 +244,30 @@ def _status_pg(url: URL, head: str) -> Status:
 
 
 @checked
+def readable_status(target: Target = None) -> Status:
+    """:func:`status`, refusing what an upgrade would refuse (a revision or ``schema_version``
+    this release does not ship, records that disagree, other tables under philont's names, the
+    old per-agent PostgreSQL layout) with the upgrade's own error, on every backend: what a
+    command that reads the database as this release knows it (``philont stats``) calls first.
+    A database at an older revision passes (``check`` says it needs an upgrade)."""
+    st = status(target)
+    if st.at_head:
+        return st
+    if st.revision == st.head:
+        check_recorded(st.revision, st.schema_version)  # raises: the records disagree
+    _plan(target if isinstance(target, Connection) else resolve_url(target))  # as an upgrade
+    return st
+
+
+@checked
 def check(target: Target = None) -> Status:
     """Raise ``SchemaOutOfDateError`` (with the command that fixes it) unless at head. A
     database the upgrade would refuse is refused here with the same error, never sent to an
     upgrade that cannot run: a ``schema_version`` newer than ours (``'32'``) or a revision we
     do not ship (a later release's), records that disagree (``'99'`` at our head), other
     tables under philont's names."""
-    st = status(target)
-    if st.revision == st.head and not st.at_head:
-        check_recorded(st.revision, st.schema_version)  # raises: the records disagree
+    st = readable_status(target)
     url = None if isinstance(target, Connection) else resolve_url(target)
-    if not st.at_head:
-        _plan(target if isinstance(target, Connection) else url)  # raises as an upgrade would
     if not st.at_head:
         named = "database" if url is None else f"database {database_name(url)}"
         raise SchemaOutOfDateError(

@@ -123,7 +123,8 @@ def lock(conn: Connection) -> None:
 
 
 def status(url: URL, head: str) -> Status:
-    """The database's revision (``schema_version`` is per agent there: always Philont's)."""
+    """The database's revision (``schema_version`` is the layout's there: Philont's at a
+    revision this release ships, else None)."""
     engine = create_engine(url, create=False)
     try:
         with engine.connect() as conn:
@@ -138,7 +139,9 @@ def status_on(conn: Connection, head: str) -> Status:
     a host's connection may have been made without philont's guard)."""
     check_utf8(conn)
     revision = _revision(conn)
-    ours = revision is not None and revision > SQLITE_HISTORY_END
+    # the schema version is the layout's, not recorded: only a revision we ship says it (a
+    # later release's, or any other text, is not read as ours: 'v999' > 'v035' as text)
+    ours = revision is not None and revision in known_revisions() and revision > SQLITE_HISTORY_END
     version = str(settings.SCHEMA_VERSION) if ours else None
     if ours and not _exists(conn, AGENTS_TABLE):  # pragma: no cover - damaged
         revision = None

@@ -45,6 +45,14 @@ class Status:
     (:func:`philont.migrate.scripts.heads_for`: below revisions that change nothing there)."""
 
     @property
+    def shipped(self) -> bool:
+        """The revision is one this release ships (or there is none): else a later release's,
+        or no revision of philont's at all, and nothing here can say what it holds."""
+        from philont.migrate.scripts import known_revisions
+
+        return self.revision is None or self.revision in known_revisions()
+
+    @property
     def at_head(self) -> bool:
         """At the head revision (or one with the same schema on this backend), with the
         ``schema_version`` head writes (a file whose records disagree is not at head:

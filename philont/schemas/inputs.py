@@ -369,11 +369,14 @@ def _aware(value: datetime) -> datetime:
 
 def _number(value: Any) -> Any:
     """Before a float type: true/false is not a number here, and NaN/infinity are refused
-    with their own message (not as "greater than or equal to 0")."""
+    with their own message (not as "greater than or equal to 0"); -0.0 is 0.0, as a REAL
+    column keeps it (:data:`philont.db.types.Real`)."""
     if isinstance(value, bool):
         raise ValueError("must be a number, not true/false")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("must be a finite number")
+    if isinstance(value, float) and value == 0.0:
+        return 0.0
     return value
 
 

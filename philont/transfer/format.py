@@ -322,8 +322,13 @@ def dumps_line(obj: Any) -> str:
 
 
 def encode_value(value: Any) -> Any:
+    """A stored value as the export writes it: a blob as ``{"$b64": ...}``, -0.0 as 0.0 (what
+    an SQLite REAL column holds of it: PostgreSQL keeps the sign, and an export is the same
+    whichever backend holds the memory)."""
     if isinstance(value, bytes | bytearray | memoryview):
         return {B64_KEY: base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, float) and value == 0.0:
+        return 0.0
     return value
 
 

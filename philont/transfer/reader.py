@@ -110,6 +110,8 @@ _NON_FINITE = list(NON_FINITE)  # looked up by equality: a list or object there 
 
 
 def _decode_value(number: int, table: str, column: str, value: Any) -> Any:
+    if isinstance(value, float) and value == 0.0:
+        return 0.0  # -0.0 (an older export's) as an SQLite REAL holds it, on both backends
     if value is None or isinstance(value, str | float) or is_int(value):
         return value
     if isinstance(value, dict) and set(value) == {REAL_KEY} and value[REAL_KEY] in _NON_FINITE:
