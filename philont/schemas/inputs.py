@@ -560,7 +560,9 @@ Limit = Annotated[
     StrictInt,
     Field(ge=1, le=MAX_LIMIT, description=f"Most results to return (1..{MAX_LIMIT})."),
 ]
-Offset = Annotated[StrictInt, Field(ge=0, description="Results to skip.")]
+Offset = Annotated[StrictInt, Field(ge=0, le=2**63 - 1, description="Results to skip.")]
+"""Up to the largest integer a database holds, as every service argument: a schema with no
+maximum admitted offsets the call refused (``list_facts``)."""
 MAX_BUSY_TIMEOUT_MS: Final = 2**31 - 1
 """The longest busy timeout SQLite takes (its ``sqlite3_busy_timeout`` is a C ``int``)."""
 BusyTimeoutMs = Annotated[

@@ -9,7 +9,7 @@ import pytest
 from philont import Memory, tools
 from philont.store import Store
 from philont.tools.registry import MAX_RESULT_CHARS
-from tests.tools.helpers import DbTarget
+from tests.tools.helpers import DbTarget, snapshot
 
 BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py: tool_target)
 
@@ -158,6 +158,35 @@ def test_list_facts_offset_and_limit_choose_a_slice(tool_target: DbTarget) -> No
         refused = call(tool_target, "list_facts", namespace="ns", **bad)
         assert refused.error_code == "invalid_arguments", refused
         assert refused.error is not None and refused.error.startswith(f"{next(iter(bad))}: ")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"namespace": "ns", "offset": 9223372036854775808}',  # 2**63
+        '{"namespace": "ns", "offset": 1000000000000000000000000000000}',  # 10**30
+        '{"namespace": "ns", "offset": 1e30}',
+        '{"namespace": "ns", "offset": 1e19, "limit": 1}',
+    ],
+)
+def test_an_offset_past_what_the_schema_advertises_is_refused_by_the_arguments(
+    arguments: str, tool_target: DbTarget
+) -> None:
+    """The largest offset the schema advertises lists past every fact; one past it is
+    refused by the argument model, as the schema says (the schema had no maximum and the
+    service refused 2**63 as invalid_input), writing nothing but the call's log row."""
+    call(tool_target, "store_fact", namespace="ns", key="k", value=1)
+    schema = next(t for t in tools.anthropic_tools() if t["name"] == "list_facts")
+    offset = schema["input_schema"]["properties"]["offset"]["anyOf"][0]
+    assert offset["maximum"] == 2**63 - 1
+    last = call(tool_target, "list_facts", namespace="ns", offset=offset["maximum"])
+    assert last.ok and last.data == [], last
+    assert tools.check_arguments("list_facts", arguments).error_code == "invalid_arguments"
+    before = snapshot(tool_target)
+    refused = tools.call("list_facts", arguments, db=tool_target)
+    assert refused.error_code == "invalid_arguments", refused
+    assert (refused.error or "").startswith("offset: "), refused
+    assert snapshot(tool_target) == before
 
 
 def test_use_skill_returns_the_template_with_its_caveat_and_never_counts_success(
