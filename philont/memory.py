@@ -273,18 +273,8 @@ class Memory:
             self.store.backend.explain(exc)
         failed = self._flush_failed(session)
         if self._host_ended(session):
-            if self._bind is None:
-                session.close()  # ours, in no transaction: nothing to end
-            else:
-                self.store.backend.leave(session, self._outer_agent)
-            if isinstance(self._bind, Connection) and not self._bind.in_transaction():
-                session.close()  # no rollback: our SAVEPOINT ended with the caller's transaction
-            # After the end of a SAVEPOINT of the caller's, ours is gone too, and closing our
-            # Session would roll back to it: an error that on PostgreSQL aborts the caller's
-            # transaction. Left unclosed, it is ended with that transaction, with no statement.
-            if isinstance(exc, UnitOfWorkError) or not isinstance(exc, Exception | None):
-                return  # the block's own (a service called after the end), or Ctrl-C and kin
-            raise self._ended_by_host() from exc
+            self._leave_ended(session, exc)
+            return
         try:
             again = (  # PostgreSQL: the connection to serve the outer unit's agent on again
                 None if self._bind is None else self.store.backend.leave(session, self._outer_agent)
@@ -315,6 +305,23 @@ class Memory:
             raise
         if exc is not None:
             self._raise_typed(exc, failed)
+
+    def _leave_ended(self, session: Session, exc: BaseException | None) -> None:
+        """The end of a block whose transaction was ended inside it (:meth:`_host_ended`):
+        nothing left to commit or roll back; raises :meth:`_ended_by_host` unless the block
+        raised it already, or Ctrl-C and kin."""
+        if self._bind is None:
+            session.close()  # ours, in no transaction: nothing to end
+        else:
+            self.store.backend.leave(session, self._outer_agent)
+        if isinstance(self._bind, Connection) and not self._bind.in_transaction():
+            session.close()  # no rollback: our SAVEPOINT ended with the caller's transaction
+        # After the end of a SAVEPOINT of the caller's, ours is gone too, and closing our
+        # Session would roll back to it: an error that on PostgreSQL aborts the caller's
+        # transaction. Left unclosed, it is ended with that transaction, with no statement.
+        if isinstance(exc, UnitOfWorkError) or not isinstance(exc, Exception | None):
+            return  # the block's own (a service called after the end), or Ctrl-C and kin
+        raise self._ended_by_host() from exc
 
     def _serve_outer_again(self, conn: Connection | None) -> None:
         """After the release only: rolled back to, the SAVEPOINT gave the outer agent back,
