@@ -49,10 +49,22 @@ class RankedSkill(NamedTuple):
     tool_policy: str | None  # JSON text
 
 
+class GradedRecipe(NamedTuple):
+    """What tells whether a skill with a recipe may be called (:func:`is_callable`)."""
+
+    id: str
+    maturity: str
+    revision: int | None
+    steps: str | None  # JSON text
+    verification: str | None
+    tool_policy: str | None  # JSON text
+
+
 SKILL_ROW = kinds_of(Skill, SkillRecipe)
 """What a skill row with its recipe's columns holds (``steps``, ``tool_policy``: JSON text)."""
 register(SkillHitRow, SKILL_ROW)
 register(RankedSkill, SKILL_ROW)
+register(GradedRecipe, SKILL_ROW)
 
 
 def is_callable(row: Any) -> bool:
@@ -65,6 +77,21 @@ def is_callable(row: Any) -> bool:
         verification=row.verification,
         tool_policy=row.tool_policy,
     )
+
+
+def held_back_by_recipe(raw: Raw, grades: Sequence[str]) -> list[str]:
+    """The ids of the skills of one of ``grades`` (the callable ones) whose recipe keeps them
+    from being called (:func:`is_callable`: an incomplete one), for a search to leave out before
+    it ranks, not after its cut."""
+    graded = f"s.maturity IN ({', '.join([raw.mark] * len(grades))})"
+    rows = raw.named(
+        GradedRecipe,
+        "SELECT s.id, s.maturity, r.revision, r.steps_json, r.verification, r.tool_policy_json"
+        f" FROM {TABLE} s JOIN philont_skill_recipes r ON r.skill_id = s.id"
+        f"{raw.same_agent('r', 's')}{raw.where(graded, alias='s')}",
+        list(grades),
+    )
+    return [r.id for r in rows if not is_callable(r)]
 
 
 def by_keys(raw: Raw, key: str, keys: Sequence[Any]) -> dict[Any, SkillHitRow]:

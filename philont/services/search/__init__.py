@@ -377,9 +377,17 @@ class SearchService(Service):
             # Philont reads every value other than 'negative' as positive.
             op = "=" if wanted is SkillKind.NEGATIVE else "!="
             parts.append((f"b.kind {op} 'negative'", ()))
-        if callable_only:  # the grades that may be called; the recipe is checked below
+        if callable_only:  # the grades that may be called, and no incomplete recipe
             grades = ", ".join(f"'{g.value}'" for g in Grade if is_callable(g))
             parts.append((f"b.maturity IN ({grades})", ()))
+            # before the pool is cut: filtered after it, skills whose recipe is incomplete
+            # took the places of callable ones further down (none came back at all)
+            held = skill_rows.held_back_by_recipe(
+                self.mem.raw(), [g.value for g in Grade if is_callable(g)]
+            )
+            if held:
+                cond, params = self.mem.raw().in_ids("b.id", held)
+                parts.append((f"NOT ({cond})", params))
         elif not include_deprecated:
             parts.append(("b.maturity != 'deprecated'", ()))
         plan = self._plan(query)
