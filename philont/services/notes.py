@@ -186,7 +186,9 @@ class NoteService(Service):
             select(Note)
             .where(
                 _ACTIVE,
-                Note.id.like(_like_escape(SESSION_SUMMARY_PREFIX) + "%", escape="\\"),
+                # compared as text, not by LIKE: SQLite's LIKE ignores ASCII case, so a note
+                # 'SESSION-SUMMARY-todo' was the latest summary there and not on PostgreSQL
+                func.substr(Note.id, 1, len(SESSION_SUMMARY_PREFIX)) == SESSION_SUMMARY_PREFIX,
             )
             .order_by(Note.created_at.desc(), code_point_order(Note.id, self.session))
             .limit(1)

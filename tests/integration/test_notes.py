@@ -214,6 +214,35 @@ def test_there_is_no_latest_session_summary_in_an_empty_store(notes: NoteService
     assert notes.latest_session_summary() is None
 
 
+@pytest.mark.parametrize(
+    "other_id",
+    [
+        "SESSION-SUMMARY-todo",
+        "Session-Summary-todo",
+        "SESSION-summary-x",
+        "session-Summary-x",
+        "sessioN-summary-x",
+        "session_summary-x",
+        "session-summary_x",
+        "session%summary-x",
+        "session-summary",
+        "session-summar",
+    ],
+)
+def test_only_a_note_named_exactly_session_summary_dash_is_a_summary_on_both_backends(
+    notes: NoteService, clock: FakeClock, other_id: str
+) -> None:
+    """SQLite's LIKE ignores ASCII case: a newer note 'SESSION-SUMMARY-todo' was the latest
+    session summary there, and not on PostgreSQL."""
+    notes.upsert("session-summary-a", "summary a", session_id="a")
+    clock.advance(minutes=1)
+    notes.add("not a summary", id=other_id)
+
+    got = notes.latest_session_summary()
+
+    assert got is not None and got.id == "session-summary-a"
+
+
 # --- search ----------------------------------------------------------------------------------
 
 
