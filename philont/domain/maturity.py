@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from philont.errors import InvalidInputError
@@ -25,6 +26,7 @@ __all__ = [
     "next_grade",
     "parse_grade",
     "recipe_is_callable",
+    "stored_as",
     "string_list",
 ]
 
@@ -198,6 +200,15 @@ def _has_content(items: list[str] | None) -> bool:
     return items is not None and any(item.strip() for item in items)
 
 
+def stored_as(grades: Iterable[Grade]) -> tuple[list[str], bool]:
+    """What a stored grade may be to read as one of ``grades`` (:func:`parse_grade`): these
+    stored values, and (the bool) any text that is no grade's value when ``grades`` holds the
+    fallback, draft. For SQL filters that must keep what a read of the row would show."""
+    chosen = set(grades)
+    wanted = [g.value for g in Grade if g in chosen]
+    return wanted, Grade.DRAFT.value in wanted
+
+
 def callable_skill(
     *,
     maturity: str | Grade,
@@ -209,8 +220,10 @@ def callable_skill(
     """Whether a stored skill may be handed out for use: a callable grade and, when it has a
     recipe (``recipe_revision`` above 0; 0 or None means none), a complete one. ``steps`` and
     ``tool_policy`` may be the stored JSON text (read only when the grade allows a call)."""
-    grade = maturity if isinstance(maturity, Grade) else _STORED.get(maturity)
-    if grade is None or not is_callable(grade):
+    # an unknown stored grade reads as draft (parse_grade), as the skill's record reads it:
+    # the prefix and searches left out a skill that use() hands out
+    grade = maturity if isinstance(maturity, Grade) else parse_grade(maturity)
+    if not is_callable(grade):
         return False
     if recipe_revision is None or recipe_revision <= 0:
         return True

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import uuid4
 
-from sqlalchemy import ColumnElement, delete, func, select, update
+from sqlalchemy import ColumnElement, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from philont.db.models import Skill, SkillRecipe, SkillRevision
@@ -41,6 +41,7 @@ from philont.domain.maturity import (
     disuse_grade,
     is_callable,
     next_grade,
+    stored_as,
 )
 from philont.errors import (
     ConflictError,
@@ -129,10 +130,16 @@ class SkillService(SkillRecipes):
         stmt = LIST
         if not include_deprecated:
             stmt = stmt.where(Skill.maturity != Grade.DEPRECATED)
+        # as the records read the stored text: an unknown kind is positive, an unknown grade
+        # draft (StrEnumText's fallbacks); an equality on the text left such skills out
         if kind is not None:
-            stmt = stmt.where(Skill.kind == kind_of(kind))
+            negative = Skill.kind == SkillKind.NEGATIVE
+            stmt = stmt.where(negative if kind_of(kind) is SkillKind.NEGATIVE else ~negative)
         if callable_only:
-            stmt = stmt.where(Skill.maturity.in_([g for g in Grade if is_callable(g)]))
+            wanted, unknown = stored_as(g for g in Grade if is_callable(g))
+            graded = Skill.maturity.in_(wanted)
+            unread = Skill.maturity.not_in(list(Grade))  # reads as draft
+            stmt = stmt.where(or_(graded, unread) if unknown else graded)
         rows: builtins.list[Any] = builtins.list(self.session.execute(stmt))
         now = self.clock()
 

@@ -103,7 +103,7 @@ def seed_varied(session: Session, clock: FakeClock, seed: int = 7) -> None:
         if i % 13 == 0:
             skills.set_grade(name, Grade.DEPRECATED, reason="test")
     # Values written by other software: an unknown maturity reads as draft, an unknown kind as
-    # positive (but SQL filters on the stored text).
+    # positive, on every path (SQL filters too).
     session.execute(
         text("UPDATE memory_skills SET maturity = 'legacy' WHERE name IN ('skill-03', 'skill-10')")
     )

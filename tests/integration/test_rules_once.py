@@ -302,3 +302,33 @@ def test_skill_callability_is_one_rule_for_every_path(
         assert ("- unzip-archive " in mem.prefix.build().text) is expected
     used = tools.call("use_skill", {"name": "unzip-archive"}, db=store)
     assert used.ok is expected
+
+
+@pytest.mark.parametrize("kind", ["positive", "weird", "Positive", ""])
+@pytest.mark.parametrize("maturity", ["draft", "legacy", "Stable", ""])
+def test_a_grade_or_kind_other_software_stored_is_read_one_way_by_every_path(
+    store: Store, maturity: str, kind: str
+) -> None:
+    """An unknown stored grade reads as draft and an unknown kind as positive (the record,
+    ``use``); ``skills.list(kind=..., callable_only=...)``, ``search.skills`` and the prefix
+    compared the stored text and left such a skill out."""
+    with store.begin() as mem:
+        mem.skills.create("unzip-archive", "Unpack a zip archive", "zip unzip", "1. unzip")
+        mem.session.execute(
+            text("UPDATE memory_skills SET maturity = :m, kind = :k"), {"m": maturity, "k": kind}
+        )
+    with store.begin() as mem:
+        record = mem.skills.get("unzip-archive", record_access=False)
+        assert record is not None
+        assert (record.grade, record.kind, record.callable) == ("draft", "positive", True)
+        paths = {
+            "list kind": [s.name for s in mem.skills.list(kind="positive")],
+            "list callable": [s.name for s in mem.skills.list(callable_only=True)],
+            "search kind": [h.name for h in mem.search.skills("unzip", kind="positive")],
+            "search callable": [h.name for h in mem.search.skills("unzip", callable_only=True)],
+            "prefix": ["unzip-archive"] if "- unzip-archive " in mem.prefix.build().text else [],
+        }
+        assert mem.skills.list(kind="negative") == []
+        assert mem.search.skills("unzip", kind="negative") == []
+    assert {path: names for path, names in paths.items() if names != ["unzip-archive"]} == {}
+    assert tools.call("use_skill", {"name": "unzip-archive"}, db=store).ok

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from philont.db.backend import Raw
 from philont.db.models import Skill, SkillRecipe
 from philont.db.stored_values import register
 from philont.db.types import kinds_of
-from philont.domain.maturity import callable_skill
+from philont.domain.maturity import Grade, callable_skill, stored_as
 
 TABLE = "memory_skills"
 
@@ -79,17 +79,26 @@ def is_callable(row: Any) -> bool:
     )
 
 
-def held_back_by_recipe(raw: Raw, grades: Sequence[str]) -> list[str]:
+def grade_is(column: str, grades: Iterable[Grade]) -> str:
+    """SQL: the stored grade in ``column`` reads as one of ``grades`` (unknown text reads as
+    draft, :func:`philont.domain.maturity.stored_as`), as the skill's record shows it."""
+    wanted, unknown = stored_as(grades)
+    cond = f"{column} IN ({', '.join(repr(v) for v in wanted)})"
+    if unknown:
+        every = ", ".join(repr(g.value) for g in Grade)
+        cond = f"({cond} OR {column} NOT IN ({every}))"
+    return cond
+
+
+def held_back_by_recipe(raw: Raw, grades: Iterable[Grade]) -> list[str]:
     """The ids of the skills of one of ``grades`` (the callable ones) whose recipe keeps them
     from being called (:func:`is_callable`: an incomplete one), for a search to leave out before
     it ranks, not after its cut."""
-    graded = f"s.maturity IN ({', '.join([raw.mark] * len(grades))})"
     rows = raw.named(
         GradedRecipe,
         "SELECT s.id, s.maturity, r.revision, r.steps_json, r.verification, r.tool_policy_json"
         f" FROM {TABLE} s JOIN philont_skill_recipes r ON r.skill_id = s.id"
-        f"{raw.same_agent('r', 's')}{raw.where(graded, alias='s')}",
-        list(grades),
+        f"{raw.same_agent('r', 's')}{raw.where(grade_is('s.maturity', grades), alias='s')}",
     )
     return [r.id for r in rows if not is_callable(r)]
 

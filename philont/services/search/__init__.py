@@ -378,13 +378,11 @@ class SearchService(Service):
             op = "=" if wanted is SkillKind.NEGATIVE else "!="
             parts.append((f"b.kind {op} 'negative'", ()))
         if callable_only:  # the grades that may be called, and no incomplete recipe
-            grades = ", ".join(f"'{g.value}'" for g in Grade if is_callable(g))
-            parts.append((f"b.maturity IN ({grades})", ()))
+            callable_grades = [g for g in Grade if is_callable(g)]
+            parts.append((skill_rows.grade_is("b.maturity", callable_grades), ()))
             # before the pool is cut: filtered after it, skills whose recipe is incomplete
             # took the places of callable ones further down (none came back at all)
-            held = skill_rows.held_back_by_recipe(
-                self.mem.raw(), [g.value for g in Grade if is_callable(g)]
-            )
+            held = skill_rows.held_back_by_recipe(self.mem.raw(), callable_grades)
             if held:
                 cond, params = self.mem.raw().in_ids("b.id", held)
                 parts.append((f"NOT ({cond})", params))
