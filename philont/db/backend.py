@@ -82,11 +82,6 @@ class Raw:
         parts = ([self.mine(alias)] if self.postgres else []) + [c for c in conditions if c]
         return f" WHERE {' AND '.join(parts)}" if parts else ""
 
-    def code_points(self, column: str) -> str:
-        """``column`` to order by in code point order, as SQLite's BINARY collation and Python
-        compare text (PostgreSQL's default collation follows the database's locale)."""
-        return f'{column} COLLATE "C"' if self.postgres else column
-
     def same_agent(self, left: str, right: str) -> str:
         """A join condition's agent part: `` AND left.agent_id = right.agent_id`` (PostgreSQL:
         every key leads with the agent, and a distributed database co-locates by it)."""

@@ -8,9 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, FromClause, Label, type_coerce
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.types import NullType
 
+from philont.db.ordering import code_points
 from philont.domain.timepolicy import stored_instant
 from philont.errors import InvalidInputError
 
@@ -38,13 +39,11 @@ def raw_columns(table: FromClause) -> list[Label[Any]]:
     return [type_coerce(col, NullType()).label(col.key) for col in table.c]
 
 
-def code_point_order(column: InstrumentedAttribute[str], session: Session) -> ColumnElement[str]:
-    """``column`` to sort by in code point order, as Python compares text and as SQLite's BINARY
-    collation does: PostgreSQL's default collation follows the server's locale, so listings
-    tied on time would otherwise come back in another order there."""
-    if session.get_bind().dialect.name == "postgresql":
-        return column.collate("C")
-    return column.expression
+def code_point_order(column: InstrumentedAttribute[str]) -> ColumnElement[str]:
+    """``column`` to sort by in code point order (:class:`philont.db.ordering.code_points`):
+    PostgreSQL's default collation follows the server's locale, so listings tied on time would
+    otherwise come back in another order there."""
+    return code_points(column)
 
 
 def text_value(row: Row, name: str) -> str:

@@ -244,7 +244,7 @@ class CalendarService(Service):
 
     def _raw(self, *where: ColumnElement[bool], limit: int | None = None) -> list[_rows.Row]:
         """Rows by start, then title (code point order), then id: the order of listings."""
-        title = _rows.code_point_order(CalendarEvent.title, self.session)
+        title = _rows.code_point_order(CalendarEvent.title)
         stmt = (
             select(*_rows.raw_columns(_TABLE))
             .where(*where)

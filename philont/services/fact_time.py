@@ -10,6 +10,7 @@ from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.orm import aliased
 
 from philont.db.models import Fact
+from philont.db.ordering import code_points
 from philont.db.types import to_epoch_ms
 from philont.domain.facts import latest_held
 from philont.domain.kinds import FactKind
@@ -19,7 +20,6 @@ from philont.errors import (
 from philont.finds import finds
 from philont.schemas import inputs
 from philont.schemas.facts import FactRecord
-from philont.services._rows import code_point_order
 from philont.services.base import Service
 from philont.services.fact_base import (
     aware,
@@ -122,9 +122,9 @@ class FactTime(Service):
             .order_by(
                 occurred,
                 Fact.created_at,
-                code_point_order(Fact.namespace, self.session),
-                code_point_order(Fact.key, self.session),
-                Fact.id,
+                code_points(Fact.namespace),
+                code_points(Fact.key),
+                code_points(Fact.id),
             )
         )
         if cond is not None:

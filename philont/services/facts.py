@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, or_, select
 
 from philont.db.models import Fact
+from philont.db.ordering import code_points
 from philont.db.types import to_epoch_ms
 from philont.domain import decay
 from philont.domain.kinds import AccessTarget, FactKind
@@ -20,7 +21,6 @@ from philont.errors import (
 from philont.finds import finds
 from philont.schemas import inputs
 from philont.schemas.facts import FactRecord
-from philont.services._rows import code_point_order
 from philont.services.fact_base import (
     CURRENT,
     FACT_COLUMNS,
@@ -322,11 +322,7 @@ class FactService(FactTime):
             stmt = stmt.where(cond)
         rows = builtins.list(
             self.session.execute(
-                stmt.order_by(
-                    code_point_order(Fact.namespace, self.session),
-                    code_point_order(Fact.key, self.session),
-                    Fact.created_at,
-                )
+                stmt.order_by(code_points(Fact.namespace), code_points(Fact.key), Fact.created_at)
             )
         )
         if include_expired:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from sqlalchemy import ColumnElement, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import func, or_, select
 
 from philont.db.models import Note
+from philont.db.ordering import code_points
 from philont.db.stored_values import record
 from philont.domain.kinds import AccessTarget
 from philont.domain.query import canonical_spellings, fold_case
@@ -20,7 +20,6 @@ from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.inputs import SESSION_SUMMARY_PREFIX
 from philont.schemas.notes import NoteRecord
-from philont.services._rows import code_point_order
 from philont.services.base import Service
 
 __all__ = ["SESSION_SUMMARY_PREFIX", "NoteService"]
@@ -45,11 +44,7 @@ def _record(row: Note) -> NoteRecord:
 
 
 _ACTIVE = Note.forgotten_at.is_(None)
-
-
-def _ranking(session: Session) -> tuple[ColumnElement[Any], ...]:
-    """Most important first, then newest, then by id (in code point order on both backends)."""
-    return (Note.importance.desc(), Note.created_at.desc(), code_point_order(Note.id, session))
+_RANKING = (Note.importance.desc(), Note.created_at.desc(), code_points(Note.id))
 
 
 MAX_SEARCH_TOKENS = 64
@@ -141,7 +136,7 @@ class NoteService(Service):
         Forgotten notes are left out unless asked for (the original listed them, Q-F6).
         No access refresh.
         """
-        stmt = select(Note).order_by(*_ranking(self.session)).limit(limit)
+        stmt = select(Note).order_by(*_RANKING).limit(limit)
         if not include_forgotten:
             stmt = stmt.where(_ACTIVE)
         return [_record(r) for r in self.session.scalars(stmt)]
@@ -190,7 +185,7 @@ class NoteService(Service):
                 # 'SESSION-SUMMARY-todo' was the latest summary there and not on PostgreSQL
                 func.substr(Note.id, 1, len(SESSION_SUMMARY_PREFIX)) == SESSION_SUMMARY_PREFIX,
             )
-            .order_by(Note.created_at.desc(), code_point_order(Note.id, self.session))
+            .order_by(Note.created_at.desc(), code_points(Note.id))
             .limit(1)
         )
         if exclude_session_id is not None:
@@ -227,7 +222,7 @@ class NoteService(Service):
             return []
         like = self.mem.backend.folded_like
         contains = [or_(*(like(Note.content, p) for p in _patterns(t))) for t in tokens]
-        stmt = select(Note).where(_ACTIVE, *contains).order_by(*_ranking(self.session)).limit(limit)
+        stmt = select(Note).where(_ACTIVE, *contains).order_by(*_RANKING).limit(limit)
         return [_record(r) for r in self.session.scalars(stmt)]
 
     def count(self, include_forgotten: bool = False) -> int:

@@ -277,7 +277,7 @@ class ScheduleService(Service):
         stmt = (
             select(*_rows.raw_columns(_TABLE))
             .where(due)
-            .order_by(run_at, _rows.code_point_order(Schedule.name, self.session), Schedule.id)
+            .order_by(run_at, _rows.code_point_order(Schedule.name), Schedule.id)
             .limit(limit)
         )
         runs: builtins.list[UpcomingRun] = []

@@ -14,6 +14,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from philont.db.models import Skill, SkillRecipe
 from philont.db.models.recipes import NO_RECIPE_REVISION
+from philont.db.ordering import code_points
 from philont.db.queries.skills import SKILL_ROW
 from philont.db.stored_values import UNREADABLE, clean
 from philont.db.types import EpochMillis
@@ -232,7 +233,7 @@ LIST_COLUMNS = (
 LIST = (
     select(*LIST_COLUMNS)
     .outerjoin(SkillRecipe, SkillRecipe.skill_id == Skill.id)
-    .order_by(Skill.use_count.desc(), Skill.created_at.desc(), Skill.id)
+    .order_by(Skill.use_count.desc(), Skill.created_at.desc(), code_points(Skill.id))
 )
 
 

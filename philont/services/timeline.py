@@ -11,6 +11,7 @@ from sqlalchemy import and_, bindparam, func, insert, literal, select
 from sqlalchemy.exc import IntegrityError
 
 from philont.db.models import Note, RawMessage, RawSession
+from philont.db.ordering import code_points
 from philont.db.queries import messages as message_rows
 from philont.db.stored_values import UNREADABLE, cleaned, record
 from philont.db.types import kinds_of, to_epoch_ms
@@ -25,7 +26,6 @@ from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.inputs import SESSION_SUMMARY_PREFIX
 from philont.schemas.timeline import MessageIn, MessageRecord, SessionOverview, SessionRecord
-from philont.services._rows import code_point_order
 from philont.services.base import Service
 
 __all__ = ["GLOBAL_SESSION", "TimelineService"]
@@ -174,9 +174,7 @@ class TimelineService(Service):
         offset = inputs.check(inputs.Offset, offset, "offset")
         stmt = (
             select(RawSession)
-            .order_by(
-                RawSession.started_at.desc(), code_point_order(RawSession.id, self.session).desc()
-            )
+            .order_by(RawSession.started_at.desc(), code_points(RawSession.id).desc())
             .limit(limit)
             .offset(offset)
         )

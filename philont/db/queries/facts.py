@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 from philont.db.backend import Raw
 from philont.db.models import Fact
+from philont.db.ordering import in_code_points
 from philont.db.stored_values import register
 from philont.db.types import kinds_of
 
@@ -41,7 +42,8 @@ def current(raw: Raw) -> list[FactVersion]:
         FactVersion,
         f"SELECT {_COLUMNS} FROM memory_facts"
         f"{raw.where('superseded_by IS NULL AND forgotten_at IS NULL')}"
-        f" ORDER BY {raw.code_points('namespace')}, {raw.code_points('key')}, created_at",
+        f" ORDER BY {in_code_points('namespace', raw.postgres)},"
+        f" {in_code_points('key', raw.postgres)}, created_at",
     )
 
 

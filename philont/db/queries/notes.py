@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from philont.db.backend import Raw
 from philont.db.models import Note
+from philont.db.ordering import in_code_points
 from philont.db.stored_values import register
 from philont.db.types import kinds_of
 
@@ -52,6 +53,7 @@ def most_important(raw: Raw, limit: int) -> list[ImportantNote]:
     return raw.named(
         ImportantNote,
         f"SELECT id, importance, content FROM {TABLE}{raw.where('forgotten_at IS NULL')}"
-        f" ORDER BY importance DESC, created_at DESC, {raw.code_points('id')} LIMIT {raw.mark}",
+        f" ORDER BY importance DESC, created_at DESC, {in_code_points('id', raw.postgres)}"
+        f" LIMIT {raw.mark}",
         [limit],
     )

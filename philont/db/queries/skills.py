@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from philont.db.backend import Raw
 from philont.db.models import Skill, SkillRecipe
+from philont.db.ordering import in_code_points
 from philont.db.stored_values import register
 from philont.db.types import kinds_of
 from philont.domain.maturity import Grade, callable_skill, stored_as
@@ -131,5 +132,5 @@ def not_deprecated(raw: Raw) -> list[RankedSkill]:
         " r.verification, r.tool_policy_json"
         f" FROM {TABLE} s LEFT JOIN philont_skill_recipes r ON r.skill_id = s.id"
         f"{raw.same_agent('r', 's')}{where}"
-        " ORDER BY s.use_count DESC, s.created_at DESC, s.id",
+        f" ORDER BY s.use_count DESC, s.created_at DESC, {in_code_points('s.id', raw.postgres)}",
     )
