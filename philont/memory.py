@@ -151,7 +151,9 @@ class Memory:
         self._savepoint: SessionTransaction | None = None
         self._host_transaction: SessionTransaction | Transaction | None = None
         """The caller's transaction a joined unit entered (:meth:`Store.join`): ended by the
-        caller inside the block, it ends the unit (:meth:`_ended_by_host`)."""
+        caller inside the block, it ends the unit (:meth:`_ended_by_host`). A unit of its own:
+        its Session's transaction (begun again by :meth:`rollback`), which must still be the
+        Session's (:meth:`_host_ended`)."""
         self._flush_failure: BaseException | None = None
         """The error of a flush that failed and rolled this unit's transaction back
         (:func:`_flush_rolled_back`)."""
@@ -236,7 +238,7 @@ class Memory:
         else:
             bind = self.store.write_engine if self.write else self.store.engine
             session = Session(bind=bind, autobegin=False, expire_on_commit=False)
-            session.begin()
+            host = session.begin()
         self._agent = agent_id
         try:
             if self._bind is not None:  # joined inside another unit: its agent, served again
@@ -335,9 +337,9 @@ class Memory:
         (``commit()``, ``rollback()``, ``close()``): by the caller's Session or Connection, the
         one a joined unit entered or the SAVEPOINT of the caller's it was inside; or, in a unit
         of its own, by ``mem.session`` (a failed flush leaves it begun, to be rolled back)."""
-        if self._bind is None:
-            return not session.in_transaction()
         host = self._host_transaction
+        if self._bind is None:  # ended, or ended and begun again (serving no agent: PostgreSQL)
+            return session.get_transaction() is not host
         return host is not None and not host.is_active
 
     def _ended_by_host(self) -> UnitOfWorkError:
@@ -520,7 +522,7 @@ class Memory:
         nesting.closed(self._open)
         self._open = None
         session.rollback()
-        session.begin()
+        self._host_transaction = session.begin()
         self.store.backend.enter(session, self._agent)  # SET LOCAL ended with the rollback
         self._open = self._listed(session)  # through PgBouncer, maybe another server process
 
