@@ -101,6 +101,11 @@ class Joined(NamedTuple):
     ended: str
     """What the unit says when its transaction was ended inside it (``{host}``: the type of
     the Session or Connection joined)."""
+    host: str = ""
+    """What the caller passed, as the unit's errors name it ("": the joined object's type)."""
+    held: str = ""
+    """The advice that ends the refusal of a Session whose binds put philont's statements on
+    another database (the API's own way out, if it has one)."""
 
 
 STORE_JOIN = Joined(
@@ -108,6 +113,8 @@ STORE_JOIN = Joined(
     "bind",
     "the {host} ended its transaction (commit, rollback or close) inside the joined block; "
     "end it after the block",
+    held="; join the connection the Session holds on this Store's database instead: "
+    "store.join(session.connection(bind_arguments={'bind': store.engine}))",
 )
 
 
@@ -351,7 +358,7 @@ class Memory:
         raised SQLAlchemy's untyped ResourceClosedError / InvalidRequestError."""
         if self._bind is None:
             return UnitOfWorkError(OWN_UNIT_ENDED)
-        api, _, ended = self._joined
+        api, ended = self._joined.api, self._joined.ended
         return UnitOfWorkError(f"{api}: " + ended.format(host=type(self._bind).__name__))
 
     def _unjoinable(self, exc: SQLAlchemyError | sqlite3.Error) -> PhilontError:
@@ -366,7 +373,8 @@ class Memory:
         ):
             return InvalidInputError.of(
                 self._joined.argument,
-                f"the {type(self._bind).__name__} cannot be joined ({type(exc).__name__}): it "
+                f"the {self._joined.host or type(self._bind).__name__} cannot be joined "
+                f"({type(exc).__name__}): it "
                 "is closed, or its transaction failed; roll it back (or open a new one) first",
             )
         typed = self._storage_error(exc, None, _STORAGE_ERROR)
