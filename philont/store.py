@@ -213,17 +213,17 @@ class Store:
         """Refuse (and close) when the stored vectors are another model's (issue #18). On
         PostgreSQL each agent has its own vectors: the default agent's are checked here (a
         Store without one is checked by each agent's first search or backfill)."""
-        if self.embedder is not None and (
-            self.backend.name != "postgresql" or self._agent(None) is not None
-        ):
-            from philont.embed.search import check_embedder
+        if self.embedder is None:
+            return self
+        try:  # a bad $PHILONT_AGENT is refused here too: the Store is closed either way
+            if self.backend.name != "postgresql" or self._agent(None) is not None:
+                from philont.embed.search import check_embedder
 
-            try:
                 with self.begin(write=False) as mem:
                     check_embedder(mem.raw(), self.embedder)
-            except Exception:
-                self.close()
-                raise
+        except Exception:
+            self.close()
+            raise
         return self
 
     # --- units of work -------------------------------------------------------------------
