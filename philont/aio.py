@@ -451,6 +451,7 @@ _HOST_SESSION = Joined(
     "session",
     "the AsyncSession ended its transaction (commit, rollback or close) inside work; end it "
     "after AsyncStore.run returns",
+    host="AsyncSession",
 )
 """A unit of work in the host's AsyncSession (``AsyncStore.run(work, session=...)``, and
 ``AsyncStore.call``'s): its errors name the API the host called, not ``store.join``."""

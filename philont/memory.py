@@ -101,6 +101,11 @@ class Joined(NamedTuple):
     ended: str
     """What the unit says when its transaction was ended inside it (``{host}``: the type of
     the Session or Connection joined)."""
+    host: str = ""
+    """What the caller passed, as the unit's errors name it ("": the joined object's type)."""
+    held: str = ""
+    """The advice that ends the refusal of a Session whose binds put philont's statements on
+    another database (the API's own way out, if it has one)."""
 
 
 STORE_JOIN = Joined(
@@ -108,6 +113,8 @@ STORE_JOIN = Joined(
     "bind",
     "the {host} ended its transaction (commit, rollback or close) inside the joined block; "
     "end it after the block",
+    held="; join the connection the Session holds on this Store's database instead: "
+    "store.join(session.connection(bind_arguments={'bind': store.engine}))",
 )
 
 
@@ -151,7 +158,9 @@ class Memory:
         self._savepoint: SessionTransaction | None = None
         self._host_transaction: SessionTransaction | Transaction | None = None
         """The caller's transaction a joined unit entered (:meth:`Store.join`): ended by the
-        caller inside the block, it ends the unit (:meth:`_ended_by_host`)."""
+        caller inside the block, it ends the unit (:meth:`_ended_by_host`). A unit of its own:
+        its Session's transaction (begun again by :meth:`rollback`), which must still be the
+        Session's (:meth:`_host_ended`)."""
         self._flush_failure: BaseException | None = None
         """The error of a flush that failed and rolled this unit's transaction back
         (:func:`_flush_rolled_back`)."""
@@ -236,7 +245,7 @@ class Memory:
         else:
             bind = self.store.write_engine if self.write else self.store.engine
             session = Session(bind=bind, autobegin=False, expire_on_commit=False)
-            session.begin()
+            host = session.begin()
         self._agent = agent_id
         try:
             if self._bind is not None:  # joined inside another unit: its agent, served again
@@ -335,9 +344,9 @@ class Memory:
         (``commit()``, ``rollback()``, ``close()``): by the caller's Session or Connection, the
         one a joined unit entered or the SAVEPOINT of the caller's it was inside; or, in a unit
         of its own, by ``mem.session`` (a failed flush leaves it begun, to be rolled back)."""
-        if self._bind is None:
-            return not session.in_transaction()
         host = self._host_transaction
+        if self._bind is None:  # ended, or ended and begun again (serving no agent: PostgreSQL)
+            return session.get_transaction() is not host
         return host is not None and not host.is_active
 
     def _ended_by_host(self) -> UnitOfWorkError:
@@ -349,7 +358,7 @@ class Memory:
         raised SQLAlchemy's untyped ResourceClosedError / InvalidRequestError."""
         if self._bind is None:
             return UnitOfWorkError(OWN_UNIT_ENDED)
-        api, _, ended = self._joined
+        api, ended = self._joined.api, self._joined.ended
         return UnitOfWorkError(f"{api}: " + ended.format(host=type(self._bind).__name__))
 
     def _unjoinable(self, exc: SQLAlchemyError | sqlite3.Error) -> PhilontError:
@@ -364,7 +373,8 @@ class Memory:
         ):
             return InvalidInputError.of(
                 self._joined.argument,
-                f"the {type(self._bind).__name__} cannot be joined ({type(exc).__name__}): it "
+                f"the {self._joined.host or type(self._bind).__name__} cannot be joined "
+                f"({type(exc).__name__}): it "
                 "is closed, or its transaction failed; roll it back (or open a new one) first",
             )
         typed = self._storage_error(exc, None, _STORAGE_ERROR)
@@ -520,7 +530,7 @@ class Memory:
         nesting.closed(self._open)
         self._open = None
         session.rollback()
-        session.begin()
+        self._host_transaction = session.begin()
         self.store.backend.enter(session, self._agent)  # SET LOCAL ended with the rollback
         self._open = self._listed(session)  # through PgBouncer, maybe another server process
 

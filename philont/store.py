@@ -213,17 +213,17 @@ class Store:
         """Refuse (and close) when the stored vectors are another model's (issue #18). On
         PostgreSQL each agent has its own vectors: the default agent's are checked here (a
         Store without one is checked by each agent's first search or backfill)."""
-        if self.embedder is not None and (
-            self.backend.name != "postgresql" or self._agent(None) is not None
-        ):
-            from philont.embed.search import check_embedder
+        if self.embedder is None:
+            return self
+        try:  # a bad $PHILONT_AGENT is refused here too: the Store is closed either way
+            if self.backend.name != "postgresql" or self._agent(None) is not None:
+                from philont.embed.search import check_embedder
 
-            try:
                 with self.begin(write=False) as mem:
                     check_embedder(mem.raw(), self.embedder)
-            except Exception:
-                self.close()
-                raise
+        except Exception:
+            self.close()
+            raise
         return self
 
     # --- units of work -------------------------------------------------------------------
@@ -305,7 +305,7 @@ class Store:
     ) -> Memory:
         """:meth:`join`, its errors naming ``joined``'s API (an AsyncStore's run joins too)."""
         self._check_open()
-        self._check_same_database(bind, joined.api)
+        self._check_same_database(bind, joined)
         return Memory(
             self,
             write=True,
@@ -315,7 +315,7 @@ class Store:
             joined=joined,
         )
 
-    def _check_same_database(self, bind: Session | Connection, api: str) -> None:
+    def _check_same_database(self, bind: Session | Connection, joined: Joined) -> None:
         """Refuse a Session or Connection on another database than this Store's: its services
         would write there, with this Store's caches (agent ids, search statistics). A Session
         with binds per model is checked for philont's models and for the statements it runs
@@ -324,15 +324,16 @@ class Store:
         handling the caller's rollback kept what the block wrote."""
         from philont.db.models import Meta
 
+        api, host = joined.api, joined.host or type(bind).__name__
         if isinstance(bind, Connection):
             held, engines = "", [bind.engine]
         else:  # binds per model: where philont's models go, and its statements without one
-            held = _JOIN_HELD
+            held = joined.held
             try:
                 engines = [bind.get_bind(Meta).engine, bind.get_bind().engine]
             except UnboundExecutionError as exc:
                 raise InvalidDatabaseError(
-                    f"{api}: the Session has no bind for statements without a model, "
+                    f"{api}: the {host} has no bind for statements without a model, "
                     f"which philont's services run too{held}"
                 ) from exc
         for engine in engines:
@@ -340,7 +341,7 @@ class Store:
                 self.engine.url
             ):
                 raise InvalidDatabaseError(
-                    f"{api}: the {type(bind).__name__} is on "
+                    f"{api}: the {host} is on "
                     f"{database_name(engine.url)}, this Store serves {self.label}{held}"
                 )
             require_sqlite_hooks(engine, api)
@@ -435,10 +436,6 @@ class Store:
 
 
 _check_begin = check_of(Store.begin)
-_JOIN_HELD = (
-    "; join the connection the Session holds on this Store's database instead: "
-    "store.join(session.connection(bind_arguments={'bind': store.engine}))"
-)
 
 
 def _database_of(url: URL) -> tuple[object, ...]:

@@ -312,13 +312,13 @@ def open_store(url: URL, *, read_only: bool = False) -> Store:
     from philont.store import Store
 
     store = Store.open(url, upgrade=False, read_only=read_only)
-    name = store._agent(None)
-    if store.backend.name == "postgresql" and name is not None:
-        try:
+    try:  # a bad $PHILONT_AGENT is refused here too: the Store is closed either way
+        name = store._agent(None)
+        if store.backend.name == "postgresql" and name is not None:
             agents.require(store, name)
-        except BaseException:
-            store.close()
-            raise
+    except BaseException:
+        store.close()
+        raise
     return store
 
 

@@ -695,9 +695,11 @@ def test_a_host_session_that_cannot_be_joined_is_refused_naming_session(
                 await session.flush()
             with pytest.raises(InvalidInputError) as raised:
                 await astore.run(lambda mem: mem.facts.list("user"), session=session)
-            return raised.value.details
+            return {**raised.value.details, "message": str(raised.value)}
 
-    assert run(memories(), body)["argument"] == "session"
+    details = run(memories(), body)
+    assert details["argument"] == "session"
+    assert "the AsyncSession cannot be joined" in details["message"], details
 
 
 def test_a_host_session_on_another_file_is_refused_naming_asyncstore_run(
@@ -722,4 +724,7 @@ def test_a_host_session_on_another_file_is_refused_naming_asyncstore_run(
             await engine.dispose()
 
     said = run(where, body)
-    assert said.startswith("AsyncStore.run: the Session is on "), said
+    # ... and ended with store.join's advice, naming the store.join call it had just left
+    # (AsyncStore.run takes no connection) and a Session where the host passed an AsyncSession
+    assert said.startswith("AsyncStore.run: the AsyncSession is on "), said
+    assert "store.join" not in said, said

@@ -150,3 +150,37 @@ def test_a_name_between_spaces_is_that_agent_on_every_path(
         PATHS[path](pg_layout.url, dump)
     with Store.open(pg_layout.url, upgrade=False) as store:
         assert agents.list_agents(store, prefix=name) == [agents.require(store, name)]
+
+
+def _open_store(url: URL) -> Store:
+    from philont.cli.common import open_store
+
+    return open_store(url)
+
+
+def _with_embedder(url: URL) -> Store:
+    from philont.embed.hashing import HashEmbedder
+
+    return Store.open(url, upgrade=False, embedder=HashEmbedder())
+
+
+@pytest.mark.parametrize("opener", [_open_store, _with_embedder], ids=["open_store", "embedder"])
+def test_a_store_refused_for_its_default_agent_is_closed(
+    pg_layout: Layout, monkeypatch: pytest.MonkeyPatch, opener: Callable[[URL], Store]
+) -> None:
+    """The command line's open_store and Store.open with an embedder read the default agent
+    after opening the Store: refused there, the Store is closed (its pool released), as for
+    an agent nobody has. They were left open (the read sat outside the try that closes)."""
+    opened: list[Store] = []
+    init = Store.__init__
+
+    def recording(self: Store, *args: object, **kwargs: object) -> None:
+        init(self, *args, **kwargs)  # type: ignore[arg-type]
+        opened.append(self)
+
+    monkeypatch.setattr(Store, "__init__", recording)
+    monkeypatch.setenv(settings.AGENT_ENV, "Bad Name")
+    with pytest.raises(InvalidInputError, match=r"^\$PHILONT_AGENT: 'Bad Name' is no agent"):
+        opener(pg_layout.url)
+    assert opened
+    assert all(store.closed for store in opened)

@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from philont import tools
+from philont.db.models import Note
 from philont.errors import (
     DatabaseGoneError,
     InvalidInputError,
@@ -777,6 +778,37 @@ def test_a_unit_of_its_own_is_refused_once_its_block_ended_the_transaction(
         assert mem.notes.count() == int(ending == "commit" and not read_only)
     with store.begin() as mem:  # the Store goes on
         mem.notes.add("next")
+
+
+@pytest.mark.parametrize("then", ["write", "read", "raw", "nothing"])
+@pytest.mark.parametrize("ending", ["commit", "rollback", "close"])
+def test_a_unit_of_its_own_whose_ended_transaction_was_begun_again_is_refused(
+    store: Store, ending: str, then: str
+) -> None:
+    """The block ends its transaction through a reference to the Session it kept and begins
+    another (``s.commit(); s.begin()``): the unit is still ended, every later call and its
+    end say so, and nothing after the end is written. Before, the unit went on in the new
+    transaction: on SQLite it committed what the block wrote after its end (the unit split
+    in two), on PostgreSQL (no agent served) a write failed as a generic StorageError."""
+    calls: dict[str, Callable[[Memory], object]] = {
+        "write": lambda mem: mem.notes.add("after the end"),
+        "read": lambda mem: mem.notes.count(),
+        "raw": lambda mem: mem.raw(),
+    }
+    told = "the unit of work's transaction was ended inside its block"
+    with pytest.raises(UnitOfWorkError, match=told), store.begin() as mem:
+        mem.notes.add("before the end")
+        session = mem.session
+        getattr(session, ending)()
+        session.begin()
+        if then in calls:
+            with pytest.raises(UnitOfWorkError, match=told):
+                calls[then](mem)
+        session.add(
+            Note(id="n-after", content="after", created_at=datetime(2026, 1, 1, tzinfo=UTC))
+        )
+    with store.begin(write=False) as mem:  # what the end did, and nothing after it
+        assert mem.notes.count() == int(ending == "commit")
 
 
 @pytest.mark.parametrize("then", ["write", "read", "raw"])
