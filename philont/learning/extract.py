@@ -47,6 +47,7 @@ from philont.llm.base import ModelClient, ask
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.learning import ExtractionReport, MemoryWrite
+from philont.services._rows import code_point_order
 from philont.services.base import Service
 from philont.tools import REGISTRY
 from philont.tools.registry import ToolContext
@@ -172,7 +173,7 @@ class MemoryWriter(Service):
             rows = self.mem.session.execute(
                 select(Note.id, Note.content)
                 .where(Note.forgotten_at.is_(None))
-                .order_by(Note.created_at, Note.id)
+                .order_by(Note.created_at, code_point_order(Note.id, self.mem.session))
             )
             self._active_notes = {}
             for note_id, text in rows:
