@@ -284,8 +284,12 @@ class MemoryWriter(Service):
         args = StoreNoteArgs.model_validate(arguments)
         # refused as NoteService.add refuses it (a NUL on PostgreSQL), before it is looked up
         self.mem.backend.storable_text(args.content, "content")
+        # the first of them as _active_note reads them, not whichever row the database reads
         existing = self.mem.session.scalars(
-            select(Note.id).where(Note.content == args.content, Note.forgotten_at.is_(None))
+            select(Note.id)
+            .where(Note.content == args.content, Note.forgotten_at.is_(None))
+            .order_by(Note.created_at, code_point_order(Note.id, self.mem.session))
+            .limit(1)
         ).first() or self._active_note(args.content)
         if existing is not None:
             return MemoryWrite(

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -189,5 +190,32 @@ def test_extraction_names_the_first_of_tied_same_notes_in_code_point_order(
         with store.begin() as mem:
             writer = MemoryWriter(mem, LearningConfig())
             assert writer._active_note("BUY MILK") == min(ids)
+    finally:
+        store.close()
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ids=st.lists(st.sampled_from(KEYS), min_size=2, max_size=6, unique=True))
+def test_extraction_names_the_first_of_tied_identical_notes_in_code_point_order(
+    request: pytest.FixtureRequest,
+    backend_name: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    ids: list[str],
+) -> None:
+    """The same for notes of exactly the proposal's text: a proposal held as is names the
+    note the case-folded look-up would, not whichever row the database reads first."""
+    store = _open(request, backend_name, tmp_path_factory)
+    try:
+        with store.begin() as mem:
+            for i in reversed(ids):
+                mem.notes.add("buy milk", id=i)
+        with store.begin() as mem:
+            writer = MemoryWriter(mem, LearningConfig())
+            base = {"index": 0, "action": "store_note"}
+            window = cast(Any, None)  # not read: the note is held
+            held = writer._note(base, {"content": "buy milk"}, window, None)
+        assert (held.outcome, held.id) == ("unchanged", min(ids))
     finally:
         store.close()
