@@ -31,7 +31,11 @@ class FactVersion(NamedTuple):
 
 register(FactVersion, kinds_of(Fact))
 
-_COLUMNS = ", ".join(FactVersion._fields)
+_REALS = ("confidence", "decay_tau_days")
+
+
+def _columns(raw: Raw) -> str:
+    return ", ".join(raw.real(c) if c in _REALS else c for c in FactVersion._fields)
 
 
 def current(raw: Raw) -> list[FactVersion]:
@@ -39,7 +43,7 @@ def current(raw: Raw) -> list[FactVersion]:
     (``FactService.list``'s order)."""
     return raw.named(
         FactVersion,
-        f"SELECT {_COLUMNS} FROM memory_facts"
+        f"SELECT {_columns(raw)} FROM memory_facts"
         f"{raw.where('superseded_by IS NULL AND forgotten_at IS NULL')}"
         f" ORDER BY {raw.code_points('namespace')}, {raw.code_points('key')}, created_at",
     )
