@@ -82,6 +82,12 @@ class Raw:
         parts = ([self.mine(alias)] if self.postgres else []) + [c for c in conditions if c]
         return f" WHERE {' AND '.join(parts)}" if parts else ""
 
+    def real(self, column: str) -> str:
+        """A REAL ``column`` to select as philont's types read it: a host's -0.0 as 0.0 on
+        PostgreSQL (``column + 0``; an SQLite REAL keeps no sign of zero, and a value of
+        another kind must reach :mod:`philont.db.stored_values` as stored)."""
+        return f"{column} + 0" if self.postgres else column
+
     def same_agent(self, left: str, right: str) -> str:
         """A join condition's agent part: `` AND left.agent_id = right.agent_id`` (PostgreSQL:
         every key leads with the agent, and a distributed database co-locates by it)."""

@@ -47,6 +47,7 @@ from philont.llm.base import ModelClient, ask
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.learning import ExtractionReport, MemoryWrite
+from philont.services._rows import code_point_order
 from philont.services.base import Service
 from philont.tools import REGISTRY
 from philont.tools.registry import ToolContext
@@ -172,7 +173,7 @@ class MemoryWriter(Service):
             rows = self.mem.session.execute(
                 select(Note.id, Note.content)
                 .where(Note.forgotten_at.is_(None))
-                .order_by(Note.created_at, Note.id)
+                .order_by(Note.created_at, code_point_order(Note.id))
             )
             self._active_notes = {}
             for note_id, text in rows:
@@ -283,8 +284,12 @@ class MemoryWriter(Service):
         args = StoreNoteArgs.model_validate(arguments)
         # refused as NoteService.add refuses it (a NUL on PostgreSQL), before it is looked up
         self.mem.backend.storable_text(args.content, "content")
+        # the first of them as _active_note reads them, not whichever row the database reads
         existing = self.mem.session.scalars(
-            select(Note.id).where(Note.content == args.content, Note.forgotten_at.is_(None))
+            select(Note.id)
+            .where(Note.content == args.content, Note.forgotten_at.is_(None))
+            .order_by(Note.created_at, code_point_order(Note.id))
+            .limit(1)
         ).first() or self._active_note(args.content)
         if existing is not None:
             return MemoryWrite(

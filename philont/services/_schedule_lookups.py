@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from philont.db.models import Schedule
 from philont.errors import InvalidInputError, ScheduleNotFoundError
+from philont.services._rows import code_point_order
 from philont.services._schedule_checks import checked_outcome
 
 ENABLED: ColumnElement[bool] = Schedule.enabled == True  # noqa: E712
@@ -31,13 +32,14 @@ def same_schedule(session: Session, id: str, name: str) -> None:
 def none_enabled(session: Session, name: str | None, id: str | None) -> NoReturn:
     """:class:`~philont.errors.ScheduleNotFoundError` for a cancel that matched nothing,
     listing what is enabled."""
-    # Each enabled name once, soonest first (PostgreSQL refuses DISTINCT ordered by a column
-    # it does not select: group and order by each name's earliest run).
+    # Each enabled name once, soonest first, then in code point order on both backends
+    # (PostgreSQL refuses DISTINCT ordered by a column it does not select: group and order by
+    # each name's earliest run).
     enabled = session.scalars(
         select(Schedule.name)
         .where(ENABLED)
         .group_by(Schedule.name)
-        .order_by(func.min(Schedule.next_run_at), Schedule.name)
+        .order_by(func.min(Schedule.next_run_at), code_point_order(Schedule.name))
     ).all()
     shown = ", ".join(enabled[:_ENABLED_NAMES_SHOWN]) or "none"
     if len(enabled) > _ENABLED_NAMES_SHOWN:

@@ -79,3 +79,25 @@ def test_a_written_minus_zero_reads_back_as_zero(target: Path | URL) -> None:
         assert got is not None
         assert [math.copysign(1.0, v) for v in (read.importance, got.confidence)] == [1.0, 1.0]
     assert _negative_zeros(target) == 0
+
+
+@pytest.mark.parametrize("path", ["search", "prefix"])
+def test_a_hosts_minus_zero_reads_as_zero_on_the_lean_reads_too(
+    target: Path | URL, path: str
+) -> None:
+    """The hot paths' lean reads (search's notes, the prefix's notes and facts) read a host's
+    -0.0 as the ORM does: 0.0 (they select without philont's column types)."""
+    with Store.open(target) as store:
+        with store.begin() as mem:
+            note = mem.notes.add("the blue heron nests by the river", importance=0.3)
+            mem.facts.store("user", "city", "Berlin")
+            for table, column in (("memory_notes", "importance"), ("memory_facts", "confidence")):
+                mem.session.execute(text(f"UPDATE {table} SET {column} = :z"), {"z": -0.0})
+        with store.begin() as mem:
+            if path == "search":
+                (hit,) = mem.search.notes("heron river")
+                assert (hit.id, math.copysign(1.0, hit.importance)) == (note.id, 1.0)
+            else:
+                shown = mem.prefix.build().text
+                assert "(0.0) the blue heron" in shown, shown
+                assert "-0.0" not in shown, shown

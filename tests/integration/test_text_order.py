@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +22,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from philont import Store
+from philont.errors import ScheduleNotFoundError
+from philont.learning.config import LearningConfig
+from philont.learning.extract import MemoryWriter
 from philont.services.prefix import PrefixLimits
 from philont.tools import call as call_tool
 from tests.pg_support import server_url
@@ -136,5 +140,82 @@ def test_tied_notes_and_sessions_are_listed_in_code_point_order(
         assert sessions == sorted(ids, reverse=True)  # newest first, then by id descending
         shown = [line.split("note ")[1] for line in prefix.splitlines() if "note " in line]
         assert shown == sorted(ids)
+    finally:
+        store.close()
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(names=st.lists(st.sampled_from(KEYS), min_size=2, max_size=8, unique=True))
+def test_enabled_schedules_tied_on_time_are_named_in_code_point_order(
+    request: pytest.FixtureRequest,
+    backend_name: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    names: list[str],
+) -> None:
+    """A cancel that matches nothing lists what is enabled, soonest first and then by name
+    (``ScheduleNotFoundError``): in code point order on both backends."""
+    store = _open(request, backend_name, tmp_path_factory)
+    try:
+        with store.begin() as mem:
+            for name in reversed(names):  # each next run at one instant
+                mem.schedules.create(name, message="m", interval_ms=3_600_000)
+        with pytest.raises(ScheduleNotFoundError) as caught, store.begin() as mem:
+            mem.schedules.cancel(name="nobody has this one")
+        shown = str(caught.value).split("Currently enabled: ")[1]
+        assert shown == ", ".join(sorted(names))
+    finally:
+        store.close()
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ids=st.lists(st.sampled_from(KEYS), min_size=2, max_size=6, unique=True))
+def test_extraction_names_the_first_of_tied_same_notes_in_code_point_order(
+    request: pytest.FixtureRequest,
+    backend_name: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    ids: list[str],
+) -> None:
+    """Notes saying the same (up to case and spacing), stored at one instant: the note an
+    extraction finds already held (its proposal 'unchanged', naming it) is the first of them
+    by id in code point order."""
+    store = _open(request, backend_name, tmp_path_factory)
+    try:
+        with store.begin() as mem:
+            for n, i in enumerate(reversed(ids)):  # the same note, spelt differently
+                mem.notes.add("buy" + " " * (n + 1) + "milk", id=i)
+        with store.begin() as mem:
+            writer = MemoryWriter(mem, LearningConfig())
+            assert writer._active_note("BUY MILK") == min(ids)
+    finally:
+        store.close()
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ids=st.lists(st.sampled_from(KEYS), min_size=2, max_size=6, unique=True))
+def test_extraction_names_the_first_of_tied_identical_notes_in_code_point_order(
+    request: pytest.FixtureRequest,
+    backend_name: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    ids: list[str],
+) -> None:
+    """The same for notes of exactly the proposal's text: a proposal held as is names the
+    note the case-folded look-up would, not whichever row the database reads first."""
+    store = _open(request, backend_name, tmp_path_factory)
+    try:
+        with store.begin() as mem:
+            for i in reversed(ids):
+                mem.notes.add("buy milk", id=i)
+        with store.begin() as mem:
+            writer = MemoryWriter(mem, LearningConfig())
+            base = {"index": 0, "action": "store_note"}
+            window = cast(Any, None)  # not read: the note is held
+            held = writer._note(base, {"content": "buy milk"}, window, None)
+        assert (held.outcome, held.id) == ("unchanged", min(ids))
     finally:
         store.close()

@@ -32,7 +32,11 @@ class FactVersion(NamedTuple):
 
 register(FactVersion, kinds_of(Fact))
 
-_COLUMNS = ", ".join(FactVersion._fields)
+_REALS = ("confidence", "decay_tau_days")
+
+
+def _columns(raw: Raw) -> str:
+    return ", ".join(raw.real(c) if c in _REALS else c for c in FactVersion._fields)
 
 
 def current(raw: Raw) -> list[FactVersion]:
@@ -40,7 +44,7 @@ def current(raw: Raw) -> list[FactVersion]:
     (``FactService.list``'s order)."""
     return raw.named(
         FactVersion,
-        f"SELECT {_COLUMNS} FROM memory_facts"
+        f"SELECT {_columns(raw)} FROM memory_facts"
         f"{raw.where('superseded_by IS NULL AND forgotten_at IS NULL')}"
         f" ORDER BY {in_code_points('namespace', raw.postgres)},"
         f" {in_code_points('key', raw.postgres)}, created_at",

@@ -41,7 +41,8 @@ def by_keys(raw: Raw, key: str, keys: Sequence[Any]) -> dict[Any, NoteRow]:
     cond, params = raw.in_ids(key, keys)
     rows = raw.named(
         NoteRow,
-        f"SELECT {key}, id, content, importance, session_id, created_at, forgotten_at"
+        f"SELECT {key}, id, content, {raw.real('importance')}, session_id, created_at,"
+        " forgotten_at"
         f" FROM {TABLE}{raw.where(cond)}",
         params,
     )
@@ -52,7 +53,8 @@ def most_important(raw: Raw, limit: int) -> list[ImportantNote]:
     """Notes not forgotten, most important first, then newest (``NoteService.list``'s order)."""
     return raw.named(
         ImportantNote,
-        f"SELECT id, importance, content FROM {TABLE}{raw.where('forgotten_at IS NULL')}"
+        f"SELECT id, {raw.real('importance')}, content"
+        f" FROM {TABLE}{raw.where('forgotten_at IS NULL')}"
         f" ORDER BY importance DESC, created_at DESC, {in_code_points('id', raw.postgres)}"
         f" LIMIT {raw.mark}",
         [limit],
