@@ -520,16 +520,20 @@ class Memory:
 
     def rollback(self) -> None:
         """Undo everything this unit of work did so far and go on in a new transaction (for
-        units of work of a Store's own; one that joined a caller's transaction cannot)."""
+        units of work of a Store's own; one that joined a caller's transaction cannot). It
+        also goes on after the block ended the transaction itself (``mem.session.rollback()``,
+        as SQLAlchemy's error after a failed flush advises, or ``commit()``, ``close()``)."""
         if self._bind is not None:
             raise UnitOfWorkError(
                 "a unit of work inside the caller's transaction cannot roll it back; use a "
                 "savepoint (session.begin_nested()) or let the caller roll back"
             )
-        session = self.session
+        session = self._session
+        if session is None:
+            session = self.session  # raises: not begun, or ended
         nesting.closed(self._open)
         self._open = None
-        session.rollback()
+        session.rollback()  # ours, or one the block began again on it
         self._host_transaction = session.begin()
         self.store.backend.enter(session, self._agent)  # SET LOCAL ended with the rollback
         self._open = self._listed(session)  # through PgBouncer, maybe another server process

@@ -811,6 +811,29 @@ def test_a_unit_of_its_own_whose_ended_transaction_was_begun_again_is_refused(
         assert mem.notes.count() == int(ending == "commit")
 
 
+@pytest.mark.parametrize("again", [False, True])
+@pytest.mark.parametrize("ending", ["commit", "rollback", "close"])
+def test_mem_rollback_goes_on_after_the_block_ended_the_transaction(
+    store: Store, ending: str, again: bool
+) -> None:
+    """``mem.rollback()`` after ``mem.session.rollback()`` (what SQLAlchemy's error after a
+    failed flush advises), ``commit()`` or ``close()``, or after the block began another
+    transaction on the Session it kept: the unit goes on in a transaction of its own, serving
+    its agent, and its end commits what it wrote after."""
+    with store.begin() as mem:
+        mem.notes.add("before the end")
+        kept = mem.session
+        getattr(kept, ending)()
+        if again:
+            kept.begin()
+            kept.execute(text("SELECT 1"))
+        mem.rollback()
+        mem.notes.add("after mem.rollback()")
+    with store.begin(write=False) as mem:
+        contents = sorted(n.content for n in mem.notes.list())
+    assert contents == sorted(["after mem.rollback()"] + ["before the end"] * (ending == "commit"))
+
+
 @pytest.mark.parametrize("then", ["write", "read", "raw"])
 @pytest.mark.parametrize(
     "ending", ["commit", "rollback", "close", "savepoint commit", "savepoint rollback"]
