@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -59,6 +60,17 @@ def _admin(sql: str, params: dict[str, object] | None = None) -> None:
     try:
         with engine.begin() as conn:
             conn.execute(text(sql), params or {})
+    finally:
+        engine.dispose()
+
+
+def admin_autocommit(sql: str) -> None:
+    """Run ``sql`` on the test server outside a transaction (``CREATE DATABASE``, ``DROP
+    DATABASE``: they cannot run inside one)."""
+    engine = sqlalchemy.create_engine(server_url(), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(sql))
     finally:
         engine.dispose()
 

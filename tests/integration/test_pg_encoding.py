@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Iterator
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import QueuePool
 from typer.testing import CliRunner
@@ -25,7 +25,7 @@ from philont.cli import app
 from philont.db.engine import create_engine as philont_engine
 from philont.db.engine import guard_pg, refuse_non_utf8
 from philont.errors import BackendError
-from tests.pg_support import server_url
+from tests.pg_support import admin_autocommit, server_url
 
 pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg")
@@ -39,15 +39,6 @@ CASES = {  # the database's encoding, the client's (None: psycopg's default, the
 ENCODINGS = {"SQL_ASCII", "LATIN1"}
 
 
-def _admin(sql: str) -> None:
-    engine = create_engine(server_url(), isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(sql))
-    finally:
-        engine.dispose()
-
-
 @pytest.fixture(params=CASES)
 def not_utf8(request: pytest.FixtureRequest) -> Iterator[str]:
     """The URL of a new database encoded otherwise, or of a UTF8 one with another client
@@ -55,7 +46,7 @@ def not_utf8(request: pytest.FixtureRequest) -> Iterator[str]:
     encoding, client = CASES[request.param]
     name = f"philont_enc_{uuid.uuid4().hex[:8]}"
     try:
-        _admin(
+        admin_autocommit(
             f"CREATE DATABASE {name} ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'"
             " TEMPLATE template0"
         )
@@ -65,7 +56,7 @@ def not_utf8(request: pytest.FixtureRequest) -> Iterator[str]:
     if client is not None:
         url = url.update_query_dict({"client_encoding": client})
     yield url.render_as_string(hide_password=False)
-    _admin(f"DROP DATABASE {name} WITH (FORCE)")
+    admin_autocommit(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 def _tables(url: str) -> int:

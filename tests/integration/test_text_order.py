@@ -18,7 +18,6 @@ from typing import Any, cast
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from philont import Store
@@ -27,21 +26,12 @@ from philont.learning.config import LearningConfig
 from philont.learning.extract import MemoryWriter
 from philont.services.prefix import PrefixLimits
 from philont.tools import call as call_tool
-from tests.pg_support import server_url
+from tests.pg_support import admin_autocommit, server_url
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 # Keys whose code point order differs from a linguistic one: case, punctuation, digits.
 KEYS = ["Zoe", "apple", "a_b", "ab", "a-c", "a.c", "b2", "b10", "B", "z", "A_b"]
-
-
-def _admin(sql: str) -> None:
-    engine = create_engine(server_url(), isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(sql))
-    finally:
-        engine.dispose()
 
 
 @pytest.fixture(scope="module")
@@ -51,14 +41,14 @@ def linguistic_db() -> Iterator[str]:
     pytest.importorskip("psycopg")
     name = f"philont_coll_{uuid.uuid4().hex[:8]}"
     try:
-        _admin(
+        admin_autocommit(
             f"CREATE DATABASE {name} ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en'"
             " LOCALE 'C.UTF-8' TEMPLATE template0"
         )
     except Exception as exc:  # a server where this role may not create databases, or no ICU
         pytest.skip(f"cannot create an ICU-collated database here: {exc}")
     yield make_url(server_url()).set(database=name).render_as_string(hide_password=False)
-    _admin(f"DROP DATABASE {name} WITH (FORCE)")
+    admin_autocommit(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
