@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Text
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import coercions, roles
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
@@ -27,7 +28,14 @@ class code_points(ColumnElement[str]):
     _traverse_internals = [("column", InternalTraversal.dp_clauseelement)]  # noqa: RUF012 - as SQLAlchemy declares it
 
     def __init__(self, column: Any) -> None:
-        self.column = column
+        # The column's expression, not an ORM attribute: traversals (an adaptation onto an
+        # alias or subquery, the ORM's compile) copy and adapt only ClauseElements.
+        self.column = coercions.expect(roles.ExpressionElementRole, column)
+
+    @property
+    def _from_objects(self) -> list[Any]:
+        """The column's FROMs: selected (under a label), it brings its table."""
+        return list(self.column._from_objects)
 
 
 @compiles(code_points)

@@ -209,3 +209,82 @@ def test_extraction_names_the_first_of_tied_identical_notes_in_code_point_order(
         assert (held.outcome, held.id) == ("unchanged", min(ids))
     finally:
         store.close()
+
+
+# --- philont.db.ordering.code_points itself ---------------------------------------------------
+
+# Note ids and contents in crossing orders: a statement served another's compiled form (one
+# cache key for two wrapped columns) lists the other column's order.
+_CROSSING = {"b": "a_z", "A": "b-y", "a_b": "Zx", "a-c": "ab"}
+
+
+def _wrapped(column: Any, how: str) -> Any:
+    """A statement ordered by ``code_points(column)``, used as ``how`` says."""
+    from sqlalchemy import select
+
+    from philont.db.models import Note
+    from philont.db.ordering import code_points
+
+    if how == "asc":
+        return select(Note.id).order_by(code_points(column))
+    if how == "desc":
+        return select(Note.id).order_by(code_points(column).desc())
+    if how == "label":  # selected under a label and ordered by it
+        return select(code_points(column).label("k")).order_by("k")
+    from sqlalchemy.sql.util import ClauseAdapter
+
+    # adapted onto an alias, as the ORM adapts an ORDER BY onto its subqueries and aliases
+    return ClauseAdapter(Note.__table__.alias("n")).traverse(
+        select(Note.id).order_by(code_points(column))
+    )
+
+
+@pytest.mark.parametrize("how", ["asc", "desc", "label", "aliased"])
+def test_code_points_statements_that_differ_only_in_the_column_compile_apart(how: str) -> None:
+    """Two statements that differ only in the wrapped column have different cache keys and
+    compile to their own column, ``COLLATE "C"`` on PostgreSQL, with their FROM."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    from philont.db.models import Note
+
+    by_id, by_content = _wrapped(Note.id, how), _wrapped(Note.content, how)
+    assert by_id._generate_cache_key() != by_content._generate_cache_key()
+    for dialect in (postgresql.dialect(), sqlite.dialect()):
+        for stmt, column in ((by_id, "id"), (by_content, "content")):
+            sql = " ".join(str(stmt.compile(dialect=dialect)).split())
+            assert f".{column}" in sql
+            assert " FROM memory_notes" in sql  # the wrapped column's table (or its alias)
+            assert ('COLLATE "C"' in sql) == (dialect.name == "postgresql")
+            if how == "aliased":  # the ORDER BY adapted with the rest
+                assert "memory_notes." not in sql
+
+
+@pytest.mark.parametrize("how", ["asc", "desc", "label", "aliased"])
+def test_code_points_statements_run_apart_on_one_engine(
+    request: pytest.FixtureRequest,
+    backend_name: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    how: str,
+) -> None:
+    """Run on one engine (one statement cache), each statement sorts by its own column, in
+    code point order (on PostgreSQL, a database of ICU's English collation)."""
+    from philont.db.models import Note
+
+    store = _open(request, backend_name, tmp_path_factory)
+    try:
+        with store.begin() as mem:
+            for note_id, content in _CROSSING.items():
+                mem.notes.add(content, id=note_id)
+        with store.begin(write=False) as mem:
+            for _ in range(2):  # the second time from the cache
+                by_id = list(mem.session.scalars(_wrapped(Note.id, how)))
+                by_content = list(mem.session.scalars(_wrapped(Note.content, how)))
+                down = how == "desc"
+                assert by_id == sorted(_CROSSING, reverse=down)
+                assert by_content == (
+                    sorted(_CROSSING.values())
+                    if how == "label"  # the label selects the content itself
+                    else sorted(_CROSSING, key=_CROSSING.__getitem__, reverse=down)
+                )
+    finally:
+        store.close()
