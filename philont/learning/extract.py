@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import select
 
 from philont.db.models import Fact, Note
+from philont.db.ordering import code_points
 from philont.db.retry import database_error_of
 from philont.db.types import from_epoch_ms, to_epoch_ms
 from philont.domain.forgetting import Said, may_write_again, note_key, said_when
@@ -47,7 +48,6 @@ from philont.llm.base import ModelClient, ask
 from philont.log import get_logger
 from philont.schemas import inputs
 from philont.schemas.learning import ExtractionReport, MemoryWrite
-from philont.services._rows import code_point_order
 from philont.services.base import Service
 from philont.tools import REGISTRY
 from philont.tools.registry import ToolContext
@@ -173,7 +173,7 @@ class MemoryWriter(Service):
             rows = self.mem.session.execute(
                 select(Note.id, Note.content)
                 .where(Note.forgotten_at.is_(None))
-                .order_by(Note.created_at, code_point_order(Note.id))
+                .order_by(Note.created_at, code_points(Note.id))
             )
             self._active_notes = {}
             for note_id, text in rows:
@@ -288,7 +288,7 @@ class MemoryWriter(Service):
         existing = self.mem.session.scalars(
             select(Note.id)
             .where(Note.content == args.content, Note.forgotten_at.is_(None))
-            .order_by(Note.created_at, code_point_order(Note.id))
+            .order_by(Note.created_at, code_points(Note.id))
             .limit(1)
         ).first() or self._active_note(args.content)
         if existing is not None:

@@ -7,18 +7,15 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, FromClause, Label, type_coerce
-from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy import FromClause, Label, type_coerce
 from sqlalchemy.types import NullType
 
-from philont.db.ordering import code_points
 from philont.domain.timepolicy import stored_instant
 from philont.errors import InvalidInputError
 
 __all__ = [
     "SKIPPED_SHOWN",
     "Row",
-    "code_point_order",
     "optional_instant",
     "optional_text",
     "raw_columns",
@@ -37,13 +34,6 @@ def raw_columns(table: FromClause) -> list[Label[Any]]:
     """Every column of ``table`` as the database hands it over (no type conversion), labelled
     with its attribute key."""
     return [type_coerce(col, NullType()).label(col.key) for col in table.c]
-
-
-def code_point_order(column: InstrumentedAttribute[str]) -> ColumnElement[str]:
-    """``column`` to sort by in code point order (:class:`philont.db.ordering.code_points`):
-    PostgreSQL's default collation follows the server's locale, so listings tied on time would
-    otherwise come back in another order there."""
-    return code_points(column)
 
 
 def text_value(row: Row, name: str) -> str:

@@ -11,8 +11,8 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from philont.db.models import Schedule
+from philont.db.ordering import code_points
 from philont.errors import InvalidInputError, ScheduleNotFoundError
-from philont.services._rows import code_point_order
 from philont.services._schedule_checks import checked_outcome
 
 ENABLED: ColumnElement[bool] = Schedule.enabled == True  # noqa: E712
@@ -39,7 +39,7 @@ def none_enabled(session: Session, name: str | None, id: str | None) -> NoReturn
         select(Schedule.name)
         .where(ENABLED)
         .group_by(Schedule.name)
-        .order_by(func.min(Schedule.next_run_at), code_point_order(Schedule.name))
+        .order_by(func.min(Schedule.next_run_at), code_points(Schedule.name))
     ).all()
     shown = ", ".join(enabled[:_ENABLED_NAMES_SHOWN]) or "none"
     if len(enabled) > _ENABLED_NAMES_SHOWN:

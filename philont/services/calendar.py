@@ -11,6 +11,7 @@ from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, u
 from sqlalchemy.engine import CursorResult
 
 from philont.db.models import CalendarEvent
+from philont.db.ordering import code_points
 from philont.domain import series, timeparse, timepolicy
 from philont.domain.rrule_engine import Work, WorkLimitExceeded
 from philont.errors import InvalidInputError, InvalidTimeRangeError
@@ -244,7 +245,7 @@ class CalendarService(Service):
 
     def _raw(self, *where: ColumnElement[bool], limit: int | None = None) -> list[_rows.Row]:
         """Rows by start, then title (code point order), then id: the order of listings."""
-        title = _rows.code_point_order(CalendarEvent.title)
+        title = code_points(CalendarEvent.title)
         stmt = (
             select(*_rows.raw_columns(_TABLE))
             .where(*where)

@@ -11,6 +11,7 @@ from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select, tex
 from sqlalchemy.engine import CursorResult
 
 from philont.db.models import Schedule, ScheduleOutcome
+from philont.db.ordering import code_points
 from philont.db.stored_values import record
 from philont.domain import recurrence
 from philont.domain.recurrence import MissedRunPolicy
@@ -277,7 +278,7 @@ class ScheduleService(Service):
         stmt = (
             select(*_rows.raw_columns(_TABLE))
             .where(due)
-            .order_by(run_at, _rows.code_point_order(Schedule.name), Schedule.id)
+            .order_by(run_at, code_points(Schedule.name), Schedule.id)
             .limit(limit)
         )
         runs: builtins.list[UpcomingRun] = []
