@@ -75,7 +75,8 @@ from philont.mcp.depth import MAX_MESSAGE_DEPTH, items, nesting, shallow
 from philont.mcp.lines import MAX_BATCH_MESSAGES, MAX_LINE_BYTES, Oversized, fd_of, head_fields
 from philont.mcp.lines import lines as _lines
 from philont.schemas.inputs import MAX_ARGUMENT_BYTES, describe, repeated_key, unstorable
-from philont.tools.dispatch import capped, not_an_object
+from philont.tools.dispatch import not_an_object
+from philont.tools.registry import capped
 
 log = get_logger(__name__)
 

@@ -42,7 +42,13 @@ from philont.schemas.inputs import (
 from philont.services.actions import ObjectJson, object_json
 from philont.store import Store, shared
 from philont.tools.args import ToolArgs
-from philont.tools.registry import MAX_RESULT_CHARS, REGISTRY, Tool, ToolContext, ToolOutput
+from philont.tools.registry import (
+    REGISTRY,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    capped,
+)
 
 log = get_logger(__name__)
 
@@ -165,16 +171,6 @@ def _check_size(size: int) -> None:
             f"arguments are {size:,} bytes of JSON; at most {MAX_ARGUMENT_BYTES:,} "
             "(store large content in pieces, or keep a reference instead)",
         )
-
-
-def capped(text: str, limit: int = MAX_RESULT_CHARS) -> str:
-    """``text`` cut at a line (or at ``limit``) to at most ``limit`` characters plus a
-    closing line that says how much was left out."""
-    if len(text) <= limit:
-        return text
-    cut = text.rfind("\n", 0, limit)
-    head = text[: cut if cut > limit // 2 else limit]
-    return f"{head}\n… {len(text) - len(head):,} more characters not shown (ask for less)"
 
 
 _SHOWN = reprlib.Repr()  # keyword arguments need Python 3.12

@@ -36,7 +36,7 @@ from philont.schemas.timeline import SessionRecord
 from philont.services.search.scoring import Kind
 from philont.services.timeline import GLOBAL_SESSION
 from philont.tools import args as a
-from philont.tools.registry import MAX_RESULT_CHARS, ToolContext, ToolOutput, tool
+from philont.tools.registry import MAX_RESULT_CHARS, ToolContext, ToolOutput, capped, tool
 
 # A whole value that is an HTTP auth header line, or a scheme followed by one credential-like
 # token. The original refused any text starting with "token " or "basic " (spec Q-S9: "Basic
@@ -141,18 +141,21 @@ def list_facts(args: a.ListFactsArgs, mem: Memory, ctx: ToolContext) -> ToolOutp
 
 
 def _listed_in_parts(lines: list[str], offset: int) -> str:
-    """``lines`` (facts from ``offset`` on) as many whole as the model reads back
-    (:data:`~philont.tools.registry.MAX_RESULT_CHARS`; a first one longer than that, its
-    head), and when some do not fit, a last line naming the offset to list on from: the cut
-    of a longer text would leave no way to reach the rest."""
+    """``lines`` (facts from ``offset`` on), whole when they fit what the model reads back
+    (:data:`~philont.tools.registry.MAX_RESULT_CHARS`); else as many whole lines as fit (a
+    first one longer than that cut as any text is), and a last line naming the offset to list
+    on from: the cut of the whole text would leave no way to reach the rest."""
+    text = "\n".join(lines)
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
     room, shown = MAX_RESULT_CHARS - 200, list[str]()
     for line in lines:
         if len(line) >= room:
-            if not shown:
-                shown.append(clip(line, room))
             break
         room -= len(line) + 1
         shown.append(line)
+    if not shown:
+        shown.append(capped(lines[0], MAX_RESULT_CHARS - 200))
     text = "\n".join(shown)
     if len(shown) < len(lines):
         text += (

@@ -13,6 +13,17 @@ MAX_RESULT_CHARS = 20_000
 """The size policy of what a model reads back: a result text is cut (at a line) to this many
 characters, and says how much was left out."""
 
+
+def capped(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    """``text`` cut at a line (or at ``limit``) to at most ``limit`` characters plus a
+    closing line that says how much was left out."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    head = text[: cut if cut > limit // 2 else limit]
+    return f"{head}\n… {len(text) - len(head):,} more characters not shown (ask for less)"
+
+
 if TYPE_CHECKING:
     from philont.memory import Memory
 

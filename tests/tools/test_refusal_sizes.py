@@ -20,7 +20,8 @@ from philont import tools
 from philont.errors import InvalidInputError
 from philont.mcp.transport import error_line
 from philont.store import Store
-from philont.tools.dispatch import MAX_RESULT_CHARS, refused
+from philont.tools.dispatch import refused
+from philont.tools.registry import MAX_RESULT_CHARS
 from tests.tools.helpers import actions, snapshot
 
 BOTH_BACKENDS = True

@@ -3,6 +3,7 @@ back is capped and says what it left out."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,8 @@ from hypothesis import strategies as st
 
 from philont import tools
 from philont.store import Store
-from philont.tools.dispatch import MAX_ARGUMENT_BYTES, MAX_RESULT_CHARS
+from philont.tools.dispatch import MAX_ARGUMENT_BYTES
+from philont.tools.registry import MAX_RESULT_CHARS
 
 BIG = MAX_ARGUMENT_BYTES + 10
 
@@ -72,6 +74,9 @@ def test_a_value_just_under_the_cap_is_stored(store: Store) -> None:
     tool=st.sampled_from(["list_facts", "get_fact"]),
 )
 @example(sizes=[MAX_RESULT_CHARS - 199], tool="get_fact")  # whole, though within 200 of the cap
+@example(sizes=[MAX_RESULT_CHARS - 211], tool="list_facts")  # whole: list_facts' parts cut it
+@example(sizes=[1, MAX_RESULT_CHARS - 326], tool="list_facts")
+@example(sizes=[2 * MAX_RESULT_CHARS, 5], tool="list_facts")  # a first fact past the cap
 def test_what_a_model_reads_back_is_capped_and_says_what_it_left_out(
     tmp_path_factory: pytest.TempPathFactory, sizes: list[int], tool: str
 ) -> None:
@@ -91,4 +96,10 @@ def test_what_a_model_reads_back_is_capped_and_says_what_it_left_out(
     assert sum(shown) + 200 * len(shown) > MAX_RESULT_CHARS  # cut only when it had to be
     kept, note = result.text.rsplit("\n", 1)
     assert len(kept) <= MAX_RESULT_CHARS
+    if tool == "list_facts" and " more facts not shown: " in note:  # read in parts: the next
+        assert re.fullmatch(
+            r"… [\d,]+ more facts not shown: list_facts with offset=\d+ lists on", note
+        )
+        assert "more characters not shown" in kept or kept.count("\n") < len(sizes) - 1
+        return
     assert note.startswith("… ") and note.endswith("more characters not shown (ask for less)")

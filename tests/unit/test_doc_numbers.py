@@ -30,7 +30,7 @@ from philont.schemas import inputs
 from philont.services.prefix import PrefixLimits
 from philont.services.retriever import TimelineRetriever
 from philont.services.search import scoring
-from philont.tools import dispatch, handlers
+from philont.tools import handlers, registry
 from philont.transfer import load
 from philont.transfer.format import MAX_LINE_CHARS
 
@@ -58,7 +58,7 @@ README = [
     f"one limit policy — 1..{_n(inputs.MAX_LIMIT)} —",
     f"every `--limit` is the one limit policy (1..{_n(inputs.MAX_LIMIT)})",
     f"at most {_n(inputs.MAX_ARGUMENT_BYTES)} bytes of UTF-8 JSON",
-    f"cut at a line to {_n(dispatch.MAX_RESULT_CHARS)} characters",
+    f"cut at a line to {_n(registry.MAX_RESULT_CHARS)} characters",
     f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} and says how many more",
     f"from 0 to 2^{MAX_TOKENS_PER_CALL.bit_length() - 1} (`MAX_TOKENS_PER_CALL`",
     f"into {pg_layout.PARTITIONS} partitions (a fixed number)",
@@ -99,9 +99,9 @@ REFERENCE = {  # what README's reference pages state (moved from README, or said
         f"a batch of more than {MAX_BATCH_MESSAGES} messages",
         f"(`interval_ms` {recurrence.MIN_INTERVAL_MS}..{_n(recurrence.MAX_INTERVAL_MS)},",
         f"at most {_n(inputs.MAX_ARGUMENT_BYTES)} bytes of UTF-8 JSON",
-        f"cut at a line to {_n(dispatch.MAX_RESULT_CHARS)} characters",
+        f"cut at a line to {_n(registry.MAX_RESULT_CHARS)} characters",
         f"`list_upcoming` shows {handlers.UPCOMING_SHOWN} and says how many more",
-        f"as fit what a model reads back ({_n(dispatch.MAX_RESULT_CHARS)} characters)",
+        f"when it fits what a model reads back ({_n(registry.MAX_RESULT_CHARS)} characters)",
     ],
     "docs/cli.md": [
         f"A line is at most {MAX_LINE_CHARS >> 20} Mi characters",
