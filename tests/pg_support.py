@@ -148,12 +148,16 @@ def refuse_populated_public() -> None:
         )
 
 
-def make_layout(schema: str) -> Layout:
+def make_layout(schema: str, *, app_role: bool = True) -> Layout:
+    """A new layout in ``schema``. ``app_role``: the application role's layout, reached by
+    its search_path setting in this database (one per database: the run's own layout's; a
+    test's extra layout that set it pointed later PgBouncer tests at a dropped schema)."""
     refuse_populated_public()
     _admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE; CREATE SCHEMA "{schema}"')
     url = in_schema(server_url(), schema)
     migrate.upgrade(url)
-    ensure_app_role(schema)
+    if app_role:
+        ensure_app_role(schema)
     app = url.set(username=APP_ROLE, password=APP_PASSWORD)
     return Layout(schema=schema, url=url, app_url=app)
 

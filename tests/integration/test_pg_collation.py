@@ -31,7 +31,7 @@ NAMESPACES = ["user", "user.b-c", "user.b_c", "user.bc", "user.b-d", "user.b0"]
 def icu_layout() -> Iterator[pg_support.Layout]:
     """A layout whose every text column collates by ``en_US`` (as in a database made under
     that locale)."""
-    layout = pg_support.make_layout(f"t_coll_{os.getpid()}_{uuid.uuid4().hex[:6]}")
+    layout = pg_support.make_layout(f"t_coll_{os.getpid()}_{uuid.uuid4().hex[:6]}", app_role=False)
     engine = create_engine(layout.url)
     try:
         with engine.begin() as conn:
