@@ -7,7 +7,6 @@ import builtins
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, func, or_, select
-from sqlalchemy.orm import aliased
 
 from philont.db.models import Fact
 from philont.db.ordering import code_points
@@ -94,9 +93,11 @@ class FactTime(Service):
 
         Unlike ``list``, superseded versions are included: re-storing an event under the same
         key ("lunch") is a new occurrence, not a replacement, so no occurrence is lost (the
-        original only ever showed the latest one, Q-S3). An event superseded by an event with
-        the same ``occurred_at`` is a correction of that occurrence and is left out, and so are
-        forgotten versions. ``namespace`` (default all) matches as a prefix unless
+        original only ever showed the latest one, Q-S3). Forgotten versions are left out. The
+        versions of one key's occurrence (same ``occurred_at``) are that occurrence's
+        corrections: the newest recorded that is not forgotten is listed, the one
+        :meth:`as_of` answers at that time (forgetting a correction brings back what it
+        corrected; it hid both). ``namespace`` (default all) matches as a prefix unless
         ``prefix=False``.
         """
         cond = namespace_filter(self.session, namespace, prefix=prefix)
@@ -104,21 +105,10 @@ class FactTime(Service):
         end = optional_aware(until, "until")
         if start is not None and end is not None and end < start:
             raise InvalidTimeRangeError(start, end, names=("since", "until"), what="events window")
-        successor = aliased(Fact)
         occurred = func.coalesce(Fact.occurred_at, Fact.created_at)
         stmt = (
             select(Fact)
-            .outerjoin(successor, successor.id == Fact.superseded_by)
-            .where(
-                Fact.fact_kind == FactKind.EVENT,
-                Fact.forgotten_at.is_(None),
-                or_(
-                    successor.id.is_(None),
-                    successor.fact_kind != FactKind.EVENT,
-                    successor.occurred_at.is_(None),
-                    successor.occurred_at != occurred,
-                ),
-            )
+            .where(Fact.fact_kind == FactKind.EVENT, Fact.forgotten_at.is_(None))
             .order_by(
                 occurred,
                 Fact.created_at,
@@ -133,4 +123,16 @@ class FactTime(Service):
             stmt = stmt.where(occurred >= start)
         if end is not None:
             stmt = stmt.where(occurred <= end)
-        return [to_record(r) for r in self.session.scalars(stmt)]
+        rows = builtins.list(self.session.scalars(stmt))
+        # an occurrence's answer: its newest version by held_rank's order (recorded, then id)
+        newest: dict[tuple[str, str, datetime], tuple[datetime, str]] = {}
+        for r in rows:
+            occurrence = (r.namespace, r.key, r.occurred_at or r.created_at)
+            newest[occurrence] = max(
+                newest.get(occurrence, (r.created_at, r.id)), (r.created_at, r.id)
+            )
+        return [
+            to_record(r)
+            for r in rows
+            if newest[(r.namespace, r.key, r.occurred_at or r.created_at)] == (r.created_at, r.id)
+        ]

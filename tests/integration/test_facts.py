@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -731,3 +732,58 @@ def test_a_reversed_event_window_is_refused(facts: FactService) -> None:
 def test_as_of_refuses_a_naive_time(facts: FactService) -> None:
     with pytest.raises(InvalidInputError):
         facts.as_of("user", "city", NAIVE)
+
+
+def _event_histories() -> list[tuple[int, list[tuple[str, int, int]]]]:
+    """Seeded histories of one event key: ("store", day, value) and ("forget", version, 0)
+    steps, stores and forgets of corrections (same day) mixed."""
+    out = []
+    for seed in range(24):
+        rng = random.Random(seed)
+        steps: list[tuple[str, int, int]] = []
+        stored = 0
+        for n in range(rng.randint(2, 7)):
+            if stored and rng.random() < 0.35:
+                steps.append(("forget", rng.randrange(stored), 0))
+            else:
+                steps.append(("store", rng.choice((3, 4, 5)), n))
+                stored += 1
+        out.append((seed, steps))
+    # the reported case and its kin: an occurrence corrected, then the correction forgotten
+    s3, s4 = ("store", 3), ("store", 4)
+    for n, steps in enumerate(
+        (
+            [(*s3, 0), (*s3, 1), ("forget", 1, 0)],
+            [(*s3, 0), (*s3, 1), (*s3, 2), ("forget", 2, 0)],
+            [(*s3, 0), (*s4, 1), (*s3, 2), ("forget", 2, 0)],
+            [(*s3, 0), (*s3, 1), ("forget", 1, 0), ("forget", 0, 0)],
+        )
+    ):
+        out.append((100 + n, steps))
+    return out
+
+
+@pytest.mark.parametrize(("seed", "steps"), _event_histories())
+def test_events_list_each_occurrence_as_as_of_answers_it_whatever_was_forgotten(
+    facts: FactService, clock: FakeClock, seed: int, steps: list[tuple[str, int, int]]
+) -> None:
+    """Forgetting an occurrence's correction brings back what it corrected, in ``events`` as in
+    ``as_of`` (``events`` hid both)."""
+    versions = []
+    for op, arg, value in steps:
+        clock.advance(minutes=1)
+        if op == "store":
+            versions.append(
+                facts.store(
+                    "user.meals", "lunch", value, fact_kind="event", occurred_at=_at(2026, 6, arg)
+                )
+            )
+        else:
+            facts.forget(versions[arg].id)
+    clock.advance(minutes=1)
+    days = sorted({v.occurred_at for v in versions if v.occurred_at is not None})
+    held = [(day, facts.as_of("user.meals", "lunch", day)) for day in days]
+    # as_of at an occurrence none of whose versions is left answers an earlier one
+    expected = [r.id for day, r in held if r is not None and r.occurred_at == day]
+
+    assert [e.id for e in facts.events()] == expected, steps
