@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import func, select
 
 from philont.db.models import Note, RawMessage
+from philont.db.ordering import code_points
 from philont.db.retry import database_error_of
 from philont.errors import PhilontError
 from philont.learning.config import LearningConfig
@@ -70,7 +71,8 @@ def long_sessions(
     summarizing a session again never counts its turns twice. A session whose summary was
     forgotten is left out: its text was sent to the model as the summary to extend at every
     window of the session, and the answer overwrote a note no one reads (a forgotten note
-    stays forgotten), a model call spent on it."""
+    stays forgotten), a model call spent on it. Sessions come in code point order of their
+    ids."""
     ids = window.sessions()
     if not ids:
         return {}
@@ -78,6 +80,9 @@ def long_sessions(
         select(RawMessage.session_id, func.count(), func.min(RawMessage.timestamp))
         .where(RawMessage.session_id.in_(ids))
         .group_by(RawMessage.session_id)
+        # one order on both backends, the model asked in it (an unordered GROUP BY gave
+        # PostgreSQL's hash or locale order)
+        .order_by(code_points(RawMessage.session_id))
     )
     starts = {sid: first for sid, n, first in counts if n >= config.summary_min_messages}
     held: dict[str, list[datetime]] = {}
