@@ -26,12 +26,14 @@ import anyio.lowlevel
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
+from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from philont import __version__, settings, tools
-from philont.db.agents import check_name
-from philont.db.engine import is_postgres, resolve_url
-from philont.errors import AgentRequiredError, DatabaseReadOnlyError
+from philont.db.agents import check_name, require
+from philont.db.engine import create_engine, is_postgres, resolve_url
+from philont.db.pg_layout import AGENTS_TABLE
+from philont.errors import AgentNotFoundError, AgentRequiredError, DatabaseReadOnlyError
 from philont.log import get_logger
 from philont.mcp.transport import stdio_transport
 from philont.store import Store
@@ -134,6 +136,8 @@ def _open_agent(url: URL, agent: str | None, read_only: bool) -> Store:
             "a PostgreSQL database holds many agents: name the one this server serves "
             f"(philont --agent NAME mcp, or ${settings.AGENT_ENV})"
         )
+    if not read_only:
+        _require_before_upgrade(url, name)
     store = Store.open(url, agent=name, read_only=read_only)
     try:
         agents.require(store, name)
@@ -141,3 +145,19 @@ def _open_agent(url: URL, agent: str | None, read_only: bool) -> Store:
         store.close()
         raise
     return store
+
+
+def _require_before_upgrade(url: URL, name: str) -> None:
+    """:class:`~philont.errors.AgentNotFoundError` for an agent the registry does not hold,
+    read before ``Store.open`` creates or upgrades the layout: a misspelt name upgraded a
+    database at an older revision (or made the layout in an empty one) and only then was
+    refused. No registry yet: no agent either (the layout's first revision, v036, makes the
+    registry and no agent)."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            if conn.scalar(text("SELECT to_regclass(:t)"), {"t": AGENTS_TABLE}) is None:
+                raise AgentNotFoundError(name)
+            require(conn, name)
+    finally:
+        engine.dispose()

@@ -11,12 +11,16 @@ import subprocess
 import sys
 
 import pytest
+from alembic import command
+from sqlalchemy import create_engine, text
 
 pytest.importorskip("mcp")
 
 from philont import agents, settings
 from philont.cli.common import EXIT_NOT_FOUND
+from philont.migrate.scripts import alembic_config
 from philont.store import Store
+from tests import pg_support
 from tests.mcp_client import RawClient, tool_text
 from tests.pg_support import Layout
 
@@ -93,3 +97,55 @@ def test_with_an_agent_the_server_serves_it(
         assert client.close_stdin() == 0
     finally:
         client.stop()
+
+
+def _catalog(schema: str) -> list[tuple[object, ...]]:
+    """What an upgrade changes in ``schema``: its tables' columns and its recorded revision."""
+    engine = create_engine(pg_support.server_url())
+    try:
+        with engine.connect() as conn:
+            columns = conn.execute(
+                text(
+                    "SELECT table_name, column_name, data_type FROM information_schema.columns"
+                    " WHERE table_schema = :s ORDER BY 1, 2"
+                ),
+                {"s": schema},
+            ).all()
+            version = conn.scalar(
+                text("SELECT to_regclass(:t)"), {"t": f'"{schema}".alembic_version'}
+            )
+            stamp = (
+                conn.execute(text(f'SELECT * FROM "{schema}".alembic_version')).all()
+                if version is not None
+                else []
+            )
+    finally:
+        engine.dispose()
+    return [tuple(c) for c in columns] + [tuple(s) for s in stamp]
+
+
+@pytest.mark.parametrize("revision", [None, "v036", "v037", "v038"])
+def test_an_agent_nobody_has_is_refused_before_the_layout_is_made_or_upgraded(
+    revision: str | None,
+) -> None:
+    """``philont --agent nosuch mcp`` on a layout at an older revision (or none) upgraded it,
+    then refused the name: it is refused with the layout as it was."""
+    schema = f"t_mcp_old_{os.getpid()}_{revision or 'none'}"
+    pg_support._admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE; CREATE SCHEMA "{schema}"')
+    try:
+        url = pg_support.in_schema(pg_support.server_url(), schema)
+        if revision is not None:
+            command.upgrade(alembic_config(url), revision)
+        before = _catalog(schema)
+        env = {k: v for k, v in os.environ.items() if k != settings.AGENT_ENV}
+        done = subprocess.run(
+            [sys.executable, "-m", "philont", "--agent", "nosuch", "mcp", "--db",
+             url.render_as_string(False)],
+            input=json.dumps(INITIALIZE) + "\n", capture_output=True, text=True, env=env,
+            timeout=60,
+        )  # fmt: skip
+        assert done.returncode == EXIT_NOT_FOUND, done
+        assert done.stderr == "error (agent_not_found): no agent named 'nosuch' in this database\n"
+        assert _catalog(schema) == before
+    finally:
+        pg_support._admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
