@@ -140,6 +140,10 @@ def _import(
     path = None if postgres else sqlite_file(url)[1]
     known = {t.name: t for t in export_tables()}
     report = ImportReport()
+    if postgres:  # the agent named before the file is read (it was after a whole first pass)
+        from philont.transfer.postgres import agent_name
+
+        agent = agent_name(agent)
     with reopenable(src) as reopen:
         totals = _validate(reopen, known, report, postgres=postgres, progress=progress)
         report.file_rows = dict(totals)

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import URL
 
-from philont import agents, migrate, transfer
-from philont.errors import ConflictError
+from philont import agents, migrate, settings, transfer
+from philont.errors import ConflictError, PhilontError
 from philont.store import Store
 from philont.transfer import (
     ImportFactConflictError,
@@ -491,3 +491,43 @@ def test_a_key_current_in_the_file_and_in_the_postgres_agent_refuses_the_merge(
     assert _state(pg) == before
     again = pg_agent()  # the same file into an agent that does not hold the key: imported
     assert import_(again, out, mode="merge").inserted["memory_facts"] == 2
+
+
+class _Unread(io.StringIO):
+    """An export file that records whether a line of it was read."""
+
+    read_from = False
+
+    def readline(self, size: int | None = -1) -> str:
+        self.read_from = True
+        return super().readline(size)
+
+    def read(self, size: int | None = -1) -> str:
+        self.read_from = True
+        return super().read(size)
+
+    def __iter__(self) -> Any:
+        self.read_from = True
+        return super().__iter__()
+
+    def __next__(self) -> str:
+        self.read_from = True
+        return super().__next__()
+
+
+@pytest.mark.parametrize(
+    ("agent", "code"),
+    [(None, "agent_required"), ("", "invalid_input"), ("Bad Name", "invalid_input"),
+     (".dot", "invalid_input"), ("x" * 64, "invalid_input"), ("a\x00b", "invalid_input")],
+)  # fmt: skip
+def test_an_import_names_its_agent_before_reading_the_file(
+    pg_layout: Layout, monkeypatch: pytest.MonkeyPatch, agent: str | None, code: str
+) -> None:
+    """A bad or missing agent name was refused only after a whole first pass over the file
+    (which a malformed file's own error then hid)."""
+    monkeypatch.delenv(settings.AGENT_ENV, raising=False)
+    src = _Unread("not an export file\n" * 1000)
+    with pytest.raises(PhilontError) as caught:
+        transfer.import_(pg_layout.url, src, agent=agent)
+    assert caught.value.code == code, caught.value
+    assert not src.read_from
