@@ -12,7 +12,9 @@ A unit of work on PostgreSQL serves one agent (:func:`enter`), twice guarded:
   (aliases included) through ``with_loader_criteria`` (:func:`_orm_criteria`), UPDATE and
   DELETE statements (ORM flushes and bulk statements) through :func:`_dml_criteria`, and the
   lean SQL of ``philont.db.queries`` and the search scorer through ``Raw.mine()``. No service
-  writes an agent filter of its own.
+  writes an agent filter of its own. A host's statement that reads a table of ours where none
+  of these reaches (a Core Table in a nested SELECT or on an outer join's optional side, a
+  nested SELECT in an INSERT, UPDATE or DELETE) is refused before it runs (:func:`_refusal`).
 
 SQLite needs none of this: one file is one agent.
 """
