@@ -12,7 +12,9 @@ A unit of work on PostgreSQL serves one agent (:func:`enter`), twice guarded:
   (aliases included) through ``with_loader_criteria`` (:func:`_orm_criteria`), UPDATE and
   DELETE statements (ORM flushes and bulk statements) through :func:`_dml_criteria`, and the
   lean SQL of ``philont.db.queries`` and the search scorer through ``Raw.mine()``. No service
-  writes an agent filter of its own.
+  writes an agent filter of its own. A host's statement that reads a table of ours where none
+  of these reaches (a Core Table in a nested SELECT or on an outer join's optional side, a
+  nested SELECT in an INSERT, UPDATE or DELETE) is refused before it runs (:func:`_refusal`).
 
 SQLite needs none of this: one file is one agent.
 """
@@ -21,15 +23,25 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Connection, Engine, Table, bindparam, event, insert, text
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Engine,
+    Table,
+    bindparam,
+    event,
+    insert,
+    text,
+    true,
+)
 from sqlalchemy.orm import ORMExecuteState, Session, with_loader_criteria
-from sqlalchemy.sql import ColumnElement, Delete, Join, Select, Update
-from sqlalchemy.sql.expression import ColumnClause
+from sqlalchemy.sql import ColumnElement, Delete, Insert, Join, Select, Update, visitors
+from sqlalchemy.sql.expression import Alias, ColumnClause, Lateral, SelectBase, TableSample
 
 from philont.db.base import Base
 from philont.db.bootstrap import bootstrap_rows
@@ -199,16 +211,25 @@ def serve_again(conn: Connection, outer: int) -> None:
     conn.info.pop(BACKEND, None)  # not a unit of work's entry (philont.db.nesting)
 
 
-def _agent_column(entity: Any) -> ColumnElement[Any]:
-    """``agent_id`` of the table (or alias) an ORM entity selects from."""
+def _agent_criterion(entity: Any, agent: Any) -> ColumnElement[bool]:
+    """``agent_id = :agent`` of the table (or alias of one) an ORM entity selects from. An
+    entity aliased to a subquery or CTE (``aliased(Note, select(Note).subquery())``) gets
+    nothing: the ORM SELECT inside it has the criterion already, and the subquery has no
+    ``agent_id`` column of its own (naming one crashed SQLAlchemy with an AttributeError)."""
     from sqlalchemy import inspect
 
     with suppress(AttributeError):  # with_loader_criteria's lambda receives it wrapped
         entity = object.__getattribute__(entity, "subject")
     found = inspect(entity, raiseerr=False)
     if found is None:  # the base class itself, when SQLAlchemy first analyses the lambda
-        return ColumnClause(AGENT_COLUMN, BigInteger())
-    return ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=found.selectable)
+        column: ColumnClause[int] = ColumnClause(AGENT_COLUMN, BigInteger())
+    else:
+        selectable = found.selectable
+        if not isinstance(getattr(selectable, "element", selectable), Table):
+            return true()
+        column = ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=selectable)
+    condition: ColumnElement[bool] = column == agent
+    return condition
 
 
 def _inner_side(clause: Any) -> Iterator[Any]:
@@ -220,6 +241,13 @@ def _inner_side(clause: Any) -> Iterator[Any]:
             yield from _inner_side(clause.right)
     else:
         yield clause
+
+
+def _optional_side(clause: Any) -> Iterator[Any]:
+    """What of ``clause`` :func:`_inner_side` leaves out: the optional side of outer joins."""
+    if isinstance(clause, Join):
+        yield from _optional_side(clause.left)
+        yield from [clause.right] if clause.isouter else _optional_side(clause.right)
 
 
 def _from_criteria(statement: Select[Any], agent: int) -> Select[Any]:
@@ -237,34 +265,159 @@ def _from_criteria(statement: Select[Any], agent: int) -> Select[Any]:
     return statement.where(*conditions) if conditions else statement
 
 
-_FROMS: dict[Any, tuple[Table, ...]] = {}
+def _core_table(element: Any) -> str | None:
+    """The name of the scoped table ``element`` is (or is an alias of) when it is read as a
+    Core Table: not through an ORM entity, which the loader criteria keep to the agent."""
+    table = _table_of(element)
+    if table is None or table.name not in _SCOPED:
+        return None
+    return None if "parententity" in element._annotations else str(table.name)
+
+
+def _core_tables(element: Any, seen: set[int] | None = None) -> Iterator[str]:
+    """The scoped tables ``element`` reads as Core Tables (:func:`_core_table`), through its
+    FROM elements and its columns: a column of an ORM entity is the entity's (its table is
+    not looked at), a Core column its table's, a column of a subquery or CTE that one's."""
+    seen = set() if seen is None else seen
+    if id(element) in seen:
+        return
+    seen.add(id(element))
+    if isinstance(element, ColumnClause):
+        if element.table is None:
+            return
+        if "parententity" in element._annotations and _table_of(element.table) is not None:
+            return  # an ORM entity's column
+        element = element.table
+    if _table_of(element) is not None:
+        if (name := _core_table(element)) is not None:
+            yield name
+        return
+    # a SELECT names the tables of its columns among its children too: those of an ORM
+    # entity's columns are the entity's
+    orm = _orm_tables(element) if isinstance(element, Select) else set()
+    for child in element.get_children():
+        if child not in orm:
+            yield from _core_tables(child, seen)
+
+
+def _orm_tables(select_: Select[Any]) -> set[Any]:
+    """The tables of the ORM entities ``select_`` itself names (not a SELECT nested in it):
+    the loader criteria keep those to the agent."""
+    found, stack = set(), list(select_.get_children())
+    while stack:
+        element = stack.pop()
+        entity = element._annotations.get("parententity")
+        if entity is not None and isinstance(entity.selectable, Table):
+            found.add(entity.selectable)
+        if not isinstance(element, SelectBase | ColumnClause):
+            stack.extend(element.get_children())
+    return found
+
+
+def _table_of(element: Any) -> Table | None:
+    """The Table ``element`` is, or is an alias of."""
+    table = element.element if isinstance(element, Alias | Lateral | TableSample) else element
+    return table if isinstance(table, Table) else None
+
+
+def _refusal(statement: Any, froms: Sequence[Any]) -> str | None:
+    """Why ``statement`` cannot be kept to the agent (None: it can). Only the tables of a
+    SELECT's own FROM (``froms``, :func:`_from_criteria`) and UPDATE's and DELETE's own table
+    (:func:`_dml_criteria`) get the agent's condition from philont, every ORM entity from the
+    loader criteria; a Core Table of ours anywhere else (in a subquery, CTE, union member,
+    EXISTS, scalar subquery, an INSERT's SELECT, or on the optional side of an outer join,
+    whose condition would have to go in the ON clause) would read or write every agent's
+    rows. The check reads the statement; it changes nothing in it."""
+    nested: list[Any] = [
+        e for e in visitors.iterate(statement) if isinstance(e, SelectBase) and e is not statement
+    ]
+    where = "inside a nested SELECT (subquery, CTE, union, EXISTS, scalar subquery)"
+    found = [name for select_ in nested for name in _core_tables(select_)]
+    if isinstance(statement, Insert | Update | Delete):  # no loader criteria: ORM ones too
+        where = "inside a nested SELECT of an INSERT, UPDATE or DELETE"
+        found = [
+            table.name
+            for select_ in nested
+            for e in visitors.iterate(select_)
+            if (table := _table_of(e)) is not None and table.name in _SCOPED
+        ]
+        if found:
+            return (
+                f"{found[0]!r} is read {where}, which philont cannot keep to the unit of "
+                "work's agent on PostgreSQL: read the rows with a SELECT of the ORM entity "
+                "first, then write the values"
+            )
+    if not found:
+        where = "on the optional side of an outer join"
+        found = [
+            name for clause in froms for e in _optional_side(clause) for name in _core_tables(e)
+        ]
+    if not found:
+        return None
+    return (
+        f"{found[0]!r} is read as a Core Table {where}, which philont cannot keep to the unit "
+        f"of work's agent on PostgreSQL: select the ORM entity instead (select(Note), "
+        f"aliased(Note), Note.content, not Note.__table__ or its columns)"
+    )
+
+
+_FROMS: dict[Any, tuple[tuple[Table, ...] | None, str | None]] = {}
 FROMS_CACHE_SIZE = 5_000
-"""SELECT shapes whose scoped tables are remembered (:func:`_scoped_froms`); past this the
-cache starts afresh."""
+"""Statement shapes whose scoped tables and refusal are remembered (:func:`_scoped_froms`,
+:func:`_checked`); past this the cache starts afresh."""
+
+
+def _remember(key: Any, froms: tuple[Table, ...] | None, refusal: str | None) -> None:
+    if key is not None:
+        if len(_FROMS) >= FROMS_CACHE_SIZE:
+            _FROMS.clear()
+        _FROMS[key.key] = (froms, refusal)
 
 
 def _scoped_froms(statement: Select[Any]) -> list[Any]:
-    """The scoped tables (or aliases of them) of the inner side of ``statement``'s FROM.
-    ``get_final_froms()`` compiles the statement, an ORM one with its entities: about as long
-    as the rest of a fact's ``get`` together on PostgreSQL, on every SELECT. So the tables of
-    a statement that reads no alias are kept per cache key (which names every Table object
-    itself: a host's Table of the same name is another key); one with an alias, whose
-    objects are new with each statement, is looked at every time."""
+    """The scoped tables (or aliases of them) of the inner side of ``statement``'s FROM;
+    :class:`~philont.errors.InvalidInputError` when the statement reads a table of ours
+    elsewhere as a Core Table (:func:`_refusal`). ``get_final_froms()`` compiles the
+    statement, an ORM one with its entities: about as long as the rest of a fact's ``get``
+    together on PostgreSQL, on every SELECT. So the tables of a statement that reads no alias
+    are kept per cache key (which names every Table object itself: a host's Table of the same
+    name is another key); one with an alias, whose objects are new with each statement, is
+    looked at every time. Whether it is refused is kept for both: a statement seen before
+    pays nothing more."""
     key = statement._generate_cache_key()
     known = None if key is None else _FROMS.get(key.key)
-    if known is not None:
-        return list(known)
-    found = []
-    for clause in statement.get_final_froms():
-        for element in _inner_side(clause):
-            table = getattr(element, "element", element)  # an alias's table
-            if isinstance(table, Table) and table.name in _SCOPED:
-                found.append(element)
-    if key is not None and all(isinstance(element, Table) for element in found):
-        if len(_FROMS) >= FROMS_CACHE_SIZE:
-            _FROMS.clear()
-        _FROMS[key.key] = tuple(found)
+    if known is not None and known[1] is not None:
+        raise InvalidInputError(known[1])
+    if known is not None and known[0] is not None:
+        return list(known[0])
+    clauses = statement.get_final_froms()
+    found = [e for clause in clauses for e in _inner_side(clause) if _scoped(e)]
+    refusal = known[1] if known is not None else _refusal(statement, clauses)
+    plain = all(isinstance(element, Table) for element in found)
+    if known is None:
+        _remember(key, tuple(found) if plain else None, refusal)
+    if refusal is not None:
+        raise InvalidInputError(refusal)
     return found
+
+
+def _scoped(element: Any) -> bool:
+    """``element`` is a scoped table or an alias of one."""
+    table = getattr(element, "element", element)  # an alias's table
+    return isinstance(table, Table) and table.name in _SCOPED
+
+
+def _checked(statement: Any) -> None:
+    """:class:`~philont.errors.InvalidInputError` when ``statement`` (a union, an INSERT,
+    UPDATE or DELETE) reads a table of ours in a nested SELECT as a Core Table
+    (:func:`_refusal`), remembered per cache key."""
+    key = statement._generate_cache_key()
+    known = None if key is None else _FROMS.get(key.key)
+    if known is None:
+        known = (None, _refusal(statement, []))
+        _remember(key, *known)
+    if known[1] is not None:
+        raise InvalidInputError(known[1])
 
 
 def _orm_criteria(state: ORMExecuteState) -> None:
@@ -274,14 +427,16 @@ def _orm_criteria(state: ORMExecuteState) -> None:
     statement = state.statement.options(
         with_loader_criteria(
             Base,
-            lambda cls: _agent_column(cls) == agent,
+            lambda cls: _agent_criterion(cls, agent),
             include_aliases=True,
             propagate_to_loaders=True,
         )
     )
-    state.statement = (
-        _from_criteria(statement, agent) if isinstance(statement, Select) else statement
-    )
+    if isinstance(statement, Select):
+        statement = _from_criteria(statement, agent)
+    else:
+        _checked(statement)  # a union: its SELECTs are nested
+    state.statement = statement
 
 
 event.listen(Session, "do_orm_execute", _orm_criteria)
@@ -295,6 +450,8 @@ def _dml_criteria(
     execution_options: Any,
 ) -> tuple[Any, Any, Any]:
     agent = conn.get_execution_options().get(AGENT_OPTION)
+    if agent is not None and isinstance(statement, Insert | Update | Delete):
+        _checked(statement)
     if agent is not None and isinstance(statement, Update | Delete):
         table = statement.table
         if getattr(table, "name", None) in _SCOPED:
