@@ -118,11 +118,48 @@ for _index in FTS_INDEXES:
 # Philont's trigram tables cannot find terms shorter than three characters and stem nothing, so
 # keyword recall uses word-level indexes of our own (porter over unicode61, diacritics folded).
 # The raw-message index is contentless and has a second column, ``tail``, holding the last two
-# characters of each message: with an fts5vocab view of Philont's trigram index (every trigram
-# that starts with a two-character CJK word) it finds short CJK words anywhere in a message,
-# index-backed.
+# characters of each message, and each alone if either is CJK (``raw_messages_tail``, revision
+# v040): with an fts5vocab view of Philont's trigram index (every trigram that starts with a
+# short CJK word) it finds short CJK words anywhere in a message, index-backed.
 
 WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+TAIL_CJK_RANGES = (
+    (0x1100, 0x11FF),
+    (0x3040, 0x9FFF),
+    (0xAC00, 0xD7AF),
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFF9F),
+    (0x20000, 0x3134F),
+)
+"""Code points whose presence in a message's last two characters makes ``tail`` hold each of
+them alone too: every character a query reads as CJK (:func:`philont.domain.query._is_cjk`;
+a few neighbouring blocks with it)."""
+
+
+def raw_messages_tail(text: str) -> str:
+    """SQL: what the ``tail`` column holds of the message text ``text`` (revision v040): its
+    last two characters, and if either is CJK, each of them alone after them. unicode61 reads
+    two CJK characters (or one beside a letter or digit) as one token, so a one-character term
+    in the last two positions, where no trigram starts with it, is found as a token of its own.
+    A tail without CJK is as v033 made it (the token count bm25 reads is unchanged)."""
+    cjk = "".join(f"{chr(low)}-{chr(high)}" for low, high in TAIL_CJK_RANGES)
+    last_two = f"substr({text}, -2)"
+    return (
+        f"{last_two} || CASE WHEN {last_two} GLOB '*[{cjk}]*'"
+        f" THEN ' ' || substr({text}, -2, 1) || ' ' || substr({text}, -1) ELSE '' END"
+    )
+
+
+def raw_messages_tail_text(text: str) -> str:
+    """What :func:`raw_messages_tail` makes of the message ``text``, in Python (PostgreSQL's
+    scorer counts its tokens in bm25's document length, as FTS5 does)."""
+    last_two = text[-2:]
+    if not any(low <= ord(c) <= high for c in last_two for low, high in TAIL_CJK_RANGES):
+        return last_two
+    second = text[-2] if len(text) >= 2 else ""  # substr(text, -2, 1) of one character: ''
+    return f"{last_two} {second} {text[-1]}"
+
 
 RAW_MESSAGES_WORDS_FTS = FtsIndex(
     name="philont_raw_messages_words_fts",
@@ -134,20 +171,20 @@ RAW_MESSAGES_WORDS_FTS = FtsIndex(
   tokenize='porter unicode61 remove_diacritics 2'
 )""",
     triggers=(
-        """CREATE TRIGGER philont_raw_messages_words_ai AFTER INSERT ON memory_raw_messages BEGIN
+        f"""CREATE TRIGGER philont_raw_messages_words_ai AFTER INSERT ON memory_raw_messages BEGIN
   INSERT INTO philont_raw_messages_words_fts(rowid, content, tail)
-  VALUES (new.rowid, new.content, substr(new.content, -2));
+  VALUES (new.rowid, new.content, {raw_messages_tail("new.content")});
 END""",
-        """CREATE TRIGGER philont_raw_messages_words_ad AFTER DELETE ON memory_raw_messages BEGIN
+        f"""CREATE TRIGGER philont_raw_messages_words_ad AFTER DELETE ON memory_raw_messages BEGIN
   INSERT INTO philont_raw_messages_words_fts(philont_raw_messages_words_fts, rowid, content, tail)
-  VALUES ('delete', old.rowid, old.content, substr(old.content, -2));
+  VALUES ('delete', old.rowid, old.content, {raw_messages_tail("old.content")});
 END""",
-        """CREATE TRIGGER philont_raw_messages_words_au
+        f"""CREATE TRIGGER philont_raw_messages_words_au
 AFTER UPDATE OF content ON memory_raw_messages BEGIN
   INSERT INTO philont_raw_messages_words_fts(philont_raw_messages_words_fts, rowid, content, tail)
-  VALUES ('delete', old.rowid, old.content, substr(old.content, -2));
+  VALUES ('delete', old.rowid, old.content, {raw_messages_tail("old.content")});
   INSERT INTO philont_raw_messages_words_fts(rowid, content, tail)
-  VALUES (new.rowid, new.content, substr(new.content, -2));
+  VALUES (new.rowid, new.content, {raw_messages_tail("new.content")});
 END""",
     ),
 )

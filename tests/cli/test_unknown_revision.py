@@ -30,7 +30,7 @@ from tests.pg_support import _admin, in_schema, server_url
 runner = CliRunner()
 
 # a later release's revision, ones past any we ship, text that is no revision of ours at all
-UNKNOWN = ["v999", "v040", "v1000", "zzz", "v036x", "V999", "w001", " v039", ""]
+UNKNOWN = ["v999", "v041", "v1000", "zzz", "v036x", "V999", "w001", " v040", ""]
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_a_revision_we_do_not_ship_is_said_so_and_refused_alike(
     assert state() == before
 
 
-@pytest.mark.parametrize("revision", ["v036", "v039"])
+@pytest.mark.parametrize("revision", ["v036", "v039", "v040"])
 def test_a_revision_we_ship_is_reported_as_ours(
     revision: str, at_revision: Callable[[str], tuple[str, Callable[[], str]]]
 ) -> None:

@@ -395,8 +395,9 @@ def test_hits_carry_the_record_and_a_positive_score(
 def test_the_revision_holds_the_same_search_sql_as_the_models() -> None:
     script = migrate.script_directory()
     v033 = script.get_revision("v033").module
+    v040 = script.get_revision("v040").module  # the message index's triggers since
     assert fts.RAW_MESSAGES_WORDS_FTS.create == v033.RAW_MESSAGES_WORDS_FTS_CREATE
-    assert fts.RAW_MESSAGES_WORDS_FTS.triggers == v033.RAW_MESSAGES_WORDS_FTS_TRIGGERS
+    assert fts.RAW_MESSAGES_WORDS_FTS.triggers == v040.RAW_MESSAGES_WORDS_FTS_TRIGGERS
     assert fts.NOTES_WORDS_FTS.create == v033.NOTES_WORDS_FTS_CREATE
     assert fts.NOTES_WORDS_FTS.triggers == v033.NOTES_WORDS_FTS_TRIGGERS
     assert fts.SKILLS_WORDS_FTS.create == v033.SKILLS_WORDS_FTS_CREATE

@@ -1,11 +1,16 @@
 """A revision that changes nothing on a backend does not make that backend's databases out of
 date: a SQLite file made before PostgreSQL-only revisions (v038, v039) has the head's schema
 and is read as it is (read-only, by the CLI, with ``upgrade=False``); it was refused with
-``schema_out_of_date`` and had to be upgraded (written) to be read."""
+``schema_out_of_date`` and had to be upgraded (written) to be read.
+
+Since v040 (SQLite only) a SQLite file at v037 to v039 is out of date and a PostgreSQL database
+at v039 is at head; the tests of a SQLite file below PostgreSQL-only revisions read v040 as
+one (``v040_changes_postgresql_only``)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -39,10 +44,25 @@ def test_every_revision_names_only_known_backends() -> None:
         assert named and set(named) <= set(BACKENDS), script.revision
 
 
-def test_sqlite_has_more_than_one_head_revision_now() -> None:
-    # v038 and v039 change PostgreSQL only: the claim the tests below rest on
-    assert len(heads_for("sqlite")) > 1
-    assert heads_for("postgresql") == {migrate.head_revision()}
+def test_the_head_revisions_of_each_backend_now() -> None:
+    # v038 and v039 change PostgreSQL only, v040 SQLite only
+    assert migrate.head_revision() == "v040"
+    assert heads_for("sqlite") == {"v040"}
+    assert heads_for("postgresql") == {"v039", "v040"}
+
+
+@pytest.fixture
+def v040_changes_postgresql_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[frozenset[str]]:
+    """The revisions SQLite counts as head from were v040 a PostgreSQL-only revision (as v038
+    and v039 are): what a SQLite file below PostgreSQL-only revisions is read as."""
+    module = script_directory().get_revision("v040").module
+    monkeypatch.setattr(module, "backends", ("postgresql",))
+    heads_for.cache_clear()
+    heads = heads_for("sqlite")
+    assert heads == {"v037", "v038", "v039", "v040"}
+    yield heads
+    monkeypatch.undo()
+    heads_for.cache_clear()
 
 
 @pytest.mark.parametrize("revision", sorted(heads_for("sqlite")))
@@ -60,7 +80,8 @@ def test_a_revision_that_counts_as_head_on_sqlite_has_the_heads_schema(
     )
 
 
-@pytest.mark.parametrize("revision", sorted(heads_for("sqlite") - {migrate.head_revision()}))
+@pytest.mark.parametrize("revision", ["v037", "v038", "v039"])
+@pytest.mark.usefixtures("v040_changes_postgresql_only")
 def test_a_file_below_only_postgresql_revisions_is_read_as_it_is(
     revision: str, tmp_path: Path
 ) -> None:
@@ -102,9 +123,9 @@ def test_a_file_below_a_revision_that_changes_sqlite_is_still_out_of_date(
 
 
 def test_restoring_a_backup_below_only_postgresql_revisions_asks_for_no_upgrade(
-    tmp_path: Path,
+    tmp_path: Path, v040_changes_postgresql_only: frozenset[str]
 ) -> None:
-    older = max(heads_for("sqlite") - {migrate.head_revision()})
+    older = max(v040_changes_postgresql_only - {migrate.head_revision()})
     backup = tmp_path / "backup.sqlite"
     upgrade(backup, older)
     db = tmp_path / "live.sqlite"

@@ -28,6 +28,7 @@ from philont.db.fts import (
     PG_SKILLS_TEXT,
     PG_SPACES,
     PG_WORDS_COLUMN,
+    raw_messages_tail_text,
 )
 from philont.db.models import Note, RawMessage, Skill
 from philont.domain.query import LIKE_ESCAPE, SearchPlan, fold_case, like_escape, like_pattern
@@ -85,7 +86,7 @@ class _PgCorpus:
     trigram_columns: tuple[tuple[str, float], ...]  # the trigram index's, as on SQLite
     count: str  # SQL for the number of documents
     newest: str  # ORDER BY for "newest first"
-    tail: bool = False  # messages: the word index's second column, the last two characters
+    tail: bool = False  # messages: the word index's second column (fts.raw_messages_tail)
 
 
 _MESSAGES = _PgCorpus(
@@ -172,7 +173,7 @@ def _word_length(corpus: _PgCorpus, texts: Sequence[Any]) -> int:
     """bm25's length of one document of the word index (all its columns, as FTS5 counts)."""
     length = sum(_tokens(_composed(t)) for t in texts)  # as the stored words read it
     if corpus.tail:
-        length += _tokens(str(texts[0] or "")[-2:])
+        length += _tokens(raw_messages_tail_text(str(texts[0] or "")))
     return length
 
 
