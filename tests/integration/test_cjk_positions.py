@@ -143,3 +143,57 @@ def test_a_tail_without_cjk_is_the_last_two_characters_alone() -> None:
             has_cjk = any(_is_cjk(ord(c)) for c in last_two)
             assert tail == (f"{last_two} {second} {last}" if has_cjk else last_two), text
             assert fts.raw_messages_tail_text(text) == tail, text
+
+
+ENDS = ["", " ", "\n", "猫", "只猫", "猫a", "a猫", "😀", "猫😀", "𠀀", "𠀀𠀁", "\u0301", "猫\u0301"]
+ENDS += [
+    "e\u0301",
+    "\u3099",
+    "ｦ",
+    "ᄀ",
+    "\U0003134f",
+    "]",
+    "-",
+    "^",
+    "*",
+    "\x00",
+    "猫\x00",
+    "\x00猫",
+]
+"""Last characters of a message: CJK or not, astral, combining marks, whitespace, GLOB's
+special characters, NUL, and the empty text."""
+
+
+def test_the_triggers_delete_exactly_what_they_indexed(backend: str, tmp_path: Path) -> None:
+    """Every message inserted, updated to another ending and deleted: the contentless index is
+    left empty and consistent (a 'delete' given other tokens than the insert would leave them)."""
+    if backend != "sqlite":
+        pytest.skip("SQLite's own word index")
+    path = tmp_path / "ends.sqlite"
+    upgrade(path, migrate.head_revision())
+    texts = [f"x{a}{b}" for a in ENDS for b in ENDS] + ENDS
+    with closing(sqlite3.connect(path)) as conn, conn:
+        for i, text in enumerate(texts, start=1):
+            conn.execute("INSERT INTO memory_raw_sessions (id, started_at) VALUES (?, 0)", (i,))
+            conn.execute(
+                "INSERT INTO memory_raw_messages (id, session_id, role, content, timestamp)"
+                " VALUES (?, ?, 'user', ?, ?)",
+                (i, str(i), text, i),
+            )
+    assert _terms(path)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        for i, text in enumerate(reversed(texts), start=1):
+            conn.execute("UPDATE memory_raw_messages SET content = ? WHERE id = ?", (text, i))
+        conn.execute(
+            "INSERT INTO philont_raw_messages_words_fts(philont_raw_messages_words_fts, rank)"
+            " VALUES('integrity-check', 1)"
+        )
+        conn.execute("DELETE FROM memory_raw_messages")
+    assert _terms(path) == set()
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "INSERT INTO philont_raw_messages_words_fts(philont_raw_messages_words_fts, rank)"
+            " VALUES('integrity-check', 1)"
+        )
+        docs = conn.execute("SELECT count(*) FROM philont_raw_messages_words_fts_docsize")
+        assert docs.fetchone() == (0,)

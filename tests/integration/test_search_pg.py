@@ -448,3 +448,59 @@ def test_the_search_indexes_look_up_the_agent_key_not_every_agents_posting_list(
     )[0][0]
     text_ = json.dumps(plan)
     assert "Bitmap Index Scan" in text_ and '"Index Cond": "((agent_id = ' in text_, text_
+
+
+ENDINGS = [
+    "我养了一只猫", "猫", "一只猫 ", "一只猫\n", "一只猫。", "一只猫\u0301", "猫😀", "emoji 😀",
+    "一只𠀀", "𠀀", "𠀀𠀁", "猫𠀀", "café", "cafe\u0301", "ｦa", "가나", "ᄀ", "只猫 ok", "猫a",
+]  # fmt: skip
+"""Messages ending in each kind of last two characters (revision v040's tail): CJK or not,
+astral (emoji, CJK extension B), a combining mark, whitespace, one character alone."""
+
+
+def _add_endings(engine: Engine, agent: str | None = None) -> None:
+    """ENDINGS as messages after the corpus' (ids go on without a gap: both scorers read the
+    number of messages as the largest id)."""
+    first = len(MESSAGES) + 1
+    with engine.begin() if agent is None else agent_connection(engine, agent) as conn:
+        conn.execute(insert(RawSession), [{"id": "s9", "started_at": T0}])
+        rows = [
+            {
+                "id": first + n,
+                "session_id": "s9",
+                "role": "user",
+                "content": c,
+                "timestamp": at(first + n),
+            }
+            for n, c in enumerate(ENDINGS)
+        ]
+        conn.execute(insert(RawMessage), rows)
+
+
+@pytest.mark.parametrize("query", ["猫", "只猫", "𠀀", "𠀁", "café", "ok", "가나", "emoji", "一只"])
+def test_scores_equal_sqlite_whatever_a_message_ends_with(
+    pg_layout: Layout, pg_agent_name: Callable[[], str], tmp_path: Path, query: str
+) -> None:
+    """PostgreSQL's bm25 counts the tokens of each message's tail as FTS5 reads them
+    (fts.raw_messages_tail_text), whatever its last two characters are: the scores agree."""
+    sqlite = create_engine(tmp_path / "memory" / "memory.sqlite")
+    pg = create_engine(pg_layout.url)
+    name = pg_agent_name()
+    try:
+        fill(sqlite)
+        _add_endings(sqlite)
+        fill(pg, name)
+        _add_endings(pg, name)
+        backends = Backends(_open(sqlite), agent_session(pg, name))
+        try:
+            a_hits, b_hits = backends.both(lambda s: s.messages(query, limit=20))
+        finally:
+            backends.sqlite.close()
+            backends.pg.close()
+        assert a_hits, query
+        assert [h.id for h in b_hits] == [h.id for h in a_hits]
+        for a, b in zip(a_hits, b_hits, strict=True):
+            assert b.score == pytest.approx(a.score, rel=1e-6), (query, a.id)
+    finally:
+        sqlite.dispose()
+        pg.dispose()
