@@ -22,6 +22,7 @@ __all__ = [
     "is_expired",
     "is_valid_at",
     "latest_held",
+    "link_depths",
     "rank_score",
     "rank_scores",
     "time_tag",
@@ -60,7 +61,7 @@ def valid_at(facts: Iterable[Window], at_ms: int) -> list[bool]:
     ]
 
 
-HeldRank = tuple[int, int, str]
+HeldRank = tuple[int, int, int, str]
 """Where a version ranks among those that held at a time (:func:`held_rank`)."""
 
 V = TypeVar("V")
@@ -75,6 +76,7 @@ def held_rank(
     valid_from_ms: int | None,
     valid_until_ms: int | None,
     at_ms: int,
+    depth: int = 0,
 ) -> HeldRank | None:
     """Whether a version of a key counts as holding at ``at_ms``, and if so its rank (the
     greatest of a key's versions answers, :func:`latest_held`); ``None`` when it does not count.
@@ -85,14 +87,41 @@ def held_rank(
     * An event counts once it has occurred (``occurred_ms``, else ``created_ms``, at or before
       ``at_ms``; its window ignored) and ranks by its occurrence, then its recording.
 
-    Equal stamps fall back to the id, so the choice is deterministic."""
+    Equal stamps (versions stored in one millisecond) fall back to ``depth``, the version's
+    place in its key's supersession chain (:func:`link_depths`: the one stored later wins),
+    then to the id, so the choice is deterministic."""
     if fact_kind == "event":
         occurred = created_ms if occurred_ms is None else occurred_ms
-        return (occurred, created_ms, fact_id) if occurred <= at_ms else None
+        return (occurred, created_ms, depth, fact_id) if occurred <= at_ms else None
     valid = is_valid_at(
         fact_kind=fact_kind, valid_from_ms=valid_from_ms, valid_until_ms=valid_until_ms, at_ms=at_ms
     )
-    return (created_ms, created_ms, fact_id) if valid else None
+    return (created_ms, created_ms, depth, fact_id) if valid else None
+
+
+def link_depths(links: Iterable[tuple[str, str | None]]) -> dict[str, int]:
+    """Each version's place in its key's supersession chain among ``links`` (``(id,
+    superseded_by)`` of versions of one key): 0 for one that superseded none of them, else one
+    more than the deepest it superseded. ``created_at`` is millisecond-grained and ids are
+    random, so this is what says which of two versions stored in one millisecond came later.
+    Iterative (a key may have thousands of versions); a cycle (no store makes one) stays 0."""
+    successor = dict(links)
+    waiting = dict.fromkeys(successor, 0)  # how many of its predecessors are not placed yet
+    for after in successor.values():
+        if after in waiting:
+            waiting[after] += 1
+    depths = dict.fromkeys(successor, 0)
+    ready = [vid for vid, n in waiting.items() if n == 0]
+    while ready:
+        vid = ready.pop()
+        after = successor[vid]
+        if after is None or after not in waiting:
+            continue
+        depths[after] = max(depths[after], depths[vid] + 1)
+        waiting[after] -= 1
+        if waiting[after] == 0:
+            ready.append(after)
+    return depths
 
 
 def latest_held(ranked: Iterable[tuple[HeldRank | None, V]]) -> V | None:

@@ -238,8 +238,9 @@ def rank_raw(row: Any, at_ms: int) -> HeldRank | None:
         return rank_raw(cleaned(row, FACT_ROW, raw=True), at_ms)
 
 
-def rank_row(row: Fact, at_ms: int) -> HeldRank | None:
-    """:func:`philont.domain.facts.held_rank` of an ORM row."""
+def rank_row(row: Fact, at_ms: int, depth: int = 0) -> HeldRank | None:
+    """:func:`philont.domain.facts.held_rank` of an ORM row (``depth``: its
+    :func:`~philont.domain.facts.link_depths` among the key's versions read)."""
     occurred, start, until = row.occurred_at, row.valid_from, row.valid_until
     return held_rank(
         fact_id=row.id,
@@ -249,6 +250,7 @@ def rank_row(row: Fact, at_ms: int) -> HeldRank | None:
         valid_from_ms=None if start is None else to_epoch_ms(start),
         valid_until_ms=None if until is None else to_epoch_ms(until),
         at_ms=at_ms,
+        depth=depth,
     )
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import builtins
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy import ColumnElement, func, select
 
 from philont.db.models import Fact
 from philont.db.ordering import code_points
 from philont.db.types import to_epoch_ms
-from philont.domain.facts import latest_held
+from philont.domain.facts import latest_held, link_depths
 from philont.domain.kinds import FactKind
 from philont.errors import (
     InvalidTimeRangeError,
@@ -57,8 +57,10 @@ class FactTime(Service):
           still answers Paris for 2022.
         * Among the candidates the latest belief wins: states by newest ``created_at``; events
           by latest occurrence, then newest ``created_at`` (a correction of the same
-          occurrence). A version forgotten by ``believed_at`` never answers; one forgotten
-          later still does (it was believed then, as ``list(as_of=...)`` shows it).
+          occurrence); of versions stored in one millisecond, the one stored later (its place
+          in the key's supersession chain; the random id only where no link says). A version
+          forgotten by ``believed_at`` never answers; one forgotten later still does (it was
+          believed then, as ``list(as_of=...)`` shows it).
 
         No access refresh and no access-log row (this is an audit query).
         """
@@ -70,15 +72,15 @@ class FactTime(Service):
 
     def _held(self, cond: ColumnElement[bool], at: datetime, believed: datetime) -> Fact | None:
         """:meth:`as_of` of the key ``cond`` selects, as its row."""
-        rows = self.session.scalars(
-            select(Fact).where(
-                cond,
-                or_(Fact.forgotten_at.is_(None), Fact.forgotten_at > believed),
-                Fact.created_at <= believed,
-            )
-        )
+        versions = builtins.list(self.session.scalars(select(Fact).where(cond)))
+        depths = link_depths((v.id, v.superseded_by) for v in versions)  # every version's links
         at_ms = to_epoch_ms(at)
-        return latest_held((rank_row(row, at_ms), row) for row in rows)
+        return latest_held(
+            (rank_row(row, at_ms, depths[row.id]), row)
+            for row in versions
+            if row.created_at <= believed
+            and (row.forgotten_at is None or row.forgotten_at > believed)
+        )
 
     @finds(namespace=inputs.NamespaceSelector)
     def events(
@@ -124,15 +126,38 @@ class FactTime(Service):
         if end is not None:
             stmt = stmt.where(occurred <= end)
         rows = builtins.list(self.session.scalars(stmt))
-        # an occurrence's answer: its newest version by held_rank's order (recorded, then id)
-        newest: dict[tuple[str, str, datetime], tuple[datetime, str]] = {}
+        depths = self._tie_depths(rows)
+        # an occurrence's answer: its newest version by held_rank's order (recorded, then its
+        # place in the key's chain, then id)
+        newest: dict[tuple[str, str, datetime], tuple[datetime, int, str]] = {}
         for r in rows:
             occurrence = (r.namespace, r.key, r.occurred_at or r.created_at)
-            newest[occurrence] = max(
-                newest.get(occurrence, (r.created_at, r.id)), (r.created_at, r.id)
-            )
+            rank = (r.created_at, depths.get(r.id, 0), r.id)
+            newest[occurrence] = max(newest.get(occurrence, rank), rank)
         return [
             to_record(r)
             for r in rows
-            if newest[(r.namespace, r.key, r.occurred_at or r.created_at)] == (r.created_at, r.id)
+            if newest[(r.namespace, r.key, r.occurred_at or r.created_at)]
+            == (r.created_at, depths.get(r.id, 0), r.id)
         ]
+
+    def _tie_depths(self, rows: builtins.list[Fact]) -> dict[str, int]:
+        """:func:`~philont.domain.facts.link_depths` over every version of each key two of
+        whose ``rows`` of one occurrence were recorded in the same millisecond (read only
+        then: the chain may run through versions ``rows`` leave out)."""
+        seen: set[tuple[str, str, datetime, datetime]] = set()
+        tied: set[tuple[str, str]] = set()
+        for r in rows:
+            stamp = (r.namespace, r.key, r.occurred_at or r.created_at, r.created_at)
+            if stamp in seen:
+                tied.add((r.namespace, r.key))
+            seen.add(stamp)
+        depths: dict[str, int] = {}
+        for namespace, key in sorted(tied):
+            links = self.session.execute(
+                select(Fact.id, Fact.superseded_by).where(
+                    Fact.namespace == namespace, Fact.key == key
+                )
+            )
+            depths.update(link_depths((vid, successor) for vid, successor in links))
+        return depths

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import uuid
@@ -29,6 +30,8 @@ BOTH_BACKENDS = True  # run on SQLite and PostgreSQL (tests/conftest.py)
 
 if TYPE_CHECKING:
     from conftest import FakeClock
+
+    from philont.schemas.facts import FactRecord
 
 
 @pytest.fixture
@@ -787,3 +790,65 @@ def test_events_list_each_occurrence_as_as_of_answers_it_whatever_was_forgotten(
     expected = [r.id for day, r in held if r is not None and r.occurred_at == day]
 
     assert [e.id for e in facts.events()] == expected, steps
+
+
+def _clock_histories() -> list[tuple[int, list[tuple[int, str, int]]]]:
+    """Seeded histories of one key: (clock move in minutes, 0 mostly: the same millisecond, op,
+    day) with op "event" (a store at that day), "state" or "forget" (day: the version)."""
+    out = []
+    for seed in range(16):
+        rng = random.Random(seed)
+        steps: list[tuple[int, str, int]] = []
+        stored = 0
+        move = 0
+        for _ in range(rng.randint(2, 6)):
+            if stored and rng.random() < 0.2:
+                steps.append((rng.choice((0, 1)), "forget", rng.randrange(stored)))
+                # the next store a minute later: one in the same millisecond as the forget of
+                # the current version supersedes nothing (nothing is current): no link to read
+                move = 1
+                continue
+            move = max(move, rng.choice((0, 0, 0, 1)))
+            steps.append((move, rng.choice(("event", "event", "state")), rng.choice((3, 4))))
+            stored += 1
+            move = 0
+        out.append((seed, steps))
+    return out
+
+
+@pytest.mark.parametrize(("seed", "steps"), _clock_histories())
+def test_of_versions_stored_in_one_millisecond_the_later_is_the_newest(
+    facts: FactService,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+    steps: list[tuple[int, str, int]],
+) -> None:
+    """Versions of one key stored in one millisecond (equal ``created_at``): get, as_of and events
+    agree on the one stored later (as_of and events picked one of them by its random id; here
+    each id is smaller than the last, so that pick is always the older)."""
+    falling = itertools.count()
+    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=2**127 - next(falling)))
+    versions: list[FactRecord] = []
+    forgotten: set[str] = set()
+    for move, op, arg in steps:
+        clock.advance(minutes=move)
+        if op == "forget":
+            facts.forget(versions[arg].id)
+            forgotten.add(versions[arg].id)
+            continue
+        kind = {"fact_kind": "event", "occurred_at": _at(2026, 6, arg)} if op == "event" else {}
+        versions.append(facts.store("user.meals", "lunch", len(versions), **kind))
+    held = [v for v in versions if v.id not in forgotten]
+    got = facts.get("user.meals", "lunch")
+    assert (got and got.id) == (versions[-1].id if versions[-1] in held else None), steps
+    # each occurrence: its version stored last and not forgotten, in events as in as_of
+    last: dict[datetime, str] = {}
+    for v in held:
+        if v.fact_kind is FactKind.EVENT and v.occurred_at is not None:
+            last[v.occurred_at] = v.id
+    assert {e.id for e in facts.events()} == set(last.values()), steps
+    for day, vid in last.items():
+        answer = facts.as_of("user.meals", "lunch", day)
+        if answer is not None and answer.fact_kind is FactKind.EVENT:
+            assert answer.id == vid, steps
