@@ -302,13 +302,13 @@ def _core_tables(element: Any, seen: set[int] | None = None) -> Iterator[str]:
 
 
 def _orm_tables(select_: Select[Any]) -> set[Any]:
-    """The tables of the ORM entities ``select_`` itself names (not a SELECT nested in it):
-    the loader criteria keep those to the agent."""
+    """The tables (or aliases of them: ``aliased(Note)``) of the ORM entities ``select_``
+    itself names (not a SELECT nested in it): the loader criteria keep those to the agent."""
     found, stack = set(), list(select_.get_children())
     while stack:
         element = stack.pop()
         entity = element._annotations.get("parententity")
-        if entity is not None and isinstance(entity.selectable, Table):
+        if entity is not None and _table_of(entity.selectable) is not None:
             found.add(entity.selectable)
         if not isinstance(element, SelectBase | ColumnClause):
             stack.extend(element.get_children())
