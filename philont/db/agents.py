@@ -10,7 +10,8 @@ A unit of work on PostgreSQL serves one agent (:func:`enter`), twice guarded:
   ``agent_id`` column's DEFAULT;
 * every statement names the agent itself: ORM SELECTs get ``agent_id = :id`` on every entity
   (aliases included) through ``with_loader_criteria`` (:func:`_orm_criteria`), UPDATE and
-  DELETE statements (ORM flushes and bulk statements) through :func:`_dml_criteria`, and the
+  DELETE statements (ORM flushes and bulk statements; their target and every other table of
+  ours they read, ``UPDATE ... FROM``) through :func:`_dml_criteria`, and the
   lean SQL of ``philont.db.queries`` and the search scorer through ``Raw.mine()``. No service
   writes an agent filter of its own. A host's statement that reads a table of ours where none
   of these reaches (a Core Table in a nested SELECT or on an outer join's optional side, a
@@ -301,13 +302,13 @@ def _core_tables(element: Any, seen: set[int] | None = None) -> Iterator[str]:
 
 
 def _orm_tables(select_: Select[Any]) -> set[Any]:
-    """The tables of the ORM entities ``select_`` itself names (not a SELECT nested in it):
-    the loader criteria keep those to the agent."""
+    """The tables (or aliases of them: ``aliased(Note)``) of the ORM entities ``select_``
+    itself names (not a SELECT nested in it): the loader criteria keep those to the agent."""
     found, stack = set(), list(select_.get_children())
     while stack:
         element = stack.pop()
         entity = element._annotations.get("parententity")
-        if entity is not None and isinstance(entity.selectable, Table):
+        if entity is not None and _table_of(entity.selectable) is not None:
             found.add(entity.selectable)
         if not isinstance(element, SelectBase | ColumnClause):
             stack.extend(element.get_children())
@@ -322,12 +323,12 @@ def _table_of(element: Any) -> Table | None:
 
 def _refusal(statement: Any, froms: Sequence[Any]) -> str | None:
     """Why ``statement`` cannot be kept to the agent (None: it can). Only the tables of a
-    SELECT's own FROM (``froms``, :func:`_from_criteria`) and UPDATE's and DELETE's own table
-    (:func:`_dml_criteria`) get the agent's condition from philont, every ORM entity from the
-    loader criteria; a Core Table of ours anywhere else (in a subquery, CTE, union member,
-    EXISTS, scalar subquery, an INSERT's SELECT, or on the optional side of an outer join,
-    whose condition would have to go in the ON clause) would read or write every agent's
-    rows. The check reads the statement; it changes nothing in it."""
+    SELECT's own FROM (``froms``, :func:`_from_criteria`) and the tables UPDATE and DELETE
+    name outside nested SELECTs (:func:`_dml_criteria`) get the agent's condition from
+    philont, every ORM entity from the loader criteria; a Core Table of ours anywhere else
+    (in a subquery, CTE, union member, EXISTS, scalar subquery, an INSERT's SELECT, or on the
+    optional side of an outer join, whose condition would have to go in the ON clause) would
+    read or write every agent's rows. The check reads the statement; it changes nothing in it."""
     nested: list[Any] = [
         e for e in visitors.iterate(statement) if isinstance(e, SelectBase) and e is not statement
     ]
@@ -453,13 +454,26 @@ def _dml_criteria(
     if agent is not None and isinstance(statement, Insert | Update | Delete):
         _checked(statement)
     if agent is not None and isinstance(statement, Update | Delete):
-        table = statement.table
-        if getattr(table, "name", None) in _SCOPED:
-            column = ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=table)
-            statement = statement.where(
-                column == bindparam("philont_agent", agent, type_=BigInteger())
-            )
+        mine = bindparam("philont_agent", agent, type_=BigInteger())
+        conditions = [
+            ColumnClause(AGENT_COLUMN, BigInteger(), _selectable=element) == mine
+            for element in _dml_froms(statement)
+        ]
+        if conditions:
+            statement = statement.where(*conditions)
     return statement, multiparams, params
+
+
+def _dml_froms(statement: Update | Delete) -> list[Any]:
+    """The scoped tables (or aliases of them) an UPDATE or DELETE writes or reads: its target
+    (a Table or an alias of one) and every other one its columns name (PostgreSQL's ``UPDATE
+    ... FROM``, ``DELETE ... USING``). Its nested SELECTs are refused (:func:`_checked`)."""
+    columns = [e.table for e in visitors.iterate(statement) if isinstance(e, ColumnClause)]
+    found: dict[Any, None] = {}
+    for source in [statement.table, *columns]:
+        if source is not None and _scoped(source):
+            found[source] = None
+    return list(found)
 
 
 def scope_engine(engine: Engine) -> None:

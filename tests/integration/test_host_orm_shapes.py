@@ -51,6 +51,15 @@ def _shapes() -> dict[str, Callable[[], Executable]]:
         "join to an aliased subquery": lambda: (
             lambda sq: select(Note.content).join(sq, sq.importance == Note.importance)
         )(aliased(Note, select(Note).subquery())),
+        "union with an alias": lambda: union_all(select(Note.content), select(other().content)),
+        "subquery of an alias's column": lambda: (lambda sq: select(sq.c.content))(
+            select(other().content).subquery()
+        ),
+        "not exists of an alias": lambda: (
+            lambda a: select(Note.content).where(
+                ~exists(select(a.id).where(a.importance == Note.importance, a.content.in_(THEIRS)))
+            )
+        )(other()),
         "join to an alias": lambda: (
             lambda a: select(Note.content, a.content).join(a, a.importance == Note.importance)
         )(other()),
