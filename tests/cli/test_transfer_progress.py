@@ -59,14 +59,16 @@ def test_a_long_import_shows_each_step_as_it_goes(big_export: Path, tmp_path: Pa
     assert f"{MESSAGES} added" in run.output
 
 
-@pytest.mark.parametrize(("fixture", "runs"), [("v31", 8), ("v27", 12), ("v2", 37)])
+@pytest.mark.parametrize("fixture", ["v31", "v27", "v2"])
 def test_an_upgrade_counts_the_revisions_it_runs(
-    copy_fixture: Callable[[str], Path], fixture: str, runs: int
+    copy_fixture: Callable[[str], Path], fixture: str
 ) -> None:
     """The bar counted against every revision philont ships: an upgrade of the original's v31
-    file ended at 8/39, as if it had stopped a fifth of the way."""
+    file ended at 8/39, as if it had stopped a fifth of the way. A file at schema version N is
+    at philont's revision N, so an upgrade runs the shipped revisions after it."""
     db = copy_fixture(fixture)
-    assert len(migrate.history()) - runs == int(fixture.removeprefix("v"))  # where it starts
+    runs = len(migrate.history()) - int(fixture.removeprefix("v"))
+    assert runs > 0
 
     run = run_in_terminal(["db", "upgrade", "--db", str(db)], None)
 
